@@ -1,0 +1,38 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let strict: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+    name: "iap-gateway",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "iap-gateway", targets: ["iap-gateway"])
+    ],
+    targets: [
+        // Debian C libraries, each wrapped once (Sources/Crypto for OpenSSL).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+
+        // Pure model: no imports beyond the standard library.
+        .target(name: "Canonical", swiftSettings: strict),
+        // Strict, fast JSON parser and a Decoder over its values (no imports).
+        .target(name: "WireJSON", swiftSettings: strict),
+        .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
+        .target(name: "V1Adapter", dependencies: ["Canonical", "Crypto", "WireJSON"], swiftSettings: strict),
+        .target(name: "V2Adapter", dependencies: ["Canonical", "Crypto", "WireJSON"], swiftSettings: strict),
+        .target(name: "Gateway", dependencies: ["Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter"], swiftSettings: strict),
+        .executableTarget(name: "iap-gateway", dependencies: ["Gateway"], swiftSettings: strict),
+
+        .target(name: "TestSupport", dependencies: ["Canonical", "Crypto", "V2Adapter"], path: "Tests/TestSupport",
+                swiftSettings: strict),
+        .testTarget(name: "CanonicalTests", dependencies: ["Canonical", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "V2AdapterTests", dependencies: ["V2Adapter", "Canonical", "Crypto", "TestSupport"],
+                    swiftSettings: strict),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "V2Adapter", "Canonical", "TestSupport"],
+                    swiftSettings: strict),
+    ]
+)

@@ -1,0 +1,105 @@
+internal import COpenSSL
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A parsed X.509 certificate (`X509*`). Read-only after parsing; OpenSSL permits concurrent reads of one `X509`,
+/// and this type only reads — hence `@unchecked Sendable`.
+public final class X509Certificate: @unchecked Sendable {
+    let x509: OpaquePointer
+    /// The exact DER bytes the certificate was parsed from.
+    public let der: [UInt8]
+
+    /// Parses DER. Trailing bytes after the certificate are rejected.
+    public init(der: [UInt8]) throws(CryptoError) {
+        var consumed = 0
+        let cert: OpaquePointer? = der.withUnsafeBufferPointer { buf in
+            guard let base = buf.baseAddress else { return nil }
+            var p: UnsafePointer<UInt8>? = base
+            let c = d2i_X509(nil, &p, buf.count)
+            consumed = p.map { $0 - base } ?? 0
+            return c
+        }
+        ERR_clear_error()
+        guard let cert else { throw CryptoError(.invalidCertificate, "not a DER X.509 certificate") }
+        guard consumed == der.count else {
+            X509_free(cert)
+            throw CryptoError(.invalidCertificate, "trailing bytes after the certificate")
+        }
+        self.x509 = cert
+        self.der = der
+        // Populate OpenSSL's lazily computed extension cache now, while no other thread can see the object.
+        _ = X509_get_extension_flags(cert)
+    }
+
+    deinit { X509_free(x509) }
+
+    /// Start of validity, seconds since the epoch.
+    public var notBefore: Int64? { Self.seconds(X509_get0_notBefore(x509)) }
+    /// End of validity, seconds since the epoch.
+    public var notAfter: Int64? { Self.seconds(X509_get0_notAfter(x509)) }
+
+    private static func seconds(_ t: UnsafePointer<ASN1_TIME>?) -> Int64? {
+        guard let t else { return nil }
+        var tm = tm()
+        guard ASN1_TIME_to_tm(t, &tm) == 1 else { return nil }
+        return Int64(timegm(&tm))
+    }
+
+    /// Serial number as lower-case hex (no leading zeros), as logs and Apple's tooling print it.
+    public var serialNumberHex: String {
+        guard let serial = X509_get0_serialNumber(x509), let bn = ASN1_INTEGER_to_BN(serial, nil) else { return "" }
+        defer { BN_free(bn) }
+        guard let hex = BN_bn2hex(bn) else { return "" }
+        defer { gateway_openssl_free(hex) }
+        return String(cString: hex).lowercased()
+    }
+
+    /// The subject as a one-line RFC 2253 string.
+    public var subject: String {
+        guard let bio = BIO_new(BIO_s_mem()) else { return "" }
+        defer { BIO_free(bio) }
+        guard X509_NAME_print_ex(bio, X509_get_subject_name(x509), 0, gateway_xn_flag_rfc2253()) >= 0 else { return "" }
+        var ptr: UnsafeMutablePointer<CChar>?
+        let n = gateway_bio_get_mem_data(bio, &ptr)
+        guard n > 0, let ptr else { return "" }
+        return String(decoding: UnsafeRawBufferPointer(start: ptr, count: n), as: UTF8.self)
+    }
+
+    /// True when an extension with the dotted `oid` is present (any criticality, any value).
+    public func hasExtension(oid: String) -> Bool {
+        guard let obj = OBJ_txt2obj(oid, 1) else { return false }
+        defer { ASN1_OBJECT_free(obj) }
+        return X509_get_ext_by_OBJ(x509, obj, -1) >= 0
+    }
+
+    /// True when basicConstraints says `CA:TRUE`.
+    public var isCA: Bool { X509_get_extension_flags(x509) & UInt32(EXFLAG_CA) != 0 }
+
+    /// The subject public key.
+    public func publicKey() throws(CryptoError) -> PublicKey {
+        guard let key = X509_get_pubkey(x509) else { throw CryptoError(.invalidKey, "certificate public key unreadable") }
+        return PublicKey(owning: key)
+    }
+
+    /// Reads a PEM file's first certificate (tests, operator-supplied roots).
+    public convenience init(pem: String) throws(CryptoError) {
+        let bytes = Array(pem.utf8)
+        let cert: OpaquePointer? = bytes.withUnsafeBufferPointer { buf in
+            guard let bio = BIO_new_mem_buf(buf.baseAddress, Int32(buf.count)) else { return nil }
+            defer { BIO_free(bio) }
+            return PEM_read_bio_X509(bio, nil, nil, nil)
+        }
+        ERR_clear_error()
+        guard let cert else { throw CryptoError(.invalidCertificate, "not a PEM certificate") }
+        defer { X509_free(cert) }
+        let n = i2d_X509(cert, nil)
+        guard n > 0 else { throw CryptoError(.invalidCertificate, "certificate does not re-encode") }
+        var der = [UInt8](repeating: 0, count: Int(n))
+        der.withUnsafeMutableBufferPointer { buf in
+            var p = buf.baseAddress
+            _ = i2d_X509(cert, &p)
+        }
+        try self.init(der: der)
+    }
+}

@@ -1,0 +1,199 @@
+public import Canonical
+internal import WireJSON
+internal import FoundationEssentials
+
+/// The gateway's configuration file (JSON; DESIGN ch. 8). Secrets are never inline: the file names environment
+/// variables. Relative paths are resolved against the file's folder. Every problem is reported with its field.
+public struct GatewayConfig: Sendable {
+    public struct App: Sendable, Hashable {
+        public var bundleID: String
+        public var appAppleID: Int64?
+        public var environments: Set<AppStoreEnvironment>
+        public var sharedSecretEnv: [String]
+        public var authority: Authority
+        public var compare: Bool
+        public var verifyReceipt: Bool
+        public var downstreams: [String]
+    }
+
+    public enum Authority: String, Sendable, Hashable {
+        case v1, v2
+    }
+
+    public struct Downstream: Sendable, Hashable {
+        public enum Kind: String, Sendable, Hashable {
+            case webhook
+            case v1Passthrough = "v1_passthrough"
+        }
+        public var name: String
+        public var kind: Kind
+        public var url: String
+        public var secretEnv: [String]
+        public var environments: Set<AppStoreEnvironment>
+        public var shadow: Bool
+        public var includeRaw: Bool
+        public var maxAttempts: Int
+    }
+
+    public struct AppStoreAPI: Sendable, Hashable {
+        public var productionURL: String
+        public var sandboxURL: String
+        public var issuerID: String?
+        public var keyID: String?
+        public var privateKeyEnv: String?
+    }
+
+    public var listen: String = "127.0.0.1:8080"
+    public var adminListen: String = "127.0.0.1:8081"
+    public var adminTokenEnv: String = "IAPGW_ADMIN_TOKEN"
+    public var sqlitePath: String = "data/gateway.db"
+    /// Extra roots (absolute paths), trusted for sandbox payloads only.
+    public var extraRoots: [String] = []
+    public var verifyReceiptProductionURL = "https://buy.itunes.apple.com/verifyReceipt"
+    public var verifyReceiptSandboxURL = "https://sandbox.itunes.apple.com/verifyReceipt"
+    public var apps: [App] = []
+    public var downstreams: [Downstream] = []
+    public var appStoreAPI = AppStoreAPI(
+        productionURL: "https://api.storekit.apple.com", sandboxURL: "https://api.storekit-sandbox.apple.com",
+        issuerID: nil, keyID: nil, privateKeyEnv: nil)
+    public var maxNotificationAgeMillis: Int64 = 10 * 86_400_000
+
+    public init() {}
+
+    /// Reads and validates the file at `path`.
+    public static func load(path: String) throws(ConfigError) -> GatewayConfig {
+        let bytes: [UInt8]
+        do { bytes = Array(try Data(contentsOf: URL(filePath: path))) } catch {
+            throw ConfigError(field: "", "cannot read config file \(path)")
+        }
+        let base = URL(filePath: path).deletingLastPathComponent().path()
+        return try parse(bytes, baseDirectory: base)
+    }
+
+    /// Parses config JSON; relative paths are resolved against `baseDirectory`.
+    public static func parse(_ bytes: [UInt8], baseDirectory: String) throws(ConfigError) -> GatewayConfig {
+        let root: JSONValue
+        do { root = try JSONParser.parse(bytes) } catch { throw ConfigError(field: "", "config is not valid JSON: \(error)") }
+        let r = try ConfigReader(root, path: "")
+        try r.rejectUnknown(allowed: [
+            "listen", "admin", "store", "trust", "verify_receipt", "apps", "downstreams", "app_store_api",
+            "max_notification_age", "$comment",
+        ])
+        var c = GatewayConfig()
+        c.listen = try r.string("listen") ?? c.listen
+        if let admin = try r.object("admin") {
+            try admin.rejectUnknown(allowed: ["listen", "token_env"])
+            c.adminListen = try admin.string("listen") ?? c.adminListen
+            c.adminTokenEnv = try admin.string("token_env") ?? c.adminTokenEnv
+        }
+        if let store = try r.object("store") {
+            try store.rejectUnknown(allowed: ["sqlite"])
+            c.sqlitePath = resolve(try store.string("sqlite") ?? c.sqlitePath, base: baseDirectory)
+        } else {
+            c.sqlitePath = resolve(c.sqlitePath, base: baseDirectory)
+        }
+        if let trust = try r.object("trust") {
+            try trust.rejectUnknown(allowed: ["extra_roots"])
+            c.extraRoots = (try trust.strings("extra_roots") ?? []).map { resolve($0, base: baseDirectory) }
+        }
+        if let vr = try r.object("verify_receipt") {
+            try vr.rejectUnknown(allowed: ["production_url", "sandbox_url"])
+            c.verifyReceiptProductionURL = try url(vr, "production_url") ?? c.verifyReceiptProductionURL
+            c.verifyReceiptSandboxURL = try url(vr, "sandbox_url") ?? c.verifyReceiptSandboxURL
+        }
+        if let api = try r.object("app_store_api") {
+            try api.rejectUnknown(allowed: ["production_url", "sandbox_url", "issuer_id", "key_id", "private_key_env"])
+            c.appStoreAPI.productionURL = try url(api, "production_url") ?? c.appStoreAPI.productionURL
+            c.appStoreAPI.sandboxURL = try url(api, "sandbox_url") ?? c.appStoreAPI.sandboxURL
+            c.appStoreAPI.issuerID = try api.string("issuer_id")
+            c.appStoreAPI.keyID = try api.string("key_id")
+            c.appStoreAPI.privateKeyEnv = try api.string("private_key_env")
+        }
+        if let age = try r.string("max_notification_age") {
+            guard let ms = DurationText.milliseconds(age), ms > 0 else {
+                throw ConfigError(field: "max_notification_age", "must be a duration such as 10d or 12h")
+            }
+            c.maxNotificationAgeMillis = ms
+        }
+        for d in try r.objects("downstreams") ?? [] {
+            try d.rejectUnknown(allowed: [
+                "name", "kind", "url", "secret_env", "environments", "shadow", "include_raw", "max_attempts",
+            ])
+            let name = try d.requiredString("name")
+            guard !c.downstreams.contains(where: { $0.name == name }) else {
+                throw ConfigError(field: d.field("name"), "duplicate downstream name \"\(name)\"")
+            }
+            let kindText = try d.string("kind") ?? "webhook"
+            guard let kind = Downstream.Kind(rawValue: kindText) else {
+                throw ConfigError(field: d.field("kind"), "must be \"webhook\" or \"v1_passthrough\"")
+            }
+            guard let url = try url(d, "url") else { throw ConfigError(field: d.field("url"), "is required") }
+            let attempts = try d.int64("max_attempts") ?? 12
+            guard (1...1000).contains(attempts) else { throw ConfigError(field: d.field("max_attempts"), "must be 1…1000") }
+            c.downstreams.append(
+                Downstream(
+                    name: name, kind: kind, url: url, secretEnv: try d.strings("secret_env") ?? [],
+                    environments: try environments(d, default: [.production]), shadow: try d.bool("shadow") ?? false,
+                    includeRaw: try d.bool("include_raw") ?? false, maxAttempts: Int(attempts)))
+        }
+        for a in try r.objects("apps") ?? [] {
+            try a.rejectUnknown(allowed: [
+                "bundle_id", "app_apple_id", "environments", "shared_secret_env", "authority", "compare",
+                "verify_receipt", "downstreams",
+            ])
+            let bundle = try a.requiredString("bundle_id")
+            guard !c.apps.contains(where: { $0.bundleID == bundle }) else {
+                throw ConfigError(field: a.field("bundle_id"), "duplicate app \"\(bundle)\"")
+            }
+            let envs = try environments(a, default: [.production, .sandbox])
+            let appleID = try a.int64("app_apple_id")
+            if envs.contains(.production), appleID == nil {
+                throw ConfigError(
+                    field: a.field("app_apple_id"), "is required when the app accepts production notifications")
+            }
+            let authorityText = try a.string("authority") ?? "v1"
+            guard let authority = Authority(rawValue: authorityText) else {
+                throw ConfigError(field: a.field("authority"), "must be \"v1\" or \"v2\"")
+            }
+            let names = try a.strings("downstreams") ?? []
+            for (i, n) in names.enumerated() where !c.downstreams.contains(where: { $0.name == n }) {
+                throw ConfigError(field: "\(a.field("downstreams"))[\(i)]", "no downstream is named \"\(n)\"")
+            }
+            c.apps.append(
+                App(
+                    bundleID: bundle, appAppleID: appleID, environments: envs,
+                    sharedSecretEnv: try a.strings("shared_secret_env") ?? [], authority: authority,
+                    compare: try a.bool("compare") ?? false, verifyReceipt: try a.bool("verify_receipt") ?? true,
+                    downstreams: names))
+        }
+        return c
+    }
+
+    private static func environments(_ r: ConfigReader, default value: Set<AppStoreEnvironment>) throws(ConfigError)
+        -> Set<AppStoreEnvironment>
+    {
+        guard let list = try r.strings("environments") else { return value }
+        var out: Set<AppStoreEnvironment> = []
+        for (i, name) in list.enumerated() {
+            guard name == "production" || name == "sandbox" else {
+                throw ConfigError(field: "\(r.field("environments"))[\(i)]", "must be \"production\" or \"sandbox\"")
+            }
+            out.insert(AppStoreEnvironment(rawValue: name))
+        }
+        guard !out.isEmpty else { throw ConfigError(field: r.field("environments"), "must not be empty") }
+        return out
+    }
+
+    private static func url(_ r: ConfigReader, _ key: String) throws(ConfigError) -> String? {
+        guard let s = try r.string(key) else { return nil }
+        guard s.hasPrefix("http://") || s.hasPrefix("https://") else {
+            throw ConfigError(field: r.field(key), "must be an http:// or https:// URL")
+        }
+        return s
+    }
+
+    static func resolve(_ path: String, base: String) -> String {
+        if path.hasPrefix("/") || base.isEmpty { return path }
+        return base.hasSuffix("/") ? base + path : base + "/" + path
+    }
+}

@@ -1,0 +1,48 @@
+public import WireJSON
+
+/// A decoded `signedRenewalInfo` (Apple's `JWSRenewalInfoDecodedPayload`). It carries no bundle id.
+public struct RenewalInfoPayload: Codable, Sendable, Hashable {
+    /// 1 customer cancelled, 2 billing error, 3 no consent to a price increase, 4 product unavailable, 5 other.
+    public var expirationIntent: Int?
+    public var originalTransactionID: String?
+    public var autoRenewProductID: String?
+    public var productID: String?
+    /// 0 off, 1 on.
+    public var autoRenewStatus: Int?
+    public var isInBillingRetryPeriod: Bool?
+    /// 0 not responded, 1 consented (or no consent needed).
+    public var priceIncreaseStatus: Int?
+    public var gracePeriodExpiresDate: Int64?
+    public var offerType: Int?
+    public var offerIdentifier: String?
+    public var signedDate: Int64?
+    public var environment: String?
+    public var recentSubscriptionStartDate: Int64?
+    public var renewalDate: Int64?
+    public var currency: String?
+    public var renewalPrice: Int64?
+    public var offerDiscountType: String?
+    public var eligibleWinBackOfferIDs: [String]?
+    public var appAccountToken: String?
+    public var appTransactionID: String?
+    public var offerPeriod: String?
+    public var advancedCommerceInfo: JSONValue?
+    public var commitmentInfo: JSONValue?
+    public var renewalBillingPlanType: String?
+
+    public init() {}
+
+    enum CodingKeys: String, CodingKey {
+        case expirationIntent
+        case originalTransactionID = "originalTransactionId"
+        case autoRenewProductID = "autoRenewProductId"
+        case productID = "productId"
+        case autoRenewStatus, isInBillingRetryPeriod, priceIncreaseStatus, gracePeriodExpiresDate, offerType
+        case offerIdentifier, signedDate, environment, recentSubscriptionStartDate, renewalDate, currency, renewalPrice
+        case offerDiscountType
+        case eligibleWinBackOfferIDs = "eligibleWinBackOfferIds"
+        case appAccountToken
+        case appTransactionID = "appTransactionId"
+        case offerPeriod, advancedCommerceInfo, commitmentInfo, renewalBillingPlanType
+    }
+}

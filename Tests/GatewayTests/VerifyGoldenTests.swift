@@ -1,0 +1,97 @@
+import Canonical
+import FoundationEssentials
+import Gateway
+import TestSupport
+import Testing
+import V2Adapter
+
+/// Every fixture body through `iap-gateway verify`'s code path, compared with the golden file beside it.
+/// Set IAPGW_UPDATE_GOLDENS=1 to rewrite the goldens (then review the diff by hand).
+@Suite struct VerifyGoldenTests {
+    static let now: @Sendable () -> Int64 = { TestPKI.now }
+
+    /// The real Apple G3 root, no app policy: what `iap-gateway verify FILE` does without a config.
+    static func appleCommand() throws -> VerifyCommand {
+        VerifyCommand(v2: V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors.apple()), apps: nil), now: now)
+    }
+
+    /// The test root pinned as if it were Apple's, and the two test apps: the synthetic fixtures' setup.
+    static func syntheticCommand() throws -> VerifyCommand {
+        VerifyCommand(v2: V2Adapter(verifier: AppleJWSVerifier(anchors: try TestPKI.anchorsAsApple()), apps: TestPKI.apps), now: now)
+    }
+
+    static func report(_ command: VerifyCommand, _ path: String) throws -> [UInt8] {
+        JSONOutput.encode(command.verify(try Fixtures.bytes(path)), pretty: true)
+    }
+
+    static func compareOrUpdate(_ command: VerifyCommand, folder: String, name: String) throws {
+        let actual = try report(command, "\(folder)/\(name)")
+        let goldenPath = "\(folder)/\(Fixtures.goldenName(name))"
+        if Fixtures.updatingGoldens {
+            try Fixtures.writeGolden(goldenPath, actual)
+            return
+        }
+        let expected = try Fixtures.bytes(goldenPath)
+        #expect(String(decoding: actual + [0x0A], as: UTF8.self) == String(decoding: expected, as: UTF8.self), "\(name)")
+    }
+
+    @Test(arguments: Fixtures.names(in: "v2"))
+    func realAppleSampleVerifiesAndMatchesGolden(_ name: String) throws {
+        let command = try Self.appleCommand()
+        let report = command.verify(try Fixtures.bytes("v2/\(name)"))
+        #expect(report.ok, "\(name): \(String(describing: report.error))")
+        try Self.compareOrUpdate(command, folder: "v2", name: name)
+    }
+
+    @Test(arguments: Fixtures.names(in: "v2-synthetic"))
+    func syntheticNotificationVerifiesAndMatchesGolden(_ name: String) throws {
+        let command = try Self.syntheticCommand()
+        let report = command.verify(try Fixtures.bytes("v2-synthetic/\(name)"))
+        #expect(report.ok, "\(name): \(String(describing: report.error))")
+        try Self.compareOrUpdate(command, folder: "v2-synthetic", name: name)
+    }
+
+    @Test(arguments: Fixtures.names(in: "v2-negative"))
+    func realNegativeIsRejectedWithItsCode(_ name: String) throws {
+        try Self.expectRejection(try Self.appleCommand(), folder: "v2-negative", name: name)
+    }
+
+    @Test(arguments: Fixtures.names(in: "v2-synthetic/negative"))
+    func syntheticNegativeIsRejectedWithItsCode(_ name: String) throws {
+        try Self.expectRejection(try Self.syntheticCommand(), folder: "v2-synthetic/negative", name: name)
+    }
+
+    static func expectRejection(_ command: VerifyCommand, folder: String, name: String) throws {
+        let report = command.verify(try Fixtures.bytes("\(folder)/\(name)"))
+        let expected = try JSONDecoder().decode(Expected.self, from: Data(try Fixtures.bytes("\(folder)/\(Fixtures.goldenName(name))")))
+        #expect(!report.ok, "\(name) was accepted")
+        #expect(report.error?.code == expected.error.code, "\(name): \(report.error?.message ?? "")")
+        #expect(report.error?.cause == expected.error.cause, "\(name): \(report.error?.message ?? "")")
+        // The message is for humans, but it must never quote the token.
+        #expect(!(report.error?.message.contains("eyJ") ?? false))
+    }
+
+    struct Expected: Decodable {
+        struct Body: Decodable {
+            var code: String
+            var cause: String?
+        }
+        var ok: Bool
+        var error: Body
+    }
+
+    @Test func everyV2NotificationTypeIsCoveredBySyntheticFixtures() throws {
+        let command = try Self.syntheticCommand()
+        var seen: Set<String> = []
+        for name in Fixtures.names(in: "v2-synthetic") {
+            for event in command.verify(try Fixtures.bytes("v2-synthetic/\(name)")).events ?? [] { seen.insert(event.rawType) }
+        }
+        let apple: Set<String> = [
+            "SUBSCRIBED", "DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS", "OFFER_REDEEMED", "DID_RENEW", "EXPIRED",
+            "DID_FAIL_TO_RENEW", "GRACE_PERIOD_EXPIRED", "PRICE_INCREASE", "REFUND", "REFUND_DECLINED", "CONSUMPTION_REQUEST",
+            "RENEWAL_EXTENDED", "REVOKE", "TEST", "RENEWAL_EXTENSION", "REFUND_REVERSED", "EXTERNAL_PURCHASE_TOKEN",
+            "ONE_TIME_CHARGE", "RESCIND_CONSENT", "METADATA_UPDATE", "MIGRATION", "PRICE_CHANGE",
+        ]
+        #expect(apple.subtracting(seen).isEmpty, "no fixture for \(apple.subtracting(seen).sorted())")
+    }
+}
