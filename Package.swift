@@ -29,6 +29,7 @@ let package = Package(
         .target(name: "TestSupport", dependencies: ["Canonical", "Crypto", "V2Adapter"], path: "Tests/TestSupport",
                 swiftSettings: strict),
         .testTarget(name: "CanonicalTests", dependencies: ["Canonical", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "WireJSONTests", dependencies: ["WireJSON"], swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "V2AdapterTests", dependencies: ["V2Adapter", "Canonical", "Crypto", "TestSupport"],
                     swiftSettings: strict),

@@ -1,0 +1,93 @@
+import Canonical
+import Gateway
+import TestSupport
+import Testing
+
+@Suite struct GatewayConfigTests {
+    static func parse(_ json: String) throws(ConfigError) -> GatewayConfig {
+        try GatewayConfig.parse(Array(json.utf8), baseDirectory: "/etc/iapgw")
+    }
+
+    static func field(_ json: String) -> String? {
+        do {
+            _ = try parse(json)
+            return nil
+        } catch { return error.field }
+    }
+
+    @Test func readsTheDesignDocumentsExample() throws {
+        let c = try Self.parse(
+            """
+            {
+              "listen": "127.0.0.1:8080",
+              "admin": { "listen": "127.0.0.1:8081", "token_env": "IAPGW_ADMIN_TOKEN" },
+              "store": { "sqlite": "data/gateway.db" },
+              "trust": { "extra_roots": [] },
+              "verify_receipt": { "production_url": "https://buy.itunes.apple.com/verifyReceipt",
+                                  "sandbox_url": "https://sandbox.itunes.apple.com/verifyReceipt" },
+              "apps": [
+                { "bundle_id": "com.example.app", "app_apple_id": 1234,
+                  "environments": ["production", "sandbox"],
+                  "shared_secret_env": ["EXAMPLE_APP_SHARED_SECRET"],
+                  "authority": "v1", "compare": false, "verify_receipt": true, "downstreams": ["main", "legacy"] }
+              ],
+              "downstreams": [
+                { "name": "main", "url": "http://127.0.0.1:9000/events", "secret_env": "MAIN_WEBHOOK_SECRET",
+                  "environments": ["production"], "shadow": false, "include_raw": false, "max_attempts": 12 },
+                { "name": "legacy", "kind": "v1_passthrough", "url": "http://127.0.0.1:9100/apple/v1" }
+              ],
+              "app_store_api": { "production_url": "https://api.storekit.apple.com",
+                                 "sandbox_url": "https://api.storekit-sandbox.apple.com",
+                                 "issuer_id": "x", "key_id": "y", "private_key_env": "APPSTORE_P8_PEM" },
+              "max_notification_age": "10d"
+            }
+            """)
+        #expect(c.sqlitePath == "/etc/iapgw/data/gateway.db")
+        #expect(c.apps.count == 1 && c.apps[0].appAppleID == 1234 && c.apps[0].environments == [.production, .sandbox])
+        #expect(c.apps[0].sharedSecretEnv == ["EXAMPLE_APP_SHARED_SECRET"])
+        #expect(c.downstreams.map(\.kind) == [.webhook, .v1Passthrough])
+        #expect(c.downstreams[1].environments == [.production])
+        #expect(c.maxNotificationAgeMillis == 10 * 86_400_000)
+        #expect(c.appStoreAPI.privateKeyEnv == "APPSTORE_P8_PEM")
+    }
+
+    @Test func resolvesRelativeRootPathsAgainstTheConfigFolder() throws {
+        let c = try GatewayConfig.load(path: Fixtures.url("config/synthetic-sandbox.json").path())
+        #expect(c.extraRoots.count == 1)
+        #expect(c.extraRoots[0].hasSuffix("Fixtures/config/../test-pki/root.der"))
+    }
+
+    @Test(arguments: [
+        (#"{"lisen": "x"}"#, "lisen"),
+        (#"{"apps": [{"bundle_id": "a"}]}"#, "apps[0].app_apple_id"),
+        (#"{"apps": [{"bundle_id": "a", "environments": ["sandbox"], "authority": "v3"}]}"#, "apps[0].authority"),
+        (#"{"apps": [{"bundle_id": "a", "environments": ["staging"]}]}"#, "apps[0].environments[0]"),
+        (#"{"apps": [{"bundle_id": "a", "environments": ["sandbox"], "downstreams": ["nope"]}]}"#, "apps[0].downstreams[0]"),
+        (#"{"apps": [{"bundle_id": "a", "environments": ["sandbox"]}, {"bundle_id": "a", "environments": ["sandbox"]}]}"#, "apps[1].bundle_id"),
+        (#"{"apps": [{"environments": ["sandbox"]}]}"#, "apps[0].bundle_id"),
+        (#"{"apps": [{"bundle_id": "a", "app_apple_id": "12"}]}"#, "apps[0].app_apple_id"),
+        (#"{"downstreams": [{"name": "d", "url": "ftp://x"}]}"#, "downstreams[0].url"),
+        (#"{"downstreams": [{"name": "d", "url": "http://x", "kind": "carrier_pigeon"}]}"#, "downstreams[0].kind"),
+        (#"{"downstreams": [{"name": "d", "url": "http://x", "max_attempts": 0}]}"#, "downstreams[0].max_attempts"),
+        (#"{"trust": {"extra_roots": "x.der", "pin": 1}}"#, "trust.pin"),
+        (#"{"max_notification_age": "ten days"}"#, "max_notification_age"),
+        (#"{"verify_receipt": {"production_url": "buy.itunes.apple.com"}}"#, "verify_receipt.production_url"),
+        (#"[1]"#, ""),
+        (#"{"#, ""),
+    ])
+    func invalidConfigNamesTheField(_ json: String, _ field: String) {
+        #expect(Self.field(json) == field)
+    }
+
+    @Test func durationsParse() {
+        #expect(DurationText.milliseconds("10d") == 864_000_000)
+        #expect(DurationText.milliseconds("12h") == 43_200_000)
+        #expect(DurationText.milliseconds("30m") == 1_800_000)
+        #expect(DurationText.milliseconds("45s") == 45_000)
+        #expect(DurationText.milliseconds("500ms") == 500)
+        #expect(DurationText.milliseconds("7") == 7000)
+        #expect(DurationText.milliseconds("-1d") == nil)
+        #expect(DurationText.milliseconds("d") == nil)
+        #expect(DurationText.milliseconds("99999999999999999d") == nil)
+    }
+}
