@@ -50,6 +50,7 @@ public enum Base64 {
 
     /// The non-generic core (a JWS segment is thousands of characters: this loop is on the hot path).
     public static func decode(_ input: UnsafeRawBufferPointer, alphabet: Alphabet) throws(CryptoError) -> [UInt8] {
+        guard input.count > 0 else { return [] }  // an empty buffer may have no base address
         var count = input.count
         if alphabet == .standard {
             guard count % 4 == 0 else { throw CryptoError(.invalidBase64, "length is not a multiple of 4") }

@@ -11,6 +11,8 @@ public struct CryptoError: Error, Hashable, CustomStringConvertible {
         public static let invalidCertificate = Self(rawValue: "invalid_certificate")
         /// A key that cannot be decoded, or of the wrong kind for the operation.
         public static let invalidKey = Self(rawValue: "invalid_key")
+        /// Bytes that are not a DER ECDSA signature.
+        public static let invalidSignature = Self(rawValue: "invalid_signature")
         /// Text that is not valid base64 in the expected alphabet.
         public static let invalidBase64 = Self(rawValue: "invalid_base64")
         /// OpenSSL failed an operation that should not fail (allocation, encoding).

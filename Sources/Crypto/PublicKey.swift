@@ -152,18 +152,27 @@ public enum ECDSASignature {
 
     /// Raw 64-byte `R‖S` from a DER signature of a P-256 key.
     public static func raw(fromDER der: [UInt8]) throws(CryptoError) -> [UInt8] {
+        var consumed = 0
         let sig: OpaquePointer? = der.withUnsafeBufferPointer { buf in
-            var p = buf.baseAddress
-            return d2i_ECDSA_SIG(nil, &p, buf.count)
+            guard let base = buf.baseAddress else { return nil }
+            var p: UnsafePointer<UInt8>? = base
+            let s = d2i_ECDSA_SIG(nil, &p, buf.count)
+            consumed = p.map { $0 - base } ?? 0
+            return s
         }
-        guard let sig else { throw CryptoError(.internalFailure, "not a DER ECDSA signature") }
+        ERR_clear_error()
+        guard let sig else { throw CryptoError(.invalidSignature, "not a DER ECDSA signature") }
+        guard consumed == der.count else {
+            ECDSA_SIG_free(sig)
+            throw CryptoError(.invalidSignature, "trailing bytes after the DER signature")
+        }
         defer { ECDSA_SIG_free(sig) }
         var out = [UInt8](repeating: 0, count: 64)
         let ok = out.withUnsafeMutableBufferPointer { o -> Bool in
             guard let r = ECDSA_SIG_get0_r(sig), let s = ECDSA_SIG_get0_s(sig) else { return false }
             return BN_bn2binpad(r, o.baseAddress, 32) == 32 && BN_bn2binpad(s, o.baseAddress! + 32, 32) == 32
         }
-        guard ok else { throw CryptoError(.internalFailure, "signature integers do not fit P-256") }
+        guard ok else { throw CryptoError(.invalidSignature, "signature integers do not fit P-256") }
         return out
     }
 }

@@ -46,7 +46,7 @@ public final class X509Certificate: @unchecked Sendable {
         return Int64(timegm(&tm))
     }
 
-    /// Serial number as lower-case hex (no leading zeros), as logs and Apple's tooling print it.
+    /// Serial number as lower-case hex in whole bytes, as `openssl x509 -serial` prints it (for the log line).
     public var serialNumberHex: String {
         guard let serial = X509_get0_serialNumber(x509), let bn = ASN1_INTEGER_to_BN(serial, nil) else { return "" }
         defer { BN_free(bn) }

@@ -32,7 +32,7 @@ public final class AppleJWSVerifier: Sendable {
         let key = ChainCache.Key(bytes: Array(jws.headerSegment))
         let chain: VerifiedChain
         if let cached = cache.lookup(key) {
-            guard seconds >= cached.notBefore, seconds <= cached.notAfter else {
+            guard seconds >= cached.notBefore, seconds < cached.notAfter else {
                 throw V2AdapterError(.certificateExpired, "certificate chain not valid at the signed date")
             }
             chain = cached

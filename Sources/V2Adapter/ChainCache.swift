@@ -10,7 +10,8 @@ import Glibc
 final class VerifiedChain: Sendable {
     let leafKey: PublicKey
     let leafSerial: String
-    /// Intersection of the three certificates' validity, in seconds since the epoch (inclusive, as OpenSSL).
+    /// Intersection of the three certificates' validity, in seconds since the epoch: valid when
+    /// `notBefore <= t < notAfter`, exactly where OpenSSL's `X509_cmp_time` draws the lines.
     let notBefore: Int64
     let notAfter: Int64
     let trustedForProduction: Bool

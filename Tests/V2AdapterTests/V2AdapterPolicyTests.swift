@@ -100,6 +100,17 @@ import V2Adapter
         #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: early, now: Self.now) } == "certificate_expired")
     }
 
+    /// The leaf expires at 2030-01-01T00:00:00Z: OpenSSL counts that very second as expired and the cache must agree,
+    /// or a cached chain would accept what a cold one refuses.
+    @Test(arguments: [64, 0])
+    func cachedAndColdChainsAgreeAtTheExpirySecond(cacheCapacity: Int) throws {
+        let adapter = Self.adapter(try TestPKI.anchorsAsApple(), cache: cacheCapacity)
+        _ = try adapter.verifyNotification(signedPayload: try TestJWS.testNotification(), now: Self.now)
+        let notAfter: Int64 = 1_893_456_000_000
+        _ = try adapter.verifyNotification(signedPayload: try TestJWS.testNotification(signedDate: notAfter - 1000), now: notAfter)
+        #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: try TestJWS.testNotification(signedDate: notAfter), now: notAfter) } == "certificate_expired")
+    }
+
     @Test func chainCacheStaysWithinItsCapacity() throws {
         let adapter = Self.adapter(try TestPKI.anchorsAsApple(), cache: 2)
         let certs = [try TestPKI.der("leaf"), try TestPKI.der("intermediate"), try TestPKI.der("root")]
