@@ -12,9 +12,10 @@ let usage = """
 
     USAGE
       iap-gateway verify [--config FILE] [--root DER]... [--bundle-id B] [--environment production|sandbox]
-                         [--app-apple-id N] FILE...
+                         [--app-apple-id N] FILE|FOLDER...
           Authenticate and normalize saved notification bodies (or bare signed transactions / renewal infos)
-          offline. One JSON line per file; exit 0 when all are ok, 1 otherwise.
+          offline. A FOLDER means its *.json files (golden *.expected.json skipped). One JSON line per file;
+          exit 0 when all are ok, 1 otherwise.
       iap-gateway bench verify [--seconds N]
           Verification throughput against libcrypto's own P-256 verify bound (build with -c release).
       iap-gateway help
@@ -61,7 +62,7 @@ case "verify":
     let command: VerifyCommand
     do { command = try VerifyCommand(options: options) } catch { fail("config: \(error)") }
     var allOK = true
-    for file in a.positionals {
+    for file in VerifyCommand.expand(paths: a.positionals) {
         let report = command.run(file: file)
         allOK = allOK && report.ok
         printLine(JSONOutput.string(report))

@@ -46,3 +46,16 @@ import Testing
         #expect(throws: ConfigError.self) { try VerifyCommand(options: options, now: Self.now) }
     }
 }
+
+@Suite struct VerifyPathExpansionTests {
+    @Test func aFolderStandsForItsBodiesWithoutGoldens() {
+        let paths = VerifyCommand.expand(paths: [Fixtures.url("v2-negative").path()])
+        #expect(paths.count == 7)
+        #expect(paths.allSatisfy { $0.hasSuffix(".json") && !$0.hasSuffix(".expected.json") })
+        #expect(paths == paths.sorted())
+    }
+
+    @Test func filesAndUnknownPathsAreKeptAsGiven() {
+        #expect(VerifyCommand.expand(paths: ["/nonexistent/x.json", "a.expected.json"]) == ["/nonexistent/x.json", "a.expected.json"])
+    }
+}

@@ -66,6 +66,18 @@ public struct VerifyCommand: Sendable {
         }
     }
 
+    /// Expands the command line's paths: a folder stands for the `*.json` bodies in it (sorted), skipping the
+    /// `*.expected.json` golden outputs that sit beside bodies in a fixture folder. Files are kept as given.
+    public static func expand(paths: [String]) -> [String] {
+        paths.flatMap { path -> [String] in
+            var isDirectory = false
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory else { return [path] }
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
+            let base = path.hasSuffix("/") ? path : path + "/"
+            return names.filter { $0.hasSuffix(".json") && !$0.hasSuffix(".expected.json") }.sorted().map { base + $0 }
+        }
+    }
+
     /// Verifies one file.
     public func run(file: String) -> VerifyReport {
         var report: VerifyReport
