@@ -51,23 +51,24 @@ private func mismatch(_ type: Any.Type, _ value: JSONValue, _ path: [any CodingK
     return DecodingError.typeMismatch(type, .init(codingPath: path, debugDescription: "expected \(type), found \(found)"))
 }
 
-private func string(_ value: JSONValue, _ path: [any CodingKey]) throws -> String {
-    guard case .string(let s) = value else { throw mismatch(String.self, value, path) }
+// `path` is an autoclosure: building the coding path allocates, and it is only needed for an error.
+private func string(_ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> String {
+    guard case .string(let s) = value else { throw mismatch(String.self, value, path()) }
     return s
 }
 
-private func bool(_ value: JSONValue, _ path: [any CodingKey]) throws -> Bool {
-    guard case .bool(let b) = value else { throw mismatch(Bool.self, value, path) }
+private func bool(_ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Bool {
+    guard case .bool(let b) = value else { throw mismatch(Bool.self, value, path()) }
     return b
 }
 
-private func integer<I: FixedWidthInteger>(_ value: JSONValue, _ path: [any CodingKey]) throws -> I {
-    guard case .number(let n) = value, let v = I(n) else { throw mismatch(I.self, value, path) }
+private func integer<I: FixedWidthInteger>(_ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> I {
+    guard case .number(let n) = value, let v = I(n) else { throw mismatch(I.self, value, path()) }
     return v
 }
 
-private func double(_ value: JSONValue, _ path: [any CodingKey]) throws -> Double {
-    guard case .number(let n) = value, let v = Double(n) else { throw mismatch(Double.self, value, path) }
+private func double(_ value: JSONValue, _ path: @autoclosure () -> [any CodingKey]) throws -> Double {
+    guard case .number(let n) = value, let v = Double(n) else { throw mismatch(Double.self, value, path()) }
     return v
 }
 
