@@ -15,21 +15,26 @@ let package = Package(
     targets: [
         // Debian C libraries, each wrapped once (Sources/Crypto for OpenSSL).
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Pure model: no imports beyond the standard library.
         .target(name: "Canonical", swiftSettings: strict),
         // Strict, fast JSON parser and a Decoder over its values (no imports).
         .target(name: "WireJSON", swiftSettings: strict),
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
-        .target(name: "V1Adapter", dependencies: ["Canonical", "Crypto", "WireJSON"], swiftSettings: strict),
-        .target(name: "V2Adapter", dependencies: ["Canonical", "Crypto", "WireJSON"], swiftSettings: strict),
-        .target(name: "Gateway", dependencies: ["Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter"], swiftSettings: strict),
+        .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: strict),
+        .target(name: "V1Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
+        .target(name: "V2Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
+        .target(name: "Gateway", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter"], swiftSettings: strict),
         .executableTarget(name: "iap-gateway", dependencies: ["Gateway"], swiftSettings: strict),
 
-        .target(name: "TestSupport", dependencies: ["Canonical", "Crypto", "V2Adapter"], path: "Tests/TestSupport",
+        .target(name: "TestSupport", dependencies: ["Canonical", "Crypto", "HTTPClient", "V2Adapter"], path: "Tests/TestSupport",
                 swiftSettings: strict),
         .testTarget(name: "CanonicalTests", dependencies: ["Canonical", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "WireJSONTests", dependencies: ["WireJSON"], swiftSettings: strict),
+        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "V1AdapterTests", dependencies: ["V1Adapter", "Canonical", "HTTPClient", "TestSupport"],
+                    swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "V2AdapterTests", dependencies: ["V2Adapter", "Canonical", "Crypto", "TestSupport"],
                     swiftSettings: strict),
