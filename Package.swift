@@ -33,12 +33,12 @@ let package = Package(
         .testTarget(name: "CanonicalTests", dependencies: ["Canonical", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "WireJSONTests", dependencies: ["WireJSON"], swiftSettings: strict),
         .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "V1AdapterTests", dependencies: ["V1Adapter", "Canonical", "HTTPClient", "TestSupport"],
+        .testTarget(name: "V1AdapterTests", dependencies: ["V1Adapter", "Canonical", "Crypto", "HTTPClient", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "V2AdapterTests", dependencies: ["V2Adapter", "Canonical", "Crypto", "TestSupport"],
                     swiftSettings: strict),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "V2Adapter", "Canonical", "TestSupport"],
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "V1Adapter", "V2Adapter", "Canonical", "TestSupport"],
                     swiftSettings: strict),
     ]
 )

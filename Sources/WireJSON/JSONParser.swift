@@ -38,9 +38,33 @@ public struct JSONParser {
         return v
     }
 
+    /// Parses a document that must be an object and also returns the byte range of each top-level member's value
+    /// in `bytes` — so a caller can replace one value (a V1 `password`) and keep every other byte as it came.
+    public static func parseObjectWithValueRanges(_ bytes: [UInt8]) throws(JSONParseError) -> (JSONObject, [String: Range<Int>]) {
+        var result: Result<(JSONObject, [String: Range<Int>]), JSONParseError>?
+        bytes.withUnsafeBytes { buffer in
+            do throws(JSONParseError) {
+                var p = Cursor(buffer: buffer)
+                p.recordTopLevelRanges = true
+                p.skipWhitespace()
+                guard !p.atEnd, p.peek == UInt8(ascii: "{") else { throw p.error("expected an object") }
+                let v = try p.value(depth: 0)
+                p.skipWhitespace()
+                guard p.index == buffer.count else { throw p.error("trailing characters after the document") }
+                guard case .object(let o) = v else { throw p.error("expected an object") }
+                result = .success((o, p.topLevelRanges))
+            } catch {
+                result = .failure(error)
+            }
+        }
+        return try result!.get()
+    }
+
     private struct Cursor {
         let buffer: UnsafeRawBufferPointer
         var index = 0
+        var recordTopLevelRanges = false
+        var topLevelRanges: [String: Range<Int>] = [:]
 
         init(buffer: UnsafeRawBufferPointer) { self.buffer = buffer }
 
@@ -102,7 +126,9 @@ public struct JSONParser {
                 guard !atEnd, peek == UInt8(ascii: ":") else { throw error("expected ':'") }
                 index += 1
                 skipWhitespace()
+                let valueStart = index
                 let v = try value(depth: depth)
+                if recordTopLevelRanges, depth == 1 { topLevelRanges[key] = valueStart..<index }
                 members.append((key, v))
                 skipWhitespace()
                 guard !atEnd else { throw error("unterminated object") }

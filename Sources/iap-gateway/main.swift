@@ -63,7 +63,7 @@ case "verify":
     do { command = try VerifyCommand(options: options) } catch { fail("config: \(error)") }
     var allOK = true
     for file in VerifyCommand.expand(paths: a.positionals) {
-        let report = command.run(file: file)
+        let report = await command.run(file: file)
         allOK = allOK && report.ok
         printLine(JSONOutput.string(report))
     }

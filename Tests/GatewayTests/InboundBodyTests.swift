@@ -10,6 +10,7 @@ import Testing
             case .v1Notification: return "v1"
             case .signedTransaction: return "transaction"
             case .signedRenewalInfo: return "renewal"
+            case .verifyReceiptResponse: return "receipt"
             }
         } catch {
             return error.code.rawValue
@@ -24,6 +25,13 @@ import Testing
         #expect(Self.kind("not json {") == "malformed_body")
         #expect(Self.kind("[]") == "malformed_body")
         #expect(Self.kind("") == "malformed_body")
+    }
+
+    @Test func savedVerifyReceiptAnswersAreForTheVerifyCommandOnly() {
+        #expect(Self.kind(#"{"status":21007}"#, bare: true) == "receipt")
+        #expect(Self.kind(#"{"status":0,"receipt":{}}"#, bare: true) == "receipt")
+        #expect(Self.kind(#"{"status":0,"receipt":{}}"#) == "unknown_version")
+        #expect(Self.kind(#"{"status":0,"other":1}"#, bare: true) == "unknown_version")
     }
 
     @Test func bareTokensAreForTheVerifyCommandOnly() {

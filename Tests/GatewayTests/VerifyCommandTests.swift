@@ -7,40 +7,40 @@ import Testing
 @Suite struct VerifyCommandTests {
     static let now: @Sendable () -> Int64 = { TestPKI.now }
 
-    @Test func configExtraRootAcceptsSandboxAndRefusesProduction() throws {
+    @Test func configExtraRootAcceptsSandboxAndRefusesProduction() async throws {
         var options = VerifyCommand.Options()
         options.configPath = Fixtures.url("config/synthetic-sandbox.json").path()
         let command = try VerifyCommand(options: options, now: Self.now)
-        let sandbox = command.run(file: Fixtures.url("v2-synthetic/notif-did-renew.json").path())
+        let sandbox = await command.run(file: Fixtures.url("v2-synthetic/notif-did-renew.json").path())
         #expect(sandbox.ok && sandbox.events?.first?.kind == .renewal)
-        let production = command.run(file: Fixtures.url("v2-synthetic/notif-subscribed-initial-buy-production.json").path())
+        let production = await command.run(file: Fixtures.url("v2-synthetic/notif-subscribed-initial-buy-production.json").path())
         #expect(production.error?.code == "untrusted_root")
     }
 
-    @Test func rootFlagBehavesLikeExtraRoots() throws {
+    @Test func rootFlagBehavesLikeExtraRoots() async throws {
         var options = VerifyCommand.Options()
         options.extraRoots = [Fixtures.url("test-pki/root.der").path()]
         let command = try VerifyCommand(options: options, now: Self.now)
-        let report = command.run(file: Fixtures.url("v2-synthetic/notif-test.json").path())
+        let report = await command.run(file: Fixtures.url("v2-synthetic/notif-test.json").path())
         #expect(report.ok && report.bundleID == "com.example.gateway" && report.environment == .sandbox)
     }
 
-    @Test func bundleFlagAppliesTheAppPolicy() throws {
+    @Test func bundleFlagAppliesTheAppPolicy() async throws {
         var options = VerifyCommand.Options()
         options.bundleID = "com.example.other"
         options.environment = .sandbox
         let command = try VerifyCommand(options: options, now: Self.now)
-        #expect(command.run(file: Fixtures.url("v2/notif-test-sandbox-2025.json").path()).error?.code == "unknown_bundle")
+        #expect(await command.run(file: Fixtures.url("v2/notif-test-sandbox-2025.json").path()).error?.code == "unknown_bundle")
 
         options.bundleID = "com.loki-project.loki-messenger"
         options.environment = .production
         let production = try VerifyCommand(options: options, now: Self.now)
-        #expect(production.run(file: Fixtures.url("v2/notif-test-sandbox-2025.json").path()).error?.code == "environment_mismatch")
+        #expect(await production.run(file: Fixtures.url("v2/notif-test-sandbox-2025.json").path()).error?.code == "environment_mismatch")
     }
 
-    @Test func unreadableFilesAndBadRootsAreReported() throws {
+    @Test func unreadableFilesAndBadRootsAreReported() async throws {
         let command = try VerifyCommand(options: .init(), now: Self.now)
-        #expect(command.run(file: "/nonexistent/body.json").error?.code == "unreadable_file")
+        #expect(await command.run(file: "/nonexistent/body.json").error?.code == "unreadable_file")
         var options = VerifyCommand.Options()
         options.extraRoots = [Fixtures.url("v2/notif-test-sandbox-2025.json").path()]
         #expect(throws: ConfigError.self) { try VerifyCommand(options: options, now: Self.now) }

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Gateway
 import TestSupport
 import Testing
+import V1Adapter
 import V2Adapter
 
 /// Every fixture body through `iap-gateway verify`'s code path, compared with the golden file beside it.
@@ -20,12 +21,12 @@ import V2Adapter
         VerifyCommand(v2: V2Adapter(verifier: AppleJWSVerifier(anchors: try TestPKI.anchorsAsApple()), apps: TestPKI.apps), now: now)
     }
 
-    static func report(_ command: VerifyCommand, _ path: String) throws -> [UInt8] {
-        JSONOutput.encode(command.verify(try Fixtures.bytes(path)), pretty: true)
+    static func report(_ command: VerifyCommand, _ path: String) async throws -> [UInt8] {
+        JSONOutput.encode(await command.verify(try Fixtures.bytes(path)), pretty: true)
     }
 
-    static func compareOrUpdate(_ command: VerifyCommand, folder: String, name: String) throws {
-        let actual = try report(command, "\(folder)/\(name)")
+    static func compareOrUpdate(_ command: VerifyCommand, folder: String, name: String) async throws {
+        let actual = try await report(command, "\(folder)/\(name)")
         let goldenPath = "\(folder)/\(Fixtures.goldenName(name))"
         if Fixtures.updatingGoldens {
             try Fixtures.writeGolden(goldenPath, actual)
@@ -36,33 +37,56 @@ import V2Adapter
     }
 
     @Test(arguments: Fixtures.names(in: "v2"))
-    func realAppleSampleVerifiesAndMatchesGolden(_ name: String) throws {
+    func realAppleSampleVerifiesAndMatchesGolden(_ name: String) async throws {
         let command = try Self.appleCommand()
-        let report = command.verify(try Fixtures.bytes("v2/\(name)"))
+        let report = await command.verify(try Fixtures.bytes("v2/\(name)"))
         #expect(report.ok, "\(name): \(String(describing: report.error))")
-        try Self.compareOrUpdate(command, folder: "v2", name: name)
+        try await Self.compareOrUpdate(command, folder: "v2", name: name)
     }
 
     @Test(arguments: Fixtures.names(in: "v2-synthetic"))
-    func syntheticNotificationVerifiesAndMatchesGolden(_ name: String) throws {
+    func syntheticNotificationVerifiesAndMatchesGolden(_ name: String) async throws {
         let command = try Self.syntheticCommand()
-        let report = command.verify(try Fixtures.bytes("v2-synthetic/\(name)"))
+        let report = await command.verify(try Fixtures.bytes("v2-synthetic/\(name)"))
         #expect(report.ok, "\(name): \(String(describing: report.error))")
-        try Self.compareOrUpdate(command, folder: "v2-synthetic", name: name)
+        try await Self.compareOrUpdate(command, folder: "v2-synthetic", name: name)
+    }
+
+    /// A command that accepts `name`'s V1 body with the (placeholder) password it carries, offline.
+    static func v1Command(for name: String) throws -> VerifyCommand {
+        let body = try Fixtures.jsonStrings("v1/\(name)")
+        var apps: [V1App] = []
+        if let bundle = body["bid"] ?? body["latest_receipt_info.bid"], let password = body["password"] {
+            apps = [V1App(bundleID: bundle, environments: [.production, .sandbox],
+                          sharedSecrets: [SharedSecret(name: "FIXTURE_SHARED_SECRET", value: password)], verifyReceipt: false)]
+        }
+        return VerifyCommand(v2: V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors.apple()), apps: nil), v1Apps: apps, now: now)
+    }
+
+    @Test(arguments: Fixtures.names(in: "v1"))
+    func realV1BodyNormalizesAndMatchesGolden(_ name: String) async throws {
+        let command = try Self.v1Command(for: name)
+        let report = await command.verify(try Fixtures.bytes("v1/\(name)"))
+        #expect(report.ok, "\(name): \(String(describing: report.error))")
+        if name.hasPrefix("v1-notif-") {
+            #expect(report.events?.count == 1 && report.events?.first?.verified == false && report.events?.first?.source == .v1)
+            #expect(report.eventID?.hasPrefix("v1:") == true)
+        }
+        try await Self.compareOrUpdate(command, folder: "v1", name: name)
     }
 
     @Test(arguments: Fixtures.names(in: "v2-negative"))
-    func realNegativeIsRejectedWithItsCode(_ name: String) throws {
-        try Self.expectRejection(try Self.appleCommand(), folder: "v2-negative", name: name)
+    func realNegativeIsRejectedWithItsCode(_ name: String) async throws {
+        try await Self.expectRejection(try Self.appleCommand(), folder: "v2-negative", name: name)
     }
 
     @Test(arguments: Fixtures.names(in: "v2-synthetic/negative"))
-    func syntheticNegativeIsRejectedWithItsCode(_ name: String) throws {
-        try Self.expectRejection(try Self.syntheticCommand(), folder: "v2-synthetic/negative", name: name)
+    func syntheticNegativeIsRejectedWithItsCode(_ name: String) async throws {
+        try await Self.expectRejection(try Self.syntheticCommand(), folder: "v2-synthetic/negative", name: name)
     }
 
-    static func expectRejection(_ command: VerifyCommand, folder: String, name: String) throws {
-        let report = command.verify(try Fixtures.bytes("\(folder)/\(name)"))
+    static func expectRejection(_ command: VerifyCommand, folder: String, name: String) async throws {
+        let report = await command.verify(try Fixtures.bytes("\(folder)/\(name)"))
         let expected = try JSONDecoder().decode(Expected.self, from: Data(try Fixtures.bytes("\(folder)/\(Fixtures.goldenName(name))")))
         #expect(!report.ok, "\(name) was accepted")
         #expect(report.error?.code == expected.error.code, "\(name): \(report.error?.message ?? "")")
@@ -80,11 +104,11 @@ import V2Adapter
         var error: Body
     }
 
-    @Test func everyV2NotificationTypeIsCoveredBySyntheticFixtures() throws {
+    @Test func everyV2NotificationTypeIsCoveredBySyntheticFixtures() async throws {
         let command = try Self.syntheticCommand()
         var seen: Set<String> = []
         for name in Fixtures.names(in: "v2-synthetic") {
-            for event in command.verify(try Fixtures.bytes("v2-synthetic/\(name)")).events ?? [] { seen.insert(event.rawType) }
+            for event in await command.verify(try Fixtures.bytes("v2-synthetic/\(name)")).events ?? [] { seen.insert(event.rawType) }
         }
         let apple: Set<String> = [
             "SUBSCRIBED", "DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS", "OFFER_REDEEMED", "DID_RENEW", "EXPIRED",

@@ -31,6 +31,11 @@ public enum Fixtures {
         return Array(s.utf8)
     }
 
+    /// The string members of a fixture object, plus `outer.inner` for string members of nested objects.
+    public static func jsonStrings(_ path: String) throws -> [String: String] {
+        try JSONSerializationLite.flatStrings(try bytes(path))
+    }
+
     /// When set, golden-file tests rewrite the goldens instead of comparing (review the diff before committing).
     public static var updatingGoldens: Bool { ProcessInfo.processInfo.environment["IAPGW_UPDATE_GOLDENS"] == "1" }
 
@@ -51,12 +56,32 @@ enum JSONSerializationLite {
         return decoded.compactMapValues { if case .string(let s) = $0 { s } else { nil } }
     }
 
-    enum LooseValue: Decodable {
+    static func flatStrings(_ bytes: [UInt8]) throws -> [String: String] {
+        let decoded = try JSONDecoder().decode([String: LooseValue].self, from: Data(bytes))
+        var out: [String: String] = [:]
+        for (k, v) in decoded {
+            switch v {
+            case .string(let s): out[k] = s
+            case .object(let o): for (ik, iv) in o { if case .string(let s) = iv { out["\(k).\(ik)"] = s } }
+            case .other: break
+            }
+        }
+        return out
+    }
+
+    indirect enum LooseValue: Decodable {
         case string(String)
+        case object([String: LooseValue])
         case other
         init(from decoder: any Decoder) throws {
             let c = try decoder.singleValueContainer()
-            if let s = try? c.decode(String.self) { self = .string(s) } else { self = .other }
+            if let s = try? c.decode(String.self) {
+                self = .string(s)
+            } else if let o = try? c.decode([String: LooseValue].self) {
+                self = .object(o)
+            } else {
+                self = .other
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
 public import Canonical
+public import V1Adapter
 internal import WireJSON
 internal import FoundationEssentials
 
@@ -190,6 +191,24 @@ public struct GatewayConfig: Sendable {
             throw ConfigError(field: r.field(key), "must be an http:// or https:// URL")
         }
         return s
+    }
+
+    /// The apps as the V1 adapter sees them, their shared secrets read from `environment`; secrets whose variable is
+    /// unset are returned separately (the caller decides whether that is fatal).
+    public func v1Apps(environment: [String: String]) -> (apps: [V1App], unresolved: [(bundle: String, variable: String)]) {
+        var unresolved: [(bundle: String, variable: String)] = []
+        let apps = self.apps.map { app in
+            let secrets = app.sharedSecretEnv.compactMap { name -> SharedSecret? in
+                guard let value = environment[name], !value.isEmpty else {
+                    unresolved.append((app.bundleID, name))
+                    return nil
+                }
+                return SharedSecret(name: name, value: value)
+            }
+            return V1App(bundleID: app.bundleID, environments: app.environments, sharedSecrets: secrets,
+                         verifyReceipt: app.verifyReceipt)
+        }
+        return (apps, unresolved)
     }
 
     static func resolve(_ path: String, base: String) -> String {

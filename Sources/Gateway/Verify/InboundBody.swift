@@ -22,6 +22,8 @@ public enum InboundBody: Sendable {
     case v1Notification(JSONObject)
     case signedTransaction([UInt8])
     case signedRenewalInfo([UInt8])
+    /// A saved verifyReceipt answer (`verify` only): reported as outcome snapshots.
+    case verifyReceiptResponse(JSONObject)
 
     public static let maxBytes = 1024 * 1024
 
@@ -44,6 +46,9 @@ public enum InboundBody: Sendable {
                     guard case .string(let s) = v else { throw BodyError(.malformedBody, "\(key) is not a string") }
                     return make(Array(s.utf8))
                 }
+            }
+            if o["status"] != nil, o["receipt"] != nil || o["latest_receipt_info"] != nil || o.count == 1 {
+                return .verifyReceiptResponse(o)
             }
         }
         throw BodyError(.unknownVersion, "neither a V2 body (signedPayload) nor a V1 body (notification_type)")

@@ -1,12 +1,13 @@
 public import Canonical
 internal import Crypto
 internal import FoundationEssentials
+public import V1Adapter
 public import V2Adapter
 internal import WireJSON
 
-/// `iap-gateway verify`: authenticate and normalize saved bodies offline (DESIGN ch. 8). No network: V1 events
-/// come from the body. Without a config or `--bundle-id` only signatures and chains are checked, and the report
-/// says which bundle and environment the body claims.
+/// `iap-gateway verify`: authenticate and normalize saved bodies offline (DESIGN ch. 8). No network unless
+/// `--verify-receipt`: V1 events then come from the body (`verified: false`). Without a config or `--bundle-id` only
+/// V2 signatures and chains are checked, and the report says which bundle and environment the body claims.
 public struct VerifyCommand: Sendable {
     public struct Options: Sendable {
         public var configPath: String?
@@ -14,35 +15,55 @@ public struct VerifyCommand: Sendable {
         public var bundleID: String?
         public var environment: AppStoreEnvironment?
         public var appAppleID: Int64?
+        /// Accept V1 bodies whose `password` equals this variable's value (for any bundle, or `bundleID`).
         public var sharedSecretEnv: String?
         public init() {}
     }
 
     let v2: V2Adapter
+    let v1: V1Verification
     let now: @Sendable () -> Int64
 
-    /// Builds the adapters from `options`. `now` (ms) is injected for tests.
-    public init(options: Options, now: @escaping @Sendable () -> Int64 = WallClock.wallMillis) throws(ConfigError) {
+    /// Builds the adapters from `options`. `environment` supplies the secrets the config names; `now` (ms) and
+    /// `receiptClient` (verifyReceipt, only with `--verify-receipt`) are injected for tests.
+    public init(
+        options: Options, environment: [String: String] = ProcessEnvironment.variables,
+        receiptClient: VerifyReceiptClient? = nil, now: @escaping @Sendable () -> Int64 = WallClock.wallMillis
+    ) throws(ConfigError) {
         var rootPaths = options.extraRoots
         var apps: [V2App]?
+        var v1 = V1Verification(receiptClient: receiptClient)
         if let path = options.configPath {
             let config = try GatewayConfig.load(path: path)
             rootPaths += config.extraRoots
             apps = config.apps.map { V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments) }
+            (v1.apps, v1.unresolvedSecrets) = config.v1Apps(environment: environment)
         }
         if let bundle = options.bundleID {
             let envs: Set<AppStoreEnvironment> = options.environment.map { [$0] } ?? [.production, .sandbox]
             apps = (apps ?? []).filter { $0.bundleID != bundle }
                 + [V2App(bundleID: bundle, appAppleID: options.appAppleID, environments: envs)]
+            v1.bundleOverride = bundle
+            v1.environmentsOverride = envs
+        }
+        if let name = options.sharedSecretEnv {
+            guard let value = environment[name], !value.isEmpty else {
+                throw ConfigError(field: "--shared-secret-env", "environment variable \(name) is not set")
+            }
+            v1.adHocSecret = SharedSecret(name: name, value: value)
         }
         let anchors = try Self.anchors(extraRootPaths: rootPaths)
         self.v2 = V2Adapter(verifier: AppleJWSVerifier(anchors: anchors), apps: apps)
+        self.v1 = v1
         self.now = now
     }
 
-    /// A command over a prepared adapter (tests pin their own roots here).
-    public init(v2: V2Adapter, now: @escaping @Sendable () -> Int64) {
+    /// A command over a prepared V2 adapter (tests pin their own roots here) and optional V1 apps.
+    public init(v2: V2Adapter, v1Apps: [V1App] = [], receiptClient: VerifyReceiptClient? = nil, now: @escaping @Sendable () -> Int64) {
         self.v2 = v2
+        var v1 = V1Verification(receiptClient: receiptClient)
+        v1.apps = v1Apps
+        self.v1 = v1
         self.now = now
     }
 
@@ -79,10 +100,10 @@ public struct VerifyCommand: Sendable {
     }
 
     /// Verifies one file.
-    public func run(file: String) -> VerifyReport {
+    public func run(file: String) async -> VerifyReport {
         var report: VerifyReport
         if let bytes = try? Array(Data(contentsOf: URL(filePath: file))) {
-            report = verify(bytes)
+            report = await verify(bytes)
         } else {
             report = .failure("unreadable_file", "cannot read \(file)")
         }
@@ -91,7 +112,7 @@ public struct VerifyCommand: Sendable {
     }
 
     /// Verifies one saved body.
-    public func verify(_ bytes: [UInt8]) -> VerifyReport {
+    public func verify(_ bytes: [UInt8]) async -> VerifyReport {
         let body: InboundBody
         do { body = try InboundBody.classify(bytes, allowBareTokens: true) } catch {
             return .failure(error.code.rawValue, error.reason)
@@ -115,7 +136,9 @@ public struct VerifyCommand: Sendable {
                     ok: true, version: "v2", kind: "renewal_info", bundleID: nil, environment: r.environment,
                     leafSerial: r.leafSerial, signedDate: r.signedDate, events: [], token: Self.json(r.payload))
             case .v1Notification:
-                return .failure("unsupported_version", "V1 bodies are not verified by this build yet")
+                return await v1.verify(bytes, now: time)
+            case .verifyReceiptResponse(let object):
+                return V1Verification.snapshots(object, now: time)
             }
         } catch {
             return .failure(error)
@@ -126,6 +149,11 @@ public struct VerifyCommand: Sendable {
     private static func json<T: Encodable>(_ value: T) -> JSONValue? {
         try? JSONParser.parse(JSONOutput.encode(value))
     }
+}
+
+/// The process environment, read in one place (secrets are named by variable in the config).
+public enum ProcessEnvironment {
+    public static var variables: [String: String] { ProcessInfo.processInfo.environment }
 }
 
 /// The wall clock, the only one production code reads; everything else receives time as a value.

@@ -32,6 +32,13 @@ public struct VerifyReport: Encodable, Sendable {
     public var events: [CanonicalEvent]?
     /// For a bare token: its verified payload as Apple sent it.
     public var token: JSONValue?
+    /// V1: the event id (also each event's id) and the name of the configured secret that matched.
+    public var eventID: String?
+    public var secretName: String?
+    /// verifyReceipt's status, when an answer was involved.
+    public var appleStatus: Int?
+    /// What a verifyReceipt answer says per subscription.
+    public var snapshots: [OutcomeSnapshot]?
     public var error: ErrorBody?
 
     enum CodingKeys: String, CodingKey {
@@ -41,6 +48,10 @@ public struct VerifyReport: Encodable, Sendable {
         case leafSerial = "leaf_serial"
         case signedDate = "signed_date"
         case events, token, error
+        case eventID = "event_id"
+        case secretName = "secret_name"
+        case appleStatus = "apple_status"
+        case snapshots
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -56,7 +67,12 @@ public struct VerifyReport: Encodable, Sendable {
             try c.encode(signedDate, forKey: .signedDate)
             try c.encode(events ?? [], forKey: .events)
             try c.encodeIfPresent(token, forKey: .token)
+            try c.encodeIfPresent(eventID, forKey: .eventID)
+            try c.encodeIfPresent(secretName, forKey: .secretName)
+            try c.encodeIfPresent(appleStatus, forKey: .appleStatus)
+            try c.encodeIfPresent(snapshots, forKey: .snapshots)
         } else {
+            try c.encodeIfPresent(appleStatus, forKey: .appleStatus)
             try c.encode(error, forKey: .error)
         }
     }

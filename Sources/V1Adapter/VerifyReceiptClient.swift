@@ -1,0 +1,139 @@
+public import HTTPClient
+internal import WireJSON
+
+/// Apple's verifyReceipt with its status semantics (DESIGN ch. 4): production first, `21007` → sandbox, `21008` →
+/// production; transient answers retried with exponential backoff and jitter, bounded; every outcome either a
+/// parsed answer or a stable error code. Never called on the request path.
+public struct VerifyReceiptClient: Sendable {
+    public struct Configuration: Sendable {
+        public var productionURL: String
+        public var sandboxURL: String
+        /// Attempts per receipt for transient failures (the 21007/21008 hop does not count).
+        public var maxAttempts: Int
+        /// First backoff; doubles per attempt, capped at `maxDelay`, then scaled by a jitter factor in [0.5, 1).
+        public var baseDelay: Duration
+        public var maxDelay: Duration
+        public var timeoutMillis: Int
+        public var maxResponseBytes: Int
+
+        public init(
+            productionURL: String = "https://buy.itunes.apple.com/verifyReceipt",
+            sandboxURL: String = "https://sandbox.itunes.apple.com/verifyReceipt", maxAttempts: Int = 4,
+            baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(30), timeoutMillis: Int = 15_000,
+            maxResponseBytes: Int = 8 * 1024 * 1024
+        ) {
+            self.productionURL = productionURL
+            self.sandboxURL = sandboxURL
+            self.maxAttempts = max(1, maxAttempts)
+            self.baseDelay = baseDelay
+            self.maxDelay = maxDelay
+            self.timeoutMillis = timeoutMillis
+            self.maxResponseBytes = maxResponseBytes
+        }
+    }
+
+    /// A usable answer: status 0, or 21006 (valid receipt, expired subscription).
+    public struct Answer: Sendable {
+        public let response: VerifyReceiptResponse
+        public let status: Int
+        /// Which endpoint gave it.
+        public let usedSandbox: Bool
+        /// HTTP exchanges it took.
+        public let attempts: Int
+    }
+
+    let transport: any HTTPTransport
+    public let configuration: Configuration
+    let sleep: @Sendable (Duration) async -> Void
+    let jitter: @Sendable () -> Double
+
+    /// `sleep` and `jitter` (a value in [0, 1)) are injected so tests run instantly and deterministically.
+    public init(
+        transport: any HTTPTransport, configuration: Configuration = .init(),
+        sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
+        jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    ) {
+        self.transport = transport
+        self.configuration = configuration
+        self.sleep = sleep
+        self.jitter = jitter
+    }
+
+    /// Verifies `receiptData` (base64) with the app's shared secret.
+    public func verify(receiptData: String, sharedSecret: SharedSecret) async throws(V1AdapterError) -> Answer {
+        guard !receiptData.isEmpty else { throw V1AdapterError(.receiptInvalid, "no receipt to verify") }
+        var body: [UInt8] = Array("{\"receipt-data\":".utf8)
+        body += JSONValue.quoted(receiptData)
+        body += Array(",\"password\":".utf8)
+        body += JSONValue.quoted(sharedSecret.revealedValue)
+        body += Array(",\"exclude-old-transactions\":false}".utf8)
+
+        var sandbox = false
+        var hops = 0
+        var attempts = 0
+        var exchanges = 0
+        var lastFailure = V1AdapterError(.appleUnavailable, "no attempt made")
+        while attempts < configuration.maxAttempts {
+            if attempts > 0 { await sleep(backoff(attempt: attempts)) }
+            attempts += 1
+            exchanges += 1
+            let request = HTTPRequest(
+                method: .post, url: sandbox ? configuration.sandboxURL : configuration.productionURL,
+                headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("Accept", "application/json")],
+                body: body, timeoutMillis: configuration.timeoutMillis, maxResponseBytes: configuration.maxResponseBytes)
+            let response: HTTPResponse
+            do { response = try await transport.send(request) } catch {
+                lastFailure = V1AdapterError(.appleUnavailable, "verifyReceipt unreachable: \(error.code)")
+                continue
+            }
+            guard response.status == 200 else {
+                lastFailure = V1AdapterError(.appleUnavailable, "verifyReceipt answered HTTP \(response.status)")
+                continue
+            }
+            let answer: VerifyReceiptResponse
+            do { answer = try JSONValueDecoder().decode(VerifyReceiptResponse.self, from: response.body) } catch {
+                lastFailure = V1AdapterError(.appleUnavailable, "verifyReceipt answered something that is not its JSON")
+                continue
+            }
+            guard let status = answer.statusCode else {
+                lastFailure = V1AdapterError(.appleUnavailable, "verifyReceipt answered without a status")
+                continue
+            }
+            switch status {
+            case 0, 21006:
+                return Answer(response: answer, status: status, usedSandbox: sandbox, attempts: exchanges)
+            case 21007 where !sandbox, 21008 where sandbox:
+                // The receipt belongs to the other environment: ask there (not a failed attempt), at most twice.
+                hops += 1
+                guard hops <= 2 else { throw V1AdapterError(.receiptInvalid, "environments disagree about the receipt", appleStatus: status) }
+                sandbox.toggle()
+                attempts -= 1
+            case 21007, 21008:
+                throw V1AdapterError(.receiptInvalid, "receipt refused by both environments", appleStatus: status)
+            case 21002:
+                lastFailure = V1AdapterError(.receiptInvalid, "receipt data malformed (after retries)", appleStatus: status)
+            case 21005, 21009:
+                lastFailure = V1AdapterError(.appleUnavailable, "Apple's receipt service unavailable", appleStatus: status)
+            case 21100...21199:
+                lastFailure = V1AdapterError(.appleUnavailable, "Apple internal data access error", appleStatus: status)
+                if answer.isRetryable?.bool != true { throw lastFailure }
+            case 21003, 21010:
+                throw V1AdapterError(.receiptInvalid, "receipt could not be authenticated or its account is gone", appleStatus: status)
+            case 21004:
+                throw V1AdapterError(.receiptConfigError, "the shared secret does not match the one in App Store Connect", appleStatus: status)
+            case 21000:
+                throw V1AdapterError(.receiptInvalid, "Apple could not read the request", appleStatus: status)
+            default:
+                throw V1AdapterError(.appleUnavailable, "verifyReceipt status Apple does not document", appleStatus: status)
+            }
+        }
+        throw lastFailure
+    }
+
+    /// `baseDelay · 2^(attempt−1)`, capped at `maxDelay`, times a jitter factor in [0.5, 1).
+    func backoff(attempt: Int) -> Duration {
+        let exponential = configuration.baseDelay * (1 << min(attempt - 1, 20))
+        let capped = min(exponential, configuration.maxDelay)
+        return capped * (0.5 + 0.5 * min(max(jitter(), 0), 0.999_999))
+    }
+}
