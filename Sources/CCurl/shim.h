@@ -11,6 +11,7 @@ static inline CURLcode gateway_curl_setopt_ptr(CURL *h, CURLoption o, const void
 static inline CURLcode gateway_curl_setopt_str(CURL *h, CURLoption o, const char *v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode gateway_curl_setopt_off(CURL *h, CURLoption o, curl_off_t v) { return curl_easy_setopt(h, o, v); }
 static inline CURLcode gateway_curl_setopt_write_cb(CURL *h, CURLoption o, curl_write_callback cb) { return curl_easy_setopt(h, o, cb); }
+static inline CURLcode gateway_curl_setopt_xferinfo_cb(CURL *h, CURLoption o, curl_xferinfo_callback cb) { return curl_easy_setopt(h, o, cb); }
 static inline CURLcode gateway_curl_getinfo_long(CURL *h, CURLINFO i, long *v) { return curl_easy_getinfo(h, i, v); }
 
 #endif
