@@ -26,7 +26,7 @@ let package = Package(
         .target(name: "V1Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         .target(name: "V2Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         .target(name: "Gateway", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter"], swiftSettings: strict),
-        .executableTarget(name: "iap-gateway", dependencies: ["Gateway"], swiftSettings: strict),
+        .executableTarget(name: "iap-gateway", dependencies: ["Gateway", "HTTPClient", "V1Adapter"], swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["Canonical", "Crypto", "HTTPClient", "V2Adapter"], path: "Tests/TestSupport",
                 swiftSettings: strict),
@@ -38,7 +38,7 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "V2AdapterTests", dependencies: ["V2Adapter", "Canonical", "Crypto", "TestSupport"],
                     swiftSettings: strict),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "V1Adapter", "V2Adapter", "Canonical", "TestSupport"],
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPClient", "V1Adapter", "V2Adapter", "Canonical", "TestSupport"],
                     swiftSettings: strict),
     ]
 )

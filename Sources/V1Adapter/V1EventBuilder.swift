@@ -11,14 +11,17 @@ public struct V1EventBuilder: Sendable {
         public var pendingRenewal: V1PendingRenewal?
         public var environment: AppStoreEnvironment?
         public var bundleID: String?
+        /// The app's Apple ID when the data names it (`receipt.adam_id`).
+        public var appAppleID: Int64?
         public var verified: Bool
 
         public init(transactions: [V1Transaction], pendingRenewal: V1PendingRenewal?, environment: AppStoreEnvironment?,
-                    bundleID: String?, verified: Bool) {
+                    bundleID: String?, appAppleID: Int64? = nil, verified: Bool) {
             self.transactions = transactions
             self.pendingRenewal = pendingRenewal
             self.environment = environment
             self.bundleID = bundleID
+            self.appAppleID = appAppleID
             self.verified = verified
         }
     }
@@ -56,7 +59,7 @@ public struct V1EventBuilder: Sendable {
             transactions: filter(all, subscription: subscription), pendingRenewal: pending,
             environment: r.environment.flatMap(AppStoreEnvironment.init(appleValue:))
                 ?? r.receipt?.receiptType.flatMap(AppStoreEnvironment.init(appleValue:)),
-            bundleID: bundle, verified: true)
+            bundleID: bundle, appAppleID: (r.receipt?.adamID?.int64).flatMap { $0 > 0 ? $0 : nil }, verified: true)
     }
 
     /// The subscription's transactions (all of them when `subscription` is nil), each once, oldest first.
@@ -120,7 +123,8 @@ public struct V1EventBuilder: Sendable {
         e.bundleID = facts.bundleID ?? notification.bundleID
         e.environment = facts.environment
         // `app_item_id` (the app's Apple ID) appears on some transactions only (iOS-6 style, older bodies).
-        e.appAppleID = ([subject] + facts.transactions.reversed()).lazy.compactMap { $0?.appItemID?.int64 }.first { $0 > 0 }
+        e.appAppleID = facts.appAppleID
+            ?? ([subject] + facts.transactions.reversed()).lazy.compactMap { $0?.appItemID?.int64 }.first { $0 > 0 }
         if let t = subject { e.apply(t) }
         e.originalTransactionID = e.originalTransactionID ?? notification.subscriptionID
         if let r = facts.pendingRenewal { e.apply(r) }

@@ -1,5 +1,7 @@
 import Canonical
 import Gateway
+import HTTPClient
+import V1Adapter
 
 #if canImport(Glibc)
 import Glibc
@@ -12,9 +14,11 @@ let usage = """
 
     USAGE
       iap-gateway verify [--config FILE] [--root DER]... [--bundle-id B] [--environment production|sandbox]
-                         [--app-apple-id N] FILE|FOLDER...
-          Authenticate and normalize saved notification bodies (or bare signed transactions / renewal infos)
-          offline. A FOLDER means its *.json files (golden *.expected.json skipped). One JSON line per file;
+                         [--app-apple-id N] [--shared-secret-env VAR] [--verify-receipt] FILE|FOLDER...
+          Authenticate and normalize saved bodies: V2 notifications, bare signed transactions / renewal infos,
+          V1 notifications (secrets from --config or --shared-secret-env; events from the body, verified: false,
+          unless --verify-receipt asks the config's verifyReceipt URLs) and saved verifyReceipt answers.
+          A FOLDER means its *.json files (golden *.expected.json skipped). One JSON line per file;
           exit 0 when all are ok, 1 otherwise.
       iap-gateway bench verify [--seconds N]
           Verification throughput against libcrypto's own P-256 verify bound (build with -c release).
@@ -43,7 +47,8 @@ case "verify":
     let a: Arguments
     do {
         a = try Arguments(
-            rest, valueFlags: ["config", "root", "bundle-id", "environment", "app-apple-id", "shared-secret-env"])
+            rest, valueFlags: ["config", "root", "bundle-id", "environment", "app-apple-id", "shared-secret-env"],
+            switchFlags: ["verify-receipt"])
     } catch { fail(error.description) }
     guard !a.positionals.isEmpty else { fail("verify needs at least one FILE") }
     var options = VerifyCommand.Options()
@@ -59,8 +64,15 @@ case "verify":
         guard let id = Int64(n) else { fail("--app-apple-id must be an integer") }
         options.appAppleID = id
     }
+    var receiptClient: VerifyReceiptClient?
+    if a.has("verify-receipt") {
+        guard let path = options.configPath else { fail("--verify-receipt needs --config (verifyReceipt URLs, secrets)") }
+        do {
+            receiptClient = try GatewayConfig.load(path: path).verifyReceiptClient(transport: CurlTransport())
+        } catch { fail("config: \(error)") }
+    }
     let command: VerifyCommand
-    do { command = try VerifyCommand(options: options) } catch { fail("config: \(error)") }
+    do { command = try VerifyCommand(options: options, receiptClient: receiptClient) } catch { fail("config: \(error)") }
     var allOK = true
     for file in VerifyCommand.expand(paths: a.positionals) {
         let report = await command.run(file: file)

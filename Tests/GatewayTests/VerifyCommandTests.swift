@@ -1,4 +1,5 @@
 import Canonical
+import FoundationEssentials
 import Gateway
 import TestSupport
 import Testing
@@ -57,5 +58,39 @@ import Testing
 
     @Test func filesAndUnknownPathsAreKeptAsGiven() {
         #expect(VerifyCommand.expand(paths: ["/nonexistent/x.json", "a.expected.json"]) == ["/nonexistent/x.json", "a.expected.json"])
+    }
+}
+
+@Suite struct VerifyV1OptionsTests {
+    static let now: @Sendable () -> Int64 = { 1_748_739_600_000 }
+    static let secret = "0123456789abcdef0123456789abcdef"
+
+    static func config(_ json: String) throws -> String {
+        let path = "/tmp/iapgw-verify-\(UInt64.random(in: 0...UInt64.max)).json"
+        try Data(json.utf8).write(to: URL(filePath: path))
+        return path
+    }
+
+    @Test func sharedSecretEnvAcceptsTheBodysBundle() async throws {
+        var options = VerifyCommand.Options()
+        options.sharedSecretEnv = "FIXTURE_SECRET"
+        let command = try VerifyCommand(options: options, environment: ["FIXTURE_SECRET": Self.secret], now: Self.now)
+        let report = await command.run(file: Fixtures.url("v1-synthetic/did-renew.json").path())
+        #expect(report.ok && report.version == "v1" && report.secretName == "FIXTURE_SECRET")
+        #expect(report.events?.first?.verified == false)  // offline: built from the unsigned body
+        let wrong = try VerifyCommand(options: options, environment: ["FIXTURE_SECRET": "nope"], now: Self.now)
+        #expect(await wrong.run(file: Fixtures.url("v1-synthetic/did-renew.json").path()).error?.code == "bad_shared_secret")
+        #expect(throws: ConfigError.self) { try VerifyCommand(options: options, environment: [:], now: Self.now) }
+    }
+
+    @Test func configSecretsComeFromTheEnvironment() async throws {
+        var options = VerifyCommand.Options()
+        options.configPath = try Self.config(
+            #"{"apps": [{"bundle_id": "com.example.gateway", "app_apple_id": 1234567890, "shared_secret_env": ["APP_SECRET"]}]}"#)
+        let ok = try VerifyCommand(options: options, environment: ["APP_SECRET": Self.secret], now: Self.now)
+        #expect(await ok.run(file: Fixtures.url("v1-synthetic/did-renew.json").path()).ok)
+        let unset = try VerifyCommand(options: options, environment: [:], now: Self.now)
+        let report = await unset.run(file: Fixtures.url("v1-synthetic/did-renew.json").path())
+        #expect(report.error?.code == "config_error" && report.error?.message.contains("APP_SECRET") == true)
     }
 }

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Gateway
 import TestSupport
 import Testing
+import HTTPClient
 import V1Adapter
 import V2Adapter
 
@@ -117,5 +118,57 @@ import V2Adapter
             "ONE_TIME_CHARGE", "RESCIND_CONSENT", "METADATA_UPDATE", "MIGRATION", "PRICE_CHANGE",
         ]
         #expect(apple.subtracting(seen).isEmpty, "no fixture for \(apple.subtracting(seen).sorted())")
+    }
+}
+
+/// The 13 synthetic V1 bodies through `verify --verify-receipt` against a fake Apple verifyReceipt on 127.0.0.1
+/// that answers each body's receipt with the fixture's `.receipt.json`: events built from Apple's answer
+/// (`verified: true`), compared with the goldens.
+@Suite struct V1VerifyReceiptGoldenTests {
+    static let secret = SharedSecret(name: "APP_SHARED_SECRET", value: "0123456789abcdef0123456789abcdef")
+
+    static var names: [String] { Fixtures.names(in: "v1-synthetic").filter { !$0.hasSuffix(".receipt.json") } }
+
+    @Test(arguments: names)
+    func eventsComeFromApplesAnswer(_ name: String) async throws {
+        let answer = try Fixtures.bytes("v1-synthetic/\(String(name.dropLast(5))).receipt.json")
+        let apple = try LoopbackHTTPServer { _ in .respond(status: 200, body: answer) }
+        let client = VerifyReceiptClient(
+            transport: CurlTransport(),
+            configuration: .init(productionURL: apple.url("/verifyReceipt"), sandboxURL: apple.url("/sandbox/verifyReceipt")),
+            sleep: { _ in }, jitter: { 0 })
+        let app = V1App(bundleID: "com.example.gateway", environments: [.production, .sandbox], sharedSecrets: [Self.secret])
+        let command = VerifyCommand(
+            v2: V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors.apple()), apps: nil), v1Apps: [app],
+            receiptClient: client, now: { 1_748_739_600_000 })
+        let report = await command.verify(try Fixtures.bytes("v1-synthetic/\(name)"))
+        #expect(report.ok, "\(name): \(String(describing: report.error))")
+        #expect(report.events?.first?.verified == true)
+        #expect(report.appleStatus == 0)
+        #expect(apple.requests.count == 1)
+        #expect(String(decoding: apple.requests[0].body, as: UTF8.self).contains("\"receipt-data\":\"c3ludGhldGljLXJlY2VpcHQtZm9yLXRlc3Rz\""))
+        let actual = JSONOutput.encode(report, pretty: true)
+        let goldenPath = "v1-synthetic/\(Fixtures.goldenName(name))"
+        if Fixtures.updatingGoldens {
+            try Fixtures.writeGolden(goldenPath, actual)
+        } else {
+            #expect(String(decoding: actual + [0x0A], as: UTF8.self) == String(decoding: try Fixtures.bytes(goldenPath), as: UTF8.self))
+        }
+    }
+
+    @Test func aReceiptThatDoesNotDescribeTheSubscriptionIsInvalid() async throws {
+        // Apple answers with another subscription's data: the body's original_transaction_id is the cross-check.
+        let answer = try Fixtures.bytes("v1-synthetic/did-recover.receipt.json")
+        let apple = try LoopbackHTTPServer { _ in .respond(status: 200, body: answer) }
+        let client = VerifyReceiptClient(
+            transport: CurlTransport(),
+            configuration: .init(productionURL: apple.url("/verifyReceipt"), sandboxURL: apple.url("/sandbox/verifyReceipt")),
+            sleep: { _ in }, jitter: { 0 })
+        let app = V1App(bundleID: "com.example.gateway", environments: [.production], sharedSecrets: [Self.secret])
+        let command = VerifyCommand(
+            v2: V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors.apple()), apps: nil), v1Apps: [app],
+            receiptClient: client, now: { 1_748_739_600_000 })
+        let report = await command.verify(try Fixtures.bytes("v1-synthetic/did-renew.json"))
+        #expect(report.error?.code == "receipt_invalid")
     }
 }

@@ -20,7 +20,7 @@ import Testing
         let start = clock.now
         server.stop()
         let error = await outcome
-        #expect(start.duration(to: clock.now) < .seconds(2))
+        #expect(start.duration(to: clock.now) < .seconds(5))  // well below the hang; room for a loaded machine
         #expect(error?.code == .protocolError)  // the client sees the connection closed without a response
     }
 

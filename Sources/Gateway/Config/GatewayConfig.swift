@@ -1,5 +1,6 @@
 public import Canonical
 public import V1Adapter
+public import HTTPClient
 internal import WireJSON
 internal import FoundationEssentials
 
@@ -209,6 +210,13 @@ public struct GatewayConfig: Sendable {
                          verifyReceipt: app.verifyReceipt)
         }
         return (apps, unresolved)
+    }
+
+    /// A verifyReceipt client for the configured URLs.
+    public func verifyReceiptClient(transport: any HTTPTransport) -> VerifyReceiptClient {
+        VerifyReceiptClient(
+            transport: transport,
+            configuration: .init(productionURL: verifyReceiptProductionURL, sandboxURL: verifyReceiptSandboxURL))
     }
 
     static func resolve(_ path: String, base: String) -> String {

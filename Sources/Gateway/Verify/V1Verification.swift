@@ -24,13 +24,14 @@ struct V1Verification: Sendable {
             apps.append(V1App(bundleID: claimed, environments: environmentsOverride ?? [.production, .sandbox],
                               sharedSecrets: [secret], verifyReceipt: receiptClient != nil))
         }
-        if let bundle = Self.claimedBundle(bytes), !apps.contains(where: { $0.bundleID == bundle }),
-           let missing = unresolvedSecrets.first(where: { $0.bundle == bundle })
-        {
-            return .failure("config_error", "environment variable \(missing.variable) (a shared secret of \(bundle)) is not set")
-        }
         let n: AuthenticatedV1Notification
         do { n = try V1Adapter(apps: apps).authenticate(body: bytes) } catch {
+            // The password may be the secret whose variable is unset: say that rather than "bad secret".
+            if error.code == .badSharedSecret, let bundle = Self.claimedBundle(bytes),
+               let missing = unresolvedSecrets.first(where: { $0.bundle == bundle })
+            {
+                return .failure("config_error", "environment variable \(missing.variable) (a shared secret of \(bundle)) is not set")
+            }
             return .failure(error.code.rawValue, error.reason)
         }
         let builder = V1EventBuilder()

@@ -1,5 +1,0 @@
-import Testing
-
-@Suite struct HTTPClientPlaceholderTests {
-    @Test func placeholder() { #expect(Bool(true)) }
-}
