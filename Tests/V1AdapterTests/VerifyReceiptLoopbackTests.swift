@@ -53,6 +53,26 @@ import V1Adapter
         #expect(server.requests.count == requests)
     }
 
+    @Test func productionReceiptSentToTheSandboxReturnsToProduction() async throws {
+        // 21007 at production, then 21008 at the sandbox (Apple's routing bounced), then production answers.
+        let calls = Mutex(0)
+        let server = try LoopbackHTTPServer { r in
+            let n = calls.withLock { c in c += 1; return c }
+            if r.path == "/sandbox/verifyReceipt" { return Self.json(#"{"status":21008}"#) }
+            return n == 1 ? Self.json(#"{"status":21007}"#) : Self.json(#"{"status":0,"latest_receipt_info":[]}"#)
+        }
+        #expect(await Self.code(Self.client(server)) == "ok 0")
+        #expect(server.requests.map(\.path) == ["/verifyReceipt", "/sandbox/verifyReceipt", "/verifyReceipt"])
+    }
+
+    @Test func expiredIOS6AnswerAndNonRetryableInternalError() async throws {
+        let expired = try LoopbackHTTPServer { _ in Self.json(#"{"status":21006,"latest_expired_receipt_info":{"product_id":"p"}}"#) }
+        #expect(await Self.code(Self.client(expired)) == "ok 21006")
+        let internalError = try LoopbackHTTPServer { _ in Self.json(#"{"status":21120,"is-retryable":0}"#) }
+        #expect(await Self.code(Self.client(internalError)) == "apple_unavailable")
+        #expect(internalError.requests.count == 1)
+    }
+
     @Test func retryableInternalErrorThenSuccess() async throws {
         let calls = Mutex(0)
         let server = try LoopbackHTTPServer { _ in
