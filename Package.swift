@@ -16,6 +16,8 @@ let package = Package(
         // Debian C libraries, each wrapped once (Sources/Crypto for OpenSSL).
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
 
         // Pure model: no imports beyond the standard library.
         .target(name: "Canonical", swiftSettings: strict),
@@ -25,7 +27,9 @@ let package = Package(
         .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: strict),
         .target(name: "V1Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         .target(name: "V2Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
-        .target(name: "Gateway", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter"], swiftSettings: strict),
+        .target(
+            name: "Gateway",
+            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "CSQLite", "CMicroHTTPD"], swiftSettings: strict),
         .executableTarget(name: "iap-gateway", dependencies: ["Gateway", "HTTPClient", "V1Adapter"], swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["Canonical", "Crypto", "HTTPClient", "V2Adapter"], path: "Tests/TestSupport",
