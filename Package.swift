@@ -30,7 +30,7 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "CSQLite", "CMicroHTTPD"], swiftSettings: strict),
-        .executableTarget(name: "iap-gateway", dependencies: ["Gateway", "HTTPClient", "V1Adapter"], swiftSettings: strict),
+        .executableTarget(name: "iap-gateway", dependencies: ["Gateway", "HTTPClient", "V1Adapter", "WireJSON"], swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["Canonical", "Crypto", "HTTPClient", "V2Adapter"], path: "Tests/TestSupport",
                 swiftSettings: strict),

@@ -2,6 +2,7 @@ import Canonical
 import Gateway
 import HTTPClient
 import V1Adapter
+import WireJSON
 
 #if canImport(Glibc)
 import Glibc
@@ -20,6 +21,15 @@ let usage = """
           unless --verify-receipt asks the config's verifyReceipt URLs) and saved verifyReceipt answers.
           A FOLDER means its *.json files (golden *.expected.json skipped). One JSON line per file;
           exit 0 when all are ok, 1 otherwise.
+      iap-gateway serve --config FILE
+          Run the gateway: POST /notifications, GET /healthz, GET /metrics; the admin API on admin.listen
+          (bearer token from admin.token_env). Stops gracefully on SIGTERM / SIGINT.
+      iap-gateway replay --config FILE (--id EVENT_ID | --since T [--until T] | --dead-letters)
+          Queue deliveries again. Times are ISO-8601 or relative (7d, 12h).
+      iap-gateway quarantine --config FILE list|replay
+          Show quarantined bodies, or re-run them after a config fix.
+      iap-gateway subscription --config FILE ORIGINAL_TRANSACTION_ID
+          One subscription's state per path and its event history.
       iap-gateway bench verify [--seconds N]
           Verification throughput against libcrypto's own P-256 verify bound (build with -c release).
       iap-gateway help
@@ -80,6 +90,70 @@ case "verify":
         printLine(JSONOutput.string(report))
     }
     exit(allOK ? 0 : 1)
+
+case "serve":
+    let a: Arguments
+    do { a = try Arguments(rest, valueFlags: ["config"]) } catch { fail(error.description) }
+    guard let path = a.value("config") else { fail("serve needs --config FILE") }
+    exit(await ServeCommand.run(configPath: path))
+
+case "replay", "subscription", "quarantine":
+    let a: Arguments
+    do { a = try Arguments(rest, valueFlags: ["config", "id", "since", "until"], switchFlags: ["dead-letters"]) } catch {
+        fail(error.description)
+    }
+    guard let path = a.value("config") else { fail("\(verb) needs --config FILE") }
+    let config: GatewayConfig
+    do { config = try GatewayConfig.load(path: path) } catch { fail("config: \(error)") }
+    let now = WallClock.wallMillis()
+    do {
+        switch verb {
+        case "replay":
+            let selection: Operations.ReplaySelection
+            if let id = a.value("id") {
+                selection = .eventID(id)
+            } else if a.has("dead-letters") {
+                selection = .deadLetters
+            } else if let since = a.value("since") {
+                guard let s = TimeText.milliseconds(since, now: now) else { fail("--since: not a time") }
+                let until = try a.value("until").map { text throws -> Int64 in
+                    guard let u = TimeText.milliseconds(text, now: now) else { fail("--until: not a time") }
+                    return u
+                } ?? Int64.max
+                selection = .range(since: s, until: until)
+            } else {
+                fail("replay needs --id, --since [--until] or --dead-letters")
+            }
+            let (operations, writer, db) = try GatewayService.maintenance(config: config, now: WallClock.wallMillis)
+            let n = try operations.replay(selection)
+            writer.stop()
+            db.close()
+            printLine("{\"requeued\":\(n)}")
+        case "subscription":
+            guard let otid = a.positionals.first else { fail("subscription needs an ORIGINAL_TRANSACTION_ID") }
+            let (operations, writer, db) = try GatewayService.maintenance(config: config, now: WallClock.wallMillis)
+            printLine(String(decoding: try operations.subscription(otid).canonicalBytes(), as: UTF8.self))
+            writer.stop()
+            db.close()
+        default:
+            switch a.positionals.first {
+            case "list":
+                let (operations, writer, db) = try GatewayService.maintenance(config: config, now: WallClock.wallMillis)
+                printLine(String(decoding: try operations.quarantineList(limit: 10_000).canonicalBytes(), as: UTF8.self))
+                writer.stop()
+                db.close()
+            case "replay":
+                let service = try GatewayService(config: config, dependencies: .live())
+                printLine(String(decoding: try service.operations.quarantineReplay(ingest: service.ingest, secrets: service.v1SecretsForReplay).canonicalBytes(), as: UTF8.self))
+                await service.shutdown()
+            default:
+                fail("quarantine needs list or replay")
+            }
+        }
+    } catch {
+        fail("\(error)", status: 1)
+    }
+    exit(0)
 
 case "bench":
     let a: Arguments

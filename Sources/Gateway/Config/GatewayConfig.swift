@@ -35,6 +35,16 @@ public struct GatewayConfig: Sendable {
         public var shadow: Bool
         public var includeRaw: Bool
         public var maxAttempts: Int
+        /// Deliveries in flight to this downstream.
+        public var concurrency: Int = 4
+    }
+
+    /// Operational bounds (`limits` in the file).
+    public struct Limits: Sendable, Hashable {
+        public var untrustedQuarantine = 1_000
+        public var genuineQuarantine = 10_000
+        public var httpThreads = 16
+        public var verifyReceiptConcurrency = 4
     }
 
     public struct AppStoreAPI: Sendable, Hashable {
@@ -59,6 +69,12 @@ public struct GatewayConfig: Sendable {
         productionURL: "https://api.storekit.apple.com", sandboxURL: "https://api.storekit-sandbox.apple.com",
         issuerID: nil, keyID: nil, privateKeyEnv: nil)
     public var maxNotificationAgeMillis: Int64 = 10 * 86_400_000
+    /// Raw bodies are dropped after this long (events and delivery history stay).
+    public var rawBodyRetentionMillis: Int64 = 180 * 86_400_000
+    /// `listen_tls`: serve HTTPS with these PEM files.
+    public var tlsCertificateFile: String?
+    public var tlsKeyFile: String?
+    public var limits = Limits()
 
     public init() {}
 
@@ -79,7 +95,7 @@ public struct GatewayConfig: Sendable {
         let r = try ConfigReader(root, path: "")
         try r.rejectUnknown(allowed: [
             "listen", "admin", "store", "trust", "verify_receipt", "apps", "downstreams", "app_store_api",
-            "max_notification_age", "$comment",
+            "max_notification_age", "raw_body_retention", "listen_tls", "limits", "$comment",
         ])
         var c = GatewayConfig()
         c.listen = try r.string("listen") ?? c.listen
@@ -117,9 +133,32 @@ public struct GatewayConfig: Sendable {
             }
             c.maxNotificationAgeMillis = ms
         }
+        if let retention = try r.string("raw_body_retention") {
+            guard let ms = DurationText.milliseconds(retention), ms > 0 else {
+                throw ConfigError(field: "raw_body_retention", "must be a duration such as 180d")
+            }
+            c.rawBodyRetentionMillis = ms
+        }
+        if let tls = try r.object("listen_tls") {
+            try tls.rejectUnknown(allowed: ["cert_file", "key_file"])
+            c.tlsCertificateFile = resolve(try tls.requiredString("cert_file"), base: baseDirectory)
+            c.tlsKeyFile = resolve(try tls.requiredString("key_file"), base: baseDirectory)
+        }
+        if let limits = try r.object("limits") {
+            try limits.rejectUnknown(allowed: ["untrusted_quarantine", "genuine_quarantine", "http_threads", "verify_receipt_concurrency"])
+            func bounded(_ key: String, _ range: ClosedRange<Int64>, _ current: Int) throws(ConfigError) -> Int {
+                guard let v = try limits.int64(key) else { return current }
+                guard range.contains(v) else { throw ConfigError(field: limits.field(key), "must be \(range.lowerBound)…\(range.upperBound)") }
+                return Int(v)
+            }
+            c.limits.untrustedQuarantine = try bounded("untrusted_quarantine", 1...1_000_000, c.limits.untrustedQuarantine)
+            c.limits.genuineQuarantine = try bounded("genuine_quarantine", 1...10_000_000, c.limits.genuineQuarantine)
+            c.limits.httpThreads = try bounded("http_threads", 1...256, c.limits.httpThreads)
+            c.limits.verifyReceiptConcurrency = try bounded("verify_receipt_concurrency", 1...64, c.limits.verifyReceiptConcurrency)
+        }
         for d in try r.objects("downstreams") ?? [] {
             try d.rejectUnknown(allowed: [
-                "name", "kind", "url", "secret_env", "environments", "shadow", "include_raw", "max_attempts",
+                "name", "kind", "url", "secret_env", "environments", "shadow", "include_raw", "max_attempts", "concurrency",
             ])
             let name = try d.requiredString("name")
             guard !c.downstreams.contains(where: { $0.name == name }) else {
@@ -132,11 +171,13 @@ public struct GatewayConfig: Sendable {
             guard let url = try url(d, "url") else { throw ConfigError(field: d.field("url"), "is required") }
             let attempts = try d.int64("max_attempts") ?? 12
             guard (1...1000).contains(attempts) else { throw ConfigError(field: d.field("max_attempts"), "must be 1…1000") }
+            let concurrency = try d.int64("concurrency") ?? 4
+            guard (1...256).contains(concurrency) else { throw ConfigError(field: d.field("concurrency"), "must be 1…256") }
             c.downstreams.append(
                 Downstream(
                     name: name, kind: kind, url: url, secretEnv: try d.strings("secret_env") ?? [],
                     environments: try environments(d, default: [.production]), shadow: try d.bool("shadow") ?? false,
-                    includeRaw: try d.bool("include_raw") ?? false, maxAttempts: Int(attempts)))
+                    includeRaw: try d.bool("include_raw") ?? false, maxAttempts: Int(attempts), concurrency: Int(concurrency)))
         }
         for a in try r.objects("apps") ?? [] {
             try a.rejectUnknown(allowed: [

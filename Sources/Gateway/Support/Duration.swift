@@ -1,3 +1,5 @@
+internal import V1Adapter
+
 /// Parses the config's and the CLI's durations: `10d`, `12h`, `30m`, `45s`, `500ms`, or a plain number of seconds.
 public enum DurationText {
     /// Milliseconds, or nil when `text` is not a duration.
@@ -10,5 +12,56 @@ public enum DurationText {
         }
         guard let n = Int64(text), n >= 0 else { return nil }
         return n * 1000
+    }
+}
+
+/// The CLI's and admin API's times: ISO-8601 (`2025-06-01T00:00:00Z`, `2025-06-01`) or relative to now (`7d`,
+/// `12h` = that long ago), or milliseconds since the epoch.
+public enum TimeText {
+    public static func milliseconds(_ text: String, now: Int64) -> Int64? {
+        if let ago = DurationText.milliseconds(text), text.last?.isLetter == true { return now - ago }
+        if let ms = Int64(text), text.count >= 12 { return ms }
+        return iso8601(text)
+    }
+
+    /// `YYYY-MM-DD`, `YYYY-MM-DDTHH:MM:SSZ` (also with fractional seconds or a `+HH:MM` offset).
+    static func iso8601(_ text: String) -> Int64? {
+        let chars = Array(text.utf8)
+        func number(_ range: Range<Int>) -> Int? {
+            guard range.upperBound <= chars.count else { return nil }
+            var v = 0
+            for c in chars[range] {
+                guard (48...57).contains(c) else { return nil }
+                v = v * 10 + Int(c - 48)
+            }
+            return v
+        }
+        guard chars.count >= 10, chars[4] == UInt8(ascii: "-"), chars[7] == UInt8(ascii: "-"),
+            let y = number(0..<4), let mo = number(5..<7), let d = number(8..<10), (1...12).contains(mo), (1...31).contains(d)
+        else { return nil }
+        var seconds = AppleDateText.daysFromCivil(y, mo, d) * 86_400
+        if chars.count == 10 { return seconds * 1000 }
+        guard chars.count >= 20, chars[10] == UInt8(ascii: "T"), let h = number(11..<13), let mi = number(14..<16),
+            let s = number(17..<19), h < 24, mi < 60, s < 61
+        else { return nil }
+        seconds += Int64(h * 3600 + mi * 60 + s)
+        var i = 19
+        var millis: Int64 = 0
+        if chars[i] == UInt8(ascii: ".") {
+            i += 1
+            var scale: Int64 = 100
+            while i < chars.count, (48...57).contains(chars[i]) {
+                millis += Int64(chars[i] - 48) * scale
+                scale /= 10
+                i += 1
+            }
+        }
+        guard i < chars.count else { return nil }
+        if chars[i] == UInt8(ascii: "Z"), i == chars.count - 1 { return seconds * 1000 + millis }
+        guard chars.count == i + 6, chars[i] == UInt8(ascii: "+") || chars[i] == UInt8(ascii: "-"), let oh = number((i + 1)..<(i + 3)),
+            let om = number((i + 4)..<(i + 6))
+        else { return nil }
+        let offset = Int64(oh * 3600 + om * 60) * (chars[i] == UInt8(ascii: "+") ? 1 : -1)
+        return (seconds - offset) * 1000 + millis
     }
 }

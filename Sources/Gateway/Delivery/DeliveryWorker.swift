@@ -1,0 +1,237 @@
+internal import Canonical
+public import HTTPClient
+public import V1Adapter
+internal import WireJSON
+import Synchronization
+import Dispatch
+
+/// How a downstream is retried.
+public struct DeliveryPolicy: Sendable {
+    /// First retry delay; doubles per attempt up to `maxDelay`, then scaled by a jitter factor in [0.5, 1).
+    public var baseDelayMillis: Int64 = 5_000
+    public var maxDelayMillis: Int64 = 6 * 3_600_000
+    /// Deliveries in flight per downstream.
+    public var concurrency = 4
+    public var timeoutMillis = 15_000
+    /// How often the queue is polled when idle.
+    public var pollMillis: Int64 = 200
+    public init() {}
+
+    public func delay(afterAttempt attempt: Int, jitter: Double) -> Int64 {
+        let exponential = baseDelayMillis << Int64(min(max(attempt - 1, 0), 30))
+        let capped = min(exponential, maxDelayMillis)
+        return Int64(Double(capped) * (0.5 + 0.5 * min(max(jitter, 0), 0.999_999)))
+    }
+}
+
+/// Delivers the outbox (DESIGN ch. 6): at least once, per-downstream concurrency limit, exponential backoff with
+/// jitter, dead letter after the downstream's `max_attempts`. Webhooks get the signed envelope; pass-through
+/// downstreams get the V1 body exactly as Apple sent it, the secret restored at this moment only.
+public final class DeliveryWorker: Sendable {
+    struct Job: Sendable {
+        var outboxID: Int64
+        var downstream: String
+        var attempts: Int
+        var eventID: String?
+        var journalID: Int64?
+        var createdAt: Int64
+    }
+
+    let db: SQLiteDatabase
+    let writer: JournalWriter
+    let router: Router
+    let transport: any HTTPTransport
+    let signers: [String: WebhookSigner]
+    let passthroughSecrets: [SharedSecret]
+    let policy: DeliveryPolicy
+    let metrics: Metrics
+    let log: Log
+    let now: @Sendable () -> Int64
+    let jitter: @Sendable () -> Double
+    private let inFlight = Mutex<Set<Int64>>([])
+    private let stopping = Mutex(false)
+
+    public init(db: SQLiteDatabase, writer: JournalWriter, router: Router, transport: any HTTPTransport,
+                signers: [String: WebhookSigner], passthroughSecrets: [SharedSecret], policy: DeliveryPolicy = .init(),
+                metrics: Metrics, log: Log, now: @escaping @Sendable () -> Int64, jitter: @escaping @Sendable () -> Double) {
+        self.db = db
+        self.writer = writer
+        self.router = router
+        self.transport = transport
+        self.signers = signers
+        self.passthroughSecrets = passthroughSecrets
+        self.policy = policy
+        self.metrics = metrics
+        self.log = log
+        self.now = now
+        self.jitter = jitter
+    }
+
+    /// Runs until ``stop()``: polls for due deliveries and sends them; returns after in-flight sends finished.
+    public func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            while !stopping.withLock({ $0 }) {
+                let jobs = (try? await due()) ?? []
+                for job in jobs {
+                    group.addTask { await self.deliver(job) }
+                }
+                await updateQueueGauges()
+                try? await Task.sleep(for: .milliseconds(policy.pollMillis))
+            }
+            await group.waitForAll()
+        }
+    }
+
+    /// Asks ``run()`` to finish its current sends and return.
+    public func stop() { stopping.withLock { $0 = true } }
+
+    /// Due rows not already in flight, at most `concurrency` in flight per downstream.
+    func due() async throws -> [Job] {
+        let time = now()
+        let rows = try await blockingRead { c in
+            try c.query(
+                """
+                SELECT id, downstream, attempts, event_id, journal_id, created_at FROM outbox
+                WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT 500
+                """, [.integer(time)])
+        }
+        return inFlight.withLock { flying -> [Job] in
+            var perDownstream: [String: Int] = [:]
+            var picked: [Job] = []
+            for row in rows {
+                guard let id = row.int64("id"), let name = row.string("downstream") else { continue }
+                perDownstream[name, default: 0] += flying.contains(id) ? 1 : 0
+            }
+            for row in rows {
+                guard let id = row.int64("id"), let name = row.string("downstream"), !flying.contains(id) else { continue }
+                guard perDownstream[name, default: 0] < (router.downstream(name)?.concurrency ?? policy.concurrency) else { continue }
+                perDownstream[name, default: 0] += 1
+                flying.insert(id)
+                picked.append(Job(outboxID: id, downstream: name, attempts: row.int("attempts") ?? 0, eventID: row.string("event_id"),
+                                  journalID: row.int64("journal_id"), createdAt: row.int64("created_at") ?? 0))
+            }
+            return picked
+        }
+    }
+
+    func deliver(_ job: Job) async {
+        defer { _ = inFlight.withLock { $0.remove(job.outboxID) } }
+        guard let downstream = router.downstream(job.downstream) else {
+            await finish(job, status: nil, error: "downstream no longer configured", dead: true)
+            return
+        }
+        let request: HTTPRequest
+        do { request = try await buildRequest(job, downstream: downstream) } catch {
+            await finish(job, status: nil, error: "\(error)", dead: false)
+            return
+        }
+        metrics.increment("iapgw_delivery_attempts_total", ["downstream": job.downstream])
+        do {
+            let response = try await transport.send(request)
+            if (200..<300).contains(response.status) {
+                await finish(job, status: response.status, error: nil, dead: false)
+            } else {
+                let retryAfter = response.header("Retry-After").flatMap { Int64($0) }.map { $0 * 1000 }
+                await finish(job, status: response.status, error: "HTTP \(response.status)", dead: response.status == 410, minDelay: retryAfter)
+            }
+        } catch {
+            await finish(job, status: nil, error: error.code.rawValue, dead: false)
+        }
+    }
+
+    struct BuildFailure: Error, CustomStringConvertible { var description: String }
+
+    func buildRequest(_ job: Job, downstream: GatewayConfig.Downstream) async throws -> HTTPRequest {
+        if downstream.kind == .v1Passthrough {
+            guard let journalID = job.journalID,
+                let stored = try await blockingRead({ c in try c.queryOne("SELECT body FROM journal WHERE id = ?", [.integer(journalID)]) }),
+                let redacted = stored.blob("body")
+            else { throw BuildFailure(description: "V1 body no longer stored") }
+            guard let body = V1Adapter.restore(redactedBody: redacted, secrets: passthroughSecrets) else {
+                throw BuildFailure(description: "the shared secret of this body is not configured any more")
+            }
+            return HTTPRequest(method: .post, url: downstream.url, headers: [HTTPHeader("Content-Type", "application/json")], body: body,
+                               timeoutMillis: policy.timeoutMillis)
+        }
+        guard let eventID = job.eventID else { throw BuildFailure(description: "outbox row without event") }
+        let row = try await blockingRead { c in
+            try c.queryOne(
+                """
+                SELECT e.json, e.authoritative, e.bundle_id, e.environment, e.original_transaction_id, j.body,
+                       (SELECT s.json FROM subscription_state s JOIN authority a ON a.bundle_id = e.bundle_id AND a.environment = e.environment
+                        WHERE s.path = a.authority AND s.environment = e.environment AND s.original_transaction_id = e.original_transaction_id) AS state
+                FROM events e LEFT JOIN journal j ON j.id = e.journal_id WHERE e.id = ?
+                """, [.text(eventID)])
+        }
+        guard let row, let json = row.blob("json") else { throw BuildFailure(description: "event no longer stored") }
+        let event = try JSONValueDecoder().decode(CanonicalEvent.self, from: json)
+        let state = try row.blob("state").map { try JSONValueDecoder().decode(SubscriptionState.self, from: $0) }
+        let raw = downstream.includeRaw ? row.blob("body").flatMap(Envelope.rawBody) : nil
+        let envelope = Envelope(authoritative: row.bool("authoritative") ?? false, event: event, state: state, raw: raw)
+        let body = JSONOutput.encode(envelope)
+        var headers = [HTTPHeader("Content-Type", "application/json")]
+        for (name, value) in (signers[downstream.name] ?? WebhookSigner(secrets: [])).headers(id: eventID, timestamp: now() / 1000, body: body) {
+            headers.append(HTTPHeader(name, value))
+        }
+        return HTTPRequest(method: .post, url: downstream.url, headers: headers, body: body, timeoutMillis: policy.timeoutMillis)
+    }
+
+    func finish(_ job: Job, status: Int?, error: String?, dead: Bool, minDelay: Int64? = nil) async {
+        let time = now()
+        let maxAttempts = router.downstream(job.downstream)?.maxAttempts ?? 12
+        let attempts = job.attempts + 1
+        let delivered = error == nil
+        let exhausted = dead || attempts >= maxAttempts
+        let next = time + max(policy.delay(afterAttempt: attempts, jitter: jitter()), minDelay ?? 0)
+        let id = job.outboxID
+        let state = delivered ? "delivered" : (exhausted ? "dead" : "pending")
+        _ = try? await writer.performAsync { c in
+            try c.run(
+                """
+                UPDATE outbox SET state = ?, attempts = ?, next_attempt_at = ?, delivered_at = ?, last_status = ?, last_error = ?
+                WHERE id = ? AND state = 'pending'
+                """,
+                [.text(state), .integer(Int64(attempts)), .integer(next), delivered ? .integer(time) : .null, SQLiteValue(status.map { Int64($0) }),
+                 SQLiteValue(error), .integer(id)])
+        }
+        if !delivered {
+            metrics.increment("iapgw_delivery_failures_total", ["downstream": job.downstream])
+            if exhausted {
+                metrics.increment("iapgw_delivery_dead_total", ["downstream": job.downstream])
+                log.warn("delivery dead-lettered", ["downstream": .string(job.downstream), "event_id": job.eventID.map { .string($0) },
+                                                    "attempts": .int(Int64(attempts)), "error": error.map { .string($0) }])
+            }
+        }
+    }
+
+    func updateQueueGauges() async {
+        let time = now()
+        guard let rows = try? await blockingRead({ c in
+            try c.query("SELECT downstream, COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox WHERE state = 'pending' GROUP BY downstream")
+        }) else { return }
+        var seen: Set<String> = []
+        for row in rows {
+            guard let name = row.string("downstream") else { continue }
+            seen.insert(name)
+            metrics.set("iapgw_delivery_queue_depth", ["downstream": name], Double(row.int64("n") ?? 0))
+            metrics.set("iapgw_delivery_oldest_age_seconds", ["downstream": name], Double(time - (row.int64("oldest") ?? time)) / 1000)
+        }
+        for name in router.downstreams.keys where !seen.contains(name) {
+            metrics.set("iapgw_delivery_queue_depth", ["downstream": name], 0)
+            metrics.set("iapgw_delivery_oldest_age_seconds", ["downstream": name], 0)
+        }
+    }
+
+    func blockingRead<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try await Blocking.run { try self.db.read(body) }
+    }
+}
+
+/// Runs blocking work (SQLite reads) on a dispatch thread, never on Swift's cooperative pool.
+public enum Blocking {
+    public static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}

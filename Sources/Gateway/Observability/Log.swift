@@ -1,0 +1,101 @@
+internal import FoundationEssentials
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Structured log lines: one JSON object per line on standard output. Callers pass only our own fields (ids,
+/// codes, names); nothing here ever receives a body, a token or a secret.
+public final class Log: Sendable {
+    public enum Level: String, Sendable { case debug, info, warn, error }
+
+    private let sink: @Sendable (String) -> Void
+    private let now: @Sendable () -> Int64
+    public let minimum: Level
+
+    /// `sink` receives each line without its newline (tests capture; production writes to stdout).
+    public init(minimum: Level = .info, now: @escaping @Sendable () -> Int64, sink: (@Sendable (String) -> Void)? = nil) {
+        self.minimum = minimum
+        self.now = now
+        self.sink = sink ?? { line in Log.writeStdout(line + "\n") }
+    }
+
+    /// Logs `message` with `fields` (strings, integers, doubles, booleans; nil values omitted).
+    public func log(_ level: Level, _ message: String, _ fields: [String: LogValue?] = [:]) {
+        guard Self.rank(level) >= Self.rank(minimum) else { return }
+        var object: [String: LogValue] = ["ts": .int(now()), "level": .string(level.rawValue), "msg": .string(message)]
+        for (k, v) in fields { if let v { object[k] = v } }
+        sink(Self.encode(object))
+    }
+
+    public func info(_ message: String, _ fields: [String: LogValue?] = [:]) { log(.info, message, fields) }
+    public func warn(_ message: String, _ fields: [String: LogValue?] = [:]) { log(.warn, message, fields) }
+    public func error(_ message: String, _ fields: [String: LogValue?] = [:]) { log(.error, message, fields) }
+
+    static func rank(_ l: Level) -> Int {
+        switch l {
+        case .debug: 0
+        case .info: 1
+        case .warn: 2
+        case .error: 3
+        }
+    }
+
+    static func encode(_ object: [String: LogValue]) -> String {
+        var out = "{"
+        for (i, key) in object.keys.sorted().enumerated() {
+            if i > 0 { out += "," }
+            out += quote(key) + ":"
+            switch object[key]! {
+            case .string(let s): out += quote(s)
+            case .int(let n): out += String(n)
+            case .double(let d): out += d.isFinite ? String(d) : "null"
+            case .bool(let b): out += b ? "true" : "false"
+            }
+        }
+        return out + "}"
+    }
+
+    static func quote(_ s: String) -> String {
+        var out = "\""
+        for u in s.unicodeScalars {
+            switch u {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where u.value < 0x20:
+                let hex = String(u.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(u)
+            }
+        }
+        return out + "\""
+    }
+
+    private static let stdoutLock = Mutex(())
+
+    static func writeStdout(_ text: String) {
+        stdoutLock.withLock { _ in
+            var bytes = Array(text.utf8)
+            var offset = 0
+            while offset < bytes.count {
+                let n = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
+                if n <= 0 { return }
+                offset += n
+            }
+        }
+    }
+}
+
+public enum LogValue: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral {
+    case string(String)
+    case int(Int64)
+    case double(Double)
+    case bool(Bool)
+    public init(stringLiteral value: String) { self = .string(value) }
+    public init(integerLiteral value: Int64) { self = .int(value) }
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+}

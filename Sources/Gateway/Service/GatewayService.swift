@@ -1,0 +1,334 @@
+internal import Canonical
+internal import Crypto
+internal import FoundationEssentials
+public import HTTPClient
+public import V1Adapter
+internal import V2Adapter
+internal import WireJSON
+import Synchronization
+
+/// `iap-gateway serve`: the whole service assembled from a config — the notification endpoint, `/healthz`,
+/// `/metrics`, the admin API on its own listener, the verifyReceipt stage, delivery, retention — and its graceful
+/// stop (stop accepting, finish in-flight, flush).
+public final class GatewayService: Sendable {
+    public struct Dependencies: Sendable {
+        public var environment: [String: String]
+        public var transport: any HTTPTransport
+        public var now: @Sendable () -> Int64
+        public var jitter: @Sendable () -> Double
+        public var logSink: (@Sendable (String) -> Void)?
+        public var deliveryPolicy = DeliveryPolicy()
+        public var receiptPolicy = ReceiptWorker.Policy()
+        public var verifyReceiptBaseDelay: Duration = .seconds(1)
+
+        public init(environment: [String: String], transport: any HTTPTransport, now: @escaping @Sendable () -> Int64,
+                    jitter: @escaping @Sendable () -> Double, logSink: (@Sendable (String) -> Void)? = nil) {
+            self.environment = environment
+            self.transport = transport
+            self.now = now
+            self.jitter = jitter
+            self.logSink = logSink
+        }
+
+        /// The real process: its environment, libcurl, the wall clock, system randomness, stdout.
+        public static func live() -> Dependencies {
+            Dependencies(environment: ProcessEnvironment.variables, transport: CurlTransport(), now: WallClock.wallMillis,
+                         jitter: { Double.random(in: 0..<1) })
+        }
+    }
+
+    public let config: GatewayConfig
+    public let metrics = Metrics()
+    public let log: Log
+    public let db: SQLiteDatabase
+    public let writer: JournalWriter
+    public let ingest: NotificationIngest
+    public let operations: Operations
+    let delivery: DeliveryWorker
+    let receipts: ReceiptWorker
+    let servers: Servers
+    let adminToken: [UInt8]?
+    let v1Secrets: [SharedSecret]
+    /// The configured V1 secrets, for `quarantine replay` (matched by fingerprint, never printed).
+    public var v1SecretsForReplay: [SharedSecret] { v1Secrets }
+    let now: @Sendable () -> Int64
+    private let tasks = Mutex<[Task<Void, Never>]>([])
+
+    /// The HTTP listeners: owned here, started and stopped only by the service's start/shutdown.
+    final class Servers: @unchecked Sendable {
+        // @unchecked: `HTTPServer` is a non-Sendable owner type; this box is only touched from start() and
+        // shutdown(), which the caller runs in sequence (documented on both).
+        var main: HTTPServer?
+        var admin: HTTPServer?
+    }
+
+    /// Builds everything; fails with a `ConfigError` naming the field when the config or its environment variables
+    /// cannot produce a working gateway. Nothing is listening yet.
+    public init(config: GatewayConfig, dependencies: Dependencies) throws {
+        self.config = config
+        self.now = dependencies.now
+        self.log = Log(now: dependencies.now, sink: dependencies.logSink)
+        let env = dependencies.environment
+
+        let (v1Apps, unresolved) = config.v1Apps(environment: env)
+        if let missing = unresolved.first {
+            let index = config.apps.firstIndex { $0.bundleID == missing.bundle } ?? 0
+            throw ConfigError(field: "apps[\(index)].shared_secret_env", "environment variable \(missing.variable) is not set")
+        }
+        v1Secrets = v1Apps.flatMap(\.sharedSecrets)
+        var signers: [String: WebhookSigner] = [:]
+        for (i, d) in config.downstreams.enumerated() where d.kind == .webhook {
+            var secrets: [WebhookSigner.Secret] = []
+            for name in d.secretEnv {
+                guard let text = env[name], !text.isEmpty else {
+                    throw ConfigError(field: "downstreams[\(i)].secret_env", "environment variable \(name) is not set")
+                }
+                guard let secret = WebhookSigner.Secret(name: name, text: text) else {
+                    throw ConfigError(field: "downstreams[\(i)].secret_env", "\(name) is not a whsec_ secret (base64 of at least 16 bytes)")
+                }
+                secrets.append(secret)
+            }
+            signers[d.name] = WebhookSigner(secrets: secrets)
+        }
+        if let tokenText = env[config.adminTokenEnv], !tokenText.isEmpty {
+            adminToken = Array(tokenText.utf8)
+        } else {
+            adminToken = nil
+        }
+
+        let anchors = try VerifyCommand.anchors(extraRootPaths: config.extraRoots)
+        let v2 = V2Adapter(
+            verifier: AppleJWSVerifier(anchors: anchors),
+            apps: config.apps.map { V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments) })
+        let v1 = V1Adapter(apps: v1Apps)
+        db = try GatewayStore.open(path: config.sqlitePath)
+        writer = JournalWriter(db: db)
+        let router = Router(config: config)
+        var limits = NotificationIngest.Limits()
+        limits.untrustedQuarantineCap = config.limits.untrustedQuarantine
+        limits.genuineQuarantineCap = config.limits.genuineQuarantine
+        limits.maxNotificationAgeMillis = config.maxNotificationAgeMillis
+        ingest = NotificationIngest(v1: v1, v2: v2, writer: writer, router: router, limits: limits, metrics: metrics, now: dependencies.now)
+        operations = Operations(db: db, writer: writer, now: dependencies.now)
+        let deliveryPolicy = dependencies.deliveryPolicy
+        delivery = DeliveryWorker(
+            db: db, writer: writer, router: router, transport: dependencies.transport, signers: signers,
+            passthroughSecrets: v1Secrets, policy: deliveryPolicy, metrics: metrics, log: log, now: dependencies.now,
+            jitter: dependencies.jitter)
+        var receiptPolicy = dependencies.receiptPolicy
+        receiptPolicy.concurrency = config.limits.verifyReceiptConcurrency
+        let verifyReceipt = VerifyReceiptClient(
+            transport: dependencies.transport,
+            configuration: .init(productionURL: config.verifyReceiptProductionURL, sandboxURL: config.verifyReceiptSandboxURL,
+                                 baseDelay: dependencies.verifyReceiptBaseDelay),
+            jitter: dependencies.jitter)
+        receipts = ReceiptWorker(
+            db: db, writer: writer, router: router, client: verifyReceipt, apps: v1Apps, policy: receiptPolicy, metrics: metrics,
+            log: log, now: dependencies.now, jitter: dependencies.jitter)
+        servers = Servers()
+        Self.describeMetrics(metrics)
+    }
+
+    /// The store and operator actions alone, for CLI commands that need no secrets (`replay`, `subscription`).
+    public static func maintenance(config: GatewayConfig, now: @escaping @Sendable () -> Int64) throws -> (Operations, JournalWriter, SQLiteDatabase) {
+        let db = try GatewayStore.open(path: config.sqlitePath)
+        let writer = JournalWriter(db: db)
+        return (Operations(db: db, writer: writer, now: now), writer, db)
+    }
+
+    /// Seeds authority, starts the workers and both listeners. Returns the bound (public, admin) ports.
+    /// Call once; not concurrently with `shutdown()`.
+    @discardableResult
+    public func start() throws -> (port: UInt16, adminPort: UInt16?) {
+        let time = now()
+        let config = self.config
+        let effective = try writer.perform { c in try GatewayStore.seedAuthority(config, now: time, in: c) }
+        for row in effective {
+            log.info("authority", ["bundle": .string(row.bundle), "environment": .string(row.environment),
+                                   "authority": .string(row.authority), "origin": .string(row.origin)])
+        }
+        let delivery = self.delivery
+        let receipts = self.receipts
+        tasks.withLock { t in
+            t.append(Task.detached { await delivery.run() })
+            t.append(Task.detached { await receipts.run() })
+            t.append(Task.detached { [self] in await self.retentionLoop() })
+        }
+
+        var main = HTTPServer.Configuration()
+        (main.host, main.port) = try Self.address(config.listen, field: "listen")
+        main.threads = config.limits.httpThreads
+        if let certFile = config.tlsCertificateFile, let keyFile = config.tlsKeyFile {
+            guard let cert = try? String(decoding: Data(contentsOf: URL(filePath: certFile)), as: UTF8.self),
+                let key = try? String(decoding: Data(contentsOf: URL(filePath: keyFile)), as: UTF8.self)
+            else { throw ConfigError(field: "listen_tls", "cannot read the certificate or key file") }
+            main.tls = HTTPServer.TLS(certificatePEM: cert, privateKeyPEM: key)
+        }
+        let server = HTTPServer(configuration: main) { [self] request in handlePublic(request) }
+        do { try server.start() } catch { throw ConfigError(field: "listen", "cannot listen on \(config.listen): \(error)") }
+        servers.main = server
+        var adminPort: UInt16?
+        if adminToken != nil {
+            var admin = HTTPServer.Configuration()
+            (admin.host, admin.port) = try Self.address(config.adminListen, field: "admin.listen")
+            admin.threads = 2
+            let adminServer = HTTPServer(configuration: admin) { [self] request in handleAdmin(request) }
+            do { try adminServer.start() } catch {
+                throw ConfigError(field: "admin.listen", "cannot listen on \(config.adminListen): \(error)")
+            }
+            servers.admin = adminServer
+            adminPort = adminServer.port
+        } else {
+            log.warn("admin API disabled: its bearer token variable is not set", ["variable": .string(config.adminTokenEnv)])
+        }
+        log.info("listening", ["port": .int(Int64(server.port)), "admin_port": adminPort.map { .int(Int64($0)) },
+                               "store": .string(config.sqlitePath)])
+        return (server.port, adminPort)
+    }
+
+    /// Graceful stop: no new connections, in-flight requests finish, workers finish their current work, the writer
+    /// commits what is queued, the store is closed. Not concurrently with `start()`.
+    public func shutdown() async {
+        servers.main?.stopAccepting()
+        servers.admin?.stopAccepting()
+        servers.main?.stop()
+        servers.admin?.stop()
+        servers.main = nil
+        servers.admin = nil
+        delivery.stop()
+        receipts.stop()
+        let running = tasks.withLock { t in
+            defer { t.removeAll() }
+            return t
+        }
+        for task in running {
+            task.cancel()
+            await task.value
+        }
+        writer.stop()
+        db.close()
+        log.info("stopped")
+    }
+
+    // MARK: Routes
+
+    func handlePublic(_ request: ServerRequest) -> ServerResponse {
+        let started = ContinuousClock.now
+        switch (request.method, request.path) {
+        case ("POST", "/notifications"):
+            let r = ingest.handle(request.body)
+            let latency = ContinuousClock.now - started
+            let seconds = Double(latency.components.seconds) + Double(latency.components.attoseconds) / 1e18
+            record(r, seconds: seconds)
+            return .json(r.status, r.body)
+        case ("GET", "/healthz"):
+            return .json(200, Array(#"{"ok":true}"#.utf8))
+        case ("GET", "/metrics"):
+            return ServerResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: Array(metrics.render().utf8))
+        case (_, "/notifications"), (_, "/healthz"), (_, "/metrics"):
+            return .json(405, NotificationIngest.errorBody("method_not_allowed", "method not allowed"))
+        default:
+            return .json(404, NotificationIngest.errorBody("not_found", "no such endpoint"))
+        }
+    }
+
+    private func record(_ r: NotificationIngest.Result, seconds: Double) {
+        let version = r.version ?? "unknown"
+        metrics.increment("iapgw_notifications_received_total", ["version": version])
+        metrics.observe("iapgw_request_seconds", ["version": version], seconds)
+        let outcome: String
+        if r.status == 200 {
+            outcome = r.duplicate ? "duplicate" : "accepted"
+            metrics.increment(r.duplicate ? "iapgw_notifications_duplicate_total" : "iapgw_notifications_accepted_total", ["version": version])
+        } else {
+            outcome = "rejected"
+            metrics.increment("iapgw_notifications_rejected_total", ["version": version, "code": r.code ?? "unknown"])
+        }
+        log.info("notification", [
+            "id": r.id.map { .string($0) }, "version": .string(version), "type": r.notificationType.map { .string($0) },
+            "subtype": r.subtype.map { .string($0) }, "bundle": r.bundleID.map { .string($0) },
+            "environment": r.environment.map { .string($0) }, "leaf_serial": r.leafSerial.map { .string($0) },
+            "outcome": .string(outcome), "status": .int(Int64(r.status)), "code": r.code.map { .string($0) },
+            "latency_ms": .double((seconds * 1e6).rounded() / 1e3),
+        ])
+    }
+
+    func handleAdmin(_ request: ServerRequest) -> ServerResponse {
+        guard let token = adminToken, let header = request.header("Authorization"), header.hasPrefix("Bearer "),
+            Bytes.constantTimeEqual(Array(header.utf8.dropFirst(7)), token)
+        else {
+            return ServerResponse(status: 401, headers: [("Content-Type", "application/json"), ("WWW-Authenticate", "Bearer")],
+                                  body: NotificationIngest.errorBody("unauthorized", "a valid bearer token is required"))
+        }
+        do {
+            let segments = request.path.split(separator: "/").map(String.init)
+            switch (request.method, segments) {
+            case ("GET", ["admin", "status"]):
+                return .json(200, try operations.status().canonicalBytes())
+            case ("GET", ["admin", "dead-letters"]):
+                return .json(200, try operations.deadLetters(limit: Int(request.query["limit"] ?? "") ?? 100).canonicalBytes())
+            case ("POST", ["admin", "replay"]):
+                let selection: Operations.ReplaySelection
+                if let id = request.query["id"] {
+                    selection = .eventID(id)
+                } else if request.query["dead_letters"] != nil {
+                    selection = .deadLetters
+                } else if let since = request.query["since"].flatMap({ TimeText.milliseconds($0, now: now()) }) {
+                    selection = .range(since: since, until: request.query["until"].flatMap { TimeText.milliseconds($0, now: now()) } ?? Int64.max)
+                } else {
+                    return .json(400, NotificationIngest.errorBody("bad_request", "give id, since[/until] or dead_letters"))
+                }
+                let n = try operations.replay(selection)
+                return .json(200, Array("{\"requeued\":\(n)}".utf8))
+            case ("GET", ["admin", "quarantine"]):
+                return .json(200, try operations.quarantineList(limit: Int(request.query["limit"] ?? "") ?? 100).canonicalBytes())
+            case ("POST", ["admin", "quarantine", "replay"]):
+                return .json(200, try operations.quarantineReplay(ingest: ingest, secrets: v1Secrets).canonicalBytes())
+            case ("GET", let s) where s.count == 3 && s[0] == "admin" && s[1] == "subscriptions":
+                return .json(200, try operations.subscription(s[2]).canonicalBytes())
+            default:
+                return .json(404, NotificationIngest.errorBody("not_found", "no such admin endpoint"))
+            }
+        } catch {
+            return .json(503, NotificationIngest.errorBody("store_unavailable", "the store could not answer"))
+        }
+    }
+
+    // MARK: Helpers
+
+    private func retentionLoop() async {
+        while !Task.isCancelled {
+            let time = now()
+            let cutoff = time - config.rawBodyRetentionMillis
+            if let purged = try? await writer.performAsync({ c in try GatewayStore.purgeBodies(olderThan: cutoff, now: time, in: c) }), purged > 0 {
+                log.info("raw bodies purged", ["count": .int(Int64(purged))])
+            }
+            try? await Task.sleep(for: .seconds(3600))
+        }
+    }
+
+    static func address(_ text: String, field: String) throws(ConfigError) -> (String, UInt16) {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
+            throw ConfigError(field: field, "must be HOST:PORT, e.g. 127.0.0.1:8080")
+        }
+        return (String(text[..<colon]), port)
+    }
+
+    static func describeMetrics(_ m: Metrics) {
+        m.describe("iapgw_notifications_received_total", type: "counter", "Notifications received, by version")
+        m.describe("iapgw_notifications_accepted_total", type: "counter", "Notifications journaled, by version")
+        m.describe("iapgw_notifications_rejected_total", type: "counter", "Notifications refused, by version and error code")
+        m.describe("iapgw_notifications_duplicate_total", type: "counter", "Apple retries of already journaled notifications")
+        m.describe("iapgw_quarantined_total", type: "counter", "Bodies quarantined, by lane")
+        m.describe("iapgw_quarantine_dropped_total", type: "counter", "Quarantined bodies dropped by the lane cap")
+        m.describe("iapgw_delivery_attempts_total", type: "counter", "Delivery attempts, by downstream")
+        m.describe("iapgw_delivery_failures_total", type: "counter", "Failed delivery attempts, by downstream")
+        m.describe("iapgw_delivery_dead_total", type: "counter", "Deliveries dead-lettered, by downstream")
+        m.describe("iapgw_delivery_queue_depth", type: "gauge", "Deliveries waiting, by downstream")
+        m.describe("iapgw_delivery_oldest_age_seconds", type: "gauge", "Age of the oldest waiting delivery, by downstream")
+        m.describe("iapgw_receipt_jobs_pending", type: "gauge", "V1 notifications waiting for verifyReceipt")
+        m.describe("iapgw_verify_receipt_total", type: "counter", "verifyReceipt outcomes")
+        m.describe("iapgw_verify_seconds", type: "histogram", "V2 verification time")
+        m.describe("iapgw_request_seconds", type: "histogram", "POST /notifications handling time, journaling included")
+    }
+}

@@ -1,0 +1,169 @@
+internal import Canonical
+public import V1Adapter
+internal import WireJSON
+import Synchronization
+
+/// The V1 stage after the `200` (DESIGN ch. 4): each journaled V1 body's receipt goes to verifyReceipt, and the
+/// event built from Apple's answer is stored and queued for delivery. Apple being down only delays it; an invalid
+/// receipt ends it without an event (logged and counted); a 21004 keeps it waiting for a config fix.
+public final class ReceiptWorker: Sendable {
+    public struct Policy: Sendable {
+        public var concurrency = 4
+        public var pollMillis: Int64 = 200
+        /// Retry after Apple was unavailable: doubles from this, capped at `maxDelayMillis`.
+        public var baseDelayMillis: Int64 = 60_000
+        public var maxDelayMillis: Int64 = 3_600_000
+        /// A 21004 (secret mismatch at Apple) is retried this often, waiting for the configuration to be fixed.
+        public var configErrorDelayMillis: Int64 = 1_800_000
+        /// Give up (state failed) after this many attempts.
+        public var maxAttempts = 200
+        public init() {}
+    }
+
+    let db: SQLiteDatabase
+    let writer: JournalWriter
+    let router: Router
+    let client: VerifyReceiptClient
+    let apps: [String: V1App]
+    let policy: Policy
+    let metrics: Metrics
+    let log: Log
+    let now: @Sendable () -> Int64
+    let jitter: @Sendable () -> Double
+    private let inFlight = Mutex<Set<Int64>>([])
+    private let stopping = Mutex(false)
+
+    public init(db: SQLiteDatabase, writer: JournalWriter, router: Router, client: VerifyReceiptClient, apps: [V1App],
+                policy: Policy = .init(), metrics: Metrics, log: Log, now: @escaping @Sendable () -> Int64,
+                jitter: @escaping @Sendable () -> Double) {
+        self.db = db
+        self.writer = writer
+        self.router = router
+        self.client = client
+        self.apps = Dictionary(apps.map { ($0.bundleID, $0) }, uniquingKeysWith: { a, _ in a })
+        self.policy = policy
+        self.metrics = metrics
+        self.log = log
+        self.now = now
+        self.jitter = jitter
+    }
+
+    struct Job: Sendable {
+        var journalID: Int64
+        var attempts: Int
+        var body: [UInt8]
+        var bundleID: String
+        var secretName: String
+        var receivedAt: Int64
+        var key: String
+    }
+
+    public func run() async {
+        await withTaskGroup(of: Void.self) { group in
+            while !stopping.withLock({ $0 }) {
+                for job in (try? await due()) ?? [] { group.addTask { await self.process(job) } }
+                if let pending = try? await Blocking.run({ try self.db.read { c in try c.queryOne("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'pending'") } }) {
+                    metrics.set("iapgw_receipt_jobs_pending", [:], Double(pending.int64("n") ?? 0))
+                }
+                try? await Task.sleep(for: .milliseconds(policy.pollMillis))
+            }
+            await group.waitForAll()
+        }
+    }
+
+    public func stop() { stopping.withLock { $0 = true } }
+
+    func due() async throws -> [Job] {
+        let time = now()
+        let rows = try await Blocking.run {
+            try self.db.read { c in
+                try c.query(
+                    """
+                    SELECT r.journal_id, r.attempts, j.body, j.bundle_id, j.secret_name, j.received_at, j.notification_key
+                    FROM receipt_jobs r JOIN journal j ON j.id = r.journal_id
+                    WHERE r.state = 'pending' AND r.next_attempt_at <= ? ORDER BY r.next_attempt_at LIMIT 100
+                    """, [.integer(time)])
+            }
+        }
+        return inFlight.withLock { flying in
+            var picked: [Job] = []
+            for row in rows {
+                guard flying.count < policy.concurrency, let id = row.int64("journal_id"), !flying.contains(id) else { continue }
+                flying.insert(id)
+                picked.append(Job(journalID: id, attempts: row.int("attempts") ?? 0, body: row.blob("body") ?? [],
+                                  bundleID: row.string("bundle_id") ?? "", secretName: row.string("secret_name") ?? "",
+                                  receivedAt: row.int64("received_at") ?? time, key: row.string("notification_key") ?? ""))
+            }
+            return picked
+        }
+    }
+
+    func process(_ job: Job) async {
+        defer { _ = inFlight.withLock { $0.remove(job.journalID) } }
+        guard let body = try? JSONValueDecoder().decode(ResponseBodyV1.self, from: job.body) else {
+            await settle(job, state: "failed", error: "journaled body unreadable", status: nil, retryIn: nil)
+            return
+        }
+        guard let secret = apps[job.bundleID]?.sharedSecrets.first(where: { $0.name == job.secretName }) else {
+            // The secret that authenticated this body is no longer configured: wait for the configuration.
+            await settle(job, state: "pending", error: "shared secret \(job.secretName) not configured", status: nil,
+                         retryIn: policy.configErrorDelayMillis)
+            return
+        }
+        guard let receipt = body.receiptData else {
+            await settle(job, state: "failed", error: "receipt_invalid: no receipt in the body", status: nil, retryIn: nil)
+            return
+        }
+        do {
+            let answer = try await client.verify(receiptData: receipt, sharedSecret: secret)
+            let facts = V1EventBuilder.facts(fromReceipt: answer.response, subscription: body.subscriptionID)
+            guard !facts.transactions.isEmpty else {
+                metrics.increment("iapgw_verify_receipt_total", ["outcome": "receipt_invalid"])
+                await settle(job, state: "failed", error: "receipt_invalid: answer lacks the subscription", status: answer.status, retryIn: nil)
+                return
+            }
+            let event = V1EventBuilder().event(for: body, id: job.key, facts: facts, arrival: job.receivedAt)
+            let router = self.router
+            let time = now()
+            let id = job.journalID
+            let status = answer.status
+            try await writer.performAsync { c in
+                try GatewayStore.storeEvents([event], journalID: id, router: router, now: time, in: c)
+                try c.run("UPDATE receipt_jobs SET state = 'done', attempts = attempts + 1, apple_status = ?, last_error = NULL, updated_at = ? WHERE journal_id = ?",
+                          [.integer(Int64(status)), .integer(time), .integer(id)])
+            }
+            metrics.increment("iapgw_verify_receipt_total", ["outcome": "ok"])
+        } catch let error as V1AdapterError {
+            metrics.increment("iapgw_verify_receipt_total", ["outcome": error.code.rawValue])
+            switch error.code {
+            case .appleUnavailable:
+                let delay = min(policy.baseDelayMillis << Int64(min(job.attempts, 20)), policy.maxDelayMillis)
+                await settle(job, state: "pending", error: error.code.rawValue, status: error.appleStatus,
+                             retryIn: Int64(Double(delay) * (0.5 + 0.5 * jitter())))
+            case .receiptConfigError:
+                log.error("verifyReceipt says the shared secret differs (21004): check App Store Connect and the config",
+                          ["bundle": .string(job.bundleID), "secret": .string(job.secretName)])
+                await settle(job, state: "pending", error: error.code.rawValue, status: error.appleStatus, retryIn: policy.configErrorDelayMillis)
+            default:
+                log.warn("V1 notification dropped: its receipt is invalid",
+                         ["id": .string(job.key), "bundle": .string(job.bundleID), "code": .string(error.code.rawValue)])
+                await settle(job, state: "failed", error: error.code.rawValue, status: error.appleStatus, retryIn: nil)
+            }
+        } catch {
+            await settle(job, state: "pending", error: "store_unavailable", status: nil, retryIn: policy.baseDelayMillis)
+        }
+    }
+
+    func settle(_ job: Job, state: String, error: String, status: Int?, retryIn: Int64?) async {
+        let time = now()
+        let attempts = job.attempts + 1
+        let final = state == "pending" && attempts >= policy.maxAttempts ? "failed" : state
+        let id = job.journalID
+        _ = try? await writer.performAsync { c in
+            try c.run(
+                "UPDATE receipt_jobs SET state = ?, attempts = ?, next_attempt_at = ?, last_error = ?, apple_status = ?, updated_at = ? WHERE journal_id = ?",
+                [.text(final), .integer(Int64(attempts)), .integer(time + (retryIn ?? 0)), .text(error),
+                 SQLiteValue(status.map { Int64($0) }), .integer(time), .integer(id)])
+        }
+    }
+}

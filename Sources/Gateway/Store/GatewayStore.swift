@@ -1,0 +1,244 @@
+public import Canonical
+internal import FoundationEssentials
+internal import WireJSON
+
+/// A notification ready to be journaled, with everything that must be committed in the same transaction.
+public struct JournalItem: Sendable {
+    public var key: String
+    public var version: String
+    public var receivedAt: Int64
+    public var origin: String = "live"
+    public var bundleID: String?
+    public var environment: AppStoreEnvironment?
+    public var notificationType: String?
+    public var subtype: String?
+    public var secretName: String?
+    public var leafSerial: String?
+    public var body: [UInt8]
+    /// Events known now (V2; V1 of bundles that skip verifyReceipt).
+    public var events: [CanonicalEvent] = []
+    /// V1 waiting for verifyReceipt.
+    public var needsReceipt = false
+
+    public init(key: String, version: String, receivedAt: Int64, body: [UInt8]) {
+        (self.key, self.version, self.receivedAt, self.body) = (key, version, receivedAt, body)
+    }
+}
+
+public enum JournalOutcome: Sendable, Equatable {
+    case accepted(journalID: Int64)
+    case duplicate(journalID: Int64)
+}
+
+/// One quarantined body.
+public struct QuarantineRecord: Sendable {
+    public enum Lane: String, Sendable { case untrusted, genuine }
+    public var id: Int64 = 0
+    public var lane: Lane
+    public var receivedAt: Int64
+    public var version: String?
+    public var code: String
+    public var message: String
+    public var bundleID: String?
+    public var environment: String?
+    public var passwordFingerprint: String?
+    public var body: [UInt8]
+
+    public init(lane: Lane, receivedAt: Int64, version: String?, code: String, message: String, bundleID: String? = nil,
+                environment: String? = nil, passwordFingerprint: String? = nil, body: [UInt8]) {
+        self.lane = lane
+        self.receivedAt = receivedAt
+        self.version = version
+        self.code = code
+        self.message = message
+        self.bundleID = bundleID
+        self.environment = environment
+        self.passwordFingerprint = passwordFingerprint
+        self.body = body
+    }
+}
+
+/// The SQL of the gateway: every read and write of the tables in ``Schema``. Write operations take the writer
+/// connection handed out by ``JournalWriter`` (one transaction per batch); reads use reader connections.
+public enum GatewayStore {
+    /// Opens (creating) the store file and applies migrations.
+    public static func open(path: String, synchronous: SQLiteDatabase.Synchronous = .full) throws -> SQLiteDatabase {
+        let dir = URL(filePath: path).deletingLastPathComponent().path()
+        if !dir.isEmpty { try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+        var options = SQLiteDatabase.Options()
+        options.synchronous = synchronous
+        let db = try SQLiteDatabase(path: path, options: options)
+        try db.migrate(Schema.migrations)
+        return db
+    }
+
+    // MARK: Journal
+
+    /// Journals `item` (and its events, state updates and outbox rows): accepted, or a duplicate of an earlier one.
+    public static func journal(_ item: JournalItem, router: Router, now: Int64, in c: SQLiteConnection) throws -> JournalOutcome {
+        let inserted = try c.run(
+            """
+            INSERT INTO journal (notification_key, version, received_at, origin, bundle_id, environment, notification_type,
+                                 subtype, secret_name, leaf_serial, body)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(notification_key) DO NOTHING
+            """,
+            [.text(item.key), .text(item.version), .integer(item.receivedAt), .text(item.origin), SQLiteValue(item.bundleID),
+             SQLiteValue(item.environment?.rawValue), SQLiteValue(item.notificationType), SQLiteValue(item.subtype),
+             SQLiteValue(item.secretName), SQLiteValue(item.leafSerial), .blob(item.body)])
+        if inserted == 0 {
+            let id = try c.queryOne("SELECT id FROM journal WHERE notification_key = ?", [.text(item.key)])?.int64("id") ?? 0
+            return .duplicate(journalID: id)
+        }
+        let journalID = c.lastInsertRowID
+        try storeEvents(item.events, journalID: journalID, router: router, now: now, in: c)
+        if item.needsReceipt {
+            try c.run(
+                "INSERT INTO receipt_jobs (journal_id, next_attempt_at, updated_at) VALUES (?, ?, ?)",
+                [.integer(journalID), .integer(now), .integer(now)])
+        }
+        if item.version == "v1" {
+            for name in router.passthroughTargets(bundleID: item.bundleID, environment: item.environment) {
+                try c.run(
+                    "INSERT OR IGNORE INTO outbox (downstream, journal_id, next_attempt_at, created_at) VALUES (?, ?, ?, ?)",
+                    [.text(name), .integer(journalID), .integer(now), .integer(now)])
+            }
+        }
+        return .accepted(journalID: journalID)
+    }
+
+    /// The path an event belongs to: V1 notifications and verifyReceipt → v1; V2 notifications and the API → v2.
+    public static func path(of event: CanonicalEvent) -> String {
+        event.source == .v1 || event.source == .v1Receipt ? "v1" : "v2"
+    }
+
+    /// Stores events (ignoring ids already stored), updates each subscription's state on the event's path
+    /// (last write wins on event date, then arrival) and queues deliveries.
+    public static func storeEvents(_ events: [CanonicalEvent], journalID: Int64?, router: Router, now: Int64, in c: SQLiteConnection) throws {
+        for event in events {
+            let path = path(of: event)
+            let authoritative = try authority(bundleID: event.bundleID, environment: event.environment, in: c) == path
+            let inserted = try c.run(
+                """
+                INSERT INTO events (id, journal_id, path, source, kind, reason, bundle_id, environment, original_transaction_id,
+                                    event_date, authoritative, created_at, json)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING
+                """,
+                [.text(event.id), SQLiteValue(journalID), .text(path), .text(event.source.rawValue), .text(event.kind.rawValue),
+                 SQLiteValue(event.reason?.rawValue), SQLiteValue(event.bundleID), SQLiteValue(event.environment?.rawValue),
+                 SQLiteValue(event.originalTransactionID), .integer(event.eventDate), SQLiteValue(authoritative), .integer(now),
+                 .blob(JSONOutput.encode(event))])
+            guard inserted > 0 else { continue }
+            let seq = c.lastInsertRowID
+            if let otid = event.originalTransactionID, let env = event.environment {
+                try updateState(path: path, environment: env.rawValue, otid: otid, event: event, seq: seq, now: now, in: c)
+            }
+            for name in router.eventTargets(bundleID: event.bundleID, environment: event.environment, authoritative: authoritative) {
+                try c.run(
+                    "INSERT OR IGNORE INTO outbox (downstream, event_id, next_attempt_at, created_at) VALUES (?, ?, ?, ?)",
+                    [.text(name), .text(event.id), .integer(now), .integer(now)])
+            }
+        }
+    }
+
+    /// Last write wins on (event_date, arrival order): an older event arriving late never overwrites a newer one.
+    static func updateState(path: String, environment: String, otid: String, event: CanonicalEvent, seq: Int64, now: Int64,
+                            in c: SQLiteConnection) throws {
+        let state = SubscriptionState(path: path, event: event)
+        try c.run(
+            """
+            INSERT INTO subscription_state (path, environment, original_transaction_id, bundle_id, event_id, event_date,
+                                            event_seq, json, updated_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            ON CONFLICT(path, environment, original_transaction_id) DO UPDATE SET
+                bundle_id = excluded.bundle_id, event_id = excluded.event_id, event_date = excluded.event_date,
+                event_seq = excluded.event_seq, json = excluded.json, updated_at = excluded.updated_at
+            WHERE excluded.event_date > subscription_state.event_date
+               OR (excluded.event_date = subscription_state.event_date AND excluded.event_seq > subscription_state.event_seq)
+            """,
+            [.text(path), .text(environment), .text(otid), SQLiteValue(event.bundleID), .text(event.id), .integer(event.eventDate),
+             .integer(seq), .blob(JSONOutput.encode(state)), .integer(now)])
+    }
+
+    // MARK: Authority
+
+    /// The authoritative generation (`v1` / `v2`) for a bundle and environment; `v1` when nothing is recorded.
+    public static func authority(bundleID: String?, environment: AppStoreEnvironment?, in c: SQLiteConnection) throws -> String {
+        guard let bundleID, let environment else { return "v1" }
+        return try c.queryOne(
+            "SELECT authority FROM authority WHERE bundle_id = ? AND environment = ?", [.text(bundleID), .text(environment.rawValue)]
+        )?.string("authority") ?? "v1"
+    }
+
+    /// Seeds authority from the config: rows that came from the config follow it; rows set by a cutover are kept.
+    /// Returns the effective authority per (bundle, environment).
+    @discardableResult
+    public static func seedAuthority(_ config: GatewayConfig, now: Int64, in c: SQLiteConnection) throws -> [(bundle: String, environment: String, authority: String, origin: String)] {
+        for app in config.apps {
+            for env in app.environments {
+                try c.run(
+                    """
+                    INSERT INTO authority (bundle_id, environment, authority, origin, updated_at) VALUES (?, ?, ?, 'config', ?)
+                    ON CONFLICT(bundle_id, environment) DO UPDATE SET authority = excluded.authority, updated_at = excluded.updated_at
+                    WHERE authority.origin = 'config'
+                    """,
+                    [.text(app.bundleID), .text(env.rawValue), .text(app.authority.rawValue), .integer(now)])
+            }
+        }
+        return try c.query("SELECT bundle_id, environment, authority, origin FROM authority ORDER BY bundle_id, environment").map {
+            ($0.string("bundle_id") ?? "", $0.string("environment") ?? "", $0.string("authority") ?? "", $0.string("origin") ?? "")
+        }
+    }
+
+    // MARK: Quarantine
+
+    /// Adds a row to its lane and trims the lane to `cap` (oldest first); returns how many rows were dropped.
+    @discardableResult
+    public static func quarantine(_ r: QuarantineRecord, cap: Int, in c: SQLiteConnection) throws -> Int {
+        try c.run(
+            """
+            INSERT INTO quarantine (lane, received_at, version, code, message, bundle_id, environment, password_fingerprint, body)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [.text(r.lane.rawValue), .integer(r.receivedAt), SQLiteValue(r.version), .text(r.code), .text(r.message),
+             SQLiteValue(r.bundleID), SQLiteValue(r.environment), SQLiteValue(r.passwordFingerprint), .blob(r.body)])
+        return try c.run(
+            """
+            DELETE FROM quarantine WHERE lane = ? AND id NOT IN
+                (SELECT id FROM quarantine WHERE lane = ? ORDER BY id DESC LIMIT ?)
+            """,
+            [.text(r.lane.rawValue), .text(r.lane.rawValue), .integer(Int64(cap))])
+    }
+
+    public static func quarantined(lane: QuarantineRecord.Lane?, limit: Int, in c: SQLiteConnection) throws -> [QuarantineRecord] {
+        let rows = try c.query(
+            "SELECT * FROM quarantine WHERE (? IS NULL OR lane = ?) ORDER BY id LIMIT ?",
+            [SQLiteValue(lane?.rawValue), SQLiteValue(lane?.rawValue), .integer(Int64(limit))])
+        return rows.map { row in
+            var r = QuarantineRecord(
+                lane: QuarantineRecord.Lane(rawValue: row.string("lane") ?? "") ?? .untrusted, receivedAt: row.int64("received_at") ?? 0,
+                version: row.string("version"), code: row.string("code") ?? "", message: row.string("message") ?? "",
+                bundleID: row.string("bundle_id"), environment: row.string("environment"),
+                passwordFingerprint: row.string("password_fingerprint"), body: row.blob("body") ?? [])
+            r.id = row.int64("id") ?? 0
+            return r
+        }
+    }
+
+    public static func removeQuarantined(id: Int64, in c: SQLiteConnection) throws {
+        try c.run("DELETE FROM quarantine WHERE id = ?", [.integer(id)])
+    }
+
+    // MARK: Retention
+
+    /// Drops raw bodies older than `cutoff` (ms); their events and delivery history stay.
+    @discardableResult
+    public static func purgeBodies(olderThan cutoff: Int64, now: Int64, in c: SQLiteConnection) throws -> Int {
+        try c.run(
+            """
+            UPDATE journal SET body = NULL, body_purged_at = ? WHERE body IS NOT NULL AND received_at < ?
+              AND id NOT IN (SELECT journal_id FROM receipt_jobs WHERE state = 'pending')
+              AND id NOT IN (SELECT journal_id FROM outbox WHERE journal_id IS NOT NULL AND state = 'pending')
+            """,
+            [.integer(now), .integer(cutoff)])
+    }
+}

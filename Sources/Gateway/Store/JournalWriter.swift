@@ -1,0 +1,133 @@
+import Dispatch
+import Synchronization
+
+/// The single writer of the store, with group commit: work submitted from many threads is applied in batches,
+/// one transaction (and so one fsync, with `synchronous=FULL`) per batch, each piece of work inside its own
+/// savepoint so one failure does not undo the others. Callers block until their batch is durable — which is exactly
+/// what "journal before answering" needs — or `await` it from async code.
+public final class JournalWriter: Sendable {
+    public struct StoreFailure: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    private final class Job: Sendable {
+        let work: @Sendable (SQLiteConnection) throws -> Void
+        let done = DispatchSemaphore(value: 0)
+        let failure = Mutex<(any Error)?>(nil)
+        init(_ work: @escaping @Sendable (SQLiteConnection) throws -> Void) { self.work = work }
+    }
+
+    private struct State {
+        var queue: [Job] = []
+        var stopping = false
+        var stopped = false
+        var batches = 0
+        var committed = 0
+    }
+
+    private let db: SQLiteDatabase
+    private let state = Mutex(State())
+    private let wake = DispatchSemaphore(value: 0)
+    private let finished = DispatchSemaphore(value: 0)
+    /// Most work items per transaction.
+    public let maxBatch: Int
+
+    public init(db: SQLiteDatabase, maxBatch: Int = 256) {
+        self.db = db
+        self.maxBatch = maxBatch
+        // A dedicated thread: SQLite's fsync must not block Swift's cooperative pool.
+        DispatchQueue(label: "iap-gateway.journal-writer").async { [self] in loop() }
+    }
+
+    /// Runs `work` in the next batch and returns once that batch is committed (or throws its error, or
+    /// `StoreFailure` when the commit itself failed). Blocking: for server threads.
+    public func perform<T: Sendable>(_ work: @escaping @Sendable (SQLiteConnection) throws -> T) throws -> T {
+        let result = Mutex<T?>(nil)
+        let job = Job { c in
+            let value = try work(c)
+            result.withLock { $0 = value }
+        }
+        let accepted = state.withLock { s -> Bool in
+            guard !s.stopping else { return false }
+            s.queue.append(job)
+            return true
+        }
+        guard accepted else { throw StoreFailure(description: "the store is shutting down") }
+        wake.signal()
+        job.done.wait()
+        if let error = job.failure.withLock({ $0 }) { throw error }
+        guard let value = result.withLock({ $0 }) else { throw StoreFailure(description: "work produced no result") }
+        return value
+    }
+
+    /// The same for async callers: waits on a dispatch thread, never on the cooperative pool.
+    public func performAsync<T: Sendable>(_ work: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try self.perform(work) })
+            }
+        }
+    }
+
+    /// Commits what is queued, refuses new work, and stops the writer thread.
+    public func stop() {
+        let alreadyStopping = state.withLock { s -> Bool in
+            defer { s.stopping = true }
+            return s.stopping
+        }
+        guard !alreadyStopping else { return }
+        wake.signal()
+        finished.wait()
+    }
+
+    /// (transactions committed, work items committed) since start.
+    public var statistics: (batches: Int, items: Int) { state.withLock { ($0.batches, $0.committed) } }
+
+    private func loop() {
+        while true {
+            wake.wait()
+            while true {
+                let (batch, stopping) = state.withLock { s -> ([Job], Bool) in
+                    let n = min(s.queue.count, maxBatch)
+                    let taken = Array(s.queue.prefix(n))
+                    s.queue.removeFirst(n)
+                    return (taken, s.stopping)
+                }
+                if batch.isEmpty {
+                    if stopping {
+                        state.withLock { $0.stopped = true }
+                        finished.signal()
+                        return
+                    }
+                    break
+                }
+                run(batch)
+            }
+        }
+    }
+
+    private func run(_ batch: [Job]) {
+        do {
+            try db.write { c in
+                for job in batch {
+                    try c.execute("SAVEPOINT item")
+                    do {
+                        try job.work(c)
+                        try c.execute("RELEASE item")
+                    } catch {
+                        try c.execute("ROLLBACK TO item; RELEASE item")
+                        job.failure.withLock { $0 = error }
+                    }
+                }
+            }
+            state.withLock { s in
+                s.batches += 1
+                s.committed += batch.count
+            }
+        } catch {
+            // The transaction did not commit: nothing in this batch is durable, whatever the work returned.
+            for job in batch { job.failure.withLock { $0 = StoreFailure(description: "commit failed: \(error)") } }
+        }
+        for job in batch { job.done.signal() }
+    }
+}

@@ -1,0 +1,37 @@
+public import Canonical
+
+/// Who receives what (DESIGN ch. 6), decided from the config alone: an app's downstreams (all of them when it names
+/// none), each downstream's environments (default production only), `shadow` for the non-authoritative generation,
+/// and the legacy pass-through for raw V1 bodies.
+public struct Router: Sendable {
+    let downstreams: [String: GatewayConfig.Downstream]
+    let appDownstreams: [String: [String]]
+
+    public init(config: GatewayConfig) {
+        downstreams = Dictionary(config.downstreams.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
+        let all = config.downstreams.map(\.name)
+        appDownstreams = Dictionary(
+            config.apps.map { ($0.bundleID, $0.downstreams.isEmpty ? all : $0.downstreams) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    /// Webhook downstreams for an event: authoritative events go to every webhook of the app that takes the event's
+    /// environment; the other generation's only to those with `shadow: true`.
+    public func eventTargets(bundleID: String?, environment: AppStoreEnvironment?, authoritative: Bool) -> [String] {
+        guard let bundleID, let environment, let names = appDownstreams[bundleID] else { return [] }
+        return names.filter { name in
+            guard let d = downstreams[name], d.kind == .webhook, d.environments.contains(environment) else { return false }
+            return authoritative || d.shadow
+        }
+    }
+
+    /// Pass-through downstreams for a raw V1 body of `bundleID` in `environment`.
+    public func passthroughTargets(bundleID: String?, environment: AppStoreEnvironment?) -> [String] {
+        guard let bundleID, let environment, let names = appDownstreams[bundleID] else { return [] }
+        return names.filter { name in
+            guard let d = downstreams[name] else { return false }
+            return d.kind == .v1Passthrough && d.environments.contains(environment)
+        }
+    }
+
+    public func downstream(_ name: String) -> GatewayConfig.Downstream? { downstreams[name] }
+}

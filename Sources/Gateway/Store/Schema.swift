@@ -1,0 +1,118 @@
+/// The gateway's tables, as versioned migrations applied at start (DESIGN ch. 6). Never edit a shipped migration:
+/// add a new version.
+enum Schema {
+    static let migrations: [SQLiteMigration] = [
+        SQLiteMigration(
+            version: 1,
+            sql: """
+                -- Every accepted notification, in arrival order. V1 bodies have the password replaced by a marker.
+                CREATE TABLE journal (
+                    id INTEGER PRIMARY KEY,
+                    notification_key TEXT NOT NULL UNIQUE,   -- V2 notificationUUID, V1 "v1:" + SHA-256: the dedupe key
+                    version TEXT NOT NULL,                   -- v1 | v2
+                    received_at INTEGER NOT NULL,            -- ms since the epoch
+                    origin TEXT NOT NULL DEFAULT 'live',     -- live | quarantine_replay | backfill
+                    bundle_id TEXT,
+                    environment TEXT,
+                    notification_type TEXT,
+                    subtype TEXT,
+                    secret_name TEXT,                        -- V1: the configured secret that matched (its variable name)
+                    leaf_serial TEXT,                        -- V2: outer token's leaf certificate serial
+                    body BLOB,                               -- NULL once past raw-body retention
+                    body_purged_at INTEGER
+                );
+                CREATE INDEX journal_received ON journal(received_at);
+
+                -- Canonical events (JSON as delivered). rowid is the arrival order that breaks event_date ties.
+                CREATE TABLE events (
+                    id TEXT PRIMARY KEY,
+                    journal_id INTEGER REFERENCES journal(id),
+                    path TEXT NOT NULL,                      -- v1 | v2 (which generation's path produced it)
+                    source TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    reason TEXT,
+                    bundle_id TEXT,
+                    environment TEXT,
+                    original_transaction_id TEXT,
+                    event_date INTEGER NOT NULL,
+                    authoritative INTEGER NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    json BLOB NOT NULL
+                );
+                CREATE INDEX events_subscription ON events(original_transaction_id, event_date);
+                CREATE INDEX events_created ON events(created_at);
+                CREATE INDEX events_journal ON events(journal_id);
+
+                -- Durable delivery queue: one row per (downstream, event) or (downstream, V1 body) for pass-through.
+                CREATE TABLE outbox (
+                    id INTEGER PRIMARY KEY,
+                    downstream TEXT NOT NULL,
+                    event_id TEXT REFERENCES events(id),
+                    journal_id INTEGER REFERENCES journal(id),
+                    state TEXT NOT NULL DEFAULT 'pending',   -- pending | delivered | dead
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_at INTEGER NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    delivered_at INTEGER,
+                    last_status INTEGER,
+                    last_error TEXT,
+                    UNIQUE (downstream, event_id),
+                    UNIQUE (downstream, journal_id)
+                );
+                CREATE INDEX outbox_due ON outbox(state, next_attempt_at);
+
+                -- V1 notifications waiting for Apple's verifyReceipt answer.
+                CREATE TABLE receipt_jobs (
+                    journal_id INTEGER PRIMARY KEY REFERENCES journal(id),
+                    state TEXT NOT NULL DEFAULT 'pending',   -- pending | done | failed
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_at INTEGER NOT NULL,
+                    last_error TEXT,
+                    apple_status INTEGER,
+                    updated_at INTEGER NOT NULL
+                );
+                CREATE INDEX receipt_jobs_due ON receipt_jobs(state, next_attempt_at);
+
+                -- Refused bodies in two lanes with their own caps: forged/malformed (untrusted) and Apple-signed or
+                -- secret-authenticated but unservable (genuine). V1 bodies never keep the password.
+                CREATE TABLE quarantine (
+                    id INTEGER PRIMARY KEY,
+                    lane TEXT NOT NULL,                      -- untrusted | genuine
+                    received_at INTEGER NOT NULL,
+                    version TEXT,
+                    code TEXT NOT NULL,
+                    message TEXT,
+                    bundle_id TEXT,
+                    environment TEXT,
+                    password_fingerprint TEXT,               -- V1: SHA-256 of the presented password
+                    body BLOB
+                );
+                CREATE INDEX quarantine_lane ON quarantine(lane, id);
+
+                -- Each subscription's latest state per path: last write wins on (event_date, arrival order).
+                CREATE TABLE subscription_state (
+                    path TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    bundle_id TEXT,
+                    event_id TEXT NOT NULL,
+                    event_date INTEGER NOT NULL,
+                    event_seq INTEGER NOT NULL,
+                    json BLOB NOT NULL,
+                    updated_at INTEGER NOT NULL,
+                    PRIMARY KEY (path, environment, original_transaction_id)
+                );
+
+                -- Which generation is authoritative per bundle and environment. The config seeds it; a cutover
+                -- (origin 'cutover') wins over the config on restart.
+                CREATE TABLE authority (
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    authority TEXT NOT NULL,                 -- v1 | v2
+                    origin TEXT NOT NULL,                    -- config | cutover
+                    updated_at INTEGER NOT NULL,
+                    PRIMARY KEY (bundle_id, environment)
+                );
+                """)
+    ]
+}
