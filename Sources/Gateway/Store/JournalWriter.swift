@@ -41,6 +41,7 @@ public final class JournalWriter: Sendable {
 
     /// Runs `work` in the next batch and returns once that batch is committed (or throws its error, or
     /// `StoreFailure` when the commit itself failed). Blocking: for server threads.
+    @discardableResult
     public func perform<T: Sendable>(_ work: @escaping @Sendable (SQLiteConnection) throws -> T) throws -> T {
         let result = Mutex<T?>(nil)
         let job = Job { c in
@@ -61,6 +62,7 @@ public final class JournalWriter: Sendable {
     }
 
     /// The same for async callers: waits on a dispatch thread, never on the cooperative pool.
+    @discardableResult
     public func performAsync<T: Sendable>(_ work: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async {

@@ -1,0 +1,68 @@
+import Canonical
+import Foundation
+import Gateway
+import HTTPClient
+import TestSupport
+import V1Adapter
+import V2Adapter
+
+/// A gateway core (store, writer, ingest) over a temporary SQLite file, with the test PKI trusted like Apple's and
+/// the synthetic fixtures' apps, and the real samples' app for sandbox.
+struct GatewayHarness: Sendable {
+    static let v1Secret = "0123456789abcdef0123456789abcdef"
+    static let t: Int64 = 1_748_736_000_000  // the synthetic fixtures' signedDate
+
+    static let configJSON = """
+        {
+          "apps": [
+            { "bundle_id": "com.example.gateway", "app_apple_id": 1234567890, "environments": ["production", "sandbox"],
+              "shared_secret_env": ["APP_SECRET"], "authority": "v2", "downstreams": ["main", "shadow", "legacy"] },
+            { "bundle_id": "com.example.optout", "app_apple_id": 42, "environments": ["production"],
+              "shared_secret_env": ["APP_SECRET"], "verify_receipt": false, "downstreams": ["main"] },
+            { "bundle_id": "com.example.prodonly", "app_apple_id": 2222222222, "environments": ["production"] },
+            { "bundle_id": "com.loki-project.loki-messenger", "app_apple_id": 1470168868, "environments": ["sandbox"] }
+          ],
+          "downstreams": [
+            { "name": "main", "url": "http://127.0.0.1:1/events", "environments": ["production", "sandbox"] },
+            { "name": "shadow", "url": "http://127.0.0.1:1/shadow", "environments": ["production", "sandbox"], "shadow": true },
+            { "name": "legacy", "kind": "v1_passthrough", "url": "http://127.0.0.1:1/apple/v1", "environments": ["production", "sandbox"] }
+          ]
+        }
+        """
+
+    let directory: String
+    let config: GatewayConfig
+    let db: SQLiteDatabase
+    let writer: JournalWriter
+    let router: Router
+    let ingest: NotificationIngest
+    let metrics = Metrics()
+
+    init(now: Int64 = GatewayHarness.t + 3_600_000, configJSON: String = GatewayHarness.configJSON) throws {
+        directory = try Scratch.directory()
+        var config = try GatewayConfig.parse(Array(configJSON.utf8), baseDirectory: directory)
+        config.sqlitePath = directory + "/gateway.db"
+        self.config = config
+        db = try GatewayStore.open(path: config.sqlitePath)
+        writer = JournalWriter(db: db)
+        router = Router(config: config)
+        let v1Apps = config.v1Apps(environment: ["APP_SECRET": Self.v1Secret]).apps
+        let v2 = V2Adapter(
+            verifier: AppleJWSVerifier(anchors: try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3, try TestPKI.der("root")])),
+            apps: config.apps.map { V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments) })
+        ingest = NotificationIngest(
+            v1: V1Adapter(apps: v1Apps), v2: v2, writer: writer, router: router, limits: .init(), metrics: metrics, now: { now })
+        let c = config
+        _ = try writer.perform { conn in try GatewayStore.seedAuthority(c, now: now, in: conn) }
+    }
+
+    func close() {
+        writer.stop()
+        db.close()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func count(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> Int {
+        try db.read { try $0.queryOne(sql, bindings)?.int("n") ?? -1 }
+    }
+}

@@ -1,0 +1,117 @@
+import Canonical
+import Crypto
+import Gateway
+import TestSupport
+import Testing
+import WireJSON
+
+/// The request path without HTTP: what is answered, what is journaled, what is quarantined where.
+@Suite struct NotificationIngestTests {
+    @Test func v2NotificationIsJournaledWithItsEventsAndDeliveries() throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let body = try Fixtures.bytes("v2-synthetic/notif-did-renew.json")
+        let r = h.ingest.handle(body)
+        #expect(r.status == 200 && !r.duplicate && r.version == "v2")
+        #expect(try h.count("SELECT COUNT(*) AS n FROM journal") == 1)
+        #expect(try h.count("SELECT COUNT(*) AS n FROM events WHERE authoritative = 1 AND path = 'v2'") == 1)
+        // Authority v2: authoritative events go to the webhooks, not to shadow-only ones twice, never to pass-through.
+        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main'") == 1)
+        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'shadow'") == 1)
+        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'legacy'") == 0)
+        #expect(try h.count("SELECT COUNT(*) AS n FROM subscription_state WHERE path = 'v2'") == 1)
+        // The journal keeps the body byte for byte.
+        let stored = try h.db.read { try $0.queryOne("SELECT body FROM journal")?.blob("body") }
+        #expect(stored == body)
+    }
+
+    @Test func appleRetriesAreDuplicatesThatAddNothing() throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let body = try Fixtures.bytes("v2-synthetic/notif-did-renew.json")
+        #expect(h.ingest.handle(body).status == 200)
+        let again = h.ingest.handle(body)
+        #expect(again.status == 200 && again.duplicate)
+        #expect(try h.count("SELECT COUNT(*) AS n FROM journal") == 1)
+        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox") == 2)
+    }
+
+    @Test(arguments: [
+        ("v2-synthetic/negative/tampered-payload.json", 403, "bad_signature", "untrusted"),
+        ("v2-synthetic/negative/x5c-root-not-pinned.json", 403, "untrusted_root", "untrusted"),
+        ("v2-synthetic/negative/payload-not-json.json", 400, "malformed", "untrusted"),
+        ("v2-synthetic/negative/body-unknown-version.json", 400, "unknown_version", "untrusted"),
+        ("v2-synthetic/negative/wrong-bundle.json", 503, "unknown_bundle", "genuine"),
+        ("v2-synthetic/negative/wrong-environment.json", 503, "environment_mismatch", "genuine"),
+        ("v2-synthetic/negative/nested-transaction-wrong-bundle.json", 503, "nested_jws_invalid:unknown_bundle", "genuine"),
+        ("v2-synthetic/negative/nested-transaction-other-key.json", 403, "nested_jws_invalid:bad_signature", "untrusted"),
+    ])
+    func refusalsGetTheirStatusAndQuarantineLane(_ file: String, _ status: Int, _ code: String, _ lane: String) throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let r = h.ingest.handle(try Fixtures.bytes(file))
+        #expect(r.status == status)
+        #expect(r.code == code)
+        #expect(try h.count("SELECT COUNT(*) AS n FROM journal") == 0)
+        #expect(try h.count("SELECT COUNT(*) AS n FROM quarantine WHERE lane = ?", [.text(lane)]) == 1)
+        let error = try #require(JSONParser.parse(r.body).objectValue?["error"]?.objectValue)
+        #expect(error["code"]?.stringValue == code.split(separator: ":").first.map(String.init))
+    }
+
+    @Test func staleLiveTrafficIsRefusedButAQuarantineReplayIsNot() throws {
+        let h = try GatewayHarness(now: GatewayHarness.t + 30 * 86_400_000)
+        defer { h.close() }
+        let body = try Fixtures.bytes("v2-synthetic/notif-did-renew.json")
+        #expect(h.ingest.handle(body).code == "stale_notification")
+        #expect(h.ingest.handle(body, origin: "quarantine_replay").status == 200)
+    }
+
+    @Test func oversizedBodiesAreRefusedAndNeverStored() throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let r = h.ingest.handle(Array(repeating: UInt8(ascii: " "), count: 1024 * 1024 + 1))
+        #expect(r.status == 413 && r.code == "body_too_large")
+        #expect(try h.count("SELECT COUNT(*) AS n FROM quarantine") == 0)
+    }
+
+    @Test func v1BodyIsJournaledWithoutItsSecretAndWaitsForVerifyReceipt() throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let body = try Fixtures.bytes("v1-synthetic/did-renew.json")
+        let r = h.ingest.handle(body)
+        #expect(r.status == 200 && r.version == "v1" && r.id?.hasPrefix("v1:") == true)
+        #expect(try h.count("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'pending'") == 1)
+        #expect(try h.count("SELECT COUNT(*) AS n FROM events") == 0)  // events come after Apple answers
+        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'legacy'") == 1)
+        let stored = String(decoding: try h.db.read { try $0.queryOne("SELECT body FROM journal")?.blob("body") } ?? [], as: UTF8.self)
+        #expect(!stored.contains(GatewayHarness.v1Secret))
+        #expect(stored.contains("iapgw-secret:APP_SECRET"))
+        #expect(try h.db.read { try $0.queryOne("SELECT secret_name FROM journal")?.string("secret_name") } == "APP_SECRET")
+    }
+
+    @Test func v1WithAWrongPasswordIs401AndOnlyItsFingerprintIsKept() throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let wrong = String(decoding: try Fixtures.bytes("v1-synthetic/did-renew.json"), as: UTF8.self)
+            .replacingOccurrences(of: GatewayHarness.v1Secret, with: "ffffffffffffffffffffffffffffffff")
+        let r = h.ingest.handle(Array(wrong.utf8))
+        #expect(r.status == 401 && r.code == "bad_shared_secret")
+        let row = try #require(try h.db.read { try $0.queryOne("SELECT lane, password_fingerprint, body FROM quarantine") })
+        #expect(row.string("lane") == "untrusted")
+        #expect(row.string("password_fingerprint") == SHA256.hex(Array("ffffffffffffffffffffffffffffffff".utf8)))
+        #expect(!String(decoding: row.blob("body") ?? [], as: UTF8.self).contains("ffffffffffffffffffffffffffffffff"))
+    }
+
+    @Test func optedOutV1BundleGetsUnverifiedEventsAtOnce() throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let body = String(decoding: try Fixtures.bytes("v1-synthetic/did-renew.json"), as: UTF8.self)
+            .replacingOccurrences(of: "\"bid\": \"com.example.gateway\"", with: "\"bid\": \"com.example.optout\"")
+        let r = h.ingest.handle(Array(body.utf8))
+        #expect(r.status == 200)
+        let json = try #require(try h.db.read { try $0.queryOne("SELECT json FROM events")?.blob("json") })
+        let event = try JSONValueDecoder().decode(CanonicalEvent.self, from: json)
+        #expect(event.verified == false && event.kind == .renewal)
+        #expect(try h.count("SELECT COUNT(*) AS n FROM receipt_jobs") == 0)
+    }
+}
