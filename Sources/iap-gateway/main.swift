@@ -30,6 +30,8 @@ let usage = """
           Show quarantined bodies, or re-run them after a config fix.
       iap-gateway subscription --config FILE ORIGINAL_TRANSACTION_ID
           One subscription's state per path and its event history.
+      iap-gateway receive [--listen HOST:PORT] [--secret-env VAR]
+          A demo downstream: prints each delivery (and whether its webhook signature verifies) as a JSON line.
       iap-gateway bench verify [--seconds N]
           Verification throughput against libcrypto's own P-256 verify bound (build with -c release).
       iap-gateway help
@@ -96,6 +98,12 @@ case "serve":
     do { a = try Arguments(rest, valueFlags: ["config"]) } catch { fail(error.description) }
     guard let path = a.value("config") else { fail("serve needs --config FILE") }
     exit(await ServeCommand.run(configPath: path))
+
+case "receive":
+    let a: Arguments
+    do { a = try Arguments(rest, valueFlags: ["listen", "secret-env"]) } catch { fail(error.description) }
+    exit(await ReceiveCommand.run(listen: a.value("listen") ?? "127.0.0.1:9000", secretEnv: a.value("secret-env"),
+                                  environment: ProcessEnvironment.variables))
 
 case "replay", "subscription", "quarantine":
     let a: Arguments

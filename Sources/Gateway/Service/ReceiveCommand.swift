@@ -1,0 +1,44 @@
+internal import FoundationEssentials
+internal import WireJSON
+
+/// `iap-gateway receive`: a minimal downstream for trying the gateway — prints every delivery it gets as one JSON
+/// line (path, webhook id, whether the Standard Webhooks signature verifies, the body) and answers 200.
+public enum ReceiveCommand {
+    public static func run(listen: String, secretEnv: String?, environment: [String: String]) async -> Int32 {
+        var secrets: [WebhookSigner.Secret] = []
+        if let name = secretEnv {
+            guard let text = environment[name], let secret = WebhookSigner.Secret(name: name, text: text) else {
+                FileHandleOutput.stderr("iap-gateway: \(name) is not set to a whsec_ secret\n")
+                return 2
+            }
+            secrets.append(secret)
+        }
+        var configuration = HTTPServer.Configuration()
+        do { (configuration.host, configuration.port) = try GatewayService.address(listen, field: "--listen") } catch {
+            FileHandleOutput.stderr("iap-gateway: \(error)\n")
+            return 2
+        }
+        let verifying = secrets
+        let server = HTTPServer(configuration: configuration) { request in
+            let timestamp = request.header("webhook-timestamp").flatMap { Int64($0) }
+            var line: [(key: String, value: JSONValue)] = [
+                ("path", .string(request.path)), ("webhook_id", request.header("webhook-id").map { .string($0) } ?? .null),
+            ]
+            if let id = request.header("webhook-id"), let timestamp, let signature = request.header("webhook-signature"), !verifying.isEmpty {
+                line.append(("signature_valid", .bool(WebhookSigner.verify(header: signature, id: id, timestamp: timestamp, body: request.body, secrets: verifying))))
+            }
+            line.append(("body", (try? JSONParser.parse(request.body)) ?? .string(String(decoding: request.body, as: UTF8.self))))
+            Log.writeStdout(String(decoding: JSONValue.object(JSONObject(line)).canonicalBytes(), as: UTF8.self) + "\n")
+            return .json(200, Array(#"{"ok":true}"#.utf8))
+        }
+        do { try server.start() } catch {
+            FileHandleOutput.stderr("iap-gateway: cannot listen on \(listen): \(error)\n")
+            return 2
+        }
+        FileHandleOutput.stderr("iap-gateway: receiving on http://\(configuration.host):\(server.port)/ (Ctrl-C to stop)\n")
+        await ServeCommand.waitForTermination()
+        server.stopAccepting()
+        server.stop()
+        return 0
+    }
+}

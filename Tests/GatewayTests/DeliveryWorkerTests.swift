@@ -1,0 +1,144 @@
+import Canonical
+import Foundation
+import Gateway
+import HTTPClient
+import Synchronization
+import TestSupport
+import Testing
+import V1Adapter
+import WireJSON
+
+/// Delivery from the outbox to real downstreams on 127.0.0.1.
+@Suite struct DeliveryWorkerTests {
+    static let webhookSecret = "whsec_" + "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="  // base64 of 32 ASCII bytes
+
+    /// A harness whose downstream URLs point at `receiver`.
+    static func harness(_ receiver: LoopbackHTTPServer, maxAttempts: Int = 12) throws -> GatewayHarness {
+        let json = GatewayHarness.configJSON
+            .replacingOccurrences(of: "http://127.0.0.1:1/events\"", with: "\(receiver.url("/events"))\", \"secret_env\": [\"WEBHOOK_SECRET\"], \"include_raw\": true, \"max_attempts\": \(maxAttempts)")
+            .replacingOccurrences(of: "http://127.0.0.1:1/shadow", with: receiver.url("/shadow"))
+            .replacingOccurrences(of: "http://127.0.0.1:1/apple/v1", with: receiver.url("/apple/v1"))
+        return try GatewayHarness(configJSON: json)
+    }
+
+    static func worker(_ h: GatewayHarness, now: @escaping @Sendable () -> Int64 = { GatewayHarness.t + 3_600_000 }) -> DeliveryWorker {
+        var policy = DeliveryPolicy()
+        policy.baseDelayMillis = 0  // retry at once: the test's clock does not move
+        policy.pollMillis = 20
+        let secrets = [WebhookSigner.Secret(name: "WEBHOOK_SECRET", text: webhookSecret)!]
+        return DeliveryWorker(
+            db: h.db, writer: h.writer, router: h.router, transport: CurlTransport(), signers: ["main": WebhookSigner(secrets: secrets)],
+            passthroughSecrets: [SharedSecret(name: "APP_SECRET", value: GatewayHarness.v1Secret)], policy: policy, metrics: h.metrics,
+            log: Log(now: now, sink: { _ in }), now: now, jitter: { 0 })
+    }
+
+    /// Runs the worker until `done` holds (or 10 s pass), then stops it.
+    static func run(_ worker: DeliveryWorker, until done: @escaping @Sendable () throws -> Bool) async throws {
+        let task = Task { await worker.run() }
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .seconds(10))
+        while clock.now < deadline, !(try done()) { try await Task.sleep(for: .milliseconds(20)) }
+        worker.stop()
+        await task.value
+    }
+
+    @Test func webhookGetsASignedEnvelopeThatVerifies() async throws {
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let h = try Self.harness(receiver)
+        defer { h.close() }
+        #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
+        try await Self.run(Self.worker(h)) { try h.count("SELECT COUNT(*) AS n FROM outbox WHERE state = 'delivered'") == 2 }
+        let main = try #require(receiver.requests.first { $0.path == "/events" })
+        let id = try #require(main.header("webhook-id"))
+        let timestamp = try #require(main.header("webhook-timestamp").flatMap { Int64($0) })
+        let signature = try #require(main.header("webhook-signature"))
+        let secret = WebhookSigner.Secret(name: "S", text: Self.webhookSecret)!
+        #expect(WebhookSigner.verify(header: signature, id: id, timestamp: timestamp, body: main.body, secrets: [secret]))
+        #expect(!WebhookSigner.verify(header: signature, id: id, timestamp: timestamp, body: main.body + [0x20], secrets: [secret]))
+        let envelope = try #require(JSONParser.parse(main.body).objectValue)
+        #expect(envelope["type"]?.stringValue == "subscription.event")
+        #expect(envelope["authoritative"] == .bool(true))
+        #expect(envelope["event"]?.objectValue?["id"]?.stringValue == id)
+        #expect(envelope["state"]?.objectValue?["path"]?.stringValue == "v2")
+        #expect(envelope["raw"]?.objectValue?["signedPayload"] != nil)  // include_raw
+        // The shadow downstream is unsigned (no secret configured) and got the same event.
+        #expect(receiver.requests.contains { $0.path == "/shadow" && $0.header("webhook-id") == id })
+    }
+
+    @Test func aDownstreamThatIsDownGetsEverythingOnceItIsBack() async throws {
+        let up = Mutex(false)
+        let receiver = try LoopbackHTTPServer { _ in up.withLock { $0 } ? .respond(status: 200) : .respond(status: 503) }
+        let h = try Self.harness(receiver)
+        defer { h.close() }
+        for name in ["notif-did-renew", "notif-subscribed-initial-buy", "notif-refund"] {
+            #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/\(name).json")).status == 200)
+        }
+        let worker = Self.worker(h)
+        let task = Task { await worker.run() }
+        while try h.count("SELECT COUNT(*) AS n FROM outbox WHERE attempts >= 2") < 6 { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE state = 'delivered'") == 0)
+        up.withLock { $0 = true }
+        while try h.count("SELECT COUNT(*) AS n FROM outbox WHERE state = 'delivered'") < 6 { try await Task.sleep(for: .milliseconds(20)) }
+        worker.stop()
+        await task.value
+        let delivered = Set(receiver.requests.filter { $0.path == "/events" }.compactMap { $0.header("webhook-id") })
+        #expect(delivered.count == 3)
+        #expect(h.metrics.counter("iapgw_delivery_failures_total", ["downstream": "main"]) >= 3)
+    }
+
+    @Test func exhaustedDeliveriesAreDeadLetteredAndReplayable() async throws {
+        let up = Mutex(false)
+        let receiver = try LoopbackHTTPServer { _ in up.withLock { $0 } ? .respond(status: 200) : .respond(status: 500) }
+        let h = try Self.harness(receiver, maxAttempts: 2)
+        defer { h.close() }
+        #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
+        try await Self.run(Self.worker(h)) { try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main' AND state = 'dead'") == 1 }
+        #expect(try h.count("SELECT attempts AS n FROM outbox WHERE downstream = 'main'") == 2)
+        let operations = Operations(db: h.db, writer: h.writer, now: { GatewayHarness.t + 3_600_000 })
+        let dead = try operations.deadLetters()
+        #expect(dead.arrayValue?.count == 1)
+        up.withLock { $0 = true }
+        #expect(try operations.replay(.deadLetters) == 1)
+        try await Self.run(Self.worker(h)) { try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main' AND state = 'delivered'") == 1 }
+        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE state = 'dead'") == 0)
+    }
+
+    @Test func passthroughReceivesTheBytesAppleSentWithTheSecretRestored() async throws {
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let h = try Self.harness(receiver)
+        defer { h.close() }
+        let body = try Fixtures.bytes("v1-synthetic/did-renew.json")
+        #expect(h.ingest.handle(body).status == 200)
+        try await Self.run(Self.worker(h)) { try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'legacy' AND state = 'delivered'") == 1 }
+        let legacy = try #require(receiver.requests.first { $0.path == "/apple/v1" })
+        #expect(legacy.body == body)
+    }
+
+    @Test func gone410DeadLettersAtOnceAndRetryAfterIsHonoured() async throws {
+        let receiver = try LoopbackHTTPServer { r in
+            r.path == "/events" ? .respond(status: 410) : .respond(status: 429, headers: [HTTPHeader("Retry-After", "3600")])
+        }
+        let h = try Self.harness(receiver)
+        defer { h.close() }
+        #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
+        try await Self.run(Self.worker(h)) {
+            try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main' AND state = 'dead'") == 1
+                && h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'shadow' AND attempts = 1") == 1
+        }
+        #expect(try h.count("SELECT attempts AS n FROM outbox WHERE downstream = 'main'") == 1)
+        // The 429 asked for an hour: the retry is scheduled no sooner.
+        let next = try h.db.read { try $0.queryOne("SELECT next_attempt_at FROM outbox WHERE downstream = 'shadow'")?.int64("next_attempt_at") }
+        #expect((next ?? 0) >= GatewayHarness.t + 3_600_000 + 3_600_000)
+    }
+
+    @Test func sandboxEventsSkipProductionOnlyDownstreams() throws {
+        let json = GatewayHarness.configJSON.replacingOccurrences(
+            of: "\"url\": \"http://127.0.0.1:1/events\", \"environments\": [\"production\", \"sandbox\"]",
+            with: "\"url\": \"http://127.0.0.1:1/events\"")
+        let h = try GatewayHarness(configJSON: json)
+        defer { h.close() }
+        #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)  // sandbox
+        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main'") == 0)
+        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'shadow'") == 1)
+    }
+}

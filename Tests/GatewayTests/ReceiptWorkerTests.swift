@@ -1,0 +1,76 @@
+import Canonical
+import Foundation
+import Gateway
+import HTTPClient
+import TestSupport
+import Testing
+import V1Adapter
+import WireJSON
+
+/// The V1 stage after the 200: verifyReceipt against a fake Apple on 127.0.0.1, events from its answer.
+@Suite struct ReceiptWorkerTests {
+    static let now: Int64 = GatewayHarness.t + 3_600_000
+
+    static func worker(_ h: GatewayHarness, apple: LoopbackHTTPServer) -> ReceiptWorker {
+        var policy = ReceiptWorker.Policy()
+        policy.pollMillis = 20
+        let client = VerifyReceiptClient(
+            transport: CurlTransport(),
+            configuration: .init(productionURL: apple.url("/verifyReceipt"), sandboxURL: apple.url("/sandbox/verifyReceipt"), maxAttempts: 2),
+            sleep: { _ in }, jitter: { 0 })
+        return ReceiptWorker(
+            db: h.db, writer: h.writer, router: h.router, client: client,
+            apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps, policy: policy, metrics: h.metrics,
+            log: Log(now: { now }, sink: { _ in }), now: { now }, jitter: { 0 })
+    }
+
+    static func run(_ worker: ReceiptWorker, until done: @escaping @Sendable () throws -> Bool) async throws {
+        let task = Task { await worker.run() }
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .seconds(10))
+        while clock.now < deadline, !(try done()) { try await Task.sleep(for: .milliseconds(20)) }
+        worker.stop()
+        await task.value
+    }
+
+    @Test func eventsAreBuiltFromApplesAnswerAndQueued() async throws {
+        let answer = try Fixtures.bytes("v1-synthetic/did-renew.receipt.json")
+        let apple = try LoopbackHTTPServer { _ in .respond(status: 200, body: answer) }
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let r = h.ingest.handle(try Fixtures.bytes("v1-synthetic/did-renew.json"))
+        try await Self.run(Self.worker(h, apple: apple)) { try h.count("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'done'") == 1 }
+        let json = try #require(try h.db.read { try $0.queryOne("SELECT json FROM events")?.blob("json") })
+        let event = try JSONValueDecoder().decode(CanonicalEvent.self, from: json)
+        #expect(event.id == r.id && event.verified && event.kind == .renewal && event.source == .v1)
+        #expect(event.eventDateSource == .notification)
+        // Authority is v2 for this bundle: the V1 event is shadow, queued for the shadow downstream only.
+        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE event_id = ? AND downstream = 'shadow'", [.text(event.id)]) == 1)
+        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE event_id = ? AND downstream = 'main'", [.text(event.id)]) == 0)
+        // Apple got the receipt and the configured secret.
+        #expect(String(decoding: apple.requests[0].body, as: UTF8.self).contains("\"password\":\"\(GatewayHarness.v1Secret)\""))
+    }
+
+    @Test func anInvalidReceiptEndsTheJobWithoutAnEvent() async throws {
+        let apple = try LoopbackHTTPServer { _ in .respond(status: 200, body: Array(#"{"status":21003}"#.utf8)) }
+        let h = try GatewayHarness()
+        defer { h.close() }
+        _ = h.ingest.handle(try Fixtures.bytes("v1-synthetic/did-renew.json"))
+        try await Self.run(Self.worker(h, apple: apple)) { try h.count("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'failed'") == 1 }
+        #expect(try h.count("SELECT COUNT(*) AS n FROM events") == 0)
+        #expect(try h.db.read { try $0.queryOne("SELECT last_error, apple_status FROM receipt_jobs") }?.string("last_error") == "receipt_invalid")
+    }
+
+    @Test(arguments: [(#"{"status":21005}"#, "apple_unavailable"), (#"{"status":21004}"#, "receipt_config_error")])
+    func appleTroubleAndConfigErrorsWaitAndRetryLater(_ answer: String, _ code: String) async throws {
+        let apple = try LoopbackHTTPServer { _ in .respond(status: 200, body: Array(answer.utf8)) }
+        let h = try GatewayHarness()
+        defer { h.close() }
+        _ = h.ingest.handle(try Fixtures.bytes("v1-synthetic/did-renew.json"))
+        try await Self.run(Self.worker(h, apple: apple)) { try h.count("SELECT COUNT(*) AS n FROM receipt_jobs WHERE attempts = 1") == 1 }
+        let row = try #require(try h.db.read { try $0.queryOne("SELECT state, last_error, next_attempt_at FROM receipt_jobs") })
+        #expect(row.string("state") == "pending" && row.string("last_error") == code)
+        #expect((row.int64("next_attempt_at") ?? 0) > Self.now)
+        #expect(try h.count("SELECT COUNT(*) AS n FROM events") == 0)
+    }
+}
