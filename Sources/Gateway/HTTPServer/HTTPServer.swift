@@ -1,0 +1,254 @@
+internal import CMicroHTTPD
+import Glibc
+
+/// The inbound HTTP(S) server: libmicrohttpd with an internal epoll thread pool, wrapped so that no C type shows.
+///
+/// - Every request, whatever its method and path, reaches `handler` once, complete: headers, decoded query and the
+///   whole body. Routing is the handler's job.
+/// - Threads: the handler runs on a pool of ``Configuration/threads`` threads of its own, with its connection
+///   suspended meanwhile, so a handler that blocks holds exactly one of them. libmicrohttpd's I/O (accepting,
+///   parsing, reading bodies, sending, timeouts) runs on a separate epoll pool of min(`threads`, CPU cores) threads
+///   that never wait for a handler.
+/// - Bodies: a `Content-Length` above ``Configuration/maxBodyBytes`` is answered 413
+///   (`{"error":{"code":"body_too_large",…}}`) before any body byte is read; a chunked body that grows past it closes
+///   the connection. Neither reaches the handler. A body of exactly the limit is accepted.
+/// - libmicrohttpd answers malformed HTTP itself (400), headers larger than
+///   ``Configuration/headerMemoryLimitBytes`` with 431, and handles keep-alive, pipelining, chunked bodies and
+///   `Expect: 100-continue`. Idle connections close after ``Configuration/connectionTimeoutSeconds``.
+/// - Its error messages go to ``Configuration/errorLog`` (or are only counted), never to stderr.
+/// - SIGPIPE: libmicrohttpd blocks SIGPIPE on every thread it starts and sends with `MSG_NOSIGNAL`
+///   (``suppressesSIGPIPE``), so a client that disconnects mid-response cannot kill the process; the service needs
+///   no signal setup of its own for this server.
+/// - Graceful shutdown: ``stopAccepting()``, then ``stop()``.
+///
+/// Not Sendable: one owner starts and stops it. The handler and the limits live in a separate Sendable context that
+/// libmicrohttpd's threads use.
+public final class HTTPServer {
+    /// PEM text for HTTPS. Kept in memory (copied to C strings) for as long as the server runs.
+    public struct TLS: Sendable {
+        public var certificatePEM: String
+        public var privateKeyPEM: String
+        public init(certificatePEM: String, privateKeyPEM: String) {
+            (self.certificatePEM, self.privateKeyPEM) = (certificatePEM, privateKeyPEM)
+        }
+    }
+
+    public struct Configuration: Sendable {
+        public typealias TLS = HTTPServer.TLS
+
+        /// An IPv4 literal; "0.0.0.0" listens on every interface.
+        public var host: String = "127.0.0.1"
+        /// 0 lets the kernel choose; read the bound port back from ``HTTPServer/port``.
+        public var port: UInt16 = 0
+        /// How many handlers may run at once (the handler pool). A handler that blocks holds one of these threads;
+        /// complete requests beyond that wait for a free one, while I/O goes on (see ``HTTPServer``).
+        public var threads: Int = 16
+        /// The largest request body accepted (see ``HTTPServer``).
+        public var maxBodyBytes: Int = 1_048_576
+        /// A connection silent for this long is closed (0: never). An inactivity timeout: each byte resets it.
+        public var connectionTimeoutSeconds: UInt32 = 30
+        /// Connections open at once; more are refused.
+        public var connectionLimit: UInt32 = 1024
+        /// HTTPS when set.
+        public var tls: TLS? = nil
+        /// Per-connection memory for the request line and headers (`MHD_OPTION_CONNECTION_MEMORY_LIMIT`); a request
+        /// whose headers do not fit gets 431. Bodies are buffered by the server, not in this memory.
+        public var headerMemoryLimitBytes: Int = 65_536
+        /// How long ``HTTPServer/stop()`` waits, after ``HTTPServer/stopAccepting()``, for requests in flight to
+        /// finish sending their responses.
+        public var shutdownGracePeriodSeconds: UInt32 = 10
+        /// Receives libmicrohttpd's error messages (one line each, no request bodies), from its threads. When nil
+        /// they are only counted (``HTTPServer/loggedErrorCount``).
+        public var errorLog: (@Sendable (String) -> Void)? = nil
+
+        public init() {}
+    }
+
+    private let configuration: Configuration
+    private let handler: RequestHandler
+    private let log: ServerLog
+    /// This run's shared state (one per start; the last one stays readable after stop).
+    private var context: ServerContext?
+    private var daemon: OpaquePointer?
+    /// The listening socket `MHD_quiesce_daemon` handed back; ours to close after `MHD_stop_daemon`.
+    private var quiescedSocket: Int32?
+    /// PEM C strings libmicrohttpd reads from while it runs.
+    private var tlsStrings: [UnsafeMutablePointer<CChar>] = []
+    private var boundPort: UInt16 = 0
+
+    public init(configuration: Configuration, handler: @escaping RequestHandler) {
+        self.configuration = configuration
+        self.handler = handler
+        log = ServerLog(sink: configuration.errorLog)
+    }
+
+    deinit { stop() }
+
+    /// The bound port once started (the kernel's choice for port 0); it stays readable after ``stop()``. 0 before the
+    /// first start.
+    public var port: UInt16 { boundPort }
+
+    /// Requests that have arrived (headers complete) and not yet been answered completely, or dropped.
+    public var inFlightRequests: Int { context?.inFlight ?? 0 }
+
+    /// How many messages libmicrohttpd has logged (bind failures, TLS handshake errors, clients gone mid-request, …).
+    public var loggedErrorCount: Int { log.count }
+
+    /// Whether libmicrohttpd keeps SIGPIPE away from the process on its own (true for the Linux build). If it is
+    /// ever false, the service must ignore SIGPIPE itself before starting the server.
+    public static var suppressesSIGPIPE: Bool {
+        MHD_is_feature_supported(.FEATURE_AUTOSUPPRESS_SIGPIPE) == .YES
+    }
+
+    /// Binds and starts serving on libmicrohttpd's threads.
+    public func start() throws(HTTPServerError) {
+        guard daemon == nil else { throw HTTPServerError(.alreadyStarted, "already serving on port \(boundPort)") }
+        let c = configuration
+        guard (1...1024).contains(c.threads) else {
+            throw HTTPServerError(.invalidConfiguration, "threads must be 1...1024, not \(c.threads)")
+        }
+        guard c.maxBodyBytes >= 0 else {
+            throw HTTPServerError(.invalidConfiguration, "maxBodyBytes must not be negative")
+        }
+        guard c.connectionLimit > 0 else {
+            throw HTTPServerError(.invalidConfiguration, "connectionLimit must be positive")
+        }
+        guard c.headerMemoryLimitBytes >= 8192 else {
+            throw HTTPServerError(.invalidConfiguration, "headerMemoryLimitBytes must be at least 8192")
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = c.port.bigEndian
+        guard inet_pton(AF_INET, c.host, &address.sin_addr) == 1 else {
+            throw HTTPServerError(.invalidConfiguration, "host must be an IPv4 literal, not \"\(c.host)\"")
+        }
+
+        // ITC (implied by suspend/resume) is what MHD_quiesce_daemon needs in this mode.
+        var flags =
+            MHD_USE_INTERNAL_POLLING_THREAD.rawValue | MHD_USE_EPOLL.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+            | MHD_USE_ERROR_LOG.rawValue
+        var pem: (key: UnsafeMutablePointer<CChar>, certificate: UnsafeMutablePointer<CChar>)?
+        if let tls = c.tls {
+            guard tls.certificatePEM.contains("-----BEGIN "), tls.privateKeyPEM.contains("-----BEGIN ") else {
+                throw HTTPServerError(.badTLSMaterial, "the TLS certificate and private key must be PEM text")
+            }
+            let key = strdup(tls.privateKeyPEM)
+            let certificate = strdup(tls.certificatePEM)
+            tlsStrings = [key, certificate].compactMap { $0 }
+            guard let key, let certificate else {
+                freeTLSStrings()
+                throw HTTPServerError(.startFailed, "out of memory copying the TLS material")
+            }
+            pem = (key, certificate)
+            flags |= MHD_USE_TLS.rawValue
+        }
+
+        guard let pool = HandlerPool(count: c.threads) else {
+            freeTLSStrings()
+            throw HTTPServerError(.startFailed, "cannot create \(c.threads) handler threads")
+        }
+        let context = ServerContext(handler: handler, maxBodyBytes: c.maxBodyBytes, log: log, pool: pool)
+        let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        let ioThreads = min(c.threads, cores)
+
+        let mark = log.count
+        errno = 0
+        let contextPointer = Unmanaged.passUnretained(context).toOpaque()
+        let started: OpaquePointer? = withUnsafeMutablePointer(to: &address) { addressPointer in
+            var options: [MHD_OptionItem] = [
+                MHD_OptionItem(option: .CONNECTION_MEMORY_LIMIT, value: c.headerMemoryLimitBytes, ptr_value: nil),
+                MHD_OptionItem(option: .CONNECTION_LIMIT, value: Int(c.connectionLimit), ptr_value: nil),
+                MHD_OptionItem(option: .CONNECTION_TIMEOUT, value: Int(c.connectionTimeoutSeconds), ptr_value: nil),
+                MHD_OptionItem(option: .SOCK_ADDR, value: 0, ptr_value: UnsafeMutableRawPointer(addressPointer)),
+                // Strict parsing: sloppy syntax (such as whitespace before a header's colon) is refused rather than
+                // guessed at, leaving less room for a proxy in front to read a request differently.
+                MHD_OptionItem(option: .STRICT_FOR_CLIENT, value: 1, ptr_value: nil),
+            ]
+            if ioThreads > 1 {
+                options.append(MHD_OptionItem(option: .THREAD_POOL_SIZE, value: ioThreads, ptr_value: nil))
+            }
+            if let pem {
+                let key = UnsafeMutableRawPointer(pem.key)
+                let certificate = UnsafeMutableRawPointer(pem.certificate)
+                options.append(MHD_OptionItem(option: .HTTPS_MEM_KEY, value: 0, ptr_value: key))
+                options.append(MHD_OptionItem(option: .HTTPS_MEM_CERT, value: 0, ptr_value: certificate))
+            }
+            options.append(MHD_OptionItem(option: .END, value: 0, ptr_value: nil))
+            return options.withUnsafeBufferPointer { items in
+                gateway_mhd_start(
+                    flags, c.port, gatewayAccessHandler, contextPointer, gatewayRequestCompleted, contextPointer,
+                    gatewayLog, contextPointer, items.baseAddress)
+            }
+        }
+        let startErrno = errno
+
+        guard let started else {
+            pool.shutdown()
+            freeTLSStrings()
+            let messages = log.messages(since: mark)
+            let detail = messages.isEmpty ? "errno \(startErrno)" : messages.joined(separator: "; ")
+            let reason = "cannot serve on \(c.host):\(c.port): \(detail)"
+            // libmicrohttpd reports no error code, only messages (errno is left over from whichever call failed
+            // last, often not the one that mattered): its own words decide first.
+            if messages.contains(where: { $0.contains("Address already in use") }) {
+                throw HTTPServerError(.addressInUse, reason)
+            }
+            let tlsWords = ["TLS", "certificate", "key", "x509", "X.509"]
+            if c.tls != nil, messages.contains(where: { m in tlsWords.contains { m.contains($0) } }) {
+                throw HTTPServerError(.badTLSMaterial, reason)
+            }
+            if messages.isEmpty, startErrno == EADDRINUSE { throw HTTPServerError(.addressInUse, reason) }
+            throw HTTPServerError(.startFailed, reason)
+        }
+        daemon = started
+        self.context = context
+        boundPort = gateway_mhd_bound_port(started)
+    }
+
+    /// Stops accepting new connections (`MHD_quiesce_daemon`; the listening socket is also shut down so that new
+    /// connection attempts are refused at once instead of waiting in the kernel's backlog). Requests in flight
+    /// finish and their responses are delivered, marked `Connection: close`. Idempotent; does nothing before start.
+    public func stopAccepting() {
+        guard let daemon, let context, quiescedSocket == nil else { return }
+        context.setQuiescing(true)
+        let socket = MHD_quiesce_daemon(daemon)
+        guard socket != MHD_INVALID_SOCKET else { return }
+        quiescedSocket = socket
+        // The fd stays open (libmicrohttpd's threads may still hold it) until after MHD_stop_daemon.
+        _ = shutdown(socket, Int32(SHUT_RDWR))
+    }
+
+    /// Closes everything and joins the server's threads (`MHD_stop_daemon`, then the handler pool). After
+    /// ``stopAccepting()`` it first waits up to ``Configuration/shutdownGracePeriodSeconds`` for requests in flight
+    /// to complete and their responses to go out. Without it, open connections are cut at once: a handler already
+    /// running is still waited for (it cannot be interrupted), but its response may not be delivered. Idempotent;
+    /// also run at deinit.
+    public func stop() {
+        guard let daemon, let context else { return }
+        if quiescedSocket != nil, configuration.shutdownGracePeriodSeconds > 0 {
+            let clock = ContinuousClock()
+            let deadline = clock.now.advanced(by: .seconds(Int(configuration.shutdownGracePeriodSeconds)))
+            while context.inFlight > 0, clock.now < deadline { usleep(2_000) }
+        }
+        // From here handlers run on libmicrohttpd's threads; wait until every suspended connection is resumed.
+        context.closeDispatch()
+        while context.suspendedConnections > 0 { usleep(1_000) }
+        MHD_stop_daemon(daemon)
+        context.pool.shutdown()
+        self.daemon = nil
+        if let socket = quiescedSocket {
+            close(socket)
+            quiescedSocket = nil
+        }
+        freeTLSStrings()
+    }
+
+    /// Frees the PEM copies, wiping the private key first.
+    private func freeTLSStrings() {
+        for string in tlsStrings {
+            memset(string, 0, strlen(string))
+            free(string)
+        }
+        tlsStrings = []
+    }
+}

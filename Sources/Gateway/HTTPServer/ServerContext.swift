@@ -1,0 +1,366 @@
+internal import CMicroHTTPD
+import Glibc
+import Synchronization
+
+/// Everything libmicrohttpd's threads and the handler threads touch: only `let` fields of Sendable types. The owning
+/// ``HTTPServer`` makes one per start, passes it to the C side unretained, and keeps it alive until
+/// `MHD_stop_daemon` has joined libmicrohttpd's threads and the handler pool has stopped.
+final class ServerContext: Sendable {
+    let handler: RequestHandler
+    let maxBodyBytes: Int
+    let log: ServerLog
+    let pool: HandlerPool
+    /// Requests whose first access-handler call has happened and whose completion callback has not: exactly the
+    /// live ``RequestState`` objects.
+    private let activeRequests = Atomic<Int>(0)
+    /// Set by `stopAccepting()`: later responses carry `Connection: close`.
+    private let quiescing = Atomic<Bool>(false)
+    /// Connections suspended while their handler runs on the pool, and whether new ones may still be suspended.
+    /// `MHD_stop_daemon` must not run while one is suspended (libmicrohttpd panics), so `stop()` closes the gate and
+    /// waits for the count to reach zero; one lock makes "check closed, then count" atomic.
+    private let dispatch = Mutex<(suspended: Int, closed: Bool)>((0, false))
+
+    init(handler: @escaping RequestHandler, maxBodyBytes: Int, log: ServerLog, pool: HandlerPool) {
+        self.handler = handler
+        self.maxBodyBytes = maxBodyBytes
+        self.log = log
+        self.pool = pool
+    }
+
+    var inFlight: Int { activeRequests.load(ordering: .acquiring) }
+    func requestStarted() { activeRequests.add(1, ordering: .relaxed) }
+    func requestFinished() { activeRequests.subtract(1, ordering: .releasing) }
+
+    var isQuiescing: Bool { quiescing.load(ordering: .relaxed) }
+    func setQuiescing(_ value: Bool) { quiescing.store(value, ordering: .relaxed) }
+
+    /// Counts one more suspended connection; false once ``closeDispatch()`` has run (then the handler runs inline).
+    func beginDispatch() -> Bool {
+        dispatch.withLock { d in
+            guard !d.closed else { return false }
+            d.suspended += 1
+            return true
+        }
+    }
+    /// After `MHD_resume_connection`.
+    func endDispatch() { dispatch.withLock { $0.suspended -= 1 } }
+    func closeDispatch() { dispatch.withLock { $0.closed = true } }
+    var suspendedConnections: Int { dispatch.withLock { $0.suspended } }
+}
+
+/// Where a handler thread leaves its response for the libmicrohttpd thread that resumes the connection.
+final class ResponseSlot: Sendable {
+    private let value = Mutex<ServerResponse?>(nil)
+    func fill(_ response: ServerResponse) { value.withLock { $0 = response } }
+    func take() -> ServerResponse? {
+        value.withLock { v in
+            defer { v = nil }
+            return v
+        }
+    }
+}
+
+/// A libmicrohttpd connection handle carried to a handler thread for one purpose: `MHD_resume_connection`, which
+/// microhttpd.h calls "safe … at any time" (it locks internally and wakes the I/O thread). `@unchecked` is sound
+/// because the handle stays valid for that call: suspended connections "will NOT time out" and are not closed or
+/// freed until resumed, and `HTTPServer.stop()` waits for every resume before `MHD_stop_daemon` (which the header
+/// forbids while any connection is suspended). Nothing else dereferences it.
+struct SuspendedConnection: @unchecked Sendable {
+    let pointer: OpaquePointer
+}
+
+/// libmicrohttpd's own error messages (through `MHD_OPTION_EXTERNAL_LOGGER`, never raw stderr): counted, the last
+/// few kept for ``HTTPServer/start()``'s error reasons, and forwarded to the configured sink if there is one.
+final class ServerLog: Sendable {
+    private struct State {
+        var count = 0
+        var recent: [String] = []
+    }
+
+    private static let keep = 16
+    private let state = Mutex(State())
+    private let sink: (@Sendable (String) -> Void)?
+
+    init(sink: (@Sendable (String) -> Void)?) { self.sink = sink }
+
+    func record(_ message: String) {
+        state.withLock { s in
+            s.count += 1
+            s.recent.append(message)
+            if s.recent.count > Self.keep { s.recent.removeFirst(s.recent.count - Self.keep) }
+        }
+        sink?(message)
+    }
+
+    var count: Int { state.withLock { $0.count } }
+
+    /// The messages recorded after the count was `mark` (at most the last few).
+    func messages(since mark: Int) -> [String] {
+        state.withLock { s in Array(s.recent.suffix(min(max(0, s.count - mark), s.recent.count))) }
+    }
+}
+
+/// One request's state between libmicrohttpd's calls for it. It travels in the connection's `con_cls` slot
+/// (retained there, released by the completion callback) and is only touched by the thread serving that
+/// connection, one call at a time.
+final class RequestState {
+    var headers: [(name: String, value: String)] = []
+    var body: [UInt8] = []
+    /// Set while the handler runs on the pool (the connection is suspended meanwhile).
+    var pending: ResponseSlot?
+    /// A response is queued (413 early, or the handler's); anything MHD still passes is ignored.
+    var answered = false
+}
+
+// MARK: - libmicrohttpd callbacks (plain functions with the C signatures; they convert to @convention(c))
+
+/// `MHD_AccessHandlerCallback`. libmicrohttpd calls it once when the headers are complete, once per body piece, and
+/// once more (no upload data) when the body is complete. Nothing here may trap on input.
+func gatewayAccessHandler(
+    cls: UnsafeMutableRawPointer?, connection: OpaquePointer?, url: UnsafePointer<CChar>?,
+    method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?, uploadData: UnsafePointer<CChar>?,
+    uploadDataSize: UnsafeMutablePointer<Int>?, conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+) -> MHD_Result {
+    guard let cls, let connection, let uploadDataSize, let conCls else { return .NO }
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+
+    guard let raw = conCls.pointee else {
+        // First call: headers only, no body byte read yet (`Expect: 100-continue` is answered after this returns).
+        let state = RequestState()
+        conCls.pointee = Unmanaged.passRetained(state).toOpaque()
+        context.requestStarted()
+        state.headers = fields(connection, .HEADER_KIND)
+        if let (status, code, problem) = framingProblem(state.headers) {
+            // libmicrohttpd 0.9.75 frames by the first Content-Length, and waits for the close after an unknown
+            // transfer coding; a proxy in front may frame such a request differently (request smuggling), so it is
+            // refused before any body byte is read (RFC 9112 §6.1, §6.3).
+            state.answered = true
+            return queue(.serverError(status, code: code, message: problem), on: connection, context)
+        }
+        if let declared = declaredContentLength(connection) {
+            guard declared <= UInt64(context.maxBodyBytes) else {
+                state.answered = true
+                let message = "request body exceeds \(context.maxBodyBytes) bytes"
+                return queue(.serverError(413, code: "body_too_large", message: message), on: connection, context)
+            }
+            // Capped: a Content-Length is only a claim, and idle connections must not pin a full body each.
+            state.body.reserveCapacity(min(Int(declared), 65_536))
+        }
+        return .YES
+    }
+    let state = Unmanaged<RequestState>.fromOpaque(raw).takeUnretainedValue()
+
+    let size = uploadDataSize.pointee
+    if state.answered {
+        uploadDataSize.pointee = 0  // a body after an early answer: discarded
+        return .YES
+    }
+    if size > 0 {
+        // A chunked body (or a Content-Length body that lies) growing past the limit: a response may not be queued
+        // while upload data is pending, so the connection is closed and the handler never runs.
+        guard let uploadData, size <= context.maxBodyBytes - state.body.count else { return .NO }
+        state.body.append(contentsOf: UnsafeRawBufferPointer(start: uploadData, count: size))
+        uploadDataSize.pointee = 0
+        return .YES
+    }
+
+    // Called again after the resume: the handler thread has left its response in the slot.
+    if let slot = state.pending {
+        state.pending = nil
+        state.answered = true
+        let response =
+            slot.take() ?? .serverError(500, code: "internal_error", message: "the handler left no response")
+        return queue(response, on: connection, context)
+    }
+
+    // Last call: the whole body is here.
+    let body = state.body
+    state.body = []
+    var remotePort: UInt16 = 0
+    let request = ServerRequest(
+        method: method.map { String(cString: $0) } ?? "",
+        path: url.map { String(cString: $0) } ?? "",
+        query: queryArguments(connection),
+        headers: state.headers,
+        body: body,
+        remoteAddress: clientAddress(connection, port: &remotePort),
+        remotePort: remotePort)
+    state.headers = []
+    guard context.beginDispatch() else {
+        // The server is stopping: run the handler here (MHD_stop_daemon waits for this thread).
+        state.answered = true
+        return queue(context.handler(request), on: connection, context)
+    }
+    // The handler may block: run it on the handler pool with the connection suspended, so this I/O thread goes on
+    // serving its other connections. On resume libmicrohttpd calls this function again (the branch above).
+    let slot = ResponseSlot()
+    state.pending = slot
+    MHD_suspend_connection(connection)
+    let suspended = SuspendedConnection(pointer: connection)
+    let handler = context.handler
+    context.pool.submit {
+        slot.fill(handler(request))
+        MHD_resume_connection(suspended.pointer)
+        context.endDispatch()
+    }
+    return .YES
+}
+
+/// `MHD_RequestCompletedCallback`: runs once per request whose access handler ran — after the response was sent,
+/// and equally when the client went away mid-body, timed out, or the daemon stopped.
+func gatewayRequestCompleted(
+    cls: UnsafeMutableRawPointer?, connection: OpaquePointer?,
+    conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, termination: MHD_RequestTerminationCode
+) {
+    guard let cls, let conCls, let raw = conCls.pointee else { return }
+    conCls.pointee = nil
+    Unmanaged<RequestState>.fromOpaque(raw).release()
+    Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue().requestFinished()
+}
+
+/// `MHD_LogCallback`: formats the message in C (Swift never walks the `va_list`) and records it.
+func gatewayLog(cls: UnsafeMutableRawPointer?, format: UnsafePointer<CChar>?, args: CVaListPointer?) {
+    guard let cls, let format, let args else { return }
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    let message = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 512) { buffer -> String in
+        guard let base = buffer.baseAddress else { return "" }
+        let length = gateway_mhd_format_log(base, buffer.count, format, args)
+        guard length >= 0 else { return "unformattable libmicrohttpd message" }
+        let used = min(Int(length), buffer.count - 1)
+        return String(decoding: UnsafeRawBufferPointer(start: base, count: used), as: UTF8.self)
+    }
+    context.log.record(String(trimmed(message)))
+}
+
+/// `MHD_KeyValueIteratorN`: appends one field to the `[(name:, value:)]` that `cls` points at.
+private func collectField(
+    cls: UnsafeMutableRawPointer?, kind: MHD_ValueKind, key: UnsafePointer<CChar>?, keySize: Int,
+    value: UnsafePointer<CChar>?, valueSize: Int
+) -> MHD_Result {
+    guard let cls, let key else { return .YES }
+    let list = cls.assumingMemoryBound(to: [(name: String, value: String)].self)
+    list.pointee.append((name: text(key, keySize), value: value.map { text($0, valueSize) } ?? ""))
+    return .YES
+}
+
+// MARK: - Helpers
+
+private func text(_ pointer: UnsafePointer<CChar>, _ count: Int) -> String {
+    String(decoding: UnsafeRawBufferPointer(start: pointer, count: max(0, count)), as: UTF8.self)
+}
+
+private func fields(_ connection: OpaquePointer, _ kind: MHD_ValueKind) -> [(name: String, value: String)] {
+    var list: [(name: String, value: String)] = []
+    withUnsafeMutablePointer(to: &list) { _ = MHD_get_connection_values_n(connection, kind, collectField, $0) }
+    return list
+}
+
+private func queryArguments(_ connection: OpaquePointer) -> [String: String] {
+    var query: [String: String] = [:]
+    for field in fields(connection, .GET_ARGUMENT_KIND) where query[field.name] == nil {
+        query[field.name] = field.value
+    }
+    return query
+}
+
+private func clientAddress(_ connection: OpaquePointer, port: inout UInt16) -> String {
+    withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
+        guard let base = buffer.baseAddress, gateway_mhd_client_address(connection, base, buffer.count, &port) == 0
+        else { return "" }
+        return String(cString: base)
+    }
+}
+
+/// Why the body's framing is ambiguous or unsupported, if it is: several `Content-Length` fields, one together with
+/// `Transfer-Encoding`, or a transfer coding other than plain `chunked`.
+private func framingProblem(_ headers: [(name: String, value: String)]) -> (Int, String, String)? {
+    var lengths = 0
+    var codings: [String] = []
+    for header in headers {
+        switch header.name.lowercased() {
+        case "content-length": lengths += 1
+        case "transfer-encoding": codings.append(header.value)
+        default: break
+        }
+    }
+    if lengths > 1 { return (400, "bad_request", "more than one Content-Length header") }
+    if lengths == 1 && !codings.isEmpty { return (400, "bad_request", "both Content-Length and Transfer-Encoding") }
+    let onlyChunked = codings.count == 1 && trimmed(codings[0]).lowercased() == "chunked"
+    if !codings.isEmpty && !onlyChunked {
+        return (501, "unsupported_transfer_encoding", "only Transfer-Encoding: chunked is supported")
+    }
+    return nil
+}
+
+/// `text` without leading and trailing spaces, tabs and line breaks.
+private func trimmed(_ text: String) -> Substring {
+    func isSpace(_ c: Character) -> Bool { c == " " || c == "\t" || c.isNewline }
+    var value = text[...]
+    while let first = value.first, isSpace(first) { value = value.dropFirst() }
+    while let last = value.last, isSpace(last) { value = value.dropLast() }
+    return value
+}
+
+/// The request's `Content-Length`, if it has one made of digits (optional whitespace around); a value too large for
+/// `UInt64` saturates. libmicrohttpd itself answers 400 to a malformed one before calling us.
+private func declaredContentLength(_ connection: OpaquePointer) -> UInt64? {
+    guard let raw = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length") else { return nil }
+    var value: UInt64 = 0
+    var digits = 0
+    for byte in UnsafeRawBufferPointer(start: raw, count: strlen(raw)) where byte != 0x20 && byte != 0x09 {
+        guard byte >= 0x30, byte <= 0x39 else { return nil }
+        let (times10, o1) = value.multipliedReportingOverflow(by: 10)
+        let (sum, o2) = times10.addingReportingOverflow(UInt64(byte - 0x30))
+        value = o1 || o2 ? .max : sum
+        digits += 1
+    }
+    return digits > 0 ? value : nil
+}
+
+/// Hands `response` to libmicrohttpd (which copies the body). A response the handler got wrong becomes a 500.
+private func queue(_ response: ServerResponse, on connection: OpaquePointer, _ context: ServerContext) -> MHD_Result {
+    let closing = context.isQuiescing
+    var status = response.status
+    var built = makeResponse(response, closing: closing)
+    if case .failure(let problem) = built {
+        context.log.record("handler response replaced by 500: \(problem)")
+        let fallback = ServerResponse.serverError(500, code: "internal_error", message: "invalid handler response")
+        status = fallback.status
+        built = makeResponse(fallback, closing: closing)
+    }
+    guard case .success(let mhdResponse) = built else { return .NO }
+    defer { MHD_destroy_response(mhdResponse) }
+    return MHD_queue_response(connection, UInt32(status), mhdResponse)
+}
+
+private struct ResponseProblem: Error, CustomStringConvertible {
+    var description: String
+}
+
+private func makeResponse(_ response: ServerResponse, closing: Bool) -> Result<OpaquePointer, ResponseProblem> {
+    guard (200...999).contains(response.status) else {
+        return .failure(ResponseProblem(description: "status \(response.status) is not a final HTTP status"))
+    }
+    for (index, header) in response.headers.enumerated() {
+        let nameOK = !header.name.isEmpty && header.name.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x3A }
+        let valueOK = header.value.utf8.allSatisfy { ($0 >= 0x20 && $0 != 0x7F) || $0 == 0x09 }
+        guard nameOK, valueOK else {
+            return .failure(ResponseProblem(description: "header #\(index) has a control character or bad name"))
+        }
+    }
+    let created: OpaquePointer? = response.body.withUnsafeBytes { bytes in
+        guard let base = bytes.baseAddress, bytes.count > 0 else {
+            return MHD_create_response_from_buffer(0, nil, .RESPMEM_PERSISTENT)
+        }
+        return MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: base), .RESPMEM_MUST_COPY)
+    }
+    guard let created else { return .failure(ResponseProblem(description: "MHD_create_response_from_buffer failed")) }
+    for (index, header) in response.headers.enumerated() where header.name.lowercased() != "content-length" {
+        guard MHD_add_response_header(created, header.name, header.value) == .YES else {
+            MHD_destroy_response(created)
+            return .failure(ResponseProblem(description: "libmicrohttpd refused header #\(index) (\(header.name))"))
+        }
+    }
+    if closing { _ = MHD_add_response_header(created, "Connection", "close") }
+    return .success(created)
+}
