@@ -70,13 +70,19 @@ public final class DeliveryWorker: Sendable {
     /// Runs until ``stop()``: polls for due deliveries and sends them; returns after in-flight sends finished.
     public func run() async {
         await withTaskGroup(of: Void.self) { group in
+            var gaugesUpdated = ContinuousClock.now - .seconds(10)
             while !stopping.withLock({ $0 }) {
                 let jobs = (try? await due()) ?? []
                 for job in jobs {
                     group.addTask { await self.deliver(job) }
                 }
-                await updateQueueGauges()
-                try? await Task.sleep(for: .milliseconds(policy.pollMillis))
+                if ContinuousClock.now - gaugesUpdated >= .seconds(1) {
+                    await updateQueueGauges()
+                    gaugesUpdated = ContinuousClock.now
+                }
+                // While deliveries are in flight, look again soon (a finished one frees a slot); idle, poll slowly.
+                let busy = !jobs.isEmpty || !inFlight.withLock { $0.isEmpty }
+                try? await Task.sleep(for: .milliseconds(busy ? 5 : policy.pollMillis))
             }
             await group.waitForAll()
         }

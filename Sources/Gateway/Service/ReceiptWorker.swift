@@ -61,11 +61,13 @@ public final class ReceiptWorker: Sendable {
     public func run() async {
         await withTaskGroup(of: Void.self) { group in
             while !stopping.withLock({ $0 }) {
-                for job in (try? await due()) ?? [] { group.addTask { await self.process(job) } }
+                let jobs = (try? await due()) ?? []
+                for job in jobs { group.addTask { await self.process(job) } }
                 if let pending = try? await Blocking.run({ try self.db.read { c in try c.queryOne("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'pending'") } }) {
                     metrics.set("iapgw_receipt_jobs_pending", [:], Double(pending.int64("n") ?? 0))
                 }
-                try? await Task.sleep(for: .milliseconds(policy.pollMillis))
+                let busy = !jobs.isEmpty || !inFlight.withLock { $0.isEmpty }
+                try? await Task.sleep(for: .milliseconds(busy ? 5 : policy.pollMillis))
             }
             await group.waitForAll()
         }

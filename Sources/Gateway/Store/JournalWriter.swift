@@ -12,9 +12,11 @@ public final class JournalWriter: Sendable {
 
     private final class Job: Sendable {
         let work: @Sendable (SQLiteConnection) throws -> Void
-        let done = DispatchSemaphore(value: 0)
-        let failure = Mutex<(any Error)?>(nil)
-        init(_ work: @escaping @Sendable (SQLiteConnection) throws -> Void) { self.work = work }
+        /// Called on the writer thread once the batch is durable (nil) or failed.
+        let completion: @Sendable ((any Error)?) -> Void
+        init(_ work: @escaping @Sendable (SQLiteConnection) throws -> Void, completion: @escaping @Sendable ((any Error)?) -> Void) {
+            (self.work, self.completion) = (work, completion)
+        }
     }
 
     private struct State {
@@ -44,10 +46,49 @@ public final class JournalWriter: Sendable {
     @discardableResult
     public func perform<T: Sendable>(_ work: @escaping @Sendable (SQLiteConnection) throws -> T) throws -> T {
         let result = Mutex<T?>(nil)
-        let job = Job { c in
+        let failure = Mutex<(any Error)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        try enqueue(Job({ c in
             let value = try work(c)
             result.withLock { $0 = value }
+        }, completion: { error in
+            failure.withLock { $0 = error }
+            done.signal()
+        }))
+        done.wait()
+        if let error = failure.withLock({ $0 }) { throw error }
+        guard let value = result.withLock({ $0 }) else { throw StoreFailure(description: "work produced no result") }
+        return value
+    }
+
+    /// The same for async callers: suspends without holding any thread; the writer resumes it after the commit.
+    @discardableResult
+    public func performAsync<T: Sendable>(_ work: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        let result = ResultBox<T>()
+        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
+            do {
+                try enqueue(Job({ c in result.set(try work(c)) }, completion: { error in
+                    if let error {
+                        continuation.resume(throwing: error)
+                    } else if let value = result.get() {
+                        continuation.resume(returning: value)
+                    } else {
+                        continuation.resume(throwing: StoreFailure(description: "work produced no result"))
+                    }
+                }))
+            } catch {
+                continuation.resume(throwing: error)
+            }
         }
+    }
+
+    private final class ResultBox<T: Sendable>: Sendable {
+        private let value = Mutex<T?>(nil)
+        func set(_ v: T) { value.withLock { $0 = v } }
+        func get() -> T? { value.withLock { $0 } }
+    }
+
+    private func enqueue(_ job: Job) throws {
         let accepted = state.withLock { s -> Bool in
             guard !s.stopping else { return false }
             s.queue.append(job)
@@ -55,20 +96,6 @@ public final class JournalWriter: Sendable {
         }
         guard accepted else { throw StoreFailure(description: "the store is shutting down") }
         wake.signal()
-        job.done.wait()
-        if let error = job.failure.withLock({ $0 }) { throw error }
-        guard let value = result.withLock({ $0 }) else { throw StoreFailure(description: "work produced no result") }
-        return value
-    }
-
-    /// The same for async callers: waits on a dispatch thread, never on the cooperative pool.
-    @discardableResult
-    public func performAsync<T: Sendable>(_ work: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result { try self.perform(work) })
-            }
-        }
     }
 
     /// Commits what is queued, refuses new work, and stops the writer thread.
@@ -109,16 +136,17 @@ public final class JournalWriter: Sendable {
     }
 
     private func run(_ batch: [Job]) {
+        var failures = [(any Error)?](repeating: nil, count: batch.count)
         do {
             try db.write { c in
-                for job in batch {
+                for (i, job) in batch.enumerated() {
                     try c.execute("SAVEPOINT item")
                     do {
                         try job.work(c)
                         try c.execute("RELEASE item")
                     } catch {
                         try c.execute("ROLLBACK TO item; RELEASE item")
-                        job.failure.withLock { $0 = error }
+                        failures[i] = error
                     }
                 }
             }
@@ -128,8 +156,8 @@ public final class JournalWriter: Sendable {
             }
         } catch {
             // The transaction did not commit: nothing in this batch is durable, whatever the work returned.
-            for job in batch { job.failure.withLock { $0 = StoreFailure(description: "commit failed: \(error)") } }
+            failures = batch.map { _ in StoreFailure(description: "commit failed: \(error)") }
         }
-        for job in batch { job.done.signal() }
+        for (i, job) in batch.enumerated() { job.completion(failures[i]) }
     }
 }

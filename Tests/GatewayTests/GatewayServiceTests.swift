@@ -1,0 +1,198 @@
+import Canonical
+import Foundation
+import Gateway
+import HTTPClient
+import Synchronization
+import TestSupport
+import Testing
+import WireJSON
+
+/// The assembled service on 127.0.0.1:0 with a real downstream receiver and a fake Apple verifyReceipt.
+@Suite struct GatewayServiceTests {
+    static let webhookSecret = "whsec_ZXhhbXBsZS13ZWJob29rLXNlY3JldC0wMTIzNDU2Nzg5"
+    static let adminToken = "test-admin-token"
+
+    final class Running: Sendable {
+        let service: GatewayService
+        let port: UInt16
+        let adminPort: UInt16?
+        let directory: String
+        init(service: GatewayService, port: UInt16, adminPort: UInt16?, directory: String) {
+            (self.service, self.port, self.adminPort, self.directory) = (service, port, adminPort, directory)
+        }
+        func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+        func adminURL(_ path: String) -> String { "http://127.0.0.1:\(adminPort ?? 0)\(path)" }
+    }
+
+    /// Starts a gateway trusting the test root for sandbox, delivering to `receiver`, asking `apple` for receipts.
+    static func start(receiver: LoopbackHTTPServer, apple: LoopbackHTTPServer? = nil, now: Int64 = GatewayHarness.t + 3_600_000,
+                      logs: LogBox = LogBox()) throws -> Running {
+        let directory = try Scratch.directory()
+        let appleURL = apple?.url("") ?? "http://127.0.0.1:1"
+        let json = """
+            {
+              "listen": "127.0.0.1:0",
+              "admin": { "listen": "127.0.0.1:0", "token_env": "ADMIN_TOKEN" },
+              "store": { "sqlite": "gateway.db" },
+              "trust": { "extra_roots": ["\(Fixtures.url("test-pki/root.der").path())"] },
+              "verify_receipt": { "production_url": "\(appleURL)/verifyReceipt", "sandbox_url": "\(appleURL)/sandbox/verifyReceipt" },
+              "apps": [
+                { "bundle_id": "com.example.gateway", "app_apple_id": 1234567890, "environments": ["production", "sandbox"],
+                  "shared_secret_env": ["APP_SECRET"], "authority": "v2", "downstreams": ["main", "legacy"] }
+              ],
+              "downstreams": [
+                { "name": "main", "url": "\(receiver.url("/events"))", "secret_env": "WEBHOOK_SECRET",
+                  "environments": ["production", "sandbox"], "shadow": true, "max_attempts": 3 },
+                { "name": "legacy", "kind": "v1_passthrough", "url": "\(receiver.url("/apple/v1"))", "environments": ["production", "sandbox"] }
+              ]
+            }
+            """
+        let config = try GatewayConfig.parse(Array(json.utf8), baseDirectory: directory)
+        var deps = GatewayService.Dependencies(
+            environment: ["ADMIN_TOKEN": adminToken, "WEBHOOK_SECRET": webhookSecret, "APP_SECRET": GatewayHarness.v1Secret],
+            transport: CurlTransport(), now: { now }, jitter: { 0 }, logSink: { line in logs.append(line) })
+        deps.deliveryPolicy.baseDelayMillis = 0
+        deps.deliveryPolicy.pollMillis = 20
+        deps.receiptPolicy.pollMillis = 20
+        deps.verifyReceiptBaseDelay = .zero
+        let service = try GatewayService(config: config, dependencies: deps)
+        let (port, adminPort) = try service.start()
+        return Running(service: service, port: port, adminPort: adminPort, directory: directory)
+    }
+
+    final class LogBox: Sendable {
+        let lines = Mutex<[String]>([])
+        func append(_ s: String) { lines.withLock { $0.append(s) } }
+        var all: [String] { lines.withLock { $0 } }
+    }
+
+    static func post(_ url: String, _ body: [UInt8], headers: [HTTPHeader] = []) async throws -> HTTPResponse {
+        try await CurlTransport().send(HTTPRequest(method: .post, url: url, headers: headers, body: body, timeoutMillis: 10_000))
+    }
+
+    static func get(_ url: String, token: String? = nil) async throws -> HTTPResponse {
+        try await CurlTransport().send(HTTPRequest(
+            method: .get, url: url, headers: token.map { [HTTPHeader("Authorization", "Bearer \($0)")] } ?? [], timeoutMillis: 10_000))
+    }
+
+    static func waitUntil(_ condition: @escaping @Sendable () throws -> Bool) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .seconds(10))
+        while clock.now < deadline {
+            if try condition() { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("condition not met within 10 s")
+    }
+
+    @Test func acceptsDeduplicatesAndDeliversOverHTTP() async throws {
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let g = try Self.start(receiver: receiver)
+        let body = try Fixtures.bytes("v2-synthetic/notif-did-renew.json")
+        let first = try await Self.post(g.url("/notifications"), body)
+        let retry = try await Self.post(g.url("/notifications"), body)
+        #expect(first.status == 200 && retry.status == 200)
+        #expect(try JSONParser.parse(retry.body).objectValue?["duplicate"] == .bool(true))
+        try await Self.waitUntil { receiver.requests.filter { $0.path == "/events" }.count >= 1 }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(receiver.requests.filter { $0.path == "/events" }.count == 1)  // delivered once despite the retry
+        let health = try await Self.get(g.url("/healthz"))
+        #expect(health.status == 200)
+        let metrics = String(decoding: try await Self.get(g.url("/metrics")).body, as: UTF8.self)
+        #expect(metrics.contains("iapgw_notifications_duplicate_total{version=\"v2\"} 1"))
+        #expect(metrics.contains("iapgw_request_seconds_bucket"))
+        await g.service.shutdown()
+    }
+
+    @Test func forgeriesAndWrongSecretsAreRefusedAndQuarantined() async throws {
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let g = try Self.start(receiver: receiver)
+        let forged = try await Self.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/negative/tampered-payload.json"))
+        #expect(forged.status == 403)
+        let wrong = String(decoding: try Fixtures.bytes("v1-synthetic/did-renew.json"), as: UTF8.self)
+            .replacingOccurrences(of: GatewayHarness.v1Secret, with: "ffffffffffffffffffffffffffffffff")
+        let v1 = try await Self.post(g.url("/notifications"), Array(wrong.utf8))
+        #expect(v1.status == 401)
+        #expect(try JSONParser.parse(v1.body).objectValue?["error"]?.objectValue?["code"] == .string("bad_shared_secret"))
+        let malformed = try await Self.post(g.url("/notifications"), Array("{not json".utf8))
+        #expect(malformed.status == 400)
+        let quarantine = try await Self.get(g.adminURL("/admin/quarantine"), token: Self.adminToken)
+        #expect(try JSONParser.parse(quarantine.body).arrayValue?.count == 3)
+        await g.service.shutdown()
+    }
+
+    @Test func oversizedBodiesGet413() async throws {
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let g = try Self.start(receiver: receiver)
+        let big = try await Self.post(g.url("/notifications"), Array(repeating: UInt8(ascii: "a"), count: 1024 * 1024 + 1))
+        #expect(big.status == 413)
+        await g.service.shutdown()
+    }
+
+    @Test func aStoreThatCannotCommitAnswers503() async throws {
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let g = try Self.start(receiver: receiver)
+        g.service.writer.stop()  // the journal can no longer commit anything
+        let r = try await Self.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json"))
+        #expect(r.status == 503)
+        #expect(try JSONParser.parse(r.body).objectValue?["error"]?.objectValue?["code"] == .string("store_unavailable"))
+        await g.service.shutdown()
+    }
+
+    @Test func v1GoesThroughVerifyReceiptThenToTheWebhookAndThePassthrough() async throws {
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let answer = try Fixtures.bytes("v1-synthetic/did-renew.receipt.json")
+        let apple = try LoopbackHTTPServer { _ in .respond(status: 200, body: answer) }
+        let g = try Self.start(receiver: receiver, apple: apple)
+        let body = try Fixtures.bytes("v1-synthetic/did-renew.json")
+        #expect(try await Self.post(g.url("/notifications"), body).status == 200)
+        try await Self.waitUntil {
+            receiver.requests.contains { $0.path == "/apple/v1" } && receiver.requests.contains { $0.path == "/events" }
+        }
+        #expect(receiver.requests.first { $0.path == "/apple/v1" }?.body == body)
+        let event = try #require(receiver.requests.first { $0.path == "/events" })
+        let envelope = try #require(JSONParser.parse(event.body).objectValue)
+        #expect(envelope["authoritative"] == .bool(false))  // authority is v2: the V1 event is shadow
+        #expect(envelope["event"]?.objectValue?["verified"] == .bool(true))
+        await g.service.shutdown()
+    }
+
+    @Test func adminAPIRequiresTheTokenAndReplaysDeadLetters() async throws {
+        let up = Mutex(false)
+        let receiver = try LoopbackHTTPServer { _ in up.withLock { $0 } ? .respond(status: 200) : .respond(status: 500) }
+        let g = try Self.start(receiver: receiver)
+        #expect(try await Self.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
+        #expect(try await Self.get(g.adminURL("/admin/status")).status == 401)
+        #expect(try await Self.get(g.adminURL("/admin/status"), token: "wrong").status == 401)
+        try await Self.waitUntil {
+            let dead = try JSONParser.parse(try g.service.operations.deadLetters().canonicalBytes()).arrayValue
+            return dead?.count == 1
+        }
+        up.withLock { $0 = true }
+        let replay = try await CurlTransport().send(HTTPRequest(
+            method: .post, url: g.adminURL("/admin/replay?dead_letters=1"), headers: [HTTPHeader("Authorization", "Bearer \(Self.adminToken)")]))
+        #expect(try JSONParser.parse(replay.body).objectValue?["requeued"] == .number("1"))
+        try await Self.waitUntil { receiver.requests.filter { $0.path == "/events" }.count >= 4 }
+        let sub = try await Self.get(g.adminURL("/admin/subscriptions/2000000900010001"), token: Self.adminToken)
+        #expect(sub.status == 200)
+        await g.service.shutdown()
+    }
+
+    @Test func everyNotificationIsLoggedAsOneStructuredLineWithoutSecrets() async throws {
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let logs = LogBox()
+        let g = try Self.start(receiver: receiver, logs: logs)
+        _ = try await Self.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json"))
+        _ = try await Self.post(g.url("/notifications"), try Fixtures.bytes("v1-synthetic/did-renew.json"))
+        await g.service.shutdown()
+        let lines = logs.all.filter { $0.contains("\"msg\":\"notification\"") }
+        #expect(lines.count == 2)
+        let v2 = try #require(lines.first { $0.contains("\"version\":\"v2\"") })
+        for field in ["\"id\":", "\"type\":\"DID_RENEW\"", "\"bundle\":\"com.example.gateway\"", "\"environment\":\"sandbox\"",
+                      "\"leaf_serial\":", "\"outcome\":\"accepted\"", "\"latency_ms\":"] {
+            #expect(v2.contains(field), "missing \(field)")
+        }
+        #expect(!logs.all.joined().contains(GatewayHarness.v1Secret))
+        #expect(!logs.all.joined().contains("whsec_"))
+    }
+}
