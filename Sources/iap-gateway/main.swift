@@ -34,6 +34,9 @@ let usage = """
           A demo downstream: prints each delivery (and whether its webhook signature verifies) as a JSON line.
       iap-gateway bench verify [--seconds N]
           Verification throughput against libcrypto's own P-256 verify bound (build with -c release).
+      iap-gateway bench ingest [--seconds N]
+          The whole service on loopback (generated test PKI, temporary SQLite, local downstream): durable
+          notifications/s, p50/p99 latency at 500/s offered, peak RSS (build with -c release).
       iap-gateway help
 
     """
@@ -166,11 +169,13 @@ case "replay", "subscription", "quarantine":
 case "bench":
     let a: Arguments
     do { a = try Arguments(rest, valueFlags: ["seconds"]) } catch { fail(error.description) }
-    guard a.positionals.first == "verify" else { fail("bench needs a target: verify") }
     let seconds = Double(a.value("seconds") ?? "3") ?? 3
     do {
-        let result = try VerifyBenchmark.run(secondsPerPhase: seconds)
-        printLine(JSONOutput.string(result))
+        switch a.positionals.first {
+        case "verify": printLine(JSONOutput.string(try VerifyBenchmark.run(secondsPerPhase: seconds)))
+        case "ingest": printLine(JSONOutput.string(try await IngestBenchmark.run(seconds: seconds)))
+        default: fail("bench needs a target: verify or ingest")
+        }
     } catch {
         fail("bench failed: \(error)", status: 1)
     }

@@ -1,0 +1,227 @@
+internal import Canonical
+internal import Crypto
+internal import FoundationEssentials
+public import HTTPClient
+internal import V2Adapter
+internal import WireJSON
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `iap-gateway bench ingest`: a self-contained run of the real service — a generated Apple-shaped test PKI, a
+/// temporary SQLite store (WAL, synchronous=FULL), a local downstream and a local fake verifyReceipt — driven over
+/// loopback with V2 and V1 bodies signed before the timed runs. Reports durable ingest throughput (closed loop),
+/// latency at a fixed offered rate (open loop) and the process's peak RSS.
+public enum IngestBenchmark {
+    public struct Result: Encodable, Sendable {
+        public var notificationsPerSecond: Double
+        public var p50Ms: Double
+        public var p99Ms: Double
+        public var offeredRatePerSecond: Int
+        public var latencySamples: Int
+        public var failures: Int
+        public var peakRSSMB: Double
+        public var concurrency: Int
+        public var v1Share: Double
+        public var seconds: Double
+        public var build: String
+
+        enum CodingKeys: String, CodingKey {
+            case notificationsPerSecond = "notifications_per_second"
+            case p50Ms = "p50_ms"
+            case p99Ms = "p99_ms"
+            case offeredRatePerSecond = "offered_rate_per_second"
+            case latencySamples = "latency_samples"
+            case failures
+            case peakRSSMB = "peak_rss_mb"
+            case concurrency
+            case v1Share = "v1_share"
+            case seconds, build
+        }
+    }
+
+    public struct Failure: Error, CustomStringConvertible { public var description: String }
+
+    static let bundle = "com.example.bench"
+    static let secret = "0123456789abcdef0123456789abcdef"
+
+    public static func run(seconds: Double, concurrency: Int = 32, rate: Int = 500) async throws -> Result {
+        let now = WallClock.wallMillis()
+        let dir = FileManager.default.temporaryDirectory.appending(path: "iapgw-bench-\(UInt64.random(in: 0...UInt64.max))").path()
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+
+        // A fresh test PKI, trusted for sandbox only (as the simulator's is).
+        let pki = try GeneratedTestPKI.generate(notBefore: now / 1000 - 86_400, notAfter: now / 1000 + 30 * 86_400, name: "iap-gateway Bench")
+        try Data(pki.root.der).write(to: URL(filePath: dir + "/root.der"))
+        let signer = AppleJWSSigner(leaf: pki.leaf, intermediate: pki.intermediate, root: pki.root, leafKey: pki.leafKey)
+
+        // Local peers: the downstream and Apple's verifyReceipt (status 0 with the notification's subscription).
+        let delivered = Counter()
+        var peerConfig = HTTPServer.Configuration()
+        peerConfig.threads = 4
+        let downstream = HTTPServer(configuration: peerConfig) { _ in
+            delivered.add(1)
+            return .json(200, Array(#"{"ok":true}"#.utf8))
+        }
+        try downstream.start()
+        let apple = HTTPServer(configuration: peerConfig) { request in
+            .json(200, Self.receiptAnswer(for: request.body))
+        }
+        try apple.start()
+        defer {
+            downstream.stopAccepting()
+            apple.stopAccepting()
+            downstream.stop()
+            apple.stop()
+        }
+
+        let config = try GatewayConfig.parse(Array("""
+            {
+              "listen": "127.0.0.1:0",
+              "admin": { "listen": "127.0.0.1:0", "token_env": "BENCH_ADMIN_TOKEN_UNSET" },
+              "store": { "sqlite": "gateway.db" },
+              "trust": { "extra_roots": ["root.der"] },
+              "verify_receipt": { "production_url": "http://127.0.0.1:\(apple.port)/verifyReceipt",
+                                  "sandbox_url": "http://127.0.0.1:\(apple.port)/sandbox/verifyReceipt" },
+              "apps": [ { "bundle_id": "\(bundle)", "app_apple_id": 1, "environments": ["production", "sandbox"],
+                          "shared_secret_env": ["BENCH_SECRET"], "authority": "v2", "downstreams": ["main"] } ],
+              "downstreams": [ { "name": "main", "url": "http://127.0.0.1:\(downstream.port)/events",
+                                 "environments": ["production", "sandbox"], "shadow": true, "concurrency": 8 } ]
+            }
+            """.utf8), baseDirectory: dir)
+        var deps = GatewayService.Dependencies.live()
+        deps.environment = ["BENCH_SECRET": secret]
+        deps.logSink = { _ in }
+        let service = try GatewayService(config: config, dependencies: deps)
+        let (port, _) = try service.start()
+        let url = "http://127.0.0.1:\(port)/notifications"
+
+        // Bodies signed before the runs: 4 V2 for every V1.
+        let throughputCount = Int(seconds * 4_000)
+        let latencyCount = Int(seconds * Double(rate))
+        var bodies: [[UInt8]] = []
+        bodies.reserveCapacity(throughputCount + latencyCount)
+        for i in 0..<(throughputCount + latencyCount) {
+            bodies.append(i % 5 == 4 ? v1Body(i) : try v2Body(i, signer: signer, now: now))
+        }
+
+        let transport = CurlTransport(maxConcurrentTransfers: concurrency)
+        // Closed loop: `concurrency` clients send as fast as the gateway answers.
+        let next = Counter()
+        let ok = Counter()
+        let failures = Counter()
+        let clock = ContinuousClock()
+        let start = clock.now
+        let deadline = start.advanced(by: .milliseconds(Int64(seconds * 1000)))
+        let throughputBodies = Array(bodies.prefix(throughputCount))
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<concurrency {
+                group.addTask {
+                    while clock.now < deadline {
+                        let i = next.add(1) - 1
+                        guard i < throughputBodies.count else { return }
+                        let r = try? await transport.send(HTTPRequest(method: .post, url: url, body: throughputBodies[i], timeoutMillis: 10_000))
+                        if r?.status == 200 { ok.add(1) } else { failures.add(1) }
+                    }
+                }
+            }
+        }
+        let elapsed = clock.now - start
+        let throughput = Double(ok.value) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+
+        // Open loop: one request every 1/rate s, each timed from its scheduled send to its answer.
+        let latencies = Mutex<[Double]>([])
+        let latencyBodies = Array(bodies.suffix(latencyCount))
+        let openStart = clock.now
+        await withTaskGroup(of: Void.self) { group in
+            for (i, body) in latencyBodies.enumerated() {
+                let scheduled = openStart.advanced(by: .microseconds(Int64(i) * 1_000_000 / Int64(rate)))
+                try? await Task.sleep(until: scheduled, clock: clock)
+                group.addTask {
+                    let r = try? await transport.send(HTTPRequest(method: .post, url: url, body: body, timeoutMillis: 10_000))
+                    let d = clock.now - scheduled
+                    if r?.status == 200 {
+                        latencies.withLock { $0.append(Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15) }
+                    } else {
+                        failures.add(1)
+                    }
+                }
+            }
+        }
+        await service.shutdown()
+
+        let sorted = latencies.withLock { $0 }.sorted()
+        func percentile(_ p: Double) -> Double {
+            guard !sorted.isEmpty else { return 0 }
+            let v = sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))]
+            return (v * 100).rounded() / 100
+        }
+        #if DEBUG
+            let build = "debug (numbers are meaningless: use swift build -c release)"
+        #else
+            let build = "release"
+        #endif
+        return Result(
+            notificationsPerSecond: (throughput * 10).rounded() / 10, p50Ms: percentile(0.5), p99Ms: percentile(0.99),
+            offeredRatePerSecond: rate, latencySamples: sorted.count, failures: failures.value,
+            peakRSSMB: peakRSSMB(), concurrency: concurrency, v1Share: 0.2, seconds: seconds, build: build)
+    }
+
+    /// A DID_RENEW with signed transaction and renewal info, all signed by the bench leaf.
+    static func v2Body(_ i: Int, signer: AppleJWSSigner, now: Int64) throws -> [UInt8] {
+        let otid = "30000000\(String(format: "%08d", i))"
+        let tx = try signer.sign(payload: Array("""
+            {"transactionId":"\(otid)","originalTransactionId":"\(otid)","bundleId":"\(bundle)","productId":"p.monthly",\
+            "purchaseDate":\(now - 60_000),"originalPurchaseDate":\(now - 60_000),"expiresDate":\(now + 2_592_000_000),"quantity":1,\
+            "type":"Auto-Renewable Subscription","inAppOwnershipType":"PURCHASED","signedDate":\(now),"environment":"Sandbox",\
+            "transactionReason":"RENEWAL","price":9990,"currency":"USD"}
+            """.utf8))
+        let renewal = try signer.sign(payload: Array("""
+            {"originalTransactionId":"\(otid)","autoRenewProductId":"p.monthly","productId":"p.monthly","autoRenewStatus":1,\
+            "signedDate":\(now),"environment":"Sandbox"}
+            """.utf8))
+        let uuid = "bench000-0000-4000-8000-\(String(format: "%012d", i))"
+        let payload = """
+            {"notificationType":"DID_RENEW","notificationUUID":"\(uuid)","data":{"appAppleId":1,"bundleId":"\(bundle)",\
+            "bundleVersion":"1","environment":"Sandbox","signedTransactionInfo":"\(tx)","signedRenewalInfo":"\(renewal)","status":1},\
+            "version":"2.0","signedDate":\(now)}
+            """
+        return Array("{\"signedPayload\":\"\(try signer.sign(payload: Array(payload.utf8)))\"}".utf8)
+    }
+
+    /// A V1 DID_RENEW body for a distinct subscription.
+    static func v1Body(_ i: Int) -> [UInt8] {
+        let otid = "40000000\(String(format: "%08d", i))"
+        return Array("""
+            {"notification_type":"DID_RENEW","password":"\(secret)","environment":"Sandbox","bid":"\(bundle)",\
+            "original_transaction_id":"\(otid)","auto_renew_status":"true","unified_receipt":{"environment":"Sandbox",\
+            "latest_receipt":"YmVuY2gtcmVjZWlwdC0\(i)","status":0,"latest_receipt_info":[{"original_transaction_id":"\(otid)",\
+            "transaction_id":"\(otid)","product_id":"p.monthly","purchase_date_ms":"1","expires_date_ms":"2"}]}}
+            """.utf8)
+    }
+
+    /// verifyReceipt's answer naming the subscription of the request's receipt (the fake does not parse receipts).
+    static func receiptAnswer(for request: [UInt8]) -> [UInt8] {
+        Array(#"{"status":0,"environment":"Sandbox","latest_receipt_info":[]}"#.utf8)
+    }
+
+    /// Peak resident set (VmHWM) of this process, MB.
+    static func peakRSSMB() -> Double {
+        guard let text = try? String(decoding: Data(contentsOf: URL(filePath: "/proc/self/status")), as: UTF8.self) else { return 0 }
+        for line in text.split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            let kb = Double(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+            return (kb / 1024 * 10).rounded() / 10
+        }
+        return 0
+    }
+}
+
+/// A thread-safe counter.
+final class Counter: Sendable {
+    private let n = Mutex(0)
+    @discardableResult func add(_ k: Int) -> Int { n.withLock { $0 += k; return $0 } }
+    var value: Int { n.withLock { $0 } }
+}
