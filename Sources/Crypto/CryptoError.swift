@@ -15,6 +15,10 @@ public struct CryptoError: Error, Hashable, CustomStringConvertible {
         public static let invalidSignature = Self(rawValue: "invalid_signature")
         /// Text that is not valid base64 in the expected alphabet.
         public static let invalidBase64 = Self(rawValue: "invalid_base64")
+        /// A certificate-builder input that cannot be encoded: a malformed OID or extension value, a duplicate
+        /// extension, an empty name field, a country that is not two letters, a path length without CA, an empty
+        /// validity window.
+        public static let invalidArgument = Self(rawValue: "invalid_argument")
         /// OpenSSL failed an operation that should not fail (allocation, encoding).
         public static let internalFailure = Self(rawValue: "internal_failure")
     }

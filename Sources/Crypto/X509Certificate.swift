@@ -56,10 +56,15 @@ public final class X509Certificate: @unchecked Sendable {
     }
 
     /// The subject as a one-line RFC 2253 string.
-    public var subject: String {
-        guard let bio = BIO_new(BIO_s_mem()) else { return "" }
+    public var subject: String { Self.rfc2253(X509_get_subject_name(x509)) }
+
+    /// The issuer as a one-line RFC 2253 string (equal to the issuing certificate's ``subject``).
+    public var issuer: String { Self.rfc2253(X509_get_issuer_name(x509)) }
+
+    private static func rfc2253(_ name: OpaquePointer?) -> String {
+        guard let name, let bio = BIO_new(BIO_s_mem()) else { return "" }
         defer { BIO_free(bio) }
-        guard X509_NAME_print_ex(bio, X509_get_subject_name(x509), 0, gateway_xn_flag_rfc2253()) >= 0 else { return "" }
+        guard X509_NAME_print_ex(bio, name, 0, gateway_xn_flag_rfc2253()) >= 0 else { return "" }
         var ptr: UnsafeMutablePointer<CChar>?
         let n = gateway_bio_get_mem_data(bio, &ptr)
         guard n > 0, let ptr else { return "" }
@@ -101,5 +106,38 @@ public final class X509Certificate: @unchecked Sendable {
             _ = i2d_X509(cert, &p)
         }
         try self.init(der: der)
+    }
+
+    /// Every extension in certificate order, with dotted OIDs (what `openssl x509 -text` lists, undecoded).
+    public var extensions: [CertificateExtension] {
+        let count = X509_get_ext_count(x509)
+        guard count > 0 else { return [] }
+        var out: [CertificateExtension] = []
+        for i in 0..<count {
+            guard let ext = X509_get_ext(x509, i), let obj = X509_EXTENSION_get_object(ext) else { continue }
+            var text = [CChar](repeating: 0, count: 128)
+            let n = OBJ_obj2txt(&text, Int32(text.count), obj, 1)
+            guard n > 0, Int(n) < text.count else { continue }
+            let oid = String(decoding: text.prefix(Int(n)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            var value: [UInt8] = []
+            if let data = X509_EXTENSION_get_data(ext), let bytes = ASN1_STRING_get0_data(data) {
+                value = Array(UnsafeBufferPointer(start: bytes, count: Int(ASN1_STRING_length(data))))
+            }
+            out.append(CertificateExtension(oid: oid, critical: X509_EXTENSION_get_critical(ext) != 0, derValue: value))
+        }
+        return out
+    }
+
+    /// The certificate as PEM text (`-----BEGIN CERTIFICATE-----`, base64 of ``der`` in 64-character lines).
+    public var pem: String {
+        let body = Array(Base64.encode(der, alphabet: .standard).utf8)
+        var lines: [String] = ["-----BEGIN CERTIFICATE-----"]
+        var i = 0
+        while i < body.count {
+            lines.append(String(decoding: body[i..<min(i + 64, body.count)], as: UTF8.self))
+            i += 64
+        }
+        lines.append("-----END CERTIFICATE-----")
+        return lines.joined(separator: "\n") + "\n"
     }
 }
