@@ -1,7 +1,7 @@
 internal import Canonical
 internal import Crypto
 internal import FoundationEssentials
-public import HTTPClient
+internal import HTTPClient
 internal import V2Adapter
 internal import WireJSON
 import Synchronization
@@ -23,6 +23,8 @@ public enum IngestBenchmark {
         public var latencySamples: Int
         public var failures: Int
         public var peakRSSMB: Double
+        /// Journal writes per SQLite transaction (one fsync each): the group commit at work.
+        public var writesPerCommit: Double
         public var concurrency: Int
         public var v1Share: Double
         public var seconds: Double
@@ -36,6 +38,7 @@ public enum IngestBenchmark {
             case latencySamples = "latency_samples"
             case failures
             case peakRSSMB = "peak_rss_mb"
+            case writesPerCommit = "writes_per_commit"
             case concurrency
             case v1Share = "v1_share"
             case seconds, build
@@ -47,7 +50,7 @@ public enum IngestBenchmark {
     static let bundle = "com.example.bench"
     static let secret = "0123456789abcdef0123456789abcdef"
 
-    public static func run(seconds: Double, concurrency: Int = 32, rate: Int = 500) async throws -> Result {
+    public static func run(seconds: Double, concurrency: Int = 64, rate: Int = 500) async throws -> Result {
         let now = WallClock.wallMillis()
         let dir = FileManager.default.temporaryDirectory.appending(path: "iapgw-bench-\(UInt64.random(in: 0...UInt64.max))").path()
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -56,7 +59,7 @@ public enum IngestBenchmark {
         // A fresh test PKI, trusted for sandbox only (as the simulator's is).
         let pki = try GeneratedTestPKI.generate(notBefore: now / 1000 - 86_400, notAfter: now / 1000 + 30 * 86_400, name: "iap-gateway Bench")
         try Data(pki.root.der).write(to: URL(filePath: dir + "/root.der"))
-        let signer = AppleJWSSigner(leaf: pki.leaf, intermediate: pki.intermediate, root: pki.root, leafKey: pki.leafKey)
+        let signer = try AppleJWSSigner(leaf: pki.leaf, intermediate: pki.intermediate, root: pki.root, leafKey: pki.leafKey)
 
         // Local peers: the downstream and Apple's verifyReceipt (status 0 with the notification's subscription).
         let delivered = Counter()
@@ -78,7 +81,7 @@ public enum IngestBenchmark {
             apple.stop()
         }
 
-        let config = try GatewayConfig.parse(Array("""
+        let configText = """
             {
               "listen": "127.0.0.1:0",
               "admin": { "listen": "127.0.0.1:0", "token_env": "BENCH_ADMIN_TOKEN_UNSET" },
@@ -91,12 +94,18 @@ public enum IngestBenchmark {
               "downstreams": [ { "name": "main", "url": "http://127.0.0.1:\(downstream.port)/events",
                                  "environments": ["production", "sandbox"], "shadow": true, "concurrency": 8 } ]
             }
-            """.utf8), baseDirectory: dir)
-        var deps = GatewayService.Dependencies.live()
-        deps.environment = ["BENCH_SECRET": secret]
-        deps.logSink = { _ in }
-        let service = try GatewayService(config: config, dependencies: deps)
-        let (port, _) = try service.start()
+            """
+        try Data(configText.utf8).write(to: URL(filePath: dir + "/config.json"))
+        let config = try GatewayConfig.parse(Array(configText.utf8), baseDirectory: dir)
+        _ = config  // validated here so a broken template fails before anything is spawned
+        // The gateway runs in its own process (this executable's `serve`), so its memory and CPU are its own.
+        let gateway = try ChildProcess(
+            executable: "/proc/self/exe", arguments: ["serve", "--config", dir + "/config.json"],
+            environment: ["BENCH_SECRET": secret, "PATH": "/usr/bin:/bin"])
+        guard let port = gateway.listeningPort(timeout: 20) else {
+            gateway.terminate(signal: SIGKILL)
+            throw Failure(description: "the gateway did not start")
+        }
         let url = "http://127.0.0.1:\(port)/notifications"
 
         // Bodies signed before the runs: 4 V2 for every V1.
@@ -133,7 +142,7 @@ public enum IngestBenchmark {
         let throughput = Double(ok.value) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
 
         // Open loop: one request every 1/rate s, each timed from its scheduled send to its answer.
-        let latencies = Mutex<[Double]>([])
+        let latencies = Samples()
         let latencyBodies = Array(bodies.suffix(latencyCount))
         let openStart = clock.now
         await withTaskGroup(of: Void.self) { group in
@@ -144,16 +153,24 @@ public enum IngestBenchmark {
                     let r = try? await transport.send(HTTPRequest(method: .post, url: url, body: body, timeoutMillis: 10_000))
                     let d = clock.now - scheduled
                     if r?.status == 200 {
-                        latencies.withLock { $0.append(Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15) }
+                        latencies.append(Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15)
                     } else {
                         failures.add(1)
                     }
                 }
             }
         }
-        await service.shutdown()
+        let rss = gateway.peakRSSMB
+        let status = gateway.terminate()
+        guard status == 0 else { throw Failure(description: "the gateway exited with status \(status)") }
+        var writesPerTransaction = 0.0
+        if let line = gateway.keptLines.last(where: { $0.contains("\"msg\":\"stopped\"") }),
+           case .object(let o)? = try? JSONParser.parse(Array(line.utf8)),
+           let tx = o["transactions"]?.int64Value, let writes = o["writes"]?.int64Value, tx > 0 {
+            writesPerTransaction = (Double(writes) / Double(tx) * 10).rounded() / 10
+        }
 
-        let sorted = latencies.withLock { $0 }.sorted()
+        let sorted = latencies.all.sorted()
         func percentile(_ p: Double) -> Double {
             guard !sorted.isEmpty else { return 0 }
             let v = sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))]
@@ -167,12 +184,12 @@ public enum IngestBenchmark {
         return Result(
             notificationsPerSecond: (throughput * 10).rounded() / 10, p50Ms: percentile(0.5), p99Ms: percentile(0.99),
             offeredRatePerSecond: rate, latencySamples: sorted.count, failures: failures.value,
-            peakRSSMB: peakRSSMB(), concurrency: concurrency, v1Share: 0.2, seconds: seconds, build: build)
+            peakRSSMB: rss, writesPerCommit: writesPerTransaction, concurrency: concurrency, v1Share: 0.2, seconds: seconds, build: build)
     }
 
     /// A DID_RENEW with signed transaction and renewal info, all signed by the bench leaf.
     static func v2Body(_ i: Int, signer: AppleJWSSigner, now: Int64) throws -> [UInt8] {
-        let otid = "30000000\(String(format: "%08d", i))"
+        let otid = "30000000\(padded(i, 8))"
         let tx = try signer.sign(payload: Array("""
             {"transactionId":"\(otid)","originalTransactionId":"\(otid)","bundleId":"\(bundle)","productId":"p.monthly",\
             "purchaseDate":\(now - 60_000),"originalPurchaseDate":\(now - 60_000),"expiresDate":\(now + 2_592_000_000),"quantity":1,\
@@ -183,7 +200,7 @@ public enum IngestBenchmark {
             {"originalTransactionId":"\(otid)","autoRenewProductId":"p.monthly","productId":"p.monthly","autoRenewStatus":1,\
             "signedDate":\(now),"environment":"Sandbox"}
             """.utf8))
-        let uuid = "bench000-0000-4000-8000-\(String(format: "%012d", i))"
+        let uuid = "bench000-0000-4000-8000-\(padded(i, 12))"
         let payload = """
             {"notificationType":"DID_RENEW","notificationUUID":"\(uuid)","data":{"appAppleId":1,"bundleId":"\(bundle)",\
             "bundleVersion":"1","environment":"Sandbox","signedTransactionInfo":"\(tx)","signedRenewalInfo":"\(renewal)","status":1},\
@@ -194,7 +211,7 @@ public enum IngestBenchmark {
 
     /// A V1 DID_RENEW body for a distinct subscription.
     static func v1Body(_ i: Int) -> [UInt8] {
-        let otid = "40000000\(String(format: "%08d", i))"
+        let otid = "40000000\(padded(i, 8))"
         return Array("""
             {"notification_type":"DID_RENEW","password":"\(secret)","environment":"Sandbox","bid":"\(bundle)",\
             "original_transaction_id":"\(otid)","auto_renew_status":"true","unified_receipt":{"environment":"Sandbox",\
@@ -208,15 +225,18 @@ public enum IngestBenchmark {
         Array(#"{"status":0,"environment":"Sandbox","latest_receipt_info":[]}"#.utf8)
     }
 
-    /// Peak resident set (VmHWM) of this process, MB.
-    static func peakRSSMB() -> Double {
-        guard let text = try? String(decoding: Data(contentsOf: URL(filePath: "/proc/self/status")), as: UTF8.self) else { return 0 }
-        for line in text.split(separator: "\n") where line.hasPrefix("VmHWM:") {
-            let kb = Double(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
-            return (kb / 1024 * 10).rounded() / 10
-        }
-        return 0
+    static func padded(_ n: Int, _ width: Int) -> String {
+        let s = String(n)
+        return String(repeating: "0", count: max(0, width - s.count)) + s
     }
+
+}
+
+/// Thread-safe latency samples.
+final class Samples: Sendable {
+    private let values = Mutex<[Double]>([])
+    func append(_ v: Double) { values.withLock { $0.append(v) } }
+    var all: [Double] { values.withLock { $0 } }
 }
 
 /// A thread-safe counter.

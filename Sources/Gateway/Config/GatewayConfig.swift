@@ -43,7 +43,7 @@ public struct GatewayConfig: Sendable {
     public struct Limits: Sendable, Hashable {
         public var untrustedQuarantine = 1_000
         public var genuineQuarantine = 10_000
-        public var httpThreads = 16
+        public var httpThreads = 64
         public var verifyReceiptConcurrency = 4
     }
 

@@ -170,11 +170,10 @@ public final class DeliveryWorker: Sendable {
                 """, [.text(eventID)])
         }
         guard let row, let json = row.blob("json") else { throw BuildFailure(description: "event no longer stored") }
-        let event = try JSONValueDecoder().decode(CanonicalEvent.self, from: json)
-        let state = try row.blob("state").map { try JSONValueDecoder().decode(SubscriptionState.self, from: $0) }
+        // The event and state are stored as the JSON we deliver: spliced, not decoded and re-encoded.
         let raw = downstream.includeRaw ? row.blob("body").flatMap(Envelope.rawBody) : nil
-        let envelope = Envelope(authoritative: row.bool("authoritative") ?? false, event: event, state: state, raw: raw)
-        let body = JSONOutput.encode(envelope)
+        let body = CanonicalJSON.envelope(
+            authoritative: row.bool("authoritative") ?? false, eventJSON: json, stateJSON: row.blob("state"), raw: raw)
         var headers = [HTTPHeader("Content-Type", "application/json")]
         for (name, value) in (signers[downstream.name] ?? WebhookSigner(secrets: [])).headers(id: eventID, timestamp: now() / 1000, body: body) {
             headers.append(HTTPHeader(name, value))

@@ -1,33 +1,12 @@
 public import Canonical
 public import WireJSON
 
-/// What a webhook downstream receives (DESIGN ch. 6): the canonical event, whether it comes from the bundle's
-/// authoritative generation, the subscription's current state on that path, and optionally Apple's body
-/// (V1 `password` removed).
-public struct Envelope: Sendable, Encodable {
-    public var type = "subscription.event"
-    public var authoritative: Bool
-    public var event: CanonicalEvent
-    /// The subscription's latest state on the authoritative path after this event (last-write-wins by event date):
-    /// what downstream should act on when events arrive out of order. Nil for events about no subscription.
-    public var state: SubscriptionState?
-    /// Apple's body (V1 without `password`) when the downstream asked for `include_raw`.
-    public var raw: JSONValue?
-
-    public init(authoritative: Bool, event: CanonicalEvent, state: SubscriptionState?, raw: JSONValue?) {
-        (self.authoritative, self.event, self.state, self.raw) = (authoritative, event, state, raw)
-    }
-
-    enum CodingKeys: String, CodingKey { case type, authoritative, event, state, raw }
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(type, forKey: .type)
-        try c.encode(authoritative, forKey: .authoritative)
-        try c.encode(event, forKey: .event)
-        try c.encode(state, forKey: .state)
-        try c.encodeIfPresent(raw, forKey: .raw)
-    }
-
+/// What a webhook downstream receives (DESIGN ch. 6), written by ``CanonicalJSON/envelope(authoritative:eventJSON:stateJSON:raw:)``:
+/// `{"type": "subscription.event", "authoritative", "event", "state", "raw"?}` — the canonical event, whether it
+/// comes from the bundle's authoritative generation, the subscription's current state on the authoritative path
+/// (last-write-wins by event date: what downstream should act on when events arrive out of order; null for events
+/// about no subscription), and Apple's body when the downstream asked for `include_raw`.
+public enum Envelope {
     /// `raw` for a stored body: V2 as is, V1 with the `password` member removed.
     public static func rawBody(_ bytes: [UInt8]) -> JSONValue? {
         guard case .object(let o)? = try? JSONParser.parse(bytes) else { return nil }

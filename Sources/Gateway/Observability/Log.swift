@@ -1,4 +1,5 @@
 internal import FoundationEssentials
+internal import WireJSON
 import Synchronization
 
 #if canImport(Glibc)
@@ -43,36 +44,21 @@ public final class Log: Sendable {
     }
 
     static func encode(_ object: [String: LogValue]) -> String {
-        var out = "{"
+        var out: [UInt8] = [UInt8(ascii: "{")]
+        out.reserveCapacity(512)
         for (i, key) in object.keys.sorted().enumerated() {
-            if i > 0 { out += "," }
-            out += quote(key) + ":"
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out += JSONValue.quoted(key)
+            out.append(UInt8(ascii: ":"))
             switch object[key]! {
-            case .string(let s): out += quote(s)
-            case .int(let n): out += String(n)
-            case .double(let d): out += d.isFinite ? String(d) : "null"
-            case .bool(let b): out += b ? "true" : "false"
+            case .string(let s): out += JSONValue.quoted(s)
+            case .int(let n): out += Array(String(n).utf8)
+            case .double(let d): out += Array((d.isFinite ? String(d) : "null").utf8)
+            case .bool(let b): out += Array((b ? "true" : "false").utf8)
             }
         }
-        return out + "}"
-    }
-
-    static func quote(_ s: String) -> String {
-        var out = "\""
-        for u in s.unicodeScalars {
-            switch u {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where u.value < 0x20:
-                let hex = String(u.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(u)
-            }
-        }
-        return out + "\""
+        out.append(UInt8(ascii: "}"))
+        return String(decoding: out, as: UTF8.self)
     }
 
     private static let stdoutLock = Mutex(())

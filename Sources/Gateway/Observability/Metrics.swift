@@ -31,10 +31,13 @@ public final class Metrics: Sendable {
     public init() {}
 
     static func key(_ name: String, _ labels: [String: String]) -> Key {
-        Key(name: name, labels: labels.sorted { $0.key < $1.key }.map { "\($0.key)=\"\(escape($0.value))\"" })
+        if labels.isEmpty { return Key(name: name, labels: []) }
+        if labels.count == 1, let (k, v) = labels.first { return Key(name: name, labels: [k + "=\"" + escape(v) + "\""]) }
+        return Key(name: name, labels: labels.sorted { $0.key < $1.key }.map { $0.key + "=\"" + escape($0.value) + "\"" })
     }
 
     static func escape(_ v: String) -> String {
+        guard v.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == 0x0A }) else { return v }
         var out = ""
         for c in v {
             switch c {

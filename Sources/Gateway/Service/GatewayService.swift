@@ -207,7 +207,8 @@ public final class GatewayService: Sendable {
         }
         writer.stop()
         db.close()
-        log.info("stopped")
+        let stats = writer.statistics
+        log.info("stopped", ["transactions": .int(Int64(stats.batches)), "writes": .int(Int64(stats.items))])
     }
 
     // MARK: Routes

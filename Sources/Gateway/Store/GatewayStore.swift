@@ -126,7 +126,7 @@ public enum GatewayStore {
                 [.text(event.id), SQLiteValue(journalID), .text(path), .text(event.source.rawValue), .text(event.kind.rawValue),
                  SQLiteValue(event.reason?.rawValue), SQLiteValue(event.bundleID), SQLiteValue(event.environment?.rawValue),
                  SQLiteValue(event.originalTransactionID), .integer(event.eventDate), SQLiteValue(authoritative), .integer(now),
-                 .blob(JSONOutput.encode(event))])
+                 .blob(CanonicalJSON.encode(event))])
             guard inserted > 0 else { continue }
             let seq = c.lastInsertRowID
             if let otid = event.originalTransactionID, let env = event.environment {
@@ -156,7 +156,7 @@ public enum GatewayStore {
                OR (excluded.event_date = subscription_state.event_date AND excluded.event_seq > subscription_state.event_seq)
             """,
             [.text(path), .text(environment), .text(otid), SQLiteValue(event.bundleID), .text(event.id), .integer(event.eventDate),
-             .integer(seq), .blob(JSONOutput.encode(state)), .integer(now)])
+             .integer(seq), .blob(CanonicalJSON.encode(state)), .integer(now)])
     }
 
     // MARK: Authority

@@ -1,0 +1,82 @@
+public import Canonical
+public import WireJSON
+
+/// Compact JSON for the types the gateway stores and delivers on every notification, written directly (the same
+/// bytes `JSONOutput.encode` gives, at a fraction of `JSONEncoder`'s cost; a test holds them equal).
+public enum CanonicalJSON {
+    public static func encode(_ e: CanonicalEvent) -> [UInt8] {
+        var w = JSONObjectWriter()
+        w.int("schema", e.schema)
+        w.string("id", e.id)
+        w.string("source", e.source.rawValue)
+        w.string("kind", e.kind.rawValue)
+        w.string("reason", e.reason?.rawValue)
+        w.string("raw_type", e.rawType)
+        w.string("raw_subtype", e.rawSubtype)
+        w.string("bundle_id", e.bundleID)
+        w.int("app_apple_id", e.appAppleID)
+        w.string("environment", e.environment?.rawValue)
+        w.string("product_id", e.productID)
+        w.string("product_type", e.productType?.rawValue)
+        w.string("original_transaction_id", e.originalTransactionID)
+        w.string("transaction_id", e.transactionID)
+        w.string("web_order_line_item_id", e.webOrderLineItemID)
+        w.string("subscription_group_id", e.subscriptionGroupID)
+        w.int("purchase_date", e.purchaseDate)
+        w.int("original_purchase_date", e.originalPurchaseDate)
+        w.int("expires_date", e.expiresDate)
+        w.int("revocation_date", e.revocationDate)
+        w.int("grace_period_expires_date", e.gracePeriodExpiresDate)
+        w.int("event_date", e.eventDate)
+        w.string("event_date_source", e.eventDateSource.rawValue)
+        w.string("revocation_reason", e.revocationReason)
+        w.string("expiration_intent", e.expirationIntent)
+        w.bool("auto_renew", e.autoRenew)
+        w.string("auto_renew_product_id", e.autoRenewProductID)
+        w.bool("in_billing_retry", e.inBillingRetry)
+        w.string("offer_type", e.offerType)
+        w.string("offer_id", e.offerID)
+        w.bool("is_trial", e.isTrial)
+        w.bool("is_intro", e.isIntro)
+        w.int("price_milli", e.priceMilli)
+        w.string("currency", e.currency)
+        w.int("quantity", e.quantity)
+        w.string("app_account_token", e.appAccountToken)
+        w.string("ownership", e.ownership)
+        w.bool("verified", e.verified)
+        w.raw("entitlement", e.entitlement.map(encode))
+        return w.finish()
+    }
+
+    public static func encode(_ entitlement: Entitlement) -> [UInt8] {
+        var w = JSONObjectWriter()
+        w.string("state", entitlement.state.rawValue)
+        w.int("until", entitlement.until)
+        return w.finish()
+    }
+
+    public static func encode(_ s: SubscriptionState) -> [UInt8] {
+        var w = JSONObjectWriter()
+        w.string("path", s.path)
+        w.string("original_transaction_id", s.originalTransactionID)
+        w.string("event_id", s.eventID)
+        w.int("event_date", s.eventDate)
+        w.string("kind", s.kind.rawValue)
+        w.string("product_id", s.productID)
+        w.int("expires_date", s.expiresDate)
+        w.bool("auto_renew", s.autoRenew)
+        w.raw("entitlement", s.entitlement.map(encode))
+        return w.finish()
+    }
+
+    /// The webhook envelope around an event and state already stored as JSON.
+    public static func envelope(authoritative: Bool, eventJSON: [UInt8], stateJSON: [UInt8]?, raw: JSONValue?) -> [UInt8] {
+        var w = JSONObjectWriter()
+        w.string("type", "subscription.event")
+        w.bool("authoritative", authoritative)
+        w.raw("event", eventJSON)
+        w.raw("state", stateJSON)
+        if let raw { w.raw("raw", raw.canonicalBytes()) }
+        return w.finish()
+    }
+}

@@ -1,0 +1,98 @@
+internal import FoundationEssentials
+internal import WireJSON
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child process started with `posix_spawn`, its standard output read line by line on a dedicated thread
+/// (so the child never blocks on a full pipe). Used by `bench ingest` to run the gateway in its own process.
+final class ChildProcess: Sendable {
+    let pid: pid_t
+    private let lines = Mutex<[String]>([])
+    private let readerDone = DispatchSemaphore(value: 0)
+
+    struct SpawnFailure: Error, CustomStringConvertible { var description: String }
+
+    init(executable: String, arguments: [String], environment: [String: String]) throws {
+        var fds: [Int32] = [0, 0]
+        guard pipe(&fds) == 0 else { throw SpawnFailure(description: "pipe failed") }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
+        posix_spawn_file_actions_addclose(&actions, fds[0])
+        let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for p in argv { free(p) }
+            for p in envp { free(p) }
+        }
+        var child: pid_t = 0
+        let rc = posix_spawn(&child, executable, &actions, nil, argv, envp)
+        close(fds[1])
+        guard rc == 0 else {
+            close(fds[0])
+            throw SpawnFailure(description: "posix_spawn failed (\(rc))")
+        }
+        pid = child
+        let fd = fds[0]
+        DispatchQueue(label: "iap-gateway.child-stdout").async { [self] in
+            var pending: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65_536)
+            while true {
+                let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                if n <= 0 { break }
+                pending += buffer[0..<n]
+                while let nl = pending.firstIndex(of: 0x0A) {
+                    let line = String(decoding: pending[..<nl], as: UTF8.self)
+                    pending.removeSubrange(...nl)
+                    lines.withLock { if $0.count < 64 || line.contains("\"msg\":\"stopped\"") { $0.append(line) } }  // first lines + the last
+                }
+            }
+            close(fd)
+            readerDone.signal()
+        }
+    }
+
+    /// The first `"msg":"listening"` log line's port, waiting up to `timeout` seconds.
+    func listeningPort(timeout: Double) -> UInt16? {
+        let deadline = ContinuousClock.now.advanced(by: .milliseconds(Int64(timeout * 1000)))
+        while ContinuousClock.now < deadline {
+            for line in lines.withLock({ $0 }) where line.contains("\"msg\":\"listening\"") {
+                if case .object(let o)? = try? JSONParser.parse(Array(line.utf8)), let port = o["port"]?.int64Value {
+                    return UInt16(port)
+                }
+            }
+            usleep(10_000)
+        }
+        return nil
+    }
+
+    /// The lines kept so far (the first 64 and the final "stopped" line).
+    var keptLines: [String] { lines.withLock { $0 } }
+
+    /// Peak resident set (VmHWM) in MB, while the child runs.
+    var peakRSSMB: Double {
+        guard let data = try? Data(contentsOf: URL(filePath: "/proc/\(pid)/status")) else { return 0 }
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix("VmHWM:") {
+            let kb = Double(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
+            return (kb / 1024 * 10).rounded() / 10
+        }
+        return 0
+    }
+
+    /// Sends `signal` and waits for the child to exit; returns its exit status (or 128 + signal).
+    @discardableResult
+    func terminate(signal sig: Int32 = SIGTERM) -> Int32 {
+        kill(pid, sig)
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        readerDone.wait()
+        let exited = (status & 0x7F) == 0
+        return exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+    }
+}
+
+import Dispatch

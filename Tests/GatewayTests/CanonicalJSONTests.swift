@@ -1,0 +1,43 @@
+import Canonical
+import Foundation
+import Gateway
+import TestSupport
+import Testing
+import WireJSON
+
+/// The hand-written writer must produce exactly JSONEncoder's bytes (sorted keys, unescaped slashes).
+@Suite struct CanonicalJSONTests {
+    static var goldenEvents: [CanonicalEvent] {
+        var out: [CanonicalEvent] = []
+        for folder in ["v2", "v2-synthetic", "v1", "v1-synthetic"] {
+            let urls = (try? FileManager.default.contentsOfDirectory(atPath: Fixtures.url(folder).path())) ?? []
+            for name in urls where name.hasSuffix(".expected.json") {
+                guard let bytes = try? Fixtures.bytes("\(folder)/\(name)"), case .object(let o)? = try? JSONParser.parse(bytes),
+                    case .array(let events)? = o["events"] else { continue }
+                for e in events {
+                    if let event = try? JSONValueDecoder().decode(CanonicalEvent.self, from: e) { out.append(event) }
+                }
+            }
+        }
+        return out
+    }
+
+    @Test func everyGoldenEventEncodesToJSONEncodersBytes() {
+        let events = Self.goldenEvents
+        #expect(events.count > 60)
+        for e in events {
+            #expect(CanonicalJSON.encode(e) == JSONOutput.encode(e), "\(e.id)")
+        }
+    }
+
+    @Test func escapesAndUnusualValuesMatchToo() {
+        var e = CanonicalEvent(id: "a\"b\\c/d\n\u{1}é😀", source: .v1, kind: EventKind(rawValue: "future"), rawType: "T\tX",
+                               eventDate: -5, eventDateSource: .arrival, verified: false)
+        e.priceMilli = Int64.max
+        e.appAppleID = Int64.min
+        e.autoRenew = false
+        #expect(CanonicalJSON.encode(e) == JSONOutput.encode(e))
+        let state = SubscriptionState(path: "v1", event: e)
+        #expect(CanonicalJSON.encode(state) == JSONOutput.encode(state))
+    }
+}
