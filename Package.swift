@@ -42,7 +42,7 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "V2AdapterTests", dependencies: ["V2Adapter", "Canonical", "Crypto", "TestSupport"],
                     swiftSettings: strict),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "HTTPClient", "V1Adapter", "V2Adapter", "Canonical", "TestSupport"],
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "Canonical", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
     ]
 )

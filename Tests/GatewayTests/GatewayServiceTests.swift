@@ -1,4 +1,5 @@
 import Canonical
+import Crypto
 import Foundation
 import Gateway
 import HTTPClient
@@ -194,5 +195,40 @@ import WireJSON
         }
         #expect(!logs.all.joined().contains(GatewayHarness.v1Secret))
         #expect(!logs.all.joined().contains("whsec_"))
+    }
+}
+
+/// `listen_tls`: the service serves HTTPS itself (libmicrohttpd with GnuTLS).
+@Suite struct GatewayTLSTests {
+    @Test func servesHTTPSWithTheConfiguredCertificate() async throws {
+        let dir = try Scratch.directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let now = Int64(Date().timeIntervalSince1970)
+        let key = try PrivateKey.generateP256()
+        // subjectAltName IP:127.0.0.1 (curl checks the address against it).
+        let san = CertificateExtension(oid: "2.5.29.17", critical: false, derValue: [0x30, 0x06, 0x87, 0x04, 0x7F, 0x00, 0x00, 0x01])
+        let cert = try CertificateBuilder.make(
+            subject: CertificateSubject(commonName: "127.0.0.1"), issuer: nil, key: key, notBefore: now - 60, notAfter: now + 3600,
+            isCA: false, extensions: [san])
+        try Data(cert.pem.utf8).write(to: URL(filePath: dir + "/cert.pem"))
+        try Data(key.pemPKCS8.utf8).write(to: URL(filePath: dir + "/key.pem"))
+        let json = """
+            { "listen": "127.0.0.1:0", "listen_tls": { "cert_file": "cert.pem", "key_file": "key.pem" },
+              "admin": { "listen": "127.0.0.1:0", "token_env": "UNSET_TOKEN" }, "store": { "sqlite": "gateway.db" },
+              "apps": [ { "bundle_id": "com.loki-project.loki-messenger", "app_apple_id": 1470168868, "environments": ["sandbox"] } ] }
+            """
+        let config = try GatewayConfig.parse(Array(json.utf8), baseDirectory: dir)
+        let service = try GatewayService(
+            config: config, dependencies: .init(environment: [:], transport: CurlTransport(), now: { 1_759_302_600_000 }, jitter: { 0 },
+                                                logSink: { _ in }))
+        let (port, _) = try service.start()
+        let client = CurlTransport(caBundlePath: dir + "/cert.pem")
+        let r = try await client.send(HTTPRequest(
+            method: .post, url: "https://127.0.0.1:\(port)/notifications", body: try Fixtures.bytes("v2/notif-did-renew-sandbox-2025.json")))
+        #expect(r.status == 200)
+        // Plain HTTP to the TLS port does not get an answer from the application.
+        let plain = try? await CurlTransport().send(HTTPRequest(method: .get, url: "http://127.0.0.1:\(port)/healthz", timeoutMillis: 3_000))
+        #expect(plain?.status != 200)
+        await service.shutdown()
     }
 }
