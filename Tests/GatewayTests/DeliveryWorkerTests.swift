@@ -34,12 +34,7 @@ import WireJSON
 
     /// Runs the worker until `done` holds (or 10 s pass), then stops it.
     static func run(_ worker: DeliveryWorker, until done: @escaping @Sendable () throws -> Bool) async throws {
-        let task = Task { await worker.run() }
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: .seconds(10))
-        while clock.now < deadline, !(try done()) { try await Task.sleep(for: .milliseconds(20)) }
-        worker.stop()
-        await task.value
+        try await GatewayHarness.runUntil(run: { await worker.run() }, stop: { worker.stop() }, done)
     }
 
     @Test func webhookGetsASignedEnvelopeThatVerifies() async throws {

@@ -62,6 +62,16 @@ struct GatewayHarness: Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
+    /// Runs a background worker until `done` holds (or 10 s pass), then stops it and waits for it.
+    static func runUntil(run: @escaping @Sendable () async -> Void, stop: () -> Void, _ done: @escaping @Sendable () throws -> Bool) async throws {
+        let task = Task { await run() }
+        let clock = ContinuousClock()
+        let deadline = clock.now.advanced(by: .seconds(10))
+        while clock.now < deadline, !(try done()) { try await Task.sleep(for: .milliseconds(20)) }
+        stop()
+        await task.value
+    }
+
     func count(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> Int {
         try db.read { try $0.queryOne(sql, bindings)?.int("n") ?? -1 }
     }

@@ -176,15 +176,10 @@ public enum IngestBenchmark {
             let v = sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))]
             return (v * 100).rounded() / 100
         }
-        #if DEBUG
-            let build = "debug (numbers are meaningless: use swift build -c release)"
-        #else
-            let build = "release"
-        #endif
         return Result(
             notificationsPerSecond: (throughput * 10).rounded() / 10, p50Ms: percentile(0.5), p99Ms: percentile(0.99),
             offeredRatePerSecond: rate, latencySamples: sorted.count, failures: failures.value,
-            peakRSSMB: rss, writesPerCommit: writesPerTransaction, concurrency: concurrency, v1Share: 0.2, seconds: seconds, build: build)
+            peakRSSMB: rss, writesPerCommit: writesPerTransaction, concurrency: concurrency, v1Share: 0.2, seconds: seconds, build: VerifyBenchmark.buildKind)
     }
 
     /// A DID_RENEW with signed transaction and renewal info, all signed by the bench leaf.

@@ -83,16 +83,20 @@ public enum VerifyBenchmark {
         let baseline = baselineMeter.rate
         let warmRate = warmMeter.rate
         let coldRate = coldMeter.rate
-        #if DEBUG
-            let build = "debug (numbers are meaningless: use swift build -c release)"
-        #else
-            let build = "release"
-        #endif
         return Result(
             notificationsPerSecond: round1(warmRate), coldNotificationsPerSecond: round1(coldRate),
             opensslP256VerifiesPerSecond: round1(baseline), fractionOfBound: (warmRate / (baseline / 3) * 1000).rounded() / 1000,
-            seconds: secondsPerPhase, build: build,
+            seconds: secondsPerPhase, build: buildKind,
             sample: "Fixtures/v2/notif-did-renew-sandbox-2025.json (real Apple DID_RENEW: outer + transaction + renewal)")
+    }
+
+    /// Which build made the numbers (debug numbers mean nothing).
+    static var buildKind: String {
+        #if DEBUG
+            "debug (numbers are meaningless: use swift build -c release)"
+        #else
+            "release"
+        #endif
     }
 
     private static func round1(_ x: Double) -> Double { (x * 10).rounded() / 10 }

@@ -49,7 +49,7 @@ public final class DeliveryWorker: Sendable {
     let now: @Sendable () -> Int64
     let jitter: @Sendable () -> Double
     private let inFlight = Mutex<Set<Int64>>([])
-    private let stopping = Mutex(false)
+    private let loop: PollLoop
 
     public init(db: SQLiteDatabase, writer: JournalWriter, router: Router, transport: any HTTPTransport,
                 signers: [String: WebhookSigner], passthroughSecrets: [SharedSecret], policy: DeliveryPolicy = .init(),
@@ -65,31 +65,18 @@ public final class DeliveryWorker: Sendable {
         self.log = log
         self.now = now
         self.jitter = jitter
+        self.loop = PollLoop(idlePollMillis: policy.pollMillis)
     }
 
     /// Runs until ``stop()``: polls for due deliveries and sends them; returns after in-flight sends finished.
     public func run() async {
-        await withTaskGroup(of: Void.self) { group in
-            var gaugesUpdated = ContinuousClock.now - .seconds(10)
-            while !stopping.withLock({ $0 }) {
-                let jobs = (try? await due()) ?? []
-                for job in jobs {
-                    group.addTask { await self.deliver(job) }
-                }
-                if ContinuousClock.now - gaugesUpdated >= .seconds(1) {
-                    await updateQueueGauges()
-                    gaugesUpdated = ContinuousClock.now
-                }
-                // While deliveries are in flight, look again soon (a finished one frees a slot); idle, poll slowly.
-                let busy = !jobs.isEmpty || !inFlight.withLock { $0.isEmpty }
-                try? await Task.sleep(for: .milliseconds(busy ? 5 : policy.pollMillis))
-            }
-            await group.waitForAll()
-        }
+        await loop.run(
+            fetch: { (try? await self.due()) ?? [] }, work: { await self.deliver($0) },
+            inFlight: { !self.inFlight.withLock { $0.isEmpty } }, everySecond: { await self.updateQueueGauges() })
     }
 
     /// Asks ``run()`` to finish its current sends and return.
-    public func stop() { stopping.withLock { $0 = true } }
+    public func stop() { loop.stop() }
 
     /// Due rows not already in flight, at most `concurrency` in flight per downstream.
     func due() async throws -> [Job] {

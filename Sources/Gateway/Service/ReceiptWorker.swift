@@ -31,7 +31,7 @@ public final class ReceiptWorker: Sendable {
     let now: @Sendable () -> Int64
     let jitter: @Sendable () -> Double
     private let inFlight = Mutex<Set<Int64>>([])
-    private let stopping = Mutex(false)
+    private let loop: PollLoop
 
     public init(db: SQLiteDatabase, writer: JournalWriter, router: Router, client: VerifyReceiptClient, apps: [V1App],
                 policy: Policy = .init(), metrics: Metrics, log: Log, now: @escaping @Sendable () -> Int64,
@@ -46,6 +46,7 @@ public final class ReceiptWorker: Sendable {
         self.log = log
         self.now = now
         self.jitter = jitter
+        self.loop = PollLoop(idlePollMillis: policy.pollMillis)
     }
 
     struct Job: Sendable {
@@ -58,22 +59,20 @@ public final class ReceiptWorker: Sendable {
         var key: String
     }
 
+    /// Runs until ``stop()``; returns after the verifications in flight finished.
     public func run() async {
-        await withTaskGroup(of: Void.self) { group in
-            while !stopping.withLock({ $0 }) {
-                let jobs = (try? await due()) ?? []
-                for job in jobs { group.addTask { await self.process(job) } }
-                if let pending = try? await Blocking.run({ try self.db.read { c in try c.queryOne("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'pending'") } }) {
-                    metrics.set("iapgw_receipt_jobs_pending", [:], Double(pending.int64("n") ?? 0))
+        await loop.run(
+            fetch: { (try? await self.due()) ?? [] }, work: { await self.process($0) },
+            inFlight: { !self.inFlight.withLock { $0.isEmpty } },
+            everySecond: {
+                let db = self.db
+                if let pending = try? await Blocking.run({ try db.read { c in try c.queryOne("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'pending'") } }) {
+                    self.metrics.set("iapgw_receipt_jobs_pending", [:], Double(pending.int64("n") ?? 0))
                 }
-                let busy = !jobs.isEmpty || !inFlight.withLock { $0.isEmpty }
-                try? await Task.sleep(for: .milliseconds(busy ? 5 : policy.pollMillis))
-            }
-            await group.waitForAll()
-        }
+            })
     }
 
-    public func stop() { stopping.withLock { $0 = true } }
+    public func stop() { loop.stop() }
 
     func due() async throws -> [Job] {
         let time = now()
