@@ -27,9 +27,12 @@ let package = Package(
         .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: strict),
         .target(name: "V1Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         .target(name: "V2Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
+        // The simulated App Store: test PKI, lifecycles, paired V1/V2 traffic, fake Apple endpoints.
+        .target(name: "Simulator", dependencies: ["Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter"], swiftSettings: strict),
         .target(
             name: "Gateway",
-            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "CSQLite", "CMicroHTTPD"], swiftSettings: strict),
+            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "Simulator", "CSQLite", "CMicroHTTPD"],
+            swiftSettings: strict),
         .executableTarget(name: "iap-gateway", dependencies: ["Gateway", "HTTPClient", "V1Adapter", "WireJSON"], swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["Canonical", "Crypto", "HTTPClient", "V2Adapter"], path: "Tests/TestSupport",
@@ -42,7 +45,7 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "V2AdapterTests", dependencies: ["V2Adapter", "Canonical", "Crypto", "TestSupport"],
                     swiftSettings: strict),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "Canonical", "WireJSON", "TestSupport"],
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Simulator", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "Canonical", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
     ]
 )

@@ -37,6 +37,19 @@ let usage = """
       iap-gateway bench ingest [--seconds N]
           The whole service on loopback (generated test PKI, temporary SQLite, local downstream): durable
           notifications/s, p50/p99 latency at 500/s offered, peak RSS (build with -c release).
+      iap-gateway simulate pki --out DIR
+          Create the simulator's Apple-shaped test PKI (DIR/root.der: trust it with trust.extra_roots, sandbox only)
+          and App Store Server API key (DIR/api-key.p8) once; later runs keep them.
+      iap-gateway simulate list
+          The lifecycles, one per line, name first.
+      iap-gateway simulate lifecycle NAME|all --pki DIR --bundle-id B --shared-secret-env VAR (--to URL | --out FOLDER)
+                         [--version v1|v2|both] [--speed SECONDS_PER_MONTH|max]
+          Play a lifecycle: POST each step's V2 signedPayload and/or V1 body to URL (exit 0 only if every one got a
+          2xx) and/or write them to FOLDER. --speed max (default) sends at once with dates in the recent past;
+          --speed 10 makes a month last 10 real seconds.
+      iap-gateway simulate serve-apple --listen HOST:PORT --pki DIR [--notify URL]
+          Fake Apple from the same state: /verifyReceipt, /sandbox/verifyReceipt and the App Store Server API
+          (/inApps/..., ES256 bearer tokens checked against DIR's API key); test notifications go to --notify.
       iap-gateway help
 
     """
@@ -180,6 +193,55 @@ case "bench":
         fail("bench failed: \(error)", status: 1)
     }
     exit(0)
+
+case "simulate":
+    let a: Arguments
+    do {
+        a = try Arguments(rest, valueFlags: ["out", "to", "pki", "bundle-id", "shared-secret-env", "version", "speed", "listen", "notify"])
+    } catch { fail(error.description) }
+    switch a.positionals.first {
+    case "pki":
+        guard let out = a.value("out") else { fail("simulate pki needs --out DIR") }
+        do { printLine(try SimulateCommand.pki(out: out, now: WallClock.wallMillis())) } catch { fail("\(error)", status: 1) }
+        exit(0)
+    case "list":
+        SimulateCommand.list().forEach(printLine)
+        exit(0)
+    case "lifecycle":
+        guard a.positionals.count == 2 else { fail("simulate lifecycle needs one NAME (or all)") }
+        guard let pki = a.value("pki") else { fail("simulate lifecycle needs --pki DIR") }
+        guard let bundleID = a.value("bundle-id") else { fail("simulate lifecycle needs --bundle-id B") }
+        guard let variable = a.value("shared-secret-env") else { fail("simulate lifecycle needs --shared-secret-env VAR") }
+        guard let secret = ProcessEnvironment.variables[variable], !secret.isEmpty else { fail("\(variable) is not set") }
+        let names = a.positionals[1] == "all" ? SimulateCommand.lifecycleNames : [a.positionals[1]]
+        var options = SimulateCommand.LifecycleOptions(name: "", to: a.value("to"), pkiFolder: pki, bundleID: bundleID, sharedSecret: secret)
+        if let v = a.value("version") {
+            guard let version = SimulateCommand.LifecycleOptions.Version(rawValue: v) else { fail("--version must be v1, v2 or both") }
+            options.version = version
+        }
+        if let speed = a.value("speed"), speed != "max" {
+            guard let seconds = Double(speed), seconds > 0 else { fail("--speed must be seconds per simulated month, or max") }
+            options.secondsPerMonth = seconds
+        }
+        var allOK = true
+        for name in names {
+            options.name = name
+            if let out = a.value("out") { options.out = names.count > 1 ? out + "/" + name : out }
+            do {
+                let run = try await SimulateCommand.lifecycle(
+                    options, transport: CurlTransport(), now: WallClock.wallMillis,
+                    sleep: { ms in try? await Task.sleep(for: .milliseconds(ms)) }, output: printLine)
+                allOK = allOK && run.ok
+            } catch { fail("\(error)", status: 1) }
+        }
+        exit(allOK ? 0 : 1)
+    case "serve-apple":
+        guard let pki = a.value("pki") else { fail("simulate serve-apple needs --pki DIR") }
+        exit(await SimulateCommand.serveApple(
+            listen: a.value("listen") ?? "127.0.0.1:8091", pkiFolder: pki, notifyURL: a.value("notify"), transport: CurlTransport()))
+    default:
+        fail("simulate needs pki, list, lifecycle or serve-apple")
+    }
 
 case "help", "--help", "-h":
     print(usage, terminator: "")

@@ -1,0 +1,218 @@
+public import Canonical
+internal import Crypto
+internal import FoundationEssentials
+public import V1Adapter
+public import V2Adapter
+
+/// Turns the simulated App Store's state into what Apple would send: the V2 `signedPayload` (with signed
+/// transaction and renewal info, everything `Sandbox`) and the V1 body (with `unified_receipt` and the shared
+/// secret) — and the App Store Server API's signed items.
+public struct Emitter: Sendable {
+    public let signer: AppleJWSSigner
+    public let appAppleID: Int64?
+
+    public init(signer: AppleJWSSigner, appAppleID: Int64? = nil) { (self.signer, self.appAppleID) = (signer, appAppleID) }
+
+    // MARK: V2
+
+    public func transactionPayload(_ t: SimTransaction, bundleID: String, appAccountToken: String, product: SimProduct?, signedDate: Int64)
+        -> TransactionPayload
+    {
+        var p = TransactionPayload()
+        p.transactionID = t.transactionID
+        p.originalTransactionID = t.originalTransactionID
+        p.webOrderLineItemID = t.webOrderLineItemID
+        p.bundleID = bundleID
+        p.productID = t.productID
+        p.subscriptionGroupIdentifier = product?.kind == .autoRenewable ? Catalogue.groupID : nil
+        p.purchaseDate = t.purchaseDate
+        p.originalPurchaseDate = t.originalPurchaseDate
+        p.expiresDate = t.expiresDate
+        p.quantity = 1
+        p.type = switch product?.kind {
+        case .consumable?: "Consumable"
+        case .nonConsumable?: "Non-Consumable"
+        default: "Auto-Renewable Subscription"
+        }
+        p.appAccountToken = appAccountToken
+        p.inAppOwnershipType = t.familyShared ? "FAMILY_SHARED" : "PURCHASED"
+        p.signedDate = signedDate
+        p.revocationReason = t.revocationReason
+        p.revocationDate = t.revocationDate
+        p.revocationType = t.revocationType
+        p.isUpgraded = t.isUpgraded ? true : nil
+        p.offerType = t.offerType
+        p.offerIdentifier = t.offerID
+        p.offerDiscountType = t.offerDiscountType
+        p.environment = "Sandbox"
+        p.storefront = "USA"
+        p.storefrontID = "143441"
+        p.transactionReason = t.renewal ? "RENEWAL" : "PURCHASE"
+        p.currency = "USD"
+        p.price = t.priceMilli
+        return p
+    }
+
+    public func renewalPayload(_ s: SimSubscription, signedDate: Int64) -> RenewalInfoPayload? {
+        guard let r = s.renewal, let latest = s.latest else { return nil }
+        var p = RenewalInfoPayload()
+        p.originalTransactionID = s.originalTransactionID
+        p.autoRenewProductID = r.autoRenewProductID
+        p.productID = latest.productID
+        p.autoRenewStatus = r.autoRenew ? 1 : 0
+        p.expirationIntent = r.expirationIntent
+        p.isInBillingRetryPeriod = r.inBillingRetry
+        p.gracePeriodExpiresDate = r.gracePeriodExpiresDate
+        p.priceIncreaseStatus = r.priceIncreaseStatus
+        p.signedDate = signedDate
+        p.environment = "Sandbox"
+        p.recentSubscriptionStartDate = s.transactions.first?.purchaseDate
+        p.renewalDate = latest.expiresDate
+        p.currency = "USD"
+        p.appAccountToken = s.appAccountToken
+        return p
+    }
+
+    public func signedTransaction(_ s: SimSubscription, _ t: SimTransaction, at time: Int64) throws -> String {
+        try sign(transactionPayload(t, bundleID: s.bundleID, appAccountToken: s.appAccountToken,
+                                    product: Catalogue.product(t.productID), signedDate: time))
+    }
+
+    public func signedRenewal(_ s: SimSubscription, at time: Int64) throws -> String? {
+        try renewalPayload(s, signedDate: time).map { try sign($0) }
+    }
+
+    /// Apple's subscription status code for the state at `time`.
+    public static func status(_ s: SimSubscription, at time: Int64) -> Int {
+        switch entitlement(s, at: time).state {
+        case .active: 1
+        case .gracePeriod: 4
+        case .billingRetry: 3
+        case .revoked: 5
+        default: 2
+        }
+    }
+
+    public static func entitlement(_ s: SimSubscription, at time: Int64) -> Entitlement {
+        let latest = s.latest
+        return Entitlement.compute(
+            expiresDate: latest?.expiresDate, revocationDate: latest?.revocationDate,
+            gracePeriodExpiresDate: s.renewal?.gracePeriodExpiresDate, inBillingRetry: s.renewal?.inBillingRetry, at: time)
+    }
+
+    /// The `signedPayload` of a V2 notification about `s` (or about no subscription, for TEST).
+    public func notification(type: String, subtype: String?, uuid: String, subscription s: SimSubscription?, transaction: SimTransaction?,
+                             at time: Int64, extra: (inout NotificationData) -> Void = { _ in }) throws -> String {
+        var data = NotificationData(appAppleID: appAppleID, bundleID: s?.bundleID ?? Catalogue.bundleID, bundleVersion: "1",
+                                    environment: "Sandbox")
+        if let s, let t = transaction ?? s.latest {
+            data.signedTransactionInfo = try signedTransaction(s, t, at: time)
+            if Catalogue.product(t.productID)?.kind == .autoRenewable {
+                data.signedRenewalInfo = try signedRenewal(s, at: time)
+                data.status = Self.status(s, at: time)
+            }
+        }
+        extra(&data)
+        let payload = NotificationPayloadV2(notificationType: type, subtype: subtype, notificationUUID: uuid, data: data, signedDate: time)
+        return try sign(payload)
+    }
+
+    func sign<T: Encodable>(_ value: T) throws -> String {
+        try signer.sign(payload: Array(try JSONEncoder().encode(value)))
+    }
+
+    // MARK: V1
+
+    public static func v1Transaction(_ t: SimTransaction) -> V1Transaction {
+        var v = V1Transaction()
+        func text(_ ms: Int64) -> V1Scalar { V1Scalar(text: Self.gmt(ms)) }
+        v.transactionID = V1Scalar(text: t.transactionID)
+        v.originalTransactionID = V1Scalar(text: t.originalTransactionID)
+        v.webOrderLineItemID = t.webOrderLineItemID.map { V1Scalar(text: $0) }
+        v.productID = t.productID
+        v.purchaseDate = text(t.purchaseDate)
+        v.purchaseDateMs = V1Scalar(t.purchaseDate)
+        v.originalPurchaseDate = text(t.originalPurchaseDate)
+        v.originalPurchaseDateMs = V1Scalar(t.originalPurchaseDate)
+        if let e = t.expiresDate {
+            v.expiresDate = text(e)
+            v.expiresDateMs = V1Scalar(e)
+            v.subscriptionGroupIdentifier = V1Scalar(text: Catalogue.groupID)
+        }
+        if let r = t.revocationDate {
+            v.cancellationDate = text(r)
+            v.cancellationDateMs = V1Scalar(r)
+            v.cancellationReason = V1Scalar(text: String(t.revocationReason ?? 0))
+        }
+        v.isTrialPeriod = V1Scalar(text: t.isTrial ? "true" : "false")
+        v.isInIntroOfferPeriod = V1Scalar(text: t.isIntro && !t.isTrial ? "true" : "false")
+        if t.isUpgraded { v.isUpgraded = "true" }
+        if t.offerType == 2 { v.promotionalOfferID = t.offerID }
+        if t.offerType == 3 { v.offerCodeRefName = t.offerID }
+        v.inAppOwnershipType = t.familyShared ? "FAMILY_SHARED" : "PURCHASED"
+        v.quantity = "1"
+        return v
+    }
+
+    public static func v1Renewal(_ s: SimSubscription) -> V1PendingRenewal? {
+        guard let r = s.renewal, let latest = s.latest else { return nil }
+        var p = V1PendingRenewal()
+        p.autoRenewProductID = r.autoRenewProductID
+        p.autoRenewStatus = V1Scalar(text: r.autoRenew ? "1" : "0")
+        p.expirationIntent = r.expirationIntent.map { V1Scalar(text: String($0)) }
+        p.isInBillingRetryPeriod = V1Scalar(text: r.inBillingRetry ? "1" : "0")
+        if let g = r.gracePeriodExpiresDate {
+            p.gracePeriodExpiresDate = V1Scalar(text: gmt(g))
+            p.gracePeriodExpiresDateMs = V1Scalar(g)
+        }
+        p.originalTransactionID = V1Scalar(text: s.originalTransactionID)
+        p.productID = latest.productID
+        p.priceConsentStatus = r.priceIncreaseStatus.map { V1Scalar(text: String($0)) }
+        return p
+    }
+
+    /// The V1 body Apple would send about `s` (the receipt as of now, newest transaction first).
+    public static func v1Body(type: String, subscription s: SimSubscription, sharedSecret: String, at time: Int64) -> ResponseBodyV1 {
+        var body = ResponseBodyV1(notificationType: type, password: sharedSecret, environment: "Sandbox")
+        body.bid = s.bundleID
+        body.bvrs = "1"
+        body.originalTransactionID = V1Scalar(text: s.originalTransactionID)
+        if let r = s.renewal {
+            body.autoRenewStatus = V1Scalar(text: r.autoRenew ? "true" : "false")
+            body.autoRenewProductID = r.autoRenewProductID
+            body.expirationIntent = r.expirationIntent.map { V1Scalar(text: String($0)) }
+        }
+        if type == "DID_CHANGE_RENEWAL_STATUS", let changed = s.autoRenewChangedAt {
+            body.autoRenewStatusChangeDate = V1Scalar(text: gmt(changed))
+            body.autoRenewStatusChangeDateMs = V1Scalar(changed)
+        }
+        let transactions = s.transactions.sorted { $0.purchaseDate > $1.purchaseDate }.map(v1Transaction)
+        body.unifiedReceipt = UnifiedReceipt(
+            environment: "Sandbox", latestReceipt: s.receiptToken, latestReceiptInfo: transactions,
+            pendingRenewalInfo: v1Renewal(s).map { [$0] } ?? [], status: 0)
+        return body
+    }
+
+    /// Apple's V1 text date: `2025-06-01 00:00:00 Etc/GMT`.
+    public static func gmt(_ ms: Int64) -> String {
+        var days = ms / 86_400_000
+        var rest = ms % 86_400_000
+        if rest < 0 {
+            rest += 86_400_000
+            days -= 1
+        }
+        // civil_from_days (Howard Hinnant)
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
+        let s = rest / 1000
+        func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
+        return "\(y)-\(two(m))-\(two(d)) \(two(s / 3600)):\(two(s / 60 % 60)):\(two(s % 60)) Etc/GMT"
+    }
+}

@@ -1,0 +1,158 @@
+internal import FoundationEssentials
+public import V2Adapter
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A product of the simulated app.
+public struct SimProduct: Sendable, Hashable, Codable {
+    public enum Kind: String, Sendable, Codable { case autoRenewable, consumable, nonConsumable }
+    public var id: String
+    public var kind: Kind
+    /// Rank within the subscription group: higher is a better tier (upgrades are immediate, downgrades wait).
+    public var level: Int
+    /// Length in simulated months (0 for one-time products).
+    public var months: Int
+    public var priceMilli: Int64
+}
+
+/// One transaction as the App Store records it.
+public struct SimTransaction: Sendable, Hashable, Codable {
+    public var transactionID: String
+    public var originalTransactionID: String
+    public var webOrderLineItemID: String?
+    public var productID: String
+    public var purchaseDate: Int64
+    public var originalPurchaseDate: Int64
+    public var expiresDate: Int64?
+    public var offerType: Int?
+    public var offerID: String?
+    public var offerDiscountType: String?
+    public var isTrial = false
+    public var isIntro = false
+    public var revocationDate: Int64?
+    public var revocationReason: Int?
+    public var revocationType: String?
+    public var isUpgraded = false
+    public var familyShared = false
+    public var priceMilli: Int64
+    public var renewal = false
+}
+
+/// What happens at the next renewal.
+public struct SimRenewal: Sendable, Hashable, Codable {
+    public var autoRenew = true
+    public var autoRenewProductID: String
+    public var expirationIntent: Int?
+    public var inBillingRetry = false
+    public var gracePeriodExpiresDate: Int64?
+    /// 0 = not answered, 1 = accepted; nil when no price increase is pending.
+    public var priceIncreaseStatus: Int?
+}
+
+/// One subscription (or one-time purchase) of the simulated customer.
+public struct SimSubscription: Sendable, Hashable, Codable {
+    public var bundleID: String
+    public var originalTransactionID: String
+    public var appAccountToken: String
+    public var transactions: [SimTransaction]
+    public var renewal: SimRenewal?
+    /// The opaque `latest_receipt` the V1 side carries; the fake verifyReceipt maps it back here.
+    public var receiptToken: String
+    /// The last change to auto-renew (V1 `auto_renew_status_change_date_ms`).
+    public var autoRenewChangedAt: Int64?
+    /// SHA-256 (hex) of the app's shared secret: the fake verifyReceipt answers 21004 to any other password. The
+    /// secret itself is never stored.
+    public var sharedSecretDigest: String?
+
+    public var latest: SimTransaction? { transactions.max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) } }
+}
+
+/// A V2 notification the simulated App Store sent (for Get Notification History).
+public struct SimSentNotification: Sendable, Hashable, Codable {
+    public var notificationUUID: String
+    public var signedDate: Int64
+    public var notificationType: String
+    public var subtype: String?
+    public var originalTransactionID: String?
+    public var signedPayload: String
+    /// How delivering it went (Apple's `sendAttemptResult` values), oldest first.
+    public var sendAttempts: [SendAttempt] = []
+
+    public init(notificationUUID: String, signedDate: Int64, notificationType: String, subtype: String?, originalTransactionID: String?,
+                signedPayload: String) {
+        (self.notificationUUID, self.signedDate, self.notificationType, self.subtype, self.originalTransactionID, self.signedPayload) =
+            (notificationUUID, signedDate, notificationType, subtype, originalTransactionID, signedPayload)
+    }
+}
+
+/// The simulated App Store: every subscription, what it sent, and faults to inject into its fake endpoints.
+public struct SimWorld: Sendable, Codable {
+    public var nextID: Int64 = 1
+    public var subscriptions: [String: SimSubscription] = [:]
+    public var notifications: [SimSentNotification] = []
+    public var testNotifications: [String: SimSentNotification] = [:]
+    /// verifyReceipt statuses to answer instead of the real one, first in first out (tests: 21005, 21002, …).
+    public var verifyReceiptFaults: [Int] = []
+    /// HTTP statuses for the App Store Server API to answer instead, first in first out (tests: 429, 500).
+    public var apiFaults: [Int] = []
+
+    public init() {}
+
+    /// A fresh 16-digit id, the shape Apple's sandbox uses.
+    public mutating func newID() -> String {
+        defer { nextID += 1 }
+        let digits = String(nextID)
+        return "2" + String(repeating: "0", count: 15 - digits.count) + digits
+    }
+
+    public func subscription(forReceipt token: String) -> SimSubscription? {
+        subscriptions.values.first { $0.receiptToken == token }
+    }
+
+    /// The subscription a transaction id belongs to (original or any of its transactions).
+    public func subscription(forTransaction id: String) -> SimSubscription? {
+        subscriptions[id] ?? subscriptions.values.first { $0.transactions.contains { $0.transactionID == id } }
+    }
+}
+
+/// The world, kept as JSON in the PKI folder so `simulate lifecycle` runs and `simulate serve-apple` share it.
+/// Read-modify-write happens under an exclusive `flock`, and the file is replaced atomically.
+public struct SimStateStore: Sendable {
+    public let path: String
+    public init(folder: String) { path = folder + "/sim-state.json" }
+
+    public func read() throws -> SimWorld {
+        try locked { try load() }
+    }
+
+    @discardableResult
+    public func update<T>(_ body: (inout SimWorld) throws -> T) throws -> T {
+        try locked {
+            var world = try load()
+            let result = try body(&world)
+            let data = try JSONEncoder().encode(world)
+            let temp = path + ".tmp"
+            guard FileManager.default.createFile(atPath: temp, contents: data) else {
+                throw SimulatorError("state_unwritable", "cannot write \(temp)")
+            }
+            guard rename(temp, path) == 0 else { throw SimulatorError("state_unwritable", "cannot replace \(path)") }
+            return result
+        }
+    }
+
+    private func load() throws -> SimWorld {
+        guard let data = FileManager.default.contents(atPath: path), !data.isEmpty else { return SimWorld() }
+        return try JSONDecoder().decode(SimWorld.self, from: data)
+    }
+
+    private func locked<T>(_ body: () throws -> T) throws -> T {
+        let fd = open(path + ".lock", O_CREAT | O_RDWR, 0o600)
+        guard fd >= 0 else { throw SimulatorError("state_unwritable", "cannot open \(path).lock") }
+        defer { close(fd) }
+        guard flock(fd, LOCK_EX) == 0 else { throw SimulatorError("state_locked", "cannot lock \(path)") }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
+    }
+}

@@ -1,0 +1,67 @@
+public import Crypto
+public import V2Adapter
+internal import FoundationEssentials
+
+/// The simulator's keys and certificates, kept in one folder so that every `simulate` command (and the gateway's
+/// `trust.extra_roots`) uses the same ones: an Apple-shaped test PKI (`root.der` is what the gateway trusts, for
+/// sandbox only) and an App Store Server API key (`api-key.p8`, PEM, with `api-key.pub.der` for the fake API).
+/// Generated once; later commands load it. Nothing here is ever Apple's: the real Apple root is embedded in the
+/// gateway and never written anywhere.
+public struct SimulatorPKI: Sendable {
+    public let folder: String
+    public let root: X509Certificate
+    public let intermediate: X509Certificate
+    public let leaf: X509Certificate
+    public let leafKey: PrivateKey
+    public let apiKey: PrivateKey
+    public let signer: AppleJWSSigner
+    /// The key id the fake App Store Server API expects in bearer tokens (`kid`).
+    public static let apiKeyID = "SIMKEY0001"
+    /// The issuer id the fake expects (`iss`).
+    public static let issuerID = "00000000-0000-4000-8000-000000000000"
+
+    /// Loads the PKI in `folder`, generating it first when the folder has none.
+    public static func loadOrCreate(folder: String, now: Int64) throws -> SimulatorPKI {
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        if !fm.fileExists(atPath: folder + "/root.der") {
+            // Valid from yesterday for ten years: long enough for any demo, short enough to notice.
+            let seconds = now / 1000
+            let pki = try GeneratedTestPKI.generate(notBefore: seconds - 86_400, notAfter: seconds + 10 * 365 * 86_400)
+            let apiKey = try PrivateKey.generateP256()
+            try write(folder + "/root.der", pki.root.der)
+            try write(folder + "/root.pem", Array(pki.root.pem.utf8))
+            try write(folder + "/intermediate.der", pki.intermediate.der)
+            try write(folder + "/leaf.der", pki.leaf.der)
+            try write(folder + "/leaf.key.pem", Array(pki.leafKey.pemPKCS8.utf8), secret: true)
+            try write(folder + "/api-key.p8", Array(apiKey.pemPKCS8.utf8), secret: true)
+            try write(folder + "/api-key.pub.der", apiKey.publicKey.subjectPublicKeyInfo)
+        }
+        return try load(folder: folder)
+    }
+
+    public static func load(folder: String) throws -> SimulatorPKI {
+        func read(_ name: String) throws -> [UInt8] {
+            guard let data = FileManager.default.contents(atPath: folder + "/" + name) else {
+                throw SimulatorError("pki_missing", "\(folder)/\(name) is missing: run `iap-gateway simulate pki --out \(folder)`")
+            }
+            return Array(data)
+        }
+        let root = try X509Certificate(der: try read("root.der"))
+        let intermediate = try X509Certificate(der: try read("intermediate.der"))
+        let leaf = try X509Certificate(der: try read("leaf.der"))
+        let leafKey = try PrivateKey(pem: String(decoding: try read("leaf.key.pem"), as: UTF8.self))
+        let apiKey = try PrivateKey(pem: String(decoding: try read("api-key.p8"), as: UTF8.self))
+        let signer = try AppleJWSSigner(leaf: leaf, intermediate: intermediate, root: root, leafKey: leafKey)
+        return SimulatorPKI(folder: folder, root: root, intermediate: intermediate, leaf: leaf, leafKey: leafKey, apiKey: apiKey, signer: signer)
+    }
+
+    /// The PEM of the App Store Server API key (what `app_store_api.private_key_env` must hold).
+    public var apiKeyPEM: String { apiKey.pemPKCS8 }
+
+    private static func write(_ path: String, _ bytes: [UInt8], secret: Bool = false) throws {
+        guard FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: secret ? [.posixPermissions: 0o600] : nil) else {
+            throw SimulatorError("pki_unwritable", "cannot write \(path)")
+        }
+    }
+}

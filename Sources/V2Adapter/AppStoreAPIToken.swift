@@ -1,0 +1,65 @@
+public import Crypto
+internal import WireJSON
+
+/// The ES256 bearer token the App Store Server API requires (Apple: "Generating JSON Web Tokens for API requests"):
+/// header `{"alg":"ES256","kid":KEY_ID,"typ":"JWT"}`, payload `{"iss","iat","exp","aud":"appstoreconnect-v1","bid"}`,
+/// raw `R‖S` signature. Apple refuses tokens living longer than 60 minutes.
+public struct AppStoreAPIToken: Sendable, Hashable {
+    public var keyID: String
+    public var issuerID: String
+    public var bundleID: String
+    /// Seconds since the epoch.
+    public var issuedAt: Int64
+    public var expiresAt: Int64
+
+    public static let audience = "appstoreconnect-v1"
+    public static let maxLifetimeSeconds: Int64 = 3600
+
+    public init(keyID: String, issuerID: String, bundleID: String, issuedAt: Int64, expiresAt: Int64) {
+        (self.keyID, self.issuerID, self.bundleID, self.issuedAt, self.expiresAt) = (keyID, issuerID, bundleID, issuedAt, expiresAt)
+    }
+
+    /// The compact token, signed with `key` (a P-256 key: the `.p8` Apple issues).
+    public func signed(with key: PrivateKey) throws(CryptoError) -> String {
+        let header = "{\"alg\":\"ES256\",\"kid\":" + String(decoding: JSONValue.quoted(keyID), as: UTF8.self) + ",\"typ\":\"JWT\"}"
+        let payload = "{\"iss\":" + String(decoding: JSONValue.quoted(issuerID), as: UTF8.self) + ",\"iat\":\(issuedAt),\"exp\":\(expiresAt)"
+            + ",\"aud\":\"\(Self.audience)\",\"bid\":" + String(decoding: JSONValue.quoted(bundleID), as: UTF8.self) + "}"
+        let input = Base64.encode(Array(header.utf8), alphabet: .url) + "." + Base64.encode(Array(payload.utf8), alphabet: .url)
+        return input + "." + Base64.encode(try key.signES256(Array(input.utf8)), alphabet: .url)
+    }
+
+    /// Why a presented token is refused, as a stable code.
+    public enum Rejection: String, Error, Sendable {
+        case malformed = "token_malformed"
+        case badAlgorithm = "token_bad_algorithm"
+        case badSignature = "token_bad_signature"
+        case badAudience = "token_bad_audience"
+        case expired = "token_expired"
+        case notYetValid = "token_not_yet_valid"
+        case tooLong = "token_lifetime_too_long"
+    }
+
+    /// Checks a presented token the way the App Store Server API does: ES256 over the first two segments with
+    /// `publicKey`, `aud`, `iat` not in the future (a minute of skew), `exp` in the future, at most 60 minutes apart.
+    public static func verify(_ token: String, publicKey: PublicKey, now seconds: Int64) throws(Rejection) -> AppStoreAPIToken {
+        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3,
+              let headerBytes = try? Base64.decode(Array(parts[0].utf8), alphabet: .url),
+              let payloadBytes = try? Base64.decode(Array(parts[1].utf8), alphabet: .url),
+              let signature = try? Base64.decode(Array(parts[2].utf8), alphabet: .url),
+              case .object(let header)? = try? JSONParser.parse(headerBytes),
+              case .object(let payload)? = try? JSONParser.parse(payloadBytes)
+        else { throw .malformed }
+        guard header["alg"]?.stringValue == "ES256", signature.count == 64 else { throw .badAlgorithm }
+        let input = Array(parts[0].utf8) + [UInt8(ascii: ".")] + Array(parts[1].utf8)
+        guard input.withUnsafeBytes({ publicKey.verifyES256(signature: signature, message: $0) }) else { throw .badSignature }
+        guard let kid = header["kid"]?.stringValue, let iss = payload["iss"]?.stringValue, let iat = payload["iat"]?.int64Value,
+              let exp = payload["exp"]?.int64Value
+        else { throw .malformed }
+        guard payload["aud"]?.stringValue == audience else { throw .badAudience }
+        guard iat <= seconds + 60 else { throw .notYetValid }
+        guard exp > seconds else { throw .expired }
+        guard exp - iat <= maxLifetimeSeconds else { throw .tooLong }
+        return AppStoreAPIToken(keyID: kid, issuerID: iss, bundleID: payload["bid"]?.stringValue ?? "", issuedAt: iat, expiresAt: exp)
+    }
+}
