@@ -45,6 +45,8 @@ let package = Package(
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "V2AdapterTests", dependencies: ["V2Adapter", "Canonical", "Crypto", "TestSupport"],
                     swiftSettings: strict),
+        .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "Canonical", "Crypto", "V1Adapter", "V2Adapter", "WireJSON", "TestSupport"],
+                    swiftSettings: strict),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Simulator", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "Canonical", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
     ]
