@@ -44,6 +44,17 @@ public struct Entitlement: Sendable, Hashable, Codable {
         return Entitlement(state: .expired, until: nil)
     }
 
+    /// What this entitlement becomes at a later `time` if nothing else happens: a period that has ended is
+    /// `expired`, a grace period that has ended leaves Apple retrying (`billing_retry`); the rest stays as it is.
+    public func projected(at time: Int64) -> Entitlement {
+        guard let until, until <= time else { return self }
+        switch state {
+        case .active: return Entitlement(state: .expired, until: nil)
+        case .gracePeriod: return Entitlement(state: .billingRetry, until: nil)
+        default: return self
+        }
+    }
+
     /// True when the state grants access.
     public var grantsAccess: Bool { state == .active || state == .gracePeriod }
 

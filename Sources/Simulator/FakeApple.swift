@@ -70,26 +70,26 @@ public struct FakeApple: Sendable {
 
     func verifyReceipt(_ body: [UInt8], sandbox: Bool) throws -> FakeAppleResponse {
         if let fault = try store.popFault(\.verifyReceiptFaults) {
-            var answer = VerifyReceiptResponse(status: V1Scalar(Int64(fault)))
+            var answer = VerifyReceiptResponse(status: V1Scalar(integerLiteral: Int64(fault)))
             answer.environment = sandbox ? "Sandbox" : "Production"
-            if (21100...21199).contains(fault) || fault == 21005 || fault == 21009 { answer.isRetryable = V1Scalar(1) }
+            if (21100...21199).contains(fault) || fault == 21005 || fault == 21009 { answer.isRetryable = V1Scalar(integerLiteral: 1) }
             return try Self.json(200, answer)
         }
         guard case .object(let request)? = try? JSONParser.parse(body), let token = request["receipt-data"]?.stringValue else {
-            return try Self.json(200, VerifyReceiptResponse(status: V1Scalar(21002)))
+            return try Self.json(200, VerifyReceiptResponse(status: 21002))
         }
         guard let s = try store.read().subscription(forReceipt: token) else {
-            return try Self.json(200, VerifyReceiptResponse(status: V1Scalar(21003)))
+            return try Self.json(200, VerifyReceiptResponse(status: 21003))
         }
         // Everything the simulator signs is Sandbox: production sends it on, as Apple does.
-        guard sandbox else { return try Self.json(200, VerifyReceiptResponse(status: V1Scalar(21007))) }
+        guard sandbox else { return try Self.json(200, VerifyReceiptResponse(status: 21007)) }
         let password = request["password"]?.stringValue ?? ""
         if let digest = s.sharedSecretDigest,
            !Bytes.constantTimeEqual(Array(Hex.encode(SHA256.hash(Array(password.utf8))).utf8), Array(digest.utf8)) {
-            return try Self.json(200, VerifyReceiptResponse(status: V1Scalar(21004)))
+            return try Self.json(200, VerifyReceiptResponse(status: 21004))
         }
         let time = now()
-        var answer = VerifyReceiptResponse(status: V1Scalar(0))
+        var answer = VerifyReceiptResponse(status: 0)
         answer.environment = "Sandbox"
         var receipt = V1ReceiptBody(bundleID: s.bundleID, inApp: s.transactions.map(Emitter.v1Transaction))
         receipt.receiptType = "ProductionSandbox"
@@ -108,6 +108,10 @@ public struct FakeApple: Sendable {
         guard let header = r.authorization, header.hasPrefix("Bearer ") else { return FakeAppleResponse(status: 401, body: []) }
         let token: AppStoreAPIToken
         do { token = try AppStoreAPIToken.verify(String(header.dropFirst(7)), publicKey: apiKey, now: now() / 1000) } catch {
+            return FakeAppleResponse(status: 401, body: [])
+        }
+        // Apple matches the key id and issuer to the account's key as well.
+        guard token.keyID == SimulatorPKI.apiKeyID, token.issuerID == SimulatorPKI.issuerID else {
             return FakeAppleResponse(status: 401, body: [])
         }
         if let fault = try store.popFault(\.apiFaults) {
@@ -129,7 +133,7 @@ public struct FakeApple: Sendable {
         case ("POST", "v1/notifications/test"):
             return try requestTest(bundleID: token.bundleID)
         case ("GET", let p) where p.hasPrefix("v1/notifications/test/") && parts.count == 5:
-            guard let sent = try store.read().testNotifications[parts[4]] else {
+            guard let sent = try store.read().testNotifications[parts[4]], sent.bundleID == token.bundleID else {
                 return Self.apiError(404, 4040008, "Test notification not found.")
             }
             return try Self.json(200, CheckTestNotificationResponse(signedPayload: sent.signedPayload, sendAttempts: sent.sendAttempts))
@@ -186,7 +190,7 @@ public struct FakeApple: Sendable {
                 && (request.notificationType == nil || request.notificationType == n.notificationType)
                 && (request.notificationSubtype == nil || request.notificationSubtype == n.subtype)
                 && (wanted == nil || n.originalTransactionID.map { wanted!.contains($0) } == true)
-                && (world.subscriptions[n.originalTransactionID ?? ""]?.bundleID ?? bundleID) == bundleID
+                && n.bundleID == bundleID
                 && (request.onlyFailures != true || n.sendAttempts.last?.sendAttemptResult != "SUCCESS")
         }
         let items = matching.dropFirst(offset).prefix(Self.pageSize)
@@ -203,8 +207,8 @@ public struct FakeApple: Sendable {
             let payload = try emitter.notification(type: "TEST", subtype: nil, uuid: uuid, subscription: nil, transaction: nil, at: time) {
                 $0.bundleID = bundleID
             }
-            let sent = SimSentNotification(notificationUUID: uuid, signedDate: time, notificationType: "TEST", subtype: nil,
-                                           originalTransactionID: nil, signedPayload: payload)
+            let sent = SimSentNotification(notificationUUID: uuid, bundleID: bundleID, signedDate: time, notificationType: "TEST",
+                                           subtype: nil, originalTransactionID: nil, signedPayload: payload)
             world.testNotifications[uuid] = sent
             return sent
         }

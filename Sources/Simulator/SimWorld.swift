@@ -72,6 +72,8 @@ public struct SimSubscription: Sendable, Hashable, Codable {
 /// A V2 notification the simulated App Store sent (for Get Notification History).
 public struct SimSentNotification: Sendable, Hashable, Codable {
     public var notificationUUID: String
+    /// The app it is about: Get Notification History and the test status answer only that app's key.
+    public var bundleID: String
     public var signedDate: Int64
     public var notificationType: String
     public var subtype: String?
@@ -80,10 +82,10 @@ public struct SimSentNotification: Sendable, Hashable, Codable {
     /// How delivering it went (Apple's `sendAttemptResult` values), oldest first.
     public var sendAttempts: [SendAttempt] = []
 
-    public init(notificationUUID: String, signedDate: Int64, notificationType: String, subtype: String?, originalTransactionID: String?,
-                signedPayload: String) {
-        (self.notificationUUID, self.signedDate, self.notificationType, self.subtype, self.originalTransactionID, self.signedPayload) =
-            (notificationUUID, signedDate, notificationType, subtype, originalTransactionID, signedPayload)
+    public init(notificationUUID: String, bundleID: String, signedDate: Int64, notificationType: String, subtype: String?,
+                originalTransactionID: String?, signedPayload: String) {
+        (self.notificationUUID, self.bundleID, self.signedDate, self.notificationType, self.subtype, self.originalTransactionID,
+         self.signedPayload) = (notificationUUID, bundleID, signedDate, notificationType, subtype, originalTransactionID, signedPayload)
     }
 }
 

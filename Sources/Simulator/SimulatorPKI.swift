@@ -2,6 +2,10 @@ public import Crypto
 public import V2Adapter
 internal import FoundationEssentials
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The simulator's keys and certificates, kept in one folder so that every `simulate` command (and the gateway's
 /// `trust.extra_roots`) uses the same ones: an Apple-shaped test PKI (`root.der` is what the gateway trusts, for
 /// sandbox only) and an App Store Server API key (`api-key.p8`, PEM, with `api-key.pub.der` for the fake API).
@@ -23,19 +27,22 @@ public struct SimulatorPKI: Sendable {
     /// Loads the PKI in `folder`, generating it first when the folder has none.
     public static func loadOrCreate(folder: String, now: Int64) throws -> SimulatorPKI {
         let fm = FileManager.default
-        try fm.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        if !fm.fileExists(atPath: folder) {
+            try fm.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        }
+        // root.der is written last: a folder that has it is complete (an interrupted run is simply redone).
         if !fm.fileExists(atPath: folder + "/root.der") {
             // Valid from yesterday for ten years: long enough for any demo, short enough to notice.
             let seconds = now / 1000
             let pki = try GeneratedTestPKI.generate(notBefore: seconds - 86_400, notAfter: seconds + 10 * 365 * 86_400)
             let apiKey = try PrivateKey.generateP256()
-            try write(folder + "/root.der", pki.root.der)
-            try write(folder + "/root.pem", Array(pki.root.pem.utf8))
-            try write(folder + "/intermediate.der", pki.intermediate.der)
-            try write(folder + "/leaf.der", pki.leaf.der)
             try write(folder + "/leaf.key.pem", Array(pki.leafKey.pemPKCS8.utf8), secret: true)
             try write(folder + "/api-key.p8", Array(apiKey.pemPKCS8.utf8), secret: true)
             try write(folder + "/api-key.pub.der", apiKey.publicKey.subjectPublicKeyInfo)
+            try write(folder + "/intermediate.der", pki.intermediate.der)
+            try write(folder + "/leaf.der", pki.leaf.der)
+            try write(folder + "/root.pem", Array(pki.root.pem.utf8))
+            try write(folder + "/root.der", pki.root.der)
         }
         return try load(folder: folder)
     }
@@ -59,9 +66,17 @@ public struct SimulatorPKI: Sendable {
     /// The PEM of the App Store Server API key (what `app_store_api.private_key_env` must hold).
     public var apiKeyPEM: String { apiKey.pemPKCS8 }
 
+    /// Writes a whole file; keys are created 0600 from the start (never readable by others, not even briefly).
     private static func write(_ path: String, _ bytes: [UInt8], secret: Bool = false) throws {
-        guard FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: secret ? [.posixPermissions: 0o600] : nil) else {
-            throw SimulatorError("pki_unwritable", "cannot write \(path)")
+        unlink(path)
+        let fd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, secret ? 0o600 : 0o644)
+        guard fd >= 0 else { throw SimulatorError("pki_unwritable", "cannot create \(path)") }
+        defer { close(fd) }
+        var written = 0
+        while written < bytes.count {
+            let n = bytes[written...].withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { throw SimulatorError("pki_unwritable", "cannot write \(path)") }
+            written += n
         }
     }
 }

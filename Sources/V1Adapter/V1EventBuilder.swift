@@ -148,7 +148,10 @@ public struct V1EventBuilder: Sendable {
         default:
             carried = nil
         }
-        if let carried { return (carried, .notification) }
+        // A change cannot postdate the notification about it. A later date means verifyReceipt already described a
+        // newer state (the receipt was fetched late, after a renewal say): dating the event then would let it outrank
+        // the events that really came after it.
+        if let carried, carried <= arrival { return (carried, .notification) }
         return (arrival, .arrival)
     }
 

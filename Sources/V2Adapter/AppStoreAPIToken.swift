@@ -59,6 +59,7 @@ public struct AppStoreAPIToken: Sendable, Hashable {
         guard payload["aud"]?.stringValue == audience else { throw .badAudience }
         guard iat <= seconds + 60 else { throw .notYetValid }
         guard exp > seconds else { throw .expired }
+        guard exp > iat else { throw .malformed }
         guard exp - iat <= maxLifetimeSeconds else { throw .tooLong }
         return AppStoreAPIToken(keyID: kid, issuerID: iss, bundleID: payload["bid"]?.stringValue ?? "", issuedAt: iat, expiresAt: exp)
     }

@@ -122,4 +122,13 @@ import Testing
             == Entitlement(state: .gracePeriod, until: 5))
         #expect(throws: DecodingError.self) { try decoder.decode(Entitlement.self, from: Data(#"{"until":5}"#.utf8)) }
     }
+
+    @Test func projectionEndsPeriodsThatHaveRunOut() {
+        #expect(Entitlement(state: .active, until: 100).projected(at: 99) == Entitlement(state: .active, until: 100))
+        #expect(Entitlement(state: .active, until: 100).projected(at: 100) == Entitlement(state: .expired, until: nil))
+        #expect(Entitlement(state: .gracePeriod, until: 100).projected(at: 150) == Entitlement(state: .billingRetry, until: nil))
+        #expect(Entitlement(state: .active, until: nil).projected(at: .max) == Entitlement(state: .active, until: nil))
+        #expect(Entitlement(state: .revoked, until: nil).projected(at: 150) == Entitlement(state: .revoked, until: nil))
+        #expect(Entitlement(state: .billingRetry, until: nil).projected(at: 150) == Entitlement(state: .billingRetry, until: nil))
+    }
 }

@@ -47,9 +47,14 @@ import WireJSON
         return (service, port)
     }
 
+    /// Delivered events in order of first arrival (delivery is at least once: a redelivery is not a new event).
     static func events(_ receiver: LoopbackHTTPServer) -> [JSONObject] {
-        receiver.requests.filter { $0.path == "/events" }.compactMap { r in
-            (try? JSONParser.parse(r.body))?.objectValue?["event"]?.objectValue
+        var seen = Set<String>()
+        return receiver.requests.filter { $0.path == "/events" }.compactMap { r in
+            guard let e = (try? JSONParser.parse(r.body))?.objectValue?["event"]?.objectValue, let id = e["id"]?.stringValue,
+                  seen.insert(id).inserted
+            else { return nil }
+            return e
         }
     }
 
@@ -108,6 +113,8 @@ import WireJSON
 
         // Where each subscription stands when the story ends: its last event by event date (arrival breaks ties).
         let delivered = Self.events(receiver)
+        // Nothing failed, so nothing was sent twice (a poll racing a finishing delivery once re-sent it).
+        #expect(receiver.requests.filter { $0.path == "/events" }.count == delivered.count, "no redelivery")
         #expect(delivered.allSatisfy { $0["source"]?.stringValue == version && $0["environment"]?.stringValue == "sandbox" })
         let lifecycle = try #require(Lifecycles.named(name))
         let wanted = version == "v1" ? (lifecycle.v1Final ?? lifecycle.final) : lifecycle.final

@@ -184,6 +184,18 @@ import WireJSON
                                           id: "v1:x", facts: facts, arrival: 77_000)
         #expect(pref.eventDate == 77_000 && pref.eventDateSource == .arrival)
     }
+
+    @Test func aCarriedDateLaterThanArrivalIsNotBelieved() {
+        // verifyReceipt already describes a later period (fetched late): the failure cannot postdate its notification.
+        let later = Self.transaction("2", product: "m", purchase: 90_000, expires: 190_000)
+        let facts = V1EventBuilder.Facts(transactions: [later], pendingRenewal: nil, environment: .production, bundleID: "b", verified: true)
+        let failed = V1EventBuilder().event(for: ResponseBodyV1(notificationType: "DID_FAIL_TO_RENEW", password: nil, environment: "PROD"),
+                                            id: "v1:x", facts: facts, arrival: 80_000)
+        #expect(failed.eventDate == 80_000 && failed.eventDateSource == .arrival)
+        let renew = V1EventBuilder().event(for: ResponseBodyV1(notificationType: "DID_RENEW", password: nil, environment: "PROD"),
+                                           id: "v1:x", facts: facts, arrival: 90_000)
+        #expect(renew.eventDate == 90_000 && renew.eventDateSource == .notification)
+    }
 }
 
 /// Decodes fixtures with the adapter's own decoder (the one production uses).

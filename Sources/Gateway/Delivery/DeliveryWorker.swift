@@ -48,7 +48,7 @@ public final class DeliveryWorker: Sendable {
     let log: Log
     let now: @Sendable () -> Int64
     let jitter: @Sendable () -> Double
-    private let inFlight = Mutex<Set<Int64>>([])
+    private let inFlight = InFlightSet()
     private let loop: PollLoop
 
     public init(db: SQLiteDatabase, writer: JournalWriter, router: Router, transport: any HTTPTransport,
@@ -72,7 +72,7 @@ public final class DeliveryWorker: Sendable {
     public func run() async {
         await loop.run(
             fetch: { (try? await self.due()) ?? [] }, work: { await self.deliver($0) },
-            inFlight: { !self.inFlight.withLock { $0.isEmpty } }, everySecond: { await self.updateQueueGauges() })
+            inFlight: { !self.inFlight.isEmpty }, everySecond: { await self.updateQueueGauges() })
     }
 
     /// Asks ``run()`` to finish its current sends and return.
@@ -81,6 +81,7 @@ public final class DeliveryWorker: Sendable {
     /// Due rows not already in flight, at most `concurrency` in flight per downstream.
     func due() async throws -> [Job] {
         let time = now()
+        inFlight.beginRead()
         let rows = try await blockingRead { c in
             try c.query(
                 """
@@ -88,18 +89,18 @@ public final class DeliveryWorker: Sendable {
                 WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT 500
                 """, [.integer(time)])
         }
-        return inFlight.withLock { flying -> [Job] in
+        return inFlight.claim { flying -> [Job] in
             var perDownstream: [String: Int] = [:]
             var picked: [Job] = []
             for row in rows {
                 guard let id = row.int64("id"), let name = row.string("downstream") else { continue }
-                perDownstream[name, default: 0] += flying.contains(id) ? 1 : 0
+                perDownstream[name, default: 0] += flying.flying.contains(id) ? 1 : 0
             }
             for row in rows {
-                guard let id = row.int64("id"), let name = row.string("downstream"), !flying.contains(id) else { continue }
+                guard let id = row.int64("id"), let name = row.string("downstream"), !flying.isBusy(id) else { continue }
                 guard perDownstream[name, default: 0] < (router.downstream(name)?.concurrency ?? policy.concurrency) else { continue }
                 perDownstream[name, default: 0] += 1
-                flying.insert(id)
+                flying.claim(id)
                 picked.append(Job(outboxID: id, downstream: name, attempts: row.int("attempts") ?? 0, eventID: row.string("event_id"),
                                   journalID: row.int64("journal_id"), createdAt: row.int64("created_at") ?? 0))
             }
@@ -108,7 +109,7 @@ public final class DeliveryWorker: Sendable {
     }
 
     func deliver(_ job: Job) async {
-        defer { _ = inFlight.withLock { $0.remove(job.outboxID) } }
+        defer { inFlight.finish(job.outboxID) }
         guard let downstream = router.downstream(job.downstream) else {
             await finish(job, status: nil, error: "downstream no longer configured", dead: true)
             return

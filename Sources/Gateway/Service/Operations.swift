@@ -55,7 +55,8 @@ public struct Operations: Sendable {
 
     /// One subscription: its state on each path (with which one is authoritative) and its event history.
     public func subscription(_ otid: String) throws -> JSONValue {
-        try db.readTransaction { c in
+        let time = now()
+        return try db.readTransaction { c in
             let states = try c.query(
                 """
                 SELECT s.path, s.environment, s.bundle_id, s.json, s.updated_at,
@@ -69,7 +70,16 @@ public struct Operations: Sendable {
                     ("path", .string(row.string("path") ?? "")), ("environment", .string(row.string("environment") ?? "")),
                     ("authoritative", .bool(row.string("authority") == row.string("path"))),
                 ]
-                if let json = row.blob("json"), let v = try? JSONParser.parse(json) { members.append(("state", v)) }
+                if let json = row.blob("json"), let v = try? JSONParser.parse(json) {
+                    members.append(("state", v))
+                    // Where the subscription stands now if nothing has happened since its latest event.
+                    if let e = v.objectValue?["entitlement"]?.objectValue, let state = e["state"]?.stringValue {
+                        let now = Entitlement(state: Entitlement.State(rawValue: state), until: e["until"]?.int64Value).projected(at: time)
+                        members.append(("entitlement_now", .object(JSONObject([
+                            ("state", .string(now.state.rawValue)), ("until", now.until.map { .number(String($0)) } ?? .null),
+                        ]))))
+                    }
+                }
                 return .object(JSONObject(members))
             }
             let eventValues: [JSONValue] = events.compactMap { row in

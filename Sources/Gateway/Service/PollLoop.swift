@@ -31,3 +31,27 @@ final class PollLoop: Sendable {
         }
     }
 }
+
+/// The ids a worker is working on. A poll reads its table without holding this lock, so a job that finishes —
+/// commits its outcome, then leaves the set — while that read is under way can still look due in the rows it
+/// returns. Ids finished since the current read began therefore stay busy for that one poll: no job is ever
+/// started twice.
+final class InFlightSet: Sendable {
+    struct Claims {
+        fileprivate(set) var flying: Set<Int64> = []
+        fileprivate var finished: Set<Int64> = []
+        func isBusy(_ id: Int64) -> Bool { flying.contains(id) || finished.contains(id) }
+        var count: Int { flying.count }
+        mutating func claim(_ id: Int64) { flying.insert(id) }
+    }
+
+    private let state = Mutex(Claims())
+
+    /// Call right before reading due rows.
+    func beginRead() { state.withLock { $0.finished.removeAll(keepingCapacity: true) } }
+    /// Picks jobs from rows read since ``beginRead()``.
+    func claim<T>(_ body: (inout Claims) -> T) -> T { state.withLock { body(&$0) } }
+    /// Call once the job's outcome is committed.
+    func finish(_ id: Int64) { state.withLock { _ = $0.flying.remove(id); $0.finished.insert(id) } }
+    var isEmpty: Bool { state.withLock { $0.flying.isEmpty } }
+}

@@ -30,7 +30,7 @@ public final class ReceiptWorker: Sendable {
     let log: Log
     let now: @Sendable () -> Int64
     let jitter: @Sendable () -> Double
-    private let inFlight = Mutex<Set<Int64>>([])
+    private let inFlight = InFlightSet()
     private let loop: PollLoop
 
     public init(db: SQLiteDatabase, writer: JournalWriter, router: Router, client: VerifyReceiptClient, apps: [V1App],
@@ -63,7 +63,7 @@ public final class ReceiptWorker: Sendable {
     public func run() async {
         await loop.run(
             fetch: { (try? await self.due()) ?? [] }, work: { await self.process($0) },
-            inFlight: { !self.inFlight.withLock { $0.isEmpty } },
+            inFlight: { !self.inFlight.isEmpty },
             everySecond: {
                 let db = self.db
                 if let pending = try? await Blocking.run({ try db.read { c in try c.queryOne("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'pending'") } }) {
@@ -76,6 +76,7 @@ public final class ReceiptWorker: Sendable {
 
     func due() async throws -> [Job] {
         let time = now()
+        inFlight.beginRead()
         let rows = try await Blocking.run {
             try self.db.read { c in
                 try c.query(
@@ -86,11 +87,11 @@ public final class ReceiptWorker: Sendable {
                     """, [.integer(time)])
             }
         }
-        return inFlight.withLock { flying in
+        return inFlight.claim { flying in
             var picked: [Job] = []
             for row in rows {
-                guard flying.count < policy.concurrency, let id = row.int64("journal_id"), !flying.contains(id) else { continue }
-                flying.insert(id)
+                guard flying.count < policy.concurrency, let id = row.int64("journal_id"), !flying.isBusy(id) else { continue }
+                flying.claim(id)
                 picked.append(Job(journalID: id, attempts: row.int("attempts") ?? 0, body: row.blob("body") ?? [],
                                   bundleID: row.string("bundle_id") ?? "", secretName: row.string("secret_name") ?? "",
                                   receivedAt: row.int64("received_at") ?? time, key: row.string("notification_key") ?? ""))
@@ -100,7 +101,7 @@ public final class ReceiptWorker: Sendable {
     }
 
     func process(_ job: Job) async {
-        defer { _ = inFlight.withLock { $0.remove(job.journalID) } }
+        defer { inFlight.finish(job.journalID) }
         guard let body = try? JSONValueDecoder().decode(ResponseBodyV1.self, from: job.body) else {
             await settle(job, state: "failed", error: "journaled body unreadable", status: nil, retryIn: nil)
             return

@@ -96,7 +96,7 @@ public enum SimulateCommand {
                 world.subscriptions[e.originalTransactionID] = e.subscription
                 if let payload = e.v2SignedPayload, let uuid = e.v2NotificationUUID, o.version != .v1 {
                     world.notifications.append(SimSentNotification(
-                        notificationUUID: uuid, signedDate: e.at, notificationType: e.v2Type ?? "", subtype: e.v2Subtype,
+                        notificationUUID: uuid, bundleID: o.bundleID, signedDate: e.at, notificationType: e.v2Type ?? "", subtype: e.v2Subtype,
                         originalTransactionID: e.originalTransactionID, signedPayload: payload))
                 }
             }

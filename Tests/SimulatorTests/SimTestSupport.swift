@@ -1,0 +1,181 @@
+import Canonical
+import Crypto
+import Foundation
+import Simulator
+import TestSupport
+import Testing
+import V1Adapter
+import V2Adapter
+
+/// Shared fixtures of the simulator's unit tests: a fixed clock, a fresh PKI per test (cheap: EC keys only), the real
+/// V2 verifier trusting the simulator's root for sandbox, and decoders for what the fake Apple answers.
+enum Sim {
+    /// 2025-06-01 00:00:00 UTC (ms): every PKI of these tests is generated "now" = t0.
+    static let t0: Int64 = 1_748_736_000_000
+    /// One simulated month: 30 days.
+    static let month: Int64 = 30 * 86_400_000
+    static let secret = "5f1b0c2d3e4f5a6b7c8d9e0f1a2b3c4d"
+    static let bundleID = Catalogue.bundleID
+
+    /// Runs `body` with a freshly generated simulator PKI in its own folder, removed afterwards.
+    static func withPKI<T>(now: Int64 = t0, _ body: (SimulatorPKI) throws -> T) throws -> T {
+        let folder = try Scratch.directory("simtests")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        return try body(try SimulatorPKI.loadOrCreate(folder: folder + "/pki", now: now))
+    }
+
+    /// The real V2 verifier: Apple's root for everything, the simulator's root (when given) for sandbox only.
+    static func adapter(sandboxRoots: [[UInt8]], appleRoots: [[UInt8]] = [TrustAnchors.appleRootCAG3], apps: [V2App]? = nil) throws
+        -> V2Adapter
+    {
+        V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors(appleRoots: appleRoots, sandboxOnlyRoots: sandboxRoots)), apps: apps)
+    }
+
+    /// The gateway's view: the simulated app configured for sandbox, the simulator root as an extra root.
+    static func adapter(trusting pki: SimulatorPKI) throws -> V2Adapter {
+        try adapter(sandboxRoots: [pki.root.der], apps: [V2App(bundleID: bundleID, appAppleID: nil, environments: [.sandbox])])
+    }
+
+    /// The stable V2 error code `body` fails with; nil when it succeeds.
+    static func v2Code(_ body: () throws -> Void) -> String? {
+        do {
+            try body()
+            return nil
+        } catch let error as V2AdapterError {
+            return error.code.rawValue
+        } catch {
+            return "not a V2AdapterError: \(error)"
+        }
+    }
+
+    static func plan(_ name: String, pki: SimulatorPKI, start: Int64 = t0, firstID: Int64 = 1, appAppleID: Int64? = nil) throws
+        -> Lifecycle.Plan
+    {
+        let lifecycle = try #require(Lifecycles.named(name))
+        return try lifecycle.plan(
+            bundleID: bundleID, sharedSecret: secret, emitter: Emitter(signer: pki.signer, appAppleID: appAppleID), start: start,
+            monthMillis: month, firstID: firstID)
+    }
+
+    /// The subscription as the App Store knows it after the last step of `name`.
+    static func finalSubscription(_ name: String, pki: SimulatorPKI) throws -> SimSubscription {
+        try #require(try plan(name, pki: pki).emissions.last).subscription
+    }
+
+    /// The payload of a compact JWS, decoded without any verification (to look inside).
+    static func payload<T: Decodable>(_ jws: String, as type: T.Type) throws -> T {
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false)
+        try #require(parts.count == 3)
+        return try JSONDecoder().decode(type, from: Data(try Base64.decode(Array(parts[1].utf8), alphabet: .url)))
+    }
+
+    /// The protected header of a compact JWS as a JSON object.
+    static func header(_ jws: String) throws -> [String: Any] {
+        let first = try #require(jws.split(separator: ".").first)
+        let bytes = try Base64.decode(Array(first.utf8), alphabet: .url)
+        return try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ response: FakeAppleResponse) throws -> T {
+        try JSONDecoder().decode(type, from: Data(response.body))
+    }
+
+    static func json(_ value: some Encodable) throws -> [UInt8] { Array(try JSONEncoder().encode(value)) }
+
+    /// A copy of `s` with `count` transactions: the existing ones, then monthly renewals with fresh ids.
+    static func withTransactions(_ s: SimSubscription, count: Int) throws -> SimSubscription {
+        var s = s
+        let base = try #require(s.latest)
+        var i = 0
+        while s.transactions.count < count {
+            i += 1
+            var t = base
+            t.transactionID = "3" + String(repeating: "0", count: 12) + String(format: "%03d", i)
+            t.webOrderLineItemID = "4" + String(repeating: "0", count: 12) + String(format: "%03d", i)
+            t.purchaseDate = base.purchaseDate + Int64(i) * month
+            t.expiresDate = base.purchaseDate + Int64(i + 1) * month
+            t.renewal = true
+            s.transactions.append(t)
+        }
+        return s
+    }
+}
+
+/// One fake Apple over its own state file, with a fixed clock.
+struct FakeAppleHarness {
+    let pki: SimulatorPKI
+    let store: SimStateStore
+    let apple: FakeApple
+    let now: Int64
+
+    init(pki: SimulatorPKI, now: Int64, deliverTest: (@Sendable (_ token: String, _ signedPayload: String) -> Void)? = nil) {
+        self.pki = pki
+        self.now = now
+        store = SimStateStore(folder: pki.folder)
+        apple = FakeApple(pki: pki, now: { now }, deliverTest: deliverTest)
+    }
+
+    func put(_ s: SimSubscription) throws {
+        try store.update { $0.subscriptions[s.originalTransactionID] = s }
+    }
+
+    // MARK: verifyReceipt
+
+    func verifyReceipt(sandbox: Bool, body: [UInt8]) -> FakeAppleResponse {
+        apple.handle(FakeAppleRequest(method: "POST", path: sandbox ? "/sandbox/verifyReceipt" : "/verifyReceipt", body: body))
+    }
+
+    func verifyReceipt(sandbox: Bool, receipt: String, password: String? = Sim.secret) throws -> VerifyReceiptResponse {
+        var request: [String: String] = ["receipt-data": receipt]
+        request["password"] = password
+        let response = verifyReceipt(sandbox: sandbox, body: try Sim.json(request))
+        #expect(response.status == 200, "verifyReceipt always answers HTTP 200")
+        return try Sim.decode(VerifyReceiptResponse.self, response)
+    }
+
+    // MARK: App Store Server API
+
+    /// A valid bearer token for `bundleID`, issued 10 s ago for 10 minutes.
+    func token(bundleID: String = Sim.bundleID, key: PrivateKey? = nil) throws -> String {
+        let seconds = now / 1000
+        return try AppStoreAPIToken(
+            keyID: SimulatorPKI.apiKeyID, issuerID: SimulatorPKI.issuerID, bundleID: bundleID, issuedAt: seconds - 10,
+            expiresAt: seconds + 600
+        ).signed(with: key ?? pki.apiKey)
+    }
+
+    func api(_ method: String, _ path: String, query: [String: String] = [:], token: String?, body: [UInt8] = []) -> FakeAppleResponse {
+        apple.handle(FakeAppleRequest(method: method, path: path, query: query, authorization: token.map { "Bearer " + $0 }, body: body))
+    }
+
+    func get(_ path: String, query: [String: String] = [:], bundleID: String = Sim.bundleID) throws -> FakeAppleResponse {
+        api("GET", path, query: query, token: try token(bundleID: bundleID))
+    }
+
+    func post(_ path: String, query: [String: String] = [:], body: [UInt8] = [], bundleID: String = Sim.bundleID) throws -> FakeAppleResponse {
+        api("POST", path, query: query, token: try token(bundleID: bundleID), body: body)
+    }
+
+    /// Apple's `errorCode`, asserting the body is Apple's error shape.
+    static func errorCode(_ response: FakeAppleResponse) throws -> Int64 {
+        try Sim.decode(AppStoreAPIErrorBody.self, response).errorCode
+    }
+}
+
+/// A compact JWT with arbitrary header and payload JSON, ES256-signed with `key` (raw R‖S), for crafted tokens.
+enum CraftedJWT {
+    static func segment(_ json: String) -> String { Base64.encode(Array(json.utf8), alphabet: .url) }
+
+    static func make(header: String = #"{"alg":"ES256","kid":"SIMKEY0001","typ":"JWT"}"#, payload: String, key: PrivateKey) throws -> String {
+        let input = segment(header) + "." + segment(payload)
+        return input + "." + Base64.encode(try key.signES256(Array(input.utf8)), alphabet: .url)
+    }
+
+    static func claims(iss: String = SimulatorPKI.issuerID, iat: Int64, exp: Int64, aud: String? = AppStoreAPIToken.audience,
+                       bid: String = Sim.bundleID) -> String {
+        var members = [#""iss":"\#(iss)""#, #""iat":\#(iat)"#, #""exp":\#(exp)"#]
+        if let aud { members.append(#""aud":"\#(aud)""#) }
+        members.append(#""bid":"\#(bid)""#)
+        return "{" + members.joined(separator: ",") + "}"
+    }
+}
