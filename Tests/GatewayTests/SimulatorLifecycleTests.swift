@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import HTTPClient
 import Simulator
+import V2Adapter
 import Synchronization
 import TestSupport
 import Testing
@@ -145,5 +146,80 @@ import WireJSON
         for l in Lifecycles.all where !l.v1Complete {
             #expect(l.v1Gap != nil && l.v1Final != l.final)
         }
+    }
+}
+
+/// The `simulate` verbs' other paths: writing a lifecycle to a folder, and the fake Apple's test notification sent
+/// to a running gateway.
+@Suite struct SimulateCommandTests {
+    @Test func lifecycleWrittenToAFolderVerifiesAndStatesItsExpectations() async throws {
+        let folder = try Scratch.directory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+        var options = SimulateCommand.LifecycleOptions(
+            name: "upgrade", to: nil, pkiFolder: pki.folder, bundleID: "com.example.sim", sharedSecret: SimulatorLifecycleTests.secret)
+        options.out = folder + "/out"
+        let run = try await SimulateCommand.lifecycle(
+            options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in }, output: { _ in })
+        #expect(run.ok)
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder + "/out").sorted()
+        // buy: V2 + V1 INITIAL_BUY; upgrade: V2 + V1 DID_CHANGE_RENEWAL_STATUS + INTERACTIVE_RENEWAL.
+        #expect(files == ["01-v1-1-INITIAL_BUY.json", "01-v2-SUBSCRIBED-INITIAL_BUY.json", "02-v1-1-DID_CHANGE_RENEWAL_STATUS.json",
+                          "02-v1-2-INTERACTIVE_RENEWAL.json", "02-v2-DID_CHANGE_RENEWAL_PREF-UPGRADE.json", "lifecycle.json"])
+        let manifest = try #require(try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: folder + "/out/lifecycle.json")))).objectValue)
+        #expect(manifest["final_v2"] == .array([.string("active")]))
+        #expect(manifest["steps"]?.arrayValue?.count == 2)
+        // The V2 files are what Apple would send: `verify` accepts them when told to trust the simulator's root.
+        var verify = VerifyCommand.Options()
+        verify.extraRoots = [pki.folder + "/root.der"]
+        let command = try VerifyCommand(options: verify, receiptClient: nil)
+        for name in files where name.contains("-v2-") {
+            let report = await command.run(file: folder + "/out/" + name)
+            #expect(report.ok, "\(name)")
+        }
+        // The V1 bodies carry the shared secret and the simulated receipt, as Apple's do.
+        let body = String(decoding: try Data(contentsOf: URL(fileURLWithPath: folder + "/out/01-v1-1-INITIAL_BUY.json")), as: UTF8.self)
+        #expect(body.contains(SimulatorLifecycleTests.secret) && body.contains("\"latest_receipt\""))
+    }
+
+    @Test func aRequestedTestNotificationReachesTheGatewayAndItsStatusSaysSo() async throws {
+        let folder = try Scratch.directory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let (gateway, port) = try SimulatorLifecycleTests.startGateway(
+            pki: pki, apple: 1, receiver: receiver, authority: "v2", now: WallClock.wallMillis)
+        let fake = try FakeAppleServer(pki: pki.folder, notifyURL: "http://127.0.0.1:\(port)/notifications", transport: CurlTransport())
+        let apple = HTTPServer(configuration: .init(), handler: fake.handle)
+        try apple.start()
+        defer { apple.stop() }
+
+        let now = WallClock.wallMillis() / 1000
+        let token = try AppStoreAPIToken(keyID: SimulatorPKI.apiKeyID, issuerID: SimulatorPKI.issuerID, bundleID: "com.example.sim",
+                                         issuedAt: now, expiresAt: now + 600).signed(with: pki.apiKey)
+        let auth = [HTTPHeader("Authorization", "Bearer \(token)")]
+        let base = "http://127.0.0.1:\(apple.port)"
+        let unauthorized = try await CurlTransport().send(HTTPRequest(method: .post, url: base + "/inApps/v1/notifications/test", timeoutMillis: 10_000))
+        #expect(unauthorized.status == 401)
+        let requested = try await CurlTransport().send(HTTPRequest(
+            method: .post, url: base + "/inApps/v1/notifications/test", headers: auth, timeoutMillis: 10_000))
+        #expect(requested.status == 200)
+        let testToken = try JSONDecoder().decode(SendTestNotificationResponse.self, from: Data(requested.body)).testNotificationToken
+        // The gateway verifies it (sandbox, the simulator's root) and delivers a `test` event.
+        let timer = ContinuousClock()
+        let deadline = timer.now.advanced(by: .seconds(10))
+        while SimulatorLifecycleTests.events(receiver).isEmpty, timer.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let event = try #require(SimulatorLifecycleTests.events(receiver).first)
+        #expect(event["raw_type"]?.stringValue == "TEST" && event["environment"]?.stringValue == "sandbox")
+        var status: CheckTestNotificationResponse?
+        while timer.now < deadline {
+            let r = try await CurlTransport().send(HTTPRequest(
+                method: .get, url: base + "/inApps/v1/notifications/test/\(testToken)", headers: auth, timeoutMillis: 10_000))
+            status = try JSONDecoder().decode(CheckTestNotificationResponse.self, from: Data(r.body))
+            if status?.sendAttempts.isEmpty == false { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(status?.sendAttempts.map(\.sendAttemptResult) == ["SUCCESS"])
+        await gateway.shutdown()
     }
 }
