@@ -43,7 +43,7 @@ let package = Package(
         .testTarget(name: "V1AdapterTests", dependencies: ["V1Adapter", "Canonical", "Crypto", "HTTPClient", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "V2AdapterTests", dependencies: ["V2Adapter", "Canonical", "Crypto", "TestSupport"],
+        .testTarget(name: "V2AdapterTests", dependencies: ["V2Adapter", "Canonical", "Crypto", "HTTPClient", "Simulator", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "SimulatorTests", dependencies: ["Simulator", "Canonical", "Crypto", "V1Adapter", "V2Adapter", "WireJSON", "TestSupport"],
                     swiftSettings: strict),

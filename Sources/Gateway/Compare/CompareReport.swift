@@ -1,0 +1,176 @@
+/// The side-by-side report (DESIGN ch. 5, `iap-gateway report`, `GET /admin/report`): per bundle and environment,
+/// what each generation said, how often the two paths agree, where they do not, and whether the bundle is ready to
+/// cut over under the stated rule. Built by ``CompareLedger/report(...)``, rendered by ``ReportRenderer``.
+public struct CompareReport: Sendable, Hashable, Codable {
+    public var generatedAt: Int64
+    /// The window the counts cover (ms since the epoch).
+    public var since: Int64
+    public var until: Int64
+    public var rule: ReadinessRule
+    public var bundles: [BundleReport]
+
+    public init(generatedAt: Int64, since: Int64, until: Int64, rule: ReadinessRule, bundles: [BundleReport]) {
+        (self.generatedAt, self.since, self.until, self.rule, self.bundles) = (generatedAt, since, until, rule, bundles)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case generatedAt = "generated_at", since, until, rule, bundles
+    }
+}
+
+/// When a bundle is ready: at least `minimumAgreementRate` agreement over at least `minimumPairs` pairs compared in
+/// the last `windowMillis`, and no unexplained one-sided observation in that window.
+public struct ReadinessRule: Sendable, Hashable, Codable {
+    public var minimumAgreementRate: Double = 0.995
+    public var minimumPairs: Int = 200
+    public var windowMillis: Int64 = 7 * 86_400_000
+    public var allowOneSided: Bool = false
+
+    public init() {}
+
+    /// The rule in words, as the report states it.
+    public var text: String {
+        let percent = (minimumAgreementRate * 1000).rounded() / 10
+        let days = Double(windowMillis) / 86_400_000
+        let dayText = days == days.rounded() ? "\(Int(days)) days" : "\(days) days"
+        return "≥ \(percent) % agreement over ≥ \(minimumPairs) pairs in the last \(dayText)"
+            + (allowOneSided ? "" : ", and no unexplained one-sided observations")
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case minimumAgreementRate = "minimum_agreement_rate", minimumPairs = "minimum_pairs", windowMillis = "window_ms"
+        case allowOneSided = "allow_one_sided"
+    }
+}
+
+public struct BundleReport: Sendable, Hashable, Codable {
+    public var bundleID: String
+    public var environment: String
+    /// `v1` or `v2`: the generation downstream currently sees as authoritative.
+    public var authority: String
+    /// Events stored per source (`v1`, `v2`, `v2-api`) in the window.
+    public var eventsBySource: [String: Int]
+    public var pairs: Int
+    public var agreements: Int
+    /// agreements / pairs; nil when nothing was compared.
+    public var agreementRate: Double?
+    /// Field name (`entitlement`, `expires_date`, `product_id`, `auto_renew`, …) → how many pairs disagreed on it.
+    public var disagreementsByField: [String: FieldDisagreements]
+    public var oneSided: OneSided
+    /// Pairs and agreements per UTC day, oldest first: the agreement rate over time.
+    public var daily: [DayPoint]
+    public var verdict: Verdict
+    /// The rule, in words.
+    public var rule: String
+    /// Why the verdict is not `ready` (empty when it is).
+    public var reasons: [String]
+    /// Authority changes of this bundle and environment, oldest first.
+    public var cutovers: [CutoverRecord]
+
+    public enum Verdict: String, Sendable, Hashable, Codable { case ready, notReady = "not_ready" }
+
+    public struct FieldDisagreements: Sendable, Hashable, Codable {
+        public var count: Int
+        /// A few original transaction ids, to look at with `iap-gateway subscription`.
+        public var examples: [String]
+        public init(count: Int, examples: [String]) { (self.count, self.examples) = (count, examples) }
+    }
+
+    public struct OneSided: Sendable, Hashable, Codable {
+        public var v1Only: Int
+        public var v2Only: Int
+        public var examples: [String]
+        public init(v1Only: Int, v2Only: Int, examples: [String]) { (self.v1Only, self.v2Only, self.examples) = (v1Only, v2Only, examples) }
+        enum CodingKeys: String, CodingKey { case v1Only = "v1_only", v2Only = "v2_only", examples }
+    }
+
+    public struct DayPoint: Sendable, Hashable, Codable {
+        /// `YYYY-MM-DD` (UTC).
+        public var day: String
+        public var pairs: Int
+        public var agreements: Int
+        public init(day: String, pairs: Int, agreements: Int) { (self.day, self.pairs, self.agreements) = (day, pairs, agreements) }
+    }
+
+    public init(bundleID: String, environment: String, authority: String, eventsBySource: [String: Int], pairs: Int, agreements: Int,
+                disagreementsByField: [String: FieldDisagreements], oneSided: OneSided, daily: [DayPoint], verdict: Verdict, rule: String,
+                reasons: [String], cutovers: [CutoverRecord]) {
+        self.bundleID = bundleID
+        self.environment = environment
+        self.authority = authority
+        self.eventsBySource = eventsBySource
+        self.pairs = pairs
+        self.agreements = agreements
+        self.agreementRate = pairs > 0 ? Double(agreements) / Double(pairs) : nil
+        self.disagreementsByField = disagreementsByField
+        self.oneSided = oneSided
+        self.daily = daily
+        self.verdict = verdict
+        self.rule = rule
+        self.reasons = reasons
+        self.cutovers = cutovers
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case bundleID = "bundle_id", environment, authority, eventsBySource = "events_by_source", pairs, agreements
+        case agreementRate = "agreement_rate", disagreementsByField = "disagreements_by_field", oneSided = "one_sided", daily
+        case verdict, rule, reasons, cutovers
+    }
+
+    // `agreement_rate` is always present (null when nothing was compared).
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(bundleID, forKey: .bundleID)
+        try c.encode(environment, forKey: .environment)
+        try c.encode(authority, forKey: .authority)
+        try c.encode(eventsBySource, forKey: .eventsBySource)
+        try c.encode(pairs, forKey: .pairs)
+        try c.encode(agreements, forKey: .agreements)
+        try c.encode(agreementRate, forKey: .agreementRate)
+        try c.encode(disagreementsByField, forKey: .disagreementsByField)
+        try c.encode(oneSided, forKey: .oneSided)
+        try c.encode(daily, forKey: .daily)
+        try c.encode(verdict, forKey: .verdict)
+        try c.encode(rule, forKey: .rule)
+        try c.encode(reasons, forKey: .reasons)
+        try c.encode(cutovers, forKey: .cutovers)
+    }
+}
+
+/// One authority change, as the cutover log keeps it.
+public struct CutoverRecord: Sendable, Hashable, Codable {
+    public var at: Int64
+    public var bundleID: String
+    public var environment: String
+    public var from: String
+    public var to: String
+    /// The admin token's name or the OS user.
+    public var who: String
+    public var reason: String?
+    /// The verdict when it happened, and whether it was forced past a `not_ready` one.
+    public var verdict: String
+    public var forced: Bool
+
+    public init(at: Int64, bundleID: String, environment: String, from: String, to: String, who: String, reason: String?, verdict: String,
+                forced: Bool) {
+        (self.at, self.bundleID, self.environment, self.from, self.to, self.who, self.reason, self.verdict, self.forced) =
+            (at, bundleID, environment, from, to, who, reason, verdict, forced)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case at, bundleID = "bundle_id", environment, from, to, who, reason, verdict, forced
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(at, forKey: .at)
+        try c.encode(bundleID, forKey: .bundleID)
+        try c.encode(environment, forKey: .environment)
+        try c.encode(from, forKey: .from)
+        try c.encode(to, forKey: .to)
+        try c.encode(who, forKey: .who)
+        try c.encode(reason, forKey: .reason)
+        try c.encode(verdict, forKey: .verdict)
+        try c.encode(forced, forKey: .forced)
+    }
+}
