@@ -77,6 +77,11 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
     }
 
     /// Recomputes `entitlement` from this event's own dates and flags at `eventDate`.
+    /// Whether the event is about an auto-renewable subscription (what the two paths are compared on).
+    public var isSubscription: Bool {
+        originalTransactionID != nil && (productType == .autoRenewable || (productType == nil && expiresDate != nil))
+    }
+
     public mutating func computeEntitlement() {
         entitlement = Entitlement.compute(
             expiresDate: expiresDate, revocationDate: revocationDate, gracePeriodExpiresDate: gracePeriodExpiresDate,

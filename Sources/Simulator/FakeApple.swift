@@ -78,7 +78,8 @@ public struct FakeApple: Sendable {
         guard case .object(let request)? = try? JSONParser.parse(body), let token = request["receipt-data"]?.stringValue else {
             return try Self.json(200, VerifyReceiptResponse(status: 21002))
         }
-        guard let s = try store.read().subscription(forReceipt: token) else {
+        let world = try store.read()
+        guard var s = world.subscription(forReceipt: token) else {
             return try Self.json(200, VerifyReceiptResponse(status: 21003))
         }
         // Everything the simulator signs is Sandbox: production sends it on, as Apple does.
@@ -87,6 +88,10 @@ public struct FakeApple: Sendable {
         if let digest = s.sharedSecretDigest,
            !Bytes.constantTimeEqual(Array(Hex.encode(SHA256.hash(Array(password.utf8))).utf8), Array(digest.utf8)) {
             return try Self.json(200, VerifyReceiptResponse(status: 21004))
+        }
+        for i in s.transactions.indices {
+            if let e = s.transactions[i].expiresDate { s.transactions[i].expiresDate = e + world.v1Skew.expiresOffsetMillis }
+            if world.v1Skew.hideRevocations { (s.transactions[i].revocationDate, s.transactions[i].revocationReason) = (nil, nil) }
         }
         let time = now()
         var answer = VerifyReceiptResponse(status: 0)

@@ -99,6 +99,16 @@ public struct SimWorld: Sendable, Codable {
     public var verifyReceiptFaults: [Int] = []
     /// HTTP statuses for the App Store Server API to answer instead, first in first out (tests: 429, 500).
     public var apiFaults: [Int] = []
+    /// Deliberate inconsistencies of the fake verifyReceipt, to show what the compare ledger catches.
+    public var v1Skew = V1Skew()
+
+    public struct V1Skew: Sendable, Codable, Hashable {
+        /// Added to every `expires_date` verifyReceipt reports.
+        public var expiresOffsetMillis: Int64 = 0
+        /// verifyReceipt does not report refunds and revocations (no `cancellation_date`).
+        public var hideRevocations = false
+        public init() {}
+    }
 
     public init() {}
 

@@ -75,7 +75,7 @@ extension VerifiedNotificationV2 {
 
 extension CanonicalEvent {
     /// Copies what a signed transaction says.
-    mutating func apply(_ tx: TransactionPayload) {
+    public mutating func apply(_ tx: TransactionPayload) {
         productType = tx.type.map(ProductType.init(appleValue:))
         originalTransactionID = tx.originalTransactionID
         transactionID = tx.transactionID
@@ -100,7 +100,7 @@ extension CanonicalEvent {
     }
 
     /// Copies what signed renewal info says.
-    mutating func apply(_ ri: RenewalInfoPayload) {
+    public mutating func apply(_ ri: RenewalInfoPayload) {
         originalTransactionID = originalTransactionID ?? ri.originalTransactionID
         expirationIntent = ri.expirationIntent.map(AppleCodes.expirationIntent)
         autoRenew = ri.autoRenewStatus.map { $0 == 1 }

@@ -30,6 +30,13 @@ let usage = """
           Show quarantined bodies, or re-run them after a config fix.
       iap-gateway subscription --config FILE ORIGINAL_TRANSACTION_ID
           One subscription's state per path and its event history.
+      iap-gateway report --config FILE [--bundle B] [--since T] [--format table|json|html]
+          The side-by-side comparison per bundle and environment: events per generation, pairs compared,
+          agreement rate over time, disagreements by field with examples, one-sided counts, and the readiness
+          verdict with its rule. html is one self-contained page.
+      iap-gateway cutover --config FILE BUNDLE [--environment E] --to v2|v1 [--reason TEXT] [--force]
+          Make V2 (or V1 again) authoritative for BUNDLE's new notifications; stored, logged with who and why.
+          Moving to V2 needs a ready verdict unless --force; moving back to V1 is always allowed.
       iap-gateway receive [--listen HOST:PORT] [--secret-env VAR]
           A demo downstream: prints each delivery (and whether its webhook signature verifies) as a JSON line.
       iap-gateway bench verify [--seconds N]
@@ -172,6 +179,59 @@ case "replay", "subscription", "quarantine":
                 await service.shutdown()
             default:
                 fail("quarantine needs list or replay")
+            }
+        }
+    } catch {
+        fail("\(error)", status: 1)
+    }
+    exit(0)
+
+case "report", "cutover":
+    let a: Arguments
+    do {
+        a = try Arguments(rest, valueFlags: ["config", "bundle", "since", "format", "environment", "to", "reason"], switchFlags: ["force"])
+    } catch { fail(error.description) }
+    guard let path = a.value("config") else { fail("\(verb) needs --config FILE") }
+    let config: GatewayConfig
+    do { config = try GatewayConfig.load(path: path) } catch { fail("config: \(error)") }
+    let now = WallClock.wallMillis()
+    do {
+        let (_, writer, db) = try GatewayService.maintenance(config: config, now: WallClock.wallMillis)
+        defer {
+            writer.stop()
+            db.close()
+        }
+        let ledger = CompareLedger(db: db, writer: writer, config: config)
+        if verb == "report" {
+            let since = try a.value("since").map { text throws -> Int64 in
+                guard let s = TimeText.milliseconds(text, now: now) else { fail("--since: not a time") }
+                return s
+            } ?? now - config.compareSettings.rule.windowMillis
+            let report = try ledger.report(bundleID: a.value("bundle"), since: since, until: now)
+            switch a.value("format") ?? "table" {
+            case "table": print(ReportRenderer.table(report), terminator: "")
+            case "json": printLine(String(decoding: ReportRenderer.json(report), as: UTF8.self))
+            case "html": print(ReportRenderer.html(report), terminator: "")
+            default: fail("--format must be table, json or html")
+            }
+        } else {
+            guard let bundle = a.positionals.first else { fail("cutover needs a BUNDLE") }
+            guard let to = a.value("to") else { fail("cutover needs --to v2 or --to v1") }
+            guard let app = config.apps.first(where: { $0.bundleID == bundle }) else { fail("\(bundle) is not configured", status: 1) }
+            let environment: String
+            if let e = a.value("environment") {
+                environment = e
+            } else if app.environments.count == 1, let only = app.environments.first {
+                environment = only.rawValue
+            } else {
+                fail("\(bundle) takes several environments: give --environment production or sandbox")
+            }
+            do {
+                let record = try ledger.cutover(bundleID: bundle, environment: environment, to: to, who: ProcessEnvironment.userName,
+                                                reason: a.value("reason"), force: a.has("force"), now: now)
+                printLine(JSONOutput.string(record))
+            } catch let error as CutoverError {
+                fail(error.description, status: 1)
             }
         }
     } catch {

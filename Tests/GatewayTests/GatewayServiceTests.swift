@@ -56,6 +56,8 @@ import WireJSON
         deps.deliveryPolicy.pollMillis = 20
         deps.receiptPolicy.pollMillis = 20
         deps.verifyReceiptBaseDelay = .zero
+        // V2 is authoritative for an app that also takes V1: its V2 path needs a source; none of these tests uses it.
+        deps.v2PathSource = UnknownToV2()
         let service = try GatewayService(config: config, dependencies: deps)
         let (port, adminPort) = try service.start()
         return Running(service: service, port: port, adminPort: adminPort, directory: directory)
@@ -231,4 +233,10 @@ import WireJSON
         #expect(plain?.status != 200)
         await service.shutdown()
     }
+}
+
+/// A V2 path that knows no subscription.
+struct UnknownToV2: V2PathSource {
+    func status(bundleID: String, environment: AppStoreEnvironment, originalTransactionID: String, observedAt: Int64)
+        async throws(PathFetchError) -> V2PathStatus? { nil }
 }

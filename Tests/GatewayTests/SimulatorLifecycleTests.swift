@@ -19,9 +19,10 @@ import WireJSON
     static let secret = "5f1b0c2d3e4f5a6b7c8d9e0f1a2b3c4d"
     static let bundleID = "com.example.sim"
 
-    /// The gateway for one generation: authoritative for the simulated app, delivering to `receiver`.
-    static func startGateway(pki: SimulatorPKI, apple: UInt16, receiver: LoopbackHTTPServer, authority: String,
-                             now: @escaping @Sendable () -> Int64) throws -> (GatewayService, UInt16) {
+    /// The gateway for one generation: authoritative for the simulated app, delivering to `receiver` (shadow events
+    /// too), asking the fake Apple on `apple` for receipts and — with the simulator's API key — the App Store Server API.
+    static func startGateway(pki: SimulatorPKI, apple: UInt16, receiver: LoopbackHTTPServer, authority: String, compare: Bool = false,
+                             compareSettings: String = "", now: @escaping @Sendable () -> Int64) throws -> (GatewayService, UInt16) {
         let directory = try Scratch.directory()
         let json = """
             {
@@ -30,31 +31,39 @@ import WireJSON
               "trust": { "extra_roots": ["\(pki.folder)/root.der"] },
               "verify_receipt": { "production_url": "http://127.0.0.1:\(apple)/verifyReceipt",
                                   "sandbox_url": "http://127.0.0.1:\(apple)/sandbox/verifyReceipt" },
+              "app_store_api": { "production_url": "http://127.0.0.1:\(apple)", "sandbox_url": "http://127.0.0.1:\(apple)",
+                                 "issuer_id": "\(SimulatorPKI.issuerID)", "key_id": "\(SimulatorPKI.apiKeyID)", "private_key_env": "SIM_API_KEY" },
               "apps": [ { "bundle_id": "\(bundleID)", "environments": ["sandbox"], "shared_secret_env": ["SIM_SECRET"],
-                          "authority": "\(authority)", "downstreams": ["main"] } ],
-              "downstreams": [ { "name": "main", "url": "\(receiver.url("/events"))", "environments": ["sandbox"] } ],
+                          "authority": "\(authority)", "compare": \(compare), "downstreams": ["main"] } ],
+              "downstreams": [ { "name": "main", "url": "\(receiver.url("/events"))", "environments": ["sandbox"], "shadow": true } ],
+              \(compareSettings.isEmpty ? "" : "\"compare\": { \(compareSettings) },")
               "limits": { "http_threads": 4 }
             }
             """
         let config = try GatewayConfig.parse(Array(json.utf8), baseDirectory: directory)
         var deps = GatewayService.Dependencies(
-            environment: ["SIM_SECRET": secret], transport: CurlTransport(), now: now, jitter: { 0 }, logSink: { _ in })
+            environment: ["SIM_SECRET": secret, "SIM_API_KEY": pki.apiKeyPEM], transport: CurlTransport(), now: now, jitter: { 0 },
+            logSink: { _ in })
         deps.deliveryPolicy.baseDelayMillis = 0
         deps.deliveryPolicy.pollMillis = 10
         deps.receiptPolicy.pollMillis = 10
+        deps.comparePolicy.pollMillis = 10
+        deps.comparePolicy.baseDelayMillis = 200
         deps.verifyReceiptBaseDelay = .zero
         let service = try GatewayService(config: config, dependencies: deps)
         let (port, _) = try service.start()
         return (service, port)
     }
 
-    /// Delivered events in order of first arrival (delivery is at least once: a redelivery is not a new event).
-    static func events(_ receiver: LoopbackHTTPServer) -> [JSONObject] {
+    /// Delivered events in order of first arrival (delivery is at least once: a redelivery is not a new event);
+    /// `authoritative` picks one side of the envelope's flag.
+    static func events(_ receiver: LoopbackHTTPServer, authoritative: Bool? = nil) -> [JSONObject] {
         var seen = Set<String>()
         return receiver.requests.filter { $0.path == "/events" }.compactMap { r in
-            guard let e = (try? JSONParser.parse(r.body))?.objectValue?["event"]?.objectValue, let id = e["id"]?.stringValue,
-                  seen.insert(id).inserted
+            guard let envelope = (try? JSONParser.parse(r.body))?.objectValue, let e = envelope["event"]?.objectValue,
+                  let id = e["id"]?.stringValue, seen.insert(id).inserted
             else { return nil }
+            if let authoritative, envelope["authoritative"] != .bool(authoritative) { return nil }
             return e
         }
     }

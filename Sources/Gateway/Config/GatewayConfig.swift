@@ -12,10 +12,28 @@ public struct GatewayConfig: Sendable {
         public var appAppleID: Int64?
         public var environments: Set<AppStoreEnvironment>
         public var sharedSecretEnv: [String]
+        /// The authority the config seeds (a cutover stored in the database wins over it).
         public var authority: Authority
+        /// Per-environment exceptions to ``authority`` (`"authority": {"production": "v1", "sandbox": "v2"}`).
+        public var authorityByEnvironment: [AppStoreEnvironment: Authority] = [:]
         public var compare: Bool
         public var verifyReceipt: Bool
         public var downstreams: [String]
+
+        public func authority(for environment: AppStoreEnvironment) -> Authority { authorityByEnvironment[environment] ?? authority }
+        /// Whether Apple may send this app V1 notifications (a shared secret is configured).
+        public var acceptsV1: Bool { !sharedSecretEnv.isEmpty }
+    }
+
+    /// `compare` (top level): how the two paths are compared and when a bundle counts as ready (DESIGN ch. 5).
+    public struct CompareSettings: Sendable, Hashable {
+        /// Snapshots observed further apart than this are not compared as they are: the older side is fetched again.
+        public var toleranceMillis: Int64 = 10 * 60_000
+        /// How long the other path may take to see a subscription before it counts as one-sided.
+        public var graceMillis: Int64 = 3_600_000
+        /// Fetches (verifyReceipt, App Store Server API) in flight at once for comparisons and v2-api events.
+        public var concurrency = 2
+        public var rule = ReadinessRule()
     }
 
     public enum Authority: String, Sendable, Hashable {
@@ -68,6 +86,9 @@ public struct GatewayConfig: Sendable {
     public var appStoreAPI = AppStoreAPI(
         productionURL: "https://api.storekit.apple.com", sandboxURL: "https://api.storekit-sandbox.apple.com",
         issuerID: nil, keyID: nil, privateKeyEnv: nil)
+    public var compareSettings = CompareSettings()
+    /// The authoritative path silent this long while the other path is not → a log line and a metric.
+    public var silenceAlertMillis: Int64 = 6 * 3_600_000
     public var maxNotificationAgeMillis: Int64 = 10 * 86_400_000
     /// Raw bodies are dropped after this long (events and delivery history stay).
     public var rawBodyRetentionMillis: Int64 = 180 * 86_400_000
@@ -95,7 +116,7 @@ public struct GatewayConfig: Sendable {
         let r = try ConfigReader(root, path: "")
         try r.rejectUnknown(allowed: [
             "listen", "admin", "store", "trust", "verify_receipt", "apps", "downstreams", "app_store_api",
-            "max_notification_age", "raw_body_retention", "listen_tls", "limits", "$comment",
+            "max_notification_age", "raw_body_retention", "listen_tls", "limits", "compare", "silence_alert", "$comment",
         ])
         var c = GatewayConfig()
         c.listen = try r.string("listen") ?? c.listen
@@ -138,6 +159,42 @@ public struct GatewayConfig: Sendable {
                 throw ConfigError(field: "raw_body_retention", "must be a duration such as 180d")
             }
             c.rawBodyRetentionMillis = ms
+        }
+        if let compare = try r.object("compare") {
+            try compare.rejectUnknown(allowed: [
+                "tolerance", "grace", "concurrency", "min_pairs", "min_agreement_rate", "window", "allow_one_sided",
+            ])
+            func duration(_ key: String, _ current: Int64) throws(ConfigError) -> Int64 {
+                guard let text = try compare.string(key) else { return current }
+                guard let ms = DurationText.milliseconds(text), ms > 0 else {
+                    throw ConfigError(field: compare.field(key), "must be a duration such as 10m or 7d")
+                }
+                return ms
+            }
+            c.compareSettings.toleranceMillis = try duration("tolerance", c.compareSettings.toleranceMillis)
+            c.compareSettings.graceMillis = try duration("grace", c.compareSettings.graceMillis)
+            c.compareSettings.rule.windowMillis = try duration("window", c.compareSettings.rule.windowMillis)
+            if let n = try compare.int64("concurrency") {
+                guard (1...64).contains(n) else { throw ConfigError(field: compare.field("concurrency"), "must be 1…64") }
+                c.compareSettings.concurrency = Int(n)
+            }
+            if let n = try compare.int64("min_pairs") {
+                guard n >= 1 else { throw ConfigError(field: compare.field("min_pairs"), "must be at least 1") }
+                c.compareSettings.rule.minimumPairs = Int(n)
+            }
+            if let v = compare.object["min_agreement_rate"], !v.isNull {
+                guard case .number(let text) = v, let rate = Double(text), rate > 0, rate <= 1 else {
+                    throw ConfigError(field: compare.field("min_agreement_rate"), "must be a number in (0, 1], such as 0.995")
+                }
+                c.compareSettings.rule.minimumAgreementRate = rate
+            }
+            c.compareSettings.rule.allowOneSided = try compare.bool("allow_one_sided") ?? false
+        }
+        if let silence = try r.string("silence_alert") {
+            guard let ms = DurationText.milliseconds(silence), ms > 0 else {
+                throw ConfigError(field: "silence_alert", "must be a duration such as 6h")
+            }
+            c.silenceAlertMillis = ms
         }
         if let tls = try r.object("listen_tls") {
             try tls.rejectUnknown(allowed: ["cert_file", "key_file"])
@@ -194,9 +251,23 @@ public struct GatewayConfig: Sendable {
                 throw ConfigError(
                     field: a.field("app_apple_id"), "is required when the app accepts production notifications")
             }
-            let authorityText = try a.string("authority") ?? "v1"
-            guard let authority = Authority(rawValue: authorityText) else {
-                throw ConfigError(field: a.field("authority"), "must be \"v1\" or \"v2\"")
+            // "authority": "v2", or per environment: {"production": "v1", "sandbox": "v2"} (unnamed ones: v1).
+            var authority = Authority.v1
+            var byEnvironment: [AppStoreEnvironment: Authority] = [:]
+            if case .object? = a.object["authority"] {
+                let per = try a.object("authority")!
+                try per.rejectUnknown(allowed: ["production", "sandbox"])
+                for env in ["production", "sandbox"] {
+                    guard let text = try per.string(env) else { continue }
+                    guard let value = Authority(rawValue: text) else { throw ConfigError(field: per.field(env), "must be \"v1\" or \"v2\"") }
+                    byEnvironment[AppStoreEnvironment(rawValue: env)] = value
+                }
+            } else {
+                let authorityText = try a.string("authority") ?? "v1"
+                guard let value = Authority(rawValue: authorityText) else {
+                    throw ConfigError(field: a.field("authority"), "must be \"v1\" or \"v2\" (or an object per environment)")
+                }
+                authority = value
             }
             let names = try a.strings("downstreams") ?? []
             for (i, n) in names.enumerated() where !c.downstreams.contains(where: { $0.name == n }) {
@@ -205,11 +276,40 @@ public struct GatewayConfig: Sendable {
             c.apps.append(
                 App(
                     bundleID: bundle, appAppleID: appleID, environments: envs,
-                    sharedSecretEnv: try a.strings("shared_secret_env") ?? [], authority: authority,
+                    sharedSecretEnv: try a.strings("shared_secret_env") ?? [], authority: authority, authorityByEnvironment: byEnvironment,
                     compare: try a.bool("compare") ?? false, verifyReceipt: try a.bool("verify_receipt") ?? true,
                     downstreams: names))
         }
         return c
+    }
+
+    /// Whether the App Store Server API can be called (issuer, key id and the key's variable are configured).
+    public var hasAppStoreAPICredentials: Bool {
+        appStoreAPI.issuerID != nil && appStoreAPI.keyID != nil && appStoreAPI.privateKeyEnv != nil
+    }
+
+    /// Settings that cannot produce what they promise (DESIGN ch. 5), found before anything starts: a bundle that
+    /// may receive V1 with V2 authoritative needs the App Store Server API for its V2 path, and comparing needs it
+    /// for the V2 side of V1 traffic. `authority` is the effective one per (bundle, environment), a stored cutover
+    /// included; `v2PathAvailable` says whether the App Store Server API (or a stand-in) is there.
+    public func authorityProblems(effective authority: [(bundle: String, environment: String, authority: String)], v2PathAvailable: Bool)
+        -> [ConfigError]
+    {
+        var problems: [ConfigError] = []
+        for app in apps where app.acceptsV1 && !v2PathAvailable {
+            if app.compare {
+                problems.append(ConfigError(
+                    field: "apps[\(app.bundleID)].compare",
+                    "comparing V1 traffic needs the V2 path: configure app_store_api (issuer_id, key_id, private_key_env)"))
+            }
+            for row in authority where row.bundle == app.bundleID && row.authority == "v2" {
+                problems.append(ConfigError(
+                    field: "apps[\(app.bundleID)].authority",
+                    "V2 is authoritative in \(row.environment) while Apple may still send V1: its V2 path comes from the App Store "
+                        + "Server API, so app_store_api (issuer_id, key_id, private_key_env) must be configured"))
+            }
+        }
+        return problems
     }
 
     private static func environments(_ r: ConfigReader, default value: Set<AppStoreEnvironment>) throws(ConfigError)

@@ -20,6 +20,9 @@ public final class GatewayService: Sendable {
         public var deliveryPolicy = DeliveryPolicy()
         public var receiptPolicy = ReceiptWorker.Policy()
         public var verifyReceiptBaseDelay: Duration = .seconds(1)
+        public var comparePolicy = CompareWorker.Policy()
+        /// The V2 path's view of subscriptions; nil: the App Store Server API from `app_store_api` (when configured).
+        public var v2PathSource: (any V2PathSource)? = nil
 
         public init(environment: [String: String], transport: any HTTPTransport, now: @escaping @Sendable () -> Int64,
                     jitter: @escaping @Sendable () -> Double, logSink: (@Sendable (String) -> Void)? = nil) {
@@ -46,6 +49,9 @@ public final class GatewayService: Sendable {
     public let operations: Operations
     let delivery: DeliveryWorker
     let receipts: ReceiptWorker
+    let compare: CompareWorker
+    /// The report and cutover (CLI and admin API).
+    public let ledger: CompareLedger
     let servers: Servers
     let adminToken: [UInt8]?
     let v1Secrets: [SharedSecret]
@@ -125,6 +131,14 @@ public final class GatewayService: Sendable {
         receipts = ReceiptWorker(
             db: db, writer: writer, router: router, client: verifyReceipt, apps: v1Apps, policy: receiptPolicy, metrics: metrics,
             log: log, now: dependencies.now, jitter: dependencies.jitter)
+        let v2Source = try dependencies.v2PathSource
+            ?? AppStoreAPIPathSource.make(config: config, environment: env, transport: dependencies.transport, adapter: v2,
+                                          now: dependencies.now, jitter: dependencies.jitter)
+        ledger = CompareLedger(db: db, writer: writer, config: config)
+        compare = CompareWorker(
+            db: db, writer: writer, router: router, settings: config.compareSettings, silenceAlertMillis: config.silenceAlertMillis,
+            v2Source: v2Source, receiptClient: verifyReceipt, apps: v1Apps, policy: dependencies.comparePolicy, metrics: metrics, log: log,
+            now: dependencies.now, jitter: dependencies.jitter)
         servers = Servers()
         Self.describeMetrics(metrics)
     }
@@ -147,11 +161,18 @@ public final class GatewayService: Sendable {
             log.info("authority", ["bundle": .string(row.bundle), "environment": .string(row.environment),
                                    "authority": .string(row.authority), "origin": .string(row.origin)])
         }
+        if let problem = config.authorityProblems(
+            effective: effective.map { ($0.bundle, $0.environment, $0.authority) }, v2PathAvailable: compare.v2Source != nil
+        ).first {
+            throw problem
+        }
         let delivery = self.delivery
         let receipts = self.receipts
+        let compare = self.compare
         tasks.withLock { t in
             t.append(Task.detached { await delivery.run() })
             t.append(Task.detached { await receipts.run() })
+            t.append(Task.detached { await compare.run() })
             t.append(Task.detached { [self] in await self.retentionLoop() })
         }
 
@@ -197,6 +218,7 @@ public final class GatewayService: Sendable {
         servers.admin = nil
         delivery.stop()
         receipts.stop()
+        compare.stop()
         let running = tasks.withLock { t in
             defer { t.removeAll() }
             return t
@@ -287,6 +309,33 @@ public final class GatewayService: Sendable {
                 return .json(200, try operations.quarantineReplay(ingest: ingest, secrets: v1Secrets).canonicalBytes())
             case ("GET", let s) where s.count == 3 && s[0] == "admin" && s[1] == "subscriptions":
                 return .json(200, try operations.subscription(s[2]).canonicalBytes())
+            case ("GET", ["admin", "report"]):
+                let time = now()
+                let since = request.query["since"].flatMap { TimeText.milliseconds($0, now: time) } ?? time - config.compareSettings.rule.windowMillis
+                let report = try ledger.report(bundleID: request.query["bundle"], since: since, until: time)
+                switch request.query["format"] ?? "json" {
+                case "html":
+                    return ServerResponse(status: 200, headers: [("Content-Type", "text/html; charset=utf-8")], body: Array(ReportRenderer.html(report).utf8))
+                case "table":
+                    return ServerResponse(status: 200, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Array(ReportRenderer.table(report).utf8))
+                default:
+                    return .json(200, ReportRenderer.json(report))
+                }
+            case ("POST", ["admin", "cutover"]):
+                guard let bundle = request.query["bundle"], let env = request.query["environment"], let to = request.query["to"] else {
+                    return .json(400, NotificationIngest.errorBody("bad_request", "give bundle, environment and to (v1 or v2)"))
+                }
+                do {
+                    let record = try ledger.cutover(
+                        bundleID: bundle, environment: env, to: to, who: "admin-api (\(config.adminTokenEnv))", reason: request.query["reason"],
+                        force: request.query["force"] == "true", now: now())
+                    log.warn("authority changed", ["bundle": .string(bundle), "environment": .string(env), "from": .string(record.from),
+                                                   "to": .string(record.to), "forced": .bool(record.forced)])
+                    return .json(200, JSONOutput.encode(record))
+                } catch let error as CutoverError {
+                    let status = error.code == "not_ready" || error.code == "unchanged" ? 409 : 400
+                    return .json(status, NotificationIngest.errorBody(error.code, error.description))
+                }
             default:
                 return .json(404, NotificationIngest.errorBody("not_found", "no such admin endpoint"))
             }

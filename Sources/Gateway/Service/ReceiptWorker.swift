@@ -57,6 +57,8 @@ public final class ReceiptWorker: Sendable {
         var secretName: String
         var receivedAt: Int64
         var key: String
+        /// The authority the notification arrived under.
+        var authority: String?
     }
 
     /// Runs until ``stop()``; returns after the verifications in flight finished.
@@ -81,7 +83,7 @@ public final class ReceiptWorker: Sendable {
             try self.db.read { c in
                 try c.query(
                     """
-                    SELECT r.journal_id, r.attempts, j.body, j.bundle_id, j.secret_name, j.received_at, j.notification_key
+                    SELECT r.journal_id, r.attempts, j.body, j.bundle_id, j.secret_name, j.received_at, j.notification_key, j.authority
                     FROM receipt_jobs r JOIN journal j ON j.id = r.journal_id
                     WHERE r.state = 'pending' AND r.next_attempt_at <= ? ORDER BY r.next_attempt_at LIMIT 100
                     """, [.integer(time)])
@@ -94,7 +96,8 @@ public final class ReceiptWorker: Sendable {
                 flying.claim(id)
                 picked.append(Job(journalID: id, attempts: row.int("attempts") ?? 0, body: row.blob("body") ?? [],
                                   bundleID: row.string("bundle_id") ?? "", secretName: row.string("secret_name") ?? "",
-                                  receivedAt: row.int64("received_at") ?? time, key: row.string("notification_key") ?? ""))
+                                  receivedAt: row.int64("received_at") ?? time, key: row.string("notification_key") ?? "",
+                                  authority: row.string("authority")))
             }
             return picked
         }
@@ -129,8 +132,10 @@ public final class ReceiptWorker: Sendable {
             let time = now()
             let id = job.journalID
             let status = answer.status
+            let job = job
             try await writer.performAsync { c in
-                try GatewayStore.storeEvents([event], journalID: id, router: router, now: time, in: c)
+                try GatewayStore.storeEvents([event], journalID: id, router: router, now: time, authority: job.authority, in: c)
+                try Self.followUp(event: event, answer: answer.response, receipt: receipt, job: job, router: router, at: time, in: c)
                 try c.run("UPDATE receipt_jobs SET state = 'done', attempts = attempts + 1, apple_status = ?, last_error = NULL, updated_at = ? WHERE journal_id = ?",
                           [.integer(Int64(status)), .integer(time), .integer(id)])
             }
@@ -154,6 +159,35 @@ public final class ReceiptWorker: Sendable {
         } catch {
             await settle(job, state: "pending", error: "store_unavailable", status: nil, retryIn: policy.baseDelayMillis)
         }
+    }
+
+    /// After a V1 event: keep the receipt (the V1 path's view of this subscription later), and for compared bundles
+    /// the V1 snapshot; ask for the V2 path's view when comparing, or when V2 is authoritative (its event then comes
+    /// from the App Store Server API, authoritative in this notification's place).
+    static func followUp(event: CanonicalEvent, answer: VerifyReceiptResponse, receipt: String, job: Job, router: Router, at time: Int64,
+                         in c: SQLiteConnection) throws {
+        guard let otid = event.originalTransactionID, let env = event.environment?.rawValue else { return }
+        try CompareStore.putReceipt(bundleID: job.bundleID, environment: env, otid: otid, receipt: answer.latestReceipt ?? receipt,
+                                    secretName: job.secretName, now: time, in: c)
+        let compare = router.compares(job.bundleID) && event.isSubscription
+        if compare, let snapshot = V1EventBuilder.snapshots(from: answer, observedAt: time).first(where: { $0.originalTransactionID == otid }) {
+            try CompareStore.putSnapshot(snapshot, path: "v1", in: c)
+        }
+        // The V2 path's event stands in for this V1 notification only while Apple is not sending V2 itself (then its
+        // V2 notifications are that path, and deriving another event from V1 would double it).
+        let appleSendsV2 = try Self.receivesV2(bundleID: job.bundleID, environment: env, since: time - 86_400_000, in: c)
+        let derive = job.authority == "v2" && !appleSendsV2
+        if compare || derive {
+            try CompareStore.enqueue(bundleID: job.bundleID, environment: env, otid: otid, fetch: "v2",
+                                     v1EventID: derive ? event.id : nil, authority: job.authority, compare: compare, at: time, in: c)
+        }
+    }
+
+    /// Whether Apple sent V2 notifications for the bundle and environment since `since`.
+    static func receivesV2(bundleID: String, environment: String, since: Int64, in c: SQLiteConnection) throws -> Bool {
+        try c.queryOne(
+            "SELECT 1 AS y FROM journal WHERE bundle_id = ? AND environment = ? AND version = 'v2' AND received_at >= ? LIMIT 1",
+            [.text(bundleID), .text(environment), .integer(since)]) != nil
     }
 
     func settle(_ job: Job, state: String, error: String, status: Int?, retryIn: Int64?) async {

@@ -237,17 +237,21 @@ public enum SimulateCommand {
 public final class FakeAppleServer: Sendable {
     let fake: FakeApple
 
-    public init(pki folder: String, notifyURL: String?, transport: any HTTPTransport) throws {
-        self.fake = Self.make(try SimulatorPKI.load(folder: folder), notifyURL: notifyURL, transport: transport)
+    /// `now` is the fake's clock (tests pass the story's clock so bearer tokens and answers share one time).
+    public init(pki folder: String, notifyURL: String?, transport: any HTTPTransport,
+                now: @escaping @Sendable () -> Int64 = WallClock.wallMillis) throws {
+        self.fake = Self.make(try SimulatorPKI.load(folder: folder), notifyURL: notifyURL, transport: transport, now: now)
     }
 
     init(pki: SimulatorPKI, notifyURL: String?, transport: any HTTPTransport) {
-        self.fake = Self.make(pki, notifyURL: notifyURL, transport: transport)
+        self.fake = Self.make(pki, notifyURL: notifyURL, transport: transport, now: WallClock.wallMillis)
     }
 
-    private static func make(_ pki: SimulatorPKI, notifyURL: String?, transport: any HTTPTransport) -> FakeApple {
+    private static func make(_ pki: SimulatorPKI, notifyURL: String?, transport: any HTTPTransport, now: @escaping @Sendable () -> Int64)
+        -> FakeApple
+    {
         let store = SimStateStore(folder: pki.folder)
-        return FakeApple(pki: pki, now: WallClock.wallMillis, deliverTest: notifyURL.map { url in
+        return FakeApple(pki: pki, now: now, deliverTest: notifyURL.map { url in
             { @Sendable token, payload in
                 Task {
                     let status = await SimulateCommand.send(Array("{\"signedPayload\":\"\(payload)\"}".utf8), to: url, transport: transport)

@@ -76,21 +76,32 @@ public enum GatewayStore {
 
     /// Journals `item` (and its events, state updates and outbox rows): accepted, or a duplicate of an earlier one.
     public static func journal(_ item: JournalItem, router: Router, now: Int64, in c: SQLiteConnection) throws -> JournalOutcome {
+        // The authority in force now decides, once, which path this notification's events are authoritative on.
+        let authority = try authority(bundleID: item.bundleID, environment: item.environment, in: c)
         let inserted = try c.run(
             """
             INSERT INTO journal (notification_key, version, received_at, origin, bundle_id, environment, notification_type,
-                                 subtype, secret_name, leaf_serial, body)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(notification_key) DO NOTHING
+                                 subtype, secret_name, leaf_serial, body, authority)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(notification_key) DO NOTHING
             """,
             [.text(item.key), .text(item.version), .integer(item.receivedAt), .text(item.origin), SQLiteValue(item.bundleID),
              SQLiteValue(item.environment?.rawValue), SQLiteValue(item.notificationType), SQLiteValue(item.subtype),
-             SQLiteValue(item.secretName), SQLiteValue(item.leafSerial), .blob(item.body)])
+             SQLiteValue(item.secretName), SQLiteValue(item.leafSerial), .blob(item.body), .text(authority)])
         if inserted == 0 {
             let id = try c.queryOne("SELECT id FROM journal WHERE notification_key = ?", [.text(item.key)])?.int64("id") ?? 0
             return .duplicate(journalID: id)
         }
         let journalID = c.lastInsertRowID
-        try storeEvents(item.events, journalID: journalID, router: router, now: now, in: c)
+        try storeEvents(item.events, journalID: journalID, router: router, now: now, authority: authority, in: c)
+        if item.version == "v2" {
+            // Compared bundles: the signed data is the V2 path's snapshot; the V1 path's comes from verifyReceipt.
+            for e in item.events where router.compares(e.bundleID) && e.isSubscription {
+                guard let bundle = e.bundleID, let env = e.environment?.rawValue, let otid = e.originalTransactionID else { continue }
+                try CompareStore.putSnapshot(OutcomeSnapshot(event: e, source: .v2, observedAt: e.eventDate), path: "v2", in: c)
+                try CompareStore.enqueue(bundleID: bundle, environment: env, otid: otid, fetch: "v1", v1EventID: nil, authority: nil,
+                                         compare: true, at: now, in: c)
+            }
+        }
         if item.needsReceipt {
             try c.run(
                 "INSERT INTO receipt_jobs (journal_id, next_attempt_at, updated_at) VALUES (?, ?, ?)",
@@ -113,10 +124,12 @@ public enum GatewayStore {
 
     /// Stores events (ignoring ids already stored), updates each subscription's state on the event's path
     /// (last write wins on event date, then arrival) and queues deliveries.
-    public static func storeEvents(_ events: [CanonicalEvent], journalID: Int64?, router: Router, now: Int64, in c: SQLiteConnection) throws {
+    /// `authority` is the authority the events' notification arrived under (looked up now when not given).
+    public static func storeEvents(_ events: [CanonicalEvent], journalID: Int64?, router: Router, now: Int64, authority: String? = nil,
+                                   in c: SQLiteConnection) throws {
         for event in events {
             let path = path(of: event)
-            let authoritative = try authority(bundleID: event.bundleID, environment: event.environment, in: c) == path
+            let authoritative = try (authority ?? self.authority(bundleID: event.bundleID, environment: event.environment, in: c)) == path
             let inserted = try c.run(
                 """
                 INSERT INTO events (id, journal_id, path, source, kind, reason, bundle_id, environment, original_transaction_id,
@@ -181,7 +194,7 @@ public enum GatewayStore {
                     ON CONFLICT(bundle_id, environment) DO UPDATE SET authority = excluded.authority, updated_at = excluded.updated_at
                     WHERE authority.origin = 'config'
                     """,
-                    [.text(app.bundleID), .text(env.rawValue), .text(app.authority.rawValue), .integer(now)])
+                    [.text(app.bundleID), .text(env.rawValue), .text(app.authority(for: env).rawValue), .integer(now)])
             }
         }
         return try c.query("SELECT bundle_id, environment, authority, origin FROM authority ORDER BY bundle_id, environment").map {

@@ -6,8 +6,11 @@ public import Canonical
 public struct Router: Sendable {
     let downstreams: [String: GatewayConfig.Downstream]
     let appDownstreams: [String: [String]]
+    /// Bundles with `compare: true`.
+    let compared: Set<String>
 
     public init(config: GatewayConfig) {
+        compared = Set(config.apps.filter(\.compare).map(\.bundleID))
         downstreams = Dictionary(config.downstreams.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         let all = config.downstreams.map(\.name)
         appDownstreams = Dictionary(
@@ -34,4 +37,7 @@ public struct Router: Sendable {
     }
 
     public func downstream(_ name: String) -> GatewayConfig.Downstream? { downstreams[name] }
+
+    /// Whether the bundle's two paths are compared (`compare: true`).
+    public func compares(_ bundleID: String?) -> Bool { bundleID.map(compared.contains) ?? false }
 }

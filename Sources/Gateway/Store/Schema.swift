@@ -113,6 +113,88 @@ enum Schema {
                     updated_at INTEGER NOT NULL,
                     PRIMARY KEY (bundle_id, environment)
                 );
-                """)
+                """),
+        SQLiteMigration(
+            version: 2,
+            sql: """
+                -- The authority in force when the notification arrived: its own events and the events derived from it
+                -- (v2-api from a V1 notification) are authoritative on exactly one path, whatever a cutover does
+                -- meanwhile — nothing is lost or doubled across a switch.
+                ALTER TABLE journal ADD COLUMN authority TEXT;
+                CREATE INDEX journal_generation ON journal(bundle_id, environment, version, received_at);
+
+                -- The latest receipt seen per subscription (V1 notifications' latest_receipt): the V1 path's view of a
+                -- subscription Apple reports in V2 is verifyReceipt of it.
+                CREATE TABLE v1_receipts (
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    receipt TEXT NOT NULL,
+                    secret_name TEXT NOT NULL,
+                    updated_at INTEGER NOT NULL,
+                    PRIMARY KEY (bundle_id, environment, original_transaction_id)
+                );
+
+                -- Each path's latest outcome snapshot per subscription (compare: true bundles).
+                CREATE TABLE snapshots (
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    path TEXT NOT NULL,                      -- v1 | v2
+                    source TEXT NOT NULL,                    -- v1-receipt | v2 | v2-api
+                    observed_at INTEGER NOT NULL,
+                    json BLOB NOT NULL,
+                    PRIMARY KEY (bundle_id, environment, original_transaction_id, path)
+                );
+
+                -- Fetches of the other path's view, off the request path: 'v2' asks the App Store Server API (and, with
+                -- v1_event_id, derives the v2-api event), 'v1' asks verifyReceipt with the stored receipt.
+                CREATE TABLE compare_jobs (
+                    id INTEGER PRIMARY KEY,
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    fetch TEXT NOT NULL,                     -- v1 | v2
+                    v1_event_id TEXT,                        -- derive a v2-api event from this V1 event
+                    authority TEXT,                          -- the notification's authority (journal.authority)
+                    compare INTEGER NOT NULL,                -- record the pair in the ledger
+                    state TEXT NOT NULL DEFAULT 'pending',   -- pending | done | failed
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_at INTEGER NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    updated_at INTEGER NOT NULL,
+                    last_error TEXT
+                );
+                CREATE INDEX compare_jobs_due ON compare_jobs(state, next_attempt_at);
+
+                -- The compare ledger: one row per comparison of the two paths' snapshots of a subscription, or per
+                -- subscription one path never saw within the grace window.
+                CREATE TABLE compare_ledger (
+                    id INTEGER PRIMARY KEY,
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    compared_at INTEGER NOT NULL,
+                    outcome TEXT NOT NULL,                   -- agree | disagree | v1_only | v2_only
+                    fields TEXT,                             -- disagreeing fields, comma-separated
+                    v1_json BLOB,
+                    v2_json BLOB
+                );
+                CREATE INDEX compare_ledger_bundle ON compare_ledger(bundle_id, environment, compared_at);
+
+                -- Every authority change: when, who, from, to, why, and the verdict at the time.
+                CREATE TABLE cutover_log (
+                    id INTEGER PRIMARY KEY,
+                    at INTEGER NOT NULL,
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    from_authority TEXT NOT NULL,
+                    to_authority TEXT NOT NULL,
+                    who TEXT NOT NULL,
+                    reason TEXT,
+                    verdict TEXT NOT NULL,
+                    forced INTEGER NOT NULL
+                );
+                """),
     ]
 }

@@ -5,6 +5,10 @@ public import V1Adapter
 public import V2Adapter
 internal import WireJSON
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `iap-gateway verify`: authenticate and normalize saved bodies offline (DESIGN ch. 8). No network unless
 /// `--verify-receipt`: V1 events then come from the body (`verified: false`). Without a config or `--bundle-id` only
 /// V2 signatures and chains are checked, and the report says which bundle and environment the body claims.
@@ -154,6 +158,12 @@ public struct VerifyCommand: Sendable {
 /// The process environment, read in one place (secrets are named by variable in the config).
 public enum ProcessEnvironment {
     public static var variables: [String: String] { ProcessInfo.processInfo.environment }
+
+    /// Who runs this command, for the cutover log: the OS user name, else the uid.
+    public static var userName: String {
+        if let name = getpwuid(getuid())?.pointee.pw_name { return String(cString: name) }
+        return variables["USER"] ?? "uid \(getuid())"
+    }
 }
 
 /// The wall clock, the only one production code reads; everything else receives time as a value.

@@ -1,0 +1,327 @@
+internal import Canonical
+internal import FoundationEssentials
+public import V1Adapter
+internal import V2Adapter
+internal import WireJSON
+import Synchronization
+
+/// Fetches the other path's view of subscriptions, off the request path (DESIGN ch. 5):
+/// - `v2` jobs ask the App Store Server API (Get All Subscription Statuses). When V2 is authoritative for a bundle
+///   Apple still sends V1 for, the job also derives the `v2-api` event standing in for the V1 notification —
+///   authoritative exactly when the V1 event is not, so a cutover between the two loses or doubles nothing.
+/// - `v1` jobs ask verifyReceipt with the subscription's stored receipt.
+/// Each result becomes that path's snapshot and, for compared bundles, a ledger row. A path that still does not know
+/// the subscription once `grace` has passed is recorded as one-sided. Failures are retried with backoff; the silence
+/// alert is checked here too.
+public final class CompareWorker: Sendable {
+    public struct Policy: Sendable {
+        public var pollMillis: Int64 = 500
+        public var baseDelayMillis: Int64 = 30_000
+        public var maxDelayMillis: Int64 = 3_600_000
+        /// Give up after this many attempts.
+        public var maxAttempts = 50
+        public init() {}
+    }
+
+    let db: SQLiteDatabase
+    let writer: JournalWriter
+    let router: Router
+    let settings: GatewayConfig.CompareSettings
+    let silenceAlertMillis: Int64
+    let v2Source: (any V2PathSource)?
+    let receiptClient: VerifyReceiptClient
+    let apps: [String: V1App]
+    let policy: Policy
+    let metrics: Metrics
+    let log: Log
+    let now: @Sendable () -> Int64
+    let jitter: @Sendable () -> Double
+    private let inFlight = InFlightSet()
+    private let loop: PollLoop
+    private let silent = Mutex<Set<String>>([])
+    private let lastSilenceCheck = Mutex<Int64>(0)
+
+    public init(db: SQLiteDatabase, writer: JournalWriter, router: Router, settings: GatewayConfig.CompareSettings, silenceAlertMillis: Int64,
+                v2Source: (any V2PathSource)?, receiptClient: VerifyReceiptClient, apps: [V1App], policy: Policy = .init(), metrics: Metrics,
+                log: Log, now: @escaping @Sendable () -> Int64, jitter: @escaping @Sendable () -> Double) {
+        self.db = db
+        self.writer = writer
+        self.router = router
+        self.settings = settings
+        self.silenceAlertMillis = silenceAlertMillis
+        self.v2Source = v2Source
+        self.receiptClient = receiptClient
+        self.apps = Dictionary(apps.map { ($0.bundleID, $0) }, uniquingKeysWith: { a, _ in a })
+        self.policy = policy
+        self.metrics = metrics
+        self.log = log
+        self.now = now
+        self.jitter = jitter
+        self.loop = PollLoop(idlePollMillis: policy.pollMillis)
+    }
+
+    struct Job: Sendable {
+        var id: Int64
+        var bundleID: String
+        var environment: String
+        var otid: String
+        var fetch: String
+        var v1EventID: String?
+        var authority: String?
+        var compare: Bool
+        var attempts: Int
+        var createdAt: Int64
+    }
+
+    public func run() async {
+        await loop.run(
+            fetch: { (try? await self.due()) ?? [] }, work: { await self.process($0) }, inFlight: { !self.inFlight.isEmpty },
+            everySecond: { await self.housekeeping() })
+    }
+
+    public func stop() { loop.stop() }
+
+    func due() async throws -> [Job] {
+        let time = now()
+        inFlight.beginRead()
+        let db = self.db
+        let rows = try await Blocking.run {
+            try db.read { c in
+                try c.query(
+                    """
+                    SELECT id, bundle_id, environment, original_transaction_id, fetch, v1_event_id, authority, compare, attempts, created_at
+                    FROM compare_jobs WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT 100
+                    """, [.integer(time)])
+            }
+        }
+        return inFlight.claim { flying in
+            var picked: [Job] = []
+            for row in rows {
+                guard flying.count < settings.concurrency, let id = row.int64("id"), !flying.isBusy(id) else { continue }
+                flying.claim(id)
+                picked.append(Job(
+                    id: id, bundleID: row.string("bundle_id") ?? "", environment: row.string("environment") ?? "",
+                    otid: row.string("original_transaction_id") ?? "", fetch: row.string("fetch") ?? "", v1EventID: row.string("v1_event_id"),
+                    authority: row.string("authority"), compare: row.bool("compare") ?? false, attempts: row.int("attempts") ?? 0,
+                    createdAt: row.int64("created_at") ?? time))
+            }
+            return picked
+        }
+    }
+
+    func process(_ job: Job) async {
+        defer { inFlight.finish(job.id) }
+        do {
+            if job.fetch == "v2" { try await fetchV2(job) } else { try await fetchV1(job) }
+        } catch let error as PathFetchError {
+            metrics.increment("iapgw_compare_fetch_failures_total", ["path": job.fetch, "code": error.code])
+            if error.retryable {
+                await retry(job, error: error.code)
+            } else {
+                log.warn("comparison fetch failed", ["bundle": .string(job.bundleID), "path": .string(job.fetch), "code": .string(error.code)])
+                await settle(job, state: "failed", error: error.code)
+            }
+        } catch {
+            await retry(job, error: "store_unavailable")
+        }
+    }
+
+    // MARK: The V2 path: App Store Server API
+
+    func fetchV2(_ job: Job) async throws {
+        guard let source = v2Source else {
+            throw PathFetchError(code: "no_app_store_api", message: "app_store_api is not configured", retryable: false)
+        }
+        let time = now()
+        let env = AppStoreEnvironment(rawValue: job.environment)
+        guard let status = try await source.status(bundleID: job.bundleID, environment: env, originalTransactionID: job.otid, observedAt: time)
+        else {
+            try await notSeen(job, by: "v2", time: time)
+            return
+        }
+        let router = self.router
+        let tolerance = settings.toleranceMillis
+        let db = self.db
+        let v1Event: CanonicalEvent? = try await job.v1EventID.asyncMap { id in
+            try await Blocking.run {
+                try db.read { c in
+                    try c.queryOne("SELECT json FROM events WHERE id = ?", [.text(id)])?.blob("json").flatMap {
+                        try? JSONDecoder().decode(CanonicalEvent.self, from: Data($0))
+                    }
+                }
+            }
+        } ?? nil
+        try await writer.performAsync { c in
+            if let v1Event {
+                try GatewayStore.storeEvents([Self.v2APIEvent(from: v1Event, status: status)], journalID: nil, router: router, now: time,
+                                             authority: job.authority, in: c)
+            }
+            try CompareStore.putSnapshot(status.snapshot, path: "v2", in: c)
+            if job.compare {
+                try CompareStore.compareIfReady(bundleID: job.bundleID, environment: job.environment, otid: job.otid, tolerance: tolerance,
+                                                at: time, in: c)
+            }
+            try c.run("UPDATE compare_jobs SET state = 'done', attempts = attempts + 1, updated_at = ?, last_error = NULL WHERE id = ?",
+                      [.integer(time), .integer(job.id)])
+        }
+        metrics.increment("iapgw_compare_fetches_total", ["path": "v2"])
+    }
+
+    /// The event the V2 path stands for in place of a V1 notification: the V1 event's kind and date, the facts Apple's
+    /// App Store Server API signed.
+    static func v2APIEvent(from v1: CanonicalEvent, status: V2PathStatus) -> CanonicalEvent {
+        let suffix = v1.id.hasPrefix("v1:") ? String(v1.id.dropFirst(3)) : v1.id
+        var e = CanonicalEvent(
+            id: "v2-api:" + suffix, source: .v2API, kind: v1.kind, reason: v1.reason, rawType: v1.rawType, rawSubtype: nil,
+            eventDate: v1.eventDate, eventDateSource: v1.eventDateSource, verified: true)
+        e.bundleID = v1.bundleID
+        e.appAppleID = v1.appAppleID
+        e.environment = v1.environment
+        e.productID = status.transaction.productID
+        e.apply(status.transaction)
+        if let renewal = status.renewal { e.apply(renewal) }
+        e.computeEntitlement()
+        return e
+    }
+
+    // MARK: The V1 path: verifyReceipt of the stored receipt
+
+    func fetchV1(_ job: Job) async throws {
+        let time = now()
+        let db = self.db
+        let stored = try await Blocking.run {
+            try db.read { c in
+                try c.queryOne(
+                    "SELECT receipt, secret_name FROM v1_receipts WHERE bundle_id = ? AND environment = ? AND original_transaction_id = ?",
+                    [.text(job.bundleID), .text(job.environment), .text(job.otid)])
+            }
+        }
+        guard let receipt = stored?.string("receipt"), let secretName = stored?.string("secret_name") else {
+            try await notSeen(job, by: "v1", time: time)
+            return
+        }
+        guard let secret = apps[job.bundleID]?.sharedSecrets.first(where: { $0.name == secretName }) ?? apps[job.bundleID]?.sharedSecrets.first
+        else { throw PathFetchError(code: "no_shared_secret", message: "no shared secret configured for \(job.bundleID)", retryable: false) }
+        let answer: VerifyReceiptClient.Answer
+        do { answer = try await receiptClient.verify(receiptData: receipt, sharedSecret: secret) } catch {
+            throw PathFetchError(code: error.code.rawValue, message: "verifyReceipt", retryable: error.code == .appleUnavailable)
+        }
+        guard let snapshot = V1EventBuilder.snapshots(from: answer.response, observedAt: time).first(where: { $0.originalTransactionID == job.otid })
+        else {
+            try await notSeen(job, by: "v1", time: time)
+            return
+        }
+        let tolerance = settings.toleranceMillis
+        try await writer.performAsync { c in
+            try CompareStore.putSnapshot(snapshot, path: "v1", in: c)
+            if job.compare {
+                try CompareStore.compareIfReady(bundleID: job.bundleID, environment: job.environment, otid: job.otid, tolerance: tolerance,
+                                                at: time, in: c)
+            }
+            try c.run("UPDATE compare_jobs SET state = 'done', attempts = attempts + 1, updated_at = ?, last_error = NULL WHERE id = ?",
+                      [.integer(time), .integer(job.id)])
+        }
+        metrics.increment("iapgw_compare_fetches_total", ["path": "v1"])
+    }
+
+    /// One path does not know the subscription: ask again until the grace window has passed, then record it as seen
+    /// by the other path only.
+    func notSeen(_ job: Job, by path: String, time: Int64) async throws {
+        guard time - job.createdAt >= settings.graceMillis else {
+            await settle(job, state: "pending", error: "\(path)_not_seen_yet", retryIn: max(1_000, min(settings.graceMillis / 4, 300_000)))
+            return
+        }
+        let outcome = path == "v1" ? "v2_only" : "v1_only"
+        let otherPath = path == "v1" ? "v2" : "v1"
+        if job.v1EventID != nil {
+            log.error("V2 is authoritative but the App Store Server API does not know this subscription: no authoritative event",
+                      ["bundle": .string(job.bundleID), "original_transaction_id": .string(job.otid)])
+        }
+        try await writer.performAsync { c in
+            if job.compare {
+                let other = try CompareStore.snapshot(bundleID: job.bundleID, environment: job.environment, otid: job.otid, path: otherPath, in: c)
+                try CompareStore.record(bundleID: job.bundleID, environment: job.environment, otid: job.otid, outcome: outcome, fields: [],
+                                        v1: path == "v1" ? nil : other, v2: path == "v2" ? nil : other, at: time, in: c)
+            }
+            try c.run("UPDATE compare_jobs SET state = 'done', attempts = attempts + 1, updated_at = ?, last_error = ? WHERE id = ?",
+                      [.integer(time), .text(outcome), .integer(job.id)])
+        }
+        metrics.increment("iapgw_compare_one_sided_total", ["side": outcome])
+    }
+
+    func retry(_ job: Job, error: String) async {
+        let delay = min(policy.baseDelayMillis << Int64(min(job.attempts, 20)), policy.maxDelayMillis)
+        await settle(job, state: "pending", error: error, retryIn: Int64(Double(delay) * (0.5 + 0.5 * jitter())))
+    }
+
+    func settle(_ job: Job, state: String, error: String, retryIn: Int64 = 0) async {
+        let time = now()
+        let attempts = job.attempts + 1
+        let final = state == "pending" && attempts >= policy.maxAttempts ? "failed" : state
+        _ = try? await writer.performAsync { c in
+            try c.run(
+                "UPDATE compare_jobs SET state = ?, attempts = ?, next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
+                [.text(final), .integer(Int64(attempts)), .integer(time + retryIn), .text(error), .integer(time), .integer(job.id)])
+        }
+    }
+
+    // MARK: Gauges and the silence alert
+
+    func housekeeping() async {
+        let db = self.db
+        if let pending = try? await Blocking.run({ try db.read { c in try c.queryOne("SELECT COUNT(*) AS n FROM compare_jobs WHERE state = 'pending'") } }) {
+            metrics.set("iapgw_compare_jobs_pending", [:], Double(pending.int64("n") ?? 0))
+        }
+        let time = now()
+        let due = lastSilenceCheck.withLock { last -> Bool in
+            guard time - last >= 60_000 else { return false }
+            last = time
+            return true
+        }
+        if due { await checkSilence(at: time) }
+    }
+
+    /// DESIGN ch. 5: the authoritative path silent for `silence_alert` while the other path is not.
+    func checkSilence(at time: Int64) async {
+        let db = self.db
+        guard let rows = try? await Blocking.run({
+            try db.read { c in
+                try c.query(
+                    """
+                    SELECT a.bundle_id, a.environment, a.authority,
+                           (SELECT MAX(created_at) FROM events e WHERE e.bundle_id = a.bundle_id AND e.environment = a.environment
+                                AND e.path = a.authority) AS last_authoritative,
+                           (SELECT MAX(created_at) FROM events e WHERE e.bundle_id = a.bundle_id AND e.environment = a.environment
+                                AND e.path <> a.authority) AS last_other
+                    FROM authority a
+                    """)
+            }
+        }) else { return }
+        for row in rows {
+            guard let bundle = row.string("bundle_id"), let env = row.string("environment"), let authority = row.string("authority") else { continue }
+            let lastAuthoritative = row.int64("last_authoritative") ?? 0
+            let lastOther = row.int64("last_other") ?? 0
+            let isSilent = lastOther > lastAuthoritative + silenceAlertMillis && time - lastAuthoritative > silenceAlertMillis
+            let key = bundle + "|" + env
+            metrics.set("iapgw_authority_silent", ["bundle": bundle, "environment": env], isSilent ? 1 : 0)
+            let changed = silent.withLock { set -> Bool in
+                isSilent ? set.insert(key).inserted : set.remove(key) != nil
+            }
+            if changed, isSilent {
+                log.warn("the authoritative path is silent while the other path is not", [
+                    "bundle": .string(bundle), "environment": .string(env), "authority": .string(authority),
+                    "silent_for_ms": .int(time - lastAuthoritative),
+                ])
+            }
+        }
+    }
+}
+
+extension Optional {
+    func asyncMap<U>(_ transform: (Wrapped) async throws -> U) async rethrows -> U? {
+        switch self {
+        case .some(let w): try await transform(w)
+        case .none: nil
+        }
+    }
+}

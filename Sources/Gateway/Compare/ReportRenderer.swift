@@ -1,0 +1,174 @@
+/// Turns a ``CompareReport`` into what people and programs read: stable JSON (`--format json`, `GET /admin/report`),
+/// a plain-text table for terminals, and one self-contained HTML page (``html(_:)``, in `ReportRenderer+HTML.swift`).
+///
+/// Every renderer is a pure function of the report: the same report gives the same bytes, whatever the order of its
+/// dictionaries. Rates shown as text are rounded *down* to one decimal, so a rate never appears to meet a threshold
+/// it misses (249 of 250 is "99.6 %", 0.99499 is "99.4 %").
+public enum ReportRenderer {
+    /// The report as JSON with sorted keys, compact (or `pretty`): the model's own `Codable` shape, so
+    /// `agreement_rate` is `null` when nothing was compared.
+    public static func json(_ r: CompareReport, pretty: Bool = false) -> [UInt8] {
+        JSONOutput.encode(r, pretty: pretty)
+    }
+
+    /// A fixed-width, colourless table: one block per bundle and environment. Untrusted text (bundle ids, field
+    /// names, reasons) has its control characters replaced, so it cannot move the cursor or recolour the terminal.
+    public static func table(_ r: CompareReport) -> String {
+        var out: [String] = []
+        out.append("V1/V2 compare report · window \(windowText(since: r.since, until: r.until)) · generated \(utcDateTime(r.generatedAt))")
+        out.append("rule: \(plain(r.rule.text))")
+        let ready = r.bundles.filter { $0.verdict == .ready }.count
+        out.append("\(ready) of \(r.bundles.count) ready to cut over")
+        if r.bundles.isEmpty { out.append(""); out.append("(no bundles in this window)") }
+        for b in r.bundles {
+            out.append("")
+            out += tableBlock(b)
+        }
+        return out.joined(separator: "\n") + "\n"
+    }
+
+    static let tableWidth = 78
+    static let labelWidth = 17
+
+    static func tableBlock(_ b: BundleReport) -> [String] {
+        var lines: [String] = []
+        let verdict = b.verdict == .ready ? "READY" : "NOT READY"
+        let title = "\(plain(b.bundleID))  (\(plain(b.environment)))"
+        let gap = max(2, tableWidth - title.count - verdict.count)
+        lines.append(title + String(repeating: " ", count: gap) + verdict)
+        lines.append(String(repeating: "-", count: max(tableWidth, title.count + gap + verdict.count)))
+
+        func row(_ label: String, _ value: String) { lines.append("  " + pad(label, labelWidth) + value) }
+        func more(_ value: String) { lines.append("  " + String(repeating: " ", count: labelWidth) + value) }
+
+        row("authority", plain(b.authority))
+        let events = b.eventsBySource.sorted { $0.key < $1.key }.map { "\(plain($0.key)) \($0.value)" }
+        row("events", events.isEmpty ? "none" : events.joined(separator: "   "))
+        row("pairs", "\(b.pairs)")
+        if let rate = percentText(b.agreements, of: b.pairs) {
+            row("agreement", "\(rate)  (\(b.agreements) of \(b.pairs))")
+        } else {
+            row("agreement", "—  (nothing compared yet)")
+        }
+
+        let fields = sortedFields(b)
+        if fields.isEmpty {
+            row("disagreements", b.pairs > 0 ? "none" : "—")
+        } else {
+            let nameWidth = max(5, fields.map { plain($0.name).count }.max() ?? 0)
+            let countWidth = max(5, fields.map { "\($0.value.count)".count }.max() ?? 0)
+            row("disagreements", pad("field", nameWidth) + "  " + leftPad("count", countWidth) + "  examples")
+            for (name, d) in fields {
+                let examples = d.examples.prefix(3).map(plain).joined(separator: ", ")
+                more(pad(plain(name), nameWidth) + "  " + leftPad("\(d.count)", countWidth) + "  " + (examples.isEmpty ? "—" : examples))
+            }
+        }
+
+        var oneSided = "v1 only \(b.oneSided.v1Only)   v2 only \(b.oneSided.v2Only)"
+        if !b.oneSided.examples.isEmpty { oneSided += "   e.g. " + b.oneSided.examples.prefix(3).map(plain).joined(separator: ", ") }
+        row("one-sided", oneSided)
+
+        row("verdict", verdict)
+        row("rule", plain(b.rule))
+        if b.reasons.isEmpty {
+            row("reasons", "—")
+        } else {
+            for (i, reason) in b.reasons.enumerated() {
+                if i == 0 { row("reasons", "- " + plain(reason)) } else { more("- " + plain(reason)) }
+            }
+        }
+        if b.cutovers.isEmpty {
+            row("cutovers", "none")
+        } else {
+            for (i, c) in b.cutovers.enumerated() {
+                var text = "\(utcDateTime(c.at))  \(plain(c.from)) → \(plain(c.to))  by \(plain(c.who))  (verdict \(plain(c.verdict))"
+                text += c.forced ? ", forced)" : ")"
+                if let reason = c.reason, !reason.isEmpty { text += "  \"\(plain(reason))\"" }
+                if i == 0 { row("cutovers", text) } else { more(text) }
+            }
+        }
+        return lines
+    }
+
+    // MARK: - Shared helpers (table and HTML)
+
+    /// `agreements / pairs` as "99.6 %", rounded down to one decimal; nil when nothing was compared.
+    static func percentText(_ agreements: Int, of pairs: Int) -> String? {
+        guard pairs > 0 else { return nil }
+        let tenths = Int64(agreements) * 1000 / Int64(pairs)  // integer arithmetic: exact, and rounds down
+        return "\(tenths / 10).\(tenths % 10) %"
+    }
+
+    /// Fields by descending count, then by name: a stable order whatever the dictionary's.
+    static func sortedFields(_ b: BundleReport) -> [(name: String, value: BundleReport.FieldDisagreements)] {
+        b.disagreementsByField.map { (name: $0.key, value: $0.value) }
+            .sorted { $0.value.count != $1.value.count ? $0.value.count > $1.value.count : $0.name < $1.name }
+    }
+
+    /// `since → until UTC`, as dates when both fall on UTC midnight, otherwise with hours and minutes.
+    static func windowText(since: Int64, until: Int64) -> String {
+        let dateOnly = since % 86_400_000 == 0 && until % 86_400_000 == 0
+        return "\(windowPoint(since, dateOnly: dateOnly)) → \(windowPoint(until, dateOnly: dateOnly)) UTC"
+    }
+
+    /// `2025-06-01`, or `2025-06-01 12:30` when `dateOnly` is false.
+    static func windowPoint(_ ms: Int64, dateOnly: Bool) -> String {
+        dateOnly ? utcDate(ms) : String(utcDateTime(ms).prefix(16).map { $0 == "T" ? " " : $0 })
+    }
+
+    /// `YYYY-MM-DD` (UTC) of a millisecond timestamp.
+    static func utcDate(_ ms: Int64) -> String {
+        let (y, m, d, _) = civil(ms)
+        return "\(year(y))-\(two(m))-\(two(d))"
+    }
+
+    /// `YYYY-MM-DDTHH:MM:SSZ` (UTC) of a millisecond timestamp.
+    static func utcDateTime(_ ms: Int64) -> String {
+        let (y, m, d, s) = civil(ms)
+        return "\(year(y))-\(two(m))-\(two(d))T\(two(s / 3600)):\(two(s / 60 % 60)):\(two(s % 60))Z"
+    }
+
+    /// Year, month, day and second of the day (Howard Hinnant's `civil_from_days`, proleptic Gregorian).
+    private static func civil(_ ms: Int64) -> (Int64, Int64, Int64, Int64) {
+        var days = ms / 86_400_000
+        var rest = ms % 86_400_000
+        if rest < 0 {
+            rest += 86_400_000
+            days -= 1
+        }
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let d = doy - (153 * mp + 2) / 5 + 1
+        let m = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d, rest / 1000)
+    }
+
+    private static func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
+    private static func year(_ y: Int64) -> String {
+        guard (0...9999).contains(y) else { return "\(y)" }
+        let s = "\(y)"
+        return String(repeating: "0", count: 4 - s.count) + s
+    }
+
+    /// Untrusted text made safe for a terminal: control characters and bidirectional overrides become U+FFFD.
+    static func plain(_ s: String) -> String {
+        var out = String.UnicodeScalarView()
+        for u in s.unicodeScalars {
+            let bidi = (0x202A...0x202E).contains(u.value) || (0x2066...0x2069).contains(u.value)
+            out.append(u.properties.generalCategory == .control || bidi ? "\u{FFFD}" : u)
+        }
+        return String(out)
+    }
+
+    static func pad(_ s: String, _ width: Int) -> String {
+        s.count >= width ? s : s + String(repeating: " ", count: width - s.count)
+    }
+
+    static func leftPad(_ s: String, _ width: Int) -> String {
+        s.count >= width ? s : String(repeating: " ", count: width - s.count) + s
+    }
+}

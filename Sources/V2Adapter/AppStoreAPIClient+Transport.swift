@@ -1,0 +1,164 @@
+internal import Canonical
+internal import HTTPClient
+internal import WireJSON
+
+extension AppStoreAPIClient {
+    /// Apple's error codes that mean "try again" (its libraries call them retryable), besides any 429 and 5xx.
+    public static let retryableAppleErrorCodes: Set<Int64> = [4040002, 4040004, 4040006, 5000001, 4290000]
+
+    /// How one HTTP attempt ended, when it did not succeed.
+    struct Failure {
+        var error: AppStoreAPIError
+        var retryable: Bool
+        var retryAfter: Duration?
+    }
+
+    /// Sends one call with retries; the body of a 2xx answer, or the last failure.
+    func perform(
+        _ method: HTTPRequest.Method, _ path: String, query: [(String, String?)] = [], body: [UInt8]? = nil,
+        environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError) -> [UInt8] {
+        let url = try url(path, query: query, environment: environment)
+        let attempts = max(1, configuration.maxAttempts)
+        var attempt = 0
+        while true {
+            attempt += 1
+            var headers = [
+                HTTPHeader("Authorization", "Bearer " + (try bearerToken())),
+                HTTPHeader("Accept", "application/json"),
+                HTTPHeader("User-Agent", "iap-gateway"),
+            ]
+            if body != nil { headers.append(HTTPHeader("Content-Type", "application/json")) }
+            let request = HTTPRequest(
+                method: method, url: url, headers: headers, body: body ?? [],
+                timeoutMillis: configuration.timeoutMillis, maxResponseBytes: configuration.maxResponseBytes)
+            var failure: Failure
+            do {
+                let response = try await transport.send(request)
+                if (200..<300).contains(response.status) { return response.body }
+                failure = Self.judge(response)
+            } catch {
+                failure = Self.judge(error)
+            }
+            failure.error.attempts = attempt
+            guard failure.retryable, attempt < attempts, !Task.isCancelled else { throw failure.error }
+            var delay = backoff(attempt: attempt)
+            if let wanted = failure.retryAfter {
+                guard wanted <= configuration.maxRetryAfter else {
+                    failure.error.message += "; Apple asked to wait \(wanted.components.seconds) s, longer than allowed"
+                    throw failure.error
+                }
+                delay = max(delay, wanted)
+            }
+            await sleep(delay)
+        }
+    }
+
+    /// A fresh bearer token: `iat` now, `exp` after the configured lifetime.
+    func bearerToken() throws(AppStoreAPIError) -> String {
+        let issuedAt = now() / 1000
+        let lifetime = min(max(1, configuration.tokenLifetimeSeconds), Configuration.maxTokenLifetimeSeconds)
+        let token = AppStoreAPIToken(
+            keyID: configuration.keyID, issuerID: configuration.issuerID, bundleID: configuration.bundleID,
+            issuedAt: issuedAt, expiresAt: issuedAt + lifetime)
+        do { return try token.signed(with: configuration.privateKey) } catch {
+            throw AppStoreAPIError(
+                .badKey,
+                "the App Store Server API key cannot make an ES256 token (\(error.code)): it must be a P-256 .p8 key")
+        }
+    }
+
+    /// Base URL of `environment` + `path` + the query members that are set (percent-encoded).
+    func url(_ path: String, query: [(String, String?)], environment: AppStoreEnvironment) throws(AppStoreAPIError)
+        -> String
+    {
+        var base: String
+        switch environment {
+        case .production: base = configuration.productionURL
+        case .sandbox: base = configuration.sandboxURL
+        default:
+            throw AppStoreAPIError(
+                .unsupportedEnvironment, "the \(environment) environment has no App Store Server API")
+        }
+        while base.hasSuffix("/") { base.removeLast() }
+        let members = query.compactMap { name, value in value.map { name + "=" + Self.percentEncoded($0) } }
+        return base + path + (members.isEmpty ? "" : "?" + members.joined(separator: "&"))
+    }
+
+    /// `baseDelay · 2^(attempt−1)`, capped at `maxDelay`, times a jitter factor in [0.5, 1).
+    func backoff(attempt: Int) -> Duration {
+        let exponential = configuration.baseDelay * (1 << min(max(attempt - 1, 0), 20))
+        let capped = min(exponential, configuration.maxDelay)
+        return capped * (0.5 + 0.5 * min(max(jitter(), 0), 0.999_999))
+    }
+
+    // MARK: Judging answers
+
+    /// What a non-2xx answer means, and whether another attempt may cure it.
+    static func judge(_ response: HTTPResponse) -> Failure {
+        let status = response.status
+        let apple = try? JSONValueDecoder().decode(AppStoreAPIErrorBody.self, from: response.body)
+        let code = apple?.errorCode
+        let said = apple.map { ": \(Self.printable($0.errorMessage))" } ?? ""
+        let retryAfter = Self.retryAfter(response.header("Retry-After"))
+        func failure(_ c: AppStoreAPIError.Code, _ message: String, retryable: Bool) -> Failure {
+            Failure(
+                error: AppStoreAPIError(c, message, httpStatus: status, appleErrorCode: code, retryAfter: retryAfter),
+                retryable: retryable, retryAfter: retryAfter)
+        }
+        let retryableCode = code.map { retryableAppleErrorCodes.contains($0) } ?? false
+        switch status {
+        case 401:
+            return failure(
+                .unauthorized,
+                "Apple refused the API token: the key id, issuer id or private key is wrong "
+                    + "(or the key was revoked, or the clock is off)", retryable: false)
+        case 429:
+            return failure(.rateLimited, "Apple's rate limit was exceeded\(said)", retryable: true)
+        case _ where code == 4290000:
+            return failure(.rateLimited, "Apple's rate limit was exceeded\(said)", retryable: true)
+        case 500...599:
+            return failure(.appleUnavailable, "the App Store Server API failed\(said)", retryable: true)
+        case 404:
+            return failure(.notFound, "Apple does not know it\(said)", retryable: retryableCode)
+        case 400...499:
+            if retryableCode { return failure(.appleUnavailable, "Apple asked to try again\(said)", retryable: true) }
+            return failure(.badRequest, "Apple refused the request\(said)", retryable: false)
+        default:
+            return failure(.invalidResponse, "the App Store Server API answered an unexpected status", retryable: false)
+        }
+    }
+
+    /// A transport failure: retried unless it cannot get better by itself.
+    static func judge(_ error: HTTPClientError) -> Failure {
+        switch error.code {
+        case .invalidURL:
+            return Failure(
+                error: AppStoreAPIError(.appleUnavailable, "the configured App Store Server API URL is unusable"),
+                retryable: false)
+        case .responseTooLarge:
+            return Failure(
+                error: AppStoreAPIError(.invalidResponse, "the App Store Server API answer is larger than allowed"),
+                retryable: false)
+        default:
+            return Failure(
+                error: AppStoreAPIError(.appleUnavailable, "the App Store Server API is unreachable (\(error.code))"),
+                retryable: true)
+        }
+    }
+
+    /// `Retry-After` in seconds (the HTTP-date form is not used by Apple and is ignored).
+    static func retryAfter(_ value: String?) -> Duration? {
+        guard let value else { return nil }
+        var digits = Array(value.utf8)
+        while let f = digits.first, f == 0x20 || f == 0x09 { digits.removeFirst() }
+        while let l = digits.last, l == 0x20 || l == 0x09 { digits.removeLast() }
+        guard !digits.isEmpty, digits.count <= 9, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return .seconds(digits.reduce(0) { $0 * 10 + Int64($1 - 0x30) })
+    }
+
+    /// Apple's own words, kept short and to printable ASCII.
+    static func printable(_ text: String) -> String {
+        String(decoding: text.utf8.prefix(200).map { $0 >= 0x20 && $0 < 0x7F ? $0 : UInt8(ascii: "?") }, as: UTF8.self)
+    }
+}

@@ -1,0 +1,315 @@
+public import Canonical
+public import Crypto
+public import HTTPClient
+internal import WireJSON
+
+/// The App Store Server API endpoints the gateway uses (Apple: "App Store Server API"), with every signed item of an
+/// answer verified like a notification, transient failures retried with exponential backoff and jitter (bounded),
+/// and every failure one ``AppStoreAPIError`` with a stable code.
+///
+/// - Each HTTP attempt carries a fresh ES256 bearer token (``AppStoreAPIToken``): `iat` = now, `exp` = now +
+///   ``Configuration/tokenLifetimeSeconds`` (at most 20 minutes).
+/// - Retried: HTTP 429, 5xx, network failures, and Apple's retryable error codes 4040002, 4040004, 4040006, 5000001
+///   and 4290000. A `Retry-After` (seconds) lengthens the wait; one longer than ``Configuration/maxRetryAfter`` ends
+///   the call at once (`rate_limited` with ``AppStoreAPIError/retryAfter``) rather than holding a task for it.
+/// - Never retried: 401 (`unauthorized`), 404 (`not_found`), 400 (`bad_request`), an answer that is not Apple's
+///   JSON (`invalid_response`), a signed item that fails verification (`invalid_signature`).
+/// - Nothing secret reaches an error: the token, the `Authorization` header and the key stay in the request.
+///
+/// Not on the request path: the gateway calls it from background work (comparison, backfill, test notifications).
+public struct AppStoreAPIClient: Sendable {
+    public struct Configuration: Sendable, CustomStringConvertible {
+        /// Base URLs; requests go to base + `/inApps/…`. A trailing `/` is ignored.
+        public var productionURL: String
+        public var sandboxURL: String
+        /// The App Store Connect API key id (the token's `kid`).
+        public var keyID: String
+        /// The App Store Connect issuer id (`iss`).
+        public var issuerID: String
+        /// The app's bundle id (`bid`); answers for another bundle are refused.
+        public var bundleID: String
+        /// The `.p8` key (P-256).
+        public var privateKey: PrivateKey
+        /// Lifetime of each bearer token; kept within 1…``maxTokenLifetimeSeconds``.
+        public var tokenLifetimeSeconds: Int64
+        /// HTTP attempts per call (per page for paginated calls) for transient failures; at least 1.
+        public var maxAttempts: Int
+        /// First backoff; doubles per attempt, capped at `maxDelay`, then scaled by a jitter factor in [0.5, 1).
+        public var baseDelay: Duration
+        public var maxDelay: Duration
+        /// The longest `Retry-After` honoured by waiting; a longer one fails the call with `rate_limited`.
+        public var maxRetryAfter: Duration
+        public var timeoutMillis: Int
+        public var maxResponseBytes: Int
+        /// Upper bound on the pages a following call (history, notification history) fetches before giving up.
+        public var maxPages: Int
+
+        public static let productionBaseURL = "https://api.storekit.apple.com"
+        public static let sandboxBaseURL = "https://api.storekit-sandbox.apple.com"
+        /// 20 minutes: the bound the gateway sets itself (Apple accepts up to 60).
+        public static let maxTokenLifetimeSeconds: Int64 = 1200
+
+        public init(
+            productionURL: String = Self.productionBaseURL, sandboxURL: String = Self.sandboxBaseURL, keyID: String,
+            issuerID: String, bundleID: String, privateKey: PrivateKey, tokenLifetimeSeconds: Int64 = 1200,
+            maxAttempts: Int = 4, baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(30),
+            maxRetryAfter: Duration = .seconds(60), timeoutMillis: Int = 30_000,
+            maxResponseBytes: Int = 8 * 1024 * 1024, maxPages: Int = 1000
+        ) {
+            self.productionURL = productionURL
+            self.sandboxURL = sandboxURL
+            self.keyID = keyID
+            self.issuerID = issuerID
+            self.bundleID = bundleID
+            self.privateKey = privateKey
+            self.tokenLifetimeSeconds = min(max(1, tokenLifetimeSeconds), Self.maxTokenLifetimeSeconds)
+            self.maxAttempts = max(1, maxAttempts)
+            self.baseDelay = baseDelay
+            self.maxDelay = maxDelay
+            self.maxRetryAfter = maxRetryAfter
+            self.timeoutMillis = timeoutMillis
+            self.maxResponseBytes = maxResponseBytes
+            self.maxPages = max(1, maxPages)
+        }
+
+        /// Everything but the key.
+        public var description: String {
+            "AppStoreAPIClient.Configuration(production: \(productionURL), sandbox: \(sandboxURL), keyID: \(keyID), "
+                + "issuerID: \(issuerID), bundleID: \(bundleID), privateKey: <redacted>)"
+        }
+    }
+
+    public let configuration: Configuration
+    let transport: any HTTPTransport
+    let adapter: V2Adapter
+    let now: @Sendable () -> Int64
+    let sleep: @Sendable (Duration) async -> Void
+    let jitter: @Sendable () -> Double
+
+    /// - Parameters:
+    ///   - adapter: verifies every signed item of an answer (its trust anchors and app policy apply).
+    ///   - now: the clock (ms since the epoch) for token dates and the verification fallback time.
+    ///   - sleep, jitter: injected so tests run instantly and deterministically (`jitter` returns a value in [0, 1)).
+    public init(
+        configuration: Configuration, transport: any HTTPTransport, adapter: V2Adapter,
+        now: @escaping @Sendable () -> Int64,
+        sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
+        jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+    ) {
+        self.configuration = configuration
+        self.transport = transport
+        self.adapter = adapter
+        self.now = now
+        self.sleep = sleep
+        self.jitter = jitter
+    }
+
+    // MARK: Subscriptions and transactions
+
+    /// Get All Subscription Statuses (`GET /inApps/v1/subscriptions/{transactionId}`) for any transaction id of the
+    /// customer's subscriptions; every `signedTransactionInfo` and `signedRenewalInfo` verified.
+    public func subscriptionStatuses(
+        transactionID: String, environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError) -> SubscriptionStatuses {
+        let path = "/inApps/v1/subscriptions/" + (try Self.segment(transactionID, what: "transaction id"))
+        let body = try await perform(.get, path, environment: environment)
+        let answer = try Self.decode(StatusResponse.self, body, what: "Get All Subscription Statuses")
+        try checkAnswer(bundleID: answer.bundleID, environment: answer.environment, asked: environment)
+        var items: [SubscriptionStatus] = []
+        for group in answer.data {
+            for last in group.lastTransactions {
+                let transaction = try verifyTransaction(last.signedTransactionInfo, environment: environment)
+                var renewal: VerifiedTokenV2<RenewalInfoPayload>?
+                if let signed = last.signedRenewalInfo {
+                    let r = try verifyRenewalInfo(signed, environment: environment)
+                    let otid = transaction.payload.originalTransactionID
+                    if let a = r.payload.originalTransactionID, let otid, a != otid {
+                        throw AppStoreAPIError(
+                            .invalidResponse, "renewal info and transaction name different subscriptions")
+                    }
+                    renewal = r
+                }
+                items.append(SubscriptionStatus(
+                    subscriptionGroupIdentifier: group.subscriptionGroupIdentifier, status: last.status,
+                    originalTransactionID: last.originalTransactionID, transaction: transaction, renewalInfo: renewal))
+            }
+        }
+        return SubscriptionStatuses(
+            environment: environment, bundleID: answer.bundleID, appAppleID: answer.appAppleID, items: items)
+    }
+
+    /// Get Transaction History v2 (`GET /inApps/v2/history/{transactionId}`), every page followed through `revision`
+    /// until `hasMore` is false (at most ``Configuration/maxPages`` pages); every transaction verified, in Apple's
+    /// order.
+    public func transactionHistory(
+        transactionID: String, environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError) -> [VerifiedTokenV2<TransactionPayload>] {
+        let path = "/inApps/v2/history/" + (try Self.segment(transactionID, what: "transaction id"))
+        var transactions: [VerifiedTokenV2<TransactionPayload>] = []
+        var revision: String?
+        for _ in 0..<configuration.maxPages {
+            let body = try await perform(.get, path, query: [("revision", revision)], environment: environment)
+            let page = try Self.decode(HistoryResponse.self, body, what: "Get Transaction History")
+            try checkAnswer(bundleID: page.bundleID, environment: page.environment, asked: environment)
+            for signed in page.signedTransactions {
+                transactions.append(try verifyTransaction(signed, environment: environment))
+            }
+            guard page.hasMore else { return transactions }
+            guard let next = page.revision, !next.isEmpty, next != revision else {
+                throw AppStoreAPIError(.invalidResponse, "Get Transaction History has more pages but no new revision")
+            }
+            revision = next
+        }
+        throw AppStoreAPIError(
+            .invalidResponse, "Get Transaction History still had more after \(configuration.maxPages) pages")
+    }
+
+    /// Get Transaction Info (`GET /inApps/v1/transactions/{transactionId}`), verified.
+    public func transactionInfo(transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError)
+        -> VerifiedTokenV2<TransactionPayload>
+    {
+        let path = "/inApps/v1/transactions/" + (try Self.segment(transactionID, what: "transaction id"))
+        let body = try await perform(.get, path, environment: environment)
+        let answer = try Self.decode(TransactionInfoResponse.self, body, what: "Get Transaction Info")
+        return try verifyTransaction(answer.signedTransactionInfo, environment: environment)
+    }
+
+    // MARK: Notifications
+
+    /// One page of Get Notification History (`POST /inApps/v1/notifications/history`). Pass the previous page's
+    /// ``NotificationHistoryPage/nextPaginationToken`` to continue. Items are returned as Apple sent them.
+    public func notificationHistory(
+        _ request: NotificationHistoryRequest, environment: AppStoreEnvironment, paginationToken: String? = nil
+    ) async throws(AppStoreAPIError) -> NotificationHistoryPage {
+        let body = try await perform(
+            .post, "/inApps/v1/notifications/history", query: [("paginationToken", paginationToken)],
+            body: Self.encode(request), environment: environment)
+        let page = try Self.decode(NotificationHistoryResponse.self, body, what: "Get Notification History")
+        guard page.hasMore else {
+            return NotificationHistoryPage(items: page.notificationHistory, nextPaginationToken: nil)
+        }
+        guard let next = page.paginationToken, !next.isEmpty, next != paginationToken else {
+            throw AppStoreAPIError(
+                .invalidResponse, "Get Notification History has more pages but no new pagination token")
+        }
+        return NotificationHistoryPage(items: page.notificationHistory, nextPaginationToken: next)
+    }
+
+    /// Every page of Get Notification History for `request` (at most ``Configuration/maxPages``), in Apple's order.
+    public func allNotificationHistory(_ request: NotificationHistoryRequest, environment: AppStoreEnvironment)
+        async throws(AppStoreAPIError) -> [NotificationHistoryResponse.Item]
+    {
+        var items: [NotificationHistoryResponse.Item] = []
+        var token: String?
+        for _ in 0..<configuration.maxPages {
+            let page = try await notificationHistory(request, environment: environment, paginationToken: token)
+            items += page.items
+            guard let next = page.nextPaginationToken else { return items }
+            token = next
+        }
+        throw AppStoreAPIError(
+            .invalidResponse, "Get Notification History still had more after \(configuration.maxPages) pages")
+    }
+
+    /// Request a Test Notification (`POST /inApps/v1/notifications/test`): Apple sends a TEST notification to the
+    /// app's configured URL. Returns the `testNotificationToken`.
+    public func requestTestNotification(environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> String {
+        let body = try await perform(.post, "/inApps/v1/notifications/test", environment: environment)
+        let answer = try Self.decode(SendTestNotificationResponse.self, body, what: "Request a Test Notification")
+        guard !answer.testNotificationToken.isEmpty else {
+            throw AppStoreAPIError(.invalidResponse, "Request a Test Notification answered an empty token")
+        }
+        return answer.testNotificationToken
+    }
+
+    /// Get Test Notification Status (`GET /inApps/v1/notifications/test/{testNotificationToken}`). Nothing is
+    /// verified: the `signedPayload` comes back raw, for the notification pipeline.
+    public func testNotificationStatus(token: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError)
+        -> CheckTestNotificationResponse
+    {
+        let path = "/inApps/v1/notifications/test/" + (try Self.segment(token, what: "test notification token"))
+        let body = try await perform(.get, path, environment: environment)
+        return try Self.decode(CheckTestNotificationResponse.self, body, what: "Get Test Notification Status")
+    }
+
+    // MARK: Verification
+
+    func verifyTransaction(_ signed: String, environment: AppStoreEnvironment) throws(AppStoreAPIError)
+        -> VerifiedTokenV2<TransactionPayload>
+    {
+        let verified: VerifiedTokenV2<TransactionPayload>
+        do { verified = try adapter.verifyTransaction(Array(signed.utf8), now: now()) } catch {
+            throw AppStoreAPIError(
+                .invalidSignature, "a signed transaction failed verification: \(error.code)", verificationError: error)
+        }
+        try checkAnswer(bundleID: verified.bundleID, environment: verified.payload.environment, asked: environment)
+        return verified
+    }
+
+    func verifyRenewalInfo(_ signed: String, environment: AppStoreEnvironment) throws(AppStoreAPIError)
+        -> VerifiedTokenV2<RenewalInfoPayload>
+    {
+        let verified: VerifiedTokenV2<RenewalInfoPayload>
+        do { verified = try adapter.verifyRenewalInfo(Array(signed.utf8), now: now()) } catch {
+            throw AppStoreAPIError(
+                .invalidSignature, "a signed renewal info failed verification: \(error.code)", verificationError: error)
+        }
+        try checkAnswer(bundleID: nil, environment: verified.payload.environment, asked: environment)
+        return verified
+    }
+
+    /// An answer (or a signed item in it) for another app or environment than asked is refused.
+    func checkAnswer(bundleID: String?, environment raw: String?, asked: AppStoreEnvironment) throws(AppStoreAPIError) {
+        if let bundleID, bundleID != configuration.bundleID {
+            throw AppStoreAPIError(
+                .invalidResponse, "Apple answered for bundle \(bundleID), not \(configuration.bundleID)")
+        }
+        if let raw, AppStoreEnvironment(appleValue: raw) != asked {
+            throw AppStoreAPIError(.invalidResponse, "Apple answered for environment \(raw), not \(asked)")
+        }
+    }
+
+    // MARK: Wire helpers
+
+    static func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8], what: String) throws(AppStoreAPIError) -> T {
+        do { return try JSONValueDecoder().decode(type, from: body) } catch {
+            throw AppStoreAPIError(
+                .invalidResponse, "\(what) answered something that is not its JSON (\(V2Adapter.describe(error)))")
+        }
+    }
+
+    /// The request body with only the members that are set (Apple's libraries omit nil members too).
+    static func encode(_ r: NotificationHistoryRequest) -> [UInt8] {
+        var w = JSONObjectWriter()
+        w.int("startDate", r.startDate)
+        w.int("endDate", r.endDate)
+        if let v = r.notificationType { w.string("notificationType", v) }
+        if let v = r.notificationSubtype { w.string("notificationSubtype", v) }
+        if let v = r.onlyFailures { w.bool("onlyFailures", v) }
+        if let v = r.transactionID { w.string("transactionId", v) }
+        return w.finish()
+    }
+
+    /// One path segment, percent-encoded (everything but letters, digits, `-`, `_`, `~`), so an id can never
+    /// change the path (`..`, `/`, `?`).
+    static func segment(_ value: String, what: String) throws(AppStoreAPIError) -> String {
+        guard !value.isEmpty else { throw AppStoreAPIError(.badRequest, "no \(what) to ask for") }
+        return percentEncoded(value)
+    }
+
+    static func percentEncoded(_ value: String) -> String {
+        let hex = Array("0123456789ABCDEF".utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(value.utf8.count)
+        for b in value.utf8 {
+            switch b {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                out.append(b)
+            default:
+                out += [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 0x0F)]]
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
