@@ -1,0 +1,213 @@
+import Canonical
+import Foundation
+import Gateway
+import HTTPClient
+import Simulator
+import Synchronization
+import TestSupport
+import Testing
+import WireJSON
+
+/// Issue 6 end to end: the simulator against the real gateway in compare mode — full agreement when the two
+/// generations tell the same story, exactly the planted disagreements when the fake Apple is skewed, and a cutover
+/// and its undo that move authority between the paths with no event lost or doubled.
+@Suite struct CompareEndToEndTests {
+    /// The story's time: set to each step's time, flowing in real time from there (so retries come due).
+    final class StoryClock: Sendable {
+        private let state = Mutex((base: WallClock.wallMillis(), wall: ContinuousClock.now))
+        func set(_ time: Int64) { state.withLock { $0 = (time, ContinuousClock.now) } }
+        var now: Int64 {
+            state.withLock { c in
+                let elapsed = ContinuousClock.now - c.wall
+                return c.base + elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000
+            }
+        }
+    }
+
+    /// A gateway, the fake Apple, a downstream and a story clock that flows from each step's time.
+    final class Rig {
+        let pki: SimulatorPKI
+        let apple: HTTPServer
+        let receiver: LoopbackHTTPServer
+        let gateway: GatewayService
+        let port: UInt16
+        let folder: String
+        let clock = StoryClock()
+
+        init(authority: String, compareSettings: String = #""min_pairs": 5, "grace": "1h", "tolerance": "10m""#) throws {
+            folder = try Scratch.directory()
+            pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+            let clock = self.clock
+            let now: @Sendable () -> Int64 = { clock.now }
+            let fake = try FakeAppleServer(pki: pki.folder, notifyURL: nil, transport: CurlTransport(), now: now)
+            apple = HTTPServer(configuration: .init(), handler: fake.handle)
+            try apple.start()
+            receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+            (gateway, port) = try SimulatorLifecycleTests.startGateway(
+                pki: pki, apple: apple.port, receiver: receiver, authority: authority, compare: true, compareSettings: compareSettings,
+                now: now)
+        }
+
+        func set(_ time: Int64) { clock.set(time) }
+        var now: Int64 { clock.now }
+
+        func count(_ sql: String) throws -> Int { try gateway.db.read { try $0.queryOne(sql)?.int("n") ?? -1 } }
+
+        /// Until nothing is pending: receipts, comparisons, deliveries (with `patient`, comparisons waiting for a path
+        /// that has not seen the subscription yet do not count).
+        func settle(patient: Bool = false) async throws {
+            let timer = ContinuousClock()
+            let deadline = timer.now.advanced(by: .seconds(20))
+            while timer.now < deadline {
+                let pending = try count("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'pending'")
+                    + count("SELECT COUNT(*) AS n FROM compare_jobs WHERE state = 'pending'"
+                        + (patient ? " AND COALESCE(last_error, '') NOT LIKE '%not_seen_yet'" : ""))
+                    + count("SELECT COUNT(*) AS n FROM outbox WHERE state = 'pending'")
+                if pending == 0 { return }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let jobs = try gateway.db.read { c in
+                try c.query("SELECT fetch, attempts, last_error, next_attempt_at, created_at FROM compare_jobs WHERE state = 'pending'").map {
+                    "\($0.string("fetch") ?? "") attempts=\($0.int("attempts") ?? 0) error=\($0.string("last_error") ?? "-") due_in=\(($0.int64("next_attempt_at") ?? 0) - now)"
+                }
+            }
+            let receipts = try gateway.db.read { c in
+                try c.query("SELECT attempts, last_error FROM receipt_jobs WHERE state = 'pending'").map { "\($0.int("attempts") ?? 0) \($0.string("last_error") ?? "-")" }
+            }
+            Issue.record("work still pending after 20 s: compare \(jobs) receipts \(receipts)")
+        }
+
+        /// Plays a lifecycle step by step, each step at its own time, waiting for everything it causes.
+        @discardableResult
+        func play(_ name: String, version: SimulateCommand.LifecycleOptions.Version, patient: Bool = false) async throws
+            -> SimulateCommand.LifecycleRun
+        {
+            var options = SimulateCommand.LifecycleOptions(
+                name: name, to: "http://127.0.0.1:\(port)/notifications", pkiFolder: pki.folder, bundleID: SimulatorLifecycleTests.bundleID,
+                sharedSecret: SimulatorLifecycleTests.secret)
+            options.version = version
+            let run = try await SimulateCommand.lifecycle(
+                options, transport: CurlTransport(), now: { WallClock.wallMillis() }, sleep: { _ in }, output: { _ in },
+                beforeStep: { e in self.set(e.at) }, afterStep: { _ in try await self.settle(patient: patient) })
+            #expect(run.ok, "\(name): every notification accepted")
+            return run
+        }
+
+        func ledger() throws -> [(otid: String, outcome: String, fields: String?)] {
+            try gateway.db.read { c in
+                try c.query("SELECT original_transaction_id, outcome, fields FROM compare_ledger ORDER BY id").map {
+                    ($0.string("original_transaction_id") ?? "", $0.string("outcome") ?? "", $0.string("fields"))
+                }
+            }
+        }
+
+        func skew(_ body: @escaping @Sendable (inout SimWorld.V1Skew) -> Void) throws {
+            try SimStateStore(folder: pki.folder).update { body(&$0.v1Skew) }
+        }
+
+        func stop() async {
+            await gateway.shutdown()
+            apple.stop()
+            try? FileManager.default.removeItem(atPath: folder)
+        }
+    }
+
+    @Test func whenBothGenerationsTellTheSameStoryEveryPairAgrees() async throws {
+        let rig = try Rig(authority: "v1")
+        for name in ["auto-renew", "billing-grace-recovery", "upgrade", "refund", "auto-renew-off-then-expiry", "price-increase-accepted"] {
+            try await rig.play(name, version: .both)
+        }
+        let ledger = try rig.ledger()
+        #expect(ledger.count >= 20, "both paths compared at every step")
+        #expect(ledger.filter { $0.outcome != "agree" }.map { "\($0.otid) \($0.outcome) \($0.fields ?? "")" } == [])
+        let report = try rig.gateway.ledger.report(since: rig.now - 86_400_000, until: rig.now + 1)
+        let bundle = try #require(report.bundles.first)
+        #expect(bundle.pairs == ledger.count && bundle.agreementRate == 1.0)
+        #expect(bundle.oneSided.v1Only == 0 && bundle.oneSided.v2Only == 0)
+        #expect(bundle.verdict == .ready, "\(bundle.reasons)")
+        #expect(bundle.eventsBySource["v1"] ?? 0 > 0 && bundle.eventsBySource["v2"] ?? 0 > 0)
+        #expect(ReportRenderer.html(report).contains("Ready"))
+        await rig.stop()
+    }
+
+    @Test func aSkewedFakeShowsExactlyThePlantedDisagreements() async throws {
+        let rig = try Rig(authority: "v1")
+        try await rig.play("auto-renew", version: .both)  // agrees
+        // 1. verifyReceipt reports every expiry a day late.
+        try rig.skew { $0.expiresOffsetMillis = 86_400_000 }
+        let late = try await rig.play("initial-buy", version: .both).plan.originalTransactionIDs[0]
+        try rig.skew { $0.expiresOffsetMillis = 0 }
+        // 2. A refund V1 never shows (verifyReceipt hides cancellations): V2-only.
+        try rig.skew { $0.hideRevocations = true }
+        let refunded = try await rig.play("refund", version: .both).plan.originalTransactionIDs[0]
+        try rig.skew { $0.hideRevocations = false }
+        // 3. A subscription whose V1 notification never came: V1 has no receipt for it, past the grace window.
+        let unseen = try await rig.play("initial-buy", version: .v2, patient: true).plan.originalTransactionIDs[0]
+        rig.set(rig.now + 2 * 3_600_000)
+        try await rig.settle()
+
+        let ledger = try rig.ledger()
+        let wrong = ledger.filter { $0.outcome != "agree" }
+        // Only the three planted subscriptions disagree, and on what was planted.
+        #expect(Set(wrong.map(\.otid)) == [late, refunded, unseen])
+        #expect(wrong.filter { $0.otid == late }.allSatisfy { $0.outcome == "disagree" && ($0.fields ?? "").split(separator: ",") == ["expires_date"] })
+        #expect(wrong.filter { $0.otid == refunded }.allSatisfy {
+            $0.outcome == "disagree" && Set(($0.fields ?? "").split(separator: ",")).isSuperset(of: ["revocation_date", "entitlement"])
+        })
+        #expect(wrong.filter { $0.otid == unseen }.map(\.outcome) == ["v2_only"])
+        #expect(ledger.filter { $0.otid == unseen }.count == 1)
+
+        let report = try rig.gateway.ledger.report(since: rig.now - 86_400_000, until: rig.now + 1)
+        let bundle = try #require(report.bundles.first)
+        #expect(bundle.disagreementsByField["expires_date"]?.examples == [late])
+        #expect(bundle.disagreementsByField["revocation_date"]?.examples == [refunded])
+        #expect(bundle.oneSided.v2Only == 1 && bundle.oneSided.v1Only == 0 && bundle.oneSided.examples == [unseen])
+        #expect(bundle.verdict == .notReady)
+        #expect(bundle.reasons.contains { $0.contains("V2 only") })
+        await rig.stop()
+    }
+
+    @Test func cutoverAndUndoMoveAuthorityWithNoEventLostOrDoubled() async throws {
+        // Apple sends V1 only, as before App Store Connect is switched; V2's path is the App Store Server API.
+        let rig = try Rig(authority: "v1")
+        let before = try await rig.play("auto-renew", version: .v1)
+        let refused = #expect(throws: CutoverError.self) {
+            try rig.gateway.ledger.cutover(bundleID: SimulatorLifecycleTests.bundleID, environment: "sandbox", to: "v2", who: "test",
+                                           reason: nil, force: false, now: rig.now)
+        }
+        #expect(refused?.code == "not_ready")  // 3 pairs; the rule here needs 5
+        try await rig.play("billing-grace-recovery", version: .v1)
+        let toV2 = try rig.gateway.ledger.cutover(bundleID: SimulatorLifecycleTests.bundleID, environment: "sandbox", to: "v2", who: "test",
+                                                  reason: "compare looks clean", force: false, now: rig.now)
+        #expect(toV2.from == "v1" && toV2.to == "v2" && toV2.verdict == "ready" && !toV2.forced)
+        let during = try await rig.play("upgrade", version: .v1)
+        let back = try rig.gateway.ledger.cutover(bundleID: SimulatorLifecycleTests.bundleID, environment: "sandbox", to: "v1", who: "test",
+                                                  reason: "undo", force: false, now: rig.now)
+        #expect(back.from == "v2" && back.to == "v1")
+        try await rig.play("refund", version: .v1)
+
+        // Every V1 notification led to exactly one authoritative event: its own before and after, the App Store
+        // Server API's while V2 was authoritative — same kind, and nothing delivered twice.
+        let authoritative = SimulatorLifecycleTests.events(rig.receiver, authoritative: true)
+        let shadow = SimulatorLifecycleTests.events(rig.receiver, authoritative: false)
+        let sent = try rig.count("SELECT COUNT(*) AS n FROM journal WHERE version = 'v1'")
+        #expect(authoritative.count == sent)
+        let apiEvents = authoritative.filter { $0["source"]?.stringValue == "v2-api" }
+        let duringIDs = Set(during.plan.originalTransactionIDs)
+        #expect(!apiEvents.isEmpty && apiEvents.allSatisfy { duringIDs.contains($0["original_transaction_id"]?.stringValue ?? "") })
+        #expect(shadow.allSatisfy { $0["source"]?.stringValue == "v1" } && shadow.count == apiEvents.count)
+        // The v2-api event says what its V1 notification said.
+        for e in apiEvents {
+            let twin = shadow.first { $0["id"]?.stringValue.map { "v2-api:" + $0.dropFirst(3) } == e["id"]?.stringValue }
+            #expect(twin?["kind"] == e["kind"] && twin?["reason"] == e["reason"])
+        }
+        #expect(authoritative.filter { duringIDs.contains($0["original_transaction_id"]?.stringValue ?? "") }
+            .allSatisfy { $0["source"]?.stringValue == "v2-api" })
+        #expect(!before.plan.originalTransactionIDs.isEmpty)
+        let deliveries = rig.receiver.requests.filter { $0.path == "/events" }.count
+        #expect(deliveries == authoritative.count + shadow.count, "nothing delivered twice")
+        let log = try rig.gateway.ledger.report(since: 0, until: rig.now + 1).bundles.first?.cutovers ?? []
+        #expect(log.map { "\($0.from)>\($0.to)" } == ["v1>v2", "v2>v1"])
+        await rig.stop()
+    }
+}
