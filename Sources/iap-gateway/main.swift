@@ -37,6 +37,11 @@ let usage = """
       iap-gateway cutover --config FILE BUNDLE [--environment E] --to v2|v1 [--reason TEXT] [--force]
           Make V2 (or V1 again) authoritative for BUNDLE's new notifications; stored, logged with who and why.
           Moving to V2 needs a ready verdict unless --force; moving back to V1 is always allowed.
+      iap-gateway backfill --config FILE --since T [--until T] [--bundle B] [--environment E]
+          Fetch Apple's notification history (App Store Server API) and feed what was missed through the normal
+          pipeline (verified, deduplicated; delivered by the running gateway).
+      iap-gateway test-notification --config FILE --bundle B --environment production|sandbox
+          Ask Apple to send a test notification and report Apple's delivery attempts and whether it arrived.
       iap-gateway receive [--listen HOST:PORT] [--secret-env VAR]
           A demo downstream: prints each delivery (and whether its webhook signature verifies) as a JSON line.
       iap-gateway bench verify [--seconds N]
@@ -237,6 +242,44 @@ case "report", "cutover":
     } catch {
         fail("\(error)", status: 1)
     }
+    exit(0)
+
+case "backfill", "test-notification":
+    let a: Arguments
+    do { a = try Arguments(rest, valueFlags: ["config", "since", "until", "bundle", "environment"]) } catch { fail(error.description) }
+    guard let path = a.value("config") else { fail("\(verb) needs --config FILE") }
+    let config: GatewayConfig
+    do { config = try GatewayConfig.load(path: path) } catch { fail("config: \(error)") }
+    let environment = try a.value("environment").map { e throws -> AppStoreEnvironment in
+        guard e == "production" || e == "sandbox" else { fail("--environment must be production or sandbox") }
+        return AppStoreEnvironment(rawValue: e)
+    }
+    let now = WallClock.wallMillis()
+    let service: GatewayService
+    do { service = try GatewayService(config: config, dependencies: .live()) } catch { fail("config: \(error)") }
+    guard let api = service.appStoreAPI else {
+        await service.shutdown()
+        fail("\(verb) needs app_store_api (issuer_id, key_id, private_key_env) in the config")
+    }
+    do {
+        if verb == "backfill" {
+            guard let since = a.value("since").flatMap({ TimeText.milliseconds($0, now: now) }) else { fail("backfill needs --since T") }
+            let until = a.value("until").flatMap { TimeText.milliseconds($0, now: now) } ?? now
+            for result in try await AppStoreAPICommands.backfill(
+                service: service, source: api, since: since, until: until, bundleID: a.value("bundle"), environment: environment)
+            {
+                printLine(JSONOutput.string(result))
+            }
+        } else {
+            guard let bundle = a.value("bundle"), let client = api.client(for: bundle) else { fail("test-notification needs --bundle B (configured)") }
+            guard let environment else { fail("test-notification needs --environment production or sandbox") }
+            printLine(JSONOutput.string(try await AppStoreAPICommands.testNotification(client: client, environment: environment, journal: service.db)))
+        }
+    } catch {
+        await service.shutdown()
+        fail("\(error)", status: 1)
+    }
+    await service.shutdown()
     exit(0)
 
 case "bench":

@@ -6,6 +6,7 @@ import Simulator
 import Synchronization
 import TestSupport
 import Testing
+import V2Adapter
 import WireJSON
 
 /// Issue 6 end to end: the simulator against the real gateway in compare mode — full agreement when the two
@@ -208,6 +209,53 @@ import WireJSON
         #expect(deliveries == authoritative.count + shadow.count, "nothing delivered twice")
         let log = try rig.gateway.ledger.report(since: 0, until: rig.now + 1).bundles.first?.cutovers ?? []
         #expect(log.map { "\($0.from)>\($0.to)" } == ["v1>v2", "v2>v1"])
+        await rig.stop()
+    }
+
+    @Test func backfillFeedsWhatWasMissedThroughThePipelineOnce() async throws {
+        let rig = try Rig(authority: "v2")
+        // Apple "sent" a whole story while the gateway was unreachable.
+        var options = SimulateCommand.LifecycleOptions(
+            name: "billing-grace-recovery", to: "http://127.0.0.1:1/notifications", pkiFolder: rig.pki.folder,
+            bundleID: SimulatorLifecycleTests.bundleID, sharedSecret: SimulatorLifecycleTests.secret)
+        options.version = .v2
+        let run = try await SimulateCommand.lifecycle(
+            options, transport: CurlTransport(), now: { WallClock.wallMillis() }, sleep: { _ in }, output: { _ in },
+            beforeStep: { e in rig.set(e.at) })
+        #expect(!run.ok)
+        let source = try #require(rig.gateway.appStoreAPI)
+        let since = run.plan.emissions[0].at - 1
+        let first = try await AppStoreAPICommands.backfill(
+            service: rig.gateway, source: source, since: since, until: rig.now + 1, bundleID: nil, environment: .sandbox)
+        #expect(first.map(\.added) == [run.plan.emissions.count] && first.map(\.duplicates) == [0] && first[0].refused.isEmpty)
+        let again = try await AppStoreAPICommands.backfill(
+            service: rig.gateway, source: source, since: since, until: rig.now + 1, bundleID: nil, environment: .sandbox)
+        #expect(again.map(\.added) == [0] && again.map(\.duplicates) == [run.plan.emissions.count])
+        try await rig.settle(patient: true)  // V1 never saw this subscription: its comparison waits out the grace window
+        let delivered = SimulatorLifecycleTests.events(rig.receiver, authoritative: true).map(SimulatorLifecycleTests.describe)
+        #expect(delivered == run.plan.emissions.compactMap { $0.expectedV2?.description })
+        #expect(try rig.count("SELECT COUNT(*) AS n FROM journal WHERE origin = 'backfill'") == run.plan.emissions.count)
+        await rig.stop()
+    }
+
+    @Test func testNotificationIsRequestedDeliveredAndReported() async throws {
+        let rig = try Rig(authority: "v2")
+        let clock = rig.clock
+        let notifying = try FakeAppleServer(pki: rig.pki.folder, notifyURL: "http://127.0.0.1:\(rig.port)/notifications",
+                                            transport: CurlTransport(), now: { clock.now })
+        let apple = HTTPServer(configuration: .init(), handler: notifying.handle)
+        try apple.start()
+        defer { apple.stop() }
+        let client = AppStoreAPIClient(
+            configuration: .init(productionURL: "http://127.0.0.1:\(apple.port)", sandboxURL: "http://127.0.0.1:\(apple.port)",
+                                 keyID: SimulatorPKI.apiKeyID, issuerID: SimulatorPKI.issuerID, bundleID: SimulatorLifecycleTests.bundleID,
+                                 privateKey: rig.pki.apiKey),
+            transport: CurlTransport(), adapter: V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3], sandboxOnlyRoots: [rig.pki.root.der])), apps: nil),
+            now: { clock.now })
+        let result = try await AppStoreAPICommands.testNotification(
+            client: client, environment: .sandbox, journal: rig.gateway.db, timeoutMillis: 10_000, pollMillis: 50)
+        #expect(result.sendAttempts.map(\.sendAttemptResult) == ["SUCCESS"])
+        #expect(result.received)
         await rig.stop()
     }
 }

@@ -52,6 +52,8 @@ public final class GatewayService: Sendable {
     let compare: CompareWorker
     /// The report and cutover (CLI and admin API).
     public let ledger: CompareLedger
+    /// The App Store Server API clients, when `app_store_api` is configured.
+    public var appStoreAPI: AppStoreAPIPathSource? { compare.v2Source as? AppStoreAPIPathSource }
     let servers: Servers
     let adminToken: [UInt8]?
     let v1Secrets: [SharedSecret]
