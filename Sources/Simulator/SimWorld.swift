@@ -82,6 +82,23 @@ public struct SimSentNotification: Sendable, Hashable, Codable {
     /// How delivering it went (Apple's `sendAttemptResult` values), oldest first.
     public var sendAttempts: [SendAttempt] = []
 
+    enum CodingKeys: String, CodingKey {
+        case notificationUUID, bundleID, signedDate, notificationType, subtype, originalTransactionID, signedPayload, sendAttempts
+    }
+
+    /// Tolerates state written before a member existed (an older simulator's `sim-state.json`).
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        notificationUUID = try c.decode(String.self, forKey: .notificationUUID)
+        bundleID = try c.decodeIfPresent(String.self, forKey: .bundleID) ?? ""
+        signedDate = try c.decode(Int64.self, forKey: .signedDate)
+        notificationType = try c.decode(String.self, forKey: .notificationType)
+        subtype = try c.decodeIfPresent(String.self, forKey: .subtype)
+        originalTransactionID = try c.decodeIfPresent(String.self, forKey: .originalTransactionID)
+        signedPayload = try c.decode(String.self, forKey: .signedPayload)
+        sendAttempts = try c.decodeIfPresent([SendAttempt].self, forKey: .sendAttempts) ?? []
+    }
+
     public init(notificationUUID: String, bundleID: String, signedDate: Int64, notificationType: String, subtype: String?,
                 originalTransactionID: String?, signedPayload: String) {
         (self.notificationUUID, self.bundleID, self.signedDate, self.notificationType, self.subtype, self.originalTransactionID,
