@@ -181,6 +181,41 @@ import WireJSON
         await g.service.shutdown()
     }
 
+    @Test func adminAPIReportsAndCutsOverBehindTheToken() async throws {
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let g = try Self.start(receiver: receiver)
+        let auth = [HTTPHeader("Authorization", "Bearer \(Self.adminToken)")]
+        #expect(try await Self.get(g.adminURL("/admin/report")).status == 401)
+        let json = try await Self.get(g.adminURL("/admin/report"), token: Self.adminToken)
+        let bundles = try JSONParser.parse(json.body).objectValue?["bundles"]?.arrayValue ?? []
+        #expect(json.status == 200 && bundles.count == 2)  // production and sandbox
+        #expect(bundles.allSatisfy { $0.objectValue?["verdict"] == .string("not_ready") && $0.objectValue?["authority"] == .string("v2") })
+        let html = try await Self.get(g.adminURL("/admin/report?format=html&bundle=com.example.gateway"), token: Self.adminToken)
+        #expect(html.status == 200 && html.header("Content-Type")?.hasPrefix("text/html") == true)
+        #expect(String(decoding: html.body, as: UTF8.self).contains("com.example.gateway"))
+
+        func cutover(_ query: String) async throws -> HTTPResponse {
+            try await CurlTransport().send(HTTPRequest(method: .post, url: g.adminURL("/admin/cutover?" + query), headers: auth))
+        }
+        // Back to V1 is always allowed; V2 again needs a ready verdict (nothing was compared) or force.
+        let undo = try await cutover("bundle=com.example.gateway&environment=sandbox&to=v1&reason=rollback")
+        #expect(undo.status == 200)
+        let undoBody = try JSONParser.parse(undo.body).objectValue
+        #expect(undoBody?["from"] == .string("v2"))
+        #expect(try await cutover("bundle=com.example.gateway&environment=sandbox&to=v1").status == 409)  // unchanged
+        let refused = try await cutover("bundle=com.example.gateway&environment=sandbox&to=v2")
+        #expect(refused.status == 409)
+        let refusedBody = try JSONParser.parse(refused.body).objectValue
+        #expect(refusedBody?["error"]?.objectValue?["code"] == .string("not_ready"))
+        let forced = try await cutover("bundle=com.example.gateway&environment=sandbox&to=v2&force=true&reason=drill")
+        let forcedBody = try JSONParser.parse(forced.body).objectValue
+        #expect(forced.status == 200 && forcedBody?["forced"] == .bool(true))
+        #expect(try await cutover("bundle=nope&environment=sandbox&to=v2").status == 400)
+        let log = try g.service.ledger.report(since: 0, until: Int64.max / 2).bundles.first { $0.environment == "sandbox" }?.cutovers ?? []
+        #expect(log.map { "\($0.from)>\($0.to):\($0.forced)" } == ["v2>v1:false", "v1>v2:true"])
+        await g.service.shutdown()
+    }
+
     @Test func everyNotificationIsLoggedAsOneStructuredLineWithoutSecrets() async throws {
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         let logs = LogBox()

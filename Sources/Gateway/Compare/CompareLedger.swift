@@ -15,8 +15,13 @@ public struct CompareLedger: Sendable {
     let db: SQLiteDatabase
     let writer: JournalWriter
     let config: GatewayConfig
+    /// Whether the V2 path can be fetched (the App Store Server API, or a stand-in given to the service).
+    let v2PathAvailable: Bool
 
-    public init(db: SQLiteDatabase, writer: JournalWriter, config: GatewayConfig) { (self.db, self.writer, self.config) = (db, writer, config) }
+    public init(db: SQLiteDatabase, writer: JournalWriter, config: GatewayConfig, v2PathAvailable: Bool? = nil) {
+        (self.db, self.writer, self.config) = (db, writer, config)
+        self.v2PathAvailable = v2PathAvailable ?? config.hasAppStoreAPICredentials
+    }
 
     /// Every configured bundle and environment (optionally one bundle), counts over [since, until), the verdict over
     /// the rule's window ending at `until`.
@@ -150,7 +155,7 @@ public struct CompareLedger: Sendable {
             throw CutoverError("unknown_environment", "\(bundleID) does not take \(environment) notifications")
         }
         guard target == "v1" || target == "v2" else { throw CutoverError("bad_target", "--to must be v1 or v2") }
-        if target == "v2", app.acceptsV1, !config.hasAppStoreAPICredentials {
+        if target == "v2", app.acceptsV1, !v2PathAvailable {
             throw CutoverError("no_v2_path", "Apple may send V1 for \(bundleID): V2's path needs app_store_api to be configured")
         }
         let report = try self.report(bundleID: bundleID, since: now - config.compareSettings.rule.windowMillis, until: now)

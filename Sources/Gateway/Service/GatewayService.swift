@@ -136,7 +136,7 @@ public final class GatewayService: Sendable {
         let v2Source = try dependencies.v2PathSource
             ?? AppStoreAPIPathSource.make(config: config, environment: env, transport: dependencies.transport, adapter: v2,
                                           now: dependencies.now, jitter: dependencies.jitter)
-        ledger = CompareLedger(db: db, writer: writer, config: config)
+        ledger = CompareLedger(db: db, writer: writer, config: config, v2PathAvailable: v2Source != nil)
         compare = CompareWorker(
             db: db, writer: writer, router: router, settings: config.compareSettings, silenceAlertMillis: config.silenceAlertMillis,
             v2Source: v2Source, receiptClient: verifyReceipt, apps: v1Apps, policy: dependencies.comparePolicy, metrics: metrics, log: log,
