@@ -195,24 +195,7 @@ public struct Emitter: Sendable {
 
     /// Apple's V1 text date: `2025-06-01 00:00:00 Etc/GMT`.
     public static func gmt(_ ms: Int64) -> String {
-        var days = ms / 86_400_000
-        var rest = ms % 86_400_000
-        if rest < 0 {
-            rest += 86_400_000
-            days -= 1
-        }
-        // civil_from_days (Howard Hinnant)
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-        let s = rest / 1000
-        func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
-        return "\(y)-\(two(m))-\(two(d)) \(two(s / 3600)):\(two(s / 60 % 60)):\(two(s % 60)) Etc/GMT"
+        let t = UTCTime(milliseconds: ms)
+        return t.date + " " + t.time + " Etc/GMT"
     }
 }

@@ -1,3 +1,5 @@
+internal import Canonical
+
 /// Turns a ``CompareReport`` into what people and programs read: stable JSON (`--format json`, `GET /admin/report`),
 /// a plain-text table for terminals, and one self-contained HTML page (``html(_:)``, in `ReportRenderer+HTML.swift`).
 ///
@@ -117,42 +119,10 @@ public enum ReportRenderer {
     }
 
     /// `YYYY-MM-DD` (UTC) of a millisecond timestamp.
-    static func utcDate(_ ms: Int64) -> String {
-        let (y, m, d, _) = civil(ms)
-        return "\(year(y))-\(two(m))-\(two(d))"
-    }
+    static func utcDate(_ ms: Int64) -> String { UTCTime(milliseconds: ms).date }
 
     /// `YYYY-MM-DDTHH:MM:SSZ` (UTC) of a millisecond timestamp.
-    static func utcDateTime(_ ms: Int64) -> String {
-        let (y, m, d, s) = civil(ms)
-        return "\(year(y))-\(two(m))-\(two(d))T\(two(s / 3600)):\(two(s / 60 % 60)):\(two(s % 60))Z"
-    }
-
-    /// Year, month, day and second of the day (Howard Hinnant's `civil_from_days`, proleptic Gregorian).
-    private static func civil(_ ms: Int64) -> (Int64, Int64, Int64, Int64) {
-        var days = ms / 86_400_000
-        var rest = ms % 86_400_000
-        if rest < 0 {
-            rest += 86_400_000
-            days -= 1
-        }
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        return (yoe + era * 400 + (m <= 2 ? 1 : 0), m, d, rest / 1000)
-    }
-
-    private static func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
-    private static func year(_ y: Int64) -> String {
-        guard (0...9999).contains(y) else { return "\(y)" }
-        let s = "\(y)"
-        return String(repeating: "0", count: 4 - s.count) + s
-    }
+    static func utcDateTime(_ ms: Int64) -> String { UTCTime(milliseconds: ms).iso8601 }
 
     /// Untrusted text made safe for a terminal: control characters and bidirectional overrides become U+FFFD.
     static func plain(_ s: String) -> String {

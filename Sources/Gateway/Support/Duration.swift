@@ -1,3 +1,4 @@
+internal import Canonical
 internal import V1Adapter
 
 /// Parses the config's and the CLI's durations: `10d`, `12h`, `30m`, `45s`, `500ms`, or a plain number of seconds.
@@ -19,31 +20,10 @@ public enum DurationText {
 /// `12h` = that long ago), or milliseconds since the epoch.
 public enum TimeText {
     /// `YYYY-MM-DD` (UTC) of a time in ms since the epoch.
-    public static func day(_ ms: Int64) -> String { String(iso8601(ms).prefix(10)) }
+    public static func day(_ ms: Int64) -> String { UTCTime(milliseconds: ms).date }
 
     /// `YYYY-MM-DDTHH:MM:SSZ` (UTC) of a time in ms since the epoch.
-    public static func iso8601(_ ms: Int64) -> String {
-        var days = ms / 86_400_000
-        var rest = ms % 86_400_000
-        if rest < 0 {
-            rest += 86_400_000
-            days -= 1
-        }
-        // civil_from_days (Howard Hinnant)
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let doe = z - era * 146_097
-        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
-        let mp = (5 * doy + 2) / 153
-        let d = doy - (153 * mp + 2) / 5 + 1
-        let m = mp < 10 ? mp + 3 : mp - 9
-        let y = yoe + era * 400 + (m <= 2 ? 1 : 0)
-        let s = rest / 1000
-        func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
-        let year = y < 1000 ? String(repeating: "0", count: 4 - String(y).count) + String(y) : String(y)
-        return "\(year)-\(two(m))-\(two(d))T\(two(s / 3600)):\(two(s / 60 % 60)):\(two(s % 60))Z"
-    }
+    public static func iso8601(_ ms: Int64) -> String { UTCTime(milliseconds: ms).iso8601 }
 
     public static func milliseconds(_ text: String, now: Int64) -> Int64? {
         if let ago = DurationText.milliseconds(text), text.last?.isLetter == true { return now - ago }
