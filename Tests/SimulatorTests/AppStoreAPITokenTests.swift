@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Simulator
+import SimulatorTestSupport
 import Testing
 import V2Adapter
 

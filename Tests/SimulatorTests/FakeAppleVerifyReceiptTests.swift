@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Simulator
 import TestSupport
+import SimulatorTestSupport
 import Testing
 import V1Adapter
 import WireJSON

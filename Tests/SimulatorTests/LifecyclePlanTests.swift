@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Simulator
 import TestSupport
+import SimulatorTestSupport
 import Testing
 import V1Adapter
 import V2Adapter

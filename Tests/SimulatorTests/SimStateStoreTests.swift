@@ -3,6 +3,7 @@ import Foundation
 import Simulator
 import Synchronization
 import TestSupport
+import SimulatorTestSupport
 import Testing
 import V2Adapter
 

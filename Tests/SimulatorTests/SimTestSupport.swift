@@ -2,40 +2,15 @@ import Canonical
 import Crypto
 import Foundation
 import Simulator
+import SimulatorTestSupport
 import TestSupport
 import Testing
 import V1Adapter
 import V2Adapter
 
-/// Shared fixtures of the simulator's unit tests: a fixed clock, a fresh PKI per test (cheap: EC keys only), the real
-/// V2 verifier trusting the simulator's root for sandbox, and decoders for what the fake Apple answers.
-enum Sim {
-    /// 2025-06-01 00:00:00 UTC (ms): every PKI of these tests is generated "now" = t0.
-    static let t0: Int64 = 1_748_736_000_000
-    /// One simulated month: 30 days.
-    static let month: Int64 = 30 * 86_400_000
-    static let secret = "5f1b0c2d3e4f5a6b7c8d9e0f1a2b3c4d"
-    static let bundleID = Catalogue.bundleID
-
-    /// Runs `body` with a freshly generated simulator PKI in its own folder, removed afterwards.
-    static func withPKI<T>(now: Int64 = t0, _ body: (SimulatorPKI) throws -> T) throws -> T {
-        let folder = try Scratch.directory("simtests")
-        defer { try? FileManager.default.removeItem(atPath: folder) }
-        return try body(try SimulatorPKI.loadOrCreate(folder: folder + "/pki", now: now))
-    }
-
-    /// The real V2 verifier: Apple's root for everything, the simulator's root (when given) for sandbox only.
-    static func adapter(sandboxRoots: [[UInt8]], appleRoots: [[UInt8]] = [TrustAnchors.appleRootCAG3], apps: [V2App]? = nil) throws
-        -> V2Adapter
-    {
-        V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors(appleRoots: appleRoots, sandboxOnlyRoots: sandboxRoots)), apps: apps)
-    }
-
-    /// The gateway's view: the simulated app configured for sandbox, the simulator root as an extra root.
-    static func adapter(trusting pki: SimulatorPKI) throws -> V2Adapter {
-        try adapter(sandboxRoots: [pki.root.der], apps: [V2App(bundleID: bundleID, appAppleID: nil, environments: [.sandbox])])
-    }
-
+/// The simulator unit tests' own helpers beside the shared fixtures (SimulatorTestSupport): error codes, payloads
+/// and decoders for what the fake Apple answers.
+extension Sim {
     /// The stable V2 error code `body` fails with; nil when it succeeds.
     static func v2Code(_ body: () throws -> Void) -> String? {
         do {
@@ -46,15 +21,6 @@ enum Sim {
         } catch {
             return "not a V2AdapterError: \(error)"
         }
-    }
-
-    static func plan(_ name: String, pki: SimulatorPKI, start: Int64 = t0, firstID: Int64 = 1, appAppleID: Int64? = nil) throws
-        -> Lifecycle.Plan
-    {
-        let lifecycle = try #require(Lifecycles.named(name))
-        return try lifecycle.plan(
-            bundleID: bundleID, sharedSecret: secret, emitter: Emitter(signer: pki.signer, appAppleID: appAppleID), start: start,
-            monthMillis: month, firstID: firstID)
     }
 
     /// The subscription as the App Store knows it after the last step of `name`.
@@ -82,23 +48,6 @@ enum Sim {
 
     static func json(_ value: some Encodable) throws -> [UInt8] { Array(try JSONEncoder().encode(value)) }
 
-    /// A copy of `s` with `count` transactions: the existing ones, then monthly renewals with fresh ids.
-    static func withTransactions(_ s: SimSubscription, count: Int) throws -> SimSubscription {
-        var s = s
-        let base = try #require(s.latest)
-        var i = 0
-        while s.transactions.count < count {
-            i += 1
-            var t = base
-            t.transactionID = "3" + String(repeating: "0", count: 12) + String(format: "%03d", i)
-            t.webOrderLineItemID = "4" + String(repeating: "0", count: 12) + String(format: "%03d", i)
-            t.purchaseDate = base.purchaseDate + Int64(i) * month
-            t.expiresDate = base.purchaseDate + Int64(i + 1) * month
-            t.renewal = true
-            s.transactions.append(t)
-        }
-        return s
-    }
 }
 
 /// One fake Apple over its own state file, with a fixed clock.

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import HTTPClient
 import Simulator
+import SimulatorTestSupport
 import Synchronization
 import TestSupport
 import Testing
@@ -11,54 +12,9 @@ import Testing
 /// Shared by the App Store Server API client tests: the simulator's fake Apple behind a transport (in memory or over
 /// loopback HTTP), a client for it with recorded sleeps, and the real V2 verifier trusting the simulator's root.
 enum APIFixture {
-    /// 2025-06-01 00:00:00 UTC (ms): every PKI of these tests is generated "now" = t0.
-    static let t0: Int64 = 1_748_736_000_000
-    static let month: Int64 = 30 * 86_400_000
-    static let bundleID = Catalogue.bundleID
     /// Base URLs the scripted fake answers for (any host does; these make the environment visible in requests).
     static let production = "https://api.fake-production.example"
     static let sandbox = "https://api.fake-sandbox.example"
-
-    /// Runs `body` with a freshly generated simulator PKI in its own folder, removed afterwards.
-    static func withPKI<T>(_ body: (SimulatorPKI) async throws -> T) async throws -> T {
-        try await Scratch.withDirectory { folder in
-            try await body(try SimulatorPKI.loadOrCreate(folder: folder + "/pki", now: t0))
-        }
-    }
-
-    /// The gateway's view: Apple's root for everything, the simulator's root for sandbox, the simulated app configured
-    /// for sandbox.
-    static func adapter(trusting pki: SimulatorPKI) throws -> V2Adapter {
-        V2Adapter(
-            verifier: AppleJWSVerifier(
-                anchors: try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3], sandboxOnlyRoots: [pki.root.der])),
-            apps: [V2App(bundleID: bundleID, appAppleID: nil, environments: [.sandbox])])
-    }
-
-    static func plan(_ name: String, pki: SimulatorPKI) throws -> Lifecycle.Plan {
-        let lifecycle = try #require(Lifecycles.named(name))
-        return try lifecycle.plan(
-            bundleID: bundleID, sharedSecret: "5f1b0c2d3e4f5a6b7c8d9e0f1a2b3c4d", emitter: Emitter(signer: pki.signer),
-            start: t0, monthMillis: month)
-    }
-
-    /// A copy of `s` with `count` transactions: the existing ones, then monthly renewals with fresh ids.
-    static func withTransactions(_ s: SimSubscription, count: Int) throws -> SimSubscription {
-        var s = s
-        let base = try #require(s.latest)
-        var i = 0
-        while s.transactions.count < count {
-            i += 1
-            var t = base
-            t.transactionID = "3" + String(repeating: "0", count: 12) + String(format: "%03d", i)
-            t.webOrderLineItemID = "4" + String(repeating: "0", count: 12) + String(format: "%03d", i)
-            t.purchaseDate = base.purchaseDate + Int64(i) * month
-            t.expiresDate = base.purchaseDate + Int64(i + 1) * month
-            t.renewal = true
-            s.transactions.append(t)
-        }
-        return s
-    }
 
     /// The fake's request for an `HTTPRequest` the client sent: path and query from the URL, the bearer header.
     static func fakeRequest(method: String, target: String, headers: [HTTPHeader], body: [UInt8]) -> FakeAppleRequest {
@@ -98,7 +54,7 @@ enum APIFixture {
         maxAttempts: Int = 4, maxPages: Int = 1000
     ) -> AppStoreAPIClient.Configuration {
         AppStoreAPIClient.Configuration(
-            productionURL: production, sandboxURL: sandbox, keyID: keyID, issuerID: SimulatorPKI.issuerID, bundleID: bundleID,
+            productionURL: production, sandboxURL: sandbox, keyID: keyID, issuerID: SimulatorPKI.issuerID, bundleID: Sim.bundleID,
             privateKey: key, maxAttempts: maxAttempts, baseDelay: .seconds(1), maxDelay: .seconds(30), timeoutMillis: 5_000,
             maxPages: maxPages)
     }
@@ -167,7 +123,7 @@ struct FakeAppleAPI {
         transport = APIFixture.transport(apple)
         client = APIFixture.client(
             APIFixture.configuration(key: key ?? pki.apiKey, keyID: keyID, maxAttempts: maxAttempts), transport: transport,
-            adapter: try APIFixture.adapter(trusting: pki), now: now, sleeps: sleeps)
+            adapter: try Sim.adapter(trusting: pki), now: now, sleeps: sleeps)
     }
 
     func put(_ s: SimSubscription) throws {
@@ -183,8 +139,8 @@ struct FakeAppleAPI {
         _ name: String = "auto-renew", key: PrivateKey? = nil, keyID: String = SimulatorPKI.apiKeyID,
         _ body: (FakeAppleAPI, SimSubscription) async throws -> Void
     ) async throws {
-        try await APIFixture.withPKI { pki in
-            let plan = try APIFixture.plan(name, pki: pki)
+        try await Sim.withPKI { pki in
+            let plan = try Sim.plan(name, pki: pki)
             let s = try #require(plan.emissions.last).subscription
             let api = try FakeAppleAPI(pki: pki, now: plan.end + 1_000, key: key, keyID: keyID)
             try api.put(s)
@@ -198,7 +154,7 @@ struct FakeAppleAPI {
         try await Self.withAPI { api, s in
             let answer = try await api.client.subscriptionStatuses(transactionID: s.originalTransactionID, environment: .sandbox)
             #expect(answer.environment == .sandbox)
-            #expect(answer.bundleID == APIFixture.bundleID)
+            #expect(answer.bundleID == Sim.bundleID)
             let item = try #require(answer.items.first)
             #expect(answer.items.count == 1)
             #expect(item.status == 1)
@@ -206,7 +162,7 @@ struct FakeAppleAPI {
             #expect(item.originalTransactionID == s.originalTransactionID)
             #expect(item.transaction.payload.transactionID == s.latest?.transactionID)
             #expect(item.transaction.environment == .sandbox)
-            #expect(item.transaction.bundleID == APIFixture.bundleID)
+            #expect(item.transaction.bundleID == Sim.bundleID)
             #expect(item.transaction.signedDate == api.now)
             let renewal = try #require(item.renewalInfo)
             #expect(renewal.payload.autoRenewStatus == 1)
@@ -231,8 +187,8 @@ struct FakeAppleAPI {
         ("auto-renew-off-then-expiry", 2, 2, .expired),
     ])
     func statusSnapshotsMatchTheEntitlement(name: String, step: Int, status: Int, state: Entitlement.State) async throws {
-        try await APIFixture.withPKI { pki in
-            let e = try APIFixture.plan(name, pki: pki).emissions[step]
+        try await Sim.withPKI { pki in
+            let e = try Sim.plan(name, pki: pki).emissions[step]
             let api = try FakeAppleAPI(pki: pki, now: e.at)
             try api.put(e.subscription)
             let s = e.subscription
@@ -243,7 +199,7 @@ struct FakeAppleAPI {
             #expect(snapshots.count == 1)
             let latest = try #require(s.latest)
             #expect(snapshot.source == .v2API)
-            #expect(snapshot.bundleID == APIFixture.bundleID)
+            #expect(snapshot.bundleID == Sim.bundleID)
             #expect(snapshot.environment == .sandbox)
             #expect(snapshot.observedAt == e.at)
             #expect(snapshot.originalTransactionID == s.originalTransactionID)
@@ -283,7 +239,7 @@ struct FakeAppleAPI {
 
     @Test func historyFollowsEveryPage() async throws {
         try await Self.withAPI { api, base in
-            let s = try APIFixture.withTransactions(base, count: 45)
+            let s = try Sim.withTransactions(base, count: 45)
             try api.put(s)
             let history = try await api.client.transactionHistory(transactionID: s.originalTransactionID, environment: .sandbox)
             let expected = s.transactions.sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
@@ -313,7 +269,7 @@ struct FakeAppleAPI {
                 #expect(verified.payload.transactionID == t.transactionID)
                 #expect(verified.payload.purchaseDate == t.purchaseDate)
                 #expect(verified.payload.expiresDate == t.expiresDate)
-                #expect(verified.bundleID == APIFixture.bundleID)
+                #expect(verified.bundleID == Sim.bundleID)
             }
             #expect(api.transport.requests.map(\.url) == s.transactions.map { APIFixture.sandbox + "/inApps/v1/transactions/" + $0.transactionID })
         }
@@ -402,7 +358,7 @@ struct FakeAppleAPI {
     @Test func serverErrorsThenHistoryPages() async throws {
         // A fault in the middle of a paginated call costs a retry of that page only.
         try await Self.withAPI { api, base in
-            let s = try APIFixture.withTransactions(base, count: 25)
+            let s = try Sim.withTransactions(base, count: 25)
             try api.put(s)
             try api.store.update { $0.apiFaults = [503] }
             let history = try await api.client.transactionHistory(transactionID: s.originalTransactionID, environment: .sandbox)
@@ -415,8 +371,8 @@ struct FakeAppleAPI {
     // MARK: tokens
 
     @Test func eachRequestCarriesAFreshTokenWithTheRightClaims() async throws {
-        try await APIFixture.withPKI { pki in
-            let plan = try APIFixture.plan("auto-renew", pki: pki)
+        try await Sim.withPKI { pki in
+            let plan = try Sim.plan("auto-renew", pki: pki)
             let s = try #require(plan.emissions.last).subscription
             let clock = Mutex(plan.end + 1_000)
             let apple = FakeApple(pki: pki, now: { clock.withLock { $0 } })
@@ -424,7 +380,7 @@ struct FakeAppleAPI {
             let transport = APIFixture.transport(apple)
             let client = AppStoreAPIClient(
                 configuration: APIFixture.configuration(key: pki.apiKey), transport: transport,
-                adapter: try APIFixture.adapter(trusting: pki), now: { clock.withLock { $0 } }, sleep: { _ in }, jitter: { 0 })
+                adapter: try Sim.adapter(trusting: pki), now: { clock.withLock { $0 } }, sleep: { _ in }, jitter: { 0 })
 
             _ = try await client.subscriptionStatuses(transactionID: s.originalTransactionID, environment: .sandbox)
             clock.withLock { $0 += 90_000 }
@@ -439,7 +395,7 @@ struct FakeAppleAPI {
                 #expect(header["typ"] as? String == "JWT")
                 #expect(payload["iss"] as? String == SimulatorPKI.issuerID)
                 #expect(payload["aud"] as? String == "appstoreconnect-v1")
-                #expect(payload["bid"] as? String == APIFixture.bundleID)
+                #expect(payload["bid"] as? String == Sim.bundleID)
                 let iat = try #require((payload["iat"] as? NSNumber)?.int64Value)
                 let exp = try #require((payload["exp"] as? NSNumber)?.int64Value)
                 #expect(iat == at / 1000)
@@ -447,7 +403,7 @@ struct FakeAppleAPI {
                 #expect(exp - iat == 1200)
                 // And it verifies with the API key's public half, as Apple checks it.
                 let verified = try AppStoreAPIToken.verify(token, publicKey: pki.apiKey.publicKey, now: at / 1000)
-                #expect(verified.bundleID == APIFixture.bundleID)
+                #expect(verified.bundleID == Sim.bundleID)
             }
         }
     }
@@ -468,7 +424,7 @@ struct FakeAppleAPI {
     static func sentNotifications(otid: String) -> [SimSentNotification] {
         (0..<45).map { i in
             var n = SimSentNotification(
-                notificationUUID: "uuid-\(i)", bundleID: APIFixture.bundleID, signedDate: APIFixture.t0 + Int64(i) * 1_000,
+                notificationUUID: "uuid-\(i)", bundleID: Sim.bundleID, signedDate: Sim.t0 + Int64(i) * 1_000,
                 notificationType: i % 2 == 0 ? "DID_RENEW" : "SUBSCRIBED", subtype: i % 2 == 0 ? nil : "RESUBSCRIBE",
                 originalTransactionID: i % 3 == 0 ? otid : nil, signedPayload: "payload-\(i)")
             n.sendAttempts = [SendAttempt(attemptDate: n.signedDate, sendAttemptResult: i % 5 == 0 ? "TIMED_OUT" : "SUCCESS")]
@@ -479,12 +435,12 @@ struct FakeAppleAPI {
     @Test func notificationHistoryPagesOneAtATime() async throws {
         try await Self.withAPI { api, s in
             try api.store.update { $0.notifications = Self.sentNotifications(otid: s.originalTransactionID) }
-            let request = NotificationHistoryRequest(startDate: APIFixture.t0, endDate: APIFixture.t0 + 100_000)
+            let request = NotificationHistoryRequest(startDate: Sim.t0, endDate: Sim.t0 + 100_000)
             let first = try await api.client.notificationHistory(request, environment: .sandbox)
             #expect(first.items.count == 20)
             #expect(first.nextPaginationToken == "20")
             #expect(first.items.first?.signedPayload == "payload-0")
-            #expect(first.items.first?.sendAttempts == [SendAttempt(attemptDate: APIFixture.t0, sendAttemptResult: "TIMED_OUT")])
+            #expect(first.items.first?.sendAttempts == [SendAttempt(attemptDate: Sim.t0, sendAttemptResult: "TIMED_OUT")])
             let second = try await api.client.notificationHistory(request, environment: .sandbox, paginationToken: first.nextPaginationToken)
             #expect(second.items.map(\.signedPayload) == (20..<40).map { "payload-\($0)" })
             let third = try await api.client.notificationHistory(request, environment: .sandbox, paginationToken: second.nextPaginationToken)
@@ -496,7 +452,7 @@ struct FakeAppleAPI {
             let path = APIFixture.sandbox + "/inApps/v1/notifications/history"
             #expect(sent.map(\.url) == [path, path + "?paginationToken=20", path + "?paginationToken=40"])
             #expect(sent[0].headers.contains(HTTPHeader("Content-Type", "application/json")))
-            #expect(String(decoding: sent[0].body, as: UTF8.self) == "{\"endDate\":\(APIFixture.t0 + 100_000),\"startDate\":\(APIFixture.t0)}",
+            #expect(String(decoding: sent[0].body, as: UTF8.self) == "{\"endDate\":\(Sim.t0 + 100_000),\"startDate\":\(Sim.t0)}",
                     "members that are not set are left out")
         }
     }
@@ -504,7 +460,7 @@ struct FakeAppleAPI {
     @Test func notificationHistoryFollowsAllPagesWithFilters() async throws {
         try await Self.withAPI { api, s in
             try api.store.update { $0.notifications = Self.sentNotifications(otid: s.originalTransactionID) }
-            let t0 = APIFixture.t0
+            let t0 = Sim.t0
             func payloads(_ r: NotificationHistoryRequest) async throws -> [String] {
                 try await api.client.allNotificationHistory(r, environment: .sandbox).map(\.signedPayload)
             }
@@ -530,7 +486,7 @@ struct FakeAppleAPI {
 
     @Test func badNotificationHistoryRequestIsABadRequest() async throws {
         try await Self.withAPI { api, _ in
-            let backwards = NotificationHistoryRequest(startDate: APIFixture.t0 + 10, endDate: APIFixture.t0)
+            let backwards = NotificationHistoryRequest(startDate: Sim.t0 + 10, endDate: Sim.t0)
             let error = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
                 try await api.client.notificationHistory(backwards, environment: .sandbox)
             })
@@ -539,7 +495,7 @@ struct FakeAppleAPI {
             #expect(api.transport.requests.count == 1)
             let badToken = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
                 try await api.client.notificationHistory(
-                    NotificationHistoryRequest(startDate: APIFixture.t0, endDate: APIFixture.t0 + 1), environment: .sandbox,
+                    NotificationHistoryRequest(startDate: Sim.t0, endDate: Sim.t0 + 1), environment: .sandbox,
                     paginationToken: "next")
             })
             #expect(badToken.code == .badRequest && badToken.appleErrorCode == 4000003)
@@ -556,7 +512,7 @@ struct FakeAppleAPI {
             let status = try await api.client.testNotificationStatus(token: token, environment: .sandbox)
             #expect(status.sendAttempts == [SendAttempt(attemptDate: api.now + 1, sendAttemptResult: "SUCCESS")])
             // The payload comes back raw; the notification pipeline verifies it.
-            let n = try APIFixture.adapter(trusting: api.pki).verifyNotification(signedPayload: Array(status.signedPayload.utf8), now: api.now)
+            let n = try Sim.adapter(trusting: api.pki).verifyNotification(signedPayload: Array(status.signedPayload.utf8), now: api.now)
             #expect(n.payload.notificationType == "TEST")
             #expect(n.payload.notificationUUID == token)
             #expect(api.transport.requests.map(\.method) == [.post, .get])
@@ -574,7 +530,7 @@ struct FakeAppleAPI {
 
     @Test func overLoopbackHTTPWithCurl() async throws {
         try await Self.withAPI { api, base in
-            let s = try APIFixture.withTransactions(base, count: 23)
+            let s = try Sim.withTransactions(base, count: 23)
             try api.put(s)
             try api.store.update { $0.apiFaults = [429] }
             let apple = api.apple
@@ -588,7 +544,7 @@ struct FakeAppleAPI {
             let sleeps = APIFixture.Sleeps()
             let client = APIFixture.client(
                 APIFixture.configuration(key: api.pki.apiKey, production: server.url(""), sandbox: server.url("/")),
-                transport: CurlTransport(), adapter: try APIFixture.adapter(trusting: api.pki), now: api.now, sleeps: sleeps)
+                transport: CurlTransport(), adapter: try Sim.adapter(trusting: api.pki), now: api.now, sleeps: sleeps)
 
             let statuses = try await client.subscriptionStatuses(transactionID: s.originalTransactionID, environment: .sandbox)
             #expect(statuses.snapshots(observedAt: api.now).first?.entitlement.state == .active)
@@ -616,7 +572,7 @@ struct FakeAppleAPI {
             // Another key over the wire: 401, once.
             let intruder = APIFixture.client(
                 APIFixture.configuration(key: try PrivateKey.generateP256(), production: server.url(""), sandbox: server.url("")),
-                transport: CurlTransport(), adapter: try APIFixture.adapter(trusting: api.pki), now: api.now)
+                transport: CurlTransport(), adapter: try Sim.adapter(trusting: api.pki), now: api.now)
             let before = server.requests.count
             let refused = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
                 try await intruder.transactionInfo(transactionID: otid, environment: .sandbox)

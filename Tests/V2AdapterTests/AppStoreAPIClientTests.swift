@@ -4,6 +4,7 @@ import Foundation
 import HTTPClient
 import Simulator
 import TestSupport
+import SimulatorTestSupport
 import Testing
 @testable import V2Adapter
 
@@ -12,7 +13,7 @@ import Testing
 @Suite struct AppStoreAPIClientTests {
     typealias Script = [Result<HTTPResponse, HTTPClientError>]
 
-    static let now = APIFixture.t0 + 3_600_000
+    static let now = Sim.t0 + 3_600_000
 
     static func json(_ status: Int, _ text: String, headers: [HTTPHeader] = []) -> Result<HTTPResponse, HTTPClientError> {
         .success(HTTPResponse(status: status, headers: [HTTPHeader("Content-Type", "application/json")] + headers, body: Array(text.utf8)))
@@ -215,7 +216,7 @@ import Testing
 
     /// A signed transaction of the simulated app, as the fake Apple would answer it.
     static func signedTransaction(_ pki: SimulatorPKI) throws -> String {
-        let plan = try APIFixture.plan("initial-buy", pki: pki)
+        let plan = try Sim.plan("initial-buy", pki: pki)
         let s = try #require(plan.emissions.last).subscription
         return try Emitter(signer: pki.signer).signedTransaction(s, try #require(s.latest), at: plan.end)
     }
@@ -231,20 +232,20 @@ import Testing
     }
 
     @Test func verifiedTransactionInfoFromAScript() async throws {
-        try await APIFixture.withPKI { pki in
+        try await Sim.withPKI { pki in
             let signed = try Self.signedTransaction(pki)
             let (client, _, _) = try Self.scripted(
-                [Self.json(200, "{\"signedTransactionInfo\":\"\(signed)\"}")], adapter: try APIFixture.adapter(trusting: pki))
+                [Self.json(200, "{\"signedTransactionInfo\":\"\(signed)\"}")], adapter: try Sim.adapter(trusting: pki))
             let verified = try await client.transactionInfo(transactionID: "1", environment: .sandbox)
             #expect(verified.payload.productID == "sim.monthly")
         }
     }
 
     @Test func tamperedTransactionIsAnInvalidSignature() async throws {
-        try await APIFixture.withPKI { pki in
+        try await Sim.withPKI { pki in
             let signed = try Self.tampered(try Self.signedTransaction(pki))
             let (client, transport, _) = try Self.scripted(
-                [Self.json(200, "{\"signedTransactionInfo\":\"\(signed)\"}")], adapter: try APIFixture.adapter(trusting: pki))
+                [Self.json(200, "{\"signedTransactionInfo\":\"\(signed)\"}")], adapter: try Sim.adapter(trusting: pki))
             let error = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
                 try await client.transactionInfo(transactionID: "1", environment: .sandbox)
             })
@@ -256,14 +257,14 @@ import Testing
     }
 
     @Test func tamperedStatusItemsAreInvalidSignatures() async throws {
-        try await APIFixture.withPKI { pki in
+        try await Sim.withPKI { pki in
             let signed = try Self.signedTransaction(pki)
             func statuses(transaction: String, renewal: String?) -> String {
                 let r = renewal.map { ",\"signedRenewalInfo\":\"\($0)\"" } ?? ""
-                return "{\"environment\":\"Sandbox\",\"bundleId\":\"\(APIFixture.bundleID)\",\"data\":[{\"subscriptionGroupIdentifier\":\"g\","
+                return "{\"environment\":\"Sandbox\",\"bundleId\":\"\(Sim.bundleID)\",\"data\":[{\"subscriptionGroupIdentifier\":\"g\","
                     + "\"lastTransactions\":[{\"status\":1,\"originalTransactionId\":\"1\",\"signedTransactionInfo\":\"\(transaction)\"\(r)}]}]}"
             }
-            let adapter = try APIFixture.adapter(trusting: pki)
+            let adapter = try Sim.adapter(trusting: pki)
             let (ok, _, _) = try Self.scripted([Self.json(200, statuses(transaction: signed, renewal: nil))], adapter: adapter)
             let answer = try await ok.subscriptionStatuses(transactionID: "1", environment: .sandbox)
             #expect(answer.items.first?.renewalInfo == nil)
@@ -287,7 +288,7 @@ import Testing
 
     @Test func untrustedRootIsAnInvalidSignature() async throws {
         // The simulator's items against a verifier that trusts only Apple.
-        try await APIFixture.withPKI { pki in
+        try await Sim.withPKI { pki in
             let signed = try Self.signedTransaction(pki)
             let (client, _, _) = try Self.scripted([Self.json(200, "{\"signedTransactionInfo\":\"\(signed)\"}")])
             let error = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
@@ -338,7 +339,7 @@ import Testing
     // MARK: secrets
 
     @Test func noErrorOrDescriptionCarriesTheTokenOrTheKey() async throws {
-        try await APIFixture.withPKI { pki in
+        try await Sim.withPKI { pki in
             let key = try PrivateKey.generateP256()
             let pem = key.pemPKCS8
             let signed = try Self.signedTransaction(pki)
@@ -352,7 +353,7 @@ import Testing
             var texts: [String] = []
             var tokens: [String] = []
             for script in scripts {
-                let (client, transport, _) = try Self.scripted(script, key: key, adapter: try APIFixture.adapter(trusting: pki))
+                let (client, transport, _) = try Self.scripted(script, key: key, adapter: try Sim.adapter(trusting: pki))
                 let error = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
                     try await client.transactionInfo(transactionID: "1", environment: .sandbox)
                 })
