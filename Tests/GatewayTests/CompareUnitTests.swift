@@ -58,6 +58,8 @@ import Testing
         #expect(c.compareSettings.rule.windowMillis == 3 * 86_400_000 && c.compareSettings.rule.allowOneSided)
         #expect(c.silenceAlertMillis == 3_600_000)
         #expect(c.compareSettings.rule.text == "≥ 99.0 % agreement over ≥ 50 pairs in the last 3 days")
+        // 0.995 is not exactly representable: the threshold must still read 99.5, not 99.4.
+        #expect(ReadinessRule().thresholdText == "99.5 %")
     }
 
     @Test(arguments: [

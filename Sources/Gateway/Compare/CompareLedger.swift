@@ -113,18 +113,13 @@ public struct CompareLedger: Sendable {
         if t.pairs > 0 {
             let rate = Double(t.agreements) / Double(t.pairs)
             if rate < rule.minimumAgreementRate {
-                reasons.append("agreement \(Self.percent(rate)) %; the rule needs \(Self.percent(rule.minimumAgreementRate)) %")
+                reasons.append("agreement \(ReportRenderer.percentText(t.agreements, of: t.pairs) ?? "—"); the rule needs \(rule.thresholdText)")
             }
         }
         if !rule.allowOneSided, t.v1Only + t.v2Only > 0 {
             reasons.append("\(t.v1Only) subscriptions seen by V1 only and \(t.v2Only) by V2 only")
         }
         return (reasons.isEmpty ? .ready : .notReady, reasons)
-    }
-
-    static func percent(_ rate: Double) -> String {
-        let tenths = (rate * 1000).rounded(.down) / 10
-        return tenths == tenths.rounded() ? String(Int(tenths)) + ".0" : String(tenths)
     }
 
     func cutovers(bundleID: String, environment: String, in c: SQLiteConnection) throws -> [CutoverRecord] {

@@ -28,12 +28,15 @@ public struct ReadinessRule: Sendable, Hashable, Codable {
 
     public init() {}
 
+    /// The agreement threshold as the report states it: `99.5 %` (to the tenth, rounded — `0.995` is not exactly
+    /// representable, so rounding down would say 99.4).
+    public var thresholdText: String { "\((minimumAgreementRate * 1000).rounded() / 10) %" }
+
     /// The rule in words, as the report states it.
     public var text: String {
-        let percent = (minimumAgreementRate * 1000).rounded() / 10
         let days = Double(windowMillis) / 86_400_000
         let dayText = days == days.rounded() ? "\(Int(days)) days" : "\(days) days"
-        return "≥ \(percent) % agreement over ≥ \(minimumPairs) pairs in the last \(dayText)"
+        return "≥ \(thresholdText) agreement over ≥ \(minimumPairs) pairs in the last \(dayText)"
             + (allowOneSided ? "" : ", and no unexplained one-sided observations")
     }
 
