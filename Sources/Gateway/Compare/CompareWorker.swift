@@ -142,15 +142,17 @@ public final class CompareWorker: Sendable {
         let router = self.router
         let tolerance = settings.toleranceMillis
         let db = self.db
-        let v1Event: CanonicalEvent? = try await job.v1EventID.asyncMap { id in
-            try await Blocking.run {
+        var derivedFrom: CanonicalEvent?
+        if let id = job.v1EventID {
+            derivedFrom = try await Blocking.run {
                 try db.read { c in
                     try c.queryOne("SELECT json FROM events WHERE id = ?", [.text(id)])?.blob("json").flatMap {
                         try? JSONDecoder().decode(CanonicalEvent.self, from: Data($0))
                     }
                 }
             }
-        } ?? nil
+        }
+        let v1Event = derivedFrom
         try await writer.performAsync { c in
             if let v1Event {
                 try GatewayStore.storeEvents([Self.v2APIEvent(from: v1Event, status: status)], journalID: nil, router: router, now: time,
@@ -250,8 +252,8 @@ public final class CompareWorker: Sendable {
     }
 
     func retry(_ job: Job, error: String) async {
-        let delay = min(policy.baseDelayMillis << Int64(min(job.attempts, 20)), policy.maxDelayMillis)
-        await settle(job, state: "pending", error: error, retryIn: Int64(Double(delay) * (0.5 + 0.5 * jitter())))
+        let delay = Backoff.delay(base: policy.baseDelayMillis, cap: policy.maxDelayMillis, exponent: job.attempts, jitter: jitter())
+        await settle(job, state: "pending", error: error, retryIn: delay)
     }
 
     func settle(_ job: Job, state: String, error: String, retryIn: Int64 = 0) async {
@@ -313,15 +315,6 @@ public final class CompareWorker: Sendable {
                     "silent_for_ms": .int(time - lastAuthoritative),
                 ])
             }
-        }
-    }
-}
-
-extension Optional {
-    func asyncMap<U>(_ transform: (Wrapped) async throws -> U) async rethrows -> U? {
-        switch self {
-        case .some(let w): try await transform(w)
-        case .none: nil
         }
     }
 }

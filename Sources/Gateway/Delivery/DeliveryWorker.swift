@@ -18,9 +18,7 @@ public struct DeliveryPolicy: Sendable {
     public init() {}
 
     public func delay(afterAttempt attempt: Int, jitter: Double) -> Int64 {
-        let exponential = baseDelayMillis << Int64(min(max(attempt - 1, 0), 30))
-        let capped = min(exponential, maxDelayMillis)
-        return Int64(Double(capped) * (0.5 + 0.5 * min(max(jitter, 0), 0.999_999)))
+        Backoff.delay(base: baseDelayMillis, cap: maxDelayMillis, exponent: attempt - 1, jitter: jitter)
     }
 }
 

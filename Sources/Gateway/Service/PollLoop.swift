@@ -55,3 +55,12 @@ final class InFlightSet: Sendable {
     func finish(_ id: Int64) { state.withLock { _ = $0.flying.remove(id); $0.finished.insert(id) } }
     var isEmpty: Bool { state.withLock { $0.flying.isEmpty } }
 }
+
+/// The workers' retry delay: `base · 2^exponent`, capped at `cap`, times a jitter factor in [0.5, 1) so retries of
+/// many jobs do not arrive together.
+enum Backoff {
+    static func delay(base: Int64, cap: Int64, exponent: Int, jitter: Double) -> Int64 {
+        let exponential = base << Int64(min(max(exponent, 0), 30))
+        return Int64(Double(min(exponential, cap)) * (0.5 + 0.5 * min(max(jitter, 0), 0.999_999)))
+    }
+}

@@ -144,9 +144,8 @@ public final class ReceiptWorker: Sendable {
             metrics.increment("iapgw_verify_receipt_total", ["outcome": error.code.rawValue])
             switch error.code {
             case .appleUnavailable:
-                let delay = min(policy.baseDelayMillis << Int64(min(job.attempts, 20)), policy.maxDelayMillis)
-                await settle(job, state: "pending", error: error.code.rawValue, status: error.appleStatus,
-                             retryIn: Int64(Double(delay) * (0.5 + 0.5 * jitter())))
+                let delay = Backoff.delay(base: policy.baseDelayMillis, cap: policy.maxDelayMillis, exponent: job.attempts, jitter: jitter())
+                await settle(job, state: "pending", error: error.code.rawValue, status: error.appleStatus, retryIn: delay)
             case .receiptConfigError:
                 log.error("verifyReceipt says the shared secret differs (21004): check App Store Connect and the config",
                           ["bundle": .string(job.bundleID), "secret": .string(job.secretName)])
