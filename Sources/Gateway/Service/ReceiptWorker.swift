@@ -180,8 +180,10 @@ public final class ReceiptWorker: Sendable {
         }
         // The V2 path's event stands in for this V1 notification only while Apple is not sending V2 itself (then its
         // V2 notifications are that path, and deriving another event from V1 would double it).
-        let appleSendsV2 = try Self.receivesV2(bundleID: job.bundleID, environment: env, since: time - 86_400_000, in: c)
-        let derive = job.authority == "v2" && !appleSendsV2
+        var derive = false
+        if job.authority == "v2" {
+            derive = try !Self.receivesV2(bundleID: job.bundleID, environment: env, since: time - 86_400_000, in: c)
+        }
         if compare || derive {
             try CompareStore.enqueue(bundleID: job.bundleID, environment: env, otid: otid, fetch: "v2",
                                      v1EventID: derive ? event.id : nil, authority: job.authority, compare: compare, at: time, in: c)
