@@ -69,7 +69,8 @@ public struct FakeApple: Sendable {
     // MARK: verifyReceipt
 
     func verifyReceipt(_ body: [UInt8], sandbox: Bool) throws -> FakeAppleResponse {
-        if let fault = try store.popFault(\.verifyReceiptFaults) {
+        let world = try store.read()
+        if let fault = try store.popFault(\.verifyReceiptFaults, seen: world) {
             var answer = VerifyReceiptResponse(status: V1Scalar(integerLiteral: Int64(fault)))
             answer.environment = sandbox ? "Sandbox" : "Production"
             if (21100...21199).contains(fault) || fault == 21005 || fault == 21009 { answer.isRetryable = V1Scalar(integerLiteral: 1) }
@@ -78,7 +79,6 @@ public struct FakeApple: Sendable {
         guard case .object(let request)? = try? JSONParser.parse(body), let token = request["receipt-data"]?.stringValue else {
             return try Self.json(200, VerifyReceiptResponse(status: 21002))
         }
-        let world = try store.read()
         guard var s = world.subscription(forReceipt: token) else {
             return try Self.json(200, VerifyReceiptResponse(status: 21003))
         }
@@ -119,26 +119,27 @@ public struct FakeApple: Sendable {
         guard token.keyID == SimulatorPKI.apiKeyID, token.issuerID == SimulatorPKI.issuerID else {
             return FakeAppleResponse(status: 401, body: [])
         }
-        if let fault = try store.popFault(\.apiFaults) {
+        let world = try store.read()
+        if let fault = try store.popFault(\.apiFaults, seen: world) {
             return fault == 429 ? Self.apiError(429, 4290000, "Rate limit exceeded.") : Self.apiError(fault, 5000000, "An unknown error occurred.")
         }
         let parts = r.path.split(separator: "/").map(String.init)  // ["inApps", "v1", "subscriptions", id]
         switch (r.method, parts.dropFirst().joined(separator: "/")) {
         case ("GET", let p) where p.hasPrefix("v1/subscriptions/") && parts.count == 4:
-            return try statuses(parts[3], bundleID: token.bundleID)
+            return try statuses(parts[3], bundleID: token.bundleID, in: world)
         case ("GET", let p) where p.hasPrefix("v1/transactions/") && parts.count == 4:
-            guard let s = try subscription(parts[3], bundleID: token.bundleID),
+            guard let s = subscription(parts[3], bundleID: token.bundleID, in: world),
                   let t = s.transactions.first(where: { $0.transactionID == parts[3] }) ?? s.latest
             else { return Self.apiError(404, 4040010, "Transaction id not found.") }
             return try Self.json(200, TransactionInfoResponse(signedTransactionInfo: try emitter.signedTransaction(s, t, at: now())))
         case ("GET", let p) where p.hasPrefix("v2/history/") && parts.count == 4:
-            return try history(parts[3], bundleID: token.bundleID, revision: r.query["revision"])
+            return try history(parts[3], bundleID: token.bundleID, revision: r.query["revision"], in: world)
         case ("POST", "v1/notifications/history"):
-            return try notificationHistory(r.body, bundleID: token.bundleID, page: r.query["paginationToken"])
+            return try notificationHistory(r.body, bundleID: token.bundleID, page: r.query["paginationToken"], in: world)
         case ("POST", "v1/notifications/test"):
             return try requestTest(bundleID: token.bundleID)
         case ("GET", let p) where p.hasPrefix("v1/notifications/test/") && parts.count == 5:
-            guard let sent = try store.read().testNotifications[parts[4]], sent.bundleID == token.bundleID else {
+            guard let sent = world.testNotifications[parts[4]], sent.bundleID == token.bundleID else {
                 return Self.apiError(404, 4040008, "Test notification not found.")
             }
             return try Self.json(200, CheckTestNotificationResponse(signedPayload: sent.signedPayload, sendAttempts: sent.sendAttempts))
@@ -147,13 +148,13 @@ public struct FakeApple: Sendable {
         }
     }
 
-    func subscription(_ transactionID: String, bundleID: String) throws -> SimSubscription? {
-        guard let s = try store.read().subscription(forTransaction: transactionID), s.bundleID == bundleID else { return nil }
+    func subscription(_ transactionID: String, bundleID: String, in world: SimWorld) -> SimSubscription? {
+        guard let s = world.subscription(forTransaction: transactionID), s.bundleID == bundleID else { return nil }
         return s
     }
 
-    func statuses(_ transactionID: String, bundleID: String) throws -> FakeAppleResponse {
-        guard let s = try subscription(transactionID, bundleID: bundleID), let latest = s.latest else {
+    func statuses(_ transactionID: String, bundleID: String, in world: SimWorld) throws -> FakeAppleResponse {
+        guard let s = subscription(transactionID, bundleID: bundleID, in: world), let latest = s.latest else {
             return Self.apiError(404, 4040010, "Transaction id not found.")
         }
         let time = now()
@@ -165,8 +166,8 @@ public struct FakeApple: Sendable {
             data: [StatusResponse.Group(subscriptionGroupIdentifier: Catalogue.groupID, lastTransactions: [item])]))
     }
 
-    func history(_ transactionID: String, bundleID: String, revision: String?) throws -> FakeAppleResponse {
-        guard let s = try subscription(transactionID, bundleID: bundleID) else {
+    func history(_ transactionID: String, bundleID: String, revision: String?, in world: SimWorld) throws -> FakeAppleResponse {
+        guard let s = subscription(transactionID, bundleID: bundleID, in: world) else {
             return Self.apiError(404, 4040010, "Transaction id not found.")
         }
         guard let offset = Self.offset(revision) else { return Self.apiError(400, 4000005, "Invalid revision.") }
@@ -180,11 +181,10 @@ public struct FakeApple: Sendable {
             signedTransactions: signed))
     }
 
-    func notificationHistory(_ body: [UInt8], bundleID: String, page: String?) throws -> FakeAppleResponse {
+    func notificationHistory(_ body: [UInt8], bundleID: String, page: String?, in world: SimWorld) throws -> FakeAppleResponse {
         guard let request = try? JSONDecoder().decode(NotificationHistoryRequest.self, from: Data(body)), request.endDate > request.startDate
         else { return Self.apiError(400, 4000011, "Invalid request.") }
         guard let offset = Self.offset(page) else { return Self.apiError(400, 4000003, "Invalid pagination token.") }
-        let world = try store.read()
         var wanted: Set<String>? = nil
         if let id = request.transactionID {
             guard let s = world.subscription(forTransaction: id) else { return Self.apiError(404, 4040010, "Transaction id not found.") }
@@ -244,9 +244,10 @@ extension SimStateStore {
         try update { world in world.testNotifications[token]?.sendAttempts.append(SendAttempt(attemptDate: time, sendAttemptResult: result)) }
     }
 
-    /// Takes the first queued fault, if any (without rewriting the state when there is none).
-    func popFault(_ queue: WritableKeyPath<SimWorld, [Int]>) throws -> Int? {
-        guard !(try read()[keyPath: queue]).isEmpty else { return nil }
+    /// Takes the first queued fault, if any: `seen` is the state the caller already read, so a request with no fault
+    /// queued neither reads nor rewrites the state again.
+    func popFault(_ queue: WritableKeyPath<SimWorld, [Int]>, seen: SimWorld) throws -> Int? {
+        guard !seen[keyPath: queue].isEmpty else { return nil }
         return try update { world in world[keyPath: queue].isEmpty ? nil : world[keyPath: queue].removeFirst() }
     }
 }
