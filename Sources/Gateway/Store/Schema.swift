@@ -196,5 +196,12 @@ enum Schema {
                     forced INTEGER NOT NULL
                 );
                 """),
+        SQLiteMigration(
+            version: 3,
+            sql: """
+                -- The silence alert asks every minute for each bundle's latest event per path, and the report counts
+                -- events per bundle over a window: without this both scan the whole events table.
+                CREATE INDEX events_bundle_path ON events(bundle_id, environment, path, created_at);
+                """),
     ]
 }
