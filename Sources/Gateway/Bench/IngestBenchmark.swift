@@ -201,7 +201,7 @@ public enum IngestBenchmark {
             "bundleVersion":"1","environment":"Sandbox","signedTransactionInfo":"\(tx)","signedRenewalInfo":"\(renewal)","status":1},\
             "version":"2.0","signedDate":\(now)}
             """
-        return Array("{\"signedPayload\":\"\(try signer.sign(payload: Array(payload.utf8)))\"}".utf8)
+        return InboundBody.v2(signedPayload: try signer.sign(payload: Array(payload.utf8)))
     }
 
     /// A V1 DID_RENEW body for a distinct subscription.

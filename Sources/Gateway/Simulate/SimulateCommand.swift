@@ -111,8 +111,7 @@ public enum SimulateCommand {
                     ("expected", e.expectedV2.map { .string($0.description) } ?? .null),
                 ]
                 if let payload = e.v2SignedPayload, let url = o.to {
-                    let body = Array("{\"signedPayload\":\"\(payload)\"}".utf8)
-                    let status = await send(body, to: url, transport: transport)
+                    let status = await send(InboundBody.v2(signedPayload: payload), to: url, transport: transport)
                     let ok = (200..<300).contains(status)
                     stepOK = stepOK && ok
                     v2.append(("status", .number(String(status))))
@@ -180,7 +179,7 @@ public enum SimulateCommand {
             var files: [JSONValue] = []
             if version != .v1, let payload = e.v2SignedPayload {
                 let name = "\(n)-v2-\(e.v2Type ?? "")\(e.v2Subtype.map { "-" + $0 } ?? "").json"
-                try put(name, Array("{\"signedPayload\":\"\(payload)\"}\n".utf8))
+                try put(name, InboundBody.v2(signedPayload: payload) + [UInt8(ascii: "\n")])
                 files.append(.string(name))
             }
             if version != .v2 {
@@ -254,7 +253,7 @@ public final class FakeAppleServer: Sendable {
         return FakeApple(pki: pki, now: now, deliverTest: notifyURL.map { url in
             { @Sendable token, payload in
                 Task {
-                    let status = await SimulateCommand.send(Array("{\"signedPayload\":\"\(payload)\"}".utf8), to: url, transport: transport)
+                    let status = await SimulateCommand.send(InboundBody.v2(signedPayload: payload), to: url, transport: transport)
                     let result = (200..<300).contains(status) ? "SUCCESS" : status == 0 ? "NO_RESPONSE" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
                     try? store.recordTestAttempt(token: token, result: result, at: WallClock.wallMillis())
                 }

@@ -18,6 +18,10 @@ public struct BodyError: Error, Hashable, CustomStringConvertible {
 /// What a body is, decided from its shape alone: `signedPayload` → V2, `notification_type` → V1. The `verify`
 /// command also takes a bare signed transaction or renewal info, wrapped or as the raw JWS text.
 public enum InboundBody: Sendable {
+    /// The body Apple POSTs for a V2 notification: `{"signedPayload":"…"}` (a compact JWS has no character JSON
+    /// would escape).
+    public static func v2(signedPayload: String) -> [UInt8] { Array("{\"signedPayload\":\"\(signedPayload)\"}".utf8) }
+
     case v2Notification(signedPayload: [UInt8])
     case v1Notification(JSONObject)
     case signedTransaction([UInt8])
