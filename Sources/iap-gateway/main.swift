@@ -213,12 +213,9 @@ case "report", "cutover":
                 return s
             } ?? now - config.compareSettings.rule.windowMillis
             let report = try ledger.report(bundleID: a.value("bundle"), since: since, until: now)
-            switch a.value("format") ?? "table" {
-            case "table": print(ReportRenderer.table(report), terminator: "")
-            case "json": printLine(String(decoding: ReportRenderer.json(report), as: UTF8.self))
-            case "html": print(ReportRenderer.html(report), terminator: "")
-            default: fail("--format must be table, json or html")
-            }
+            let format = a.value("format") ?? "table"
+            guard let rendered = ReportRenderer.render(report, format: format) else { fail("--format must be table, json or html") }
+            print(String(decoding: rendered.body, as: UTF8.self), terminator: format == "json" ? "\n" : "")
         } else {
             guard let bundle = a.positionals.first else { fail("cutover needs a BUNDLE") }
             guard let to = a.value("to") else { fail("cutover needs --to v2 or --to v1") }

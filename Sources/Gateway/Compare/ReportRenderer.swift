@@ -13,6 +13,17 @@ public enum ReportRenderer {
         JSONOutput.encode(r, pretty: pretty)
     }
 
+    /// The report in one of the formats the CLI and the admin API offer (`json`, `table`, `html`), with its content
+    /// type; nil for any other name.
+    public static func render(_ r: CompareReport, format: String) -> (contentType: String, body: [UInt8])? {
+        switch format {
+        case "json": ("application/json", json(r))
+        case "table": ("text/plain; charset=utf-8", Array(table(r).utf8))
+        case "html": ("text/html; charset=utf-8", Array(html(r).utf8))
+        default: nil
+        }
+    }
+
     /// A fixed-width, colourless table: one block per bundle and environment. Untrusted text (bundle ids, field
     /// names, reasons) has its control characters replaced, so it cannot move the cursor or recolour the terminal.
     public static func table(_ r: CompareReport) -> String {

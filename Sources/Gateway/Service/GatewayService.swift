@@ -315,14 +315,11 @@ public final class GatewayService: Sendable {
                 let time = now()
                 let since = request.query["since"].flatMap { TimeText.milliseconds($0, now: time) } ?? time - config.compareSettings.rule.windowMillis
                 let report = try ledger.report(bundleID: request.query["bundle"], since: since, until: time)
-                switch request.query["format"] ?? "json" {
-                case "html":
-                    return ServerResponse(status: 200, headers: [("Content-Type", "text/html; charset=utf-8")], body: Array(ReportRenderer.html(report).utf8))
-                case "table":
-                    return ServerResponse(status: 200, headers: [("Content-Type", "text/plain; charset=utf-8")], body: Array(ReportRenderer.table(report).utf8))
-                default:
+                // Unknown formats get JSON, the API's default.
+                guard let rendered = ReportRenderer.render(report, format: request.query["format"] ?? "json") else {
                     return .json(200, ReportRenderer.json(report))
                 }
+                return ServerResponse(status: 200, headers: [("Content-Type", rendered.contentType)], body: rendered.body)
             case ("POST", ["admin", "cutover"]):
                 guard let bundle = request.query["bundle"], let env = request.query["environment"], let to = request.query["to"] else {
                     return .json(400, NotificationIngest.errorBody("bad_request", "give bundle, environment and to (v1 or v2)"))
