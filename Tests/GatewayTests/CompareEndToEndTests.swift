@@ -35,7 +35,7 @@ import WireJSON
         let folder: String
         let clock = StoryClock()
 
-        init(authority: String, compareSettings: String = #""min_pairs": 5, "grace": "1h", "tolerance": "10m""#) throws {
+        init(authority: String, compareSettings: String = #""min_pairs": 5, "grace": "1h", "tolerance": "10m", "confirm_delay": "100ms""#) throws {
             folder = try Scratch.directory()
             pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
             let clock = self.clock

@@ -48,12 +48,13 @@ import Testing
         let c = try GatewayConfigTests.parse(
             """
             { "apps": [ { "bundle_id": "b", "app_apple_id": 1, "authority": { "production": "v1", "sandbox": "v2" }, "compare": true } ],
-              "compare": { "tolerance": "5m", "grace": "2h", "concurrency": 3, "min_pairs": 50, "min_agreement_rate": 0.99,
+              "compare": { "tolerance": "5m", "grace": "2h", "confirm_delay": "2s", "concurrency": 3, "min_pairs": 50, "min_agreement_rate": 0.99,
                            "window": "3d", "allow_one_sided": true },
               "silence_alert": "1h" }
             """)
         #expect(c.apps[0].authority(for: .production) == .v1 && c.apps[0].authority(for: .sandbox) == .v2)
         #expect(c.compareSettings.toleranceMillis == 300_000 && c.compareSettings.graceMillis == 7_200_000 && c.compareSettings.concurrency == 3)
+        #expect(c.compareSettings.confirmDelayMillis == 2_000)
         #expect(c.compareSettings.rule.minimumPairs == 50 && c.compareSettings.rule.minimumAgreementRate == 0.99)
         #expect(c.compareSettings.rule.windowMillis == 3 * 86_400_000 && c.compareSettings.rule.allowOneSided)
         #expect(c.silenceAlertMillis == 3_600_000)

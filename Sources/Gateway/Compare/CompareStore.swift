@@ -73,9 +73,10 @@ public enum CompareStore {
             [.text(bundleID), .text(environment), .text(otid), .text(receipt), .text(secretName), .integer(now)])
     }
 
-    /// Queues a fetch of one path's view. A plain comparison fetch is not queued twice while one is pending.
+    /// Queues a fetch of one path's view, due at `time`. A plain comparison fetch is not queued twice while one is
+    /// pending; `confirms` counts the refetches made to confirm a disagreement.
     static func enqueue(bundleID: String, environment: String, otid: String, fetch: String, v1EventID: String?, authority: String?,
-                        compare: Bool, at time: Int64, in c: SQLiteConnection) throws {
+                        compare: Bool, confirms: Int = 0, at time: Int64, in c: SQLiteConnection) throws {
         if v1EventID == nil {
             let pending = try c.queryOne(
                 """
@@ -86,12 +87,12 @@ public enum CompareStore {
         }
         try c.run(
             """
-            INSERT INTO compare_jobs (bundle_id, environment, original_transaction_id, fetch, v1_event_id, authority, compare,
+            INSERT INTO compare_jobs (bundle_id, environment, original_transaction_id, fetch, v1_event_id, authority, compare, confirms,
                                       next_attempt_at, created_at, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [.text(bundleID), .text(environment), .text(otid), .text(fetch), SQLiteValue(v1EventID), SQLiteValue(authority),
-             .integer(compare ? 1 : 0), .integer(time), .integer(time), .integer(time)])
+             .integer(compare ? 1 : 0), .integer(Int64(confirms)), .integer(time), .integer(time), .integer(time)])
     }
 
     /// Records one comparison (or a one-sided observation) in the ledger.
@@ -107,23 +108,46 @@ public enum CompareStore {
              v2.map { .blob(encode($0)) } ?? .null])
     }
 
+    /// Refetches a disagreement survives before the ledger records it: the older side once, then the other.
+    static let maxConfirmations = 2
+
+    /// What `compareIfReady` did.
+    enum Comparison: String {
+        /// A path has no snapshot yet.
+        case waiting
+        /// The snapshots were observed too far apart: the older side is fetched again first.
+        case stale
+        /// They disagree but were observed at different times: the older side is fetched again (after `confirmDelay`)
+        /// before anything is recorded, since the subscription may have changed between the two observations.
+        case unconfirmed
+        case agree, disagree
+    }
+
     /// Compares the stored snapshots of both paths when both exist and were observed within `tolerance`; when one is
-    /// older, queues a fresh fetch of it instead. Returns the outcome recorded, if any.
+    /// older, queues a fresh fetch of it instead. A disagreement between observations made at different times is
+    /// recorded only once it has survived `maxConfirmations` refetches of the then older side (`confirms` is how many
+    /// led here): two observations that straddle a renewal, a billing retry or an expiry are not a disagreement.
     @discardableResult
-    static func compareIfReady(bundleID: String, environment: String, otid: String, tolerance: Int64, at time: Int64,
-                               in c: SQLiteConnection) throws -> String? {
+    static func compareIfReady(bundleID: String, environment: String, otid: String, tolerance: Int64, confirms: Int = maxConfirmations,
+                               confirmDelay: Int64 = 0, at time: Int64, in c: SQLiteConnection) throws -> Comparison {
         guard let v1 = try snapshot(bundleID: bundleID, environment: environment, otid: otid, path: "v1", in: c),
               let v2 = try snapshot(bundleID: bundleID, environment: environment, otid: otid, path: "v2", in: c)
-        else { return nil }
+        else { return .waiting }
+        let older = v1.observedAt < v2.observedAt ? "v1" : "v2"
         if abs(v1.observedAt - v2.observedAt) > tolerance {
-            let stale = v1.observedAt < v2.observedAt ? "v1" : "v2"
-            try enqueue(bundleID: bundleID, environment: environment, otid: otid, fetch: stale, v1EventID: nil, authority: nil,
-                        compare: true, at: time, in: c)
-            return nil
+            try enqueue(bundleID: bundleID, environment: environment, otid: otid, fetch: older, v1EventID: nil, authority: nil,
+                        compare: true, confirms: confirms, at: time, in: c)
+            return .stale
         }
         let fields = OutcomeComparison.disagreements(v1: v1, v2: v2)
-        let outcome = fields.isEmpty ? "agree" : "disagree"
-        try record(bundleID: bundleID, environment: environment, otid: otid, outcome: outcome, fields: fields, v1: v1, v2: v2, at: time, in: c)
+        if !fields.isEmpty, confirms < maxConfirmations, v1.observedAt != v2.observedAt {
+            try enqueue(bundleID: bundleID, environment: environment, otid: otid, fetch: older, v1EventID: nil, authority: nil,
+                        compare: true, confirms: confirms + 1, at: time + confirmDelay, in: c)
+            return .unconfirmed
+        }
+        let outcome: Comparison = fields.isEmpty ? .agree : .disagree
+        try record(bundleID: bundleID, environment: environment, otid: otid, outcome: outcome.rawValue, fields: fields, v1: v1, v2: v2,
+                   at: time, in: c)
         return outcome
     }
 }

@@ -71,6 +71,8 @@ public final class CompareWorker: Sendable {
         var compare: Bool
         var attempts: Int
         var createdAt: Int64
+        /// Refetches made to confirm a disagreement before this one.
+        var confirms: Int
     }
 
     public func run() async {
@@ -89,7 +91,8 @@ public final class CompareWorker: Sendable {
             try db.read { c in
                 try c.query(
                     """
-                    SELECT id, bundle_id, environment, original_transaction_id, fetch, v1_event_id, authority, compare, attempts, created_at
+                    SELECT id, bundle_id, environment, original_transaction_id, fetch, v1_event_id, authority, compare, attempts, created_at,
+                           confirms
                     FROM compare_jobs WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT 100
                     """, [.integer(time)])
             }
@@ -103,7 +106,7 @@ public final class CompareWorker: Sendable {
                     id: id, bundleID: row.string("bundle_id") ?? "", environment: row.string("environment") ?? "",
                     otid: row.string("original_transaction_id") ?? "", fetch: row.string("fetch") ?? "", v1EventID: row.string("v1_event_id"),
                     authority: row.string("authority"), compare: row.bool("compare") ?? false, attempts: row.int("attempts") ?? 0,
-                    createdAt: row.int64("created_at") ?? time))
+                    createdAt: row.int64("created_at") ?? time, confirms: row.int("confirms") ?? 0))
             }
             return picked
         }
@@ -140,7 +143,6 @@ public final class CompareWorker: Sendable {
             return
         }
         let router = self.router
-        let tolerance = settings.toleranceMillis
         let db = self.db
         var derivedFrom: CanonicalEvent?
         if let id = job.v1EventID {
@@ -153,20 +155,16 @@ public final class CompareWorker: Sendable {
             }
         }
         let v1Event = derivedFrom
-        try await writer.performAsync { c in
+        let comparison = try await writer.performAsync { c in
             if let v1Event {
                 try GatewayStore.storeEvents([Self.v2APIEvent(from: v1Event, status: status)], journalID: nil, router: router, now: time,
                                              authority: job.authority, in: c)
             }
             try CompareStore.putSnapshot(status.snapshot, path: "v2", in: c)
-            if job.compare {
-                try CompareStore.compareIfReady(bundleID: job.bundleID, environment: job.environment, otid: job.otid, tolerance: tolerance,
-                                                at: time, in: c)
-            }
-            try c.run("UPDATE compare_jobs SET state = 'done', attempts = attempts + 1, updated_at = ?, last_error = NULL WHERE id = ?",
-                      [.integer(time), .integer(job.id)])
+            return try self.finish(job, at: time, in: c)
         }
         metrics.increment("iapgw_compare_fetches_total", ["path": "v2"])
+        count(comparison)
     }
 
     /// The event the V2 path stands for in place of a V1 notification: the V1 event's kind and date, the facts Apple's
@@ -213,17 +211,28 @@ public final class CompareWorker: Sendable {
             try await notSeen(job, by: "v1", time: time)
             return
         }
-        let tolerance = settings.toleranceMillis
-        try await writer.performAsync { c in
+        let comparison = try await writer.performAsync { c in
             try CompareStore.putSnapshot(snapshot, path: "v1", in: c)
-            if job.compare {
-                try CompareStore.compareIfReady(bundleID: job.bundleID, environment: job.environment, otid: job.otid, tolerance: tolerance,
-                                                at: time, in: c)
-            }
-            try c.run("UPDATE compare_jobs SET state = 'done', attempts = attempts + 1, updated_at = ?, last_error = NULL WHERE id = ?",
-                      [.integer(time), .integer(job.id)])
+            return try self.finish(job, at: time, in: c)
         }
         metrics.increment("iapgw_compare_fetches_total", ["path": "v1"])
+        count(comparison)
+    }
+
+    /// Marks the job done (first, so a refetch it asks for is not taken for this job still pending) and, for
+    /// compared bundles, compares the two paths' snapshots.
+    func finish(_ job: Job, at time: Int64, in c: SQLiteConnection) throws -> CompareStore.Comparison? {
+        try c.run("UPDATE compare_jobs SET state = 'done', attempts = attempts + 1, updated_at = ?, last_error = NULL WHERE id = ?",
+                  [.integer(time), .integer(job.id)])
+        guard job.compare else { return nil }
+        return try CompareStore.compareIfReady(
+            bundleID: job.bundleID, environment: job.environment, otid: job.otid, tolerance: settings.toleranceMillis, confirms: job.confirms,
+            confirmDelay: settings.confirmDelayMillis, at: time, in: c)
+    }
+
+    func count(_ comparison: CompareStore.Comparison?) {
+        guard let comparison, comparison != .waiting else { return }
+        metrics.increment("iapgw_compare_comparisons_total", ["result": comparison.rawValue])
     }
 
     /// One path does not know the subscription: ask again until the grace window has passed, then record it as seen

@@ -31,6 +31,9 @@ public struct GatewayConfig: Sendable {
         public var toleranceMillis: Int64 = 10 * 60_000
         /// How long the other path may take to see a subscription before it counts as one-sided.
         public var graceMillis: Int64 = 3_600_000
+        /// A disagreement is recorded only once it survives fetching the older side again, this long after the newer
+        /// observation (the subscription may have changed between the two observations).
+        public var confirmDelayMillis: Int64 = 30_000
         /// Fetches (verifyReceipt, App Store Server API) in flight at once for comparisons and v2-api events.
         public var concurrency = 2
         public var rule = ReadinessRule()
@@ -162,7 +165,7 @@ public struct GatewayConfig: Sendable {
         }
         if let compare = try r.object("compare") {
             try compare.rejectUnknown(allowed: [
-                "tolerance", "grace", "concurrency", "min_pairs", "min_agreement_rate", "window", "allow_one_sided",
+                "tolerance", "grace", "confirm_delay", "concurrency", "min_pairs", "min_agreement_rate", "window", "allow_one_sided",
             ])
             func duration(_ key: String, _ current: Int64) throws(ConfigError) -> Int64 {
                 guard let text = try compare.string(key) else { return current }
@@ -173,6 +176,7 @@ public struct GatewayConfig: Sendable {
             }
             c.compareSettings.toleranceMillis = try duration("tolerance", c.compareSettings.toleranceMillis)
             c.compareSettings.graceMillis = try duration("grace", c.compareSettings.graceMillis)
+            c.compareSettings.confirmDelayMillis = try duration("confirm_delay", c.compareSettings.confirmDelayMillis)
             c.compareSettings.rule.windowMillis = try duration("window", c.compareSettings.rule.windowMillis)
             if let n = try compare.int64("concurrency") {
                 guard (1...64).contains(n) else { throw ConfigError(field: compare.field("concurrency"), "must be 1…64") }

@@ -377,6 +377,13 @@ public final class GatewayService: Sendable {
         m.describe("iapgw_delivery_oldest_age_seconds", type: "gauge", "Age of the oldest waiting delivery, by downstream")
         m.describe("iapgw_receipt_jobs_pending", type: "gauge", "V1 notifications waiting for verifyReceipt")
         m.describe("iapgw_verify_receipt_total", type: "counter", "verifyReceipt outcomes")
+        m.describe("iapgw_compare_fetches_total", type: "counter", "Fetches of one path's view for a comparison, by path")
+        m.describe("iapgw_compare_fetch_failures_total", type: "counter", "Failed comparison fetches, by path and code")
+        m.describe("iapgw_compare_comparisons_total", type: "counter",
+                   "Comparisons, by result: agree, disagree, unconfirmed (refetching to confirm), stale (refetching the older side)")
+        m.describe("iapgw_compare_one_sided_total", type: "counter", "Subscriptions one path did not know after the grace window, by side")
+        m.describe("iapgw_compare_jobs_pending", type: "gauge", "Comparison fetches waiting")
+        m.describe("iapgw_authority_silent", type: "gauge", "1 while the authoritative path is silent and the other is not")
         m.describe("iapgw_verify_seconds", type: "histogram", "V2 verification time")
         m.describe("iapgw_request_seconds", type: "histogram", "POST /notifications handling time, journaling included")
     }

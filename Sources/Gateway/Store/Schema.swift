@@ -203,5 +203,13 @@ enum Schema {
                 -- events per bundle over a window: without this both scan the whole events table.
                 CREATE INDEX events_bundle_path ON events(bundle_id, environment, path, created_at);
                 """),
+        SQLiteMigration(
+            version: 4,
+            sql: """
+                -- A disagreement between snapshots observed at different times may only be the subscription changing
+                -- between the two observations: it is confirmed by fetching the older side again (at most twice)
+                -- before the ledger records it. `confirms` counts the refetches that led to this job.
+                ALTER TABLE compare_jobs ADD COLUMN confirms INTEGER NOT NULL DEFAULT 0;
+                """),
     ]
 }
