@@ -26,4 +26,13 @@ import Testing
         #expect(set.claim { $0.count } == 1)
         #expect(!set.isEmpty)
     }
+
+    @Test func lanesCountTheirOwnJobsOnly() {
+        let set = InFlightSet()
+        set.beginRead()
+        set.claim { $0.claim(1, lane: "a"); $0.claim(2, lane: "a"); $0.claim(3, lane: "b") }
+        #expect(set.claim { [$0.count(lane: "a"), $0.count(lane: "b"), $0.count(lane: "c"), $0.count] } == [2, 1, 0, 3])
+        set.finish(1)
+        #expect(set.claim { $0.count(lane: "a") } == 1)
+    }
 }

@@ -13,7 +13,7 @@ import Synchronization
 /// Each result becomes that path's snapshot and, for compared bundles, a ledger row. A path that still does not know
 /// the subscription once `grace` has passed is recorded as one-sided. Failures are retried with backoff; the silence
 /// alert is checked here too.
-public final class CompareWorker: Sendable {
+public final class CompareWorker: JobTable {
     public struct Policy: Sendable {
         public var pollMillis: Int64 = 500
         public var baseDelayMillis: Int64 = 30_000
@@ -36,8 +36,7 @@ public final class CompareWorker: Sendable {
     let log: Log
     let now: @Sendable () -> Int64
     let jitter: @Sendable () -> Double
-    private let inFlight = InFlightSet()
-    private let loop: PollLoop
+    private let scheduler: JobScheduler
     private let silent = Mutex<Set<String>>([])
     private let lastSilenceCheck = Mutex<Int64>(0)
 
@@ -57,10 +56,10 @@ public final class CompareWorker: Sendable {
         self.log = log
         self.now = now
         self.jitter = jitter
-        self.loop = PollLoop(idlePollMillis: policy.pollMillis)
+        self.scheduler = JobScheduler(db: db, idlePollMillis: policy.pollMillis, now: now)
     }
 
-    struct Job: Sendable {
+    struct Job: ScheduledJob {
         var id: Int64
         var bundleID: String
         var environment: String
@@ -73,47 +72,33 @@ public final class CompareWorker: Sendable {
         var createdAt: Int64
         /// Refetches made to confirm a disagreement before this one.
         var confirms: Int
+        var lane: String { "" }
     }
 
-    public func run() async {
-        await loop.run(
-            fetch: { (try? await self.due()) ?? [] }, work: { await self.process($0) }, inFlight: { !self.inFlight.isEmpty },
-            everySecond: { await self.housekeeping() })
-    }
+    public func run() async { await scheduler.run(self) }
 
-    public func stop() { loop.stop() }
+    public func stop() { scheduler.stop() }
 
-    func due() async throws -> [Job] {
-        let time = now()
-        inFlight.beginRead()
-        let db = self.db
-        let rows = try await Blocking.run {
-            try db.read { c in
-                try c.query(
-                    """
-                    SELECT id, bundle_id, environment, original_transaction_id, fetch, v1_event_id, authority, compare, attempts, created_at,
-                           confirms
-                    FROM compare_jobs WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT 100
-                    """, [.integer(time)])
-            }
-        }
-        return inFlight.claim { flying in
-            var picked: [Job] = []
-            for row in rows {
-                guard flying.count < settings.concurrency, let id = row.int64("id"), !flying.isBusy(id) else { continue }
-                flying.claim(id)
-                picked.append(Job(
-                    id: id, bundleID: row.string("bundle_id") ?? "", environment: row.string("environment") ?? "",
-                    otid: row.string("original_transaction_id") ?? "", fetch: row.string("fetch") ?? "", v1EventID: row.string("v1_event_id"),
-                    authority: row.string("authority"), compare: row.bool("compare") ?? false, attempts: row.int("attempts") ?? 0,
-                    createdAt: row.int64("created_at") ?? time, confirms: row.int("confirms") ?? 0))
-            }
-            return picked
+    func due(at time: Int64, in c: SQLiteConnection) throws -> [Job] {
+        try c.query(
+            """
+            SELECT id, bundle_id, environment, original_transaction_id, fetch, v1_event_id, authority, compare, attempts, created_at,
+                   confirms
+            FROM compare_jobs WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT 100
+            """, [.integer(time)]
+        ).compactMap { row in
+            guard let id = row.int64("id") else { return nil }
+            return Job(
+                id: id, bundleID: row.string("bundle_id") ?? "", environment: row.string("environment") ?? "",
+                otid: row.string("original_transaction_id") ?? "", fetch: row.string("fetch") ?? "", v1EventID: row.string("v1_event_id"),
+                authority: row.string("authority"), compare: row.bool("compare") ?? false, attempts: row.int("attempts") ?? 0,
+                createdAt: row.int64("created_at") ?? time, confirms: row.int("confirms") ?? 0)
         }
     }
+
+    func limit(lane: String) -> Int { settings.concurrency }
 
     func process(_ job: Job) async {
-        defer { inFlight.finish(job.id) }
         do {
             if job.fetch == "v2" { try await fetchV2(job) } else { try await fetchV1(job) }
         } catch let error as PathFetchError {
@@ -268,7 +253,7 @@ public final class CompareWorker: Sendable {
     func settle(_ job: Job, state: String, error: String, retryIn: Int64 = 0) async {
         let time = now()
         let attempts = job.attempts + 1
-        let final = state == "pending" && attempts >= policy.maxAttempts ? "failed" : state
+        let final = Backoff.state(state, attempts: attempts, maxAttempts: policy.maxAttempts)
         _ = try? await writer.performAsync { c in
             try c.run(
                 "UPDATE compare_jobs SET state = ?, attempts = ?, next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ?",

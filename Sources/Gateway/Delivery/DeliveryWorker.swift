@@ -25,14 +25,17 @@ public struct DeliveryPolicy: Sendable {
 /// Delivers the outbox (DESIGN ch. 6): at least once, per-downstream concurrency limit, exponential backoff with
 /// jitter, dead letter after the downstream's `max_attempts`. Webhooks get the signed envelope; pass-through
 /// downstreams get the V1 body exactly as Apple sent it, the secret restored at this moment only.
-public final class DeliveryWorker: Sendable {
-    struct Job: Sendable {
+public final class DeliveryWorker: JobTable {
+    struct Job: ScheduledJob {
         var outboxID: Int64
         var downstream: String
         var attempts: Int
         var eventID: String?
         var journalID: Int64?
         var createdAt: Int64
+        var id: Int64 { outboxID }
+        /// Concurrency is limited per downstream.
+        var lane: String { downstream }
     }
 
     let db: SQLiteDatabase
@@ -46,8 +49,7 @@ public final class DeliveryWorker: Sendable {
     let log: Log
     let now: @Sendable () -> Int64
     let jitter: @Sendable () -> Double
-    private let inFlight = InFlightSet()
-    private let loop: PollLoop
+    private let scheduler: JobScheduler
 
     public init(db: SQLiteDatabase, writer: JournalWriter, router: Router, transport: any HTTPTransport,
                 signers: [String: WebhookSigner], passthroughSecrets: [SharedSecret], policy: DeliveryPolicy = .init(),
@@ -63,51 +65,35 @@ public final class DeliveryWorker: Sendable {
         self.log = log
         self.now = now
         self.jitter = jitter
-        self.loop = PollLoop(idlePollMillis: policy.pollMillis)
+        self.scheduler = JobScheduler(db: db, idlePollMillis: policy.pollMillis, now: now)
     }
 
     /// Runs until ``stop()``: polls for due deliveries and sends them; returns after in-flight sends finished.
-    public func run() async {
-        await loop.run(
-            fetch: { (try? await self.due()) ?? [] }, work: { await self.deliver($0) },
-            inFlight: { !self.inFlight.isEmpty }, everySecond: { await self.updateQueueGauges() })
-    }
+    public func run() async { await scheduler.run(self) }
 
     /// Asks ``run()`` to finish its current sends and return.
-    public func stop() { loop.stop() }
+    public func stop() { scheduler.stop() }
 
-    /// Due rows not already in flight, at most `concurrency` in flight per downstream.
-    func due() async throws -> [Job] {
-        let time = now()
-        inFlight.beginRead()
-        let rows = try await blockingRead { c in
-            try c.query(
-                """
-                SELECT id, downstream, attempts, event_id, journal_id, created_at FROM outbox
-                WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT 500
-                """, [.integer(time)])
-        }
-        return inFlight.claim { flying -> [Job] in
-            var perDownstream: [String: Int] = [:]
-            var picked: [Job] = []
-            for row in rows {
-                guard let id = row.int64("id"), let name = row.string("downstream") else { continue }
-                perDownstream[name, default: 0] += flying.flying.contains(id) ? 1 : 0
-            }
-            for row in rows {
-                guard let id = row.int64("id"), let name = row.string("downstream"), !flying.isBusy(id) else { continue }
-                guard perDownstream[name, default: 0] < (router.downstream(name)?.concurrency ?? policy.concurrency) else { continue }
-                perDownstream[name, default: 0] += 1
-                flying.claim(id)
-                picked.append(Job(outboxID: id, downstream: name, attempts: row.int("attempts") ?? 0, eventID: row.string("event_id"),
-                                  journalID: row.int64("journal_id"), createdAt: row.int64("created_at") ?? 0))
-            }
-            return picked
+    func due(at time: Int64, in c: SQLiteConnection) throws -> [Job] {
+        try c.query(
+            """
+            SELECT id, downstream, attempts, event_id, journal_id, created_at FROM outbox
+            WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT 500
+            """, [.integer(time)]
+        ).compactMap { row in
+            guard let id = row.int64("id"), let name = row.string("downstream") else { return nil }
+            return Job(outboxID: id, downstream: name, attempts: row.int("attempts") ?? 0, eventID: row.string("event_id"),
+                       journalID: row.int64("journal_id"), createdAt: row.int64("created_at") ?? 0)
         }
     }
 
+    func limit(lane downstream: String) -> Int { router.downstream(downstream)?.concurrency ?? policy.concurrency }
+
+    func process(_ job: Job) async { await deliver(job) }
+
+    func housekeeping() async { await updateQueueGauges() }
+
     func deliver(_ job: Job) async {
-        defer { inFlight.finish(job.outboxID) }
         guard let downstream = router.downstream(job.downstream) else {
             await finish(job, status: nil, error: "downstream no longer configured", dead: true)
             return

@@ -6,7 +6,7 @@ import Synchronization
 /// The V1 stage after the `200` (DESIGN ch. 4): each journaled V1 body's receipt goes to verifyReceipt, and the
 /// event built from Apple's answer is stored and queued for delivery. Apple being down only delays it; an invalid
 /// receipt ends it without an event (logged and counted); a 21004 keeps it waiting for a config fix.
-public final class ReceiptWorker: Sendable {
+public final class ReceiptWorker: JobTable {
     public struct Policy: Sendable {
         public var concurrency = 4
         public var pollMillis: Int64 = 200
@@ -30,8 +30,7 @@ public final class ReceiptWorker: Sendable {
     let log: Log
     let now: @Sendable () -> Int64
     let jitter: @Sendable () -> Double
-    private let inFlight = InFlightSet()
-    private let loop: PollLoop
+    private let scheduler: JobScheduler
 
     public init(db: SQLiteDatabase, writer: JournalWriter, router: Router, client: VerifyReceiptClient, apps: [V1App],
                 policy: Policy = .init(), metrics: Metrics, log: Log, now: @escaping @Sendable () -> Int64,
@@ -46,10 +45,10 @@ public final class ReceiptWorker: Sendable {
         self.log = log
         self.now = now
         self.jitter = jitter
-        self.loop = PollLoop(idlePollMillis: policy.pollMillis)
+        self.scheduler = JobScheduler(db: db, idlePollMillis: policy.pollMillis, now: now)
     }
 
-    struct Job: Sendable {
+    struct Job: ScheduledJob {
         var journalID: Int64
         var attempts: Int
         var body: [UInt8]
@@ -59,52 +58,40 @@ public final class ReceiptWorker: Sendable {
         var key: String
         /// The authority the notification arrived under.
         var authority: String?
+        var id: Int64 { journalID }
+        var lane: String { "" }
     }
 
     /// Runs until ``stop()``; returns after the verifications in flight finished.
-    public func run() async {
-        await loop.run(
-            fetch: { (try? await self.due()) ?? [] }, work: { await self.process($0) },
-            inFlight: { !self.inFlight.isEmpty },
-            everySecond: {
-                let db = self.db
-                if let pending = try? await Blocking.run({ try db.read { c in try c.queryOne("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'pending'") } }) {
-                    self.metrics.set("iapgw_receipt_jobs_pending", [:], Double(pending.int64("n") ?? 0))
-                }
-            })
+    public func run() async { await scheduler.run(self) }
+
+    public func stop() { scheduler.stop() }
+
+    func due(at time: Int64, in c: SQLiteConnection) throws -> [Job] {
+        try c.query(
+            """
+            SELECT r.journal_id, r.attempts, j.body, j.bundle_id, j.secret_name, j.received_at, j.notification_key, j.authority
+            FROM receipt_jobs r JOIN journal j ON j.id = r.journal_id
+            WHERE r.state = 'pending' AND r.next_attempt_at <= ? ORDER BY r.next_attempt_at LIMIT 100
+            """, [.integer(time)]
+        ).compactMap { row in
+            guard let id = row.int64("journal_id") else { return nil }
+            return Job(journalID: id, attempts: row.int("attempts") ?? 0, body: row.blob("body") ?? [], bundleID: row.string("bundle_id") ?? "",
+                       secretName: row.string("secret_name") ?? "", receivedAt: row.int64("received_at") ?? time,
+                       key: row.string("notification_key") ?? "", authority: row.string("authority"))
+        }
     }
 
-    public func stop() { loop.stop() }
+    func limit(lane: String) -> Int { policy.concurrency }
 
-    func due() async throws -> [Job] {
-        let time = now()
-        inFlight.beginRead()
-        let rows = try await Blocking.run {
-            try self.db.read { c in
-                try c.query(
-                    """
-                    SELECT r.journal_id, r.attempts, j.body, j.bundle_id, j.secret_name, j.received_at, j.notification_key, j.authority
-                    FROM receipt_jobs r JOIN journal j ON j.id = r.journal_id
-                    WHERE r.state = 'pending' AND r.next_attempt_at <= ? ORDER BY r.next_attempt_at LIMIT 100
-                    """, [.integer(time)])
-            }
-        }
-        return inFlight.claim { flying in
-            var picked: [Job] = []
-            for row in rows {
-                guard flying.count < policy.concurrency, let id = row.int64("journal_id"), !flying.isBusy(id) else { continue }
-                flying.claim(id)
-                picked.append(Job(journalID: id, attempts: row.int("attempts") ?? 0, body: row.blob("body") ?? [],
-                                  bundleID: row.string("bundle_id") ?? "", secretName: row.string("secret_name") ?? "",
-                                  receivedAt: row.int64("received_at") ?? time, key: row.string("notification_key") ?? "",
-                                  authority: row.string("authority")))
-            }
-            return picked
+    func housekeeping() async {
+        let db = self.db
+        if let pending = try? await Blocking.run({ try db.read { c in try c.queryOne("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'pending'") } }) {
+            metrics.set("iapgw_receipt_jobs_pending", [:], Double(pending.int64("n") ?? 0))
         }
     }
 
     func process(_ job: Job) async {
-        defer { inFlight.finish(job.journalID) }
         guard let body = try? JSONValueDecoder().decode(ResponseBodyV1.self, from: job.body) else {
             await settle(job, state: "failed", error: "journaled body unreadable", status: nil, retryIn: nil)
             return
@@ -200,7 +187,7 @@ public final class ReceiptWorker: Sendable {
     func settle(_ job: Job, state: String, error: String, status: Int?, retryIn: Int64?) async {
         let time = now()
         let attempts = job.attempts + 1
-        let final = state == "pending" && attempts >= policy.maxAttempts ? "failed" : state
+        let final = Backoff.state(state, attempts: attempts, maxAttempts: policy.maxAttempts)
         let id = job.journalID
         _ = try? await writer.performAsync { c in
             try c.run(

@@ -1,0 +1,135 @@
+import Synchronization
+
+/// One kind of background job kept in a table (the outbox, `receipt_jobs`, `compare_jobs`): which jobs are due, how
+/// many may run at once, and how one runs. ``JobScheduler`` does the rest — polling, claiming, running, stopping.
+protocol JobTable: Sendable {
+    associatedtype Job: ScheduledJob
+    /// Due jobs in the order they should start; runs on a blocking thread with a reader connection.
+    func due(at time: Int64, in c: SQLiteConnection) throws -> [Job]
+    /// How many jobs of `lane` may run at once.
+    func limit(lane: String) -> Int
+    /// Runs one job; returns once its outcome is committed.
+    func process(_ job: Job) async
+    /// Gauges and alerts, about once a second while running.
+    func housekeeping() async
+}
+
+/// A job a ``JobScheduler`` runs: its row id, and the lane its concurrency limit counts in (a downstream, say).
+protocol ScheduledJob: Sendable {
+    var id: Int64 { get }
+    var lane: String { get }
+}
+
+/// Polls a ``JobTable`` and runs its due jobs in child tasks, never one job twice at once, within each lane's limit.
+final class JobScheduler: Sendable {
+    private let db: SQLiteDatabase
+    private let now: @Sendable () -> Int64
+    private let loop: PollLoop
+    private let inFlight = InFlightSet()
+
+    init(db: SQLiteDatabase, idlePollMillis: Int64, now: @escaping @Sendable () -> Int64) {
+        self.db = db
+        self.now = now
+        self.loop = PollLoop(idlePollMillis: idlePollMillis)
+    }
+
+    /// Runs until ``stop()``; returns after the jobs in flight finished.
+    func run<Table: JobTable>(_ table: Table) async {
+        await loop.run(
+            fetch: { (try? await self.due(table)) ?? [] },
+            work: { job in
+                await table.process(job)
+                self.inFlight.finish(job.id)
+            },
+            inFlight: { !self.inFlight.isEmpty }, everySecond: { await table.housekeeping() })
+    }
+
+    func stop() { loop.stop() }
+
+    /// The due jobs not in flight, claimed, within their lanes' limits.
+    func due<Table: JobTable>(_ table: Table) async throws -> [Table.Job] {
+        let time = now()
+        inFlight.beginRead()
+        let db = self.db
+        let candidates = try await Blocking.run { try db.read { c in try table.due(at: time, in: c) } }
+        return inFlight.claim { claims in
+            candidates.filter { job in
+                guard !claims.isBusy(job.id), claims.count(lane: job.lane) < table.limit(lane: job.lane) else { return false }
+                claims.claim(job.id, lane: job.lane)
+                return true
+            }
+        }
+    }
+}
+
+/// The scheduler's loop: fetch due jobs, run each in a child task, refresh gauges once a second, look again after
+/// 5 ms while work is in flight (a finished job frees a slot) and after the idle poll interval otherwise; on
+/// ``stop()`` it stops fetching and waits for the jobs in flight.
+final class PollLoop: Sendable {
+    private let stopping = Mutex(false)
+    let idlePollMillis: Int64
+
+    init(idlePollMillis: Int64) { self.idlePollMillis = idlePollMillis }
+
+    func stop() { stopping.withLock { $0 = true } }
+
+    func run<Job: Sendable>(
+        fetch: @escaping @Sendable () async -> [Job], work: @escaping @Sendable (Job) async -> Void,
+        inFlight: @escaping @Sendable () -> Bool, everySecond: @escaping @Sendable () async -> Void
+    ) async {
+        await withTaskGroup(of: Void.self) { group in
+            var refreshed = ContinuousClock.now - .seconds(10)
+            while !stopping.withLock({ $0 }) {
+                let jobs = await fetch()
+                for job in jobs { group.addTask { await work(job) } }
+                if ContinuousClock.now - refreshed >= .seconds(1) {
+                    await everySecond()
+                    refreshed = ContinuousClock.now
+                }
+                let busy = !jobs.isEmpty || inFlight()
+                try? await Task.sleep(for: .milliseconds(busy ? 5 : idlePollMillis))
+            }
+            await group.waitForAll()
+        }
+    }
+}
+
+/// The ids a worker is working on, by lane. A poll reads its table without holding this lock, so a job that
+/// finishes — commits its outcome, then leaves the set — while that read is under way can still look due in the rows
+/// it returns. Ids finished since the current read began therefore stay busy for that one poll: no job is ever
+/// started twice.
+final class InFlightSet: Sendable {
+    struct Claims {
+        fileprivate(set) var flying: [Int64: String] = [:]
+        fileprivate var finished: Set<Int64> = []
+        func isBusy(_ id: Int64) -> Bool { flying[id] != nil || finished.contains(id) }
+        var count: Int { flying.count }
+        func count(lane: String) -> Int { flying.values.reduce(0) { $0 + ($1 == lane ? 1 : 0) } }
+        mutating func claim(_ id: Int64, lane: String = "") { flying[id] = lane }
+    }
+
+    private let state = Mutex(Claims())
+
+    /// Call right before reading due rows.
+    func beginRead() { state.withLock { $0.finished.removeAll(keepingCapacity: true) } }
+    /// Picks jobs from rows read since ``beginRead()``.
+    func claim<T>(_ body: (inout Claims) -> T) -> T { state.withLock { body(&$0) } }
+    /// Call once the job's outcome is committed.
+    func finish(_ id: Int64) { state.withLock { _ = $0.flying.removeValue(forKey: id); $0.finished.insert(id) } }
+    var isEmpty: Bool { state.withLock { $0.flying.isEmpty } }
+}
+
+/// The workers' retry arithmetic.
+enum Backoff {
+    /// `base · 2^exponent`, capped at `cap`, times a jitter factor in [0.5, 1) so retries of many jobs do not arrive
+    /// together.
+    static func delay(base: Int64, cap: Int64, exponent: Int, jitter: Double) -> Int64 {
+        let exponential = base << Int64(min(max(exponent, 0), 30))
+        return Int64(Double(min(exponential, cap)) * (0.5 + 0.5 * min(max(jitter, 0), 0.999_999)))
+    }
+
+    /// The state a job settles in: `pending` (to be tried again) becomes `failed` once `attempts` reach `maxAttempts`.
+    static func state(_ wanted: String, attempts: Int, maxAttempts: Int) -> String {
+        wanted == "pending" && attempts >= maxAttempts ? "failed" : wanted
+    }
+}
