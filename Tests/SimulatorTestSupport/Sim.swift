@@ -1,6 +1,6 @@
 public import Simulator
 import Foundation
-public import TestSupport
+import TestSupport
 import Testing
 public import V2Adapter
 

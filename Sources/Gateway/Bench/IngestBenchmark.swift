@@ -90,7 +90,7 @@ public enum IngestBenchmark {
               "verify_receipt": { "production_url": "http://127.0.0.1:\(apple.port)/verifyReceipt",
                                   "sandbox_url": "http://127.0.0.1:\(apple.port)/sandbox/verifyReceipt" },
               "apps": [ { "bundle_id": "\(bundle)", "app_apple_id": 1, "environments": ["production", "sandbox"],
-                          "shared_secret_env": ["BENCH_SECRET"], "authority": "v2", "downstreams": ["main"] } ],
+                          "shared_secret_env": ["BENCH_SECRET"], "authority": "v1", "downstreams": ["main"] } ],
               "downstreams": [ { "name": "main", "url": "http://127.0.0.1:\(downstream.port)/events",
                                  "environments": ["production", "sandbox"], "shadow": true, "concurrency": 8 } ]
             }
