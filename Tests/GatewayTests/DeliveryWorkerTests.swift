@@ -136,4 +136,41 @@ import WireJSON
         #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main'") == 0)
         #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'shadow'") == 1)
     }
+
+    @Test func aStuckDownstreamDoesNotHoldBackTheOthers() async throws {
+        // `main` hangs on every request (its 4 slots stay busy); `shadow` answers at once.
+        let receiver = try LoopbackHTTPServer { r in r.path == "/events" ? .hang(.seconds(30)) : .respond(status: 200) }
+        let h = try Self.harness(receiver)
+        defer { h.close() }
+        for name in ["notif-did-renew", "notif-subscribed-initial-buy", "notif-refund", "notif-did-change-renewal-pref-upgrade",
+                     "notif-expired-voluntary", "notif-did-fail-to-renew-grace-period"] {
+            #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/\(name).json")).status == 200)
+        }
+        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main'") >= 6)
+        let worker = Self.worker(h)
+        let task = Task { await worker.run() }
+        let shadowRows = try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'shadow'")
+        while try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'shadow' AND state = 'delivered'") < shadowRows {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(receiver.requests.filter { $0.path == "/events" }.count == 4, "main: only its concurrency limit in flight")
+        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main' AND state = 'delivered'") == 0)
+        receiver.stop()  // wakes the hung requests: main's attempts fail and are retried later
+        worker.stop()
+        await task.value
+    }
+
+    @Test func deliveriesForADownstreamNoLongerConfiguredAreDeadLettered() async throws {
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let h = try Self.harness(receiver)
+        defer { h.close() }
+        #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
+        _ = try h.db.write { try $0.run("UPDATE outbox SET downstream = 'retired' WHERE downstream = 'shadow'") }
+        try await Self.run(Self.worker(h)) {
+            try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main' AND state = 'delivered'") == 1
+                && h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'retired' AND state = 'dead'") == 1
+        }
+        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE last_error = 'downstream no longer configured'") == 1)
+        #expect(h.metrics.counter("iapgw_delivery_dead_total", ["downstream": "(unconfigured)"]) == 1)
+    }
 }

@@ -79,13 +79,15 @@ public final class CompareWorker: JobTable {
 
     public func stop() { scheduler.stop() }
 
-    func due(at time: Int64, in c: SQLiteConnection) throws -> [Job] {
+    var lanes: [String] { [""] }
+
+    func due(at time: Int64, lane: String, count: Int, in c: SQLiteConnection) throws -> [Job] {
         try c.query(
             """
             SELECT id, bundle_id, environment, original_transaction_id, fetch, v1_event_id, authority, compare, attempts, created_at,
                    confirms
-            FROM compare_jobs WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT 100
-            """, [.integer(time)]
+            FROM compare_jobs WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?
+            """, [.integer(time), .integer(Int64(count))]
         ).compactMap { row in
             guard let id = row.int64("id") else { return nil }
             return Job(

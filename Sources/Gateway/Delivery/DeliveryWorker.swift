@@ -69,17 +69,40 @@ public final class DeliveryWorker: JobTable {
     }
 
     /// Runs until ``stop()``: polls for due deliveries and sends them; returns after in-flight sends finished.
-    public func run() async { await scheduler.run(self) }
+    public func run() async {
+        await deadLetterUnconfigured()
+        await scheduler.run(self)
+    }
+
+    /// Deliveries queued for a downstream the config no longer has can never be sent: dead letters (replayable once
+    /// the downstream is back in the config), not rows pending forever.
+    func deadLetterUnconfigured() async {
+        let names = router.downstreamNames
+        let placeholders = names.map { _ in "?" }.joined(separator: ", ")
+        let dropped = try? await writer.performAsync { c in
+            try c.run(
+                "UPDATE outbox SET state = 'dead', last_error = 'downstream no longer configured' WHERE state = 'pending'"
+                    + (names.isEmpty ? "" : " AND downstream NOT IN (\(placeholders))"),
+                names.map { .text($0) })
+        }
+        if let dropped, dropped > 0 {
+            metrics.increment("iapgw_delivery_dead_total", ["downstream": "(unconfigured)"], by: Double(dropped))
+            log.warn("deliveries to downstreams no longer configured dead-lettered", ["count": .int(Int64(dropped))])
+        }
+    }
 
     /// Asks ``run()`` to finish its current sends and return.
     public func stop() { scheduler.stop() }
 
-    func due(at time: Int64, in c: SQLiteConnection) throws -> [Job] {
+    /// One lane per downstream, so a slow one never holds back the others.
+    var lanes: [String] { router.downstreamNames }
+
+    func due(at time: Int64, lane downstream: String, count: Int, in c: SQLiteConnection) throws -> [Job] {
         try c.query(
             """
             SELECT id, downstream, attempts, event_id, journal_id, created_at FROM outbox
-            WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT 500
-            """, [.integer(time)]
+            WHERE state = 'pending' AND downstream = ? AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?
+            """, [.text(downstream), .integer(time), .integer(Int64(count))]
         ).compactMap { row in
             guard let id = row.int64("id"), let name = row.string("downstream") else { return nil }
             return Job(outboxID: id, downstream: name, attempts: row.int("attempts") ?? 0, eventID: row.string("event_id"),

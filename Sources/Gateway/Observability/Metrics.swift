@@ -14,6 +14,17 @@ public final class Metrics: Sendable {
         var counts: [Int]
         var sum: Double = 0
         var count: Int = 0
+
+        /// Counts `value`, whose first bucket (the smallest bound ≥ value) is `index`; counts are cumulative.
+        mutating func record(_ index: Int, _ value: Double) {
+            var i = index
+            while i < counts.count {
+                counts[i] += 1
+                i += 1
+            }
+            sum += value
+            count += 1
+        }
     }
 
     private struct State {
@@ -67,12 +78,11 @@ public final class Metrics: Sendable {
 
     public func observe(_ name: String, _ labels: [String: String] = [:], _ value: Double, buckets: [Double] = Metrics.latencyBuckets) {
         let k = Self.key(name, labels)
+        // Only the bucket index is found under the lock's hold, and the histogram is updated in place (a copy out and
+        // back would allocate while every request thread waits).
+        let index = buckets.firstIndex { value <= $0 } ?? buckets.count
         state.withLock { s in
-            var h = s.histograms[k] ?? Histogram(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))
-            for (i, b) in h.buckets.enumerated() where value <= b { h.counts[i] += 1 }
-            h.sum += value
-            h.count += 1
-            s.histograms[k] = h
+            s.histograms[k, default: Histogram(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))].record(index, value)
         }
     }
 

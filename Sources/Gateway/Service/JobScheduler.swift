@@ -4,10 +4,13 @@ import Synchronization
 /// many may run at once, and how one runs. ``JobScheduler`` does the rest — polling, claiming, running, stopping.
 protocol JobTable: Sendable {
     associatedtype Job: ScheduledJob
-    /// Due jobs in the order they should start; runs on a blocking thread with a reader connection.
-    func due(at time: Int64, in c: SQLiteConnection) throws -> [Job]
+    /// The lanes jobs run in; each has its own concurrency limit.
+    var lanes: [String] { get }
     /// How many jobs of `lane` may run at once.
     func limit(lane: String) -> Int
+    /// At most `count` due jobs of `lane`, in the order they should start; runs on a blocking thread with a reader
+    /// connection.
+    func due(at time: Int64, lane: String, count: Int, in c: SQLiteConnection) throws -> [Job]
     /// Runs one job; returns once its outcome is committed.
     func process(_ job: Job) async
     /// Gauges and alerts, about once a second while running.
@@ -46,12 +49,23 @@ final class JobScheduler: Sendable {
 
     func stop() { loop.stop() }
 
-    /// The due jobs not in flight, claimed, within their lanes' limits.
+    /// The due jobs not in flight, claimed, within their lanes' limits. A lane with no free slot is not read at all,
+    /// and a lane is read for `limit` rows only: the jobs in flight are among its due rows, so that many always hold
+    /// every job that can start.
     func due<Table: JobTable>(_ table: Table) async throws -> [Table.Job] {
         let time = now()
         inFlight.beginRead()
+        let wanted = inFlight.claim { claims in
+            table.lanes.compactMap { lane -> (lane: String, limit: Int)? in
+                let limit = table.limit(lane: lane)
+                return claims.count(lane: lane) < limit ? (lane, limit) : nil
+            }
+        }
+        guard !wanted.isEmpty else { return [] }
         let db = self.db
-        let candidates = try await Blocking.run { try db.read { c in try table.due(at: time, in: c) } }
+        let candidates = try await Blocking.run {
+            try db.read { c in try wanted.flatMap { try table.due(at: time, lane: $0.lane, count: $0.limit, in: c) } }
+        }
         return inFlight.claim { claims in
             candidates.filter { job in
                 guard !claims.isBusy(job.id), claims.count(lane: job.lane) < table.limit(lane: job.lane) else { return false }

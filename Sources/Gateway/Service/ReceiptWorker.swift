@@ -67,13 +67,15 @@ public final class ReceiptWorker: JobTable {
 
     public func stop() { scheduler.stop() }
 
-    func due(at time: Int64, in c: SQLiteConnection) throws -> [Job] {
+    var lanes: [String] { [""] }
+
+    func due(at time: Int64, lane: String, count: Int, in c: SQLiteConnection) throws -> [Job] {
         try c.query(
             """
             SELECT r.journal_id, r.attempts, j.body, j.bundle_id, j.secret_name, j.received_at, j.notification_key, j.authority
             FROM receipt_jobs r JOIN journal j ON j.id = r.journal_id
-            WHERE r.state = 'pending' AND r.next_attempt_at <= ? ORDER BY r.next_attempt_at LIMIT 100
-            """, [.integer(time)]
+            WHERE r.state = 'pending' AND r.next_attempt_at <= ? ORDER BY r.next_attempt_at LIMIT ?
+            """, [.integer(time), .integer(Int64(count))]
         ).compactMap { row in
             guard let id = row.int64("journal_id") else { return nil }
             return Job(journalID: id, attempts: row.int("attempts") ?? 0, body: row.blob("body") ?? [], bundleID: row.string("bundle_id") ?? "",

@@ -38,6 +38,9 @@ public struct Router: Sendable {
 
     public func downstream(_ name: String) -> GatewayConfig.Downstream? { downstreams[name] }
 
+    /// Every configured downstream's name, sorted.
+    public var downstreamNames: [String] { downstreams.keys.sorted() }
+
     /// Whether the bundle's two paths are compared (`compare: true`).
     public func compares(_ bundleID: String?) -> Bool { bundleID.map(compared.contains) ?? false }
 }

@@ -210,6 +210,8 @@ enum Schema {
                 -- between the two observations: it is confirmed by fetching the older side again (at most twice)
                 -- before the ledger records it. `confirms` counts the refetches that led to this job.
                 ALTER TABLE compare_jobs ADD COLUMN confirms INTEGER NOT NULL DEFAULT 0;
+                -- Deliveries are read per downstream, so a slow one never holds back the others.
+                CREATE INDEX outbox_downstream_due ON outbox(downstream, state, next_attempt_at);
                 """),
     ]
 }
