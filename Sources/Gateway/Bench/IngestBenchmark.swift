@@ -17,6 +17,11 @@ import Glibc
 public enum IngestBenchmark {
     public struct Result: Encodable, Sendable {
         public var notificationsPerSecond: Double
+        /// The same closed loop against a bare libmicrohttpd server answering 200, in the same run.
+        public var httpBaselinePerSecond: Double
+        /// `notificationsPerSecond / httpBaselinePerSecond`: how much of what loopback HTTP allows right now the
+        /// durable ingest keeps — the figure to compare across runs on a noisy machine.
+        public var fractionOfHTTPBaseline: Double
         public var p50Ms: Double
         public var p99Ms: Double
         public var offeredRatePerSecond: Int
@@ -32,6 +37,8 @@ public enum IngestBenchmark {
 
         enum CodingKeys: String, CodingKey {
             case notificationsPerSecond = "notifications_per_second"
+            case httpBaselinePerSecond = "http_baseline_per_second"
+            case fractionOfHTTPBaseline = "fraction_of_http_baseline"
             case p50Ms = "p50_ms"
             case p99Ms = "p99_ms"
             case offeredRatePerSecond = "offered_rate_per_second"
@@ -118,28 +125,23 @@ public enum IngestBenchmark {
         }
 
         let transport = CurlTransport(maxConcurrentTransfers: concurrency)
-        // Closed loop: `concurrency` clients send as fast as the gateway answers.
-        let next = Counter()
-        let ok = Counter()
-        let failures = Counter()
-        let clock = ContinuousClock()
-        let start = clock.now
-        let deadline = start.advanced(by: .milliseconds(Int64(seconds * 1000)))
         let throughputBodies = Array(bodies.prefix(throughputCount))
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<concurrency {
-                group.addTask {
-                    while clock.now < deadline {
-                        let i = next.add(1) - 1
-                        guard i < throughputBodies.count else { return }
-                        let r = try? await transport.send(HTTPRequest(method: .post, url: url, body: throughputBodies[i], timeoutMillis: 10_000))
-                        if r?.status == 200 { ok.add(1) } else { failures.add(1) }
-                    }
-                }
-            }
-        }
-        let elapsed = clock.now - start
-        let throughput = Double(ok.value) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        // The baseline, in the same run: the same client, bodies and time against a libmicrohttpd server (the gateway's
+        // own wrapper and thread count) that answers 200 at once — what this machine's loopback HTTP can do right now.
+        var echoConfig = HTTPServer.Configuration()
+        echoConfig.threads = GatewayConfig.Limits().httpThreads
+        let echo = HTTPServer(configuration: echoConfig) { _ in .json(200, Array(#"{"ok":true}"#.utf8)) }
+        try echo.start()
+        let baseline = await closedLoop(
+            url: "http://127.0.0.1:\(echo.port)/notifications", bodies: throughputBodies, seconds: seconds, concurrency: concurrency,
+            transport: transport)
+        echo.stopAccepting()
+        echo.stop()
+        let measured = await closedLoop(url: url, bodies: throughputBodies, seconds: seconds, concurrency: concurrency, transport: transport)
+        let throughput = measured.perSecond
+        let failures = Counter()
+        failures.add(measured.failures)
+        let clock = ContinuousClock()
 
         // Open loop: one request every 1/rate s, each timed from its scheduled send to its answer.
         let latencies = Samples()
@@ -177,9 +179,37 @@ public enum IngestBenchmark {
             return (v * 100).rounded() / 100
         }
         return Result(
-            notificationsPerSecond: (throughput * 10).rounded() / 10, p50Ms: percentile(0.5), p99Ms: percentile(0.99),
+            notificationsPerSecond: (throughput * 10).rounded() / 10, httpBaselinePerSecond: (baseline.perSecond * 10).rounded() / 10,
+            fractionOfHTTPBaseline: baseline.perSecond > 0 ? (throughput / baseline.perSecond * 1000).rounded() / 1000 : 0, p50Ms: percentile(0.5), p99Ms: percentile(0.99),
             offeredRatePerSecond: rate, latencySamples: sorted.count, failures: failures.value,
             peakRSSMB: rss, writesPerCommit: writesPerTransaction, concurrency: concurrency, v1Share: 0.2, seconds: seconds, build: VerifyBenchmark.buildKind)
+    }
+
+    /// Closed loop: `concurrency` clients send `bodies` to `url` as fast as it answers, for `seconds` (or until the
+    /// bodies run out). Returns the 200s per second and the count of anything else.
+    static func closedLoop(url: String, bodies: [[UInt8]], seconds: Double, concurrency: Int, transport: CurlTransport) async
+        -> (perSecond: Double, failures: Int)
+    {
+        let next = Counter()
+        let ok = Counter()
+        let failures = Counter()
+        let clock = ContinuousClock()
+        let start = clock.now
+        let deadline = start.advanced(by: .milliseconds(Int64(seconds * 1000)))
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<concurrency {
+                group.addTask {
+                    while clock.now < deadline {
+                        let i = next.add(1) - 1
+                        guard i < bodies.count else { return }
+                        let r = try? await transport.send(HTTPRequest(method: .post, url: url, body: bodies[i], timeoutMillis: 10_000))
+                        if r?.status == 200 { ok.add(1) } else { failures.add(1) }
+                    }
+                }
+            }
+        }
+        let elapsed = clock.now - start
+        return (Double(ok.value) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18), failures.value)
     }
 
     /// A DID_RENEW with signed transaction and renewal info, all signed by the bench leaf.
