@@ -22,6 +22,10 @@ public enum IngestBenchmark {
         /// `notificationsPerSecond / httpBaselinePerSecond`: how much of what loopback HTTP allows right now the
         /// durable ingest keeps — the figure to compare across runs on a noisy machine.
         public var fractionOfHTTPBaseline: Double
+        /// The gateway process's CPU time (all threads, user + system) during the closed loop, per notification
+        /// accepted: ingest and the deliveries and verifyReceipt calls running meanwhile. Steadier than throughput on a
+        /// machine shared with noisy neighbours.
+        public var gatewayCPUMsPerNotification: Double
         public var p50Ms: Double
         public var p99Ms: Double
         public var offeredRatePerSecond: Int
@@ -39,6 +43,7 @@ public enum IngestBenchmark {
             case notificationsPerSecond = "notifications_per_second"
             case httpBaselinePerSecond = "http_baseline_per_second"
             case fractionOfHTTPBaseline = "fraction_of_http_baseline"
+            case gatewayCPUMsPerNotification = "gateway_cpu_ms_per_notification"
             case p50Ms = "p50_ms"
             case p99Ms = "p99_ms"
             case offeredRatePerSecond = "offered_rate_per_second"
@@ -137,7 +142,9 @@ public enum IngestBenchmark {
             transport: transport)
         echo.stopAccepting()
         echo.stop()
+        let cpuBefore = gateway.cpuSeconds
         let measured = await closedLoop(url: url, bodies: throughputBodies, seconds: seconds, concurrency: concurrency, transport: transport)
+        let cpuPerNotification = measured.accepted > 0 ? (gateway.cpuSeconds - cpuBefore) / Double(measured.accepted) * 1000 : 0
         let throughput = measured.perSecond
         let failures = Counter()
         failures.add(measured.failures)
@@ -180,7 +187,8 @@ public enum IngestBenchmark {
         }
         return Result(
             notificationsPerSecond: (throughput * 10).rounded() / 10, httpBaselinePerSecond: (baseline.perSecond * 10).rounded() / 10,
-            fractionOfHTTPBaseline: baseline.perSecond > 0 ? (throughput / baseline.perSecond * 1000).rounded() / 1000 : 0, p50Ms: percentile(0.5), p99Ms: percentile(0.99),
+            fractionOfHTTPBaseline: baseline.perSecond > 0 ? (throughput / baseline.perSecond * 1000).rounded() / 1000 : 0,
+            gatewayCPUMsPerNotification: (cpuPerNotification * 1000).rounded() / 1000, p50Ms: percentile(0.5), p99Ms: percentile(0.99),
             offeredRatePerSecond: rate, latencySamples: sorted.count, failures: failures.value,
             peakRSSMB: rss, writesPerCommit: writesPerTransaction, concurrency: concurrency, v1Share: 0.2, seconds: seconds, build: VerifyBenchmark.buildKind)
     }
@@ -188,7 +196,7 @@ public enum IngestBenchmark {
     /// Closed loop: `concurrency` clients send `bodies` to `url` as fast as it answers, for `seconds` (or until the
     /// bodies run out). Returns the 200s per second and the count of anything else.
     static func closedLoop(url: String, bodies: [[UInt8]], seconds: Double, concurrency: Int, transport: CurlTransport) async
-        -> (perSecond: Double, failures: Int)
+        -> (perSecond: Double, accepted: Int, failures: Int)
     {
         let next = Counter()
         let ok = Counter()
@@ -209,7 +217,8 @@ public enum IngestBenchmark {
             }
         }
         let elapsed = clock.now - start
-        return (Double(ok.value) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18), failures.value)
+        return (Double(ok.value) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18), ok.value,
+                failures.value)
     }
 
     /// A DID_RENEW with signed transaction and renewal info, all signed by the bench leaf.

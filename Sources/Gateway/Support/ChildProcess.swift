@@ -83,6 +83,18 @@ final class ChildProcess: Sendable {
         return 0
     }
 
+    /// CPU time (user + system, all threads) the child has used so far, in seconds: fields 14 and 15 of
+    /// `/proc/PID/stat`, in the kernel's fixed USER_HZ of 100 ticks per second.
+    var cpuSeconds: Double {
+        guard let data = try? Data(contentsOf: URL(filePath: "/proc/\(pid)/stat")) else { return 0 }
+        let text = String(decoding: data, as: UTF8.self)
+        // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+        guard let close = text.lastIndex(of: ")") else { return 0 }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / 100
+    }
+
     /// Sends `signal` and waits for the child to exit; returns its exit status (or 128 + signal).
     @discardableResult
     func terminate(signal sig: Int32 = SIGTERM) -> Int32 {
