@@ -101,4 +101,18 @@ import Testing
         #expect(try store.ledger == [])
         #expect(try store.pending == ["v1 confirms=0 due=601001"])
     }
+
+    @Test func finishedFetchesArePurgedButPendingOnesStay() throws {
+        let store = try Store()
+        try store.db.write { c in
+            for (otid, at) in [("1", Int64(1_000)), ("2", 1_000), ("3", 9_000)] {
+                try CompareStore.enqueue(bundleID: "b", environment: "sandbox", otid: otid, fetch: "v1", v1EventID: nil, authority: nil,
+                                         compare: true, at: at, in: c)
+            }
+            _ = try c.run("UPDATE compare_jobs SET state = 'done' WHERE original_transaction_id IN ('1', '3')")
+        }
+        #expect(try store.db.write { try GatewayStore.purgeFinishedFetches(olderThan: 5_000, in: $0) } == 1)
+        let left = try store.db.read { c in try c.query("SELECT original_transaction_id AS o FROM compare_jobs ORDER BY o").map { $0.string("o") ?? "" } }
+        #expect(left == ["2", "3"])  // pending (however old) and recent stay
+    }
 }

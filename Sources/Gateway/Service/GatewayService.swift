@@ -352,6 +352,8 @@ public final class GatewayService: Sendable {
             if let purged = try? await writer.performAsync({ c in try GatewayStore.purgeBodies(olderThan: cutoff, now: time, in: c) }), purged > 0 {
                 log.info("raw bodies purged", ["count": .int(Int64(purged))])
             }
+            let week = time - 7 * 86_400_000
+            _ = try? await writer.performAsync { c in try GatewayStore.purgeFinishedFetches(olderThan: week, in: c) }
             try? await Task.sleep(for: .seconds(3600))
         }
     }

@@ -254,4 +254,10 @@ public enum GatewayStore {
             """,
             [.integer(now), .integer(cutoff)])
     }
+
+    /// Finished comparison fetches last due before `cutoff`: bookkeeping only (each outcome is in the ledger), and a
+    /// compared bundle queues several per notification, so they do not stay forever.
+    public static func purgeFinishedFetches(olderThan cutoff: Int64, in c: SQLiteConnection) throws -> Int {
+        try c.run("DELETE FROM compare_jobs WHERE state IN ('done', 'failed') AND next_attempt_at < ?", [.integer(cutoff)])
+    }
 }
