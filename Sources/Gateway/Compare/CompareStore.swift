@@ -73,10 +73,10 @@ public enum CompareStore {
             [.text(bundleID), .text(environment), .text(otid), .text(receipt), .text(secretName), .integer(now)])
     }
 
-    /// Queues a fetch of one path's view, due at `time`. A plain comparison fetch is not queued twice while one is
-    /// pending; `confirms` counts the refetches made to confirm a disagreement.
+    /// Queues at `time` a fetch of one path's view, due then or at `due`. A plain comparison fetch is not queued twice
+    /// while one is pending; `confirms` counts the refetches made to confirm a disagreement.
     static func enqueue(bundleID: String, environment: String, otid: String, fetch: String, v1EventID: String?, authority: String?,
-                        compare: Bool, confirms: Int = 0, at time: Int64, in c: SQLiteConnection) throws {
+                        compare: Bool, confirms: Int = 0, at time: Int64, due: Int64? = nil, in c: SQLiteConnection) throws {
         if v1EventID == nil {
             let pending = try c.queryOne(
                 """
@@ -92,7 +92,7 @@ public enum CompareStore {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [.text(bundleID), .text(environment), .text(otid), .text(fetch), SQLiteValue(v1EventID), SQLiteValue(authority),
-             .integer(compare ? 1 : 0), .integer(Int64(confirms)), .integer(time), .integer(time), .integer(time)])
+             .integer(compare ? 1 : 0), .integer(Int64(confirms)), .integer(due ?? time), .integer(time), .integer(time)])
     }
 
     /// Records one comparison (or a one-sided observation) in the ledger.
@@ -142,7 +142,7 @@ public enum CompareStore {
         let fields = OutcomeComparison.disagreements(v1: v1, v2: v2)
         if !fields.isEmpty, confirms < maxConfirmations, v1.observedAt != v2.observedAt {
             try enqueue(bundleID: bundleID, environment: environment, otid: otid, fetch: older, v1EventID: nil, authority: nil,
-                        compare: true, confirms: confirms + 1, at: time + confirmDelay, in: c)
+                        compare: true, confirms: confirms + 1, at: time, due: time + confirmDelay, in: c)
             return .unconfirmed
         }
         let outcome: Comparison = fields.isEmpty ? .agree : .disagree
