@@ -150,7 +150,12 @@ import WireJSON
         let worker = Self.worker(h)
         let task = Task { await worker.run() }
         let shadowRows = try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'shadow'")
+        let deadline = ContinuousClock.now + .seconds(10)
         while try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'shadow' AND state = 'delivered'") < shadowRows {
+            guard ContinuousClock.now < deadline else {
+                Issue.record("shadow deliveries held back behind the stuck downstream")
+                break
+            }
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(receiver.requests.filter { $0.path == "/events" }.count == 4, "main: only its concurrency limit in flight")
