@@ -46,7 +46,7 @@ let usage = """
           A demo downstream: prints each delivery (and whether its webhook signature verifies) as a JSON line.
       iap-gateway bench verify [--seconds N]
           Verification throughput against libcrypto's own P-256 verify bound (build with -c release).
-      iap-gateway bench ingest [--seconds N]
+      iap-gateway bench ingest [--seconds N] [--no-delivery]
           The whole service on loopback (generated test PKI, temporary SQLite, local downstream): durable
           notifications/s, p50/p99 latency at 500/s offered, peak RSS (build with -c release).
       iap-gateway simulate pki --out DIR
@@ -281,12 +281,12 @@ case "backfill", "test-notification":
 
 case "bench":
     let a: Arguments
-    do { a = try Arguments(rest, valueFlags: ["seconds"]) } catch { fail(error.description) }
+    do { a = try Arguments(rest, valueFlags: ["seconds"], switchFlags: ["no-delivery"]) } catch { fail(error.description) }
     let seconds = Double(a.value("seconds") ?? "3") ?? 3
     do {
         switch a.positionals.first {
         case "verify": printLine(JSONOutput.string(try VerifyBenchmark.run(secondsPerPhase: seconds)))
-        case "ingest": printLine(JSONOutput.string(try await IngestBenchmark.run(seconds: seconds)))
+        case "ingest": printLine(JSONOutput.string(try await IngestBenchmark.run(seconds: seconds, deliver: !a.has("no-delivery"))))
         default: fail("bench needs a target: verify or ingest")
         }
     } catch {

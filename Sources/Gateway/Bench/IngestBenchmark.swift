@@ -36,6 +36,8 @@ public enum IngestBenchmark {
         public var writesPerCommit: Double
         public var concurrency: Int
         public var v1Share: Double
+        /// Whether the events were delivered (`--no-delivery` turns it off).
+        public var delivery: Bool
         public var seconds: Double
         public var build: String
 
@@ -53,7 +55,7 @@ public enum IngestBenchmark {
             case writesPerCommit = "writes_per_commit"
             case concurrency
             case v1Share = "v1_share"
-            case seconds, build
+            case seconds, build, delivery
         }
     }
 
@@ -62,7 +64,9 @@ public enum IngestBenchmark {
     static let bundle = "com.example.bench"
     static let secret = "0123456789abcdef0123456789abcdef"
 
-    public static func run(seconds: Double, concurrency: Int = 64, rate: Int = 500) async throws -> Result {
+    /// With `deliver: false` the app has no downstream for the bench's (sandbox) events: ingest alone, so the two runs'
+    /// `gateway_cpu_ms_per_notification` tell what delivery costs.
+    public static func run(seconds: Double, concurrency: Int = 64, rate: Int = 500, deliver: Bool = true) async throws -> Result {
         let now = WallClock.wallMillis()
         let dir = FileManager.default.temporaryDirectory.appending(path: "iapgw-bench-\(UInt64.random(in: 0...UInt64.max))").path()
         try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
@@ -102,8 +106,9 @@ public enum IngestBenchmark {
               "verify_receipt": { "production_url": "http://127.0.0.1:\(apple.port)/verifyReceipt",
                                   "sandbox_url": "http://127.0.0.1:\(apple.port)/sandbox/verifyReceipt" },
               "apps": [ { "bundle_id": "\(bundle)", "app_apple_id": 1, "environments": ["production", "sandbox"],
-                          "shared_secret_env": ["BENCH_SECRET"], "authority": "v1", "downstreams": ["main"] } ],
-              "downstreams": [ { "name": "main", "url": "http://127.0.0.1:\(downstream.port)/events",
+                          "shared_secret_env": ["BENCH_SECRET"], "authority": "v1", "downstreams": ["\(deliver ? "main" : "production-only")"] } ],
+              "downstreams": [ { "name": "production-only", "url": "http://127.0.0.1:\(downstream.port)/events", "environments": ["production"] },
+                               { "name": "main", "url": "http://127.0.0.1:\(downstream.port)/events",
                                  "environments": ["production", "sandbox"], "shadow": true, "concurrency": 8 } ]
             }
             """
@@ -190,7 +195,7 @@ public enum IngestBenchmark {
             fractionOfHTTPBaseline: baseline.perSecond > 0 ? (throughput / baseline.perSecond * 1000).rounded() / 1000 : 0,
             gatewayCPUMsPerNotification: (cpuPerNotification * 1000).rounded() / 1000, p50Ms: percentile(0.5), p99Ms: percentile(0.99),
             offeredRatePerSecond: rate, latencySamples: sorted.count, failures: failures.value,
-            peakRSSMB: rss, writesPerCommit: writesPerTransaction, concurrency: concurrency, v1Share: 0.2, seconds: seconds, build: VerifyBenchmark.buildKind)
+            peakRSSMB: rss, writesPerCommit: writesPerTransaction, concurrency: concurrency, v1Share: 0.2, delivery: deliver, seconds: seconds, build: VerifyBenchmark.buildKind)
     }
 
     /// Closed loop: `concurrency` clients send `bodies` to `url` as fast as it answers, for `seconds` (or until the
