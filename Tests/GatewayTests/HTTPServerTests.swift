@@ -366,6 +366,29 @@ import Testing
         server.stop()  // idempotent
     }
 
+    /// libmicrohttpd 0.9.75 (Debian 12) aborts the process when its epoll worker and MHD_quiesce_daemon both remove
+    /// the listening socket from the epoll set (CI hit it once: "Failed to remove listen FD from epoll set"). The
+    /// server polls with poll(2), where quiescing signals the workers instead; many quiesces under traffic must never
+    /// abort.
+    @Test func quiescingUnderTrafficNeverAborts() async throws {
+        let client = CurlTransport(maxConcurrentTransfers: 8)
+        for _ in 0..<150 {
+            let server = try startServer(Recorder(), configure: { $0.threads = 4 }) { _ in ServerResponse(status: 200) }
+            let target = url(server, "/q")
+            let load = Task {
+                await withTaskGroup(of: Void.self) { group in
+                    for _ in 0..<4 {
+                        group.addTask { _ = try? await client.send(HTTPRequest(method: .get, url: target, timeoutMillis: 2_000)) }
+                    }
+                }
+            }
+            usleep(UInt32.random(in: 0...2_000))
+            server.stopAccepting()
+            await load.value
+            server.stop()
+        }
+    }
+
     @Test func portZeroGivesTwoServersDistinctWorkingPorts() async throws {
         let a = try startServer(Recorder()) { _ in ServerResponse(status: 200, body: Array("a".utf8)) }
         let b = try startServer(Recorder()) { _ in ServerResponse(status: 200, body: Array("b".utf8)) }
