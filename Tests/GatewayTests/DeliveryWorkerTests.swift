@@ -26,10 +26,11 @@ import WireJSON
         policy.baseDelayMillis = 0  // retry at once: the test's clock does not move
         policy.pollMillis = 20
         let secrets = [WebhookSigner.Secret(name: "WEBHOOK_SECRET", text: webhookSecret)!]
+        let context = WorkerContext(db: h.db, writer: h.writer, router: h.router, metrics: h.metrics, log: Log(now: now, sink: { _ in }),
+                                    now: now, jitter: { 0 })
         return DeliveryWorker(
-            db: h.db, writer: h.writer, router: h.router, transport: CurlTransport(), signers: ["main": WebhookSigner(secrets: secrets)],
-            passthroughSecrets: [SharedSecret(name: "APP_SECRET", value: GatewayHarness.v1Secret)], policy: policy, metrics: h.metrics,
-            log: Log(now: now, sink: { _ in }), now: now, jitter: { 0 })
+            context: context, transport: CurlTransport(), signers: ["main": WebhookSigner(secrets: secrets)],
+            passthroughSecrets: [SharedSecret(name: "APP_SECRET", value: GatewayHarness.v1Secret)], policy: policy)
     }
 
     /// Runs the worker until `done` holds (or 10 s pass), then stops it.

@@ -18,10 +18,11 @@ import WireJSON
             transport: CurlTransport(),
             configuration: .init(productionURL: apple.url("/verifyReceipt"), sandboxURL: apple.url("/sandbox/verifyReceipt"), maxAttempts: 2),
             sleep: { _ in }, jitter: { 0 })
+        let context = WorkerContext(db: h.db, writer: h.writer, router: h.router, metrics: h.metrics, log: Log(now: { now }, sink: { _ in }),
+                                    now: { now }, jitter: { 0 })
         return ReceiptWorker(
-            db: h.db, writer: h.writer, router: h.router, client: client,
-            apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps, policy: policy, metrics: h.metrics,
-            log: Log(now: { now }, sink: { _ in }), now: { now }, jitter: { 0 })
+            context: context, client: client, apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps,
+            policy: policy)
     }
 
     static func run(_ worker: ReceiptWorker, until done: @escaping @Sendable () throws -> Bool) async throws {

@@ -27,10 +27,11 @@ import V1Adapter
             try event("b", path: "v1", at: now - hour)
         }
         let lines = LogLines()
+        let context = WorkerContext(db: h.db, writer: h.writer, router: h.router, metrics: h.metrics,
+                                    log: Log(now: { now }, sink: { lines.append($0) }), now: { now }, jitter: { 0 })
         let worker = CompareWorker(
-            db: h.db, writer: h.writer, router: h.router, settings: .init(), silenceAlertMillis: 6 * hour, v2Source: nil,
-            receiptClient: VerifyReceiptClient(transport: ScriptedTransport(results: [])), apps: [], metrics: h.metrics,
-            log: Log(now: { now }, sink: { lines.append($0) }), now: { now }, jitter: { 0 })
+            context: context, settings: .init(), silenceAlertMillis: 6 * hour, v2Source: nil,
+            receiptClient: VerifyReceiptClient(transport: ScriptedTransport(results: [])), apps: [])
         await worker.checkSilence(at: now)
         await worker.checkSilence(at: now + 60_000)
         #expect(h.metrics.render().contains(#"iapgw_authority_silent{bundle="com.example.gateway",environment="production"} 1"#))

@@ -13,7 +13,7 @@ import Synchronization
 /// Each result becomes that path's snapshot and, for compared bundles, a ledger row. A path that still does not know
 /// the subscription once `grace` has passed is recorded as one-sided. Failures are retried with backoff; the silence
 /// alert is checked here too.
-public final class CompareWorker: JobTable {
+public final class CompareWorker: JobTable, ContextualWorker {
     public struct Policy: Sendable {
         public var pollMillis: Int64 = 500
         public var baseDelayMillis: Int64 = 30_000
@@ -23,40 +23,27 @@ public final class CompareWorker: JobTable {
         public init() {}
     }
 
-    let db: SQLiteDatabase
-    let writer: JournalWriter
-    let router: Router
+    let context: WorkerContext
     let settings: GatewayConfig.CompareSettings
     let silenceAlertMillis: Int64
     let v2Source: (any V2PathSource)?
     let receiptClient: VerifyReceiptClient
     let apps: [String: V1App]
     let policy: Policy
-    let metrics: Metrics
-    let log: Log
-    let now: @Sendable () -> Int64
-    let jitter: @Sendable () -> Double
     private let scheduler: JobScheduler
     private let silent = Mutex<Set<String>>([])
     private let lastSilenceCheck = Mutex<Int64>(0)
 
-    public init(db: SQLiteDatabase, writer: JournalWriter, router: Router, settings: GatewayConfig.CompareSettings, silenceAlertMillis: Int64,
-                v2Source: (any V2PathSource)?, receiptClient: VerifyReceiptClient, apps: [V1App], policy: Policy = .init(), metrics: Metrics,
-                log: Log, now: @escaping @Sendable () -> Int64, jitter: @escaping @Sendable () -> Double) {
-        self.db = db
-        self.writer = writer
-        self.router = router
+    public init(context: WorkerContext, settings: GatewayConfig.CompareSettings, silenceAlertMillis: Int64, v2Source: (any V2PathSource)?,
+                receiptClient: VerifyReceiptClient, apps: [V1App], policy: Policy = .init()) {
+        self.context = context
         self.settings = settings
         self.silenceAlertMillis = silenceAlertMillis
         self.v2Source = v2Source
         self.receiptClient = receiptClient
         self.apps = Dictionary(apps.map { ($0.bundleID, $0) }, uniquingKeysWith: { a, _ in a })
         self.policy = policy
-        self.metrics = metrics
-        self.log = log
-        self.now = now
-        self.jitter = jitter
-        self.scheduler = JobScheduler(db: db, idlePollMillis: policy.pollMillis, now: now)
+        self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
     }
 
     struct Job: ScheduledJob {
@@ -130,14 +117,11 @@ public final class CompareWorker: JobTable {
             return
         }
         let router = self.router
-        let db = self.db
         var derivedFrom: CanonicalEvent?
         if let id = job.v1EventID {
-            derivedFrom = try await Blocking.run {
-                try db.read { c in
-                    try c.queryOne("SELECT json FROM events WHERE id = ?", [.text(id)])?.blob("json").flatMap {
-                        try? JSONDecoder().decode(CanonicalEvent.self, from: Data($0))
-                    }
+            derivedFrom = try await context.read { c in
+                try c.queryOne("SELECT json FROM events WHERE id = ?", [.text(id)])?.blob("json").flatMap {
+                    try? JSONDecoder().decode(CanonicalEvent.self, from: Data($0))
                 }
             }
         }
@@ -175,13 +159,10 @@ public final class CompareWorker: JobTable {
 
     func fetchV1(_ job: Job) async throws {
         let time = now()
-        let db = self.db
-        let stored = try await Blocking.run {
-            try db.read { c in
-                try c.queryOne(
-                    "SELECT receipt, secret_name FROM v1_receipts WHERE bundle_id = ? AND environment = ? AND original_transaction_id = ?",
-                    [.text(job.bundleID), .text(job.environment), .text(job.otid)])
-            }
+        let stored = try await context.read { c in
+            try c.queryOne(
+                "SELECT receipt, secret_name FROM v1_receipts WHERE bundle_id = ? AND environment = ? AND original_transaction_id = ?",
+                [.text(job.bundleID), .text(job.environment), .text(job.otid)])
         }
         guard let receipt = stored?.string("receipt"), let secretName = stored?.string("secret_name") else {
             try await notSeen(job, by: "v1", time: time)
@@ -266,10 +247,7 @@ public final class CompareWorker: JobTable {
     // MARK: Gauges and the silence alert
 
     func housekeeping() async {
-        let db = self.db
-        if let pending = try? await Blocking.run({ try db.read { c in try c.queryOne("SELECT COUNT(*) AS n FROM compare_jobs WHERE state = 'pending'") } }) {
-            metrics.set("iapgw_compare_jobs_pending", [:], Double(pending.int64("n") ?? 0))
-        }
+        await context.gaugePending("compare_jobs", as: "iapgw_compare_jobs_pending")
         let time = now()
         let due = lastSilenceCheck.withLock { last -> Bool in
             guard time - last >= 60_000 else { return false }
@@ -281,19 +259,16 @@ public final class CompareWorker: JobTable {
 
     /// DESIGN ch. 5: the authoritative path silent for `silence_alert` while the other path is not.
     func checkSilence(at time: Int64) async {
-        let db = self.db
-        guard let rows = try? await Blocking.run({
-            try db.read { c in
-                try c.query(
-                    """
-                    SELECT a.bundle_id, a.environment, a.authority,
-                           (SELECT MAX(created_at) FROM events e WHERE e.bundle_id = a.bundle_id AND e.environment = a.environment
-                                AND e.path = a.authority) AS last_authoritative,
-                           (SELECT MAX(created_at) FROM events e WHERE e.bundle_id = a.bundle_id AND e.environment = a.environment
-                                AND e.path <> a.authority) AS last_other
-                    FROM authority a
-                    """)
-            }
+        guard let rows = try? await context.read({ c in
+            try c.query(
+                """
+                SELECT a.bundle_id, a.environment, a.authority,
+                       (SELECT MAX(created_at) FROM events e WHERE e.bundle_id = a.bundle_id AND e.environment = a.environment
+                            AND e.path = a.authority) AS last_authoritative,
+                       (SELECT MAX(created_at) FROM events e WHERE e.bundle_id = a.bundle_id AND e.environment = a.environment
+                            AND e.path <> a.authority) AS last_other
+                FROM authority a
+                """)
         }) else { return }
         for row in rows {
             guard let bundle = row.string("bundle_id"), let env = row.string("environment"), let authority = row.string("authority") else { continue }

@@ -25,7 +25,7 @@ public struct DeliveryPolicy: Sendable {
 /// Delivers the outbox (DESIGN ch. 6): at least once, per-downstream concurrency limit, exponential backoff with
 /// jitter, dead letter after the downstream's `max_attempts`. Webhooks get the signed envelope; pass-through
 /// downstreams get the V1 body exactly as Apple sent it, the secret restored at this moment only.
-public final class DeliveryWorker: JobTable {
+public final class DeliveryWorker: JobTable, ContextualWorker {
     struct Job: ScheduledJob {
         var outboxID: Int64
         var downstream: String
@@ -38,34 +38,21 @@ public final class DeliveryWorker: JobTable {
         var lane: String { downstream }
     }
 
-    let db: SQLiteDatabase
-    let writer: JournalWriter
-    let router: Router
+    let context: WorkerContext
     let transport: any HTTPTransport
     let signers: [String: WebhookSigner]
     let passthroughSecrets: [SharedSecret]
     let policy: DeliveryPolicy
-    let metrics: Metrics
-    let log: Log
-    let now: @Sendable () -> Int64
-    let jitter: @Sendable () -> Double
     private let scheduler: JobScheduler
 
-    public init(db: SQLiteDatabase, writer: JournalWriter, router: Router, transport: any HTTPTransport,
-                signers: [String: WebhookSigner], passthroughSecrets: [SharedSecret], policy: DeliveryPolicy = .init(),
-                metrics: Metrics, log: Log, now: @escaping @Sendable () -> Int64, jitter: @escaping @Sendable () -> Double) {
-        self.db = db
-        self.writer = writer
-        self.router = router
+    public init(context: WorkerContext, transport: any HTTPTransport, signers: [String: WebhookSigner], passthroughSecrets: [SharedSecret],
+                policy: DeliveryPolicy = .init()) {
+        self.context = context
         self.transport = transport
         self.signers = signers
         self.passthroughSecrets = passthroughSecrets
         self.policy = policy
-        self.metrics = metrics
-        self.log = log
-        self.now = now
-        self.jitter = jitter
-        self.scheduler = JobScheduler(db: db, idlePollMillis: policy.pollMillis, now: now)
+        self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
     }
 
     /// Runs until ``stop()``: polls for due deliveries and sends them; returns after in-flight sends finished.
@@ -145,7 +132,7 @@ public final class DeliveryWorker: JobTable {
     func buildRequest(_ job: Job, downstream: GatewayConfig.Downstream) async throws -> HTTPRequest {
         if downstream.kind == .v1Passthrough {
             guard let journalID = job.journalID,
-                let stored = try await blockingRead({ c in try c.queryOne("SELECT body FROM journal WHERE id = ?", [.integer(journalID)]) }),
+                let stored = try await context.read({ c in try c.queryOne("SELECT body FROM journal WHERE id = ?", [.integer(journalID)]) }),
                 let redacted = stored.blob("body")
             else { throw BuildFailure(description: "V1 body no longer stored") }
             guard let body = V1Adapter.restore(redactedBody: redacted, secrets: passthroughSecrets) else {
@@ -155,7 +142,7 @@ public final class DeliveryWorker: JobTable {
                                timeoutMillis: policy.timeoutMillis)
         }
         guard let eventID = job.eventID else { throw BuildFailure(description: "outbox row without event") }
-        let row = try await blockingRead { c in
+        let row = try await context.read { c in
             try c.queryOne(
                 """
                 SELECT e.json, e.authoritative, e.bundle_id, e.environment, e.original_transaction_id, j.body,
@@ -206,7 +193,7 @@ public final class DeliveryWorker: JobTable {
 
     func updateQueueGauges() async {
         let time = now()
-        guard let rows = try? await blockingRead({ c in
+        guard let rows = try? await context.read({ c in
             try c.query("SELECT downstream, COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox WHERE state = 'pending' GROUP BY downstream")
         }) else { return }
         var seen: Set<String> = []
@@ -222,9 +209,6 @@ public final class DeliveryWorker: JobTable {
         }
     }
 
-    func blockingRead<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
-        try await Blocking.run { try self.db.read(body) }
-    }
 }
 
 /// Runs blocking work (SQLite reads) on a dispatch thread, never on Swift's cooperative pool.

@@ -119,10 +119,10 @@ public final class GatewayService: Sendable {
         ingest = NotificationIngest(v1: v1, v2: v2, writer: writer, router: router, limits: limits, metrics: metrics, now: dependencies.now)
         operations = Operations(db: db, writer: writer, now: dependencies.now)
         let deliveryPolicy = dependencies.deliveryPolicy
+        let workers = WorkerContext(db: db, writer: writer, router: router, metrics: metrics, log: log, now: dependencies.now,
+                                    jitter: dependencies.jitter)
         delivery = DeliveryWorker(
-            db: db, writer: writer, router: router, transport: dependencies.transport, signers: signers,
-            passthroughSecrets: v1Secrets, policy: deliveryPolicy, metrics: metrics, log: log, now: dependencies.now,
-            jitter: dependencies.jitter)
+            context: workers, transport: dependencies.transport, signers: signers, passthroughSecrets: v1Secrets, policy: deliveryPolicy)
         var receiptPolicy = dependencies.receiptPolicy
         receiptPolicy.concurrency = config.limits.verifyReceiptConcurrency
         let verifyReceipt = VerifyReceiptClient(
@@ -130,17 +130,14 @@ public final class GatewayService: Sendable {
             configuration: .init(productionURL: config.verifyReceiptProductionURL, sandboxURL: config.verifyReceiptSandboxURL,
                                  baseDelay: dependencies.verifyReceiptBaseDelay),
             jitter: dependencies.jitter)
-        receipts = ReceiptWorker(
-            db: db, writer: writer, router: router, client: verifyReceipt, apps: v1Apps, policy: receiptPolicy, metrics: metrics,
-            log: log, now: dependencies.now, jitter: dependencies.jitter)
+        receipts = ReceiptWorker(context: workers, client: verifyReceipt, apps: v1Apps, policy: receiptPolicy)
         let v2Source = try dependencies.v2PathSource
             ?? AppStoreAPIPathSource.make(config: config, environment: env, transport: dependencies.transport, adapter: v2,
                                           now: dependencies.now, jitter: dependencies.jitter)
         ledger = CompareLedger(db: db, writer: writer, config: config, v2PathAvailable: v2Source != nil)
         compare = CompareWorker(
-            db: db, writer: writer, router: router, settings: config.compareSettings, silenceAlertMillis: config.silenceAlertMillis,
-            v2Source: v2Source, receiptClient: verifyReceipt, apps: v1Apps, policy: dependencies.comparePolicy, metrics: metrics, log: log,
-            now: dependencies.now, jitter: dependencies.jitter)
+            context: workers, settings: config.compareSettings, silenceAlertMillis: config.silenceAlertMillis, v2Source: v2Source,
+            receiptClient: verifyReceipt, apps: v1Apps, policy: dependencies.comparePolicy)
         servers = Servers()
         Self.describeMetrics(metrics)
     }

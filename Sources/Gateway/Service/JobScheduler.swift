@@ -1,5 +1,50 @@
 import Synchronization
 
+/// What every background worker is built on: the store, who receives what, metrics and log, and the injected clock
+/// and jitter.
+public struct WorkerContext: Sendable {
+    public let db: SQLiteDatabase
+    public let writer: JournalWriter
+    public let router: Router
+    public let metrics: Metrics
+    public let log: Log
+    public let now: @Sendable () -> Int64
+    public let jitter: @Sendable () -> Double
+
+    public init(db: SQLiteDatabase, writer: JournalWriter, router: Router, metrics: Metrics, log: Log, now: @escaping @Sendable () -> Int64,
+                jitter: @escaping @Sendable () -> Double) {
+        (self.db, self.writer, self.router, self.metrics, self.log, self.now, self.jitter) = (db, writer, router, metrics, log, now, jitter)
+    }
+
+    /// Runs `body` with a reader connection on a dispatch thread, never on Swift's cooperative pool.
+    func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+        let db = self.db
+        return try await Blocking.run { try db.read(body) }
+    }
+
+    /// Sets the gauge `metric` to the number of pending rows of the job table `table`.
+    func gaugePending(_ table: String, as metric: String) async {
+        if let row = try? await read({ try $0.queryOne("SELECT COUNT(*) AS n FROM \(table) WHERE state = 'pending'") }) {
+            metrics.set(metric, [:], Double(row.int64("n") ?? 0))
+        }
+    }
+}
+
+/// A worker built on a ``WorkerContext``: its parts read as the worker's own.
+protocol ContextualWorker {
+    var context: WorkerContext { get }
+}
+
+extension ContextualWorker {
+    var db: SQLiteDatabase { context.db }
+    var writer: JournalWriter { context.writer }
+    var router: Router { context.router }
+    var metrics: Metrics { context.metrics }
+    var log: Log { context.log }
+    var now: @Sendable () -> Int64 { context.now }
+    var jitter: @Sendable () -> Double { context.jitter }
+}
+
 /// One kind of background job kept in a table (the outbox, `receipt_jobs`, `compare_jobs`): which jobs are due, how
 /// many may run at once, and how one runs. ``JobScheduler`` does the rest — polling, claiming, running, stopping.
 protocol JobTable: Sendable {
@@ -25,14 +70,12 @@ protocol ScheduledJob: Sendable {
 
 /// Polls a ``JobTable`` and runs its due jobs in child tasks, never one job twice at once, within each lane's limit.
 final class JobScheduler: Sendable {
-    private let db: SQLiteDatabase
-    private let now: @Sendable () -> Int64
+    private let context: WorkerContext
     private let loop: PollLoop
     private let inFlight = InFlightSet()
 
-    init(db: SQLiteDatabase, idlePollMillis: Int64, now: @escaping @Sendable () -> Int64) {
-        self.db = db
-        self.now = now
+    init(context: WorkerContext, idlePollMillis: Int64) {
+        self.context = context
         self.loop = PollLoop(idlePollMillis: idlePollMillis)
     }
 
@@ -53,7 +96,7 @@ final class JobScheduler: Sendable {
     /// and a lane is read for `limit` rows only: the jobs in flight are among its due rows, so that many always hold
     /// every job that can start.
     func due<Table: JobTable>(_ table: Table) async throws -> [Table.Job] {
-        let time = now()
+        let time = context.now()
         inFlight.beginRead()
         let wanted = inFlight.claim { claims in
             table.lanes.compactMap { lane -> (lane: String, limit: Int)? in
@@ -62,9 +105,8 @@ final class JobScheduler: Sendable {
             }
         }
         guard !wanted.isEmpty else { return [] }
-        let db = self.db
-        let candidates = try await Blocking.run {
-            try db.read { c in try wanted.flatMap { try table.due(at: time, lane: $0.lane, count: $0.limit, in: c) } }
+        let candidates = try await context.read { c in
+            try wanted.flatMap { try table.due(at: time, lane: $0.lane, count: $0.limit, in: c) }
         }
         return inFlight.claim { claims in
             candidates.filter { job in

@@ -6,7 +6,7 @@ import Synchronization
 /// The V1 stage after the `200` (DESIGN ch. 4): each journaled V1 body's receipt goes to verifyReceipt, and the
 /// event built from Apple's answer is stored and queued for delivery. Apple being down only delays it; an invalid
 /// receipt ends it without an event (logged and counted); a 21004 keeps it waiting for a config fix.
-public final class ReceiptWorker: JobTable {
+public final class ReceiptWorker: JobTable, ContextualWorker {
     public struct Policy: Sendable {
         public var concurrency = 4
         public var pollMillis: Int64 = 200
@@ -20,32 +20,18 @@ public final class ReceiptWorker: JobTable {
         public init() {}
     }
 
-    let db: SQLiteDatabase
-    let writer: JournalWriter
-    let router: Router
+    let context: WorkerContext
     let client: VerifyReceiptClient
     let apps: [String: V1App]
     let policy: Policy
-    let metrics: Metrics
-    let log: Log
-    let now: @Sendable () -> Int64
-    let jitter: @Sendable () -> Double
     private let scheduler: JobScheduler
 
-    public init(db: SQLiteDatabase, writer: JournalWriter, router: Router, client: VerifyReceiptClient, apps: [V1App],
-                policy: Policy = .init(), metrics: Metrics, log: Log, now: @escaping @Sendable () -> Int64,
-                jitter: @escaping @Sendable () -> Double) {
-        self.db = db
-        self.writer = writer
-        self.router = router
+    public init(context: WorkerContext, client: VerifyReceiptClient, apps: [V1App], policy: Policy = .init()) {
+        self.context = context
         self.client = client
         self.apps = Dictionary(apps.map { ($0.bundleID, $0) }, uniquingKeysWith: { a, _ in a })
         self.policy = policy
-        self.metrics = metrics
-        self.log = log
-        self.now = now
-        self.jitter = jitter
-        self.scheduler = JobScheduler(db: db, idlePollMillis: policy.pollMillis, now: now)
+        self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
     }
 
     struct Job: ScheduledJob {
@@ -86,12 +72,7 @@ public final class ReceiptWorker: JobTable {
 
     func limit(lane: String) -> Int { policy.concurrency }
 
-    func housekeeping() async {
-        let db = self.db
-        if let pending = try? await Blocking.run({ try db.read { c in try c.queryOne("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'pending'") } }) {
-            metrics.set("iapgw_receipt_jobs_pending", [:], Double(pending.int64("n") ?? 0))
-        }
-    }
+    func housekeeping() async { await context.gaugePending("receipt_jobs", as: "iapgw_receipt_jobs_pending") }
 
     func process(_ job: Job) async {
         guard let body = try? JSONValueDecoder().decode(ResponseBodyV1.self, from: job.body) else {
