@@ -128,8 +128,8 @@ public enum CompareStore {
     /// recorded only once it has survived `maxConfirmations` refetches of the then older side (`confirms` is how many
     /// led here): two observations that straddle a renewal, a billing retry or an expiry are not a disagreement.
     @discardableResult
-    static func compareIfReady(bundleID: String, environment: String, otid: String, tolerance: Int64, confirms: Int = maxConfirmations,
-                               confirmDelay: Int64 = 0, at time: Int64, in c: SQLiteConnection) throws -> Comparison {
+    static func compareIfReady(bundleID: String, environment: String, otid: String, tolerance: Int64, confirms: Int,
+                               confirmDelay: Int64, at time: Int64, in c: SQLiteConnection) throws -> Comparison {
         guard let v1 = try snapshot(bundleID: bundleID, environment: environment, otid: otid, path: "v1", in: c),
               let v2 = try snapshot(bundleID: bundleID, environment: environment, otid: otid, path: "v2", in: c)
         else { return .waiting }
