@@ -26,8 +26,9 @@ let usage = """
           (bearer token from admin.token_env). Stops gracefully on SIGTERM / SIGINT.
       iap-gateway replay --config FILE (--id EVENT_ID | --since T [--until T] | --dead-letters)
           Queue deliveries again. Times are ISO-8601 or relative (7d, 12h).
-      iap-gateway quarantine --config FILE list|replay
-          Show quarantined bodies, or re-run them after a config fix.
+      iap-gateway quarantine --config FILE list|replay [--lane untrusted|genuine] [--id ROW]
+          Show quarantined bodies, or re-run them after a config fix (each judged as of its arrival; a row that
+          still fails stays, with its outcome).
       iap-gateway subscription --config FILE ORIGINAL_TRANSACTION_ID
           One subscription's state per path and its event history.
       iap-gateway report --config FILE [--bundle B] [--since T] [--format table|json|html]
@@ -135,7 +136,7 @@ case "receive":
 
 case "replay", "subscription", "quarantine":
     let a: Arguments
-    do { a = try Arguments(rest, valueFlags: ["config", "id", "since", "until"], switchFlags: ["dead-letters"]) } catch {
+    do { a = try Arguments(rest, valueFlags: ["config", "id", "since", "until", "lane"], switchFlags: ["dead-letters"]) } catch {
         fail(error.description)
     }
     guard let path = a.value("config") else { fail("\(verb) needs --config FILE") }
@@ -172,15 +173,26 @@ case "replay", "subscription", "quarantine":
             writer.stop()
             db.close()
         default:
+            var selection = Operations.QuarantineSelection(limit: 10_000)
+            if let lane = a.value("lane") {
+                guard let l = QuarantineRecord.Lane(rawValue: lane) else { fail("--lane must be untrusted or genuine") }
+                selection.lane = l
+            }
+            if let id = a.value("id") {
+                guard let n = Int64(id) else { fail("--id must be a quarantine row id") }
+                selection.id = n
+            }
             switch a.positionals.first {
             case "list":
                 let (operations, writer, db) = try GatewayService.maintenance(config: config, now: WallClock.wallMillis)
-                printLine(String(decoding: try operations.quarantineList(limit: 10_000).canonicalBytes(), as: UTF8.self))
+                printLine(String(decoding: try operations.quarantineList(lane: selection.lane, limit: 10_000).canonicalBytes(), as: UTF8.self))
                 writer.stop()
                 db.close()
             case "replay":
                 let service = try GatewayService(config: config, dependencies: .live())
-                printLine(String(decoding: try service.operations.quarantineReplay(ingest: service.ingest, secrets: service.v1SecretsForReplay).canonicalBytes(), as: UTF8.self))
+                let results = try service.operations.quarantineReplay(
+                    ingest: service.ingest, secrets: service.v1SecretsForReplay, selection: selection)
+                printLine(String(decoding: results.canonicalBytes(), as: UTF8.self))
                 await service.shutdown()
             default:
                 fail("quarantine needs list or replay")

@@ -70,21 +70,61 @@ import WireJSON
     @Test func quarantineLanesHaveTheirOwnCaps() throws {
         let h = try GatewayHarness()
         defer { h.close() }
+        let untrustedCap = GatewayStore.QuarantineCap(rows: 3, bytes: .max, evictsOldest: true)
+        let genuineCap = GatewayStore.QuarantineCap(rows: 3, bytes: .max, evictsOldest: false)
         for i in 0..<5 {
             let untrusted = QuarantineRecord(lane: .untrusted, receivedAt: Int64(i), version: "v2", code: "bad_signature", message: "", body: [UInt8(i)])
-            try h.writer.perform { c in try GatewayStore.quarantine(untrusted, cap: 3, in: c) }
+            try h.writer.perform { c in try GatewayStore.quarantine(untrusted, cap: untrustedCap, in: c) }
         }
         let genuine = QuarantineRecord(lane: .genuine, receivedAt: 9, version: "v2", code: "unknown_bundle", message: "", body: [9])
-        try h.writer.perform { c in try GatewayStore.quarantine(genuine, cap: 3, in: c) }
+        try h.writer.perform { c in try GatewayStore.quarantine(genuine, cap: genuineCap, in: c) }
         #expect(try h.count("SELECT COUNT(*) AS n FROM quarantine WHERE lane = 'untrusted'") == 3)
         #expect(try h.count("SELECT COUNT(*) AS n FROM quarantine WHERE lane = 'genuine'") == 1)
         // The oldest untrusted rows went; flooding the untrusted lane never evicts a genuine row.
         #expect(try h.count("SELECT COUNT(*) AS n FROM quarantine WHERE lane = 'untrusted' AND received_at < 2") == 0)
         for i in 0..<10 {
             let flood = QuarantineRecord(lane: .untrusted, receivedAt: 100 + Int64(i), version: nil, code: "malformed", message: "", body: [])
-            try h.writer.perform { c in try GatewayStore.quarantine(flood, cap: 3, in: c) }
+            try h.writer.perform { c in try GatewayStore.quarantine(flood, cap: untrustedCap, in: c) }
         }
         #expect(try h.count("SELECT COUNT(*) AS n FROM quarantine WHERE lane = 'genuine'") == 1)
+    }
+
+    @Test func theUntrustedLaneIsCappedInBytesOldestFirst() throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let body = [UInt8](repeating: 0x41, count: 100_000)
+        let one = QuarantineRecord(lane: .untrusted, receivedAt: 0, version: nil, code: "malformed", message: "", body: body).storedSize
+        let cap = GatewayStore.QuarantineCap(rows: 1_000, bytes: 3 * one + 10, evictsOldest: true)
+        for i in 0..<10 {
+            let r = QuarantineRecord(lane: .untrusted, receivedAt: Int64(i), version: nil, code: "malformed", message: "", body: body)
+            let outcome = try h.writer.perform { c in try GatewayStore.quarantine(r, cap: cap, in: c) }
+            guard case .stored = outcome else { Issue.record("row \(i) not stored: \(outcome)"); return }
+        }
+        // Rows, not bytes, used to be counted: ten 100 kB rows all stayed.
+        #expect(try h.count("SELECT COUNT(*) AS n FROM quarantine") == 3)
+        #expect(try h.count("SELECT MIN(received_at) AS n FROM quarantine") == 7)
+        let usage = try h.db.read { c in try GatewayStore.quarantineUsage(in: c) }
+        #expect(usage[.untrusted]?.rows == 3 && usage[.untrusted]?.bytes == 3 * one)
+        #expect(try h.count("SELECT SUM(size) AS n FROM quarantine") == Int(3 * one))
+    }
+
+    @Test func theGenuineLaneRefusesWhenFullAndNeverEvicts() throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let body = [UInt8](repeating: 0x42, count: 50_000)
+        let one = QuarantineRecord(lane: .genuine, receivedAt: 0, version: "v2", code: "unknown_bundle", message: "", body: body).storedSize
+        let cap = GatewayStore.QuarantineCap(rows: 1_000, bytes: 2 * one, evictsOldest: false)
+        var outcomes: [GatewayStore.QuarantineOutcome] = []
+        for i in 0..<4 {
+            let r = QuarantineRecord(lane: .genuine, receivedAt: Int64(i), version: "v2", code: "unknown_bundle", message: "", body: body)
+            outcomes.append(try h.writer.perform { c in try GatewayStore.quarantine(r, cap: cap, in: c) })
+        }
+        #expect(outcomes.filter { $0 == .full }.count == 2)
+        #expect(try h.count("SELECT COUNT(*) AS n FROM quarantine WHERE received_at IN (0, 1)") == 2)
+        // Room again once a row leaves (a replay that succeeded).
+        try h.writer.perform { c in try c.run("DELETE FROM quarantine WHERE received_at = 0") }
+        let r = QuarantineRecord(lane: .genuine, receivedAt: 9, version: "v2", code: "unknown_bundle", message: "", body: body)
+        #expect(try h.writer.perform { c in try GatewayStore.quarantine(r, cap: cap, in: c) } != .full)
     }
 
     @Test func retentionDropsOldBodiesButKeepsEventsAndPendingWork() throws {

@@ -58,12 +58,20 @@ import WireJSON
         #expect(error["code"]?.stringValue == code.split(separator: ":").first.map(String.init))
     }
 
-    @Test func staleLiveTrafficIsRefusedButAQuarantineReplayIsNot() throws {
+    @Test func aReplayIsJudgedAsOfTheRowsArrivalNeverMoreLeniently() throws {
         let h = try GatewayHarness(now: GatewayHarness.t + 30 * 86_400_000)
         defer { h.close() }
         let body = try Fixtures.bytes("v2-synthetic/notif-did-renew.json")
         #expect(h.ingest.handle(body).code == "stale_notification")
-        #expect(h.ingest.handle(body, origin: "quarantine_replay").status == 200)
+        // It arrived 30 days after it was signed: a replay refuses it too (it used to skip freshness and accept it).
+        let late = h.ingest.handle(body, origin: .quarantineReplay(arrivedAt: GatewayHarness.t + 30 * 86_400_000))
+        #expect(late.status == 403 && late.code == "stale_notification")
+        // A replay does not quarantine again: its outcome is recorded on the row it came from.
+        #expect(try h.count("SELECT COUNT(*) AS n FROM quarantine") == 1)
+        // Had it arrived an hour after it was signed (refused then for a config problem, say), it is accepted now.
+        let fresh = h.ingest.handle(body, origin: .quarantineReplay(arrivedAt: GatewayHarness.t + 3_600_000))
+        #expect(fresh.status == 200)
+        #expect(try h.count("SELECT COUNT(*) AS n FROM journal WHERE received_at = ?", [.integer(GatewayHarness.t + 3_600_000)]) == 1)
     }
 
     @Test func oversizedBodiesAreRefusedAndNeverStored() throws {

@@ -34,7 +34,7 @@ public enum AppStoreAPICommands {
                 let items = try await client.allNotificationHistory(NotificationHistoryRequest(startDate: since, endDate: until), environment: env)
                 var result = BackfillResult(bundleID: app.bundleID, environment: env.rawValue, listed: items.count, added: 0, duplicates: 0, refused: [:])
                 for item in items {
-                    let r = service.ingest.handle(InboundBody.v2(signedPayload: item.signedPayload), origin: "backfill")
+                    let r = service.ingest.handle(InboundBody.v2(signedPayload: item.signedPayload), origin: .backfill)
                     if r.status == 200 {
                         if r.duplicate { result.duplicates += 1 } else { result.added += 1 }
                     } else {

@@ -45,6 +45,22 @@ struct ConfigReader {
         return i
     }
 
+    /// A size in bytes, an integer or text such as `"16MiB"` (``SizeText``), within `range`; `current` when absent.
+    func size(_ key: String, _ range: ClosedRange<Int64>, _ current: Int64) throws(ConfigError) -> Int64 {
+        guard let v = object[key], !v.isNull else { return current }
+        let bytes: Int64?
+        switch v {
+        case .number(let n): bytes = Int64(n)
+        case .string(let text): bytes = SizeText.bytes(text)
+        default: bytes = nil
+        }
+        guard let bytes else { throw ConfigError(field: field(key), "must be a size: bytes, or text such as \"16MiB\"") }
+        guard range.contains(bytes) else {
+            throw ConfigError(field: field(key), "must be \(range.lowerBound)…\(range.upperBound) bytes")
+        }
+        return bytes
+    }
+
     func strings(_ key: String) throws(ConfigError) -> [String]? {
         guard let v = object[key], !v.isNull else { return nil }
         // A single string is accepted where a list is expected (`"shared_secret_env": "VAR"`).

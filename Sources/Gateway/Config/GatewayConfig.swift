@@ -62,8 +62,12 @@ public struct GatewayConfig: Sendable {
 
     /// Operational bounds (`limits` in the file).
     public struct Limits: Sendable, Hashable {
+        /// Quarantine lanes, in rows and in bytes (body plus the text stored beside it): the untrusted lane drops
+        /// its oldest rows beyond either; the genuine lane refuses (503, nothing stored, an alert) instead.
         public var untrustedQuarantine = 1_000
+        public var untrustedQuarantineBytes: Int64 = 16 * 1_048_576
         public var genuineQuarantine = 10_000
+        public var genuineQuarantineBytes: Int64 = 256 * 1_048_576
         public var httpThreads = 64
         public var verifyReceiptConcurrency = 4
     }
@@ -206,7 +210,10 @@ public struct GatewayConfig: Sendable {
             c.tlsKeyFile = resolve(try tls.requiredString("key_file"), base: baseDirectory)
         }
         if let limits = try r.object("limits") {
-            try limits.rejectUnknown(allowed: ["untrusted_quarantine", "genuine_quarantine", "http_threads", "verify_receipt_concurrency"])
+            try limits.rejectUnknown(allowed: [
+                "untrusted_quarantine", "genuine_quarantine", "untrusted_quarantine_bytes", "genuine_quarantine_bytes", "http_threads",
+                "verify_receipt_concurrency",
+            ])
             func bounded(_ key: String, _ range: ClosedRange<Int64>, _ current: Int) throws(ConfigError) -> Int {
                 guard let v = try limits.int64(key) else { return current }
                 guard range.contains(v) else { throw ConfigError(field: limits.field(key), "must be \(range.lowerBound)…\(range.upperBound)") }
@@ -214,6 +221,12 @@ public struct GatewayConfig: Sendable {
             }
             c.limits.untrustedQuarantine = try bounded("untrusted_quarantine", 1...1_000_000, c.limits.untrustedQuarantine)
             c.limits.genuineQuarantine = try bounded("genuine_quarantine", 1...10_000_000, c.limits.genuineQuarantine)
+            // A lane must hold at least one body of the endpoint's 1 MiB limit (plus its row).
+            let mebibyte: Int64 = 1_048_576
+            c.limits.untrustedQuarantineBytes = try limits.size(
+                "untrusted_quarantine_bytes", 2 * mebibyte...1024 * 1024 * mebibyte, c.limits.untrustedQuarantineBytes)
+            c.limits.genuineQuarantineBytes = try limits.size(
+                "genuine_quarantine_bytes", 2 * mebibyte...1024 * 1024 * mebibyte, c.limits.genuineQuarantineBytes)
             c.limits.httpThreads = try bounded("http_threads", 1...256, c.limits.httpThreads)
             c.limits.verifyReceiptConcurrency = try bounded("verify_receipt_concurrency", 1...64, c.limits.verifyReceiptConcurrency)
         }

@@ -8,8 +8,14 @@ public struct Disposition: Sendable, Equatable {
     /// The quarantine lane, nil when nothing is quarantined (store failures: Apple will resend).
     public var lane: Lane?
 
-    public static func forCode(_ code: String, cause: String? = nil) -> Disposition {
+    /// `version` is the body's generation when known ("v1", "v2"): only authenticated data may enter the genuine lane,
+    /// and a V1 body for an unconfigured bundle was never authenticated (there is no secret to check it against).
+    public static func forCode(_ code: String, cause: String? = nil, version: String? = nil) -> Disposition {
         switch code {
+        case "unknown_bundle" where version == "v1":
+            // 503 so that Apple retries once the operator adds the bundle; but anyone can claim any `bid`, so the body
+            // goes to the untrusted lane, whose byte cap bounds what such claims can store.
+            return Disposition(status: 503, lane: .untrusted)
         case "malformed_body", "unknown_version", "malformed":
             return Disposition(status: 400, lane: .untrusted)
         case "body_too_large":

@@ -115,6 +115,8 @@ public final class GatewayService: Sendable {
         var limits = NotificationIngest.Limits()
         limits.untrustedQuarantineCap = config.limits.untrustedQuarantine
         limits.genuineQuarantineCap = config.limits.genuineQuarantine
+        limits.untrustedQuarantineBytes = config.limits.untrustedQuarantineBytes
+        limits.genuineQuarantineBytes = config.limits.genuineQuarantineBytes
         limits.maxNotificationAgeMillis = config.maxNotificationAgeMillis
         ingest = NotificationIngest(v1: v1, v2: v2, writer: writer, router: router, limits: limits, metrics: metrics, now: dependencies.now)
         operations = Operations(db: db, writer: writer, now: dependencies.now)
@@ -245,9 +247,8 @@ public final class GatewayService: Sendable {
             return .json(r.status, r.body)
         case ("GET", "/healthz"):
             return .json(200, Array(#"{"ok":true}"#.utf8))
-        case ("GET", "/metrics"):
-            return ServerResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: Array(metrics.render().utf8))
-        case (_, "/notifications"), (_, "/healthz"), (_, "/metrics"):
+        // `/metrics` is served on the admin listener only: it names downstreams and shows queue depths.
+        case (_, "/notifications"), (_, "/healthz"):
             return .json(405, NotificationIngest.errorBody("method_not_allowed", "method not allowed"))
         default:
             return .json(404, NotificationIngest.errorBody("not_found", "no such endpoint"))
@@ -265,6 +266,9 @@ public final class GatewayService: Sendable {
         } else {
             outcome = "rejected"
             metrics.increment("iapgw_notifications_rejected_total", ["version": version, "code": r.code ?? "unknown"])
+        }
+        if case .notStored(let lane)? = r.quarantine {
+            log.warn("quarantine lane full: refused body not stored", ["lane": .string(lane.rawValue), "code": r.code.map { .string($0) }])
         }
         log.info("notification", [
             "id": r.id.map { .string($0) }, "version": .string(version), "type": r.notificationType.map { .string($0) },
@@ -285,27 +289,59 @@ public final class GatewayService: Sendable {
         do {
             let segments = request.path.split(separator: "/").map(String.init)
             switch (request.method, segments) {
+            case ("GET", ["metrics"]), ("GET", ["admin", "metrics"]):
+                return ServerResponse(
+                    status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: Array(metrics.render().utf8))
             case ("GET", ["admin", "status"]):
                 return .json(200, try operations.status().canonicalBytes())
             case ("GET", ["admin", "dead-letters"]):
-                return .json(200, try operations.deadLetters(limit: Int(request.query["limit"] ?? "") ?? 100).canonicalBytes())
+                return .json(200, try operations.deadLetters(limit: Self.limit(request.query["limit"])).canonicalBytes())
             case ("POST", ["admin", "replay"]):
                 let selection: Operations.ReplaySelection
                 if let id = request.query["id"] {
                     selection = .eventID(id)
                 } else if request.query["dead_letters"] != nil {
                     selection = .deadLetters
-                } else if let since = request.query["since"].flatMap({ TimeText.milliseconds($0, now: now()) }) {
-                    selection = .range(since: since, until: request.query["until"].flatMap { TimeText.milliseconds($0, now: now()) } ?? Int64.max)
+                } else if let sinceText = request.query["since"] {
+                    let time = now()
+                    guard let since = TimeText.milliseconds(sinceText, now: time) else {
+                        return .json(400, NotificationIngest.errorBody("bad_request", "since is not a time (ISO-8601, 7d, 12h or epoch ms)"))
+                    }
+                    var until = Int64.max
+                    if let untilText = request.query["until"] {
+                        guard let u = TimeText.milliseconds(untilText, now: time) else {
+                            return .json(400, NotificationIngest.errorBody("bad_request", "until is not a time (ISO-8601, 7d, 12h or epoch ms)"))
+                        }
+                        until = u
+                    }
+                    selection = .range(since: since, until: until)
                 } else {
                     return .json(400, NotificationIngest.errorBody("bad_request", "give id, since[/until] or dead_letters"))
                 }
                 let n = try operations.replay(selection)
                 return .json(200, Array("{\"requeued\":\(n)}".utf8))
             case ("GET", ["admin", "quarantine"]):
-                return .json(200, try operations.quarantineList(limit: Int(request.query["limit"] ?? "") ?? 100).canonicalBytes())
+                var lane: QuarantineRecord.Lane?
+                if let text = request.query["lane"] {
+                    guard let l = QuarantineRecord.Lane(rawValue: text) else {
+                        return .json(400, NotificationIngest.errorBody("bad_request", "lane is untrusted or genuine"))
+                    }
+                    lane = l
+                }
+                return .json(200, try operations.quarantineList(lane: lane, limit: Self.limit(request.query["limit"])).canonicalBytes())
             case ("POST", ["admin", "quarantine", "replay"]):
-                return .json(200, try operations.quarantineReplay(ingest: ingest, secrets: v1Secrets).canonicalBytes())
+                var selection = Operations.QuarantineSelection()
+                if let text = request.query["lane"] {
+                    guard let lane = QuarantineRecord.Lane(rawValue: text) else {
+                        return .json(400, NotificationIngest.errorBody("bad_request", "lane is untrusted or genuine"))
+                    }
+                    selection.lane = lane
+                }
+                if let text = request.query["id"] {
+                    guard let id = Int64(text) else { return .json(400, NotificationIngest.errorBody("bad_request", "id is a row id")) }
+                    selection.id = id
+                }
+                return .json(200, try operations.quarantineReplay(ingest: ingest, secrets: v1Secrets, selection: selection).canonicalBytes())
             case ("GET", let s) where s.count == 3 && s[0] == "admin" && s[1] == "subscriptions":
                 return .json(200, try operations.subscription(s[2]).canonicalBytes())
             case ("GET", ["admin", "report"]):
@@ -355,6 +391,12 @@ public final class GatewayService: Sendable {
         }
     }
 
+    /// A `limit` query parameter: 100 when absent or not a number, clamped to 1…10,000.
+    static func limit(_ text: String?) -> Int {
+        guard let text, let n = Int(text) else { return 100 }
+        return min(max(n, 1), 10_000)
+    }
+
     static func address(_ text: String, field: String) throws(ConfigError) -> (String, UInt16) {
         guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
             throw ConfigError(field: field, "must be HOST:PORT, e.g. 127.0.0.1:8080")
@@ -368,7 +410,10 @@ public final class GatewayService: Sendable {
         m.describe("iapgw_notifications_rejected_total", type: "counter", "Notifications refused, by version and error code")
         m.describe("iapgw_notifications_duplicate_total", type: "counter", "Apple retries of already journaled notifications")
         m.describe("iapgw_quarantined_total", type: "counter", "Bodies quarantined, by lane")
-        m.describe("iapgw_quarantine_dropped_total", type: "counter", "Quarantined bodies dropped by the lane cap")
+        m.describe("iapgw_quarantine_dropped_total", type: "counter", "Quarantined bodies evicted (oldest first) by the untrusted lane's caps")
+        m.describe("iapgw_quarantine_full_total", type: "counter", "Refused bodies not stored because their lane was full, by lane")
+        m.describe("iapgw_quarantine_lane_full", type: "gauge", "1 while a lane refuses new rows (the genuine lane never evicts)")
+        m.describe("iapgw_quarantine_store_failures_total", type: "counter", "Refused bodies that could not be stored, by lane")
         m.describe("iapgw_delivery_attempts_total", type: "counter", "Delivery attempts, by downstream")
         m.describe("iapgw_delivery_failures_total", type: "counter", "Failed delivery attempts, by downstream")
         m.describe("iapgw_delivery_dead_total", type: "counter", "Deliveries dead-lettered, by downstream")

@@ -22,13 +22,56 @@ public final class NotificationIngest: Sendable {
         public var notificationType: String?
         public var subtype: String?
         public var leafSerial: String?
+        /// For a refusal: whether the body was quarantined, and where.
+        public var quarantine: QuarantineDisposition?
+    }
+
+    /// What became of a refused body.
+    public enum QuarantineDisposition: Sendable, Equatable {
+        case stored(lane: Disposition.Lane)
+        /// The lane was full (the genuine lane never evicts) or the store failed: nothing kept. Apple retries a 503.
+        case notStored(lane: Disposition.Lane)
+    }
+
+    /// Where a body comes from, and so how it is judged.
+    public struct Origin: Sendable, Equatable {
+        /// The `journal.origin` value.
+        public var name: String
+        /// When the body first reached the gateway, if not now: freshness is judged as of then, and the journal
+        /// keeps it as the arrival time.
+        public var arrivedAt: Int64?
+        /// Whether V2's freshness window applies (DESIGN ch. 1: live traffic and its replays; not the App Store
+        /// Server API's history, which we fetched ourselves over TLS).
+        public var checksFreshness: Bool
+        /// Whether a refusal is quarantined. A replay of a quarantined row records its outcome on that row instead.
+        public var quarantinesRefusals: Bool
+
+        /// A request on the endpoint.
+        public static let live = Origin(name: "live", arrivedAt: nil, checksFreshness: true, quarantinesRefusals: true)
+        /// Get Notification History, fetched by `backfill`.
+        public static let backfill = Origin(name: "backfill", arrivedAt: nil, checksFreshness: false, quarantinesRefusals: true)
+        /// A quarantined body run again: judged as it would have been when it arrived, never more leniently.
+        public static func quarantineReplay(arrivedAt: Int64) -> Origin {
+            Origin(name: "quarantine_replay", arrivedAt: arrivedAt, checksFreshness: true, quarantinesRefusals: false)
+        }
     }
 
     public struct Limits: Sendable {
+        /// The untrusted lane (forged, malformed, unauthenticated): oldest rows dropped beyond these.
         public var untrustedQuarantineCap = 1_000
+        public var untrustedQuarantineBytes: Int64 = 16 * 1_048_576
+        /// The genuine lane (authenticated but unservable): never evicted; beyond these, 503 without storing.
         public var genuineQuarantineCap = 10_000
+        public var genuineQuarantineBytes: Int64 = 256 * 1_048_576
         public var maxNotificationAgeMillis: Int64 = 10 * 86_400_000
         public init() {}
+
+        func cap(_ lane: Disposition.Lane) -> GatewayStore.QuarantineCap {
+            switch lane {
+            case .untrusted: GatewayStore.QuarantineCap(rows: untrustedQuarantineCap, bytes: untrustedQuarantineBytes, evictsOldest: true)
+            case .genuine: GatewayStore.QuarantineCap(rows: genuineQuarantineCap, bytes: genuineQuarantineBytes, evictsOldest: false)
+            }
+        }
     }
 
     let v1: V1Adapter
@@ -50,12 +93,12 @@ public final class NotificationIngest: Sendable {
         self.now = now
     }
 
-    /// Handles one body. `live` applies the freshness window (quarantine replays and backfills do not).
-    public func handle(_ bytes: [UInt8], origin: String = "live") -> Result {
-        let received = now()
+    /// Handles one body.
+    public func handle(_ bytes: [UInt8], origin: Origin = .live) -> Result {
+        let received = origin.arrivedAt ?? now()
         let inbound: InboundBody
         do { inbound = try InboundBody.classify(bytes, allowBareTokens: false) } catch {
-            return refuse(code: error.code.rawValue, message: error.reason, version: nil, bytes: bytes, at: received)
+            return refuse(code: error.code.rawValue, message: error.reason, version: nil, bytes: bytes, at: received, origin: origin)
         }
         switch inbound {
         case .v2Notification(let token):
@@ -63,29 +106,29 @@ public final class NotificationIngest: Sendable {
         case .v1Notification:
             return handleV1(bytes, origin: origin, received: received)
         case .signedTransaction, .signedRenewalInfo, .verifyReceiptResponse:
-            return refuse(code: "unknown_version", message: "not a notification", version: nil, bytes: bytes, at: received)
+            return refuse(code: "unknown_version", message: "not a notification", version: nil, bytes: bytes, at: received, origin: origin)
         }
     }
 
     // MARK: V2
 
-    private func handleV2(_ token: [UInt8], bytes: [UInt8], origin: String, received: Int64) -> Result {
+    private func handleV2(_ token: [UInt8], bytes: [UInt8], origin: Origin, received: Int64) -> Result {
         let started = ContinuousClock.now
         let verified: VerifiedNotificationV2
         do {
+            // `received` is the reference: for a replay, the row's arrival (a refusal never becomes an acceptance).
             verified = try v2.verifyNotification(
                 signedPayload: token, now: received,
-                freshness: origin == "live" ? V2Adapter.Freshness(maxAgeMillis: limits.maxNotificationAgeMillis) : nil)
+                freshness: origin.checksFreshness ? V2Adapter.Freshness(maxAgeMillis: limits.maxNotificationAgeMillis) : nil)
         } catch {
             metrics.observe("iapgw_verify_seconds", ["version": "v2"], seconds(since: started))
-            var r = refuse(code: error.code.rawValue, cause: error.cause?.rawValue, message: error.reason, version: "v2", bytes: bytes,
-                           at: received)
-            if let claim = Self.claimedIdentity(token) { (r.bundleID, r.environment) = claim }
-            return r
+            let claim = Self.claimedIdentity(token)
+            return refuse(code: error.code.rawValue, cause: error.cause?.rawValue, message: error.reason, version: "v2", bytes: bytes,
+                          at: received, origin: origin, claimedBundle: claim?.0, claimedEnvironment: claim?.1)
         }
         metrics.observe("iapgw_verify_seconds", ["version": "v2"], seconds(since: started))
         var item = JournalItem(key: verified.payload.notificationUUID ?? "", version: "v2", receivedAt: received, body: bytes)
-        item.origin = origin
+        item.origin = origin.name
         item.bundleID = verified.bundleID
         item.environment = verified.environment
         item.notificationType = verified.payload.notificationType
@@ -93,14 +136,16 @@ public final class NotificationIngest: Sendable {
         item.leafSerial = verified.leafSerial
         item.events = verified.canonicalEvents()
         guard !item.key.isEmpty else {
-            return refuse(code: "malformed", message: "notification has no notificationUUID", version: "v2", bytes: bytes, at: received)
+            return refuse(code: "malformed", message: "notification has no notificationUUID", version: "v2", bytes: bytes, at: received,
+                          origin: origin)
         }
         var r = commit(item)
         r.leafSerial = verified.leafSerial
         return r
     }
 
-    /// What an unverified V2 token claims (bundle, environment), for the log line of a refusal only.
+    /// What an unverified V2 token claims (bundle, environment), for the log line and quarantine row of a refusal
+    /// only (clipped there).
     static func claimedIdentity(_ token: [UInt8]) -> (String?, String?)? {
         let parts = token.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3, let bytes = try? Base64.decode(parts[1], alphabet: .url),
@@ -111,15 +156,14 @@ public final class NotificationIngest: Sendable {
 
     // MARK: V1
 
-    private func handleV1(_ bytes: [UInt8], origin: String, received: Int64) -> Result {
+    private func handleV1(_ bytes: [UInt8], origin: Origin, received: Int64) -> Result {
         let n: AuthenticatedV1Notification
         do { n = try v1.authenticate(body: bytes) } catch {
-            var r = refuse(code: error.code.rawValue, message: error.reason, version: "v1", bytes: bytes, at: received)
-            r.bundleID = V1Verification.claimedBundle(bytes)
-            return r
+            return refuse(code: error.code.rawValue, message: error.reason, version: "v1", bytes: bytes, at: received, origin: origin,
+                          claimedBundle: V1Verification.claimedBundle(bytes))
         }
         var item = JournalItem(key: n.eventID, version: "v1", receivedAt: received, body: n.redactedBody)
-        item.origin = origin
+        item.origin = origin.name
         item.bundleID = n.bundleID
         item.environment = n.environment
         item.notificationType = n.body.notificationType
@@ -158,26 +202,43 @@ public final class NotificationIngest: Sendable {
         }
     }
 
-    private func refuse(code: String, cause: String? = nil, message: String, version: String?, bytes: [UInt8], at received: Int64) -> Result {
-        let disposition = Disposition.forCode(code, cause: cause)
-        if let lane = disposition.lane {
-            var record = QuarantineRecord(
-                lane: lane == .genuine ? .genuine : .untrusted, receivedAt: received, version: version,
-                code: cause.map { "\(code):\($0)" } ?? code, message: message, body: bytes)
-            if version == "v1" {
-                // Never keep a presented password: its fingerprint lets a replay match a secret configured later.
-                record.passwordFingerprint = V1Adapter.passwordFingerprint(body: bytes)
-                record.body = Envelope.rawBody(bytes).map { $0.canonicalBytes() } ?? []
-                record.bundleID = V1Verification.claimedBundle(bytes)
-            }
-            let cap = lane == .genuine ? limits.genuineQuarantineCap : limits.untrustedQuarantineCap
-            let row = record
-            let dropped = try? writer.perform { c in try GatewayStore.quarantine(row, cap: cap, in: c) }
-            metrics.increment("iapgw_quarantined_total", ["lane": lane.rawValue])
-            if let dropped, dropped > 0 { metrics.increment("iapgw_quarantine_dropped_total", ["lane": lane.rawValue], by: Double(dropped)) }
+    /// Answers a refusal and quarantines the body in the lane its code says (DESIGN ch. 1). Everything the body
+    /// merely claims, and the error's message (which may quote a member name), is clipped before it is stored,
+    /// logged or answered.
+    private func refuse(code: String, cause: String? = nil, message: String, version: String?, bytes: [UInt8], at received: Int64,
+                        origin: Origin, claimedBundle: String? = nil, claimedEnvironment: String? = nil) -> Result {
+        let disposition = Disposition.forCode(code, cause: cause, version: version)
+        let fullCode = cause.map { "\(code):\($0)" } ?? code
+        let message = ClaimedText.clip(message, limit: 300)
+        var r = Result(status: disposition.status, body: Self.errorBody(code, message, cause: cause), code: fullCode, version: version)
+        r.bundleID = ClaimedText.clip(claimedBundle)
+        r.environment = ClaimedText.clip(claimedEnvironment)
+        guard let lane = disposition.lane, origin.quarantinesRefusals else { return r }
+        var record = QuarantineRecord(
+            lane: lane == .genuine ? .genuine : .untrusted, receivedAt: received, version: version, code: fullCode, message: message,
+            bundleID: r.bundleID, environment: r.environment, body: bytes)
+        if version == "v1" {
+            // Never keep a presented password: its fingerprint lets a replay match a secret configured later.
+            record.passwordFingerprint = V1Adapter.passwordFingerprint(body: bytes)
+            record.body = Envelope.rawBody(bytes).map { $0.canonicalBytes() } ?? []
         }
-        var r = Result(status: disposition.status, body: Self.errorBody(code, message, cause: cause), code: code, version: version)
-        r.code = cause.map { "\(code):\($0)" } ?? code
+        let cap = limits.cap(lane)
+        let row = record
+        let outcome = try? writer.perform { c in try GatewayStore.quarantine(row, cap: cap, in: c) }
+        switch outcome {
+        case .stored(_, let evicted)?:
+            r.quarantine = .stored(lane: lane)
+            metrics.increment("iapgw_quarantined_total", ["lane": lane.rawValue])
+            metrics.set("iapgw_quarantine_lane_full", ["lane": lane.rawValue], 0)
+            if evicted > 0 { metrics.increment("iapgw_quarantine_dropped_total", ["lane": lane.rawValue], by: Double(evicted)) }
+        case .full?:
+            r.quarantine = .notStored(lane: lane)
+            metrics.increment("iapgw_quarantine_full_total", ["lane": lane.rawValue])
+            metrics.set("iapgw_quarantine_lane_full", ["lane": lane.rawValue], 1)
+        case nil:
+            r.quarantine = .notStored(lane: lane)
+            metrics.increment("iapgw_quarantine_store_failures_total", ["lane": lane.rawValue])
+        }
         return r
     }
 

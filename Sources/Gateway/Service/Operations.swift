@@ -114,42 +114,90 @@ public struct Operations: Sendable {
         }
     }
 
-    /// Quarantined rows (without bodies).
-    public func quarantineList(limit: Int = 100) throws -> JSONValue {
-        let rows = try db.read { c in try GatewayStore.quarantined(lane: nil, limit: limit, in: c) }
+    /// Quarantined rows (without bodies), with each lane's usage.
+    public func quarantineList(lane: QuarantineRecord.Lane? = nil, limit: Int = 100) throws -> JSONValue {
+        let rows = try db.read { c in try GatewayStore.quarantined(lane: lane, limit: limit, in: c) }
         return .array(rows.map { r in
             .object(JSONObject([
                 ("id", .number(String(r.id))), ("lane", .string(r.lane.rawValue)), ("received_at", .number(String(r.receivedAt))),
                 ("version", r.version.map { .string($0) } ?? .null), ("code", .string(r.code)), ("message", .string(r.message)),
                 ("bundle_id", r.bundleID.map { .string($0) } ?? .null), ("environment", r.environment.map { .string($0) } ?? .null),
+                ("size", .number(String(r.storedSize))), ("replay_attempts", .number(String(r.replayAttempts))),
+                ("last_replay_at", r.lastReplayAt.map { .number(String($0)) } ?? .null),
+                ("last_replay_code", r.lastReplayCode.map { .string($0) } ?? .null),
             ]))
         })
     }
 
-    /// Re-runs quarantined bodies through `ingest` (after a config fix): a row that is now accepted (or a duplicate)
-    /// leaves the quarantine; one that still fails stays (its failure is recorded anew by the ingest). V1 rows get
-    /// back the secret whose SHA-256 matches the fingerprint they kept, if one is configured now.
-    public func quarantineReplay(ingest: NotificationIngest, secrets: [SharedSecret], limit: Int = 1_000) throws -> JSONValue {
-        let rows = try db.read { c in try GatewayStore.quarantined(lane: nil, limit: limit, in: c) }
+    /// Which quarantined rows a replay runs: one row, one lane, or every row.
+    public struct QuarantineSelection: Sendable {
+        public var id: Int64?
+        public var lane: QuarantineRecord.Lane?
+        public var limit: Int
+        public init(id: Int64? = nil, lane: QuarantineRecord.Lane? = nil, limit: Int = 1_000) {
+            (self.id, self.lane, self.limit) = (id, lane, limit)
+        }
+    }
+
+    /// Re-runs quarantined bodies through `ingest` (after a config fix), each judged as of its arrival: the freshness
+    /// window is measured from when the row arrived, so a replay never accepts what live traffic refused at the time
+    /// (DESIGN ch. 1). A row now accepted (or a duplicate) leaves the quarantine; one that still fails stays, with
+    /// its outcome recorded on it, and never stops the rows after it. V1 rows get back the secret whose SHA-256
+    /// matches the fingerprint they kept, if one is configured now.
+    ///
+    /// Each row is marked as being replayed, durably, before it runs. A row still marked from an earlier replay
+    /// took that process down: it is skipped (`replay_interrupted`) unless selected by id, so one poisonous row can
+    /// never block the others for good.
+    public func quarantineReplay(ingest: NotificationIngest, secrets: [SharedSecret], selection: QuarantineSelection = .init())
+        throws -> JSONValue
+    {
+        let rows = try db.read { c in
+            try GatewayStore.quarantined(lane: selection.lane, id: selection.id, limit: selection.limit, in: c)
+        }
         var results: [JSONValue] = []
         for row in rows {
+            let id = row.id
+            if row.replayStartedAt != nil, selection.id == nil {
+                results.append(Self.replayResult(id, status: nil, code: "replay_interrupted"))
+                continue
+            }
             var body = row.body
             if row.version == "v1" {
                 guard let fingerprint = row.passwordFingerprint,
                     let secret = secrets.first(where: { SHA256.hex(Array($0.revealedValue.utf8)) == fingerprint }),
                     case .object(let o)? = try? JSONParser.parse(body)
                 else {
-                    results.append(Self.replayResult(row.id, status: nil, code: "no_matching_secret"))
+                    try? record(id, code: "no_matching_secret")
+                    results.append(Self.replayResult(id, status: nil, code: "no_matching_secret"))
                     continue
                 }
                 body = JSONValue.object(JSONObject(o.members + [("password", .string(secret.revealedValue))])).canonicalBytes()
             }
-            let result = ingest.handle(body, origin: "quarantine_replay")
-            let id = row.id
-            try writer.perform { c in try GatewayStore.removeQuarantined(id: id, in: c) }
-            results.append(Self.replayResult(row.id, status: result.status, code: result.code))
+            let started = now()
+            do {
+                try writer.perform { c in try GatewayStore.beginReplay(id: id, now: started, in: c) }
+            } catch {
+                results.append(Self.replayResult(id, status: nil, code: "store_unavailable"))
+                continue
+            }
+            let result = ingest.handle(body, origin: .quarantineReplay(arrivedAt: row.receivedAt))
+            do {
+                if result.status == 200 {
+                    try writer.perform { c in try GatewayStore.removeQuarantined(id: id, in: c) }
+                } else {
+                    try record(id, code: result.code ?? "status_\(result.status)")
+                }
+                results.append(Self.replayResult(id, status: result.status, code: result.code))
+            } catch {
+                results.append(Self.replayResult(id, status: result.status, code: "store_unavailable"))
+            }
         }
         return .array(results)
+    }
+
+    private func record(_ id: Int64, code: String) throws {
+        let time = now()
+        try writer.perform { c in try GatewayStore.finishReplay(id: id, code: code, now: time, in: c) }
     }
 
     static func replayResult(_ id: Int64, status: Int?, code: String?) -> JSONValue {

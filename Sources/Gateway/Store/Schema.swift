@@ -213,5 +213,41 @@ enum Schema {
                 -- Deliveries are read per downstream, so a slow one never holds back the others.
                 CREATE INDEX outbox_downstream_due ON outbox(downstream, state, next_attempt_at);
                 """),
+        SQLiteMigration(
+            version: 5,
+            sql: """
+                -- Quarantine lanes are capped in bytes, not only in rows: forged traffic can send 1 MiB bodies. Each
+                -- row carries its size (body plus the text stored beside it); quarantine_usage keeps each lane's
+                -- total, maintained by triggers so every insert and delete (eviction, replay, retention) counts.
+                ALTER TABLE quarantine ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
+                UPDATE quarantine SET size = 256 + COALESCE(length(body), 0) + COALESCE(length(message), 0)
+                    + length(code) + COALESCE(length(bundle_id), 0) + COALESCE(length(environment), 0);
+                -- Replay bookkeeping: a row that fails replay stays, with its outcome; replay_started_at is set while
+                -- a replay of the row runs, so a row that ever took the process down is skipped afterwards (reported
+                -- as replay_interrupted) instead of blocking every replay behind it.
+                ALTER TABLE quarantine ADD COLUMN replay_attempts INTEGER NOT NULL DEFAULT 0;
+                ALTER TABLE quarantine ADD COLUMN replay_started_at INTEGER;
+                ALTER TABLE quarantine ADD COLUMN last_replay_at INTEGER;
+                ALTER TABLE quarantine ADD COLUMN last_replay_code TEXT;
+                CREATE TABLE quarantine_usage (
+                    lane TEXT PRIMARY KEY,
+                    rows INTEGER NOT NULL,
+                    bytes INTEGER NOT NULL
+                );
+                INSERT INTO quarantine_usage (lane, rows, bytes)
+                    SELECT lane, COUNT(*), SUM(size) FROM quarantine GROUP BY lane;
+                CREATE TRIGGER quarantine_usage_insert AFTER INSERT ON quarantine BEGIN
+                    INSERT INTO quarantine_usage (lane, rows, bytes) VALUES (NEW.lane, 1, NEW.size)
+                    ON CONFLICT(lane) DO UPDATE SET rows = rows + 1, bytes = bytes + NEW.size;
+                END;
+                CREATE TRIGGER quarantine_usage_delete AFTER DELETE ON quarantine BEGIN
+                    UPDATE quarantine_usage SET rows = rows - 1, bytes = bytes - OLD.size WHERE lane = OLD.lane;
+                END;
+                CREATE TRIGGER quarantine_usage_update AFTER UPDATE OF size, lane ON quarantine BEGIN
+                    UPDATE quarantine_usage SET rows = rows - 1, bytes = bytes - OLD.size WHERE lane = OLD.lane;
+                    INSERT INTO quarantine_usage (lane, rows, bytes) VALUES (NEW.lane, 1, NEW.size)
+                    ON CONFLICT(lane) DO UPDATE SET rows = rows + 1, bytes = bytes + NEW.size;
+                END;
+                """),
     ]
 }

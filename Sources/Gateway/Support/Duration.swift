@@ -2,17 +2,44 @@ internal import Canonical
 internal import V1Adapter
 
 /// Parses the config's and the CLI's durations: `10d`, `12h`, `30m`, `45s`, `500ms`, or a plain number of seconds.
+/// Every value is range-checked: a duration that does not fit in milliseconds is not a duration (nil), never a trap.
 public enum DurationText {
-    /// Milliseconds, or nil when `text` is not a duration.
+    /// Milliseconds, or nil when `text` is not a duration (or too long to represent).
     public static func milliseconds(_ text: String) -> Int64? {
         let units: [(String, Int64)] = [("ms", 1), ("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)]
         for (suffix, factor) in units where text.hasSuffix(suffix) {
-            guard let n = Int64(text.dropLast(suffix.count)), n >= 0 else { return nil }
-            let (v, overflow) = n.multipliedReportingOverflow(by: factor)
-            return overflow ? nil : v
+            return scaled(text.dropLast(suffix.count), by: factor)
         }
-        guard let n = Int64(text), n >= 0 else { return nil }
-        return n * 1000
+        return scaled(Substring(text), by: 1000)
+    }
+
+    /// `digits × factor`, nil unless `digits` is a non-negative decimal integer whose product fits.
+    private static func scaled(_ digits: Substring, by factor: Int64) -> Int64? {
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int64(digits) else { return nil }
+        let (v, overflow) = n.multipliedReportingOverflow(by: factor)
+        return overflow ? nil : v
+    }
+}
+
+/// Parses the config's sizes: a plain number of bytes, or a number with a unit (`512KiB`, `16MiB`, `1GiB`, and the
+/// decimal `kB`, `MB`, `GB`). Range-checked like ``DurationText``.
+public enum SizeText {
+    public static func bytes(_ text: String) -> Int64? {
+        let units: [(String, Int64)] = [
+            ("KiB", 1024), ("MiB", 1_048_576), ("GiB", 1_073_741_824), ("kB", 1000), ("KB", 1000), ("MB", 1_000_000),
+            ("GB", 1_000_000_000), ("B", 1),
+        ]
+        var number = Substring(text)
+        var factor: Int64 = 1
+        for (suffix, f) in units where text.hasSuffix(suffix) {
+            number = number.dropLast(suffix.count)
+            factor = f
+            break
+        }
+        while number.last == " " { number = number.dropLast() }
+        guard !number.isEmpty, number.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int64(number) else { return nil }
+        let (v, overflow) = n.multipliedReportingOverflow(by: factor)
+        return overflow ? nil : v
     }
 }
 
@@ -25,8 +52,13 @@ public enum TimeText {
     /// `YYYY-MM-DDTHH:MM:SSZ` (UTC) of a time in ms since the epoch.
     public static func iso8601(_ ms: Int64) -> String { UTCTime(milliseconds: ms).iso8601 }
 
+    /// Milliseconds since the epoch, or nil when `text` is none of these forms or names a time that cannot be
+    /// represented (a relative time further back than the epoch range allows is refused, never a trap).
     public static func milliseconds(_ text: String, now: Int64) -> Int64? {
-        if let ago = DurationText.milliseconds(text), text.last?.isLetter == true { return now - ago }
+        if let ago = DurationText.milliseconds(text), text.last?.isLetter == true {
+            let (t, overflow) = now.subtractingReportingOverflow(ago)
+            return overflow ? nil : t
+        }
         if let ms = Int64(text), text.count >= 12 { return ms }
         return iso8601(text)
     }
