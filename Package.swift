@@ -10,7 +10,15 @@ let package = Package(
     name: "iap-gateway",
     platforms: [.macOS(.v15)],
     products: [
-        .executable(name: "iap-gateway", targets: ["iap-gateway"])
+        .executable(name: "iap-gateway", targets: ["iap-gateway"]),
+        // Libraries for the fuzz package (Fuzz/Package.swift), which can depend on this package only through products.
+        .library(name: "Canonical", targets: ["Canonical"]),
+        .library(name: "WireJSON", targets: ["WireJSON"]),
+        .library(name: "Crypto", targets: ["Crypto"]),
+        .library(name: "HTTPClient", targets: ["HTTPClient"]),
+        .library(name: "V1Adapter", targets: ["V1Adapter"]),
+        .library(name: "V2Adapter", targets: ["V2Adapter"]),
+        .library(name: "Gateway", targets: ["Gateway"]),
     ],
     targets: [
         // Debian C libraries, each wrapped once (Sources/Crypto for OpenSSL).
