@@ -1,0 +1,2 @@
+// Header-only module: LLVMFuzzerRunDriver is defined by libFuzzer (libclang_rt.fuzzer), linked by -sanitize=fuzzer.
+#include "CFuzzDriver.h"

@@ -1,0 +1,31 @@
+import FuzzSupport
+import Gateway
+
+/// The gateway's config file: `GatewayConfig.parse(_:baseDirectory:)` on the raw bytes, then what start-up derives
+/// from an accepted config (V1 apps and their secrets from the environment, the authority checks).
+@main enum ConfigFuzzTarget { static func main() { runLibFuzzer(fuzz) } }
+
+private let environment = [
+    "EXAMPLE_APP_SHARED_SECRET": "0123456789abcdef0123456789abcdef", "MAIN_WEBHOOK_SECRET": "whsec_c2VjcmV0c2VjcmV0c2VjcmV0",
+    "IAPGW_ADMIN_TOKEN": "token",
+]
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
+    guard let data else { return 0 }
+    let config: GatewayConfig
+    do { config = try GatewayConfig.parse(Array(UnsafeBufferPointer(start: data, count: size)), baseDirectory: "/nonexistent/fuzz") } catch {
+        if FuzzSupport.debugging { print("refused: \(error)") }
+        return 0
+    }
+    if FuzzSupport.debugging { print("accepted: \(config.apps.count) apps, \(config.downstreams.count) downstreams") }
+    _ = config.v1Apps(environment: environment)
+    _ = config.hasAppStoreAPICredentials
+    var effective: [(bundle: String, environment: String, authority: String)] = []
+    for app in config.apps {
+        for env in app.environments { effective.append((app.bundleID, env.rawValue, app.authority(for: env).rawValue)) }
+    }
+    _ = config.authorityProblems(effective: effective, v2PathAvailable: false)
+    _ = config.authorityProblems(effective: effective, v2PathAvailable: true)
+    return 0
+}
