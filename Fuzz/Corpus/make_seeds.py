@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Writes the committed seed corpora (Fuzz/Corpus/<target>/) from the repository's Fixtures/ plus handcrafted
+inputs. Deterministic: a re-run on unchanged fixtures gives no diff. Run from anywhere: python3 Fuzz/Corpus/make_seeds.py
+Each seed starts with the target's mode byte(s) where the target has them (see each harness's doc comment)."""
+import base64, json, os, shutil, hashlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+FIX = os.path.join(ROOT, "Fixtures")
+
+
+def read(path):
+    with open(os.path.join(FIX, path), "rb") as f:
+        return f.read()
+
+
+def b64url_decode(s):
+    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+
+
+def payload(token):
+    return json.loads(b64url_decode(token.split(".")[1]))
+
+
+def compact(obj):
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+targets = {}
+
+
+def seed(target, name, data):
+    if isinstance(data, str):
+        data = data.encode()
+    targets.setdefault(target, {})[name] = data
+
+
+# --- json: small fixtures of every kind, plus handcrafted edge cases -----------------------------------------------
+seed("json", "v1-synthetic-did-renew.json", read("v1-synthetic/did-renew.json"))
+seed("json", "config-example.json", open(os.path.join(ROOT, "config/example.json"), "rb").read())
+seed("json", "v2-payload-did-renew.json", compact(payload(json.loads(read("v2-synthetic/notif-did-renew.json"))["signedPayload"])))
+for name, text in {
+    "numbers.json": '[0,-0,1e5,-1.5E-3,9223372036854775807,-9223372036854775808,9223372036854775808,1.0e400,123456789012345678901234567890]',
+    "escapes.json": '{"a":"\\u00e9\\ud83d\\ude00\\n\\t\\"\\\\\\/","b":"caf\xc3\xa9"}',
+    "nested.json": '{"a":{"b":{"c":[[[[{"d":null}]]]]}},"e":[true,false,null]}',
+    "ranges.json": ' { "password" : "s3cret" , "x" : [ 1 , {"y":"z"} ] , "n" : -12.5e3 } ',
+    "empty.json": '{}',
+    "scalar.json": '"just a string"',
+    "typed.json": '{"i64":1748736000000,"i32":-7,"int":42,"u64":18446744073709551615,"double":0.5,"string":"s","bool":true,'
+    '"nested":[1,"x",{"string":"y"}],"map":{"k":{"int":1}},"value":{"any":[1,2]}}',
+}.items():
+    seed("json", name, text)
+
+# --- v2: mode byte + bytes (see Fuzz/Sources/fuzz-v2/V2Harness.swift) ----------------------------------------------
+def token_of(path, member="signedPayload"):
+    return json.loads(read(path))[member]
+
+
+for path in ["v2-synthetic/notif-did-renew.json", "v2-synthetic/notif-subscribed-initial-buy.json",
+             "v2-synthetic/notif-test.json", "v2-synthetic/notif-did-change-renewal-pref.json",
+             "v2-synthetic/notif-refund.json", "v2/notif-test-sandbox-2025.json", "v2/notif-did-renew-sandbox-2025.json"]:
+    if not os.path.exists(os.path.join(FIX, path)):
+        continue
+    t = token_of(path)
+    seed("v2", "raw-" + os.path.basename(path), b"\x00" + t.encode())
+    # The payload with its nested tokens as JSON objects: the harness signs all of them (mode 4).
+    p = payload(t)
+    for outer in ("data", "appData"):
+        for k in ("signedTransactionInfo", "signedRenewalInfo", "signedAppTransactionInfo"):
+            if isinstance(p.get(outer), dict) and isinstance(p[outer].get(k), str):
+                p[outer][k] = payload(p[outer][k])
+    if path.startswith("v2-synthetic"):
+        seed("v2", "payload-" + os.path.basename(path), b"\x04" + compact(p))
+        seed("v2", "payload-fresh-" + os.path.basename(path), b"\x0c" + compact(p))
+for path, member, mode in [("v2-synthetic/tx-auto-renewable.json", "signedTransaction", 2),
+                           ("v2-synthetic/renewal-info.json", "signedRenewalInfo", 3),
+                           ("v2/tx-auto-renewable-sandbox-2022-gopay-order.json", "signedTransaction", 2),
+                           ("v2/renewal-sandbox-2022-gopay.json", "signedRenewalInfo", 3)]:
+    if not os.path.exists(os.path.join(FIX, path)):
+        continue
+    t = token_of(path, member)
+    seed("v2", "raw-" + os.path.basename(path), bytes([mode]) + t.encode())
+    if path.startswith("v2-synthetic"):
+        seed("v2", "payload-" + os.path.basename(path), bytes([mode + 3]) + compact(payload(t)))
+for name in ["leaf", "intermediate", "leaf-expired", "leaf-no-marker", "leaf-ca", "leaf-p384", "intermediate-not-ca"]:
+    der = read("test-pki/%s.der" % name)
+    seed("v2", "x5c-%s.der" % name, bytes([7, 0 if name.startswith("leaf") else 1]) + der)
+hdr = json.loads(b64url_decode(token_of("v2-synthetic/notif-test.json").split(".")[0]))
+seed("v2", "header-standard.json", b"\x0f" + compact(hdr))
+for neg in ["alg-none", "header-missing-x5c", "jws-two-segments", "data-and-summary-both", "local-testing-environment"]:
+    path = "v2-synthetic/negative/%s.json" % neg
+    if os.path.exists(os.path.join(FIX, path)):
+        seed("v2", "raw-negative-%s.json" % neg, b"\x00" + token_of(path).encode())
+
+# --- v1: mode byte 0 + notification body, or mode byte (2k+1) + verifyReceipt answer ------------------------------
+for name in ["did-renew", "cancel", "refund", "initial-buy", "did-change-renewal-status", "renewal"]:
+    seed("v1", "body-%s.json" % name, b"\x00" + read("v1-synthetic/%s.json" % name))
+for name in ["v1-notif-initial-buy-prod-2020-educreations", "v1-notif-refund-prod-2020-educreations",
+             "v1-notif-did-change-renewal-status-prod-2019"]:
+    seed("v1", "body-%s.json" % name, b"\x00" + read("v1/%s.json" % name))
+seed("v1", "body-escaped-password.json",
+     b'\x00{"notification_type":"DID_RENEW","bid":"com.example.gateway","environment":"PROD",'
+     b'"password":"0123456789abcdef\\u0030123456789abcdef","auto_renew_status":"true"}')
+for i, name in enumerate(["did-renew", "cancel", "refund", "did-fail-to-renew"]):
+    mode = {"did-renew": 6, "cancel": 0, "refund": 10, "did-fail-to-renew": 4}[name]
+    seed("v1", "receipt-%s.json" % name, bytes([mode * 2 + 1]) + read("v1-synthetic/%s.receipt.json" % name))
+for name in ["verifyreceipt-21006-ios6-expired-2019-venice", "verifyreceipt-ios6-status0-prod-2019",
+             "verifyreceipt-status0-sandbox-2022-omnimind", "verifyreceipt-21007"]:
+    data = read("v1/%s.json" % name)
+    if len(data) < 20000:
+        seed("v1", "receipt-%s.json" % name, b"\x0d" + data)
+
+# --- config: the repository's configs and handcrafted variants --------------------------------------------------------
+seed("config", "example.json", open(os.path.join(ROOT, "config/example.json"), "rb").read())
+seed("config", "simulator.json", open(os.path.join(ROOT, "config/simulator.json"), "rb").read())
+seed("config", "synthetic-sandbox.json", read("config/synthetic-sandbox.json"))
+seed("config", "full.json", compact({
+    "listen": "0.0.0.0:8443", "listen_tls": {"cert_file": "tls/cert.pem", "key_file": "/etc/key.pem"},
+    "admin": {"listen": "127.0.0.1:9", "token_env": "T"}, "store": {"sqlite": "db/x.db"},
+    "app_store_api": {"production_url": "https://api.example/", "sandbox_url": "http://127.0.0.1:1/", "issuer_id": "i",
+                      "key_id": "k", "private_key_env": "P"},
+    "max_notification_age": "10d", "raw_body_retention": "180d", "silence_alert": "6h",
+    "compare": {"tolerance": "10m", "grace": "1h", "confirm_delay": "30s", "concurrency": 2, "min_pairs": 5,
+                "min_agreement_rate": 0.995, "window": "7d", "allow_one_sided": True},
+    "limits": {"untrusted_quarantine": 10, "genuine_quarantine": 20, "http_threads": 8, "verify_receipt_concurrency": 3},
+    "downstreams": [{"name": "a", "kind": "webhook", "url": "http://127.0.0.1:9000/", "secret_env": ["S1", "S2"],
+                     "environments": ["sandbox"], "shadow": True, "include_raw": True, "max_attempts": 3, "concurrency": 2},
+                    {"name": "b", "kind": "v1_passthrough", "url": "http://127.0.0.1:9100/"}],
+    "apps": [{"bundle_id": "x", "app_apple_id": 1, "environments": ["production"], "shared_secret_env": ["EXAMPLE_APP_SHARED_SECRET"],
+              "authority": {"production": "v2", "sandbox": "v1"}, "compare": True, "verify_receipt": False, "downstreams": ["a", "b"]},
+             {"bundle_id": "y", "environments": ["sandbox"], "authority": "v2"}]}))
+
+# --- time: durations, times and V1 text dates ------------------------------------------------------------------------
+for i, text in enumerate(["10d", "12h", "30m", "45s", "500ms", "3600", "9223372036854775807ms", "7d", "1748736000000",
+                          "2025-06-01", "2025-06-01T00:00:00Z", "2025-06-01T12:34:56.789Z", "2025-06-01T12:34:56+02:00",
+                          "2019-11-24 17:42:49 Etc/GMT", "2019-11-24 17:42:49 GMT", "2019-11-24 17:42:49"]):
+    seed("time", "t%02d.txt" % i, text)
+
+# --- http: raw requests (mode byte 0 public, 1 admin) ----------------------------------------------------------------
+def request(method, path, body=b"", headers=()):
+    head = "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\n" % (method, path)
+    for h in headers:
+        head += h + "\r\n"
+    if body or method == "POST":
+        head += "Content-Length: %d\r\n" % len(body)
+    return head.encode() + b"\r\n" + body
+
+
+v1body = read("v1-synthetic/did-renew.json")
+v2body = compact({"signedPayload": token_of("v2-synthetic/notif-test.json")})
+auth = "Authorization: Bearer fuzz-admin-token"
+seed("http", "post-v1.http", b"\x00" + request("POST", "/notifications", v1body, ["Content-Type: application/json"]))
+seed("http", "post-v2.http", b"\x00" + request("POST", "/notifications", v2body, ["Content-Type: application/json"]))
+seed("http", "post-chunked.http", b"\x00" + b"POST /notifications HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+     + b"%x\r\n" % len(v1body[:100]) + v1body[:100] + b"\r\n%x\r\n" % len(v1body[100:]) + v1body[100:] + b"\r\n0\r\n\r\n")
+seed("http", "post-expect.http", b"\x00" + request("POST", "/notifications", b'{"signedPayload":"a.b.c"}', ["Expect: 100-continue"]))
+seed("http", "pipelined.http", b"\x00" + request("GET", "/healthz") + request("GET", "/metrics") + request("PUT", "/notifications", b"x"))
+seed("http", "get-query.http", b"\x00" + request("GET", "/nothing?a=1&b=%20c&&d"))
+seed("http", "too-large.http", b"\x00" + b"POST /notifications HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999\r\n\r\n{")
+seed("http", "admin-status.http", b"\x01" + request("GET", "/admin/status", headers=[auth]))
+seed("http", "admin-replay.http", b"\x01" + request("POST", "/admin/replay?since=7d&until=2025-06-01T00:00:00Z", headers=[auth]))
+seed("http", "admin-report.http", b"\x01" + request("GET", "/admin/report?format=html&since=2025-05-01&bundle=com.example.gateway", headers=[auth]))
+seed("http", "admin-misc.http", b"\x01" + request("GET", "/admin/quarantine?limit=5", headers=[auth])
+     + request("POST", "/admin/quarantine/replay", headers=[auth]) + request("GET", "/admin/subscriptions/1000000000000001", headers=[auth])
+     + request("GET", "/admin/dead-letters?limit=2", headers=[auth]))
+seed("http", "admin-unauthorized.http", b"\x01" + request("GET", "/admin/status", headers=["Authorization: Bearer nope"]))
+
+# --- write ----------------------------------------------------------------------------------------------------------
+for target, files in targets.items():
+    d = os.path.join(HERE, target)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+    os.makedirs(d)
+    for name, data in sorted(files.items()):
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+    print("%-8s %3d seeds %7d bytes" % (target, len(files), sum(len(v) for v in files.values())))
