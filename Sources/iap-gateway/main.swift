@@ -294,7 +294,10 @@ case "backfill", "test-notification":
 case "bench":
     let a: Arguments
     do { a = try Arguments(rest, valueFlags: ["seconds"], switchFlags: ["no-delivery"]) } catch { fail(error.description) }
-    let seconds = Double(a.value("seconds") ?? "3") ?? 3
+    let secondsText = a.value("seconds") ?? "3"
+    guard let seconds = Double(secondsText), seconds.isFinite, seconds > 0, seconds <= 86_400 else {
+        fail("--seconds must be a number of seconds in (0, 86400]")
+    }
     do {
         switch a.positionals.first {
         case "verify": printLine(JSONOutput.string(try VerifyBenchmark.run(secondsPerPhase: seconds)))
@@ -332,7 +335,9 @@ case "simulate":
             options.version = version
         }
         if let speed = a.value("speed"), speed != "max" {
-            guard let seconds = Double(speed), seconds > 0 else { fail("--speed must be seconds per simulated month, or max") }
+            guard let seconds = Double(speed), seconds.isFinite, seconds > 0, seconds <= 31_536_000 else {
+                fail("--speed must be seconds per simulated month (at most a year), or max")
+            }
             options.secondsPerMonth = seconds
         }
         var allOK = true

@@ -189,12 +189,14 @@ public final class NotificationIngest: Sendable {
         r.notificationType = item.notificationType
         r.subtype = item.subtype
         do {
-            let outcome = try writer.perform { c in try GatewayStore.journal(item, router: router, now: time, in: c) }
+            let outcome = try writer.perform(bytes: item.body.count) { c in try GatewayStore.journal(item, router: router, now: time, in: c) }
             if case .duplicate = outcome { r.duplicate = true }
             r.body = Array("{\"ok\":true,\"id\":".utf8) + JSONValue.quoted(item.key)
                 + Array(",\"duplicate\":\(r.duplicate)}".utf8)
             return r
         } catch {
+            // Nothing of this notification is stored (its transaction rolled back); Apple retries the 503.
+            metrics.increment("iapgw_store_failures_total", ["operation": "journal"])
             r.status = 503
             r.code = "store_unavailable"
             r.body = Self.errorBody("store_unavailable", "the notification could not be stored; retry later")
@@ -224,7 +226,7 @@ public final class NotificationIngest: Sendable {
         }
         let cap = limits.cap(lane)
         let row = record
-        let outcome = try? writer.perform { c in try GatewayStore.quarantine(row, cap: cap, in: c) }
+        let outcome = try? writer.perform(bytes: row.body.count) { c in try GatewayStore.quarantine(row, cap: cap, in: c) }
         switch outcome {
         case .stored(_, let evicted)?:
             r.quarantine = .stored(lane: lane)
