@@ -25,6 +25,8 @@ public final class GatewayService: Sendable {
         public var v2PathSource: (any V2PathSource)? = nil
         /// Storage faults injected by tests (a full disk); nil in production.
         public var storageFaults: StorageFaults? = nil
+        /// `serve --demo-verify-time` (see ``NotificationIngest/Limits/demoSandboxVerifyTime``); nil in production.
+        public var demoSandboxVerifyTime: Int64? = nil
 
         public init(environment: [String: String], transport: any HTTPTransport, now: @escaping @Sendable () -> Int64,
                     jitter: @escaping @Sendable () -> Double, logSink: (@Sendable (String) -> Void)? = nil) {
@@ -120,6 +122,7 @@ public final class GatewayService: Sendable {
         limits.untrustedQuarantineBytes = config.limits.untrustedQuarantineBytes
         limits.genuineQuarantineBytes = config.limits.genuineQuarantineBytes
         limits.maxNotificationAgeMillis = config.maxNotificationAgeMillis
+        limits.demoSandboxVerifyTime = dependencies.demoSandboxVerifyTime
         ingest = NotificationIngest(v1: v1, v2: v2, writer: writer, router: router, limits: limits, metrics: metrics, now: dependencies.now)
         operations = Operations(db: db, writer: writer, now: dependencies.now)
         let deliveryPolicy = dependencies.deliveryPolicy
@@ -159,6 +162,10 @@ public final class GatewayService: Sendable {
     public func start() throws -> (port: UInt16, adminPort: UInt16?) {
         let time = now()
         let config = self.config
+        if let demo = ingest.limits.demoSandboxVerifyTime {
+            log.warn("DEMO: sandbox notifications are judged fresh as of a fixed time, not the clock (--demo-verify-time)",
+                     ["verify_time": .string(TimeText.iso8601(demo))])
+        }
         let effective = try writer.perform { c in try GatewayStore.seedAuthority(config, now: time, in: c) }
         for row in effective {
             log.info("authority", ["bundle": .string(row.bundle), "environment": .string(row.environment),
