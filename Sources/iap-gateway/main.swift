@@ -21,9 +21,10 @@ let usage = """
           unless --verify-receipt asks the config's verifyReceipt URLs) and saved verifyReceipt answers.
           A FOLDER means its *.json files (golden *.expected.json skipped). One JSON line per file;
           exit 0 when all are ok, 1 otherwise.
-      iap-gateway serve --config FILE
-          Run the gateway: POST /notifications, GET /healthz, GET /metrics; the admin API on admin.listen
-          (bearer token from admin.token_env). Stops gracefully on SIGTERM / SIGINT.
+      iap-gateway serve --config FILE [--demo-verify-time T]
+          Run the gateway: POST /notifications and GET /healthz; GET /metrics and the admin API on admin.listen
+          (bearer token from admin.token_env). Stops gracefully on SIGTERM / SIGINT. --demo-verify-time (demos
+          with saved samples only) judges sandbox notifications' freshness as of T instead of the clock.
       iap-gateway replay --config FILE (--id EVENT_ID | --since T [--until T] | --dead-letters)
           Queue deliveries again. Times are ISO-8601 or relative (7d, 12h).
       iap-gateway quarantine --config FILE list|replay [--lane untrusted|genuine] [--id ROW]
@@ -124,9 +125,14 @@ case "verify":
 
 case "serve":
     let a: Arguments
-    do { a = try Arguments(rest, valueFlags: ["config"]) } catch { fail(error.description) }
+    do { a = try Arguments(rest, valueFlags: ["config", "demo-verify-time"]) } catch { fail(error.description) }
     guard let path = a.value("config") else { fail("serve needs --config FILE") }
-    exit(await ServeCommand.run(configPath: path))
+    var demoTime: Int64?
+    if let text = a.value("demo-verify-time") {
+        guard let t = TimeText.milliseconds(text, now: WallClock.wallMillis()) else { fail("--demo-verify-time: not a time") }
+        demoTime = t
+    }
+    exit(await ServeCommand.run(configPath: path, demoSandboxVerifyTime: demoTime))
 
 case "receive":
     let a: Arguments
@@ -294,7 +300,10 @@ case "backfill", "test-notification":
 case "bench":
     let a: Arguments
     do { a = try Arguments(rest, valueFlags: ["seconds"], switchFlags: ["no-delivery"]) } catch { fail(error.description) }
-    let seconds = Double(a.value("seconds") ?? "3") ?? 3
+    let secondsText = a.value("seconds") ?? "3"
+    guard let seconds = Double(secondsText), seconds.isFinite, seconds > 0, seconds <= 86_400 else {
+        fail("--seconds must be a number of seconds in (0, 86400]")
+    }
     do {
         switch a.positionals.first {
         case "verify": printLine(JSONOutput.string(try VerifyBenchmark.run(secondsPerPhase: seconds)))
@@ -332,7 +341,9 @@ case "simulate":
             options.version = version
         }
         if let speed = a.value("speed"), speed != "max" {
-            guard let seconds = Double(speed), seconds > 0 else { fail("--speed must be seconds per simulated month, or max") }
+            guard let seconds = Double(speed), seconds.isFinite, seconds > 0, seconds <= 31_536_000 else {
+                fail("--speed must be seconds per simulated month (at most a year), or max")
+            }
             options.secondsPerMonth = seconds
         }
         var allOK = true

@@ -27,7 +27,8 @@ import WireJSON
 
     /// Starts a gateway trusting the test root for sandbox, delivering to `receiver`, asking `apple` for receipts.
     static func start(receiver: LoopbackHTTPServer, apple: LoopbackHTTPServer? = nil, now: Int64 = GatewayHarness.t + 3_600_000,
-                      logs: LogBox = LogBox()) throws -> Running {
+                      logs: LogBox = LogBox(), webhookSecret: String = webhookSecret,
+                      configure: (inout GatewayConfig, inout GatewayService.Dependencies) -> Void = { _, _ in }) throws -> Running {
         let directory = try Scratch.directory()
         let appleURL = apple?.url("") ?? "http://127.0.0.1:1"
         let json = """
@@ -48,7 +49,7 @@ import WireJSON
               ]
             }
             """
-        let config = try GatewayConfig.parse(Array(json.utf8), baseDirectory: directory)
+        var config = try GatewayConfig.parse(Array(json.utf8), baseDirectory: directory)
         var deps = GatewayService.Dependencies(
             environment: ["ADMIN_TOKEN": adminToken, "WEBHOOK_SECRET": webhookSecret, "APP_SECRET": GatewayHarness.v1Secret],
             transport: CurlTransport(), now: { now }, jitter: { 0 }, logSink: { line in logs.append(line) })
@@ -58,6 +59,7 @@ import WireJSON
         deps.verifyReceiptBaseDelay = .zero
         // V2 is authoritative for an app that also takes V1: its V2 path needs a source; none of these tests uses it.
         deps.v2PathSource = UnknownToV2()
+        configure(&config, &deps)
         let service = try GatewayService(config: config, dependencies: deps)
         let (port, adminPort) = try service.start()
         return Running(service: service, port: port, adminPort: adminPort, directory: directory)
@@ -101,7 +103,7 @@ import WireJSON
         #expect(receiver.requests.filter { $0.path == "/events" }.count == 1)  // delivered once despite the retry
         let health = try await Self.get(g.url("/healthz"))
         #expect(health.status == 200)
-        let metrics = String(decoding: try await Self.get(g.url("/metrics")).body, as: UTF8.self)
+        let metrics = String(decoding: try await Self.get(g.adminURL("/metrics"), token: Self.adminToken).body, as: UTF8.self)
         #expect(metrics.contains("iapgw_notifications_duplicate_total{version=\"v2\"} 1"))
         #expect(metrics.contains("iapgw_request_seconds_bucket"))
         await g.service.shutdown()

@@ -74,6 +74,24 @@ import WireJSON
         #expect(try h.count("SELECT COUNT(*) AS n FROM journal WHERE received_at = ?", [.integer(GatewayHarness.t + 3_600_000)]) == 1)
     }
 
+    @Test func theDemoVerifyTimeAppliesToSandboxOnlyAndNeverToProduction() throws {
+        let now = GatewayHarness.t + 30 * 86_400_000
+        let h = try GatewayHarness(now: now)
+        defer { h.close() }
+        var limits = NotificationIngest.Limits()
+        limits.demoSandboxVerifyTime = GatewayHarness.t + 60_000
+        let demo = NotificationIngest(v1: h.ingest.v1, v2: h.ingest.v2, writer: h.writer, router: h.router, limits: limits,
+                                      metrics: Metrics(), now: { now })
+        // A sandbox sample signed a month ago passes as if it had arrived a minute after it was signed...
+        #expect(demo.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
+        // ...but a payload claiming production is judged by the clock: stale, whatever the override says.
+        let production = try QuarantineReplayTests.v2Body(payload: """
+            {"notificationType":"TEST","notificationUUID":"p","data":{"bundleId":"com.example.gateway","appAppleId":1234567890,\
+            "environment":"Production"},"version":"2.0","signedDate":\(GatewayHarness.t)}
+            """)
+        #expect(demo.handle(production).code == "stale_notification")
+    }
+
     @Test func oversizedBodiesAreRefusedAndNeverStored() throws {
         let h = try GatewayHarness()
         defer { h.close() }

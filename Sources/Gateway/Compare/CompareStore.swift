@@ -134,7 +134,7 @@ public enum CompareStore {
               let v2 = try snapshot(bundleID: bundleID, environment: environment, otid: otid, path: "v2", in: c)
         else { return .waiting }
         let older = v1.observedAt < v2.observedAt ? "v1" : "v2"
-        if abs(v1.observedAt - v2.observedAt) > tolerance {
+        if v1.observedAt.distance(from: v2.observedAt) > UInt64(max(0, tolerance)) {
             try enqueue(bundleID: bundleID, environment: environment, otid: otid, fetch: older, v1EventID: nil, authority: nil,
                         compare: true, confirms: confirms, at: time, in: c)
             return .stale

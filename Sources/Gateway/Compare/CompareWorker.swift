@@ -237,7 +237,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
         let time = now()
         let attempts = job.attempts + 1
         let final = Backoff.state(state, attempts: attempts, maxAttempts: policy.maxAttempts)
-        _ = try? await writer.performAsync { c in
+        await context.recordOutcome { c in
             try c.run(
                 "UPDATE compare_jobs SET state = ?, attempts = ?, next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
                 [.text(final), .integer(Int64(attempts)), .integer(time + retryIn), .text(error), .integer(time), .integer(job.id)])

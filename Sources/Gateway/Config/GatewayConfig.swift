@@ -156,13 +156,13 @@ public struct GatewayConfig: Sendable {
             c.appStoreAPI.privateKeyEnv = try api.string("private_key_env")
         }
         if let age = try r.string("max_notification_age") {
-            guard let ms = DurationText.milliseconds(age), ms > 0 else {
-                throw ConfigError(field: "max_notification_age", "must be a duration such as 10d or 12h")
+            guard let ms = configDuration(age) else {
+                throw ConfigError(field: "max_notification_age", "must be a duration such as 10d or 12h (at most 100 years)")
             }
             c.maxNotificationAgeMillis = ms
         }
         if let retention = try r.string("raw_body_retention") {
-            guard let ms = DurationText.milliseconds(retention), ms > 0 else {
+            guard let ms = configDuration(retention) else {
                 throw ConfigError(field: "raw_body_retention", "must be a duration such as 180d")
             }
             c.rawBodyRetentionMillis = ms
@@ -173,7 +173,7 @@ public struct GatewayConfig: Sendable {
             ])
             func duration(_ key: String, _ current: Int64) throws(ConfigError) -> Int64 {
                 guard let text = try compare.string(key) else { return current }
-                guard let ms = DurationText.milliseconds(text), ms > 0 else {
+                guard let ms = configDuration(text) else {
                     throw ConfigError(field: compare.field(key), "must be a duration such as 10m or 7d")
                 }
                 return ms
@@ -199,7 +199,7 @@ public struct GatewayConfig: Sendable {
             c.compareSettings.rule.allowOneSided = try compare.bool("allow_one_sided") ?? false
         }
         if let silence = try r.string("silence_alert") {
-            guard let ms = DurationText.milliseconds(silence), ms > 0 else {
+            guard let ms = configDuration(silence) else {
                 throw ConfigError(field: "silence_alert", "must be a duration such as 6h")
             }
             c.silenceAlertMillis = ms
@@ -327,6 +327,16 @@ public struct GatewayConfig: Sendable {
             }
         }
         return problems
+    }
+
+    /// The longest duration a setting may hold: 100 years. Times are computed as `now ± duration`, and no setting
+    /// needs more, so a larger value is a typo (or an attempt to overflow that arithmetic), refused at start.
+    public static let maxDurationMillis: Int64 = 36_500 * 86_400_000
+
+    /// A positive duration no longer than ``maxDurationMillis``, else nil.
+    static func configDuration(_ text: String) -> Int64? {
+        guard let ms = DurationText.milliseconds(text), ms > 0, ms <= maxDurationMillis else { return nil }
+        return ms
     }
 
     private static func environments(_ r: ConfigReader, default value: Set<AppStoreEnvironment>) throws(ConfigError)

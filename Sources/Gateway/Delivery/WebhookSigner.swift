@@ -10,10 +10,15 @@ public struct WebhookSigner: Sendable {
         public var description: String { "WebhookSigner.Secret(\(name))" }
 
         /// Parses `whsec_<base64>`; nil when the text is not such a secret (the error message names only `name`).
+        /// The base64 may come without its `=` padding: the official Standard Webhooks libraries accept that and
+        /// derive the same key, so a secret they accept is accepted here.
         public init?(name: String, text: String) {
-            guard text.hasPrefix("whsec_"), let key = try? Base64.decode(Array(text.utf8.dropFirst(6)), alphabet: .standard),
-                key.count >= 16
-            else { return nil }
+            guard text.hasPrefix("whsec_") else { return nil }
+            var encoded = Array(text.utf8.dropFirst(6))
+            if encoded.count % 4 != 0, !encoded.contains(UInt8(ascii: "=")) {
+                encoded += Array(repeating: UInt8(ascii: "="), count: 4 - encoded.count % 4)
+            }
+            guard let key = try? Base64.decode(encoded, alphabet: .standard), key.count >= 16 else { return nil }
             (self.name, self.key) = (name, key)
         }
     }

@@ -26,12 +26,22 @@ public final class SQLiteDatabase: Sendable {
         public var synchronous: Synchronous = .full
         /// Read-only connections (WAL lets them read while the writer writes). At least one is opened.
         public var readerCount: Int = 2
+        /// What the write-ahead log is truncated to when it is reset after a checkpoint
+        /// (`PRAGMA journal_size_limit`): a burst of large writes (a flood of 1 MiB bodies) grows the WAL for a
+        /// moment, never for good.
+        public var walSizeLimitBytes: Int64 = 4 * 1_048_576
+        /// `PRAGMA max_page_count` of the writer, when set: the file cannot grow beyond it (`SQLITE_FULL`). Tests
+        /// use it to stand for a full disk.
+        public var maxPageCount: Int64?
+        /// Injected storage faults, for tests (nil in production).
+        public var faults: StorageFaults?
 
         public init() {}
     }
 
     /// The file as given to ``init(path:options:)``.
     public let path: String
+    private let faults: StorageFaults?
     private let writer: ConnectionSlot
     private let readers: [ConnectionSlot]
     private let nextReader = Atomic<Int>(0)
@@ -46,6 +56,7 @@ public final class SQLiteDatabase: Sendable {
                 message: "open \(path): in-memory databases are not supported (readers need a shared file)")
         }
         self.path = path
+        self.faults = options.faults
         let writer = try SQLiteHandle(
             path: path, readOnly: false, busyTimeoutMillis: options.busyTimeoutMillis, label: "writer")
         let mode = try writer.query("PRAGMA journal_mode=WAL", [], limit: 1).first?[0]
@@ -55,7 +66,10 @@ public final class SQLiteDatabase: Sendable {
                 message: "writer: open \(path): PRAGMA journal_mode=WAL answered \(mode.map { "\($0)" } ?? "nothing"); "
                     + "WAL is required")
         }
-        try writer.execute("PRAGMA synchronous=\(options.synchronous.rawValue); PRAGMA foreign_keys=ON")
+        try writer.execute(
+            "PRAGMA synchronous=\(options.synchronous.rawValue); PRAGMA foreign_keys=ON; "
+                + "PRAGMA journal_size_limit=\(max(0, options.walSizeLimitBytes))")
+        if let pages = options.maxPageCount { try writer.execute("PRAGMA max_page_count=\(max(1, pages))") }
         // The writer has made the file (and its -wal and -shm) exist, so read-only connections can open it.
         var readers: [ConnectionSlot] = []
         for number in 1...max(1, options.readerCount) {
@@ -78,7 +92,10 @@ public final class SQLiteDatabase: Sendable {
     /// itself (`SAVEPOINT` is fine); a transaction that ended inside the body throws `SQLITE_MISUSE`.
     @discardableResult
     public func write<T>(_ body: (SQLiteConnection) throws -> T) throws -> T {
-        try writer.borrow { handle in
+        if let faults, faults.diskFull {
+            throw SQLiteError(code: SQLiteError.fullCode, message: "writer: database or disk is full (injected)")
+        }
+        return try writer.borrow { handle in
             if handle.inTransaction { try? handle.execute("ROLLBACK") }  // only after a failed ROLLBACK
             try handle.execute("BEGIN IMMEDIATE")
             let connection = SQLiteConnection(handle)
@@ -181,6 +198,23 @@ public final class SQLiteDatabase: Sendable {
         }
     }
 
+    /// Copies the whole WAL into the database file and truncates it to zero bytes (`wal_checkpoint(TRUNCATE)`),
+    /// waiting for readers up to the busy timeout. For maintenance and tests that measure the file.
+    public func checkpointAndTruncate() throws {
+        try writer.borrow { handle in try handle.execute("PRAGMA wal_checkpoint(TRUNCATE)") }
+    }
+
+    /// Sets the writer's `max_page_count` (see ``Options/maxPageCount``); returns the value in force, which SQLite
+    /// never lets drop below the current size. Tests use it to fill and free "the disk".
+    @discardableResult
+    public func setMaxPageCount(_ pages: Int64) throws -> Int64 {
+        try writer.borrow { handle in
+            try handle.query("PRAGMA max_page_count=\(max(1, pages))", [], limit: 1).first.flatMap { row in
+                if case .integer(let n) = row[0] { return n } else { return nil }
+            } ?? 0
+        }
+    }
+
     /// Closes the readers, checkpoints the WAL into the database file (PASSIVE: it never waits for other
     /// processes), and closes the writer; waits for bodies running on other threads first. Idempotent; also done
     /// by `deinit`. Later calls throw `SQLITE_MISUSE`.
@@ -197,6 +231,17 @@ public final class SQLiteDatabase: Sendable {
             if let result = readers[Int((start &+ offset) % count)].borrowIfAvailable(body) { return try result.get() }
         }
         return try readers[Int(start % count)].borrow(body)
+    }
+}
+
+/// Storage faults a test switches on and off while the store is in use: injected, like time and the network, so a
+/// full disk can be tested deterministically (every write transaction fails with `SQLITE_FULL` while it is set).
+public final class StorageFaults: Sendable {
+    private let full = Atomic<Bool>(false)
+    public init() {}
+    public var diskFull: Bool {
+        get { full.load(ordering: .acquiring) }
+        set { full.store(newValue, ordering: .releasing) }
     }
 }
 

@@ -23,6 +23,10 @@ public final class GatewayService: Sendable {
         public var comparePolicy = CompareWorker.Policy()
         /// The V2 path's view of subscriptions; nil: the App Store Server API from `app_store_api` (when configured).
         public var v2PathSource: (any V2PathSource)? = nil
+        /// Storage faults injected by tests (a full disk); nil in production.
+        public var storageFaults: StorageFaults? = nil
+        /// `serve --demo-verify-time` (see ``NotificationIngest/Limits/demoSandboxVerifyTime``); nil in production.
+        public var demoSandboxVerifyTime: Int64? = nil
 
         public init(environment: [String: String], transport: any HTTPTransport, now: @escaping @Sendable () -> Int64,
                     jitter: @escaping @Sendable () -> Double, logSink: (@Sendable (String) -> Void)? = nil) {
@@ -109,7 +113,7 @@ public final class GatewayService: Sendable {
             verifier: AppleJWSVerifier(anchors: anchors),
             apps: config.apps.map { V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments) })
         let v1 = V1Adapter(apps: v1Apps)
-        db = try GatewayStore.open(path: config.sqlitePath)
+        db = try GatewayStore.open(path: config.sqlitePath, faults: dependencies.storageFaults)
         writer = JournalWriter(db: db)
         let router = Router(config: config)
         var limits = NotificationIngest.Limits()
@@ -118,6 +122,7 @@ public final class GatewayService: Sendable {
         limits.untrustedQuarantineBytes = config.limits.untrustedQuarantineBytes
         limits.genuineQuarantineBytes = config.limits.genuineQuarantineBytes
         limits.maxNotificationAgeMillis = config.maxNotificationAgeMillis
+        limits.demoSandboxVerifyTime = dependencies.demoSandboxVerifyTime
         ingest = NotificationIngest(v1: v1, v2: v2, writer: writer, router: router, limits: limits, metrics: metrics, now: dependencies.now)
         operations = Operations(db: db, writer: writer, now: dependencies.now)
         let deliveryPolicy = dependencies.deliveryPolicy
@@ -157,6 +162,10 @@ public final class GatewayService: Sendable {
     public func start() throws -> (port: UInt16, adminPort: UInt16?) {
         let time = now()
         let config = self.config
+        if let demo = ingest.limits.demoSandboxVerifyTime {
+            log.warn("DEMO: sandbox notifications are judged fresh as of a fixed time, not the clock (--demo-verify-time)",
+                     ["verify_time": .string(TimeText.iso8601(demo))])
+        }
         let effective = try writer.perform { c in try GatewayStore.seedAuthority(config, now: time, in: c) }
         for row in effective {
             log.info("authority", ["bundle": .string(row.bundle), "environment": .string(row.environment),
@@ -411,6 +420,8 @@ public final class GatewayService: Sendable {
         m.describe("iapgw_notifications_duplicate_total", type: "counter", "Apple retries of already journaled notifications")
         m.describe("iapgw_quarantined_total", type: "counter", "Bodies quarantined, by lane")
         m.describe("iapgw_quarantine_dropped_total", type: "counter", "Quarantined bodies evicted (oldest first) by the untrusted lane's caps")
+        m.describe("iapgw_store_failures_total", type: "counter",
+                   "Writes the store refused (a full disk), by operation: journal (answered 503) or job_outcome (retried)")
         m.describe("iapgw_quarantine_full_total", type: "counter", "Refused bodies not stored because their lane was full, by lane")
         m.describe("iapgw_quarantine_lane_full", type: "gauge", "1 while a lane refuses new rows (the genuine lane never evicts)")
         m.describe("iapgw_quarantine_store_failures_total", type: "counter", "Refused bodies that could not be stored, by lane")

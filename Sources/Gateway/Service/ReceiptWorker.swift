@@ -172,7 +172,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         let attempts = job.attempts + 1
         let final = Backoff.state(state, attempts: attempts, maxAttempts: policy.maxAttempts)
         let id = job.journalID
-        _ = try? await writer.performAsync { c in
+        await context.recordOutcome { c in
             try c.run(
                 "UPDATE receipt_jobs SET state = ?, attempts = ?, next_attempt_at = ?, last_error = ?, apple_status = ?, updated_at = ? WHERE journal_id = ?",
                 [.text(final), .integer(Int64(attempts)), .integer(time + (retryIn ?? 0)), .text(error),

@@ -8,7 +8,8 @@ import Glibc
 /// `iap-gateway serve --config FILE`: starts the service and runs until SIGTERM or SIGINT, then stops gracefully.
 public enum ServeCommand {
     /// Returns the process exit status.
-    public static func run(configPath: String) async -> Int32 {
+    /// `demoSandboxVerifyTime`: `--demo-verify-time` (ms), for demos with saved samples only.
+    public static func run(configPath: String, demoSandboxVerifyTime: Int64? = nil) async -> Int32 {
         let config: GatewayConfig
         do { config = try GatewayConfig.load(path: configPath) } catch {
             FileHandleOutput.stderr("iap-gateway: config: \(error)\n")
@@ -18,7 +19,9 @@ public enum ServeCommand {
         signal(SIGPIPE, SIG_IGN)
         let service: GatewayService
         do {
-            service = try GatewayService(config: config, dependencies: .live())
+            var dependencies = GatewayService.Dependencies.live()
+            dependencies.demoSandboxVerifyTime = demoSandboxVerifyTime
+            service = try GatewayService(config: config, dependencies: dependencies)
             try service.start()
         } catch {
             FileHandleOutput.stderr("iap-gateway: cannot start: \(error)\n")

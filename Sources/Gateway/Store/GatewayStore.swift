@@ -75,11 +75,14 @@ public struct QuarantineRecord: Sendable {
 /// connection handed out by ``JournalWriter`` (one transaction per batch); reads use reader connections.
 public enum GatewayStore {
     /// Opens (creating) the store file and applies migrations.
-    public static func open(path: String, synchronous: SQLiteDatabase.Synchronous = .full) throws -> SQLiteDatabase {
+    public static func open(path: String, synchronous: SQLiteDatabase.Synchronous = .full, faults: StorageFaults? = nil) throws
+        -> SQLiteDatabase
+    {
         let dir = URL(filePath: path).deletingLastPathComponent().path()
         if !dir.isEmpty { try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
         var options = SQLiteDatabase.Options()
         options.synchronous = synchronous
+        options.faults = faults
         let db = try SQLiteDatabase(path: path, options: options)
         try db.migrate(Schema.migrations)
         return db

@@ -14,8 +14,11 @@ public final class JournalWriter: Sendable {
         let work: @Sendable (SQLiteConnection) throws -> Void
         /// Called on the writer thread once the batch is durable (nil) or failed.
         let completion: @Sendable ((any Error)?) -> Void
-        init(_ work: @escaping @Sendable (SQLiteConnection) throws -> Void, completion: @escaping @Sendable ((any Error)?) -> Void) {
-            (self.work, self.completion) = (work, completion)
+        /// About how many bytes the work writes (its body), for the batch's byte budget.
+        let bytes: Int
+        init(_ work: @escaping @Sendable (SQLiteConnection) throws -> Void, bytes: Int,
+             completion: @escaping @Sendable ((any Error)?) -> Void) {
+            (self.work, self.bytes, self.completion) = (work, max(0, bytes), completion)
         }
     }
 
@@ -33,25 +36,31 @@ public final class JournalWriter: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     /// Most work items per transaction.
     public let maxBatch: Int
+    /// Most body bytes per transaction (a batch always takes at least one item). Every page a transaction writes
+    /// lands in the write-ahead log before a checkpoint can copy it, so this bounds how far a burst of large bodies
+    /// (64 connections each posting 1 MiB) can grow the log.
+    public let maxBatchBytes: Int
 
-    public init(db: SQLiteDatabase, maxBatch: Int = 256) {
+    public init(db: SQLiteDatabase, maxBatch: Int = 256, maxBatchBytes: Int = 8 * 1_048_576) {
         self.db = db
         self.maxBatch = maxBatch
+        self.maxBatchBytes = maxBatchBytes
         // A dedicated thread: SQLite's fsync must not block Swift's cooperative pool.
         DispatchQueue(label: "iap-gateway.journal-writer").async { [self] in loop() }
     }
 
     /// Runs `work` in the next batch and returns once that batch is committed (or throws its error, or
-    /// `StoreFailure` when the commit itself failed). Blocking: for server threads.
+    /// `StoreFailure` when the commit itself failed). Blocking: for server threads. `bytes`: about how much the work
+    /// writes, when that is a body (see ``maxBatchBytes``).
     @discardableResult
-    public func perform<T: Sendable>(_ work: @escaping @Sendable (SQLiteConnection) throws -> T) throws -> T {
+    public func perform<T: Sendable>(bytes: Int = 0, _ work: @escaping @Sendable (SQLiteConnection) throws -> T) throws -> T {
         let result = Mutex<T?>(nil)
         let failure = Mutex<(any Error)?>(nil)
         let done = DispatchSemaphore(value: 0)
         try enqueue(Job({ c in
             let value = try work(c)
             result.withLock { $0 = value }
-        }, completion: { error in
+        }, bytes: bytes, completion: { error in
             failure.withLock { $0 = error }
             done.signal()
         }))
@@ -67,7 +76,7 @@ public final class JournalWriter: Sendable {
         let result = ResultBox<T>()
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             do {
-                try enqueue(Job({ c in result.set(try work(c)) }, completion: { error in
+                try enqueue(Job({ c in result.set(try work(c)) }, bytes: 0, completion: { error in
                     if let error {
                         continuation.resume(throwing: error)
                     } else if let value = result.get() {
@@ -109,6 +118,9 @@ public final class JournalWriter: Sendable {
         finished.wait()
     }
 
+    /// Whether ``stop()`` has been called: no more work is accepted.
+    public var isStopping: Bool { state.withLock { $0.stopping } }
+
     /// (transactions committed, work items committed) since start.
     public var statistics: (batches: Int, items: Int) { state.withLock { ($0.batches, $0.committed) } }
 
@@ -117,7 +129,12 @@ public final class JournalWriter: Sendable {
             wake.wait()
             while true {
                 let (batch, stopping) = state.withLock { s -> ([Job], Bool) in
-                    let n = min(s.queue.count, maxBatch)
+                    var n = 0
+                    var bytes = 0
+                    while n < min(s.queue.count, maxBatch), n == 0 || bytes + s.queue[n].bytes <= maxBatchBytes {
+                        bytes += s.queue[n].bytes
+                        n += 1
+                    }
                     let taken = Array(s.queue.prefix(n))
                     s.queue.removeFirst(n)
                     return (taken, s.stopping)
