@@ -3,9 +3,9 @@ import FuzzSupport
 import Gateway
 import V1Adapter
 
-/// The text durations and times read from the config, the CLI and the admin API (`DurationText.milliseconds`,
-/// `TimeText.milliseconds(_:now:)`), and V1's text dates (`AppleDateText.millis`), each on the input as UTF-8 text;
-/// a time they accept is formatted back (`TimeText.day`, `TimeText.iso8601`), as reports and logs do.
+/// The text durations, sizes and times read from the config, the CLI and the admin API (`DurationText.milliseconds`,
+/// `SizeText.bytes`, `TimeText.milliseconds(_:now:)`), and V1's text dates (`AppleDateText.millis`), each on the input
+/// as UTF-8 text; a time they accept is formatted back (`TimeText.day`, `TimeText.iso8601`), as reports and logs do.
 @main enum TimeFuzzTarget { static func main() { runLibFuzzer(fuzz) } }
 
 /// A fixed wall clock (2025-06-01T00:01:00Z): the real `now` is the wall clock, never an input.
@@ -21,6 +21,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     if let ms = TimeText.milliseconds(text, now: now) {
         _ = TimeText.day(ms)
         _ = TimeText.iso8601(ms)
+    }
+    if let bytes = SizeText.bytes(text) {
+        guard bytes >= 0 else { FuzzSupport.fail("a negative size: \(bytes)") }
     }
     if let ms = AppleDateText.millis(text) {
         _ = UTCTime(milliseconds: ms).iso8601
