@@ -8,7 +8,8 @@ let strict: [SwiftSetting] = [
     .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
-/// One libFuzzer executable: its source defines `LLVMFuzzerTestOneInput` and no `main` (libFuzzer brings it).
+/// One libFuzzer executable: its source defines `LLVMFuzzerTestOneInput` and a `@main` that hands the process to
+/// libFuzzer's driver (`runLibFuzzer`): SwiftPM's `--defsym main=<module>_main` keeps libFuzzer's own `main` out.
 func fuzzTarget(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
     .executableTarget(
         name: "fuzz-\(name)", dependencies: ["FuzzSupport"] + dependencies, path: "Sources/fuzz-\(name)", swiftSettings: strict)
