@@ -1,6 +1,7 @@
 import FuzzSupport
 import Gateway
 import HTTPClient
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -30,7 +31,10 @@ private final class Server: Sendable {
     init() {
         var template = Array("/tmp/iapgw-fuzz-http.XXXXXX".utf8CString)
         guard let made = mkdtemp(&template) else { fatalError("fuzz: mkdtemp failed") }
-        directory = String(cString: made)
+        let path = String(cString: made)
+        directory = path
+        scratchDirectory.withLock { $0 = path }
+        atexit { removeScratchDirectory() }
         let root = FuzzSupport.repositoryRoot
         let configText = """
             {"listen":"127.0.0.1:0","admin":{"listen":"127.0.0.1:0","token_env":"IAPGW_FUZZ_ADMIN_TOKEN"},
@@ -59,6 +63,19 @@ private final class Server: Sendable {
 }
 
 private let server = Server()
+
+/// The server's scratch directory (its SQLite store), removed at exit: fork mode starts a server per job.
+private let scratchDirectory = Mutex<String?>(nil)
+
+private func removeScratchDirectory() {
+    guard let directory = scratchDirectory.withLock({ $0 }), let dir = opendir(directory) else { return }
+    while let entry = readdir(dir) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if name != ".", name != ".." { unlink(directory + "/" + name) }
+    }
+    closedir(dir)
+    rmdir(directory)
+}
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
