@@ -58,6 +58,10 @@ public struct GatewayConfig: Sendable {
         public var maxAttempts: Int
         /// Deliveries in flight to this downstream.
         public var concurrency: Int = 4
+        /// Backoff between attempts: `retry_delay` doubling per attempt up to `max_retry_delay` (with jitter); nil: the
+        /// delivery policy's (5 s and 6 h). A downstream's `Retry-After` is honoured up to `max_retry_delay`.
+        public var retryDelayMillis: Int64? = nil
+        public var maxRetryDelayMillis: Int64? = nil
     }
 
     /// Operational bounds (`limits` in the file).
@@ -233,6 +237,7 @@ public struct GatewayConfig: Sendable {
         for d in try r.objects("downstreams") ?? [] {
             try d.rejectUnknown(allowed: [
                 "name", "kind", "url", "secret_env", "environments", "shadow", "include_raw", "max_attempts", "concurrency",
+                "retry_delay", "max_retry_delay",
             ])
             let name = try d.requiredString("name")
             guard !c.downstreams.contains(where: { $0.name == name }) else {
@@ -247,11 +252,22 @@ public struct GatewayConfig: Sendable {
             guard (1...1000).contains(attempts) else { throw ConfigError(field: d.field("max_attempts"), "must be 1…1000") }
             let concurrency = try d.int64("concurrency") ?? 4
             guard (1...256).contains(concurrency) else { throw ConfigError(field: d.field("concurrency"), "must be 1…256") }
+            func delay(_ key: String) throws(ConfigError) -> Int64? {
+                guard let text = try d.string(key) else { return nil }
+                guard let ms = configDuration(text) else { throw ConfigError(field: d.field(key), "must be a duration such as 5s or 6h") }
+                return ms
+            }
+            let retryDelay = try delay("retry_delay")
+            let maxRetryDelay = try delay("max_retry_delay")
+            if let retryDelay, let maxRetryDelay, retryDelay > maxRetryDelay {
+                throw ConfigError(field: d.field("retry_delay"), "must not be longer than max_retry_delay")
+            }
             c.downstreams.append(
                 Downstream(
                     name: name, kind: kind, url: url, secretEnv: try d.strings("secret_env") ?? [],
                     environments: try environments(d, default: [.production]), shadow: try d.bool("shadow") ?? false,
-                    includeRaw: try d.bool("include_raw") ?? false, maxAttempts: Int(attempts), concurrency: Int(concurrency)))
+                    includeRaw: try d.bool("include_raw") ?? false, maxAttempts: Int(attempts), concurrency: Int(concurrency),
+                    retryDelayMillis: retryDelay, maxRetryDelayMillis: maxRetryDelay))
         }
         for a in try r.objects("apps") ?? [] {
             try a.rejectUnknown(allowed: [
