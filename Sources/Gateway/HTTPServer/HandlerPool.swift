@@ -74,8 +74,8 @@ final class HandlerPool: Sendable {
     }
 }
 
-/// Starts a joinable pthread running `body`.
-private func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t? {
+/// Starts a joinable pthread running `body` (the handler pool's threads, and the server's deadline watchdog).
+func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t? {
     final class Start: Sendable {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }

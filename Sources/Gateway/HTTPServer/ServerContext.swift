@@ -10,6 +10,8 @@ final class ServerContext: Sendable {
     let maxBodyBytes: Int
     let log: ServerLog
     let pool: HandlerPool
+    /// Open connections and the request deadline's watchdog.
+    let connections: ConnectionTracker
     /// Requests whose first access-handler call has happened and whose completion callback has not: exactly the
     /// live ``RequestState`` objects.
     private let activeRequests = Atomic<Int>(0)
@@ -20,11 +22,15 @@ final class ServerContext: Sendable {
     /// waits for the count to reach zero; one lock makes "check closed, then count" atomic.
     private let dispatch = Mutex<(suspended: Int, closed: Bool)>((0, false))
 
-    init(handler: @escaping RequestHandler, maxBodyBytes: Int, log: ServerLog, pool: HandlerPool) {
+    init(
+        handler: @escaping RequestHandler, maxBodyBytes: Int, log: ServerLog, pool: HandlerPool,
+        connections: ConnectionTracker
+    ) {
         self.handler = handler
         self.maxBodyBytes = maxBodyBytes
         self.log = log
         self.pool = pool
+        self.connections = connections
     }
 
     var inFlight: Int { activeRequests.load(ordering: .acquiring) }
@@ -129,17 +135,20 @@ func gatewayAccessHandler(
         let state = RequestState()
         conCls.pointee = Unmanaged.passRetained(state).toOpaque()
         context.requestStarted()
+        context.connections.requestArriving(connection)
         state.headers = fields(connection, .HEADER_KIND)
         if let (status, code, problem) = framingProblem(state.headers) {
             // libmicrohttpd 0.9.75 frames by the first Content-Length, and waits for the close after an unknown
             // transfer coding; a proxy in front may frame such a request differently (request smuggling), so it is
             // refused before any body byte is read (RFC 9112 §6.1, §6.3).
             state.answered = true
+            context.connections.requestAnswering(connection)
             return queue(.serverError(status, code: code, message: problem), on: connection, context)
         }
         if let declared = declaredContentLength(connection) {
             guard declared <= UInt64(context.maxBodyBytes) else {
                 state.answered = true
+                context.connections.requestAnswering(connection)
                 let message = "request body exceeds \(context.maxBodyBytes) bytes"
                 return queue(.serverError(413, code: "body_too_large", message: message), on: connection, context)
             }
@@ -174,6 +183,7 @@ func gatewayAccessHandler(
     }
 
     // Last call: the whole body is here.
+    context.connections.requestAnswering(connection)
     let body = state.body
     state.body = []
     var remotePort: UInt16 = 0
@@ -215,7 +225,23 @@ func gatewayRequestCompleted(
     guard let cls, let conCls, let raw = conCls.pointee else { return }
     conCls.pointee = nil
     Unmanaged<RequestState>.fromOpaque(raw).release()
-    Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue().requestFinished()
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    context.requestFinished()
+    if let connection { context.connections.requestCompleted(connection) }
+}
+
+/// `MHD_NotifyConnectionCallback`: a connection was accepted, or is about to be closed (its socket is still open).
+func gatewayConnectionNotice(
+    cls: UnsafeMutableRawPointer?, connection: OpaquePointer?,
+    socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, code: MHD_ConnectionNotificationCode
+) {
+    guard let cls, let connection else { return }
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    switch code {
+    case .CONNECTION_NOTIFY_STARTED: context.connections.opened(connection)
+    case .CONNECTION_NOTIFY_CLOSED: context.connections.closed(connection)
+    default: break
+    }
 }
 
 /// `MHD_LogCallback`: formats the message in C (Swift never walks the `va_list`) and records it.
