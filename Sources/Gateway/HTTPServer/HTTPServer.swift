@@ -9,14 +9,22 @@ import Glibc
 ///   suspended meanwhile, so a handler that blocks holds exactly one of them. libmicrohttpd's I/O (accepting,
 ///   parsing, reading bodies, sending, timeouts) runs on a separate poll pool of min(`threads`, CPU cores) threads
 ///   that never wait for a handler.
-/// - Bodies: a `Content-Length` above ``Configuration/maxBodyBytes`` is answered 413
-///   (`{"error":{"code":"body_too_large",…}}`) before any body byte is read; a chunked body that grows past it closes
-///   the connection. Neither reaches the handler. A body of exactly the limit is accepted.
+/// - Bodies: a body larger than ``Configuration/maxBodyBytes`` (by its `Content-Length`, or a chunked body that grows
+///   past it) is answered 413 (`{"error":{"code":"body_too_large",…}}`) and never reaches the handler. A body of
+///   exactly the limit is accepted. The answer comes once the client has sent its body, which is read and dropped
+///   meanwhile: most clients write the whole body before reading, and closing under them would reset the connection
+///   before they read the 413. `Expect: 100-continue` requests are answered at once (their clients wait), and so are
+///   bodies declared larger than ``Configuration/drainLimitBytes``; a chunked body that passes that limit too is cut
+///   off without an answer. Every refusal closes its connection (`Connection: close`).
+/// - Memory: bodies are buffered as their bytes arrive (never ahead of them, whatever the `Content-Length` says),
+///   within a budget shared by all requests, ``Configuration/bodyBufferBudgetBytes``. A request whose body would pass
+///   it is answered 503 (`{"error":{"code":"server_busy",…}}`, `Retry-After`) the same way a 413 is; its bytes are held
+///   until its response has gone out. ``bufferedBodyBytes`` is the amount held now.
 /// - Connections: at most ``Configuration/connectionLimit`` at once, and ``Configuration/connectionsPerAddressLimit``
 ///   from one client address; more are closed as soon as they are accepted. A request must arrive whole (request line,
 ///   headers and body) within ``Configuration/requestDeadlineSeconds`` of its first byte, or its connection is closed
 ///   (see `ConnectionTracker`); idle connections close after ``Configuration/connectionTimeoutSeconds`` without a
-///   byte.
+///   byte. Together these bound what slow clients can hold: a slot, a deadline's worth of time, and budgeted memory.
 /// - libmicrohttpd answers malformed HTTP itself (400), headers larger than
 ///   ``Configuration/headerMemoryLimitBytes`` with 431, and handles keep-alive, pipelining, chunked bodies and
 ///   `Expect: 100-continue`.
@@ -50,6 +58,14 @@ public final class HTTPServer {
         public var threads: Int = 16
         /// The largest request body accepted (see ``HTTPServer``).
         public var maxBodyBytes: Int = 1_048_576
+        /// Request-body bytes held in memory at once, across all requests (at least ``maxBodyBytes``). A request
+        /// whose body would pass it is answered 503 `server_busy` with `Retry-After`. The default holds 64 bodies of
+        /// the largest size; what one client address can take of it is bounded by ``connectionsPerAddressLimit``.
+        public var bodyBufferBudgetBytes: Int = 64 << 20
+        /// How much of a refused body (413, or 503 for the budget) is read and dropped so that the client, still
+        /// writing it, gets to read the answer. A `Content-Length` above this is answered at once instead (the client
+        /// may then see a reset rather than the answer); a chunked body that passes it is cut off without an answer.
+        public var drainLimitBytes: Int = 4 << 20
         /// A connection silent for this long is closed (0: never). An inactivity timeout: each byte resets it.
         public var connectionTimeoutSeconds: UInt32 = 30
         /// The longest a request may take to arrive, from its first byte (a TLS handshake included) to the end of its
@@ -111,6 +127,9 @@ public final class HTTPServer {
     /// Requests that have arrived (headers complete) and not yet been answered completely, or dropped.
     public var inFlightRequests: Int { context?.inFlight ?? 0 }
 
+    /// Request-body bytes held in memory now, across all requests (at most ``Configuration/bodyBufferBudgetBytes``).
+    public var bufferedBodyBytes: Int { context?.bufferedBodies ?? 0 }
+
     /// Connections open now: accepted and not yet closed.
     public var openConnections: Int { context?.connections.openConnections ?? 0 }
 
@@ -138,6 +157,12 @@ public final class HTTPServer {
         }
         guard c.connectionLimit > 0 else {
             throw HTTPServerError(.invalidConfiguration, "connectionLimit must be positive")
+        }
+        guard c.bodyBufferBudgetBytes >= c.maxBodyBytes else {
+            throw HTTPServerError(.invalidConfiguration, "bodyBufferBudgetBytes must be at least maxBodyBytes")
+        }
+        guard c.drainLimitBytes >= 0 else {
+            throw HTTPServerError(.invalidConfiguration, "drainLimitBytes must not be negative")
         }
         guard c.headerMemoryLimitBytes >= 8192 else {
             throw HTTPServerError(.invalidConfiguration, "headerMemoryLimitBytes must be at least 8192")
@@ -177,10 +202,11 @@ public final class HTTPServer {
             freeTLSStrings()
             throw HTTPServerError(.startFailed, "cannot create \(c.threads) handler threads")
         }
+        let bodies = BodyLimits(
+            maxBodyBytes: c.maxBodyBytes, bufferBudgetBytes: c.bodyBufferBudgetBytes, drainLimitBytes: c.drainLimitBytes)
         let deadline: Duration? = c.requestDeadlineSeconds > 0 ? .seconds(Int(c.requestDeadlineSeconds)) : nil
         let tracker = ConnectionTracker(deadline: deadline)
-        let context = ServerContext(
-            handler: handler, maxBodyBytes: c.maxBodyBytes, log: log, pool: pool, connections: tracker)
+        let context = ServerContext(handler: handler, bodies: bodies, log: log, pool: pool, connections: tracker)
         let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         let ioThreads = min(c.threads, cores)
 
