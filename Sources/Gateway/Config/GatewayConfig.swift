@@ -66,6 +66,12 @@ public struct GatewayConfig: Sendable {
         public var genuineQuarantine = 10_000
         public var httpThreads = 64
         public var verifyReceiptConcurrency = 4
+        /// The public HTTP server's connection limits, request deadline and body buffer budget (see
+        /// `HTTPServer.Configuration` and docs/reverse-proxy.md).
+        public var connections = 1_024
+        public var connectionsPerAddress = 128
+        public var requestDeadlineSeconds = 30
+        public var bodyBufferBytes = 64 << 20
     }
 
     public struct AppStoreAPI: Sendable, Hashable {
@@ -206,7 +212,7 @@ public struct GatewayConfig: Sendable {
             c.tlsKeyFile = resolve(try tls.requiredString("key_file"), base: baseDirectory)
         }
         if let limits = try r.object("limits") {
-            try limits.rejectUnknown(allowed: ["untrusted_quarantine", "genuine_quarantine", "http_threads", "verify_receipt_concurrency"])
+            try limits.rejectUnknown(allowed: ["untrusted_quarantine", "genuine_quarantine", "http_threads", "verify_receipt_concurrency", "connections", "connections_per_address", "request_deadline_seconds", "body_buffer_bytes"])
             func bounded(_ key: String, _ range: ClosedRange<Int64>, _ current: Int) throws(ConfigError) -> Int {
                 guard let v = try limits.int64(key) else { return current }
                 guard range.contains(v) else { throw ConfigError(field: limits.field(key), "must be \(range.lowerBound)…\(range.upperBound)") }
@@ -216,6 +222,10 @@ public struct GatewayConfig: Sendable {
             c.limits.genuineQuarantine = try bounded("genuine_quarantine", 1...10_000_000, c.limits.genuineQuarantine)
             c.limits.httpThreads = try bounded("http_threads", 1...256, c.limits.httpThreads)
             c.limits.verifyReceiptConcurrency = try bounded("verify_receipt_concurrency", 1...64, c.limits.verifyReceiptConcurrency)
+            c.limits.connections = try bounded("connections", 1...100_000, c.limits.connections)
+            c.limits.connectionsPerAddress = try bounded("connections_per_address", 0...100_000, c.limits.connectionsPerAddress)
+            c.limits.requestDeadlineSeconds = try bounded("request_deadline_seconds", 1...3_600, c.limits.requestDeadlineSeconds)
+            c.limits.bodyBufferBytes = try bounded("body_buffer_bytes", 1_048_576...(1 << 34), c.limits.bodyBufferBytes)
         }
         for d in try r.objects("downstreams") ?? [] {
             try d.rejectUnknown(allowed: [
