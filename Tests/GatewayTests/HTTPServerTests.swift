@@ -104,7 +104,7 @@ import Testing
         #expect(await eventually { server.inFlightRequests == 0 })
     }
 
-    @Test func chunkedBodyOverTheLimitClosesTheConnectionWithoutCallingTheHandler() async throws {
+    @Test func chunkedBodyOverTheLimitIs413WithoutCallingTheHandler() async throws {
         let recorder = Recorder()
         let server = try startServer(recorder, configure: { $0.maxBodyBytes = 1000 }) { request in
             ServerResponse(status: 200, body: Array("got \(request.body.count)".utf8))
@@ -124,8 +124,10 @@ import Testing
         let tooLarge = try RawSocket(port: server.port)
         tooLarge.send(head + "\r\n" + "800\r\n" + String(repeating: "c", count: 2048) + "\r\n0\r\n\r\n")
         let refused = await tooLarge.readUntilClosed(timeout: .seconds(5))
+        let text = String(decoding: refused.bytes, as: UTF8.self)
         #expect(refused.closed)
-        #expect(refused.bytes.isEmpty, "\(String(decoding: refused.bytes, as: UTF8.self))")
+        #expect(text.hasPrefix("HTTP/1.1 413 "), "\(text)")
+        #expect(text.hasSuffix(#"{"error":{"code":"body_too_large","message":"request body exceeds 1000 bytes"}}"#))
         #expect(recorder.count == 1)
         #expect(await eventually { server.inFlightRequests == 0 })
     }

@@ -74,6 +74,12 @@ public struct GatewayConfig: Sendable {
         public var genuineQuarantineBytes: Int64 = 256 * 1_048_576
         public var httpThreads = 64
         public var verifyReceiptConcurrency = 4
+        /// The public HTTP server's connection limits, request deadline and body buffer budget (see
+        /// `HTTPServer.Configuration` and docs/reverse-proxy.md).
+        public var connections = 1_024
+        public var connectionsPerAddress = 128
+        public var requestDeadlineSeconds = 30
+        public var bodyBufferBytes = 64 << 20
     }
 
     public struct AppStoreAPI: Sendable, Hashable {
@@ -216,7 +222,7 @@ public struct GatewayConfig: Sendable {
         if let limits = try r.object("limits") {
             try limits.rejectUnknown(allowed: [
                 "untrusted_quarantine", "genuine_quarantine", "untrusted_quarantine_bytes", "genuine_quarantine_bytes", "http_threads",
-                "verify_receipt_concurrency",
+                "verify_receipt_concurrency", "connections", "connections_per_address", "request_deadline_seconds", "body_buffer_bytes",
             ])
             func bounded(_ key: String, _ range: ClosedRange<Int64>, _ current: Int) throws(ConfigError) -> Int {
                 guard let v = try limits.int64(key) else { return current }
@@ -233,6 +239,10 @@ public struct GatewayConfig: Sendable {
                 "genuine_quarantine_bytes", 2 * mebibyte...1024 * 1024 * mebibyte, c.limits.genuineQuarantineBytes)
             c.limits.httpThreads = try bounded("http_threads", 1...256, c.limits.httpThreads)
             c.limits.verifyReceiptConcurrency = try bounded("verify_receipt_concurrency", 1...64, c.limits.verifyReceiptConcurrency)
+            c.limits.connections = try bounded("connections", 1...100_000, c.limits.connections)
+            c.limits.connectionsPerAddress = try bounded("connections_per_address", 0...100_000, c.limits.connectionsPerAddress)
+            c.limits.requestDeadlineSeconds = try bounded("request_deadline_seconds", 1...3_600, c.limits.requestDeadlineSeconds)
+            c.limits.bodyBufferBytes = Int(try limits.size("body_buffer_bytes", mebibyte...(1 << 34), Int64(c.limits.bodyBufferBytes)))
         }
         for d in try r.objects("downstreams") ?? [] {
             try d.rejectUnknown(allowed: [

@@ -189,6 +189,8 @@ public final class GatewayService: Sendable {
         var main = HTTPServer.Configuration()
         (main.host, main.port) = try Self.address(config.listen, field: "listen")
         main.threads = config.limits.httpThreads
+        (main.connectionLimit, main.connectionsPerAddressLimit) = (UInt32(config.limits.connections), UInt32(config.limits.connectionsPerAddress))
+        (main.requestDeadlineSeconds, main.bodyBufferBudgetBytes) = (UInt32(config.limits.requestDeadlineSeconds), config.limits.bodyBufferBytes)
         if let certFile = config.tlsCertificateFile, let keyFile = config.tlsKeyFile {
             guard let cert = try? String(decoding: Data(contentsOf: URL(filePath: certFile)), as: UTF8.self),
                 let key = try? String(decoding: Data(contentsOf: URL(filePath: keyFile)), as: UTF8.self)
