@@ -200,7 +200,7 @@ case "replay", "subscription", "quarantine":
                 writer.stop()
                 db.close()
             case "replay":
-                let service = try GatewayService(config: config, dependencies: .live())
+                let service = try GatewayService(config: config, dependencies: .command())
                 let results = try service.operations.quarantineReplay(
                     ingest: service.ingest, secrets: service.v1SecretsForReplay, selection: selection)
                 printLine(String(decoding: results.canonicalBytes(), as: UTF8.self))
@@ -276,7 +276,7 @@ case "backfill", "test-notification":
     }
     let now = WallClock.wallMillis()
     let service: GatewayService
-    do { service = try GatewayService(config: config, dependencies: .live()) } catch { fail("config: \(error)") }
+    do { service = try GatewayService(config: config, dependencies: .command()) } catch { fail("config: \(error)") }
     guard let api = service.appStoreAPI else {
         await service.shutdown()
         fail("\(verb) needs app_store_api (issuer_id, key_id, private_key_env) in the config")

@@ -42,6 +42,14 @@ public final class GatewayService: Sendable {
             Dependencies(environment: ProcessEnvironment.variables, transport: CurlTransport(), now: WallClock.wallMillis,
                          jitter: { Double.random(in: 0..<1) })
         }
+
+        /// The same for a one-shot command (`quarantine replay`, `backfill`): its log goes to standard error, so that
+        /// standard output holds the command's result alone.
+        public static func command() -> Dependencies {
+            var d = live()
+            d.logSink = { line in FileHandleOutput.stderr(line + "\n") }
+            return d
+        }
     }
 
     public let config: GatewayConfig
