@@ -298,7 +298,8 @@ import Testing
     }
 
     @Test func stoppingUnderLoadNeverCrashesAndLeavesNothingInFlight() async throws {
-        let server = try startServer(Recorder(), configure: { $0.threads = 4 }) { request in
+        let recorder = Recorder()
+        let server = try startServer(recorder, configure: { $0.threads = 4 }) { request in
             usleep(UInt32.random(in: 0...20_000))
             return ServerResponse(status: 200, body: request.body)
         }
@@ -318,7 +319,9 @@ import Testing
                 return await group.reduce(0, +)
             }
         }
-        try await Task.sleep(for: .milliseconds(40))
+        // Traffic has reached the handlers (a fixed 40 ms wait could end before the first request on a loaded machine,
+        // and the stop then met no traffic at all).
+        #expect(await eventually { recorder.count > 0 })
         server.stop()  // handlers are mid-flight on the pool, connections suspended
         #expect(server.inFlightRequests == 0)
         let answered = await load.value
@@ -531,7 +534,9 @@ extension Result {
     }
 }
 
-/// Polls `condition` every 10 ms for up to `timeout` (generous: the whole package's tests share two cores).
+/// Polls `condition` every 10 ms for up to `timeout`: generous (the tests share two cores with whatever else runs),
+/// yet well below the server's 30 s idle-connection timeout, which would otherwise release request state on its own
+/// and let a leak pass for a clean-up.
 private func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now + timeout
