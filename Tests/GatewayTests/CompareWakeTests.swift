@@ -122,6 +122,27 @@ import V1Adapter
         #expect(apple.requests.isEmpty)
     }
 
+    @Test func waitingForTheOtherPathNeverUsesUpTheAttemptsBeforeTheGraceWindowEnds() async throws {
+        let apple = try Self.apple()
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let worker = Self.compareWorker(h, apple: apple)
+        try Self.queueV1Fetch(h)
+        // Far more looks than the policy's attempt limit, all inside the grace window: the job stays pending (it used to
+        // fail after 50 looks, about four hours, and a longer grace window never recorded the one-sided outcome).
+        for _ in 0..<(CompareWorker.Policy().maxAttempts + 10) {
+            _ = try h.writer.perform { try $0.run("UPDATE compare_jobs SET next_attempt_at = ?", [.integer(Self.now)]) }
+            #expect(try await worker.notSeen(try Self.claim(worker, h), by: "v1", time: Self.now, receipt: nil) == .waiting)
+        }
+        #expect(try Self.fetch(h).state == "pending")
+        // The last look is due when the window ends, not after it.
+        let grace = h.config.compareSettings.graceMillis
+        _ = try h.writer.perform { try $0.run("UPDATE compare_jobs SET created_at = ?", [.integer(Self.now - grace + 1_000)]) }
+        _ = try h.writer.perform { try $0.run("UPDATE compare_jobs SET next_attempt_at = ?", [.integer(Self.now)]) }
+        #expect(try await worker.notSeen(try Self.claim(worker, h), by: "v1", time: Self.now, receipt: nil) == .waiting)
+        #expect(try Self.fetch(h).due == Self.now + 1_000)
+    }
+
     @Test func theReceiptWorkerWakesTheFetchWaitingForItsReceipt() async throws {
         let apple = try Self.apple()
         let h = try GatewayHarness()

@@ -222,7 +222,8 @@ public final class CompareWorker: JobTable, ContextualWorker {
     func notSeen(_ job: Job, by path: String, time: Int64, receipt: CompareStore.StoredReceipt? = nil) async throws -> NotSeen {
         let outcome = path == "v1" ? "v2_only" : "v1_only"
         let otherPath = path == "v1" ? "v2" : "v1"
-        let graceOver = time - job.createdAt >= settings.graceMillis
+        let graceMillis = settings.graceMillis
+        let graceOver = time.saturatingSubtract(job.createdAt) >= graceMillis
         let retryAt = now() + notSeenRetryMillis
         let maxAttempts = policy.maxAttempts
         let result = try await writer.performAsync { c -> NotSeen in
@@ -237,7 +238,11 @@ public final class CompareWorker: JobTable, ContextualWorker {
                 return .receiptStored
             }
             guard graceOver else {
-                try Self.reschedule(job, error: "\(path)_not_seen_yet", at: time, due: retryAt, maxAttempts: maxAttempts, in: c)
+                // Waiting for the other path is not a failed attempt: it does not count towards the limit (a grace
+                // window longer than the attempts allow would otherwise fail the job before the one-sided outcome is
+                // ever recorded), and the last look is at the end of the window.
+                let due = min(retryAt, job.createdAt.saturatingAdd(graceMillis))
+                try Self.reschedule(job, error: "\(path)_not_seen_yet", at: time, due: due, maxAttempts: maxAttempts, counts: false, in: c)
                 return .waiting
             }
             if job.compare {
@@ -259,9 +264,10 @@ public final class CompareWorker: JobTable, ContextualWorker {
         return result
     }
 
-    /// Leaves the job pending, due at `due` (failed once it has had `maxAttempts`).
-    static func reschedule(_ job: Job, error: String, at time: Int64, due: Int64, maxAttempts: Int, in c: SQLiteConnection) throws {
-        let attempts = job.attempts + 1
+    /// Leaves the job pending, due at `due` (failed once it has had `maxAttempts`, when this attempt `counts`).
+    static func reschedule(_ job: Job, error: String, at time: Int64, due: Int64, maxAttempts: Int, counts: Bool = true,
+                           in c: SQLiteConnection) throws {
+        let attempts = job.attempts + (counts ? 1 : 0)
         try c.run(
             "UPDATE compare_jobs SET state = ?, attempts = ?, next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
             [.text(Backoff.state("pending", attempts: attempts, maxAttempts: maxAttempts)), .integer(Int64(attempts)), .integer(due),
