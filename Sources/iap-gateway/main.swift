@@ -51,6 +51,11 @@ let usage = """
       iap-gateway bench ingest [--seconds N] [--no-delivery]
           The whole service on loopback (generated test PKI, temporary SQLite, local downstream): durable
           notifications/s, p50/p99 latency at 500/s offered, peak RSS (build with -c release).
+      iap-gateway bench soak [--minutes N] [--rate R]
+          The whole service at R notifications/s (200) for N minutes (10), delivering to a downstream that fails
+          20 % of requests and is down for a minute in the middle: RSS over time, delivered = accepted, p99.
+      iap-gateway bench flood [--count N]
+          N (200) bodies of 1 MiB without any secret: how much the store and the log grow (the untrusted lane's cap).
       iap-gateway simulate pki --out DIR
           Create the simulator's Apple-shaped test PKI (DIR/root.der: trust it with trust.extra_roots, sandbox only)
           and App Store Server API key (DIR/api-key.p8) once; later runs keep them.
@@ -195,7 +200,7 @@ case "replay", "subscription", "quarantine":
                 writer.stop()
                 db.close()
             case "replay":
-                let service = try GatewayService(config: config, dependencies: .live())
+                let service = try GatewayService(config: config, dependencies: .command())
                 let results = try service.operations.quarantineReplay(
                     ingest: service.ingest, secrets: service.v1SecretsForReplay, selection: selection)
                 printLine(String(decoding: results.canonicalBytes(), as: UTF8.self))
@@ -271,7 +276,7 @@ case "backfill", "test-notification":
     }
     let now = WallClock.wallMillis()
     let service: GatewayService
-    do { service = try GatewayService(config: config, dependencies: .live()) } catch { fail("config: \(error)") }
+    do { service = try GatewayService(config: config, dependencies: .command()) } catch { fail("config: \(error)") }
     guard let api = service.appStoreAPI else {
         await service.shutdown()
         fail("\(verb) needs app_store_api (issuer_id, key_id, private_key_env) in the config")
@@ -299,7 +304,9 @@ case "backfill", "test-notification":
 
 case "bench":
     let a: Arguments
-    do { a = try Arguments(rest, valueFlags: ["seconds"], switchFlags: ["no-delivery"]) } catch { fail(error.description) }
+    do { a = try Arguments(rest, valueFlags: ["seconds", "minutes", "rate", "count"], switchFlags: ["no-delivery"]) } catch {
+        fail(error.description)
+    }
     let secondsText = a.value("seconds") ?? "3"
     guard let seconds = Double(secondsText), seconds.isFinite, seconds > 0, seconds <= 86_400 else {
         fail("--seconds must be a number of seconds in (0, 86400]")
@@ -308,7 +315,17 @@ case "bench":
         switch a.positionals.first {
         case "verify": printLine(JSONOutput.string(try VerifyBenchmark.run(secondsPerPhase: seconds)))
         case "ingest": printLine(JSONOutput.string(try await IngestBenchmark.run(seconds: seconds, deliver: !a.has("no-delivery"))))
-        default: fail("bench needs a target: verify or ingest")
+        case "soak":
+            guard let minutes = Double(a.value("minutes") ?? "10"), minutes.isFinite, minutes > 0, minutes <= 24 * 60 else {
+                fail("--minutes must be a number of minutes in (0, 1440]")
+            }
+            guard let rate = Int(a.value("rate") ?? "200"), (1...5_000).contains(rate) else { fail("--rate must be 1...5000 per second") }
+            let result = try await SoakBenchmark.run(minutes: minutes, rate: rate) { line in FileHandleOutput.stderr("soak: \(line)\n") }
+            printLine(JSONOutput.string(result))
+        case "flood":
+            guard let count = Int(a.value("count") ?? "200"), (1...100_000).contains(count) else { fail("--count must be 1...100000") }
+            printLine(JSONOutput.string(try await FloodBenchmark.run(count: count)))
+        default: fail("bench needs a target: verify, ingest, soak or flood")
         }
     } catch {
         fail("bench failed: \(error)", status: 1)

@@ -55,10 +55,12 @@ import WireJSON
         func count(_ sql: String) throws -> Int { try gateway.db.read { try $0.queryOne(sql)?.int("n") ?? -1 } }
 
         /// Until nothing is pending: receipts, comparisons, deliveries (with `patient`, comparisons waiting for a path
-        /// that has not seen the subscription yet do not count).
+        /// that has not seen the subscription yet do not count). Nothing here waits for a retry to come due: a
+        /// comparison waiting for V1 runs once the receipt is stored, so the deadline only bounds a failing test —
+        /// and being well below the 5-minute "not seen yet" retry, it still catches a lost wake-up.
         func settle(patient: Bool = false) async throws {
             let timer = ContinuousClock()
-            let deadline = timer.now.advanced(by: .seconds(20))
+            let deadline = timer.now.advanced(by: GatewayHarness.patience)
             while timer.now < deadline {
                 let pending = try count("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'pending'")
                     + count("SELECT COUNT(*) AS n FROM compare_jobs WHERE state = 'pending'"
@@ -75,7 +77,7 @@ import WireJSON
             let receipts = try gateway.db.read { c in
                 try c.query("SELECT attempts, last_error FROM receipt_jobs WHERE state = 'pending'").map { "\($0.int("attempts") ?? 0) \($0.string("last_error") ?? "-")" }
             }
-            Issue.record("work still pending after 20 s: compare \(jobs) receipts \(receipts)")
+            Issue.record("work still pending after \(GatewayHarness.patience): compare \(jobs) receipts \(receipts)")
         }
 
         /// Plays a lifecycle step by step, each step at its own time, waiting for everything it causes.
@@ -254,7 +256,7 @@ import WireJSON
             transport: CurlTransport(), adapter: V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3], sandboxOnlyRoots: [rig.pki.root.der])), apps: nil),
             now: { clock.now })
         let result = try await AppStoreAPICommands.testNotification(
-            client: client, environment: .sandbox, journal: rig.gateway.db, timeoutMillis: 10_000, pollMillis: 50)
+            client: client, environment: .sandbox, journal: rig.gateway.db, timeoutMillis: 60_000, pollMillis: 50)
         #expect(result.sendAttempts.map(\.sendAttemptResult) == ["SUCCESS"])
         #expect(result.received)
         await rig.stop()

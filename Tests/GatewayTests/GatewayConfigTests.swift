@@ -72,6 +72,13 @@ import Testing
         (#"{"trust": {"extra_roots": "x.der", "pin": 1}}"#, "trust.pin"),
         (#"{"max_notification_age": "ten days"}"#, "max_notification_age"),
         (#"{"verify_receipt": {"production_url": "buy.itunes.apple.com"}}"#, "verify_receipt.production_url"),
+        (#"{"max_notification_age": "106751991167d"}"#, "max_notification_age"),
+        (#"{"raw_body_retention": "36501d"}"#, "raw_body_retention"),
+        (#"{"limits": {"untrusted_quarantine_bytes": "1KiB"}}"#, "limits.untrusted_quarantine_bytes"),
+        (#"{"limits": {"genuine_quarantine_bytes": "99999999999999999999GiB"}}"#, "limits.genuine_quarantine_bytes"),
+        (#"{"limits": {"genuine_quarantine_bytes": true}}"#, "limits.genuine_quarantine_bytes"),
+        (#"{"downstreams": [{"name": "d", "url": "http://x", "retry_delay": "1h", "max_retry_delay": "1m"}]}"#, "downstreams[0].retry_delay"),
+        (#"{"downstreams": [{"name": "d", "url": "http://x", "max_retry_delay": "forever"}]}"#, "downstreams[0].max_retry_delay"),
         (#"[1]"#, ""),
         (#"{"#, ""),
     ])
@@ -89,5 +96,35 @@ import Testing
         #expect(DurationText.milliseconds("-1d") == nil)
         #expect(DurationText.milliseconds("d") == nil)
         #expect(DurationText.milliseconds("99999999999999999d") == nil)
+        // Plain numbers are seconds: one that does not fit in milliseconds is refused, not a trap (it was `n * 1000`).
+        #expect(DurationText.milliseconds("100000000000000000") == nil)
+        #expect(DurationText.milliseconds("9223372036854775") == 9_223_372_036_854_775_000)
+        #expect(DurationText.milliseconds("+5") == nil && DurationText.milliseconds("") == nil && DurationText.milliseconds("5 s") == nil)
+    }
+
+    @Test func relativeTimesThatCannotBeRepresentedAreRefused() {
+        let now: Int64 = 1_748_736_000_000
+        #expect(TimeText.milliseconds("7d", now: now) == now - 7 * 86_400_000)
+        #expect(TimeText.milliseconds("106751991168d", now: now) == nil)  // more milliseconds than Int64 holds
+        #expect(TimeText.milliseconds("9223372036854775807ms", now: -1) == .min)
+        #expect(TimeText.milliseconds("9223372036854775807ms", now: -2) == nil)
+        #expect(TimeText.milliseconds("100000000000000000", now: now) == 100_000_000_000_000_000)  // epoch ms, as given
+        #expect(TimeText.milliseconds("2025-06-01T00:00:00Z", now: now) == 1_748_736_000_000)
+    }
+
+    @Test func sizesParse() {
+        #expect(SizeText.bytes("16MiB") == Int64(16 * 1_048_576))
+        #expect(SizeText.bytes("512KiB") == 524_288 && SizeText.bytes("2GB") == 2_000_000_000 && SizeText.bytes("1024") == 1024)
+        #expect(SizeText.bytes("8 MiB") == Int64(8 * 1_048_576))
+        #expect(SizeText.bytes("9999999999999GiB") == nil && SizeText.bytes("-1MiB") == nil && SizeText.bytes("MiB") == nil)
+    }
+
+    @Test func downstreamBackoffAndQuarantineBytesAreRead() throws {
+        let c = try GatewayConfig.parse(Array("""
+            {"limits": {"untrusted_quarantine_bytes": "8MiB", "genuine_quarantine_bytes": 536870912},
+             "downstreams": [{"name": "d", "url": "http://x", "retry_delay": "1s", "max_retry_delay": "30s"}]}
+            """.utf8), baseDirectory: "/")
+        #expect(c.limits.untrustedQuarantineBytes == 8 * 1_048_576 && c.limits.genuineQuarantineBytes == 536_870_912)
+        #expect(c.downstreams.first?.retryDelayMillis == 1_000 && c.downstreams.first?.maxRetryDelayMillis == 30_000)
     }
 }

@@ -104,7 +104,7 @@ import Testing
         #expect(await eventually { server.inFlightRequests == 0 })
     }
 
-    @Test func chunkedBodyOverTheLimitClosesTheConnectionWithoutCallingTheHandler() async throws {
+    @Test func chunkedBodyOverTheLimitIs413WithoutCallingTheHandler() async throws {
         let recorder = Recorder()
         let server = try startServer(recorder, configure: { $0.maxBodyBytes = 1000 }) { request in
             ServerResponse(status: 200, body: Array("got \(request.body.count)".utf8))
@@ -124,8 +124,10 @@ import Testing
         let tooLarge = try RawSocket(port: server.port)
         tooLarge.send(head + "\r\n" + "800\r\n" + String(repeating: "c", count: 2048) + "\r\n0\r\n\r\n")
         let refused = await tooLarge.readUntilClosed(timeout: .seconds(5))
+        let text = String(decoding: refused.bytes, as: UTF8.self)
         #expect(refused.closed)
-        #expect(refused.bytes.isEmpty, "\(String(decoding: refused.bytes, as: UTF8.self))")
+        #expect(text.hasPrefix("HTTP/1.1 413 "), "\(text)")
+        #expect(text.hasSuffix(#"{"error":{"code":"body_too_large","message":"request body exceeds 1000 bytes"}}"#))
         #expect(recorder.count == 1)
         #expect(await eventually { server.inFlightRequests == 0 })
     }
@@ -279,9 +281,13 @@ import Testing
 
     @Test func aBlockingHandlerDoesNotStopOtherRequestsBeingServed() async throws {
         let concurrency = Concurrency()
+        // Each handler blocks until another one is running too (or the deadline passes). A fixed 300 ms sleep needed
+        // the client to start two requests within 300 ms, which a loaded machine does not promise; this needs only
+        // that a blocked handler does not keep the others from running.
+        let deadline = ContinuousClock.now + GatewayHarness.patience
         let server = try startServer(Recorder(), configure: { $0.threads = 8 }) { _ in
             concurrency.enter()
-            usleep(300_000)
+            while concurrency.peak < 2, ContinuousClock.now < deadline { usleep(1_000) }
             concurrency.leave()
             return ServerResponse(status: 200)
         }
@@ -292,13 +298,14 @@ import Testing
             return try await group.reduce(into: [Int]()) { $0.append($1) }
         }
         #expect(statuses == Array(repeating: 200, count: 8))
-        // Two handlers inside their 300 ms sleep at once: one blocking handler did not hold the others up. (A bound on
-        // the total time said the same on an idle machine but failed on a loaded one, where the client staggers.)
+        // Two handlers inside at once: one blocking handler did not hold the others up. (A bound on the total time
+        // said the same on an idle machine but failed on a loaded one, where the client staggers.)
         #expect(concurrency.peak >= 2, "the handlers never overlapped")
     }
 
     @Test func stoppingUnderLoadNeverCrashesAndLeavesNothingInFlight() async throws {
-        let server = try startServer(Recorder(), configure: { $0.threads = 4 }) { request in
+        let recorder = Recorder()
+        let server = try startServer(recorder, configure: { $0.threads = 4 }) { request in
             usleep(UInt32.random(in: 0...20_000))
             return ServerResponse(status: 200, body: request.body)
         }
@@ -318,7 +325,9 @@ import Testing
                 return await group.reduce(0, +)
             }
         }
-        try await Task.sleep(for: .milliseconds(40))
+        // Traffic has reached the handlers (a fixed 40 ms wait could end before the first request on a loaded machine,
+        // and the stop then met no traffic at all).
+        #expect(await eventually { recorder.count > 0 })
         server.stop()  // handlers are mid-flight on the pool, connections suspended
         #expect(server.inFlightRequests == 0)
         let answered = await load.value
@@ -340,10 +349,13 @@ import Testing
     @Test func stopAcceptingThenStopFinishesTheRequestInFlightAndRefusesNewOnes() async throws {
         let recorder = Recorder()
         let slowStarted = Atomic<Bool>(false)
+        // The slow request stays in flight until the test lets it finish (a 500 ms sleep here could end before
+        // stopAccepting() on a loaded machine, and its response then rightly lacked `Connection: close`).
+        let finishSlow = DispatchSemaphore(value: 0)
         let server = try startServer(recorder) { request in
             guard request.path == "/slow" else { return ServerResponse(status: 200, body: Array("fast".utf8)) }
             slowStarted.store(true, ordering: .releasing)
-            usleep(500_000)
+            _ = finishSlow.wait(timeout: .now() + 60)
             return ServerResponse(status: 200, body: Array("slow done".utf8))
         }
         let slowURL = url(server, "/slow")
@@ -355,6 +367,7 @@ import Testing
         let during = await outcome { try await CurlTransport().send(HTTPRequest(method: .get, url: fastURL)) }
         #expect(during.failure?.code == .connectionFailed, "\(during)")
 
+        finishSlow.signal()
         server.stop()
         let slowResponse = try await slow
         #expect(slowResponse.status == 200 && slowResponse.body == Array("slow done".utf8))
@@ -531,7 +544,9 @@ extension Result {
     }
 }
 
-/// Polls `condition` every 10 ms for up to `timeout` (generous: the whole package's tests share two cores).
+/// Polls `condition` every 10 ms for up to `timeout`: generous (the tests share two cores with whatever else runs),
+/// yet well below the server's 30 s idle-connection timeout, which would otherwise release request state on its own
+/// and let a leak pass for a clean-up.
 private func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now + timeout

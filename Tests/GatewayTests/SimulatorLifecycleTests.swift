@@ -109,7 +109,7 @@ import WireJSON
             let expected = (version == "v1" ? e.expectedV1 : (e.expectedV2.map { [$0] } ?? [])).map(\.description).sorted()
             let before = seen.withLock { $0 }
             let timer = ContinuousClock()
-            let deadline = timer.now.advanced(by: .seconds(15))
+            let deadline = timer.now.advanced(by: GatewayHarness.patience)
             while Self.events(receiver).count < before + expected.count, timer.now < deadline {
                 try await Task.sleep(for: .milliseconds(10))
             }
@@ -216,7 +216,7 @@ import WireJSON
         let testToken = try JSONDecoder().decode(SendTestNotificationResponse.self, from: Data(requested.body)).testNotificationToken
         // The gateway verifies it (sandbox, the simulator's root) and delivers a `test` event.
         let timer = ContinuousClock()
-        let deadline = timer.now.advanced(by: .seconds(10))
+        let deadline = timer.now.advanced(by: GatewayHarness.patience)
         while SimulatorLifecycleTests.events(receiver).isEmpty, timer.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
         let event = try #require(SimulatorLifecycleTests.events(receiver).first)
         #expect(event["raw_type"]?.stringValue == "TEST" && event["environment"]?.stringValue == "sandbox")

@@ -61,69 +61,28 @@ public enum IngestBenchmark {
 
     public struct Failure: Error, CustomStringConvertible { public var description: String }
 
-    static let bundle = "com.example.bench"
-    static let secret = "0123456789abcdef0123456789abcdef"
-
     /// With `deliver: false` the app has no downstream for the bench's (sandbox) events: ingest alone, so the two runs'
     /// `gateway_cpu_ms_per_notification` tell what delivery costs.
     public static func run(seconds: Double, concurrency: Int = 64, rate: Int = 500, deliver: Bool = true) async throws -> Result {
-        let now = WallClock.wallMillis()
-        let dir = FileManager.default.temporaryDirectory.appending(path: "iapgw-bench-\(UInt64.random(in: 0...UInt64.max))").path()
-        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: dir) }
-
-        // A fresh test PKI, trusted for sandbox only (as the simulator's is).
-        let pki = try GeneratedTestPKI.generate(notBefore: now / 1000 - 86_400, notAfter: now / 1000 + 30 * 86_400, name: "iap-gateway Bench")
-        try Data(pki.root.der).write(to: URL(filePath: dir + "/root.der"))
-        let signer = try AppleJWSSigner(leaf: pki.leaf, intermediate: pki.intermediate, root: pki.root, leafKey: pki.leafKey)
-
-        // Local peers: the downstream and Apple's verifyReceipt (status 0 with the notification's subscription).
-        let delivered = Counter()
+        let rig = try BenchRig(label: "bench")
+        // The local downstream.
         var peerConfig = HTTPServer.Configuration()
         peerConfig.threads = 4
-        let downstream = HTTPServer(configuration: peerConfig) { _ in
-            delivered.add(1)
-            return .json(200, Array(#"{"ok":true}"#.utf8))
-        }
+        let downstream = HTTPServer(configuration: peerConfig) { _ in .json(200, Array(#"{"ok":true}"#.utf8)) }
         try downstream.start()
-        let apple = HTTPServer(configuration: peerConfig) { request in
-            .json(200, Self.receiptAnswer(for: request.body))
-        }
-        try apple.start()
         defer {
             downstream.stopAccepting()
-            apple.stopAccepting()
             downstream.stop()
-            apple.stop()
         }
-
-        let configText = """
-            {
-              "listen": "127.0.0.1:0",
-              "admin": { "listen": "127.0.0.1:0", "token_env": "BENCH_ADMIN_TOKEN_UNSET" },
-              "store": { "sqlite": "gateway.db" },
-              "trust": { "extra_roots": ["root.der"] },
-              "verify_receipt": { "production_url": "http://127.0.0.1:\(apple.port)/verifyReceipt",
-                                  "sandbox_url": "http://127.0.0.1:\(apple.port)/sandbox/verifyReceipt" },
-              "apps": [ { "bundle_id": "\(bundle)", "app_apple_id": 1, "environments": ["production", "sandbox"],
-                          "shared_secret_env": ["BENCH_SECRET"], "authority": "v1", "downstreams": ["\(deliver ? "main" : "production-only")"] } ],
-              "downstreams": [ { "name": "production-only", "url": "http://127.0.0.1:\(downstream.port)/events", "environments": ["production"] },
-                               { "name": "main", "url": "http://127.0.0.1:\(downstream.port)/events",
-                                 "environments": ["production", "sandbox"], "shadow": true, "concurrency": 8 } ]
-            }
-            """
-        try Data(configText.utf8).write(to: URL(filePath: dir + "/config.json"))
-        let config = try GatewayConfig.parse(Array(configText.utf8), baseDirectory: dir)
-        _ = config  // validated here so a broken template fails before anything is spawned
-        // The gateway runs in its own process (this executable's `serve`), so its memory and CPU are its own.
-        let gateway = try ChildProcess(
-            executable: "/proc/self/exe", arguments: ["serve", "--config", dir + "/config.json"],
-            environment: ["BENCH_SECRET": secret, "PATH": "/usr/bin:/bin"])
-        guard let port = gateway.listeningPort(timeout: 20) else {
-            gateway.terminate(signal: SIGKILL)
-            throw Failure(description: "the gateway did not start")
-        }
-        let url = "http://127.0.0.1:\(port)/notifications"
+        try rig.startGateway(
+            downstreams: """
+                [ { "name": "production-only", "url": "http://127.0.0.1:\(downstream.port)/events", "environments": ["production"] },
+                  { "name": "main", "url": "http://127.0.0.1:\(downstream.port)/events",
+                    "environments": ["production", "sandbox"], "shadow": true, "concurrency": 8 } ]
+                """,
+            appDownstreams: [deliver ? "main" : "production-only"])
+        guard let gateway = rig.gateway else { throw Failure(description: "the gateway did not start") }
+        let url = rig.notificationsURL
 
         // Bodies signed before the runs: 4 V2 for every V1.
         let throughputCount = Int(seconds * 4_000)
@@ -131,7 +90,7 @@ public enum IngestBenchmark {
         var bodies: [[UInt8]] = []
         bodies.reserveCapacity(throughputCount + latencyCount)
         for i in 0..<(throughputCount + latencyCount) {
-            bodies.append(i % 5 == 4 ? v1Body(i) : try v2Body(i, signer: signer, now: now))
+            bodies.append(i % 5 == 4 ? BenchRig.v1Body(i) : try rig.v2Body(i))
         }
 
         let transport = CurlTransport(maxConcurrentTransfers: concurrency)
@@ -175,11 +134,10 @@ public enum IngestBenchmark {
             }
         }
         let rss = gateway.peakRSSMB
-        let status = gateway.terminate()
+        let (status, stoppedLine) = rig.finish()
         guard status == 0 else { throw Failure(description: "the gateway exited with status \(status)") }
         var writesPerTransaction = 0.0
-        if let line = gateway.keptLines.last(where: { $0.contains("\"msg\":\"stopped\"") }),
-           case .object(let o)? = try? JSONParser.parse(Array(line.utf8)),
+        if let line = stoppedLine, case .object(let o)? = try? JSONParser.parse(Array(line.utf8)),
            let tx = o["transactions"]?.int64Value, let writes = o["writes"]?.int64Value, tx > 0 {
             writesPerTransaction = (Double(writes) / Double(tx) * 10).rounded() / 10
         }
@@ -224,49 +182,6 @@ public enum IngestBenchmark {
         let elapsed = clock.now - start
         return (Double(ok.value) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18), ok.value,
                 failures.value)
-    }
-
-    /// A DID_RENEW with signed transaction and renewal info, all signed by the bench leaf.
-    static func v2Body(_ i: Int, signer: AppleJWSSigner, now: Int64) throws -> [UInt8] {
-        let otid = "30000000\(padded(i, 8))"
-        let tx = try signer.sign(payload: Array("""
-            {"transactionId":"\(otid)","originalTransactionId":"\(otid)","bundleId":"\(bundle)","productId":"p.monthly",\
-            "purchaseDate":\(now - 60_000),"originalPurchaseDate":\(now - 60_000),"expiresDate":\(now + 2_592_000_000),"quantity":1,\
-            "type":"Auto-Renewable Subscription","inAppOwnershipType":"PURCHASED","signedDate":\(now),"environment":"Sandbox",\
-            "transactionReason":"RENEWAL","price":9990,"currency":"USD"}
-            """.utf8))
-        let renewal = try signer.sign(payload: Array("""
-            {"originalTransactionId":"\(otid)","autoRenewProductId":"p.monthly","productId":"p.monthly","autoRenewStatus":1,\
-            "signedDate":\(now),"environment":"Sandbox"}
-            """.utf8))
-        let uuid = "bench000-0000-4000-8000-\(padded(i, 12))"
-        let payload = """
-            {"notificationType":"DID_RENEW","notificationUUID":"\(uuid)","data":{"appAppleId":1,"bundleId":"\(bundle)",\
-            "bundleVersion":"1","environment":"Sandbox","signedTransactionInfo":"\(tx)","signedRenewalInfo":"\(renewal)","status":1},\
-            "version":"2.0","signedDate":\(now)}
-            """
-        return InboundBody.v2(signedPayload: try signer.sign(payload: Array(payload.utf8)))
-    }
-
-    /// A V1 DID_RENEW body for a distinct subscription.
-    static func v1Body(_ i: Int) -> [UInt8] {
-        let otid = "40000000\(padded(i, 8))"
-        return Array("""
-            {"notification_type":"DID_RENEW","password":"\(secret)","environment":"Sandbox","bid":"\(bundle)",\
-            "original_transaction_id":"\(otid)","auto_renew_status":"true","unified_receipt":{"environment":"Sandbox",\
-            "latest_receipt":"YmVuY2gtcmVjZWlwdC0\(i)","status":0,"latest_receipt_info":[{"original_transaction_id":"\(otid)",\
-            "transaction_id":"\(otid)","product_id":"p.monthly","purchase_date_ms":"1","expires_date_ms":"2"}]}}
-            """.utf8)
-    }
-
-    /// verifyReceipt's answer naming the subscription of the request's receipt (the fake does not parse receipts).
-    static func receiptAnswer(for request: [UInt8]) -> [UInt8] {
-        Array(#"{"status":0,"environment":"Sandbox","latest_receipt_info":[]}"#.utf8)
-    }
-
-    static func padded(_ n: Int, _ width: Int) -> String {
-        let s = String(n)
-        return String(repeating: "0", count: max(0, width - s.count)) + s
     }
 
 }

@@ -62,6 +62,28 @@ public enum CompareStore {
             [.text(bundleID), .text(environment), .text(otid), .text(path)])?.blob("json"))
     }
 
+    /// The receipt kept for a subscription, as a V1 fetch reads it: what it asks verifyReceipt about.
+    struct StoredReceipt: Equatable, Sendable {
+        var receipt: String
+        var secretName: String
+        var updatedAt: Int64
+    }
+
+    /// The receipt kept for a subscription; nil while no V1 notification for it was verified.
+    static func receipt(bundleID: String, environment: String, otid: String, in c: SQLiteConnection) throws -> StoredReceipt? {
+        guard let row = try c.queryOne(
+            "SELECT receipt, secret_name, updated_at FROM v1_receipts WHERE bundle_id = ? AND environment = ? AND original_transaction_id = ?",
+            [.text(bundleID), .text(environment), .text(otid)]),
+            let receipt = row.string("receipt"), let secretName = row.string("secret_name")
+        else { return nil }
+        return StoredReceipt(receipt: receipt, secretName: secretName, updatedAt: row.int64("updated_at") ?? 0)
+    }
+
+    /// Keeps the latest receipt of a subscription and wakes the V1 fetches of it that are pending: a comparison that
+    /// was waiting for V1 to know this subscription can run now, not when its retry comes due. Both happen in one
+    /// place so a receipt is never stored without the wake-up. A fetch in flight at this moment is pending too, and
+    /// its own outcome would overwrite the wake-up: `CompareWorker.notSeen` therefore looks at the receipt again in
+    /// the transaction that settles it.
     static func putReceipt(bundleID: String, environment: String, otid: String, receipt: String, secretName: String, now: Int64,
                            in c: SQLiteConnection) throws {
         try c.run(
@@ -71,6 +93,11 @@ public enum CompareStore {
                 receipt = excluded.receipt, secret_name = excluded.secret_name, updated_at = excluded.updated_at
             """,
             [.text(bundleID), .text(environment), .text(otid), .text(receipt), .text(secretName), .integer(now)])
+        try c.run(
+            """
+            UPDATE compare_jobs SET next_attempt_at = ? WHERE state = 'pending' AND fetch = 'v1' AND bundle_id = ? AND environment = ?
+              AND original_transaction_id = ? AND next_attempt_at > ?
+            """, [.integer(now), .text(bundleID), .text(environment), .text(otid), .integer(now)])
     }
 
     /// Queues at `time` a fetch of one path's view, due then or at `due`. A plain comparison fetch is not queued twice

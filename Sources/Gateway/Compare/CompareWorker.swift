@@ -160,23 +160,22 @@ public final class CompareWorker: JobTable, ContextualWorker {
     func fetchV1(_ job: Job) async throws {
         let time = now()
         let stored = try await context.read { c in
-            try c.queryOne(
-                "SELECT receipt, secret_name FROM v1_receipts WHERE bundle_id = ? AND environment = ? AND original_transaction_id = ?",
-                [.text(job.bundleID), .text(job.environment), .text(job.otid)])
+            try CompareStore.receipt(bundleID: job.bundleID, environment: job.environment, otid: job.otid, in: c)
         }
-        guard let receipt = stored?.string("receipt"), let secretName = stored?.string("secret_name") else {
-            try await notSeen(job, by: "v1", time: time)
+        guard let stored else {
+            try await notSeen(job, by: "v1", time: time, receipt: nil)
             return
         }
-        guard let secret = apps[job.bundleID]?.sharedSecrets.first(where: { $0.name == secretName }) ?? apps[job.bundleID]?.sharedSecrets.first
+        guard let secret = apps[job.bundleID]?.sharedSecrets.first(where: { $0.name == stored.secretName })
+            ?? apps[job.bundleID]?.sharedSecrets.first
         else { throw PathFetchError(code: "no_shared_secret", message: "no shared secret configured for \(job.bundleID)", retryable: false) }
         let answer: VerifyReceiptClient.Answer
-        do { answer = try await receiptClient.verify(receiptData: receipt, sharedSecret: secret) } catch {
+        do { answer = try await receiptClient.verify(receiptData: stored.receipt, sharedSecret: secret) } catch {
             throw PathFetchError(code: error.code.rawValue, message: "verifyReceipt", retryable: error.code == .appleUnavailable)
         }
         guard let snapshot = V1EventBuilder.snapshots(from: answer.response, observedAt: time).first(where: { $0.originalTransactionID == job.otid })
         else {
-            try await notSeen(job, by: "v1", time: time)
+            try await notSeen(job, by: "v1", time: time, receipt: stored)
             return
         }
         let comparison = try await writer.performAsync { c in
@@ -203,20 +202,49 @@ public final class CompareWorker: JobTable, ContextualWorker {
         metrics.increment("iapgw_compare_comparisons_total", ["result": comparison.rawValue])
     }
 
+    /// What ``notSeen(_:by:time:receipt:)`` did.
+    enum NotSeen: Equatable {
+        /// Asked again after `notSeenRetryMillis`: the grace window is still open.
+        case waiting
+        /// The receipt was stored while the V1 fetch was under way: asked again at once.
+        case receiptStored
+        /// Recorded as seen by the other path only.
+        case oneSided
+    }
+
+    /// How long a fetch of a path that does not know the subscription yet waits before asking again. Only a fallback:
+    /// the V1 path's knowledge arrives as a stored receipt, which wakes the fetch at once (`CompareStore.putReceipt`).
+    var notSeenRetryMillis: Int64 { max(1_000, min(settings.graceMillis / 4, 300_000)) }
+
     /// One path does not know the subscription: ask again until the grace window has passed, then record it as seen
-    /// by the other path only.
-    func notSeen(_ job: Job, by path: String, time: Int64) async throws {
-        guard time - job.createdAt >= settings.graceMillis else {
-            await settle(job, state: "pending", error: "\(path)_not_seen_yet", retryIn: max(1_000, min(settings.graceMillis / 4, 300_000)))
-            return
-        }
+    /// by the other path only. `receipt` is the stored receipt a V1 fetch asked about (nil: there was none).
+    @discardableResult
+    func notSeen(_ job: Job, by path: String, time: Int64, receipt: CompareStore.StoredReceipt? = nil) async throws -> NotSeen {
         let outcome = path == "v1" ? "v2_only" : "v1_only"
         let otherPath = path == "v1" ? "v2" : "v1"
-        if job.v1EventID != nil {
-            log.error("V2 is authoritative but the App Store Server API does not know this subscription: no authoritative event",
-                      ["bundle": .string(job.bundleID), "original_transaction_id": .string(job.otid)])
-        }
-        try await writer.performAsync { c in
+        let graceMillis = settings.graceMillis
+        let graceOver = time.saturatingSubtract(job.createdAt) >= graceMillis
+        let retryAt = now() + notSeenRetryMillis
+        let maxAttempts = policy.maxAttempts
+        let result = try await writer.performAsync { c -> NotSeen in
+            // The receipt may have been stored since this fetch read it. Its wake-up then found this job pending — it
+            // is in flight — and the retry set below would overwrite it: the comparison would wait minutes for a
+            // receipt that is already here (and, past the grace window, be recorded as V2-only). The writer runs one
+            // transaction at a time, so either that receipt is visible here, or its wake-up comes after this update.
+            if path == "v1",
+               try CompareStore.receipt(bundleID: job.bundleID, environment: job.environment, otid: job.otid, in: c) != receipt
+            {
+                try Self.reschedule(job, error: "v1_receipt_stored", at: time, due: time, maxAttempts: maxAttempts, in: c)
+                return .receiptStored
+            }
+            guard graceOver else {
+                // Waiting for the other path is not a failed attempt: it does not count towards the limit (a grace
+                // window longer than the attempts allow would otherwise fail the job before the one-sided outcome is
+                // ever recorded), and the last look is at the end of the window.
+                let due = min(retryAt, job.createdAt.saturatingAdd(graceMillis))
+                try Self.reschedule(job, error: "\(path)_not_seen_yet", at: time, due: due, maxAttempts: maxAttempts, counts: false, in: c)
+                return .waiting
+            }
             if job.compare {
                 let other = try CompareStore.snapshot(bundleID: job.bundleID, environment: job.environment, otid: job.otid, path: otherPath, in: c)
                 try CompareStore.record(bundleID: job.bundleID, environment: job.environment, otid: job.otid, outcome: outcome, fields: [],
@@ -224,8 +252,26 @@ public final class CompareWorker: JobTable, ContextualWorker {
             }
             try c.run("UPDATE compare_jobs SET state = 'done', attempts = attempts + 1, updated_at = ?, last_error = ? WHERE id = ?",
                       [.integer(time), .text(outcome), .integer(job.id)])
+            return .oneSided
         }
-        metrics.increment("iapgw_compare_one_sided_total", ["side": outcome])
+        if result == .oneSided {
+            if job.v1EventID != nil {
+                log.error("V2 is authoritative but the App Store Server API does not know this subscription: no authoritative event",
+                          ["bundle": .string(job.bundleID), "original_transaction_id": .string(job.otid)])
+            }
+            metrics.increment("iapgw_compare_one_sided_total", ["side": outcome])
+        }
+        return result
+    }
+
+    /// Leaves the job pending, due at `due` (failed once it has had `maxAttempts`, when this attempt `counts`).
+    static func reschedule(_ job: Job, error: String, at time: Int64, due: Int64, maxAttempts: Int, counts: Bool = true,
+                           in c: SQLiteConnection) throws {
+        let attempts = job.attempts + (counts ? 1 : 0)
+        try c.run(
+            "UPDATE compare_jobs SET state = ?, attempts = ?, next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
+            [.text(Backoff.state("pending", attempts: attempts, maxAttempts: maxAttempts)), .integer(Int64(attempts)), .integer(due),
+             .text(error), .integer(time), .integer(job.id)])
     }
 
     func retry(_ job: Job, error: String) async {

@@ -58,6 +58,10 @@ public struct GatewayConfig: Sendable {
         public var maxAttempts: Int
         /// Deliveries in flight to this downstream.
         public var concurrency: Int = 4
+        /// Backoff between attempts: `retry_delay` doubling per attempt up to `max_retry_delay` (with jitter); nil: the
+        /// delivery policy's (5 s and 6 h). A downstream's `Retry-After` is honoured up to `max_retry_delay`.
+        public var retryDelayMillis: Int64? = nil
+        public var maxRetryDelayMillis: Int64? = nil
     }
 
     /// Operational bounds (`limits` in the file).
@@ -70,6 +74,12 @@ public struct GatewayConfig: Sendable {
         public var genuineQuarantineBytes: Int64 = 256 * 1_048_576
         public var httpThreads = 64
         public var verifyReceiptConcurrency = 4
+        /// The public HTTP server's connection limits, request deadline and body buffer budget (see
+        /// `HTTPServer.Configuration` and docs/reverse-proxy.md).
+        public var connections = 1_024
+        public var connectionsPerAddress = 128
+        public var requestDeadlineSeconds = 30
+        public var bodyBufferBytes = 64 << 20
     }
 
     public struct AppStoreAPI: Sendable, Hashable {
@@ -212,7 +222,7 @@ public struct GatewayConfig: Sendable {
         if let limits = try r.object("limits") {
             try limits.rejectUnknown(allowed: [
                 "untrusted_quarantine", "genuine_quarantine", "untrusted_quarantine_bytes", "genuine_quarantine_bytes", "http_threads",
-                "verify_receipt_concurrency",
+                "verify_receipt_concurrency", "connections", "connections_per_address", "request_deadline_seconds", "body_buffer_bytes",
             ])
             func bounded(_ key: String, _ range: ClosedRange<Int64>, _ current: Int) throws(ConfigError) -> Int {
                 guard let v = try limits.int64(key) else { return current }
@@ -229,10 +239,15 @@ public struct GatewayConfig: Sendable {
                 "genuine_quarantine_bytes", 2 * mebibyte...1024 * 1024 * mebibyte, c.limits.genuineQuarantineBytes)
             c.limits.httpThreads = try bounded("http_threads", 1...256, c.limits.httpThreads)
             c.limits.verifyReceiptConcurrency = try bounded("verify_receipt_concurrency", 1...64, c.limits.verifyReceiptConcurrency)
+            c.limits.connections = try bounded("connections", 1...100_000, c.limits.connections)
+            c.limits.connectionsPerAddress = try bounded("connections_per_address", 0...100_000, c.limits.connectionsPerAddress)
+            c.limits.requestDeadlineSeconds = try bounded("request_deadline_seconds", 1...3_600, c.limits.requestDeadlineSeconds)
+            c.limits.bodyBufferBytes = Int(try limits.size("body_buffer_bytes", mebibyte...(1 << 34), Int64(c.limits.bodyBufferBytes)))
         }
         for d in try r.objects("downstreams") ?? [] {
             try d.rejectUnknown(allowed: [
                 "name", "kind", "url", "secret_env", "environments", "shadow", "include_raw", "max_attempts", "concurrency",
+                "retry_delay", "max_retry_delay",
             ])
             let name = try d.requiredString("name")
             guard !c.downstreams.contains(where: { $0.name == name }) else {
@@ -247,11 +262,22 @@ public struct GatewayConfig: Sendable {
             guard (1...1000).contains(attempts) else { throw ConfigError(field: d.field("max_attempts"), "must be 1…1000") }
             let concurrency = try d.int64("concurrency") ?? 4
             guard (1...256).contains(concurrency) else { throw ConfigError(field: d.field("concurrency"), "must be 1…256") }
+            func delay(_ key: String) throws(ConfigError) -> Int64? {
+                guard let text = try d.string(key) else { return nil }
+                guard let ms = configDuration(text) else { throw ConfigError(field: d.field(key), "must be a duration such as 5s or 6h") }
+                return ms
+            }
+            let retryDelay = try delay("retry_delay")
+            let maxRetryDelay = try delay("max_retry_delay")
+            if let retryDelay, let maxRetryDelay, retryDelay > maxRetryDelay {
+                throw ConfigError(field: d.field("retry_delay"), "must not be longer than max_retry_delay")
+            }
             c.downstreams.append(
                 Downstream(
                     name: name, kind: kind, url: url, secretEnv: try d.strings("secret_env") ?? [],
                     environments: try environments(d, default: [.production]), shadow: try d.bool("shadow") ?? false,
-                    includeRaw: try d.bool("include_raw") ?? false, maxAttempts: Int(attempts), concurrency: Int(concurrency)))
+                    includeRaw: try d.bool("include_raw") ?? false, maxAttempts: Int(attempts), concurrency: Int(concurrency),
+                    retryDelayMillis: retryDelay, maxRetryDelayMillis: maxRetryDelay))
         }
         for a in try r.objects("apps") ?? [] {
             try a.rejectUnknown(allowed: [

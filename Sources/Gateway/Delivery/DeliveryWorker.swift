@@ -139,12 +139,21 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             } else {
                 // A downstream's Retry-After is honoured up to the policy's longest delay, never trusted as a number:
                 // `Retry-After: 99999999999999999` once overflowed here and crash-looped the gateway.
-                let retryAfter = DeliveryPolicy.retryAfterMillis(response.header("Retry-After"), cap: policy.maxDelayMillis)
+                let retryAfter = DeliveryPolicy.retryAfterMillis(response.header("Retry-After"), cap: policy(for: downstream).maxDelayMillis)
                 await finish(job, status: response.status, error: "HTTP \(response.status)", dead: response.status == 410, minDelay: retryAfter)
             }
         } catch {
             await finish(job, status: nil, error: error.code.rawValue, dead: false)
         }
+    }
+
+    /// The policy with the downstream's own backoff, where its config sets one.
+    func policy(for downstream: GatewayConfig.Downstream) -> DeliveryPolicy {
+        var p = policy
+        if let base = downstream.retryDelayMillis { p.baseDelayMillis = base }
+        if let cap = downstream.maxRetryDelayMillis { p.maxDelayMillis = cap }
+        p.baseDelayMillis = min(p.baseDelayMillis, p.maxDelayMillis)
+        return p
     }
 
     struct BuildFailure: Error, CustomStringConvertible { var description: String }
@@ -189,7 +198,8 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         let attempts = job.attempts + 1
         let delivered = error == nil
         let exhausted = dead || attempts >= maxAttempts
-        let next = time.saturatingAdd(max(policy.delay(afterAttempt: attempts, jitter: jitter()), minDelay ?? 0))
+        let retry = router.downstream(job.downstream).map(policy(for:)) ?? policy
+        let next = time.saturatingAdd(max(retry.delay(afterAttempt: attempts, jitter: jitter()), minDelay ?? 0))
         let id = job.outboxID
         let state = delivered ? "delivered" : (exhausted ? "dead" : "pending")
         await context.recordOutcome { c in

@@ -9,12 +9,25 @@ import Glibc
 ///   suspended meanwhile, so a handler that blocks holds exactly one of them. libmicrohttpd's I/O (accepting,
 ///   parsing, reading bodies, sending, timeouts) runs on a separate poll pool of min(`threads`, CPU cores) threads
 ///   that never wait for a handler.
-/// - Bodies: a `Content-Length` above ``Configuration/maxBodyBytes`` is answered 413
-///   (`{"error":{"code":"body_too_large",…}}`) before any body byte is read; a chunked body that grows past it closes
-///   the connection. Neither reaches the handler. A body of exactly the limit is accepted.
+/// - Bodies: a body larger than ``Configuration/maxBodyBytes`` (by its `Content-Length`, or a chunked body that grows
+///   past it) is answered 413 (`{"error":{"code":"body_too_large",…}}`) and never reaches the handler. A body of
+///   exactly the limit is accepted. The answer comes once the client has sent its body, which is read and dropped
+///   meanwhile: most clients write the whole body before reading, and closing under them would reset the connection
+///   before they read the 413. `Expect: 100-continue` requests are answered at once (their clients wait), and so are
+///   bodies declared larger than ``Configuration/drainLimitBytes``; a chunked body that passes that limit too is cut
+///   off without an answer. Every refusal closes its connection (`Connection: close`).
+/// - Memory: bodies are buffered as their bytes arrive (never ahead of them, whatever the `Content-Length` says),
+///   within a budget shared by all requests, ``Configuration/bodyBufferBudgetBytes``. A request whose body would pass
+///   it is answered 503 (`{"error":{"code":"server_busy",…}}`, `Retry-After`) the same way a 413 is; its bytes are held
+///   until its response has gone out. ``bufferedBodyBytes`` is the amount held now.
+/// - Connections: at most ``Configuration/connectionLimit`` at once, and ``Configuration/connectionsPerAddressLimit``
+///   from one client address; more are closed as soon as they are accepted. A request must arrive whole (request line,
+///   headers and body) within ``Configuration/requestDeadlineSeconds`` of its first byte, or its connection is closed
+///   (see `ConnectionTracker`); idle connections close after ``Configuration/connectionTimeoutSeconds`` without a
+///   byte. Together these bound what slow clients can hold: a slot, a deadline's worth of time, and budgeted memory.
 /// - libmicrohttpd answers malformed HTTP itself (400), headers larger than
 ///   ``Configuration/headerMemoryLimitBytes`` with 431, and handles keep-alive, pipelining, chunked bodies and
-///   `Expect: 100-continue`. Idle connections close after ``Configuration/connectionTimeoutSeconds``.
+///   `Expect: 100-continue`.
 /// - Its error messages go to ``Configuration/errorLog`` (or are only counted), never to stderr.
 /// - SIGPIPE: libmicrohttpd blocks SIGPIPE on every thread it starts and sends with `MSG_NOSIGNAL`
 ///   (``suppressesSIGPIPE``), so a client that disconnects mid-response cannot kill the process; the service needs
@@ -45,10 +58,31 @@ public final class HTTPServer {
         public var threads: Int = 16
         /// The largest request body accepted (see ``HTTPServer``).
         public var maxBodyBytes: Int = 1_048_576
+        /// Request-body bytes held in memory at once, across all requests (at least ``maxBodyBytes``). A request
+        /// whose body would pass it is answered 503 `server_busy` with `Retry-After`. The default holds 64 bodies of
+        /// the largest size; what one client address can take of it is bounded by ``connectionsPerAddressLimit``.
+        public var bodyBufferBudgetBytes: Int = 64 << 20
+        /// How much of a refused body (413, or 503 for the budget) is read and dropped so that the client, still
+        /// writing it, gets to read the answer. A `Content-Length` above this is answered at once instead (the client
+        /// may then see a reset rather than the answer); a chunked body that passes it is cut off without an answer.
+        public var drainLimitBytes: Int = 4 << 20
         /// A connection silent for this long is closed (0: never). An inactivity timeout: each byte resets it.
         public var connectionTimeoutSeconds: UInt32 = 30
-        /// Connections open at once; more are refused.
+        /// The longest a request may take to arrive, from its first byte (a TLS handshake included) to the end of its
+        /// body (0: no deadline). Unlike ``connectionTimeoutSeconds`` it does not restart with each byte, so a client
+        /// that trickles cannot hold a connection longer than this. It applies to each request of a keep-alive
+        /// connection; an idle connection between requests is left to ``connectionTimeoutSeconds``. A handler's run
+        /// and the sending of the response do not count.
+        public var requestDeadlineSeconds: UInt32 = 30
+        /// Connections open at once; more are closed as soon as they are accepted.
         public var connectionLimit: UInt32 = 1024
+        /// Connections open at once from one client address (`MHD_OPTION_PER_IP_CONNECTION_LIMIT`); more are closed
+        /// as soon as they are accepted (0: no limit per address). Apple's notification senders use a few addresses
+        /// and few connections each; a default of 128 leaves them room while no single address can take more than an
+        /// eighth of ``connectionLimit``. Behind a reverse proxy every connection comes from the proxy's address: raise
+        /// this to the proxy's connection count toward the server (or to ``connectionLimit``) and limit clients per
+        /// address at the proxy.
+        public var connectionsPerAddressLimit: UInt32 = 128
         /// HTTPS when set.
         public var tls: TLS? = nil
         /// Per-connection memory for the request line and headers (`MHD_OPTION_CONNECTION_MEMORY_LIMIT`); a request
@@ -72,6 +106,8 @@ public final class HTTPServer {
     private var daemon: OpaquePointer?
     /// The listening socket `MHD_quiesce_daemon` handed back; ours to close after `MHD_stop_daemon`.
     private var quiescedSocket: Int32?
+    /// The request deadline's watchdog thread, while one runs.
+    private var watchdog: pthread_t?
     /// PEM C strings libmicrohttpd reads from while it runs.
     private var tlsStrings: [UnsafeMutablePointer<CChar>] = []
     private var boundPort: UInt16 = 0
@@ -90,6 +126,15 @@ public final class HTTPServer {
 
     /// Requests that have arrived (headers complete) and not yet been answered completely, or dropped.
     public var inFlightRequests: Int { context?.inFlight ?? 0 }
+
+    /// Request-body bytes held in memory now, across all requests (at most ``Configuration/bodyBufferBudgetBytes``).
+    public var bufferedBodyBytes: Int { context?.bufferedBodies ?? 0 }
+
+    /// Connections open now: accepted and not yet closed.
+    public var openConnections: Int { context?.connections.openConnections ?? 0 }
+
+    /// Connections closed so far because a request on them passed ``Configuration/requestDeadlineSeconds``.
+    public var deadlineClosedConnections: Int { context?.connections.expiredConnections ?? 0 }
 
     /// How many messages libmicrohttpd has logged (bind failures, TLS handshake errors, clients gone mid-request, …).
     public var loggedErrorCount: Int { log.count }
@@ -112,6 +157,12 @@ public final class HTTPServer {
         }
         guard c.connectionLimit > 0 else {
             throw HTTPServerError(.invalidConfiguration, "connectionLimit must be positive")
+        }
+        guard c.bodyBufferBudgetBytes >= c.maxBodyBytes else {
+            throw HTTPServerError(.invalidConfiguration, "bodyBufferBudgetBytes must be at least maxBodyBytes")
+        }
+        guard c.drainLimitBytes >= 0 else {
+            throw HTTPServerError(.invalidConfiguration, "drainLimitBytes must not be negative")
         }
         guard c.headerMemoryLimitBytes >= 8192 else {
             throw HTTPServerError(.invalidConfiguration, "headerMemoryLimitBytes must be at least 8192")
@@ -151,7 +202,11 @@ public final class HTTPServer {
             freeTLSStrings()
             throw HTTPServerError(.startFailed, "cannot create \(c.threads) handler threads")
         }
-        let context = ServerContext(handler: handler, maxBodyBytes: c.maxBodyBytes, log: log, pool: pool)
+        let bodies = BodyLimits(
+            maxBodyBytes: c.maxBodyBytes, bufferBudgetBytes: c.bodyBufferBudgetBytes, drainLimitBytes: c.drainLimitBytes)
+        let deadline: Duration? = c.requestDeadlineSeconds > 0 ? .seconds(Int(c.requestDeadlineSeconds)) : nil
+        let tracker = ConnectionTracker(deadline: deadline)
+        let context = ServerContext(handler: handler, bodies: bodies, log: log, pool: pool, connections: tracker)
         let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         let ioThreads = min(c.threads, cores)
 
@@ -162,6 +217,8 @@ public final class HTTPServer {
             var options: [MHD_OptionItem] = [
                 MHD_OptionItem(option: .CONNECTION_MEMORY_LIMIT, value: c.headerMemoryLimitBytes, ptr_value: nil),
                 MHD_OptionItem(option: .CONNECTION_LIMIT, value: Int(c.connectionLimit), ptr_value: nil),
+                MHD_OptionItem(
+                    option: .PER_IP_CONNECTION_LIMIT, value: Int(c.connectionsPerAddressLimit), ptr_value: nil),
                 MHD_OptionItem(option: .CONNECTION_TIMEOUT, value: Int(c.connectionTimeoutSeconds), ptr_value: nil),
                 MHD_OptionItem(option: .SOCK_ADDR, value: 0, ptr_value: UnsafeMutableRawPointer(addressPointer)),
                 // Strict parsing: sloppy syntax (such as whitespace before a header's colon) is refused rather than
@@ -181,7 +238,7 @@ public final class HTTPServer {
             return options.withUnsafeBufferPointer { items in
                 gateway_mhd_start(
                     flags, c.port, gatewayAccessHandler, contextPointer, gatewayRequestCompleted, contextPointer,
-                    gatewayLog, contextPointer, items.baseAddress)
+                    gatewayConnectionNotice, contextPointer, gatewayLog, contextPointer, items.baseAddress)
             }
         }
         let startErrno = errno
@@ -207,6 +264,13 @@ public final class HTTPServer {
         daemon = started
         self.context = context
         boundPort = gateway_mhd_bound_port(started)
+        if deadline != nil {
+            guard let thread = startThread({ tracker.runWatchdog() }) else {
+                stop()
+                throw HTTPServerError(.startFailed, "cannot create the request deadline's watchdog thread")
+            }
+            watchdog = thread
+        }
     }
 
     /// Stops accepting new connections (`MHD_quiesce_daemon`; the listening socket is also shut down so that new
@@ -238,6 +302,12 @@ public final class HTTPServer {
         context.closeDispatch()
         while context.suspendedConnections > 0 { usleep(1_000) }
         MHD_stop_daemon(daemon)
+        // Every connection is closed now (their close notifications have emptied the watchdog's table).
+        if let watchdog {
+            context.connections.stopWatchdog()
+            pthread_join(watchdog, nil)
+            self.watchdog = nil
+        }
         context.pool.shutdown()
         self.daemon = nil
         if let socket = quiescedSocket {

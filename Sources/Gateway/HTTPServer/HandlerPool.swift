@@ -33,7 +33,9 @@ final class HandlerPool: Sendable {
 
     private final class Core: Sendable {
         private struct Queue {
-            var jobs: [@Sendable () -> Void] = []
+            /// Jobs taken are set to nil at once: a job holds its request (body included) until released, and the
+            /// array keeps its front until compacted.
+            var jobs: [(@Sendable () -> Void)?] = []
             var head = 0
         }
 
@@ -52,6 +54,7 @@ final class HandlerPool: Sendable {
                 let job: (@Sendable () -> Void)? = queue.withLock { q in
                     guard q.head < q.jobs.count else { return nil }  // woken for shutdown, nothing left
                     let job = q.jobs[q.head]
+                    q.jobs[q.head] = nil
                     q.head += 1
                     if q.head > 64, q.head * 2 > q.jobs.count {
                         q.jobs.removeFirst(q.head)
@@ -71,8 +74,8 @@ final class HandlerPool: Sendable {
     }
 }
 
-/// Starts a joinable pthread running `body`.
-private func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t? {
+/// Starts a joinable pthread running `body` (the handler pool's threads, and the server's deadline watchdog).
+func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t? {
     final class Start: Sendable {
         let body: @Sendable () -> Void
         init(_ body: @escaping @Sendable () -> Void) { self.body = body }

@@ -7,9 +7,13 @@ import Synchronization
 /// `MHD_stop_daemon` has joined libmicrohttpd's threads and the handler pool has stopped.
 final class ServerContext: Sendable {
     let handler: RequestHandler
-    let maxBodyBytes: Int
+    let bodies: BodyLimits
     let log: ServerLog
     let pool: HandlerPool
+    /// Open connections and the request deadline's watchdog.
+    let connections: ConnectionTracker
+    /// Request-body bytes held in memory now, across all requests: the sum of their ``RequestState/charged``.
+    private let bufferedBodyBytes = Atomic<Int>(0)
     /// Requests whose first access-handler call has happened and whose completion callback has not: exactly the
     /// live ``RequestState`` objects.
     private let activeRequests = Atomic<Int>(0)
@@ -20,16 +24,43 @@ final class ServerContext: Sendable {
     /// waits for the count to reach zero; one lock makes "check closed, then count" atomic.
     private let dispatch = Mutex<(suspended: Int, closed: Bool)>((0, false))
 
-    init(handler: @escaping RequestHandler, maxBodyBytes: Int, log: ServerLog, pool: HandlerPool) {
+    init(
+        handler: @escaping RequestHandler, bodies: BodyLimits, log: ServerLog, pool: HandlerPool,
+        connections: ConnectionTracker
+    ) {
         self.handler = handler
-        self.maxBodyBytes = maxBodyBytes
+        self.bodies = bodies
         self.log = log
         self.pool = pool
+        self.connections = connections
     }
 
     var inFlight: Int { activeRequests.load(ordering: .acquiring) }
     func requestStarted() { activeRequests.add(1, ordering: .relaxed) }
     func requestFinished() { activeRequests.subtract(1, ordering: .releasing) }
+
+    var bufferedBodies: Int { bufferedBodyBytes.load(ordering: .relaxed) }
+
+    /// Takes `count` bytes of the body buffer budget; false (taking nothing) when that would pass it.
+    func reserveBodyBytes(_ count: Int) -> Bool {
+        var current = bufferedBodyBytes.load(ordering: .relaxed)
+        while true {
+            guard count <= bodies.bufferBudgetBytes - current else { return false }
+            let (done, seen) = bufferedBodyBytes.compareExchange(
+                expected: current, desired: current + count, ordering: .relaxed)
+            if done { return true }
+            current = seen
+        }
+    }
+
+    /// Whether `count` more bytes would fit in the budget now (a guess: nothing is taken).
+    func bodyBudgetHasRoom(for count: Int) -> Bool {
+        count <= bodies.bufferBudgetBytes - bufferedBodyBytes.load(ordering: .relaxed)
+    }
+
+    func releaseBodyBytes(_ count: Int) {
+        if count > 0 { bufferedBodyBytes.subtract(count, ordering: .relaxed) }
+    }
 
     var isQuiescing: Bool { quiescing.load(ordering: .relaxed) }
     func setQuiescing(_ value: Bool) { quiescing.store(value, ordering: .relaxed) }
@@ -46,6 +77,38 @@ final class ServerContext: Sendable {
     func endDispatch() { dispatch.withLock { $0.suspended -= 1 } }
     func closeDispatch() { dispatch.withLock { $0.closed = true } }
     var suspendedConnections: Int { dispatch.withLock { $0.suspended } }
+}
+
+/// How request bodies are held, limited and refused (from ``HTTPServer/Configuration``).
+struct BodyLimits: Sendable {
+    /// The largest body accepted.
+    var maxBodyBytes: Int
+    /// Body bytes the server holds at once, across all requests.
+    var bufferBudgetBytes: Int
+    /// A refused body is read (and dropped) up to this size so that its client reads the answer.
+    var drainLimitBytes: Int
+}
+
+/// Why a request is refused once its body is in.
+enum Refusal {
+    /// Its body is larger than ``BodyLimits/maxBodyBytes``: 413.
+    case tooLarge
+    /// Its body did not fit in the server's buffer budget: 503, to be retried.
+    case busy
+
+    /// The answer, in the shape of every error the server gives itself.
+    func response(_ bodies: BodyLimits) -> ServerResponse {
+        switch self {
+        case .tooLarge:
+            return .serverError(
+                413, code: "body_too_large", message: "request body exceeds \(bodies.maxBodyBytes) bytes")
+        case .busy:
+            var response = ServerResponse.serverError(
+                503, code: "server_busy", message: "too many request bodies are arriving at once; retry later")
+            response.headers.append((name: "Retry-After", value: "5"))
+            return response
+        }
+    }
 }
 
 /// Where a handler thread leaves its response for the libmicrohttpd thread that resumes the connection.
@@ -106,9 +169,20 @@ final class ServerLog: Sendable {
 final class RequestState {
     var headers: [(name: String, value: String)] = []
     var body: [UInt8] = []
+    /// Bytes of the server's body buffer budget this request holds (the capacity reserved for `body`). Kept until the
+    /// completion callback, after the handler has let go of the body; released early when the body is refused.
+    var charged = 0
+    /// The `Content-Length`, when there is one within the limit: the body buffer never grows past it.
+    var declaredLength: Int?
+    /// Body bytes received so far, kept or dropped.
+    var received = 0
+    /// Set when the request will be refused once its body is in. The rest of the body is read and dropped meanwhile:
+    /// a client that writes its whole body before reading (most do) would otherwise have its connection reset under
+    /// it and never read the answer.
+    var refusal: Refusal?
     /// Set while the handler runs on the pool (the connection is suspended meanwhile).
     var pending: ResponseSlot?
-    /// A response is queued (413 early, or the handler's); anything MHD still passes is ignored.
+    /// A response is queued (an early refusal, or the handler's); anything MHD still passes is ignored.
     var answered = false
 }
 
@@ -129,22 +203,32 @@ func gatewayAccessHandler(
         let state = RequestState()
         conCls.pointee = Unmanaged.passRetained(state).toOpaque()
         context.requestStarted()
+        context.connections.requestArriving(connection)
         state.headers = fields(connection, .HEADER_KIND)
         if let (status, code, problem) = framingProblem(state.headers) {
             // libmicrohttpd 0.9.75 frames by the first Content-Length, and waits for the close after an unknown
             // transfer coding; a proxy in front may frame such a request differently (request smuggling), so it is
             // refused before any body byte is read (RFC 9112 §6.1, §6.3).
-            state.answered = true
-            return queue(.serverError(status, code: code, message: problem), on: connection, context)
+            return answerEarly(.serverError(status, code: code, message: problem), state, connection, context)
         }
+        let limits = context.bodies
+        let waitsForContinue = expectsContinue(connection, version: version)
         if let declared = declaredContentLength(connection) {
-            guard declared <= UInt64(context.maxBodyBytes) else {
-                state.answered = true
-                let message = "request body exceeds \(context.maxBodyBytes) bytes"
-                return queue(.serverError(413, code: "body_too_large", message: message), on: connection, context)
+            if declared > UInt64(limits.maxBodyBytes) {
+                // Answered at once when the client waits for `100 Continue` (it has sent nothing to drain), or when
+                // the body is more than is worth reading; otherwise the body is drained first (see RequestState).
+                if waitsForContinue || declared > UInt64(limits.drainLimitBytes) {
+                    return answerEarly(Refusal.tooLarge.response(limits), state, connection, context)
+                }
+                state.refusal = .tooLarge
+            } else {
+                state.declaredLength = Int(declared)
+                // A client waiting for `100 Continue` can be told to come back later before it sends anything. (Room
+                // is not reserved here: a Content-Length is only a claim, and the buffer grows as bytes arrive.)
+                if waitsForContinue && !context.bodyBudgetHasRoom(for: Int(declared)) {
+                    return answerEarly(Refusal.busy.response(limits), state, connection, context)
+                }
             }
-            // Capped: a Content-Length is only a claim, and idle connections must not pin a full body each.
-            state.body.reserveCapacity(min(Int(declared), 65_536))
         }
         return .YES
     }
@@ -156,11 +240,26 @@ func gatewayAccessHandler(
         return .YES
     }
     if size > 0 {
-        // A chunked body (or a Content-Length body that lies) growing past the limit: a response may not be queued
-        // while upload data is pending, so the connection is closed and the handler never runs.
-        guard let uploadData, size <= context.maxBodyBytes - state.body.count else { return .NO }
-        state.body.append(contentsOf: UnsafeRawBufferPointer(start: uploadData, count: size))
         uploadDataSize.pointee = 0
+        state.received += size
+        if state.refusal == nil {
+            // A response may not be queued while upload data is pending (libmicrohttpd accepts one only right after
+            // the headers or once the body is complete), so a body that grows too large, or past the budget, is
+            // refused at its end; until then it is read and dropped.
+            if state.received > context.bodies.maxBodyBytes {
+                refuse(state, .tooLarge, context)
+            } else if let uploadData, makeRoom(for: size, in: state, context) {
+                state.body.append(contentsOf: UnsafeRawBufferPointer(start: uploadData, count: size))
+                return .YES
+            } else {
+                refuse(state, .busy, context)
+            }
+        }
+        guard state.received <= context.bodies.drainLimitBytes else {
+            // More than is worth reading just to answer: the connection is closed without one.
+            context.log.record("refused request body passed \(context.bodies.drainLimitBytes) bytes; connection closed")
+            return .NO
+        }
         return .YES
     }
 
@@ -174,6 +273,13 @@ func gatewayAccessHandler(
     }
 
     // Last call: the whole body is here.
+    context.connections.requestAnswering(connection)
+    if let refusal = state.refusal {
+        // Drained: the client has sent everything, so it reads this answer. The connection closes after it (what
+        // follows on it was never parsed as requests).
+        state.answered = true
+        return queue(refusal.response(context.bodies), on: connection, context, close: true)
+    }
     let body = state.body
     state.body = []
     var remotePort: UInt16 = 0
@@ -214,8 +320,27 @@ func gatewayRequestCompleted(
 ) {
     guard let cls, let conCls, let raw = conCls.pointee else { return }
     conCls.pointee = nil
-    Unmanaged<RequestState>.fromOpaque(raw).release()
-    Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue().requestFinished()
+    let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    // The handler has returned (the response is sent, or the connection is gone), so the body is released now.
+    context.releaseBodyBytes(state.charged)
+    state.charged = 0
+    context.requestFinished()
+    if let connection { context.connections.requestCompleted(connection) }
+}
+
+/// `MHD_NotifyConnectionCallback`: a connection was accepted, or is about to be closed (its socket is still open).
+func gatewayConnectionNotice(
+    cls: UnsafeMutableRawPointer?, connection: OpaquePointer?,
+    socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, code: MHD_ConnectionNotificationCode
+) {
+    guard let cls, let connection else { return }
+    let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
+    switch code {
+    case .CONNECTION_NOTIFY_STARTED: context.connections.opened(connection)
+    case .CONNECTION_NOTIFY_CLOSED: context.connections.closed(connection)
+    default: break
+    }
 }
 
 /// `MHD_LogCallback`: formats the message in C (Swift never walks the `va_list`) and records it.
@@ -244,6 +369,50 @@ private func collectField(
 }
 
 // MARK: - Helpers
+
+/// Queues `response` right after the headers, before any body byte is read. libmicrohttpd then reads nothing more on
+/// the connection and closes it after the response.
+private func answerEarly(
+    _ response: ServerResponse, _ state: RequestState, _ connection: OpaquePointer, _ context: ServerContext
+) -> MHD_Result {
+    state.answered = true
+    context.connections.requestAnswering(connection)
+    return queue(response, on: connection, context, close: true)
+}
+
+/// Switches `state` to drain mode: the body kept so far is dropped (and its budget returned), the rest is read and
+/// dropped, and `refusal` answers at the end.
+private func refuse(_ state: RequestState, _ refusal: Refusal, _ context: ServerContext) {
+    state.refusal = refusal
+    state.body = []
+    context.releaseBodyBytes(state.charged)
+    state.charged = 0
+}
+
+/// Grows the body buffer to hold `extra` more bytes, taking the growth from the server's buffer budget first; false
+/// when the budget has no room. The capacity at most doubles per step (from 4 KiB) and never passes the declared
+/// `Content-Length` or the body limit, so it stays within about twice what has arrived: memory follows the bytes
+/// received, not the size a client announces.
+private func makeRoom(for extra: Int, in state: RequestState, _ context: ServerContext) -> Bool {
+    let needed = state.body.count + extra
+    guard needed > state.charged else { return true }
+    let ceiling = max(state.declaredLength ?? context.bodies.maxBodyBytes, needed)
+    let target = min(max(needed, 2 * state.charged, 4_096), ceiling)
+    guard context.reserveBodyBytes(target - state.charged) else { return false }
+    // An exact reservation: the array allocates `target` (rounded up by malloc at most), and appends within it never
+    // reallocate behind the budget's back.
+    state.body.reserveCapacity(target)
+    state.charged = target
+    return true
+}
+
+/// Whether the client waits for `100 Continue` before sending its body (libmicrohttpd sends one only to HTTP/1.1).
+private func expectsContinue(_ connection: OpaquePointer, version: UnsafePointer<CChar>?) -> Bool {
+    guard let version, String(cString: version) == "HTTP/1.1",
+        let expect = MHD_lookup_connection_value(connection, .HEADER_KIND, "Expect")
+    else { return false }
+    return trimmed(String(cString: expect)).lowercased() == "100-continue"
+}
 
 private func text(_ pointer: UnsafePointer<CChar>, _ count: Int) -> String {
     String(decoding: UnsafeRawBufferPointer(start: pointer, count: max(0, count)), as: UTF8.self)
@@ -317,9 +486,12 @@ private func declaredContentLength(_ connection: OpaquePointer) -> UInt64? {
     return digits > 0 ? value : nil
 }
 
-/// Hands `response` to libmicrohttpd (which copies the body). A response the handler got wrong becomes a 500.
-private func queue(_ response: ServerResponse, on connection: OpaquePointer, _ context: ServerContext) -> MHD_Result {
-    let closing = context.isQuiescing
+/// Hands `response` to libmicrohttpd (which copies the body). A response the handler got wrong becomes a 500. With
+/// `close` (or while quiescing) it carries `Connection: close` and the connection closes after it.
+private func queue(
+    _ response: ServerResponse, on connection: OpaquePointer, _ context: ServerContext, close: Bool = false
+) -> MHD_Result {
+    let closing = close || context.isQuiescing
     var status = response.status
     var built = makeResponse(response, closing: closing)
     if case .failure(let problem) = built {

@@ -42,6 +42,14 @@ public final class GatewayService: Sendable {
             Dependencies(environment: ProcessEnvironment.variables, transport: CurlTransport(), now: WallClock.wallMillis,
                          jitter: { Double.random(in: 0..<1) })
         }
+
+        /// The same for a one-shot command (`quarantine replay`, `backfill`): its log goes to standard error, so that
+        /// standard output holds the command's result alone.
+        public static func command() -> Dependencies {
+            var d = live()
+            d.logSink = { line in FileHandleOutput.stderr(line + "\n") }
+            return d
+        }
     }
 
     public let config: GatewayConfig
@@ -189,6 +197,8 @@ public final class GatewayService: Sendable {
         var main = HTTPServer.Configuration()
         (main.host, main.port) = try Self.address(config.listen, field: "listen")
         main.threads = config.limits.httpThreads
+        (main.connectionLimit, main.connectionsPerAddressLimit) = (UInt32(config.limits.connections), UInt32(config.limits.connectionsPerAddress))
+        (main.requestDeadlineSeconds, main.bodyBufferBudgetBytes) = (UInt32(config.limits.requestDeadlineSeconds), config.limits.bodyBufferBytes)
         if let certFile = config.tlsCertificateFile, let keyFile = config.tlsKeyFile {
             guard let cert = try? String(decoding: Data(contentsOf: URL(filePath: certFile)), as: UTF8.self),
                 let key = try? String(decoding: Data(contentsOf: URL(filePath: keyFile)), as: UTF8.self)

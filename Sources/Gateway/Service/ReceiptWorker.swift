@@ -137,13 +137,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
                          in c: SQLiteConnection) throws {
         guard let otid = event.originalTransactionID, let env = event.environment?.rawValue else { return }
         try CompareStore.putReceipt(bundleID: job.bundleID, environment: env, otid: otid, receipt: answer.latestReceipt ?? receipt,
-                                    secretName: job.secretName, now: time, in: c)
-        // A comparison that was waiting for V1 to know this subscription can run now.
-        try c.run(
-            """
-            UPDATE compare_jobs SET next_attempt_at = ? WHERE state = 'pending' AND fetch = 'v1' AND bundle_id = ? AND environment = ?
-              AND original_transaction_id = ?
-            """, [.integer(time), .text(job.bundleID), .text(env), .text(otid)])
+                                    secretName: job.secretName, now: time, in: c)  // and wakes the comparisons waiting for it
         let compare = router.compares(job.bundleID) && event.isSubscription
         if compare, let snapshot = V1EventBuilder.snapshots(from: answer, observedAt: time).first(where: { $0.originalTransactionID == otid }) {
             try CompareStore.putSnapshot(snapshot, path: "v1", in: c)

@@ -50,11 +50,13 @@ public struct QuarantineRecord: Sendable {
     /// Set while a replay of this row runs; still set afterwards only if that replay never finished.
     public var replayStartedAt: Int64?
 
-    /// The bytes the row counts against its lane's cap: the body, the text stored beside it, and a fixed overhead
-    /// for the row itself.
+    /// The bytes the row counts against its lane's cap: what it takes on disk, conservatively — the body and the text
+    /// stored beside it plus a fixed overhead for the row, rounded up to whole 4 KiB pages of which SQLite uses 4,092
+    /// bytes each for a large value's overflow chain.
     public var storedSize: Int64 {
-        Int64(256 + body.count + message.utf8.count + code.utf8.count + (bundleID?.utf8.count ?? 0)
-              + (environment?.utf8.count ?? 0))
+        let content = Int64(256 + body.count + message.utf8.count + code.utf8.count + (bundleID?.utf8.count ?? 0)
+                            + (environment?.utf8.count ?? 0))
+        return (content + 4_091) / 4_092 * 4_096
     }
 
     public init(lane: Lane, receivedAt: Int64, version: String?, code: String, message: String, bundleID: String? = nil,

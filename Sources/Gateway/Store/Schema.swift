@@ -220,8 +220,8 @@ enum Schema {
                 -- row carries its size (body plus the text stored beside it); quarantine_usage keeps each lane's
                 -- total, maintained by triggers so every insert and delete (eviction, replay, retention) counts.
                 ALTER TABLE quarantine ADD COLUMN size INTEGER NOT NULL DEFAULT 0;
-                UPDATE quarantine SET size = 256 + COALESCE(length(body), 0) + COALESCE(length(message), 0)
-                    + length(code) + COALESCE(length(bundle_id), 0) + COALESCE(length(environment), 0);
+                UPDATE quarantine SET size = (256 + COALESCE(length(body), 0) + COALESCE(length(message), 0)
+                    + length(code) + COALESCE(length(bundle_id), 0) + COALESCE(length(environment), 0) + 4091) / 4092 * 4096;
                 -- Replay bookkeeping: a row that fails replay stays, with its outcome; replay_started_at is set while
                 -- a replay of the row runs, so a row that ever took the process down is skipped afterwards (reported
                 -- as replay_interrupted) instead of blocking every replay behind it.

@@ -11,6 +11,7 @@ import Glibc
 final class ChildProcess: Sendable {
     let pid: pid_t
     private let lines = Mutex<[String]>([])
+    private let outputBytes = Atomic<Int>(0)
     private let readerDone = DispatchSemaphore(value: 0)
 
     struct SpawnFailure: Error, CustomStringConvertible { var description: String }
@@ -44,6 +45,7 @@ final class ChildProcess: Sendable {
             while true {
                 let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
                 if n <= 0 { break }
+                outputBytes.add(n, ordering: .relaxed)
                 pending += buffer[0..<n]
                 while let nl = pending.firstIndex(of: 0x0A) {
                     let line = String(decoding: pending[..<nl], as: UTF8.self)
@@ -70,18 +72,26 @@ final class ChildProcess: Sendable {
         return nil
     }
 
-    /// The lines kept so far (the first 64 and the final "stopped" line).
-    var keptLines: [String] { lines.withLock { $0 } }
+    /// Bytes the child has written to standard output so far (its log).
+    var stdoutBytes: Int { outputBytes.load(ordering: .relaxed) }
 
-    /// Peak resident set (VmHWM) in MB, while the child runs.
-    var peakRSSMB: Double {
+    /// Resident set (VmRSS) in MB now.
+    var rssMB: Double { statusField("VmRSS:") }
+
+    private func statusField(_ name: String) -> Double {
         guard let data = try? Data(contentsOf: URL(filePath: "/proc/\(pid)/status")) else { return 0 }
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix("VmHWM:") {
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") where line.hasPrefix(name) {
             let kb = Double(line.split(separator: " ").dropFirst().first ?? "0") ?? 0
             return (kb / 1024 * 10).rounded() / 10
         }
         return 0
     }
+
+    /// The lines kept so far (the first 64 and the final "stopped" line).
+    var keptLines: [String] { lines.withLock { $0 } }
+
+    /// Peak resident set (VmHWM) in MB, while the child runs.
+    var peakRSSMB: Double { statusField("VmHWM:") }
 
     /// CPU time (user + system, all threads) the child has used so far, in seconds: fields 14 and 15 of
     /// `/proc/PID/stat`, in the kernel's fixed USER_HZ of 100 ticks per second.

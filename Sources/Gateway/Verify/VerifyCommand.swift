@@ -106,7 +106,10 @@ public struct VerifyCommand: Sendable {
     /// Verifies one file.
     public func run(file: String) async -> VerifyReport {
         var report: VerifyReport
-        if let bytes = try? Array(Data(contentsOf: URL(filePath: file))) {
+        // Not read at all when larger than any body the gateway accepts (a mistaken path to a huge file).
+        if let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int, size > InboundBody.maxBytes {
+            report = .failure("body_too_large", "larger than \(InboundBody.maxBytes) bytes")
+        } else if let bytes = try? Array(Data(contentsOf: URL(filePath: file))) {
             report = await verify(bytes)
         } else {
             report = .failure("unreadable_file", "cannot read \(file)")
