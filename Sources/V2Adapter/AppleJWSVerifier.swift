@@ -27,8 +27,11 @@ public final class AppleJWSVerifier: Sendable {
 
     /// Proves `jws` was signed by a chain this verifier trusts, valid at `time` (ms since the epoch), for a payload
     /// of `environment`. Returns the leaf's serial number (for logs). The payload itself was parsed by the caller.
+    ///
+    /// `time` is whatever the payload claims (`Int64.min` included): it is floored to whole seconds without
+    /// arithmetic that could overflow, and a time outside every certificate's validity is `certificate_expired`.
     func authenticate(_ jws: CompactJWS, at time: Int64, environment: AppStoreEnvironment?) throws(V2AdapterError) -> String {
-        let seconds = time >= 0 ? time / 1000 : (time - 999) / 1000
+        let seconds = time.flooredQuotient(dividingBy: 1000)
         let key = ChainCache.Key(bytes: Array(jws.headerSegment))
         let chain: VerifiedChain
         if let cached = cache.lookup(key) {
