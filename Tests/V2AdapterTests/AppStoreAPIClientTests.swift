@@ -137,6 +137,15 @@ import Testing
         #expect(sleeps.all == [.seconds(7)])
     }
 
+    @Test func absurdConfiguredDelaysDoNotTrapTheBackoff() throws {
+        var configuration = APIFixture.configuration(key: try PrivateKey.generateP256())
+        (configuration.baseDelay, configuration.maxDelay) = (.seconds(Int64.max), .seconds(Int64.max))
+        let client = APIFixture.client(
+            configuration, transport: ScriptedTransport(results: []),
+            adapter: V2Adapter(verifier: AppleJWSVerifier(anchors: try .apple()), apps: nil), now: Self.now)
+        for attempt in [1, 2, 21, 1000, Int.max] { #expect(client.backoff(attempt: attempt) <= .seconds(Int64.max)) }
+    }
+
     @Test func rateLimitCodeWithoutA429IsRateLimited() async throws {
         let (client, transport, _) = try Self.scripted(Array(repeating: Self.appleError(400, 4290000), count: 2), maxAttempts: 2)
         let error = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in try await Self.requestTest(client) })
