@@ -28,6 +28,17 @@ import Testing
         }
     }
 
+    @Test(arguments: [Int.min, -1, 0])
+    func aTransportWithoutPositiveConcurrencyStillSendsOneAtATime(_ limit: Int) async throws {
+        // Before, CurlTransport(maxConcurrentTransfers: 0) hit a precondition: a trap from a command-line number.
+        let server = try LoopbackHTTPServer { _ in .respond(status: 200, body: Array("ok".utf8)) }
+        let transport = CurlTransport(maxConcurrentTransfers: limit)
+        async let a = transport.send(HTTPRequest(method: .get, url: server.url("/a")))
+        async let b = transport.send(HTTPRequest(method: .get, url: server.url("/b")))
+        let (ra, rb) = try await (a, b)
+        #expect(ra.status == 200 && rb.status == 200)
+    }
+
     @Test func sizeLimitsAtIntsEnds() async throws {
         let server = try LoopbackHTTPServer { r in r.path == "/empty" ? .respond(status: 204) : .respond(status: 200, body: Array("body".utf8)) }
         let transport = CurlTransport()
