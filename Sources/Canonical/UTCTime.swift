@@ -26,6 +26,39 @@ public struct UTCTime: Sendable, Hashable {
         secondOfDay = rest / 1000
     }
 
+    /// Largest year magnitude ``days(year:month:day:)`` counts: milliseconds since the epoch run out at about
+    /// ±292 million years, so no caller ever needs more, and within it no step of the computation can overflow.
+    public static let maxYearMagnitude: Int64 = 300_000_000
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's `days_from_civil`, the inverse of
+    /// ``init(milliseconds:)``); nil when `month` is not 1…12, `day` not 1…31 (not checked against the month's
+    /// length, as Apple's parsers do not either) or the year is beyond ±``maxYearMagnitude``.
+    public static func days(year: Int64, month: Int64, day: Int64) -> Int64? {
+        guard (1...12).contains(month), (1...31).contains(day), (-maxYearMagnitude...maxYearMagnitude).contains(year) else {
+            return nil
+        }
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yoe = y - era * 400
+        let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    /// Milliseconds since the epoch of a UTC date and time of day; nil when a field is out of range (hour 0…23,
+    /// minute 0…59, second 0…60 for a leap second) or the instant does not fit `Int64`.
+    public static func milliseconds(year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64)
+        -> Int64?
+    {
+        guard let days = days(year: year, month: month, day: day), (0...23).contains(hour), (0...59).contains(minute),
+            (0...60).contains(second)
+        else { return nil }
+        let (daySeconds, o1) = days.multipliedReportingOverflow(by: 86_400)
+        let (seconds, o2) = daySeconds.addingReportingOverflow(hour * 3600 + minute * 60 + second)
+        let (ms, o3) = seconds.multipliedReportingOverflow(by: 1000)
+        return o1 || o2 || o3 ? nil : ms
+    }
+
     /// `YYYY-MM-DD`.
     public var date: String { "\(Self.year(year))-\(Self.two(month))-\(Self.two(day))" }
     /// `HH:MM:SS`.

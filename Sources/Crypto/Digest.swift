@@ -38,6 +38,9 @@ private let fetchedSHA256: FetchedMD = {
 /// HMAC-SHA256 (Standard Webhooks signatures).
 public enum HMACSHA256 {
     public static func authenticationCode(key: [UInt8], message: some Sequence<UInt8>) -> [UInt8] {
+        // RFC 2104 §2: a key longer than the 64-byte block is replaced by its hash, which HMAC() would do itself.
+        // Doing it here means OpenSSL's `int` key length never sees a count that does not fit.
+        let key = key.count > 64 ? SHA256.hash(key) : key
         let msg = Array(message)
         var out = [UInt8](repeating: 0, count: 32)
         var len: UInt32 = 0

@@ -34,7 +34,8 @@ public final class PrivateKey: @unchecked Sendable {
     public convenience init(pem: String) throws(CryptoError) {
         let bytes = Array(pem.utf8)
         let key: OpaquePointer? = bytes.withUnsafeBufferPointer { buf in
-            guard let bio = BIO_new_mem_buf(buf.baseAddress, Int32(buf.count)) else { return nil }
+            // OpenSSL takes an `int` length: text past 2 GiB is no key, and must not trap the conversion.
+            guard let length = Int32(exactly: buf.count), let bio = BIO_new_mem_buf(buf.baseAddress, length) else { return nil }
             defer { BIO_free(bio) }
             return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
         }

@@ -196,10 +196,14 @@ final class CurlEasy: Sendable {
         o.pointer(CURLOPT_HTTPHEADER, list)
         o.check(
             gateway_curl_setopt_write_cb(curl, CURLOPT_WRITEFUNCTION) { data, size, count, user in
-                let sink = Unmanaged<TransferSink>.fromOpaque(user!).takeUnretainedValue()
-                let n = size * count
-                guard n > 0, let data else { return 0 }
-                if sink.body.count + n > sink.limit {
+                // curl passes size 1 and the WRITEDATA set below; nothing C hands over is trusted to trap on, though.
+                guard let user else { return 0 }
+                let sink = Unmanaged<TransferSink>.fromOpaque(user).takeUnretainedValue()
+                let (n, overflow) = size.multipliedReportingOverflow(by: count)
+                guard !overflow, n > 0, let data else { return 0 }
+                // `limit` is the caller's and may be anything (0 and negative included: no body fits).
+                let (total, tooMany) = sink.body.count.addingReportingOverflow(n)
+                if tooMany || total > sink.limit {
                     sink.exceededLimit = true
                     return 0  // any value other than n aborts the transfer with CURLE_WRITE_ERROR
                 }
@@ -209,8 +213,10 @@ final class CurlEasy: Sendable {
         o.pointer(CURLOPT_WRITEDATA, sinkPointer)
         o.check(
             gateway_curl_setopt_write_cb(curl, CURLOPT_HEADERFUNCTION) { data, size, count, user in
-                let sink = Unmanaged<TransferSink>.fromOpaque(user!).takeUnretainedValue()
-                let n = size * count
+                guard let user else { return 0 }
+                let sink = Unmanaged<TransferSink>.fromOpaque(user).takeUnretainedValue()
+                let (n, overflow) = size.multipliedReportingOverflow(by: count)
+                guard !overflow else { return 0 }  // anything but `n` aborts the transfer
                 if n > 0, let data { sink.headerLine(UnsafeRawBufferPointer(start: data, count: n)) }
                 return n
             }, CURLOPT_HEADERFUNCTION)
@@ -218,7 +224,8 @@ final class CurlEasy: Sendable {
         o.long(CURLOPT_NOPROGRESS, 0)
         o.check(
             gateway_curl_setopt_xferinfo_cb(curl, CURLOPT_XFERINFOFUNCTION) { user, _, _, _, _ in
-                let sink = Unmanaged<TransferSink>.fromOpaque(user!).takeUnretainedValue()
+                guard let user else { return 1 }
+                let sink = Unmanaged<TransferSink>.fromOpaque(user).takeUnretainedValue()
                 guard sink.cancellation.isCancelled else { return 0 }
                 sink.cancelled = true
                 return 1  // aborts with CURLE_ABORTED_BY_CALLBACK

@@ -21,11 +21,11 @@ public final class CurlTransport: HTTPTransport {
 
     /// - Parameters:
     ///   - caBundlePath: A PEM file of CA certificates to trust *instead of* the system store (private CAs, tests).
-    ///   - maxConcurrentTransfers: How many transfers may run at once (each holds a thread while it runs).
+    ///   - maxConcurrentTransfers: How many transfers may run at once (each holds a thread while it runs); values
+    ///     below 1 (a configured or command-line 0) mean 1.
     public init(caBundlePath: String? = nil, maxConcurrentTransfers: Int = 16) {
-        precondition(maxConcurrentTransfers > 0, "maxConcurrentTransfers must be positive")
         self.caBundlePath = caBundlePath
-        gate = TransferGate(limit: maxConcurrentTransfers)
+        gate = TransferGate(limit: max(1, maxConcurrentTransfers))
     }
 
     public func send(_ request: HTTPRequest) async throws(HTTPClientError) -> HTTPResponse {

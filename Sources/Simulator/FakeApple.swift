@@ -1,3 +1,4 @@
+internal import Canonical
 internal import Crypto
 internal import FoundationEssentials
 internal import V1Adapter
@@ -90,7 +91,8 @@ public struct FakeApple: Sendable {
             return try Self.json(200, VerifyReceiptResponse(status: 21004))
         }
         for i in s.transactions.indices {
-            if let e = s.transactions[i].expiresDate { s.transactions[i].expiresDate = e + world.v1Skew.expiresOffsetMillis }
+            // The skew comes from the state file: clamped, so no offset can overflow a date.
+            if let e = s.transactions[i].expiresDate { s.transactions[i].expiresDate = e.clampedAdding(world.v1Skew.expiresOffsetMillis) }
             if world.v1Skew.hideRevocations { (s.transactions[i].revocationDate, s.transactions[i].revocationReason) = (nil, nil) }
         }
         let time = now()

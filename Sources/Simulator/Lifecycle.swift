@@ -66,10 +66,23 @@ public struct Lifecycle: Sendable {
         public var originalTransactionIDs: [String]
     }
 
-    /// Plays the lifecycle from `start` (ms) with `monthMillis` per simulated month.
+    /// The longest simulated month: a leap year. With it, no story's arithmetic comes near `Int64`'s ends.
+    public static let maxMonthMillis: Int64 = 366 * 86_400_000
+    /// Where a story may start (ms): the years 0000 to 9999, the ones Apple's date formats can write.
+    public static let startRange: ClosedRange<Int64> = -62_167_219_200_000...253_402_300_799_999
+
+    /// Plays the lifecycle from `start` (ms) with `monthMillis` per simulated month. Both come from the command line
+    /// (`--speed`) and the clock: outside 1…``maxMonthMillis`` and ``startRange`` they are refused (`bad_argument`)
+    /// rather than left to overflow the story's date arithmetic.
     public func plan(bundleID: String, sharedSecret: String, emitter: Emitter, start: Int64, monthMillis: Int64, firstID: Int64 = 1)
         throws -> Plan
     {
+        guard (1...Self.maxMonthMillis).contains(monthMillis) else {
+            throw SimulatorError("bad_argument", "a simulated month must last from 1 ms to 366 days")
+        }
+        guard Self.startRange.contains(start) else {
+            throw SimulatorError("bad_argument", "a story must start between the years 0000 and 9999")
+        }
         var context = LifecycleContext(
             bundleID: bundleID, sharedSecret: sharedSecret, emitter: emitter, now: start, monthMillis: monthMillis, nextID: firstID)
         try play(&context)
@@ -84,7 +97,9 @@ public struct Lifecycle: Sendable {
     public func planEndingAt(_ now: Int64, margin: Int64 = 1_000, bundleID: String, sharedSecret: String, emitter: Emitter,
                              monthMillis: Int64, firstID: Int64 = 1) throws -> Plan {
         let dry = try plan(bundleID: bundleID, sharedSecret: sharedSecret, emitter: emitter, start: 0, monthMillis: monthMillis, firstID: firstID)
-        return try plan(bundleID: bundleID, sharedSecret: sharedSecret, emitter: emitter, start: now - margin - dry.end, monthMillis: monthMillis,
+        // Clamped: an absurd `now` or `margin` makes an out-of-range start, which `plan` refuses.
+        let start = now.clampedSubtracting(margin).clampedSubtracting(dry.end)
+        return try plan(bundleID: bundleID, sharedSecret: sharedSecret, emitter: emitter, start: start, monthMillis: monthMillis,
                         firstID: firstID)
     }
 }

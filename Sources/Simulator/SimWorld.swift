@@ -1,3 +1,4 @@
+internal import Canonical
 internal import FoundationEssentials
 public import V2Adapter
 
@@ -129,11 +130,12 @@ public struct SimWorld: Sendable, Codable {
 
     public init() {}
 
-    /// A fresh 16-digit id, the shape Apple's sandbox uses.
+    /// A fresh 16-digit id, the shape Apple's sandbox uses. `nextID` is read from the state file: past 15 digits
+    /// the id just grows longer, and the counter stops at `Int64.max` instead of overflowing.
     public mutating func newID() -> String {
-        defer { nextID += 1 }
+        defer { nextID = nextID.clampedAdding(1) }
         let digits = String(nextID)
-        return "2" + String(repeating: "0", count: 15 - digits.count) + digits
+        return "2" + String(repeating: "0", count: max(0, 15 - digits.count)) + digits
     }
 
     public func subscription(forReceipt token: String) -> SimSubscription? {

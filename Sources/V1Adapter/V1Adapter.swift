@@ -102,6 +102,37 @@ public struct V1Adapter: Sendable {
         return "v1:" + SHA256.hex(JSONValue.object(withoutPassword).canonicalBytes())
     }
 
+    /// Which bundle a V1 body claims, read without trusting or authenticating it — for log lines, quarantine
+    /// records and picking the app an ad-hoc secret applies to. It is exactly the rule ``authenticate(body:)``
+    /// applies, ``ResponseBodyV1/bundleID``: the top-level `bid`, else the pre-2021 `latest_receipt_info`'s (one
+    /// object, or the first of an array), else `latest_expired_receipt_info`'s (pre-2021 `CANCEL` and
+    /// auto-renew-off bodies of expired subscriptions name their bundle nowhere else). `unified_receipt` is not
+    /// read: its transactions carry no `bid`, and bodies that have it name the bundle at the top.
+    ///
+    /// Only the three members the rule reads are decoded, and of the transactions only their `bid`, so a body the
+    /// adapter would refuse as malformed for another member still has its claim read. Nil when the bytes are not a
+    /// JSON object or name no bundle.
+    public static func claimedBundle(body bytes: [UInt8]) -> String? {
+        guard case .object(let object)? = try? JSONParser.parse(bytes) else { return nil }
+        func bidOnly(_ value: JSONValue) -> JSONValue {
+            switch value {
+            case .object(let o): return .object(JSONObject(o.members.filter { $0.key == "bid" }))
+            case .array(let items): return .array(items.map(bidOnly))
+            default: return value
+            }
+        }
+        let decoder = JSONValueDecoder()
+        var claim = ResponseBodyV1(notificationType: nil, password: nil, environment: nil)
+        claim.bid = object["bid"]?.stringValue
+        claim.latestReceiptInfo = object["latest_receipt_info"].flatMap {
+            try? decoder.decode(OneOrMany<V1Transaction>.self, from: bidOnly($0))
+        }
+        claim.latestExpiredReceiptInfo = object["latest_expired_receipt_info"].flatMap {
+            try? decoder.decode(V1Transaction.self, from: bidOnly($0))
+        }
+        return claim.bundleID
+    }
+
     /// SHA-256 (hex) of the presented password, for the quarantine: lets a replay match a secret configured later
     /// without ever storing the password. Nil when the body has none.
     public static func passwordFingerprint(body bytes: [UInt8]) -> String? {

@@ -184,9 +184,10 @@ public struct V1EventBuilder: Sendable {
         case "DID_CHANGE_RENEWAL_STATUS":
             let on = renewal?.autoRenewStatus?.bool ?? body.autoRenewStatus?.bool
             if on == true, let latest, let start = latest.purchaseMillis, let previous, let prevEnd = previous.expiresMillis,
-                prevEnd <= start, abs(start - time) <= 120_000
+                prevEnd <= start, start.clampedSubtracting(time).magnitude <= 120_000
             {
-                // Apple's V1 table: an expired subscription resubscribed to the same product.
+                // Apple's V1 table: an expired subscription resubscribed to the same product. (Both dates are
+                // Apple's text: the distance is clamped, and `magnitude` has no `abs(Int64.min)` trap.)
                 return (.purchase, .resubscribe)
             }
             if on == false, renewal?.expirationIntent?.int64 == 2, renewal?.isInBillingRetryPeriod?.bool != true,

@@ -130,10 +130,9 @@ public struct VerifyReceiptClient: Sendable {
         throw lastFailure
     }
 
-    /// `baseDelay · 2^(attempt−1)`, capped at `maxDelay`, times a jitter factor in [0.5, 1).
+    /// `baseDelay · 2^(attempt−1)`, capped at `maxDelay`, times a jitter factor in [0.5, 1) (`RetryBackoff`: no
+    /// configured delay can make it overflow).
     func backoff(attempt: Int) -> Duration {
-        let exponential = configuration.baseDelay * (1 << min(attempt - 1, 20))
-        let capped = min(exponential, configuration.maxDelay)
-        return capped * (0.5 + 0.5 * min(max(jitter(), 0), 0.999_999))
+        RetryBackoff.delay(attempt: attempt, base: configuration.baseDelay, maximum: configuration.maxDelay, jitter: jitter())
     }
 }

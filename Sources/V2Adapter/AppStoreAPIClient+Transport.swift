@@ -6,6 +6,10 @@ extension AppStoreAPIClient {
     /// Apple's error codes that mean "try again" (its libraries call them retryable), besides any 429 and 5xx.
     public static let retryableAppleErrorCodes: Set<Int64> = [4040002, 4040004, 4040006, 5000001, 4290000]
 
+    /// The longest `Retry-After` this client reads (a day; Apple's rate limits reset within the hour). A longer
+    /// or absurd value (`99999999999999999`) reads as this, which always ends the call (`rate_limited`).
+    public static let retryAfterCeiling: Duration = .seconds(86_400)
+
     /// How one HTTP attempt ended, when it did not succeed.
     struct Failure {
         var error: AppStoreAPIError
@@ -36,7 +40,7 @@ extension AppStoreAPIClient {
             do {
                 let response = try await transport.send(request)
                 if (200..<300).contains(response.status) { return response.body }
-                failure = Self.judge(response)
+                failure = Self.judge(response, now: now())
             } catch {
                 failure = Self.judge(error)
             }
@@ -44,7 +48,7 @@ extension AppStoreAPIClient {
             guard failure.retryable, attempt < attempts, !Task.isCancelled else { throw failure.error }
             var delay = backoff(attempt: attempt)
             if let wanted = failure.retryAfter {
-                guard wanted <= configuration.maxRetryAfter else {
+                guard wanted <= configuration.maxRetryAfter, wanted < Self.retryAfterCeiling else {
                     failure.error.message += "; Apple asked to wait \(wanted.components.seconds) s, longer than allowed"
                     throw failure.error
                 }
@@ -85,22 +89,22 @@ extension AppStoreAPIClient {
         return base + path + (members.isEmpty ? "" : "?" + members.joined(separator: "&"))
     }
 
-    /// `baseDelay · 2^(attempt−1)`, capped at `maxDelay`, times a jitter factor in [0.5, 1).
+    /// `baseDelay · 2^(attempt−1)`, capped at `maxDelay`, times a jitter factor in [0.5, 1) (`RetryBackoff`: no
+    /// configured delay can make it overflow).
     func backoff(attempt: Int) -> Duration {
-        let exponential = configuration.baseDelay * (1 << min(max(attempt - 1, 0), 20))
-        let capped = min(exponential, configuration.maxDelay)
-        return capped * (0.5 + 0.5 * min(max(jitter(), 0), 0.999_999))
+        RetryBackoff.delay(attempt: attempt, base: configuration.baseDelay, maximum: configuration.maxDelay, jitter: jitter())
     }
 
     // MARK: Judging answers
 
-    /// What a non-2xx answer means, and whether another attempt may cure it.
-    static func judge(_ response: HTTPResponse) -> Failure {
+    /// What a non-2xx answer means, and whether another attempt may cure it. `now` (ms) dates a `Retry-After`
+    /// given as an HTTP-date.
+    static func judge(_ response: HTTPResponse, now: Int64) -> Failure {
         let status = response.status
         let apple = try? JSONValueDecoder().decode(AppStoreAPIErrorBody.self, from: response.body)
         let code = apple?.errorCode
         let said = apple.map { ": \(Self.printable($0.errorMessage))" } ?? ""
-        let retryAfter = Self.retryAfter(response.header("Retry-After"))
+        let retryAfter = response.retryAfter(maximum: Self.retryAfterCeiling, now: now)
         func failure(_ c: AppStoreAPIError.Code, _ message: String, retryable: Bool) -> Failure {
             Failure(
                 error: AppStoreAPIError(c, message, httpStatus: status, appleErrorCode: code, retryAfter: retryAfter),
@@ -145,16 +149,6 @@ extension AppStoreAPIClient {
                 error: AppStoreAPIError(.appleUnavailable, "the App Store Server API is unreachable (\(error.code))"),
                 retryable: true)
         }
-    }
-
-    /// `Retry-After` in seconds (the HTTP-date form is not used by Apple and is ignored).
-    static func retryAfter(_ value: String?) -> Duration? {
-        guard let value else { return nil }
-        var digits = Array(value.utf8)
-        while let f = digits.first, f == 0x20 || f == 0x09 { digits.removeFirst() }
-        while let l = digits.last, l == 0x20 || l == 0x09 { digits.removeLast() }
-        guard !digits.isEmpty, digits.count <= 9, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        return .seconds(digits.reduce(0) { $0 * 10 + Int64($1 - 0x30) })
     }
 
     /// Apple's own words, kept short and to printable ASCII.

@@ -10,8 +10,10 @@ internal import WireJSON
 /// - Each HTTP attempt carries a fresh ES256 bearer token (``AppStoreAPIToken``): `iat` = now, `exp` = now +
 ///   ``Configuration/tokenLifetimeSeconds`` (at most 20 minutes).
 /// - Retried: HTTP 429, 5xx, network failures, and Apple's retryable error codes 4040002, 4040004, 4040006, 5000001
-///   and 4290000. A `Retry-After` (seconds) lengthens the wait; one longer than ``Configuration/maxRetryAfter`` ends
-///   the call at once (`rate_limited` with ``AppStoreAPIError/retryAfter``) rather than holding a task for it.
+///   and 4290000. A `Retry-After` (seconds or an HTTP-date, read by `HTTPClient`'s `RetryAfter`) lengthens the
+///   wait; one longer than ``Configuration/maxRetryAfter`` (or than ``retryAfterCeiling``, which is what absurd values
+///   read as) ends the call at once (`rate_limited` with ``AppStoreAPIError/retryAfter``) rather than holding a task
+///   for it.
 /// - Never retried: 401 (`unauthorized`), 404 (`not_found`), 400 (`bad_request`), an answer that is not Apple's
 ///   JSON (`invalid_response`), a signed item that fails verification (`invalid_signature`).
 /// - Nothing secret reaches an error: the token, the `Authorization` header and the key stay in the request.

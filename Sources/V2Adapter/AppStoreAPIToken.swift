@@ -1,3 +1,4 @@
+internal import Canonical
 public import Crypto
 internal import WireJSON
 
@@ -57,10 +58,11 @@ public struct AppStoreAPIToken: Sendable, Hashable {
               let exp = payload["exp"]?.int64Value
         else { throw .malformed }
         guard payload["aud"]?.stringValue == audience else { throw .badAudience }
-        guard iat <= seconds + 60 else { throw .notYetValid }
+        // Both dates are the presenter's claims and `seconds` any clock: compared with clamped arithmetic.
+        guard iat <= seconds.clampedAdding(60) else { throw .notYetValid }
         guard exp > seconds else { throw .expired }
         guard exp > iat else { throw .malformed }
-        guard exp - iat <= maxLifetimeSeconds else { throw .tooLong }
+        guard exp.clampedSubtracting(iat) <= maxLifetimeSeconds else { throw .tooLong }
         return AppStoreAPIToken(keyID: kid, issuerID: iss, bundleID: payload["bid"]?.stringValue ?? "", issuedAt: iat, expiresAt: exp)
     }
 }

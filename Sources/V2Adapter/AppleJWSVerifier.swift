@@ -6,7 +6,8 @@ internal import WireJSON
 /// certificates in `x5c`; `x5c[2]` byte-equal to a pinned root; leaf → intermediate → that root valid at the
 /// validation time (RFC 5280 strict profile); Apple's marker OIDs on leaf and intermediate; CA only on the
 /// intermediate; a P-256 leaf key; a raw 64-byte `R‖S` signature over `header.payload`. Roots other than Apple's
-/// vouch for sandbox payloads only. Chains that passed are cached by header bytes (bounded).
+/// vouch for sandbox payloads only. Verified chains are cached (bounded, see ``ChainCache``): by header bytes once a
+/// token's signature verified, by certificates once the chain validated.
 public final class AppleJWSVerifier: Sendable {
     /// Leaf marker: "Mac App Store and iTunes Store Receipt Signing".
     public static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
@@ -22,23 +23,39 @@ public final class AppleJWSVerifier: Sendable {
         self.cache = ChainCache(capacity: chainCacheCapacity)
     }
 
-    /// Cache statistics since creation.
+    /// Statistics of the header-bytes cache (the fast path) since creation.
     public var chainCacheStatistics: (hits: Int, misses: Int, entries: Int) { cache.statistics }
+
+    /// Statistics of the by-certificates cache (headers seen for the first time) since creation.
+    public var certificateCacheStatistics: (hits: Int, misses: Int, entries: Int) { cache.certificateStatistics }
 
     /// Proves `jws` was signed by a chain this verifier trusts, valid at `time` (ms since the epoch), for a payload
     /// of `environment`. Returns the leaf's serial number (for logs). The payload itself was parsed by the caller.
+    ///
+    /// `time` is whatever the payload claims (`Int64.min` included): it is floored to whole seconds without
+    /// arithmetic that could overflow, and a time outside every certificate's validity is `certificate_expired`.
     func authenticate(_ jws: CompactJWS, at time: Int64, environment: AppStoreEnvironment?) throws(V2AdapterError) -> String {
-        let seconds = time >= 0 ? time / 1000 : (time - 999) / 1000
-        let key = ChainCache.Key(bytes: Array(jws.headerSegment))
+        let seconds = time.flooredQuotient(dividingBy: 1000)
+        let headerKey = ChainCache.Key(bytes: Array(jws.headerSegment))
         let chain: VerifiedChain
-        if let cached = cache.lookup(key) {
-            guard seconds >= cached.notBefore, seconds < cached.notAfter else {
-                throw V2AdapterError(.certificateExpired, "certificate chain not valid at the signed date")
-            }
-            chain = cached
+        let headerWasCached: Bool
+        if let cached = cache.lookup(header: headerKey) {
+            // Fast path: these exact header bytes already carried a verified signature.
+            try Self.checkWindow(cached, at: seconds)
+            (chain, headerWasCached) = (cached, true)
         } else {
-            chain = try validateChain(jws.decodeHeader(), at: seconds)
-            cache.insert(key, chain)
+            let header = try jws.decodeHeader()
+            try Self.checkShape(header)
+            let certificatesKey = ChainCache.Key(certificates: header.x5c)
+            if let known = cache.lookup(certificates: certificatesKey) {
+                // A new encoding of a header naming a chain that validated before: no chain validation to repeat.
+                try Self.checkWindow(known, at: seconds)
+                chain = known
+            } else {
+                chain = try validateChain(header, at: seconds)
+                cache.insert(certificates: certificatesKey, chain)
+            }
+            headerWasCached = false
         }
         if !chain.trustedForProduction, environment != .sandbox {
             throw V2AdapterError(.untrustedRoot, "an extra (non-Apple) root vouches for sandbox payloads only")
@@ -51,14 +68,29 @@ public final class AppleJWSVerifier: Sendable {
                 signature: jws.signature, message: UnsafeRawBufferPointer(rebasing: buf[0..<jws.payloadEnd]))
         }
         guard ok else { throw V2AdapterError(.badSignature, "ES256 signature does not verify") }
+        // Only now may these header bytes take a slot: a token that fails its signature (a re-encoded header with
+        // Apple's real certificates, say) must never evict the entry of a genuine one.
+        if !headerWasCached { cache.insert(header: headerKey, chain) }
         return chain.leafSerial
     }
 
-    private func validateChain(_ header: CompactJWS.Header, at seconds: Int64) throws(V2AdapterError) -> VerifiedChain {
+    /// `notBefore <= t < notAfter` of every certificate, as OpenSSL judges it.
+    private static func checkWindow(_ chain: VerifiedChain, at seconds: Int64) throws(V2AdapterError) {
+        guard seconds >= chain.notBefore, seconds < chain.notAfter else {
+            throw V2AdapterError(.certificateExpired, "certificate chain not valid at the signed date")
+        }
+    }
+
+    /// What every header must say, whichever way its chain is found: `alg` exactly ES256 and three certificates.
+    private static func checkShape(_ header: CompactJWS.Header) throws(V2AdapterError) {
         guard header.alg == "ES256" else { throw V2AdapterError(.unsupportedAlgorithm, "alg is not ES256") }
         guard header.x5c.count == 3 else {
             throw V2AdapterError(.invalidChainLength, "x5c holds \(header.x5c.count) certificates, not 3")
         }
+    }
+
+    /// Full validation of a header's chain (``checkShape(_:)`` has passed).
+    private func validateChain(_ header: CompactJWS.Header, at seconds: Int64) throws(V2AdapterError) -> VerifiedChain {
         var ders: [[UInt8]] = []
         for (i, text) in header.x5c.enumerated() {
             do { ders.append(try Base64.decode(Array(text.utf8), alphabet: .standard)) } catch {

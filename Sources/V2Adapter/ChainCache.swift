@@ -25,8 +25,18 @@ final class VerifiedChain: Sendable {
     }
 }
 
-/// A bounded map from a JWS protected-header segment (the exact base64url bytes, so identical bytes mean an
-/// identical `alg` and `x5c`) to its verified chain. First in, first out when full; capacity 0 disables it.
+/// The verified chains, in two bounded maps (first in, first out when full; capacity 0 disables both):
+///
+/// - **by header bytes** — the exact base64url protected-header segment of a token whose *signature verified*
+///   under the chain. Identical bytes mean an identical `alg` and `x5c`, so a hit skips the header decode and the
+///   two P-384 chain signatures: the fast path of every genuine notification. Only a token Apple really signed
+///   can add an entry (the header is covered by the signature), so forged tokens cannot evict genuine ones.
+/// - **by certificates** — the three `x5c` strings of a chain that passed full validation to a pinned root.
+///   Chain validity does not depend on the token, so a header that is new (re-encoded, members reordered, an extra
+///   member) but names a known chain costs a header parse and one ES256 verify, never a chain validation; only
+///   chains ending at a pinned root can ever enter, so this map cannot be filled with an attacker's chains.
+///
+/// Either way the chain's validity window is still checked against each payload's own time.
 final class ChainCache: Sendable {
     struct Key: Hashable {
         let bytes: [UInt8]
@@ -39,18 +49,57 @@ final class ChainCache: Sendable {
         }
 
         static func == (a: Key, b: Key) -> Bool {
+            // Empty keys have no base address to compare (and are all equal).
             a.bytes.count == b.bytes.count
                 && a.bytes.withUnsafeBytes { pa in
-                    b.bytes.withUnsafeBytes { pb in memcmp(pa.baseAddress!, pb.baseAddress!, pa.count) == 0 }
+                    b.bytes.withUnsafeBytes { pb in
+                        guard let x = pa.baseAddress, let y = pb.baseAddress else { return true }
+                        return memcmp(x, y, pa.count) == 0
+                    }
                 }
         }
+
+        /// The key of a chain by its `x5c` strings (standard base64 is strict here, so equal strings mean equal
+        /// DER); `,` never occurs in base64, so the join is unambiguous.
+        init(certificates: [String]) {
+            bytes = Array(certificates.joined(separator: ",").utf8)
+        }
+
+        init(bytes: [UInt8]) { self.bytes = bytes }
     }
 
-    private struct State {
+    /// One bounded first-in-first-out map with its hit and miss counts.
+    private struct BoundedMap {
         var entries: [Key: VerifiedChain] = [:]
         var order: [Key] = []
         var hits = 0
         var misses = 0
+
+        mutating func lookup(_ key: Key) -> VerifiedChain? {
+            if let v = entries[key] {
+                hits += 1
+                return v
+            }
+            misses += 1
+            return nil
+        }
+
+        mutating func insert(_ key: Key, _ chain: VerifiedChain, capacity: Int) {
+            if entries[key] != nil { return }
+            if order.count >= capacity, !order.isEmpty {
+                let evicted = order.removeFirst()
+                entries[evicted] = nil
+            }
+            entries[key] = chain
+            order.append(key)
+        }
+
+        var statistics: (hits: Int, misses: Int, entries: Int) { (hits, misses, entries.count) }
+    }
+
+    private struct State {
+        var headers = BoundedMap()
+        var chains = BoundedMap()
     }
 
     let capacity: Int
@@ -58,33 +107,33 @@ final class ChainCache: Sendable {
 
     init(capacity: Int) { self.capacity = max(0, capacity) }
 
-    func lookup(_ key: Key) -> VerifiedChain? {
+    /// The chain of a header whose bytes already carried a verified signature.
+    func lookup(header key: Key) -> VerifiedChain? {
         guard capacity > 0 else { return nil }
-        return state.withLock { s in
-            if let v = s.entries[key] {
-                s.hits += 1
-                return v
-            }
-            s.misses += 1
-            return nil
-        }
+        return state.withLock { $0.headers.lookup(key) }
     }
 
-    func insert(_ key: Key, _ chain: VerifiedChain) {
+    /// Call only once the token's signature has verified under `chain`.
+    func insert(header key: Key, _ chain: VerifiedChain) {
         guard capacity > 0 else { return }
-        state.withLock { s in
-            if s.entries[key] != nil { return }
-            if s.order.count >= capacity {
-                let evicted = s.order.removeFirst()
-                s.entries[evicted] = nil
-            }
-            s.entries[key] = chain
-            s.order.append(key)
-        }
+        state.withLock { $0.headers.insert(key, chain, capacity: capacity) }
     }
 
-    /// (hits, misses, entries) since creation, for metrics and tests.
-    var statistics: (hits: Int, misses: Int, entries: Int) {
-        state.withLock { ($0.hits, $0.misses, $0.entries.count) }
+    /// A chain that passed full validation, by its certificates.
+    func lookup(certificates key: Key) -> VerifiedChain? {
+        guard capacity > 0 else { return nil }
+        return state.withLock { $0.chains.lookup(key) }
     }
+
+    /// Call only once the chain has validated to a pinned root.
+    func insert(certificates key: Key, _ chain: VerifiedChain) {
+        guard capacity > 0 else { return }
+        state.withLock { $0.chains.insert(key, chain, capacity: capacity) }
+    }
+
+    /// (hits, misses, entries) of the header map since creation, for metrics and tests.
+    var statistics: (hits: Int, misses: Int, entries: Int) { state.withLock { $0.headers.statistics } }
+
+    /// (hits, misses, entries) of the certificate map since creation.
+    var certificateStatistics: (hits: Int, misses: Int, entries: Int) { state.withLock { $0.chains.statistics } }
 }

@@ -75,10 +75,12 @@ public struct V2Adapter: Sendable {
             (time, timeSource) = (now, .arrival)
         }
         if let freshness, timeSource != .arrival {
-            guard time >= now - freshness.maxAgeMillis else {
+            // `time` is the payload's claim and the bounds come from a config: the window is clamped, not trapped,
+            // at Int64's ends (a window reaching past them simply has no edge there).
+            guard time >= now.clampedSubtracting(freshness.maxAgeMillis) else {
                 throw V2AdapterError(.staleNotification, "signed more than \(freshness.maxAgeMillis / 86_400_000) days ago")
             }
-            guard time <= now + freshness.maxFutureMillis else {
+            guard time <= now.clampedAdding(freshness.maxFutureMillis) else {
                 throw V2AdapterError(.staleNotification, "signed in the future")
             }
         }

@@ -152,6 +152,21 @@ import Testing
         }
     }
 
+    @Test func absurdConfiguredDelaysDoNotTrapTheBackoff() async throws {
+        // Before RetryBackoff, baseDelay · 2^20 overflowed Duration (and trapped) for a large configured base.
+        for (base, cap) in [(Duration.seconds(Int64.max), Duration.seconds(Int64.max)), (.seconds(Int64.max), .seconds(30)),
+                            (.seconds(-5), .seconds(-5)), (.seconds(1), .seconds(Int64.min))] {
+            let box = SleepBox()
+            let client = VerifyReceiptClient(
+                transport: ScriptedTransport(results: [Self.status(21005), Self.status(21005), Self.status(0)]),
+                configuration: .init(productionURL: Self.production, sandboxURL: Self.sandbox, maxAttempts: 3, baseDelay: base, maxDelay: cap),
+                sleep: { d in box.record(d) }, jitter: { 0.5 })
+            for attempt in [1, 2, 21, 1000] { #expect(client.backoff(attempt: attempt) <= max(cap, .zero)) }
+            #expect(try await client.verify(receiptData: "cmVjZWlwdA==", sharedSecret: Self.secret).status == 0)
+            #expect(box.recorded.count == 2 && box.recorded.allSatisfy { $0 >= .zero && $0 <= max(cap, .zero) })
+        }
+    }
+
     @Test func errorsNeverCarryTheSecretOrTheReceipt() async {
         let transport = ScriptedTransport(results: [Self.status(21004)])
         let (client, _) = Self.client(transport)

@@ -110,6 +110,42 @@ import Testing
         #expect(sleeps.all.isEmpty)
     }
 
+    @Test(arguments: ["99999999999999999", "9223372036854775808", String(repeating: "9", count: 5_000), "86400"])
+    func absurdRetryAfterEndsTheCallAtOnce(_ value: String) async throws {
+        let (client, transport, sleeps) = try Self.scripted([Self.appleError(429, 4290000, headers: [HTTPHeader("Retry-After", value)])])
+        let error = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in try await Self.requestTest(client) })
+        #expect(error.code == .rateLimited)
+        #expect(error.retryAfter == AppStoreAPIClient.retryAfterCeiling)
+        #expect(transport.requests.count == 1)
+        #expect(sleeps.all.isEmpty)
+    }
+
+    @Test func junkRetryAfterLeavesTheBackoffInCharge() async throws {
+        let (client, _, sleeps) = try Self.scripted([
+            Self.appleError(429, 4290000, headers: [HTTPHeader("Retry-After", "-7")]), Self.testToken,
+        ])
+        #expect(try await Self.requestTest(client) == "tok-1")
+        #expect(sleeps.all == [.milliseconds(750)])
+    }
+
+    @Test func retryAfterAsAnHTTPDateCountsFromTheClientsClock() async throws {
+        // The client's clock is 2025-06-01T01:00:00Z; Apple asks to come back 7 s later.
+        let (client, _, sleeps) = try Self.scripted([
+            Self.appleError(503, 5000001, headers: [HTTPHeader("Retry-After", "Sun, 01 Jun 2025 01:00:07 GMT")]), Self.testToken,
+        ])
+        #expect(try await Self.requestTest(client) == "tok-1")
+        #expect(sleeps.all == [.seconds(7)])
+    }
+
+    @Test func absurdConfiguredDelaysDoNotTrapTheBackoff() throws {
+        var configuration = APIFixture.configuration(key: try PrivateKey.generateP256())
+        (configuration.baseDelay, configuration.maxDelay) = (.seconds(Int64.max), .seconds(Int64.max))
+        let client = APIFixture.client(
+            configuration, transport: ScriptedTransport(results: []),
+            adapter: V2Adapter(verifier: AppleJWSVerifier(anchors: try .apple()), apps: nil), now: Self.now)
+        for attempt in [1, 2, 21, 1000, Int.max] { #expect(client.backoff(attempt: attempt) <= .seconds(Int64.max)) }
+    }
+
     @Test func rateLimitCodeWithoutA429IsRateLimited() async throws {
         let (client, transport, _) = try Self.scripted(Array(repeating: Self.appleError(400, 4290000), count: 2), maxAttempts: 2)
         let error = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in try await Self.requestTest(client) })

@@ -50,7 +50,9 @@ public struct ResponseBodyV1: Sendable, Hashable, Codable {
         case isInBillingRetryPeriod = "is_in_billing_retry_period"
     }
 
-    /// The bundle: top-level `bid`, else the pre-2021 transaction's `bid`.
+    /// The bundle: top-level `bid`, else the pre-2021 `latest_receipt_info`'s `bid` (the first when it is an
+    /// array), else `latest_expired_receipt_info`'s. The one rule for "which bundle does this V1 body claim":
+    /// ``V1Adapter/claimedBundle(body:)`` applies it to bytes that were not (or cannot be) authenticated.
     public var bundleID: String? {
         bid ?? latestReceiptInfo?.items.first?.bid ?? latestExpiredReceiptInfo?.bid
     }

@@ -1,3 +1,5 @@
+internal import Canonical
+
 /// One transaction as V1 data carries it: an entry of `latest_receipt_info` / `in_app`, or — iOS-6 style — the
 /// single `receipt`, `latest_receipt_info` or `latest_expired_receipt_info` object. Every member is optional and
 /// kept verbatim; the accessors read dates and flags whichever way Apple wrote them.
@@ -100,26 +102,23 @@ public struct V1Transaction: Sendable, Hashable, Codable {
 /// Apple's V1 text dates: `2019-11-24 17:42:49 Etc/GMT` (also `… GMT`, `…Z`). Only UTC forms are read; the `_pst`
 /// renderings are never used.
 public enum AppleDateText {
+    /// Milliseconds since the epoch, or nil for text that is not such a date — including dates whose milliseconds
+    /// do not fit `Int64` (`99999999999-01-01 …`): the conversion is ``UTCTime/milliseconds(year:month:day:hour:minute:second:)``,
+    /// which refuses rather than overflows.
     public static func millis(_ text: String) -> Int64? {
         let parts = text.split(separator: " ")
         guard parts.count >= 2 else { return nil }
         if parts.count == 3 { guard parts[2] == "Etc/GMT" || parts[2] == "GMT" || parts[2] == "UTC" else { return nil } }
-        let d = parts[0].split(separator: "-").compactMap { Int($0) }
-        let t = parts[1].split(separator: ":").compactMap { Int($0) }
-        guard d.count == 3, t.count == 3, (1...12).contains(d[1]), (1...31).contains(d[2]), (0...23).contains(t[0]),
-            (0...59).contains(t[1]), (0...60).contains(t[2])
-        else { return nil }
-        return (daysFromCivil(d[0], d[1], d[2]) * 86_400 + Int64(t[0] * 3600 + t[1] * 60 + t[2])) * 1000
+        let d = parts[0].split(separator: "-").compactMap { Int64($0) }
+        let t = parts[1].split(separator: ":").compactMap { Int64($0) }
+        guard d.count == 3, t.count == 3 else { return nil }
+        return UTCTime.milliseconds(year: d[0], month: d[1], day: d[2], hour: t[0], minute: t[1], second: t[2])
     }
 
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm, ``UTCTime/days(year:month:day:)``).
+    /// `month` must be 1…12 and `day` 1…31; a year beyond ±``UTCTime/maxYearMagnitude`` (or an invalid month or day)
+    /// gives `Int64.min` / `Int64.max` rather than trapping. Prefer ``millis(_:)`` or `UTCTime`, which say nil.
     public static func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int64 {
-        let y = Int64(month <= 2 ? year - 1 : year)
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let m = Int64(month)
-        let doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + Int64(day) - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        return era * 146_097 + doe - 719_468
+        UTCTime.days(year: Int64(year), month: Int64(month), day: Int64(day)) ?? (year < 1970 ? .min : .max)
     }
 }
