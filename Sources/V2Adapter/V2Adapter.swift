@@ -17,8 +17,8 @@ public struct V2App: Sendable, Hashable {
 /// Authenticates V2 notifications and bare signed tokens (DESIGN ch. 3) and applies the app policy.
 ///
 /// Order of checks for a notification: JWS shape and payload JSON (`malformed`) → `Xcode`/`LocalTesting`
-/// (`unsupported_environment`) → freshness when asked (`stale_notification`) → header, chain, signature (the
-/// ``AppleJWSVerifier`` codes) → configured bundle, environment, appAppleId → every nested JWS the same way
+/// (`unsupported_environment`) → header, chain, signature (the ``AppleJWSVerifier`` codes) → freshness when asked
+/// (`stale_notification`) → configured bundle, environment, appAppleId → every nested JWS the same way
 /// (`nested_jws_invalid` with the inner code as cause). Cryptographic failures therefore always win over policy
 /// ones: an app-policy code is only ever reported for data Apple really signed.
 public struct V2Adapter: Sendable {
@@ -74,6 +74,9 @@ public struct V2Adapter: Sendable {
         } else {
             (time, timeSource) = (now, .arrival)
         }
+        let leafSerial = try verifier.authenticate(jws, at: time, environment: environment)
+        // Freshness after the signature: like every policy code, `stale_notification` is only reported for data Apple
+        // really signed (a forged body says `bad_signature` whatever date it claims).
         if let freshness, timeSource != .arrival {
             // `time` is the payload's claim and the bounds come from a config: the window is clamped, not trapped,
             // at Int64's ends (a window reaching past them simply has no edge there).
@@ -85,7 +88,6 @@ public struct V2Adapter: Sendable {
             }
         }
 
-        let leafSerial = try verifier.authenticate(jws, at: time, environment: environment)
         try checkApp(bundleID: identity.bundleID, appAppleID: identity.appAppleID, environment: environment)
 
         var transaction: TransactionPayload?

@@ -60,13 +60,14 @@ import WireJSON
         let operations = Operations(db: h.db, writer: h.writer, now: { now + 3_600_000 })
         let results = try #require(try operations.quarantineReplay(ingest: fixed, secrets: []).arrayValue)
         #expect(results.count == 2)
-        #expect(results.map { $0.objectValue?["code"] ?? .null } == [.string("stale_notification"), .null])
+        // The poison row is refused again, as live (no chain is valid at such a date); the genuine one is accepted.
+        #expect(results.map { $0.objectValue?["code"] ?? .null } == [.string("certificate_expired"), .null])
         // The genuine row is journaled (as of its arrival) and left the quarantine; the poison row stays, with its outcome.
         #expect(try h.count("SELECT COUNT(*) AS n FROM journal WHERE notification_key = '00000000-0000-4000-8000-00000000b0b0' AND received_at = ?",
                             [.integer(now)]) == 1)
         let left = try h.db.read { c in try GatewayStore.quarantined(lane: nil, limit: 10, in: c) }
         #expect(left.count == 1)
-        #expect(left.first?.lastReplayCode == "stale_notification" && left.first?.replayAttempts == 1 && left.first?.replayStartedAt == nil)
+        #expect(left.first?.lastReplayCode == "certificate_expired" && left.first?.replayAttempts == 1 && left.first?.replayStartedAt == nil)
     }
 
     @Test func replayNeverAcceptsABackdatedForgeryThatLiveTrafficRefused() throws {

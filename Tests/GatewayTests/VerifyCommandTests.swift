@@ -83,6 +83,19 @@ import Testing
         #expect(throws: ConfigError.self) { try VerifyCommand(options: options, environment: [:], now: Self.now) }
     }
 
+    @Test(arguments: ["v1-notif-cancel-prod-2019.json", "v1-notif-did-change-renewal-status-expired-prod-2019.json"])
+    func sharedSecretEnvFindsTheBundleWhereTheAdapterDoes(_ name: String) async throws {
+        // Real pre-2021 bodies that name their bundle only in latest_expired_receipt_info: `verify` had its own reading
+        // of the claimed bundle, missed that field and refused them as unknown_bundle (serve accepted them).
+        var options = VerifyCommand.Options()
+        options.sharedSecretEnv = "FIXTURE_SECRET"
+        let command = try VerifyCommand(
+            options: options, environment: ["FIXTURE_SECRET": "<redacted: shared secret present in source>"], now: Self.now)
+        let report = await command.run(file: Fixtures.url("v1/\(name)").path())
+        #expect(report.ok, "\(String(describing: report.error))")
+        #expect(report.bundleID?.hasPrefix("com.freeramble.") == true)
+    }
+
     @Test func configSecretsComeFromTheEnvironment() async throws {
         var options = VerifyCommand.Options()
         options.configPath = try Self.config(

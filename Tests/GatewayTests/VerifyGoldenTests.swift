@@ -57,7 +57,7 @@ import V2Adapter
     static func v1Command(for name: String) throws -> VerifyCommand {
         let body = try Fixtures.jsonStrings("v1/\(name)")
         var apps: [V1App] = []
-        if let bundle = body["bid"] ?? body["latest_receipt_info.bid"], let password = body["password"] {
+        if let bundle = V1Adapter.claimedBundle(body: try Fixtures.bytes("v1/\(name)")), let password = body["password"] {
             apps = [V1App(bundleID: bundle, environments: [.production, .sandbox],
                           sharedSecrets: [SharedSecret(name: "FIXTURE_SHARED_SECRET", value: password)], verifyReceipt: false)]
         }

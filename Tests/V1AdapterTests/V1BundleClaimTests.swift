@@ -9,7 +9,7 @@ import WireJSON
 /// Apple's pre-2021 bodies that name the bundle only in `latest_expired_receipt_info` (which the gateway's own copy
 /// of the rule missed, so `verify --shared-secret-env` refused a real CANCEL as `unknown_bundle`).
 @Suite struct V1BundleClaimTests {
-    static let folders = ["v1", "v1-synthetic", "v1-expired-info"]
+    static let folders = ["v1", "v1-synthetic"]
 
     /// Every notification body of the V1 fixture folders (verifyReceipt answers and `.receipt.json` excluded).
     static var notificationBodies: [String] {
@@ -25,8 +25,8 @@ import WireJSON
     }
 
     static let expected: [String: String] = [
-        "v1-expired-info/v1-notif-cancel-prod-2019.json": "com.freeramble.smsautosenderpro",
-        "v1-expired-info/v1-notif-did-change-renewal-status-expired-prod-2019.json": "com.freeramble.smsautosender",
+        "v1/v1-notif-cancel-prod-2019.json": "com.freeramble.smsautosenderpro",
+        "v1/v1-notif-did-change-renewal-status-expired-prod-2019.json": "com.freeramble.smsautosender",
         "v1/v1-notif-did-change-renewal-pref-prod-2019.json": "com.freeramble.smsautosender",
         "v1/v1-notif-did-change-renewal-status-2020-imdhemy.json": "com.some.thing",
         "v1/v1-notif-did-change-renewal-status-prod-2019.json": "production_id_indentifier",
@@ -64,7 +64,7 @@ import WireJSON
     }
 
     @Test func preTwentyTwentyOneCancelIsAuthenticatedForTheBundleInItsExpiredReceiptInfo() throws {
-        let bytes = try Fixtures.bytes("v1-expired-info/v1-notif-cancel-prod-2019.json")
+        let bytes = try Fixtures.bytes("v1/v1-notif-cancel-prod-2019.json")
         let app = V1App(bundleID: "com.freeramble.smsautosenderpro", environments: [.production],
                         sharedSecrets: [SharedSecret(name: "S", value: "<redacted: shared secret present in source>")], verifyReceipt: false)
         let n = try V1Adapter(apps: [app]).authenticate(body: bytes)

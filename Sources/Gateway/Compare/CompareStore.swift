@@ -161,7 +161,7 @@ public enum CompareStore {
               let v2 = try snapshot(bundleID: bundleID, environment: environment, otid: otid, path: "v2", in: c)
         else { return .waiting }
         let older = v1.observedAt < v2.observedAt ? "v1" : "v2"
-        if v1.observedAt.distance(from: v2.observedAt) > UInt64(max(0, tolerance)) {
+        if v1.observedAt.clampedSubtracting(v2.observedAt).magnitude > UInt64(max(0, tolerance)) {
             try enqueue(bundleID: bundleID, environment: environment, otid: otid, fetch: older, v1EventID: nil, authority: nil,
                         compare: true, confirms: confirms, at: time, in: c)
             return .stale
@@ -169,7 +169,7 @@ public enum CompareStore {
         let fields = OutcomeComparison.disagreements(v1: v1, v2: v2)
         if !fields.isEmpty, confirms < maxConfirmations, v1.observedAt != v2.observedAt {
             try enqueue(bundleID: bundleID, environment: environment, otid: otid, fetch: older, v1EventID: nil, authority: nil,
-                        compare: true, confirms: confirms + 1, at: time, due: time + confirmDelay, in: c)
+                        compare: true, confirms: confirms + 1, at: time, due: time.clampedAdding(confirmDelay), in: c)
             return .unconfirmed
         }
         let outcome: Comparison = fields.isEmpty ? .agree : .disagree

@@ -223,8 +223,8 @@ public final class CompareWorker: JobTable, ContextualWorker {
         let outcome = path == "v1" ? "v2_only" : "v1_only"
         let otherPath = path == "v1" ? "v2" : "v1"
         let graceMillis = settings.graceMillis
-        let graceOver = time.saturatingSubtract(job.createdAt) >= graceMillis
-        let retryAt = now() + notSeenRetryMillis
+        let graceOver = time.clampedSubtracting(job.createdAt) >= graceMillis
+        let retryAt = now().clampedAdding(notSeenRetryMillis)
         let maxAttempts = policy.maxAttempts
         let result = try await writer.performAsync { c -> NotSeen in
             // The receipt may have been stored since this fetch read it. Its wake-up then found this job pending — it
@@ -241,7 +241,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
                 // Waiting for the other path is not a failed attempt: it does not count towards the limit (a grace
                 // window longer than the attempts allow would otherwise fail the job before the one-sided outcome is
                 // ever recorded), and the last look is at the end of the window.
-                let due = min(retryAt, job.createdAt.saturatingAdd(graceMillis))
+                let due = min(retryAt, job.createdAt.clampedAdding(graceMillis))
                 try Self.reschedule(job, error: "\(path)_not_seen_yet", at: time, due: due, maxAttempts: maxAttempts, counts: false, in: c)
                 return .waiting
             }
@@ -286,7 +286,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
         await context.recordOutcome { c in
             try c.run(
                 "UPDATE compare_jobs SET state = ?, attempts = ?, next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
-                [.text(final), .integer(Int64(attempts)), .integer(time + retryIn), .text(error), .integer(time), .integer(job.id)])
+                [.text(final), .integer(Int64(attempts)), .integer(time.clampedAdding(retryIn)), .text(error), .integer(time), .integer(job.id)])
         }
     }
 
@@ -320,7 +320,8 @@ public final class CompareWorker: JobTable, ContextualWorker {
             guard let bundle = row.string("bundle_id"), let env = row.string("environment"), let authority = row.string("authority") else { continue }
             let lastAuthoritative = row.int64("last_authoritative") ?? 0
             let lastOther = row.int64("last_other") ?? 0
-            let isSilent = lastOther > lastAuthoritative + silenceAlertMillis && time - lastAuthoritative > silenceAlertMillis
+            let isSilent = lastOther > lastAuthoritative.clampedAdding(silenceAlertMillis)
+                && time.clampedSubtracting(lastAuthoritative) > silenceAlertMillis
             let key = bundle + "|" + env
             metrics.set("iapgw_authority_silent", ["bundle": bundle, "environment": env], isSilent ? 1 : 0)
             let changed = silent.withLock { set -> Bool in
@@ -329,7 +330,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
             if changed, isSilent {
                 log.warn("the authoritative path is silent while the other path is not", [
                     "bundle": .string(bundle), "environment": .string(env), "authority": .string(authority),
-                    "silent_for_ms": .int(time - lastAuthoritative),
+                    "silent_for_ms": .int(time.clampedSubtracting(lastAuthoritative)),
                 ])
             }
         }

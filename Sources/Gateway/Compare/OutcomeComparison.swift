@@ -48,7 +48,7 @@ public enum OutcomeComparison {
     /// absent date is unknown.
     static func sameDate(_ a: Int64?, _ b: Int64?, absentIsValue: Bool) -> Bool {
         switch (a, b) {
-        case (let a?, let b?): return a.distance(from: b) <= UInt64(max(0, dateSlackMillis))
+        case (let a?, let b?): return a.clampedSubtracting(b).magnitude <= UInt64(max(0, dateSlackMillis))
         case (nil, nil): return true
         default: return !absentIsValue  // one side has a date, the other none: unknown, unless absence is a statement
         }

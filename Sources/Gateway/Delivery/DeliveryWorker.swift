@@ -20,24 +20,6 @@ public struct DeliveryPolicy: Sendable {
     public func delay(afterAttempt attempt: Int, jitter: Double) -> Int64 {
         Backoff.delay(base: baseDelayMillis, cap: maxDelayMillis, exponent: attempt - 1, jitter: jitter)
     }
-
-    /// A `Retry-After` header's delta-seconds in milliseconds, at most `cap`: any number of digits (a longer one
-    /// saturates), surrounding whitespace allowed; nil for anything else (the HTTP-date form included: a
-    /// downstream's clock is not ours to trust).
-    public static func retryAfterMillis(_ value: String?, cap: Int64) -> Int64? {
-        guard let value else { return nil }
-        let digits = value.utf8.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }.reversed()
-        guard !digits.isEmpty, digits.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        let limit = max(0, cap)
-        var millis: Int64 = 0
-        for digit in digits {
-            let (times10, o1) = millis.multipliedReportingOverflow(by: 10)
-            let (next, o2) = times10.addingReportingOverflow(Int64(digit - 0x30) * 1000)
-            guard !o1, !o2, next <= limit else { return limit }
-            millis = next
-        }
-        return millis
-    }
 }
 
 /// Delivers the outbox (DESIGN ch. 6): at least once, per-downstream concurrency limit, exponential backoff with
@@ -139,7 +121,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             } else {
                 // A downstream's Retry-After is honoured up to the policy's longest delay, never trusted as a number:
                 // `Retry-After: 99999999999999999` once overflowed here and crash-looped the gateway.
-                let retryAfter = DeliveryPolicy.retryAfterMillis(response.header("Retry-After"), cap: policy(for: downstream).maxDelayMillis)
+                let retryAfter = response.retryAfterMillis(maximumMillis: policy(for: downstream).maxDelayMillis, now: now())
                 await finish(job, status: response.status, error: "HTTP \(response.status)", dead: response.status == 410, minDelay: retryAfter)
             }
         } catch {
@@ -199,7 +181,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         let delivered = error == nil
         let exhausted = dead || attempts >= maxAttempts
         let retry = router.downstream(job.downstream).map(policy(for:)) ?? policy
-        let next = time.saturatingAdd(max(retry.delay(afterAttempt: attempts, jitter: jitter()), minDelay ?? 0))
+        let next = time.clampedAdding(max(retry.delay(afterAttempt: attempts, jitter: jitter()), minDelay ?? 0))
         let id = job.outboxID
         let state = delivered ? "delivered" : (exhausted ? "dead" : "pending")
         await context.recordOutcome { c in

@@ -165,7 +165,7 @@ public final class NotificationIngest: Sendable {
         let n: AuthenticatedV1Notification
         do { n = try v1.authenticate(body: bytes) } catch {
             return refuse(code: error.code.rawValue, message: error.reason, version: "v1", bytes: bytes, at: received, origin: origin,
-                          claimedBundle: V1Verification.claimedBundle(bytes))
+                          claimedBundle: V1Adapter.claimedBundle(body: bytes))
         }
         var item = JournalItem(key: n.eventID, version: "v1", receivedAt: received, body: n.redactedBody)
         item.origin = origin.name

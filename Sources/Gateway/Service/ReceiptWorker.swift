@@ -169,7 +169,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         await context.recordOutcome { c in
             try c.run(
                 "UPDATE receipt_jobs SET state = ?, attempts = ?, next_attempt_at = ?, last_error = ?, apple_status = ?, updated_at = ? WHERE journal_id = ?",
-                [.text(final), .integer(Int64(attempts)), .integer(time + (retryIn ?? 0)), .text(error),
+                [.text(final), .integer(Int64(attempts)), .integer(time.clampedAdding(retryIn ?? 0)), .text(error),
                  SQLiteValue(status.map { Int64($0) }), .integer(time), .integer(id)])
         }
     }

@@ -72,14 +72,14 @@ public enum SimulateCommand {
         let emitter = Emitter(signer: pki.signer)
         // Reserve a block of ids so runs sharing the folder never reuse one.
         let firstID = try store.update { world -> Int64 in
-            defer { world.nextID += 10_000 }
+            defer { world.nextID = world.nextID.clampedAdding(10_000) }  // a state file is input too
             return world.nextID
         }
         let plan: Lifecycle.Plan
         let paced = o.secondsPerMonth != nil
         if let seconds = o.secondsPerMonth {
             plan = try lifecycle.plan(bundleID: o.bundleID, sharedSecret: o.sharedSecret, emitter: emitter, start: now(),
-                                      monthMillis: max(1, Int64(seconds * 1000)), firstID: firstID)
+                                      monthMillis: Int64(min(max(1, seconds * 1000), Double(Lifecycle.maxMonthMillis + 1))), firstID: firstID)
         } else {
             plan = try lifecycle.planEndingAt(now(), bundleID: o.bundleID, sharedSecret: o.sharedSecret, emitter: emitter,
                                               monthMillis: fastMonthMillis, firstID: firstID)

@@ -19,7 +19,7 @@ struct V1Verification: Sendable {
         var apps = self.apps
         if let secret = adHocSecret {
             // --shared-secret-env: the secret is accepted for the body's own bundle (or --bundle-id's).
-            let claimed = bundleOverride ?? Self.claimedBundle(bytes) ?? ""
+            let claimed = bundleOverride ?? V1Adapter.claimedBundle(body: bytes) ?? ""
             apps.removeAll { $0.bundleID == claimed }
             apps.append(V1App(bundleID: claimed, environments: environmentsOverride ?? [.production, .sandbox],
                               sharedSecrets: [secret], verifyReceipt: receiptClient != nil))
@@ -27,7 +27,7 @@ struct V1Verification: Sendable {
         let n: AuthenticatedV1Notification
         do { n = try V1Adapter(apps: apps).authenticate(body: bytes) } catch {
             // The password may be the secret whose variable is unset: say that rather than "bad secret".
-            if error.code == .badSharedSecret, let bundle = Self.claimedBundle(bytes),
+            if error.code == .badSharedSecret, let bundle = V1Adapter.claimedBundle(body: bytes),
                let missing = unresolvedSecrets.first(where: { $0.bundle == bundle })
             {
                 return .failure("config_error", "environment variable \(missing.variable) (a shared secret of \(bundle)) is not set")
@@ -64,14 +64,6 @@ struct V1Verification: Sendable {
             failure.appleStatus = error.appleStatus
             return failure
         }
-    }
-
-    /// The bundle a body names, read without trusting anything.
-    static func claimedBundle(_ bytes: [UInt8]) -> String? {
-        guard case .object(let o)? = try? JSONParser.parse(bytes) else { return nil }
-        if case .string(let b)? = o["bid"] { return b }
-        if case .object(let info)? = o["latest_receipt_info"], case .string(let b)? = info["bid"] { return b }
-        return nil
     }
 
     /// A saved verifyReceipt answer: what it says per subscription, observed at its request date (else now).
