@@ -81,6 +81,17 @@ private func unbox<T: Decodable>(_ type: T.Type, _ value: JSONValue, _ path: [an
     case is Int.Type: return try integer(value, path) as Int as! T
     case is Int32.Type: return try integer(value, path) as Int32 as! T
     case is UInt64.Type: return try integer(value, path) as UInt64 as! T
+    // Every other width too: a primitive missing here went to `T(from:)`, which asks this container again — endless
+    // recursion and a stack overflow (found by the JSON fuzz target).
+    case is Int8.Type: return try integer(value, path) as Int8 as! T
+    case is Int16.Type: return try integer(value, path) as Int16 as! T
+    case is UInt.Type: return try integer(value, path) as UInt as! T
+    case is UInt8.Type: return try integer(value, path) as UInt8 as! T
+    case is UInt16.Type: return try integer(value, path) as UInt16 as! T
+    case is UInt32.Type: return try integer(value, path) as UInt32 as! T
+    case is Float.Type:
+        guard case .number(let n) = value, let f = Float(n) else { throw mismatch(Float.self, value, path) }
+        return f as! T
     case is Double.Type: return try double(value, path) as! T
     case is JSONValue.Type: return value as! T
     default: return try T(from: ValueDecoder(value: value, codingPath: path))

@@ -66,3 +66,24 @@ import WireJSON
         #expect((try? JSONParser.parse(Array(justDeepEnough.utf8))) != nil)
     }
 }
+
+/// Every integer width and `Float` decode as primitives (fuzz finding: `Fuzz/Regressions/json/decoder-unbox-recursion-
+/// uint8.json`): a width the decoder had no case for recursed through `init(from:)` until the stack overflowed.
+@Suite struct DecoderWidthTests {
+    struct Widths: Decodable, Equatable {
+        var a: UInt8, b: Int8, c: Int16, d: UInt16, e: UInt32, f: UInt, g: Float
+        var list: [UInt8]
+    }
+
+    @Test func everyWidthDecodesAndOutOfRangeIsAMismatch() throws {
+        let ok = try JSONParser.parse(Array(#"{"a":255,"b":-128,"c":-32768,"d":65535,"e":4294967295,"f":1,"g":1.5,"list":[0,7]}"#.utf8))
+        let w = try JSONValueDecoder().decode(Widths.self, from: ok)
+        #expect(w == Widths(a: 255, b: -128, c: -32768, d: 65535, e: 4_294_967_295, f: 1, g: 1.5, list: [0, 7]))
+        for bad in [#"{"a":256,"b":0,"c":0,"d":0,"e":0,"f":0,"g":0,"list":[]}"#, #"{"a":0,"b":0,"c":0,"d":0,"e":0,"f":0,"g":0,"list":[300]}"#,
+                    #"{"a":0,"b":0,"c":0,"d":0,"e":0,"f":-1,"g":0,"list":[]}"#, #"{"a":"x","b":0,"c":0,"d":0,"e":0,"f":0,"g":0,"list":[]}"#] {
+            #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(Widths.self, from: try JSONParser.parse(Array(bad.utf8))) }
+        }
+        #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(UInt8.self, from: .string("1")) }
+        #expect(try JSONValueDecoder().decode(UInt8.self, from: .number("9")) == 9)
+    }
+}
