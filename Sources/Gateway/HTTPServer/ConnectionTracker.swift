@@ -150,7 +150,6 @@ final class ConnectionTracker: Sendable {
     /// Starts the clock of connections whose next request has begun, and shuts down those past the deadline.
     func sweep(now: ContinuousClock.Instant) {
         guard let deadline else { return }
-        var expired = 0
         table.withLock { entries in
             for index in entries.indices {
                 let entry = entries.values[index]
@@ -165,17 +164,18 @@ final class ConnectionTracker: Sendable {
                     }
                 case .idle(let since, nil), .receiving(let since):
                     guard now - since >= deadline else { continue }
+                    // Counted before the client can see its connection end, so that a reader of the count never
+                    // sees a closed connection it does not include.
+                    expiredCount.add(1, ordering: .relaxed)
                     // Under the lock: the fd is still libmicrohttpd's (see the type's documentation). SHUT_RDWR
                     // wakes its poll with end-of-file, and it closes the connection itself.
                     _ = shutdown(entry.fd, Int32(SHUT_RDWR))
                     entries.values[index].phase = .expired
-                    expired += 1
                 case .answering, .expired:
                     continue
                 }
             }
         }
-        if expired > 0 { expiredCount.add(expired, ordering: .relaxed) }
     }
 
     private func key(_ connection: OpaquePointer) -> UInt { UInt(bitPattern: Int(bitPattern: connection)) }
