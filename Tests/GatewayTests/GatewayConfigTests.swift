@@ -119,6 +119,13 @@ import Testing
         #expect(SizeText.bytes("9999999999999GiB") == nil && SizeText.bytes("-1MiB") == nil && SizeText.bytes("MiB") == nil)
     }
 
+    @Test func theExampleConfigKeepsTheTenDayFreshnessWindow() throws {
+        // It shipped 2000 days so that the demo's saved samples passed: a copied config switched freshness off.
+        let example = Fixtures.root.deletingLastPathComponent().appending(path: "config/example.json").path()
+        let c = try GatewayConfig.load(path: example)
+        #expect(c.maxNotificationAgeMillis <= 10 * 86_400_000)
+    }
+
     @Test func downstreamBackoffAndQuarantineBytesAreRead() throws {
         let c = try GatewayConfig.parse(Array("""
             {"limits": {"untrusted_quarantine_bytes": "8MiB", "genuine_quarantine_bytes": 536870912},
