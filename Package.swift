@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "WireJSON", targets: ["WireJSON"]),
         .library(name: "Crypto", targets: ["Crypto"]),
         .library(name: "HTTPClient", targets: ["HTTPClient"]),
+        .library(name: "HTTPServer", targets: ["HTTPServer"]),
+        .library(name: "SQLite", targets: ["SQLite"]),
         .library(name: "V1Adapter", targets: ["V1Adapter"]),
         .library(name: "V2Adapter", targets: ["V2Adapter"]),
         .library(name: "Gateway", targets: ["Gateway"]),
@@ -33,13 +35,15 @@ let package = Package(
         .target(name: "WireJSON", swiftSettings: strict),
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: strict),
+        .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         .target(name: "V1Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         .target(name: "V2Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         // The simulated App Store: test PKI, lifecycles, paired V1/V2 traffic, fake Apple endpoints.
         .target(name: "Simulator", dependencies: ["Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter"], swiftSettings: strict),
         .target(
             name: "Gateway",
-            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "Simulator", "CSQLite", "CMicroHTTPD"],
+            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "Simulator", "SQLite", "HTTPServer"],
             swiftSettings: strict),
         .executableTarget(name: "iap-gateway", dependencies: ["Gateway", "HTTPClient", "V1Adapter", "WireJSON"], swiftSettings: strict),
 
@@ -58,7 +62,9 @@ let package = Package(
         .testTarget(name: "SimulatorTests",
                     dependencies: ["Simulator", "Canonical", "Crypto", "V1Adapter", "V2Adapter", "WireJSON", "TestSupport", "SimulatorTestSupport"],
                     swiftSettings: strict),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Simulator", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "Canonical", "WireJSON", "TestSupport"],
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "SQLite", "HTTPServer", "Simulator", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "Canonical", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
     ]
 )

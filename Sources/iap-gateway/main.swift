@@ -1,3 +1,4 @@
+internal import SQLite
 import Canonical
 import Gateway
 import HTTPClient

@@ -2,6 +2,7 @@ import Canonical
 import Foundation
 @testable import Gateway
 import TestSupport
+import SQLite
 import Testing
 
 /// A disagreement between two observations made at different moments may only be the subscription changing in

@@ -5,6 +5,7 @@ import HTTPClient
 import Simulator
 import Synchronization
 import TestSupport
+import HTTPServer
 import Testing
 import V2Adapter
 import WireJSON

@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import HTTPClient
 import TestSupport
+import SQLite
 import Testing
 import V1Adapter
 import V2Adapter

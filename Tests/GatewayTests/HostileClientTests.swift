@@ -59,25 +59,24 @@ import WireJSON
     }
 
     @Test func elevenHundredSlowConnectionsFromOneAddressLeaveRealNotificationsFromAnotherServed() async throws {
-        typealias Policy = HTTPServerPolicyTests
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         let g = try Service.start(receiver: receiver)
         // More requests that never end than the whole connection limit, from one address, each adding a header line
         // now and then (an inactivity timeout alone never closes them).
-        var slow: [Policy.Client] = []
+        var slow: [RawHTTPClient] = []
         for _ in 0..<1_100 {
-            let client = try Policy.Client(port: g.port, from: "127.0.0.1")
+            let client = try RawHTTPClient(port: g.port, from: "127.0.0.1")
             _ = client.send("POST /notifications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n")
             slow.append(client)
         }
-        let trickle = Policy.Trickler(slow, line: "X-Slow: 1\r\n", every: .milliseconds(200))
+        let trickle = Trickler(slow, line: "X-Slow: 1\r\n", every: .milliseconds(200))
         defer { trickle.stop() }
         // From another address: the health check and a real, signed notification, journaled.
-        let health = try Policy.Client(port: g.port, from: "127.0.0.2")
+        let health = try RawHTTPClient(port: g.port, from: "127.0.0.2")
         _ = health.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         #expect(await health.readReply(timeout: .seconds(10))?.status == 200)
         let body = String(decoding: try Fixtures.bytes("v2-synthetic/notif-did-renew.json"), as: UTF8.self)
-        let post = try Policy.Client(port: g.port, from: "127.0.0.2")
+        let post = try RawHTTPClient(port: g.port, from: "127.0.0.2")
         _ = post.send(
             "POST /notifications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                 + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)

@@ -6,6 +6,7 @@ import Simulator
 import V2Adapter
 import Synchronization
 import TestSupport
+import HTTPServer
 import Testing
 import WireJSON
 

@@ -3,6 +3,7 @@ import Gateway
 import HTTPClient
 import Synchronization
 import TestSupport
+import SQLite
 import Testing
 import WireJSON
 

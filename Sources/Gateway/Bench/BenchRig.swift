@@ -1,3 +1,4 @@
+internal import HTTPServer
 internal import Canonical
 internal import Crypto
 internal import FoundationEssentials

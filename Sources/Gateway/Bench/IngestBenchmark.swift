@@ -1,3 +1,5 @@
+internal import HTTPServer
+internal import SQLite
 internal import Canonical
 internal import Crypto
 internal import FoundationEssentials

@@ -1,3 +1,4 @@
+internal import HTTPServer
 internal import FoundationEssentials
 internal import HTTPClient
 internal import WireJSON

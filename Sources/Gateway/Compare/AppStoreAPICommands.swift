@@ -1,3 +1,4 @@
+public import SQLite
 public import Canonical
 internal import FoundationEssentials
 public import V2Adapter

@@ -1,3 +1,4 @@
+internal import SQLite
 internal import Canonical
 internal import FoundationEssentials
 public import V1Adapter

@@ -1,3 +1,4 @@
+internal import HTTPServer
 public import Canonical
 public import V1Adapter
 public import HTTPClient

@@ -1,3 +1,4 @@
+internal import SQLite
 internal import Canonical
 public import HTTPClient
 public import V1Adapter

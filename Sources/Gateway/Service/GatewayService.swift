@@ -1,3 +1,5 @@
+internal import HTTPServer
+public import SQLite
 internal import Canonical
 internal import Crypto
 internal import FoundationEssentials

@@ -1,3 +1,4 @@
+public import SQLite
 internal import Canonical
 import Synchronization
 

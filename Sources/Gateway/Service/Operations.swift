@@ -1,3 +1,4 @@
+public import SQLite
 internal import Canonical
 internal import Crypto
 public import V1Adapter

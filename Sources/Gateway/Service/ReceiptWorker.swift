@@ -1,3 +1,4 @@
+internal import SQLite
 internal import Canonical
 public import V1Adapter
 internal import WireJSON

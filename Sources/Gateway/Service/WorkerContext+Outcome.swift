@@ -1,3 +1,4 @@
+internal import SQLite
 /// Recording a background job's outcome when the store refuses writes (a full disk).
 extension WorkerContext {
     /// Commits `work` — a job's outcome — retrying with backoff (100 ms doubling to 5 s) for as long as the store

@@ -1,3 +1,4 @@
+public import HTTPServer
 internal import Canonical
 internal import Crypto
 internal import FoundationEssentials

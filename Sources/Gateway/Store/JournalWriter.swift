@@ -1,3 +1,4 @@
+public import SQLite
 import Dispatch
 import Synchronization
 

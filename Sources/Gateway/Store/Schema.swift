@@ -1,3 +1,4 @@
+internal import SQLite
 /// The gateway's tables, as versioned migrations applied at start (DESIGN ch. 6). Never edit a shipped migration:
 /// add a new version.
 enum Schema {

@@ -1,5 +1,5 @@
 import Foundation
-import Gateway
+import SQLite
 import Synchronization
 import Testing
 
