@@ -1,4 +1,4 @@
-internal import SQLite
+internal import Store
 import Canonical
 import Gateway
 import HTTPClient
@@ -173,17 +173,15 @@ case "replay", "subscription", "quarantine":
             } else {
                 fail("replay needs --id, --since [--until] or --dead-letters")
             }
-            let (operations, writer, db) = try GatewayService.maintenance(config: config, now: WallClock.wallMillis)
+            let (operations, store) = try GatewayService.maintenance(config: config, now: WallClock.wallMillis)
             let n = try operations.replay(selection)
-            writer.stop()
-            db.close()
+            store.close()
             printLine("{\"requeued\":\(n)}")
         case "subscription":
             guard let otid = a.positionals.first else { fail("subscription needs an ORIGINAL_TRANSACTION_ID") }
-            let (operations, writer, db) = try GatewayService.maintenance(config: config, now: WallClock.wallMillis)
+            let (operations, store) = try GatewayService.maintenance(config: config, now: WallClock.wallMillis)
             printLine(String(decoding: try operations.subscription(otid).canonicalBytes(), as: UTF8.self))
-            writer.stop()
-            db.close()
+            store.close()
         default:
             var selection = Operations.QuarantineSelection(limit: 10_000)
             if let lane = a.value("lane") {
@@ -196,10 +194,9 @@ case "replay", "subscription", "quarantine":
             }
             switch a.positionals.first {
             case "list":
-                let (operations, writer, db) = try GatewayService.maintenance(config: config, now: WallClock.wallMillis)
+                let (operations, store) = try GatewayService.maintenance(config: config, now: WallClock.wallMillis)
                 printLine(String(decoding: try operations.quarantineList(lane: selection.lane, limit: 10_000).canonicalBytes(), as: UTF8.self))
-                writer.stop()
-                db.close()
+                store.close()
             case "replay":
                 let service = try GatewayService(config: config, dependencies: .command())
                 let results = try service.operations.quarantineReplay(
@@ -225,12 +222,11 @@ case "report", "cutover":
     do { config = try GatewayConfig.load(path: path) } catch { fail("config: \(error)") }
     let now = WallClock.wallMillis()
     do {
-        let (_, writer, db) = try GatewayService.maintenance(config: config, now: WallClock.wallMillis)
+        let (_, store) = try GatewayService.maintenance(config: config, now: WallClock.wallMillis)
         defer {
-            writer.stop()
-            db.close()
+            store.close()
         }
-        let ledger = CompareLedger(db: db, writer: writer, config: config)
+        let ledger = CompareLedger(store: store, config: config)
         if verb == "report" {
             let since = try a.value("since").map { text throws -> Int64 in
                 guard let s = TimeText.milliseconds(text, now: now) else { fail("--since: not a time") }
@@ -294,7 +290,7 @@ case "backfill", "test-notification":
         } else {
             guard let bundle = a.value("bundle"), let client = api.client(for: bundle) else { fail("test-notification needs --bundle B (configured)") }
             guard let environment else { fail("test-notification needs --environment production or sandbox") }
-            printLine(JSONOutput.string(try await AppStoreAPICommands.testNotification(client: client, environment: environment, journal: service.db)))
+            printLine(JSONOutput.string(try await AppStoreAPICommands.testNotification(client: client, environment: environment, journal: service.store)))
         }
     } catch {
         await service.shutdown()

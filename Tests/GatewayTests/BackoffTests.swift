@@ -1,4 +1,5 @@
 @testable import Gateway
+import Store
 import Testing
 
 /// The workers' retry delays for any setting: never negative, never above the cap, never a trap.

@@ -2,6 +2,7 @@ import Canonical
 import Foundation
 import Gateway
 import TestSupport
+import Store
 import Testing
 import WireJSON
 

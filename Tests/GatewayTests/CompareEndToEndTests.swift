@@ -6,6 +6,7 @@ import Simulator
 import Synchronization
 import TestSupport
 import HTTPServer
+import Store
 import Testing
 import V2Adapter
 import WireJSON

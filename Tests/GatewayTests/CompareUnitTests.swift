@@ -1,5 +1,6 @@
 import Canonical
 import Gateway
+import Store
 import Testing
 
 /// The pure parts of the comparison: field-by-field snapshot comparison, the compare settings and per-environment

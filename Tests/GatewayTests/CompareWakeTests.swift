@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTPClient
 import TestSupport
+import Store
 import Testing
 import V1Adapter
 
@@ -101,7 +102,7 @@ import V1Adapter
         let job = try Self.claim(worker, h)
         try Self.storeReceipt(h)
         #expect(try await worker.notSeen(job, by: "v1", time: Self.now, receipt: nil) == .receiptStored)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM compare_ledger") == 0, "V1 knows the subscription now")
+        #expect(try h.store.ledger().count == 0, "V1 knows the subscription now")
         #expect(try Self.fetch(h).due == Self.now)
     }
 
@@ -159,7 +160,7 @@ import V1Adapter
         let receipts = ReceiptWorker(context: Self.context(h), client: Self.receiptClient(apple),
                                      apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps)
         try await GatewayHarness.runUntil(run: { await receipts.run() }, stop: { receipts.stop() }) {
-            try h.count("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'done'") == 1
+            try h.store.receiptJobs().filter { $0.state == .done }.count == 1
         }
         #expect(try Self.fetch(h).due == Self.now)
         let compare = Self.compareWorker(h, apple: apple)

@@ -2,6 +2,7 @@ import Foundation
 import HTTPClient
 import Synchronization
 import TestSupport
+import Store
 import Testing
 import WireJSON
 

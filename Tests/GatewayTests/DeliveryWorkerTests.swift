@@ -4,6 +4,7 @@ import Gateway
 import HTTPClient
 import Synchronization
 import TestSupport
+import Store
 import Testing
 import V1Adapter
 import WireJSON
@@ -45,7 +46,7 @@ import WireJSON
         let h = try Self.harness(receiver)
         defer { h.close() }
         #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
-        try await Self.run(Self.worker(h)) { try h.count("SELECT COUNT(*) AS n FROM outbox WHERE state = 'delivered'") == 2 }
+        try await Self.run(Self.worker(h)) { try h.store.deliveries().filter { $0.state == .delivered }.count == 2 }
         let main = try #require(receiver.requests.first { $0.path == "/events" })
         let id = try #require(main.header("webhook-id"))
         let timestamp = try #require(main.header("webhook-timestamp").flatMap { Int64($0) })
@@ -73,10 +74,10 @@ import WireJSON
         }
         let worker = Self.worker(h)
         let task = Task { await worker.run() }
-        try await GatewayHarness.eventually { try h.count("SELECT COUNT(*) AS n FROM outbox WHERE attempts >= 2") >= 6 }
-        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE state = 'delivered'") == 0)
+        try await GatewayHarness.eventually { try h.store.deliveries().filter { $0.attempts >= 2 }.count >= 6 }
+        #expect(try h.store.deliveries().filter { $0.state == .delivered }.count == 0)
         up.withLock { $0 = true }
-        try await GatewayHarness.eventually { try h.count("SELECT COUNT(*) AS n FROM outbox WHERE state = 'delivered'") >= 6 }
+        try await GatewayHarness.eventually { try h.store.deliveries().filter { $0.state == .delivered }.count >= 6 }
         worker.stop()
         await task.value
         let delivered = Set(receiver.requests.filter { $0.path == "/events" }.compactMap { $0.header("webhook-id") })
@@ -90,15 +91,15 @@ import WireJSON
         let h = try Self.harness(receiver, maxAttempts: 2)
         defer { h.close() }
         #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
-        try await Self.run(Self.worker(h)) { try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main' AND state = 'dead'") == 1 }
+        try await Self.run(Self.worker(h)) { try h.store.deliveries().filter { $0.downstream == "main" && $0.state == .dead }.count == 1 }
         #expect(try h.count("SELECT attempts AS n FROM outbox WHERE downstream = 'main'") == 2)
         let operations = Operations(db: h.db, writer: h.writer, now: { GatewayHarness.t + 3_600_000 })
         let dead = try operations.deadLetters()
         #expect(dead.arrayValue?.count == 1)
         up.withLock { $0 = true }
         #expect(try operations.replay(.deadLetters) == 1)
-        try await Self.run(Self.worker(h)) { try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main' AND state = 'delivered'") == 1 }
-        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE state = 'dead'") == 0)
+        try await Self.run(Self.worker(h)) { try h.store.deliveries().filter { $0.downstream == "main" && $0.state == .delivered }.count == 1 }
+        #expect(try h.store.deliveries().filter { $0.state == .dead }.count == 0)
     }
 
     @Test func passthroughReceivesTheBytesAppleSentWithTheSecretRestored() async throws {
@@ -107,7 +108,7 @@ import WireJSON
         defer { h.close() }
         let body = try Fixtures.bytes("v1-synthetic/did-renew.json")
         #expect(h.ingest.handle(body).status == 200)
-        try await Self.run(Self.worker(h)) { try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'legacy' AND state = 'delivered'") == 1 }
+        try await Self.run(Self.worker(h)) { try h.store.deliveries().filter { $0.downstream == "legacy" && $0.state == .delivered }.count == 1 }
         let legacy = try #require(receiver.requests.first { $0.path == "/apple/v1" })
         #expect(legacy.body == body)
     }
@@ -120,8 +121,8 @@ import WireJSON
         defer { h.close() }
         #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
         try await Self.run(Self.worker(h)) {
-            try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main' AND state = 'dead'") == 1
-                && h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'shadow' AND attempts = 1") == 1
+            try h.store.deliveries().filter { $0.downstream == "main" && $0.state == .dead }.count == 1
+                && h.store.deliveries().filter { $0.downstream == "shadow" && $0.attempts == 1 }.count == 1
         }
         #expect(try h.count("SELECT attempts AS n FROM outbox WHERE downstream = 'main'") == 1)
         // The 429 asked for an hour: the retry is scheduled no sooner.
@@ -136,8 +137,8 @@ import WireJSON
         let h = try GatewayHarness(configJSON: json)
         defer { h.close() }
         #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)  // sandbox
-        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main'") == 0)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'shadow'") == 1)
+        #expect(try h.store.deliveries().filter { $0.downstream == "main" }.count == 0)
+        #expect(try h.store.deliveries().filter { $0.downstream == "shadow" }.count == 1)
     }
 
     @Test func aStuckDownstreamDoesNotHoldBackTheOthers() async throws {
@@ -151,15 +152,15 @@ import WireJSON
                      "notif-expired-voluntary", "notif-did-fail-to-renew-grace-period"] {
             #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/\(name).json")).status == 200)
         }
-        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main'") >= 6)
+        #expect(try h.store.deliveries().filter { $0.downstream == "main" }.count >= 6)
         let worker = Self.worker(h, timeoutMillis: 600_000)
         let task = Task { await worker.run() }
-        let shadowRows = try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'shadow'")
+        let shadowRows = try h.store.deliveries().filter { $0.downstream == "shadow" }.count
         try await GatewayHarness.eventually("shadow deliveries not held back behind the stuck downstream") {
-            try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'shadow' AND state = 'delivered'") >= shadowRows
+            try h.store.deliveries().filter { $0.downstream == "shadow" && $0.state == .delivered }.count >= shadowRows
         }
         #expect(receiver.requests.filter { $0.path == "/events" }.count == 4, "main: only its concurrency limit in flight")
-        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main' AND state = 'delivered'") == 0)
+        #expect(try h.store.deliveries().filter { $0.downstream == "main" && $0.state == .delivered }.count == 0)
         receiver.stop()  // wakes the hung requests: main's attempts fail and are retried later
         worker.stop()
         await task.value
@@ -172,10 +173,10 @@ import WireJSON
         #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
         _ = try h.db.write { try $0.run("UPDATE outbox SET downstream = 'retired' WHERE downstream = 'shadow'") }
         try await Self.run(Self.worker(h)) {
-            try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main' AND state = 'delivered'") == 1
-                && h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'retired' AND state = 'dead'") == 1
+            try h.store.deliveries().filter { $0.downstream == "main" && $0.state == .delivered }.count == 1
+                && h.store.deliveries().filter { $0.downstream == "retired" && $0.state == .dead }.count == 1
         }
-        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE last_error = 'downstream no longer configured'") == 1)
+        #expect(try h.store.deliveries().filter { $0.lastError == "downstream no longer configured" }.count == 1)
         #expect(h.metrics.counter("iapgw_delivery_dead_total", ["downstream": "(unconfigured)"]) == 1)
     }
 }

@@ -1,6 +1,7 @@
 import Canonical
 import Gateway
 import TestSupport
+import Store
 import Testing
 
 @Suite struct GatewayConfigTests {

@@ -5,6 +5,7 @@ import Gateway
 import HTTPClient
 import Synchronization
 import TestSupport
+import Store
 import Testing
 import WireJSON
 

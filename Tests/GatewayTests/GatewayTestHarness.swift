@@ -3,7 +3,7 @@ import Foundation
 import Gateway
 import HTTPClient
 import TestSupport
-import SQLite
+import Store
 import Testing
 import V1Adapter
 import V2Adapter
@@ -34,8 +34,7 @@ struct GatewayHarness: Sendable {
 
     let directory: String
     let config: GatewayConfig
-    let db: SQLiteDatabase
-    let writer: JournalWriter
+    let store: SQLiteStore
     let router: Router
     let ingest: NotificationIngest
     let metrics = Metrics()
@@ -45,22 +44,22 @@ struct GatewayHarness: Sendable {
         var config = try GatewayConfig.parse(Array(configJSON.utf8), baseDirectory: directory)
         config.sqlitePath = directory + "/gateway.db"
         self.config = config
-        db = try GatewayStore.open(path: config.sqlitePath)
-        writer = JournalWriter(db: db)
+        store = try SQLiteStore(path: config.sqlitePath)
         router = Router(config: config)
         let v1Apps = config.v1Apps(environment: ["APP_SECRET": Self.v1Secret]).apps
         let v2 = V2Adapter(
             verifier: AppleJWSVerifier(anchors: try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3, try TestPKI.der("root")])),
             apps: config.apps.map { V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments) })
         ingest = NotificationIngest(
-            v1: V1Adapter(apps: v1Apps), v2: v2, writer: writer, router: router, limits: .init(), metrics: metrics, now: { now })
-        let c = config
-        _ = try writer.perform { conn in try GatewayStore.seedAuthority(c, now: now, in: conn) }
+            v1: V1Adapter(apps: v1Apps), v2: v2, store: store, router: router, limits: .init(), metrics: metrics, now: { now })
+        let wanted = config.apps.flatMap { app in
+            app.environments.map { AuthorityEntry(bundleID: app.bundleID, environment: $0, authority: app.authority(for: $0), origin: .config) }
+        }
+        _ = try store.write { tx in try tx.seedAuthority(wanted, now: now) }
     }
 
     func close() {
-        writer.stop()
-        db.close()
+        store.close()
         try? FileManager.default.removeItem(atPath: directory)
     }
 
@@ -99,9 +98,5 @@ struct GatewayHarness: Sendable {
         }
         stop()
         await task.value
-    }
-
-    func count(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> Int {
-        try db.read { try $0.queryOne(sql, bindings)?.int("n") ?? -1 }
     }
 }

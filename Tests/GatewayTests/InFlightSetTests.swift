@@ -1,4 +1,5 @@
 @testable import Gateway
+import Store
 import Testing
 
 /// The guard against starting a job twice: a poll's rows may predate the commit of a job that finished meanwhile.

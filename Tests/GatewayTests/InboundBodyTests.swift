@@ -1,5 +1,6 @@
 import Gateway
 import TestSupport
+import Store
 import Testing
 
 @Suite struct InboundBodyTests {

@@ -2,6 +2,7 @@ import Canonical
 import Crypto
 import Gateway
 import TestSupport
+import Store
 import Testing
 import WireJSON
 
@@ -13,12 +14,12 @@ import WireJSON
         let body = try Fixtures.bytes("v2-synthetic/notif-did-renew.json")
         let r = h.ingest.handle(body)
         #expect(r.status == 200 && !r.duplicate && r.version == "v2")
-        #expect(try h.count("SELECT COUNT(*) AS n FROM journal") == 1)
+        #expect(try h.store.journal().count == 1)
         #expect(try h.count("SELECT COUNT(*) AS n FROM events WHERE authoritative = 1 AND path = 'v2'") == 1)
         // Authority v2: authoritative events go to the webhooks, not to shadow-only ones twice, never to pass-through.
-        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main'") == 1)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'shadow'") == 1)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'legacy'") == 0)
+        #expect(try h.store.deliveries().filter { $0.downstream == "main" }.count == 1)
+        #expect(try h.store.deliveries().filter { $0.downstream == "shadow" }.count == 1)
+        #expect(try h.store.deliveries().filter { $0.downstream == "legacy" }.count == 0)
         #expect(try h.count("SELECT COUNT(*) AS n FROM subscription_state WHERE path = 'v2'") == 1)
         // The journal keeps the body byte for byte.
         let stored = try h.db.read { try $0.queryOne("SELECT body FROM journal")?.blob("body") }
@@ -32,8 +33,8 @@ import WireJSON
         #expect(h.ingest.handle(body).status == 200)
         let again = h.ingest.handle(body)
         #expect(again.status == 200 && again.duplicate)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM journal") == 1)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox") == 2)
+        #expect(try h.store.journal().count == 1)
+        #expect(try h.store.deliveries().count == 2)
     }
 
     @Test(arguments: [
@@ -52,8 +53,8 @@ import WireJSON
         let r = h.ingest.handle(try Fixtures.bytes(file))
         #expect(r.status == status)
         #expect(r.code == code)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM journal") == 0)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM quarantine WHERE lane = ?", [.text(lane)]) == 1)
+        #expect(try h.store.journal().count == 0)
+        #expect(try h.store.quarantined().filter { $0.lane == lane }.count == 1)
         let error = try #require(JSONParser.parse(r.body).objectValue?["error"]?.objectValue)
         #expect(error["code"]?.stringValue == code.split(separator: ":").first.map(String.init))
     }
@@ -67,11 +68,11 @@ import WireJSON
         let late = h.ingest.handle(body, origin: .quarantineReplay(arrivedAt: GatewayHarness.t + 30 * 86_400_000))
         #expect(late.status == 403 && late.code == "stale_notification")
         // A replay does not quarantine again: its outcome is recorded on the row it came from.
-        #expect(try h.count("SELECT COUNT(*) AS n FROM quarantine") == 1)
+        #expect(try h.store.quarantined().count == 1)
         // Had it arrived an hour after it was signed (refused then for a config problem, say), it is accepted now.
         let fresh = h.ingest.handle(body, origin: .quarantineReplay(arrivedAt: GatewayHarness.t + 3_600_000))
         #expect(fresh.status == 200)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM journal WHERE received_at = ?", [.integer(GatewayHarness.t + 3_600_000)]) == 1)
+        #expect(try h.store.journal().filter { $0.receivedAt == GatewayHarness.t + 3_600_000 }.count == 1)
     }
 
     @Test func theDemoVerifyTimeAppliesToSandboxOnlyAndNeverToProduction() throws {
@@ -97,7 +98,7 @@ import WireJSON
         defer { h.close() }
         let r = h.ingest.handle(Array(repeating: UInt8(ascii: " "), count: 1024 * 1024 + 1))
         #expect(r.status == 413 && r.code == "body_too_large")
-        #expect(try h.count("SELECT COUNT(*) AS n FROM quarantine") == 0)
+        #expect(try h.store.quarantined().count == 0)
     }
 
     @Test func v1BodyIsJournaledWithoutItsSecretAndWaitsForVerifyReceipt() throws {
@@ -106,9 +107,9 @@ import WireJSON
         let body = try Fixtures.bytes("v1-synthetic/did-renew.json")
         let r = h.ingest.handle(body)
         #expect(r.status == 200 && r.version == "v1" && r.id?.hasPrefix("v1:") == true)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'pending'") == 1)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM events") == 0)  // events come after Apple answers
-        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'legacy'") == 1)
+        #expect(try h.store.receiptJobs().filter { $0.state == .pending }.count == 1)
+        #expect(try h.store.events().count == 0)  // events come after Apple answers
+        #expect(try h.store.deliveries().filter { $0.downstream == "legacy" }.count == 1)
         let stored = String(decoding: try h.db.read { try $0.queryOne("SELECT body FROM journal")?.blob("body") } ?? [], as: UTF8.self)
         #expect(!stored.contains(GatewayHarness.v1Secret))
         #expect(stored.contains("iapgw-secret:APP_SECRET"))
@@ -138,6 +139,6 @@ import WireJSON
         let json = try #require(try h.db.read { try $0.queryOne("SELECT json FROM events")?.blob("json") })
         let event = try JSONValueDecoder().decode(CanonicalEvent.self, from: json)
         #expect(event.verified == false && event.kind == .renewal)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM receipt_jobs") == 0)
+        #expect(try h.store.receiptJobs().count == 0)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPClient
 import TestSupport
+import Store
 import Testing
 import WireJSON
 

@@ -1,6 +1,7 @@
 import Foundation
 @testable import Gateway
 import Synchronization
+import Store
 import Testing
 
 /// The workers' loop runs for the life of the service: what it ran must not stay in memory.

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Gateway
 import TestSupport
+import Store
 import Testing
 import V1Adapter
 import V2Adapter
@@ -63,8 +64,7 @@ import WireJSON
         // The poison row is refused again, as live (no chain is valid at such a date); the genuine one is accepted.
         #expect(results.map { $0.objectValue?["code"] ?? .null } == [.string("certificate_expired"), .null])
         // The genuine row is journaled (as of its arrival) and left the quarantine; the poison row stays, with its outcome.
-        #expect(try h.count("SELECT COUNT(*) AS n FROM journal WHERE notification_key = '00000000-0000-4000-8000-00000000b0b0' AND received_at = ?",
-                            [.integer(now)]) == 1)
+        #expect(try h.store.journal().filter { $0.key == "00000000-0000-4000-8000-00000000b0b0" && $0.receivedAt == now }.count == 1)
         let left = try h.db.read { c in try GatewayStore.quarantined(lane: nil, limit: 10, in: c) }
         #expect(left.count == 1)
         #expect(left.first?.lastReplayCode == "certificate_expired" && left.first?.replayAttempts == 1 && left.first?.replayStartedAt == nil)
@@ -82,9 +82,9 @@ import WireJSON
         let operations = Operations(db: h.db, writer: h.writer, now: { arrival + 30 * 86_400_000 })
         let results = try #require(try operations.quarantineReplay(ingest: h.ingest, secrets: []).arrayValue)
         #expect(results.first?.objectValue?["code"] == .string("stale_notification"))
-        #expect(try h.count("SELECT COUNT(*) AS n FROM journal") == 0)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox") == 0)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM quarantine") == 1)  // the same row, not a new one
+        #expect(try h.store.journal().count == 0)
+        #expect(try h.store.deliveries().count == 0)
+        #expect(try h.store.quarantined().count == 1)  // the same row, not a new one
     }
 
     @Test func aRowWhoseReplayNeverFinishedIsSkippedUntilAskedForById() throws {
@@ -102,12 +102,12 @@ import WireJSON
         let operations = Operations(db: h.db, writer: h.writer, now: { now })
         let results = try #require(try operations.quarantineReplay(ingest: fixed, secrets: []).arrayValue)
         #expect(results.map { $0.objectValue?["code"] ?? .null } == [.string("replay_interrupted"), .null])
-        #expect(try h.count("SELECT COUNT(*) AS n FROM journal") == 1)
+        #expect(try h.store.journal().count == 1)
         // Chosen by id, the operator replays it on purpose.
         let id = try #require(try h.db.read { c in try GatewayStore.quarantined(lane: nil, limit: 1, in: c) }.first?.id)
         let again = try #require(try operations.quarantineReplay(ingest: fixed, secrets: [], selection: .init(id: id)).arrayValue)
         #expect(again.first?.objectValue?["status"] == .number("200"))
-        #expect(try h.count("SELECT COUNT(*) AS n FROM quarantine") == 0)
+        #expect(try h.store.quarantined().count == 0)
     }
 
     @Test func aV1BodyForAnUnconfiguredBundleIsRetriedButNeverEntersTheGenuineLane() throws {

@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import HTTPClient
 import TestSupport
+import Store
 import Testing
 import V1Adapter
 import WireJSON
@@ -35,14 +36,14 @@ import WireJSON
         let h = try GatewayHarness()
         defer { h.close() }
         let r = h.ingest.handle(try Fixtures.bytes("v1-synthetic/did-renew.json"))
-        try await Self.run(Self.worker(h, apple: apple)) { try h.count("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'done'") == 1 }
+        try await Self.run(Self.worker(h, apple: apple)) { try h.store.receiptJobs().filter { $0.state == .done }.count == 1 }
         let json = try #require(try h.db.read { try $0.queryOne("SELECT json FROM events")?.blob("json") })
         let event = try JSONValueDecoder().decode(CanonicalEvent.self, from: json)
         #expect(event.id == r.id && event.verified && event.kind == .renewal && event.source == .v1)
         #expect(event.eventDateSource == .notification)
         // Authority is v2 for this bundle: the V1 event is shadow, queued for the shadow downstream only.
-        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE event_id = ? AND downstream = 'shadow'", [.text(event.id)]) == 1)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM outbox WHERE event_id = ? AND downstream = 'main'", [.text(event.id)]) == 0)
+        #expect(try h.store.deliveries().filter { $0.eventID == event.id && $0.downstream == "shadow" }.count == 1)
+        #expect(try h.store.deliveries().filter { $0.eventID == event.id && $0.downstream == "main" }.count == 0)
         // Apple got the receipt and the configured secret.
         #expect(String(decoding: apple.requests[0].body, as: UTF8.self).contains("\"password\":\"\(GatewayHarness.v1Secret)\""))
     }
@@ -52,8 +53,8 @@ import WireJSON
         let h = try GatewayHarness()
         defer { h.close() }
         _ = h.ingest.handle(try Fixtures.bytes("v1-synthetic/did-renew.json"))
-        try await Self.run(Self.worker(h, apple: apple)) { try h.count("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'failed'") == 1 }
-        #expect(try h.count("SELECT COUNT(*) AS n FROM events") == 0)
+        try await Self.run(Self.worker(h, apple: apple)) { try h.store.receiptJobs().filter { $0.state == .failed }.count == 1 }
+        #expect(try h.store.events().count == 0)
         #expect(try h.db.read { try $0.queryOne("SELECT last_error, apple_status FROM receipt_jobs") }?.string("last_error") == "receipt_invalid")
     }
 
@@ -63,10 +64,10 @@ import WireJSON
         let h = try GatewayHarness()
         defer { h.close() }
         _ = h.ingest.handle(try Fixtures.bytes("v1-synthetic/did-renew.json"))
-        try await Self.run(Self.worker(h, apple: apple)) { try h.count("SELECT COUNT(*) AS n FROM receipt_jobs WHERE attempts = 1") == 1 }
+        try await Self.run(Self.worker(h, apple: apple)) { try h.store.receiptJobs().filter { $0.attempts == 1 }.count == 1 }
         let row = try #require(try h.db.read { try $0.queryOne("SELECT state, last_error, next_attempt_at FROM receipt_jobs") })
         #expect(row.string("state") == "pending" && row.string("last_error") == code)
         #expect((row.int64("next_attempt_at") ?? 0) > Self.now)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM events") == 0)
+        #expect(try h.store.events().count == 0)
     }
 }

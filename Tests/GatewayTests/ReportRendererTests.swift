@@ -1,5 +1,6 @@
 import Foundation
 import Gateway
+import Store
 import Testing
 import WireJSON
 

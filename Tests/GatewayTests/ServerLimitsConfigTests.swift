@@ -1,5 +1,6 @@
 import Gateway
 import HTTPServer
+import Store
 import Testing
 
 /// The `limits` section of the config and the HTTP server's own defaults agree.

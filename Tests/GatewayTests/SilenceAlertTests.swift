@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import HTTPClient
 import TestSupport
+import Store
 import Testing
 import Synchronization
 import V1Adapter

@@ -7,6 +7,7 @@ import V2Adapter
 import Synchronization
 import TestSupport
 import HTTPServer
+import Store
 import Testing
 import WireJSON
 

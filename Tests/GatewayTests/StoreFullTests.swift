@@ -4,6 +4,7 @@ import HTTPClient
 import Synchronization
 import TestSupport
 import SQLite
+import Store
 import Testing
 import WireJSON
 

@@ -2,6 +2,7 @@ import Canonical
 import FoundationEssentials
 import Gateway
 import TestSupport
+import Store
 import Testing
 
 /// The `verify` command as a user runs it: options and a config file, no test-only trust.

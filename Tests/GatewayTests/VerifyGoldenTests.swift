@@ -2,6 +2,7 @@ import Canonical
 import FoundationEssentials
 import Gateway
 import TestSupport
+import Store
 import Testing
 import HTTPClient
 import V1Adapter

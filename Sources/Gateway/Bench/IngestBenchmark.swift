@@ -1,5 +1,4 @@
 internal import HTTPServer
-internal import SQLite
 internal import Canonical
 internal import Crypto
 internal import FoundationEssentials

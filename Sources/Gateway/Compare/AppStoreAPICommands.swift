@@ -1,4 +1,4 @@
-public import SQLite
+public import Store
 public import Canonical
 internal import FoundationEssentials
 public import V2Adapter
@@ -60,7 +60,7 @@ public enum AppStoreAPICommands {
 
     /// Asks Apple to send a test notification to the app's configured URL, then polls its status (and this gateway's
     /// journal) until a delivery attempt is reported or `timeoutMillis` passes.
-    public static func testNotification(client: AppStoreAPIClient, environment: AppStoreEnvironment, journal: SQLiteDatabase,
+    public static func testNotification(client: AppStoreAPIClient, environment: AppStoreEnvironment, journal: any GatewayStore,
                                         timeoutMillis: Int64 = 30_000, pollMillis: Int64 = 500) async throws -> TestNotificationResult {
         let token = try await client.requestTestNotification(environment: environment)
         let clock = ContinuousClock()
@@ -69,9 +69,7 @@ public enum AppStoreAPICommands {
         var received = false
         repeat {
             attempts = try await client.testNotificationStatus(token: token, environment: environment).sendAttempts
-            received = try journal.read { c in
-                try c.queryOne("SELECT 1 AS y FROM journal WHERE notification_key = ?", [.text(token)]) != nil
-            }
+            received = try await journal.read { tx in try !tx.journalEntries(id: nil, key: token, limit: 1).isEmpty }
             if !attempts.isEmpty { break }
             try? await Task.sleep(for: .milliseconds(pollMillis))
         } while clock.now < deadline

@@ -1,4 +1,4 @@
-public import SQLite
+public import Store
 internal import FoundationEssentials
 internal import Canonical
 
@@ -11,16 +11,15 @@ public struct CutoverError: Error, Sendable, CustomStringConvertible {
     public var description: String { "\(code): \(message)" + (reasons.isEmpty ? "" : " (" + reasons.joined(separator: "; ") + ")") }
 }
 
-/// Reads the compare ledger into the report, and flips authority (DESIGN ch. 5).
+/// Reads the compare ledger into the report, and flips authority (docs/operations.md, "cutover").
 public struct CompareLedger: Sendable {
-    let db: SQLiteDatabase
-    let writer: JournalWriter
+    let store: any GatewayStore
     let config: GatewayConfig
     /// Whether the V2 path can be fetched (the App Store Server API, or a stand-in given to the service).
     let v2PathAvailable: Bool
 
-    public init(db: SQLiteDatabase, writer: JournalWriter, config: GatewayConfig, v2PathAvailable: Bool? = nil) {
-        (self.db, self.writer, self.config) = (db, writer, config)
+    public init(store: any GatewayStore, config: GatewayConfig, v2PathAvailable: Bool? = nil) {
+        (self.store, self.config) = (store, config)
         self.v2PathAvailable = v2PathAvailable ?? config.hasAppStoreAPICredentials
     }
 
@@ -29,10 +28,10 @@ public struct CompareLedger: Sendable {
     public func report(bundleID: String? = nil, since: Int64, until: Int64, examples: Int = 3) throws -> CompareReport {
         let rule = config.compareSettings.rule
         var bundles: [BundleReport] = []
-        try db.readTransaction { c in
+        try store.read { tx in
             for app in config.apps where bundleID == nil || app.bundleID == bundleID {
-                for env in app.environments.map(\.rawValue).sorted() {
-                    bundles.append(try bundleReport(app: app, environment: env, since: since, until: until, rule: rule, examples: examples, in: c))
+                for env in app.environments.sorted(by: { $0.rawValue < $1.rawValue }) {
+                    bundles.append(try bundleReport(app: app, environment: env, since: since, until: until, rule: rule, examples: examples, in: tx))
                 }
             }
         }
@@ -49,62 +48,51 @@ public struct CompareLedger: Sendable {
         var daily: [String: (pairs: Int, agreements: Int)] = [:]
     }
 
-    func tally(bundle: String, environment: String, from: Int64, to: Int64, examples: Int, in c: SQLiteConnection) throws -> Tally {
+    func tally(bundle: String, environment: AppStoreEnvironment, from: Int64, to: Int64, examples: Int, in tx: any StoreTransaction) throws
+        -> Tally
+    {
         var t = Tally()
-        let rows = try c.query(
-            """
-            SELECT outcome, fields, original_transaction_id, compared_at FROM compare_ledger
-            WHERE bundle_id = ? AND environment = ? AND compared_at >= ? AND compared_at < ? ORDER BY compared_at, id
-            """, [.text(bundle), .text(environment), .integer(from), .integer(to)])
-        for row in rows {
-            let otid = row.string("original_transaction_id") ?? ""
-            let day = TimeText.day(row.int64("compared_at") ?? 0)
-            switch row.string("outcome") {
-            case "agree", "disagree":
-                let agree = row.string("outcome") == "agree"
+        for entry in try tx.ledger(bundleID: bundle, environment: environment, from: from, to: to) {
+            let otid = entry.subscription.originalTransactionID
+            let day = TimeText.day(entry.comparedAt)
+            switch entry.outcome {
+            case .agree, .disagree:
+                let agree = entry.outcome == .agree
                 t.pairs += 1
                 if agree { t.agreements += 1 }
                 t.daily[day, default: (0, 0)].pairs += 1
                 if agree { t.daily[day, default: (0, 0)].agreements += 1 }
-                for field in (row.string("fields") ?? "").split(separator: ",").map(String.init) {
-                    var entry = t.fields[field] ?? (0, [])
-                    entry.count += 1
-                    if entry.examples.count < examples, !entry.examples.contains(otid) { entry.examples.append(otid) }
-                    t.fields[field] = entry
+                for field in entry.fields {
+                    var e = t.fields[field] ?? (0, [])
+                    e.count += 1
+                    if e.examples.count < examples, !e.examples.contains(otid) { e.examples.append(otid) }
+                    t.fields[field] = e
                 }
-            case "v1_only", "v2_only":
-                if row.string("outcome") == "v1_only" { t.v1Only += 1 } else { t.v2Only += 1 }
+            case .v1Only, .v2Only:
+                if entry.outcome == .v1Only { t.v1Only += 1 } else { t.v2Only += 1 }
                 if t.oneSidedExamples.count < examples, !t.oneSidedExamples.contains(otid) { t.oneSidedExamples.append(otid) }
-            default:
-                continue
             }
         }
         return t
     }
 
-    func bundleReport(app: GatewayConfig.App, environment env: String, since: Int64, until: Int64, rule: ReadinessRule, examples: Int,
-                      in c: SQLiteConnection) throws -> BundleReport {
-        let shown = try tally(bundle: app.bundleID, environment: env, from: since, to: until, examples: examples, in: c)
-        let window = try tally(bundle: app.bundleID, environment: env, from: until - rule.windowMillis, to: until, examples: 0, in: c)
+    func bundleReport(app: GatewayConfig.App, environment env: AppStoreEnvironment, since: Int64, until: Int64, rule: ReadinessRule,
+                      examples: Int, in tx: any StoreTransaction) throws -> BundleReport {
+        let shown = try tally(bundle: app.bundleID, environment: env, from: since, to: until, examples: examples, in: tx)
+        let window = try tally(bundle: app.bundleID, environment: env, from: until - rule.windowMillis, to: until, examples: 0, in: tx)
         let (verdict, reasons) = Self.verdict(window, rule: rule, compare: app.compare)
-        var events: [String: Int] = [:]
-        for row in try c.query(
-            "SELECT source, COUNT(*) AS n FROM events WHERE bundle_id = ? AND environment = ? AND created_at >= ? AND created_at < ? GROUP BY source",
-            [.text(app.bundleID), .text(env), .integer(since), .integer(until)])
-        {
-            events[row.string("source") ?? ""] = row.int("n") ?? 0
-        }
-        let authority = try c.queryOne("SELECT authority FROM authority WHERE bundle_id = ? AND environment = ?",
-                                       [.text(app.bundleID), .text(env)])?.string("authority")
-            ?? app.authority(for: AppStoreEnvironment(rawValue: env)).rawValue
+        let events = try tx.eventCountsBySource(bundleID: app.bundleID, environment: env, since: since, until: until)
+        let recorded = try tx.authorities().first { $0.bundleID == app.bundleID && $0.environment == env }?.authority
+        let authority = recorded ?? app.authority(for: env)
         return BundleReport(
-            bundleID: app.bundleID, environment: env, authority: authority, eventsBySource: events, pairs: shown.pairs,
+            bundleID: app.bundleID, environment: env.rawValue, authority: authority.rawValue,
+            eventsBySource: Dictionary(events.map { ($0.key.rawValue, $0.value) }, uniquingKeysWith: +), pairs: shown.pairs,
             agreements: shown.agreements,
             disagreementsByField: shown.fields.mapValues { BundleReport.FieldDisagreements(count: $0.count, examples: $0.examples) },
             oneSided: BundleReport.OneSided(v1Only: shown.v1Only, v2Only: shown.v2Only, examples: shown.oneSidedExamples),
             daily: shown.daily.keys.sorted().map { BundleReport.DayPoint(day: $0, pairs: shown.daily[$0]!.pairs, agreements: shown.daily[$0]!.agreements) },
             verdict: verdict, rule: rule.text, reasons: reasons,
-            cutovers: try cutovers(bundleID: app.bundleID, environment: env, in: c))
+            cutovers: try tx.cutovers(bundleID: app.bundleID, environment: env))
     }
 
     static func verdict(_ t: Tally, rule: ReadinessRule, compare: Bool) -> (BundleReport.Verdict, [String]) {
@@ -123,17 +111,6 @@ public struct CompareLedger: Sendable {
         return (reasons.isEmpty ? .ready : .notReady, reasons)
     }
 
-    func cutovers(bundleID: String, environment: String, in c: SQLiteConnection) throws -> [CutoverRecord] {
-        try c.query(
-            "SELECT * FROM cutover_log WHERE bundle_id = ? AND environment = ? ORDER BY at, id", [.text(bundleID), .text(environment)]
-        ).map { row in
-            CutoverRecord(
-                at: row.int64("at") ?? 0, bundleID: bundleID, environment: environment, from: row.string("from_authority") ?? "",
-                to: row.string("to_authority") ?? "", who: row.string("who") ?? "", reason: row.string("reason"),
-                verdict: row.string("verdict") ?? "", forced: row.bool("forced") ?? false)
-        }
-    }
-
     // MARK: Cutover
 
     /// Flips the authority of `bundleID` in `environment` for events of notifications arriving from now on, stored so
@@ -150,35 +127,24 @@ public struct CompareLedger: Sendable {
         guard app.environments.contains(AppStoreEnvironment(rawValue: environment)) else {
             throw CutoverError("unknown_environment", "\(bundleID) does not take \(environment) notifications")
         }
-        guard target == "v1" || target == "v2" else { throw CutoverError("bad_target", "--to must be v1 or v2") }
-        if target == "v2", app.acceptsV1, !v2PathAvailable {
+        guard let target = Generation(rawValue: target) else { throw CutoverError("bad_target", "--to must be v1 or v2") }
+        if target == .v2, app.acceptsV1, !v2PathAvailable {
             throw CutoverError("no_v2_path", "Apple may send V1 for \(bundleID): V2's path needs app_store_api to be configured")
         }
         let report = try self.report(bundleID: bundleID, since: now - config.compareSettings.rule.windowMillis, until: now)
         let verdict = report.bundles.first { $0.environment == environment }
         let ready = verdict?.verdict == .ready
-        if target == "v2", !ready, !force {
+        if target == .v2, !ready, !force {
             throw CutoverError("not_ready", "the verdict for \(bundleID) (\(environment)) is not ready; --force overrides",
                                reasons: verdict?.reasons ?? [])
         }
-        return try writer.perform { c in
-            let current = try GatewayStore.authority(bundleID: bundleID, environment: AppStoreEnvironment(rawValue: environment), in: c)
-            guard current != target else { throw CutoverError("unchanged", "\(bundleID) (\(environment)) is already \(target)") }
-            try c.run(
-                """
-                INSERT INTO authority (bundle_id, environment, authority, origin, updated_at) VALUES (?, ?, ?, 'cutover', ?)
-                ON CONFLICT(bundle_id, environment) DO UPDATE SET authority = excluded.authority, origin = 'cutover', updated_at = excluded.updated_at
-                """, [.text(bundleID), .text(environment), .text(target), .integer(now)])
+        return try store.write { tx in
+            let current = try tx.authority(bundleID: bundleID, environment: AppStoreEnvironment(rawValue: environment))
+            guard current != target else { throw CutoverError("unchanged", "\(bundleID) (\(environment)) is already \(target.rawValue)") }
             let record = CutoverRecord(
-                at: now, bundleID: bundleID, environment: environment, from: current, to: target, who: who, reason: reason,
-                verdict: ready ? "ready" : "not_ready", forced: target == "v2" && !ready)
-            try c.run(
-                """
-                INSERT INTO cutover_log (at, bundle_id, environment, from_authority, to_authority, who, reason, verdict, forced)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-                """,
-                [.integer(now), .text(bundleID), .text(environment), .text(current), .text(target), .text(who), SQLiteValue(reason),
-                 .text(record.verdict), .integer(record.forced ? 1 : 0)])
+                at: now, bundleID: bundleID, environment: environment, from: current.rawValue, to: target.rawValue, who: who, reason: reason,
+                verdict: ready ? "ready" : "not_ready", forced: target == .v2 && !ready)
+            try tx.recordCutover(record, to: target)
             return record
         }
     }

@@ -1,3 +1,4 @@
+public import Store
 /// The side-by-side report (DESIGN ch. 5, `iap-gateway report`, `GET /admin/report`): per bundle and environment,
 /// what each generation said, how often the two paths agree, where they do not, and whether the bundle is ready to
 /// cut over under the stated rule. Built by ``CompareLedger/report(...)``, rendered by ``ReportRenderer``.
@@ -140,40 +141,3 @@ public struct BundleReport: Sendable, Hashable, Codable {
     }
 }
 
-/// One authority change, as the cutover log keeps it.
-public struct CutoverRecord: Sendable, Hashable, Codable {
-    public var at: Int64
-    public var bundleID: String
-    public var environment: String
-    public var from: String
-    public var to: String
-    /// The admin token's name or the OS user.
-    public var who: String
-    public var reason: String?
-    /// The verdict when it happened, and whether it was forced past a `not_ready` one.
-    public var verdict: String
-    public var forced: Bool
-
-    public init(at: Int64, bundleID: String, environment: String, from: String, to: String, who: String, reason: String?, verdict: String,
-                forced: Bool) {
-        (self.at, self.bundleID, self.environment, self.from, self.to, self.who, self.reason, self.verdict, self.forced) =
-            (at, bundleID, environment, from, to, who, reason, verdict, forced)
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case at, bundleID = "bundle_id", environment, from, to, who, reason, verdict, forced
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(at, forKey: .at)
-        try c.encode(bundleID, forKey: .bundleID)
-        try c.encode(environment, forKey: .environment)
-        try c.encode(from, forKey: .from)
-        try c.encode(to, forKey: .to)
-        try c.encode(who, forKey: .who)
-        try c.encode(reason, forKey: .reason)
-        try c.encode(verdict, forKey: .verdict)
-        try c.encode(forced, forKey: .forced)
-    }
-}

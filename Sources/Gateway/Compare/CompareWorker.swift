@@ -1,4 +1,4 @@
-internal import SQLite
+internal import Store
 internal import Canonical
 internal import FoundationEssentials
 public import V1Adapter
@@ -6,7 +6,7 @@ internal import V2Adapter
 internal import WireJSON
 import Synchronization
 
-/// Fetches the other path's view of subscriptions, off the request path (DESIGN ch. 5):
+/// Fetches the other path's view of subscriptions, off the request path (docs/architecture.md):
 /// - `v2` jobs ask the App Store Server API (Get All Subscription Statuses). When V2 is authoritative for a bundle
 ///   Apple still sends V1 for, the job also derives the `v2-api` event standing in for the V1 notification —
 ///   authoritative exactly when the V1 event is not, so a cutover between the two loses or doubles nothing.
@@ -47,21 +47,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
         self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
     }
 
-    struct Job: ScheduledJob {
-        var id: Int64
-        var bundleID: String
-        var environment: String
-        var otid: String
-        var fetch: String
-        var v1EventID: String?
-        var authority: String?
-        var compare: Bool
-        var attempts: Int
-        var createdAt: Int64
-        /// Refetches made to confirm a disagreement before this one.
-        var confirms: Int
-        var lane: String { "" }
-    }
+    typealias Job = FetchJob
 
     public func run() async { await scheduler.run(self) }
 
@@ -69,35 +55,25 @@ public final class CompareWorker: JobTable, ContextualWorker {
 
     var lanes: [String] { [""] }
 
-    func due(at time: Int64, lane: String, count: Int, in c: SQLiteConnection) throws -> [Job] {
-        try c.query(
-            """
-            SELECT id, bundle_id, environment, original_transaction_id, fetch, v1_event_id, authority, compare, attempts, created_at,
-                   confirms
-            FROM compare_jobs WHERE state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?
-            """, [.integer(time), .integer(Int64(count))]
-        ).compactMap { row in
-            guard let id = row.int64("id") else { return nil }
-            return Job(
-                id: id, bundleID: row.string("bundle_id") ?? "", environment: row.string("environment") ?? "",
-                otid: row.string("original_transaction_id") ?? "", fetch: row.string("fetch") ?? "", v1EventID: row.string("v1_event_id"),
-                authority: row.string("authority"), compare: row.bool("compare") ?? false, attempts: row.int("attempts") ?? 0,
-                createdAt: row.int64("created_at") ?? time, confirms: row.int("confirms") ?? 0)
-        }
+    func due(at time: Int64, lane: String, count: Int, in tx: any StoreTransaction) throws -> [Job] {
+        try tx.dueFetches(at: time, limit: count)
     }
 
     func limit(lane: String) -> Int { settings.concurrency }
 
     func process(_ job: Job) async {
         do {
-            if job.fetch == "v2" { try await fetchV2(job) } else { try await fetchV1(job) }
+            switch job.fetch {
+            case .v2: try await fetchV2(job)
+            case .v1: try await fetchV1(job)
+            }
         } catch let error as PathFetchError {
-            metrics.increment("iapgw_compare_fetch_failures_total", ["path": job.fetch, "code": error.code])
+            metrics.increment("iapgw_compare_fetch_failures_total", ["path": job.fetch.rawValue, "code": error.code])
             if error.retryable {
                 await retry(job, error: error.code)
             } else {
-                log.warn("comparison fetch failed", ["bundle": .string(job.bundleID), "path": .string(job.fetch), "code": .string(error.code)])
-                await settle(job, state: "failed", error: error.code)
+                log.warn("comparison fetch failed", ["bundle": .string(job.bundleID), "path": .string(job.fetch.rawValue), "code": .string(error.code)])
+                await settle(job, state: .failed, error: error.code)
             }
         } catch {
             await retry(job, error: "store_unavailable")
@@ -111,31 +87,27 @@ public final class CompareWorker: JobTable, ContextualWorker {
             throw PathFetchError(code: "no_app_store_api", message: "app_store_api is not configured", retryable: false)
         }
         let time = now()
-        let env = AppStoreEnvironment(rawValue: job.environment)
-        guard let status = try await source.status(bundleID: job.bundleID, environment: env, originalTransactionID: job.otid, observedAt: time)
+        guard let status = try await source.status(bundleID: job.bundleID, environment: job.environment,
+                                                   originalTransactionID: job.originalTransactionID, observedAt: time)
         else {
-            try await notSeen(job, by: "v2", time: time)
+            try await notSeen(job, by: .v2, time: time)
             return
         }
         let router = self.router
         var derivedFrom: CanonicalEvent?
         if let id = job.v1EventID {
-            derivedFrom = try await context.read { c in
-                try c.queryOne("SELECT json FROM events WHERE id = ?", [.text(id)])?.blob("json").flatMap {
-                    try? JSONDecoder().decode(CanonicalEvent.self, from: Data($0))
-                }
-            }
+            derivedFrom = try await context.read { tx in try tx.events(id: id, originalTransactionID: nil, limit: 1).first?.event }
         }
         let v1Event = derivedFrom
-        let comparison = try await writer.performAsync { c in
+        let comparison = try await store.write { tx in
             if let v1Event {
-                try GatewayStore.storeEvents([Self.v2APIEvent(from: v1Event, status: status)], journalID: nil, router: router, now: time,
-                                             authority: job.authority, in: c)
+                try tx.storeEvents([Self.v2APIEvent(from: v1Event, status: status)], journalID: nil, routing: router, now: time,
+                                   authority: job.authority)
             }
-            try CompareStore.putSnapshot(status.snapshot, path: "v2", in: c)
-            return try self.finish(job, at: time, in: c)
+            try tx.putSnapshot(status.snapshot, path: .v2)
+            return try self.finish(job, at: time, in: tx)
         }
-        metrics.increment("iapgw_compare_fetches_total", ["path": "v2"])
+        metrics.increment("iapgw_compare_fetches_total", ["path": Generation.v2.rawValue])
         count(comparison)
     }
 
@@ -160,11 +132,9 @@ public final class CompareWorker: JobTable, ContextualWorker {
 
     func fetchV1(_ job: Job) async throws {
         let time = now()
-        let stored = try await context.read { c in
-            try CompareStore.receipt(bundleID: job.bundleID, environment: job.environment, otid: job.otid, in: c)
-        }
+        let stored = try await context.read { tx in try tx.receipt(of: job.subscription) }
         guard let stored else {
-            try await notSeen(job, by: "v1", time: time, receipt: nil)
+            try await notSeen(job, by: .v1, time: time, receipt: nil)
             return
         }
         guard let secret = apps[job.bundleID]?.sharedSecrets.first(where: { $0.name == stored.secretName })
@@ -174,31 +144,30 @@ public final class CompareWorker: JobTable, ContextualWorker {
         do { answer = try await receiptClient.verify(receiptData: stored.receipt, sharedSecret: secret) } catch {
             throw PathFetchError(code: error.code.rawValue, message: "verifyReceipt", retryable: error.code == .appleUnavailable)
         }
-        guard let snapshot = V1EventBuilder.snapshots(from: answer.response, observedAt: time).first(where: { $0.originalTransactionID == job.otid })
+        guard let snapshot = V1EventBuilder.snapshots(from: answer.response, observedAt: time).first(where: { $0.originalTransactionID == job.originalTransactionID })
         else {
-            try await notSeen(job, by: "v1", time: time, receipt: stored)
+            try await notSeen(job, by: .v1, time: time, receipt: stored)
             return
         }
-        let comparison = try await writer.performAsync { c in
-            try CompareStore.putSnapshot(snapshot, path: "v1", in: c)
-            return try self.finish(job, at: time, in: c)
+        let comparison = try await store.write { tx in
+            try tx.putSnapshot(snapshot, path: .v1)
+            return try self.finish(job, at: time, in: tx)
         }
-        metrics.increment("iapgw_compare_fetches_total", ["path": "v1"])
+        metrics.increment("iapgw_compare_fetches_total", ["path": Generation.v1.rawValue])
         count(comparison)
     }
 
     /// Marks the job done (first, so a refetch it asks for is not taken for this job still pending) and, for
     /// compared bundles, compares the two paths' snapshots.
-    func finish(_ job: Job, at time: Int64, in c: SQLiteConnection) throws -> CompareStore.Comparison? {
-        try c.run("UPDATE compare_jobs SET state = 'done', attempts = attempts + 1, updated_at = ?, last_error = NULL WHERE id = ?",
-                  [.integer(time), .integer(job.id)])
+    func finish(_ job: Job, at time: Int64, in tx: any StoreTransaction) throws -> ComparisonRule.Comparison? {
+        try tx.settleFetch(id: job.id, state: .done, attempts: job.attempts + 1, nextAttemptAt: nil, error: nil, now: time)
         guard job.compare else { return nil }
-        return try CompareStore.compareIfReady(
-            bundleID: job.bundleID, environment: job.environment, otid: job.otid, tolerance: settings.toleranceMillis, confirms: job.confirms,
-            confirmDelay: settings.confirmDelayMillis, at: time, in: c)
+        return try ComparisonRule.compareIfReady(
+            job.subscription, tolerance: settings.toleranceMillis, confirms: job.confirms, confirmDelay: settings.confirmDelayMillis, at: time,
+            in: tx)
     }
 
-    func count(_ comparison: CompareStore.Comparison?) {
+    func count(_ comparison: ComparisonRule.Comparison?) {
         guard let comparison, comparison != .waiting else { return }
         metrics.increment("iapgw_compare_comparisons_total", ["result": comparison.rawValue])
     }
@@ -214,28 +183,26 @@ public final class CompareWorker: JobTable, ContextualWorker {
     }
 
     /// How long a fetch of a path that does not know the subscription yet waits before asking again. Only a fallback:
-    /// the V1 path's knowledge arrives as a stored receipt, which wakes the fetch at once (`CompareStore.putReceipt`).
+    /// the V1 path's knowledge arrives as a stored receipt, which wakes the fetch at once (`StoreTransaction.putReceipt`).
     var notSeenRetryMillis: Int64 { max(1_000, min(settings.graceMillis / 4, 300_000)) }
 
     /// One path does not know the subscription: ask again until the grace window has passed, then record it as seen
     /// by the other path only. `receipt` is the stored receipt a V1 fetch asked about (nil: there was none).
     @discardableResult
-    func notSeen(_ job: Job, by path: String, time: Int64, receipt: CompareStore.StoredReceipt? = nil) async throws -> NotSeen {
-        let outcome = path == "v1" ? "v2_only" : "v1_only"
-        let otherPath = path == "v1" ? "v2" : "v1"
+    func notSeen(_ job: Job, by path: Generation, time: Int64, receipt: StoredReceipt? = nil) async throws -> NotSeen {
+        let outcome = CompareOutcome.onlySeen(by: path.other)
+        let otherPath = path.other
         let graceMillis = settings.graceMillis
         let graceOver = time.clampedSubtracting(job.createdAt) >= graceMillis
         let retryAt = now().clampedAdding(notSeenRetryMillis)
         let maxAttempts = policy.maxAttempts
-        let result = try await writer.performAsync { c -> NotSeen in
+        let result = try await store.write { tx -> NotSeen in
             // The receipt may have been stored since this fetch read it. Its wake-up then found this job pending — it
             // is in flight — and the retry set below would overwrite it: the comparison would wait minutes for a
             // receipt that is already here (and, past the grace window, be recorded as V2-only). The writer runs one
             // transaction at a time, so either that receipt is visible here, or its wake-up comes after this update.
-            if path == "v1",
-               try CompareStore.receipt(bundleID: job.bundleID, environment: job.environment, otid: job.otid, in: c) != receipt
-            {
-                try Self.reschedule(job, error: "v1_receipt_stored", at: time, due: time, maxAttempts: maxAttempts, in: c)
+            if path == .v1, try tx.receipt(of: job.subscription) != receipt {
+                try Self.reschedule(job, error: "v1_receipt_stored", at: time, due: time, maxAttempts: maxAttempts, in: tx)
                 return .receiptStored
             }
             guard graceOver else {
@@ -243,58 +210,55 @@ public final class CompareWorker: JobTable, ContextualWorker {
                 // window longer than the attempts allow would otherwise fail the job before the one-sided outcome is
                 // ever recorded), and the last look is at the end of the window.
                 let due = min(retryAt, job.createdAt.clampedAdding(graceMillis))
-                try Self.reschedule(job, error: "\(path)_not_seen_yet", at: time, due: due, maxAttempts: maxAttempts, counts: false, in: c)
+                try Self.reschedule(job, error: "\(path.rawValue)_not_seen_yet", at: time, due: due, maxAttempts: maxAttempts, counts: false,
+                                    in: tx)
                 return .waiting
             }
             if job.compare {
-                let other = try CompareStore.snapshot(bundleID: job.bundleID, environment: job.environment, otid: job.otid, path: otherPath, in: c)
-                try CompareStore.record(bundleID: job.bundleID, environment: job.environment, otid: job.otid, outcome: outcome, fields: [],
-                                        v1: path == "v1" ? nil : other, v2: path == "v2" ? nil : other, at: time, in: c)
+                let other = try tx.snapshot(of: job.subscription, path: otherPath)
+                try tx.recordComparison(LedgerEntry(subscription: job.subscription, comparedAt: time, outcome: outcome, fields: [],
+                                                    v1: path == .v1 ? nil : other, v2: path == .v2 ? nil : other))
             }
-            try c.run("UPDATE compare_jobs SET state = 'done', attempts = attempts + 1, updated_at = ?, last_error = ? WHERE id = ?",
-                      [.integer(time), .text(outcome), .integer(job.id)])
+            try tx.settleFetch(id: job.id, state: .done, attempts: job.attempts + 1, nextAttemptAt: nil, error: outcome.rawValue, now: time)
             return .oneSided
         }
         if result == .oneSided {
             if job.v1EventID != nil {
                 log.error("V2 is authoritative but the App Store Server API does not know this subscription: no authoritative event",
-                          ["bundle": .string(job.bundleID), "original_transaction_id": .string(job.otid)])
+                          ["bundle": .string(job.bundleID), "original_transaction_id": .string(job.originalTransactionID)])
             }
-            metrics.increment("iapgw_compare_one_sided_total", ["side": outcome])
+            metrics.increment("iapgw_compare_one_sided_total", ["side": outcome.rawValue])
         }
         return result
     }
 
     /// Leaves the job pending, due at `due` (failed once it has had `maxAttempts`, when this attempt `counts`).
     static func reschedule(_ job: Job, error: String, at time: Int64, due: Int64, maxAttempts: Int, counts: Bool = true,
-                           in c: SQLiteConnection) throws {
+                           in tx: any StoreTransaction) throws {
         let attempts = job.attempts + (counts ? 1 : 0)
-        try c.run(
-            "UPDATE compare_jobs SET state = ?, attempts = ?, next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
-            [.text(Backoff.state("pending", attempts: attempts, maxAttempts: maxAttempts)), .integer(Int64(attempts)), .integer(due),
-             .text(error), .integer(time), .integer(job.id)])
+        try tx.settleFetch(id: job.id, state: JobState.settled(.pending, attempts: attempts, maxAttempts: maxAttempts), attempts: attempts,
+                           nextAttemptAt: due, error: error, now: time)
     }
 
     func retry(_ job: Job, error: String) async {
         let delay = Backoff.delay(base: policy.baseDelayMillis, cap: policy.maxDelayMillis, exponent: job.attempts, jitter: jitter())
-        await settle(job, state: "pending", error: error, retryIn: delay)
+        await settle(job, state: .pending, error: error, retryIn: delay)
     }
 
-    func settle(_ job: Job, state: String, error: String, retryIn: Int64 = 0) async {
+    func settle(_ job: Job, state: JobState, error: String, retryIn: Int64 = 0) async {
         let time = now()
         let attempts = job.attempts + 1
-        let final = Backoff.state(state, attempts: attempts, maxAttempts: policy.maxAttempts)
-        await context.recordOutcome { c in
-            try c.run(
-                "UPDATE compare_jobs SET state = ?, attempts = ?, next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
-                [.text(final), .integer(Int64(attempts)), .integer(time.clampedAdding(retryIn)), .text(error), .integer(time), .integer(job.id)])
+        let final = JobState.settled(state, attempts: attempts, maxAttempts: policy.maxAttempts)
+        let id = job.id
+        await context.recordOutcome { tx in
+            try tx.settleFetch(id: id, state: final, attempts: attempts, nextAttemptAt: time.clampedAdding(retryIn), error: error, now: time)
         }
     }
 
     // MARK: Gauges and the silence alert
 
     func housekeeping() async {
-        await context.gaugePending("compare_jobs", as: "iapgw_compare_jobs_pending")
+        await context.gaugePending(as: "iapgw_compare_jobs_pending") { tx in try tx.fetchJobCounts() }
         let time = now()
         let due = lastSilenceCheck.withLock { last -> Bool in
             guard time - last >= 60_000 else { return false }
@@ -304,23 +268,13 @@ public final class CompareWorker: JobTable, ContextualWorker {
         if due { await checkSilence(at: time) }
     }
 
-    /// DESIGN ch. 5: the authoritative path silent for `silence_alert` while the other path is not.
+    /// The silence alert (docs/operations.md): the authoritative path silent for `silence_alert` while the other path is not.
     func checkSilence(at time: Int64) async {
-        guard let rows = try? await context.read({ c in
-            try c.query(
-                """
-                SELECT a.bundle_id, a.environment, a.authority,
-                       (SELECT MAX(created_at) FROM events e WHERE e.bundle_id = a.bundle_id AND e.environment = a.environment
-                            AND e.path = a.authority) AS last_authoritative,
-                       (SELECT MAX(created_at) FROM events e WHERE e.bundle_id = a.bundle_id AND e.environment = a.environment
-                            AND e.path <> a.authority) AS last_other
-                FROM authority a
-                """)
-        }) else { return }
-        for row in rows {
-            guard let bundle = row.string("bundle_id"), let env = row.string("environment"), let authority = row.string("authority") else { continue }
-            let lastAuthoritative = row.int64("last_authoritative") ?? 0
-            let lastOther = row.int64("last_other") ?? 0
+        guard let activity = try? await context.read({ tx in try tx.authorityActivity() }) else { return }
+        for a in activity {
+            let (bundle, env, authority) = (a.bundleID, a.environment.rawValue, a.authority.rawValue)
+            let lastAuthoritative = a.lastAuthoritative ?? 0
+            let lastOther = a.lastOther ?? 0
             let isSilent = lastOther > lastAuthoritative.clampedAdding(silenceAlertMillis)
                 && time.clampedSubtracting(lastAuthoritative) > silenceAlertMillis
             let key = bundle + "|" + env
@@ -336,4 +290,8 @@ public final class CompareWorker: JobTable, ContextualWorker {
             }
         }
     }
+}
+
+extension FetchJob: ScheduledJob {
+    var lane: String { "" }
 }

@@ -40,9 +40,8 @@ public struct GatewayConfig: Sendable {
         public var rule = ReadinessRule()
     }
 
-    public enum Authority: String, Sendable, Hashable {
-        case v1, v2
-    }
+    /// The generation whose events are authoritative.
+    public typealias Authority = Generation
 
     public struct Downstream: Sendable, Hashable {
         public enum Kind: String, Sendable, Hashable {
@@ -336,7 +335,7 @@ public struct GatewayConfig: Sendable {
     /// may receive V1 with V2 authoritative needs the App Store Server API for its V2 path, and comparing needs it
     /// for the V2 side of V1 traffic. `authority` is the effective one per (bundle, environment), a stored cutover
     /// included; `v2PathAvailable` says whether the App Store Server API (or a stand-in) is there.
-    public func authorityProblems(effective authority: [(bundle: String, environment: String, authority: String)], v2PathAvailable: Bool)
+    public func authorityProblems(effective authority: [(bundle: String, environment: String, authority: Generation)], v2PathAvailable: Bool)
         -> [ConfigError]
     {
         var problems: [ConfigError] = []
@@ -346,7 +345,7 @@ public struct GatewayConfig: Sendable {
                     field: "apps[\(app.bundleID)].compare",
                     "comparing V1 traffic needs the V2 path: configure app_store_api (issuer_id, key_id, private_key_env)"))
             }
-            for row in authority where row.bundle == app.bundleID && row.authority == "v2" {
+            for row in authority where row.bundle == app.bundleID && row.authority == .v2 {
                 problems.append(ConfigError(
                     field: "apps[\(app.bundleID)].authority",
                     "V2 is authoritative in \(row.environment) while Apple may still send V1: its V2 path comes from the App Store "

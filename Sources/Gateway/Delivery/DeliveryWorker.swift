@@ -1,4 +1,4 @@
-internal import SQLite
+internal import Store
 internal import Canonical
 public import HTTPClient
 public import V1Adapter
@@ -23,21 +23,11 @@ public struct DeliveryPolicy: Sendable {
     }
 }
 
-/// Delivers the outbox (DESIGN ch. 6): at least once, per-downstream concurrency limit, exponential backoff with
+/// Delivers the outbox (docs/architecture.md): at least once, per-downstream concurrency limit, exponential backoff with
 /// jitter, dead letter after the downstream's `max_attempts`. Webhooks get the signed envelope; pass-through
 /// downstreams get the V1 body exactly as Apple sent it, the secret restored at this moment only.
 public final class DeliveryWorker: JobTable, ContextualWorker {
-    struct Job: ScheduledJob {
-        var outboxID: Int64
-        var downstream: String
-        var attempts: Int
-        var eventID: String?
-        var journalID: Int64?
-        var createdAt: Int64
-        var id: Int64 { outboxID }
-        /// Concurrency is limited per downstream.
-        var lane: String { downstream }
-    }
+    typealias Job = DeliveryJob
 
     let context: WorkerContext
     let transport: any HTTPTransport
@@ -66,12 +56,8 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     /// the downstream is back in the config), not rows pending forever.
     func deadLetterUnconfigured() async {
         let names = router.downstreamNames
-        let placeholders = names.map { _ in "?" }.joined(separator: ", ")
-        let dropped = try? await writer.performAsync { c in
-            try c.run(
-                "UPDATE outbox SET state = 'dead', last_error = 'downstream no longer configured' WHERE state = 'pending'"
-                    + (names.isEmpty ? "" : " AND downstream NOT IN (\(placeholders))"),
-                names.map { .text($0) })
+        let dropped = try? await store.write { tx in
+            try tx.deadLetterDeliveries(notTo: names, error: "downstream no longer configured")
         }
         if let dropped, dropped > 0 {
             metrics.increment("iapgw_delivery_dead_total", ["downstream": "(unconfigured)"], by: Double(dropped))
@@ -85,17 +71,8 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     /// One lane per downstream, so a slow one never holds back the others.
     var lanes: [String] { router.downstreamNames }
 
-    func due(at time: Int64, lane downstream: String, count: Int, in c: SQLiteConnection) throws -> [Job] {
-        try c.query(
-            """
-            SELECT id, downstream, attempts, event_id, journal_id, created_at FROM outbox
-            WHERE state = 'pending' AND downstream = ? AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?
-            """, [.text(downstream), .integer(time), .integer(Int64(count))]
-        ).compactMap { row in
-            guard let id = row.int64("id"), let name = row.string("downstream") else { return nil }
-            return Job(outboxID: id, downstream: name, attempts: row.int("attempts") ?? 0, eventID: row.string("event_id"),
-                       journalID: row.int64("journal_id"), createdAt: row.int64("created_at") ?? 0)
-        }
+    func due(at time: Int64, lane downstream: String, count: Int, in tx: any StoreTransaction) throws -> [Job] {
+        try tx.dueDeliveries(downstream: downstream, at: time, limit: count)
     }
 
     func limit(lane downstream: String) -> Int { router.downstream(downstream)?.concurrency ?? policy.concurrency }
@@ -144,8 +121,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     func buildRequest(_ job: Job, downstream: GatewayConfig.Downstream) async throws -> HTTPRequest {
         if downstream.kind == .v1Passthrough {
             guard let journalID = job.journalID,
-                let stored = try await context.read({ c in try c.queryOne("SELECT body FROM journal WHERE id = ?", [.integer(journalID)]) }),
-                let redacted = stored.blob("body")
+                let redacted = try await context.read({ tx in try tx.journalEntries(id: journalID, key: nil, limit: 1).first?.body })
             else { throw BuildFailure(description: "V1 body no longer stored") }
             guard let body = V1Adapter.restore(redactedBody: redacted, secrets: passthroughSecrets) else {
                 throw BuildFailure(description: "the shared secret of this body is not configured any more")
@@ -154,20 +130,12 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
                                timeoutMillis: policy.timeoutMillis)
         }
         guard let eventID = job.eventID else { throw BuildFailure(description: "outbox row without event") }
-        let row = try await context.read { c in
-            try c.queryOne(
-                """
-                SELECT e.json, e.authoritative, e.bundle_id, e.environment, e.original_transaction_id, j.body,
-                       (SELECT s.json FROM subscription_state s JOIN authority a ON a.bundle_id = e.bundle_id AND a.environment = e.environment
-                        WHERE s.path = a.authority AND s.environment = e.environment AND s.original_transaction_id = e.original_transaction_id) AS state
-                FROM events e LEFT JOIN journal j ON j.id = e.journal_id WHERE e.id = ?
-                """, [.text(eventID)])
+        guard let payload = try await context.read({ tx in try tx.deliveryPayload(eventID: eventID) }) else {
+            throw BuildFailure(description: "event no longer stored")
         }
-        guard let row, let json = row.blob("json") else { throw BuildFailure(description: "event no longer stored") }
         // The event and state are stored as the JSON we deliver: spliced, not decoded and re-encoded.
-        let raw = downstream.includeRaw ? row.blob("body").flatMap(Envelope.rawBody) : nil
-        let body = CanonicalJSON.envelope(
-            authoritative: row.bool("authoritative") ?? false, eventJSON: json, stateJSON: row.blob("state"), raw: raw)
+        let raw = downstream.includeRaw ? payload.rawBody.flatMap(Envelope.rawBody) : nil
+        let body = Envelope.body(authoritative: payload.authoritative, eventJSON: payload.eventJSON, stateJSON: payload.stateJSON, raw: raw)
         var headers = [HTTPHeader("Content-Type", "application/json")]
         for (name, value) in (signers[downstream.name] ?? WebhookSigner(secrets: [])).headers(id: eventID, timestamp: now() / 1000, body: body) {
             headers.append(HTTPHeader(name, value))
@@ -183,17 +151,11 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         let exhausted = dead || attempts >= maxAttempts
         let retry = router.downstream(job.downstream).map(policy(for:)) ?? policy
         let next = time.clampedAdding(max(retry.delay(afterAttempt: attempts, jitter: jitter()), minDelay ?? 0))
-        let id = job.outboxID
-        let state = delivered ? "delivered" : (exhausted ? "dead" : "pending")
-        await context.recordOutcome { c in
-            try c.run(
-                """
-                UPDATE outbox SET state = ?, attempts = ?, next_attempt_at = ?, delivered_at = ?, last_status = ?, last_error = ?
-                WHERE id = ? AND state = 'pending'
-                """,
-                [.text(state), .integer(Int64(attempts)), .integer(next), delivered ? .integer(time) : .null, SQLiteValue(status.map { Int64($0) }),
-                 SQLiteValue(error), .integer(id)])
-        }
+        let id = job.id
+        let outcome = DeliveryOutcome(
+            state: delivered ? .delivered : (exhausted ? .dead : .pending), attempts: attempts, nextAttemptAt: next,
+            deliveredAt: delivered ? time : nil, status: status, error: error)
+        await context.recordOutcome { tx in try tx.settleDelivery(id: id, outcome) }
         if !delivered {
             metrics.increment("iapgw_delivery_failures_total", ["downstream": job.downstream])
             if exhausted {
@@ -206,15 +168,12 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
 
     func updateQueueGauges() async {
         let time = now()
-        guard let rows = try? await context.read({ c in
-            try c.query("SELECT downstream, COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox WHERE state = 'pending' GROUP BY downstream")
-        }) else { return }
+        guard let pending = try? await context.read({ tx in try tx.pendingDeliveries() }) else { return }
         var seen: Set<String> = []
-        for row in rows {
-            guard let name = row.string("downstream") else { continue }
-            seen.insert(name)
-            metrics.set("iapgw_delivery_queue_depth", ["downstream": name], Double(row.int64("n") ?? 0))
-            metrics.set("iapgw_delivery_oldest_age_seconds", ["downstream": name], Double(time - (row.int64("oldest") ?? time)) / 1000)
+        for p in pending {
+            seen.insert(p.downstream)
+            metrics.set("iapgw_delivery_queue_depth", ["downstream": p.downstream], Double(p.count))
+            metrics.set("iapgw_delivery_oldest_age_seconds", ["downstream": p.downstream], Double(time - p.oldestCreatedAt) / 1000)
         }
         for name in router.downstreams.keys where !seen.contains(name) {
             metrics.set("iapgw_delivery_queue_depth", ["downstream": name], 0)
@@ -224,11 +183,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
 
 }
 
-/// Runs blocking work (SQLite reads) on a dispatch thread, never on Swift's cooperative pool.
-public enum Blocking {
-    public static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-        }
-    }
+extension DeliveryJob: ScheduledJob {
+    /// Concurrency is limited per downstream.
+    var lane: String { downstream }
 }

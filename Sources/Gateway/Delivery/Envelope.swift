@@ -1,7 +1,7 @@
 public import Canonical
 public import WireJSON
 
-/// What a webhook downstream receives (DESIGN ch. 6), written by ``CanonicalJSON/envelope(authoritative:eventJSON:stateJSON:raw:)``:
+/// What a webhook downstream receives (docs/architecture.md), written by ``Envelope/body(authoritative:eventJSON:stateJSON:raw:)``:
 /// `{"type": "subscription.event", "authoritative", "event", "state", "raw"?}` — the canonical event, whether it
 /// comes from the bundle's authoritative generation, the subscription's current state on the authoritative path
 /// (last-write-wins by event date: what downstream should act on when events arrive out of order; null for events
@@ -12,54 +12,15 @@ public enum Envelope {
         guard case .object(let o)? = try? JSONParser.parse(bytes) else { return nil }
         return .object(JSONObject(o.members.filter { $0.key != "password" }))
     }
-}
 
-/// One subscription's latest state on one path.
-public struct SubscriptionState: Sendable, Hashable, Codable {
-    public var path: String
-    public var originalTransactionID: String
-    public var eventID: String
-    public var eventDate: Int64
-    public var kind: EventKind
-    public var productID: String?
-    public var expiresDate: Int64?
-    public var autoRenew: Bool?
-    public var entitlement: Entitlement?
-
-    public init(path: String, event: CanonicalEvent) {
-        self.path = path
-        self.originalTransactionID = event.originalTransactionID ?? ""
-        self.eventID = event.id
-        self.eventDate = event.eventDate
-        self.kind = event.kind
-        self.productID = event.productID
-        self.expiresDate = event.expiresDate
-        self.autoRenew = event.autoRenew
-        self.entitlement = event.entitlement
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case path
-        case originalTransactionID = "original_transaction_id"
-        case eventID = "event_id"
-        case eventDate = "event_date"
-        case kind
-        case productID = "product_id"
-        case expiresDate = "expires_date"
-        case autoRenew = "auto_renew"
-        case entitlement
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(path, forKey: .path)
-        try c.encode(originalTransactionID, forKey: .originalTransactionID)
-        try c.encode(eventID, forKey: .eventID)
-        try c.encode(eventDate, forKey: .eventDate)
-        try c.encode(kind, forKey: .kind)
-        try c.encode(productID, forKey: .productID)
-        try c.encode(expiresDate, forKey: .expiresDate)
-        try c.encode(autoRenew, forKey: .autoRenew)
-        try c.encode(entitlement, forKey: .entitlement)
+    /// The webhook envelope around an event and state already stored as JSON: spliced, not decoded and re-encoded.
+    public static func body(authoritative: Bool, eventJSON: [UInt8], stateJSON: [UInt8]?, raw: JSONValue?) -> [UInt8] {
+        var w = JSONObjectWriter()
+        w.string("type", "subscription.event")
+        w.bool("authoritative", authoritative)
+        w.raw("event", eventJSON)
+        w.raw("state", stateJSON)
+        if let raw { w.raw("raw", raw.canonicalBytes()) }
+        return w.finish()
     }
 }

@@ -1,18 +1,21 @@
-/// What the endpoint answers for an error code, and where the body goes (DESIGN ch. 1). The one place that maps
+public import Store
+public import Canonical
+
+/// What the endpoint answers for an error code, and where the body goes (docs/architecture.md). The one place that maps
 /// codes to HTTP statuses: 400 malformed; 401 V1 secret mismatch; 403 V2 signature/chain failure; 413 too large;
 /// 503 genuine-but-unservable (a config fix cures it, so Apple must retry) and store failure.
 public struct Disposition: Sendable, Equatable {
-    public enum Lane: String, Sendable { case untrusted, genuine }
+    public typealias Lane = QuarantineRecord.Lane
 
     public var status: Int
     /// The quarantine lane, nil when nothing is quarantined (store failures: Apple will resend).
     public var lane: Lane?
 
-    /// `version` is the body's generation when known ("v1", "v2"): only authenticated data may enter the genuine lane,
+    /// `version` is the body's generation when known: only authenticated data may enter the genuine lane,
     /// and a V1 body for an unconfigured bundle was never authenticated (there is no secret to check it against).
-    public static func forCode(_ code: String, cause: String? = nil, version: String? = nil) -> Disposition {
+    public static func forCode(_ code: String, cause: String? = nil, version: Generation? = nil) -> Disposition {
         switch code {
-        case "unknown_bundle" where version == "v1":
+        case "unknown_bundle" where version == .v1:
             // 503 so that Apple retries once the operator adds the bundle; but anyone can claim any `bid`, so the body
             // goes to the untrusted lane, whose byte cap bounds what such claims can store.
             return Disposition(status: 503, lane: .untrusted)

@@ -1,5 +1,5 @@
 internal import HTTPServer
-public import SQLite
+public import Store
 internal import Canonical
 internal import Crypto
 internal import FoundationEssentials
@@ -25,8 +25,10 @@ public final class GatewayService: Sendable {
         public var comparePolicy = CompareWorker.Policy()
         /// The V2 path's view of subscriptions; nil: the App Store Server API from `app_store_api` (when configured).
         public var v2PathSource: (any V2PathSource)? = nil
-        /// Storage faults injected by tests (a full disk); nil in production.
-        public var storageFaults: StorageFaults? = nil
+        /// The store; nil: the SQLite file of the config, opened with ``sqliteOptions``.
+        public var store: (any GatewayStore)? = nil
+        /// How the SQLite store is opened (tests inject storage faults here: a full disk).
+        public var sqliteOptions = SQLiteStore.Options()
         /// `serve --demo-verify-time` (see ``NotificationIngest/Limits/demoSandboxVerifyTime``); nil in production.
         public var demoSandboxVerifyTime: Int64? = nil
 
@@ -57,8 +59,7 @@ public final class GatewayService: Sendable {
     public let config: GatewayConfig
     public let metrics = Metrics()
     public let log: Log
-    public let db: SQLiteDatabase
-    public let writer: JournalWriter
+    public let store: any GatewayStore
     public let ingest: NotificationIngest
     public let operations: Operations
     let delivery: DeliveryWorker
@@ -123,8 +124,7 @@ public final class GatewayService: Sendable {
             verifier: AppleJWSVerifier(anchors: anchors),
             apps: config.apps.map { V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments) })
         let v1 = V1Adapter(apps: v1Apps)
-        db = try GatewayStore.open(path: config.sqlitePath, faults: dependencies.storageFaults)
-        writer = JournalWriter(db: db)
+        store = try dependencies.store ?? SQLiteStore(path: config.sqlitePath, options: dependencies.sqliteOptions)
         let router = Router(config: config)
         var limits = NotificationIngest.Limits()
         limits.untrustedQuarantineCap = config.limits.untrustedQuarantine
@@ -133,10 +133,10 @@ public final class GatewayService: Sendable {
         limits.genuineQuarantineBytes = config.limits.genuineQuarantineBytes
         limits.maxNotificationAgeMillis = config.maxNotificationAgeMillis
         limits.demoSandboxVerifyTime = dependencies.demoSandboxVerifyTime
-        ingest = NotificationIngest(v1: v1, v2: v2, writer: writer, router: router, limits: limits, metrics: metrics, now: dependencies.now)
-        operations = Operations(db: db, writer: writer, now: dependencies.now)
+        ingest = NotificationIngest(v1: v1, v2: v2, store: store, router: router, limits: limits, metrics: metrics, now: dependencies.now)
+        operations = Operations(store: store, now: dependencies.now)
         let deliveryPolicy = dependencies.deliveryPolicy
-        let workers = WorkerContext(db: db, writer: writer, router: router, metrics: metrics, log: log, now: dependencies.now,
+        let workers = WorkerContext(store: store, router: router, metrics: metrics, log: log, now: dependencies.now,
                                     jitter: dependencies.jitter)
         delivery = DeliveryWorker(
             context: workers, transport: dependencies.transport, signers: signers, passthroughSecrets: v1Secrets, policy: deliveryPolicy)
@@ -151,7 +151,7 @@ public final class GatewayService: Sendable {
         let v2Source = try dependencies.v2PathSource
             ?? AppStoreAPIPathSource.make(config: config, environment: env, transport: dependencies.transport, adapter: v2,
                                           now: dependencies.now, jitter: dependencies.jitter)
-        ledger = CompareLedger(db: db, writer: writer, config: config, v2PathAvailable: v2Source != nil)
+        ledger = CompareLedger(store: store, config: config, v2PathAvailable: v2Source != nil)
         compare = CompareWorker(
             context: workers, settings: config.compareSettings, silenceAlertMillis: config.silenceAlertMillis, v2Source: v2Source,
             receiptClient: verifyReceipt, apps: v1Apps, policy: dependencies.comparePolicy)
@@ -160,10 +160,9 @@ public final class GatewayService: Sendable {
     }
 
     /// The store and operator actions alone, for CLI commands that need no secrets (`replay`, `subscription`).
-    public static func maintenance(config: GatewayConfig, now: @escaping @Sendable () -> Int64) throws -> (Operations, JournalWriter, SQLiteDatabase) {
-        let db = try GatewayStore.open(path: config.sqlitePath)
-        let writer = JournalWriter(db: db)
-        return (Operations(db: db, writer: writer, now: now), writer, db)
+    public static func maintenance(config: GatewayConfig, now: @escaping @Sendable () -> Int64) throws -> (Operations, any GatewayStore) {
+        let store = try SQLiteStore(path: config.sqlitePath)
+        return (Operations(store: store, now: now), store)
     }
 
     /// Seeds authority, starts the workers and both listeners. Returns the bound (public, admin) ports.
@@ -176,13 +175,16 @@ public final class GatewayService: Sendable {
             log.warn("DEMO: sandbox notifications are judged fresh as of a fixed time, not the clock (--demo-verify-time)",
                      ["verify_time": .string(TimeText.iso8601(demo))])
         }
-        let effective = try writer.perform { c in try GatewayStore.seedAuthority(config, now: time, in: c) }
+        let wanted = config.apps.flatMap { app in
+            app.environments.map { AuthorityEntry(bundleID: app.bundleID, environment: $0, authority: app.authority(for: $0), origin: .config) }
+        }
+        let effective = try store.write { tx in try tx.seedAuthority(wanted, now: time) }
         for row in effective {
-            log.info("authority", ["bundle": .string(row.bundle), "environment": .string(row.environment),
-                                   "authority": .string(row.authority), "origin": .string(row.origin)])
+            log.info("authority", ["bundle": .string(row.bundleID), "environment": .string(row.environment.rawValue),
+                                   "authority": .string(row.authority.rawValue), "origin": .string(row.origin.rawValue)])
         }
         if let problem = config.authorityProblems(
-            effective: effective.map { ($0.bundle, $0.environment, $0.authority) }, v2PathAvailable: compare.v2Source != nil
+            effective: effective.map { ($0.bundleID, $0.environment.rawValue, $0.authority) }, v2PathAvailable: compare.v2Source != nil
         ).first {
             throw problem
         }
@@ -249,10 +251,12 @@ public final class GatewayService: Sendable {
             task.cancel()
             await task.value
         }
-        writer.stop()
-        db.close()
-        let stats = writer.statistics
-        log.info("stopped", ["transactions": .int(Int64(stats.batches)), "writes": .int(Int64(stats.items))])
+        store.close()
+        if let stats = (store as? SQLiteStore)?.commitStatistics {
+            log.info("stopped", ["transactions": .int(Int64(stats.batches)), "writes": .int(Int64(stats.items))])
+        } else {
+            log.info("stopped")
+        }
     }
 
     // MARK: Routes
@@ -277,7 +281,7 @@ public final class GatewayService: Sendable {
     }
 
     private func record(_ r: NotificationIngest.Result, seconds: Double) {
-        let version = r.version ?? "unknown"
+        let version = r.version?.rawValue ?? "unknown"
         metrics.increment("iapgw_notifications_received_total", ["version": version])
         metrics.observe("iapgw_request_seconds", ["version": version], seconds)
         let outcome: String
@@ -403,11 +407,11 @@ public final class GatewayService: Sendable {
         while !Task.isCancelled {
             let time = now()
             let cutoff = time - config.rawBodyRetentionMillis
-            if let purged = try? await writer.performAsync({ c in try GatewayStore.purgeBodies(olderThan: cutoff, now: time, in: c) }), purged > 0 {
+            if let purged = try? await store.write({ tx in try tx.purgeBodies(olderThan: cutoff, now: time) }), purged > 0 {
                 log.info("raw bodies purged", ["count": .int(Int64(purged))])
             }
             let week = time - 7 * 86_400_000
-            _ = try? await writer.performAsync { c in try GatewayStore.purgeFinishedFetches(olderThan: week, in: c) }
+            _ = try? await store.write { tx in try tx.purgeFinishedFetches(olderThan: week) }
             try? await Task.sleep(for: .seconds(3600))
         }
     }

@@ -1,33 +1,31 @@
-public import SQLite
+public import Store
 internal import Canonical
 import Synchronization
 
 /// What every background worker is built on: the store, who receives what, metrics and log, and the injected clock
 /// and jitter.
 public struct WorkerContext: Sendable {
-    public let db: SQLiteDatabase
-    public let writer: JournalWriter
+    public let store: any GatewayStore
     public let router: Router
     public let metrics: Metrics
     public let log: Log
     public let now: @Sendable () -> Int64
     public let jitter: @Sendable () -> Double
 
-    public init(db: SQLiteDatabase, writer: JournalWriter, router: Router, metrics: Metrics, log: Log, now: @escaping @Sendable () -> Int64,
+    public init(store: any GatewayStore, router: Router, metrics: Metrics, log: Log, now: @escaping @Sendable () -> Int64,
                 jitter: @escaping @Sendable () -> Double) {
-        (self.db, self.writer, self.router, self.metrics, self.log, self.now, self.jitter) = (db, writer, router, metrics, log, now, jitter)
+        (self.store, self.router, self.metrics, self.log, self.now, self.jitter) = (store, router, metrics, log, now, jitter)
     }
 
-    /// Runs `body` with a reader connection on a dispatch thread, never on Swift's cooperative pool.
-    func read<T: Sendable>(_ body: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
-        let db = self.db
-        return try await Blocking.run { try db.read(body) }
+    /// Runs `body` on a read transaction, on a dispatch thread, never on Swift's cooperative pool.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+        try await store.read(body)
     }
 
-    /// Sets the gauge `metric` to the number of pending rows of the job table `table`.
-    func gaugePending(_ table: String, as metric: String) async {
-        if let row = try? await read({ try $0.queryOne("SELECT COUNT(*) AS n FROM \(table) WHERE state = 'pending'") }) {
-            metrics.set(metric, [:], Double(row.int64("n") ?? 0))
+    /// Sets the gauge `metric` to the number of pending jobs `count` reads.
+    func gaugePending(as metric: String, _ count: @escaping @Sendable (any StoreTransaction) throws -> [JobState: Int]) async {
+        if let counts = try? await read(count) {
+            metrics.set(metric, [:], Double(counts[.pending] ?? 0))
         }
     }
 }
@@ -38,8 +36,7 @@ protocol ContextualWorker {
 }
 
 extension ContextualWorker {
-    var db: SQLiteDatabase { context.db }
-    var writer: JournalWriter { context.writer }
+    var store: any GatewayStore { context.store }
     var router: Router { context.router }
     var metrics: Metrics { context.metrics }
     var log: Log { context.log }
@@ -55,9 +52,9 @@ protocol JobTable: Sendable {
     var lanes: [String] { get }
     /// How many jobs of `lane` may run at once.
     func limit(lane: String) -> Int
-    /// At most `count` due jobs of `lane`, in the order they should start; runs on a blocking thread with a reader
-    /// connection.
-    func due(at time: Int64, lane: String, count: Int, in c: SQLiteConnection) throws -> [Job]
+    /// At most `count` due jobs of `lane`, in the order they should start; runs on a blocking thread in a read
+    /// transaction.
+    func due(at time: Int64, lane: String, count: Int, in tx: any StoreTransaction) throws -> [Job]
     /// Runs one job; returns once its outcome is committed.
     func process(_ job: Job) async
     /// Gauges and alerts, about once a second while running.

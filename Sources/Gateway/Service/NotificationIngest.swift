@@ -1,8 +1,9 @@
-internal import Canonical
+public import Canonical
 internal import Crypto
 internal import FoundationEssentials
 public import V1Adapter
 public import V2Adapter
+public import Store
 internal import WireJSON
 
 /// `POST /notifications` (DESIGN ch. 1): detect the version, authenticate with what is local and fast, journal the
@@ -14,7 +15,7 @@ public final class NotificationIngest: Sendable {
         public var status: Int
         public var body: [UInt8]
         public var code: String?
-        public var version: String?
+        public var version: Generation?
         public var id: String?
         public var duplicate = false
         public var bundleID: String?
@@ -35,8 +36,8 @@ public final class NotificationIngest: Sendable {
 
     /// Where a body comes from, and so how it is judged.
     public struct Origin: Sendable, Equatable {
-        /// The `journal.origin` value.
-        public var name: String
+        /// What the journal records.
+        public var name: JournalOrigin
         /// When the body first reached the gateway, if not now: freshness is judged as of then, and the journal
         /// keeps it as the arrival time.
         public var arrivedAt: Int64?
@@ -47,12 +48,12 @@ public final class NotificationIngest: Sendable {
         public var quarantinesRefusals: Bool
 
         /// A request on the endpoint.
-        public static let live = Origin(name: "live", arrivedAt: nil, checksFreshness: true, quarantinesRefusals: true)
+        public static let live = Origin(name: .live, arrivedAt: nil, checksFreshness: true, quarantinesRefusals: true)
         /// Get Notification History, fetched by `backfill`.
-        public static let backfill = Origin(name: "backfill", arrivedAt: nil, checksFreshness: false, quarantinesRefusals: true)
+        public static let backfill = Origin(name: .backfill, arrivedAt: nil, checksFreshness: false, quarantinesRefusals: true)
         /// A quarantined body run again: judged as it would have been when it arrived, never more leniently.
         public static func quarantineReplay(arrivedAt: Int64) -> Origin {
-            Origin(name: "quarantine_replay", arrivedAt: arrivedAt, checksFreshness: true, quarantinesRefusals: false)
+            Origin(name: .quarantineReplay, arrivedAt: arrivedAt, checksFreshness: true, quarantinesRefusals: false)
         }
     }
 
@@ -69,27 +70,27 @@ public final class NotificationIngest: Sendable {
         public var demoSandboxVerifyTime: Int64?
         public init() {}
 
-        func cap(_ lane: Disposition.Lane) -> GatewayStore.QuarantineCap {
+        func cap(_ lane: Disposition.Lane) -> QuarantineCap {
             switch lane {
-            case .untrusted: GatewayStore.QuarantineCap(rows: untrustedQuarantineCap, bytes: untrustedQuarantineBytes, evictsOldest: true)
-            case .genuine: GatewayStore.QuarantineCap(rows: genuineQuarantineCap, bytes: genuineQuarantineBytes, evictsOldest: false)
+            case .untrusted: QuarantineCap(rows: untrustedQuarantineCap, bytes: untrustedQuarantineBytes, evictsOldest: true)
+            case .genuine: QuarantineCap(rows: genuineQuarantineCap, bytes: genuineQuarantineBytes, evictsOldest: false)
             }
         }
     }
 
     public let v1: V1Adapter
     public let v2: V2Adapter
-    let writer: JournalWriter
+    let store: any GatewayStore
     let router: Router
     let limits: Limits
     let metrics: Metrics
     let now: @Sendable () -> Int64
 
-    public init(v1: V1Adapter, v2: V2Adapter, writer: JournalWriter, router: Router, limits: Limits, metrics: Metrics,
+    public init(v1: V1Adapter, v2: V2Adapter, store: any GatewayStore, router: Router, limits: Limits, metrics: Metrics,
                 now: @escaping @Sendable () -> Int64) {
         self.v1 = v1
         self.v2 = v2
-        self.writer = writer
+        self.store = store
         self.router = router
         self.limits = limits
         self.metrics = metrics
@@ -127,12 +128,12 @@ public final class NotificationIngest: Sendable {
                 signedPayload: token, now: reference,
                 freshness: origin.checksFreshness ? V2Adapter.Freshness(maxAgeMillis: limits.maxNotificationAgeMillis) : nil)
         } catch {
-            metrics.observe("iapgw_verify_seconds", ["version": "v2"], seconds(since: started))
-            return refuse(code: error.code.rawValue, cause: error.cause?.rawValue, message: error.reason, version: "v2", bytes: bytes,
+            metrics.observe("iapgw_verify_seconds", ["version": Generation.v2.rawValue], seconds(since: started))
+            return refuse(code: error.code.rawValue, cause: error.cause?.rawValue, message: error.reason, version: .v2, bytes: bytes,
                           at: received, origin: origin, claimedBundle: claim?.0, claimedEnvironment: claim?.1)
         }
-        metrics.observe("iapgw_verify_seconds", ["version": "v2"], seconds(since: started))
-        var item = JournalItem(key: verified.payload.notificationUUID ?? "", version: "v2", receivedAt: received, body: bytes)
+        metrics.observe("iapgw_verify_seconds", ["version": Generation.v2.rawValue], seconds(since: started))
+        var item = JournalItem(key: verified.payload.notificationUUID ?? "", version: .v2, receivedAt: received, body: bytes)
         item.origin = origin.name
         item.bundleID = verified.bundleID
         item.environment = verified.environment
@@ -141,7 +142,7 @@ public final class NotificationIngest: Sendable {
         item.leafSerial = verified.leafSerial
         item.events = verified.canonicalEvents()
         guard !item.key.isEmpty else {
-            return refuse(code: "malformed", message: "notification has no notificationUUID", version: "v2", bytes: bytes, at: received,
+            return refuse(code: "malformed", message: "notification has no notificationUUID", version: .v2, bytes: bytes, at: received,
                           origin: origin)
         }
         var r = commit(item)
@@ -164,10 +165,10 @@ public final class NotificationIngest: Sendable {
     private func handleV1(_ bytes: [UInt8], origin: Origin, received: Int64) -> Result {
         let n: AuthenticatedV1Notification
         do { n = try v1.authenticate(body: bytes) } catch {
-            return refuse(code: error.code.rawValue, message: error.reason, version: "v1", bytes: bytes, at: received, origin: origin,
+            return refuse(code: error.code.rawValue, message: error.reason, version: .v1, bytes: bytes, at: received, origin: origin,
                           claimedBundle: V1Adapter.claimedBundle(body: bytes))
         }
-        var item = JournalItem(key: n.eventID, version: "v1", receivedAt: received, body: n.redactedBody)
+        var item = JournalItem(key: n.eventID, version: .v1, receivedAt: received, body: n.redactedBody)
         item.origin = origin.name
         item.bundleID = n.bundleID
         item.environment = n.environment
@@ -194,7 +195,7 @@ public final class NotificationIngest: Sendable {
         r.notificationType = item.notificationType
         r.subtype = item.subtype
         do {
-            let outcome = try writer.perform(bytes: item.body.count) { c in try GatewayStore.journal(item, router: router, now: time, in: c) }
+            let outcome = try store.write(bytes: item.body.count) { tx in try tx.journal(item, routing: router, now: time) }
             if case .duplicate = outcome { r.duplicate = true }
             r.body = Array("{\"ok\":true,\"id\":".utf8) + JSONValue.quoted(item.key)
                 + Array(",\"duplicate\":\(r.duplicate)}".utf8)
@@ -212,7 +213,7 @@ public final class NotificationIngest: Sendable {
     /// Answers a refusal and quarantines the body in the lane its code says (DESIGN ch. 1). Everything the body
     /// merely claims, and the error's message (which may quote a member name), is clipped before it is stored,
     /// logged or answered.
-    private func refuse(code: String, cause: String? = nil, message: String, version: String?, bytes: [UInt8], at received: Int64,
+    private func refuse(code: String, cause: String? = nil, message: String, version: Generation?, bytes: [UInt8], at received: Int64,
                         origin: Origin, claimedBundle: String? = nil, claimedEnvironment: String? = nil) -> Result {
         let disposition = Disposition.forCode(code, cause: cause, version: version)
         let fullCode = cause.map { "\(code):\($0)" } ?? code
@@ -224,14 +225,14 @@ public final class NotificationIngest: Sendable {
         var record = QuarantineRecord(
             lane: lane == .genuine ? .genuine : .untrusted, receivedAt: received, version: version, code: fullCode, message: message,
             bundleID: r.bundleID, environment: r.environment, body: bytes)
-        if version == "v1" {
+        if version == .v1 {
             // Never keep a presented password: its fingerprint lets a replay match a secret configured later.
             record.passwordFingerprint = V1Adapter.passwordFingerprint(body: bytes)
             record.body = Envelope.rawBody(bytes).map { $0.canonicalBytes() } ?? []
         }
         let cap = limits.cap(lane)
         let row = record
-        let outcome = try? writer.perform(bytes: row.body.count) { c in try GatewayStore.quarantine(row, cap: cap, in: c) }
+        let outcome = try? store.write(bytes: row.body.count) { tx in try tx.quarantine(row, cap: cap) }
         switch outcome {
         case .stored(_, let evicted)?:
             r.quarantine = .stored(lane: lane)

@@ -1,4 +1,4 @@
-internal import SQLite
+internal import Store
 /// Recording a background job's outcome when the store refuses writes (a full disk).
 extension WorkerContext {
     /// Commits `work` — a job's outcome — retrying with backoff (100 ms doubling to 5 s) for as long as the store
@@ -6,16 +6,16 @@ extension WorkerContext {
     /// written was released as still due and sent again at once, every few milliseconds, for as long as the disk
     /// stayed full (the same for verifyReceipt calls). Gives up when the task is cancelled (shutdown) or the
     /// writer stops: the row is then still pending, and runs again after a restart (at least once).
-    func recordOutcome(_ work: @escaping @Sendable (SQLiteConnection) throws -> Void) async {
+    func recordOutcome(_ work: @escaping @Sendable (any StoreTransaction) throws -> Void) async {
         var delay: Duration = .milliseconds(100)
         var logged = false
         while true {
             do {
-                try await writer.performAsync(work)
+                try await store.write(work)
                 if logged { log.info("store writable again: job outcomes recorded") }
                 return
             } catch {
-                guard !Task.isCancelled, !writer.isStopping else { return }
+                guard !Task.isCancelled, !store.isClosing else { return }
                 metrics.increment("iapgw_store_failures_total", ["operation": "job_outcome"])
                 if !logged {
                     log.error("store refuses writes: job outcomes wait", ["error": .string(String(describing: error).prefix(300).description)])

@@ -1,5 +1,5 @@
 public import Canonical
-public import WireJSON
+internal import WireJSON
 
 /// Compact JSON for the types the gateway stores and delivers on every notification, written directly (the same
 /// bytes `JSONOutput.encode` gives, at a fraction of `JSONEncoder`'s cost; a test holds them equal).
@@ -57,7 +57,7 @@ public enum CanonicalJSON {
 
     public static func encode(_ s: SubscriptionState) -> [UInt8] {
         var w = JSONObjectWriter()
-        w.string("path", s.path)
+        w.string("path", s.path.rawValue)
         w.string("original_transaction_id", s.originalTransactionID)
         w.string("event_id", s.eventID)
         w.int("event_date", s.eventDate)
@@ -66,17 +66,6 @@ public enum CanonicalJSON {
         w.int("expires_date", s.expiresDate)
         w.bool("auto_renew", s.autoRenew)
         w.raw("entitlement", s.entitlement.map(encode))
-        return w.finish()
-    }
-
-    /// The webhook envelope around an event and state already stored as JSON.
-    public static func envelope(authoritative: Bool, eventJSON: [UInt8], stateJSON: [UInt8]?, raw: JSONValue?) -> [UInt8] {
-        var w = JSONObjectWriter()
-        w.string("type", "subscription.event")
-        w.bool("authoritative", authoritative)
-        w.raw("event", eventJSON)
-        w.raw("state", stateJSON)
-        if let raw { w.raw("raw", raw.canonicalBytes()) }
         return w.finish()
     }
 }

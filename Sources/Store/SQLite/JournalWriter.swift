@@ -1,4 +1,4 @@
-public import SQLite
+internal import SQLite
 import Dispatch
 import Synchronization
 
@@ -6,7 +6,7 @@ import Synchronization
 /// one transaction (and so one fsync, with `synchronous=FULL`) per batch, each piece of work inside its own
 /// savepoint so one failure does not undo the others. Callers block until their batch is durable — which is exactly
 /// what "journal before answering" needs — or `await` it from async code.
-public final class JournalWriter: Sendable {
+final class JournalWriter: Sendable {
     public struct StoreFailure: Error, CustomStringConvertible {
         public var description: String
     }

@@ -1,5 +1,5 @@
 internal import SQLite
-/// The gateway's tables, as versioned migrations applied at start (DESIGN ch. 6). Never edit a shipped migration:
+/// The gateway's tables, as versioned migrations applied at start (docs/architecture.md). Never edit a shipped migration:
 /// add a new version.
 enum Schema {
     static let migrations: [SQLiteMigration] = [

@@ -1,9 +1,10 @@
 public import Canonical
+public import Store
 
-/// Who receives what (DESIGN ch. 6), decided from the config alone: an app's downstreams (all of them when it names
+/// Who receives what (docs/architecture.md), decided from the config alone: an app's downstreams (all of them when it names
 /// none), each downstream's environments (default production only), `shadow` for the non-authoritative generation,
 /// and the legacy pass-through for raw V1 bodies.
-public struct Router: Sendable {
+public struct Router: DeliveryRouting {
     let downstreams: [String: GatewayConfig.Downstream]
     let appDownstreams: [String: [String]]
     /// Bundles with `compare: true`.

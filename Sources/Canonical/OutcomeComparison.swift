@@ -1,7 +1,4 @@
-public import Canonical
-internal import FoundationEssentials
-
-/// Field-by-field comparison of the two paths' outcome snapshots of one subscription (DESIGN ch. 5).
+/// Field-by-field comparison of the two paths' outcome snapshots of one subscription (docs/architecture.md, "comparison rule").
 ///
 /// The entitlement of both is recomputed at the later of the two observation times, so two paths observed a few
 /// minutes apart around an expiry still compare the same moment. A fact one path does not report at all (V1 receipts

@@ -1,0 +1,150 @@
+public import Canonical
+
+/// The gateway's durable state — journal, events, subscription state, outbox, quarantine, authority, job tables and
+/// the comparison ledger — behind one interface. Every change runs in a transaction through ``write(bytes:_:)``;
+/// the operations themselves are the ``StoreTransaction`` the closure receives, so what must commit together (a
+/// notification and its events, deliveries and jobs) is written in one closure. One implementation per database:
+/// ``SQLiteStore`` (the embedded default). No SQL lives outside them (docs/architecture.md).
+public protocol GatewayStore: Sendable {
+    /// Runs `body` in a write transaction and returns once it is durable, or throws (the body's error, or the
+    /// commit's: nothing of it is then stored). Blocking: for server threads. `bytes`: about how much the body
+    /// writes when that is a notification body, so an implementation that batches transactions can bound a batch.
+    func write<T: Sendable>(bytes: Int, _ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T
+    /// The same for async callers, without holding a thread while waiting for the commit.
+    func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T
+    /// Runs `body` on one consistent snapshot; writes inside it fail. Blocking.
+    func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
+    /// The same for async callers, off Swift's cooperative pool.
+    func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T
+    /// Whether ``close()`` was called: no more writes are taken.
+    var isClosing: Bool { get }
+    /// Commits what is queued, refuses new work and closes.
+    func close()
+}
+
+extension GatewayStore {
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T {
+        try write(bytes: 0, body)
+    }
+}
+
+/// The operations on the store, valid only inside the ``GatewayStore`` closure that received them (never keep one).
+/// In a read transaction the writing operations throw.
+public protocol StoreTransaction {
+    // MARK: Journal and events
+
+    /// Journals `item` with its events, state updates, deliveries and jobs: accepted, or a duplicate of an earlier
+    /// notification with the same key. The authority in force now decides which path the events are authoritative on.
+    func journal(_ item: JournalItem, routing: any DeliveryRouting, now: Int64) throws -> JournalOutcome
+    /// Stores events (ids already stored are ignored), updates each subscription's state on the event's path (last
+    /// write wins on event date, then arrival order) and queues their deliveries. `authority`: the authority the
+    /// events' notification arrived under (the current one when nil).
+    func storeEvents(_ events: [CanonicalEvent], journalID: Int64?, routing: any DeliveryRouting, now: Int64, authority: Generation?) throws
+    /// Journaled notifications, oldest first (bodies included); optionally one row or those with a key.
+    func journalEntries(id: Int64?, key: String?, limit: Int) throws -> [JournalEntry]
+    /// Whether Apple sent a V2 notification for the bundle and environment at or after `since`.
+    func receivesV2(bundleID: String, environment: AppStoreEnvironment, since: Int64) throws -> Bool
+    /// Stored events in arrival order: one by id, one subscription's, or all (`limit` newest-last).
+    func events(id: String?, originalTransactionID: String?, limit: Int) throws -> [StoredEvent]
+    /// A subscription's state on each path it has one on.
+    func subscriptionStates(originalTransactionID: String) throws -> [StoredSubscriptionState]
+    /// Events per source of a bundle and environment created in [since, until).
+    func eventCountsBySource(bundleID: String, environment: AppStoreEnvironment, since: Int64, until: Int64) throws -> [EventSource: Int]
+    /// Rows in the journal and in the events table.
+    func counts() throws -> (journal: Int, events: Int)
+
+    // MARK: Authority
+
+    /// The authoritative generation of a bundle in an environment: V1 when nothing is recorded.
+    func authority(bundleID: String?, environment: AppStoreEnvironment?) throws -> Generation
+    /// Seeds authority from the config: rows that came from the config follow it; rows set by a cutover are kept.
+    /// Returns every recorded authority.
+    func seedAuthority(_ wanted: [AuthorityEntry], now: Int64) throws -> [AuthorityEntry]
+    /// Every recorded authority, by bundle and environment.
+    func authorities() throws -> [AuthorityEntry]
+    /// Sets a bundle's authority by a cutover and logs it.
+    func recordCutover(_ record: CutoverRecord, to authority: Generation) throws
+    /// A bundle's cutovers, oldest first.
+    func cutovers(bundleID: String, environment: AppStoreEnvironment) throws -> [CutoverRecord]
+    /// When each bundle's paths last produced an event.
+    func authorityActivity() throws -> [AuthorityActivity]
+
+    // MARK: Quarantine
+
+    /// Adds a row to its lane within `cap`; the check, any eviction and the insert are one step.
+    func quarantine(_ record: QuarantineRecord, cap: QuarantineCap) throws -> QuarantineOutcome
+    /// Quarantined rows, oldest first: of one lane, or one row, or all.
+    func quarantined(lane: QuarantineRecord.Lane?, id: Int64?, limit: Int) throws -> [QuarantineRecord]
+    /// Each lane's rows and bytes.
+    func quarantineUsage() throws -> [QuarantineRecord.Lane: (rows: Int64, bytes: Int64)]
+    func removeQuarantined(id: Int64) throws
+    /// Marks a row as being replayed now (committed before the replay runs).
+    func beginReplay(id: Int64, now: Int64) throws
+    /// Records a replay that did not journal the row: the row stays, with its outcome.
+    func finishReplay(id: Int64, code: String, now: Int64) throws
+
+    // MARK: Outbox
+
+    /// At most `limit` deliveries of `downstream` due at `time`, in the order they should start.
+    func dueDeliveries(downstream: String, at time: Int64, limit: Int) throws -> [DeliveryJob]
+    /// What a webhook delivery of `eventID` sends; nil when the event is no longer stored.
+    func deliveryPayload(eventID: String) throws -> DeliveryPayload?
+    /// Records an attempt's outcome; a row no longer pending (replayed or dead-lettered meanwhile) is left alone.
+    func settleDelivery(id: Int64, _ outcome: DeliveryOutcome) throws
+    /// Dead-letters pending deliveries to downstreams not in `configured`; returns how many.
+    func deadLetterDeliveries(notTo configured: [String], error: String) throws -> Int
+    /// Re-arms the selected deliveries (attempts reset, due at `now`); returns how many.
+    func redeliver(_ selection: RedeliverySelection, now: Int64) throws -> Int
+    /// Outbox rows, oldest first, optionally of one state, downstream or event.
+    func deliveries(state: DeliveryState?, downstream: String?, eventID: String?, limit: Int) throws -> [Delivery]
+    /// Pending deliveries per downstream.
+    func pendingDeliveries() throws -> [PendingDeliveries]
+    /// Outbox rows per state.
+    func deliveryCounts() throws -> [DeliveryState: Int]
+
+    // MARK: verifyReceipt jobs
+
+    /// At most `limit` verifyReceipt jobs due at `time`, oldest due first, with their journaled bodies.
+    func dueReceiptJobs(at time: Int64, limit: Int) throws -> [ReceiptJob]
+    /// Records an attempt: the job's state, attempts, when it is due again, and what Apple said.
+    func settleReceiptJob(journalID: Int64, state: JobState, attempts: Int, nextAttemptAt: Int64, error: String?, appleStatus: Int?,
+                          now: Int64) throws
+    /// verifyReceipt jobs, oldest first, optionally of one state.
+    func receiptJobs(state: JobState?) throws -> [ReceiptJobStatus]
+    /// verifyReceipt jobs per state.
+    func receiptJobCounts() throws -> [JobState: Int]
+
+    // MARK: Comparison
+
+    /// Keeps the newest snapshot per subscription and path.
+    func putSnapshot(_ snapshot: OutcomeSnapshot, path: Generation) throws
+    func snapshot(of subscription: SubscriptionKey, path: Generation) throws -> OutcomeSnapshot?
+    /// The receipt kept for a subscription; nil while no V1 notification for it was verified.
+    func receipt(of subscription: SubscriptionKey) throws -> StoredReceipt?
+    /// Keeps the latest receipt of a subscription and makes its pending V1 fetches due now: a comparison waiting
+    /// for V1 to know this subscription runs at once. Both in one place, so a receipt is never stored without it.
+    func putReceipt(_ receipt: StoredReceipt, of subscription: SubscriptionKey) throws
+    /// Queues a fetch at `time`, due then or at `due`. A plain comparison fetch (no `v1EventID`) is not queued
+    /// again while one for the same subscription and path is pending.
+    func enqueueFetch(_ request: FetchRequest, at time: Int64, due: Int64?) throws
+    /// At most `limit` fetches due at `time`, oldest due first.
+    func dueFetches(at time: Int64, limit: Int) throws -> [FetchJob]
+    /// Records a fetch's attempt: its state, attempts, when it is due again, and why.
+    func settleFetch(id: Int64, state: JobState, attempts: Int, nextAttemptAt: Int64?, error: String?, now: Int64) throws
+    /// Fetches, oldest first, optionally of one state.
+    func fetchJobs(state: JobState?) throws -> [FetchJob]
+    /// Fetches per state.
+    func fetchJobCounts() throws -> [JobState: Int]
+    /// Records a comparison (or a one-sided observation) in the ledger.
+    func recordComparison(_ entry: LedgerEntry) throws
+    /// Ledger rows of a bundle and environment compared in [from, to), oldest first (all bundles when nil).
+    func ledger(bundleID: String?, environment: AppStoreEnvironment?, from: Int64, to: Int64) throws -> [LedgerEntry]
+
+    // MARK: Retention
+
+    /// Drops raw bodies received before `cutoff` whose jobs and pass-through deliveries are finished; their events
+    /// and delivery history stay. Returns how many.
+    func purgeBodies(olderThan cutoff: Int64, now: Int64) throws -> Int
+    /// Deletes finished fetches last due before `cutoff` (bookkeeping only: each outcome is in the ledger).
+    func purgeFinishedFetches(olderThan cutoff: Int64) throws -> Int
+}

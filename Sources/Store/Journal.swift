@@ -1,0 +1,123 @@
+public import Canonical
+
+/// A notification ready to be journaled, with everything that must be committed in the same transaction.
+public struct JournalItem: Sendable {
+    /// The dedupe key: V2's notificationUUID, V1's `v1:` + SHA-256 of the body.
+    public var key: String
+    public var version: Generation
+    public var receivedAt: Int64
+    public var origin: JournalOrigin = .live
+    public var bundleID: String?
+    public var environment: AppStoreEnvironment?
+    public var notificationType: String?
+    public var subtype: String?
+    /// V1: the name of the configured secret that matched (never its value).
+    public var secretName: String?
+    /// V2: the outer token's leaf certificate serial.
+    public var leafSerial: String?
+    /// As received; V1 with the password replaced by a marker.
+    public var body: [UInt8]
+    /// Events known now (V2; V1 of bundles that skip verifyReceipt).
+    public var events: [CanonicalEvent] = []
+    /// V1 waiting for verifyReceipt.
+    public var needsReceipt = false
+
+    public init(key: String, version: Generation, receivedAt: Int64, body: [UInt8]) {
+        (self.key, self.version, self.receivedAt, self.body) = (key, version, receivedAt, body)
+    }
+}
+
+public enum JournalOutcome: Sendable, Equatable {
+    case accepted(journalID: Int64)
+    /// Apple sent it again: the first one's row.
+    case duplicate(journalID: Int64)
+}
+
+/// A journaled notification, as an operator (or a test) looks at it.
+public struct JournalEntry: Sendable, Hashable {
+    public var id: Int64
+    public var key: String
+    public var version: Generation
+    public var receivedAt: Int64
+    public var origin: JournalOrigin
+    public var bundleID: String?
+    public var environment: AppStoreEnvironment?
+    public var secretName: String?
+    /// The authority in force when it arrived: the path its events are authoritative on.
+    public var authority: Generation?
+    /// nil once past the raw-body retention.
+    public var body: [UInt8]?
+}
+
+/// A stored canonical event with where it sits.
+public struct StoredEvent: Sendable, Hashable {
+    public var event: CanonicalEvent
+    /// The event exactly as stored and delivered.
+    public var json: [UInt8]
+    public var path: Generation
+    public var authoritative: Bool
+    public var journalID: Int64?
+    public var createdAt: Int64
+}
+
+/// One subscription's latest state on one path.
+public struct SubscriptionState: Sendable, Hashable, Codable {
+    public var path: Generation
+    public var originalTransactionID: String
+    public var eventID: String
+    public var eventDate: Int64
+    public var kind: EventKind
+    public var productID: String?
+    public var expiresDate: Int64?
+    public var autoRenew: Bool?
+    public var entitlement: Entitlement?
+
+    public init(path: Generation, event: CanonicalEvent) {
+        self.path = path
+        self.originalTransactionID = event.originalTransactionID ?? ""
+        self.eventID = event.id
+        self.eventDate = event.eventDate
+        self.kind = event.kind
+        self.productID = event.productID
+        self.expiresDate = event.expiresDate
+        self.autoRenew = event.autoRenew
+        self.entitlement = event.entitlement
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case path
+        case originalTransactionID = "original_transaction_id"
+        case eventID = "event_id"
+        case eventDate = "event_date"
+        case kind
+        case productID = "product_id"
+        case expiresDate = "expires_date"
+        case autoRenew = "auto_renew"
+        case entitlement
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(path, forKey: .path)
+        try c.encode(originalTransactionID, forKey: .originalTransactionID)
+        try c.encode(eventID, forKey: .eventID)
+        try c.encode(eventDate, forKey: .eventDate)
+        try c.encode(kind, forKey: .kind)
+        try c.encode(productID, forKey: .productID)
+        try c.encode(expiresDate, forKey: .expiresDate)
+        try c.encode(autoRenew, forKey: .autoRenew)
+        try c.encode(entitlement, forKey: .entitlement)
+    }
+}
+
+/// A subscription's state on one path, as stored, with whether that path is the bundle's authority now.
+public struct StoredSubscriptionState: Sendable, Hashable {
+    public var path: Generation
+    public var environment: AppStoreEnvironment
+    public var bundleID: String?
+    public var eventID: String
+    /// ``SubscriptionState`` as stored and delivered.
+    public var json: [UInt8]
+    public var authoritative: Bool
+    public var updatedAt: Int64
+}

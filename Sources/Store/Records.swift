@@ -1,0 +1,82 @@
+public import Canonical
+
+// The store's typed rows and states. Each raw value is what the database holds (the SQL schema documents the same
+// values), so the Swift side never spells a state as a string literal.
+
+/// A delivery's state in the outbox.
+public enum DeliveryState: String, Sendable, Hashable, CaseIterable {
+    /// Due at its `nextAttemptAt`.
+    case pending
+    case delivered
+    /// Gave up (attempts exhausted, a 410, or the downstream left the config); replayable.
+    case dead
+}
+
+/// A background job's state (verifyReceipt jobs, comparison fetches).
+public enum JobState: String, Sendable, Hashable, CaseIterable {
+    case pending, done, failed
+
+    /// The state a job settles in after an attempt: `pending` (to be tried again) becomes `failed` once `attempts`
+    /// reach `maxAttempts`.
+    public static func settled(_ wanted: JobState, attempts: Int, maxAttempts: Int) -> JobState {
+        wanted == .pending && attempts >= maxAttempts ? .failed : wanted
+    }
+}
+
+/// How a journaled notification arrived.
+public enum JournalOrigin: String, Sendable, Hashable, CaseIterable {
+    /// From Apple (or a client) on the public endpoint.
+    case live
+    /// Re-run from the quarantine by an operator, judged as of its arrival.
+    case quarantineReplay = "quarantine_replay"
+    /// Fetched from Apple's notification history.
+    case backfill
+}
+
+/// Who set a bundle's authority: the config file (followed on every start) or a cutover (kept over the config).
+public enum AuthorityOrigin: String, Sendable, Hashable, CaseIterable {
+    case config, cutover
+}
+
+/// One ledger row's outcome.
+public enum CompareOutcome: String, Sendable, Hashable, CaseIterable {
+    case agree, disagree
+    /// Only the V1 path knew the subscription once the grace window had passed.
+    case v1Only = "v1_only"
+    case v2Only = "v2_only"
+
+    /// The one-sided outcome when `generation`'s path does not know a subscription the other path knows.
+    public static func onlySeen(by generation: Generation) -> CompareOutcome { generation == .v1 ? .v1Only : .v2Only }
+}
+
+/// A bundle's authority in one environment.
+public struct AuthorityEntry: Sendable, Hashable {
+    public var bundleID: String
+    public var environment: AppStoreEnvironment
+    public var authority: Generation
+    public var origin: AuthorityOrigin
+    public init(bundleID: String, environment: AppStoreEnvironment, authority: Generation, origin: AuthorityOrigin) {
+        (self.bundleID, self.environment, self.authority, self.origin) = (bundleID, environment, authority, origin)
+    }
+}
+
+/// When each path of a bundle last produced an event: the silence alert's input.
+public struct AuthorityActivity: Sendable, Hashable {
+    public var bundleID: String
+    public var environment: AppStoreEnvironment
+    public var authority: Generation
+    /// Newest `created_at` of an event on the authoritative path, and on the other one (nil: none yet).
+    public var lastAuthoritative: Int64?
+    public var lastOther: Int64?
+}
+
+/// Who receives what, as the journal needs to know it when it queues deliveries: decided by the gateway's config,
+/// asked by the store inside the transaction that stores the events.
+public protocol DeliveryRouting: Sendable {
+    /// Webhook downstreams for an event; `authoritative` says whether it is on the bundle's authoritative path.
+    func eventTargets(bundleID: String?, environment: AppStoreEnvironment?, authoritative: Bool) -> [String]
+    /// Pass-through downstreams for a raw V1 body.
+    func passthroughTargets(bundleID: String?, environment: AppStoreEnvironment?) -> [String]
+    /// Whether the bundle's two paths are compared.
+    func compares(_ bundleID: String?) -> Bool
+}

@@ -1,0 +1,80 @@
+public import SQLite
+internal import FoundationEssentials
+import Dispatch
+
+/// The store on SQLite, the embedded default: one file in WAL mode, one writer thread with group commit
+/// (``JournalWriter``), reader connections for everything else.
+public final class SQLiteStore: GatewayStore {
+    public struct Options: Sendable {
+        /// `full` (the default) fsyncs every commit: "journaled" means on disk.
+        public var synchronous: SQLiteDatabase.Options.Synchronous = .full
+        /// Injected storage faults (tests of a full disk).
+        public var faults: StorageFaults?
+        /// Most pages the file may grow to (nil: SQLite's default).
+        public var maxPageCount: Int64?
+        public init() {}
+    }
+
+    let database: SQLiteDatabase
+    let writer: JournalWriter
+
+    /// Opens (creating it and its folder) the store file and applies the schema's migrations.
+    public init(path: String, options: Options = .init()) throws {
+        let dir = URL(filePath: path).deletingLastPathComponent().path()
+        if !dir.isEmpty { try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+        var o = SQLiteDatabase.Options()
+        o.synchronous = options.synchronous
+        o.faults = options.faults
+        o.maxPageCount = options.maxPageCount
+        database = try SQLiteDatabase(path: path, options: o)
+        try database.migrate(Schema.migrations)
+        writer = JournalWriter(db: database)
+    }
+
+    public var path: String { database.path }
+
+    public func write<T: Sendable>(bytes: Int, _ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T {
+        try writer.perform(bytes: bytes) { c in try body(SQLiteTransaction(c)) }
+    }
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+        try await writer.performAsync { c in try body(SQLiteTransaction(c)) }
+    }
+
+    public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        try database.readTransaction { c in try body(SQLiteTransaction(c)) }
+    }
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+        let database = self.database
+        return try await Blocking.run { try database.readTransaction { c in try body(SQLiteTransaction(c)) } }
+    }
+
+    public var isClosing: Bool { writer.isStopping }
+
+    public func close() {
+        writer.stop()
+        database.close()
+    }
+
+    /// (transactions committed, work items committed) since open: how well group commit batches.
+    public var commitStatistics: (batches: Int, items: Int) { writer.statistics }
+
+    // MARK: SQLite maintenance
+
+    /// Copies the write-ahead log into the file and truncates it.
+    public func checkpointAndTruncate() throws { try database.checkpointAndTruncate() }
+
+    /// Caps the file at `pages` pages from now on (a full disk, in tests); returns the cap in force.
+    @discardableResult
+    public func setMaxPageCount(_ pages: Int64) throws -> Int64 { try database.setMaxPageCount(pages) }
+}
+
+/// Runs blocking work (database calls) on a dispatch thread, never on Swift's cooperative pool.
+public enum Blocking {
+    public static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
+    }
+}

@@ -1,0 +1,48 @@
+internal import SQLite
+
+extension SQLiteTransaction {
+    func dueReceiptJobs(at time: Int64, limit: Int) throws -> [ReceiptJob] {
+        try c.query(
+            """
+            SELECT r.journal_id, r.attempts, j.body, j.bundle_id, j.secret_name, j.received_at, j.notification_key, j.authority
+            FROM receipt_jobs r JOIN journal j ON j.id = r.journal_id
+            WHERE r.state = 'pending' AND r.next_attempt_at <= ? ORDER BY r.next_attempt_at LIMIT ?
+            """, [.integer(time), limitValue(limit)]
+        ).compactMap { row in
+            guard let id = row.int64("journal_id") else { return nil }
+            return ReceiptJob(journalID: id, attempts: row.int("attempts") ?? 0, body: row.blob("body") ?? [], bundleID: row.string("bundle_id") ?? "",
+                              secretName: row.string("secret_name") ?? "", receivedAt: row.int64("received_at") ?? time,
+                              key: row.string("notification_key") ?? "", authority: row.generation("authority"))
+        }
+    }
+
+    func settleReceiptJob(journalID: Int64, state: JobState, attempts: Int, nextAttemptAt: Int64, error: String?, appleStatus: Int?,
+                          now: Int64) throws {
+        try c.run(
+            "UPDATE receipt_jobs SET state = ?, attempts = ?, next_attempt_at = ?, last_error = ?, apple_status = ?, updated_at = ? WHERE journal_id = ?",
+            [.text(state.rawValue), .integer(Int64(attempts)), .integer(nextAttemptAt), SQLiteValue(error), SQLiteValue(appleStatus),
+             .integer(now), .integer(journalID)])
+    }
+
+    func receiptJobs(state: JobState?) throws -> [ReceiptJobStatus] {
+        let s = SQLiteValue(state?.rawValue)
+        return try c.query(
+            "SELECT journal_id, state, attempts, next_attempt_at, last_error, apple_status FROM receipt_jobs WHERE (? IS NULL OR state = ?) ORDER BY journal_id",
+            [s, s]
+        ).map { row in
+            ReceiptJobStatus(
+                journalID: row.int64("journal_id") ?? 0, state: row.string("state").flatMap(JobState.init(rawValue:)) ?? .pending,
+                attempts: row.int("attempts") ?? 0, nextAttemptAt: row.int64("next_attempt_at") ?? 0, lastError: row.string("last_error"),
+                appleStatus: row.int("apple_status"))
+        }
+    }
+
+    func receiptJobCounts() throws -> [JobState: Int] {
+        var counts: [JobState: Int] = [:]
+        for row in try c.query("SELECT state, COUNT(*) AS n FROM receipt_jobs GROUP BY state") {
+            guard let state = row.string("state").flatMap(JobState.init(rawValue:)) else { continue }
+            counts[state] = row.int("n") ?? 0
+        }
+        return counts
+    }
+}
