@@ -29,7 +29,7 @@ import WireJSON
         policy.pollMillis = 20
         if let timeoutMillis { policy.timeoutMillis = timeoutMillis }
         let secrets = [WebhookSigner.Secret(name: "WEBHOOK_SECRET", text: webhookSecret)!]
-        let context = WorkerContext(db: h.db, writer: h.writer, router: h.router, metrics: h.metrics, log: Log(now: now, sink: { _ in }),
+        let context = WorkerContext(store: h.store, router: h.router, metrics: h.metrics, log: Log(now: now, sink: { _ in }),
                                     now: now, jitter: { 0 })
         return DeliveryWorker(
             context: context, transport: CurlTransport(), signers: ["main": WebhookSigner(secrets: secrets)],
@@ -92,8 +92,8 @@ import WireJSON
         defer { h.close() }
         #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
         try await Self.run(Self.worker(h)) { try h.store.deliveries().filter { $0.downstream == "main" && $0.state == .dead }.count == 1 }
-        #expect(try h.count("SELECT attempts AS n FROM outbox WHERE downstream = 'main'") == 2)
-        let operations = Operations(db: h.db, writer: h.writer, now: { GatewayHarness.t + 3_600_000 })
+        #expect(try h.store.deliveries().filter { $0.downstream == "main" }.map(\.attempts) == [2])
+        let operations = Operations(store: h.store, now: { GatewayHarness.t + 3_600_000 })
         let dead = try operations.deadLetters()
         #expect(dead.arrayValue?.count == 1)
         up.withLock { $0 = true }
@@ -124,9 +124,9 @@ import WireJSON
             try h.store.deliveries().filter { $0.downstream == "main" && $0.state == .dead }.count == 1
                 && h.store.deliveries().filter { $0.downstream == "shadow" && $0.attempts == 1 }.count == 1
         }
-        #expect(try h.count("SELECT attempts AS n FROM outbox WHERE downstream = 'main'") == 1)
+        #expect(try h.store.deliveries().filter { $0.downstream == "main" }.map(\.attempts) == [1])
         // The 429 asked for an hour: the retry is scheduled no sooner.
-        let next = try h.db.read { try $0.queryOne("SELECT next_attempt_at FROM outbox WHERE downstream = 'shadow'")?.int64("next_attempt_at") }
+        let next = try h.store.deliveries().first { $0.downstream == "shadow" }?.nextAttemptAt
         #expect((next ?? 0) >= GatewayHarness.t + 3_600_000 + 3_600_000)
     }
 
@@ -171,7 +171,18 @@ import WireJSON
         let h = try Self.harness(receiver)
         defer { h.close() }
         #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
-        _ = try h.db.write { try $0.run("UPDATE outbox SET downstream = 'retired' WHERE downstream = 'shadow'") }
+        // An event queued for a downstream the config no longer has (it was configured when the event arrived).
+        struct Retired: DeliveryRouting {
+            func eventTargets(bundleID: String?, environment: AppStoreEnvironment?, authoritative: Bool) -> [String] { ["retired"] }
+            func passthroughTargets(bundleID: String?, environment: AppStoreEnvironment?) -> [String] { [] }
+            func compares(_ bundleID: String?) -> Bool { false }
+        }
+        var event = CanonicalEvent(id: "retired-event", source: .v2, kind: .renewal, rawType: "DID_RENEW", eventDate: GatewayHarness.t,
+                                   eventDateSource: .signedDate, verified: true)
+        event.bundleID = "com.example.gateway"
+        event.environment = .sandbox
+        let queued = event
+        try await h.store.write { tx in try tx.storeEvents([queued], journalID: nil, routing: Retired(), now: GatewayHarness.t, authority: nil) }
         try await Self.run(Self.worker(h)) {
             try h.store.deliveries().filter { $0.downstream == "main" && $0.state == .delivered }.count == 1
                 && h.store.deliveries().filter { $0.downstream == "retired" && $0.state == .dead }.count == 1

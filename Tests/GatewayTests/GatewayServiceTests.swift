@@ -96,9 +96,9 @@ import WireJSON
         // Delivered once despite the retry: the duplicate queued nothing, and all that was queued has been delivered
         // (a fixed wait here proved nothing on a loaded machine, where a second delivery could come later).
         try await Self.waitUntil {
-            try g.service.db.read { try $0.queryOne("SELECT COUNT(*) AS n FROM outbox WHERE state <> 'delivered'")?.int("n") } == 0
+            try g.service.store.deliveries().filter { $0.state != .delivered }.count == 0
         }
-        #expect(try g.service.db.read { try $0.queryOne("SELECT COUNT(*) AS n FROM outbox WHERE downstream = 'main'")?.int("n") } == 1)
+        #expect(try g.service.store.deliveries().filter { $0.downstream == "main" }.count == 1)
         #expect(receiver.requests.filter { $0.path == "/events" }.count == 1)
         let health = try await Self.get(g.url("/healthz"))
         #expect(health.status == 200)
@@ -136,7 +136,7 @@ import WireJSON
     @Test func aStoreThatCannotCommitAnswers503() async throws {
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         let g = try Self.start(receiver: receiver)
-        g.service.writer.stop()  // the journal can no longer commit anything
+        g.service.store.close()  // the store can no longer commit anything
         let r = try await Self.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json"))
         #expect(r.status == 503)
         #expect(try JSONParser.parse(r.body).objectValue?["error"]?.objectValue?["code"] == .string("store_unavailable"))

@@ -30,7 +30,7 @@ import WireJSON
         // needed to send it. It used to land in the genuine lane, with the bid stored again in a column and logged whole.
         let body = Array(#"{"notification_type":"DID_RENEW","password":"x","bid":""#.utf8)
             + [UInt8](repeating: UInt8(ascii: "b"), count: 1_040_000) + Array(#""}"#.utf8)
-        try g.service.db.checkpointAndTruncate()
+        try g.service.sqliteStore.checkpointAndTruncate()
         let before = Self.storeBytes(g.directory)
         let logBytesBefore = logs.all.reduce(0) { $0 + $1.utf8.count }
         let url = g.url("/notifications")
@@ -46,12 +46,12 @@ import WireJSON
         }
         // Every one is answered 503 (Apple would retry once the bundle is configured), and stored untrusted.
         #expect(statuses.count == 32 && statuses.allSatisfy { $0 == 503 })
-        let usage = try g.service.db.read { c in try GatewayStore.quarantineUsage(in: c) }
+        let usage = try await g.service.store.read { tx in try tx.quarantineUsage() }
         #expect(usage[.genuine] == nil || usage[.genuine]?.rows == 0)
         #expect((usage[.untrusted]?.bytes ?? .max) <= cap)
         // The write-ahead log is working space that any traffic fills to its checkpoint size and that a reset truncates
         // (journal_size_limit); what stays is the database file, measured after a checkpoint.
-        try g.service.db.checkpointAndTruncate()
+        try g.service.sqliteStore.checkpointAndTruncate()
         let grown = Self.storeBytes(g.directory) - before
         #expect(grown <= cap, "the store grew by \(grown) bytes for a \(cap)-byte lane")
         let logged = logs.all.reduce(0) { $0 + $1.utf8.count } - logBytesBefore
@@ -83,7 +83,7 @@ import WireJSON
                 + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
         let reply = await post.readReply(timeout: .seconds(10))
         #expect(reply?.status == 200, "\(String(describing: reply))")
-        #expect(try g.service.db.read { c in try c.queryOne("SELECT COUNT(*) AS n FROM journal")?.int("n") } == 1)
+        #expect(try g.service.store.journal().count == 1)
         trickle.stop()
         slow.removeAll()
         await g.service.shutdown()
@@ -118,10 +118,10 @@ import WireJSON
         let g = try Service.start(receiver: receiver, now: now)
         #expect(try await Service.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
         try await Service.waitUntil {
-            try g.service.db.read { c in try c.queryOne("SELECT attempts FROM outbox WHERE downstream = 'main'")?.int("attempts") } == 1
+            try g.service.store.deliveries().first { $0.downstream == "main" }?.attempts == 1
         }
         // The next attempt waits for the policy's longest delay (six hours), not for the end of time, nor a trap.
-        let next = try g.service.db.read { c in try c.queryOne("SELECT next_attempt_at FROM outbox WHERE downstream = 'main'")?.int64("next_attempt_at") }
+        let next = try g.service.store.deliveries().first { $0.downstream == "main" }?.nextAttemptAt
         #expect(next == now + DeliveryPolicy().maxDelayMillis)
         #expect(try await Service.get(g.url("/healthz")).status == 200)
         await g.service.shutdown()

@@ -13,16 +13,17 @@ import WireJSON
         defer { h.close() }
         let body = try Fixtures.bytes("v2-synthetic/notif-did-renew.json")
         let r = h.ingest.handle(body)
-        #expect(r.status == 200 && !r.duplicate && r.version == "v2")
+        #expect(r.status == 200 && !r.duplicate && r.version == .v2)
         #expect(try h.store.journal().count == 1)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM events WHERE authoritative = 1 AND path = 'v2'") == 1)
+        #expect(try h.store.events().filter { $0.authoritative && $0.path == .v2 }.count == 1)
         // Authority v2: authoritative events go to the webhooks, not to shadow-only ones twice, never to pass-through.
         #expect(try h.store.deliveries().filter { $0.downstream == "main" }.count == 1)
         #expect(try h.store.deliveries().filter { $0.downstream == "shadow" }.count == 1)
         #expect(try h.store.deliveries().filter { $0.downstream == "legacy" }.count == 0)
-        #expect(try h.count("SELECT COUNT(*) AS n FROM subscription_state WHERE path = 'v2'") == 1)
+        let otid = try #require(try h.store.events().first?.event.originalTransactionID)
+        #expect(try h.store.subscriptionStates(otid).filter { $0.path == .v2 }.count == 1)
         // The journal keeps the body byte for byte.
-        let stored = try h.db.read { try $0.queryOne("SELECT body FROM journal")?.blob("body") }
+        let stored = try h.store.journal().first?.body
         #expect(stored == body)
     }
 
@@ -54,7 +55,7 @@ import WireJSON
         #expect(r.status == status)
         #expect(r.code == code)
         #expect(try h.store.journal().count == 0)
-        #expect(try h.store.quarantined().filter { $0.lane == lane }.count == 1)
+        #expect(try h.store.quarantined().filter { $0.lane.rawValue == lane }.count == 1)
         let error = try #require(JSONParser.parse(r.body).objectValue?["error"]?.objectValue)
         #expect(error["code"]?.stringValue == code.split(separator: ":").first.map(String.init))
     }
@@ -81,7 +82,7 @@ import WireJSON
         defer { h.close() }
         var limits = NotificationIngest.Limits()
         limits.demoSandboxVerifyTime = GatewayHarness.t + 60_000
-        let demo = NotificationIngest(v1: h.ingest.v1, v2: h.ingest.v2, writer: h.writer, router: h.router, limits: limits,
+        let demo = NotificationIngest(v1: h.ingest.v1, v2: h.ingest.v2, store: h.store, router: h.router, limits: limits,
                                       metrics: Metrics(), now: { now })
         // A sandbox sample signed a month ago passes as if it had arrived a minute after it was signed...
         #expect(demo.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
@@ -106,14 +107,14 @@ import WireJSON
         defer { h.close() }
         let body = try Fixtures.bytes("v1-synthetic/did-renew.json")
         let r = h.ingest.handle(body)
-        #expect(r.status == 200 && r.version == "v1" && r.id?.hasPrefix("v1:") == true)
+        #expect(r.status == 200 && r.version == .v1 && r.id?.hasPrefix("v1:") == true)
         #expect(try h.store.receiptJobs().filter { $0.state == .pending }.count == 1)
         #expect(try h.store.events().count == 0)  // events come after Apple answers
         #expect(try h.store.deliveries().filter { $0.downstream == "legacy" }.count == 1)
-        let stored = String(decoding: try h.db.read { try $0.queryOne("SELECT body FROM journal")?.blob("body") } ?? [], as: UTF8.self)
+        let stored = String(decoding: try h.store.journal().first?.body ?? [], as: UTF8.self)
         #expect(!stored.contains(GatewayHarness.v1Secret))
         #expect(stored.contains("iapgw-secret:APP_SECRET"))
-        #expect(try h.db.read { try $0.queryOne("SELECT secret_name FROM journal")?.string("secret_name") } == "APP_SECRET")
+        #expect(try h.store.journal().first?.secretName == "APP_SECRET")
     }
 
     @Test func v1WithAWrongPasswordIs401AndOnlyItsFingerprintIsKept() throws {
@@ -123,10 +124,10 @@ import WireJSON
             .replacingOccurrences(of: GatewayHarness.v1Secret, with: "ffffffffffffffffffffffffffffffff")
         let r = h.ingest.handle(Array(wrong.utf8))
         #expect(r.status == 401 && r.code == "bad_shared_secret")
-        let row = try #require(try h.db.read { try $0.queryOne("SELECT lane, password_fingerprint, body FROM quarantine") })
-        #expect(row.string("lane") == "untrusted")
-        #expect(row.string("password_fingerprint") == SHA256.hex(Array("ffffffffffffffffffffffffffffffff".utf8)))
-        #expect(!String(decoding: row.blob("body") ?? [], as: UTF8.self).contains("ffffffffffffffffffffffffffffffff"))
+        let row = try #require(try h.store.quarantined().first)
+        #expect(row.lane == .untrusted)
+        #expect(row.passwordFingerprint == SHA256.hex(Array("ffffffffffffffffffffffffffffffff".utf8)))
+        #expect(!String(decoding: row.body, as: UTF8.self).contains("ffffffffffffffffffffffffffffffff"))
     }
 
     @Test func optedOutV1BundleGetsUnverifiedEventsAtOnce() throws {
@@ -136,7 +137,7 @@ import WireJSON
             .replacingOccurrences(of: "\"bid\": \"com.example.gateway\"", with: "\"bid\": \"com.example.optout\"")
         let r = h.ingest.handle(Array(body.utf8))
         #expect(r.status == 200)
-        let json = try #require(try h.db.read { try $0.queryOne("SELECT json FROM events")?.blob("json") })
+        let json = try #require(try h.store.events().first?.json)
         let event = try JSONValueDecoder().decode(CanonicalEvent.self, from: json)
         #expect(event.verified == false && event.kind == .renewal)
         #expect(try h.store.receiptJobs().count == 0)

@@ -34,7 +34,7 @@ import WireJSON
             verifier: AppleJWSVerifier(anchors: try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3, try TestPKI.der("root")])),
             apps: config.apps.map { V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments) })
         let v1 = V1Adapter(apps: config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps)
-        return NotificationIngest(v1: v1, v2: v2, writer: h.writer, router: Router(config: config), limits: .init(), metrics: Metrics(),
+        return NotificationIngest(v1: v1, v2: v2, store: h.store, router: Router(config: config), limits: .init(), metrics: Metrics(),
                                   now: { now })
     }
 
@@ -58,14 +58,14 @@ import WireJSON
         #expect(live.status == 503 && live.code == "unknown_bundle" && live.quarantine == .stored(lane: .genuine))
 
         let fixed = try Self.ingest(over: h, configJSON: Self.fixedConfig, now: now + 3_600_000)
-        let operations = Operations(db: h.db, writer: h.writer, now: { now + 3_600_000 })
+        let operations = Operations(store: h.store, now: { now + 3_600_000 })
         let results = try #require(try operations.quarantineReplay(ingest: fixed, secrets: []).arrayValue)
         #expect(results.count == 2)
         // The poison row is refused again, as live (no chain is valid at such a date); the genuine one is accepted.
         #expect(results.map { $0.objectValue?["code"] ?? .null } == [.string("certificate_expired"), .null])
         // The genuine row is journaled (as of its arrival) and left the quarantine; the poison row stays, with its outcome.
         #expect(try h.store.journal().filter { $0.key == "00000000-0000-4000-8000-00000000b0b0" && $0.receivedAt == now }.count == 1)
-        let left = try h.db.read { c in try GatewayStore.quarantined(lane: nil, limit: 10, in: c) }
+        let left = try h.store.read { tx in try tx.quarantined(lane: nil, id: nil, limit: 10) }
         #expect(left.count == 1)
         #expect(left.first?.lastReplayCode == "certificate_expired" && left.first?.replayAttempts == 1 && left.first?.replayStartedAt == nil)
     }
@@ -79,7 +79,7 @@ import WireJSON
         let live = h.ingest.handle(body)
         #expect(live.status == 403 && live.code == "stale_notification" && live.quarantine == .stored(lane: .untrusted))
         // Replayed a month later still: judged as of its arrival, refused again, and not journaled or delivered.
-        let operations = Operations(db: h.db, writer: h.writer, now: { arrival + 30 * 86_400_000 })
+        let operations = Operations(store: h.store, now: { arrival + 30 * 86_400_000 })
         let results = try #require(try operations.quarantineReplay(ingest: h.ingest, secrets: []).arrayValue)
         #expect(results.first?.objectValue?["code"] == .string("stale_notification"))
         #expect(try h.store.journal().count == 0)
@@ -97,14 +97,15 @@ import WireJSON
             payload: Self.testPayload(bundle: "com.example.late", signedDate: String(GatewayHarness.t), uuid: "00000000-0000-4000-8000-0000000000a2"))
         #expect(h.ingest.handle(first).status == 503 && h.ingest.handle(second).status == 503)
         // A replay of the first row took its process down: the mark it set before running is still there.
-        try h.writer.perform { c in try c.run("UPDATE quarantine SET replay_started_at = 1 WHERE id = (SELECT MIN(id) FROM quarantine)") }
+        let oldest = try #require(try h.store.quarantined().first?.id)
+        try h.store.write { tx in try tx.beginReplay(id: oldest, now: 1) }
         let fixed = try Self.ingest(over: h, configJSON: Self.fixedConfig, now: now)
-        let operations = Operations(db: h.db, writer: h.writer, now: { now })
+        let operations = Operations(store: h.store, now: { now })
         let results = try #require(try operations.quarantineReplay(ingest: fixed, secrets: []).arrayValue)
         #expect(results.map { $0.objectValue?["code"] ?? .null } == [.string("replay_interrupted"), .null])
         #expect(try h.store.journal().count == 1)
         // Chosen by id, the operator replays it on purpose.
-        let id = try #require(try h.db.read { c in try GatewayStore.quarantined(lane: nil, limit: 1, in: c) }.first?.id)
+        let id = try #require(try h.store.read { tx in try tx.quarantined(lane: nil, id: nil, limit: 1) }.first?.id)
         let again = try #require(try operations.quarantineReplay(ingest: fixed, secrets: [], selection: .init(id: id)).arrayValue)
         #expect(again.first?.objectValue?["status"] == .number("200"))
         #expect(try h.store.quarantined().count == 0)
@@ -121,7 +122,7 @@ import WireJSON
         #expect(r.quarantine == .stored(lane: .untrusted))
         // The claim is clipped wherever it is kept outside the raw body: the row's column and the log fields.
         #expect((r.bundleID?.utf8.count ?? .max) <= ClaimedText.maxBytes)
-        let row = try #require(try h.db.read { c in try GatewayStore.quarantined(lane: nil, limit: 1, in: c) }.first)
+        let row = try #require(try h.store.read { tx in try tx.quarantined(lane: nil, id: nil, limit: 1) }.first)
         #expect(row.lane == .untrusted)
         #expect((row.bundleID?.utf8.count ?? .max) <= ClaimedText.maxBytes && row.bundleID?.hasPrefix("xxxx") == true)
         #expect(row.message.utf8.count <= 300)
@@ -137,11 +138,11 @@ import WireJSON
             of: #""bundle_id": "com.example.late", "app_apple_id": 7, "environments": ["sandbox"]"#,
             with: #""bundle_id": "com.example.late", "app_apple_id": 7, "environments": ["production"], "shared_secret_env": ["APP_SECRET"]"#)
         let fixed = try Self.ingest(over: h, configJSON: config, now: GatewayHarness.t + 3_600_000)
-        let operations = Operations(db: h.db, writer: h.writer, now: { GatewayHarness.t + 3_600_000 })
+        let operations = Operations(store: h.store, now: { GatewayHarness.t + 3_600_000 })
         let secrets = [SharedSecret(name: "APP_SECRET", value: GatewayHarness.v1Secret)]
         let results = try #require(try operations.quarantineReplay(ingest: fixed, secrets: secrets).arrayValue)
         #expect(results.first?.objectValue?["status"] == .number("200"))
-        #expect(try h.count("SELECT COUNT(*) AS n FROM journal WHERE bundle_id = 'com.example.late'") == 1)
+        #expect(try h.store.journal().filter { $0.bundleID == "com.example.late" }.count == 1)
     }
 
     @Test func refusedV2ClaimsAreClippedToo() throws {
@@ -154,7 +155,7 @@ import WireJSON
         #expect(r.status == 403)
         #expect((r.bundleID?.utf8.count ?? .max) <= ClaimedText.maxBytes)
         #expect(r.bundleID?.unicodeScalars.allSatisfy { $0 == "é" || $0 == "…" } == true)  // cut on a character boundary
-        let row = try #require(try h.db.read { c in try GatewayStore.quarantined(lane: nil, limit: 1, in: c) }.first)
+        let row = try #require(try h.store.read { tx in try tx.quarantined(lane: nil, id: nil, limit: 1) }.first)
         #expect((row.bundleID?.utf8.count ?? .max) <= ClaimedText.maxBytes)
     }
 }

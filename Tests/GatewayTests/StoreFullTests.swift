@@ -44,7 +44,7 @@ import WireJSON
         try await Service.waitUntil { Set(deliveries.withLock { $0 }).isSuperset(of: expected) }
 
         // The disk is full: the file may not grow by a page. Fill whatever room is left inside it.
-        try g.service.db.setMaxPageCount(1)
+        try g.service.sqliteStore.setMaxPageCount(1)
         var refused: [[UInt8]] = []
         for body in bodies.dropFirst(10) {
             let r = try await post(body)
@@ -57,13 +57,13 @@ import WireJSON
         }
         #expect(refused.count >= 20, "only \(refused.count) of \(bodies.count - 10) were refused: the store was not full")
         // Acknowledged means committed: every one of them is in the journal, and delivered.
-        let journaled = Set(try g.service.db.read { c in try c.query("SELECT notification_key FROM journal").compactMap { $0.string("notification_key") } })
+        let journaled = Set(try g.service.store.journal().map(\.key))
         #expect(journaled.isSuperset(of: acknowledged))
         let expectedNow = acknowledged
         try await Service.waitUntil { Set(deliveries.withLock { $0 }).isSuperset(of: expectedNow) }
 
         // Room again: Apple's retries are accepted, with no restart and no operator action.
-        try g.service.db.setMaxPageCount(1 << 30)
+        try g.service.sqliteStore.setMaxPageCount(1 << 30)
         for body in refused {
             let r = try await post(body)
             #expect(r.status == 200)
@@ -90,7 +90,7 @@ import WireJSON
             return .respond(status: 200)
         }
         let faults = StorageFaults()
-        let g = try Service.start(receiver: receiver) { _, deps in deps.storageFaults = faults }
+        let g = try Service.start(receiver: receiver) { _, deps in deps.sqliteOptions.faults = faults }
         #expect(try await Service.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
         faults.diskFull = true
         gate.withLock { $0 = true }
@@ -102,7 +102,7 @@ import WireJSON
         #expect(sent.withLock { $0 } == 1)
         faults.diskFull = false
         try await Service.waitUntil {
-            try g.service.db.read { c in try c.queryOne("SELECT COUNT(*) AS n FROM outbox WHERE state = 'delivered'")?.int("n") } == 1
+            try g.service.store.deliveries().filter { $0.state == .delivered }.count == 1
         }
         #expect(sent.withLock { $0 } == 1)
         await g.service.shutdown()

@@ -1,6 +1,7 @@
 import Canonical
 import Gateway
 import Store
+import Testing
 
 /// What tests look at in the store, in the store's own terms (typed rows, never SQL): every row of a table, oldest
 /// first, for the test to filter.
@@ -24,4 +25,11 @@ extension GatewayStore {
     }
 
     func snapshot(_ key: SubscriptionKey, path: Generation) throws -> OutcomeSnapshot? { try read { try $0.snapshot(of: key, path: path) } }
+}
+
+extension GatewayService {
+    /// The service's store as the SQLite store `serve` opens (for its maintenance calls: a full disk, a checkpoint).
+    var sqliteStore: SQLiteStore {
+        get throws { try #require(store as? SQLiteStore) }
+    }
 }
