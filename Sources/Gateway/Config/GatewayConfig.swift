@@ -131,34 +131,31 @@ public struct GatewayConfig: Sendable {
         let root: JSONValue
         do { root = try JSONParser.parse(bytes) } catch { throw ConfigError(field: "", "config is not valid JSON: \(error)") }
         let r = try ConfigReader(root, path: "")
-        try r.rejectUnknown(allowed: [
-            "listen", "admin", "store", "trust", "verify_receipt", "apps", "downstreams", "app_store_api",
-            "max_notification_age", "raw_body_retention", "listen_tls", "limits", "compare", "silence_alert", "$comment",
-        ])
+        try r.rejectUnknown(allowed: Keys.root)
         var c = GatewayConfig()
         c.listen = try r.string("listen") ?? c.listen
         if let admin = try r.object("admin") {
-            try admin.rejectUnknown(allowed: ["listen", "token_env"])
+            try admin.rejectUnknown(allowed: Keys.admin)
             c.adminListen = try admin.string("listen") ?? c.adminListen
             c.adminTokenEnv = try admin.string("token_env") ?? c.adminTokenEnv
         }
         if let store = try r.object("store") {
-            try store.rejectUnknown(allowed: ["sqlite"])
+            try store.rejectUnknown(allowed: Keys.store)
             c.sqlitePath = resolve(try store.string("sqlite") ?? c.sqlitePath, base: baseDirectory)
         } else {
             c.sqlitePath = resolve(c.sqlitePath, base: baseDirectory)
         }
         if let trust = try r.object("trust") {
-            try trust.rejectUnknown(allowed: ["extra_roots"])
+            try trust.rejectUnknown(allowed: Keys.trust)
             c.extraRoots = (try trust.strings("extra_roots") ?? []).map { resolve($0, base: baseDirectory) }
         }
         if let vr = try r.object("verify_receipt") {
-            try vr.rejectUnknown(allowed: ["production_url", "sandbox_url"])
+            try vr.rejectUnknown(allowed: Keys.verifyReceipt)
             c.verifyReceiptProductionURL = try url(vr, "production_url") ?? c.verifyReceiptProductionURL
             c.verifyReceiptSandboxURL = try url(vr, "sandbox_url") ?? c.verifyReceiptSandboxURL
         }
         if let api = try r.object("app_store_api") {
-            try api.rejectUnknown(allowed: ["production_url", "sandbox_url", "issuer_id", "key_id", "private_key_env"])
+            try api.rejectUnknown(allowed: Keys.appStoreAPI)
             c.appStoreAPI.productionURL = try url(api, "production_url") ?? c.appStoreAPI.productionURL
             c.appStoreAPI.sandboxURL = try url(api, "sandbox_url") ?? c.appStoreAPI.sandboxURL
             c.appStoreAPI.issuerID = try api.string("issuer_id")
@@ -178,9 +175,7 @@ public struct GatewayConfig: Sendable {
             c.rawBodyRetentionMillis = ms
         }
         if let compare = try r.object("compare") {
-            try compare.rejectUnknown(allowed: [
-                "tolerance", "grace", "confirm_delay", "concurrency", "min_pairs", "min_agreement_rate", "window", "allow_one_sided",
-            ])
+            try compare.rejectUnknown(allowed: Keys.compare)
             func duration(_ key: String, _ current: Int64) throws(ConfigError) -> Int64 {
                 guard let text = try compare.string(key) else { return current }
                 guard let ms = configDuration(text) else {
@@ -215,15 +210,12 @@ public struct GatewayConfig: Sendable {
             c.silenceAlertMillis = ms
         }
         if let tls = try r.object("listen_tls") {
-            try tls.rejectUnknown(allowed: ["cert_file", "key_file"])
+            try tls.rejectUnknown(allowed: Keys.listenTLS)
             c.tlsCertificateFile = resolve(try tls.requiredString("cert_file"), base: baseDirectory)
             c.tlsKeyFile = resolve(try tls.requiredString("key_file"), base: baseDirectory)
         }
         if let limits = try r.object("limits") {
-            try limits.rejectUnknown(allowed: [
-                "untrusted_quarantine", "genuine_quarantine", "untrusted_quarantine_bytes", "genuine_quarantine_bytes", "http_threads",
-                "verify_receipt_concurrency", "connections", "connections_per_address", "request_deadline_seconds", "body_buffer_bytes",
-            ])
+            try limits.rejectUnknown(allowed: Keys.limits)
             func bounded(_ key: String, _ range: ClosedRange<Int64>, _ current: Int) throws(ConfigError) -> Int {
                 guard let v = try limits.int64(key) else { return current }
                 guard range.contains(v) else { throw ConfigError(field: limits.field(key), "must be \(range.lowerBound)…\(range.upperBound)") }
@@ -245,10 +237,7 @@ public struct GatewayConfig: Sendable {
             c.limits.bodyBufferBytes = Int(try limits.size("body_buffer_bytes", mebibyte...(1 << 34), Int64(c.limits.bodyBufferBytes)))
         }
         for d in try r.objects("downstreams") ?? [] {
-            try d.rejectUnknown(allowed: [
-                "name", "kind", "url", "secret_env", "environments", "shadow", "include_raw", "max_attempts", "concurrency",
-                "retry_delay", "max_retry_delay",
-            ])
+            try d.rejectUnknown(allowed: Keys.downstream)
             let name = try d.requiredString("name")
             guard !c.downstreams.contains(where: { $0.name == name }) else {
                 throw ConfigError(field: d.field("name"), "duplicate downstream name \"\(name)\"")
@@ -280,10 +269,7 @@ public struct GatewayConfig: Sendable {
                     retryDelayMillis: retryDelay, maxRetryDelayMillis: maxRetryDelay))
         }
         for a in try r.objects("apps") ?? [] {
-            try a.rejectUnknown(allowed: [
-                "bundle_id", "app_apple_id", "environments", "shared_secret_env", "authority", "compare",
-                "verify_receipt", "downstreams",
-            ])
+            try a.rejectUnknown(allowed: Keys.app)
             let bundle = try a.requiredString("bundle_id")
             guard !c.apps.contains(where: { $0.bundleID == bundle }) else {
                 throw ConfigError(field: a.field("bundle_id"), "duplicate app \"\(bundle)\"")
@@ -299,7 +285,7 @@ public struct GatewayConfig: Sendable {
             var byEnvironment: [AppStoreEnvironment: Authority] = [:]
             if case .object? = a.object["authority"] {
                 let per = try a.object("authority")!
-                try per.rejectUnknown(allowed: ["production", "sandbox"])
+                try per.rejectUnknown(allowed: Keys.appAuthority)
                 for env in ["production", "sandbox"] {
                     guard let text = try per.string(env) else { continue }
                     guard let value = Authority(rawValue: text) else { throw ConfigError(field: per.field(env), "must be \"v1\" or \"v2\"") }
@@ -325,6 +311,51 @@ public struct GatewayConfig: Sendable {
         }
         return c
     }
+
+    /// The members each object of the file may have. The parser hands exactly these sets to
+    /// `rejectUnknown(allowed:)`, and ``knownKeys`` is built from them, so the parser and the reference in
+    /// docs/configuration.md (compared by ConfigurationReferenceTests) cannot drift apart unnoticed.
+    enum Keys {
+        static let root: Set<String> = [
+            "listen", "admin", "store", "trust", "verify_receipt", "apps", "downstreams", "app_store_api",
+            "max_notification_age", "raw_body_retention", "listen_tls", "limits", "compare", "silence_alert", "$comment",
+        ]
+        static let admin: Set<String> = ["listen", "token_env"]
+        static let store: Set<String> = ["sqlite"]
+        static let trust: Set<String> = ["extra_roots"]
+        static let verifyReceipt: Set<String> = ["production_url", "sandbox_url"]
+        static let appStoreAPI: Set<String> = ["production_url", "sandbox_url", "issuer_id", "key_id", "private_key_env"]
+        static let compare: Set<String> = [
+            "tolerance", "grace", "confirm_delay", "concurrency", "min_pairs", "min_agreement_rate", "window", "allow_one_sided",
+        ]
+        static let listenTLS: Set<String> = ["cert_file", "key_file"]
+        static let limits: Set<String> = [
+            "untrusted_quarantine", "genuine_quarantine", "untrusted_quarantine_bytes", "genuine_quarantine_bytes", "http_threads",
+            "verify_receipt_concurrency", "connections", "connections_per_address", "request_deadline_seconds", "body_buffer_bytes",
+        ]
+        static let downstream: Set<String> = [
+            "name", "kind", "url", "secret_env", "environments", "shadow", "include_raw", "max_attempts", "concurrency",
+            "retry_delay", "max_retry_delay",
+        ]
+        static let app: Set<String> = [
+            "bundle_id", "app_apple_id", "environments", "shared_secret_env", "authority", "compare", "verify_receipt", "downstreams",
+        ]
+        /// `apps[].authority` when it is an object (per environment).
+        static let appAuthority: Set<String> = ["production", "sandbox"]
+
+        /// Where each set applies: the object's dotted path (`[]`: each element of a list) and its members.
+        static let objects: [(path: String, members: Set<String>)] = [
+            ("", root), ("admin", admin), ("store", store), ("trust", trust), ("verify_receipt", verifyReceipt),
+            ("app_store_api", appStoreAPI), ("compare", compare), ("listen_tls", listenTLS), ("limits", limits),
+            ("downstreams[]", downstream), ("apps[]", app), ("apps[].authority", appAuthority),
+        ]
+    }
+
+    /// Every key the parser accepts, as sorted dotted paths: `listen`, `limits`, `limits.connections`,
+    /// `downstreams[].url`, `apps[].authority.production` (an object's own key is listed as well as its members).
+    public static let knownKeys: [String] = Keys.objects.flatMap { object in
+        object.members.map { object.path.isEmpty ? $0 : "\(object.path).\($0)" }
+    }.sorted()
 
     /// Whether the App Store Server API can be called (issuer, key id and the key's variable are configured).
     public var hasAppStoreAPICredentials: Bool {
