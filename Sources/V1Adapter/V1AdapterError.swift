@@ -1,4 +1,4 @@
-/// The one error type of `V1Adapter`, with the stable wire codes of DESIGN ch. 3/4. Equality uses the code only.
+/// The one error type of `V1Adapter`, with stable wire codes. Equality uses the code only.
 /// `reason` never contains the shared secret, the receipt or other payload bytes.
 public struct V1AdapterError: Error, Hashable, CustomStringConvertible {
     public struct Code: Hashable, Sendable, CustomStringConvertible {
@@ -21,6 +21,11 @@ public struct V1AdapterError: Error, Hashable, CustomStringConvertible {
         public static let receiptConfigError = Self(rawValue: "receipt_config_error")
         /// verifyReceipt unreachable, 5xx, timeouts, garbage, 21005/21009/retryable 211xx after retries.
         public static let appleUnavailable = Self(rawValue: "apple_unavailable")
+
+        /// Every code above (a code added there belongs here too: the gateway maps each to an HTTP status).
+        public static let all: [Code] = [
+            .malformedBody, .badSharedSecret, .unknownBundle, .environmentMismatch, .receiptInvalid, .receiptConfigError, .appleUnavailable,
+        ]
     }
 
     public var code: Code

@@ -1,4 +1,4 @@
-/// The one error type of `V2Adapter`. `code` is the stable wire string of DESIGN ch. 3; for a failure inside a
+/// The one error type of `V2Adapter`. `code` is the stable wire string; for a failure inside a
 /// nested JWS the code is `nested_jws_invalid` and `cause` names the inner failure. Equality uses the codes only.
 /// `reason` is for logs: it never contains payload bytes, tokens or keys.
 public struct V2AdapterError: Error, Hashable, CustomStringConvertible {
@@ -36,6 +36,13 @@ public struct V2AdapterError: Error, Hashable, CustomStringConvertible {
         public static let nestedJWSInvalid = Self(rawValue: "nested_jws_invalid")
         /// Live traffic signed too long ago (or in the future).
         public static let staleNotification = Self(rawValue: "stale_notification")
+
+        /// Every code above (a code added there belongs here too: the gateway maps each to an HTTP status).
+        public static let all: [Code] = [
+            .malformed, .unsupportedAlgorithm, .invalidChainLength, .untrustedRoot, .invalidCertificate, .certificateExpired,
+            .missingAppleMarker, .badSignature, .unknownBundle, .appAppleIDMismatch, .environmentMismatch, .unsupportedEnvironment,
+            .nestedJWSInvalid, .staleNotification,
+        ]
     }
 
     public var code: Code

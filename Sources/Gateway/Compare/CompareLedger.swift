@@ -4,11 +4,32 @@ internal import Canonical
 
 /// Why a cutover was refused, with a stable code.
 public struct CutoverError: Error, Sendable, CustomStringConvertible {
-    public var code: String
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        case unknownBundle = "unknown_bundle"
+        case unknownEnvironment = "unknown_environment"
+        case badTarget = "bad_target"
+        /// Apple may send V1 and the App Store Server API is not configured: V2 would have no path.
+        case noV2Path = "no_v2_path"
+        /// The verdict is not `ready` and the cutover was not forced.
+        case notReady = "not_ready"
+        case unchanged
+
+        /// The admin API's status: 409 when the request is well formed but the bundle's state refuses it.
+        public var status: Int {
+            switch self {
+            case .notReady, .unchanged: 409
+            case .unknownBundle, .unknownEnvironment, .badTarget, .noV2Path: 400
+            }
+        }
+    }
+
+    public var code: Code
     public var message: String
     public var reasons: [String]
-    public init(_ code: String, _ message: String, reasons: [String] = []) { (self.code, self.message, self.reasons) = (code, message, reasons) }
-    public var description: String { "\(code): \(message)" + (reasons.isEmpty ? "" : " (" + reasons.joined(separator: "; ") + ")") }
+    public init(_ code: Code, _ message: String, reasons: [String] = []) { (self.code, self.message, self.reasons) = (code, message, reasons) }
+    public var description: String {
+        "\(code.rawValue): \(message)" + (reasons.isEmpty ? "" : " (" + reasons.joined(separator: "; ") + ")")
+    }
 }
 
 /// Reads the compare ledger into the report, and flips authority (docs/operations.md, "cutover").
@@ -122,25 +143,25 @@ public struct CompareLedger: Sendable {
         -> CutoverRecord
     {
         guard let app = config.apps.first(where: { $0.bundleID == bundleID }) else {
-            throw CutoverError("unknown_bundle", "\(bundleID) is not configured")
+            throw CutoverError(.unknownBundle, "\(bundleID) is not configured")
         }
         guard app.environments.contains(AppStoreEnvironment(rawValue: environment)) else {
-            throw CutoverError("unknown_environment", "\(bundleID) does not take \(environment) notifications")
+            throw CutoverError(.unknownEnvironment, "\(bundleID) does not take \(environment) notifications")
         }
-        guard let target = Generation(rawValue: target) else { throw CutoverError("bad_target", "--to must be v1 or v2") }
+        guard let target = Generation(rawValue: target) else { throw CutoverError(.badTarget, "--to must be v1 or v2") }
         if target == .v2, app.acceptsV1, !v2PathAvailable {
-            throw CutoverError("no_v2_path", "Apple may send V1 for \(bundleID): V2's path needs app_store_api to be configured")
+            throw CutoverError(.noV2Path, "Apple may send V1 for \(bundleID): V2's path needs app_store_api to be configured")
         }
         let report = try self.report(bundleID: bundleID, since: now - config.compareSettings.rule.windowMillis, until: now)
         let verdict = report.bundles.first { $0.environment == environment }
         let ready = verdict?.verdict == .ready
         if target == .v2, !ready, !force {
-            throw CutoverError("not_ready", "the verdict for \(bundleID) (\(environment)) is not ready; --force overrides",
+            throw CutoverError(.notReady, "the verdict for \(bundleID) (\(environment)) is not ready; --force overrides",
                                reasons: verdict?.reasons ?? [])
         }
         return try store.write { tx in
             let current = try tx.authority(bundleID: bundleID, environment: AppStoreEnvironment(rawValue: environment))
-            guard current != target else { throw CutoverError("unchanged", "\(bundleID) (\(environment)) is already \(target.rawValue)") }
+            guard current != target else { throw CutoverError(.unchanged, "\(bundleID) (\(environment)) is already \(target.rawValue)") }
             let record = CutoverRecord(
                 at: now, bundleID: bundleID, environment: environment, from: current.rawValue, to: target.rawValue, who: who, reason: reason,
                 verdict: ready ? "ready" : "not_ready", forced: target == .v2 && !ready)

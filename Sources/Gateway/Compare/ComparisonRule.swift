@@ -1,5 +1,5 @@
 internal import Canonical
-public import Store
+internal import Store
 
 /// When the two paths' views of a subscription are compared, and what the ledger records (docs/architecture.md,
 /// "comparison rule"): the snapshots must have been observed within `tolerance` of each other, and a disagreement

@@ -274,9 +274,9 @@ public final class GatewayService: Sendable {
             return .json(200, Array(#"{"ok":true}"#.utf8))
         // `/metrics` is served on the admin listener only: it names downstreams and shows queue depths.
         case (_, "/notifications"), (_, "/healthz"):
-            return .json(405, NotificationIngest.errorBody("method_not_allowed", "method not allowed"))
+            return Self.answer(GatewayError(.methodNotAllowed, "method not allowed"))
         default:
-            return .json(404, NotificationIngest.errorBody("not_found", "no such endpoint"))
+            return Self.answer(GatewayError(.notFound, "no such endpoint"))
         }
     }
 
@@ -309,7 +309,7 @@ public final class GatewayService: Sendable {
             Bytes.constantTimeEqual(Array(header.utf8.dropFirst(7)), token)
         else {
             return ServerResponse(status: 401, headers: [("Content-Type", "application/json"), ("WWW-Authenticate", "Bearer")],
-                                  body: NotificationIngest.errorBody("unauthorized", "a valid bearer token is required"))
+                                  body: NotificationIngest.errorBody(GatewayError(.unauthorized, "a valid bearer token is required")))
         }
         do {
             let segments = request.path.split(separator: "/").map(String.init)
@@ -330,18 +330,18 @@ public final class GatewayService: Sendable {
                 } else if let sinceText = request.query["since"] {
                     let time = now()
                     guard let since = TimeText.milliseconds(sinceText, now: time) else {
-                        return .json(400, NotificationIngest.errorBody("bad_request", "since is not a time (ISO-8601, 7d, 12h or epoch ms)"))
+                        return Self.answer(GatewayError(.badRequest, "since is not a time (ISO-8601, 7d, 12h or epoch ms)"))
                     }
                     var until = Int64.max
                     if let untilText = request.query["until"] {
                         guard let u = TimeText.milliseconds(untilText, now: time) else {
-                            return .json(400, NotificationIngest.errorBody("bad_request", "until is not a time (ISO-8601, 7d, 12h or epoch ms)"))
+                            return Self.answer(GatewayError(.badRequest, "until is not a time (ISO-8601, 7d, 12h or epoch ms)"))
                         }
                         until = u
                     }
                     selection = .range(since: since, until: until)
                 } else {
-                    return .json(400, NotificationIngest.errorBody("bad_request", "give id, since[/until] or dead_letters"))
+                    return Self.answer(GatewayError(.badRequest, "give id, since[/until] or dead_letters"))
                 }
                 let n = try operations.replay(selection)
                 return .json(200, Array("{\"requeued\":\(n)}".utf8))
@@ -349,7 +349,7 @@ public final class GatewayService: Sendable {
                 var lane: QuarantineRecord.Lane?
                 if let text = request.query["lane"] {
                     guard let l = QuarantineRecord.Lane(rawValue: text) else {
-                        return .json(400, NotificationIngest.errorBody("bad_request", "lane is untrusted or genuine"))
+                        return Self.answer(GatewayError(.badRequest, "lane is untrusted or genuine"))
                     }
                     lane = l
                 }
@@ -358,12 +358,12 @@ public final class GatewayService: Sendable {
                 var selection = Operations.QuarantineSelection()
                 if let text = request.query["lane"] {
                     guard let lane = QuarantineRecord.Lane(rawValue: text) else {
-                        return .json(400, NotificationIngest.errorBody("bad_request", "lane is untrusted or genuine"))
+                        return Self.answer(GatewayError(.badRequest, "lane is untrusted or genuine"))
                     }
                     selection.lane = lane
                 }
                 if let text = request.query["id"] {
-                    guard let id = Int64(text) else { return .json(400, NotificationIngest.errorBody("bad_request", "id is a row id")) }
+                    guard let id = Int64(text) else { return Self.answer(GatewayError(.badRequest, "id is a row id")) }
                     selection.id = id
                 }
                 return .json(200, try operations.quarantineReplay(ingest: ingest, secrets: v1Secrets, selection: selection).canonicalBytes())
@@ -380,7 +380,7 @@ public final class GatewayService: Sendable {
                 return ServerResponse(status: 200, headers: [("Content-Type", rendered.contentType)], body: rendered.body)
             case ("POST", ["admin", "cutover"]):
                 guard let bundle = request.query["bundle"], let env = request.query["environment"], let to = request.query["to"] else {
-                    return .json(400, NotificationIngest.errorBody("bad_request", "give bundle, environment and to (v1 or v2)"))
+                    return Self.answer(GatewayError(.badRequest, "give bundle, environment and to (v1 or v2)"))
                 }
                 do {
                     let record = try ledger.cutover(
@@ -390,18 +390,22 @@ public final class GatewayService: Sendable {
                                                    "to": .string(record.to), "forced": .bool(record.forced)])
                     return .json(200, JSONOutput.encode(record))
                 } catch let error as CutoverError {
-                    let status = error.code == "not_ready" || error.code == "unchanged" ? 409 : 400
-                    return .json(status, NotificationIngest.errorBody(error.code, error.description))
+                    return .json(error.code.status, NotificationIngest.errorBody(code: error.code.rawValue, message: error.description))
                 }
             default:
-                return .json(404, NotificationIngest.errorBody("not_found", "no such admin endpoint"))
+                return Self.answer(GatewayError(.notFound, "no such admin endpoint"))
             }
         } catch {
-            return .json(503, NotificationIngest.errorBody("store_unavailable", "the store could not answer"))
+            return Self.answer(GatewayError(.storeUnavailable, "the store could not answer"))
         }
     }
 
     // MARK: Helpers
+
+    /// An error answer: its status from ``Disposition``, the one mapping of codes to statuses.
+    static func answer(_ error: GatewayError) -> ServerResponse {
+        .json(Disposition(error).status, NotificationIngest.errorBody(error))
+    }
 
     private func retentionLoop() async {
         while !Task.isCancelled {

@@ -6,7 +6,7 @@ public import V2Adapter
 public import Store
 internal import WireJSON
 
-/// `POST /notifications` (DESIGN ch. 1): detect the version, authenticate with what is local and fast, journal the
+/// `POST /notifications` (docs/architecture.md): detect the version, authenticate with what is local and fast, journal the
 /// body (and V2 events) durably, answer. Nothing slow happens here: verifyReceipt, delivery and API look-ups run
 /// later from the store.
 public final class NotificationIngest: Sendable {
@@ -102,7 +102,7 @@ public final class NotificationIngest: Sendable {
         let received = origin.arrivedAt ?? now()
         let inbound: InboundBody
         do { inbound = try InboundBody.classify(bytes, allowBareTokens: false) } catch {
-            return refuse(code: error.code.rawValue, message: error.reason, version: nil, bytes: bytes, at: received, origin: origin)
+            return refuse(GatewayError(error), version: nil, bytes: bytes, at: received, origin: origin)
         }
         switch inbound {
         case .v2Notification(let token):
@@ -110,7 +110,7 @@ public final class NotificationIngest: Sendable {
         case .v1Notification:
             return handleV1(bytes, origin: origin, received: received)
         case .signedTransaction, .signedRenewalInfo, .verifyReceiptResponse:
-            return refuse(code: "unknown_version", message: "not a notification", version: nil, bytes: bytes, at: received, origin: origin)
+            return refuse(GatewayError(.unknownVersion, "not a notification"), version: nil, bytes: bytes, at: received, origin: origin)
         }
     }
 
@@ -129,7 +129,7 @@ public final class NotificationIngest: Sendable {
                 freshness: origin.checksFreshness ? V2Adapter.Freshness(maxAgeMillis: limits.maxNotificationAgeMillis) : nil)
         } catch {
             metrics.observe("iapgw_verify_seconds", ["version": Generation.v2.rawValue], seconds(since: started))
-            return refuse(code: error.code.rawValue, cause: error.cause?.rawValue, message: error.reason, version: .v2, bytes: bytes,
+            return refuse(GatewayError(error), version: .v2, bytes: bytes,
                           at: received, origin: origin, claimedBundle: claim?.0, claimedEnvironment: claim?.1)
         }
         metrics.observe("iapgw_verify_seconds", ["version": Generation.v2.rawValue], seconds(since: started))
@@ -142,7 +142,7 @@ public final class NotificationIngest: Sendable {
         item.leafSerial = verified.leafSerial
         item.events = verified.canonicalEvents()
         guard !item.key.isEmpty else {
-            return refuse(code: "malformed", message: "notification has no notificationUUID", version: .v2, bytes: bytes, at: received,
+            return refuse(GatewayError(.malformed, "notification has no notificationUUID"), version: .v2, bytes: bytes, at: received,
                           origin: origin)
         }
         var r = commit(item)
@@ -165,7 +165,7 @@ public final class NotificationIngest: Sendable {
     private func handleV1(_ bytes: [UInt8], origin: Origin, received: Int64) -> Result {
         let n: AuthenticatedV1Notification
         do { n = try v1.authenticate(body: bytes) } catch {
-            return refuse(code: error.code.rawValue, message: error.reason, version: .v1, bytes: bytes, at: received, origin: origin,
+            return refuse(GatewayError(error), version: .v1, bytes: bytes, at: received, origin: origin,
                           claimedBundle: V1Adapter.claimedBundle(body: bytes))
         }
         var item = JournalItem(key: n.eventID, version: .v1, receivedAt: received, body: n.redactedBody)
@@ -203,22 +203,25 @@ public final class NotificationIngest: Sendable {
         } catch {
             // Nothing of this notification is stored (its transaction rolled back); Apple retries the 503.
             metrics.increment("iapgw_store_failures_total", ["operation": "journal"])
-            r.status = 503
-            r.code = "store_unavailable"
-            r.body = Self.errorBody("store_unavailable", "the notification could not be stored; retry later")
+            let failure = GatewayError(.storeUnavailable, "the notification could not be stored; retry later")
+            r.status = Disposition(failure).status
+            r.code = failure.wireCode
+            r.body = Self.errorBody(failure)
             return r
         }
     }
 
-    /// Answers a refusal and quarantines the body in the lane its code says (DESIGN ch. 1). Everything the body
+    /// Answers a refusal and quarantines the body in the lane its code says (docs/architecture.md). Everything the body
     /// merely claims, and the error's message (which may quote a member name), is clipped before it is stored,
     /// logged or answered.
-    private func refuse(code: String, cause: String? = nil, message: String, version: Generation?, bytes: [UInt8], at received: Int64,
-                        origin: Origin, claimedBundle: String? = nil, claimedEnvironment: String? = nil) -> Result {
-        let disposition = Disposition.forCode(code, cause: cause, version: version)
-        let fullCode = cause.map { "\(code):\($0)" } ?? code
-        let message = ClaimedText.clip(message, limit: 300)
-        var r = Result(status: disposition.status, body: Self.errorBody(code, message, cause: cause), code: fullCode, version: version)
+    private func refuse(_ error: GatewayError, version: Generation?, bytes: [UInt8], at received: Int64, origin: Origin,
+                        claimedBundle: String? = nil, claimedEnvironment: String? = nil) -> Result {
+        var error = error
+        error.reason = ClaimedText.clip(error.reason, limit: 300)
+        let disposition = Disposition(error, version: version)
+        let fullCode = error.wireCode
+        let message = error.reason
+        var r = Result(status: disposition.status, body: Self.errorBody(error), code: fullCode, version: version)
         r.bundleID = ClaimedText.clip(claimedBundle)
         r.environment = ClaimedText.clip(claimedEnvironment)
         guard let lane = disposition.lane, origin.quarantinesRefusals else { return r }
@@ -250,7 +253,12 @@ public final class NotificationIngest: Sendable {
         return r
     }
 
-    static func errorBody(_ code: String, _ message: String, cause: String? = nil) -> [UInt8] {
+    /// `{"error":{"code","cause"?,"message"}}`: every error answer of the gateway.
+    static func errorBody(_ error: GatewayError) -> [UInt8] {
+        errorBody(code: error.code.rawValue, cause: error.cause?.rawValue, message: error.reason)
+    }
+
+    static func errorBody(code: String, cause: String? = nil, message: String) -> [UInt8] {
         var out = Array("{\"error\":{\"code\":".utf8) + JSONValue.quoted(code)
         if let cause { out += Array(",\"cause\":".utf8) + JSONValue.quoted(cause) }
         out += Array(",\"message\":".utf8) + JSONValue.quoted(message) + Array("}}".utf8)

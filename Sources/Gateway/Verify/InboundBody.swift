@@ -1,13 +1,15 @@
 internal import Crypto
 public import WireJSON
 
-/// Errors the gateway itself reports about a body before any adapter sees it (DESIGN ch. 1 and 3).
+/// Errors the gateway itself reports about a body before any adapter sees it (docs/architecture.md, "error codes").
 public struct BodyError: Error, Hashable, CustomStringConvertible {
     public struct Code: Hashable, Sendable {
         public let rawValue: String
         public static let malformedBody = Code(rawValue: "malformed_body")
         public static let bodyTooLarge = Code(rawValue: "body_too_large")
         public static let unknownVersion = Code(rawValue: "unknown_version")
+        /// Every code above.
+        public static let all: [Code] = [.malformedBody, .bodyTooLarge, .unknownVersion]
     }
     public var code: Code
     public var reason: String
