@@ -38,7 +38,7 @@ import WireJSON
         e.appAppleID = Int64.min
         e.autoRenew = false
         #expect(CanonicalJSON.encode(e) == JSONOutput.encode(e))
-        let state = SubscriptionState(path: "v1", event: e)
+        let state = SubscriptionState(path: .v1, event: e)
         #expect(CanonicalJSON.encode(state) == JSONOutput.encode(state))
     }
 }

@@ -2,7 +2,6 @@ import Canonical
 import Foundation
 @testable import Gateway
 import TestSupport
-import SQLite
 import Store
 import Testing
 
@@ -12,46 +11,53 @@ import Testing
 @Suite struct CompareConfirmationTests {
     static let delay: Int64 = 30_000
 
-    final class Store {
+    /// A store on its own, and the subscription every test compares.
+    final class Rig {
+        static let key = CompareConfirmationTests.key("1")
         let folder: String
-        let db: SQLiteDatabase
+        let store: SQLiteStore
         init() throws {
             folder = try Scratch.directory()
-            db = try GatewayStore.open(path: folder + "/gw.db", synchronous: .normal)
+            var options = SQLiteStore.Options()
+            options.synchronous = .normal
+            store = try SQLiteStore(path: folder + "/gw.db", options: options)
         }
-        deinit { try? FileManager.default.removeItem(atPath: folder) }
+        deinit {
+            store.close()
+            try? FileManager.default.removeItem(atPath: folder)
+        }
 
         /// Stores `snapshot` on its path and compares, as a fetch job that followed `confirms` refetches would.
-        func observe(_ snapshot: OutcomeSnapshot, confirms: Int, at time: Int64) throws -> CompareStore.Comparison {
-            try db.write { c in
-                try CompareStore.putSnapshot(snapshot, path: snapshot.source == .v1Receipt ? "v1" : "v2", in: c)
-                return try CompareStore.compareIfReady(bundleID: "b", environment: "sandbox", otid: "1", tolerance: 600_000, confirms: confirms,
-                                                       confirmDelay: CompareConfirmationTests.delay, at: time, in: c)
+        func observe(_ snapshot: OutcomeSnapshot, confirms: Int, at time: Int64) throws -> ComparisonRule.Comparison {
+            try store.write { tx in
+                try tx.putSnapshot(snapshot, path: snapshot.source.generation)
+                return try ComparisonRule.compareIfReady(Rig.key, tolerance: 600_000, confirms: confirms,
+                                                         confirmDelay: CompareConfirmationTests.delay, at: time, in: tx)
             }
         }
 
+        /// The ledger's rows: outcome, and the fields that disagreed.
         var ledger: [String] {
             get throws {
-                try db.read { c in
-                    try c.query("SELECT outcome, fields FROM compare_ledger ORDER BY id").map {
-                        ($0.string("outcome") ?? "") + ($0.string("fields").map { " " + $0 } ?? "")
-                    }
-                }
+                try store.ledger().map { $0.outcome.rawValue + ($0.fields.isEmpty ? "" : " " + $0.fields.joined(separator: ",")) }
             }
         }
 
         /// The pending fetches: path, confirms, due time.
         var pending: [String] {
             get throws {
-                try db.read { c in
-                    try c.query("SELECT fetch, confirms, next_attempt_at FROM compare_jobs WHERE state = 'pending' ORDER BY id").map {
-                        "\($0.string("fetch") ?? "") confirms=\($0.int("confirms") ?? -1) due=\($0.int64("next_attempt_at") ?? -1)"
-                    }
+                try store.read { try $0.fetchJobs(state: .pending) }.map {
+                    "\($0.fetch.rawValue) confirms=\($0.confirms) due=\($0.nextAttemptAt)"
                 }
             }
         }
 
-        func finishPending() throws { _ = try db.write { try $0.run("UPDATE compare_jobs SET state = 'done' WHERE state = 'pending'") } }
+        /// Marks the pending fetches done, as the worker does once it has fetched them.
+        func finishPending() throws { try store.finishFetches { $0.state == .pending } }
+    }
+
+    static func key(_ otid: String) -> SubscriptionKey {
+        SubscriptionKey(bundleID: "b", environment: .sandbox, originalTransactionID: otid)
     }
 
     static let inRetry = CompareUnitTests.snapshot(.v1Receipt, expires: 500, grace: 900, retry: true, observed: 1_000)
@@ -60,7 +66,7 @@ import Testing
     }
 
     @Test func observationsThatStraddleAChangeAreConfirmedNotRecorded() throws {
-        let store = try Store()
+        let store = try Rig()
         #expect(try store.observe(Self.inRetry, confirms: 0, at: 1_000) == .waiting)
         // The API, 66 ms later, already sees the expiry: not recorded; verifyReceipt is asked again after the delay.
         #expect(try store.observe(Self.expired(.v2API, observed: 1_066), confirms: 0, at: 1_066) == .unconfirmed)
@@ -74,7 +80,7 @@ import Testing
     }
 
     @Test func aRealDisagreementIsRecordedOnceBothSidesWereFetchedAgain() throws {
-        let store = try Store()
+        let store = try Rig()
         let lateV1 = { (t: Int64) in CompareUnitTests.snapshot(.v1Receipt, expires: 2_000 + 86_400_000, observed: t) }
         #expect(try store.observe(lateV1(1_000), confirms: 0, at: 1_000) == .waiting)
         #expect(try store.observe(CompareUnitTests.snapshot(.v2API, observed: 1_500), confirms: 0, at: 1_500) == .unconfirmed)
@@ -89,7 +95,7 @@ import Testing
     }
 
     @Test func simultaneousObservationsNeedNoConfirmation() throws {
-        let store = try Store()
+        let store = try Rig()
         _ = try store.observe(Self.inRetry, confirms: 0, at: 1_000)
         #expect(try store.observe(Self.expired(.v2API, observed: 1_000), confirms: 0, at: 1_000) == .disagree)
         #expect(try store.ledger == ["disagree entitlement,auto_renew,in_billing_retry,grace_period_expires_date"])
@@ -97,7 +103,7 @@ import Testing
     }
 
     @Test func observationsTooFarApartFetchTheOlderSideAgainFirst() throws {
-        let store = try Store()
+        let store = try Rig()
         _ = try store.observe(Self.inRetry, confirms: 0, at: 1_000)
         #expect(try store.observe(Self.expired(.v2API, observed: 1_000 + 600_001), confirms: 0, at: 601_001) == .stale)
         #expect(try store.ledger == [])
@@ -105,16 +111,16 @@ import Testing
     }
 
     @Test func finishedFetchesArePurgedButPendingOnesStay() throws {
-        let store = try Store()
-        try store.db.write { c in
+        let rig = try Rig()
+        let store = rig.store
+        try store.write { tx in
             for (otid, at) in [("1", Int64(1_000)), ("2", 1_000), ("3", 9_000)] {
-                try CompareStore.enqueue(bundleID: "b", environment: "sandbox", otid: otid, fetch: "v1", v1EventID: nil, authority: nil,
-                                         compare: true, at: at, in: c)
+                try tx.enqueueFetch(FetchRequest(subscription: Self.key(otid), fetch: .v1, compare: true), at: at, due: nil)
             }
-            _ = try c.run("UPDATE compare_jobs SET state = 'done' WHERE original_transaction_id IN ('1', '3')")
         }
-        #expect(try store.db.write { try GatewayStore.purgeFinishedFetches(olderThan: 5_000, in: $0) } == 1)
-        let left = try store.db.read { c in try c.query("SELECT original_transaction_id AS o FROM compare_jobs ORDER BY o").map { $0.string("o") ?? "" } }
+        try store.finishFetches { ["1", "3"].contains($0.originalTransactionID) }
+        #expect(try store.write { try $0.purgeFinishedFetches(olderThan: 5_000) } == 1)
+        let left = try store.fetchJobs().map(\.originalTransactionID).sorted()
         #expect(left == ["2", "3"])  // pending (however old) and recent stay
     }
 }

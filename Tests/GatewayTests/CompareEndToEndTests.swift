@@ -54,7 +54,7 @@ import WireJSON
         func set(_ time: Int64) { clock.set(time) }
         var now: Int64 { clock.now }
 
-        func count(_ sql: String) throws -> Int { try gateway.db.read { try $0.queryOne(sql)?.int("n") ?? -1 } }
+        var store: any GatewayStore { gateway.store }
 
         /// Until nothing is pending: receipts, comparisons, deliveries (with `patient`, comparisons waiting for a path
         /// that has not seen the subscription yet do not count). Nothing here waits for a retry to come due: a
@@ -64,21 +64,18 @@ import WireJSON
             let timer = ContinuousClock()
             let deadline = timer.now.advanced(by: GatewayHarness.patience)
             while timer.now < deadline {
-                let pending = try count("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'pending'")
-                    + count("SELECT COUNT(*) AS n FROM compare_jobs WHERE state = 'pending'"
-                        + (patient ? " AND COALESCE(last_error, '') NOT LIKE '%not_seen_yet'" : ""))
-                    + count("SELECT COUNT(*) AS n FROM outbox WHERE state = 'pending'")
+                let pending = try await store.read { tx in
+                    try (tx.receiptJobCounts()[.pending] ?? 0)
+                        + tx.fetchJobs(state: .pending).filter { !patient || !($0.lastError ?? "").hasSuffix("not_seen_yet") }.count
+                        + (tx.deliveryCounts()[.pending] ?? 0)
+                }
                 if pending == 0 { return }
                 try await Task.sleep(for: .milliseconds(20))
             }
-            let jobs = try gateway.db.read { c in
-                try c.query("SELECT fetch, attempts, last_error, next_attempt_at, created_at FROM compare_jobs WHERE state = 'pending'").map {
-                    "\($0.string("fetch") ?? "") attempts=\($0.int("attempts") ?? 0) error=\($0.string("last_error") ?? "-") due_in=\(($0.int64("next_attempt_at") ?? 0) - now)"
-                }
+            let jobs = try await store.read { try $0.fetchJobs(state: .pending) }.map {
+                "\($0.fetch.rawValue) attempts=\($0.attempts) error=\($0.lastError ?? "-") due_in=\($0.nextAttemptAt - now)"
             }
-            let receipts = try gateway.db.read { c in
-                try c.query("SELECT attempts, last_error FROM receipt_jobs WHERE state = 'pending'").map { "\($0.int("attempts") ?? 0) \($0.string("last_error") ?? "-")" }
-            }
+            let receipts = try await store.read { try $0.receiptJobs(state: .pending) }.map { "\($0.attempts) \($0.lastError ?? "-")" }
             Issue.record("work still pending after \(GatewayHarness.patience): compare \(jobs) receipts \(receipts)")
         }
 
@@ -98,12 +95,8 @@ import WireJSON
             return run
         }
 
-        func ledger() throws -> [(otid: String, outcome: String, fields: String?)] {
-            try gateway.db.read { c in
-                try c.query("SELECT original_transaction_id, outcome, fields FROM compare_ledger ORDER BY id").map {
-                    ($0.string("original_transaction_id") ?? "", $0.string("outcome") ?? "", $0.string("fields"))
-                }
-            }
+        func ledger() throws -> [(otid: String, outcome: CompareOutcome, fields: [String])] {
+            try store.ledger().map { ($0.subscription.originalTransactionID, $0.outcome, $0.fields) }
         }
 
         func skew(_ body: @escaping @Sendable (inout SimWorld.V1Skew) -> Void) throws {
@@ -124,7 +117,7 @@ import WireJSON
         }
         let ledger = try rig.ledger()
         #expect(ledger.count >= 20, "both paths compared at every step")
-        #expect(ledger.filter { $0.outcome != "agree" }.map { "\($0.otid) \($0.outcome) \($0.fields ?? "")" } == [])
+        #expect(ledger.filter { $0.outcome != .agree }.map { "\($0.otid) \($0.outcome.rawValue) \($0.fields.joined(separator: ","))" } == [])
         let report = try rig.gateway.ledger.report(since: rig.now - 86_400_000, until: rig.now + 1)
         let bundle = try #require(report.bundles.first)
         #expect(bundle.pairs == ledger.count && bundle.agreementRate == 1.0)
@@ -152,14 +145,14 @@ import WireJSON
         try await rig.settle()
 
         let ledger = try rig.ledger()
-        let wrong = ledger.filter { $0.outcome != "agree" }
+        let wrong = ledger.filter { $0.outcome != .agree }
         // Only the three planted subscriptions disagree, and on what was planted.
         #expect(Set(wrong.map(\.otid)) == [late, refunded, unseen])
-        #expect(wrong.filter { $0.otid == late }.allSatisfy { $0.outcome == "disagree" && ($0.fields ?? "").split(separator: ",") == ["expires_date"] })
+        #expect(wrong.filter { $0.otid == late }.allSatisfy { $0.outcome == .disagree && $0.fields == ["expires_date"] })
         #expect(wrong.filter { $0.otid == refunded }.allSatisfy {
-            $0.outcome == "disagree" && Set(($0.fields ?? "").split(separator: ",")).isSuperset(of: ["revocation_date", "entitlement"])
+            $0.outcome == .disagree && Set($0.fields).isSuperset(of: ["revocation_date", "entitlement"])
         })
-        #expect(wrong.filter { $0.otid == unseen }.map(\.outcome) == ["v2_only"])
+        #expect(wrong.filter { $0.otid == unseen }.map(\.outcome) == [.v2Only])
         #expect(ledger.filter { $0.otid == unseen }.count == 1)
 
         let report = try rig.gateway.ledger.report(since: rig.now - 86_400_000, until: rig.now + 1)
@@ -195,7 +188,7 @@ import WireJSON
         // Server API's while V2 was authoritative — same kind, and nothing delivered twice.
         let authoritative = SimulatorLifecycleTests.events(rig.receiver, authoritative: true)
         let shadow = SimulatorLifecycleTests.events(rig.receiver, authoritative: false)
-        let sent = try rig.count("SELECT COUNT(*) AS n FROM journal WHERE version = 'v1'")
+        let sent = try rig.store.journal().filter { $0.version == .v1 }.count
         #expect(authoritative.count == sent)
         let apiEvents = authoritative.filter { $0["source"]?.stringValue == "v2-api" }
         let duringIDs = Set(during.plan.originalTransactionIDs)
@@ -239,7 +232,7 @@ import WireJSON
         let delivered = SimulatorLifecycleTests.events(rig.receiver, authoritative: true).map(SimulatorLifecycleTests.describe)
         // Deliveries run concurrently: the same events, in whatever order they landed.
         #expect(delivered.sorted() == run.plan.emissions.compactMap { $0.expectedV2?.description }.sorted())
-        #expect(try rig.count("SELECT COUNT(*) AS n FROM journal WHERE origin = 'backfill'") == run.plan.emissions.count)
+        #expect(try rig.store.journal().filter { $0.origin == .backfill }.count == run.plan.emissions.count)
         await rig.stop()
     }
 
@@ -258,7 +251,7 @@ import WireJSON
             transport: CurlTransport(), adapter: V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3], sandboxOnlyRoots: [rig.pki.root.der])), apps: nil),
             now: { clock.now })
         let result = try await AppStoreAPICommands.testNotification(
-            client: client, environment: .sandbox, journal: rig.gateway.db, timeoutMillis: 60_000, pollMillis: 50)
+            client: client, environment: .sandbox, journal: rig.gateway.store, timeoutMillis: 60_000, pollMillis: 50)
         #expect(result.sendAttempts.map(\.sendAttemptResult) == ["SUCCESS"])
         #expect(result.received)
         await rig.stop()

@@ -1,6 +1,5 @@
 import Canonical
 import Gateway
-import Store
 import Testing
 
 /// The pure parts of the comparison: field-by-field snapshot comparison, the compare settings and per-environment
@@ -81,12 +80,13 @@ import Testing
             { "apps": [ { "bundle_id": "b", "app_apple_id": 1, "shared_secret_env": "S", "authority": "v2", "compare": true },
                         { "bundle_id": "v2only", "app_apple_id": 2, "authority": "v2" } ] }
             """)
-        let effective = [("b", "production", "v2"), ("b", "sandbox", "v2"), ("v2only", "production", "v2")]
+        let effective: [(bundle: String, environment: String, authority: Generation)] =
+            [("b", "production", .v2), ("b", "sandbox", .v2), ("v2only", "production", .v2)]
         let problems = c.authorityProblems(effective: effective, v2PathAvailable: false)
         #expect(problems.map(\.field) == ["apps[b].compare", "apps[b].authority", "apps[b].authority"])
         #expect(c.authorityProblems(effective: effective, v2PathAvailable: true).isEmpty)
         // V1 authoritative, no comparison: nothing needs the API.
         let plain = try GatewayConfigTests.parse(#"{ "apps": [ { "bundle_id": "b", "app_apple_id": 1, "shared_secret_env": "S" } ] }"#)
-        #expect(plain.authorityProblems(effective: [("b", "production", "v1")], v2PathAvailable: false).isEmpty)
+        #expect(plain.authorityProblems(effective: [("b", "production", .v1)], v2PathAvailable: false).isEmpty)
     }
 }

@@ -4,6 +4,7 @@ import Foundation
 import HTTPClient
 import TestSupport
 import Store
+import Synchronization
 import Testing
 import V1Adapter
 
@@ -15,8 +16,14 @@ import V1Adapter
     static let now: Int64 = GatewayHarness.t + 3_600_000
     /// The subscription of the synthetic V1 fixtures.
     static let otid = "2000000800020000"
-    static let bundleID = "com.example.gateway"
-    static let environment = "production"
+    static let key = SubscriptionKey(bundleID: "com.example.gateway", environment: .production, originalTransactionID: otid)
+
+    /// The workers' clock: it stands still at `now` unless a test moves it.
+    final class StillClock: Sendable {
+        private let time = Mutex(CompareWakeTests.now)
+        var now: Int64 { time.withLock { $0 } }
+        func set(_ t: Int64) { time.withLock { $0 = t } }
+    }
 
     /// verifyReceipt on 127.0.0.1, answering with the fixtures' receipt (which knows `otid`).
     static func apple() throws -> LoopbackHTTPServer {
@@ -24,9 +31,9 @@ import V1Adapter
         return try LoopbackHTTPServer { _ in .respond(status: 200, body: answer) }
     }
 
-    static func context(_ h: GatewayHarness) -> WorkerContext {
-        WorkerContext(db: h.db, writer: h.writer, router: h.router, metrics: h.metrics, log: Log(now: { now }, sink: { _ in }),
-                      now: { now }, jitter: { 0 })
+    static func context(_ h: GatewayHarness, clock: StillClock = StillClock()) -> WorkerContext {
+        WorkerContext(store: h.store, router: h.router, metrics: h.metrics, log: Log(now: { clock.now }, sink: { _ in }),
+                      now: { clock.now }, jitter: { 0 })
     }
 
     static func receiptClient(_ apple: LoopbackHTTPServer) -> VerifyReceiptClient {
@@ -36,41 +43,35 @@ import V1Adapter
             sleep: { _ in }, jitter: { 0 })
     }
 
-    static func compareWorker(_ h: GatewayHarness, apple: LoopbackHTTPServer) -> CompareWorker {
+    static func compareWorker(_ h: GatewayHarness, apple: LoopbackHTTPServer, clock: StillClock = StillClock()) -> CompareWorker {
         var policy = CompareWorker.Policy()
         policy.pollMillis = 10
         return CompareWorker(
-            context: context(h), settings: h.config.compareSettings, silenceAlertMillis: 6 * 3_600_000, v2Source: nil,
+            context: context(h, clock: clock), settings: h.config.compareSettings, silenceAlertMillis: 6 * 3_600_000, v2Source: nil,
             receiptClient: receiptClient(apple), apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps,
             policy: policy)
     }
 
     /// A comparison's V1 fetch of the fixtures' subscription, queued at `createdAt` (as a V2 notification queues it).
     static func queueV1Fetch(_ h: GatewayHarness, createdAt: Int64 = now) throws {
-        try h.writer.perform { c in
-            try CompareStore.enqueue(bundleID: bundleID, environment: environment, otid: otid, fetch: "v1", v1EventID: nil, authority: nil,
-                                     compare: true, at: createdAt, in: c)
-        }
+        try h.store.write { tx in try tx.enqueueFetch(FetchRequest(subscription: key, fetch: .v1, compare: true), at: createdAt, due: nil) }
     }
 
-    /// The fetch as the worker starts it.
-    static func claim(_ worker: CompareWorker, _ h: GatewayHarness) throws -> CompareWorker.Job {
-        try #require(try h.db.read { try worker.due(at: now, lane: "", count: 10, in: $0) }.first)
+    /// The fetch as the worker starts it at `time`.
+    static func claim(_ worker: CompareWorker, _ h: GatewayHarness, at time: Int64 = now) throws -> CompareWorker.Job {
+        try #require(try h.store.read { try worker.due(at: time, lane: "", count: 10, in: $0) }.first)
     }
 
     /// What the ReceiptWorker does for the subscription's V1 notification (the part that concerns the comparison).
     static func storeReceipt(_ h: GatewayHarness) throws {
-        try h.writer.perform { c in
-            try CompareStore.putReceipt(bundleID: bundleID, environment: environment, otid: otid, receipt: "cmVjZWlwdA==", secretName: "APP_SECRET",
-                                        now: now, in: c)
+        try h.store.write { tx in
+            try tx.putReceipt(StoredReceipt(receipt: "cmVjZWlwdA==", secretName: "APP_SECRET", updatedAt: now), of: key)
         }
     }
 
-    static func fetch(_ h: GatewayHarness) throws -> (state: String, due: Int64, error: String?) {
-        let row = try #require(try h.db.read {
-            try $0.queryOne("SELECT state, next_attempt_at, last_error FROM compare_jobs WHERE fetch = 'v1'")
-        })
-        return (row.string("state") ?? "", row.int64("next_attempt_at") ?? 0, row.string("last_error"))
+    static func fetch(_ h: GatewayHarness) throws -> (state: JobState, due: Int64, error: String?) {
+        let job = try #require(try h.store.fetchJobs().first { $0.fetch == .v1 })
+        return (job.state, job.nextAttemptAt, job.lastError)
     }
 
     @Test func aReceiptStoredWhileTheV1FetchIsUnderWayWakesIt() async throws {
@@ -83,13 +84,13 @@ import V1Adapter
         // wake-up finds the fetch pending, as it is in flight); then the fetch settles as "V1 has not seen it".
         let job = try Self.claim(worker, h)
         try Self.storeReceipt(h)
-        #expect(try await worker.notSeen(job, by: "v1", time: Self.now, receipt: nil) == .receiptStored)
+        #expect(try await worker.notSeen(job, by: .v1, time: Self.now, receipt: nil) == .receiptStored)
         let woken = try Self.fetch(h)
-        #expect(woken.state == "pending" && woken.due == Self.now, "due now, not in \(woken.due - Self.now) ms")
+        #expect(woken.state == .pending && woken.due == Self.now, "due now, not in \(woken.due - Self.now) ms")
         // And it runs: verifyReceipt of the stored receipt, the V1 snapshot, the fetch done — with the clock standing still.
-        try await GatewayHarness.runUntil(run: { await worker.run() }, stop: { worker.stop() }) { try Self.fetch(h).state == "done" }
-        #expect(try Self.fetch(h).state == "done")
-        #expect(try h.count("SELECT COUNT(*) AS n FROM snapshots WHERE path = 'v1' AND original_transaction_id = ?", [.text(Self.otid)]) == 1)
+        try await GatewayHarness.runUntil(run: { await worker.run() }, stop: { worker.stop() }) { try Self.fetch(h).state == .done }
+        #expect(try Self.fetch(h).state == .done)
+        #expect(try h.store.snapshot(Self.key, path: .v1)?.source == .v1Receipt)
         #expect(apple.requests.count == 1)
     }
 
@@ -101,7 +102,7 @@ import V1Adapter
         let worker = Self.compareWorker(h, apple: apple)
         let job = try Self.claim(worker, h)
         try Self.storeReceipt(h)
-        #expect(try await worker.notSeen(job, by: "v1", time: Self.now, receipt: nil) == .receiptStored)
+        #expect(try await worker.notSeen(job, by: .v1, time: Self.now, receipt: nil) == .receiptStored)
         #expect(try h.store.ledger().count == 0, "V1 knows the subscription now")
         #expect(try Self.fetch(h).due == Self.now)
     }
@@ -110,16 +111,18 @@ import V1Adapter
         let apple = try Self.apple()
         let h = try GatewayHarness()
         defer { h.close() }
-        let worker = Self.compareWorker(h, apple: apple)
+        let clock = StillClock()
+        let worker = Self.compareWorker(h, apple: apple, clock: clock)
         try Self.queueV1Fetch(h)
-        #expect(try await worker.notSeen(try Self.claim(worker, h), by: "v1", time: Self.now, receipt: nil) == .waiting)
+        #expect(try await worker.notSeen(try Self.claim(worker, h), by: .v1, time: Self.now, receipt: nil) == .waiting)
         let waiting = try Self.fetch(h)
-        #expect(waiting.state == "pending" && waiting.due == Self.now + worker.notSeenRetryMillis && waiting.error == "v1_not_seen_yet")
-        _ = try h.writer.perform { try $0.run("UPDATE compare_jobs SET created_at = ?, next_attempt_at = ?", [
-            .integer(Self.now - h.config.compareSettings.graceMillis), .integer(Self.now)]) }
-        #expect(try await worker.notSeen(try Self.claim(worker, h), by: "v1", time: Self.now, receipt: nil) == .oneSided)
-        #expect(try Self.fetch(h).state == "done")
-        #expect(try h.db.read { try $0.queryOne("SELECT outcome FROM compare_ledger")?.string("outcome") } == "v2_only")
+        #expect(waiting.state == .pending && waiting.due == Self.now + worker.notSeenRetryMillis && waiting.error == "v1_not_seen_yet")
+        // The grace window has passed since the fetch was queued: its next look records what was seen.
+        let end = Self.now + h.config.compareSettings.graceMillis
+        clock.set(end)
+        #expect(try await worker.notSeen(try Self.claim(worker, h, at: end), by: .v1, time: end, receipt: nil) == .oneSided)
+        #expect(try Self.fetch(h).state == .done)
+        #expect(try h.store.ledger().map(\.outcome) == [.v2Only])
         #expect(apple.requests.isEmpty)
     }
 
@@ -127,21 +130,22 @@ import V1Adapter
         let apple = try Self.apple()
         let h = try GatewayHarness()
         defer { h.close() }
-        let worker = Self.compareWorker(h, apple: apple)
+        let clock = StillClock()
+        let worker = Self.compareWorker(h, apple: apple, clock: clock)
         try Self.queueV1Fetch(h)
         // Far more looks than the policy's attempt limit, all inside the grace window: the job stays pending (it used to
         // fail after 50 looks, about four hours, and a longer grace window never recorded the one-sided outcome).
         for _ in 0..<(CompareWorker.Policy().maxAttempts + 10) {
-            _ = try h.writer.perform { try $0.run("UPDATE compare_jobs SET next_attempt_at = ?", [.integer(Self.now)]) }
-            #expect(try await worker.notSeen(try Self.claim(worker, h), by: "v1", time: Self.now, receipt: nil) == .waiting)
+            try h.store.makeFetchesDue(at: Self.now)
+            #expect(try await worker.notSeen(try Self.claim(worker, h), by: .v1, time: Self.now, receipt: nil) == .waiting)
         }
-        #expect(try Self.fetch(h).state == "pending")
-        // The last look is due when the window ends, not after it.
-        let grace = h.config.compareSettings.graceMillis
-        _ = try h.writer.perform { try $0.run("UPDATE compare_jobs SET created_at = ?", [.integer(Self.now - grace + 1_000)]) }
-        _ = try h.writer.perform { try $0.run("UPDATE compare_jobs SET next_attempt_at = ?", [.integer(Self.now)]) }
-        #expect(try await worker.notSeen(try Self.claim(worker, h), by: "v1", time: Self.now, receipt: nil) == .waiting)
-        #expect(try Self.fetch(h).due == Self.now + 1_000)
+        #expect(try Self.fetch(h).state == .pending)
+        // The last look is due when the window ends, not after it: a look a second before the end.
+        let late = Self.now + h.config.compareSettings.graceMillis - 1_000
+        clock.set(late)
+        try h.store.makeFetchesDue(at: late)
+        #expect(try await worker.notSeen(try Self.claim(worker, h, at: late), by: .v1, time: late, receipt: nil) == .waiting)
+        #expect(try Self.fetch(h).due == late + 1_000)
     }
 
     @Test func theReceiptWorkerWakesTheFetchWaitingForItsReceipt() async throws {
@@ -164,7 +168,7 @@ import V1Adapter
         }
         #expect(try Self.fetch(h).due == Self.now)
         let compare = Self.compareWorker(h, apple: apple)
-        try await GatewayHarness.runUntil(run: { await compare.run() }, stop: { compare.stop() }) { try Self.fetch(h).state == "done" }
-        #expect(try Self.fetch(h).state == "done")
+        try await GatewayHarness.runUntil(run: { await compare.run() }, stop: { compare.stop() }) { try Self.fetch(h).state == .done }
+        #expect(try Self.fetch(h).state == .done)
     }
 }

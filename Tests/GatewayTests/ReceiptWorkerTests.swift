@@ -19,7 +19,7 @@ import WireJSON
             transport: CurlTransport(),
             configuration: .init(productionURL: apple.url("/verifyReceipt"), sandboxURL: apple.url("/sandbox/verifyReceipt"), maxAttempts: 2),
             sleep: { _ in }, jitter: { 0 })
-        let context = WorkerContext(db: h.db, writer: h.writer, router: h.router, metrics: h.metrics, log: Log(now: { now }, sink: { _ in }),
+        let context = WorkerContext(store: h.store, router: h.router, metrics: h.metrics, log: Log(now: { now }, sink: { _ in }),
                                     now: { now }, jitter: { 0 })
         return ReceiptWorker(
             context: context, client: client, apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps,
@@ -37,7 +37,7 @@ import WireJSON
         defer { h.close() }
         let r = h.ingest.handle(try Fixtures.bytes("v1-synthetic/did-renew.json"))
         try await Self.run(Self.worker(h, apple: apple)) { try h.store.receiptJobs().filter { $0.state == .done }.count == 1 }
-        let json = try #require(try h.db.read { try $0.queryOne("SELECT json FROM events")?.blob("json") })
+        let json = try #require(try h.store.events().first?.json)
         let event = try JSONValueDecoder().decode(CanonicalEvent.self, from: json)
         #expect(event.id == r.id && event.verified && event.kind == .renewal && event.source == .v1)
         #expect(event.eventDateSource == .notification)
@@ -55,7 +55,7 @@ import WireJSON
         _ = h.ingest.handle(try Fixtures.bytes("v1-synthetic/did-renew.json"))
         try await Self.run(Self.worker(h, apple: apple)) { try h.store.receiptJobs().filter { $0.state == .failed }.count == 1 }
         #expect(try h.store.events().count == 0)
-        #expect(try h.db.read { try $0.queryOne("SELECT last_error, apple_status FROM receipt_jobs") }?.string("last_error") == "receipt_invalid")
+        #expect(try h.store.receiptJobs().first?.lastError == "receipt_invalid")
     }
 
     @Test(arguments: [(#"{"status":21005}"#, "apple_unavailable"), (#"{"status":21004}"#, "receipt_config_error")])
@@ -65,9 +65,9 @@ import WireJSON
         defer { h.close() }
         _ = h.ingest.handle(try Fixtures.bytes("v1-synthetic/did-renew.json"))
         try await Self.run(Self.worker(h, apple: apple)) { try h.store.receiptJobs().filter { $0.attempts == 1 }.count == 1 }
-        let row = try #require(try h.db.read { try $0.queryOne("SELECT state, last_error, next_attempt_at FROM receipt_jobs") })
-        #expect(row.string("state") == "pending" && row.string("last_error") == code)
-        #expect((row.int64("next_attempt_at") ?? 0) > Self.now)
+        let job = try #require(try h.store.receiptJobs().first)
+        #expect(job.state == .pending && job.lastError == code)
+        #expect(job.nextAttemptAt > Self.now)
         #expect(try h.store.events().count == 0)
     }
 }

@@ -16,19 +16,17 @@ import V1Adapter
         let hour: Int64 = 3_600_000
         let now = GatewayHarness.t + 10 * hour
         // com.example.gateway is V2-authoritative: its last V2 event is 8 h old, V1 events kept coming.
-        _ = try h.writer.perform { c in
-            func event(_ id: String, path: String, at: Int64) throws {
-                try c.run(
-                    """
-                    INSERT INTO events (id, path, source, kind, bundle_id, environment, event_date, authoritative, created_at, json)
-                    VALUES (?, ?, ?, 'renewal', 'com.example.gateway', 'production', ?, 0, ?, X'7B7D')
-                    """, [.text(id), .text(path), .text(path), .integer(at), .integer(at)])
-            }
-            try event("a", path: "v2", at: now - 8 * hour)
-            try event("b", path: "v1", at: now - hour)
+        let router = h.router
+        func store(_ id: String, source: EventSource, at: Int64) throws {
+            var e = CanonicalEvent(id: id, source: source, kind: .renewal, rawType: "DID_RENEW", eventDate: at, eventDateSource: .notification,
+                                   verified: true)
+            (e.bundleID, e.environment) = ("com.example.gateway", .production)
+            try h.store.write { [e] tx in try tx.storeEvents([e], journalID: nil, routing: router, now: at, authority: nil) }
         }
+        try store("a", source: .v2, at: now - 8 * hour)
+        try store("b", source: .v1, at: now - hour)
         let lines = LogLines()
-        let context = WorkerContext(db: h.db, writer: h.writer, router: h.router, metrics: h.metrics,
+        let context = WorkerContext(store: h.store, router: h.router, metrics: h.metrics,
                                     log: Log(now: { now }, sink: { lines.append($0) }), now: { now }, jitter: { 0 })
         let worker = CompareWorker(
             context: context, settings: .init(), silenceAlertMillis: 6 * hour, v2Source: nil,
