@@ -173,7 +173,7 @@ import WireJSON
             try rig.gateway.ledger.cutover(bundleID: SimulatorLifecycleTests.bundleID, environment: "sandbox", to: "v2", who: "test",
                                            reason: nil, force: false, now: rig.now)
         }
-        #expect(refused?.code == "not_ready")  // 3 pairs; the rule here needs 5
+        #expect(refused?.code == .notReady)  // 3 pairs; the rule here needs 5
         try await rig.play("billing-grace-recovery", version: .v1)
         let toV2 = try rig.gateway.ledger.cutover(bundleID: SimulatorLifecycleTests.bundleID, environment: "sandbox", to: "v2", who: "test",
                                                   reason: "compare looks clean", force: false, now: rig.now)

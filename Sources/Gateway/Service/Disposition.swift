@@ -56,5 +56,5 @@ public struct Disposition: Sendable, Equatable {
         }
     }
 
-    init(status: Int, lane: Lane?) { (self.status, self.lane) = (status, lane) }
+    public init(status: Int, lane: Lane?) { (self.status, self.lane) = (status, lane) }
 }
