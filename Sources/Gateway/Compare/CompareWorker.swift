@@ -1,5 +1,6 @@
 internal import Canonical
 internal import FoundationEssentials
+public import HTTPClient
 public import V1Adapter
 internal import V2Adapter
 internal import WireJSON
@@ -16,10 +17,8 @@ import Synchronization
 public final class CompareWorker: JobTable, ContextualWorker {
     public struct Policy: Sendable {
         public var pollMillis: Int64 = 500
-        public var baseDelayMillis: Int64 = 30_000
-        public var maxDelayMillis: Int64 = 3_600_000
-        /// Give up after this many attempts.
-        public var maxAttempts = 50
+        /// The wait after a failed fetch, and give up (state failed) after `maxAttempts`.
+        public var retry: RetryPolicy = .compareWorker
         public init() {}
     }
 
@@ -225,7 +224,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
         let graceMillis = settings.graceMillis
         let graceOver = time.clampedSubtracting(job.createdAt) >= graceMillis
         let retryAt = now().clampedAdding(notSeenRetryMillis)
-        let maxAttempts = policy.maxAttempts
+        let retry = policy.retry
         let result = try await writer.performAsync { c -> NotSeen in
             // The receipt may have been stored since this fetch read it. Its wake-up then found this job pending — it
             // is in flight — and the retry set below would overwrite it: the comparison would wait minutes for a
@@ -234,7 +233,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
             if path == "v1",
                try CompareStore.receipt(bundleID: job.bundleID, environment: job.environment, otid: job.otid, in: c) != receipt
             {
-                try Self.reschedule(job, error: "v1_receipt_stored", at: time, due: time, maxAttempts: maxAttempts, in: c)
+                try Self.reschedule(job, error: "v1_receipt_stored", at: time, due: time, retry: retry, in: c)
                 return .receiptStored
             }
             guard graceOver else {
@@ -242,7 +241,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
                 // window longer than the attempts allow would otherwise fail the job before the one-sided outcome is
                 // ever recorded), and the last look is at the end of the window.
                 let due = min(retryAt, job.createdAt.clampedAdding(graceMillis))
-                try Self.reschedule(job, error: "\(path)_not_seen_yet", at: time, due: due, maxAttempts: maxAttempts, counts: false, in: c)
+                try Self.reschedule(job, error: "\(path)_not_seen_yet", at: time, due: due, retry: retry, counts: false, in: c)
                 return .waiting
             }
             if job.compare {
@@ -264,25 +263,25 @@ public final class CompareWorker: JobTable, ContextualWorker {
         return result
     }
 
-    /// Leaves the job pending, due at `due` (failed once it has had `maxAttempts`, when this attempt `counts`).
-    static func reschedule(_ job: Job, error: String, at time: Int64, due: Int64, maxAttempts: Int, counts: Bool = true,
+    /// Leaves the job pending, due at `due` (failed once it has had `retry.maxAttempts`, when this attempt `counts`).
+    static func reschedule(_ job: Job, error: String, at time: Int64, due: Int64, retry: RetryPolicy, counts: Bool = true,
                            in c: SQLiteConnection) throws {
         let attempts = job.attempts + (counts ? 1 : 0)
         try c.run(
             "UPDATE compare_jobs SET state = ?, attempts = ?, next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
-            [.text(Backoff.state("pending", attempts: attempts, maxAttempts: maxAttempts)), .integer(Int64(attempts)), .integer(due),
+            [.text(retry.jobState("pending", attempts: attempts)), .integer(Int64(attempts)), .integer(due),
              .text(error), .integer(time), .integer(job.id)])
     }
 
     func retry(_ job: Job, error: String) async {
-        let delay = Backoff.delay(base: policy.baseDelayMillis, cap: policy.maxDelayMillis, exponent: job.attempts, jitter: jitter())
+        let delay = policy.retry.delayMillis(afterAttempt: job.attempts + 1, jitter: jitter())
         await settle(job, state: "pending", error: error, retryIn: delay)
     }
 
     func settle(_ job: Job, state: String, error: String, retryIn: Int64 = 0) async {
         let time = now()
         let attempts = job.attempts + 1
-        let final = Backoff.state(state, attempts: attempts, maxAttempts: policy.maxAttempts)
+        let final = policy.retry.jobState(state, attempts: attempts)
         await context.recordOutcome { c in
             try c.run(
                 "UPDATE compare_jobs SET state = ?, attempts = ?, next_attempt_at = ?, last_error = ?, updated_at = ? WHERE id = ?",
