@@ -44,6 +44,7 @@ import Testing
         #expect(UTCTime.days(year: 1970, month: 1, day: 1) == 0)
         #expect(UTCTime.days(year: 2000, month: 3, day: 1) == 11_017)
         #expect(UTCTime.days(year: 1969, month: 12, day: 31) == -1)
+        #expect(UTCTime.days(year: 2025, month: 6, day: 1) == 20_240)
         #expect(UTCTime.milliseconds(year: 2025, month: 6, day: 1, hour: 0, minute: 0, second: 0) == 1_748_736_000_000)
         #expect(UTCTime.milliseconds(year: 2019, month: 11, day: 24, hour: 17, minute: 42, second: 49) == 1_574_617_369_000)
     }
