@@ -32,7 +32,7 @@ let package = Package(
         // Strict, fast JSON parser and a Decoder over its values (no imports).
         .target(name: "WireJSON", swiftSettings: strict),
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
-        .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: strict),
+        .target(name: "HTTPClient", dependencies: ["CCurl", "Canonical"], swiftSettings: strict),
         .target(name: "V1Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         .target(name: "V2Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         // The simulated App Store: test PKI, lifecycles, paired V1/V2 traffic, fake Apple endpoints.

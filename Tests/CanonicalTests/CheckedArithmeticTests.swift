@@ -49,6 +49,14 @@ import Testing
         #expect(UTCTime.milliseconds(year: 2019, month: 11, day: 24, hour: 17, minute: 42, second: 49) == 1_574_617_369_000)
     }
 
+    @Test func monthLengthsFollowTheGregorianLeapYears() {
+        #expect((1...12).map { UTCTime.daysInMonth(year: 2025, month: $0) } == [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
+        #expect(UTCTime.daysInMonth(year: 2024, month: 2) == 29 && UTCTime.daysInMonth(year: 2000, month: 2) == 29)
+        #expect(UTCTime.daysInMonth(year: 1900, month: 2) == 28 && UTCTime.daysInMonth(year: 0, month: 2) == 29)
+        #expect(UTCTime.daysInMonth(year: .min, month: 2) == 29 && UTCTime.daysInMonth(year: .max, month: 2) == 28)
+        #expect(UTCTime.daysInMonth(year: 2025, month: 0) == nil && UTCTime.daysInMonth(year: 2025, month: 13) == nil)
+    }
+
     @Test func outOfRangeFieldsAndYearsAreRefusedNotOverflowed() {
         #expect(UTCTime.days(year: 99_999_999_999, month: 1, day: 1) == nil)
         #expect(UTCTime.days(year: .max, month: 12, day: 31) == nil)
