@@ -35,7 +35,7 @@ let package = Package(
         // Strict, fast JSON parser and a Decoder over its values (no imports).
         .target(name: "WireJSON", swiftSettings: strict),
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
-        .target(name: "HTTPClient", dependencies: ["CCurl"], swiftSettings: strict),
+        .target(name: "HTTPClient", dependencies: ["CCurl", "Canonical"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         // Every table of the gateway behind one interface; all SQL lives here.

@@ -39,8 +39,7 @@ let package = Package(
         ]),
         fuzzTarget("config", [.product(name: "Gateway", package: "iap-gateway")]),
         fuzzTarget("time", [
-            .product(name: "Gateway", package: "iap-gateway"), .product(name: "V1Adapter", package: "iap-gateway"),
-            .product(name: "Canonical", package: "iap-gateway"),
+            .product(name: "V1Adapter", package: "iap-gateway"), .product(name: "Canonical", package: "iap-gateway"),
         ]),
         fuzzTarget("http", [
             .product(name: "Gateway", package: "iap-gateway"), .product(name: "HTTPClient", package: "iap-gateway"),

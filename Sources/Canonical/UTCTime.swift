@@ -45,6 +45,14 @@ public struct UTCTime: Sendable, Hashable {
         return era * 146_097 + doe - 719_468
     }
 
+    /// Days in `month` (1…12) of `year`, February 29 in the leap years of the proleptic Gregorian calendar; nil
+    /// when `month` is not 1…12. For callers that refuse `31 Feb` (``days(year:month:day:)`` counts it as 3 March).
+    public static func daysInMonth(year: Int64, month: Int64) -> Int64? {
+        guard (1...12).contains(month) else { return nil }
+        if month == 2 { return year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28 }
+        return [4, 6, 9, 11].contains(month) ? 30 : 31
+    }
+
     /// Milliseconds since the epoch of a UTC date and time of day; nil when a field is out of range (hour 0…23,
     /// minute 0…59, second 0…60 for a leap second) or the instant does not fit `Int64`.
     public static func milliseconds(year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64)

@@ -1,3 +1,5 @@
+internal import Canonical
+
 /// `Retry-After` (RFC 9110 §10.2.3) read as what it is: a wish of whoever answered — Apple, a webhook receiver,
 /// anything in between — never trusted. The one parser every client of this module uses, so no caller multiplies a
 /// header's digits by 1000 itself.
@@ -138,21 +140,11 @@ public enum RetryAfter {
     }
 
     /// UTC milliseconds of a four-digit-year date and time; nil when a field is out of range (`31 Feb` included).
-    /// HTTPClient depends on nothing but libcurl, so it carries this small `days_from_civil` (Howard Hinnant's) for
-    /// years 0…9999, where nothing can overflow; Canonical's `UTCTime` is the general one.
+    /// The calendar is Canonical's `UTCTime`, the gateway's one days-from-civil.
     static func instant(_ year: Int64, _ month: Int64, _ day: Int64, _ hour: Int64, _ minute: Int64, _ second: Int64) -> Int64? {
-        let leap = year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)
-        let lengths: [Int64] = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]
-        guard (0...9999).contains(year), (1...12).contains(month), (1...lengths[Int(month - 1)]).contains(day),
-            (0...23).contains(hour), (0...59).contains(minute), (0...60).contains(second)
+        guard (0...9999).contains(year), let length = UTCTime.daysInMonth(year: year, month: month), (1...length).contains(day)
         else { return nil }
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yoe = y - era * 400
-        let doy = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
-        let days = era * 146_097 + doe - 719_468
-        return ((days * 86_400) + hour * 3600 + minute * 60 + second) * 1000
+        return UTCTime.milliseconds(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
     }
 
     private static func isDigit(_ b: UInt8) -> Bool { b >= 0x30 && b <= 0x39 }

@@ -15,12 +15,6 @@ public enum DeliveryState: String, Sendable, Hashable, CaseIterable {
 /// A background job's state (verifyReceipt jobs, comparison fetches).
 public enum JobState: String, Sendable, Hashable, CaseIterable {
     case pending, done, failed
-
-    /// The state a job settles in after an attempt: `pending` (to be tried again) becomes `failed` once `attempts`
-    /// reach `maxAttempts`.
-    public static func settled(_ wanted: JobState, attempts: Int, maxAttempts: Int) -> JobState {
-        wanted == .pending && attempts >= maxAttempts ? .failed : wanted
-    }
 }
 
 /// How a journaled notification arrived.

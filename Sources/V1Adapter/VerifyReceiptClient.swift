@@ -8,25 +8,24 @@ public struct VerifyReceiptClient: Sendable {
     public struct Configuration: Sendable {
         public var productionURL: String
         public var sandboxURL: String
-        /// Attempts per receipt for transient failures (the 21007/21008 hop does not count).
-        public var maxAttempts: Int
-        /// First backoff; doubles per attempt, capped at `maxDelay`, then scaled by a jitter factor in [0.5, 1).
-        public var baseDelay: Duration
-        public var maxDelay: Duration
+        /// Attempts per receipt for transient failures (the 21007/21008 hop does not count) and the backoff between
+        /// them: ``RetryPolicy/verifyReceiptClient`` unless the initializer's arguments say otherwise.
+        public var retry: RetryPolicy
         public var timeoutMillis: Int
         public var maxResponseBytes: Int
 
         public init(
             productionURL: String = "https://buy.itunes.apple.com/verifyReceipt",
-            sandboxURL: String = "https://sandbox.itunes.apple.com/verifyReceipt", maxAttempts: Int = 4,
-            baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(30), timeoutMillis: Int = 15_000,
+            sandboxURL: String = "https://sandbox.itunes.apple.com/verifyReceipt",
+            maxAttempts: Int = RetryPolicy.verifyReceiptClient.maxAttempts,
+            baseDelay: Duration = RetryPolicy.verifyReceiptClient.baseDelay,
+            maxDelay: Duration = RetryPolicy.verifyReceiptClient.maxDelay, timeoutMillis: Int = 15_000,
             maxResponseBytes: Int = 8 * 1024 * 1024
         ) {
             self.productionURL = productionURL
             self.sandboxURL = sandboxURL
-            self.maxAttempts = max(1, maxAttempts)
-            self.baseDelay = baseDelay
-            self.maxDelay = maxDelay
+            self.retry = RetryPolicy.verifyReceiptClient
+            (retry.maxAttempts, retry.baseDelay, retry.maxDelay) = (max(1, maxAttempts), baseDelay, maxDelay)
             self.timeoutMillis = timeoutMillis
             self.maxResponseBytes = maxResponseBytes
         }
@@ -73,8 +72,8 @@ public struct VerifyReceiptClient: Sendable {
         var attempts = 0
         var exchanges = 0
         var lastFailure = V1AdapterError(.appleUnavailable, "no attempt made")
-        while attempts < configuration.maxAttempts {
-            if attempts > 0 { await sleep(backoff(attempt: attempts)) }
+        while attempts < configuration.retry.maxAttempts {
+            if attempts > 0 { await sleep(configuration.retry.delay(afterAttempt: attempts, jitter: jitter())) }
             attempts += 1
             exchanges += 1
             let request = HTTPRequest(
@@ -128,11 +127,5 @@ public struct VerifyReceiptClient: Sendable {
             }
         }
         throw lastFailure
-    }
-
-    /// `baseDelay · 2^(attempt−1)`, capped at `maxDelay`, times a jitter factor in [0.5, 1) (`RetryBackoff`: no
-    /// configured delay can make it overflow).
-    func backoff(attempt: Int) -> Duration {
-        RetryBackoff.delay(attempt: attempt, base: configuration.baseDelay, maximum: configuration.maxDelay, jitter: jitter())
     }
 }

@@ -15,8 +15,8 @@ public struct AppStoreAPIError: Error, Hashable, CustomStringConvertible {
         /// HTTP 400 (and any other 4xx that is not one of the above): Apple refused the request itself, or the
         /// client refused to send it (an empty transaction id).
         case badRequest = "bad_request"
-        /// HTTP 429 or Apple's 4290000, still so after every attempt, or Apple asked to wait longer than
-        /// ``AppStoreAPIClient/Configuration/maxRetryAfter`` (then ``AppStoreAPIError/retryAfter`` says how long).
+        /// HTTP 429 or Apple's 4290000, still so after every attempt, or Apple asked to wait longer than the
+        /// configuration's ``RetryPolicy/retryAfterLimit`` (then ``AppStoreAPIError/retryAfter`` says how long).
         case rateLimited = "rate_limited"
         /// HTTP 5xx (or Apple's 5000001) after every attempt, a network failure (connect, TLS, timeout) after every
         /// attempt, or a URL the transport cannot use.

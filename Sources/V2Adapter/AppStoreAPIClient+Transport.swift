@@ -23,7 +23,7 @@ extension AppStoreAPIClient {
         environment: AppStoreEnvironment
     ) async throws(AppStoreAPIError) -> [UInt8] {
         let url = try url(path, query: query, environment: environment)
-        let attempts = max(1, configuration.maxAttempts)
+        let retry = configuration.retry
         var attempt = 0
         while true {
             attempt += 1
@@ -45,16 +45,14 @@ extension AppStoreAPIClient {
                 failure = Self.judge(error)
             }
             failure.error.attempts = attempt
-            guard failure.retryable, attempt < attempts, !Task.isCancelled else { throw failure.error }
-            var delay = backoff(attempt: attempt)
+            guard failure.retryable, retry.allowsRetry(afterAttempt: attempt), !Task.isCancelled else { throw failure.error }
             if let wanted = failure.retryAfter {
-                guard wanted <= configuration.maxRetryAfter, wanted < Self.retryAfterCeiling else {
+                guard wanted <= retry.retryAfterLimit, wanted < Self.retryAfterCeiling else {
                     failure.error.message += "; Apple asked to wait \(wanted.components.seconds) s, longer than allowed"
                     throw failure.error
                 }
-                delay = max(delay, wanted)
             }
-            await sleep(delay)
+            await sleep(retry.delay(afterAttempt: attempt, jitter: jitter(), retryAfter: failure.retryAfter))
         }
     }
 
@@ -87,12 +85,6 @@ extension AppStoreAPIClient {
         while base.hasSuffix("/") { base.removeLast() }
         let members = query.compactMap { name, value in value.map { name + "=" + Self.percentEncoded($0) } }
         return base + path + (members.isEmpty ? "" : "?" + members.joined(separator: "&"))
-    }
-
-    /// `baseDelay · 2^(attempt−1)`, capped at `maxDelay`, times a jitter factor in [0.5, 1) (`RetryBackoff`: no
-    /// configured delay can make it overflow).
-    func backoff(attempt: Int) -> Duration {
-        RetryBackoff.delay(attempt: attempt, base: configuration.baseDelay, maximum: configuration.maxDelay, jitter: jitter())
     }
 
     // MARK: Judging answers

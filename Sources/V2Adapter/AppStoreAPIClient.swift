@@ -10,10 +10,10 @@ internal import WireJSON
 /// - Each HTTP attempt carries a fresh ES256 bearer token (``AppStoreAPIToken``): `iat` = now, `exp` = now +
 ///   ``Configuration/tokenLifetimeSeconds`` (at most 20 minutes).
 /// - Retried: HTTP 429, 5xx, network failures, and Apple's retryable error codes 4040002, 4040004, 4040006, 5000001
-///   and 4290000. A `Retry-After` (seconds or an HTTP-date, read by `HTTPClient`'s `RetryAfter`) lengthens the
-///   wait; one longer than ``Configuration/maxRetryAfter`` (or than ``retryAfterCeiling``, which is what absurd values
-///   read as) ends the call at once (`rate_limited` with ``AppStoreAPIError/retryAfter``) rather than holding a task
-///   for it.
+///   and 4290000, with the configuration's ``Configuration/retry`` policy. A `Retry-After` (seconds or an HTTP-date,
+///   read by `HTTPClient`'s `RetryAfter`) lengthens the wait; one longer than its ``RetryPolicy/retryAfterLimit``
+///   (or than ``retryAfterCeiling``, which is what absurd values read as) ends the call at once (`rate_limited` with
+///   ``AppStoreAPIError/retryAfter``) rather than holding a task for it.
 /// - Never retried: 401 (`unauthorized`), 404 (`not_found`), 400 (`bad_request`), an answer that is not Apple's
 ///   JSON (`invalid_response`), a signed item that fails verification (`invalid_signature`).
 /// - Nothing secret reaches an error: the token, the `Authorization` header and the key stay in the request.
@@ -34,13 +34,11 @@ public struct AppStoreAPIClient: Sendable {
         public var privateKey: PrivateKey
         /// Lifetime of each bearer token; kept within 1…``maxTokenLifetimeSeconds``.
         public var tokenLifetimeSeconds: Int64
-        /// HTTP attempts per call (per page for paginated calls) for transient failures; at least 1.
-        public var maxAttempts: Int
-        /// First backoff; doubles per attempt, capped at `maxDelay`, then scaled by a jitter factor in [0.5, 1).
-        public var baseDelay: Duration
-        public var maxDelay: Duration
-        /// The longest `Retry-After` honoured by waiting; a longer one fails the call with `rate_limited`.
-        public var maxRetryAfter: Duration
+        /// HTTP attempts per call (per page for paginated calls) for transient failures (at least 1), the backoff
+        /// between them, and the longest `Retry-After` honoured by waiting (``RetryPolicy/retryAfterLimit``; a longer
+        /// one fails the call with `rate_limited`): ``RetryPolicy/appStoreAPIClient`` unless the initializer's
+        /// arguments say otherwise.
+        public var retry: RetryPolicy
         public var timeoutMillis: Int
         public var maxResponseBytes: Int
         /// Upper bound on the pages a following call (history, notification history) fetches before giving up.
@@ -54,8 +52,10 @@ public struct AppStoreAPIClient: Sendable {
         public init(
             productionURL: String = Self.productionBaseURL, sandboxURL: String = Self.sandboxBaseURL, keyID: String,
             issuerID: String, bundleID: String, privateKey: PrivateKey, tokenLifetimeSeconds: Int64 = 1200,
-            maxAttempts: Int = 4, baseDelay: Duration = .seconds(1), maxDelay: Duration = .seconds(30),
-            maxRetryAfter: Duration = .seconds(60), timeoutMillis: Int = 30_000,
+            maxAttempts: Int = RetryPolicy.appStoreAPIClient.maxAttempts,
+            baseDelay: Duration = RetryPolicy.appStoreAPIClient.baseDelay,
+            maxDelay: Duration = RetryPolicy.appStoreAPIClient.maxDelay,
+            maxRetryAfter: Duration = RetryPolicy.appStoreAPIClient.retryAfterLimit, timeoutMillis: Int = 30_000,
             maxResponseBytes: Int = 8 * 1024 * 1024, maxPages: Int = 1000
         ) {
             self.productionURL = productionURL
@@ -65,10 +65,9 @@ public struct AppStoreAPIClient: Sendable {
             self.bundleID = bundleID
             self.privateKey = privateKey
             self.tokenLifetimeSeconds = min(max(1, tokenLifetimeSeconds), Self.maxTokenLifetimeSeconds)
-            self.maxAttempts = max(1, maxAttempts)
-            self.baseDelay = baseDelay
-            self.maxDelay = maxDelay
-            self.maxRetryAfter = maxRetryAfter
+            self.retry = RetryPolicy.appStoreAPIClient
+            (retry.maxAttempts, retry.baseDelay, retry.maxDelay) = (max(1, maxAttempts), baseDelay, maxDelay)
+            retry.maxRetryAfter = maxRetryAfter
             self.timeoutMillis = timeoutMillis
             self.maxResponseBytes = maxResponseBytes
             self.maxPages = max(1, maxPages)

@@ -135,7 +135,7 @@ import V1Adapter
         try Self.queueV1Fetch(h)
         // Far more looks than the policy's attempt limit, all inside the grace window: the job stays pending (it used to
         // fail after 50 looks, about four hours, and a longer grace window never recorded the one-sided outcome).
-        for _ in 0..<(CompareWorker.Policy().maxAttempts + 10) {
+        for _ in 0..<(CompareWorker.Policy().retry.maxAttempts + 10) {
             try h.store.makeFetchesDue(at: Self.now)
             #expect(try await worker.notSeen(try Self.claim(worker, h), by: .v1, time: Self.now, receipt: nil) == .waiting)
         }

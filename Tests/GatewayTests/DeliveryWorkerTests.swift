@@ -25,7 +25,7 @@ import WireJSON
     static func worker(_ h: GatewayHarness, now: @escaping @Sendable () -> Int64 = { GatewayHarness.t + 3_600_000 },
                        timeoutMillis: Int? = nil) -> DeliveryWorker {
         var policy = DeliveryPolicy()
-        policy.baseDelayMillis = 0  // retry at once: the test's clock does not move
+        policy.retry.baseDelay = .zero  // retry at once: the test's clock does not move
         policy.pollMillis = 20
         if let timeoutMillis { policy.timeoutMillis = timeoutMillis }
         let secrets = [WebhookSigner.Secret(name: "WEBHOOK_SECRET", text: webhookSecret)!]

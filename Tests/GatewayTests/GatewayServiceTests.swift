@@ -54,7 +54,7 @@ import WireJSON
         var deps = GatewayService.Dependencies(
             environment: ["ADMIN_TOKEN": adminToken, "WEBHOOK_SECRET": webhookSecret, "APP_SECRET": GatewayHarness.v1Secret],
             transport: CurlTransport(), now: { now }, jitter: { 0 }, logSink: { line in logs.append(line) })
-        deps.deliveryPolicy.baseDelayMillis = 0
+        deps.deliveryPolicy.retry.baseDelay = .zero
         deps.deliveryPolicy.pollMillis = 20
         deps.receiptPolicy.pollMillis = 20
         deps.verifyReceiptBaseDelay = .zero

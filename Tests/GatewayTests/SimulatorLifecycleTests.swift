@@ -46,11 +46,11 @@ import WireJSON
         var deps = GatewayService.Dependencies(
             environment: ["SIM_SECRET": secret, "SIM_API_KEY": pki.apiKeyPEM], transport: CurlTransport(), now: now, jitter: { 0 },
             logSink: { _ in })
-        deps.deliveryPolicy.baseDelayMillis = 0
+        deps.deliveryPolicy.retry.baseDelay = .zero
         deps.deliveryPolicy.pollMillis = 10
         deps.receiptPolicy.pollMillis = 10
         deps.comparePolicy.pollMillis = 10
-        deps.comparePolicy.baseDelayMillis = 200
+        deps.comparePolicy.retry.baseDelay = .milliseconds(200)
         deps.verifyReceiptBaseDelay = .zero
         let service = try GatewayService(config: config, dependencies: deps)
         let (port, _) = try service.start()

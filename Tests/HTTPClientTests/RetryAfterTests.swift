@@ -109,28 +109,3 @@ import Testing
         #expect(HTTPResponse(status: 503, headers: [HTTPHeader("Retry-After", "soon")]).retryAfterMillis(maximumMillis: 1000) == nil)
     }
 }
-
-/// The backoff both Apple clients use: the documented curve for sane settings, and no trap for any setting.
-@Suite struct RetryBackoffTests {
-    @Test func doublesFromTheBaseUpToTheCapTimesTheJitterFactor() {
-        let curve = (1...8).map { RetryBackoff.delay(attempt: $0, base: .seconds(1), maximum: .seconds(30), jitter: 0.5) }
-        #expect(curve == [0.75, 1.5, 3, 6, 12, 22.5, 22.5, 22.5].map { Duration.seconds($0) })
-        #expect(RetryBackoff.delay(attempt: 2, base: .seconds(1), maximum: .seconds(30), jitter: 0) == .seconds(1))
-        // At most 2^20 times the base, whatever the attempt (as before).
-        #expect(RetryBackoff.delay(attempt: 1000, base: .nanoseconds(1), maximum: .seconds(1), jitter: 0) == .nanoseconds(1 << 19))
-    }
-
-    @Test func noSettingOrAttemptTraps() {
-        let extremes: [Duration] = [.seconds(Int64.max), .seconds(Int64.min), .zero, .nanoseconds(1), .seconds(-1), .seconds(86_400)]
-        for base in extremes {
-            for maximum in extremes {
-                for attempt in [Int.min, -1, 0, 1, 2, 21, 64, 1000, Int.max] {
-                    for jitter in [-1, 0, 0.5, 0.999_999_9, 1, 2, .nan, .infinity, -.infinity] as [Double] {
-                        let d = RetryBackoff.delay(attempt: attempt, base: base, maximum: maximum, jitter: jitter)
-                        #expect(d >= .zero && d <= max(maximum, .zero))
-                    }
-                }
-            }
-        }
-    }
-}

@@ -143,7 +143,7 @@ import Testing
         let transport = ScriptedTransport(results: [])
         for (jitter, factor) in [(0.0, 0.5), (0.5, 0.75), (0.999_999_9, 0.999_999_5)] {
             let (client, _) = Self.client(transport, jitter: jitter)
-            let delays = (1...7).map { client.backoff(attempt: $0) }
+            let delays = (1...7).map { client.configuration.retry.delay(afterAttempt: $0, jitter: client.jitter()) }
             let expected: [Double] = [1, 2, 4, 8, 16, 30, 30].map { $0 * factor }
             for (d, e) in zip(delays, expected) {
                 let seconds = Double(d.components.seconds) + Double(d.components.attoseconds) / 1e18
@@ -153,7 +153,7 @@ import Testing
     }
 
     @Test func absurdConfiguredDelaysDoNotTrapTheBackoff() async throws {
-        // Before RetryBackoff, baseDelay · 2^20 overflowed Duration (and trapped) for a large configured base.
+        // Before RetryPolicy's checked doubling, baseDelay · 2^20 overflowed Duration (and trapped) for a large base.
         for (base, cap) in [(Duration.seconds(Int64.max), Duration.seconds(Int64.max)), (.seconds(Int64.max), .seconds(30)),
                             (.seconds(-5), .seconds(-5)), (.seconds(1), .seconds(Int64.min))] {
             let box = SleepBox()
@@ -161,7 +161,9 @@ import Testing
                 transport: ScriptedTransport(results: [Self.status(21005), Self.status(21005), Self.status(0)]),
                 configuration: .init(productionURL: Self.production, sandboxURL: Self.sandbox, maxAttempts: 3, baseDelay: base, maxDelay: cap),
                 sleep: { d in box.record(d) }, jitter: { 0.5 })
-            for attempt in [1, 2, 21, 1000] { #expect(client.backoff(attempt: attempt) <= max(cap, .zero)) }
+            for attempt in [1, 2, 21, 1000] {
+                #expect(client.configuration.retry.delay(afterAttempt: attempt, jitter: client.jitter()) <= max(cap, .zero))
+            }
             #expect(try await client.verify(receiptData: "cmVjZWlwdA==", sharedSecret: Self.secret).status == 0)
             #expect(box.recorded.count == 2 && box.recorded.allSatisfy { $0 >= .zero && $0 <= max(cap, .zero) })
         }

@@ -82,12 +82,13 @@ import Testing
 
     @Test func backoffIsCappedAndJittered() throws {
         let (client, _, _) = try Self.scripted([])
-        #expect(client.backoff(attempt: 1) == .milliseconds(750))
-        #expect(client.backoff(attempt: 3) == .seconds(3))
-        #expect(client.backoff(attempt: 10) == .seconds(22.5), "30 s cap times 0.75")
+        let retry = client.configuration.retry
+        #expect(retry.delay(afterAttempt: 1, jitter: client.jitter()) == .milliseconds(750))
+        #expect(retry.delay(afterAttempt: 3, jitter: client.jitter()) == .seconds(3))
+        #expect(retry.delay(afterAttempt: 10, jitter: client.jitter()) == .seconds(22.5), "30 s cap times 0.75")
         let low = APIFixture.client(
             client.configuration, transport: ScriptedTransport(results: []), adapter: client.adapter, now: Self.now, jitter: 0)
-        #expect(low.backoff(attempt: 2) == .seconds(1), "jitter 0 halves")
+        #expect(retry.delay(afterAttempt: 2, jitter: low.jitter()) == .seconds(1), "jitter 0 halves")
     }
 
     @Test func retryAfterIsHonoured() async throws {
@@ -139,11 +140,13 @@ import Testing
 
     @Test func absurdConfiguredDelaysDoNotTrapTheBackoff() throws {
         var configuration = APIFixture.configuration(key: try PrivateKey.generateP256())
-        (configuration.baseDelay, configuration.maxDelay) = (.seconds(Int64.max), .seconds(Int64.max))
+        (configuration.retry.baseDelay, configuration.retry.maxDelay) = (.seconds(Int64.max), .seconds(Int64.max))
         let client = APIFixture.client(
             configuration, transport: ScriptedTransport(results: []),
             adapter: V2Adapter(verifier: AppleJWSVerifier(anchors: try .apple()), apps: nil), now: Self.now)
-        for attempt in [1, 2, 21, 1000, Int.max] { #expect(client.backoff(attempt: attempt) <= .seconds(Int64.max)) }
+        for attempt in [1, 2, 21, 1000, Int.max] {
+            #expect(client.configuration.retry.delay(afterAttempt: attempt, jitter: client.jitter()) <= .seconds(Int64.max))
+        }
     }
 
     @Test func rateLimitCodeWithoutA429IsRateLimited() async throws {

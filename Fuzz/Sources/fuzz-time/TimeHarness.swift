@@ -1,6 +1,5 @@
 import Canonical
 import FuzzSupport
-import Gateway
 import V1Adapter
 
 /// The text durations, sizes and times read from the config, the CLI and the admin API (`DurationText.milliseconds`,

@@ -1,6 +1,7 @@
 internal import Store
 internal import Canonical
 internal import FoundationEssentials
+public import HTTPClient
 public import V1Adapter
 internal import V2Adapter
 internal import WireJSON
@@ -17,10 +18,8 @@ import Synchronization
 public final class CompareWorker: JobTable, ContextualWorker {
     public struct Policy: Sendable {
         public var pollMillis: Int64 = 500
-        public var baseDelayMillis: Int64 = 30_000
-        public var maxDelayMillis: Int64 = 3_600_000
-        /// Give up after this many attempts.
-        public var maxAttempts = 50
+        /// The wait after a failed fetch, and give up (state failed) after `maxAttempts`.
+        public var retry: RetryPolicy = .compareWorker
         public init() {}
     }
 
@@ -195,14 +194,14 @@ public final class CompareWorker: JobTable, ContextualWorker {
         let graceMillis = settings.graceMillis
         let graceOver = time.clampedSubtracting(job.createdAt) >= graceMillis
         let retryAt = now().clampedAdding(notSeenRetryMillis)
-        let maxAttempts = policy.maxAttempts
+        let retry = policy.retry
         let result = try await store.write { tx -> NotSeen in
             // The receipt may have been stored since this fetch read it. Its wake-up then found this job pending — it
             // is in flight — and the retry set below would overwrite it: the comparison would wait minutes for a
             // receipt that is already here (and, past the grace window, be recorded as V2-only). The writer runs one
             // transaction at a time, so either that receipt is visible here, or its wake-up comes after this update.
             if path == .v1, try tx.receipt(of: job.subscription) != receipt {
-                try Self.reschedule(job, error: "v1_receipt_stored", at: time, due: time, maxAttempts: maxAttempts, in: tx)
+                try Self.reschedule(job, error: "v1_receipt_stored", at: time, due: time, retry: retry, in: tx)
                 return .receiptStored
             }
             guard graceOver else {
@@ -210,8 +209,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
                 // window longer than the attempts allow would otherwise fail the job before the one-sided outcome is
                 // ever recorded), and the last look is at the end of the window.
                 let due = min(retryAt, job.createdAt.clampedAdding(graceMillis))
-                try Self.reschedule(job, error: "\(path.rawValue)_not_seen_yet", at: time, due: due, maxAttempts: maxAttempts, counts: false,
-                                    in: tx)
+                try Self.reschedule(job, error: "\(path.rawValue)_not_seen_yet", at: time, due: due, retry: retry, counts: false, in: tx)
                 return .waiting
             }
             if job.compare {
@@ -232,23 +230,23 @@ public final class CompareWorker: JobTable, ContextualWorker {
         return result
     }
 
-    /// Leaves the job pending, due at `due` (failed once it has had `maxAttempts`, when this attempt `counts`).
-    static func reschedule(_ job: Job, error: String, at time: Int64, due: Int64, maxAttempts: Int, counts: Bool = true,
+    /// Leaves the job pending, due at `due` (failed once it has had `retry.maxAttempts`, when this attempt `counts`).
+    static func reschedule(_ job: Job, error: String, at time: Int64, due: Int64, retry: RetryPolicy, counts: Bool = true,
                            in tx: any StoreTransaction) throws {
         let attempts = job.attempts + (counts ? 1 : 0)
-        try tx.settleFetch(id: job.id, state: JobState.settled(.pending, attempts: attempts, maxAttempts: maxAttempts), attempts: attempts,
-                           nextAttemptAt: due, error: error, now: time)
+        try tx.settleFetch(id: job.id, state: retry.jobState(.pending, attempts: attempts), attempts: attempts, nextAttemptAt: due,
+                           error: error, now: time)
     }
 
     func retry(_ job: Job, error: String) async {
-        let delay = Backoff.delay(base: policy.baseDelayMillis, cap: policy.maxDelayMillis, exponent: job.attempts, jitter: jitter())
+        let delay = policy.retry.delayMillis(afterAttempt: job.attempts + 1, jitter: jitter())
         await settle(job, state: .pending, error: error, retryIn: delay)
     }
 
     func settle(_ job: Job, state: JobState, error: String, retryIn: Int64 = 0) async {
         let time = now()
         let attempts = job.attempts + 1
-        let final = JobState.settled(state, attempts: attempts, maxAttempts: policy.maxAttempts)
+        let final = policy.retry.jobState(state, attempts: attempts)
         let id = job.id
         await context.recordOutcome { tx in
             try tx.settleFetch(id: id, state: final, attempts: attempts, nextAttemptAt: time.clampedAdding(retryIn), error: error, now: time)

@@ -1,3 +1,4 @@
+internal import Canonical
 internal import WireJSON
 
 /// Typed access to one JSON object of the config file, with errors that name the field's full path and a check

@@ -58,7 +58,7 @@ public struct GatewayConfig: Sendable {
         public var maxAttempts: Int
         /// Deliveries in flight to this downstream.
         public var concurrency: Int = 4
-        /// Backoff between attempts: `retry_delay` doubling per attempt up to `max_retry_delay` (with jitter); nil: the
+        /// The wait between attempts: `retry_delay` doubling per attempt up to `max_retry_delay` (with jitter); nil: the
         /// delivery policy's (5 s and 6 h). A downstream's `Retry-After` is honoured up to `max_retry_delay`.
         public var retryDelayMillis: Int64? = nil
         public var maxRetryDelayMillis: Int64? = nil

@@ -6,21 +6,17 @@ internal import WireJSON
 import Synchronization
 import Dispatch
 
-/// How a downstream is retried.
+/// How a downstream is delivered to and retried.
 public struct DeliveryPolicy: Sendable {
-    /// First retry delay; doubles per attempt up to `maxDelay`, then scaled by a jitter factor in [0.5, 1).
-    public var baseDelayMillis: Int64 = 5_000
-    public var maxDelayMillis: Int64 = 6 * 3_600_000
+    /// How deliveries are retried. A downstream's config replaces the attempts (`max_attempts`) and, where it sets
+    /// them, the backoff (`retry_delay`, `max_retry_delay`: also the longest `Retry-After` honoured).
+    public var retry: RetryPolicy = .deliveryWorker
     /// Deliveries in flight per downstream.
     public var concurrency = 4
     public var timeoutMillis = 15_000
     /// How often the queue is polled when idle.
     public var pollMillis: Int64 = 200
     public init() {}
-
-    public func delay(afterAttempt attempt: Int, jitter: Double) -> Int64 {
-        Backoff.delay(base: baseDelayMillis, cap: maxDelayMillis, exponent: attempt - 1, jitter: jitter)
-    }
 }
 
 /// Delivers the outbox (docs/architecture.md): at least once, per-downstream concurrency limit, exponential backoff with
@@ -99,7 +95,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             } else {
                 // A downstream's Retry-After is honoured up to the policy's longest delay, never trusted as a number:
                 // `Retry-After: 99999999999999999` once overflowed here and crash-looped the gateway.
-                let retryAfter = response.retryAfterMillis(maximumMillis: policy(for: downstream).maxDelayMillis, now: now())
+                let retryAfter = retryPolicy(for: downstream).retryAfterMillis(of: response, now: now())
                 await finish(job, status: response.status, error: "HTTP \(response.status)", dead: response.status == 410, minDelay: retryAfter)
             }
         } catch {
@@ -107,13 +103,13 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         }
     }
 
-    /// The policy with the downstream's own backoff, where its config sets one.
-    func policy(for downstream: GatewayConfig.Downstream) -> DeliveryPolicy {
-        var p = policy
-        if let base = downstream.retryDelayMillis { p.baseDelayMillis = base }
-        if let cap = downstream.maxRetryDelayMillis { p.maxDelayMillis = cap }
-        p.baseDelayMillis = min(p.baseDelayMillis, p.maxDelayMillis)
-        return p
+    /// The retry policy with the downstream's own attempts and backoff, where its config sets them.
+    func retryPolicy(for downstream: GatewayConfig.Downstream) -> RetryPolicy {
+        var r = policy.retry
+        r.maxAttempts = downstream.maxAttempts
+        if let base = downstream.retryDelayMillis { r.baseDelay = .milliseconds(base) }
+        if let cap = downstream.maxRetryDelayMillis { r.maxDelay = .milliseconds(cap) }
+        return r
     }
 
     struct BuildFailure: Error, CustomStringConvertible { var description: String }
@@ -145,12 +141,11 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
 
     func finish(_ job: Job, status: Int?, error: String?, dead: Bool, minDelay: Int64? = nil) async {
         let time = now()
-        let maxAttempts = router.downstream(job.downstream)?.maxAttempts ?? 12
+        let retry = router.downstream(job.downstream).map(retryPolicy(for:)) ?? policy.retry
         let attempts = job.attempts + 1
         let delivered = error == nil
-        let exhausted = dead || attempts >= maxAttempts
-        let retry = router.downstream(job.downstream).map(policy(for:)) ?? policy
-        let next = time.clampedAdding(max(retry.delay(afterAttempt: attempts, jitter: jitter()), minDelay ?? 0))
+        let exhausted = dead || !retry.allowsRetry(afterAttempt: attempts)
+        let next = time.clampedAdding(retry.delayMillis(afterAttempt: attempts, jitter: jitter(), retryAfterMillis: minDelay))
         let id = job.id
         let outcome = DeliveryOutcome(
             state: delivered ? .delivered : (exhausted ? .dead : .pending), attempts: attempts, nextAttemptAt: next,

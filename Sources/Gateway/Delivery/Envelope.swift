@@ -1,4 +1,3 @@
-public import Canonical
 public import WireJSON
 
 /// What a webhook downstream receives (docs/architecture.md), written by ``Envelope/body(authoritative:eventJSON:stateJSON:raw:)``:

@@ -21,7 +21,7 @@ public final class GatewayService: Sendable {
         public var logSink: (@Sendable (String) -> Void)?
         public var deliveryPolicy = DeliveryPolicy()
         public var receiptPolicy = ReceiptWorker.Policy()
-        public var verifyReceiptBaseDelay: Duration = .seconds(1)
+        public var verifyReceiptBaseDelay: Duration = RetryPolicy.verifyReceiptClient.baseDelay
         public var comparePolicy = CompareWorker.Policy()
         /// The V2 path's view of subscriptions; nil: the App Store Server API from `app_store_api` (when configured).
         public var v2PathSource: (any V2PathSource)? = nil

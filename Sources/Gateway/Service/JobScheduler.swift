@@ -1,5 +1,6 @@
 public import Store
 internal import Canonical
+internal import HTTPClient
 import Synchronization
 
 /// What every background worker is built on: the store, who receives what, metrics and log, and the injected clock
@@ -175,22 +176,9 @@ final class InFlightSet: Sendable {
     var isEmpty: Bool { state.withLock { $0.flying.isEmpty } }
 }
 
-/// The workers' retry arithmetic.
-enum Backoff {
-    /// `base · 2^exponent`, capped at `cap`, times a jitter factor in [0.5, 1) so retries of many jobs do not arrive
-    /// together.
-    /// Any base, cap and exponent give a delay in `0 ... cap` (a configured `retry_delay` of years once shifted bits
-    /// out and came back negative: an immediate retry); a NaN jitter counts as 0.5.
-    static func delay(base: Int64, cap: Int64, exponent: Int, jitter: Double) -> Int64 {
-        let cap = max(0, cap)
-        var delay = min(max(0, base), cap)
-        for _ in 0..<min(max(exponent, 0), 64) where delay < cap { delay = min(delay.clampedMultiplied(by: 2), cap) }
-        let factor = 0.5 + 0.5 * (jitter.isNaN ? 0.5 : min(max(jitter, 0), 0.999_999))
-        return Int64(min(Double(delay) * factor, 9.0e18))
-    }
-
+extension RetryPolicy {
     /// The state a job settles in: `pending` (to be tried again) becomes `failed` once `attempts` reach `maxAttempts`.
-    static func state(_ wanted: String, attempts: Int, maxAttempts: Int) -> String {
-        wanted == "pending" && attempts >= maxAttempts ? "failed" : wanted
+    func jobState(_ wanted: JobState, attempts: Int) -> JobState {
+        wanted == .pending && !allowsRetry(afterAttempt: attempts) ? .failed : wanted
     }
 }

@@ -1,5 +1,6 @@
 internal import Store
 internal import Canonical
+public import HTTPClient
 public import V1Adapter
 internal import WireJSON
 import Synchronization
@@ -11,13 +12,10 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
     public struct Policy: Sendable {
         public var concurrency = 4
         public var pollMillis: Int64 = 200
-        /// Retry after Apple was unavailable: doubles from this, capped at `maxDelayMillis`.
-        public var baseDelayMillis: Int64 = 60_000
-        public var maxDelayMillis: Int64 = 3_600_000
+        /// The wait after Apple was unavailable, and give up (state failed) after `maxAttempts`.
+        public var retry: RetryPolicy = .receiptWorker
         /// A 21004 (secret mismatch at Apple) is retried this often, waiting for the configuration to be fixed.
         public var configErrorDelayMillis: Int64 = 1_800_000
-        /// Give up (state failed) after this many attempts.
-        public var maxAttempts = 200
         public init() {}
     }
 
@@ -92,7 +90,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
             metrics.increment("iapgw_verify_receipt_total", ["outcome": error.code.rawValue])
             switch error.code {
             case .appleUnavailable:
-                let delay = Backoff.delay(base: policy.baseDelayMillis, cap: policy.maxDelayMillis, exponent: job.attempts, jitter: jitter())
+                let delay = policy.retry.delayMillis(afterAttempt: job.attempts + 1, jitter: jitter())
                 await settle(job, state: .pending, error: error.code.rawValue, status: error.appleStatus, retryIn: delay)
             case .receiptConfigError:
                 log.error("verifyReceipt says the shared secret differs (21004): check App Store Connect and the config",
@@ -104,7 +102,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
                 await settle(job, state: .failed, error: error.code.rawValue, status: error.appleStatus, retryIn: nil)
             }
         } catch {
-            await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.baseDelayMillis)
+            await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.retry.baseDelayMillis)
         }
     }
 
@@ -136,7 +134,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
     func settle(_ job: Job, state: JobState, error: String, status: Int?, retryIn: Int64?) async {
         let time = now()
         let attempts = job.attempts + 1
-        let final = JobState.settled(state, attempts: attempts, maxAttempts: policy.maxAttempts)
+        let final = policy.retry.jobState(state, attempts: attempts)
         let id = job.journalID
         await context.recordOutcome { tx in
             try tx.settleReceiptJob(journalID: id, state: final, attempts: attempts, nextAttemptAt: time.clampedAdding(retryIn ?? 0),

@@ -114,11 +114,4 @@ public enum AppleDateText {
         guard d.count == 3, t.count == 3 else { return nil }
         return UTCTime.milliseconds(year: d[0], month: d[1], day: d[2], hour: t[0], minute: t[1], second: t[2])
     }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm, ``UTCTime/days(year:month:day:)``).
-    /// `month` must be 1…12 and `day` 1…31; a year beyond ±``UTCTime/maxYearMagnitude`` (or an invalid month or day)
-    /// gives `Int64.min` / `Int64.max` rather than trapping. Prefer ``millis(_:)`` or `UTCTime`, which say nil.
-    public static func daysFromCivil(_ year: Int, _ month: Int, _ day: Int) -> Int64 {
-        UTCTime.days(year: Int64(year), month: Int64(month), day: Int64(day)) ?? (year < 1970 ? .min : .max)
-    }
 }

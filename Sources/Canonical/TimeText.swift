@@ -1,48 +1,3 @@
-internal import Canonical
-internal import V1Adapter
-
-/// Parses the config's and the CLI's durations: `10d`, `12h`, `30m`, `45s`, `500ms`, or a plain number of seconds.
-/// Every value is range-checked: a duration that does not fit in milliseconds is not a duration (nil), never a trap.
-public enum DurationText {
-    /// Milliseconds, or nil when `text` is not a duration (or too long to represent).
-    public static func milliseconds(_ text: String) -> Int64? {
-        let units: [(String, Int64)] = [("ms", 1), ("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000)]
-        for (suffix, factor) in units where text.hasSuffix(suffix) {
-            return scaled(text.dropLast(suffix.count), by: factor)
-        }
-        return scaled(Substring(text), by: 1000)
-    }
-
-    /// `digits × factor`, nil unless `digits` is a non-negative decimal integer whose product fits.
-    private static func scaled(_ digits: Substring, by factor: Int64) -> Int64? {
-        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int64(digits) else { return nil }
-        let (v, overflow) = n.multipliedReportingOverflow(by: factor)
-        return overflow ? nil : v
-    }
-}
-
-/// Parses the config's sizes: a plain number of bytes, or a number with a unit (`512KiB`, `16MiB`, `1GiB`, and the
-/// decimal `kB`, `MB`, `GB`). Range-checked like ``DurationText``.
-public enum SizeText {
-    public static func bytes(_ text: String) -> Int64? {
-        let units: [(String, Int64)] = [
-            ("KiB", 1024), ("MiB", 1_048_576), ("GiB", 1_073_741_824), ("kB", 1000), ("KB", 1000), ("MB", 1_000_000),
-            ("GB", 1_000_000_000), ("B", 1),
-        ]
-        var number = Substring(text)
-        var factor: Int64 = 1
-        for (suffix, f) in units where text.hasSuffix(suffix) {
-            number = number.dropLast(suffix.count)
-            factor = f
-            break
-        }
-        while number.last == " " { number = number.dropLast() }
-        guard !number.isEmpty, number.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int64(number) else { return nil }
-        let (v, overflow) = n.multipliedReportingOverflow(by: factor)
-        return overflow ? nil : v
-    }
-}
-
 /// The CLI's and admin API's times: ISO-8601 (`2025-06-01T00:00:00Z`, `2025-06-01`) or relative to now (`7d`,
 /// `12h` = that long ago), or milliseconds since the epoch.
 public enum TimeText {
@@ -76,9 +31,10 @@ public enum TimeText {
             return v
         }
         guard chars.count >= 10, chars[4] == UInt8(ascii: "-"), chars[7] == UInt8(ascii: "-"),
-            let y = number(0..<4), let mo = number(5..<7), let d = number(8..<10), (1...12).contains(mo), (1...31).contains(d)
+            let y = number(0..<4), let mo = number(5..<7), let d = number(8..<10), (1...12).contains(mo), (1...31).contains(d),
+            let days = UTCTime.days(year: Int64(y), month: Int64(mo), day: Int64(d))  // years 0…9999: never nil
         else { return nil }
-        var seconds = AppleDateText.daysFromCivil(y, mo, d) * 86_400
+        var seconds = days * 86_400
         if chars.count == 10 { return seconds * 1000 }
         guard chars.count >= 20, chars[10] == UInt8(ascii: "T"), let h = number(11..<13), let mi = number(14..<16),
             let s = number(17..<19), h < 24, mi < 60, s < 61
