@@ -16,13 +16,14 @@ enum BenchCommand: Command {
               N (200) bodies of 1 MiB without any secret: how much the store and the log grow (the untrusted lane's cap).
         """
 
-    /// Each target's flags.
+    /// Each target's flags (`--no-delivery` takes no value).
     static let flags: [String: Set<String>] = [
         "verify": ["seconds"], "ingest": ["seconds", "no-delivery"], "soak": ["minutes", "rate"], "flood": ["count"],
     ]
 
     static func run(_ arguments: [String]) async throws -> Int32 {
-        let a = try Arguments(arguments, valueFlags: ["seconds", "minutes", "rate", "count"], switchFlags: ["no-delivery"])
+        let all = flags.values.reduce(into: Set<String>()) { $0.formUnion($1) }
+        let a = try Arguments(arguments, valueFlags: all.subtracting(["no-delivery"]), switchFlags: ["no-delivery"])
         guard let target = try a.positionals(atMost: 1, for: name).first, let allowed = flags[target] else {
             throw CommandError.usage("bench needs a target: verify, ingest, soak or flood")
         }

@@ -37,8 +37,7 @@ public enum SimulateCommand: Command {
     ]
 
     static func run(_ arguments: [String]) async throws -> Int32 {
-        let a = try Arguments(
-            arguments, valueFlags: ["out", "to", "pki", "bundle-id", "shared-secret-env", "version", "speed", "listen", "notify"])
+        let a = try Arguments(arguments, valueFlags: flags.values.reduce(into: Set<String>()) { $0.formUnion($1) })
         guard let action = a.positionals.first, let allowed = flags[action] else {
             throw CommandError.usage("simulate needs pki, list, lifecycle or serve-apple")
         }
