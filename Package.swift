@@ -22,6 +22,8 @@ let package = Package(
         .library(name: "V1Adapter", targets: ["V1Adapter"]),
         .library(name: "V2Adapter", targets: ["V2Adapter"]),
         .library(name: "Gateway", targets: ["Gateway"]),
+        .library(name: "Reports", targets: ["Reports"]),
+        .library(name: "GatewayCLI", targets: ["GatewayCLI"]),
     ],
     targets: [
         // Debian C libraries, each wrapped once (Sources/Crypto for OpenSSL).
@@ -44,11 +46,20 @@ let package = Package(
         .target(name: "V2Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         // The simulated App Store: test PKI, lifecycles, paired V1/V2 traffic, fake Apple endpoints.
         .target(name: "Simulator", dependencies: ["Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter"], swiftSettings: strict),
+        // The service: authenticate, normalize, journal, deliver, compare; its HTTP endpoints and admin API.
         .target(
             name: "Gateway",
-            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "Simulator", "Store", "HTTPServer"],
+            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "Store", "HTTPServer"],
             swiftSettings: strict),
-        .executableTarget(name: "iap-gateway", dependencies: ["Gateway", "HTTPClient", "V1Adapter", "WireJSON"], swiftSettings: strict),
+        // The comparison report as a table, JSON and one HTML page (the CLI's `report`, the admin API through `serve`).
+        .target(name: "Reports", dependencies: ["Gateway", "Canonical"], swiftSettings: strict),
+        // The commands, one file each (Sources/GatewayCLI/*Command.swift): flags, wiring, output.
+        .target(
+            name: "GatewayCLI",
+            dependencies: ["Gateway", "Reports", "Simulator", "Store", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
+                           "V1Adapter", "V2Adapter"],
+            swiftSettings: strict),
+        .executableTarget(name: "iap-gateway", dependencies: ["GatewayCLI"], swiftSettings: strict),
 
         .target(name: "TestSupport", dependencies: ["Canonical", "Crypto", "HTTPClient", "V2Adapter"], path: "Tests/TestSupport",
                 swiftSettings: strict),
@@ -67,8 +78,14 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "TestSupport"], swiftSettings: strict),
+        .target(name: "StoreTestSupport", dependencies: ["Store", "Canonical"], path: "Tests/StoreTestSupport", swiftSettings: strict),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Canonical", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Store", "SQLite", "HTTPServer", "Simulator", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "Canonical", "WireJSON", "TestSupport"],
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reports", "Store", "StoreTestSupport", "SQLite", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "Canonical", "WireJSON", "TestSupport"],
+                    swiftSettings: strict),
+        .testTarget(name: "ReportsTests", dependencies: ["Reports", "Gateway", "Store", "WireJSON"], swiftSettings: strict),
+        .testTarget(name: "GatewayCLITests",
+                    dependencies: ["GatewayCLI", "Gateway", "Reports", "Store", "StoreTestSupport", "Simulator", "SQLite", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
+                                   "V2Adapter", "Canonical", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
     ]
 )

@@ -42,7 +42,8 @@ let package = Package(
             .product(name: "V1Adapter", package: "iap-gateway"), .product(name: "Canonical", package: "iap-gateway"),
         ]),
         fuzzTarget("http", [
-            .product(name: "Gateway", package: "iap-gateway"), .product(name: "HTTPClient", package: "iap-gateway"),
+            .product(name: "Gateway", package: "iap-gateway"), .product(name: "Reports", package: "iap-gateway"),
+            .product(name: "HTTPClient", package: "iap-gateway"),
         ]),
     ]
 )

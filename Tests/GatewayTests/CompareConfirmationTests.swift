@@ -3,6 +3,7 @@ import Foundation
 @testable import Gateway
 import TestSupport
 import Store
+import StoreTestSupport
 import Testing
 
 /// A disagreement between two observations made at different moments may only be the subscription changing in

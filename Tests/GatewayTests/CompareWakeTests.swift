@@ -5,6 +5,7 @@ import HTTPClient
 import TestSupport
 import Store
 import Synchronization
+import StoreTestSupport
 import Testing
 import V1Adapter
 

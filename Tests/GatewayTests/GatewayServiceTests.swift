@@ -3,9 +3,11 @@ import Crypto
 import Foundation
 import Gateway
 import HTTPClient
+import Reports
 import Synchronization
 import TestSupport
 import Store
+import StoreTestSupport
 import Testing
 import WireJSON
 
@@ -184,7 +186,10 @@ import WireJSON
 
     @Test func adminAPIReportsAndCutsOverBehindTheToken() async throws {
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
-        let g = try Self.start(receiver: receiver)
+        // As `serve` runs it: the admin API renders reports with the Reports module (table, JSON, HTML).
+        let g = try Self.start(receiver: receiver) { _, deps in
+            deps.reportRenderer = { report, format in ReportRenderer.render(report, format: format) }
+        }
         let auth = [HTTPHeader("Authorization", "Bearer \(Self.adminToken)")]
         #expect(try await Self.get(g.adminURL("/admin/report")).status == 401)
         let json = try await Self.get(g.adminURL("/admin/report"), token: Self.adminToken)
@@ -214,6 +219,19 @@ import WireJSON
         #expect(try await cutover("bundle=nope&environment=sandbox&to=v2").status == 400)
         let log = try g.service.ledger.report(since: 0, until: Int64.max / 2).bundles.first { $0.environment == "sandbox" }?.cutovers ?? []
         #expect(log.map { "\($0.from)>\($0.to):\($0.forced)" } == ["v2>v1:false", "v1>v2:true"])
+        await g.service.shutdown()
+    }
+
+    @Test func adminReportIsJSONWithoutARenderer() async throws {
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let g = try Self.start(receiver: receiver)
+        let json = try await Self.get(g.adminURL("/admin/report"), token: Self.adminToken)
+        #expect(json.status == 200 && json.header("Content-Type") == "application/json")
+        // The service alone offers JSON: another format is answered with JSON, as an unknown one always was.
+        let html = try await Self.get(g.adminURL("/admin/report?format=html"), token: Self.adminToken)
+        #expect(html.status == 200 && html.header("Content-Type") == "application/json")
+        #expect(html.body == json.body)
+        #expect(try JSONParser.parse(html.body).objectValue?["bundles"]?.arrayValue?.count == 2)
         await g.service.shutdown()
     }
 

@@ -5,6 +5,7 @@ import HTTPClient
 import Synchronization
 import TestSupport
 import Store
+import StoreTestSupport
 import Testing
 import WireJSON
 

@@ -3,6 +3,7 @@ import Crypto
 import Gateway
 import TestSupport
 import Store
+import StoreTestSupport
 import Testing
 import WireJSON
 

@@ -4,6 +4,7 @@ import Foundation
 import Gateway
 import TestSupport
 import Store
+import StoreTestSupport
 import Testing
 import V1Adapter
 import V2Adapter

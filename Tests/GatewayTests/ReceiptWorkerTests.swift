@@ -4,6 +4,7 @@ import Gateway
 import HTTPClient
 import TestSupport
 import Store
+import StoreTestSupport
 import Testing
 import V1Adapter
 import WireJSON

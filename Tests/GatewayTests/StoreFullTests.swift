@@ -5,6 +5,7 @@ import Synchronization
 import TestSupport
 import SQLite
 import Store
+import StoreTestSupport
 import Testing
 import WireJSON
 

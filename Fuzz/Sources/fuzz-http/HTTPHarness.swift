@@ -1,6 +1,7 @@
 import FuzzSupport
 import Gateway
 import HTTPClient
+import Reports
 import Synchronization
 #if canImport(Glibc)
 import Glibc
@@ -47,10 +48,12 @@ private final class Server: Sendable {
             """
         do {
             let config = try GatewayConfig.parse(Array(configText.utf8), baseDirectory: directory)
-            let dependencies = GatewayService.Dependencies(
+            var dependencies = GatewayService.Dependencies(
                 environment: ["IAPGW_FUZZ_SECRET": "0123456789abcdef0123456789abcdef", "IAPGW_FUZZ_ADMIN_TOKEN": "fuzz-admin-token"],
                 transport: ScriptedTransport { _ in HTTPResponse(status: 503) }, now: { now }, jitter: { 0.5 },
                 logSink: { _ in })
+            // As `serve` runs it: /admin/report renders tables and HTML pages too.
+            dependencies.reportRenderer = { report, format in ReportRenderer.render(report, format: format) }
             service = try GatewayService(config: config, dependencies: dependencies)
             let ports = try service.start()
             guard let admin = ports.adminPort else { fatalError("fuzz: the admin listener did not start") }

@@ -123,7 +123,7 @@ public struct CompareLedger: Sendable {
         if t.pairs > 0 {
             let rate = Double(t.agreements) / Double(t.pairs)
             if rate < rule.minimumAgreementRate {
-                reasons.append("agreement \(ReportRenderer.percentText(t.agreements, of: t.pairs) ?? "—"); the rule needs \(rule.thresholdText)")
+                reasons.append("agreement \(CompareReport.percentText(t.agreements, of: t.pairs) ?? "—"); the rule needs \(rule.thresholdText)")
             }
         }
         if !rule.allowOneSided, t.v1Only + t.v2Only > 0 {

@@ -1,7 +1,7 @@
 public import Store
 /// The side-by-side report (DESIGN ch. 5, `iap-gateway report`, `GET /admin/report`): per bundle and environment,
 /// what each generation said, how often the two paths agree, where they do not, and whether the bundle is ready to
-/// cut over under the stated rule. Built by ``CompareLedger/report(...)``, rendered by ``ReportRenderer``.
+/// cut over under the stated rule. Built by ``CompareLedger/report(...)``, rendered by `ReportRenderer` (module Reports).
 public struct CompareReport: Sendable, Hashable, Codable {
     public var generatedAt: Int64
     /// The window the counts cover (ms since the epoch).
@@ -16,6 +16,15 @@ public struct CompareReport: Sendable, Hashable, Codable {
 
     enum CodingKeys: String, CodingKey {
         case generatedAt = "generated_at", since, until, rule, bundles
+    }
+
+    /// `agreements / pairs` as "99.6 %", rounded down to one decimal, so a rate never appears to meet a threshold it
+    /// misses (249 of 250 is "99.6 %"); nil when nothing was compared. The verdict's reasons and every rendering of
+    /// the report state rates this way.
+    public static func percentText(_ agreements: Int, of pairs: Int) -> String? {
+        guard pairs > 0 else { return nil }
+        let tenths = Int64(agreements) * 1000 / Int64(pairs)  // integer arithmetic: exact, and rounds down
+        return "\(tenths / 10).\(tenths % 10) %"
     }
 }
 

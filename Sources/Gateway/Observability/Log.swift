@@ -63,7 +63,9 @@ public final class Log: Sendable {
 
     private static let stdoutLock = Mutex(())
 
-    static func writeStdout(_ text: String) {
+    /// Writes `text` to standard output whole, never interleaved with a log line or another caller's text
+    /// (`iap-gateway receive` prints its lines through it).
+    public static func writeStdout(_ text: String) {
         stdoutLock.withLock { _ in
             var bytes = Array(text.utf8)
             var offset = 0

@@ -31,6 +31,12 @@ public final class GatewayService: Sendable {
         public var sqliteOptions = SQLiteStore.Options()
         /// `serve --demo-verify-time` (see ``NotificationIngest/Limits/demoSandboxVerifyTime``); nil in production.
         public var demoSandboxVerifyTime: Int64? = nil
+        /// Renders `GET /admin/report?format=…`: the content type and bytes, or nil for a format it does not offer
+        /// (answered with JSON, the API's default). This default offers JSON alone; `serve` passes the Reports
+        /// module's renderer (table, JSON, HTML).
+        public var reportRenderer: @Sendable (CompareReport, _ format: String) -> (contentType: String, body: [UInt8])? = { report, format in
+            format == "json" ? ("application/json", JSONOutput.encode(report)) : nil
+        }
 
         public init(environment: [String: String], transport: any HTTPTransport, now: @escaping @Sendable () -> Int64,
                     jitter: @escaping @Sendable () -> Double, logSink: (@Sendable (String) -> Void)? = nil) {
@@ -75,6 +81,7 @@ public final class GatewayService: Sendable {
     /// The configured V1 secrets, for `quarantine replay` (matched by fingerprint, never printed).
     public var v1SecretsForReplay: [SharedSecret] { v1Secrets }
     let now: @Sendable () -> Int64
+    let reportRenderer: @Sendable (CompareReport, String) -> (contentType: String, body: [UInt8])?
     private let tasks = Mutex<[Task<Void, Never>]>([])
 
     /// The HTTP listeners: owned here, started and stopped only by the service's start/shutdown.
@@ -90,6 +97,7 @@ public final class GatewayService: Sendable {
     public init(config: GatewayConfig, dependencies: Dependencies) throws {
         self.config = config
         self.now = dependencies.now
+        self.reportRenderer = dependencies.reportRenderer
         self.log = Log(now: dependencies.now, sink: dependencies.logSink)
         let env = dependencies.environment
 
@@ -119,7 +127,7 @@ public final class GatewayService: Sendable {
             adminToken = nil
         }
 
-        let anchors = try VerifyCommand.anchors(extraRootPaths: config.extraRoots)
+        let anchors = try TrustAnchorLoader.anchors(extraRootPaths: config.extraRoots)
         let v2 = V2Adapter(
             verifier: AppleJWSVerifier(anchors: anchors),
             apps: config.apps.map { V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments) })
@@ -374,8 +382,8 @@ public final class GatewayService: Sendable {
                 let since = request.query["since"].flatMap { TimeText.milliseconds($0, now: time) } ?? time - config.compareSettings.rule.windowMillis
                 let report = try ledger.report(bundleID: request.query["bundle"], since: since, until: time)
                 // Unknown formats get JSON, the API's default.
-                guard let rendered = ReportRenderer.render(report, format: request.query["format"] ?? "json") else {
-                    return .json(200, ReportRenderer.json(report))
+                guard let rendered = reportRenderer(report, request.query["format"] ?? "json") else {
+                    return .json(200, JSONOutput.encode(report))
                 }
                 return ServerResponse(status: 200, headers: [("Content-Type", rendered.contentType)], body: rendered.body)
             case ("POST", ["admin", "cutover"]):
@@ -426,7 +434,8 @@ public final class GatewayService: Sendable {
         return min(max(n, 1), 10_000)
     }
 
-    static func address(_ text: String, field: String) throws(ConfigError) -> (String, UInt16) {
+    /// `HOST:PORT` (`listen`, `admin.listen`, a command's `--listen`) as host and port; `field` names it in the error.
+    public static func address(_ text: String, field: String) throws(ConfigError) -> (String, UInt16) {
         guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
             throw ConfigError(field: field, "must be HOST:PORT, e.g. 127.0.0.1:8080")
         }

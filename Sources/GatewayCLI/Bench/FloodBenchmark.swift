@@ -1,3 +1,4 @@
+internal import Gateway
 internal import FoundationEssentials
 internal import HTTPClient
 
@@ -80,7 +81,7 @@ public enum FloodBenchmark {
         let wal = stat(rig.directory + "/gateway.db-wal", &info) == 0 ? Int64(info.st_size) : 0
         let (status, _) = rig.finish()
         guard status == 0 else { throw IngestBenchmark.Failure(description: "the gateway exited with status \(status)") }
-        let cap = GatewayConfig.Limits().untrustedQuarantineBytes
+        let cap = GatewayConfig().limits.untrustedQuarantineBytes
         return Result(
             bodies: count, bodyBytes: body.count,
             statuses: Dictionary(statuses.map { (String($0), 1) }, uniquingKeysWith: +),

@@ -1,4 +1,5 @@
 internal import Canonical
+public import Gateway
 
 /// Turns a ``CompareReport`` into what people and programs read: stable JSON (`--format json`, `GET /admin/report`),
 /// a plain-text table for terminals, and one self-contained HTML page (``html(_:)``, in `ReportRenderer+HTML.swift`).
@@ -13,8 +14,11 @@ public enum ReportRenderer {
         JSONOutput.encode(r, pretty: pretty)
     }
 
+    /// The formats ``render(_:format:)`` knows.
+    public static let formats = ["table", "json", "html"]
+
     /// The report in one of the formats the CLI and the admin API offer (`json`, `table`, `html`), with its content
-    /// type; nil for any other name.
+    /// type; nil for any other name. `serve` gives it to the admin API (``GatewayService/Dependencies/reportRenderer``).
     public static func render(_ r: CompareReport, format: String) -> (contentType: String, body: [UInt8])? {
         switch format {
         case "json": ("application/json", json(r))
@@ -105,12 +109,9 @@ public enum ReportRenderer {
 
     // MARK: - Shared helpers (table and HTML)
 
-    /// `agreements / pairs` as "99.6 %", rounded down to one decimal; nil when nothing was compared.
-    static func percentText(_ agreements: Int, of pairs: Int) -> String? {
-        guard pairs > 0 else { return nil }
-        let tenths = Int64(agreements) * 1000 / Int64(pairs)  // integer arithmetic: exact, and rounds down
-        return "\(tenths / 10).\(tenths % 10) %"
-    }
+    /// `agreements / pairs` as "99.6 %", rounded down to one decimal; nil when nothing was compared. The same text
+    /// as the verdict's reasons (``CompareReport/percentText(_:of:)``, in Gateway).
+    static func percentText(_ agreements: Int, of pairs: Int) -> String? { CompareReport.percentText(agreements, of: pairs) }
 
     /// Fields by descending count, then by name: a stable order whatever the dictionary's.
     static func sortedFields(_ b: BundleReport) -> [(name: String, value: BundleReport.FieldDisagreements)] {

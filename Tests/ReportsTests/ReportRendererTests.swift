@@ -1,5 +1,6 @@
 import Foundation
 import Gateway
+import Reports
 import Store
 import Testing
 import WireJSON
@@ -368,5 +369,23 @@ enum SampleReport {
             #expect(!dom.stdout.contains("<script") && !dom.stdout.contains("<img"))
             #expect(dom.stdout.contains("<h2>com.evil\"'&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;</h2>"))
         }
+    }
+}
+
+/// The verdict's reasons (Gateway) and the renderings state a rate in the same words, rounded down.
+@Suite struct ReportRateTextTests {
+    @Test func ratesAreRoundedDownToATenth() {
+        #expect(CompareReport.percentText(249, of: 250) == "99.6 %")
+        #expect(CompareReport.percentText(199, of: 200) == "99.5 %")
+        #expect(CompareReport.percentText(1, of: 3) == "33.3 %")
+        #expect(CompareReport.percentText(2, of: 3) == "66.6 %")
+        #expect(CompareReport.percentText(0, of: 7) == "0.0 %")
+        #expect(CompareReport.percentText(5, of: 5) == "100.0 %")
+        #expect(CompareReport.percentText(0, of: 0) == nil)
+    }
+
+    @Test func theTableStatesTheVerdictsRate() {
+        let b = SampleReport.notReady
+        #expect(ReportRenderer.table(SampleReport.report).contains("\(CompareReport.percentText(b.agreements, of: b.pairs)!)  (249 of 250)"))
     }
 }

@@ -1,38 +1,12 @@
 import Dispatch
-internal import FoundationEssentials
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// `iap-gateway serve --config FILE`: starts the service and runs until SIGTERM or SIGINT, then stops gracefully.
-public enum ServeCommand {
-    /// Returns the process exit status.
-    /// `demoSandboxVerifyTime`: `--demo-verify-time` (ms), for demos with saved samples only.
-    public static func run(configPath: String, demoSandboxVerifyTime: Int64? = nil) async -> Int32 {
-        let config: GatewayConfig
-        do { config = try GatewayConfig.load(path: configPath) } catch {
-            FileHandleOutput.stderr("iap-gateway: config: \(error)\n")
-            return 2
-        }
-        // Writes to a peer that went away must be an error, not a signal that kills the process.
-        signal(SIGPIPE, SIG_IGN)
-        let service: GatewayService
-        do {
-            var dependencies = GatewayService.Dependencies.live()
-            dependencies.demoSandboxVerifyTime = demoSandboxVerifyTime
-            service = try GatewayService(config: config, dependencies: dependencies)
-            try service.start()
-        } catch {
-            FileHandleOutput.stderr("iap-gateway: cannot start: \(error)\n")
-            return 2
-        }
-        await waitForTermination()
-        service.log.info("shutting down")
-        await service.shutdown()
-        return 0
-    }
-
+/// How the long-running commands (`serve`, `receive`, `simulate serve-apple`) wait to be stopped.
+enum Signals {
     /// Suspends until SIGTERM or SIGINT arrives.
     static func waitForTermination() async {
         signal(SIGTERM, SIG_IGN)
@@ -59,8 +33,6 @@ private enum SignalSources {
     nonisolated(unsafe) static var retained: [any DispatchSourceSignal] = []  // written once, before any signal can fire
     static func keep(_ s: [any DispatchSourceSignal]) { retained = s }
 }
-
-import Synchronization
 
 final class OnceFlag: Sendable {
     private let fired = Mutex(false)

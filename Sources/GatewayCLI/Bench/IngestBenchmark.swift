@@ -1,3 +1,4 @@
+internal import Gateway
 internal import HTTPServer
 internal import Canonical
 internal import Crypto
@@ -99,7 +100,7 @@ public enum IngestBenchmark {
         // The baseline, in the same run: the same client, bodies and time against a libmicrohttpd server (the gateway's
         // own wrapper and thread count) that answers 200 at once — what this machine's loopback HTTP can do right now.
         var echoConfig = HTTPServer.Configuration()
-        echoConfig.threads = GatewayConfig.Limits().httpThreads
+        echoConfig.threads = GatewayConfig().limits.httpThreads
         let echo = HTTPServer(configuration: echoConfig) { _ in .json(200, Array(#"{"ok":true}"#.utf8)) }
         try echo.start()
         let baseline = await closedLoop(

@@ -1,6 +1,7 @@
 import Canonical
 import FoundationEssentials
 import Gateway
+import GatewayCLI
 import TestSupport
 import Store
 import Testing

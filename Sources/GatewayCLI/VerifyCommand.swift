@@ -1,18 +1,58 @@
 public import Canonical
-internal import Crypto
 internal import FoundationEssentials
+public import Gateway
+internal import HTTPClient
 public import V1Adapter
 public import V2Adapter
 internal import WireJSON
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// `iap-gateway verify`: authenticate and normalize saved bodies offline (DESIGN ch. 8). No network unless
 /// `--verify-receipt`: V1 events then come from the body (`verified: false`). Without a config or `--bundle-id` only
 /// V2 signatures and chains are checked, and the report says which bundle and environment the body claims.
-public struct VerifyCommand: Sendable {
+public struct VerifyCommand: Sendable, Command {
+    static let name = "verify"
+    static let usage = """
+          iap-gateway verify [--config FILE] [--root DER]... [--bundle-id B] [--environment production|sandbox]
+                             [--app-apple-id N] [--shared-secret-env VAR] [--verify-receipt] FILE|FOLDER...
+              Authenticate and normalize saved bodies: V2 notifications, bare signed transactions / renewal infos,
+              V1 notifications (secrets from --config or --shared-secret-env; events from the body, verified: false,
+              unless --verify-receipt asks the config's verifyReceipt URLs) and saved verifyReceipt answers.
+              A FOLDER means its *.json files (golden *.expected.json skipped). One JSON line per file;
+              exit 0 when all are ok, 1 otherwise.
+        """
+
+    /// `iap-gateway verify …`: one JSON line per file; 0 when every file verified, 1 otherwise.
+    static func run(_ arguments: [String]) async throws -> Int32 {
+        let a = try Arguments(
+            arguments, valueFlags: ["config", "root", "bundle-id", "environment", "app-apple-id", "shared-secret-env"],
+            switchFlags: ["verify-receipt"])
+        guard !a.positionals.isEmpty else { throw CommandError.usage("verify needs at least one FILE") }
+        var options = Options()
+        options.configPath = a.value("config")
+        options.extraRoots = a.all("root")
+        options.bundleID = a.value("bundle-id")
+        options.sharedSecretEnv = a.value("shared-secret-env")
+        options.environment = try a.environment()
+        if let n = a.value("app-apple-id") {
+            guard let id = Int64(n) else { throw CommandError.usage("--app-apple-id must be an integer") }
+            options.appAppleID = id
+        }
+        var receiptClient: VerifyReceiptClient?
+        if a.has("verify-receipt") {
+            guard let path = options.configPath else { throw CommandError.usage("--verify-receipt needs --config (verifyReceipt URLs, secrets)") }
+            receiptClient = try Arguments.loadConfig(path).verifyReceiptClient(transport: CurlTransport())
+        }
+        let command: VerifyCommand
+        do { command = try VerifyCommand(options: options, receiptClient: receiptClient) } catch { throw CommandError.usage("config: \(error)") }
+        var allOK = true
+        for file in expand(paths: a.positionals) {
+            let report = await command.run(file: file)
+            allOK = allOK && report.ok
+            print(JSONOutput.string(report))
+        }
+        return allOK ? 0 : 1
+    }
+
     public struct Options: Sendable {
         public var configPath: String?
         public var extraRoots: [String] = []
@@ -56,7 +96,7 @@ public struct VerifyCommand: Sendable {
             }
             v1.adHocSecret = SharedSecret(name: name, value: value)
         }
-        let anchors = try Self.anchors(extraRootPaths: rootPaths)
+        let anchors = try TrustAnchorLoader.anchors(extraRootPaths: rootPaths)
         self.v2 = V2Adapter(verifier: AppleJWSVerifier(anchors: anchors), apps: apps)
         self.v1 = v1
         self.now = now
@@ -69,26 +109,6 @@ public struct VerifyCommand: Sendable {
         v1.apps = v1Apps
         self.v1 = v1
         self.now = now
-    }
-
-    /// Apple Root CA - G3 plus extra roots read from DER (or PEM) files, sandbox only.
-    static func anchors(extraRootPaths: [String]) throws(ConfigError) -> TrustAnchors {
-        var extra: [[UInt8]] = []
-        for path in extraRootPaths {
-            guard let bytes = try? Array(Data(contentsOf: URL(filePath: path))) else {
-                throw ConfigError(field: "trust.extra_roots", "cannot read \(path)")
-            }
-            if let cert = try? X509Certificate(der: bytes) {
-                extra.append(cert.der)
-            } else if let cert = try? X509Certificate(pem: String(decoding: bytes, as: UTF8.self)) {
-                extra.append(cert.der)
-            } else {
-                throw ConfigError(field: "trust.extra_roots", "\(path) is not a DER or PEM certificate")
-            }
-        }
-        do { return try TrustAnchors.apple(extraSandboxRoots: extra) } catch {
-            throw ConfigError(field: "trust.extra_roots", "a root certificate could not be loaded")
-        }
     }
 
     /// Expands the command line's paths: a folder stands for the `*.json` bodies in it (sorted), skipping the
@@ -155,23 +175,5 @@ public struct VerifyCommand: Sendable {
     /// A wire model back to JSON (Apple's member names), for the report.
     private static func json<T: Encodable>(_ value: T) -> JSONValue? {
         try? JSONParser.parse(JSONOutput.encode(value))
-    }
-}
-
-/// The process environment, read in one place (secrets are named by variable in the config).
-public enum ProcessEnvironment {
-    public static var variables: [String: String] { ProcessInfo.processInfo.environment }
-
-    /// Who runs this command, for the cutover log: the OS user name, else the uid.
-    public static var userName: String {
-        if let name = getpwuid(getuid())?.pointee.pw_name { return String(cString: name) }
-        return variables["USER"] ?? "uid \(getuid())"
-    }
-}
-
-/// The wall clock, the only one production code reads; everything else receives time as a value.
-public enum WallClock {
-    @Sendable public static func wallMillis() -> Int64 {
-        Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
     }
 }

@@ -1,3 +1,4 @@
+internal import Gateway
 internal import HTTPServer
 internal import Canonical
 internal import Crypto

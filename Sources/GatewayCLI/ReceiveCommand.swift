@@ -1,10 +1,24 @@
+internal import Gateway
 internal import HTTPServer
-internal import FoundationEssentials
 internal import WireJSON
 
 /// `iap-gateway receive`: a minimal downstream for trying the gateway — prints every delivery it gets as one JSON
 /// line (path, webhook id, whether the Standard Webhooks signature verifies, the body) and answers 200.
-public enum ReceiveCommand {
+public enum ReceiveCommand: Command {
+    static let name = "receive"
+    static let usage = """
+          iap-gateway receive [--listen HOST:PORT] [--secret-env VAR]
+              A demo downstream: prints each delivery (and whether its webhook signature verifies) as a JSON line.
+        """
+
+    static func run(_ arguments: [String]) async throws -> Int32 {
+        let a = try Arguments(arguments, valueFlags: ["listen", "secret-env"])
+        _ = try a.positionals(atMost: 0, for: name)
+        return await run(listen: a.value("listen") ?? "127.0.0.1:9000", secretEnv: a.value("secret-env"),
+                         environment: ProcessEnvironment.variables)
+    }
+
+    /// Returns the process exit status.
     public static func run(listen: String, secretEnv: String?, environment: [String: String]) async -> Int32 {
         var secrets: [WebhookSigner.Secret] = []
         if let name = secretEnv {
@@ -37,7 +51,7 @@ public enum ReceiveCommand {
             return 2
         }
         FileHandleOutput.stderr("iap-gateway: receiving on http://\(configuration.host):\(server.port)/ (Ctrl-C to stop)\n")
-        await ServeCommand.waitForTermination()
+        await Signals.waitForTermination()
         server.stopAccepting()
         server.stop()
         return 0

@@ -1,8 +1,9 @@
-public import HTTPServer
 internal import Canonical
 internal import Crypto
 internal import FoundationEssentials
+internal import Gateway
 public import HTTPClient
+internal import HTTPServer
 public import Simulator
 internal import V1Adapter
 internal import V2Adapter
@@ -10,7 +11,88 @@ internal import WireJSON
 
 /// `iap-gateway simulate`: the simulated App Store (DESIGN ch. 7) — its PKI, its lifecycles sent to a gateway (or
 /// written to a folder) and its fake Apple endpoints.
-public enum SimulateCommand {
+public enum SimulateCommand: Command {
+    static let name = "simulate"
+    static let usage = """
+          iap-gateway simulate pki --out DIR
+              Create the simulator's Apple-shaped test PKI (DIR/root.der: trust it with trust.extra_roots, sandbox only)
+              and App Store Server API key (DIR/api-key.p8) once; later runs keep them.
+          iap-gateway simulate list
+              The lifecycles, one per line, name first.
+          iap-gateway simulate lifecycle NAME|all --pki DIR --bundle-id B --shared-secret-env VAR (--to URL | --out FOLDER)
+                             [--version v1|v2|both] [--speed SECONDS_PER_MONTH|max]
+              Play a lifecycle: POST each step's V2 signedPayload and/or V1 body to URL (exit 0 only if every one got a
+              2xx) and/or write them to FOLDER. --speed max (default) sends at once with dates in the recent past;
+              --speed 10 makes a month last 10 real seconds.
+          iap-gateway simulate serve-apple --listen HOST:PORT --pki DIR [--notify URL]
+              Fake Apple from the same state: /verifyReceipt, /sandbox/verifyReceipt and the App Store Server API
+              (/inApps/..., ES256 bearer tokens checked against DIR's API key); test notifications go to --notify.
+        """
+
+    /// Each subcommand's flags.
+    static let flags: [String: Set<String>] = [
+        "pki": ["out"], "list": [],
+        "lifecycle": ["pki", "bundle-id", "shared-secret-env", "to", "out", "version", "speed"],
+        "serve-apple": ["listen", "pki", "notify"],
+    ]
+
+    static func run(_ arguments: [String]) async throws -> Int32 {
+        let a = try Arguments(arguments, valueFlags: flags.values.reduce(into: Set<String>()) { $0.formUnion($1) })
+        guard let action = a.positionals.first, let allowed = flags[action] else {
+            throw CommandError.usage("simulate needs pki, list, lifecycle or serve-apple")
+        }
+        try a.only(allowed, for: "simulate \(action)")
+        switch action {
+        case "pki":
+            _ = try a.positionals(atMost: 1, for: "simulate pki")
+            guard let out = a.value("out") else { throw CommandError.usage("simulate pki needs --out DIR") }
+            print(try pki(out: out, now: WallClock.wallMillis()))
+            return 0
+        case "list":
+            _ = try a.positionals(atMost: 1, for: "simulate list")
+            list().forEach { print($0) }
+            return 0
+        case "lifecycle":
+            return try await lifecycle(a)
+        default:
+            _ = try a.positionals(atMost: 1, for: "simulate serve-apple")
+            guard let pki = a.value("pki") else { throw CommandError.usage("simulate serve-apple needs --pki DIR") }
+            return await serveApple(
+                listen: a.value("listen") ?? "127.0.0.1:8091", pkiFolder: pki, notifyURL: a.value("notify"), transport: CurlTransport())
+        }
+    }
+
+    /// `simulate lifecycle NAME|all …`: 0 when every body sent got a 2xx.
+    static func lifecycle(_ a: Arguments) async throws -> Int32 {
+        guard a.positionals.count == 2 else { throw CommandError.usage("simulate lifecycle needs one NAME (or all)") }
+        guard let pki = a.value("pki") else { throw CommandError.usage("simulate lifecycle needs --pki DIR") }
+        guard let bundleID = a.value("bundle-id") else { throw CommandError.usage("simulate lifecycle needs --bundle-id B") }
+        guard let variable = a.value("shared-secret-env") else { throw CommandError.usage("simulate lifecycle needs --shared-secret-env VAR") }
+        guard let secret = ProcessEnvironment.variables[variable], !secret.isEmpty else { throw CommandError.usage("\(variable) is not set") }
+        let names = a.positionals[1] == "all" ? lifecycleNames : [a.positionals[1]]
+        var options = LifecycleOptions(name: "", to: a.value("to"), pkiFolder: pki, bundleID: bundleID, sharedSecret: secret)
+        if let v = a.value("version") {
+            guard let version = LifecycleOptions.Version(rawValue: v) else { throw CommandError.usage("--version must be v1, v2 or both") }
+            options.version = version
+        }
+        if let speed = a.value("speed"), speed != "max" {
+            guard let seconds = Double(speed), seconds.isFinite, seconds > 0, seconds <= 31_536_000 else {
+                throw CommandError.usage("--speed must be seconds per simulated month (at most a year), or max")
+            }
+            options.secondsPerMonth = seconds
+        }
+        var allOK = true
+        for name in names {
+            options.name = name
+            if let out = a.value("out") { options.out = names.count > 1 ? out + "/" + name : out }
+            let run = try await lifecycle(
+                options, transport: CurlTransport(), now: WallClock.wallMillis,
+                sleep: { ms in try? await Task.sleep(for: .milliseconds(ms)) }, output: { print($0) })
+            allOK = allOK && run.ok
+        }
+        return allOK ? 0 : 1
+    }
+
     /// `simulate pki --out DIR`: creates the PKI and API key once (later runs keep them). Prints what to configure.
     public static func pki(out folder: String, now: Int64) throws -> String {
         let pki = try SimulatorPKI.loadOrCreate(folder: folder, now: now)
@@ -226,46 +308,9 @@ public enum SimulateCommand {
         }
         FileHandleOutput.stderr(
             "iap-gateway: fake Apple on http://\(configuration.host):\(server.port) — /verifyReceipt, /sandbox/verifyReceipt, /inApps/... (Ctrl-C to stop)\n")
-        await ServeCommand.waitForTermination()
+        await Signals.waitForTermination()
         server.stopAccepting()
         server.stop()
         return 0
     }
-}
-
-/// The fake Apple behind an ``HTTPServer`` handler: request in, ``FakeApple`` answer out, one log line per request.
-public final class FakeAppleServer: Sendable {
-    let fake: FakeApple
-
-    /// `now` is the fake's clock (tests pass the story's clock so bearer tokens and answers share one time).
-    public init(pki folder: String, notifyURL: String?, transport: any HTTPTransport,
-                now: @escaping @Sendable () -> Int64 = WallClock.wallMillis) throws {
-        self.fake = Self.make(try SimulatorPKI.load(folder: folder), notifyURL: notifyURL, transport: transport, now: now)
-    }
-
-    init(pki: SimulatorPKI, notifyURL: String?, transport: any HTTPTransport) {
-        self.fake = Self.make(pki, notifyURL: notifyURL, transport: transport, now: WallClock.wallMillis)
-    }
-
-    private static func make(_ pki: SimulatorPKI, notifyURL: String?, transport: any HTTPTransport, now: @escaping @Sendable () -> Int64)
-        -> FakeApple
-    {
-        let store = SimStateStore(folder: pki.folder)
-        return FakeApple(pki: pki, now: now, deliverTest: notifyURL.map { url in
-            { @Sendable token, payload in
-                Task {
-                    let status = await SimulateCommand.send(InboundBody.v2(signedPayload: payload), to: url, transport: transport)
-                    let result = (200..<300).contains(status) ? "SUCCESS" : status == 0 ? "NO_RESPONSE" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
-                    try? store.recordTestAttempt(token: token, result: result, at: WallClock.wallMillis())
-                }
-            }
-        })
-    }
-
-    public func handle(_ request: ServerRequest) -> ServerResponse {
-        let r = fake.handle(FakeAppleRequest(
-            method: request.method, path: request.path, query: request.query, authorization: request.header("authorization"), body: request.body))
-        return r.body.isEmpty ? ServerResponse(status: r.status) : .json(r.status, r.body)
-    }
-
 }

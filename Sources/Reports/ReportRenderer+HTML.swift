@@ -1,3 +1,5 @@
+public import Gateway
+
 /// The report as one self-contained HTML5 page: inline CSS and inline SVG only, no script, no external asset, no
 /// URL. Every piece of untrusted text (bundle ids, environments, sources, field names, example ids, reasons, rule
 /// text, cutover fields) goes through ``ReportRenderer/escape(_:)``.

@@ -1,11 +1,35 @@
-public import Store
 public import Canonical
-internal import FoundationEssentials
-public import V2Adapter
+public import Gateway
+internal import V2Adapter
 
-/// `iap-gateway backfill` and `iap-gateway test-notification`: the App Store Server API's notification history and
-/// test notifications, through the gateway's own pipeline.
-public enum AppStoreAPICommands {
+/// `iap-gateway backfill`: the App Store Server API's notification history, fed through the gateway's own pipeline.
+public enum BackfillCommand: Command {
+    static let name = "backfill"
+    static let usage = """
+          iap-gateway backfill --config FILE --since T [--until T] [--bundle B] [--environment E]
+              Fetch Apple's notification history (App Store Server API) and feed what was missed through the normal
+              pipeline (verified, deduplicated; delivered by the running gateway).
+        """
+
+    static func run(_ arguments: [String]) async throws -> Int32 {
+        let a = try Arguments(arguments, valueFlags: ["config", "since", "until", "bundle", "environment"])
+        _ = try a.positionals(atMost: 0, for: name)
+        let environment = try a.environment()
+        let now = WallClock.wallMillis()
+        guard let since = try a.time("since", now: now) else { throw CommandError.usage("backfill needs --since T") }
+        let until = try a.time("until", now: now) ?? now
+        let config = try a.config(for: name)
+        let results = try await withService(config) { service in
+            guard let api = service.appStoreAPI else {
+                throw CommandError.usage("backfill needs app_store_api (issuer_id, key_id, private_key_env) in the config")
+            }
+            return try await backfill(service: service, source: api, since: since, until: until, bundleID: a.value("bundle"),
+                                      environment: environment)
+        }
+        for result in results { print(JSONOutput.string(result)) }
+        return 0
+    }
+
     public struct BackfillResult: Sendable, Encodable {
         public var bundleID: String
         public var environment: String
@@ -46,33 +70,5 @@ public enum AppStoreAPICommands {
             }
         }
         return results
-    }
-
-    public struct TestNotificationResult: Sendable, Encodable {
-        public var token: String
-        /// Apple's delivery attempts so far (`SUCCESS`, …); empty when none was reported in time.
-        public var sendAttempts: [SendAttempt]
-        /// Whether this gateway journaled the test notification.
-        public var received: Bool
-
-        enum CodingKeys: String, CodingKey { case token, sendAttempts = "send_attempts", received }
-    }
-
-    /// Asks Apple to send a test notification to the app's configured URL, then polls its status (and this gateway's
-    /// journal) until a delivery attempt is reported or `timeoutMillis` passes.
-    public static func testNotification(client: AppStoreAPIClient, environment: AppStoreEnvironment, journal: any GatewayStore,
-                                        timeoutMillis: Int64 = 30_000, pollMillis: Int64 = 500) async throws -> TestNotificationResult {
-        let token = try await client.requestTestNotification(environment: environment)
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: .milliseconds(timeoutMillis))
-        var attempts: [SendAttempt] = []
-        var received = false
-        repeat {
-            attempts = try await client.testNotificationStatus(token: token, environment: environment).sendAttempts
-            received = try await journal.read { tx in try !tx.journalEntries(id: nil, key: token, limit: 1).isEmpty }
-            if !attempts.isEmpty { break }
-            try? await Task.sleep(for: .milliseconds(pollMillis))
-        } while clock.now < deadline
-        return TestNotificationResult(token: token, sendAttempts: attempts, received: received)
     }
 }

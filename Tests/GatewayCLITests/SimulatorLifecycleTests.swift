@@ -1,6 +1,7 @@
 import Canonical
 import Foundation
 import Gateway
+import GatewayCLI
 import HTTPClient
 import Simulator
 import V2Adapter

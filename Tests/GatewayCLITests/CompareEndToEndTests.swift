@@ -1,12 +1,15 @@
 import Canonical
 import Foundation
 import Gateway
+import GatewayCLI
 import HTTPClient
 import Simulator
 import Synchronization
 import TestSupport
 import HTTPServer
+import Reports
 import Store
+import StoreTestSupport
 import Testing
 import V2Adapter
 import WireJSON
@@ -222,10 +225,10 @@ import WireJSON
         #expect(!run.ok)
         let source = try #require(rig.gateway.appStoreAPI)
         let since = run.plan.emissions[0].at - 1
-        let first = try await AppStoreAPICommands.backfill(
+        let first = try await BackfillCommand.backfill(
             service: rig.gateway, source: source, since: since, until: rig.now + 1, bundleID: nil, environment: .sandbox)
         #expect(first.map(\.added) == [run.plan.emissions.count] && first.map(\.duplicates) == [0] && first[0].refused.isEmpty)
-        let again = try await AppStoreAPICommands.backfill(
+        let again = try await BackfillCommand.backfill(
             service: rig.gateway, source: source, since: since, until: rig.now + 1, bundleID: nil, environment: .sandbox)
         #expect(again.map(\.added) == [0] && again.map(\.duplicates) == [run.plan.emissions.count])
         try await rig.settle(patient: true)  // V1 never saw this subscription: its comparison waits out the grace window
@@ -250,7 +253,7 @@ import WireJSON
                                  privateKey: rig.pki.apiKey),
             transport: CurlTransport(), adapter: V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3], sandboxOnlyRoots: [rig.pki.root.der])), apps: nil),
             now: { clock.now })
-        let result = try await AppStoreAPICommands.testNotification(
+        let result = try await TestNotificationCommand.testNotification(
             client: client, environment: .sandbox, journal: rig.gateway.store, timeoutMillis: 60_000, pollMillis: 50)
         #expect(result.sendAttempts.map(\.sendAttemptResult) == ["SUCCESS"])
         #expect(result.received)

@@ -1,0 +1,54 @@
+internal import Gateway
+
+/// `iap-gateway bench verify|ingest|soak|flood`: the benchmarks (`Bench/`), each printing one JSON line.
+enum BenchCommand: Command {
+    static let name = "bench"
+    static let usage = """
+          iap-gateway bench verify [--seconds N]
+              Verification throughput against libcrypto's own P-256 verify bound (build with -c release).
+          iap-gateway bench ingest [--seconds N] [--no-delivery]
+              The whole service on loopback (generated test PKI, temporary SQLite, local downstream): durable
+              notifications/s, p50/p99 latency at 500/s offered, peak RSS (build with -c release).
+          iap-gateway bench soak [--minutes N] [--rate R]
+              The whole service at R notifications/s (200) for N minutes (10), delivering to a downstream that fails
+              20 % of requests and is down for a minute in the middle: RSS over time, delivered = accepted, p99.
+          iap-gateway bench flood [--count N]
+              N (200) bodies of 1 MiB without any secret: how much the store and the log grow (the untrusted lane's cap).
+        """
+
+    /// Each target's flags (`--no-delivery` takes no value).
+    static let flags: [String: Set<String>] = [
+        "verify": ["seconds"], "ingest": ["seconds", "no-delivery"], "soak": ["minutes", "rate"], "flood": ["count"],
+    ]
+
+    static func run(_ arguments: [String]) async throws -> Int32 {
+        let all = flags.values.reduce(into: Set<String>()) { $0.formUnion($1) }
+        let a = try Arguments(arguments, valueFlags: all.subtracting(["no-delivery"]), switchFlags: ["no-delivery"])
+        guard let target = try a.positionals(atMost: 1, for: name).first, let allowed = flags[target] else {
+            throw CommandError.usage("bench needs a target: verify, ingest, soak or flood")
+        }
+        try a.only(allowed, for: "bench \(target)")
+        let seconds = try a.number("seconds", default: 3.0, valid: { $0 > 0 && $0 <= 86_400 },
+                                   "--seconds must be a number of seconds in (0, 86400]")
+        let minutes = try a.number("minutes", default: 10.0, valid: { $0 > 0 && $0 <= 24 * 60 },
+                                   "--minutes must be a number of minutes in (0, 1440]")
+        let rate = try a.number("rate", default: 200, valid: { (1...5_000).contains($0) }, "--rate must be 1...5000 per second")
+        let count = try a.number("count", default: 200, valid: { (1...100_000).contains($0) }, "--count must be 1...100000")
+        let line: String
+        do {
+            switch target {
+            case "verify": line = JSONOutput.string(try VerifyBenchmark.run(secondsPerPhase: seconds))
+            case "ingest": line = JSONOutput.string(try await IngestBenchmark.run(seconds: seconds, deliver: !a.has("no-delivery")))
+            case "soak":
+                line = JSONOutput.string(try await SoakBenchmark.run(minutes: minutes, rate: rate) { progress in
+                    FileHandleOutput.stderr("soak: \(progress)\n")
+                })
+            default: line = JSONOutput.string(try await FloodBenchmark.run(count: count))
+            }
+        } catch {
+            throw CommandError.failure("bench failed: \(error)")
+        }
+        print(line)
+        return 0
+    }
+}

@@ -1,0 +1,41 @@
+public import Gateway
+public import HTTPClient
+public import HTTPServer
+internal import Simulator
+
+/// The fake Apple behind an ``HTTPServer`` handler: request in, ``FakeApple`` answer out, one log line per request.
+public final class FakeAppleServer: Sendable {
+    let fake: FakeApple
+
+    /// `now` is the fake's clock (tests pass the story's clock so bearer tokens and answers share one time).
+    public init(pki folder: String, notifyURL: String?, transport: any HTTPTransport,
+                now: @escaping @Sendable () -> Int64 = WallClock.wallMillis) throws {
+        self.fake = Self.make(try SimulatorPKI.load(folder: folder), notifyURL: notifyURL, transport: transport, now: now)
+    }
+
+    init(pki: SimulatorPKI, notifyURL: String?, transport: any HTTPTransport) {
+        self.fake = Self.make(pki, notifyURL: notifyURL, transport: transport, now: WallClock.wallMillis)
+    }
+
+    private static func make(_ pki: SimulatorPKI, notifyURL: String?, transport: any HTTPTransport, now: @escaping @Sendable () -> Int64)
+        -> FakeApple
+    {
+        let store = SimStateStore(folder: pki.folder)
+        return FakeApple(pki: pki, now: now, deliverTest: notifyURL.map { url in
+            { @Sendable token, payload in
+                Task {
+                    let status = await SimulateCommand.send(InboundBody.v2(signedPayload: payload), to: url, transport: transport)
+                    let result = (200..<300).contains(status) ? "SUCCESS" : status == 0 ? "NO_RESPONSE" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+                    try? store.recordTestAttempt(token: token, result: result, at: WallClock.wallMillis())
+                }
+            }
+        })
+    }
+
+    public func handle(_ request: ServerRequest) -> ServerResponse {
+        let r = fake.handle(FakeAppleRequest(
+            method: request.method, path: request.path, query: request.query, authorization: request.header("authorization"), body: request.body))
+        return r.body.isEmpty ? ServerResponse(status: r.status) : .json(r.status, r.body)
+    }
+
+}

@@ -1,0 +1,212 @@
+import Foundation
+import Gateway
+@testable import GatewayCLI
+import Reports
+import Store
+import TestSupport
+import Testing
+
+/// The command line: one usage text made of every command's part, and each command checking its own flags (a flag it
+/// does not take, or one of another subcommand's, is a usage error with exit status 2, before any config is read).
+@Suite struct CommandLineTests {
+    /// What `command` throws for `arguments`; nil when it returned.
+    static func error(_ command: any Command.Type, _ arguments: [String]) async -> CommandError? {
+        do {
+            _ = try await command.run(arguments)
+            return nil
+        } catch let error as CommandError {
+            return error
+        } catch {
+            Issue.record("not a CommandError: \(error)")
+            return nil
+        }
+    }
+
+    /// Expects a usage error (status 2) whose message contains `message`.
+    static func expectUsage(_ command: any Command.Type, _ arguments: [String], _ message: String,
+                            sourceLocation: SourceLocation = #_sourceLocation) async {
+        let error = await error(command, arguments)
+        #expect(error?.status == 2, "\(command.name) \(arguments)", sourceLocation: sourceLocation)
+        #expect(error?.message.contains(message) == true, "\(error?.message ?? "no error") lacks \(message)", sourceLocation: sourceLocation)
+    }
+
+    static let missingConfig = "/nonexistent/iap-gateway-test/config.json"
+
+    @Test func theUsageTextIsEveryCommandsPartInOrder() {
+        let usage = GatewayCLI.usage
+        #expect(usage.hasPrefix("iap-gateway — Apple App Store Server Notifications (V1 and V2) gateway\n\nUSAGE\n  iap-gateway verify "))
+        #expect(usage.hasSuffix("\n  iap-gateway help\n"))
+        let names = GatewayCLI.commands.map { $0.name }
+        #expect(Set(names).count == names.count)
+        #expect(names == ["verify", "serve", "replay", "quarantine", "subscription", "report", "cutover", "backfill", "test-notification",
+                          "receive", "bench", "simulate"])
+        for command in GatewayCLI.commands {
+            #expect(command.usage.hasPrefix("  iap-gateway \(command.name)"), "\(command.name)")
+            #expect(!command.usage.hasSuffix("\n"), "\(command.name): the usage text adds the line break")
+            for line in command.usage.split(separator: "\n") {
+                #expect(line.hasPrefix("  iap-gateway \(command.name)") || line.hasPrefix("      "), "\(command.name): \(line)")
+            }
+        }
+    }
+
+    @Test func flagsOfNoCommandAreUsageErrors() async {
+        await Self.expectUsage(QuarantineCommand.self, ["--config", Self.missingConfig, "list", "--since", "7d"], "unknown option --since")
+        await Self.expectUsage(ReplayCommand.self, ["--config", Self.missingConfig, "--lane", "genuine"], "unknown option --lane")
+        await Self.expectUsage(SubscriptionCommand.self, ["--config", Self.missingConfig, "1", "--id", "2"], "unknown option --id")
+        await Self.expectUsage(ReportCommand.self, ["--config", Self.missingConfig, "--to", "v2"], "unknown option --to")
+        await Self.expectUsage(CutoverCommand.self, ["--config", Self.missingConfig, "b", "--to", "v2", "--format", "json"],
+                               "unknown option --format")
+        await Self.expectUsage(TestNotificationCommand.self, ["--config", Self.missingConfig, "--since", "1d"], "unknown option --since")
+        await Self.expectUsage(ServeCommand.self, ["--config", Self.missingConfig, "--listen", "x"], "unknown option --listen")
+        await Self.expectUsage(VerifyCommand.self, ["--force", "x.json"], "unknown option --force")
+        await Self.expectUsage(ReplayCommand.self, ["--config"], "--config needs a value")
+    }
+
+    @Test func aSubcommandTakesOnlyItsOwnFlags() async {
+        await Self.expectUsage(QuarantineCommand.self, ["--config", Self.missingConfig, "list", "--id", "3"], "quarantine list does not take --id")
+        await Self.expectUsage(BenchCommand.self, ["soak", "--seconds", "1"], "bench soak does not take --seconds")
+        await Self.expectUsage(BenchCommand.self, ["verify", "--no-delivery"], "bench verify does not take --no-delivery")
+        await Self.expectUsage(BenchCommand.self, ["flood", "--rate", "5"], "bench flood does not take --rate")
+        await Self.expectUsage(SimulateCommand.self, ["list", "--out", "x"], "simulate list does not take --out")
+        await Self.expectUsage(SimulateCommand.self, ["pki", "--out", "x", "--listen", "127.0.0.1:1"], "simulate pki does not take --listen")
+        await Self.expectUsage(SimulateCommand.self, ["serve-apple", "--pki", "x", "--speed", "max"], "simulate serve-apple does not take --speed")
+        await Self.expectUsage(SimulateCommand.self, ["lifecycle", "refund", "--notify", "http://x"], "simulate lifecycle does not take --notify")
+        // What a subcommand does take gets past the flag check, as far as the config.
+        await Self.expectUsage(QuarantineCommand.self, ["--config", Self.missingConfig, "list", "--lane", "genuine"], "config: ")
+        await Self.expectUsage(QuarantineCommand.self, ["--config", Self.missingConfig, "replay", "--lane", "genuine", "--id", "3"], "config: ")
+    }
+
+    @Test func argumentsACommandDoesNotTakeAreUsageErrors() async {
+        await Self.expectUsage(ReplayCommand.self, ["--config", Self.missingConfig, "--dead-letters", "now"], "unexpected argument now")
+        await Self.expectUsage(SubscriptionCommand.self, ["--config", Self.missingConfig, "1", "2"], "unexpected argument 2")
+        await Self.expectUsage(QuarantineCommand.self, ["--config", Self.missingConfig, "list", "all"], "unexpected argument all")
+        await Self.expectUsage(ReportCommand.self, ["--config", Self.missingConfig, "com.example"], "unexpected argument com.example")
+        await Self.expectUsage(CutoverCommand.self, ["--config", Self.missingConfig, "a", "b", "--to", "v1"], "unexpected argument b")
+        await Self.expectUsage(ServeCommand.self, ["--config", Self.missingConfig, "now"], "unexpected argument now")
+        await Self.expectUsage(ReceiveCommand.self, ["127.0.0.1:9000"], "unexpected argument 127.0.0.1:9000")
+        await Self.expectUsage(BackfillCommand.self, ["--config", Self.missingConfig, "--since", "1d", "x"], "unexpected argument x")
+        await Self.expectUsage(BenchCommand.self, ["verify", "ingest"], "unexpected argument ingest")
+        await Self.expectUsage(SimulateCommand.self, ["list", "all"], "unexpected argument all")
+        await Self.expectUsage(QuarantineCommand.self, ["--config", Self.missingConfig], "quarantine needs list or replay")
+        await Self.expectUsage(BenchCommand.self, ["fast"], "bench needs a target")
+        await Self.expectUsage(SimulateCommand.self, ["play"], "simulate needs pki, list, lifecycle or serve-apple")
+    }
+
+    @Test func valuesAreCheckedWhereverTheFlagIs() async {
+        // --environment: one rule for every command that takes it.
+        let environment = "--environment must be production or sandbox"
+        await Self.expectUsage(VerifyCommand.self, ["--environment", "Sandbox", "x.json"], environment)
+        await Self.expectUsage(BackfillCommand.self, ["--config", Self.missingConfig, "--environment", "Sandbox", "--since", "1d"], environment)
+        await Self.expectUsage(TestNotificationCommand.self, ["--config", Self.missingConfig, "--bundle", "b", "--environment", "Sandbox"],
+                               environment)
+        await Self.expectUsage(CutoverCommand.self, ["--config", Self.missingConfig, "b", "--to", "v1", "--environment", "Sandbox"], environment)
+        await Self.expectUsage(BackfillCommand.self, ["--config", Self.missingConfig, "--since", "1d", "--until", "soon"], "--until: not a time")
+        await Self.expectUsage(BackfillCommand.self, ["--config", Self.missingConfig, "--since", "yesterday"], "--since: not a time")
+        await Self.expectUsage(ReportCommand.self, ["--config", Self.missingConfig, "--since", "yesterday"], "--since: not a time")
+        await Self.expectUsage(ReportCommand.self, ["--config", Self.missingConfig, "--format", "xml"], "--format must be table, json or html")
+        await Self.expectUsage(ServeCommand.self, ["--config", Self.missingConfig, "--demo-verify-time", "then"], "--demo-verify-time: not a time")
+        await Self.expectUsage(QuarantineCommand.self, ["--config", Self.missingConfig, "replay", "--id", "x"], "--id must be a quarantine row id")
+        await Self.expectUsage(QuarantineCommand.self, ["--config", Self.missingConfig, "list", "--lane", "all"], "--lane must be untrusted or genuine")
+        await Self.expectUsage(BenchCommand.self, ["verify", "--seconds", "0"], "--seconds must be")
+        await Self.expectUsage(BenchCommand.self, ["ingest", "--seconds", "nan"], "--seconds must be")
+        await Self.expectUsage(BenchCommand.self, ["soak", "--minutes", "inf"], "--minutes must be")
+        await Self.expectUsage(BenchCommand.self, ["soak", "--rate", "5001"], "--rate must be")
+        await Self.expectUsage(BenchCommand.self, ["flood", "--count", "0"], "--count must be")
+        await Self.expectUsage(VerifyCommand.self, ["--app-apple-id", "one", "x.json"], "--app-apple-id must be an integer")
+        await Self.expectUsage(TestNotificationCommand.self, ["--config", Self.missingConfig, "--bundle", "b"],
+                               "test-notification needs --environment production or sandbox")
+        await Self.expectUsage(BackfillCommand.self, ["--config", Self.missingConfig], "backfill needs --since T")
+        await Self.expectUsage(SubscriptionCommand.self, ["1"], "subscription needs --config FILE")
+    }
+}
+
+/// `replay`'s selection: exactly one of `--id`, `--since [--until]` and `--dead-letters`.
+@Suite struct ReplaySelectionTests {
+    static let now: Int64 = 1_748_736_000_000
+
+    static func selection(_ arguments: [String]) throws(CommandError) -> Operations.ReplaySelection {
+        try ReplayCommand.selection(try Arguments(arguments, valueFlags: ["config", "id", "since", "until"], switchFlags: ["dead-letters"]),
+                                    now: now)
+    }
+
+    static func describe(_ s: Operations.ReplaySelection) -> String {
+        switch s {
+        case .eventID(let id): "id \(id)"
+        case .range(let since, let until): "range \(since) \(until)"
+        case .deadLetters: "dead letters"
+        }
+    }
+
+    @Test func oneSelection() throws {
+        #expect(Self.describe(try Self.selection(["--id", "e1"])) == "id e1")
+        #expect(Self.describe(try Self.selection(["--dead-letters"])) == "dead letters")
+        #expect(Self.describe(try Self.selection(["--since", "1d"])) == "range \(Self.now - 86_400_000) \(Int64.max)")
+        #expect(Self.describe(try Self.selection(["--since", "2d", "--until", "1d"])) == "range \(Self.now - 172_800_000) \(Self.now - 86_400_000)")
+    }
+
+    @Test func noneOrSeveralIsAUsageError() {
+        for arguments in [[], ["--id", "e1", "--dead-letters"], ["--since", "1d", "--id", "e1"], ["--until", "1d"], ["--since", "later"]] {
+            #expect(throws: CommandError.self, "\(arguments)") { try Self.selection(arguments) }
+        }
+    }
+}
+
+/// The one-shot commands' store: closed however the command ends.
+@Suite struct OneShotStoreTests {
+    @Test func theStoreIsClosedWhenTheCommandFails() throws {
+        let folder = try Scratch.directory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        do {
+            var config = GatewayConfig()
+            config.sqlitePath = folder + "/gateway.db"
+            struct Boom: Error {}
+            var kept: MaintenanceStore?
+            #expect(throws: Boom.self) {
+                try withStore(config) { store in
+                    kept = store
+                    _ = try store.operations.status()
+                    throw Boom()
+                }
+            }
+            let store = try #require(kept)
+            #expect(throws: (any Error).self) { try store.store.read { tx in try tx.counts() } }
+            #expect(throws: (any Error).self) { try store.store.write { _ in 1 } }
+            // And when it succeeds.
+            let n = try withStore(config) { store in
+                kept = store
+                return try store.operations.replay(.deadLetters)
+            }
+            #expect(n == 0)
+            #expect(throws: (any Error).self) { try kept?.store.read { tx in try tx.counts() } }
+        }
+    }
+}
+
+/// `serve` gives the admin API the Reports module's renderer; the service alone answers JSON, byte for byte the same.
+@Suite struct ServeReportRendererTests {
+    static let report = CompareReport(
+        generatedAt: 1_748_736_000_000, since: 1_748_131_200_000, until: 1_748_736_000_000, rule: ReadinessRule(),
+        bundles: [BundleReport(
+            bundleID: "com.example.app", environment: "sandbox", authority: "v1", eventsBySource: ["v1": 3, "v2": 3], pairs: 3,
+            agreements: 2, disagreementsByField: ["expires_date": .init(count: 1, examples: ["1000000001"])],
+            oneSided: .init(v1Only: 0, v2Only: 0, examples: []), daily: [], verdict: .notReady, rule: ReadinessRule().text,
+            reasons: ["agreement 66.6 %; the rule needs 99.5 %"], cutovers: [])])
+
+    @Test func serveRendersEveryFormat() throws {
+        let renderer = ServeCommand.dependencies(demoSandboxVerifyTime: nil).reportRenderer
+        for format in ReportRenderer.formats {
+            let served = try #require(renderer(Self.report, format))
+            let direct = try #require(ReportRenderer.render(Self.report, format: format))
+            #expect(served.contentType == direct.contentType && served.body == direct.body)
+        }
+        #expect(renderer(Self.report, "xml") == nil)
+        #expect(ServeCommand.dependencies(demoSandboxVerifyTime: 42).demoSandboxVerifyTime == 42)
+    }
+
+    @Test func withoutRendererTheServiceOffersTheSameJSON() throws {
+        let renderer = GatewayService.Dependencies.live().reportRenderer
+        let json = try #require(renderer(Self.report, "json"))
+        #expect(json.contentType == "application/json" && json.body == ReportRenderer.json(Self.report))
+        #expect(renderer(Self.report, "html") == nil && renderer(Self.report, "table") == nil)
+    }
+}
