@@ -1,4 +1,4 @@
-/// One normalized subscription event, the same shape whichever Apple generation produced it (DESIGN ch. 2).
+/// One normalized subscription event, the same shape whichever Apple generation produced it (docs/architecture.md, "The canonical event").
 ///
 /// Encoded as JSON with stable snake_case keys and `"schema": 1`; every key is always present (null when the
 /// source does not carry the value), so consumers can rely on one shape. Times are milliseconds since the epoch;

@@ -1,5 +1,5 @@
 /// What one path (V1: notifications + verifyReceipt; V2: notifications + App Store Server API) says about one
-/// subscription at one moment: the facts the two generations are compared on (DESIGN ch. 5).
+/// subscription at one moment: the facts the two generations are compared on (docs/architecture.md, "Authority and comparison").
 public struct OutcomeSnapshot: Sendable, Hashable, Codable {
     public var schema: Int = CanonicalEvent.schemaVersion
     /// `v1-receipt` (verifyReceipt), `v2-api` (Get All Subscription Statuses), `v1` / `v2` (a notification's data).

@@ -10,7 +10,7 @@ extension WireString {
     public var description: String { rawValue }
 }
 
-/// What happened to the subscription or purchase (DESIGN ch. 2).
+/// What happened to the subscription or purchase (docs/architecture.md, "The canonical event").
 public struct EventKind: WireString {
     public var rawValue: String
     public init(rawValue: String) { self.rawValue = rawValue }
@@ -35,7 +35,7 @@ public struct EventKind: WireString {
     /// Anything else, including every Apple type added after this build: kept, never rejected.
     public static let other = Self(rawValue: "other")
 
-    /// Every kind DESIGN ch. 2 defines.
+    /// Every kind docs/architecture.md, "The canonical event" defines.
     public static let all: [EventKind] = [
         .purchase, .renewal, .renewalFailure, .gracePeriodExpired, .expiration, .autoRenewChanged, .planChange,
         .priceIncrease, .refund, .refundDeclined, .refundReversed, .revocation, .renewalExtended,

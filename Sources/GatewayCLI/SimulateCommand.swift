@@ -9,7 +9,7 @@ internal import V1Adapter
 internal import V2Adapter
 internal import WireJSON
 
-/// `iap-gateway simulate`: the simulated App Store (DESIGN ch. 7) — its PKI, its lifecycles sent to a gateway (or
+/// `iap-gateway simulate`: the simulated App Store (docs/architecture.md, "The simulated App Store") — its PKI, its lifecycles sent to a gateway (or
 /// written to a folder) and its fake Apple endpoints.
 public enum SimulateCommand: Command {
     static let name = "simulate"

@@ -6,7 +6,7 @@ public import V1Adapter
 public import V2Adapter
 internal import WireJSON
 
-/// `iap-gateway verify`: authenticate and normalize saved bodies offline (DESIGN ch. 8). No network unless
+/// `iap-gateway verify`: authenticate and normalize saved bodies offline (docs/architecture.md, "Command line"). No network unless
 /// `--verify-receipt`: V1 events then come from the body (`verified: false`). Without a config or `--bundle-id` only
 /// V2 signatures and chains are checked, and the report says which bundle and environment the body claims.
 public struct VerifyCommand: Sendable, Command {

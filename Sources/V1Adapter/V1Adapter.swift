@@ -45,7 +45,7 @@ public struct AuthenticatedV1Notification: Sendable {
     public let eventID: String
 }
 
-/// V1 authentication (DESIGN ch. 4): the body is unsigned, so the shared secret is all that authenticates it. This
+/// V1 authentication (docs/architecture.md, "V1 authentication"): the body is unsigned, so the shared secret is all that authenticates it. This
 /// is the fast, request-path part; entitlement comes later from verifyReceipt (``VerifyReceiptClient``) and
 /// ``V1EventBuilder``.
 public struct V1Adapter: Sendable {

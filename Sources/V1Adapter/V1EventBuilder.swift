@@ -1,6 +1,6 @@
 public import Canonical
 
-/// V1 → canonical (DESIGN ch. 2): one V1 notification becomes one event, its fields taken from a set of
+/// V1 → canonical (docs/architecture.md, "The canonical event"): one V1 notification becomes one event, its fields taken from a set of
 /// transactions and renewal infos — Apple's verifyReceipt answer normally, the unsigned body only for bundles that
 /// opted out (then `verified: false`). Ambiguous V1 types are resolved from those transactions, and the entitlement
 /// is computed from dates, never from the type.
@@ -132,7 +132,7 @@ public struct V1EventBuilder: Sendable {
         return e
     }
 
-    /// DESIGN ch. 2: the date the change carries, else arrival.
+    /// docs/architecture.md, "The canonical event": the date the change carries, else arrival.
     static func eventDate(type: String, body: ResponseBodyV1, subject: V1Transaction?, arrival: Int64) -> (Int64, EventDateSource) {
         let carried: Int64?
         switch type {

@@ -1,7 +1,7 @@
 public import HTTPClient
 internal import WireJSON
 
-/// Apple's verifyReceipt with its status semantics (DESIGN ch. 4): production first, `21007` → sandbox, `21008` →
+/// Apple's verifyReceipt with its status semantics (docs/architecture.md, "V1 authentication"): production first, `21007` → sandbox, `21008` →
 /// production; transient answers retried with exponential backoff and jitter, bounded; every outcome either a
 /// parsed answer or a stable error code. Never called on the request path.
 public struct VerifyReceiptClient: Sendable {

@@ -2,7 +2,7 @@ internal import Canonical
 internal import Crypto
 internal import WireJSON
 
-/// Apple's JWS policy for one token (DESIGN ch. 3): `alg` exactly `ES256`; exactly three standard-base64 DER
+/// Apple's JWS policy for one token (docs/architecture.md, "V2 authentication"): `alg` exactly `ES256`; exactly three standard-base64 DER
 /// certificates in `x5c`; `x5c[2]` byte-equal to a pinned root; leaf → intermediate → that root valid at the
 /// validation time (RFC 5280 strict profile); Apple's marker OIDs on leaf and intermediate; CA only on the
 /// intermediate; a P-256 leaf key; a raw 64-byte `R‖S` signature over `header.payload`. Roots other than Apple's

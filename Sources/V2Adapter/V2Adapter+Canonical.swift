@@ -1,7 +1,7 @@
 public import Canonical
 
 extension VerifiedNotificationV2 {
-    /// The canonical kind and reason for a V2 `notificationType` / `subtype` (DESIGN ch. 2). Types this build does
+    /// The canonical kind and reason for a V2 `notificationType` / `subtype` (docs/architecture.md, "The canonical event"). Types this build does
     /// not know map to `other`, never to an error. `renewalInfo` resolves DID_CHANGE_RENEWAL_STATUS without subtype.
     public static func classify(
         type: String, subtype: String?, renewalInfo: RenewalInfoPayload? = nil

@@ -14,7 +14,7 @@ public struct V2App: Sendable, Hashable {
     }
 }
 
-/// Authenticates V2 notifications and bare signed tokens (DESIGN ch. 3) and applies the app policy.
+/// Authenticates V2 notifications and bare signed tokens (docs/architecture.md, "V2 authentication") and applies the app policy.
 ///
 /// Order of checks for a notification: JWS shape and payload JSON (`malformed`) → `Xcode`/`LocalTesting`
 /// (`unsupported_environment`) → header, chain, signature (the ``AppleJWSVerifier`` codes) → freshness when asked

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-/// DESIGN ch. 2 and Package.swift: `Canonical` is a pure model that imports nothing.
+/// docs/architecture.md, "The canonical event" and Package.swift: `Canonical` is a pure model that imports nothing.
 @Suite struct CanonicalDependencyTests {
     static let sourceFolder = URL(filePath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 @Suite struct CanonicalEventTests {
-    /// DESIGN ch. 2, in the order of the table (schema first): the keys every encoded event carries.
+    /// docs/architecture.md, "The canonical event", in the order of the table (schema first): the keys every encoded event carries.
     static let designKeys = [
         "schema", "id", "source", "kind", "reason", "raw_type", "raw_subtype", "bundle_id", "app_apple_id",
         "environment", "product_id", "product_type", "original_transaction_id", "transaction_id",

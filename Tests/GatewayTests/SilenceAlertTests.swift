@@ -8,7 +8,7 @@ import Testing
 import Synchronization
 import V1Adapter
 
-/// DESIGN ch. 5: the authoritative path silent for `silence_alert` while the other path is not → a metric and a log line.
+/// docs/architecture.md, "Authority and comparison": the authoritative path silent for `silence_alert` while the other path is not → a metric and a log line.
 @Suite struct SilenceAlertTests {
     @Test func anAuthoritativePathGoneQuietIsReportedOnce() async throws {
         let h = try GatewayHarness()

@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 @testable import V1Adapter
 
-/// verifyReceipt's status semantics (DESIGN ch. 4) against a scripted transport: what is retried, what is
+/// verifyReceipt's status semantics (docs/architecture.md, "V1 authentication") against a scripted transport: what is retried, what is
 /// final, where the request goes, how long it waits.
 @Suite struct VerifyReceiptClientTests {
     static let secret = SharedSecret(name: "APP_SHARED_SECRET", value: "0123456789abcdef0123456789abcdef")

@@ -2,7 +2,7 @@ import Canonical
 import Testing
 import V2Adapter
 
-/// DESIGN ch. 2's mapping, stated independently of the golden files: every Apple type/subtype pair.
+/// docs/architecture.md, "The canonical event"'s mapping, stated independently of the golden files: every Apple type/subtype pair.
 @Suite struct V2ClassificationTests {
     struct Row: Sendable, CustomStringConvertible {
         var type: String

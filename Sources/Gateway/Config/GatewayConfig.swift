@@ -5,7 +5,7 @@ public import HTTPClient
 internal import WireJSON
 internal import FoundationEssentials
 
-/// The gateway's configuration file (JSON; DESIGN ch. 8). Secrets are never inline: the file names environment
+/// The gateway's configuration file (JSON; docs/architecture.md, "Command line"). Secrets are never inline: the file names environment
 /// variables. Relative paths are resolved against the file's folder. Every problem is reported with its field.
 public struct GatewayConfig: Sendable {
     public struct App: Sendable, Hashable {
@@ -26,7 +26,7 @@ public struct GatewayConfig: Sendable {
         public var acceptsV1: Bool { !sharedSecretEnv.isEmpty }
     }
 
-    /// `compare` (top level): how the two paths are compared and when a bundle counts as ready (DESIGN ch. 5).
+    /// `compare` (top level): how the two paths are compared and when a bundle counts as ready (docs/architecture.md, "Authority and comparison").
     public struct CompareSettings: Sendable, Hashable {
         /// Snapshots observed further apart than this are not compared as they are: the older side is fetched again.
         public var toleranceMillis: Int64 = 10 * 60_000
@@ -362,7 +362,7 @@ public struct GatewayConfig: Sendable {
         appStoreAPI.issuerID != nil && appStoreAPI.keyID != nil && appStoreAPI.privateKeyEnv != nil
     }
 
-    /// Settings that cannot produce what they promise (DESIGN ch. 5), found before anything starts: a bundle that
+    /// Settings that cannot produce what they promise (docs/architecture.md, "Authority and comparison"), found before anything starts: a bundle that
     /// may receive V1 with V2 authoritative needs the App Store Server API for its V2 path, and comparing needs it
     /// for the V2 side of V1 traffic. `authority` is the effective one per (bundle, environment), a stored cutover
     /// included; `v2PathAvailable` says whether the App Store Server API (or a stand-in) is there.

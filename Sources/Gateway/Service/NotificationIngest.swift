@@ -41,7 +41,7 @@ public final class NotificationIngest: Sendable {
         /// When the body first reached the gateway, if not now: freshness is judged as of then, and the journal
         /// keeps it as the arrival time.
         public var arrivedAt: Int64?
-        /// Whether V2's freshness window applies (DESIGN ch. 1: live traffic and its replays; not the App Store
+        /// Whether V2's freshness window applies (docs/architecture.md, "The endpoint": live traffic and its replays; not the App Store
         /// Server API's history, which we fetched ourselves over TLS).
         public var checksFreshness: Bool
         /// Whether a refusal is quarantined. A replay of a quarantined row records its outcome on that row instead.

@@ -2,7 +2,7 @@ public import Canonical
 public import WireJSON
 internal import V2Adapter
 
-/// One line of `iap-gateway verify` output (DESIGN ch. 8).
+/// One line of `iap-gateway verify` output (docs/architecture.md, "Command line").
 public struct VerifyReport: Encodable, Sendable {
     /// A stable error code, the inner code for nested-token failures, and a message without payload bytes.
     public struct ErrorBody: Encodable, Sendable, Hashable {
