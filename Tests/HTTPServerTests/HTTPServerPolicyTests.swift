@@ -268,21 +268,3 @@ extension HTTPServerPolicyTests {
         var addresses: Set<String> { requests.withLock { Set($0.map(\.address)) } }
     }
 }
-
-/// Polls `condition` every 10 ms for up to `timeout` (generous: the whole package's tests share two cores).
-private func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while !condition() {
-        guard clock.now < deadline else { return false }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return true
-}
-
-/// Runs blocking work on its own thread, off Swift's cooperative pool.
-private func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread { continuation.resume(returning: work()) }.start()
-    }
-}

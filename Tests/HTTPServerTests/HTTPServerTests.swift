@@ -4,6 +4,7 @@ import Glibc
 import HTTPClient
 import Synchronization
 import Testing
+import TestSupport
 
 /// The live server: each test starts its own `HTTPServer` on 127.0.0.1, port 0, and talks to it with `CurlTransport`
 /// (or a raw POSIX socket where curl cannot say what the test needs: chunked bodies, pipelining, silence, aborts).
@@ -87,7 +88,7 @@ import Testing
         #expect(recorder.count == 0)
 
         // The unread body is not taken for a next request: one answer, then the connection closes.
-        let socket = try RawSocket(port: server.port)
+        let socket = try RawHTTPClient(port: server.port)
         socket.send(
             "POST /n HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1001\r\n\r\n"
                 + "GET /smuggled HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + String(repeating: "x", count: 958))
@@ -112,7 +113,7 @@ import Testing
         let head = "POST /chunked HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n"
 
         // Control: 1000 bytes in two chunks are accepted, so the refusal below is about the size.
-        let fine = try RawSocket(port: server.port)
+        let fine = try RawHTTPClient(port: server.port)
         fine.send(head + "Connection: close\r\n\r\n" + "1f4\r\n" + String(repeating: "a", count: 500) + "\r\n")
         fine.send("1f4\r\n" + String(repeating: "b", count: 500) + "\r\n0\r\n\r\n")
         let answered = await fine.readUntilClosed(timeout: .seconds(5))
@@ -121,7 +122,7 @@ import Testing
         #expect(String(decoding: answered.bytes, as: UTF8.self).hasSuffix("got 1000"))
         #expect(recorder.count == 1)
 
-        let tooLarge = try RawSocket(port: server.port)
+        let tooLarge = try RawHTTPClient(port: server.port)
         tooLarge.send(head + "\r\n" + "800\r\n" + String(repeating: "c", count: 2048) + "\r\n0\r\n\r\n")
         let refused = await tooLarge.readUntilClosed(timeout: .seconds(5))
         let text = String(decoding: refused.bytes, as: UTF8.self)
@@ -135,7 +136,7 @@ import Testing
     @Test func aClientThatDisconnectsMidBodyLeavesNoRequestStateBehind() async throws {
         let recorder = Recorder()
         let server = try startServer(recorder) { _ in ServerResponse(status: 200) }
-        let socket = try RawSocket(port: server.port)
+        let socket = try RawHTTPClient(port: server.port)
         socket.send("POST /n HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n0123456789")
         #expect(await eventually { server.inFlightRequests == 1 })  // the request state exists …
         socket.close()
@@ -158,7 +159,7 @@ import Testing
     func badRequestsAreRefusedWithoutCallingTheHandler(request: String, status: Int) async throws {
         let recorder = Recorder()
         let server = try startServer(recorder) { _ in ServerResponse(status: 200) }
-        let socket = try RawSocket(port: server.port)
+        let socket = try RawHTTPClient(port: server.port)
         socket.send(request)
         let reply = await socket.readUntilClosed(timeout: .seconds(5))
         let text = String(decoding: reply.bytes, as: UTF8.self)
@@ -215,7 +216,7 @@ import Testing
 
         // Read a little, then reset the connection: the server's next send fails with EPIPE/ECONNRESET. If that
         // raised SIGPIPE, this test process would die here.
-        let socket = try RawSocket(port: server.port)
+        let socket = try RawHTTPClient(port: server.port)
         socket.send("GET /big HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         #expect(await socket.readSome(timeout: .seconds(5)) > 0)
         socket.resetAndClose()
@@ -244,7 +245,7 @@ import Testing
         let server = try startServer(recorder) { request in
             ServerResponse(status: 200, body: Array("path=\(request.path);".utf8))
         }
-        let socket = try RawSocket(port: server.port)
+        let socket = try RawHTTPClient(port: server.port)
         socket.send(
             "GET /one HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + "HEAD /two HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
                 + "POST /three HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
@@ -338,7 +339,7 @@ import Testing
         let server = try startServer(Recorder(), configure: { $0.connectionTimeoutSeconds = 1 }) { _ in
             ServerResponse(status: 200)
         }
-        let socket = try RawSocket(port: server.port)  // connects, says nothing
+        let socket = try RawHTTPClient(port: server.port)  // connects, says nothing
         let reply = await socket.readUntilClosed(timeout: .seconds(5))
         #expect(reply.closed, "still open after 5 s with a 1 s timeout")
         #expect(reply.bytes.isEmpty)
@@ -544,116 +545,6 @@ extension Result {
     }
 }
 
-/// Polls `condition` every 10 ms for up to `timeout`: generous (the tests share two cores with whatever else runs),
-/// yet well below the server's 30 s idle-connection timeout, which would otherwise release request state on its own
-/// and let a leak pass for a clean-up.
-private func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while !condition() {
-        guard clock.now < deadline else { return false }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return true
-}
-
-/// Runs blocking work on its own thread, off Swift's cooperative pool.
-private func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread { continuation.resume(returning: work()) }.start()
-    }
-}
-
-/// A plain TCP client socket to 127.0.0.1 (closed at deinit).
-private final class RawSocket: Sendable {
-    let fd: Int32
-    private let closed = Atomic<Bool>(false)
-
-    init(port: UInt16) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw RawSocketError(operation: "socket", errno: errno) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
-        let connected = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else {
-            let error = RawSocketError(operation: "connect", errno: errno)
-            Glibc.close(fd)
-            throw error
-        }
-    }
-
-    deinit { close() }
-
-    /// Sends everything it can; MSG_NOSIGNAL so a server that already closed cannot SIGPIPE the test process.
-    func send(_ text: String) {
-        var bytes = Array(text.utf8)[...]
-        while !bytes.isEmpty {
-            let sent = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard sent > 0 else { return }
-            bytes = bytes.dropFirst(sent)
-        }
-    }
-
-    /// Everything received until the peer closes (EOF or reset) or `timeout` passes.
-    func readUntilClosed(timeout: Duration) async -> (bytes: [UInt8], closed: Bool) {
-        let fd = fd
-        return await offPool {
-            var received: [UInt8] = []
-            let closed = RawSocket.receive(fd, timeout: timeout) { received.append(contentsOf: $0); return true }
-            return (received, closed)
-        }
-    }
-
-    /// How many bytes arrived first (waiting up to `timeout` for any).
-    func readSome(timeout: Duration) async -> Int {
-        let fd = fd
-        return await offPool {
-            var count = 0
-            _ = RawSocket.receive(fd, timeout: timeout) { count += $0.count; return false }
-            return count
-        }
-    }
-
-    /// Closes with SO_LINGER 0, so the server sees a reset rather than an orderly close.
-    func resetAndClose() {
-        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
-        _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
-        close()
-    }
-
-    func close() {
-        if !closed.exchange(true, ordering: .relaxed) { _ = Glibc.close(fd) }
-    }
-
-    /// Calls `chunk` for each piece received until it returns false; true when the peer closed.
-    private static func receive(_ fd: Int32, timeout: Duration, _ chunk: ([UInt8]) -> Bool) -> Bool {
-        var interval = timeval(tv_sec: 0, tv_usec: 100_000)
-        _ = setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &interval, socklen_t(MemoryLayout<timeval>.size))
-        let clock = ContinuousClock()
-        let deadline = clock.now + timeout
-        var buffer = [UInt8](repeating: 0, count: 65_536)
-        while clock.now < deadline {
-            let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            if n > 0 {
-                guard chunk(Array(buffer[..<n])) else { return false }
-            } else if n == 0 || errno == ECONNRESET {
-                return true
-            }
-        }
-        return false
-    }
-}
-
-private struct RawSocketError: Error {
-    var operation: String
-    var errno: Int32
-}
 
 /// A self-signed P-256 certificate for 127.0.0.1 and localhost, made with the openssl CLI in a temporary folder.
 private struct TestCertificate {

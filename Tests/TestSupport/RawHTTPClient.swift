@@ -118,6 +118,23 @@ public final class RawHTTPClient: Sendable {
         }
     }
 
+    /// How many bytes arrived first (waiting up to `timeout` for any).
+    public func readSome(timeout: Duration) async -> Int {
+        let fd = fd
+        return await offPool {
+            var count = 0
+            _ = RawHTTPClient.receive(fd, timeout: timeout) { count += $0.count; return false }
+            return count
+        }
+    }
+
+    /// Closes with SO_LINGER 0, so the server sees a reset rather than an orderly close.
+    public func resetAndClose() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        close()
+    }
+
     public func close() {
         if !closed.exchange(true, ordering: .relaxed) { _ = Glibc.close(fd) }
     }
@@ -169,8 +186,20 @@ public final class Trickler: Sendable {
     }
 }
 
+/// Polls `condition` every 10 ms for up to `timeout` (generous: the whole package's tests share two cores); whether
+/// it held.
+public func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
+    let clock = ContinuousClock()
+    let deadline = clock.now + timeout
+    while !condition() {
+        guard clock.now < deadline else { return false }
+        try? await Task.sleep(for: .milliseconds(10))
+    }
+    return true
+}
+
 /// Runs blocking work on its own thread, off Swift's cooperative pool.
-private func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
+public func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
         Thread { continuation.resume(returning: work()) }.start()
     }
