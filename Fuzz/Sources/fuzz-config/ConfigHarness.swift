@@ -21,9 +21,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     if FuzzSupport.debugging { print("accepted: \(config.apps.count) apps, \(config.downstreams.count) downstreams") }
     _ = config.v1Apps(environment: environment)
     _ = config.hasAppStoreAPICredentials
-    var effective: [(bundle: String, environment: String, authority: String)] = []
+    var effective: [(bundle: String, environment: String, authority: GatewayConfig.Authority)] = []
     for app in config.apps {
-        for env in app.environments { effective.append((app.bundleID, env.rawValue, app.authority(for: env).rawValue)) }
+        for env in app.environments { effective.append((app.bundleID, env.rawValue, app.authority(for: env))) }
     }
     _ = config.authorityProblems(effective: effective, v2PathAvailable: false)
     _ = config.authorityProblems(effective: effective, v2PathAvailable: true)
