@@ -29,7 +29,7 @@ public enum ReceiveCommand: Command {
             secrets.append(secret)
         }
         var configuration = HTTPServer.Configuration()
-        do { (configuration.host, configuration.port) = try GatewayService.address(listen, field: "--listen") } catch {
+        do { (configuration.host, configuration.port) = try ListenerSettings.address(listen, field: "--listen") } catch {
             FileHandleOutput.stderr("iap-gateway: \(error)\n")
             return 2
         }

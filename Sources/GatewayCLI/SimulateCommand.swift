@@ -296,7 +296,7 @@ public enum SimulateCommand: Command {
             return 2
         }
         var configuration = HTTPServer.Configuration()
-        do { (configuration.host, configuration.port) = try GatewayService.address(listen, field: "--listen") } catch {
+        do { (configuration.host, configuration.port) = try ListenerSettings.address(listen, field: "--listen") } catch {
             FileHandleOutput.stderr("iap-gateway: \(error)\n")
             return 2
         }

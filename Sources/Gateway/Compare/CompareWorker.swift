@@ -67,7 +67,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
             case .v1: try await fetchV1(job)
             }
         } catch let error as PathFetchError {
-            metrics.increment("iapgw_compare_fetch_failures_total", ["path": job.fetch.rawValue, "code": error.code])
+            metrics.increment(.compareFetchFailuresTotal, ["path": job.fetch.rawValue, "code": error.code])
             if error.retryable {
                 await retry(job, error: error.code)
             } else {
@@ -106,7 +106,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
             try tx.putSnapshot(status.snapshot, path: .v2)
             return try self.finish(job, at: time, in: tx)
         }
-        metrics.increment("iapgw_compare_fetches_total", ["path": Generation.v2.rawValue])
+        metrics.increment(.compareFetchesTotal, ["path": Generation.v2.rawValue])
         count(comparison)
     }
 
@@ -152,7 +152,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
             try tx.putSnapshot(snapshot, path: .v1)
             return try self.finish(job, at: time, in: tx)
         }
-        metrics.increment("iapgw_compare_fetches_total", ["path": Generation.v1.rawValue])
+        metrics.increment(.compareFetchesTotal, ["path": Generation.v1.rawValue])
         count(comparison)
     }
 
@@ -168,7 +168,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
 
     func count(_ comparison: ComparisonRule.Comparison?) {
         guard let comparison, comparison != .waiting else { return }
-        metrics.increment("iapgw_compare_comparisons_total", ["result": comparison.rawValue])
+        metrics.increment(.compareComparisonsTotal, ["result": comparison.rawValue])
     }
 
     /// What ``notSeen(_:by:time:receipt:)`` did.
@@ -225,7 +225,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
                 log.error("V2 is authoritative but the App Store Server API does not know this subscription: no authoritative event",
                           ["bundle": .string(job.bundleID), "original_transaction_id": .string(job.originalTransactionID)])
             }
-            metrics.increment("iapgw_compare_one_sided_total", ["side": outcome.rawValue])
+            metrics.increment(.compareOneSidedTotal, ["side": outcome.rawValue])
         }
         return result
     }
@@ -256,7 +256,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
     // MARK: Gauges and the silence alert
 
     func housekeeping() async {
-        await context.gaugePending(as: "iapgw_compare_jobs_pending") { tx in try tx.fetchJobCounts() }
+        await context.gaugePending(as: .compareJobsPending) { tx in try tx.fetchJobCounts() }
         let time = now()
         let due = lastSilenceCheck.withLock { last -> Bool in
             guard time - last >= 60_000 else { return false }
@@ -276,7 +276,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
             let isSilent = lastOther > lastAuthoritative.clampedAdding(silenceAlertMillis)
                 && time.clampedSubtracting(lastAuthoritative) > silenceAlertMillis
             let key = bundle + "|" + env
-            metrics.set("iapgw_authority_silent", ["bundle": bundle, "environment": env], isSilent ? 1 : 0)
+            metrics.set(.authoritySilent, ["bundle": bundle, "environment": env], isSilent ? 1 : 0)
             let changed = silent.withLock { set -> Bool in
                 isSilent ? set.insert(key).inserted : set.remove(key) != nil
             }

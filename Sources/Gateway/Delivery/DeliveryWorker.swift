@@ -56,7 +56,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             try tx.deadLetterDeliveries(notTo: names, error: "downstream no longer configured")
         }
         if let dropped, dropped > 0 {
-            metrics.increment("iapgw_delivery_dead_total", ["downstream": "(unconfigured)"], by: Double(dropped))
+            metrics.increment(.deliveryDeadTotal, ["downstream": "(unconfigured)"], by: Double(dropped))
             log.warn("deliveries to downstreams no longer configured dead-lettered", ["count": .int(Int64(dropped))])
         }
     }
@@ -87,7 +87,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             await finish(job, status: nil, error: "\(error)", dead: false)
             return
         }
-        metrics.increment("iapgw_delivery_attempts_total", ["downstream": job.downstream])
+        metrics.increment(.deliveryAttemptsTotal, ["downstream": job.downstream])
         do {
             let response = try await transport.send(request)
             if (200..<300).contains(response.status) {
@@ -152,9 +152,9 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             deliveredAt: delivered ? time : nil, status: status, error: error)
         await context.recordOutcome { tx in try tx.settleDelivery(id: id, outcome) }
         if !delivered {
-            metrics.increment("iapgw_delivery_failures_total", ["downstream": job.downstream])
+            metrics.increment(.deliveryFailuresTotal, ["downstream": job.downstream])
             if exhausted {
-                metrics.increment("iapgw_delivery_dead_total", ["downstream": job.downstream])
+                metrics.increment(.deliveryDeadTotal, ["downstream": job.downstream])
                 log.warn("delivery dead-lettered", ["downstream": .string(job.downstream), "event_id": job.eventID.map { .string($0) },
                                                     "attempts": .int(Int64(attempts)), "error": error.map { .string($0) }])
             }
@@ -167,12 +167,12 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         var seen: Set<String> = []
         for p in pending {
             seen.insert(p.downstream)
-            metrics.set("iapgw_delivery_queue_depth", ["downstream": p.downstream], Double(p.count))
-            metrics.set("iapgw_delivery_oldest_age_seconds", ["downstream": p.downstream], Double(time - p.oldestCreatedAt) / 1000)
+            metrics.set(.deliveryQueueDepth, ["downstream": p.downstream], Double(p.count))
+            metrics.set(.deliveryOldestAgeSeconds, ["downstream": p.downstream], Double(time - p.oldestCreatedAt) / 1000)
         }
         for name in router.downstreams.keys where !seen.contains(name) {
-            metrics.set("iapgw_delivery_queue_depth", ["downstream": name], 0)
-            metrics.set("iapgw_delivery_oldest_age_seconds", ["downstream": name], 0)
+            metrics.set(.deliveryQueueDepth, ["downstream": name], 0)
+            metrics.set(.deliveryOldestAgeSeconds, ["downstream": name], 0)
         }
     }
 

@@ -24,7 +24,7 @@ public struct WorkerContext: Sendable {
     }
 
     /// Sets the gauge `metric` to the number of pending jobs `count` reads.
-    func gaugePending(as metric: String, _ count: @escaping @Sendable (any StoreTransaction) throws -> [JobState: Int]) async {
+    func gaugePending(as metric: Metric, _ count: @escaping @Sendable (any StoreTransaction) throws -> [JobState: Int]) async {
         if let counts = try? await read(count) {
             metrics.set(metric, [:], Double(counts[.pending] ?? 0))
         }

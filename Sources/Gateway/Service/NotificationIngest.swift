@@ -128,11 +128,11 @@ public final class NotificationIngest: Sendable {
                 signedPayload: token, now: reference,
                 freshness: origin.checksFreshness ? V2Adapter.Freshness(maxAgeMillis: limits.maxNotificationAgeMillis) : nil)
         } catch {
-            metrics.observe("iapgw_verify_seconds", ["version": Generation.v2.rawValue], seconds(since: started))
+            metrics.observe(.verifySeconds, ["version": Generation.v2.rawValue], seconds(since: started))
             return refuse(GatewayError(error), version: .v2, bytes: bytes,
                           at: received, origin: origin, claimedBundle: claim?.0, claimedEnvironment: claim?.1)
         }
-        metrics.observe("iapgw_verify_seconds", ["version": Generation.v2.rawValue], seconds(since: started))
+        metrics.observe(.verifySeconds, ["version": Generation.v2.rawValue], seconds(since: started))
         var item = JournalItem(key: verified.payload.notificationUUID ?? "", version: .v2, receivedAt: received, body: bytes)
         item.origin = origin.name
         item.bundleID = verified.bundleID
@@ -202,7 +202,7 @@ public final class NotificationIngest: Sendable {
             return r
         } catch {
             // Nothing of this notification is stored (its transaction rolled back); Apple retries the 503.
-            metrics.increment("iapgw_store_failures_total", ["operation": "journal"])
+            metrics.increment(.storeFailuresTotal, ["operation": "journal"])
             let failure = GatewayError(.storeUnavailable, "the notification could not be stored; retry later")
             r.status = Disposition(failure).status
             r.code = failure.wireCode
@@ -239,16 +239,16 @@ public final class NotificationIngest: Sendable {
         switch outcome {
         case .stored(_, let evicted)?:
             r.quarantine = .stored(lane: lane)
-            metrics.increment("iapgw_quarantined_total", ["lane": lane.rawValue])
-            metrics.set("iapgw_quarantine_lane_full", ["lane": lane.rawValue], 0)
-            if evicted > 0 { metrics.increment("iapgw_quarantine_dropped_total", ["lane": lane.rawValue], by: Double(evicted)) }
+            metrics.increment(.quarantinedTotal, ["lane": lane.rawValue])
+            metrics.set(.quarantineLaneFull, ["lane": lane.rawValue], 0)
+            if evicted > 0 { metrics.increment(.quarantineDroppedTotal, ["lane": lane.rawValue], by: Double(evicted)) }
         case .full?:
             r.quarantine = .notStored(lane: lane)
-            metrics.increment("iapgw_quarantine_full_total", ["lane": lane.rawValue])
-            metrics.set("iapgw_quarantine_lane_full", ["lane": lane.rawValue], 1)
+            metrics.increment(.quarantineFullTotal, ["lane": lane.rawValue])
+            metrics.set(.quarantineLaneFull, ["lane": lane.rawValue], 1)
         case nil:
             r.quarantine = .notStored(lane: lane)
-            metrics.increment("iapgw_quarantine_store_failures_total", ["lane": lane.rawValue])
+            metrics.increment(.quarantineStoreFailuresTotal, ["lane": lane.rawValue])
         }
         return r
     }

@@ -48,7 +48,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
 
     func limit(lane: String) -> Int { policy.concurrency }
 
-    func housekeeping() async { await context.gaugePending(as: "iapgw_receipt_jobs_pending") { tx in try tx.receiptJobCounts() } }
+    func housekeeping() async { await context.gaugePending(as: .receiptJobsPending) { tx in try tx.receiptJobCounts() } }
 
     func process(_ job: Job) async {
         guard let body = try? JSONValueDecoder().decode(ResponseBodyV1.self, from: job.body) else {
@@ -69,7 +69,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
             let answer = try await client.verify(receiptData: receipt, sharedSecret: secret)
             let facts = V1EventBuilder.facts(fromReceipt: answer.response, subscription: body.subscriptionID)
             guard !facts.transactions.isEmpty else {
-                metrics.increment("iapgw_verify_receipt_total", ["outcome": "receipt_invalid"])
+                metrics.increment(.verifyReceiptTotal, ["outcome": "receipt_invalid"])
                 await settle(job, state: .failed, error: "receipt_invalid: answer lacks the subscription", status: answer.status, retryIn: nil)
                 return
             }
@@ -85,9 +85,9 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
                 try tx.settleReceiptJob(journalID: id, state: .done, attempts: job.attempts + 1, nextAttemptAt: time, error: nil,
                                         appleStatus: status, now: time)
             }
-            metrics.increment("iapgw_verify_receipt_total", ["outcome": "ok"])
+            metrics.increment(.verifyReceiptTotal, ["outcome": "ok"])
         } catch let error as V1AdapterError {
-            metrics.increment("iapgw_verify_receipt_total", ["outcome": error.code.rawValue])
+            metrics.increment(.verifyReceiptTotal, ["outcome": error.code.rawValue])
             switch error.code {
             case .appleUnavailable:
                 let delay = policy.retry.delayMillis(afterAttempt: job.attempts + 1, jitter: jitter())

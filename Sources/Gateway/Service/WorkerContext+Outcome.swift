@@ -16,7 +16,7 @@ extension WorkerContext {
                 return
             } catch {
                 guard !Task.isCancelled, !store.isClosing else { return }
-                metrics.increment("iapgw_store_failures_total", ["operation": "job_outcome"])
+                metrics.increment(.storeFailuresTotal, ["operation": "job_outcome"])
                 if !logged {
                     log.error("store refuses writes: job outcomes wait", ["error": .string(String(describing: error).prefix(300).description)])
                     logged = true

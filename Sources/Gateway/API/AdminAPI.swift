@@ -1,0 +1,107 @@
+internal import HTTPServer
+internal import Crypto
+internal import Store
+internal import V1Adapter
+
+/// The admin listener's routes, behind the bearer token: `/metrics` (also `/admin/metrics`), `/admin/status`,
+/// dead letters, replay, the quarantine, one subscription, the comparison report and cutover (docs/operations.md).
+/// A store that cannot answer is a 503 `store_unavailable`; a bad parameter (``AdminQuery``) a 400.
+struct AdminAPI: Sendable {
+    /// The bearer token every request must present.
+    let token: [UInt8]
+    /// The token's environment variable: who made a cutover, in its record.
+    let tokenEnv: String
+    /// How far back the report looks when no `since` is given (the comparison rule's window).
+    let reportWindowMillis: Int64
+    let metrics: Metrics
+    let operations: Operations
+    let ledger: CompareLedger
+    let ingest: NotificationIngest
+    let v1Secrets: [SharedSecret]
+    let log: Log
+    let now: @Sendable () -> Int64
+    let reportRenderer: @Sendable (CompareReport, String) -> (contentType: String, body: [UInt8])?
+
+    func handle(_ request: ServerRequest) -> ServerResponse {
+        guard let header = request.header("Authorization"), header.hasPrefix("Bearer "),
+            Bytes.constantTimeEqual(Array(header.utf8.dropFirst(7)), token)
+        else {
+            var refused = ServerResponse.answer(GatewayError(.unauthorized, "a valid bearer token is required"))
+            refused.headers.append(("WWW-Authenticate", "Bearer"))
+            return refused
+        }
+        do {
+            return try route(request)
+        } catch let refusal as Refusal {
+            return .answer(refusal.error)
+        } catch {
+            return .answer(GatewayError(.storeUnavailable, "the store could not answer"))
+        }
+    }
+
+    /// A parameter the API refuses, answered as is (every other error thrown while routing is the store's).
+    private struct Refusal: Error {
+        let error: GatewayError
+    }
+
+    /// `parse`'s value, or its error thrown as a ``Refusal``.
+    private func checked<T>(_ parse: () throws(GatewayError) -> T) throws(Refusal) -> T {
+        do { return try parse() } catch { throw Refusal(error: error) }
+    }
+
+    private func route(_ request: ServerRequest) throws -> ServerResponse {
+        let query = AdminQuery(request.query)
+        let segments = request.path.split(separator: "/").map(String.init)
+        switch (request.method, segments) {
+        case ("GET", ["metrics"]), ("GET", ["admin", "metrics"]):
+            return ServerResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: Array(metrics.render().utf8))
+        case ("GET", ["admin", "status"]):
+            return .json(200, try operations.status().canonicalBytes())
+        case ("GET", ["admin", "dead-letters"]):
+            return .json(200, try operations.deadLetters(limit: query.limit).canonicalBytes())
+        case ("POST", ["admin", "replay"]):
+            let selection = try checked { () throws(GatewayError) in try query.replaySelection(now: now) }
+            let n = try operations.replay(selection)
+            return .json(200, Array("{\"requeued\":\(n)}".utf8))
+        case ("GET", ["admin", "quarantine"]):
+            let lane = try checked { () throws(GatewayError) in try query.lane() }
+            return .json(200, try operations.quarantineList(lane: lane, limit: query.limit).canonicalBytes())
+        case ("POST", ["admin", "quarantine", "replay"]):
+            let selection = try checked { () throws(GatewayError) in try query.quarantineSelection() }
+            return .json(200, try operations.quarantineReplay(ingest: ingest, secrets: v1Secrets, selection: selection).canonicalBytes())
+        case ("GET", let s) where s.count == 3 && s[0] == "admin" && s[1] == "subscriptions":
+            return .json(200, try operations.subscription(s[2]).canonicalBytes())
+        case ("GET", ["admin", "report"]):
+            let time = now()
+            let since = query.reportSince(now: time, window: reportWindowMillis)
+            let report = try ledger.report(bundleID: query["bundle"], since: since, until: time)
+            // Unknown formats get JSON, the API's default.
+            guard let rendered = reportRenderer(report, query["format"] ?? "json") else {
+                return .json(200, JSONOutput.encode(report))
+            }
+            return ServerResponse(status: 200, headers: [("Content-Type", rendered.contentType)], body: rendered.body)
+        case ("POST", ["admin", "cutover"]):
+            return try cutover(query)
+        default:
+            return .answer(GatewayError(.notFound, "no such admin endpoint"))
+        }
+    }
+
+    /// `POST /admin/cutover?bundle=…&environment=…&to=v1|v2[&reason=…][&force=true]`: its record, or the refusal with
+    /// its own code and status (``CutoverError``).
+    private func cutover(_ query: AdminQuery) throws -> ServerResponse {
+        guard let bundle = query["bundle"], let env = query["environment"], let to = query["to"] else {
+            return .answer(GatewayError(.badRequest, "give bundle, environment and to (v1 or v2)"))
+        }
+        do {
+            let record = try ledger.cutover(
+                bundleID: bundle, environment: env, to: to, who: "admin-api (\(tokenEnv))", reason: query["reason"],
+                force: query["force"] == "true", now: now())
+            log.warn("authority changed", ["bundle": .string(bundle), "environment": .string(env), "from": .string(record.from),
+                                           "to": .string(record.to), "forced": .bool(record.forced)])
+            return .json(200, JSONOutput.encode(record))
+        } catch let error as CutoverError {
+            return .json(error.code.status, NotificationIngest.errorBody(code: error.code.rawValue, message: error.description))
+        }
+    }
+}

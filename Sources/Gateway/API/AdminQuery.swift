@@ -1,0 +1,61 @@
+internal import Canonical
+internal import Store
+
+/// The admin API's query parameters, read and checked: a value that is present but wrong is a `bad_request`
+/// ``GatewayError`` whose message names the parameter and the forms it takes.
+struct AdminQuery: Sendable {
+    let parameters: [String: String]
+
+    init(_ parameters: [String: String]) { self.parameters = parameters }
+
+    subscript(name: String) -> String? { parameters[name] }
+
+    /// `limit`: 100 when absent or not a number, clamped to 1…10,000.
+    var limit: Int {
+        guard let text = parameters["limit"], let n = Int(text) else { return 100 }
+        return min(max(n, 1), 10_000)
+    }
+
+    /// `POST /admin/replay`: `id`, else `dead_letters`, else `since` with an optional `until` (no end when absent).
+    /// Times are ISO-8601, an age (`7d`, `12h`) or epoch milliseconds; `now` is read only when a time is given.
+    func replaySelection(now: () -> Int64) throws(GatewayError) -> Operations.ReplaySelection {
+        if let id = parameters["id"] { return .eventID(id) }
+        if parameters["dead_letters"] != nil { return .deadLetters }
+        guard let sinceText = parameters["since"] else { throw GatewayError(.badRequest, "give id, since[/until] or dead_letters") }
+        let time = now()
+        guard let since = TimeText.milliseconds(sinceText, now: time) else {
+            throw GatewayError(.badRequest, "since is not a time (ISO-8601, 7d, 12h or epoch ms)")
+        }
+        var until = Int64.max
+        if let untilText = parameters["until"] {
+            guard let u = TimeText.milliseconds(untilText, now: time) else {
+                throw GatewayError(.badRequest, "until is not a time (ISO-8601, 7d, 12h or epoch ms)")
+            }
+            until = u
+        }
+        return .range(since: since, until: until)
+    }
+
+    /// `lane`: `untrusted` or `genuine`; nil when absent.
+    func lane() throws(GatewayError) -> QuarantineRecord.Lane? {
+        guard let text = parameters["lane"] else { return nil }
+        guard let lane = QuarantineRecord.Lane(rawValue: text) else { throw GatewayError(.badRequest, "lane is untrusted or genuine") }
+        return lane
+    }
+
+    /// `POST /admin/quarantine/replay`: an optional `lane`, then an optional `id` (a quarantine row id).
+    func quarantineSelection() throws(GatewayError) -> Operations.QuarantineSelection {
+        var selection = Operations.QuarantineSelection()
+        selection.lane = try lane()
+        if let text = parameters["id"] {
+            guard let id = Int64(text) else { throw GatewayError(.badRequest, "id is a row id") }
+            selection.id = id
+        }
+        return selection
+    }
+
+    /// `GET /admin/report`'s `since` (a time as for replay); `window` before `now` when absent or not a time.
+    func reportSince(now: Int64, window: Int64) -> Int64 {
+        parameters["since"].flatMap { TimeText.milliseconds($0, now: now) } ?? now - window
+    }
+}

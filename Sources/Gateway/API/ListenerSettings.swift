@@ -1,0 +1,45 @@
+internal import HTTPServer
+
+/// One HTTP listener's settings from the config — the public one (`listen`, `limits`, `listen_tls`) or the admin one
+/// (`admin.listen`) — and starting it. Every failure is a ``ConfigError`` naming the field at fault.
+public struct ListenerSettings: Sendable {
+    /// The config field of the address, named in errors.
+    let field: String
+    let address: String
+    var configuration: HTTPServer.Configuration
+
+    /// The Apple-facing listener: `listen`, the `limits` bounding threads, connections and requests, and HTTPS when
+    /// `listen_tls` is set (its files read now).
+    static func main(_ config: GatewayConfig) throws(ConfigError) -> ListenerSettings {
+        var main = HTTPServer.Configuration()
+        (main.host, main.port) = try address(config.listen, field: "listen")
+        main.threads = config.limits.httpThreads
+        (main.connectionLimit, main.connectionsPerAddressLimit) = (UInt32(config.limits.connections), UInt32(config.limits.connectionsPerAddress))
+        (main.requestDeadlineSeconds, main.bodyBufferBudgetBytes) = (UInt32(config.limits.requestDeadlineSeconds), config.limits.bodyBufferBytes)
+        main.tls = try TLSFiles(config)?.load()
+        return ListenerSettings(field: "listen", address: config.listen, configuration: main)
+    }
+
+    /// The admin listener: `admin.listen`, two threads, never TLS.
+    static func admin(_ config: GatewayConfig) throws(ConfigError) -> ListenerSettings {
+        var admin = HTTPServer.Configuration()
+        (admin.host, admin.port) = try address(config.adminListen, field: "admin.listen")
+        admin.threads = 2
+        return ListenerSettings(field: "admin.listen", address: config.adminListen, configuration: admin)
+    }
+
+    /// A server with these settings answering with `handler`, listening.
+    func start(_ handler: @escaping RequestHandler) throws(ConfigError) -> HTTPServer {
+        let server = HTTPServer(configuration: configuration, handler: handler)
+        do { try server.start() } catch { throw ConfigError(field: field, "cannot listen on \(address): \(error)") }
+        return server
+    }
+
+    /// `HOST:PORT` (`listen`, `admin.listen`, a command's `--listen`) as host and port; `field` names it in the error.
+    public static func address(_ text: String, field: String) throws(ConfigError) -> (String, UInt16) {
+        guard let colon = text.lastIndex(of: ":"), let port = UInt16(text[text.index(after: colon)...]) else {
+            throw ConfigError(field: field, "must be HOST:PORT, e.g. 127.0.0.1:8080")
+        }
+        return (String(text[..<colon]), port)
+    }
+}

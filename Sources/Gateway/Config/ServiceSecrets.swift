@@ -1,0 +1,46 @@
+internal import V1Adapter
+
+/// The secrets a config names, read from the environment (the file never holds one; docs/configuration.md): each
+/// app's V1 shared secrets, each webhook downstream's signing secrets and the admin bearer token.
+struct ServiceSecrets: Sendable {
+    /// The apps as the V1 adapter sees them, with their shared secrets.
+    let v1Apps: [V1App]
+    /// Every configured V1 shared secret.
+    let v1Secrets: [SharedSecret]
+    /// Per webhook downstream (by name), its signer.
+    let signers: [String: WebhookSigner]
+    /// nil when the variable `admin.token_env` names is unset or empty: the admin API is then off.
+    let adminToken: [UInt8]?
+
+    /// Fails with a ``ConfigError`` naming the field whose variable is unset, or whose webhook secret is not a
+    /// `whsec_` secret.
+    init(config: GatewayConfig, environment env: [String: String]) throws(ConfigError) {
+        let (v1Apps, unresolved) = config.v1Apps(environment: env)
+        if let missing = unresolved.first {
+            let index = config.apps.firstIndex { $0.bundleID == missing.bundle } ?? 0
+            throw ConfigError(field: "apps[\(index)].shared_secret_env", "environment variable \(missing.variable) is not set")
+        }
+        self.v1Apps = v1Apps
+        v1Secrets = v1Apps.flatMap(\.sharedSecrets)
+        var signers: [String: WebhookSigner] = [:]
+        for (i, d) in config.downstreams.enumerated() where d.kind == .webhook {
+            var secrets: [WebhookSigner.Secret] = []
+            for name in d.secretEnv {
+                guard let text = env[name], !text.isEmpty else {
+                    throw ConfigError(field: "downstreams[\(i)].secret_env", "environment variable \(name) is not set")
+                }
+                guard let secret = WebhookSigner.Secret(name: name, text: text) else {
+                    throw ConfigError(field: "downstreams[\(i)].secret_env", "\(name) is not a whsec_ secret (base64 of at least 16 bytes)")
+                }
+                secrets.append(secret)
+            }
+            signers[d.name] = WebhookSigner(secrets: secrets)
+        }
+        self.signers = signers
+        if let tokenText = env[config.adminTokenEnv], !tokenText.isEmpty {
+            adminToken = Array(tokenText.utf8)
+        } else {
+            adminToken = nil
+        }
+    }
+}

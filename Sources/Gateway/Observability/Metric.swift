@@ -1,0 +1,98 @@
+/// The metrics catalogue: every metric the gateway exports, in one place — its name (the raw value), its type and
+/// its help text (docs/operations.md, "Metrics", documents each). Code counts through these cases
+/// (`metrics.increment(.quarantinedTotal, ["lane": …])`), never through a name spelled out, and the `switch` below is
+/// exhaustive: a metric cannot be added without its type and help.
+enum Metric: String, CaseIterable, Sendable {
+    // `POST /notifications` and the quarantine
+    case notificationsReceivedTotal = "iapgw_notifications_received_total"
+    case notificationsAcceptedTotal = "iapgw_notifications_accepted_total"
+    case notificationsRejectedTotal = "iapgw_notifications_rejected_total"
+    case notificationsDuplicateTotal = "iapgw_notifications_duplicate_total"
+    case quarantinedTotal = "iapgw_quarantined_total"
+    case quarantineDroppedTotal = "iapgw_quarantine_dropped_total"
+    case storeFailuresTotal = "iapgw_store_failures_total"
+    case quarantineFullTotal = "iapgw_quarantine_full_total"
+    case quarantineLaneFull = "iapgw_quarantine_lane_full"
+    case quarantineStoreFailuresTotal = "iapgw_quarantine_store_failures_total"
+    // Delivery
+    case deliveryAttemptsTotal = "iapgw_delivery_attempts_total"
+    case deliveryFailuresTotal = "iapgw_delivery_failures_total"
+    case deliveryDeadTotal = "iapgw_delivery_dead_total"
+    case deliveryQueueDepth = "iapgw_delivery_queue_depth"
+    case deliveryOldestAgeSeconds = "iapgw_delivery_oldest_age_seconds"
+    // verifyReceipt
+    case receiptJobsPending = "iapgw_receipt_jobs_pending"
+    case verifyReceiptTotal = "iapgw_verify_receipt_total"
+    // Comparison and authority
+    case compareFetchesTotal = "iapgw_compare_fetches_total"
+    case compareFetchFailuresTotal = "iapgw_compare_fetch_failures_total"
+    case compareComparisonsTotal = "iapgw_compare_comparisons_total"
+    case compareOneSidedTotal = "iapgw_compare_one_sided_total"
+    case compareJobsPending = "iapgw_compare_jobs_pending"
+    case authoritySilent = "iapgw_authority_silent"
+    // Latency
+    case verifySeconds = "iapgw_verify_seconds"
+    case requestSeconds = "iapgw_request_seconds"
+
+    enum Kind: String, Sendable {
+        case counter, gauge, histogram
+    }
+
+    /// The type and help text (`# TYPE`, `# HELP`).
+    var declaration: (kind: Kind, help: String) {
+        switch self {
+        case .notificationsReceivedTotal: (.counter, "Notifications received, by version")
+        case .notificationsAcceptedTotal: (.counter, "Notifications journaled, by version")
+        case .notificationsRejectedTotal: (.counter, "Notifications refused, by version and error code")
+        case .notificationsDuplicateTotal: (.counter, "Apple retries of already journaled notifications")
+        case .quarantinedTotal: (.counter, "Bodies quarantined, by lane")
+        case .quarantineDroppedTotal: (.counter, "Quarantined bodies evicted (oldest first) by the untrusted lane's caps")
+        case .storeFailuresTotal:
+            (.counter, "Writes the store refused (a full disk), by operation: journal (answered 503) or job_outcome (retried)")
+        case .quarantineFullTotal: (.counter, "Refused bodies not stored because their lane was full, by lane")
+        case .quarantineLaneFull: (.gauge, "1 while a lane refuses new rows (the genuine lane never evicts)")
+        case .quarantineStoreFailuresTotal: (.counter, "Refused bodies that could not be stored, by lane")
+        case .deliveryAttemptsTotal: (.counter, "Delivery attempts, by downstream")
+        case .deliveryFailuresTotal: (.counter, "Failed delivery attempts, by downstream")
+        case .deliveryDeadTotal: (.counter, "Deliveries dead-lettered, by downstream")
+        case .deliveryQueueDepth: (.gauge, "Deliveries waiting, by downstream")
+        case .deliveryOldestAgeSeconds: (.gauge, "Age of the oldest waiting delivery, by downstream")
+        case .receiptJobsPending: (.gauge, "V1 notifications waiting for verifyReceipt")
+        case .verifyReceiptTotal: (.counter, "verifyReceipt outcomes")
+        case .compareFetchesTotal: (.counter, "Fetches of one path's view for a comparison, by path")
+        case .compareFetchFailuresTotal: (.counter, "Failed comparison fetches, by path and code")
+        case .compareComparisonsTotal:
+            (.counter, "Comparisons, by result: agree, disagree, unconfirmed (refetching to confirm), stale (refetching the older side)")
+        case .compareOneSidedTotal: (.counter, "Subscriptions one path did not know after the grace window, by side")
+        case .compareJobsPending: (.gauge, "Comparison fetches waiting")
+        case .authoritySilent: (.gauge, "1 while the authoritative path is silent and the other is not")
+        case .verifySeconds: (.histogram, "V2 verification time")
+        case .requestSeconds: (.histogram, "POST /notifications handling time, journaling included")
+        }
+    }
+
+    /// Declares every metric's type and help text in `metrics`.
+    static func describeAll(in metrics: Metrics) {
+        for metric in allCases {
+            metrics.describe(metric.rawValue, type: metric.declaration.kind.rawValue, metric.declaration.help)
+        }
+    }
+}
+
+/// Counting through the catalogue (debug builds check the metric's type).
+extension Metrics {
+    func increment(_ metric: Metric, _ labels: [String: String] = [:], by value: Double = 1) {
+        assert(metric.declaration.kind == .counter, "\(metric.rawValue) is not a counter")
+        increment(metric.rawValue, labels, by: value)
+    }
+
+    func set(_ metric: Metric, _ labels: [String: String] = [:], _ value: Double) {
+        assert(metric.declaration.kind == .gauge, "\(metric.rawValue) is not a gauge")
+        set(metric.rawValue, labels, value)
+    }
+
+    func observe(_ metric: Metric, _ labels: [String: String] = [:], _ value: Double) {
+        assert(metric.declaration.kind == .histogram, "\(metric.rawValue) is not a histogram")
+        observe(metric.rawValue, labels, value)
+    }
+}

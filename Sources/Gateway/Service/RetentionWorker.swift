@@ -1,0 +1,40 @@
+internal import Store
+
+/// Retention, hourly (docs/configuration.md, `raw_body_retention`): raw bodies older than the retention whose work
+/// is finished are dropped (their events and delivery history stay), and finished comparison fetches older than a
+/// week are deleted (bookkeeping only: each outcome is in the ledger). Times come from the injected clock.
+struct RetentionWorker: Sendable {
+    /// How long finished comparison fetches are kept.
+    static let finishedFetchRetentionMillis: Int64 = 7 * 86_400_000
+
+    let store: any GatewayStore
+    let log: Log
+    let now: @Sendable () -> Int64
+    /// `raw_body_retention`.
+    let rawBodyRetentionMillis: Int64
+    /// Between two passes.
+    var interval: Duration = .seconds(3600)
+
+    /// A pass at once, then one every `interval`, until the task is cancelled.
+    func run() async {
+        while !Task.isCancelled {
+            await purge()
+            try? await Task.sleep(for: interval)
+        }
+    }
+
+    /// One pass: how many raw bodies and finished fetches were purged, nil where the store refused the write (the
+    /// next pass tries again).
+    @discardableResult
+    func purge() async -> (bodies: Int?, fetches: Int?) {
+        let time = now()
+        let cutoff = time - rawBodyRetentionMillis
+        let bodies = try? await store.write { tx in try tx.purgeBodies(olderThan: cutoff, now: time) }
+        if let bodies, bodies > 0 {
+            log.info("raw bodies purged", ["count": .int(Int64(bodies))])
+        }
+        let week = time - Self.finishedFetchRetentionMillis
+        let fetches = try? await store.write { tx in try tx.purgeFinishedFetches(olderThan: week) }
+        return (bodies, fetches)
+    }
+}

@@ -1,0 +1,64 @@
+@testable import Gateway
+import HTTPServer
+import TestSupport
+import Testing
+
+/// The Apple-facing routes without a listener: what each answers, and what a notification leaves in the metrics
+/// and the log.
+@Suite struct PublicRoutesTests {
+    static func routes(_ h: GatewayHarness, logs: GatewayServiceTests.LogBox = .init()) -> PublicRoutes {
+        PublicRoutes(ingest: h.ingest, metrics: h.metrics, log: Log(now: { GatewayHarness.t }, sink: { logs.append($0) }))
+    }
+
+    @Test(arguments: [
+        ("GET", "/healthz", 200, #"{"ok":true}"#),
+        ("HEAD", "/healthz", 405, #"{"error":{"code":"method_not_allowed","message":"method not allowed"}}"#),
+        ("GET", "/notifications", 405, #"{"error":{"code":"method_not_allowed","message":"method not allowed"}}"#),
+        ("GET", "/metrics", 404, #"{"error":{"code":"not_found","message":"no such endpoint"}}"#),
+        ("GET", "/admin/status", 404, #"{"error":{"code":"not_found","message":"no such endpoint"}}"#),
+        ("POST", "/notifications/", 404, #"{"error":{"code":"not_found","message":"no such endpoint"}}"#),
+    ])
+    func answers(_ method: String, _ path: String, _ status: Int, _ body: String) throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let r = Self.routes(h).handle(ServerRequest(method: method, path: path))
+        #expect(r.status == status)
+        #expect(r.headers.map { "\($0.name): \($0.value)" } == ["Content-Type: application/json"])
+        #expect(String(decoding: r.body, as: UTF8.self) == body)
+    }
+
+    @Test func aNotificationIsCountedTimedAndLogged() throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let logs = GatewayServiceTests.LogBox()
+        let routes = Self.routes(h, logs: logs)
+        let body = try Fixtures.bytes("v2-synthetic/notif-did-renew.json")
+        let first = routes.handle(ServerRequest(method: "POST", path: "/notifications", body: body))
+        #expect(first.status == 200)
+        #expect(routes.handle(ServerRequest(method: "POST", path: "/notifications", body: body)).status == 200)
+        let forged = routes.handle(ServerRequest(method: "POST", path: "/notifications",
+                                                 body: try Fixtures.bytes("v2-synthetic/negative/tampered-payload.json")))
+        #expect(forged.status == 403)
+
+        #expect(h.metrics.counter(Metric.notificationsReceivedTotal.rawValue, ["version": "v2"]) == 3)
+        #expect(h.metrics.counter(Metric.notificationsAcceptedTotal.rawValue, ["version": "v2"]) == 1)
+        #expect(h.metrics.counter(Metric.notificationsDuplicateTotal.rawValue, ["version": "v2"]) == 1)
+        #expect(h.metrics.counter(Metric.notificationsRejectedTotal.rawValue, ["version": "v2", "code": "bad_signature"]) == 1)
+        #expect(h.metrics.render().contains(#"iapgw_request_seconds_count{version="v2"} 3"#))
+        let lines = logs.all.filter { $0.contains(#""msg":"notification""#) }
+        #expect(lines.count == 3)
+        #expect(lines.map { $0.contains(#""outcome":"accepted""#) } == [true, false, false])
+        #expect(lines.map { $0.contains(#""outcome":"duplicate""#) } == [false, true, false])
+        #expect(lines.last?.contains(#""code":"bad_signature""#) == true && lines.last?.contains(#""status":403"#) == true)
+        #expect(lines.allSatisfy { $0.contains(#""latency_ms":"#) })
+    }
+
+    @Test func aBodyOfNoKnownVersionIsCountedAsUnknown() throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let r = Self.routes(h).handle(ServerRequest(method: "POST", path: "/notifications", body: Array("{}".utf8)))
+        #expect(r.status == 400)
+        #expect(h.metrics.counter(Metric.notificationsReceivedTotal.rawValue, ["version": "unknown"]) == 1)
+        #expect(h.metrics.counter(Metric.notificationsRejectedTotal.rawValue, ["version": "unknown", "code": "unknown_version"]) == 1)
+    }
+}
