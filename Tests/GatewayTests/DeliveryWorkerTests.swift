@@ -20,7 +20,7 @@ import WireJSON
             .replacingOccurrences(of: "http://127.0.0.1:1/events\"", with: "\(receiver.url("/events"))\", \"secret_env\": [\"WEBHOOK_SECRET\"], \"include_raw\": true, \"max_attempts\": \(maxAttempts)")
             .replacingOccurrences(of: "http://127.0.0.1:1/shadow", with: receiver.url("/shadow"))
             .replacingOccurrences(of: "http://127.0.0.1:1/apple/v1", with: receiver.url("/apple/v1"))
-        return try GatewayHarness(configJSON: json)
+        return try GatewayHarness(configJSON: json, environment: ["WEBHOOK_SECRET": webhookSecret])
     }
 
     static func worker(_ h: GatewayHarness, now: @escaping @Sendable () -> Int64 = { GatewayHarness.t + 3_600_000 },

@@ -33,29 +33,54 @@ struct GatewayHarness: Sendable {
         """
 
     let directory: String
-    let config: GatewayConfig
+    /// The service as `serve` builds it (nothing listening, no worker running), over the store below.
+    let service: GatewayService
+    /// The service's store, as the SQLite store it is.
     let store: SQLiteStore
-    let router: Router
-    let ingest: NotificationIngest
-    let metrics = Metrics()
+    var config: GatewayConfig { service.config }
+    var router: Router { service.router }
+    var ingest: NotificationIngest { service.ingest }
+    var metrics: Metrics { service.metrics }
 
-    init(now: Int64 = GatewayHarness.t + 3_600_000, configJSON: String = GatewayHarness.configJSON) throws {
+    init(now: Int64 = GatewayHarness.t + 3_600_000, configJSON: String = GatewayHarness.configJSON,
+         environment: [String: String] = [:]) throws {
         directory = try Scratch.directory()
         var config = try GatewayConfig.parse(Array(configJSON.utf8), baseDirectory: directory)
         config.sqlitePath = directory + "/gateway.db"
-        self.config = config
         store = try SQLiteStore(path: config.sqlitePath)
-        router = Router(config: config)
-        let v1Apps = config.v1Apps(environment: ["APP_SECRET": Self.v1Secret]).apps
-        let v2 = V2Adapter(
-            verifier: AppleJWSVerifier(anchors: try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3, try TestPKI.der("root")])),
-            apps: config.apps.map { V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments) })
-        ingest = NotificationIngest(
-            v1: V1Adapter(apps: v1Apps), v2: v2, store: store, router: router, limits: .init(), metrics: metrics, now: { now })
-        let wanted = config.apps.flatMap { app in
-            app.environments.map { AuthorityEntry(bundleID: app.bundleID, environment: $0, authority: app.authority(for: $0), origin: .config) }
+        service = try Self.service(config: config, store: store, now: now, environment: environment)
+    }
+
+    /// What `serve` would build from `config` over `store` at `now`, authority seeded: the test PKI's root is trusted
+    /// like Apple's, the V1 secret is in the environment, the log goes nowhere. `com.example.gateway` is V2-authoritative
+    /// and takes V1, which `serve` accepts only with a V2 path (the App Store Server API): here one that is never asked
+    /// (no worker runs) and would say so.
+    static func service(config: GatewayConfig, store: any GatewayStore, now: Int64, environment: [String: String] = [:]) throws
+        -> GatewayService
+    {
+        var dependencies = GatewayService.Dependencies(
+            environment: environment.merging(["APP_SECRET": Self.v1Secret]) { mine, _ in mine }, transport: CurlTransport(), now: { now }, jitter: { 0 }, logSink: { _ in })
+        dependencies.store = store
+        dependencies.v2PathSource = NoV2Path()
+        dependencies.trustAnchors = try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3, try TestPKI.der("root")])
+        let service = try GatewayService(config: config, dependencies: dependencies)
+        try service.seedAuthority()
+        return service
+    }
+
+    /// The service a restart with another config (a fix, say) builds over this harness's store.
+    func restarted(configJSON: String, now: Int64) throws -> GatewayService {
+        var config = try GatewayConfig.parse(Array(configJSON.utf8), baseDirectory: directory)
+        config.sqlitePath = self.config.sqlitePath
+        return try Self.service(config: config, store: store, now: now)
+    }
+
+    struct NoV2Path: V2PathSource {
+        func status(bundleID: String, environment: AppStoreEnvironment, originalTransactionID: String, observedAt: Int64)
+            async throws(PathFetchError) -> V2PathStatus?
+        {
+            throw PathFetchError(code: "no_app_store_api", message: "the harness has no V2 path", retryable: false)
         }
-        _ = try store.write { tx in try tx.seedAuthority(wanted, now: now) }
     }
 
     func close() {

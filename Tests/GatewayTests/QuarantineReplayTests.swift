@@ -29,14 +29,7 @@ import WireJSON
 
     /// The harness's store with an ingest built from another config: the operator fixed the config, then replays.
     static func ingest(over h: GatewayHarness, configJSON: String, now: Int64) throws -> NotificationIngest {
-        var config = try GatewayConfig.parse(Array(configJSON.utf8), baseDirectory: h.directory)
-        config.sqlitePath = h.config.sqlitePath
-        let v2 = V2Adapter(
-            verifier: AppleJWSVerifier(anchors: try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3, try TestPKI.der("root")])),
-            apps: config.apps.map { V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments) })
-        let v1 = V1Adapter(apps: config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps)
-        return NotificationIngest(v1: v1, v2: v2, store: h.store, router: Router(config: config), limits: .init(), metrics: Metrics(),
-                                  now: { now })
+        try h.restarted(configJSON: configJSON, now: now).ingest
     }
 
     static let fixedConfig = GatewayHarness.configJSON.replacingOccurrences(

@@ -3,7 +3,7 @@ public import Store
 internal import Canonical
 public import HTTPClient
 public import V1Adapter
-internal import V2Adapter
+public import V2Adapter
 import Synchronization
 
 /// `iap-gateway serve`: the whole service assembled from a config — the notification endpoint and `/healthz`
@@ -27,6 +27,9 @@ public final class GatewayService: Sendable {
         public var store: (any GatewayStore)? = nil
         /// How the SQLite store is opened (tests inject storage faults here: a full disk).
         public var sqliteOptions = SQLiteStore.Options()
+        /// The roots V2 notifications must chain to; nil: Apple Root CA - G3 plus the config's `trust.extra_roots`
+        /// (sandbox only). Set in code only, never from a file: tests trust their own PKI's root like Apple's.
+        public var trustAnchors: TrustAnchors? = nil
         /// `serve --demo-verify-time` (see ``NotificationIngest/Limits/demoSandboxVerifyTime``); nil in production.
         public var demoSandboxVerifyTime: Int64? = nil
         /// Renders `GET /admin/report?format=…`: the content type and bytes, or nil for a format it does not offer
@@ -66,6 +69,8 @@ public final class GatewayService: Sendable {
     public let store: any GatewayStore
     public let ingest: NotificationIngest
     public let operations: Operations
+    /// Who receives what, from the config.
+    public let router: Router
     let delivery: DeliveryWorker
     let receipts: ReceiptWorker
     let compare: CompareWorker
@@ -104,13 +109,13 @@ public final class GatewayService: Sendable {
         let v1Apps = secrets.v1Apps
         v1Secrets = secrets.v1Secrets
 
-        let anchors = try TrustAnchorLoader.anchors(extraRootPaths: config.extraRoots)
+        let anchors = try dependencies.trustAnchors ?? TrustAnchorLoader.anchors(extraRootPaths: config.extraRoots)
         let v2 = V2Adapter(
             verifier: AppleJWSVerifier(anchors: anchors),
             apps: config.apps.map { V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments) })
         let v1 = V1Adapter(apps: v1Apps)
         store = try dependencies.store ?? SQLiteStore(path: config.sqlitePath, options: dependencies.sqliteOptions)
-        let router = Router(config: config)
+        router = Router(config: config)
         var limits = NotificationIngest.Limits()
         limits.untrustedQuarantineCap = config.limits.untrustedQuarantine
         limits.genuineQuarantineCap = config.limits.genuineQuarantine
@@ -165,25 +170,11 @@ public final class GatewayService: Sendable {
     /// Call once; not concurrently with `shutdown()`.
     @discardableResult
     public func start() throws -> (port: UInt16, adminPort: UInt16?) {
-        let time = now()
-        let config = self.config
         if let demo = ingest.limits.demoSandboxVerifyTime {
             log.warn("DEMO: sandbox notifications are judged fresh as of a fixed time, not the clock (--demo-verify-time)",
                      ["verify_time": .string(TimeText.iso8601(demo))])
         }
-        let wanted = config.apps.flatMap { app in
-            app.environments.map { AuthorityEntry(bundleID: app.bundleID, environment: $0, authority: app.authority(for: $0), origin: .config) }
-        }
-        let effective = try store.write { tx in try tx.seedAuthority(wanted, now: time) }
-        for row in effective {
-            log.info("authority", ["bundle": .string(row.bundleID), "environment": .string(row.environment.rawValue),
-                                   "authority": .string(row.authority.rawValue), "origin": .string(row.origin.rawValue)])
-        }
-        if let problem = config.authorityProblems(
-            effective: effective.map { ($0.bundleID, $0.environment.rawValue, $0.authority) }, v2PathAvailable: compare.v2Source != nil
-        ).first {
-            throw problem
-        }
+        try seedAuthority()
         let delivery = self.delivery
         let receipts = self.receipts
         let compare = self.compare
@@ -209,6 +200,26 @@ public final class GatewayService: Sendable {
         log.info("listening", ["port": .int(Int64(server.port)), "admin_port": adminPort.map { .int(Int64($0)) },
                                "store": .string(config.sqlitePath)])
         return (server.port, adminPort)
+    }
+
+    /// Seeds the store's authority from the config (a cutover's row wins over the config), logs the effective
+    /// authority per bundle and environment, and refuses an authority the config cannot serve. `start()` does this
+    /// first; a service used without listeners (tests, one-shot commands) can do it alone.
+    public func seedAuthority() throws {
+        let time = now()
+        let wanted = config.apps.flatMap { app in
+            app.environments.map { AuthorityEntry(bundleID: app.bundleID, environment: $0, authority: app.authority(for: $0), origin: .config) }
+        }
+        let effective = try store.write { tx in try tx.seedAuthority(wanted, now: time) }
+        for row in effective {
+            log.info("authority", ["bundle": .string(row.bundleID), "environment": .string(row.environment.rawValue),
+                                   "authority": .string(row.authority.rawValue), "origin": .string(row.origin.rawValue)])
+        }
+        if let problem = config.authorityProblems(
+            effective: effective.map { ($0.bundleID, $0.environment.rawValue, $0.authority) }, v2PathAvailable: compare.v2Source != nil
+        ).first {
+            throw problem
+        }
     }
 
     /// Graceful stop: no new connections, in-flight requests finish, workers finish their current work, the writer
