@@ -1,5 +1,16 @@
 #!/usr/bin/env python3
-"""Generate the synthetic App Store Server Notification V2 test fixtures.
+"""FROZEN: kept only as the record of how the committed vectors were made. Do not run it to add or change tests.
+
+Its output -- Fixtures/test-pki and Fixtures/v2-synthetic (negative/ included) -- is a set of frozen test
+vectors: never regenerated, never edited. New certificate and V2 token cases are written in Swift, with the
+project's own CertificateBuilder and AppleJWSSigner, through Tests/TestSupport/TestChain.swift (TestCA,
+TestChain.Profile, TestSigner, V2Failure) and Tests/TestSupport/TestNotification.swift (TestNotification);
+Tests/V2AdapterTests/CodeBuiltChainTests.swift re-creates the negative cases that way. Nothing in the test
+command or CI (scripts/test, scripts/check.sh, .ci/run) runs this script.
+
+What follows is the script's original description.
+
+Generate the synthetic App Store Server Notification V2 test fixtures.
 
     python3 scripts/make_test_fixtures.py
 

@@ -86,7 +86,8 @@ enum JSONSerializationLite {
     }
 }
 
-/// The test PKI of `Fixtures/test-pki` (made by `scripts/make_test_fixtures.py`).
+/// The frozen test PKI of `Fixtures/test-pki` (made once by `scripts/make_test_fixtures.py`, never regenerated); new
+/// chains are built in code with ``TestCA``.
 public enum TestPKI {
     public static func der(_ name: String) throws -> [UInt8] { try Fixtures.bytes("test-pki/\(name).der") }
     public static func key(_ name: String) throws -> PrivateKey { try PrivateKey(pem: try Fixtures.text("test-pki/\(name).key.pem")) }
