@@ -150,17 +150,17 @@ public struct VerifyCommand: Sendable, Command {
             case .v2Notification(let token):
                 let n = try v2.verifyNotification(signedPayload: token, now: time)
                 return VerifyReport(
-                    ok: true, version: "v2", kind: "notification", bundleID: n.bundleID, environment: n.environment,
+                    ok: true, version: Generation.v2.rawValue, kind: "notification", bundleID: n.bundleID, environment: n.environment,
                     leafSerial: n.leafSerial, signedDate: n.payload.signedDate, events: n.canonicalEvents())
             case .signedTransaction(let token):
                 let t = try v2.verifyTransaction(token, now: time)
                 return VerifyReport(
-                    ok: true, version: "v2", kind: "transaction", bundleID: t.bundleID, environment: t.environment,
+                    ok: true, version: Generation.v2.rawValue, kind: "transaction", bundleID: t.bundleID, environment: t.environment,
                     leafSerial: t.leafSerial, signedDate: t.signedDate, events: [], token: Self.json(t.payload))
             case .signedRenewalInfo(let token):
                 let r = try v2.verifyRenewalInfo(token, now: time)
                 return VerifyReport(
-                    ok: true, version: "v2", kind: "renewal_info", bundleID: nil, environment: r.environment,
+                    ok: true, version: Generation.v2.rawValue, kind: "renewal_info", bundleID: nil, environment: r.environment,
                     leafSerial: r.leafSerial, signedDate: r.signedDate, events: [], token: Self.json(r.payload))
             case .v1Notification:
                 return await v1.verify(bytes, now: time)

@@ -292,7 +292,7 @@ public struct GatewayConfig: Sendable {
                     byEnvironment[AppStoreEnvironment(rawValue: env)] = value
                 }
             } else {
-                let authorityText = try a.string("authority") ?? "v1"
+                let authorityText = try a.string("authority") ?? Authority.v1.rawValue
                 guard let value = Authority(rawValue: authorityText) else {
                     throw ConfigError(field: a.field("authority"), "must be \"v1\" or \"v2\" (or an object per environment)")
                 }

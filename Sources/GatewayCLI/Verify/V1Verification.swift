@@ -36,7 +36,7 @@ struct V1Verification: Sendable {
         }
         let builder = V1EventBuilder()
         var report = VerifyReport(
-            ok: true, version: "v1", kind: "notification", bundleID: n.bundleID, environment: n.environment,
+            ok: true, version: Generation.v1.rawValue, kind: "notification", bundleID: n.bundleID, environment: n.environment,
             leafSerial: nil, signedDate: nil, events: [])
         report.eventID = n.eventID
         report.secretName = n.secretName
@@ -74,7 +74,7 @@ struct V1Verification: Sendable {
         }
         let observed = response.receipt?.requestDateMs?.int64 ?? now
         var report = VerifyReport(
-            ok: true, version: "v1", kind: "verify_receipt_response", bundleID: nil, environment: nil, leafSerial: nil,
+            ok: true, version: Generation.v1.rawValue, kind: "verify_receipt_response", bundleID: nil, environment: nil, leafSerial: nil,
             signedDate: nil, events: [])
         report.appleStatus = response.statusCode
         report.snapshots = V1EventBuilder.snapshots(from: response, observedAt: observed)
