@@ -18,6 +18,11 @@ public protocol GatewayStore: Sendable {
     func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T
     /// Whether ``close()`` was called: no more writes are taken.
     var isClosing: Bool { get }
+    /// Whether several gateway instances may work on this store at once: background jobs must then be claimed in a
+    /// write transaction (``StoreTransaction/claimDueDeliveries(downstream:at:limit:lease:)`` and its kin), so that
+    /// each job runs on one instance until its lease runs out. A store that one process owns (SQLite) answers false:
+    /// its jobs are read in a read transaction and the process keeps track of what it runs.
+    var sharedByInstances: Bool { get }
     /// Commits what is queued, refuses new work and closes.
     func close()
 }
@@ -85,8 +90,10 @@ public protocol StoreTransaction {
 
     // MARK: Outbox
 
-    /// At most `limit` deliveries of `downstream` due at `time`, in the order they should start.
-    func dueDeliveries(downstream: String, at time: Int64, limit: Int) throws -> [DeliveryJob]
+    /// At most `limit` deliveries of `downstream` due at `time`, in the order they should start, claimed for `lease`
+    /// where the store is shared by instances (a job claimed by another instance whose lease has not run out is not
+    /// due; settling a job ends its claim).
+    func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease) throws -> [DeliveryJob]
     /// What a webhook delivery of `eventID` sends; nil when the event is no longer stored.
     func deliveryPayload(eventID: String) throws -> DeliveryPayload?
     /// Records an attempt's outcome; a row no longer pending (replayed or dead-lettered meanwhile) is left alone.
@@ -104,8 +111,9 @@ public protocol StoreTransaction {
 
     // MARK: verifyReceipt jobs
 
-    /// At most `limit` verifyReceipt jobs due at `time`, oldest due first, with their journaled bodies.
-    func dueReceiptJobs(at time: Int64, limit: Int) throws -> [ReceiptJob]
+    /// At most `limit` verifyReceipt jobs due at `time`, oldest due first, with their journaled bodies; claimed like
+    /// deliveries.
+    func claimDueReceiptJobs(at time: Int64, limit: Int, lease: Lease) throws -> [ReceiptJob]
     /// Records an attempt: the job's state, attempts, when it is due again, and what Apple said.
     func settleReceiptJob(journalID: Int64, state: JobState, attempts: Int, nextAttemptAt: Int64, error: String?, appleStatus: Int?,
                           now: Int64) throws
@@ -127,8 +135,8 @@ public protocol StoreTransaction {
     /// Queues a fetch at `time`, due then or at `due`. A plain comparison fetch (no `v1EventID`) is not queued
     /// again while one for the same subscription and path is pending.
     func enqueueFetch(_ request: FetchRequest, at time: Int64, due: Int64?) throws
-    /// At most `limit` fetches due at `time`, oldest due first.
-    func dueFetches(at time: Int64, limit: Int) throws -> [FetchJob]
+    /// At most `limit` fetches due at `time`, oldest due first; claimed like deliveries.
+    func claimDueFetches(at time: Int64, limit: Int, lease: Lease) throws -> [FetchJob]
     /// Records a fetch's attempt: its state, attempts, when it is due again, and why.
     func settleFetch(id: Int64, state: JobState, attempts: Int, nextAttemptAt: Int64?, error: String?, now: Int64) throws
     /// Fetches, oldest first, optionally of one state.

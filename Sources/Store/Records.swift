@@ -74,3 +74,12 @@ public protocol DeliveryRouting: Sendable {
     /// Whether the bundle's two paths are compared.
     func compares(_ bundleID: String?) -> Bool
 }
+
+/// Who runs a claimed background job, and until when: when the store is shared by several instances, another one
+/// takes the job over once `until` has passed (its instance died, say). Jobs claimed by `owner` itself are due to it
+/// again at once (a restarted instance with the same name picks up its own work).
+public struct Lease: Sendable, Hashable {
+    public var owner: String
+    public var until: Int64
+    public init(owner: String, until: Int64) { (self.owner, self.until) = (owner, until) }
+}

@@ -60,7 +60,7 @@ import V1Adapter
 
     /// The fetch as the worker starts it at `time`.
     static func claim(_ worker: CompareWorker, _ h: GatewayHarness, at time: Int64 = now) throws -> CompareWorker.Job {
-        try #require(try h.store.read { try worker.due(at: time, lane: "", count: 10, in: $0) }.first)
+        try #require(try h.store.read { try worker.due(at: time, lane: "", count: 10, lease: Lease(owner: "test", until: time), in: $0) }.first)
     }
 
     /// What the ReceiptWorker does for the subscription's V1 notification (the part that concerns the comparison).

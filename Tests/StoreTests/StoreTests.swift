@@ -34,6 +34,8 @@ import TestSupport
         }
     }
 
+    static let lease = Lease(owner: "test", until: .max)
+
     static func event(_ id: String, date: Int64, source: EventSource = .v2) -> CanonicalEvent {
         var e = CanonicalEvent(id: id, source: source, kind: .renewal, rawType: "X", eventDate: date, eventDateSource: .signedDate, verified: true)
         e.bundleID = "com.example.gateway"
@@ -188,7 +190,7 @@ import TestSupport
         let row = try #require(try Self.deliveries(f).first { $0.id == main.id })
         #expect(row.state == .dead && row.attempts == 3 && row.lastStatus == 410)
         #expect(try f.store.write { tx in try tx.redeliver(.deadLetters, now: 20) } == 1)
-        #expect(try f.store.read { tx in try tx.dueDeliveries(downstream: "main", at: 20, limit: 10) }.map(\.id) == [main.id])
+        #expect(try f.store.read { tx in try tx.claimDueDeliveries(downstream: "main", at: 20, limit: 10, lease: Self.lease) }.map(\.id) == [main.id])
     }
 
     @Test func aStoredReceiptWakesThePendingV1FetchesOfItsSubscription() throws {
@@ -197,9 +199,9 @@ import TestSupport
         try f.store.write { tx in try tx.enqueueFetch(FetchRequest(subscription: key, fetch: .v1, compare: true), at: 10, due: 500) }
         // A plain comparison fetch is not queued twice while one is pending.
         try f.store.write { tx in try tx.enqueueFetch(FetchRequest(subscription: key, fetch: .v1, compare: true), at: 11, due: 500) }
-        #expect(try f.store.read { tx in try tx.dueFetches(at: 100, limit: 10) }.isEmpty)
+        #expect(try f.store.read { tx in try tx.claimDueFetches(at: 100, limit: 10, lease: Self.lease) }.isEmpty)
         try f.store.write { tx in try tx.putReceipt(StoredReceipt(receipt: "r", secretName: "S", updatedAt: 100), of: key) }
-        let due = try f.store.read { tx in try tx.dueFetches(at: 100, limit: 10) }
+        let due = try f.store.read { tx in try tx.claimDueFetches(at: 100, limit: 10, lease: Self.lease) }
         #expect(due.count == 1 && due.first?.fetch == .v1 && due.first?.subscription == key)
         #expect(try f.store.read { tx in try tx.receipt(of: key) } == StoredReceipt(receipt: "r", secretName: "S", updatedAt: 100))
     }

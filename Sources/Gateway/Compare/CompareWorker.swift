@@ -54,8 +54,8 @@ public final class CompareWorker: JobTable, ContextualWorker {
 
     var lanes: [String] { [""] }
 
-    func due(at time: Int64, lane: String, count: Int, in tx: any StoreTransaction) throws -> [Job] {
-        try tx.dueFetches(at: time, limit: count)
+    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: any StoreTransaction) throws -> [Job] {
+        try tx.claimDueFetches(at: time, limit: count, lease: lease)
     }
 
     func limit(lane: String) -> Int { settings.concurrency }

@@ -67,8 +67,8 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     /// One lane per downstream, so a slow one never holds back the others.
     var lanes: [String] { router.downstreamNames }
 
-    func due(at time: Int64, lane downstream: String, count: Int, in tx: any StoreTransaction) throws -> [Job] {
-        try tx.dueDeliveries(downstream: downstream, at: time, limit: count)
+    func due(at time: Int64, lane downstream: String, count: Int, lease: Lease, in tx: any StoreTransaction) throws -> [Job] {
+        try tx.claimDueDeliveries(downstream: downstream, at: time, limit: count, lease: lease)
     }
 
     func limit(lane downstream: String) -> Int { router.downstream(downstream)?.concurrency ?? policy.concurrency }

@@ -27,6 +27,9 @@ public final class GatewayService: Sendable {
         public var store: (any GatewayStore)? = nil
         /// How the SQLite store is opened (tests inject storage faults here: a full disk).
         public var sqliteOptions = SQLiteStore.Options()
+        /// This instance's name in the claims of background jobs when the store is shared by instances; nil: the host
+        /// name and process id (or `local` for a store one process owns).
+        public var instanceID: String? = nil
         /// The roots V2 notifications must chain to; nil: Apple Root CA - G3 plus the config's `trust.extra_roots`
         /// (sandbox only). Set in code only, never from a file: tests trust their own PKI's root like Apple's.
         public var trustAnchors: TrustAnchors? = nil
@@ -126,8 +129,9 @@ public final class GatewayService: Sendable {
         ingest = NotificationIngest(v1: v1, v2: v2, store: store, router: router, limits: limits, metrics: metrics, now: dependencies.now)
         operations = Operations(store: store, now: dependencies.now)
         let deliveryPolicy = dependencies.deliveryPolicy
-        let workers = WorkerContext(store: store, router: router, metrics: metrics, log: log, now: dependencies.now,
-                                    jitter: dependencies.jitter)
+        let workers = WorkerContext(
+            store: store, router: router, metrics: metrics, log: log, now: dependencies.now, jitter: dependencies.jitter,
+            instance: dependencies.instanceID ?? (store.sharedByInstances ? ProcessEnvironment.instanceName : "local"))
         delivery = DeliveryWorker(
             context: workers, transport: dependencies.transport, signers: secrets.signers, passthroughSecrets: v1Secrets,
             policy: deliveryPolicy)

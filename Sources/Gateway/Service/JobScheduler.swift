@@ -12,10 +12,15 @@ public struct WorkerContext: Sendable {
     public let log: Log
     public let now: @Sendable () -> Int64
     public let jitter: @Sendable () -> Double
+    /// This instance's name in job claims (see ``Lease``).
+    public let instance: String
+    /// How long a claimed job stays this instance's before another may take it over: longer than any job runs.
+    public let leaseMillis: Int64
 
     public init(store: any GatewayStore, router: Router, metrics: Metrics, log: Log, now: @escaping @Sendable () -> Int64,
-                jitter: @escaping @Sendable () -> Double) {
+                jitter: @escaping @Sendable () -> Double, instance: String = "local", leaseMillis: Int64 = 300_000) {
         (self.store, self.router, self.metrics, self.log, self.now, self.jitter) = (store, router, metrics, log, now, jitter)
+        (self.instance, self.leaseMillis) = (instance, leaseMillis)
     }
 
     /// Runs `body` on a read transaction, on a dispatch thread, never on Swift's cooperative pool.
@@ -53,9 +58,9 @@ protocol JobTable: Sendable {
     var lanes: [String] { get }
     /// How many jobs of `lane` may run at once.
     func limit(lane: String) -> Int
-    /// At most `count` due jobs of `lane`, in the order they should start; runs on a blocking thread in a read
-    /// transaction.
-    func due(at time: Int64, lane: String, count: Int, in tx: any StoreTransaction) throws -> [Job]
+    /// At most `count` due jobs of `lane`, in the order they should start, claimed for `lease` where the store is
+    /// shared by instances; runs on a blocking thread, in a write transaction then (a read transaction otherwise).
+    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: any StoreTransaction) throws -> [Job]
     /// Runs one job; returns once its outcome is committed.
     func process(_ job: Job) async
     /// Gauges and alerts, about once a second while running.
@@ -105,9 +110,12 @@ final class JobScheduler: Sendable {
             }
         }
         guard !wanted.isEmpty else { return [] }
-        let candidates = try await context.read { c in
-            try wanted.flatMap { try table.due(at: time, lane: $0.lane, count: $0.limit, in: c) }
+        let lease = Lease(owner: context.instance, until: time.clampedAdding(context.leaseMillis))
+        let claim: @Sendable (any StoreTransaction) throws -> [Table.Job] = { c in
+            try wanted.flatMap { try table.due(at: time, lane: $0.lane, count: $0.limit, lease: lease, in: c) }
         }
+        // Several instances: the jobs are claimed in the store, so that each runs on one of them.
+        let candidates = context.store.sharedByInstances ? try await context.store.write(claim) : try await context.read(claim)
         return inFlight.claim { claims in
             candidates.filter { job in
                 guard !claims.isBusy(job.id), claims.count(lane: job.lane) < table.limit(lane: job.lane) else { return false }

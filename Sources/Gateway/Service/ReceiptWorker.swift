@@ -42,8 +42,8 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
 
     var lanes: [String] { [""] }
 
-    func due(at time: Int64, lane: String, count: Int, in tx: any StoreTransaction) throws -> [Job] {
-        try tx.dueReceiptJobs(at: time, limit: count)
+    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: any StoreTransaction) throws -> [Job] {
+        try tx.claimDueReceiptJobs(at: time, limit: count, lease: lease)
     }
 
     func limit(lane: String) -> Int { policy.concurrency }

@@ -52,6 +52,9 @@ public final class SQLiteStore: GatewayStore {
 
     public var isClosing: Bool { writer.isStopping }
 
+    /// One process serves an SQLite file (other processes only run one-shot operator commands on it).
+    public var sharedByInstances: Bool { false }
+
     public func close() {
         writer.stop()
         database.close()

@@ -92,7 +92,8 @@ extension SQLiteTransaction {
         }
     }
 
-    func dueFetches(at time: Int64, limit: Int) throws -> [FetchJob] {
+    // One process owns an SQLite store (`sharedByInstances` is false): the lease is not recorded.
+    func claimDueFetches(at time: Int64, limit: Int, lease: Lease) throws -> [FetchJob] {
         try fetchJobs(where: "state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?", [.integer(time), limitValue(limit)])
     }
 

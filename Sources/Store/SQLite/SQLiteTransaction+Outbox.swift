@@ -1,7 +1,8 @@
 internal import SQLite
 
 extension SQLiteTransaction {
-    func dueDeliveries(downstream: String, at time: Int64, limit: Int) throws -> [DeliveryJob] {
+    // One process owns an SQLite store (`sharedByInstances` is false): the lease is not recorded.
+    func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease) throws -> [DeliveryJob] {
         try c.query(
             """
             SELECT id, downstream, attempts, event_id, journal_id, created_at FROM outbox

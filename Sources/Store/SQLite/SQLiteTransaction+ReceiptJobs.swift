@@ -1,7 +1,8 @@
 internal import SQLite
 
 extension SQLiteTransaction {
-    func dueReceiptJobs(at time: Int64, limit: Int) throws -> [ReceiptJob] {
+    // One process owns an SQLite store (`sharedByInstances` is false): the lease is not recorded.
+    func claimDueReceiptJobs(at time: Int64, limit: Int, lease: Lease) throws -> [ReceiptJob] {
         try c.query(
             """
             SELECT r.journal_id, r.attempts, j.body, j.bundle_id, j.secret_name, j.received_at, j.notification_key, j.authority
