@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "HTTPClient", targets: ["HTTPClient"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "SQLite", targets: ["SQLite"]),
+        .library(name: "Postgres", targets: ["Postgres"]),
         .library(name: "Store", targets: ["Store"]),
         .library(name: "V1Adapter", targets: ["V1Adapter"]),
         .library(name: "V2Adapter", targets: ["V2Adapter"]),
@@ -31,6 +32,7 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
 
         // Pure model: no imports beyond the standard library.
         .target(name: "Canonical", swiftSettings: strict),
@@ -39,6 +41,7 @@ let package = Package(
         .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
         .target(name: "HTTPClient", dependencies: ["CCurl", "Canonical"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
+        .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         // Every table of the gateway behind one interface; all SQL lives here.
         .target(name: "Store", dependencies: ["Canonical", "SQLite", "WireJSON"], swiftSettings: strict),
@@ -77,6 +80,8 @@ let package = Package(
                     dependencies: ["Simulator", "Canonical", "Crypto", "V1Adapter", "V2Adapter", "WireJSON", "TestSupport", "SimulatorTestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
+        // Against a real server when IAPGW_TEST_DATABASE_URL is set (scripts/with-postgres), skipped otherwise.
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "TestSupport"], swiftSettings: strict),
         .target(name: "StoreTestSupport", dependencies: ["Store", "Canonical"], path: "Tests/StoreTestSupport", swiftSettings: strict),
         .testTarget(name: "StoreTests", dependencies: ["Store", "Canonical", "TestSupport"], swiftSettings: strict),
