@@ -87,6 +87,19 @@ import Testing
         #expect(Self.field(json) == field)
     }
 
+    @Test func theStoreIsSQLiteOrPostgresNeverBoth() throws {
+        let pg = try GatewayConfig.parse(Array(#"{"store": {"postgres": {"url_env": "IAPGW_DATABASE_URL"}}}"#.utf8), baseDirectory: "/tmp")
+        #expect(pg.postgresURLEnv == "IAPGW_DATABASE_URL")
+        #expect(try GatewayConfig.parse(Array(#"{"store": {"sqlite": "g.db"}}"#.utf8), baseDirectory: "/tmp").postgresURLEnv == nil)
+        #expect(throws: ConfigError.self) {
+            try GatewayConfig.parse(Array(#"{"store": {"sqlite": "g.db", "postgres": {"url_env": "X"}}}"#.utf8), baseDirectory: "/tmp")
+        }
+        #expect(throws: ConfigError.self) { try GatewayConfig.parse(Array(#"{"store": {"postgres": {}}}"#.utf8), baseDirectory: "/tmp") }
+        #expect(throws: ConfigError.self) {
+            try GatewayConfig.parse(Array(#"{"store": {"postgres": {"url": "postgresql://secret@host/db"}}}"#.utf8), baseDirectory: "/tmp")
+        }
+    }
+
     @Test func theExampleConfigKeepsTheTenDayFreshnessWindow() throws {
         // It shipped 2000 days so that the demo's saved samples passed: a copied config switched freshness off.
         let example = Fixtures.root.deletingLastPathComponent().appending(path: "config/example.json").path()

@@ -94,6 +94,9 @@ public struct GatewayConfig: Sendable {
     public var adminListen: String = "127.0.0.1:8081"
     public var adminTokenEnv: String = "IAPGW_ADMIN_TOKEN"
     public var sqlitePath: String = "data/gateway.db"
+    /// `store.postgres.url_env`: the environment variable holding a libpq connection string. Set: the store is
+    /// PostgreSQL (several instances may share it) and ``sqlitePath`` is not used.
+    public var postgresURLEnv: String?
     /// Extra roots (absolute paths), trusted for sandbox payloads only.
     public var extraRoots: [String] = []
     public var verifyReceiptProductionURL = "https://buy.itunes.apple.com/verifyReceipt"
@@ -142,6 +145,13 @@ public struct GatewayConfig: Sendable {
         if let store = try r.object("store") {
             try store.rejectUnknown(allowed: Keys.store)
             c.sqlitePath = resolve(try store.string("sqlite") ?? c.sqlitePath, base: baseDirectory)
+            if let postgres = try store.object("postgres") {
+                try postgres.rejectUnknown(allowed: Keys.storePostgres)
+                guard try store.string("sqlite") == nil else {
+                    throw ConfigError(field: store.field("postgres"), "give either store.sqlite or store.postgres, not both")
+                }
+                c.postgresURLEnv = try postgres.requiredString("url_env")
+            }
         } else {
             c.sqlitePath = resolve(c.sqlitePath, base: baseDirectory)
         }
@@ -321,7 +331,8 @@ public struct GatewayConfig: Sendable {
             "max_notification_age", "raw_body_retention", "listen_tls", "limits", "compare", "silence_alert", "$comment",
         ]
         static let admin: Set<String> = ["listen", "token_env"]
-        static let store: Set<String> = ["sqlite"]
+        static let store: Set<String> = ["sqlite", "postgres"]
+        static let storePostgres: Set<String> = ["url_env"]
         static let trust: Set<String> = ["extra_roots"]
         static let verifyReceipt: Set<String> = ["production_url", "sandbox_url"]
         static let appStoreAPI: Set<String> = ["production_url", "sandbox_url", "issuer_id", "key_id", "private_key_env"]
@@ -345,7 +356,7 @@ public struct GatewayConfig: Sendable {
 
         /// Where each set applies: the object's dotted path (`[]`: each element of a list) and its members.
         static let objects: [(path: String, members: Set<String>)] = [
-            ("", root), ("admin", admin), ("store", store), ("trust", trust), ("verify_receipt", verifyReceipt),
+            ("", root), ("admin", admin), ("store", store), ("store.postgres", storePostgres), ("trust", trust), ("verify_receipt", verifyReceipt),
             ("app_store_api", appStoreAPI), ("compare", compare), ("listen_tls", listenTLS), ("limits", limits),
             ("downstreams[]", downstream), ("apps[]", app), ("apps[].authority", appAuthority),
         ]
