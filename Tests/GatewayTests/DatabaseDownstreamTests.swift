@@ -64,12 +64,15 @@ import Testing
         }
         func teamRows() throws -> [String] {
             try teamDB.read { c in
-                try c.query("SELECT 'users:' || id || ':' || name AS r FROM users UNION ALL SELECT 'events:' || id || ':' || what FROM events ORDER BY r")
+                try c.query(
+                    "SELECT 'users:' || id || ':' || name AS r FROM users UNION ALL SELECT 'events:' || id || ':' || what FROM events ORDER BY r")
                     .compactMap { $0.string("r") }
             }
         }
         func tables() throws -> [String] {
-            try teamDB.read { c in try c.query("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name").compactMap { $0.string("name") } }
+            try teamDB.read { c in
+                try c.query("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name").compactMap { $0.string("name") }
+            }
         }
         let before = try teamRows()
 
@@ -99,7 +102,9 @@ import Testing
         #expect(try h.store.journal() == gatewayJournal)
         let storeDB = try SQLiteDatabase(path: h.config.sqlitePath)
         defer { storeDB.close() }
-        let storeTables = try storeDB.read { c in try c.query("SELECT name FROM sqlite_master WHERE type = 'table'").compactMap { $0.string("name") } }
+        let storeTables = try storeDB.read { c in
+            try c.query("SELECT name FROM sqlite_master WHERE type = 'table'").compactMap { $0.string("name") }
+        }
         #expect(!storeTables.contains { $0.hasPrefix("iap_") || $0 == "subscriptions" || $0 == "schema_version" })
     }
 
@@ -152,7 +157,9 @@ struct DatabaseDownstreamPostgresTests {
 
         #expect(try TeamDatabase.control("start") == 0)
         stopped = false
-        try await GatewayHarness.eventually("delivered once the server is back") { try h.store.deliveries().allSatisfy { $0.state == .delivered } }
+        try await GatewayHarness.eventually("delivered once the server is back") {
+            try h.store.deliveries().allSatisfy { $0.state == .delivered }
+        }
         worker.stop()
         await task.value
         let contents = try team.contents()
@@ -189,7 +196,8 @@ struct DatabaseDownstreamPostgresTests {
         }
         let before = try teamRows()
         #expect(before == "accounts:1:ada,accounts:2:grace,events:team-1:signup")
-        let h = try DatabaseDownstreamScenarios.harness([team.downstream("warehouse"), foreign.downstream("refused", maxAttempts: 2)], team: team)
+        let h = try DatabaseDownstreamScenarios.harness(
+            [team.downstream("warehouse"), foreign.downstream("refused", maxAttempts: 2)], team: team)
         defer { h.close() }
         for name in ["notif-did-renew", "notif-subscribed-initial-buy"] {
             #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/\(name).json")).status == 200)
@@ -241,7 +249,8 @@ enum DatabaseDownstreamScenarios {
         policy.retry.baseDelay = .zero
         policy.pollMillis = 20
         let time: @Sendable () -> Int64 = { clock }
-        let context = WorkerContext(store: h.store, router: h.router, metrics: h.metrics, log: Log(now: time, sink: log), now: time, jitter: { 0 })
+        let context = WorkerContext(
+            store: h.store, router: h.router, metrics: h.metrics, log: Log(now: time, sink: log), now: time, jitter: { 0 })
         let urls = Dictionary(uniqueKeysWithValues: h.config.downstreams.map { ($0.name, url ?? TeamDatabase.postgresURL ?? "") })
         return DeliveryWorker(
             context: context, transport: CurlTransport(), signers: [:], passthroughSecrets: [],
@@ -406,7 +415,8 @@ enum DatabaseDownstreamScenarios {
         defer { h.close() }
         #expect(h.router.eventTargets(bundleID: "com.example.gateway", environment: .sandbox, authoritative: true) == ["warehouse", "audit"])
         #expect(h.router.eventTargets(bundleID: "com.example.gateway", environment: .sandbox, authoritative: false) == ["audit"])
-        try await store(h, sample("v2-event", .renewal, at: 1, state: .active), sample("v1-event", .expiration, at: 2, state: .expired, source: .v1))
+        try await store(
+            h, sample("v2-event", .renewal, at: 1, state: .active), sample("v1-event", .expiration, at: 2, state: .expired, source: .v1))
         try await deliver(h, team: main)
         let warehouse = try main.contents()
         #expect(warehouse.events.map(\.id) == ["v2-event"])

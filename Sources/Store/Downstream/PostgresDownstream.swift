@@ -95,7 +95,8 @@ public final class PostgresDownstream: DownstreamDatabase {
                         DownstreamSubscriptionRow(
                             originalTransactionID: r.string("original_transaction_id") ?? "", environment: r.string("environment") ?? "",
                             bundleID: r.string("bundle_id"), productID: r.string("product_id"), entitlementState: r.string("entitlement_state"),
-                            entitlementUntil: r.int64("entitlement_until"), expiresDate: r.int64("expires_date"), autoRenew: r.bool("auto_renew"),
+                            entitlementUntil: r.int64("entitlement_until"), expiresDate: r.int64("expires_date"),
+                            autoRenew: r.bool("auto_renew"),
                             autoRenewProductID: r.string("auto_renew_product_id"), lastEventID: r.string("last_event_id") ?? "",
                             lastEventKind: r.string("last_event_kind") ?? "", lastEventDate: r.int64("last_event_date") ?? 0,
                             updatedAt: r.int64("updated_at") ?? 0)
