@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         // Every table of the gateway behind one interface; all SQL lives here.
-        .target(name: "Store", dependencies: ["Canonical", "SQLite", "WireJSON"], swiftSettings: strict),
+        .target(name: "Store", dependencies: ["Canonical", "SQLite", "Postgres", "WireJSON"], swiftSettings: strict),
         .target(name: "V1Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         .target(name: "V2Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         // The simulated App Store: test PKI, lifecycles, paired V1/V2 traffic, fake Apple endpoints.

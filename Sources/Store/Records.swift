@@ -67,7 +67,7 @@ public struct AuthorityActivity: Sendable, Hashable {
 /// Who receives what, as the journal needs to know it when it queues deliveries: decided by the gateway's config,
 /// asked by the store inside the transaction that stores the events.
 public protocol DeliveryRouting: Sendable {
-    /// Webhook downstreams for an event; `authoritative` says whether it is on the bundle's authoritative path.
+    /// Webhook and database downstreams for an event; `authoritative` says whether it is on the bundle's authoritative path.
     func eventTargets(bundleID: String?, environment: AppStoreEnvironment?, authoritative: Bool) -> [String]
     /// Pass-through downstreams for a raw V1 body.
     func passthroughTargets(bundleID: String?, environment: AppStoreEnvironment?) -> [String]

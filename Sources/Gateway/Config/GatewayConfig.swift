@@ -3,6 +3,7 @@ public import Canonical
 public import V1Adapter
 public import HTTPClient
 internal import WireJSON
+internal import Store
 internal import FoundationEssentials
 
 /// The gateway's configuration file (JSON; docs/architecture.md, "Command line"). Secrets are never inline: the file names environment
@@ -47,10 +48,22 @@ public struct GatewayConfig: Sendable {
         public enum Kind: String, Sendable, Hashable {
             case webhook
             case v1Passthrough = "v1_passthrough"
+            /// Rows in the team's own database (docs/database-downstream.md).
+            case database
+        }
+        /// Where a `database` downstream writes.
+        public enum Database: Sendable, Hashable {
+            /// The team's PostgreSQL: the connection string is in the environment variable `urlEnv`, the tables in `schema`.
+            case postgres(urlEnv: String, schema: String)
+            /// A SQLite file (an absolute path); the tables' names start with `prefix` + `_` when it is not empty.
+            case sqlite(path: String, prefix: String)
         }
         public var name: String
         public var kind: Kind
+        /// Where webhooks and pass-through deliveries are POSTed; empty for a `database` downstream.
         public var url: String
+        /// The target of a `database` downstream; nil for the other kinds.
+        public var database: Database? = nil
         public var secretEnv: [String]
         public var environments: Set<AppStoreEnvironment>
         public var shadow: Bool
@@ -254,9 +267,19 @@ public struct GatewayConfig: Sendable {
             }
             let kindText = try d.string("kind") ?? "webhook"
             guard let kind = Downstream.Kind(rawValue: kindText) else {
-                throw ConfigError(field: d.field("kind"), "must be \"webhook\" or \"v1_passthrough\"")
+                throw ConfigError(field: d.field("kind"), "must be \"webhook\", \"v1_passthrough\" or \"database\"")
             }
-            guard let url = try url(d, "url") else { throw ConfigError(field: d.field("url"), "is required") }
+            var url = ""
+            var database: Downstream.Database?
+            if kind == .database {
+                database = try databaseTarget(d, base: baseDirectory, storePath: c.sqlitePath, others: c.downstreams)
+            } else {
+                for key in ["url_env", "sqlite", "schema"] where d.object[key].map({ !$0.isNull }) ?? false {
+                    throw ConfigError(field: d.field(key), "applies only to a downstream of kind \"database\"")
+                }
+                guard let u = try self.url(d, "url") else { throw ConfigError(field: d.field("url"), "is required") }
+                url = u
+            }
             let attempts = try d.int64("max_attempts") ?? 12
             guard (1...1000).contains(attempts) else { throw ConfigError(field: d.field("max_attempts"), "must be 1…1000") }
             let concurrency = try d.int64("concurrency") ?? 4
@@ -273,7 +296,7 @@ public struct GatewayConfig: Sendable {
             }
             c.downstreams.append(
                 Downstream(
-                    name: name, kind: kind, url: url, secretEnv: try d.strings("secret_env") ?? [],
+                    name: name, kind: kind, url: url, database: database, secretEnv: try d.strings("secret_env") ?? [],
                     environments: try environments(d, default: [.production]), shadow: try d.bool("shadow") ?? false,
                     includeRaw: try d.bool("include_raw") ?? false, maxAttempts: Int(attempts), concurrency: Int(concurrency),
                     retryDelayMillis: retryDelay, maxRetryDelayMillis: maxRetryDelay))
@@ -346,7 +369,7 @@ public struct GatewayConfig: Sendable {
         ]
         static let downstream: Set<String> = [
             "name", "kind", "url", "secret_env", "environments", "shadow", "include_raw", "max_attempts", "concurrency",
-            "retry_delay", "max_retry_delay",
+            "retry_delay", "max_retry_delay", "url_env", "sqlite", "schema",
         ]
         static let app: Set<String> = [
             "bundle_id", "app_apple_id", "environments", "shared_secret_env", "authority", "compare", "verify_receipt", "downstreams",
@@ -420,6 +443,46 @@ public struct GatewayConfig: Sendable {
         }
         guard !out.isEmpty else { throw ConfigError(field: r.field("environments"), "must not be empty") }
         return out
+    }
+
+    /// A `database` downstream's target: exactly one of `url_env` (PostgreSQL, `schema` defaulting to `iap`) and
+    /// `sqlite` (a path relative to the config file; `schema`, when given, prefixes the table names). `url`,
+    /// `secret_env` and `include_raw` do not apply. Two database downstreams may not write the same tables.
+    private static func databaseTarget(_ d: ConfigReader, base: String, storePath: String, others: [Downstream]) throws(ConfigError)
+        -> Downstream.Database
+    {
+        for key in ["url", "secret_env", "include_raw"] where d.object[key].map({ !$0.isNull }) ?? false {
+            throw ConfigError(field: d.field(key), "does not apply to a database downstream")
+        }
+        let urlEnv = try d.string("url_env")
+        let sqlite = try d.string("sqlite")
+        let schema = try d.string("schema")
+        if let schema, !DownstreamNames.isValid(schema) {
+            throw ConfigError(
+                field: d.field("schema"),
+                "must be 1 to 48 lowercase letters, digits and underscores, starting with a letter (not pg_…)")
+        }
+        let target: Downstream.Database
+        switch (urlEnv, sqlite) {
+        case (let variable?, nil):
+            guard !variable.isEmpty else { throw ConfigError(field: d.field("url_env"), "must name an environment variable") }
+            target = .postgres(urlEnv: variable, schema: schema ?? DownstreamNames.defaultSchema)
+        case (nil, let path?):
+            guard !path.isEmpty else { throw ConfigError(field: d.field("sqlite"), "must be a file path") }
+            let resolved = resolve(path, base: base)
+            guard resolved != storePath else {
+                throw ConfigError(field: d.field("sqlite"), "is the gateway's own store; a database downstream needs a file of its own")
+            }
+            target = .sqlite(path: resolved, prefix: schema ?? "")
+        default:
+            throw ConfigError(
+                field: d.field("url_env"), "a database downstream needs exactly one of url_env (PostgreSQL) and sqlite (a file)")
+        }
+        if let other = others.first(where: { $0.database == target }) {
+            throw ConfigError(
+                field: d.field(urlEnv != nil ? "url_env" : "sqlite"), "downstream \"\(other.name)\" already writes these tables")
+        }
+        return target
     }
 
     private static func url(_ r: ConfigReader, _ key: String) throws(ConfigError) -> String? {

@@ -1,7 +1,9 @@
 internal import V1Adapter
+internal import Store
 
 /// The secrets a config names, read from the environment (the file never holds one; docs/configuration.md): each
-/// app's V1 shared secrets, each webhook downstream's signing secrets and the admin bearer token.
+/// app's V1 shared secrets, each webhook downstream's signing secrets, each PostgreSQL database downstream's connection
+/// string and the admin bearer token.
 struct ServiceSecrets: Sendable {
     /// The apps as the V1 adapter sees them, with their shared secrets.
     let v1Apps: [V1App]
@@ -9,6 +11,9 @@ struct ServiceSecrets: Sendable {
     let v1Secrets: [SharedSecret]
     /// Per webhook downstream (by name), its signer.
     let signers: [String: WebhookSigner]
+    /// Per PostgreSQL `database` downstream (by name), its connection string (`url_env`): passed to libpq untouched,
+    /// never logged.
+    let databaseURLs: [String: String]
     /// nil when the variable `admin.token_env` names is unset or empty: the admin API is then off.
     let adminToken: [UInt8]?
 
@@ -37,6 +42,20 @@ struct ServiceSecrets: Sendable {
             signers[d.name] = WebhookSigner(secrets: secrets)
         }
         self.signers = signers
+        var databaseURLs: [String: String] = [:]
+        for (i, d) in config.downstreams.enumerated() {
+            guard case .postgres(let variable, _)? = d.database else { continue }
+            guard let url = env[variable], !url.isEmpty else {
+                throw ConfigError(field: "downstreams[\(i)].url_env", "environment variable \(variable) is not set")
+            }
+            do throws(DownstreamDatabaseError) {
+                try PostgresDownstream.validate(connectionString: url, label: variable)
+            } catch {
+                throw ConfigError(field: "downstreams[\(i)].url_env", "\(variable) is not a PostgreSQL connection string (URI or key=value)")
+            }
+            databaseURLs[d.name] = url
+        }
+        self.databaseURLs = databaseURLs
         if let tokenText = env[config.adminTokenEnv], !tokenText.isEmpty {
             adminToken = Array(tokenText.utf8)
         } else {

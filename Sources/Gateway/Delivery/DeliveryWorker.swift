@@ -1,4 +1,4 @@
-internal import Store
+public import Store
 internal import Canonical
 public import HTTPClient
 public import V1Adapter
@@ -21,7 +21,9 @@ public struct DeliveryPolicy: Sendable {
 
 /// Delivers the outbox (docs/architecture.md): at least once, per-downstream concurrency limit, exponential backoff with
 /// jitter, dead letter after the downstream's `max_attempts`. Webhooks get the signed envelope; pass-through
-/// downstreams get the V1 body exactly as Apple sent it, the secret restored at this moment only.
+/// downstreams get the V1 body exactly as Apple sent it, the secret restored at this moment only; database downstreams
+/// get the event written into their tables (docs/database-downstream.md), a failure to connect or write being a failed
+/// attempt like an HTTP error.
 public final class DeliveryWorker: JobTable, ContextualWorker {
     typealias Job = DeliveryJob
 
@@ -29,23 +31,28 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     let transport: any HTTPTransport
     let signers: [String: WebhookSigner]
     let passthroughSecrets: [SharedSecret]
+    /// Per database downstream (by name), its writer (``DatabaseDownstreams/make(config:connectionStrings:timeoutMillis:)``).
+    let databases: [String: any DownstreamDatabase]
     let policy: DeliveryPolicy
     private let scheduler: JobScheduler
 
     public init(context: WorkerContext, transport: any HTTPTransport, signers: [String: WebhookSigner], passthroughSecrets: [SharedSecret],
-                policy: DeliveryPolicy = .init()) {
+                databases: [String: any DownstreamDatabase] = [:], policy: DeliveryPolicy = .init()) {
         self.context = context
         self.transport = transport
         self.signers = signers
         self.passthroughSecrets = passthroughSecrets
+        self.databases = databases
         self.policy = policy
         self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
     }
 
-    /// Runs until ``stop()``: polls for due deliveries and sends them; returns after in-flight sends finished.
+    /// Runs until ``stop()``: polls for due deliveries and sends them; returns after in-flight sends finished (and
+    /// closes the database downstreams' connections, which the next run opens again).
     public func run() async {
         await deadLetterUnconfigured()
         await scheduler.run(self)
+        for database in databases.values { database.close() }
     }
 
     /// Deliveries queued for a downstream the config no longer has can never be sent: dead letters (replayable once
@@ -80,6 +87,10 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     func deliver(_ job: Job) async {
         guard let downstream = router.downstream(job.downstream) else {
             await finish(job, status: nil, error: "downstream no longer configured", dead: true)
+            return
+        }
+        if downstream.kind == .database {
+            await deliverToDatabase(job, downstream: downstream)
             return
         }
         let request: HTTPRequest

@@ -3,7 +3,7 @@ public import Store
 
 /// Who receives what (docs/architecture.md), decided from the config alone: an app's downstreams (all of them when it names
 /// none), each downstream's environments (default production only), `shadow` for the non-authoritative generation,
-/// and the legacy pass-through for raw V1 bodies.
+/// and the legacy pass-through for raw V1 bodies. Webhook and database downstreams take events alike.
 public struct Router: DeliveryRouting {
     let downstreams: [String: GatewayConfig.Downstream]
     let appDownstreams: [String: [String]]
@@ -18,12 +18,14 @@ public struct Router: DeliveryRouting {
             config.apps.map { ($0.bundleID, $0.downstreams.isEmpty ? all : $0.downstreams) }, uniquingKeysWith: { a, _ in a })
     }
 
-    /// Webhook downstreams for an event: authoritative events go to every webhook of the app that takes the event's
-    /// environment; the other generation's only to those with `shadow: true`.
+    /// Webhook and database downstreams for an event: authoritative events go to every one of the app's that takes the
+    /// event's environment; the other generation's only to those with `shadow: true`.
     public func eventTargets(bundleID: String?, environment: AppStoreEnvironment?, authoritative: Bool) -> [String] {
         guard let bundleID, let environment, let names = appDownstreams[bundleID] else { return [] }
         return names.filter { name in
-            guard let d = downstreams[name], d.kind == .webhook, d.environments.contains(environment) else { return false }
+            guard let d = downstreams[name], d.kind == .webhook || d.kind == .database, d.environments.contains(environment) else {
+                return false
+            }
             return authoritative || d.shadow
         }
     }

@@ -134,6 +134,7 @@ public final class GatewayService: Sendable {
             instance: dependencies.instanceID ?? (store.sharedByInstances ? ProcessEnvironment.instanceName : "local"))
         delivery = DeliveryWorker(
             context: workers, transport: dependencies.transport, signers: secrets.signers, passthroughSecrets: v1Secrets,
+            databases: DatabaseDownstreams.make(config: config, connectionStrings: secrets.databaseURLs, timeoutMillis: deliveryPolicy.timeoutMillis),
             policy: deliveryPolicy)
         var receiptPolicy = dependencies.receiptPolicy
         receiptPolicy.concurrency = config.limits.verifyReceiptConcurrency
