@@ -272,7 +272,7 @@ public struct GatewayConfig: Sendable {
             var url = ""
             var database: Downstream.Database?
             if kind == .database {
-                database = try databaseTarget(d, base: baseDirectory, storePath: c.sqlitePath, others: c.downstreams)
+                database = try databaseTarget(d, base: baseDirectory, storePath: c.postgresURLEnv == nil ? c.sqlitePath : nil, others: c.downstreams)
             } else {
                 for key in ["url_env", "sqlite", "schema"] where d.object[key].map({ !$0.isNull }) ?? false {
                     throw ConfigError(field: d.field(key), "applies only to a downstream of kind \"database\"")
@@ -448,7 +448,7 @@ public struct GatewayConfig: Sendable {
     /// A `database` downstream's target: exactly one of `url_env` (PostgreSQL, `schema` defaulting to `iap`) and
     /// `sqlite` (a path relative to the config file; `schema`, when given, prefixes the table names). `url`,
     /// `secret_env` and `include_raw` do not apply. Two database downstreams may not write the same tables.
-    private static func databaseTarget(_ d: ConfigReader, base: String, storePath: String, others: [Downstream]) throws(ConfigError)
+    private static func databaseTarget(_ d: ConfigReader, base: String, storePath: String?, others: [Downstream]) throws(ConfigError)
         -> Downstream.Database
     {
         for key in ["url", "secret_env", "include_raw"] where d.object[key].map({ !$0.isNull }) ?? false {
