@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
         // Every table of the gateway behind one interface; all SQL lives here.
-        .target(name: "Store", dependencies: ["Canonical", "SQLite", "WireJSON"], swiftSettings: strict),
+        .target(name: "Store", dependencies: ["Canonical", "SQLite", "Postgres", "WireJSON"], swiftSettings: strict),
         .target(name: "V1Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         .target(name: "V2Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         // The simulated App Store: test PKI, lifecycles, paired V1/V2 traffic, fake Apple endpoints.
@@ -84,7 +84,8 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres"], swiftSettings: strict),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "TestSupport"], swiftSettings: strict),
         .target(name: "StoreTestSupport", dependencies: ["Store", "Canonical"], path: "Tests/StoreTestSupport", swiftSettings: strict),
-        .testTarget(name: "StoreTests", dependencies: ["Store", "Canonical", "TestSupport"], swiftSettings: strict),
+        // The store contract against each implementation: SQLite always, PostgreSQL when IAPGW_TEST_DATABASE_URL is set.
+        .testTarget(name: "StoreTests", dependencies: ["Store", "Canonical", "Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reports", "Store", "StoreTestSupport", "SQLite", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "Canonical", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "Gateway", "Store", "WireJSON"], swiftSettings: strict),

@@ -1,6 +1,5 @@
 internal import SQLite
 internal import Canonical
-internal import FoundationEssentials
 
 extension SQLiteTransaction {
     func journal(_ item: JournalItem, routing: any DeliveryRouting, now: Int64) throws -> JournalOutcome {
@@ -97,13 +96,7 @@ extension SQLiteTransaction {
             SELECT id, notification_key, version, received_at, origin, bundle_id, environment, secret_name, authority, body FROM journal
             WHERE (? IS NULL OR id = ?) AND (? IS NULL OR notification_key = ?) ORDER BY id LIMIT ?
             """, [SQLiteValue(id), SQLiteValue(id), SQLiteValue(key), SQLiteValue(key), limitValue(limit)]
-        ).map { row in
-            JournalEntry(
-                id: row.int64("id") ?? 0, key: row.string("notification_key") ?? "", version: row.generation("version") ?? .v1,
-                receivedAt: row.int64("received_at") ?? 0, origin: row.string("origin").flatMap(JournalOrigin.init(rawValue:)) ?? .live,
-                bundleID: row.string("bundle_id"), environment: row.environment("environment"), secretName: row.string("secret_name"),
-                authority: row.generation("authority"), body: row.blob("body"))
-        }
+        ).map(JournalEntry.init(row:))
     }
 
     func receivesV2(bundleID: String, environment: AppStoreEnvironment, since: Int64) throws -> Bool {
@@ -121,11 +114,7 @@ extension SQLiteTransaction {
             """,
             [SQLiteValue(id), SQLiteValue(id), SQLiteValue(originalTransactionID), SQLiteValue(originalTransactionID),
              SQLiteValue(originalTransactionID), limitValue(limit)]
-        ).compactMap { row in
-            guard let json = row.blob("json"), let event = try? JSONDecoder().decode(CanonicalEvent.self, from: Data(json)) else { return nil }
-            return StoredEvent(event: event, json: json, path: row.generation("path") ?? .v1, authoritative: row.bool("authoritative") ?? false,
-                               journalID: row.int64("journal_id"), createdAt: row.int64("created_at") ?? 0)
-        }
+        ).compactMap(StoredEvent.init(row:))
     }
 
     func subscriptionStates(originalTransactionID otid: String) throws -> [StoredSubscriptionState] {
@@ -135,13 +124,7 @@ extension SQLiteTransaction {
                    (SELECT authority FROM authority a WHERE a.bundle_id = s.bundle_id AND a.environment = s.environment) AS authority
             FROM subscription_state s WHERE s.original_transaction_id = ? ORDER BY s.environment, s.path
             """, [.text(otid)]
-        ).map { row in
-            let path = row.generation("path") ?? .v1
-            return StoredSubscriptionState(
-                path: path, environment: row.environment("environment") ?? .production, bundleID: row.string("bundle_id"),
-                eventID: row.string("event_id") ?? "", json: row.blob("json") ?? [], authoritative: row.generation("authority") == path,
-                updatedAt: row.int64("updated_at") ?? 0)
-        }
+        ).map(StoredSubscriptionState.init(row:))
     }
 
     func eventCountsBySource(bundleID: String, environment: AppStoreEnvironment, since: Int64, until: Int64) throws -> [EventSource: Int] {

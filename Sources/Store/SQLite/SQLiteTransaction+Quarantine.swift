@@ -9,27 +9,19 @@ extension SQLiteTransaction {
         guard size <= cap.bytes, cap.rows >= 1 else { return .full }
         let lane = SQLiteValue.text(r.lane.rawValue)
         let usage = try c.queryOne("SELECT rows, bytes FROM quarantine_usage WHERE lane = ?", [lane])
-        var rows = usage?.int64("rows") ?? 0
-        var bytes = usage?.int64("bytes") ?? 0
+        let rows = usage?.int64("rows") ?? 0
+        let bytes = usage?.int64("bytes") ?? 0
         var evicted = 0
         if rows + 1 > Int64(cap.rows) || bytes + size > cap.bytes {
             guard cap.evictsOldest else { return .full }
             // Oldest first, in small pages, until the new row fits. Evicting before inserting lets SQLite reuse the
             // freed pages for the new body, so a flood does not grow the file.
-            var lastID: Int64 = 0
-            scan: while true {
-                let page = try c.query(
-                    "SELECT id, size FROM quarantine WHERE lane = ? AND id > ? ORDER BY id LIMIT 64", [lane, .integer(lastID)])
-                if page.isEmpty { break }
-                for row in page {
-                    guard rows + 1 > Int64(cap.rows) || bytes + size > cap.bytes else { break scan }
-                    lastID = row.int64("id") ?? lastID
-                    rows -= 1
-                    bytes -= row.int64("size") ?? 0
-                    evicted += 1
-                }
+            let eviction = try quarantineEviction(rows: rows, bytes: bytes, adding: size, cap: cap) { after in
+                try c.query("SELECT id, size FROM quarantine WHERE lane = ? AND id > ? ORDER BY id LIMIT 64", [lane, .integer(after)])
+                    .map { (id: $0.int64("id") ?? after, size: $0.int64("size") ?? 0) }
             }
-            try c.run("DELETE FROM quarantine WHERE lane = ? AND id <= ?", [lane, .integer(lastID)])
+            try c.run("DELETE FROM quarantine WHERE lane = ? AND id <= ?", [lane, .integer(eviction.lastID)])
+            evicted = eviction.evicted
         }
         try c.run(
             """
@@ -49,29 +41,12 @@ extension SQLiteTransaction {
             "SELECT * FROM quarantine WHERE (? IS NULL OR lane = ?) AND (? IS NULL OR id = ?) ORDER BY id LIMIT ?",
             [SQLiteValue(lane?.rawValue), SQLiteValue(lane?.rawValue), SQLiteValue(id), SQLiteValue(id),
              .integer(Int64(max(0, limit)))])
-        return rows.map { row in
-            var r = QuarantineRecord(
-                lane: QuarantineRecord.Lane(rawValue: row.string("lane") ?? "") ?? .untrusted, receivedAt: row.int64("received_at") ?? 0,
-                version: row.generation("version"), code: row.string("code") ?? "", message: row.string("message") ?? "",
-                bundleID: row.string("bundle_id"), environment: row.string("environment"),
-                passwordFingerprint: row.string("password_fingerprint"), body: row.blob("body") ?? [])
-            r.id = row.int64("id") ?? 0
-            r.replayAttempts = row.int("replay_attempts") ?? 0
-            r.replayStartedAt = row.int64("replay_started_at")
-            r.lastReplayAt = row.int64("last_replay_at")
-            r.lastReplayCode = row.string("last_replay_code")
-            return r
-        }
+        return rows.map(QuarantineRecord.init(row:))
     }
 
     /// Each lane's rows and bytes.
     func quarantineUsage() throws -> [QuarantineRecord.Lane: (rows: Int64, bytes: Int64)] {
-        var usage: [QuarantineRecord.Lane: (rows: Int64, bytes: Int64)] = [:]
-        for row in try c.query("SELECT lane, rows, bytes FROM quarantine_usage") {
-            guard let lane = row.string("lane").flatMap(QuarantineRecord.Lane.init(rawValue:)) else { continue }
-            usage[lane] = (row.int64("rows") ?? 0, row.int64("bytes") ?? 0)
-        }
-        return usage
+        Store.quarantineUsage(try c.query("SELECT lane, rows, bytes FROM quarantine_usage"))
     }
 
     func removeQuarantined(id: Int64) throws {

@@ -1,23 +1,40 @@
-internal import SQLite
 import Dispatch
 import Synchronization
 
+/// A database ``JournalWriter`` commits batches to: one connection of its own, one transaction per batch.
+protocol GroupCommitDatabase: Sendable {
+    associatedtype Connection: SavepointConnection
+    /// Runs `body` in one write transaction and returns once it committed; throws when it did not (the body's error
+    /// or the commit's: then nothing of it is stored, or — a connection lost during COMMIT — that is unknown).
+    func commitBatch(_ body: (Connection) throws -> Void) throws
+}
+
+/// A connection that runs parameterless SQL: `SAVEPOINT`, `RELEASE`, `ROLLBACK TO` (the same words in SQLite and
+/// PostgreSQL).
+protocol SavepointConnection {
+    func execute(_ sql: String) throws
+}
+
+/// Why a write failed in the writer rather than in its own work: the store is closing, or the batch's commit failed.
+struct StoreFailure: Error, CustomStringConvertible {
+    var description: String
+}
+
 /// The single writer of the store, with group commit: work submitted from many threads is applied in batches,
-/// one transaction (and so one fsync, with `synchronous=FULL`) per batch, each piece of work inside its own
-/// savepoint so one failure does not undo the others. Callers block until their batch is durable — which is exactly
-/// what "journal before answering" needs — or `await` it from async code.
-final class JournalWriter: Sendable {
-    public struct StoreFailure: Error, CustomStringConvertible {
-        public var description: String
-    }
+/// one transaction (and so one fsync, with SQLite's `synchronous=FULL` or PostgreSQL's `synchronous_commit`) per
+/// batch, each piece of work inside its own savepoint so one failure does not undo the others. Callers block until
+/// their batch is durable — which is exactly what "journal before answering" needs — or `await` it from async code.
+/// A batch whose commit fails fails every piece of work in it: nothing of it is acknowledged.
+final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
+    typealias Connection = Database.Connection
 
     private final class Job: Sendable {
-        let work: @Sendable (SQLiteConnection) throws -> Void
+        let work: @Sendable (Connection) throws -> Void
         /// Called on the writer thread once the batch is durable (nil) or failed.
         let completion: @Sendable ((any Error)?) -> Void
         /// About how many bytes the work writes (its body), for the batch's byte budget.
         let bytes: Int
-        init(_ work: @escaping @Sendable (SQLiteConnection) throws -> Void, bytes: Int,
+        init(_ work: @escaping @Sendable (Connection) throws -> Void, bytes: Int,
              completion: @escaping @Sendable ((any Error)?) -> Void) {
             (self.work, self.bytes, self.completion) = (work, max(0, bytes), completion)
         }
@@ -31,7 +48,7 @@ final class JournalWriter: Sendable {
         var committed = 0
     }
 
-    private let db: SQLiteDatabase
+    private let db: Database
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
@@ -42,11 +59,11 @@ final class JournalWriter: Sendable {
     /// (64 connections each posting 1 MiB) can grow the log.
     public let maxBatchBytes: Int
 
-    public init(db: SQLiteDatabase, maxBatch: Int = 256, maxBatchBytes: Int = 8 * 1_048_576) {
+    public init(db: Database, maxBatch: Int = 256, maxBatchBytes: Int = 8 * 1_048_576) {
         self.db = db
-        self.maxBatch = maxBatch
+        self.maxBatch = max(1, maxBatch)
         self.maxBatchBytes = maxBatchBytes
-        // A dedicated thread: SQLite's fsync must not block Swift's cooperative pool.
+        // A dedicated thread: the commit's fsync (or round trip) must not block Swift's cooperative pool.
         DispatchQueue(label: "iap-gateway.journal-writer").async { [self] in loop() }
     }
 
@@ -54,7 +71,7 @@ final class JournalWriter: Sendable {
     /// `StoreFailure` when the commit itself failed). Blocking: for server threads. `bytes`: about how much the work
     /// writes, when that is a body (see ``maxBatchBytes``).
     @discardableResult
-    public func perform<T: Sendable>(bytes: Int = 0, _ work: @escaping @Sendable (SQLiteConnection) throws -> T) throws -> T {
+    public func perform<T: Sendable>(bytes: Int = 0, _ work: @escaping @Sendable (Connection) throws -> T) throws -> T {
         let result = Mutex<T?>(nil)
         let failure = Mutex<(any Error)?>(nil)
         let done = DispatchSemaphore(value: 0)
@@ -73,7 +90,7 @@ final class JournalWriter: Sendable {
 
     /// The same for async callers: suspends without holding any thread; the writer resumes it after the commit.
     @discardableResult
-    public func performAsync<T: Sendable>(_ work: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+    public func performAsync<T: Sendable>(_ work: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         let result = ResultBox<T>()
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             do {
@@ -156,7 +173,7 @@ final class JournalWriter: Sendable {
     private func run(_ batch: [Job]) {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
         do {
-            try db.write { c in
+            try db.commitBatch { c in
                 for (i, job) in batch.enumerated() {
                     try c.execute("SAVEPOINT item")
                     do {

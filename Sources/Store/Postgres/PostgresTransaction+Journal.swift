@@ -1,0 +1,184 @@
+internal import Postgres
+internal import Canonical
+
+extension PostgresTransaction {
+    func journal(_ item: JournalItem, routing: any DeliveryRouting, now: Int64) throws -> JournalOutcome {
+        // The authority in force now decides, once, which path this notification's events are authoritative on.
+        let authority = try authority(bundleID: item.bundleID, environment: item.environment)
+        guard let outcome = try insertJournal(item, authority: authority) else {
+            throw PostgresError(code: "XX000", message: "journal: the notification key neither inserts nor is found")
+        }
+        guard case .accepted(let journalID) = outcome else { return outcome }
+        try storeEvents(item.events, journalID: journalID, routing: routing, now: now, authority: authority)
+        if item.version == .v2 {
+            // Compared bundles: the signed data is the V2 path's snapshot; the V1 path's comes from verifyReceipt.
+            for e in item.events where routing.compares(e.bundleID) && e.isSubscription {
+                guard let bundle = e.bundleID, let env = e.environment, let otid = e.originalTransactionID else { continue }
+                try putSnapshot(OutcomeSnapshot(event: e, source: .v2, observedAt: e.eventDate), path: .v2)
+                let key = SubscriptionKey(bundleID: bundle, environment: env, originalTransactionID: otid)
+                try enqueueFetch(FetchRequest(subscription: key, fetch: .v1, compare: true), at: now, due: nil)
+            }
+        }
+        if item.needsReceipt {
+            try c.run(
+                "INSERT INTO receipt_jobs (journal_id, next_attempt_at, updated_at) VALUES ($1, $2, $3)",
+                [.int64(journalID), .int64(now), .int64(now)])
+        }
+        if item.version == .v1 {
+            for name in routing.passthroughTargets(bundleID: item.bundleID, environment: item.environment) {
+                try c.run(
+                    "INSERT INTO outbox (downstream, journal_id, next_attempt_at, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                    [.text(name), .int64(journalID), .int64(now), .int64(now)])
+            }
+        }
+        return .accepted(journalID: journalID)
+    }
+
+    /// The journal row: inserted (accepted), or the row already holding the key (duplicate).
+    ///
+    /// The unique constraint decides between instances. When another instance's transaction inserted the same key
+    /// and has not committed yet, this INSERT waits for it: if it commits, `ON CONFLICT DO NOTHING` returns no row
+    /// and the SELECT — a new snapshot per statement in the writer's READ COMMITTED transaction — finds the row it
+    /// committed; if it rolls back, this INSERT inserts. Either way the answer is accepted or duplicate, never a
+    /// unique violation. nil only if neither happened a few times over (a journal row deleted meanwhile).
+    private func insertJournal(_ item: JournalItem, authority: Generation) throws -> JournalOutcome? {
+        for _ in 0..<3 {
+            if let id = try c.queryOne(
+                """
+                INSERT INTO journal (notification_key, version, received_at, origin, bundle_id, environment, notification_type,
+                                     subtype, secret_name, leaf_serial, body, authority)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (notification_key) DO NOTHING RETURNING id
+                """,
+                [.text(item.key), .text(item.version.rawValue), .int64(item.receivedAt), .text(item.origin.rawValue),
+                 PostgresValue(item.bundleID), PostgresValue(item.environment), PostgresValue(item.notificationType),
+                 PostgresValue(item.subtype), PostgresValue(item.secretName), PostgresValue(item.leafSerial), .bytea(item.body),
+                 .text(authority.rawValue)])?.int64("id")
+            {
+                return .accepted(journalID: id)
+            }
+            if let id = try c.queryOne("SELECT id FROM journal WHERE notification_key = $1", [.text(item.key)])?.int64("id") {
+                return .duplicate(journalID: id)
+            }
+        }
+        return nil
+    }
+
+    func storeEvents(_ events: [CanonicalEvent], journalID: Int64?, routing: any DeliveryRouting, now: Int64, authority: Generation?) throws {
+        for event in events {
+            let path = event.source.generation
+            let authoritative = try (authority ?? self.authority(bundleID: event.bundleID, environment: event.environment)) == path
+            // seq: the arrival order; no row when the event is already stored (here or by another instance).
+            guard let seq = try c.queryOne(
+                """
+                INSERT INTO events (id, journal_id, path, source, kind, reason, bundle_id, environment, original_transaction_id,
+                                    event_date, authoritative, created_at, json)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING RETURNING seq
+                """,
+                [.text(event.id), PostgresValue(journalID), .text(path.rawValue), .text(event.source.rawValue), .text(event.kind.rawValue),
+                 PostgresValue(event.reason?.rawValue), PostgresValue(event.bundleID), PostgresValue(event.environment),
+                 PostgresValue(event.originalTransactionID), .int64(event.eventDate), .bool(authoritative), .int64(now),
+                 .bytea(CanonicalJSON.encode(event))])?.int64("seq")
+            else { continue }
+            if let otid = event.originalTransactionID, let env = event.environment {
+                try updateState(path: path, environment: env, otid: otid, event: event, seq: seq, now: now)
+            }
+            for name in routing.eventTargets(bundleID: event.bundleID, environment: event.environment, authoritative: authoritative) {
+                try c.run(
+                    "INSERT INTO outbox (downstream, event_id, next_attempt_at, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                    [.text(name), .text(event.id), .int64(now), .int64(now)])
+            }
+        }
+    }
+
+    /// Last write wins on (event_date, arrival order): an older event arriving late never overwrites a newer one. The
+    /// upsert locks the row and compares with its latest committed version, so concurrent instances converge on the
+    /// same winner whatever order they commit in.
+    private func updateState(path: Generation, environment: AppStoreEnvironment, otid: String, event: CanonicalEvent, seq: Int64,
+                             now: Int64) throws {
+        let state = SubscriptionState(path: path, event: event)
+        try c.run(
+            """
+            INSERT INTO subscription_state AS s (path, environment, original_transaction_id, bundle_id, event_id, event_date,
+                                                 event_seq, json, updated_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+            ON CONFLICT (path, environment, original_transaction_id) DO UPDATE SET
+                bundle_id = excluded.bundle_id, event_id = excluded.event_id, event_date = excluded.event_date,
+                event_seq = excluded.event_seq, json = excluded.json, updated_at = excluded.updated_at
+            WHERE excluded.event_date > s.event_date OR (excluded.event_date = s.event_date AND excluded.event_seq > s.event_seq)
+            """,
+            [.text(path.rawValue), .text(environment.rawValue), .text(otid), PostgresValue(event.bundleID), .text(event.id),
+             .int64(event.eventDate), .int64(seq), .bytea(CanonicalJSON.encode(state)), .int64(now)])
+    }
+
+    func journalEntries(id: Int64?, key: String?, limit: Int) throws -> [JournalEntry] {
+        try c.query(
+            """
+            SELECT id, notification_key, version, received_at, origin, bundle_id, environment, secret_name, authority, body FROM journal
+            WHERE ($1::bigint IS NULL OR id = $1) AND ($2::text IS NULL OR notification_key = $2) ORDER BY id LIMIT $3
+            """, [PostgresValue(id), PostgresValue(key), pgLimit(limit)]
+        ).map(JournalEntry.init(row:))
+    }
+
+    func receivesV2(bundleID: String, environment: AppStoreEnvironment, since: Int64) throws -> Bool {
+        try c.queryOne(
+            "SELECT 1 AS y FROM journal WHERE bundle_id = $1 AND environment = $2 AND version = 'v2' AND received_at >= $3 LIMIT 1",
+            [.text(bundleID), .text(environment.rawValue), .int64(since)]) != nil
+    }
+
+    func events(id: String?, originalTransactionID: String?, limit: Int) throws -> [StoredEvent] {
+        try c.query(
+            """
+            SELECT json, path, authoritative, journal_id, created_at FROM events
+            WHERE ($1::text IS NULL OR id = $1) AND ($2::text IS NULL OR original_transaction_id = $2)
+            ORDER BY CASE WHEN $2::text IS NULL THEN seq ELSE event_date END, seq LIMIT $3
+            """,
+            [PostgresValue(id), PostgresValue(originalTransactionID), pgLimit(limit)]
+        ).compactMap(StoredEvent.init(row:))
+    }
+
+    func subscriptionStates(originalTransactionID otid: String) throws -> [StoredSubscriptionState] {
+        try c.query(
+            """
+            SELECT s.path, s.environment, s.bundle_id, s.event_id, s.json, s.updated_at,
+                   (SELECT authority FROM authority a WHERE a.bundle_id = s.bundle_id AND a.environment = s.environment) AS authority
+            FROM subscription_state s WHERE s.original_transaction_id = $1 ORDER BY s.environment, s.path
+            """, [.text(otid)]
+        ).map(StoredSubscriptionState.init(row:))
+    }
+
+    func eventCountsBySource(bundleID: String, environment: AppStoreEnvironment, since: Int64, until: Int64) throws -> [EventSource: Int] {
+        var counts: [EventSource: Int] = [:]
+        for row in try c.query(
+            """
+            SELECT source, COUNT(*) AS n FROM events WHERE bundle_id = $1 AND environment = $2 AND created_at >= $3 AND created_at < $4
+            GROUP BY source
+            """,
+            [.text(bundleID), .text(environment.rawValue), .int64(since), .int64(until)])
+        {
+            counts[EventSource(rawValue: row.string("source") ?? "")] = row.int("n") ?? 0
+        }
+        return counts
+    }
+
+    func counts() throws -> (journal: Int, events: Int) {
+        let journal = try c.queryOne("SELECT COUNT(*) AS n FROM journal")?.int("n") ?? 0
+        let events = try c.queryOne("SELECT COUNT(*) AS n FROM events")?.int("n") ?? 0
+        return (journal, events)
+    }
+
+    // MARK: Retention
+
+    func purgeBodies(olderThan cutoff: Int64, now: Int64) throws -> Int {
+        try c.run(
+            """
+            UPDATE journal SET body = NULL, body_purged_at = $1 WHERE body IS NOT NULL AND received_at < $2
+              AND id NOT IN (SELECT journal_id FROM receipt_jobs WHERE state = 'pending')
+              AND id NOT IN (SELECT journal_id FROM outbox WHERE journal_id IS NOT NULL AND state = 'pending')
+            """,
+            [.int64(now), .int64(cutoff)])
+    }
+
+    func purgeFinishedFetches(olderThan cutoff: Int64) throws -> Int {
+        try c.run("DELETE FROM compare_jobs WHERE state IN ('done', 'failed') AND next_attempt_at < $1", [.int64(cutoff)])
+    }
+}
