@@ -17,14 +17,8 @@ enum StoreKind: String, Sendable, CaseIterable, CustomTestStringConvertible {
 
 /// The test server, when there is one.
 enum TestDatabase {
-    static let url: String? = variable("IAPGW_TEST_DATABASE_URL")
-    /// `stop` / `start` / `restart` the server (scripts/with-postgres).
-    static let ctl: String? = variable("IAPGW_TEST_PG_CTL")
-
-    private static func variable(_ name: String) -> String? {
-        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { return nil }
-        return value
-    }
+    static let url = TestPostgresServer.url
+    static let ctl = TestPostgresServer.ctl
 
     /// `url` with `search_path` set to `schema` for every session (libpq's `options`), in URI or key=value form.
     static func url(_ url: String, searchPath schema: String) -> String {
@@ -34,15 +28,7 @@ enum TestDatabase {
         return url + " options='-csearch_path=\(schema)'"
     }
 
-    /// Runs `IAPGW_TEST_PG_CTL ARGUMENT` to completion; its exit status.
-    static func control(_ argument: String) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ctl!)
-        process.arguments = [argument]
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
+    static func control(_ argument: String) throws -> Int32 { try TestPostgresServer.control(argument) }
 }
 
 /// A schema of its own in the test database (`t_<random>`), with a connection string whose sessions use it; dropped

@@ -1,47 +1,13 @@
 internal import Postgres
 internal import Canonical
 
-extension PostgresTransaction {
-    func journal(_ item: JournalItem, routing: any DeliveryRouting, now: Int64) throws -> JournalOutcome {
-        // The authority in force now decides, once, which path this notification's events are authoritative on.
-        let authority = try authority(bundleID: item.bundleID, environment: item.environment)
-        guard let outcome = try insertJournal(item, authority: authority) else {
-            throw PostgresError(code: "XX000", message: "journal: the notification key neither inserts nor is found")
-        }
-        guard case .accepted(let journalID) = outcome else { return outcome }
-        try storeEvents(item.events, journalID: journalID, routing: routing, now: now, authority: authority)
-        if item.version == .v2 {
-            // Compared bundles: the signed data is the V2 path's snapshot; the V1 path's comes from verifyReceipt.
-            for e in item.events where routing.compares(e.bundleID) && e.isSubscription {
-                guard let bundle = e.bundleID, let env = e.environment, let otid = e.originalTransactionID else { continue }
-                try putSnapshot(OutcomeSnapshot(event: e, source: .v2, observedAt: e.eventDate), path: .v2)
-                let key = SubscriptionKey(bundleID: bundle, environment: env, originalTransactionID: otid)
-                try enqueueFetch(FetchRequest(subscription: key, fetch: .v1, compare: true), at: now, due: nil)
-            }
-        }
-        if item.needsReceipt {
-            try c.run(
-                "INSERT INTO receipt_jobs (journal_id, next_attempt_at, updated_at) VALUES ($1, $2, $3)",
-                [.int64(journalID), .int64(now), .int64(now)])
-        }
-        if item.version == .v1 {
-            for name in routing.passthroughTargets(bundleID: item.bundleID, environment: item.environment) {
-                try c.run(
-                    "INSERT INTO outbox (downstream, journal_id, next_attempt_at, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                    [.text(name), .int64(journalID), .int64(now), .int64(now)])
-            }
-        }
-        return .accepted(journalID: journalID)
-    }
-
-    /// The journal row: inserted (accepted), or the row already holding the key (duplicate).
-    ///
+extension PostgresTransaction: JournalRows {
     /// The unique constraint decides between instances. When another instance's transaction inserted the same key
     /// and has not committed yet, this INSERT waits for it: if it commits, `ON CONFLICT DO NOTHING` returns no row
     /// and the SELECT — a new snapshot per statement in the writer's READ COMMITTED transaction — finds the row it
     /// committed; if it rolls back, this INSERT inserts. Either way the answer is accepted or duplicate, never a
-    /// unique violation. nil only if neither happened a few times over (a journal row deleted meanwhile).
-    private func insertJournal(_ item: JournalItem, authority: Generation) throws -> JournalOutcome? {
+    /// unique violation.
+    func insertJournal(_ item: JournalItem, authority: Generation) throws -> JournalOutcome {
         for _ in 0..<3 {
             if let id = try c.queryOne(
                 """
@@ -59,43 +25,28 @@ extension PostgresTransaction {
             if let id = try c.queryOne("SELECT id FROM journal WHERE notification_key = $1", [.text(item.key)])?.int64("id") {
                 return .duplicate(journalID: id)
             }
+            // Neither: the row that conflicted is gone again (journal rows are never deleted today). Try again.
         }
-        return nil
+        throw PostgresError(code: "XX000", message: "journal: the notification key neither inserts nor is found")
     }
 
-    func storeEvents(_ events: [CanonicalEvent], journalID: Int64?, routing: any DeliveryRouting, now: Int64, authority: Generation?) throws {
-        for event in events {
-            let path = event.source.generation
-            let authoritative = try (authority ?? self.authority(bundleID: event.bundleID, environment: event.environment)) == path
-            // seq: the arrival order; no row when the event is already stored (here or by another instance).
-            guard let seq = try c.queryOne(
-                """
-                INSERT INTO events (id, journal_id, path, source, kind, reason, bundle_id, environment, original_transaction_id,
-                                    event_date, authoritative, created_at, json)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING RETURNING seq
-                """,
-                [.text(event.id), PostgresValue(journalID), .text(path.rawValue), .text(event.source.rawValue), .text(event.kind.rawValue),
-                 PostgresValue(event.reason?.rawValue), PostgresValue(event.bundleID), PostgresValue(event.environment),
-                 PostgresValue(event.originalTransactionID), .int64(event.eventDate), .bool(authoritative), .int64(now),
-                 .bytea(CanonicalJSON.encode(event))])?.int64("seq")
-            else { continue }
-            if let otid = event.originalTransactionID, let env = event.environment {
-                try updateState(path: path, environment: env, otid: otid, event: event, seq: seq, now: now)
-            }
-            for name in routing.eventTargets(bundleID: event.bundleID, environment: event.environment, authoritative: authoritative) {
-                try c.run(
-                    "INSERT INTO outbox (downstream, event_id, next_attempt_at, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                    [.text(name), .text(event.id), .int64(now), .int64(now)])
-            }
-        }
+    /// The event's `seq` (its arrival order); no row when the event is stored already, here or by another instance.
+    func insertEvent(_ event: CanonicalEvent, journalID: Int64?, path: Generation, authoritative: Bool, now: Int64) throws -> Int64? {
+        try c.queryOne(
+            """
+            INSERT INTO events (id, journal_id, path, source, kind, reason, bundle_id, environment, original_transaction_id,
+                                event_date, authoritative, created_at, json)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING RETURNING seq
+            """,
+            [.text(event.id), PostgresValue(journalID), .text(path.rawValue), .text(event.source.rawValue), .text(event.kind.rawValue),
+             PostgresValue(event.reason?.rawValue), PostgresValue(event.bundleID), PostgresValue(event.environment),
+             PostgresValue(event.originalTransactionID), .int64(event.eventDate), .bool(authoritative), .int64(now),
+             .bytea(CanonicalJSON.encode(event))])?.int64("seq")
     }
 
-    /// Last write wins on (event_date, arrival order): an older event arriving late never overwrites a newer one. The
-    /// upsert locks the row and compares with its latest committed version, so concurrent instances converge on the
-    /// same winner whatever order they commit in.
-    private func updateState(path: Generation, environment: AppStoreEnvironment, otid: String, event: CanonicalEvent, seq: Int64,
-                             now: Int64) throws {
-        let state = SubscriptionState(path: path, event: event)
+    /// The upsert locks the row and compares with its latest committed version, so instances writing at once converge
+    /// on the same state whatever order they commit in.
+    func updateState(_ state: SubscriptionState, environment: AppStoreEnvironment, bundleID: String?, seq: Int64, now: Int64) throws {
         try c.run(
             """
             INSERT INTO subscription_state AS s (path, environment, original_transaction_id, bundle_id, event_id, event_date,
@@ -106,10 +57,24 @@ extension PostgresTransaction {
                 event_seq = excluded.event_seq, json = excluded.json, updated_at = excluded.updated_at
             WHERE excluded.event_date > s.event_date OR (excluded.event_date = s.event_date AND excluded.event_seq > s.event_seq)
             """,
-            [.text(path.rawValue), .text(environment.rawValue), .text(otid), PostgresValue(event.bundleID), .text(event.id),
-             .int64(event.eventDate), .int64(seq), .bytea(CanonicalJSON.encode(state)), .int64(now)])
+            [.text(state.path.rawValue), .text(environment.rawValue), .text(state.originalTransactionID), PostgresValue(bundleID),
+             .text(state.eventID), .int64(state.eventDate), .int64(seq), .bytea(CanonicalJSON.encode(state)), .int64(now)])
     }
 
+    func insertDelivery(downstream: String, eventID: String?, journalID: Int64?, now: Int64) throws {
+        try c.run(
+            """
+            INSERT INTO outbox (downstream, event_id, journal_id, next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $4)
+            ON CONFLICT DO NOTHING
+            """, [.text(downstream), PostgresValue(eventID), PostgresValue(journalID), .int64(now)])
+    }
+
+    func insertReceiptJob(journalID: Int64, now: Int64) throws {
+        try c.run("INSERT INTO receipt_jobs (journal_id, next_attempt_at, updated_at) VALUES ($1, $2, $2)", [.int64(journalID), .int64(now)])
+    }
+}
+
+extension PostgresTransaction {
     func journalEntries(id: Int64?, key: String?, limit: Int) throws -> [JournalEntry] {
         try c.query(
             """
