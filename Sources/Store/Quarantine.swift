@@ -61,23 +61,3 @@ public struct QuarantineCap: Sendable, Equatable {
         (self.rows, self.bytes, self.evictsOldest) = (rows, bytes, evictsOldest)
     }
 }
-
-/// The room a new row of `size` bytes needs in a lane holding `rows` rows and `bytes` bytes: how many of the lane's
-/// oldest rows go, and the id of the last of them (every row up to it is deleted). `page(afterID)` reads the
-/// lane's next rows oldest first, as `(id, size)`, in small pages; empty at the end.
-func quarantineEviction(rows: Int64, bytes: Int64, adding size: Int64, cap: QuarantineCap,
-                        page: (Int64) throws -> [(id: Int64, size: Int64)]) rethrows -> (lastID: Int64, evicted: Int) {
-    var (rows, bytes, lastID, evicted) = (rows, bytes, Int64(0), 0)
-    while true {
-        let next = try page(lastID)
-        if next.isEmpty { break }
-        for row in next {
-            guard rows + 1 > Int64(cap.rows) || bytes + size > cap.bytes else { return (lastID, evicted) }
-            lastID = row.id
-            rows -= 1
-            bytes -= row.size
-            evicted += 1
-        }
-    }
-    return (lastID, evicted)
-}

@@ -1,37 +1,36 @@
 internal import Postgres
 
-extension PostgresTransaction {
-    /// Adds a row to its lane within `cap`. The lane's quarantine_usage row is locked first (`FOR UPDATE`, created
-    /// when missing), so the check, the eviction and the insert are one step also for instances writing at once.
-    func quarantine(_ r: QuarantineRecord, cap: QuarantineCap) throws -> QuarantineOutcome {
-        let size = r.storedSize
-        guard size <= cap.bytes, cap.rows >= 1 else { return .full }
-        let lane = PostgresValue.text(r.lane.rawValue)
-        try c.run("INSERT INTO quarantine_usage (lane, rows, bytes) VALUES ($1, 0, 0) ON CONFLICT (lane) DO NOTHING", [lane])
-        let usage = try c.queryOne("SELECT rows, bytes FROM quarantine_usage WHERE lane = $1 FOR UPDATE", [lane])
-        let rows = usage?.int64("rows") ?? 0
-        let bytes = usage?.int64("bytes") ?? 0
-        var evicted = 0
-        if rows + 1 > Int64(cap.rows) || bytes + size > cap.bytes {
-            guard cap.evictsOldest else { return .full }
-            // Oldest first, in small pages, until the new row fits.
-            let eviction = try quarantineEviction(rows: rows, bytes: bytes, adding: size, cap: cap) { after in
-                try c.query("SELECT id, size FROM quarantine WHERE lane = $1 AND id > $2 ORDER BY id LIMIT 64", [lane, .int64(after)])
-                    .map { (id: $0.int64("id") ?? after, size: $0.int64("size") ?? 0) }
-            }
-            try c.run("DELETE FROM quarantine WHERE lane = $1 AND id <= $2", [lane, .int64(eviction.lastID)])
-            evicted = eviction.evicted
-        }
-        let id = try c.queryOne(
+extension PostgresTransaction: QuarantineRows {
+    /// Locks the lane's quarantine_usage row (created when missing), so the check, the eviction and the insert are
+    /// one step also for instances writing at once.
+    func laneUsageForUpdate(_ lane: QuarantineRecord.Lane) throws -> (rows: Int64, bytes: Int64) {
+        try c.run("INSERT INTO quarantine_usage (lane, rows, bytes) VALUES ($1, 0, 0) ON CONFLICT (lane) DO NOTHING", [.text(lane.rawValue)])
+        let usage = try c.queryOne("SELECT rows, bytes FROM quarantine_usage WHERE lane = $1 FOR UPDATE", [.text(lane.rawValue)])
+        return (usage?.int64("rows") ?? 0, usage?.int64("bytes") ?? 0)
+    }
+
+    func quarantinePage(_ lane: QuarantineRecord.Lane, after id: Int64) throws -> [(id: Int64, size: Int64)] {
+        try c.query("SELECT id, size FROM quarantine WHERE lane = $1 AND id > $2 ORDER BY id LIMIT 64", [.text(lane.rawValue), .int64(id)])
+            .map { (id: $0.int64("id") ?? id, size: $0.int64("size") ?? 0) }
+    }
+
+    func deleteQuarantined(_ lane: QuarantineRecord.Lane, through id: Int64) throws {
+        try c.run("DELETE FROM quarantine WHERE lane = $1 AND id <= $2", [.text(lane.rawValue), .int64(id)])
+    }
+
+    func insertQuarantined(_ r: QuarantineRecord, size: Int64) throws -> Int64 {
+        let row = try c.queryOne(
             """
             INSERT INTO quarantine (lane, received_at, version, code, message, bundle_id, environment, password_fingerprint, body, size)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id
             """,
-            [lane, .int64(r.receivedAt), PostgresValue(r.version), .text(r.code), .text(r.message), PostgresValue(r.bundleID),
-             PostgresValue(r.environment), PostgresValue(r.passwordFingerprint), .bytea(r.body), .int64(size)])?.int64("id")
-        return .stored(id: id ?? 0, evicted: evicted)
+            [.text(r.lane.rawValue), .int64(r.receivedAt), PostgresValue(r.version), .text(r.code), .text(r.message),
+             PostgresValue(r.bundleID), PostgresValue(r.environment), PostgresValue(r.passwordFingerprint), .bytea(r.body), .int64(size)])
+        return row?.int64("id") ?? 0
     }
+}
 
+extension PostgresTransaction {
     func quarantined(lane: QuarantineRecord.Lane?, id: Int64?, limit: Int) throws -> [QuarantineRecord] {
         try c.query(
             "SELECT * FROM quarantine WHERE ($1::text IS NULL OR lane = $1) AND ($2::bigint IS NULL OR id = $2) ORDER BY id LIMIT $3",
