@@ -7,6 +7,14 @@ protocol GroupCommitDatabase: Sendable {
     /// Runs `body` in one write transaction and returns once it committed; throws when it did not (the body's error
     /// or the commit's: then nothing of it is stored, or — a connection lost during COMMIT — that is unknown).
     func commitBatch(_ body: (Connection) throws -> Void) throws
+    /// Whether a piece of work that threw `error` lost a race with another writer of the database (a deadlock
+    /// between two instances' batches): it is then run again in the next batch, once this batch's locks are gone.
+    func isTransient(_ error: any Error) -> Bool
+}
+
+extension GroupCommitDatabase {
+    /// One writer of the database (SQLite): nothing to lose a race to.
+    func isTransient(_ error: any Error) -> Bool { false }
 }
 
 /// A connection that runs parameterless SQL: `SAVEPOINT`, `RELEASE`, `ROLLBACK TO` (the same words in SQLite and
@@ -34,11 +42,19 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
         let completion: @Sendable ((any Error)?) -> Void
         /// About how many bytes the work writes (its body), for the batch's byte budget.
         let bytes: Int
-        init(_ work: @escaping @Sendable (Connection) throws -> Void, bytes: Int,
+        /// Batches it was undone in by a transient failure (``GroupCommitDatabase/isTransient(_:)``).
+        let retries: Int
+        init(_ work: @escaping @Sendable (Connection) throws -> Void, bytes: Int, retries: Int = 0,
              completion: @escaping @Sendable ((any Error)?) -> Void) {
-            (self.work, self.bytes, self.completion) = (work, max(0, bytes), completion)
+            (self.work, self.bytes, self.retries, self.completion) = (work, max(0, bytes), retries, completion)
         }
+
+        /// The same work, for the next batch.
+        var again: Job { Job(work, bytes: bytes, retries: retries + 1, completion: completion) }
     }
+
+    /// Most batches a piece of work is run in again when it keeps failing transiently; then its error is its answer.
+    static var maxRetries: Int { 8 }
 
     private struct State {
         var queue: [Job] = []
@@ -46,6 +62,7 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
         var stopped = false
         var batches = 0
         var committed = 0
+        var retried = 0
     }
 
     private let db: Database
@@ -142,6 +159,12 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
     /// (transactions committed, work items committed) since start.
     public var statistics: (batches: Int, items: Int) { state.withLock { ($0.batches, $0.committed) } }
 
+    /// Work items run again in a later batch after a transient failure, since start.
+    var retried: Int { state.withLock { $0.retried } }
+
+    /// Work items waiting for the next batch.
+    var queued: Int { state.withLock { $0.queue.count } }
+
     private func loop() {
         while true {
             wake.wait()
@@ -172,6 +195,7 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
 
     private func run(_ batch: [Job]) {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
+        var retried = [Bool](repeating: false, count: batch.count)
         do {
             try db.commitBatch { c in
                 for (i, job) in batch.enumerated() {
@@ -180,19 +204,28 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
                         try job.work(c)
                         try c.execute("RELEASE item")
                     } catch {
+                        // Undoes the work and frees what it locked: another instance's batch waiting for it goes on.
                         try c.execute("ROLLBACK TO item; RELEASE item")
-                        failures[i] = error
+                        if job.retries < Self.maxRetries && db.isTransient(error) {
+                            retried[i] = true
+                        } else {
+                            failures[i] = error
+                        }
                     }
                 }
             }
-            state.withLock { s in
-                s.batches += 1
-                s.committed += batch.count
-            }
         } catch {
             // The transaction did not commit: nothing in this batch is durable, whatever the work returned.
-            failures = batch.map { _ in StoreFailure(description: "commit failed: \(error)") }
+            for job in batch { job.completion(StoreFailure(description: "commit failed: \(error)")) }
+            return
         }
-        for (i, job) in batch.enumerated() { job.completion(failures[i]) }
+        let again = batch.indices.filter { retried[$0] }.map { batch[$0].again }
+        state.withLock { s in
+            s.batches += 1
+            s.committed += batch.count - again.count
+            s.retried += again.count
+            s.queue.insert(contentsOf: again, at: 0)  // first in the next batch
+        }
+        for (i, job) in batch.enumerated() where !retried[i] { job.completion(failures[i]) }
     }
 }

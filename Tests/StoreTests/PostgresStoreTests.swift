@@ -31,6 +31,16 @@ struct PostgresStoreTests {
         return results.withLock { $0.map { $0! } }
     }
 
+    /// Runs `body` on a thread of its own within `group` (Dispatch's pool adds a thread only after a while when its
+    /// threads block, and the writers' loops already hold some of them).
+    static func run(in group: DispatchGroup, _ body: @escaping @Sendable () -> Void) {
+        group.enter()
+        Thread {
+            body()
+            group.leave()
+        }.start()
+    }
+
     static func item(_ key: String) -> JournalItem {
         var item = JournalItem(key: key, version: .v2, receivedAt: 5, body: Array("{\"k\":\"\(key)\"}".utf8))
         item.bundleID = "com.example.gateway"
@@ -89,12 +99,12 @@ struct PostgresStoreTests {
         let observer = try schema.connect()
         defer { observer.close() }
 
-        // Deterministic: A's transaction holds the key uncommitted while B's insert of it waits; then A commits.
+        // Deterministic: A's transaction holds the key uncommitted while B's journal of it waits; then A commits.
         let (inserted, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
         let item = Self.item("same-key")
         let outcomes = Mutex<[String: JournalOutcome]>([:])
         let done = DispatchGroup()
-        DispatchQueue.global().async(group: done) {
+        Self.run(in: done) {
             let o = try? a.write { tx in
                 let outcome = try tx.journal(item, routing: TestRouting(), now: 5)
                 inserted.signal()
@@ -104,17 +114,59 @@ struct PostgresStoreTests {
             outcomes.withLock { $0["a"] = o }
         }
         inserted.wait()
-        #expect(Self.insertsWaitingOnALock(observer) == 0)
-        DispatchQueue.global().async(group: done) {
+        #expect(Self.sessionsWaitingOnALock(observer) == 0)
+        Self.run(in: done) {
             let o = try? b.write { tx in try tx.journal(item, routing: TestRouting(), now: 6) }
             outcomes.withLock { $0["b"] = o }
         }
-        #expect(eventually { Self.insertsWaitingOnALock(observer) == 1 }, "B's insert never waited for A's")
+        #expect(eventually { Self.sessionsWaitingOnALock(observer) == 1 }, "B's insert never waited for A's")
         release.signal()
         done.wait()
         let result = outcomes.withLock { $0 }
         guard case .accepted(let id) = result["a"] else { Issue.record("A: \(String(describing: result["a"]))"); return }
         #expect(result["b"] == .duplicate(journalID: id))
+
+        // In the middle of a batch B does not wait (it holds rows A might wait for): its journal runs again at the head
+        // of its next batch, and waits there.
+        let deferred = Self.item("deferred-key")
+        let (held, go, holding) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        let later = DispatchGroup()
+        Self.run(in: later) {
+            let o = try? a.write { tx in
+                let outcome = try tx.journal(deferred, routing: TestRouting(), now: 5)
+                held.signal()
+                go.wait()
+                return outcome
+            }
+            outcomes.withLock { $0["a2"] = o }
+        }
+        held.wait()
+        let retriedBefore = b.writer.retried
+        // B's writer is held until a write and then the journal are queued, so that both go in its next batch.
+        Self.run(in: later) {
+            try? b.write { _ in
+                holding.signal()
+                _ = eventually { b.writer.queued == 2 }
+            }
+        }
+        holding.wait()
+        Self.run(in: later) {
+            try? b.write { tx in
+                try tx.storeEvents([StoreTests.event("b-first", date: 1)], journalID: nil, routing: TestRouting(), now: 1, authority: nil)
+            }
+        }
+        #expect(eventually { b.writer.queued == 1 })
+        Self.run(in: later) {
+            let o = try? b.write { tx in try tx.journal(deferred, routing: TestRouting(), now: 6) }
+            outcomes.withLock { $0["b2"] = o }
+        }
+        #expect(eventually { Self.sessionsWaitingOnALock(observer) == 1 }, "B's journal never waited for A's")
+        #expect(b.writer.retried > retriedBefore, "B's journal was not run again in a later batch")
+        go.signal()
+        later.wait()
+        let second = outcomes.withLock { $0 }
+        guard case .accepted(let id2) = second["a2"] else { Issue.record("A: \(String(describing: second["a2"]))"); return }
+        #expect(second["b2"] == .duplicate(journalID: id2))
 
         // And a burst: every key journaled by both instances at the same moment is accepted exactly once.
         let keys = (0..<40).map { "burst-\($0)" }
@@ -131,16 +183,13 @@ struct PostgresStoreTests {
             let duplicates = pair.compactMap { if case .duplicate(let id) = $0 { id } else { nil } }
             #expect(accepted.count == 1 && duplicates == accepted, "\(key): \(pair)")
         }
-        #expect(try a.read { tx in try tx.counts() }.journal == keys.count + 1)
+        #expect(try a.read { tx in try tx.counts() }.journal == keys.count + 2)
     }
 
-    /// Sessions whose INSERT INTO journal waits for another transaction's lock.
-    static func insertsWaitingOnALock(_ c: PostgresConnection) -> Int {
+    /// Sessions of the test database waiting for another transaction's lock.
+    static func sessionsWaitingOnALock(_ c: PostgresConnection) -> Int {
         (try? c.queryOne(
-            """
-            SELECT count(*) AS n FROM pg_stat_activity
-            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO journal%'
-            """)?.int("n")) ?? -1
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")?.int("n")) ?? -1
     }
 
     // MARK: Claims and leases
@@ -256,6 +305,7 @@ struct PostgresStoreTests {
 
     @Test(.enabled(if: TestDatabase.ctl != nil, "IAPGW_TEST_PG_CTL is not set (run under scripts/with-postgres)"))
     func writesFailWhileTheServerIsDownAndResumeWithoutReopening() throws {
+        // Stopped, then started: writes fail while it is down. Restarted: they go on. The store is never reopened.
         let f = try Fixture(.postgres)
         let store = f.store
         try Self.storeEvent(store, "before")
@@ -266,7 +316,7 @@ struct PostgresStoreTests {
         let stop = Atomic<Bool>(false)
         let writers = DispatchGroup()
         for w in 0..<4 {
-            DispatchQueue.global().async(group: writers) {
+            Self.run(in: writers) {
                 var n = 0
                 while !stop.load(ordering: .relaxed) {
                     let key = "w\(w)-\(n)"
@@ -295,6 +345,10 @@ struct PostgresStoreTests {
         #expect(try TestDatabase.control("start") == 0)
         // The same store, not reopened: writes succeed again by themselves.
         #expect(eventually { acknowledged.withLock { $0.count } >= acknowledgedWhileDown + 20 }, "writes never resumed")
+        // A restart under load: the batch in flight fails (its session is ended), the next ones go on.
+        #expect(try TestDatabase.control("restart") == 0)
+        let acknowledgedAfterRestart = acknowledged.withLock { $0.count }
+        #expect(eventually { acknowledged.withLock { $0.count } >= acknowledgedAfterRestart + 20 }, "writes never resumed after the restart")
         stop.store(true, ordering: .relaxed)
         writers.wait()
         try Self.storeEvent(store, "after")

@@ -257,8 +257,6 @@ enum PostgresSchema {
                 ALTER TABLE quarantine ADD COLUMN replay_started_at bigint;
                 ALTER TABLE quarantine ADD COLUMN last_replay_at bigint;
                 ALTER TABLE quarantine ADD COLUMN last_replay_code text;
-                -- A lane's row here is also the lock that makes a quarantine insert's check, eviction and insert one
-                -- step across instances (SELECT … FOR UPDATE).
                 CREATE TABLE quarantine_usage (
                     lane text PRIMARY KEY,
                     rows bigint NOT NULL,

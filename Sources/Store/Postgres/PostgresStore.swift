@@ -97,6 +97,15 @@ extension PostgresPool: GroupCommitDatabase {
             try body(c)
         }
     }
+
+    /// A write that met another instance's batch: a key that batch is writing (``PostgresTransaction/busyCode``,
+    /// thrown rather than waiting in the middle of a batch), or a deadlock PostgreSQL broke by failing one statement
+    /// (`40P01`). The writer rolls the write back to its savepoint — which lets the other batch go on — and runs it
+    /// again at the head of its next batch, after this one committed.
+    func isTransient(_ error: any Error) -> Bool {
+        guard let error = error as? PostgresError else { return false }
+        return error.isSerializationFailure || error.code == PostgresTransaction.busyCode
+    }
 }
 
 extension PostgresConnection: SavepointConnection {}

@@ -2,32 +2,31 @@ internal import Postgres
 internal import Canonical
 
 extension PostgresTransaction: JournalRows {
-    /// The unique constraint decides between instances. When another instance's transaction inserted the same key
-    /// and has not committed yet, this INSERT waits for it: if it commits, `ON CONFLICT DO NOTHING` returns no row
-    /// and the SELECT — a new snapshot per statement in the writer's READ COMMITTED transaction — finds the row it
-    /// committed; if it rolls back, this INSERT inserts. Either way the answer is accepted or duplicate, never a
-    /// unique violation.
+    /// The unique constraint decides, and a key is never left waiting in a deadlock: each instance takes the key's
+    /// advisory lock first (``lockOrDefer(_:_:)``), so when another instance's batch is journaling the same key this
+    /// one either waits for that batch's COMMIT — the INSERT then meets the committed row — or, in the middle of its
+    /// own batch, runs the journal again in its next one. The INSERT finding the row (`ON CONFLICT DO NOTHING`
+    /// returns nothing), the SELECT — a new snapshot per statement in the writer's READ COMMITTED transaction — reads
+    /// it: the answer is accepted or duplicate, never a unique violation.
     func insertJournal(_ item: JournalItem, authority: Generation) throws -> JournalOutcome {
-        for _ in 0..<3 {
-            if let id = try c.queryOne(
-                """
-                INSERT INTO journal (notification_key, version, received_at, origin, bundle_id, environment, notification_type,
-                                     subtype, secret_name, leaf_serial, body, authority)
-                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (notification_key) DO NOTHING RETURNING id
-                """,
-                [.text(item.key), .text(item.version.rawValue), .int64(item.receivedAt), .text(item.origin.rawValue),
-                 PostgresValue(item.bundleID), PostgresValue(item.environment), PostgresValue(item.notificationType),
-                 PostgresValue(item.subtype), PostgresValue(item.secretName), PostgresValue(item.leafSerial), .bytea(item.body),
-                 .text(authority.rawValue)])?.int64("id")
-            {
-                return .accepted(journalID: id)
-            }
-            if let id = try c.queryOne("SELECT id FROM journal WHERE notification_key = $1", [.text(item.key)])?.int64("id") {
-                return .duplicate(journalID: id)
-            }
-            // Neither: the row that conflicted is gone again (journal rows are never deleted today). Try again.
+        try lockOrDefer(.journalKey, item.key)
+        if let id = try c.queryOne(
+            """
+            INSERT INTO journal (notification_key, version, received_at, origin, bundle_id, environment, notification_type,
+                                 subtype, secret_name, leaf_serial, body, authority)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (notification_key) DO NOTHING RETURNING id
+            """,
+            [.text(item.key), .text(item.version.rawValue), .int64(item.receivedAt), .text(item.origin.rawValue),
+             PostgresValue(item.bundleID), PostgresValue(item.environment), PostgresValue(item.notificationType),
+             PostgresValue(item.subtype), PostgresValue(item.secretName), PostgresValue(item.leafSerial), .bytea(item.body),
+             .text(authority.rawValue)])?.int64("id")
+        {
+            return .accepted(journalID: id)
         }
-        throw PostgresError(code: "XX000", message: "journal: the notification key neither inserts nor is found")
+        guard let id = try c.queryOne("SELECT id FROM journal WHERE notification_key = $1", [.text(item.key)])?.int64("id") else {
+            throw PostgresError(code: "XX000", message: "journal: the notification key conflicts but its row is not found")
+        }
+        return .duplicate(journalID: id)
     }
 
     /// The event's `seq` (its arrival order); no row when the event is stored already, here or by another instance.

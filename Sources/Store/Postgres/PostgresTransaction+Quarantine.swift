@@ -1,11 +1,12 @@
 internal import Postgres
 
 extension PostgresTransaction: QuarantineRows {
-    /// Locks the lane's quarantine_usage row (created when missing), so the check, the eviction and the insert are
-    /// one step also for instances writing at once.
+    /// Takes the lane's advisory lock first (``lockOrDefer(_:_:)``): every instance's quarantine insert into the lane
+    /// takes it, so the check, the eviction and the insert are one step also for instances writing at once. The usage
+    /// it then reads includes what the lock's previous holder committed.
     func laneUsageForUpdate(_ lane: QuarantineRecord.Lane) throws -> (rows: Int64, bytes: Int64) {
-        try c.run("INSERT INTO quarantine_usage (lane, rows, bytes) VALUES ($1, 0, 0) ON CONFLICT (lane) DO NOTHING", [.text(lane.rawValue)])
-        let usage = try c.queryOne("SELECT rows, bytes FROM quarantine_usage WHERE lane = $1 FOR UPDATE", [.text(lane.rawValue)])
+        try lockOrDefer(.quarantineLane, lane.rawValue)
+        let usage = try c.queryOne("SELECT rows, bytes FROM quarantine_usage WHERE lane = $1", [.text(lane.rawValue)])
         return (usage?.int64("rows") ?? 0, usage?.int64("bytes") ?? 0)
     }
 
