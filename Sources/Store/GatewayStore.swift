@@ -4,7 +4,8 @@ public import Canonical
 /// the comparison ledger — behind one interface. Every change runs in a transaction through ``write(bytes:_:)``;
 /// the operations themselves are the ``StoreTransaction`` the closure receives, so what must commit together (a
 /// notification and its events, deliveries and jobs) is written in one closure. One implementation per database:
-/// ``SQLiteStore`` (the embedded default). No SQL lives outside them (docs/architecture.md).
+/// ``SQLiteStore`` (the embedded default) and ``PostgresStore`` (several instances on one database). No SQL lives
+/// outside them (docs/architecture.md).
 public protocol GatewayStore: Sendable {
     /// Runs `body` in a write transaction and returns once it is durable, or throws (the body's error, or the
     /// commit's: nothing of it is then stored). Blocking: for server threads. `bytes`: about how much the body

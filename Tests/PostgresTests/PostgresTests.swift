@@ -3,32 +3,21 @@ import Foundation
 import Postgres
 import Synchronization
 import Testing
+import TestSupport
 
 /// The server the tests use: `scripts/with-postgres swift test --filter PostgresTests` starts a throw-away one and
 /// sets these. Without them the suite is skipped.
 enum TestServer {
-    static let url: String? = nonEmpty("IAPGW_TEST_DATABASE_URL")
+    static let url = TestPostgresServer.url
     /// `stop` / `start` / `restart` the server (only with scripts/with-postgres).
-    static let ctl: String? = nonEmpty("IAPGW_TEST_PG_CTL")
-
-    private static func nonEmpty(_ name: String) -> String? {
-        guard let value = ProcessInfo.processInfo.environment[name], !value.isEmpty else { return nil }
-        return value
-    }
+    static let ctl = TestPostgresServer.ctl
 
     static func connect(_ label: String = "test") throws -> PostgresConnection {
         try PostgresConnection(url!, label: label)
     }
 
     /// Runs `IAPGW_TEST_PG_CTL ARGUMENT` to completion.
-    static func control(_ argument: String) throws -> Int32 {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ctl!)
-        process.arguments = [argument]
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
-    }
+    static func control(_ argument: String) throws -> Int32 { try TestPostgresServer.control(argument) }
 }
 
 /// A schema of its own for one test (`t_<uuid>`), dropped at the end with a fresh connection (the test's may be

@@ -4,35 +4,10 @@ import Foundation
 import Testing
 import TestSupport
 
-/// The store's contract, through its interface: what any implementation must do. Each test runs on a fresh store.
+/// The store's contract, through its interface: what every implementation must do. Each test runs once per available
+/// implementation (``StoreKind/available``), on a fresh store.
 @Suite struct StoreTests {
-    /// Every downstream takes every event: authoritative ones to "main", the rest to "shadow"; V1 bodies to "legacy".
-    struct Routing: DeliveryRouting {
-        var compared: Set<String> = []
-        func eventTargets(bundleID: String?, environment: AppStoreEnvironment?, authoritative: Bool) -> [String] {
-            authoritative ? ["main", "shadow"] : ["shadow"]
-        }
-        func passthroughTargets(bundleID: String?, environment: AppStoreEnvironment?) -> [String] { ["legacy"] }
-        func compares(_ bundleID: String?) -> Bool { bundleID.map(compared.contains) ?? false }
-    }
-
-    /// A fresh SQLite store in a scratch folder, with `com.example.gateway` authoritative on V2 in both environments.
-    final class Fixture: Sendable {
-        let directory: String
-        let store: SQLiteStore
-        init() throws {
-            directory = try Scratch.directory()
-            store = try SQLiteStore(path: directory + "/store.db")
-            let wanted = [AppStoreEnvironment.production, .sandbox].map {
-                AuthorityEntry(bundleID: "com.example.gateway", environment: $0, authority: .v2, origin: .config)
-            }
-            _ = try store.write { tx in try tx.seedAuthority(wanted, now: 1) }
-        }
-        deinit {
-            store.close()
-            try? FileManager.default.removeItem(atPath: directory)
-        }
-    }
+    typealias Routing = TestRouting
 
     static let lease = Lease(owner: "test", until: .max)
 
@@ -61,8 +36,8 @@ import TestSupport
         try f.store.read { tx in try tx.quarantined(lane: nil, id: nil, limit: .max) }
     }
 
-    @Test func anOlderEventArrivingLateNeverOverwritesANewerState() throws {
-        let f = try Fixture()
+    @Test(arguments: StoreKind.available) func anOlderEventArrivingLateNeverOverwritesANewerState(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
         try Self.storeEvents(f, [Self.event("new", date: 2000)])
         try Self.storeEvents(f, [Self.event("old", date: 1000)])
         #expect(try Self.stateEventID(f) == "new")
@@ -75,8 +50,8 @@ import TestSupport
         #expect(try f.store.read { tx in try tx.counts() }.events == 4)
     }
 
-    @Test func eachPathKeepsItsOwnStateAndOnlyTheAuthoritativeOneIsMarked() throws {
-        let f = try Fixture()
+    @Test(arguments: StoreKind.available) func eachPathKeepsItsOwnStateAndOnlyTheAuthoritativeOneIsMarked(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
         try Self.storeEvents(f, [Self.event("v2-event", date: 1000), Self.event("v1-event", date: 5000, source: .v1)])
         #expect(try Self.stateEventID(f, path: .v2) == "v2-event")
         #expect(try Self.stateEventID(f, path: .v1) == "v1-event")
@@ -88,8 +63,8 @@ import TestSupport
         #expect(try Self.deliveries(f).filter { $0.eventID == "v2-event" }.map(\.downstream).sorted() == ["main", "shadow"])
     }
 
-    @Test func configSeedsAuthorityButACutoverWinsOnRestart() throws {
-        let f = try Fixture()
+    @Test(arguments: StoreKind.available) func configSeedsAuthorityButACutoverWinsOnRestart(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
         let cutover = CutoverRecord(at: 2, bundleID: "com.example.gateway", environment: "sandbox", from: "v2", to: "v1", who: "test",
                                     reason: nil, verdict: "ready", forced: false)
         try f.store.write { tx in try tx.recordCutover(cutover, to: .v1) }
@@ -104,8 +79,8 @@ import TestSupport
         #expect(try f.store.read { tx in try tx.cutovers(bundleID: "com.example.gateway", environment: .sandbox) } == [cutover])
     }
 
-    @Test func journalingTwiceIsADuplicateAndQueuesNothingMore() throws {
-        let f = try Fixture()
+    @Test(arguments: StoreKind.available) func journalingTwiceIsADuplicateAndQueuesNothingMore(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
         var item = JournalItem(key: "k1", version: .v1, receivedAt: 5, body: Array("{}".utf8))
         item.bundleID = "com.example.gateway"
         item.environment = .production
@@ -121,8 +96,8 @@ import TestSupport
         #expect(try f.store.read { tx in try tx.receiptJobs(state: .pending) }.map(\.journalID) == [id])
     }
 
-    @Test func quarantineLanesHaveTheirOwnCaps() throws {
-        let f = try Fixture()
+    @Test(arguments: StoreKind.available) func quarantineLanesHaveTheirOwnCaps(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
         let untrustedCap = QuarantineCap(rows: 3, bytes: .max, evictsOldest: true)
         let genuineCap = QuarantineCap(rows: 3, bytes: .max, evictsOldest: false)
         for i in 0..<5 {
@@ -142,8 +117,8 @@ import TestSupport
         #expect(try Self.quarantined(f).filter { $0.lane == .genuine }.count == 1)
     }
 
-    @Test func theUntrustedLaneIsCappedInBytesOldestFirst() throws {
-        let f = try Fixture()
+    @Test(arguments: StoreKind.available) func theUntrustedLaneIsCappedInBytesOldestFirst(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
         let body = [UInt8](repeating: 0x41, count: 100_000)
         let one = QuarantineRecord(lane: .untrusted, receivedAt: 0, version: nil, code: "malformed", message: "", body: body).storedSize
         let cap = QuarantineCap(rows: 1_000, bytes: 3 * one + 10, evictsOldest: true)
@@ -159,8 +134,8 @@ import TestSupport
         #expect(usage[.untrusted]?.rows == 3 && usage[.untrusted]?.bytes == 3 * one)
     }
 
-    @Test func theGenuineLaneRefusesWhenFullAndNeverEvicts() throws {
-        let f = try Fixture()
+    @Test(arguments: StoreKind.available) func theGenuineLaneRefusesWhenFullAndNeverEvicts(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
         let body = [UInt8](repeating: 0x42, count: 50_000)
         let one = QuarantineRecord(lane: .genuine, receivedAt: 0, version: .v2, code: "unknown_bundle", message: "", body: body).storedSize
         let cap = QuarantineCap(rows: 1_000, bytes: 2 * one, evictsOldest: false)
@@ -179,8 +154,8 @@ import TestSupport
         #expect(try f.store.write { tx in try tx.quarantine(r, cap: cap) } != .full)
     }
 
-    @Test func aDeliveryOutcomeNeverOverwritesARowNoLongerPending() throws {
-        let f = try Fixture()
+    @Test(arguments: StoreKind.available) func aDeliveryOutcomeNeverOverwritesARowNoLongerPending(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
         try Self.storeEvents(f, [Self.event("e1", date: 1000)])
         let main = try #require(try Self.deliveries(f).first { $0.downstream == "main" })
         let dead = DeliveryOutcome(state: .dead, attempts: 3, nextAttemptAt: 9, deliveredAt: nil, status: 410, error: "HTTP 410")
@@ -190,30 +165,40 @@ import TestSupport
         let row = try #require(try Self.deliveries(f).first { $0.id == main.id })
         #expect(row.state == .dead && row.attempts == 3 && row.lastStatus == 410)
         #expect(try f.store.write { tx in try tx.redeliver(.deadLetters, now: 20) } == 1)
-        #expect(try f.store.read { tx in try tx.claimDueDeliveries(downstream: "main", at: 20, limit: 10, lease: Self.lease) }.map(\.id) == [main.id])
+        #expect(try f.claim { tx in try tx.claimDueDeliveries(downstream: "main", at: 20, limit: 10, lease: Self.lease) }.map(\.id) == [main.id])
     }
 
-    @Test func aStoredReceiptWakesThePendingV1FetchesOfItsSubscription() throws {
-        let f = try Fixture()
+    @Test(arguments: StoreKind.available) func aStoredReceiptWakesThePendingV1FetchesOfItsSubscription(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
         let key = SubscriptionKey(bundleID: "com.example.gateway", environment: .sandbox, originalTransactionID: "otid-1")
         try f.store.write { tx in try tx.enqueueFetch(FetchRequest(subscription: key, fetch: .v1, compare: true), at: 10, due: 500) }
         // A plain comparison fetch is not queued twice while one is pending.
         try f.store.write { tx in try tx.enqueueFetch(FetchRequest(subscription: key, fetch: .v1, compare: true), at: 11, due: 500) }
-        #expect(try f.store.read { tx in try tx.claimDueFetches(at: 100, limit: 10, lease: Self.lease) }.isEmpty)
+        #expect(try f.claim { tx in try tx.claimDueFetches(at: 100, limit: 10, lease: Self.lease) }.isEmpty)
         try f.store.write { tx in try tx.putReceipt(StoredReceipt(receipt: "r", secretName: "S", updatedAt: 100), of: key) }
-        let due = try f.store.read { tx in try tx.claimDueFetches(at: 100, limit: 10, lease: Self.lease) }
+        let due = try f.claim { tx in try tx.claimDueFetches(at: 100, limit: 10, lease: Self.lease) }
         #expect(due.count == 1 && due.first?.fetch == .v1 && due.first?.subscription == key)
         #expect(try f.store.read { tx in try tx.receipt(of: key) } == StoredReceipt(receipt: "r", secretName: "S", updatedAt: 100))
     }
 
-    // MARK: SQLite: group commit
+    @Test(arguments: StoreKind.available) func workSubmittedAfterCloseIsRefused(_ kind: StoreKind) async throws {
+        let f = try Fixture(kind)
+        f.store.close()
+        #expect(f.store.isClosing)
+        #expect(throws: StoreFailure.self) { try f.store.write { _ in 1 } }
+        await #expect(throws: StoreFailure.self) { try await f.store.write { _ in 1 } }
+    }
+}
 
+/// The SQLite store's own machinery (its group commit's internals), beyond the contract.
+@Suite struct SQLiteStoreTests {
     @Test func groupCommitBatchesConcurrentWorkAndIsolatesFailures() async throws {
-        let f = try Fixture()
+        let f = try Fixture(.sqlite)
+        let store = try #require(f.store as? SQLiteStore)
         struct Boom: Error {}
-        try f.store.writer.perform { c in try c.execute("CREATE TABLE probe (n INTEGER UNIQUE)") }
-        let before = f.store.writer.statistics
-        let writer = f.store.writer
+        try store.writer.perform { c in try c.execute("CREATE TABLE probe (n INTEGER UNIQUE)") }
+        let before = store.writer.statistics
+        let writer = store.writer
         let failures = await withTaskGroup(of: Int.self) { group in
             for i in 0..<64 {
                 group.addTask {
@@ -228,17 +213,10 @@ import TestSupport
             }
             return await group.reduce(0, +)
         }
-        let after = f.store.writer.statistics
+        let after = store.writer.statistics
         #expect(failures == 8)
-        #expect(try f.store.database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM probe")?.int("n") } == 56)
+        #expect(try store.database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM probe")?.int("n") } == 56)
         #expect(after.items - before.items == 64)
         #expect(after.batches - before.batches < 64)  // several items per transaction
-    }
-
-    @Test func workSubmittedAfterCloseIsRefused() throws {
-        let f = try Fixture()
-        f.store.writer.stop()
-        #expect(f.store.isClosing)
-        #expect(throws: JournalWriter.StoreFailure.self) { try f.store.write { _ in 1 } }
     }
 }

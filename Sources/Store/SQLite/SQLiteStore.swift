@@ -16,7 +16,7 @@ public final class SQLiteStore: GatewayStore {
     }
 
     let database: SQLiteDatabase
-    let writer: JournalWriter
+    let writer: JournalWriter<SQLiteDatabase>
 
     /// Opens (creating it and its folder) the store file and applies the schema's migrations.
     public init(path: String, options: Options = .init()) throws {
@@ -72,6 +72,12 @@ public final class SQLiteStore: GatewayStore {
     @discardableResult
     public func setMaxPageCount(_ pages: Int64) throws -> Int64 { try database.setMaxPageCount(pages) }
 }
+
+extension SQLiteDatabase: GroupCommitDatabase {
+    func commitBatch(_ body: (SQLiteConnection) throws -> Void) throws { try write(body) }
+}
+
+extension SQLiteConnection: SavepointConnection {}
 
 /// Runs blocking work (database calls) on a dispatch thread, never on Swift's cooperative pool.
 public enum Blocking {

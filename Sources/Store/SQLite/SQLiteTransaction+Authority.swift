@@ -23,12 +23,7 @@ extension SQLiteTransaction {
     }
 
     func authorities() throws -> [AuthorityEntry] {
-        try c.query("SELECT bundle_id, environment, authority, origin FROM authority ORDER BY bundle_id, environment").map { row in
-            AuthorityEntry(
-                bundleID: row.string("bundle_id") ?? "", environment: row.environment("environment") ?? .production,
-                authority: row.generation("authority") ?? .v1,
-                origin: row.string("origin").flatMap(AuthorityOrigin.init(rawValue:)) ?? .config)
-        }
+        try c.query("SELECT bundle_id, environment, authority, origin FROM authority ORDER BY bundle_id, environment").map(AuthorityEntry.init(row:))
     }
 
     func recordCutover(_ record: CutoverRecord, to authority: Generation) throws {
@@ -49,12 +44,7 @@ extension SQLiteTransaction {
     func cutovers(bundleID: String, environment: AppStoreEnvironment) throws -> [CutoverRecord] {
         try c.query(
             "SELECT * FROM cutover_log WHERE bundle_id = ? AND environment = ? ORDER BY at, id", [.text(bundleID), .text(environment.rawValue)]
-        ).map { row in
-            CutoverRecord(
-                at: row.int64("at") ?? 0, bundleID: bundleID, environment: environment.rawValue, from: row.string("from_authority") ?? "",
-                to: row.string("to_authority") ?? "", who: row.string("who") ?? "", reason: row.string("reason"),
-                verdict: row.string("verdict") ?? "", forced: row.bool("forced") ?? false)
-        }
+        ).map { CutoverRecord(row: $0, bundleID: bundleID, environment: environment) }
     }
 
     func authorityActivity() throws -> [AuthorityActivity] {
@@ -67,11 +57,6 @@ extension SQLiteTransaction {
                         AND e.path <> a.authority) AS last_other
             FROM authority a
             """
-        ).compactMap { row in
-            guard let bundle = row.string("bundle_id"), let env = row.environment("environment"), let authority = row.generation("authority")
-            else { return nil }
-            return AuthorityActivity(bundleID: bundle, environment: env, authority: authority,
-                                     lastAuthoritative: row.int64("last_authoritative"), lastOther: row.int64("last_other"))
-        }
+        ).compactMap(AuthorityActivity.init(row:))
     }
 }

@@ -27,12 +27,10 @@ extension SQLiteTransaction {
     }
 
     func receipt(of k: SubscriptionKey) throws -> StoredReceipt? {
-        guard let row = try c.queryOne(
+        try c.queryOne(
             "SELECT receipt, secret_name, updated_at FROM v1_receipts WHERE bundle_id = ? AND environment = ? AND original_transaction_id = ?",
-            keyValues(k)),
-            let receipt = row.string("receipt"), let secretName = row.string("secret_name")
-        else { return nil }
-        return StoredReceipt(receipt: receipt, secretName: secretName, updatedAt: row.int64("updated_at") ?? 0)
+            keyValues(k)
+        ).flatMap(StoredReceipt.init(row:))
     }
 
     func putReceipt(_ r: StoredReceipt, of k: SubscriptionKey) throws {
@@ -79,17 +77,7 @@ extension SQLiteTransaction {
                    confirms, state, next_attempt_at, last_error
             FROM compare_jobs WHERE \(condition)
             """, bindings
-        ).compactMap { row in
-            guard let id = row.int64("id") else { return nil }
-            return FetchJob(
-                id: id,
-                subscription: SubscriptionKey(bundleID: row.string("bundle_id") ?? "", environment: row.environment("environment") ?? .production,
-                                              originalTransactionID: row.string("original_transaction_id") ?? ""),
-                fetch: row.generation("fetch") ?? .v1, v1EventID: row.string("v1_event_id"), authority: row.generation("authority"),
-                compare: row.bool("compare") ?? false, attempts: row.int("attempts") ?? 0, createdAt: row.int64("created_at") ?? 0,
-                confirms: row.int("confirms") ?? 0, state: row.string("state").flatMap(JobState.init(rawValue:)) ?? .pending,
-                nextAttemptAt: row.int64("next_attempt_at") ?? 0, lastError: row.string("last_error"))
-        }
+        ).compactMap(FetchJob.init(row:))
     }
 
     // One process owns an SQLite store (`sharedByInstances` is false): the lease is not recorded.
@@ -103,12 +91,7 @@ extension SQLiteTransaction {
     }
 
     func fetchJobCounts() throws -> [JobState: Int] {
-        var counts: [JobState: Int] = [:]
-        for row in try c.query("SELECT state, COUNT(*) AS n FROM compare_jobs GROUP BY state") {
-            guard let state = row.string("state").flatMap(JobState.init(rawValue:)) else { continue }
-            counts[state] = row.int("n") ?? 0
-        }
-        return counts
+        stateCounts(try c.query("SELECT state, COUNT(*) AS n FROM compare_jobs GROUP BY state"), as: JobState.self)
     }
 
     func settleFetch(id: Int64, state: JobState, attempts: Int, nextAttemptAt: Int64?, error: String?, now: Int64) throws {
@@ -140,14 +123,6 @@ extension SQLiteTransaction {
             ORDER BY compared_at, id
             """,
             [SQLiteValue(bundleID), SQLiteValue(bundleID), SQLiteValue(environment), SQLiteValue(environment), .integer(from), .integer(to)]
-        ).compactMap { row in
-            guard let outcome = row.string("outcome").flatMap(CompareOutcome.init(rawValue:)) else { return nil }
-            return LedgerEntry(
-                subscription: SubscriptionKey(bundleID: row.string("bundle_id") ?? "", environment: row.environment("environment") ?? .production,
-                                              originalTransactionID: row.string("original_transaction_id") ?? ""),
-                comparedAt: row.int64("compared_at") ?? 0, outcome: outcome,
-                fields: (row.string("fields") ?? "").split(separator: ",").map(String.init),
-                v1: SnapshotJSON.decode(row.blob("v1_json")), v2: SnapshotJSON.decode(row.blob("v2_json")))
-        }
+        ).compactMap(LedgerEntry.init(row:))
     }
 }

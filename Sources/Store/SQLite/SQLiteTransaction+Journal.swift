@@ -1,11 +1,8 @@
 internal import SQLite
 internal import Canonical
-internal import FoundationEssentials
 
-extension SQLiteTransaction {
-    func journal(_ item: JournalItem, routing: any DeliveryRouting, now: Int64) throws -> JournalOutcome {
-        // The authority in force now decides, once, which path this notification's events are authoritative on.
-        let authority = try authority(bundleID: item.bundleID, environment: item.environment)
+extension SQLiteTransaction: JournalRows {
+    func insertJournal(_ item: JournalItem, authority: Generation) throws -> JournalOutcome {
         let inserted = try c.run(
             """
             INSERT INTO journal (notification_key, version, received_at, origin, bundle_id, environment, notification_type,
@@ -19,63 +16,24 @@ extension SQLiteTransaction {
             let id = try c.queryOne("SELECT id FROM journal WHERE notification_key = ?", [.text(item.key)])?.int64("id") ?? 0
             return .duplicate(journalID: id)
         }
-        let journalID = c.lastInsertRowID
-        try storeEvents(item.events, journalID: journalID, routing: routing, now: now, authority: authority)
-        if item.version == .v2 {
-            // Compared bundles: the signed data is the V2 path's snapshot; the V1 path's comes from verifyReceipt.
-            for e in item.events where routing.compares(e.bundleID) && e.isSubscription {
-                guard let bundle = e.bundleID, let env = e.environment, let otid = e.originalTransactionID else { continue }
-                try putSnapshot(OutcomeSnapshot(event: e, source: .v2, observedAt: e.eventDate), path: .v2)
-                let key = SubscriptionKey(bundleID: bundle, environment: env, originalTransactionID: otid)
-                try enqueueFetch(FetchRequest(subscription: key, fetch: .v1, compare: true), at: now, due: nil)
-            }
-        }
-        if item.needsReceipt {
-            try c.run(
-                "INSERT INTO receipt_jobs (journal_id, next_attempt_at, updated_at) VALUES (?, ?, ?)",
-                [.integer(journalID), .integer(now), .integer(now)])
-        }
-        if item.version == .v1 {
-            for name in routing.passthroughTargets(bundleID: item.bundleID, environment: item.environment) {
-                try c.run(
-                    "INSERT OR IGNORE INTO outbox (downstream, journal_id, next_attempt_at, created_at) VALUES (?, ?, ?, ?)",
-                    [.text(name), .integer(journalID), .integer(now), .integer(now)])
-            }
-        }
-        return .accepted(journalID: journalID)
+        return .accepted(journalID: c.lastInsertRowID)
     }
 
-    func storeEvents(_ events: [CanonicalEvent], journalID: Int64?, routing: any DeliveryRouting, now: Int64, authority: Generation?) throws {
-        for event in events {
-            let path = event.source.generation
-            let authoritative = try (authority ?? self.authority(bundleID: event.bundleID, environment: event.environment)) == path
-            let inserted = try c.run(
-                """
-                INSERT INTO events (id, journal_id, path, source, kind, reason, bundle_id, environment, original_transaction_id,
-                                    event_date, authoritative, created_at, json)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING
-                """,
-                [.text(event.id), SQLiteValue(journalID), .text(path.rawValue), .text(event.source.rawValue), .text(event.kind.rawValue),
-                 SQLiteValue(event.reason?.rawValue), SQLiteValue(event.bundleID), SQLiteValue(event.environment),
-                 SQLiteValue(event.originalTransactionID), .integer(event.eventDate), SQLiteValue(authoritative), .integer(now),
-                 .blob(CanonicalJSON.encode(event))])
-            guard inserted > 0 else { continue }
-            let seq = c.lastInsertRowID
-            if let otid = event.originalTransactionID, let env = event.environment {
-                try updateState(path: path, environment: env, otid: otid, event: event, seq: seq, now: now)
-            }
-            for name in routing.eventTargets(bundleID: event.bundleID, environment: event.environment, authoritative: authoritative) {
-                try c.run(
-                    "INSERT OR IGNORE INTO outbox (downstream, event_id, next_attempt_at, created_at) VALUES (?, ?, ?, ?)",
-                    [.text(name), .text(event.id), .integer(now), .integer(now)])
-            }
-        }
+    func insertEvent(_ event: CanonicalEvent, journalID: Int64?, path: Generation, authoritative: Bool, now: Int64) throws -> Int64? {
+        let inserted = try c.run(
+            """
+            INSERT INTO events (id, journal_id, path, source, kind, reason, bundle_id, environment, original_transaction_id,
+                                event_date, authoritative, created_at, json)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING
+            """,
+            [.text(event.id), SQLiteValue(journalID), .text(path.rawValue), .text(event.source.rawValue), .text(event.kind.rawValue),
+             SQLiteValue(event.reason?.rawValue), SQLiteValue(event.bundleID), SQLiteValue(event.environment),
+             SQLiteValue(event.originalTransactionID), .integer(event.eventDate), SQLiteValue(authoritative), .integer(now),
+             .blob(CanonicalJSON.encode(event))])
+        return inserted > 0 ? c.lastInsertRowID : nil  // the rowid: the arrival order
     }
 
-    /// Last write wins on (event_date, arrival order): an older event arriving late never overwrites a newer one.
-    private func updateState(path: Generation, environment: AppStoreEnvironment, otid: String, event: CanonicalEvent, seq: Int64,
-                             now: Int64) throws {
-        let state = SubscriptionState(path: path, event: event)
+    func updateState(_ state: SubscriptionState, environment: AppStoreEnvironment, bundleID: String?, seq: Int64, now: Int64) throws {
         try c.run(
             """
             INSERT INTO subscription_state (path, environment, original_transaction_id, bundle_id, event_id, event_date,
@@ -87,23 +45,30 @@ extension SQLiteTransaction {
             WHERE excluded.event_date > subscription_state.event_date
                OR (excluded.event_date = subscription_state.event_date AND excluded.event_seq > subscription_state.event_seq)
             """,
-            [.text(path.rawValue), .text(environment.rawValue), .text(otid), SQLiteValue(event.bundleID), .text(event.id),
-             .integer(event.eventDate), .integer(seq), .blob(CanonicalJSON.encode(state)), .integer(now)])
+            [.text(state.path.rawValue), .text(environment.rawValue), .text(state.originalTransactionID), SQLiteValue(bundleID),
+             .text(state.eventID), .integer(state.eventDate), .integer(seq), .blob(CanonicalJSON.encode(state)), .integer(now)])
     }
 
+    func insertDelivery(downstream: String, eventID: String?, journalID: Int64?, now: Int64) throws {
+        try c.run(
+            "INSERT OR IGNORE INTO outbox (downstream, event_id, journal_id, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?)",
+            [.text(downstream), SQLiteValue(eventID), SQLiteValue(journalID), .integer(now), .integer(now)])
+    }
+
+    func insertReceiptJob(journalID: Int64, now: Int64) throws {
+        try c.run(
+            "INSERT INTO receipt_jobs (journal_id, next_attempt_at, updated_at) VALUES (?, ?, ?)", [.integer(journalID), .integer(now), .integer(now)])
+    }
+}
+
+extension SQLiteTransaction {
     func journalEntries(id: Int64?, key: String?, limit: Int) throws -> [JournalEntry] {
         try c.query(
             """
             SELECT id, notification_key, version, received_at, origin, bundle_id, environment, secret_name, authority, body FROM journal
             WHERE (? IS NULL OR id = ?) AND (? IS NULL OR notification_key = ?) ORDER BY id LIMIT ?
             """, [SQLiteValue(id), SQLiteValue(id), SQLiteValue(key), SQLiteValue(key), limitValue(limit)]
-        ).map { row in
-            JournalEntry(
-                id: row.int64("id") ?? 0, key: row.string("notification_key") ?? "", version: row.generation("version") ?? .v1,
-                receivedAt: row.int64("received_at") ?? 0, origin: row.string("origin").flatMap(JournalOrigin.init(rawValue:)) ?? .live,
-                bundleID: row.string("bundle_id"), environment: row.environment("environment"), secretName: row.string("secret_name"),
-                authority: row.generation("authority"), body: row.blob("body"))
-        }
+        ).map(JournalEntry.init(row:))
     }
 
     func receivesV2(bundleID: String, environment: AppStoreEnvironment, since: Int64) throws -> Bool {
@@ -121,11 +86,7 @@ extension SQLiteTransaction {
             """,
             [SQLiteValue(id), SQLiteValue(id), SQLiteValue(originalTransactionID), SQLiteValue(originalTransactionID),
              SQLiteValue(originalTransactionID), limitValue(limit)]
-        ).compactMap { row in
-            guard let json = row.blob("json"), let event = try? JSONDecoder().decode(CanonicalEvent.self, from: Data(json)) else { return nil }
-            return StoredEvent(event: event, json: json, path: row.generation("path") ?? .v1, authoritative: row.bool("authoritative") ?? false,
-                               journalID: row.int64("journal_id"), createdAt: row.int64("created_at") ?? 0)
-        }
+        ).compactMap(StoredEvent.init(row:))
     }
 
     func subscriptionStates(originalTransactionID otid: String) throws -> [StoredSubscriptionState] {
@@ -135,13 +96,7 @@ extension SQLiteTransaction {
                    (SELECT authority FROM authority a WHERE a.bundle_id = s.bundle_id AND a.environment = s.environment) AS authority
             FROM subscription_state s WHERE s.original_transaction_id = ? ORDER BY s.environment, s.path
             """, [.text(otid)]
-        ).map { row in
-            let path = row.generation("path") ?? .v1
-            return StoredSubscriptionState(
-                path: path, environment: row.environment("environment") ?? .production, bundleID: row.string("bundle_id"),
-                eventID: row.string("event_id") ?? "", json: row.blob("json") ?? [], authoritative: row.generation("authority") == path,
-                updatedAt: row.int64("updated_at") ?? 0)
-        }
+        ).map(StoredSubscriptionState.init(row:))
     }
 
     func eventCountsBySource(bundleID: String, environment: AppStoreEnvironment, since: Int64, until: Int64) throws -> [EventSource: Int] {

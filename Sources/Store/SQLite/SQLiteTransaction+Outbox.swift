@@ -8,25 +8,18 @@ extension SQLiteTransaction {
             SELECT id, downstream, attempts, event_id, journal_id, created_at FROM outbox
             WHERE state = 'pending' AND downstream = ? AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?
             """, [.text(downstream), .integer(time), limitValue(limit)]
-        ).compactMap { row in
-            guard let id = row.int64("id"), let name = row.string("downstream") else { return nil }
-            return DeliveryJob(id: id, downstream: name, attempts: row.int("attempts") ?? 0, eventID: row.string("event_id"),
-                               journalID: row.int64("journal_id"), createdAt: row.int64("created_at") ?? 0)
-        }
+        ).compactMap(DeliveryJob.init(row:))
     }
 
     func deliveryPayload(eventID: String) throws -> DeliveryPayload? {
-        guard let row = try c.queryOne(
+        try c.queryOne(
             """
             SELECT e.json, e.authoritative, j.body,
                    (SELECT s.json FROM subscription_state s JOIN authority a ON a.bundle_id = e.bundle_id AND a.environment = e.environment
                     WHERE s.path = a.authority AND s.environment = e.environment AND s.original_transaction_id = e.original_transaction_id) AS state
             FROM events e LEFT JOIN journal j ON j.id = e.journal_id WHERE e.id = ?
-            """, [.text(eventID)]),
-            let json = row.blob("json")
-        else { return nil }
-        return DeliveryPayload(eventJSON: json, authoritative: row.bool("authoritative") ?? false, stateJSON: row.blob("state"),
-                               rawBody: row.blob("body"))
+            """, [.text(eventID)]
+        ).flatMap(DeliveryPayload.init(row:))
     }
 
     func settleDelivery(id: Int64, _ o: DeliveryOutcome) throws {
@@ -73,29 +66,15 @@ extension SQLiteTransaction {
             SELECT id, downstream, event_id, journal_id, state, attempts, next_attempt_at, created_at, delivered_at, last_status, last_error
             FROM outbox WHERE (? IS NULL OR state = ?) AND (? IS NULL OR downstream = ?) AND (? IS NULL OR event_id = ?) ORDER BY id LIMIT ?
             """, [s, s, SQLiteValue(downstream), SQLiteValue(downstream), SQLiteValue(eventID), SQLiteValue(eventID), limitValue(limit)]
-        ).map { row in
-            Delivery(
-                id: row.int64("id") ?? 0, downstream: row.string("downstream") ?? "", eventID: row.string("event_id"),
-                journalID: row.int64("journal_id"), state: row.string("state").flatMap(DeliveryState.init(rawValue:)) ?? .pending,
-                attempts: row.int("attempts") ?? 0, nextAttemptAt: row.int64("next_attempt_at") ?? 0, createdAt: row.int64("created_at") ?? 0,
-                deliveredAt: row.int64("delivered_at"), lastStatus: row.int("last_status"), lastError: row.string("last_error"))
-        }
+        ).map(Delivery.init(row:))
     }
 
     func pendingDeliveries() throws -> [PendingDeliveries] {
         try c.query("SELECT downstream, COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox WHERE state = 'pending' GROUP BY downstream")
-            .compactMap { row in
-                guard let name = row.string("downstream") else { return nil }
-                return PendingDeliveries(downstream: name, count: row.int("n") ?? 0, oldestCreatedAt: row.int64("oldest") ?? 0)
-            }
+            .compactMap(PendingDeliveries.init(row:))
     }
 
     func deliveryCounts() throws -> [DeliveryState: Int] {
-        var counts: [DeliveryState: Int] = [:]
-        for row in try c.query("SELECT state, COUNT(*) AS n FROM outbox GROUP BY state") {
-            guard let state = row.string("state").flatMap(DeliveryState.init(rawValue:)) else { continue }
-            counts[state] = row.int("n") ?? 0
-        }
-        return counts
+        stateCounts(try c.query("SELECT state, COUNT(*) AS n FROM outbox GROUP BY state"), as: DeliveryState.self)
     }
 }

@@ -9,12 +9,7 @@ extension SQLiteTransaction {
             FROM receipt_jobs r JOIN journal j ON j.id = r.journal_id
             WHERE r.state = 'pending' AND r.next_attempt_at <= ? ORDER BY r.next_attempt_at LIMIT ?
             """, [.integer(time), limitValue(limit)]
-        ).compactMap { row in
-            guard let id = row.int64("journal_id") else { return nil }
-            return ReceiptJob(journalID: id, attempts: row.int("attempts") ?? 0, body: row.blob("body") ?? [], bundleID: row.string("bundle_id") ?? "",
-                              secretName: row.string("secret_name") ?? "", receivedAt: row.int64("received_at") ?? time,
-                              key: row.string("notification_key") ?? "", authority: row.generation("authority"))
-        }
+        ).compactMap { ReceiptJob(row: $0, time: time) }
     }
 
     func settleReceiptJob(journalID: Int64, state: JobState, attempts: Int, nextAttemptAt: Int64, error: String?, appleStatus: Int?,
@@ -30,20 +25,10 @@ extension SQLiteTransaction {
         return try c.query(
             "SELECT journal_id, state, attempts, next_attempt_at, last_error, apple_status FROM receipt_jobs WHERE (? IS NULL OR state = ?) ORDER BY journal_id",
             [s, s]
-        ).map { row in
-            ReceiptJobStatus(
-                journalID: row.int64("journal_id") ?? 0, state: row.string("state").flatMap(JobState.init(rawValue:)) ?? .pending,
-                attempts: row.int("attempts") ?? 0, nextAttemptAt: row.int64("next_attempt_at") ?? 0, lastError: row.string("last_error"),
-                appleStatus: row.int("apple_status"))
-        }
+        ).map(ReceiptJobStatus.init(row:))
     }
 
     func receiptJobCounts() throws -> [JobState: Int] {
-        var counts: [JobState: Int] = [:]
-        for row in try c.query("SELECT state, COUNT(*) AS n FROM receipt_jobs GROUP BY state") {
-            guard let state = row.string("state").flatMap(JobState.init(rawValue:)) else { continue }
-            counts[state] = row.int("n") ?? 0
-        }
-        return counts
+        stateCounts(try c.query("SELECT state, COUNT(*) AS n FROM receipt_jobs GROUP BY state"), as: JobState.self)
     }
 }

@@ -1,27 +1,60 @@
-internal import SQLite
 import Dispatch
 import Synchronization
 
+/// A database ``JournalWriter`` commits batches to: one connection of its own, one transaction per batch.
+protocol GroupCommitDatabase: Sendable {
+    associatedtype Connection: SavepointConnection
+    /// Runs `body` in one write transaction and returns once it committed; throws when it did not (the body's error
+    /// or the commit's: then nothing of it is stored, or — a connection lost during COMMIT — that is unknown).
+    func commitBatch(_ body: (Connection) throws -> Void) throws
+    /// Whether a piece of work that threw `error` lost a race with another writer of the database (a deadlock
+    /// between two instances' batches): it is then run again in the next batch, once this batch's locks are gone.
+    func isTransient(_ error: any Error) -> Bool
+}
+
+extension GroupCommitDatabase {
+    /// One writer of the database (SQLite): nothing to lose a race to.
+    func isTransient(_ error: any Error) -> Bool { false }
+}
+
+/// A connection that runs parameterless SQL: `SAVEPOINT`, `RELEASE`, `ROLLBACK TO` (the same words in SQLite and
+/// PostgreSQL).
+protocol SavepointConnection {
+    func execute(_ sql: String) throws
+}
+
+/// Why a write failed in the writer rather than in its own work: the store is closing, or the batch's commit failed.
+struct StoreFailure: Error, CustomStringConvertible {
+    var description: String
+}
+
 /// The single writer of the store, with group commit: work submitted from many threads is applied in batches,
-/// one transaction (and so one fsync, with `synchronous=FULL`) per batch, each piece of work inside its own
-/// savepoint so one failure does not undo the others. Callers block until their batch is durable — which is exactly
-/// what "journal before answering" needs — or `await` it from async code.
-final class JournalWriter: Sendable {
-    public struct StoreFailure: Error, CustomStringConvertible {
-        public var description: String
-    }
+/// one transaction (and so one fsync, with SQLite's `synchronous=FULL` or PostgreSQL's `synchronous_commit`) per
+/// batch, each piece of work inside its own savepoint so one failure does not undo the others. Callers block until
+/// their batch is durable — which is exactly what "journal before answering" needs — or `await` it from async code.
+/// A batch whose commit fails fails every piece of work in it: nothing of it is acknowledged.
+final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
+    typealias Connection = Database.Connection
 
     private final class Job: Sendable {
-        let work: @Sendable (SQLiteConnection) throws -> Void
+        let work: @Sendable (Connection) throws -> Void
         /// Called on the writer thread once the batch is durable (nil) or failed.
         let completion: @Sendable ((any Error)?) -> Void
         /// About how many bytes the work writes (its body), for the batch's byte budget.
         let bytes: Int
-        init(_ work: @escaping @Sendable (SQLiteConnection) throws -> Void, bytes: Int,
+        /// Batches it was undone in by a transient failure (``GroupCommitDatabase/isTransient(_:)``).
+        let retries: Int
+        init(_ work: @escaping @Sendable (Connection) throws -> Void, bytes: Int, retries: Int = 0,
              completion: @escaping @Sendable ((any Error)?) -> Void) {
-            (self.work, self.bytes, self.completion) = (work, max(0, bytes), completion)
+            (self.work, self.bytes, self.retries, self.completion) = (work, max(0, bytes), retries, completion)
         }
+
+        /// The same work, for the next batch.
+        var again: Job { Job(work, bytes: bytes, retries: retries + 1, completion: completion) }
     }
+
+    /// Most batches a piece of work is run in again when it keeps failing transiently; then its error is its answer.
+    static var maxRetries: Int { 8 }
 
     private struct State {
         var queue: [Job] = []
@@ -29,9 +62,10 @@ final class JournalWriter: Sendable {
         var stopped = false
         var batches = 0
         var committed = 0
+        var retried = 0
     }
 
-    private let db: SQLiteDatabase
+    private let db: Database
     private let state = Mutex(State())
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
@@ -42,11 +76,11 @@ final class JournalWriter: Sendable {
     /// (64 connections each posting 1 MiB) can grow the log.
     public let maxBatchBytes: Int
 
-    public init(db: SQLiteDatabase, maxBatch: Int = 256, maxBatchBytes: Int = 8 * 1_048_576) {
+    public init(db: Database, maxBatch: Int = 256, maxBatchBytes: Int = 8 * 1_048_576) {
         self.db = db
-        self.maxBatch = maxBatch
+        self.maxBatch = max(1, maxBatch)
         self.maxBatchBytes = maxBatchBytes
-        // A dedicated thread: SQLite's fsync must not block Swift's cooperative pool.
+        // A dedicated thread: the commit's fsync (or round trip) must not block Swift's cooperative pool.
         DispatchQueue(label: "iap-gateway.journal-writer").async { [self] in loop() }
     }
 
@@ -54,7 +88,7 @@ final class JournalWriter: Sendable {
     /// `StoreFailure` when the commit itself failed). Blocking: for server threads. `bytes`: about how much the work
     /// writes, when that is a body (see ``maxBatchBytes``).
     @discardableResult
-    public func perform<T: Sendable>(bytes: Int = 0, _ work: @escaping @Sendable (SQLiteConnection) throws -> T) throws -> T {
+    public func perform<T: Sendable>(bytes: Int = 0, _ work: @escaping @Sendable (Connection) throws -> T) throws -> T {
         let result = Mutex<T?>(nil)
         let failure = Mutex<(any Error)?>(nil)
         let done = DispatchSemaphore(value: 0)
@@ -73,7 +107,7 @@ final class JournalWriter: Sendable {
 
     /// The same for async callers: suspends without holding any thread; the writer resumes it after the commit.
     @discardableResult
-    public func performAsync<T: Sendable>(_ work: @escaping @Sendable (SQLiteConnection) throws -> T) async throws -> T {
+    public func performAsync<T: Sendable>(_ work: @escaping @Sendable (Connection) throws -> T) async throws -> T {
         let result = ResultBox<T>()
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             do {
@@ -125,6 +159,12 @@ final class JournalWriter: Sendable {
     /// (transactions committed, work items committed) since start.
     public var statistics: (batches: Int, items: Int) { state.withLock { ($0.batches, $0.committed) } }
 
+    /// Work items run again in a later batch after a transient failure, since start.
+    var retried: Int { state.withLock { $0.retried } }
+
+    /// Work items waiting for the next batch.
+    var queued: Int { state.withLock { $0.queue.count } }
+
     private func loop() {
         while true {
             wake.wait()
@@ -155,27 +195,37 @@ final class JournalWriter: Sendable {
 
     private func run(_ batch: [Job]) {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
+        var retried = [Bool](repeating: false, count: batch.count)
         do {
-            try db.write { c in
+            try db.commitBatch { c in
                 for (i, job) in batch.enumerated() {
                     try c.execute("SAVEPOINT item")
                     do {
                         try job.work(c)
                         try c.execute("RELEASE item")
                     } catch {
+                        // Undoes the work and frees what it locked: another instance's batch waiting for it goes on.
                         try c.execute("ROLLBACK TO item; RELEASE item")
-                        failures[i] = error
+                        if job.retries < Self.maxRetries && db.isTransient(error) {
+                            retried[i] = true
+                        } else {
+                            failures[i] = error
+                        }
                     }
                 }
             }
-            state.withLock { s in
-                s.batches += 1
-                s.committed += batch.count
-            }
         } catch {
             // The transaction did not commit: nothing in this batch is durable, whatever the work returned.
-            failures = batch.map { _ in StoreFailure(description: "commit failed: \(error)") }
+            for job in batch { job.completion(StoreFailure(description: "commit failed: \(error)")) }
+            return
         }
-        for (i, job) in batch.enumerated() { job.completion(failures[i]) }
+        let again = batch.indices.filter { retried[$0] }.map { batch[$0].again }
+        state.withLock { s in
+            s.batches += 1
+            s.committed += batch.count - again.count
+            s.retried += again.count
+            s.queue.insert(contentsOf: again, at: 0)  // first in the next batch
+        }
+        for (i, job) in batch.enumerated() where !retried[i] { job.completion(failures[i]) }
     }
 }

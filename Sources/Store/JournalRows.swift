@@ -1,0 +1,60 @@
+internal import Canonical
+
+/// The rows a journaled notification and its events are made of, as each implementation writes them. What a
+/// notification stores and queues — its events, each subscription's state, the deliveries, the comparison snapshot
+/// and fetch, the verifyReceipt job — is decided once, below, for every implementation.
+protocol JournalRows: StoreTransaction {
+    /// Inserts the journal row unless its key is journaled: accepted with the new row's id, or a duplicate with the
+    /// first one's.
+    func insertJournal(_ item: JournalItem, authority: Generation) throws -> JournalOutcome
+    /// Inserts the event unless its id is stored; returns its arrival order (the tie-break of equal event dates), nil
+    /// when it was stored already.
+    func insertEvent(_ event: CanonicalEvent, journalID: Int64?, path: Generation, authoritative: Bool, now: Int64) throws -> Int64?
+    /// Makes `event` the subscription's state on `path` unless the state holds a later one: last write wins on
+    /// (event date, arrival order), so an older event arriving late never overwrites a newer one.
+    func updateState(_ state: SubscriptionState, environment: AppStoreEnvironment, bundleID: String?, seq: Int64, now: Int64) throws
+    /// Queues a delivery of an event (webhooks) or of a journaled V1 body (pass-through), unless it is queued already.
+    func insertDelivery(downstream: String, eventID: String?, journalID: Int64?, now: Int64) throws
+    /// Queues the verifyReceipt job of a journaled V1 notification.
+    func insertReceiptJob(journalID: Int64, now: Int64) throws
+}
+
+extension JournalRows {
+    func journal(_ item: JournalItem, routing: any DeliveryRouting, now: Int64) throws -> JournalOutcome {
+        // The authority in force now decides, once, which path this notification's events are authoritative on.
+        let authority = try authority(bundleID: item.bundleID, environment: item.environment)
+        let outcome = try insertJournal(item, authority: authority)
+        guard case .accepted(let journalID) = outcome else { return outcome }
+        try storeEvents(item.events, journalID: journalID, routing: routing, now: now, authority: authority)
+        if item.version == .v2 {
+            // Compared bundles: the signed data is the V2 path's snapshot; the V1 path's comes from verifyReceipt.
+            for e in item.events where routing.compares(e.bundleID) && e.isSubscription {
+                guard let bundle = e.bundleID, let env = e.environment, let otid = e.originalTransactionID else { continue }
+                try putSnapshot(OutcomeSnapshot(event: e, source: .v2, observedAt: e.eventDate), path: .v2)
+                let key = SubscriptionKey(bundleID: bundle, environment: env, originalTransactionID: otid)
+                try enqueueFetch(FetchRequest(subscription: key, fetch: .v1, compare: true), at: now, due: nil)
+            }
+        }
+        if item.needsReceipt { try insertReceiptJob(journalID: journalID, now: now) }
+        if item.version == .v1 {
+            for name in routing.passthroughTargets(bundleID: item.bundleID, environment: item.environment) {
+                try insertDelivery(downstream: name, eventID: nil, journalID: journalID, now: now)
+            }
+        }
+        return outcome
+    }
+
+    func storeEvents(_ events: [CanonicalEvent], journalID: Int64?, routing: any DeliveryRouting, now: Int64, authority: Generation?) throws {
+        for event in events {
+            let path = event.source.generation
+            let authoritative = try (authority ?? self.authority(bundleID: event.bundleID, environment: event.environment)) == path
+            guard let seq = try insertEvent(event, journalID: journalID, path: path, authoritative: authoritative, now: now) else { continue }
+            if event.originalTransactionID != nil, let env = event.environment {
+                try updateState(SubscriptionState(path: path, event: event), environment: env, bundleID: event.bundleID, seq: seq, now: now)
+            }
+            for name in routing.eventTargets(bundleID: event.bundleID, environment: event.environment, authoritative: authoritative) {
+                try insertDelivery(downstream: name, eventID: event.id, journalID: nil, now: now)
+            }
+        }
+    }
+}

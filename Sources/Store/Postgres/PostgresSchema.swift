@@ -1,0 +1,327 @@
+internal import Postgres
+
+/// One schema change, applied once per database (`schema_migrations`).
+struct PostgresMigration: Sendable {
+    var version: Int
+    var sql: String
+}
+
+/// The gateway's tables on PostgreSQL: the SQLite schema (`Schema.swift`) version for version — each migration makes
+/// the same change as the SQLite one with the same number — in PostgreSQL's types: `bigserial` ids, `bytea` bodies,
+/// `bigint` milliseconds, `boolean` flags. What only PostgreSQL has: the job tables' claims (`claimed_by`,
+/// `claimed_until`: several instances share the store), `events.seq` (the arrival order SQLite's rowid gives), a
+/// partial unique index that keeps one plain comparison fetch pending per subscription and path across instances,
+/// and the quarantine_usage triggers in PL/pgSQL. Applied at open under an advisory lock, so instances starting
+/// together migrate once (docs/architecture.md, "PostgreSQL store"). Never edit a shipped migration: add a new
+/// version, to both schemas.
+enum PostgresSchema {
+    static let migrations: [PostgresMigration] = [
+        PostgresMigration(
+            version: 1,
+            sql: """
+                -- Every accepted notification, in arrival order. V1 bodies have the password replaced by a marker.
+                CREATE TABLE journal (
+                    id bigserial PRIMARY KEY,
+                    notification_key text NOT NULL UNIQUE,   -- V2 notificationUUID, V1 "v1:" + SHA-256: the dedupe key
+                    version text NOT NULL,                   -- v1 | v2
+                    received_at bigint NOT NULL,             -- ms since the epoch
+                    origin text NOT NULL DEFAULT 'live',     -- live | quarantine_replay | backfill
+                    bundle_id text,
+                    environment text,
+                    notification_type text,
+                    subtype text,
+                    secret_name text,                        -- V1: the configured secret that matched (its variable name)
+                    leaf_serial text,                        -- V2: outer token's leaf certificate serial
+                    body bytea,                              -- NULL once past raw-body retention
+                    body_purged_at bigint
+                );
+                CREATE INDEX journal_received ON journal(received_at);
+
+                -- Canonical events (JSON as delivered). seq is the arrival order that breaks event_date ties.
+                CREATE TABLE events (
+                    id text PRIMARY KEY,
+                    seq bigserial NOT NULL UNIQUE,
+                    journal_id bigint REFERENCES journal(id),
+                    path text NOT NULL,                      -- v1 | v2 (which generation's path produced it)
+                    source text NOT NULL,
+                    kind text NOT NULL,
+                    reason text,
+                    bundle_id text,
+                    environment text,
+                    original_transaction_id text,
+                    event_date bigint NOT NULL,
+                    authoritative boolean NOT NULL,
+                    created_at bigint NOT NULL,
+                    json bytea NOT NULL
+                );
+                CREATE INDEX events_subscription ON events(original_transaction_id, event_date);
+                CREATE INDEX events_created ON events(created_at);
+                CREATE INDEX events_journal ON events(journal_id);
+
+                -- Durable delivery queue: one row per (downstream, event) or (downstream, V1 body) for pass-through.
+                -- claimed_by / claimed_until: the instance working on the row and until when (its lease).
+                CREATE TABLE outbox (
+                    id bigserial PRIMARY KEY,
+                    downstream text NOT NULL,
+                    event_id text REFERENCES events(id),
+                    journal_id bigint REFERENCES journal(id),
+                    state text NOT NULL DEFAULT 'pending',   -- pending | delivered | dead
+                    attempts integer NOT NULL DEFAULT 0,
+                    next_attempt_at bigint NOT NULL,
+                    created_at bigint NOT NULL,
+                    delivered_at bigint,
+                    last_status integer,
+                    last_error text,
+                    claimed_by text,
+                    claimed_until bigint,
+                    UNIQUE (downstream, event_id),
+                    UNIQUE (downstream, journal_id)
+                );
+                CREATE INDEX outbox_due ON outbox(state, next_attempt_at);
+
+                -- V1 notifications waiting for Apple's verifyReceipt answer.
+                CREATE TABLE receipt_jobs (
+                    journal_id bigint PRIMARY KEY REFERENCES journal(id),
+                    state text NOT NULL DEFAULT 'pending',   -- pending | done | failed
+                    attempts integer NOT NULL DEFAULT 0,
+                    next_attempt_at bigint NOT NULL,
+                    last_error text,
+                    apple_status integer,
+                    updated_at bigint NOT NULL,
+                    claimed_by text,
+                    claimed_until bigint
+                );
+                CREATE INDEX receipt_jobs_due ON receipt_jobs(state, next_attempt_at);
+
+                -- Refused bodies in two lanes with their own caps: forged/malformed (untrusted) and Apple-signed or
+                -- secret-authenticated but unservable (genuine). V1 bodies never keep the password.
+                CREATE TABLE quarantine (
+                    id bigserial PRIMARY KEY,
+                    lane text NOT NULL,                      -- untrusted | genuine
+                    received_at bigint NOT NULL,
+                    version text,
+                    code text NOT NULL,
+                    message text,
+                    bundle_id text,
+                    environment text,
+                    password_fingerprint text,               -- V1: SHA-256 of the presented password
+                    body bytea
+                );
+                CREATE INDEX quarantine_lane ON quarantine(lane, id);
+
+                -- Each subscription's latest state per path: last write wins on (event_date, arrival order).
+                CREATE TABLE subscription_state (
+                    path text NOT NULL,
+                    environment text NOT NULL,
+                    original_transaction_id text NOT NULL,
+                    bundle_id text,
+                    event_id text NOT NULL,
+                    event_date bigint NOT NULL,
+                    event_seq bigint NOT NULL,               -- events.seq
+                    json bytea NOT NULL,
+                    updated_at bigint NOT NULL,
+                    PRIMARY KEY (path, environment, original_transaction_id)
+                );
+
+                -- Which generation is authoritative per bundle and environment. The config seeds it; a cutover
+                -- (origin 'cutover') wins over the config on restart.
+                CREATE TABLE authority (
+                    bundle_id text NOT NULL,
+                    environment text NOT NULL,
+                    authority text NOT NULL,                 -- v1 | v2
+                    origin text NOT NULL,                    -- config | cutover
+                    updated_at bigint NOT NULL,
+                    PRIMARY KEY (bundle_id, environment)
+                );
+                """),
+        PostgresMigration(
+            version: 2,
+            sql: """
+                -- The authority in force when the notification arrived: its own events and the events derived from it
+                -- (v2-api from a V1 notification) are authoritative on exactly one path, whatever a cutover does
+                -- meanwhile — nothing is lost or doubled across a switch.
+                ALTER TABLE journal ADD COLUMN authority text;
+                CREATE INDEX journal_generation ON journal(bundle_id, environment, version, received_at);
+
+                -- The latest receipt seen per subscription (V1 notifications' latest_receipt): the V1 path's view of a
+                -- subscription Apple reports in V2 is verifyReceipt of it.
+                CREATE TABLE v1_receipts (
+                    bundle_id text NOT NULL,
+                    environment text NOT NULL,
+                    original_transaction_id text NOT NULL,
+                    receipt text NOT NULL,
+                    secret_name text NOT NULL,
+                    updated_at bigint NOT NULL,
+                    PRIMARY KEY (bundle_id, environment, original_transaction_id)
+                );
+
+                -- Each path's latest outcome snapshot per subscription (compare: true bundles).
+                CREATE TABLE snapshots (
+                    bundle_id text NOT NULL,
+                    environment text NOT NULL,
+                    original_transaction_id text NOT NULL,
+                    path text NOT NULL,                      -- v1 | v2
+                    source text NOT NULL,                    -- v1-receipt | v2 | v2-api
+                    observed_at bigint NOT NULL,
+                    json bytea NOT NULL,
+                    PRIMARY KEY (bundle_id, environment, original_transaction_id, path)
+                );
+
+                -- Fetches of the other path's view, off the request path: 'v2' asks the App Store Server API (and, with
+                -- v1_event_id, derives the v2-api event), 'v1' asks verifyReceipt with the stored receipt. ("fetch" is
+                -- a reserved word in PostgreSQL: always quoted.)
+                CREATE TABLE compare_jobs (
+                    id bigserial PRIMARY KEY,
+                    bundle_id text NOT NULL,
+                    environment text NOT NULL,
+                    original_transaction_id text NOT NULL,
+                    "fetch" text NOT NULL,                   -- v1 | v2
+                    v1_event_id text,                        -- derive a v2-api event from this V1 event
+                    authority text,                          -- the notification's authority (journal.authority)
+                    compare boolean NOT NULL,                -- record the pair in the ledger
+                    state text NOT NULL DEFAULT 'pending',   -- pending | done | failed
+                    attempts integer NOT NULL DEFAULT 0,
+                    next_attempt_at bigint NOT NULL,
+                    created_at bigint NOT NULL,
+                    updated_at bigint NOT NULL,
+                    last_error text,
+                    claimed_by text,
+                    claimed_until bigint
+                );
+                CREATE INDEX compare_jobs_due ON compare_jobs(state, next_attempt_at);
+                -- A plain comparison fetch is queued once per subscription and path while one is pending, also when two
+                -- instances queue it at the same moment (INSERT … ON CONFLICT DO NOTHING).
+                CREATE UNIQUE INDEX compare_jobs_one_pending ON compare_jobs(bundle_id, environment, original_transaction_id, "fetch")
+                    WHERE state = 'pending' AND v1_event_id IS NULL;
+
+                -- The compare ledger: one row per comparison of the two paths' snapshots of a subscription, or per
+                -- subscription one path never saw within the grace window.
+                CREATE TABLE compare_ledger (
+                    id bigserial PRIMARY KEY,
+                    bundle_id text NOT NULL,
+                    environment text NOT NULL,
+                    original_transaction_id text NOT NULL,
+                    compared_at bigint NOT NULL,
+                    outcome text NOT NULL,                   -- agree | disagree | v1_only | v2_only
+                    fields text,                             -- disagreeing fields, comma-separated
+                    v1_json bytea,
+                    v2_json bytea
+                );
+                CREATE INDEX compare_ledger_bundle ON compare_ledger(bundle_id, environment, compared_at);
+
+                -- Every authority change: when, who, from, to, why, and the verdict at the time.
+                CREATE TABLE cutover_log (
+                    id bigserial PRIMARY KEY,
+                    at bigint NOT NULL,
+                    bundle_id text NOT NULL,
+                    environment text NOT NULL,
+                    from_authority text NOT NULL,
+                    to_authority text NOT NULL,
+                    who text NOT NULL,
+                    reason text,
+                    verdict text NOT NULL,
+                    forced boolean NOT NULL
+                );
+                """),
+        PostgresMigration(
+            version: 3,
+            sql: """
+                -- The silence alert asks every minute for each bundle's latest event per path, and the report counts
+                -- events per bundle over a window: without this both scan the whole events table.
+                CREATE INDEX events_bundle_path ON events(bundle_id, environment, path, created_at);
+                """),
+        PostgresMigration(
+            version: 4,
+            sql: """
+                -- A disagreement between snapshots observed at different times may only be the subscription changing
+                -- between the two observations: it is confirmed by fetching the older side again (at most twice)
+                -- before the ledger records it. `confirms` counts the refetches that led to this job.
+                ALTER TABLE compare_jobs ADD COLUMN confirms integer NOT NULL DEFAULT 0;
+                -- Deliveries are read per downstream, so a slow one never holds back the others.
+                CREATE INDEX outbox_downstream_due ON outbox(downstream, state, next_attempt_at);
+                """),
+        PostgresMigration(
+            version: 5,
+            sql: """
+                -- Quarantine lanes are capped in bytes, not only in rows: forged traffic can send 1 MiB bodies. Each
+                -- row carries its size (body plus the text stored beside it); quarantine_usage keeps each lane's
+                -- total, maintained by a trigger so every insert and delete (eviction, replay, retention) counts.
+                ALTER TABLE quarantine ADD COLUMN size bigint NOT NULL DEFAULT 0;
+                UPDATE quarantine SET size = (256 + COALESCE(octet_length(body), 0) + COALESCE(octet_length(message), 0)
+                    + octet_length(code) + COALESCE(octet_length(bundle_id), 0) + COALESCE(octet_length(environment), 0)
+                    + 4091) / 4092 * 4096;
+                -- Replay bookkeeping: a row that fails replay stays, with its outcome; replay_started_at is set while
+                -- a replay of the row runs, so a row that ever took the process down is skipped afterwards (reported
+                -- as replay_interrupted) instead of blocking every replay behind it.
+                ALTER TABLE quarantine ADD COLUMN replay_attempts integer NOT NULL DEFAULT 0;
+                ALTER TABLE quarantine ADD COLUMN replay_started_at bigint;
+                ALTER TABLE quarantine ADD COLUMN last_replay_at bigint;
+                ALTER TABLE quarantine ADD COLUMN last_replay_code text;
+                CREATE TABLE quarantine_usage (
+                    lane text PRIMARY KEY,
+                    rows bigint NOT NULL,
+                    bytes bigint NOT NULL
+                );
+                INSERT INTO quarantine_usage (lane, rows, bytes)
+                    SELECT lane, COUNT(*), SUM(size) FROM quarantine GROUP BY lane;
+                -- search_path pinned to the schema the function was created in, so the trigger counts in the
+                -- quarantine_usage beside its quarantine whatever the session's path.
+                CREATE FUNCTION quarantine_usage_count() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+                BEGIN
+                    IF TG_OP = 'DELETE' OR TG_OP = 'UPDATE' THEN
+                        UPDATE quarantine_usage SET rows = rows - 1, bytes = bytes - OLD.size WHERE lane = OLD.lane;
+                    END IF;
+                    IF TG_OP = 'INSERT' OR TG_OP = 'UPDATE' THEN
+                        INSERT INTO quarantine_usage AS u (lane, rows, bytes) VALUES (NEW.lane, 1, NEW.size)
+                        ON CONFLICT (lane) DO UPDATE SET rows = u.rows + 1, bytes = u.bytes + NEW.size;
+                    END IF;
+                    RETURN NULL;
+                END
+                $$;
+                CREATE TRIGGER quarantine_usage_insert AFTER INSERT ON quarantine
+                    FOR EACH ROW EXECUTE FUNCTION quarantine_usage_count();
+                CREATE TRIGGER quarantine_usage_delete AFTER DELETE ON quarantine
+                    FOR EACH ROW EXECUTE FUNCTION quarantine_usage_count();
+                CREATE TRIGGER quarantine_usage_update AFTER UPDATE OF size, lane ON quarantine
+                    FOR EACH ROW EXECUTE FUNCTION quarantine_usage_count();
+                """),
+    ]
+
+    /// The advisory lock (class, object) migrations run under: the class names the gateway's migrations, the object
+    /// the schema they apply to (`hashtext(current_schema())`), so instances on one schema migrate one at a time while
+    /// other schemas of the database (tests) do not wait for them.
+    static let lockClass: Int64 = 0x6961_7067  // "iapg"
+
+    /// Applies the migrations not applied yet, in one transaction holding `pg_advisory_xact_lock`: an instance that
+    /// starts while another migrates waits for it, then finds every version applied. Refuses a database a newer
+    /// gateway migrated past the versions it knows.
+    static func migrate(_ c: PostgresConnection, _ migrations: [PostgresMigration] = migrations) throws {
+        let ordered = migrations.sorted { $0.version < $1.version }
+        for (a, b) in zip(ordered, ordered.dropFirst()) where a.version == b.version {
+            throw PostgresError(code: "XX000", message: "migrate: version \(a.version) is listed twice")
+        }
+        try c.transaction { c in
+            try c.run("SELECT pg_advisory_xact_lock($1::integer, hashtext(COALESCE(current_schema(), '')))", [.int64(lockClass)])
+            try c.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version bigint PRIMARY KEY, applied_at bigint NOT NULL)")
+            let applied = Set(try c.query("SELECT version FROM schema_migrations").compactMap { $0.int("version") })
+            let known = ordered.last?.version ?? 0
+            if let newest = applied.max(), newest > known {
+                throw PostgresError(
+                    code: "XX000",
+                    message: "migrate: the database is at schema version \(newest) but this gateway knows versions up to "
+                        + "\(known): a newer gateway wrote it; refusing to use it")
+            }
+            for migration in ordered where !applied.contains(migration.version) {
+                do {
+                    try c.execute(migration.sql)
+                    try c.run(
+                        "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
+                        [.int64(Int64(migration.version))])
+                } catch var error as PostgresError {
+                    error.message = "migration \(migration.version): \(error.message)"
+                    throw error
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,111 @@
+internal import Postgres
+import Dispatch
+
+/// The store on PostgreSQL, for several gateway instances behind a load balancer: one writer thread with its own
+/// session and group commit (``JournalWriter``, as the SQLite store), a pool of sessions for reads, the migrations
+/// applied at open under an advisory lock, and background jobs claimed with a lease (docs/architecture.md,
+/// "PostgreSQL store").
+///
+/// A write returns once its batch's COMMIT succeeded, so what the gateway answers 200 for is committed (durable as
+/// the server's `synchronous_commit` makes it: `off` is raised to `on` for the writer's transactions). When the
+/// server goes away, every write of the batch in flight fails and the writer reconnects for the next batch; the
+/// store needs no reopening once the server is back.
+public final class PostgresStore: GatewayStore {
+    public struct Options: Sendable {
+        /// Sessions for reads (the writer has one of its own).
+        public var poolSize = 4
+        /// How long a read waits for a free session.
+        public var borrowTimeout: Duration = .seconds(10)
+        /// Most writes per transaction.
+        public var maxBatch = 256
+        /// Most body bytes per transaction (a batch always takes at least one write).
+        public var maxBatchBytes = 8 * 1_048_576
+        /// Names the sessions in errors ("store writer", "store 1", …).
+        public var label = "store"
+        public init() {}
+    }
+
+    let readers: PostgresPool
+    let writerSession: PostgresPool
+    let writer: JournalWriter<PostgresPool>
+
+    /// Connects with `url` — a libpq connection string or URI, passed to libpq untouched (TLS, `connect_timeout`,
+    /// `options=-csearch_path=…` and the `PG*` variables work as in `psql`; it never appears in an error) — and applies
+    /// the migrations not applied yet. Throws when the server cannot be reached or the schema is newer than this
+    /// gateway's.
+    public init(url: String, options: Options = .init()) throws {
+        var writerOptions = PostgresPool.Options()
+        writerOptions.size = 1
+        writerOptions.label = options.label + " writer"
+        writerSession = try PostgresPool(url, options: writerOptions)
+        try writerSession.withConnection { c in try PostgresSchema.migrate(c) }
+        var readerOptions = PostgresPool.Options()
+        readerOptions.size = max(1, options.poolSize)
+        readerOptions.borrowTimeout = options.borrowTimeout
+        readerOptions.label = options.label
+        readers = try PostgresPool(url, options: readerOptions)
+        writer = JournalWriter(db: writerSession, maxBatch: options.maxBatch, maxBatchBytes: options.maxBatchBytes)
+    }
+
+    public func write<T: Sendable>(bytes: Int, _ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T {
+        try writer.perform(bytes: bytes) { c in try body(PostgresTransaction(c)) }
+    }
+
+    public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+        try await writer.performAsync { c in try body(PostgresTransaction(c)) }
+    }
+
+    /// A REPEATABLE READ, READ ONLY transaction on a pooled session: one snapshot for the whole body, and writes in it
+    /// fail (`25006`).
+    public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
+        try readers.transaction(isolation: .repeatableRead) { c in
+            try c.execute("SET TRANSACTION READ ONLY")
+            return try body(PostgresTransaction(c))
+        }
+    }
+
+    public func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+        try await Blocking.run { try self.read(body) }
+    }
+
+    public var isClosing: Bool { writer.isStopping }
+
+    /// Every instance of the gateway may use the database at once: background jobs are claimed with a lease.
+    public var sharedByInstances: Bool { true }
+
+    public func close() {
+        writer.stop()
+        writerSession.close()
+        readers.close()
+    }
+
+    /// (transactions committed, work items committed) since open: how well group commit batches.
+    public var commitStatistics: (batches: Int, items: Int) { writer.statistics }
+}
+
+/// The writer's session: one pool slot, so that a session the server closed (a restart, a failover) is reconnected
+/// before the next batch (``PostgresPool/withConnection(_:)``). While the server cannot be reached, each batch fails
+/// at once with a connection error.
+extension PostgresPool: GroupCommitDatabase {
+    /// One READ COMMITTED transaction: each statement sees what other instances committed before it, which the
+    /// journal's duplicate check relies on. A COMMIT whose connection broke throws: the batch's writes are then
+    /// reported failed, though the server may have committed them (Apple's retry is answered as a duplicate).
+    func commitBatch(_ body: (PostgresConnection) throws -> Void) throws {
+        try transaction(isolation: .readCommitted) { c in
+            // A 200 means committed to disk: never acknowledge on a server configured with synchronous_commit = off.
+            try c.run("SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'")
+            try body(c)
+        }
+    }
+
+    /// A write that met another instance's batch: a key that batch is writing (``PostgresTransaction/busyCode``,
+    /// thrown rather than waiting in the middle of a batch), or a deadlock PostgreSQL broke by failing one statement
+    /// (`40P01`). The writer rolls the write back to its savepoint — which lets the other batch go on — and runs it
+    /// again at the head of its next batch, after this one committed.
+    func isTransient(_ error: any Error) -> Bool {
+        guard let error = error as? PostgresError else { return false }
+        return error.isSerializationFailure || error.code == PostgresTransaction.busyCode
+    }
+}
+
+extension PostgresConnection: SavepointConnection {}

@@ -1,0 +1,67 @@
+internal import Postgres
+internal import Canonical
+
+/// ``StoreTransaction`` on one PostgreSQL session: every statement of the PostgreSQL store, by concern in the
+/// `PostgresTransaction+*.swift` files, each the counterpart of the SQLite one of the same name. Valid only inside the
+/// closure the connection was lent to. Values are always bound (`$1`, …); a parameter that may be NULL carries a
+/// cast wherever its type cannot be taken from a column (`$1::text IS NULL`).
+struct PostgresTransaction: StoreTransaction {
+    let c: PostgresConnection
+    init(_ c: PostgresConnection) { self.c = c }
+}
+
+// Typed values to and from PostgreSQL.
+extension PostgresValue {
+    init(_ g: Generation?) { self.init(g?.rawValue) }
+    init(_ e: AppStoreEnvironment?) { self.init(e?.rawValue) }
+
+    /// A `text[]` literal (`{"a","b"}`), for `= ANY($1::text[])`: one statement whatever the list's length.
+    static func textArray(_ items: [String]) -> PostgresValue {
+        let quoted = items.map { item -> String in
+            var s = "\""
+            for ch in item {
+                if ch == "\"" || ch == "\\" { s.append("\\") }
+                s.append(ch)
+            }
+            return s + "\""
+        }
+        return .text("{" + quoted.joined(separator: ",") + "}")
+    }
+}
+
+extension PostgresTransaction {
+    /// Advisory lock classes: what a lock's (class, object) pair stands for.
+    enum LockClass: Int64 {
+        /// A notification key being journaled.
+        case journalKey = 0x6961_7001
+        /// A quarantine lane taking a row.
+        case quarantineLane = 0x6961_7002
+    }
+
+    /// Takes the transaction's advisory lock on `key` (with the schema, so gateways on other schemas of the database
+    /// never meet) — or, when that would mean waiting while this transaction holds what another instance's batch may
+    /// be waiting for, throws ``busyCode`` instead, and the writer runs the work again at the head of its next batch.
+    ///
+    /// Two instances' batches each holding a key the other needs would otherwise deadlock: PostgreSQL breaks that only
+    /// after `deadlock_timeout` (a second) by failing one statement. So a batch waits for a key only while it has
+    /// written nothing yet (`pg_current_xact_id_if_assigned()` is NULL: it holds no row lock anyone can wait for);
+    /// later in a batch it only tries. Every writer of the key takes this lock before writing it.
+    func lockOrDefer(_ lockClass: LockClass, _ key: String) throws {
+        let locked = try c.queryOne(
+            """
+            SELECT CASE WHEN pg_current_xact_id_if_assigned() IS NULL
+                THEN (SELECT true FROM pg_advisory_xact_lock($1::integer, hashtext(COALESCE(current_schema(), '') || ':' || $2::text)))
+                ELSE pg_try_advisory_xact_lock($1::integer, hashtext(COALESCE(current_schema(), '') || ':' || $2::text))
+            END AS locked
+            """, [.int64(lockClass.rawValue), .text(key)])?.bool("locked")
+        guard locked == true else {
+            throw PostgresError(code: Self.busyCode, message: "another instance is writing the same \(lockClass) now: run again in the next batch")
+        }
+    }
+
+    /// `lock_not_available`: what ``lockOrDefer(_:_:)`` throws when the lock is taken.
+    static let busyCode = "55P03"
+}
+
+/// `LIMIT $n` for a caller's count: never negative.
+func pgLimit(_ n: Int) -> PostgresValue { .int64(Int64(max(0, n))) }

@@ -1,0 +1,231 @@
+internal import Canonical
+internal import FoundationEssentials
+internal import Postgres
+internal import SQLite
+
+/// A result row as both implementations read it: each typed row of the store is decoded from one in one place
+/// (below), so the SQLite and the PostgreSQL statements that select the same columns give the same values.
+protocol StoreRow {
+    func string(_ column: String) -> String?
+    func int64(_ column: String) -> Int64?
+    func int(_ column: String) -> Int?
+    /// SQLite: an integer other than 0; PostgreSQL: a `boolean`.
+    func bool(_ column: String) -> Bool?
+    func bytes(_ column: String) -> [UInt8]?
+}
+
+extension SQLiteRow: StoreRow {
+    func bytes(_ column: String) -> [UInt8]? { blob(column) }
+}
+
+extension PostgresRow: StoreRow {}
+
+extension StoreRow {
+    func generation(_ column: String) -> Generation? { string(column).flatMap(Generation.init(rawValue:)) }
+    func environment(_ column: String) -> AppStoreEnvironment? { string(column).map(AppStoreEnvironment.init(rawValue:)) }
+
+    /// `(bundle_id, environment, original_transaction_id)`.
+    var subscriptionKey: SubscriptionKey {
+        SubscriptionKey(bundleID: string("bundle_id") ?? "", environment: environment("environment") ?? .production,
+                        originalTransactionID: string("original_transaction_id") ?? "")
+    }
+}
+
+/// Rows of `(state, n)`: how many rows a table holds per state.
+func stateCounts<State: RawRepresentable & Hashable>(_ rows: [some StoreRow], as _: State.Type) -> [State: Int]
+where State.RawValue == String {
+    var counts: [State: Int] = [:]
+    for row in rows {
+        guard let state = row.string("state").flatMap(State.init(rawValue:)) else { continue }
+        counts[state] = row.int("n") ?? 0
+    }
+    return counts
+}
+
+// MARK: Journal and events
+
+extension JournalEntry {
+    init(row: some StoreRow) {
+        self.init(
+            id: row.int64("id") ?? 0, key: row.string("notification_key") ?? "", version: row.generation("version") ?? .v1,
+            receivedAt: row.int64("received_at") ?? 0, origin: row.string("origin").flatMap(JournalOrigin.init(rawValue:)) ?? .live,
+            bundleID: row.string("bundle_id"), environment: row.environment("environment"), secretName: row.string("secret_name"),
+            authority: row.generation("authority"), body: row.bytes("body"))
+    }
+}
+
+extension StoredEvent {
+    /// nil when the stored JSON does not decode.
+    init?(row: some StoreRow) {
+        guard let json = row.bytes("json"), let event = try? JSONDecoder().decode(CanonicalEvent.self, from: Data(json)) else { return nil }
+        self.init(event: event, json: json, path: row.generation("path") ?? .v1, authoritative: row.bool("authoritative") ?? false,
+                  journalID: row.int64("journal_id"), createdAt: row.int64("created_at") ?? 0)
+    }
+}
+
+extension StoredSubscriptionState {
+    /// A `subscription_state` row with the bundle's current `authority`.
+    init(row: some StoreRow) {
+        let path = row.generation("path") ?? .v1
+        self.init(
+            path: path, environment: row.environment("environment") ?? .production, bundleID: row.string("bundle_id"),
+            eventID: row.string("event_id") ?? "", json: row.bytes("json") ?? [], authoritative: row.generation("authority") == path,
+            updatedAt: row.int64("updated_at") ?? 0)
+    }
+}
+
+// MARK: Authority
+
+extension AuthorityEntry {
+    init(row: some StoreRow) {
+        self.init(
+            bundleID: row.string("bundle_id") ?? "", environment: row.environment("environment") ?? .production,
+            authority: row.generation("authority") ?? .v1, origin: row.string("origin").flatMap(AuthorityOrigin.init(rawValue:)) ?? .config)
+    }
+}
+
+extension CutoverRecord {
+    init(row: some StoreRow, bundleID: String, environment: AppStoreEnvironment) {
+        self.init(
+            at: row.int64("at") ?? 0, bundleID: bundleID, environment: environment.rawValue, from: row.string("from_authority") ?? "",
+            to: row.string("to_authority") ?? "", who: row.string("who") ?? "", reason: row.string("reason"),
+            verdict: row.string("verdict") ?? "", forced: row.bool("forced") ?? false)
+    }
+}
+
+extension AuthorityActivity {
+    init?(row: some StoreRow) {
+        guard let bundle = row.string("bundle_id"), let env = row.environment("environment"), let authority = row.generation("authority")
+        else { return nil }
+        self.init(bundleID: bundle, environment: env, authority: authority, lastAuthoritative: row.int64("last_authoritative"),
+                  lastOther: row.int64("last_other"))
+    }
+}
+
+// MARK: Quarantine
+
+extension QuarantineRecord {
+    init(row: some StoreRow) {
+        self.init(
+            lane: QuarantineRecord.Lane(rawValue: row.string("lane") ?? "") ?? .untrusted, receivedAt: row.int64("received_at") ?? 0,
+            version: row.generation("version"), code: row.string("code") ?? "", message: row.string("message") ?? "",
+            bundleID: row.string("bundle_id"), environment: row.string("environment"),
+            passwordFingerprint: row.string("password_fingerprint"), body: row.bytes("body") ?? [])
+        id = row.int64("id") ?? 0
+        replayAttempts = row.int("replay_attempts") ?? 0
+        replayStartedAt = row.int64("replay_started_at")
+        lastReplayAt = row.int64("last_replay_at")
+        lastReplayCode = row.string("last_replay_code")
+    }
+}
+
+/// Rows of `(lane, rows, bytes)` from quarantine_usage.
+func quarantineUsage(_ rows: [some StoreRow]) -> [QuarantineRecord.Lane: (rows: Int64, bytes: Int64)] {
+    var usage: [QuarantineRecord.Lane: (rows: Int64, bytes: Int64)] = [:]
+    for row in rows {
+        guard let lane = row.string("lane").flatMap(QuarantineRecord.Lane.init(rawValue:)) else { continue }
+        usage[lane] = (row.int64("rows") ?? 0, row.int64("bytes") ?? 0)
+    }
+    return usage
+}
+
+// MARK: Outbox
+
+extension DeliveryJob {
+    init?(row: some StoreRow) {
+        guard let id = row.int64("id"), let name = row.string("downstream") else { return nil }
+        self.init(id: id, downstream: name, attempts: row.int("attempts") ?? 0, eventID: row.string("event_id"),
+                  journalID: row.int64("journal_id"), createdAt: row.int64("created_at") ?? 0)
+    }
+}
+
+extension DeliveryPayload {
+    /// `(json, authoritative, body, state)`: the event, its notification's body and the authoritative path's state.
+    init?(row: some StoreRow) {
+        guard let json = row.bytes("json") else { return nil }
+        self.init(eventJSON: json, authoritative: row.bool("authoritative") ?? false, stateJSON: row.bytes("state"), rawBody: row.bytes("body"))
+    }
+}
+
+extension Delivery {
+    init(row: some StoreRow) {
+        self.init(
+            id: row.int64("id") ?? 0, downstream: row.string("downstream") ?? "", eventID: row.string("event_id"),
+            journalID: row.int64("journal_id"), state: row.string("state").flatMap(DeliveryState.init(rawValue:)) ?? .pending,
+            attempts: row.int("attempts") ?? 0, nextAttemptAt: row.int64("next_attempt_at") ?? 0, createdAt: row.int64("created_at") ?? 0,
+            deliveredAt: row.int64("delivered_at"), lastStatus: row.int("last_status"), lastError: row.string("last_error"))
+    }
+}
+
+extension PendingDeliveries {
+    init?(row: some StoreRow) {
+        guard let name = row.string("downstream") else { return nil }
+        self.init(downstream: name, count: row.int("n") ?? 0, oldestCreatedAt: row.int64("oldest") ?? 0)
+    }
+}
+
+// MARK: verifyReceipt jobs
+
+extension ReceiptJob {
+    /// A receipt_jobs row joined with its journal row; `time`: the claim's, for a row without `received_at`.
+    init?(row: some StoreRow, time: Int64) {
+        guard let id = row.int64("journal_id") else { return nil }
+        self.init(journalID: id, attempts: row.int("attempts") ?? 0, body: row.bytes("body") ?? [], bundleID: row.string("bundle_id") ?? "",
+                  secretName: row.string("secret_name") ?? "", receivedAt: row.int64("received_at") ?? time,
+                  key: row.string("notification_key") ?? "", authority: row.generation("authority"))
+    }
+}
+
+extension ReceiptJobStatus {
+    init(row: some StoreRow) {
+        self.init(
+            journalID: row.int64("journal_id") ?? 0, state: row.string("state").flatMap(JobState.init(rawValue:)) ?? .pending,
+            attempts: row.int("attempts") ?? 0, nextAttemptAt: row.int64("next_attempt_at") ?? 0, lastError: row.string("last_error"),
+            appleStatus: row.int("apple_status"))
+    }
+}
+
+// MARK: Comparison
+
+extension StoredReceipt {
+    init?(row: some StoreRow) {
+        guard let receipt = row.string("receipt"), let secretName = row.string("secret_name") else { return nil }
+        self.init(receipt: receipt, secretName: secretName, updatedAt: row.int64("updated_at") ?? 0)
+    }
+}
+
+extension FetchJob {
+    init?(row: some StoreRow) {
+        guard let id = row.int64("id") else { return nil }
+        self.init(
+            id: id, subscription: row.subscriptionKey, fetch: row.generation("fetch") ?? .v1, v1EventID: row.string("v1_event_id"),
+            authority: row.generation("authority"), compare: row.bool("compare") ?? false, attempts: row.int("attempts") ?? 0,
+            createdAt: row.int64("created_at") ?? 0, confirms: row.int("confirms") ?? 0,
+            state: row.string("state").flatMap(JobState.init(rawValue:)) ?? .pending, nextAttemptAt: row.int64("next_attempt_at") ?? 0,
+            lastError: row.string("last_error"))
+    }
+}
+
+extension LedgerEntry {
+    init?(row: some StoreRow) {
+        guard let outcome = row.string("outcome").flatMap(CompareOutcome.init(rawValue:)) else { return nil }
+        self.init(
+            subscription: row.subscriptionKey, comparedAt: row.int64("compared_at") ?? 0, outcome: outcome,
+            fields: (row.string("fields") ?? "").split(separator: ",").map(String.init),
+            v1: SnapshotJSON.decode(row.bytes("v1_json")), v2: SnapshotJSON.decode(row.bytes("v2_json")))
+    }
+}
+
+/// Outcome snapshots are stored as sorted-key JSON.
+enum SnapshotJSON {
+    static func encode(_ s: OutcomeSnapshot) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return (try? encoder.encode(s)).map(Array.init) ?? []
+    }
+
+    static func decode(_ bytes: [UInt8]?) -> OutcomeSnapshot? {
+        guard let bytes else { return nil }
+        return try? JSONDecoder().decode(OutcomeSnapshot.self, from: Data(bytes))
+    }
+}
