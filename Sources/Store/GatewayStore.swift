@@ -26,6 +26,8 @@ public protocol GatewayStore: Sendable {
     var sharedByInstances: Bool { get }
     /// Commits what is queued, refuses new work and closes.
     func close()
+    /// (transactions committed, writes committed) since open: how well commits are batched.
+    var commitStatistics: (batches: Int, items: Int) { get }
 }
 
 extension GatewayStore {

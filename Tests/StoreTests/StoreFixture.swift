@@ -16,45 +16,7 @@ enum StoreKind: String, Sendable, CaseIterable, CustomTestStringConvertible {
 }
 
 /// The test server, when there is one.
-enum TestDatabase {
-    static let url = TestPostgresServer.url
-    static let ctl = TestPostgresServer.ctl
-
-    /// `url` with `search_path` set to `schema` for every session (libpq's `options`), in URI or key=value form.
-    static func url(_ url: String, searchPath schema: String) -> String {
-        if url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") {
-            return url + (url.contains("?") ? "&" : "?") + "options=-csearch_path%3D" + schema
-        }
-        return url + " options='-csearch_path=\(schema)'"
-    }
-
-    static func control(_ argument: String) throws -> Int32 { try TestPostgresServer.control(argument) }
-}
-
-/// A schema of its own in the test database (`t_<random>`), with a connection string whose sessions use it; dropped
-/// when the last reference goes. Tests are independent of each other and of their order.
-final class TestSchema: Sendable {
-    let name: String
-    let url: String
-
-    init() throws {
-        let server = try #require(TestDatabase.url)
-        name = "t_" + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        url = TestDatabase.url(server, searchPath: name)
-        let c = try PostgresConnection(server, label: "test setup")
-        defer { c.close() }
-        try c.execute("CREATE SCHEMA \(name)")  // an identifier we made, never a value
-    }
-
-    /// A session of its own on the schema, for looking at what the store did.
-    func connect() throws -> PostgresConnection { try PostgresConnection(url, label: "test") }
-
-    deinit {
-        guard let server = TestDatabase.url, let c = try? PostgresConnection(server, label: "test cleanup") else { return }
-        try? c.execute("DROP SCHEMA IF EXISTS \(name) CASCADE")
-        c.close()
-    }
-}
+typealias TestDatabase = TestPostgresServer
 
 /// Every downstream takes every event: authoritative ones to "main", the rest to "shadow"; V1 bodies to "legacy".
 struct TestRouting: DeliveryRouting {

@@ -23,7 +23,7 @@ public final class GatewayService: Sendable {
         public var comparePolicy = CompareWorker.Policy()
         /// The V2 path's view of subscriptions; nil: the App Store Server API from `app_store_api` (when configured).
         public var v2PathSource: (any V2PathSource)? = nil
-        /// The store; nil: the SQLite file of the config, opened with ``sqliteOptions``.
+        /// The store; nil: the one the config names (``GatewayService/openStore(config:environment:sqliteOptions:)``).
         public var store: (any GatewayStore)? = nil
         /// How the SQLite store is opened (tests inject storage faults here: a full disk).
         public var sqliteOptions = SQLiteStore.Options()
@@ -117,7 +117,7 @@ public final class GatewayService: Sendable {
             verifier: AppleJWSVerifier(anchors: anchors),
             apps: config.apps.map { V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments) })
         let v1 = V1Adapter(apps: v1Apps)
-        store = try dependencies.store ?? SQLiteStore(path: config.sqlitePath, options: dependencies.sqliteOptions)
+        store = try dependencies.store ?? Self.openStore(config: config, environment: env, sqliteOptions: dependencies.sqliteOptions)
         router = Router(config: config)
         var limits = NotificationIngest.Limits()
         limits.untrustedQuarantineCap = config.limits.untrustedQuarantine
@@ -165,11 +165,26 @@ public final class GatewayService: Sendable {
         Metric.describeAll(in: metrics)
     }
 
-    /// The store and operator actions alone, for CLI commands that need no secrets (`replay`, `subscription`).
+    /// The store and operator actions alone, for CLI commands that need no other secret (`replay`, `subscription`).
     public static func maintenance(config: GatewayConfig, now: @escaping @Sendable () -> Int64) throws -> (Operations, any GatewayStore) {
-        let store = try SQLiteStore(path: config.sqlitePath)
+        let store = try openStore(config: config, environment: ProcessEnvironment.variables)
         return (Operations(store: store, now: now), store)
     }
+
+    /// The store the config names: its SQLite file, or the PostgreSQL database whose connection string is in the
+    /// variable `store.postgres.url_env` names (never logged, never in an error).
+    public static func openStore(config: GatewayConfig, environment: [String: String], sqliteOptions: SQLiteStore.Options = .init())
+        throws -> any GatewayStore
+    {
+        guard let variable = config.postgresURLEnv else { return try SQLiteStore(path: config.sqlitePath, options: sqliteOptions) }
+        guard let url = environment[variable], !url.isEmpty else {
+            throw ConfigError(field: "store.postgres.url_env", "environment variable \(variable) is not set")
+        }
+        return try PostgresStore(url: url)
+    }
+
+    /// Where the store is, for the log: the SQLite file, or `postgres` (the connection string is a secret).
+    var storeDescription: String { config.postgresURLEnv == nil ? config.sqlitePath : "postgres (\(config.postgresURLEnv ?? ""))" }
 
     /// Seeds authority, starts the workers and both listeners. Returns the bound (public, admin) ports.
     /// Call once; not concurrently with `shutdown()`.
@@ -203,7 +218,7 @@ public final class GatewayService: Sendable {
             log.warn("admin API disabled: its bearer token variable is not set", ["variable": .string(config.adminTokenEnv)])
         }
         log.info("listening", ["port": .int(Int64(server.port)), "admin_port": adminPort.map { .int(Int64($0)) },
-                               "store": .string(config.sqlitePath)])
+                               "store": .string(storeDescription), "instance": .string(delivery.context.instance)])
         return (server.port, adminPort)
     }
 
@@ -248,10 +263,7 @@ public final class GatewayService: Sendable {
             await task.value
         }
         store.close()
-        if let stats = (store as? SQLiteStore)?.commitStatistics {
-            log.info("stopped", ["transactions": .int(Int64(stats.batches)), "writes": .int(Int64(stats.items))])
-        } else {
-            log.info("stopped")
-        }
+        let stats = store.commitStatistics
+        log.info("stopped", ["transactions": .int(Int64(stats.batches)), "writes": .int(Int64(stats.items))])
     }
 }

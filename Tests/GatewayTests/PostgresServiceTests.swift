@@ -1,0 +1,66 @@
+import Canonical
+import Foundation
+import Gateway
+import HTTPClient
+import Store
+import StoreTestSupport
+import Testing
+import TestSupport
+import WireJSON
+
+/// The whole service on PostgreSQL (`store.postgres`), two instances on one database, as a load balancer would run
+/// them: run against the real server of `scripts/with-postgres`, skipped without one.
+@Suite(.enabled(if: TestPostgresServer.url != nil, "needs scripts/with-postgres")) struct PostgresServiceTests {
+    typealias Service = GatewayServiceTests
+
+    /// An instance of the gateway on `schema`'s database, named `instance` in its job claims.
+    static func instance(_ name: String, on schema: TestSchema, receiver: LoopbackHTTPServer) throws -> Service.Running {
+        try Service.start(receiver: receiver) { config, deps in
+            config.postgresURLEnv = "IAPGW_DATABASE_URL"
+            deps.environment["IAPGW_DATABASE_URL"] = schema.url
+            deps.instanceID = name
+        }
+    }
+
+    static func answer(_ response: HTTPResponse) throws -> (ok: Bool, duplicate: Bool) {
+        let o = try JSONParser.parse(response.body).objectValue
+        return (o?["ok"] == .bool(true), o?["duplicate"] == .bool(true))
+    }
+
+    @Test func twoInstancesShareTheJournalTheOutboxAndTheAuthority() async throws {
+        let schema = try TestSchema()
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let a = try Self.instance("a", on: schema, receiver: receiver)
+        let b = try Self.instance("b", on: schema, receiver: receiver)
+        // The same Apple retry reaching both instances: journaled once, the second answer says so.
+        let body = try Fixtures.bytes("v2-synthetic/notif-did-renew.json")
+        let first = try await Service.post(a.url("/notifications"), body)
+        let retry = try await Service.post(b.url("/notifications"), body)
+        #expect(first.status == 200 && retry.status == 200)
+        #expect(try Self.answer(first) == (true, false) && Self.answer(retry) == (true, true))
+        #expect(try a.service.store.journal().count == 1 && b.service.store.journal().count == 1)
+        // Another notification through the other instance; each event reaches the webhook, whichever instance sends it.
+        let v1 = try Fixtures.bytes("v1-synthetic/did-renew.json")
+        let other = try await Service.post(b.url("/notifications"), v1)
+        #expect(other.status == 200)
+        try await GatewayHarness.eventually("every delivery settled") {
+            try a.service.store.deliveries().allSatisfy { $0.state == .delivered } && a.service.store.deliveries().count >= 2
+        }
+        let ids = receiver.requests.filter { $0.path == "/events" }.compactMap { $0.header("webhook-id") }
+        let events = Set(try a.service.store.deliveries().filter { $0.downstream == "main" }.compactMap(\.eventID))
+        #expect(!ids.isEmpty && Set(ids) == events, "each event delivered, duplicates only under its own webhook id")
+        // A cutover made through one instance's admin API is what the other journals under at once: it reads the
+        // authority from the database in the transaction that journals.
+        var cutover = URLComponents(string: a.adminURL("/admin/cutover"))!
+        cutover.queryItems = [.init(name: "bundle", value: "com.example.gateway"), .init(name: "environment", value: "sandbox"),
+                              .init(name: "to", value: "v1"), .init(name: "reason", value: "test")]
+        let flipped = try await CurlTransport().send(HTTPRequest(
+            method: .post, url: cutover.string!, headers: [HTTPHeader("Authorization", "Bearer \(Service.adminToken)")], body: [],
+            timeoutMillis: 10_000))
+        #expect(flipped.status == 200, "\(String(decoding: flipped.body, as: UTF8.self))")
+        let seenByB = try await b.service.store.read { tx in try tx.authority(bundleID: "com.example.gateway", environment: .sandbox) }
+        #expect(seenByB == .v1)
+        await a.service.shutdown()
+        await b.service.shutdown()
+    }
+}
