@@ -124,7 +124,7 @@ public enum StoreMigration {
     public static func sqliteToPostgres(sqlitePath: String, postgresURL: String) throws -> Report {
         let started = ContinuousClock.now
         guard FileManager.default.fileExists(atPath: sqlitePath) else { throw Refusal("no SQLite store at \(sqlitePath)") }
-        if let holder = try otherProcessHoldsOpen(sqlitePath) {
+        if let holder = otherProcessHoldsOpen(sqlitePath) {
             throw Refusal(
                 "\(sqlitePath) is open in another process\(holder): stop the gateway (and every command using the store) first")
         }
@@ -323,7 +323,7 @@ public enum StoreMigration {
     /// (Linux), which also sees this process's own connections; elsewhere with a POSIX one, which sees other
     /// processes only. Returns nil when nobody holds it, else " (pid N)" when the holder's pid is known (or ""). Call
     /// it before opening the file: closing the probe's descriptor would drop the process's own POSIX locks on it.
-    static func otherProcessHoldsOpen(_ sqlitePath: String) throws -> String? {
+    static func otherProcessHoldsOpen(_ sqlitePath: String) -> String? {
         let shm = sqlitePath + "-shm"
         let fd = open(shm, O_RDONLY)
         guard fd >= 0 else { return nil }  // no -shm (nobody has the store open in WAL mode) or not ours to read
