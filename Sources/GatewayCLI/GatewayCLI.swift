@@ -8,8 +8,8 @@ public enum GatewayCLI {
     static var commands: [any Command.Type] {
         [
             VerifyCommand.self, ServeCommand.self, ReplayCommand.self, QuarantineCommand.self, SubscriptionCommand.self,
-            ReportCommand.self, CutoverCommand.self, BackfillCommand.self, TestNotificationCommand.self, ReceiveCommand.self,
-            BenchCommand.self, SimulateCommand.self,
+            ReportCommand.self, CutoverCommand.self, BackfillCommand.self, MigrateStoreCommand.self, TestNotificationCommand.self,
+            ReceiveCommand.self, BenchCommand.self, SimulateCommand.self,
         ]
     }
 

@@ -38,8 +38,8 @@ import Testing
         #expect(usage.hasSuffix("\n  iap-gateway help\n"))
         let names = GatewayCLI.commands.map { $0.name }
         #expect(Set(names).count == names.count)
-        #expect(names == ["verify", "serve", "replay", "quarantine", "subscription", "report", "cutover", "backfill", "test-notification",
-                          "receive", "bench", "simulate"])
+        #expect(names == ["verify", "serve", "replay", "quarantine", "subscription", "report", "cutover", "backfill", "migrate-store",
+                          "test-notification", "receive", "bench", "simulate"])
         for command in GatewayCLI.commands {
             #expect(command.usage.hasPrefix("  iap-gateway \(command.name)"), "\(command.name)")
             #expect(!command.usage.hasSuffix("\n"), "\(command.name): the usage text adds the line break")
@@ -117,6 +117,24 @@ import Testing
                                "test-notification needs --environment production or sandbox")
         await Self.expectUsage(BackfillCommand.self, ["--config", Self.missingConfig], "backfill needs --since T")
         await Self.expectUsage(SubscriptionCommand.self, ["1"], "subscription needs --config FILE")
+    }
+
+    @Test func theMigrateStoreFlagsAreCheckedBeforeAnyStoreIsTouched() async {
+        let target = ["--to-postgres-env", "IAPGW_TEST_MIGRATE_TARGET_UNSET"]
+        await Self.expectUsage(MigrateStoreCommand.self, ["--from", "sqlite:/tmp/x.db"], "migrate-store needs --to-postgres-env VAR")
+        // The connection string given in place of a variable's name is refused, and not echoed (it holds a password).
+        let url = "postgresql://gw:s3cret@db/gateway"
+        await Self.expectUsage(MigrateStoreCommand.self, ["--from", "sqlite:/tmp/x.db", "--to-postgres-env", url], "takes the name of an environment variable")
+        #expect(await Self.error(MigrateStoreCommand.self, ["--from", "sqlite:/tmp/x.db", "--to-postgres-env", url])?.message.contains("s3cret") == false)
+        await Self.expectUsage(MigrateStoreCommand.self, target, "migrate-store needs --config FILE or --from sqlite:PATH")
+        await Self.expectUsage(MigrateStoreCommand.self, ["--from", "/tmp/x.db"] + target, "--from takes sqlite:PATH")
+        await Self.expectUsage(MigrateStoreCommand.self, ["--config", Self.missingConfig] + target, "config: ")
+        await Self.expectUsage(MigrateStoreCommand.self, ["--from", "sqlite:/tmp/x.db"] + target, "IAPGW_TEST_MIGRATE_TARGET_UNSET is not set")
+        await Self.expectUsage(MigrateStoreCommand.self, ["--from", "sqlite:/tmp/x.db", "--force"] + target, "unknown option --force")
+        await Self.expectUsage(MigrateStoreCommand.self, ["--from", "sqlite:/tmp/x.db", "extra"] + target, "unexpected argument extra")
+        // A refusal is a failure (exit 1): here, no store at the path (PATH is set, and never reached as a connection string).
+        let refusal = await Self.error(MigrateStoreCommand.self, ["--from", "sqlite:/nonexistent/iap-gateway-test/gateway.db", "--to-postgres-env", "PATH"])
+        #expect(refusal?.status == 1 && refusal?.message.contains("no SQLite store") == true)
     }
 }
 
