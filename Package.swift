@@ -59,7 +59,7 @@ let package = Package(
         // The commands, one file each (Sources/GatewayCLI/*Command.swift): flags, wiring, output.
         .target(
             name: "GatewayCLI",
-            dependencies: ["Gateway", "Reports", "Simulator", "Store", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
+            dependencies: ["Gateway", "Reports", "Simulator", "Store", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
                            "V1Adapter", "V2Adapter"],
             swiftSettings: strict),
         .executableTarget(name: "iap-gateway", dependencies: ["GatewayCLI"], swiftSettings: strict),
@@ -90,7 +90,7 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "Gateway", "Store", "WireJSON"], swiftSettings: strict),
         .testTarget(name: "GatewayCLITests",
-                    dependencies: ["GatewayCLI", "Gateway", "Reports", "Store", "StoreTestSupport", "Simulator", "SQLite", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
+                    dependencies: ["GatewayCLI", "Gateway", "Reports", "Store", "StoreTestSupport", "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
                                    "V2Adapter", "Canonical", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
     ]

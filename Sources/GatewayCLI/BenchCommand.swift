@@ -6,9 +6,11 @@ enum BenchCommand: Command {
     static let usage = """
           iap-gateway bench verify [--seconds N]
               Verification throughput against libcrypto's own P-256 verify bound (build with -c release).
-          iap-gateway bench ingest [--seconds N] [--no-delivery]
+          iap-gateway bench ingest [--seconds N] [--no-delivery] [--store sqlite|postgres] [--instances N]
               The whole service on loopback (generated test PKI, temporary SQLite, local downstream): durable
-              notifications/s, p50/p99 latency at 500/s offered, peak RSS (build with -c release).
+              notifications/s, p50/p99 latency at 500/s offered, peak RSS (build with -c release). --store postgres:
+              a fresh schema (dropped afterwards) in the database IAPGW_BENCH_DATABASE_URL names (else
+              IAPGW_TEST_DATABASE_URL), shared by --instances N (1) gateway processes the load alternates between.
           iap-gateway bench soak [--minutes N] [--rate R]
               The whole service at R notifications/s (200) for N minutes (10), delivering to a downstream that fails
               20 % of requests and is down for a minute in the middle: RSS over time, delivered = accepted, p99.
@@ -18,7 +20,7 @@ enum BenchCommand: Command {
 
     /// Each target's flags (`--no-delivery` takes no value).
     static let flags: [String: Set<String>] = [
-        "verify": ["seconds"], "ingest": ["seconds", "no-delivery"], "soak": ["minutes", "rate"], "flood": ["count"],
+        "verify": ["seconds"], "ingest": ["seconds", "no-delivery", "store", "instances"], "soak": ["minutes", "rate"], "flood": ["count"],
     ]
 
     static func run(_ arguments: [String]) async throws -> Int32 {
@@ -34,11 +36,19 @@ enum BenchCommand: Command {
                                    "--minutes must be a number of minutes in (0, 1440]")
         let rate = try a.number("rate", default: 200, valid: { (1...5_000).contains($0) }, "--rate must be 1...5000 per second")
         let count = try a.number("count", default: 200, valid: { (1...100_000).contains($0) }, "--count must be 1...100000")
+        let store = a.value("store") ?? "sqlite"
+        guard store == "sqlite" || store == "postgres" else { throw CommandError.usage("--store must be sqlite or postgres") }
+        let instances = try a.number("instances", default: 1, valid: { (1...8).contains($0) }, "--instances must be 1...8")
+        guard instances == 1 || store == "postgres" else {
+            throw CommandError.usage("--instances above 1 needs --store postgres (one process owns an SQLite store)")
+        }
         let line: String
         do {
             switch target {
             case "verify": line = JSONOutput.string(try VerifyBenchmark.run(secondsPerPhase: seconds))
-            case "ingest": line = JSONOutput.string(try await IngestBenchmark.run(seconds: seconds, deliver: !a.has("no-delivery")))
+            case "ingest":
+                line = JSONOutput.string(try await IngestBenchmark.run(
+                    seconds: seconds, deliver: !a.has("no-delivery"), postgres: store == "postgres", instances: instances))
             case "soak":
                 line = JSONOutput.string(try await SoakBenchmark.run(minutes: minutes, rate: rate) { progress in
                     FileHandleOutput.stderr("soak: \(progress)\n")

@@ -93,6 +93,9 @@ public struct GatewayConfig: Sendable {
         public var connectionsPerAddress = 128
         public var requestDeadlineSeconds = 30
         public var bodyBufferBytes = 64 << 20
+        /// `limits.job_lease`: how long a background job (a delivery, a verifyReceipt call, a comparison fetch) claimed
+        /// by one instance of a shared (PostgreSQL) store stays its own before another instance may take it over.
+        public var jobLeaseMillis: Int64 = 300_000
     }
 
     public struct AppStoreAPI: Sendable, Hashable {
@@ -258,6 +261,12 @@ public struct GatewayConfig: Sendable {
             c.limits.connectionsPerAddress = try bounded("connections_per_address", 0...100_000, c.limits.connectionsPerAddress)
             c.limits.requestDeadlineSeconds = try bounded("request_deadline_seconds", 1...3_600, c.limits.requestDeadlineSeconds)
             c.limits.bodyBufferBytes = Int(try limits.size("body_buffer_bytes", mebibyte...(1 << 34), Int64(c.limits.bodyBufferBytes)))
+            if let lease = try limits.string("job_lease") {
+                guard let ms = configDuration(lease), ms >= 1_000, ms <= 86_400_000 else {
+                    throw ConfigError(field: limits.field("job_lease"), "must be a duration from 1s to 1d, such as 5m")
+                }
+                c.limits.jobLeaseMillis = ms
+            }
         }
         for d in try r.objects("downstreams") ?? [] {
             try d.rejectUnknown(allowed: Keys.downstream)
@@ -366,6 +375,7 @@ public struct GatewayConfig: Sendable {
         static let limits: Set<String> = [
             "untrusted_quarantine", "genuine_quarantine", "untrusted_quarantine_bytes", "genuine_quarantine_bytes", "http_threads",
             "verify_receipt_concurrency", "connections", "connections_per_address", "request_deadline_seconds", "body_buffer_bytes",
+            "job_lease",
         ]
         static let downstream: Set<String> = [
             "name", "kind", "url", "secret_env", "environments", "shadow", "include_raw", "max_attempts", "concurrency",

@@ -131,7 +131,8 @@ public final class GatewayService: Sendable {
         let deliveryPolicy = dependencies.deliveryPolicy
         let workers = WorkerContext(
             store: store, router: router, metrics: metrics, log: log, now: dependencies.now, jitter: dependencies.jitter,
-            instance: dependencies.instanceID ?? (store.sharedByInstances ? ProcessEnvironment.instanceName : "local"))
+            instance: dependencies.instanceID ?? (store.sharedByInstances ? ProcessEnvironment.instanceName : "local"),
+            leaseMillis: config.limits.jobLeaseMillis)
         delivery = DeliveryWorker(
             context: workers, transport: dependencies.transport, signers: secrets.signers, passthroughSecrets: v1Secrets,
             databases: DatabaseDownstreams.make(config: config, connectionStrings: secrets.databaseURLs, timeoutMillis: deliveryPolicy.timeoutMillis),

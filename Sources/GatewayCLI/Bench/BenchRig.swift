@@ -13,7 +13,8 @@ import Glibc
 
 /// What every `bench` run of the whole service sets up: a temporary folder, a fresh Apple-shaped test PKI trusted for
 /// sandbox only (as the simulator's is), a fake verifyReceipt that answers for the subscription a V1 body names, and
-/// the real gateway in its own process (this executable's `serve`), so that its memory and CPU are its own.
+/// the real gateway in its own process (this executable's `serve`), so that its memory and CPU are its own — or several
+/// gateways sharing one PostgreSQL database.
 final class BenchRig {
     static let bundle = "com.example.bench"
     static let secret = "0123456789abcdef0123456789abcdef"
@@ -22,10 +23,18 @@ final class BenchRig {
     let now: Int64
     let signer: AppleJWSSigner
     let apple: HTTPServer
-    private(set) var gateway: ChildProcess?
-    private(set) var port: UInt16 = 0
+    /// The `iap-gateway` executable the gateways run: this one (`/proc/self/exe`), or the built one for tests.
+    let executable: String
+    /// The gateways, in the order they were started (one unless ``startGateways(count:store:downstreams:appDownstreams:limits:)``
+    /// asked for more); an entry stays after its process was killed.
+    private(set) var gateways: [ChildProcess] = []
+    private(set) var ports: [UInt16] = []
+    /// The first gateway (the only one of most benchmarks).
+    var gateway: ChildProcess? { gateways.first }
+    var port: UInt16 { ports.first ?? 0 }
 
-    init(label: String) throws {
+    init(label: String, executable: String = "/proc/self/exe") throws {
+        self.executable = executable
         now = WallClock.wallMillis()
         directory = FileManager.default.temporaryDirectory.appending(path: "iapgw-\(label)-\(UInt64.random(in: 0...UInt64.max))").path()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -41,12 +50,27 @@ final class BenchRig {
     /// Starts the gateway with the bench app (V1 authoritative, both generations) sending to `appDownstreams`.
     /// `downstreams`: the config's `downstreams` array (JSON); `limits`: its `limits` object (JSON) or "".
     func startGateway(downstreams: String, appDownstreams: [String], limits: String = "") throws {
+        try startGateways(count: 1, store: .sqlite, downstreams: downstreams, appDownstreams: appDownstreams, limits: limits)
+    }
+
+    /// Starts `count` gateways on one config and one store, all spawned before any is waited for (so that they open
+    /// the store — and, on PostgreSQL, migrate it — at the same moment), then waits for each to listen.
+    func startGateways(count: Int, store: BenchStore, downstreams: String, appDownstreams: [String], limits: String = "") throws {
+        precondition(gateways.isEmpty && count >= 1 && (count == 1 || store != .sqlite), "several gateways need a shared store")
         let names = appDownstreams.map { "\"\($0)\"" }.joined(separator: ", ")
+        let storeJSON: String
+        var environment = ["BENCH_SECRET": Self.secret, "PATH": "/usr/bin:/bin"]
+        switch store {
+        case .sqlite: storeJSON = #"{ "sqlite": "gateway.db" }"#
+        case .postgres(let url):
+            storeJSON = #"{ "postgres": { "url_env": "IAPGW_BENCH_STORE_URL" } }"#
+            environment["IAPGW_BENCH_STORE_URL"] = url
+        }
         let configText = """
             {
               "listen": "127.0.0.1:0",
               "admin": { "listen": "127.0.0.1:0", "token_env": "BENCH_ADMIN_TOKEN_UNSET" },
-              "store": { "sqlite": "gateway.db" },
+              "store": \(storeJSON),
               "trust": { "extra_roots": ["root.der"] },
               "verify_receipt": { "production_url": "http://127.0.0.1:\(apple.port)/verifyReceipt",
                                   "sandbox_url": "http://127.0.0.1:\(apple.port)/sandbox/verifyReceipt" },
@@ -57,18 +81,26 @@ final class BenchRig {
             """
         try Data(configText.utf8).write(to: URL(filePath: directory + "/config.json"))
         _ = try GatewayConfig.parse(Array(configText.utf8), baseDirectory: directory)  // a broken template fails here
-        let child = try ChildProcess(
-            executable: "/proc/self/exe", arguments: ["serve", "--config", directory + "/config.json"],
-            environment: ["BENCH_SECRET": Self.secret, "PATH": "/usr/bin:/bin"])
-        guard let port = child.listeningPort(timeout: 20) else {
-            child.terminate(signal: SIGKILL)
-            throw IngestBenchmark.Failure(description: "the gateway did not start")
+        var started: [ChildProcess] = []
+        for _ in 0..<count {
+            started.append(try ChildProcess(executable: executable, arguments: ["serve", "--config", directory + "/config.json"],
+                                            environment: environment))
         }
-        gateway = child
-        self.port = port
+        var ports: [UInt16] = []
+        for child in started {
+            guard let port = child.listeningPort(timeout: 30) else {
+                for other in started { other.terminate(signal: SIGKILL) }
+                throw IngestBenchmark.Failure(description: "a gateway did not start")
+            }
+            ports.append(port)
+        }
+        gateways = started
+        self.ports = ports
     }
 
     var notificationsURL: String { "http://127.0.0.1:\(port)/notifications" }
+    /// Each gateway's `POST /notifications`, in the order they were started.
+    var notificationsURLs: [String] { ports.map { "http://127.0.0.1:\($0)/notifications" } }
 
     /// Bytes of the database file alone.
     var databaseBytes: Int64 {
@@ -86,21 +118,33 @@ final class BenchRig {
 
     private var finished = false
 
-    /// A run that failed half-way still stops its child and removes its folder.
-    deinit { if !finished { _ = finish() } }
+    /// A run that failed half-way still stops its children and removes its folder.
+    deinit { if !finished { _ = finishAll() } }
 
-    /// Stops the gateway (SIGTERM: a graceful stop) and the fake Apple, removes the folder; returns the gateway's exit
-    /// status and its last log line ("stopped"). Once.
+    /// Stops the gateways (SIGTERM: a graceful stop; one killed before keeps the status it died with) and the fake
+    /// Apple, removes the folder; returns the first gateway's exit status and its last log line ("stopped"). Once.
     func finish() -> (status: Int32, stoppedLine: String?) {
-        guard !finished else { return (0, nil) }
+        let all = finishAll()
+        return all.first ?? (0, nil)
+    }
+
+    /// ``finish()`` for every gateway, in the order they were started.
+    func finishAll() -> [(status: Int32, stoppedLine: String?)] {
+        guard !finished else { return [] }
         finished = true
-        let status = gateway?.terminate() ?? 0
-        let line = gateway?.keptLines.last(where: { $0.contains("\"msg\":\"stopped\"") })
+        // Each gets SIGTERM before any is waited for: they stop side by side.
+        for child in gateways { child.signal(SIGTERM) }
+        let results = gateways.map { child in
+            (child.terminate(), child.keptLines.last(where: { $0.contains("\"msg\":\"stopped\"") }))
+        }
         apple.stopAccepting()
         apple.stop()
         try? FileManager.default.removeItem(atPath: directory)
-        return (status, line)
+        return results
     }
+
+    /// The `notificationUUID` of ``v2Body(_:)``: the id of its one event, and so its webhook id.
+    static func v2NotificationUUID(_ i: Int) -> String { "bench000-0000-4000-8000-\(padded(i, 12))" }
 
     /// A DID_RENEW with signed transaction and renewal info, all signed by the bench leaf.
     func v2Body(_ i: Int) throws -> [UInt8] {
@@ -115,7 +159,7 @@ final class BenchRig {
             {"originalTransactionId":"\(otid)","autoRenewProductId":"p.monthly","productId":"p.monthly","autoRenewStatus":1,\
             "signedDate":\(now),"environment":"Sandbox"}
             """.utf8))
-        let uuid = "bench000-0000-4000-8000-\(Self.padded(i, 12))"
+        let uuid = Self.v2NotificationUUID(i)
         let payload = """
             {"notificationType":"DID_RENEW","notificationUUID":"\(uuid)","data":{"appAppleId":1,"bundleId":"\(Self.bundle)",\
             "bundleVersion":"1","environment":"Sandbox","signedTransactionInfo":"\(tx)","signedRenewalInfo":"\(renewal)","status":1},\
@@ -156,5 +200,20 @@ final class BenchRig {
     static func padded(_ n: Int, _ width: Int) -> String {
         let s = String(n)
         return String(repeating: "0", count: max(0, width - s.count)) + s
+    }
+}
+
+/// Where a rig's gateways keep their store.
+enum BenchStore: Sendable, Equatable {
+    /// `gateway.db` in the rig's folder (WAL, synchronous=FULL): one gateway.
+    case sqlite
+    /// A PostgreSQL database, by a libpq connection string whose sessions use a schema of their own: one gateway or several.
+    case postgres(url: String)
+
+    var name: String {
+        switch self {
+        case .sqlite: "sqlite"
+        case .postgres: "postgres"
+        }
     }
 }

@@ -1,4 +1,5 @@
 internal import FoundationEssentials
+import Dispatch
 internal import WireJSON
 import Synchronization
 
@@ -105,16 +106,41 @@ final class ChildProcess: Sendable {
         return (user + system) / 100
     }
 
-    /// Sends `signal` and waits for the child to exit; returns its exit status (or 128 + signal).
+    /// The exit status once the child was waited for (``terminate(signal:)``): never waited for twice, and never
+    /// signalled after, since its pid may belong to another process by then.
+    private let exitStatus = Mutex<Int32?>(nil)
+
+    /// Sends `sig` without waiting (nothing once the child was waited for).
+    func signal(_ sig: Int32) {
+        exitStatus.withLock { status in
+            if status == nil { kill(pid, sig) }
+        }
+    }
+
+    /// Sends `signal` and waits for the child to exit; returns its exit status (or 128 + signal). A child already
+    /// waited for is not signalled again: its status is returned.
     @discardableResult
     func terminate(signal sig: Int32 = SIGTERM) -> Int32 {
-        kill(pid, sig)
-        var status: Int32 = 0
-        waitpid(pid, &status, 0)
-        readerDone.wait()
-        let exited = (status & 0x7F) == 0
-        return exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+        exitStatus.withLock { known in
+            if let known { return known }
+            kill(pid, sig)
+            var status: Int32 = 0
+            waitpid(pid, &status, 0)
+            readerDone.wait()
+            let exited = (status & 0x7F) == 0
+            let result = exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+            known = result
+            return result
+        }
+    }
+
+    /// A field of the first `"msg":"listening"` log line (`port`, `instance`, `store`), as text.
+    func listeningField(_ name: String) -> String? {
+        for line in keptLines where line.contains("\"msg\":\"listening\"") {
+            guard case .object(let o)? = try? JSONParser.parse(Array(line.utf8)), let value = o[name] else { continue }
+            if let s = value.stringValue { return s }
+            if let n = value.int64Value { return String(n) }
+        }
+        return nil
     }
 }
-
-import Dispatch

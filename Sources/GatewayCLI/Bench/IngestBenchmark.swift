@@ -13,9 +13,10 @@ import Glibc
 #endif
 
 /// `iap-gateway bench ingest`: a self-contained run of the real service — a generated Apple-shaped test PKI, a
-/// temporary SQLite store (WAL, synchronous=FULL), a local downstream and a local fake verifyReceipt — driven over
-/// loopback with V2 and V1 bodies signed before the timed runs. Reports durable ingest throughput (closed loop),
-/// latency at a fixed offered rate (open loop) and the process's peak RSS.
+/// temporary SQLite store (WAL, synchronous=FULL) or a fresh schema in a PostgreSQL database (one gateway or several
+/// sharing it), a local downstream and a local fake verifyReceipt — driven over loopback with V2 and V1 bodies signed
+/// before the timed runs, sent to the gateways in turn. Reports durable ingest throughput (closed loop), latency at a
+/// fixed offered rate (open loop) and each gateway process's peak RSS.
 public enum IngestBenchmark {
     public struct Result: Encodable, Sendable {
         public var notificationsPerSecond: Double
@@ -33,8 +34,11 @@ public enum IngestBenchmark {
         public var offeredRatePerSecond: Int
         public var latencySamples: Int
         public var failures: Int
+        /// The largest peak RSS of the gateway processes.
         public var peakRSSMB: Double
-        /// Journal writes per SQLite transaction (one fsync each): the group commit at work.
+        /// Each gateway process's peak RSS, in the order they were started.
+        public var peakRSSMBPerInstance: [Double]
+        /// Journal writes per store transaction (one fsync each), across the gateways: the group commit at work.
         public var writesPerCommit: Double
         public var concurrency: Int
         public var v1Share: Double
@@ -42,6 +46,10 @@ public enum IngestBenchmark {
         public var delivery: Bool
         public var seconds: Double
         public var build: String
+        /// `sqlite` or `postgres`.
+        public var store: String
+        /// Gateway processes sharing the store; the load alternates between them.
+        public var instances: Int
 
         enum CodingKeys: String, CodingKey {
             case notificationsPerSecond = "notifications_per_second"
@@ -54,10 +62,11 @@ public enum IngestBenchmark {
             case latencySamples = "latency_samples"
             case failures
             case peakRSSMB = "peak_rss_mb"
+            case peakRSSMBPerInstance = "peak_rss_mb_per_instance"
             case writesPerCommit = "writes_per_commit"
             case concurrency
             case v1Share = "v1_share"
-            case seconds, build, delivery
+            case seconds, build, delivery, store, instances
         }
     }
 
@@ -65,7 +74,12 @@ public enum IngestBenchmark {
 
     /// With `deliver: false` the app has no downstream for the bench's (sandbox) events: ingest alone, so the two runs'
     /// `gateway_cpu_ms_per_notification` tell what delivery costs.
-    public static func run(seconds: Double, concurrency: Int = 64, rate: Int = 500, deliver: Bool = true) async throws -> Result {
+    /// `postgres`: the store is a fresh schema in the database ``BenchSchema`` names, dropped afterwards, shared by
+    /// `instances` gateways.
+    public static func run(seconds: Double, concurrency: Int = 64, rate: Int = 500, deliver: Bool = true, postgres: Bool = false,
+                           instances: Int = 1) async throws -> Result {
+        let schema = postgres ? try BenchSchema(environment: ProcessEnvironment.variables) : nil
+        defer { schema?.drop() }
         let rig = try BenchRig(label: "bench")
         // The local downstream.
         var peerConfig = HTTPServer.Configuration()
@@ -76,15 +90,17 @@ public enum IngestBenchmark {
             downstream.stopAccepting()
             downstream.stop()
         }
-        try rig.startGateway(
+        try rig.startGateways(
+            count: instances, store: schema.map { .postgres(url: $0.url) } ?? .sqlite,
             downstreams: """
                 [ { "name": "production-only", "url": "http://127.0.0.1:\(downstream.port)/events", "environments": ["production"] },
                   { "name": "main", "url": "http://127.0.0.1:\(downstream.port)/events",
                     "environments": ["production", "sandbox"], "shadow": true, "concurrency": 8 } ]
                 """,
             appDownstreams: [deliver ? "main" : "production-only"])
-        guard let gateway = rig.gateway else { throw Failure(description: "the gateway did not start") }
-        let url = rig.notificationsURL
+        let gateways = rig.gateways
+        guard !gateways.isEmpty else { throw Failure(description: "the gateway did not start") }
+        let urls = rig.notificationsURLs
 
         // Bodies signed before the runs: 4 V2 for every V1.
         let throughputCount = Int(seconds * 4_000)
@@ -104,13 +120,14 @@ public enum IngestBenchmark {
         let echo = HTTPServer(configuration: echoConfig) { _ in .json(200, Array(#"{"ok":true}"#.utf8)) }
         try echo.start()
         let baseline = await closedLoop(
-            url: "http://127.0.0.1:\(echo.port)/notifications", bodies: throughputBodies, seconds: seconds, concurrency: concurrency,
+            urls: ["http://127.0.0.1:\(echo.port)/notifications"], bodies: throughputBodies, seconds: seconds, concurrency: concurrency,
             transport: transport)
         echo.stopAccepting()
         echo.stop()
-        let cpuBefore = gateway.cpuSeconds
-        let measured = await closedLoop(url: url, bodies: throughputBodies, seconds: seconds, concurrency: concurrency, transport: transport)
-        let cpuPerNotification = measured.accepted > 0 ? (gateway.cpuSeconds - cpuBefore) / Double(measured.accepted) * 1000 : 0
+        func cpuSeconds() -> Double { gateways.reduce(0) { $0 + $1.cpuSeconds } }
+        let cpuBefore = cpuSeconds()
+        let measured = await closedLoop(urls: urls, bodies: throughputBodies, seconds: seconds, concurrency: concurrency, transport: transport)
+        let cpuPerNotification = measured.accepted > 0 ? (cpuSeconds() - cpuBefore) / Double(measured.accepted) * 1000 : 0
         let throughput = measured.perSecond
         let failures = Counter()
         failures.add(measured.failures)
@@ -124,6 +141,7 @@ public enum IngestBenchmark {
             for (i, body) in latencyBodies.enumerated() {
                 let scheduled = openStart.advanced(by: .microseconds(Int64(i) * 1_000_000 / Int64(rate)))
                 try? await Task.sleep(until: scheduled, clock: clock)
+                let url = urls[i % urls.count]
                 group.addTask {
                     let r = try? await transport.send(HTTPRequest(method: .post, url: url, body: body, timeoutMillis: 10_000))
                     let d = clock.now - scheduled
@@ -135,14 +153,20 @@ public enum IngestBenchmark {
                 }
             }
         }
-        let rss = gateway.peakRSSMB
-        let (status, stoppedLine) = rig.finish()
-        guard status == 0 else { throw Failure(description: "the gateway exited with status \(status)") }
-        var writesPerTransaction = 0.0
-        if let line = stoppedLine, case .object(let o)? = try? JSONParser.parse(Array(line.utf8)),
-           let tx = o["transactions"]?.int64Value, let writes = o["writes"]?.int64Value, tx > 0 {
-            writesPerTransaction = (Double(writes) / Double(tx) * 10).rounded() / 10
+        let rssPerInstance = gateways.map(\.peakRSSMB)
+        let stopped = rig.finishAll()
+        if let failed = stopped.first(where: { $0.status != 0 }) {
+            throw Failure(description: "a gateway exited with status \(failed.status)")
         }
+        var (transactions, writes): (Int64, Int64) = (0, 0)
+        for line in stopped.compactMap(\.stoppedLine) {
+            if case .object(let o)? = try? JSONParser.parse(Array(line.utf8)), let tx = o["transactions"]?.int64Value,
+               let w = o["writes"]?.int64Value {
+                transactions += tx
+                writes += w
+            }
+        }
+        let writesPerTransaction = transactions > 0 ? (Double(writes) / Double(transactions) * 10).rounded() / 10 : 0
 
         let sorted = latencies.all.sorted()
         func percentile(_ p: Double) -> Double {
@@ -155,12 +179,14 @@ public enum IngestBenchmark {
             fractionOfHTTPBaseline: baseline.perSecond > 0 ? (throughput / baseline.perSecond * 1000).rounded() / 1000 : 0,
             gatewayCPUMsPerNotification: (cpuPerNotification * 1000).rounded() / 1000, p50Ms: percentile(0.5), p99Ms: percentile(0.99),
             offeredRatePerSecond: rate, latencySamples: sorted.count, failures: failures.value,
-            peakRSSMB: rss, writesPerCommit: writesPerTransaction, concurrency: concurrency, v1Share: 0.2, delivery: deliver, seconds: seconds, build: VerifyBenchmark.buildKind)
+            peakRSSMB: rssPerInstance.max() ?? 0, peakRSSMBPerInstance: rssPerInstance, writesPerCommit: writesPerTransaction,
+            concurrency: concurrency, v1Share: 0.2, delivery: deliver, seconds: seconds, build: VerifyBenchmark.buildKind,
+            store: postgres ? "postgres" : "sqlite", instances: gateways.count)
     }
 
-    /// Closed loop: `concurrency` clients send `bodies` to `url` as fast as it answers, for `seconds` (or until the
-    /// bodies run out). Returns the 200s per second and the count of anything else.
-    static func closedLoop(url: String, bodies: [[UInt8]], seconds: Double, concurrency: Int, transport: CurlTransport) async
+    /// Closed loop: `concurrency` clients send `bodies` as fast as they are answered, body i to `urls[i % urls.count]`,
+    /// for `seconds` (or until the bodies run out). Returns the 200s per second and the count of anything else.
+    static func closedLoop(urls: [String], bodies: [[UInt8]], seconds: Double, concurrency: Int, transport: CurlTransport) async
         -> (perSecond: Double, accepted: Int, failures: Int)
     {
         let next = Counter()
@@ -175,7 +201,8 @@ public enum IngestBenchmark {
                     while clock.now < deadline {
                         let i = next.add(1) - 1
                         guard i < bodies.count else { return }
-                        let r = try? await transport.send(HTTPRequest(method: .post, url: url, body: bodies[i], timeoutMillis: 10_000))
+                        let r = try? await transport.send(
+                            HTTPRequest(method: .post, url: urls[i % urls.count], body: bodies[i], timeoutMillis: 10_000))
                         if r?.status == 200 { ok.add(1) } else { failures.add(1) }
                     }
                 }
