@@ -49,8 +49,11 @@ struct PostgresStoreTests {
     }
 
     /// An instance on `schema`, with `com.example.gateway` authoritative on V2 (as ``Fixture``).
+    /// One writer session: these tests watch an instance's writer queue.
     static func open(_ schema: TestSchema) throws -> PostgresStore {
-        let store = try PostgresStore(url: schema.url)
+        var options = PostgresStore.Options()
+        options.writers = 1
+        let store = try PostgresStore(url: schema.url, options: options)
         let wanted = [AppStoreEnvironment.production, .sandbox].map {
             AuthorityEntry(bundleID: "com.example.gateway", environment: $0, authority: .v2, origin: .config)
         }

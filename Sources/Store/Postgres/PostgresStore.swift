@@ -1,8 +1,10 @@
 internal import Postgres
 import Dispatch
+import Synchronization
 
-/// The store on PostgreSQL, for several gateway instances behind a load balancer: one writer thread with its own
-/// session and group commit (``JournalWriter``, as the SQLite store), a pool of sessions for reads, the migrations
+/// The store on PostgreSQL, for several gateway instances behind a load balancer: a few writer threads, each with its
+/// own session and group commit (``JournalWriter``, as the SQLite store; a journal write is a string of round trips,
+/// so one session alone is bound by their latency, not by the server), a pool of sessions for reads, the migrations
 /// applied at open under an advisory lock, and background jobs claimed with a lease (docs/architecture.md,
 /// "PostgreSQL store").
 ///
@@ -12,8 +14,12 @@ import Dispatch
 /// store needs no reopening once the server is back.
 public final class PostgresStore: GatewayStore {
     public struct Options: Sendable {
-        /// Sessions for reads (the writer has one of its own).
+        /// Sessions for reads (the writers have their own).
         public var poolSize = 4
+        /// Writer sessions, each committing its own batches; writes are spread over them in turn. Writers of one
+        /// instance meet each other exactly as two instances' writers do (a key being written elsewhere waits for the
+        /// next batch).
+        public var writers = 4
         /// How long a read waits for a free session.
         public var borrowTimeout: Duration = .seconds(10)
         /// Most writes per transaction.
@@ -26,33 +32,46 @@ public final class PostgresStore: GatewayStore {
     }
 
     let readers: PostgresPool
-    let writerSession: PostgresPool
-    let writer: JournalWriter<PostgresPool>
+    let writerSessions: [PostgresPool]
+    let writers: [JournalWriter<PostgresPool>]
+    private let turn = Atomic<Int>(0)
+
+    /// The first writer (the only one with `writers: 1`, as tests of the writer's internals open it).
+    var writer: JournalWriter<PostgresPool> { writers[0] }
+
+    /// The next writer in turn.
+    var nextWriter: JournalWriter<PostgresPool> {
+        writers[Int(UInt(bitPattern: turn.wrappingAdd(1, ordering: .relaxed).oldValue) % UInt(writers.count))]
+    }
 
     /// Connects with `url` — a libpq connection string or URI, passed to libpq untouched (TLS, `connect_timeout`,
     /// `options=-csearch_path=…` and the `PG*` variables work as in `psql`; it never appears in an error) — and applies
     /// the migrations not applied yet. Throws when the server cannot be reached or the schema is newer than this
     /// gateway's.
     public init(url: String, options: Options = .init()) throws {
-        var writerOptions = PostgresPool.Options()
-        writerOptions.size = 1
-        writerOptions.label = options.label + " writer"
-        writerSession = try PostgresPool(url, options: writerOptions)
-        try writerSession.withConnection { c in try PostgresSchema.migrate(c) }
+        var sessions: [PostgresPool] = []
+        for i in 0..<max(1, options.writers) {
+            var writerOptions = PostgresPool.Options()
+            writerOptions.size = 1
+            writerOptions.label = options.label + " writer \(i + 1)"
+            sessions.append(try PostgresPool(url, options: writerOptions))
+        }
+        writerSessions = sessions
+        try sessions[0].withConnection { c in try PostgresSchema.migrate(c) }
         var readerOptions = PostgresPool.Options()
         readerOptions.size = max(1, options.poolSize)
         readerOptions.borrowTimeout = options.borrowTimeout
         readerOptions.label = options.label
         readers = try PostgresPool(url, options: readerOptions)
-        writer = JournalWriter(db: writerSession, maxBatch: options.maxBatch, maxBatchBytes: options.maxBatchBytes)
+        writers = sessions.map { JournalWriter(db: $0, maxBatch: options.maxBatch, maxBatchBytes: options.maxBatchBytes) }
     }
 
     public func write<T: Sendable>(bytes: Int, _ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T {
-        try writer.perform(bytes: bytes) { c in try body(PostgresTransaction(c)) }
+        try nextWriter.perform(bytes: bytes) { c in try body(PostgresTransaction(c)) }
     }
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
-        try await writer.performAsync { c in try body(PostgresTransaction(c)) }
+        try await nextWriter.performAsync { c in try body(PostgresTransaction(c)) }
     }
 
     /// A REPEATABLE READ, READ ONLY transaction on a pooled session: one snapshot for the whole body, and writes in it
@@ -68,19 +87,21 @@ public final class PostgresStore: GatewayStore {
         try await Blocking.run { try self.read(body) }
     }
 
-    public var isClosing: Bool { writer.isStopping }
+    public var isClosing: Bool { writers[0].isStopping }
 
     /// Every instance of the gateway may use the database at once: background jobs are claimed with a lease.
     public var sharedByInstances: Bool { true }
 
     public func close() {
-        writer.stop()
-        writerSession.close()
+        for w in writers { w.stop() }
+        for session in writerSessions { session.close() }
         readers.close()
     }
 
     /// (transactions committed, work items committed) since open: how well group commit batches.
-    public var commitStatistics: (batches: Int, items: Int) { writer.statistics }
+    public var commitStatistics: (batches: Int, items: Int) {
+        writers.reduce((0, 0)) { sum, w in (sum.0 + w.statistics.batches, sum.1 + w.statistics.items) }
+    }
 }
 
 /// The writer's session: one pool slot, so that a session the server closed (a restart, a failover) is reconnected
