@@ -12,7 +12,6 @@ struct SQLiteTransaction: StoreTransaction {
 extension SQLiteValue {
     init(_ g: Generation?) { self.init(g?.rawValue) }
     init(_ e: AppStoreEnvironment?) { self.init(e?.rawValue) }
-    init(_ n: Int?) { self = n.map { .integer(Int64($0)) } ?? .null }
 }
 
 /// `LIMIT ?` for a caller's count: never negative.
