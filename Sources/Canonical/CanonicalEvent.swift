@@ -11,6 +11,8 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
     /// V1: `v1:` + hex SHA-256 of the body without `password`, keys sorted (`:n` likewise).
     public var id: String
     public var source: EventSource
+    /// How the event was recovered when it was not received live (reconciliation, notification history); nil live.
+    public var recoveredBy: RecoveryMechanism?
     public var kind: EventKind
     public var reason: EventReason?
     /// Apple's own strings, kept verbatim, including values unknown today.
@@ -89,7 +91,9 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {
-        case schema, id, source, kind, reason
+        case schema, id, source
+        case recoveredBy = "recovered_by"
+        case kind, reason
         case rawType = "raw_type"
         case rawSubtype = "raw_subtype"
         case bundleID = "bundle_id"
@@ -128,6 +132,7 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
         try c.encode(schema, forKey: .schema)
         try c.encode(id, forKey: .id)
         try c.encode(source, forKey: .source)
+        try c.encode(recoveredBy, forKey: .recoveredBy)
         try c.encode(kind, forKey: .kind)
         try c.encode(reason, forKey: .reason)
         try c.encode(rawType, forKey: .rawType)
@@ -171,6 +176,7 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
         schema = try c.decode(Int.self, forKey: .schema)
         id = try c.decode(String.self, forKey: .id)
         source = try c.decode(EventSource.self, forKey: .source)
+        recoveredBy = try c.decodeIfPresent(RecoveryMechanism.self, forKey: .recoveredBy)
         kind = try c.decode(EventKind.self, forKey: .kind)
         reason = try c.decodeIfPresent(EventReason.self, forKey: .reason)
         rawType = try c.decode(String.self, forKey: .rawType)

@@ -92,6 +92,18 @@ public struct EventSource: WireString {
     public static let v1Receipt = Self(rawValue: "v1-receipt")
 }
 
+/// How an event the gateway did not receive live was recovered (docs/operations.md, "Reconciliation"); nil on
+/// live events and their replays.
+public struct RecoveryMechanism: WireString {
+    public var rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    /// Apple's signed state of a subscription (or verifyReceipt's answer) differed from the stored state.
+    public static let reconciliation = Self(rawValue: "reconciliation")
+    /// A notification found in Apple's notification history (the sweep, or `backfill`) that was never journaled.
+    public static let history = Self(rawValue: "history")
+}
+
 /// Apple environment, normalized: V1's `PROD` / `Production` / `Sandbox` and V2's `Production` / `Sandbox` /
 /// `Xcode` / `LocalTesting` all map here.
 public struct AppStoreEnvironment: WireString {

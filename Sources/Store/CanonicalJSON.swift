@@ -9,6 +9,7 @@ public enum CanonicalJSON {
         w.int("schema", e.schema)
         w.string("id", e.id)
         w.string("source", e.source.rawValue)
+        w.string("recovered_by", e.recoveredBy?.rawValue)
         w.string("kind", e.kind.rawValue)
         w.string("reason", e.reason?.rawValue)
         w.string("raw_type", e.rawType)

@@ -23,8 +23,10 @@ public enum JournalOrigin: String, Sendable, Hashable, CaseIterable {
     case live
     /// Re-run from the quarantine by an operator, judged as of its arrival.
     case quarantineReplay = "quarantine_replay"
-    /// Fetched from Apple's notification history.
+    /// Fetched from Apple's notification history by `backfill`.
     case backfill
+    /// Fetched from Apple's notification history by the scheduled sweep.
+    case historySweep = "history_sweep"
 }
 
 /// Who set a bundle's authority: the config file (followed on every start) or a cutover (kept over the config).

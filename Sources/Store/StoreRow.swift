@@ -229,3 +229,37 @@ enum SnapshotJSON {
         return try? JSONDecoder().decode(OutcomeSnapshot.self, from: Data(bytes))
     }
 }
+
+// MARK: Recovery runs
+
+extension ReconcileRun {
+    /// nil for a kind this build does not know (a newer gateway's row).
+    init?(row: some StoreRow) {
+        guard let kind = row.string("kind").flatMap(ReconcileKind.init(rawValue:)) else { return nil }
+        self.init(
+            id: row.int64("id") ?? 0,
+            key: ReconcileRunKey(bundleID: row.string("bundle_id") ?? "", environment: row.environment("environment") ?? .production,
+                                 kind: kind),
+            nextRunAt: row.int64("next_run_at") ?? 0, watermark: row.int64("watermark"), attempts: row.int("attempts") ?? 0,
+            lastRunAt: row.int64("last_run_at"), lastError: row.string("last_error"), checked: row.int64("checked") ?? 0,
+            recovered: row.int64("recovered") ?? 0, calls: row.int64("calls") ?? 0)
+    }
+}
+
+extension ReconcileCandidate {
+    init(row: some StoreRow) {
+        self.init(originalTransactionID: row.string("original_transaction_id") ?? "", eventID: row.string("event_id") ?? "",
+                  expiresDate: row.int64("expires_date"))
+    }
+}
+
+extension RecoveredCount {
+    init(row: some StoreRow) {
+        self.init(bundleID: row.string("bundle_id") ?? "", environment: row.environment("environment") ?? .production,
+                  mechanism: RecoveryMechanism(rawValue: row.string("recovered_by") ?? ""), day: row.int64("day") ?? 0,
+                  count: row.int("n") ?? 0)
+    }
+}
+
+/// The columns a recovery run is read with.
+let reconcileRunColumns = "id, bundle_id, environment, kind, next_run_at, watermark, attempts, last_run_at, last_error, checked, recovered, calls"

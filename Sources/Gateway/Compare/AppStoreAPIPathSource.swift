@@ -6,15 +6,18 @@ public import V2Adapter
 /// The V2 path's view of a subscription from the App Store Server API (Get All Subscription Statuses, every signed
 /// item verified like a notification), one client per configured app (the token names the bundle), with the
 /// team's key from `app_store_api.private_key_env`.
-public struct AppStoreAPIPathSource: V2PathSource {
+public struct AppStoreAPIPathSource: V2PathSource, NotificationHistorySource {
     let clients: [String: AppStoreAPIClient]
 
     public init(clients: [String: AppStoreAPIClient]) { self.clients = clients }
 
     /// nil when `app_store_api` has no credentials; a ConfigError when they are named but unusable (the variable
     /// unset, or not a P-256 PEM key). The key itself never appears in an error.
+    /// `maxAttempts` 1: a failure (a 429 included) ends the call at once, for callers that reschedule themselves
+    /// (reconciliation waits out a `Retry-After` in its schedule, not in a task).
     public static func make(config: GatewayConfig, environment: [String: String], transport: any HTTPTransport, adapter: V2Adapter,
-                            now: @escaping @Sendable () -> Int64, jitter: @escaping @Sendable () -> Double) throws -> AppStoreAPIPathSource? {
+                            now: @escaping @Sendable () -> Int64, jitter: @escaping @Sendable () -> Double,
+                            maxAttempts: Int = RetryPolicy.appStoreAPIClient.maxAttempts) throws -> AppStoreAPIPathSource? {
         guard config.hasAppStoreAPICredentials, let keyID = config.appStoreAPI.keyID, let issuerID = config.appStoreAPI.issuerID,
               let variable = config.appStoreAPI.privateKeyEnv
         else { return nil }
@@ -23,7 +26,7 @@ public struct AppStoreAPIPathSource: V2PathSource {
         for app in config.apps {
             let configuration = AppStoreAPIClient.Configuration(
                 productionURL: config.appStoreAPI.productionURL, sandboxURL: config.appStoreAPI.sandboxURL, keyID: keyID,
-                issuerID: issuerID, bundleID: app.bundleID, privateKey: key)
+                issuerID: issuerID, bundleID: app.bundleID, privateKey: key, maxAttempts: maxAttempts)
             clients[app.bundleID] = AppStoreAPIClient(configuration: configuration, transport: transport, adapter: adapter, now: now,
                                                       jitter: jitter)
         }
@@ -43,6 +46,22 @@ public struct AppStoreAPIPathSource: V2PathSource {
 
     public func client(for bundleID: String) -> AppStoreAPIClient? { clients[bundleID] }
 
+    public func serves(bundleID: String) -> Bool { clients[bundleID] != nil }
+
+    public func notificationHistoryPage(bundleID: String, environment: AppStoreEnvironment, startDate: Int64, endDate: Int64,
+                                        paginationToken: String?) async throws(PathFetchError) -> NotificationHistorySlice {
+        guard let client = clients[bundleID] else {
+            throw PathFetchError(code: "no_app_store_api", message: "no App Store Server API client for \(bundleID)", retryable: false)
+        }
+        do {
+            let page = try await client.notificationHistory(
+                NotificationHistoryRequest(startDate: startDate, endDate: endDate), environment: environment, paginationToken: paginationToken)
+            return NotificationHistorySlice(signedPayloads: page.items.map(\.signedPayload), nextPaginationToken: page.nextPaginationToken)
+        } catch {
+            throw PathFetchError(error)
+        }
+    }
+
     public func status(bundleID: String, environment: AppStoreEnvironment, originalTransactionID: String, observedAt: Int64)
         async throws(PathFetchError) -> V2PathStatus?
     {
@@ -54,12 +73,20 @@ public struct AppStoreAPIPathSource: V2PathSource {
             statuses = try await client.subscriptionStatuses(transactionID: originalTransactionID, environment: environment)
         } catch {
             if error.code == .notFound { return nil }
-            let retryable = [.rateLimited, .appleUnavailable].contains(error.code)
-            throw PathFetchError(code: error.code.rawValue, message: error.message, retryable: retryable)
+            throw PathFetchError(error)
         }
         guard let item = statuses.items.first(where: { $0.originalTransactionID == originalTransactionID }) else { return nil }
         return V2PathStatus(
             snapshot: item.snapshot(observedAt: observedAt, bundleID: bundleID, environment: environment),
             transaction: item.transaction.payload, renewal: item.renewalInfo?.payload)
+    }
+}
+
+extension PathFetchError {
+    /// An App Store Server API failure: retryable when Apple is rate limiting or unavailable, with the wait a
+    /// `Retry-After` asked for.
+    init(_ error: AppStoreAPIError) {
+        self.init(code: error.code.rawValue, message: error.message, retryable: [.rateLimited, .appleUnavailable].contains(error.code))
+        retryAfterMillis = error.retryAfter.map { $0.components.seconds.clampedMultiplied(by: 1000) }
     }
 }

@@ -16,13 +16,40 @@ public struct PathFetchError: Error, Sendable, CustomStringConvertible {
     public var code: String
     public var message: String
     public var retryable: Bool
-    public init(code: String, message: String, retryable: Bool) { (self.code, self.message, self.retryable) = (code, message, retryable) }
+    /// How long Apple asked to wait (`Retry-After`), when it did.
+    public var retryAfterMillis: Int64?
+    public init(code: String, message: String, retryable: Bool, retryAfterMillis: Int64? = nil) {
+        (self.code, self.message, self.retryable, self.retryAfterMillis) = (code, message, retryable, retryAfterMillis)
+    }
     public var description: String { "\(code): \(message)" }
 }
 
 /// The V2 path's view of a subscription (the App Store Server API in the service; a fake in tests).
 public protocol V2PathSource: Sendable {
+    /// Whether it can answer for an app (the App Store Server API: only apps with a client).
+    func serves(bundleID: String) -> Bool
     /// nil when Apple's V2 path does not know the subscription.
     func status(bundleID: String, environment: AppStoreEnvironment, originalTransactionID: String, observedAt: Int64) async throws(PathFetchError)
         -> V2PathStatus?
+}
+
+extension V2PathSource {
+    public func serves(bundleID: String) -> Bool { true }
+}
+
+/// One page of Get Notification History: the `signedPayload`s, and where the next page starts (nil: the last).
+public struct NotificationHistorySlice: Sendable {
+    public var signedPayloads: [String]
+    public var nextPaginationToken: String?
+    public init(signedPayloads: [String], nextPaginationToken: String?) {
+        (self.signedPayloads, self.nextPaginationToken) = (signedPayloads, nextPaginationToken)
+    }
+}
+
+/// Apple's notification history (the App Store Server API in the service), for the sweep.
+public protocol NotificationHistorySource: Sendable {
+    func serves(bundleID: String) -> Bool
+    /// One page of the notifications Apple sent for the app in [startDate, endDate).
+    func notificationHistoryPage(bundleID: String, environment: AppStoreEnvironment, startDate: Int64, endDate: Int64,
+                                 paginationToken: String?) async throws(PathFetchError) -> NotificationHistorySlice
 }

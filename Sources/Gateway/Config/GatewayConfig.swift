@@ -123,6 +123,8 @@ public struct GatewayConfig: Sendable {
         productionURL: "https://api.storekit.apple.com", sandboxURL: "https://api.storekit-sandbox.apple.com",
         issuerID: nil, keyID: nil, privateKeyEnv: nil)
     public var compareSettings = CompareSettings()
+    /// `reconcile`: recovery of what Apple's notifications did not bring (docs/operations.md, "Reconciliation").
+    public var reconcile = ReconcileSettings()
     /// The authoritative path silent this long while the other path is not → a log line and a metric.
     public var silenceAlertMillis: Int64 = 6 * 3_600_000
     public var maxNotificationAgeMillis: Int64 = 10 * 86_400_000
@@ -228,6 +230,34 @@ public struct GatewayConfig: Sendable {
                 c.compareSettings.rule.minimumAgreementRate = rate
             }
             c.compareSettings.rule.allowOneSided = try compare.bool("allow_one_sided") ?? false
+        }
+        if let reconcile = try r.object("reconcile") {
+            try reconcile.rejectUnknown(allowed: Keys.reconcile)
+            func duration(_ key: String, _ current: Int64?, offAllowed: Bool) throws(ConfigError) -> Int64? {
+                guard let text = try reconcile.string(key) else { return current }
+                if offAllowed, text == "off" { return nil }
+                guard let ms = configDuration(text), ms > 0 else {
+                    throw ConfigError(field: reconcile.field(key), offAllowed ? "must be a duration such as 1h, or \"off\"" : "must be a duration such as 48h")
+                }
+                return ms
+            }
+            c.reconcile.everyMillis = try duration("every", c.reconcile.everyMillis, offAllowed: true)
+            c.reconcile.historySweepMillis = try duration("history_sweep", c.reconcile.historySweepMillis, offAllowed: true)
+            c.reconcile.expiringWithinMillis = try duration("expiring_within", c.reconcile.expiringWithinMillis, offAllowed: false)
+                ?? c.reconcile.expiringWithinMillis
+            c.reconcile.silentForMillis = try duration("silent_for", c.reconcile.silentForMillis, offAllowed: false) ?? c.reconcile.silentForMillis
+            c.reconcile.historyOverlapMillis = try duration("history_overlap", c.reconcile.historyOverlapMillis, offAllowed: false)
+                ?? c.reconcile.historyOverlapMillis
+            c.reconcile.historyFirstWindowMillis = try duration("history_first_window", c.reconcile.historyFirstWindowMillis, offAllowed: false)
+                ?? c.reconcile.historyFirstWindowMillis
+            if let n = try reconcile.int64("requests_per_hour") {
+                guard (1...1_000_000).contains(n) else { throw ConfigError(field: reconcile.field("requests_per_hour"), "must be 1…1000000") }
+                c.reconcile.requestsPerHour = Int(n)
+            }
+            if let n = try reconcile.int64("alert_after") {
+                guard (1...1_000_000).contains(n) else { throw ConfigError(field: reconcile.field("alert_after"), "must be 1…1000000") }
+                c.reconcile.alertAfter = Int(n)
+            }
         }
         if let silence = try r.string("silence_alert") {
             guard let ms = configDuration(silence) else {
@@ -361,6 +391,7 @@ public struct GatewayConfig: Sendable {
         static let root: Set<String> = [
             "listen", "admin", "store", "trust", "verify_receipt", "apps", "downstreams", "app_store_api",
             "max_notification_age", "raw_body_retention", "listen_tls", "limits", "compare", "silence_alert", "$comment",
+            "reconcile",
         ]
         static let admin: Set<String> = ["listen", "token_env"]
         static let store: Set<String> = ["sqlite", "postgres"]
@@ -370,6 +401,10 @@ public struct GatewayConfig: Sendable {
         static let appStoreAPI: Set<String> = ["production_url", "sandbox_url", "issuer_id", "key_id", "private_key_env"]
         static let compare: Set<String> = [
             "tolerance", "grace", "confirm_delay", "concurrency", "min_pairs", "min_agreement_rate", "window", "allow_one_sided",
+        ]
+        static let reconcile: Set<String> = [
+            "every", "expiring_within", "silent_for", "history_sweep", "history_overlap", "history_first_window", "requests_per_hour",
+            "alert_after",
         ]
         static let listenTLS: Set<String> = ["cert_file", "key_file"]
         static let limits: Set<String> = [
@@ -390,7 +425,7 @@ public struct GatewayConfig: Sendable {
         /// Where each set applies: the object's dotted path (`[]`: each element of a list) and its members.
         static let objects: [(path: String, members: Set<String>)] = [
             ("", root), ("admin", admin), ("store", store), ("store.postgres", storePostgres), ("trust", trust), ("verify_receipt", verifyReceipt),
-            ("app_store_api", appStoreAPI), ("compare", compare), ("listen_tls", listenTLS), ("limits", limits),
+            ("app_store_api", appStoreAPI), ("compare", compare), ("reconcile", reconcile), ("listen_tls", listenTLS), ("limits", limits),
             ("downstreams[]", downstream), ("apps[]", app), ("apps[].authority", appAuthority),
         ]
     }

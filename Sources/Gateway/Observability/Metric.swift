@@ -30,6 +30,13 @@ enum Metric: String, CaseIterable, Sendable {
     case compareOneSidedTotal = "iapgw_compare_one_sided_total"
     case compareJobsPending = "iapgw_compare_jobs_pending"
     case authoritySilent = "iapgw_authority_silent"
+    // Reconciliation and the notification-history sweep
+    case reconcileCheckedTotal = "iapgw_reconcile_checked_total"
+    case recoveredEventsTotal = "iapgw_recovered_events_total"
+    case reconcileAPICallsTotal = "iapgw_reconcile_api_calls_total"
+    case reconcileBudgetRemaining = "iapgw_reconcile_budget_remaining"
+    case reconcileRateLimitedTotal = "iapgw_reconcile_rate_limited_total"
+    case notificationsMissed = "iapgw_notifications_missed"
     // Latency
     case verifySeconds = "iapgw_verify_seconds"
     case requestSeconds = "iapgw_request_seconds"
@@ -66,6 +73,15 @@ enum Metric: String, CaseIterable, Sendable {
         case .compareOneSidedTotal: (.counter, "Subscriptions one path did not know after the grace window, by side")
         case .compareJobsPending: (.gauge, "Comparison fetches waiting")
         case .authoritySilent: (.gauge, "1 while the authoritative path is silent and the other is not")
+        case .reconcileCheckedTotal:
+            (.counter, "Subscriptions checked against Apple (reconciliation) or history notifications looked at (history), by bundle and mechanism")
+        case .recoveredEventsTotal: (.counter, "Events recovered that Apple's notifications did not bring, by bundle and mechanism")
+        case .reconcileAPICallsTotal:
+            (.counter, "Apple requests made by recovery runs, by bundle and endpoint (subscription_statuses, notification_history, verify_receipt)")
+        case .reconcileBudgetRemaining: (.gauge, "Apple requests the last recovery run of a bundle and kind left unspent of its budget")
+        case .reconcileRateLimitedTotal: (.counter, "Recovery runs ended by Apple's 429 (due again after its Retry-After), by bundle")
+        case .notificationsMissed:
+            (.gauge, "1 while recovery keeps finding notifications Apple's delivery missed (reconcile.alert_after over a day), by bundle and environment")
         case .verifySeconds: (.histogram, "V2 verification time")
         case .requestSeconds: (.histogram, "POST /notifications handling time, journaling included")
         }

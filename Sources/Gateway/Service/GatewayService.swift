@@ -23,6 +23,9 @@ public final class GatewayService: Sendable {
         public var comparePolicy = CompareWorker.Policy()
         /// The V2 path's view of subscriptions; nil: the App Store Server API from `app_store_api` (when configured).
         public var v2PathSource: (any V2PathSource)? = nil
+        /// Apple's notification history for the sweep; nil: the App Store Server API from `app_store_api` (when configured).
+        public var historySource: (any NotificationHistorySource)? = nil
+        public var reconcilePolicy = ReconcileWorker.Policy()
         /// The store; nil: the one the config names (``GatewayService/openStore(config:environment:sqliteOptions:)``).
         public var store: (any GatewayStore)? = nil
         /// How the SQLite store is opened (tests inject storage faults here: a full disk).
@@ -77,6 +80,7 @@ public final class GatewayService: Sendable {
     let delivery: DeliveryWorker
     let receipts: ReceiptWorker
     let compare: CompareWorker
+    let reconcile: ReconcileWorker
     /// The report and cutover (CLI and admin API).
     public let ledger: CompareLedger
     /// The App Store Server API clients, when `app_store_api` is configured.
@@ -152,6 +156,15 @@ public final class GatewayService: Sendable {
         compare = CompareWorker(
             context: workers, settings: config.compareSettings, silenceAlertMillis: config.silenceAlertMillis, v2Source: v2Source,
             receiptClient: verifyReceipt, apps: v1Apps, policy: dependencies.comparePolicy)
+        // Recovery runs reschedule themselves on a 429: their App Store Server API clients never wait inside a call.
+        let recoverySource = try dependencies.v2PathSource == nil
+            ? AppStoreAPIPathSource.make(config: config, environment: env, transport: dependencies.transport, adapter: v2,
+                                         now: dependencies.now, jitter: dependencies.jitter, maxAttempts: 1)
+            : nil
+        reconcile = ReconcileWorker(
+            context: workers, settings: config.reconcile, apps: config.apps, statusSource: recoverySource ?? v2Source,
+            historySource: dependencies.historySource ?? recoverySource, receiptClient: verifyReceipt, v1Apps: v1Apps, ingest: ingest,
+            policy: dependencies.reconcilePolicy)
         publicRoutes = PublicRoutes(ingest: ingest, metrics: metrics, log: log)
         if let token = secrets.adminToken {
             adminAPI = AdminAPI(
@@ -199,11 +212,13 @@ public final class GatewayService: Sendable {
         let delivery = self.delivery
         let receipts = self.receipts
         let compare = self.compare
+        let reconcile = self.reconcile
         let retention = self.retention
         tasks.withLock { t in
             t.append(Task.detached { await delivery.run() })
             t.append(Task.detached { await receipts.run() })
             t.append(Task.detached { await compare.run() })
+            t.append(Task.detached { await reconcile.run() })
             t.append(Task.detached { await retention.run() })
         }
 
@@ -255,6 +270,7 @@ public final class GatewayService: Sendable {
         delivery.stop()
         receipts.stop()
         compare.stop()
+        reconcile.stop()
         let running = tasks.withLock { t in
             defer { t.removeAll() }
             return t

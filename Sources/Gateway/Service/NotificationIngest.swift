@@ -46,11 +46,17 @@ public final class NotificationIngest: Sendable {
         public var checksFreshness: Bool
         /// Whether a refusal is quarantined. A replay of a quarantined row records its outcome on that row instead.
         public var quarantinesRefusals: Bool
+        /// What the events of a body that was not journaled before carry in `recovered_by`.
+        public var recoveredBy: RecoveryMechanism? = nil
 
         /// A request on the endpoint.
         public static let live = Origin(name: .live, arrivedAt: nil, checksFreshness: true, quarantinesRefusals: true)
-        /// Get Notification History, fetched by `backfill`.
-        public static let backfill = Origin(name: .backfill, arrivedAt: nil, checksFreshness: false, quarantinesRefusals: true)
+        /// Get Notification History, fetched by `backfill`: what it finds was missed.
+        public static let backfill = Origin(name: .backfill, arrivedAt: nil, checksFreshness: false, quarantinesRefusals: true,
+                                            recoveredBy: .history)
+        /// Get Notification History, fetched by the scheduled sweep (docs/operations.md, "Reconciliation").
+        public static let historySweep = Origin(name: .historySweep, arrivedAt: nil, checksFreshness: false, quarantinesRefusals: true,
+                                                recoveredBy: .history)
         /// A quarantined body run again: judged as it would have been when it arrived, never more leniently.
         public static func quarantineReplay(arrivedAt: Int64) -> Origin {
             Origin(name: .quarantineReplay, arrivedAt: arrivedAt, checksFreshness: true, quarantinesRefusals: false)
@@ -140,7 +146,11 @@ public final class NotificationIngest: Sendable {
         item.notificationType = verified.payload.notificationType
         item.subtype = verified.payload.subtype
         item.leafSerial = verified.leafSerial
-        item.events = verified.canonicalEvents()
+        item.events = verified.canonicalEvents().map { event in
+            var event = event
+            event.recoveredBy = origin.recoveredBy
+            return event
+        }
         guard !item.key.isEmpty else {
             return refuse(GatewayError(.malformed, "notification has no notificationUUID"), version: .v2, bytes: bytes, at: received,
                           origin: origin)

@@ -78,11 +78,11 @@ public enum StoreMigration {
               serial: "id"),
         Table(name: "events",
               columns: ["id", "seq", "journal_id", "path", "source", "kind", "reason", "bundle_id", "environment", "original_transaction_id",
-                        "event_date", "authoritative", "created_at", "json"],
+                        "event_date", "authoritative", "created_at", "json", "recovered_by"],
               sourceExpressions: ["seq": "rowid"], serial: "seq"),
         Table(name: "subscription_state",
               columns: ["path", "environment", "original_transaction_id", "bundle_id", "event_id", "event_date", "event_seq", "json",
-                        "updated_at"]),
+                        "updated_at", "expires_date", "reconciled_at"]),
         Table(name: "outbox",
               columns: ["id", "downstream", "event_id", "journal_id", "state", "attempts", "next_attempt_at", "created_at", "delivered_at",
                         "last_status", "last_error"],
@@ -109,6 +109,10 @@ public enum StoreMigration {
         Table(name: "cutover_log",
               columns: ["id", "at", "bundle_id", "environment", "from_authority", "to_authority", "who", "reason", "verdict", "forced"],
               serial: "id"),
+        Table(name: "reconcile_runs",
+              columns: ["id", "bundle_id", "environment", "kind", "next_run_at", "watermark", "attempts", "last_run_at", "last_error",
+                        "checked", "recovered", "calls"],
+              targetOnly: claims, serial: "id"),
     ]
     /// Tables of both schemas that are not copied: each side's own migration record, and the usage the trigger keeps.
     static let notCopied: Set<String> = ["schema_migrations", "quarantine_usage"]

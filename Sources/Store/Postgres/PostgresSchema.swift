@@ -285,6 +285,35 @@ enum PostgresSchema {
                 CREATE TRIGGER quarantine_usage_update AFTER UPDATE OF size, lane ON quarantine
                     FOR EACH ROW EXECUTE FUNCTION quarantine_usage_count();
                 """),
+        PostgresMigration(
+            version: 6,
+            sql: """
+                -- Recovery (reconciliation and the notification-history sweep): how an event was recovered, when
+                -- each subscription's path expires and was last checked against Apple, and the scheduled runs.
+                ALTER TABLE events ADD COLUMN recovered_by text;         -- reconciliation | history; NULL when live
+                CREATE INDEX events_recovered ON events(created_at) WHERE recovered_by IS NOT NULL;
+                ALTER TABLE subscription_state ADD COLUMN expires_date bigint;
+                ALTER TABLE subscription_state ADD COLUMN reconciled_at bigint;
+                UPDATE subscription_state SET expires_date = (convert_from(json, 'UTF8')::jsonb ->> 'expires_date')::bigint;
+                CREATE INDEX subscription_state_expiry ON subscription_state(bundle_id, environment, path, expires_date);
+                CREATE TABLE reconcile_runs (
+                    id bigserial PRIMARY KEY,
+                    bundle_id text NOT NULL,
+                    environment text NOT NULL,
+                    kind text NOT NULL,                                  -- subscriptions | receipts | history
+                    next_run_at bigint NOT NULL,
+                    watermark bigint,                                    -- history: end of the last window swept
+                    attempts integer NOT NULL DEFAULT 0,
+                    last_run_at bigint,
+                    last_error text,
+                    checked bigint NOT NULL DEFAULT 0,
+                    recovered bigint NOT NULL DEFAULT 0,
+                    calls bigint NOT NULL DEFAULT 0,
+                    claimed_by text,
+                    claimed_until bigint,
+                    UNIQUE (bundle_id, environment, kind)
+                );
+                """),
     ]
 
     /// The advisory lock (class, object) migrations run under: the class names the gateway's migrations, the object

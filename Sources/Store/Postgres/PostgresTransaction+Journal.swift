@@ -34,13 +34,13 @@ extension PostgresTransaction: JournalRows {
         try c.queryOne(
             """
             INSERT INTO events (id, journal_id, path, source, kind, reason, bundle_id, environment, original_transaction_id,
-                                event_date, authoritative, created_at, json)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) ON CONFLICT (id) DO NOTHING RETURNING seq
+                                event_date, authoritative, created_at, json, recovered_by)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING RETURNING seq
             """,
             [.text(event.id), PostgresValue(journalID), .text(path.rawValue), .text(event.source.rawValue), .text(event.kind.rawValue),
              PostgresValue(event.reason?.rawValue), PostgresValue(event.bundleID), PostgresValue(event.environment),
              PostgresValue(event.originalTransactionID), .int64(event.eventDate), .bool(authoritative), .int64(now),
-             .bytea(CanonicalJSON.encode(event))])?.int64("seq")
+             .bytea(CanonicalJSON.encode(event)), PostgresValue(event.recoveredBy?.rawValue)])?.int64("seq")
     }
 
     /// The upsert locks the row and compares with its latest committed version, so instances writing at once converge
@@ -49,15 +49,17 @@ extension PostgresTransaction: JournalRows {
         try c.run(
             """
             INSERT INTO subscription_state AS s (path, environment, original_transaction_id, bundle_id, event_id, event_date,
-                                                 event_seq, json, updated_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+                                                 event_seq, json, updated_at, expires_date)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
             ON CONFLICT (path, environment, original_transaction_id) DO UPDATE SET
                 bundle_id = excluded.bundle_id, event_id = excluded.event_id, event_date = excluded.event_date,
-                event_seq = excluded.event_seq, json = excluded.json, updated_at = excluded.updated_at
+                event_seq = excluded.event_seq, json = excluded.json, updated_at = excluded.updated_at,
+                expires_date = excluded.expires_date
             WHERE excluded.event_date > s.event_date OR (excluded.event_date = s.event_date AND excluded.event_seq > s.event_seq)
             """,
             [.text(state.path.rawValue), .text(environment.rawValue), .text(state.originalTransactionID), PostgresValue(bundleID),
-             .text(state.eventID), .int64(state.eventDate), .int64(seq), .bytea(CanonicalJSON.encode(state)), .int64(now)])
+             .text(state.eventID), .int64(state.eventDate), .int64(seq), .bytea(CanonicalJSON.encode(state)), .int64(now),
+             PostgresValue(state.expiresDate)])
     }
 
     func insertDelivery(downstream: String, eventID: String?, journalID: Int64?, now: Int64) throws {

@@ -23,13 +23,13 @@ extension SQLiteTransaction: JournalRows {
         let inserted = try c.run(
             """
             INSERT INTO events (id, journal_id, path, source, kind, reason, bundle_id, environment, original_transaction_id,
-                                event_date, authoritative, created_at, json)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING
+                                event_date, authoritative, created_at, json, recovered_by)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING
             """,
             [.text(event.id), SQLiteValue(journalID), .text(path.rawValue), .text(event.source.rawValue), .text(event.kind.rawValue),
              SQLiteValue(event.reason?.rawValue), SQLiteValue(event.bundleID), SQLiteValue(event.environment),
              SQLiteValue(event.originalTransactionID), .integer(event.eventDate), SQLiteValue(authoritative), .integer(now),
-             .blob(CanonicalJSON.encode(event))])
+             .blob(CanonicalJSON.encode(event)), SQLiteValue(event.recoveredBy?.rawValue)])
         return inserted > 0 ? c.lastInsertRowID : nil  // the rowid: the arrival order
     }
 
@@ -37,16 +37,18 @@ extension SQLiteTransaction: JournalRows {
         try c.run(
             """
             INSERT INTO subscription_state (path, environment, original_transaction_id, bundle_id, event_id, event_date,
-                                            event_seq, json, updated_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                            event_seq, json, updated_at, expires_date)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(path, environment, original_transaction_id) DO UPDATE SET
                 bundle_id = excluded.bundle_id, event_id = excluded.event_id, event_date = excluded.event_date,
-                event_seq = excluded.event_seq, json = excluded.json, updated_at = excluded.updated_at
+                event_seq = excluded.event_seq, json = excluded.json, updated_at = excluded.updated_at,
+                expires_date = excluded.expires_date
             WHERE excluded.event_date > subscription_state.event_date
                OR (excluded.event_date = subscription_state.event_date AND excluded.event_seq > subscription_state.event_seq)
             """,
             [.text(state.path.rawValue), .text(environment.rawValue), .text(state.originalTransactionID), SQLiteValue(bundleID),
-             .text(state.eventID), .integer(state.eventDate), .integer(seq), .blob(CanonicalJSON.encode(state)), .integer(now)])
+             .text(state.eventID), .integer(state.eventDate), .integer(seq), .blob(CanonicalJSON.encode(state)), .integer(now),
+             SQLiteValue(state.expiresDate)])
     }
 
     func insertDelivery(downstream: String, eventID: String?, journalID: Int64?, now: Int64) throws {

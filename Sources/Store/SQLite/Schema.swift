@@ -250,5 +250,32 @@ enum Schema {
                     ON CONFLICT(lane) DO UPDATE SET rows = rows + 1, bytes = bytes + NEW.size;
                 END;
                 """),
+        SQLiteMigration(
+            version: 6,
+            sql: """
+                -- Recovery (reconciliation and the notification-history sweep): how an event was recovered, when
+                -- each subscription's path expires and was last checked against Apple, and the scheduled runs.
+                ALTER TABLE events ADD COLUMN recovered_by TEXT;         -- reconciliation | history; NULL when live
+                CREATE INDEX events_recovered ON events(created_at) WHERE recovered_by IS NOT NULL;
+                ALTER TABLE subscription_state ADD COLUMN expires_date INTEGER;
+                ALTER TABLE subscription_state ADD COLUMN reconciled_at INTEGER;
+                UPDATE subscription_state SET expires_date = json_extract(CAST(json AS TEXT), '$.expires_date');
+                CREATE INDEX subscription_state_expiry ON subscription_state(bundle_id, environment, path, expires_date);
+                CREATE TABLE reconcile_runs (
+                    id INTEGER PRIMARY KEY,
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    kind TEXT NOT NULL,                                  -- subscriptions | receipts | history
+                    next_run_at INTEGER NOT NULL,
+                    watermark INTEGER,                                   -- history: end of the last window swept
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    last_run_at INTEGER,
+                    last_error TEXT,
+                    checked INTEGER NOT NULL DEFAULT 0,
+                    recovered INTEGER NOT NULL DEFAULT 0,
+                    calls INTEGER NOT NULL DEFAULT 0,
+                    UNIQUE (bundle_id, environment, kind)
+                );
+                """),
     ]
 }

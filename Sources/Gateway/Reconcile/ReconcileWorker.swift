@@ -1,0 +1,402 @@
+internal import Store
+internal import Canonical
+internal import Crypto
+public import V1Adapter
+internal import V2Adapter
+import Synchronization
+
+/// Recovers what Apple's notifications did not bring (docs/operations.md, "Reconciliation"), as scheduled runs per
+/// app and environment, claimed like every job so that on several instances one runs each:
+/// - `subscriptions`: every subscription of the V2 path whose stored expiry is within `expiring_within` of now and
+///   whose state nothing changed for `silent_for` is asked for with Get All Subscription Statuses; where Apple's signed
+///   state differs, a `v2-api` event with `recovered_by: "reconciliation"` and a kind from the difference is stored
+///   and delivered like any other. One that agrees costs the call and produces nothing.
+/// - `receipts`: the same for the V1 path of apps without App Store Server API credentials, with verifyReceipt of
+///   the latest stored receipt (`v1-receipt` events).
+/// - `history`: Get Notification History over the window since the last sweep (overlapping it), every notification
+///   fed through the normal pipeline: one never journaled is stored with its original type and id and
+///   `recovered_by: "history"`; the others are duplicates and change nothing.
+/// Each run spends at most its share of `requests_per_hour`; a 429 ends the run, which is due again only once
+/// Apple's `Retry-After` has passed.
+public final class ReconcileWorker: JobTable, ContextualWorker {
+    typealias Job = ReconcileRun
+
+    public struct Policy: Sendable {
+        public var pollMillis: Int64 = 1_000
+        /// Runs at once (each makes its Apple calls one after another).
+        public var concurrency = 2
+        /// The wait after a failed run without `Retry-After`, doubling per consecutive failure up to `maxDelayMillis`.
+        public var baseDelayMillis: Int64 = 60_000
+        public var maxDelayMillis: Int64 = 3_600_000
+        public init() {}
+    }
+
+    let context: WorkerContext
+    let settings: ReconcileSettings
+    let apps: [GatewayConfig.App]
+    let statusSource: (any V2PathSource)?
+    let historySource: (any NotificationHistorySource)?
+    let receiptClient: VerifyReceiptClient
+    let v1Apps: [String: V1App]
+    let ingest: NotificationIngest
+    let policy: Policy
+    private let scheduler: JobScheduler
+    /// Recovered events per app over the last day, as last read (the silence alert).
+    private let alerting = Mutex<Set<String>>([])
+    private let lastAlertCheck = Mutex<Int64>(0)
+
+    public init(context: WorkerContext, settings: ReconcileSettings, apps: [GatewayConfig.App], statusSource: (any V2PathSource)?,
+                historySource: (any NotificationHistorySource)?, receiptClient: VerifyReceiptClient, v1Apps: [V1App],
+                ingest: NotificationIngest, policy: Policy = .init()) {
+        self.context = context
+        self.settings = settings
+        self.apps = apps
+        self.statusSource = statusSource
+        self.historySource = historySource
+        self.receiptClient = receiptClient
+        self.v1Apps = Dictionary(v1Apps.map { ($0.bundleID, $0) }, uniquingKeysWith: { a, _ in a })
+        self.ingest = ingest
+        self.policy = policy
+        self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
+    }
+
+    /// Schedules the runs the config and credentials allow, then runs them as they come due until ``stop()``.
+    public func run() async {
+        let runs = scheduledRuns(at: now())
+        if !runs.isEmpty {
+            do { try await store.write { tx in try tx.scheduleReconcileRuns(runs) } } catch {
+                log.error("reconciliation not scheduled: the store refused", ["error": .string(String(describing: error).prefix(300).description)])
+            }
+        }
+        await scheduler.run(self)
+    }
+
+    public func stop() { scheduler.stop() }
+
+    /// Every run the config asks for: each app and environment, each kind whose credentials exist. The first run of
+    /// each is spread over its period (by a hash of its key), so that a fleet of apps does not ask Apple at once.
+    func scheduledRuns(at time: Int64) -> [(key: ReconcileRunKey, firstRunAt: Int64)] {
+        var runs: [(key: ReconcileRunKey, firstRunAt: Int64)] = []
+        for app in apps {
+            for environment in app.environments.sorted(by: { $0.rawValue < $1.rawValue }) {
+                for kind in kinds(for: app.bundleID) {
+                    let key = ReconcileRunKey(bundleID: app.bundleID, environment: environment, kind: kind)
+                    runs.append((key, time.clampedAdding(Self.offset(of: key, within: period(of: kind) ?? 1))))
+                }
+            }
+        }
+        return runs
+    }
+
+    /// The kinds of run an app gets: the App Store Server API's two where it has credentials; verifyReceipt where it
+    /// has none but takes V1 with verifyReceipt.
+    func kinds(for bundleID: String) -> [ReconcileKind] {
+        var kinds: [ReconcileKind] = []
+        let api = statusSource?.serves(bundleID: bundleID) == true
+        if settings.everyMillis != nil {
+            if api {
+                kinds.append(.subscriptions)
+            } else if let v1 = v1Apps[bundleID], v1.verifyReceipt, !v1.sharedSecrets.isEmpty {
+                kinds.append(.receipts)
+            }
+        }
+        if settings.historySweepMillis != nil, historySource?.serves(bundleID: bundleID) == true { kinds.append(.history) }
+        return kinds
+    }
+
+    func period(of kind: ReconcileKind) -> Int64? {
+        kind == .history ? settings.historySweepMillis : settings.everyMillis
+    }
+
+    static func offset(of key: ReconcileRunKey, within period: Int64) -> Int64 {
+        let digest = SHA256.hash(Array(key.description.utf8))
+        let n = digest.prefix(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+        return Int64(n % UInt64(max(1, period)))
+    }
+
+    // MARK: JobTable
+
+    var lanes: [String] { [""] }
+
+    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: any StoreTransaction) throws -> [Job] {
+        try tx.claimDueReconcileRuns(at: time, limit: count, lease: lease)
+    }
+
+    func limit(lane: String) -> Int { policy.concurrency }
+
+    func housekeeping() async {
+        let time = now()
+        let due = lastAlertCheck.withLock { last -> Bool in
+            guard time - last >= 60_000 else { return false }
+            last = time
+            return true
+        }
+        if due { await checkRecoveryAlert(at: time) }
+    }
+
+    func process(_ run: Job) async {
+        let time = now()
+        // A run of an app or kind the config no longer has: looked at again in a day (the row stays for its history).
+        guard let period = period(of: run.key.kind), kinds(for: run.key.bundleID).contains(run.key.kind),
+              apps.contains(where: { $0.bundleID == run.key.bundleID && $0.environments.contains(run.key.environment) })
+        else {
+            await settle(run, ReconcileRunOutcome(nextRunAt: time.clampedAdding(86_400_000), watermark: nil, attempts: 0,
+                                                  error: "not configured", checked: 0, recovered: 0, calls: 0), at: time)
+            return
+        }
+        var tally = Tally(budget: settings.budget(periodMillis: period))
+        var watermark: Int64?
+        var failure: PathFetchError?
+        do {
+            switch run.key.kind {
+            case .subscriptions: try await reconcileSubscriptions(run.key, at: time, tally: &tally)
+            case .receipts: try await reconcileReceipts(run.key, at: time, tally: &tally)
+            case .history: watermark = try await sweepHistory(run, at: time, tally: &tally)
+            }
+        } catch let error as PathFetchError {
+            failure = error
+        } catch {
+            failure = PathFetchError(code: "store_unavailable", message: String(describing: error), retryable: true)
+        }
+        let labels = ["bundle": run.key.bundleID, "kind": run.key.kind.rawValue]
+        metrics.set(.reconcileBudgetRemaining, labels, Double(max(0, tally.budget - tally.calls)))
+        let next: Int64
+        let attempts: Int
+        if let failure {
+            attempts = run.attempts + 1
+            let backoff = policy.baseDelayMillis.clampedMultiplied(by: Int64(1) << Int64(min(attempts - 1, 20)))
+            let wait = failure.retryAfterMillis.map { max($0, 1_000) } ?? min(backoff, policy.maxDelayMillis)
+            // Not retryable (credentials refused, say): looked at again next period, not hammered.
+            next = now().clampedAdding(failure.retryable ? wait : max(period, wait))
+            if failure.code == "rate_limited" { metrics.increment(.reconcileRateLimitedTotal, ["bundle": run.key.bundleID]) }
+            log.warn("reconciliation run failed", [
+                "bundle": .string(run.key.bundleID), "environment": .string(run.key.environment.rawValue),
+                "kind": .string(run.key.kind.rawValue), "code": .string(failure.code), "retry_in_ms": .int(next - now()),
+            ])
+        } else {
+            attempts = 0
+            next = time.clampedAdding(period)
+        }
+        await settle(run, ReconcileRunOutcome(nextRunAt: next, watermark: watermark, attempts: attempts, error: failure?.code,
+                                              checked: tally.checked, recovered: tally.recovered, calls: tally.calls), at: time)
+    }
+
+    func settle(_ run: Job, _ outcome: ReconcileRunOutcome, at time: Int64) async {
+        let id = run.id
+        await context.recordOutcome { tx in try tx.settleReconcileRun(id: id, outcome, now: time) }
+    }
+
+    /// What one run spent and found.
+    struct Tally {
+        let budget: Int
+        var calls = 0
+        var checked = 0
+        var recovered = 0
+        var exhausted: Bool { calls >= budget }
+    }
+
+    // MARK: Subscriptions: Get All Subscription Statuses (V2 path) and verifyReceipt (V1 path)
+
+    func candidates(_ key: ReconcileRunKey, path: Generation, at time: Int64, limit: Int) async throws -> [ReconcileCandidate] {
+        let selection = ReconcileSelection(
+            bundleID: key.bundleID, environment: key.environment, path: path,
+            expiresFrom: time.clampedSubtracting(settings.expiringWithinMillis), expiresUntil: time.clampedAdding(settings.expiringWithinMillis),
+            silentSince: time.clampedSubtracting(settings.silentForMillis), checkedBefore: time.clampedSubtracting(settings.silentForMillis),
+            limit: limit)
+        return try await context.read { tx in try tx.reconcileCandidates(selection) }
+    }
+
+    func reconcileSubscriptions(_ key: ReconcileRunKey, at time: Int64, tally: inout Tally) async throws {
+        guard let source = statusSource else { return }
+        for candidate in try await candidates(key, path: .v2, at: time, limit: tally.budget) {
+            guard !tally.exhausted else { break }
+            tally.calls += 1
+            metrics.increment(.reconcileAPICallsTotal, ["bundle": key.bundleID, "endpoint": "subscription_statuses"])
+            let status = try await source.status(bundleID: key.bundleID, environment: key.environment,
+                                                 originalTransactionID: candidate.originalTransactionID, observedAt: time)
+            var recovered: CanonicalEvent?
+            if let status, let stored = try await storedSnapshot(candidate, source: .v2, at: time),
+               let change = Reconciliation.change(stored: stored, apple: status.snapshot, at: time) {
+                var e = Self.recoveredEvent(snapshot: status.snapshot, source: .v2API, kind: change.kind, reason: change.reason, at: time)
+                e.apply(status.transaction)
+                if let renewal = status.renewal { e.apply(renewal) }
+                e.computeEntitlement()
+                recovered = e
+            }
+            try await record(candidate, key: key, path: .v2, event: recovered, at: time, tally: &tally)
+        }
+    }
+
+    func reconcileReceipts(_ key: ReconcileRunKey, at time: Int64, tally: inout Tally) async throws {
+        guard let app = v1Apps[key.bundleID] else { return }
+        for candidate in try await candidates(key, path: .v1, at: time, limit: tally.budget) {
+            guard !tally.exhausted else { break }
+            let subscription = SubscriptionKey(bundleID: key.bundleID, environment: key.environment,
+                                               originalTransactionID: candidate.originalTransactionID)
+            var recovered: CanonicalEvent?
+            if let receipt = try await context.read({ tx in try tx.receipt(of: subscription) }),
+               let secret = app.sharedSecrets.first(where: { $0.name == receipt.secretName }) ?? app.sharedSecrets.first {
+                tally.calls += 1
+                metrics.increment(.reconcileAPICallsTotal, ["bundle": key.bundleID, "endpoint": "verify_receipt"])
+                let answer: VerifyReceiptClient.Answer
+                do { answer = try await receiptClient.verify(receiptData: receipt.receipt, sharedSecret: secret) } catch {
+                    guard error.code == .appleUnavailable else {
+                        // This receipt cannot be checked (Apple calls it invalid): noted, the run goes on.
+                        try await record(candidate, key: key, path: .v1, event: nil, at: time, tally: &tally)
+                        continue
+                    }
+                    throw PathFetchError(code: error.code.rawValue, message: "verifyReceipt", retryable: true)
+                }
+                if let apple = V1EventBuilder.snapshots(from: answer.response, observedAt: time)
+                    .first(where: { $0.originalTransactionID == candidate.originalTransactionID }),
+                   let stored = try await storedSnapshot(candidate, source: .v1, at: time),
+                   let change = Reconciliation.change(stored: stored, apple: apple, at: time) {
+                    var e = Self.recoveredEvent(snapshot: apple, source: .v1Receipt, kind: change.kind, reason: change.reason, at: time)
+                    e.computeEntitlement()
+                    recovered = e
+                }
+            }
+            try await record(candidate, key: key, path: .v1, event: recovered, at: time, tally: &tally)
+        }
+    }
+
+    /// The facts of the stored state: its event's.
+    func storedSnapshot(_ candidate: ReconcileCandidate, source: EventSource, at time: Int64) async throws -> OutcomeSnapshot? {
+        let id = candidate.eventID
+        guard let event = try await context.read({ tx in try tx.events(id: id, originalTransactionID: nil, limit: 1).first?.event }) else {
+            return nil
+        }
+        return OutcomeSnapshot(event: event, source: source, observedAt: time)
+    }
+
+    /// Stores the recovered event (if any) — delivered like any other, its state the path's from now on — and marks
+    /// the subscription checked.
+    func record(_ candidate: ReconcileCandidate, key: ReconcileRunKey, path: Generation, event: CanonicalEvent?, at time: Int64,
+                tally: inout Tally) async throws {
+        let router = self.router
+        let otid = candidate.originalTransactionID
+        let stored = try await store.write { tx -> Bool in
+            var stored = false
+            if let event {
+                let before = try tx.events(id: event.id, originalTransactionID: nil, limit: 1).isEmpty
+                try tx.storeEvents([event], journalID: nil, routing: router, now: time, authority: nil)
+                stored = before
+            }
+            try tx.markReconciled(path: path, environment: key.environment, originalTransactionID: otid, at: time)
+            return stored
+        }
+        tally.checked += 1
+        metrics.increment(.reconcileCheckedTotal, ["bundle": key.bundleID, "mechanism": RecoveryMechanism.reconciliation.rawValue])
+        if stored, let event {
+            tally.recovered += 1
+            metrics.increment(.recoveredEventsTotal, ["bundle": key.bundleID, "mechanism": RecoveryMechanism.reconciliation.rawValue])
+            log.info("subscription reconciled: Apple's state differed", [
+                "bundle": .string(key.bundleID), "environment": .string(key.environment.rawValue), "path": .string(path.rawValue),
+                "original_transaction_id": .string(otid), "kind": .string(event.kind.rawValue), "event_id": .string(event.id),
+            ])
+        }
+    }
+
+    /// The event that brings a path in line with what Apple says now. Its id is fixed by the facts it carries, so two
+    /// instances (or two runs) that find the same difference store it once.
+    static func recoveredEvent(snapshot s: OutcomeSnapshot, source: EventSource, kind: EventKind, reason: EventReason?, at time: Int64)
+        -> CanonicalEvent
+    {
+        func text<T>(_ v: T?) -> String { v.map { "\($0)" } ?? "" }
+        let parts: [String] = [
+            s.originalTransactionID, text(s.transactionID), text(s.productID), text(s.expiresDate), text(s.revocationDate),
+            text(s.gracePeriodExpiresDate), text(s.autoRenew), text(s.autoRenewProductID), text(s.inBillingRetry),
+        ]
+        let facts = parts.joined(separator: "|")
+        let id = "reconciliation:" + source.rawValue + ":" + Hex.encode(Array(SHA256.hash(Array(facts.utf8)).prefix(16)))
+        var e = CanonicalEvent(id: id, source: source, kind: kind, reason: reason, rawType: "RECONCILIATION", eventDate: time,
+                               eventDateSource: .arrival, verified: true)
+        e.recoveredBy = .reconciliation
+        e.bundleID = s.bundleID
+        e.environment = s.environment
+        e.originalTransactionID = s.originalTransactionID
+        e.transactionID = s.transactionID
+        e.productID = s.productID
+        e.productType = .autoRenewable
+        e.expiresDate = s.expiresDate
+        e.revocationDate = s.revocationDate
+        e.gracePeriodExpiresDate = s.gracePeriodExpiresDate
+        e.autoRenew = s.autoRenew
+        e.autoRenewProductID = s.autoRenewProductID
+        e.inBillingRetry = s.inBillingRetry
+        e.expirationIntent = s.expirationIntent
+        return e
+    }
+
+    // MARK: The notification-history sweep
+
+    /// Sweeps [previous end − overlap, now) (the first sweep: `history_first_window` back); returns the new end.
+    /// A run cut short by its budget sweeps the same window again next time (what it fed is a duplicate then).
+    func sweepHistory(_ run: Job, at time: Int64, tally: inout Tally) async throws -> Int64? {
+        guard let source = historySource else { return nil }
+        let key = run.key
+        let start = run.watermark.map { $0.clampedSubtracting(settings.historyOverlapMillis) }
+            ?? time.clampedSubtracting(settings.historyFirstWindowMillis)
+        guard start < time else { return time }
+        var token: String?
+        repeat {
+            guard !tally.exhausted else { return nil }
+            tally.calls += 1
+            metrics.increment(.reconcileAPICallsTotal, ["bundle": key.bundleID, "endpoint": "notification_history"])
+            let page = try await source.notificationHistoryPage(
+                bundleID: key.bundleID, environment: key.environment, startDate: start, endDate: time, paginationToken: token)
+            for payload in page.signedPayloads {
+                let ingest = self.ingest
+                let result = try await Blocking.run { ingest.handle(InboundBody.v2(signedPayload: payload), origin: .historySweep) }
+                tally.checked += 1
+                metrics.increment(.reconcileCheckedTotal, ["bundle": key.bundleID, "mechanism": RecoveryMechanism.history.rawValue])
+                if result.status == 200, !result.duplicate {
+                    tally.recovered += 1
+                    metrics.increment(.recoveredEventsTotal, ["bundle": key.bundleID, "mechanism": RecoveryMechanism.history.rawValue])
+                    log.info("missed notification recovered from Apple's history", [
+                        "bundle": .string(key.bundleID), "environment": .string(key.environment.rawValue), "id": result.id.map { .string($0) },
+                        "type": result.notificationType.map { .string($0) },
+                    ])
+                } else if result.status == 503 {
+                    throw PathFetchError(code: result.code ?? "store_unavailable", message: "the store refused a recovered notification",
+                                         retryable: true)
+                }
+            }
+            token = page.nextPaginationToken
+        } while token != nil
+        return time
+    }
+
+    // MARK: The silence alert
+
+    /// An app whose recovery keeps finding what its notifications missed — at least `alert_after` events recovered
+    /// over the last day — raises the silence alert (`iapgw_notifications_missed`, a warning once per episode): Apple's
+    /// notifications are not reaching the gateway, whatever the recovery makes good.
+    func checkRecoveryAlert(at time: Int64) async {
+        let since = time.clampedSubtracting(86_400_000)
+        guard let counts = try? await context.read({ tx in try tx.recoveredEventCounts(since: since, until: time.clampedAdding(1)) }) else {
+            return
+        }
+        var perApp: [String: Int] = [:]
+        for c in counts { perApp[c.bundleID + "|" + c.environment.rawValue, default: 0] += c.count }
+        for app in apps {
+            for environment in app.environments {
+                let key = app.bundleID + "|" + environment.rawValue
+                let recovered = perApp[key] ?? 0
+                let raised = recovered >= settings.alertAfter
+                metrics.set(.notificationsMissed, ["bundle": app.bundleID, "environment": environment.rawValue], raised ? 1 : 0)
+                let changed = alerting.withLock { set in raised ? set.insert(key).inserted : set.remove(key) != nil }
+                if changed, raised {
+                    log.warn("notifications are being missed: recovery keeps finding them (check the App Store Connect URL, proxies, WAF)", [
+                        "bundle": .string(app.bundleID), "environment": .string(environment.rawValue),
+                        "recovered_last_day": .int(Int64(recovered)),
+                    ])
+                }
+            }
+        }
+    }
+}
+
+extension ReconcileRun: ScheduledJob {
+    var lane: String { "" }
+}
