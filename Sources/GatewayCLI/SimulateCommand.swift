@@ -21,19 +21,28 @@ public enum SimulateCommand: Command {
               The lifecycles, one per line, name first.
           iap-gateway simulate lifecycle NAME|all --pki DIR --bundle-id B --shared-secret-env VAR (--to URL | --out FOLDER)
                              [--version v1|v2|both] [--speed SECONDS_PER_MONTH|max]
+                             [--drop FRACTION [--seed N]] [--outage FROM..TO]
               Play a lifecycle: POST each step's V2 signedPayload and/or V1 body to URL (exit 0 only if every one got a
               2xx) and/or write them to FOLDER. --speed max (default) sends at once with dates in the recent past;
               --speed 10 makes a month last 10 real seconds.
-          iap-gateway simulate serve-apple --listen HOST:PORT --pki DIR [--notify URL]
+              Lossy traffic (needs --to): --drop 0.3 withholds about 30 % of the steps, chosen by --seed (default 0:
+              the same steps on every run); --outage 2..4 withholds steps 2 to 4 of each lifecycle (the "step" numbers
+              printed; --outage 3 is step 3 alone). A withheld step sends none of its bodies, V1 or V2; the fake Apple
+              still knows it: its subscription status, and its V2 notification in Get Notification History with a failed
+              send attempt (TIMED_OUT when dropped, NO_RESPONSE in the outage; onlyFailures finds them). Each step line
+              says "dropped" where it withheld, and each lifecycle ends with a line listing what was dropped.
+          iap-gateway simulate serve-apple --listen HOST:PORT --pki DIR [--notify URL] [--rate-limit N/s|N/m|N/h|N/SECONDS|off]
               Fake Apple from the same state: /verifyReceipt, /sandbox/verifyReceipt and the App Store Server API
               (/inApps/..., ES256 bearer tokens checked against DIR's API key); test notifications go to --notify.
+              --rate-limit 10/s answers 429 (errorCode 4290000, Retry-After in seconds) to an app's requests beyond 10
+              in any second (kept in DIR's state, off by default; off clears it).
         """
 
     /// Each subcommand's flags.
     static let flags: [String: Set<String>] = [
         "pki": ["out"], "list": [],
-        "lifecycle": ["pki", "bundle-id", "shared-secret-env", "to", "out", "version", "speed"],
-        "serve-apple": ["listen", "pki", "notify"],
+        "lifecycle": ["pki", "bundle-id", "shared-secret-env", "to", "out", "version", "speed", "drop", "seed", "outage"],
+        "serve-apple": ["listen", "pki", "notify", "rate-limit"],
     ]
 
     static func run(_ arguments: [String]) async throws -> Int32 {
@@ -57,8 +66,16 @@ public enum SimulateCommand: Command {
         default:
             _ = try a.positionals(atMost: 1, for: "simulate serve-apple")
             guard let pki = a.value("pki") else { throw CommandError.usage("simulate serve-apple needs --pki DIR") }
+            var rateLimit: SimWorld.APIRateLimit?? = nil
+            if let text = a.value("rate-limit") {
+                guard let limit = rateLimitSetting(text) else {
+                    throw CommandError.usage("--rate-limit must be N/s, N/m, N/h or N/SECONDS (N at least 1), or off")
+                }
+                rateLimit = .some(limit)
+            }
             return await serveApple(
-                listen: a.value("listen") ?? "127.0.0.1:8091", pkiFolder: pki, notifyURL: a.value("notify"), transport: CurlTransport())
+                listen: a.value("listen") ?? "127.0.0.1:8091", pkiFolder: pki, notifyURL: a.value("notify"), rateLimit: rateLimit,
+                transport: CurlTransport())
         }
     }
 
@@ -81,6 +98,8 @@ public enum SimulateCommand: Command {
             }
             options.secondsPerMonth = seconds
         }
+        options.drop = try dropPlan(a)
+        if options.drop != nil, options.to == nil { throw CommandError.usage("--drop and --outage need --to URL") }
         var allOK = true
         for name in names {
             options.name = name
@@ -91,6 +110,41 @@ public enum SimulateCommand: Command {
             allOK = allOK && run.ok
         }
         return allOK ? 0 : 1
+    }
+
+    /// `--drop FRACTION [--seed N] [--outage FROM..TO]`: nil when neither is given.
+    static func dropPlan(_ a: Arguments) throws -> DropPlan? {
+        guard a.value("drop") != nil || a.value("outage") != nil else {
+            if a.value("seed") != nil { throw CommandError.usage("--seed goes with --drop") }
+            return nil
+        }
+        let fraction = try a.number("drop", default: 0.0, valid: { $0.isFinite && (0...1).contains($0) }, "--drop must be a fraction from 0 to 1")
+        let seed = try a.number("seed", default: UInt64(0), valid: { _ in true }, "--seed must be a whole number from 0")
+        var outage: ClosedRange<Int>?
+        if let text = a.value("outage") {
+            let ends = text.split(separator: ".", omittingEmptySubsequences: false)
+            let bounds = ends.count == 1 ? [ends[0], ends[0]] : ends.count == 3 && ends[1].isEmpty ? [ends[0], ends[2]] : []
+            guard bounds.count == 2, let from = Int(bounds[0]), let to = Int(bounds[1]), from >= 1, to >= from else {
+                throw CommandError.usage("--outage must be FROM..TO, step numbers from 1 (or one step number)")
+            }
+            outage = from...to
+        }
+        return try DropPlan(fraction: fraction, seed: seed, outage: outage)
+    }
+
+    /// `--rate-limit N/s|N/m|N/h|N/SECONDS`, or `off` (an outer nil); nil when it is neither.
+    static func rateLimitSetting(_ text: String) -> SimWorld.APIRateLimit?? {
+        if text == "off" { return .some(nil) }
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let requests = Int(parts[0]), requests >= 1 else { return nil }
+        let seconds: Int64? = switch parts[1] {
+        case "s": 1
+        case "m": 60
+        case "h": 3600
+        default: Int64(parts[1])
+        }
+        guard let seconds, (1...86_400).contains(seconds) else { return nil }
+        return .some(SimWorld.APIRateLimit(requests: requests, windowSeconds: seconds))
     }
 
     /// `simulate pki --out DIR`: creates the PKI and API key once (later runs keep them). Prints what to configure.
@@ -122,6 +176,8 @@ public enum SimulateCommand: Command {
         /// Seconds per simulated month, sleeping between steps; nil: as fast as possible, dates in the recent past.
         public var secondsPerMonth: Double?
         public var out: String?
+        /// Steps withheld from `to` (lossy traffic); nil: every step is sent.
+        public var drop: DropPlan?
         public init(name: String, to: String?, pkiFolder: String, bundleID: String, sharedSecret: String) {
             (self.name, self.to, self.pkiFolder, self.bundleID, self.sharedSecret) = (name, to, pkiFolder, bundleID, sharedSecret)
         }
@@ -169,7 +225,11 @@ public enum SimulateCommand: Command {
         }
         if let out = o.out { try write(plan, lifecycle: lifecycle, version: o.version, to: out) }
         var allOK = true
+        var dropped: [DroppedStep] = []
         for (index, e) in plan.emissions.enumerated() {
+            // Only traffic to `to` is lossy: the folder gets every body.
+            let drop = o.to == nil ? nil : o.drop?.reason(forEmissionAt: index, of: lifecycle.name)
+            var withheld = drop.map { DroppedStep(step: index + 1, name: e.step, reason: $0) }
             if paced {
                 let wait = e.at - now()
                 if wait > 0 { await sleep(wait) }
@@ -194,12 +254,20 @@ public enum SimulateCommand: Command {
                     ("expected", e.expectedV2.map { .string($0.description) } ?? .null),
                 ]
                 if let payload = e.v2SignedPayload, let url = o.to {
-                    let status = await send(InboundBody.v2(signedPayload: payload), to: url, transport: transport)
-                    let ok = (200..<300).contains(status)
-                    stepOK = stepOK && ok
-                    v2.append(("status", .number(String(status))))
+                    let result: String
+                    if let drop {
+                        v2.append(("dropped", .string(drop.rawValue)))
+                        withheld?.v2 = DroppedStep.V2(notificationUUID: e.v2NotificationUUID, type: e.v2Type, subtype: e.v2Subtype)
+                        result = drop.sendAttemptResult
+                    } else {
+                        let status = await send(InboundBody.v2(signedPayload: payload), to: url, transport: transport)
+                        let ok = (200..<300).contains(status)
+                        stepOK = stepOK && ok
+                        v2.append(("status", .number(String(status))))
+                        result = ok ? "SUCCESS" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+                    }
                     if let uuid = e.v2NotificationUUID {
-                        let attempt = SendAttempt(attemptDate: now(), sendAttemptResult: ok ? "SUCCESS" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE")
+                        let attempt = SendAttempt(attemptDate: now(), sendAttemptResult: result)
                         try store.update { world in
                             if let i = world.notifications.lastIndex(where: { $0.notificationUUID == uuid }) {
                                 world.notifications[i].sendAttempts.append(attempt)
@@ -216,7 +284,10 @@ public enum SimulateCommand: Command {
                         ("type", .string(body.notificationType ?? "")),
                         ("expected", i < e.expectedV1.count ? .string(e.expectedV1[i].description) : .null),
                     ]
-                    if let url = o.to {
+                    if let drop {
+                        item.append(("dropped", .string(drop.rawValue)))
+                        withheld?.v1.append(body.notificationType ?? "")
+                    } else if let url = o.to {
                         let status = await send(Array(try JSONEncoder().encode(body)), to: url, transport: transport)
                         stepOK = stepOK && (200..<300).contains(status)
                         item.append(("status", .number(String(status))))
@@ -228,16 +299,66 @@ public enum SimulateCommand: Command {
             members.append(("ok", .bool(stepOK)))
             allOK = allOK && stepOK
             output(String(decoding: JSONValue.object(JSONObject(members)).canonicalBytes(), as: UTF8.self))
+            if let withheld, withheld.count > 0 { dropped.append(withheld) }
             try await afterStep(e)
         }
-        return LifecycleRun(lifecycle: lifecycle, plan: plan, ok: allOK)
+        if o.drop != nil, o.to != nil { output(droppedSummary(lifecycle.name, dropped)) }
+        return LifecycleRun(lifecycle: lifecycle, plan: plan, ok: allOK, dropped: dropped)
     }
 
-    /// A played lifecycle: what was planned and whether every send got a 2xx.
+    /// A played lifecycle: what was planned, whether every send got a 2xx, and what the drop plan withheld.
     public struct LifecycleRun: Sendable {
         public var lifecycle: Lifecycle
         public var plan: Lifecycle.Plan
+        /// Whether every body sent got a 2xx (withheld ones are not sent).
         public var ok: Bool
+        /// The steps ``LifecycleOptions/drop`` withheld, in order.
+        public var dropped: [DroppedStep] = []
+    }
+
+    /// One step the drop plan withheld, and what it withheld.
+    public struct DroppedStep: Sendable {
+        /// 1 = the lifecycle's first step.
+        public var step: Int
+        public var name: String
+        public var reason: DropPlan.Reason
+        /// The V2 notification withheld (nil when the run sent no V2 for this step).
+        public var v2: V2?
+        /// The `notification_type` of each V1 body withheld.
+        public var v1: [String] = []
+
+        public struct V2: Sendable, Hashable {
+            public var notificationUUID: String?
+            public var type: String?
+            public var subtype: String?
+        }
+
+        /// How many notification bodies were withheld.
+        public var count: Int { (v2 == nil ? 0 : 1) + v1.count }
+    }
+
+    /// The line that ends a lossy run of one lifecycle: how many steps and bodies were withheld, and which.
+    static func droppedSummary(_ lifecycle: String, _ dropped: [DroppedStep]) -> String {
+        let items: [JSONValue] = dropped.map { d in
+            var item: [(key: String, value: JSONValue)] = [("step", .number(String(d.step))), ("name", .string(d.name)),
+                                                             ("reason", .string(d.reason.rawValue))]
+            if let v2 = d.v2 {
+                item.append(("v2", .object(JSONObject([
+                    ("notification_uuid", v2.notificationUUID.map { .string($0) } ?? .null), ("type", v2.type.map { .string($0) } ?? .null),
+                    ("subtype", v2.subtype.map { .string($0) } ?? .null),
+                ]))))
+            }
+            item.append(("v1", .array(d.v1.map { .string($0) })))
+            return .object(JSONObject(item))
+        }
+        let summary: [(key: String, value: JSONValue)] = [
+            ("lifecycle", .string(lifecycle)),
+            ("dropped", .object(JSONObject([
+                ("steps", .number(String(dropped.count))), ("notifications", .number(String(dropped.reduce(0) { $0 + $1.count }))),
+                ("items", .array(items)),
+            ]))),
+        ]
+        return String(decoding: JSONValue.object(JSONObject(summary)).canonicalBytes(), as: UTF8.self)
     }
 
     /// POSTs one body; the HTTP status, or 0 when nothing answered.
@@ -289,9 +410,14 @@ public enum SimulateCommand: Command {
 
     /// `simulate serve-apple`: the fake verifyReceipt and App Store Server API on `listen`, answering from the PKI
     /// folder's state, until SIGTERM / SIGINT. With `notifyURL`, test notifications are sent there.
-    public static func serveApple(listen: String, pkiFolder: String, notifyURL: String?, transport: any HTTPTransport) async -> Int32 {
+    /// `rateLimit` (`--rate-limit`) is written to the state when given: `.some(nil)` clears it, nil keeps the state's.
+    public static func serveApple(listen: String, pkiFolder: String, notifyURL: String?, rateLimit: SimWorld.APIRateLimit?? = nil,
+                                  transport: any HTTPTransport) async -> Int32 {
         let pki: SimulatorPKI
-        do { pki = try SimulatorPKI.load(folder: pkiFolder) } catch {
+        do {
+            pki = try SimulatorPKI.load(folder: pkiFolder)
+            if let rateLimit { try SimStateStore(folder: pki.folder).update { $0.apiRateLimit = rateLimit } }
+        } catch {
             FileHandleOutput.stderr("iap-gateway: \(error)\n")
             return 2
         }

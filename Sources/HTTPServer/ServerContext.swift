@@ -283,14 +283,16 @@ func gatewayAccessHandler(
     let body = state.body
     state.body = []
     var remotePort: UInt16 = 0
+    let arguments = fields(connection, .GET_ARGUMENT_KIND)
     let request = ServerRequest(
         method: method.map { String(cString: $0) } ?? "",
         path: url.map { String(cString: $0) } ?? "",
-        query: queryArguments(connection),
+        query: firstValues(arguments),
         headers: state.headers,
         body: body,
         remoteAddress: clientAddress(connection, port: &remotePort),
-        remotePort: remotePort)
+        remotePort: remotePort,
+        queryItems: arguments)
     state.headers = []
     guard context.beginDispatch() else {
         // The server is stopping: run the handler here (MHD_stop_daemon waits for this thread).
@@ -424,9 +426,9 @@ private func fields(_ connection: OpaquePointer, _ kind: MHD_ValueKind) -> [(nam
     return list
 }
 
-private func queryArguments(_ connection: OpaquePointer) -> [String: String] {
+private func firstValues(_ arguments: [(name: String, value: String)]) -> [String: String] {
     var query: [String: String] = [:]
-    for field in fields(connection, .GET_ARGUMENT_KIND) where query[field.name] == nil {
+    for field in arguments where query[field.name] == nil {
         query[field.name] = field.value
     }
     return query

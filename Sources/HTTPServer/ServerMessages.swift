@@ -7,6 +7,8 @@ public struct ServerRequest: Sendable {
     /// The decoded query arguments (`+` and `%XX` decoded); a key without `=` maps to "". When a key repeats, the
     /// first occurrence wins.
     public var query: [String: String]
+    /// Every query argument in the order sent, repeated keys included (`status=1&status=3`), decoded like ``query``.
+    public var queryItems: [(name: String, value: String)]
     /// Header fields in arrival order, names as sent. Bytes that are not UTF-8 become U+FFFD.
     public var headers: [(name: String, value: String)]
     /// The body, byte-exact (at most ``HTTPServer/Configuration/maxBodyBytes``).
@@ -18,11 +20,13 @@ public struct ServerRequest: Sendable {
 
     public init(
         method: String, path: String, query: [String: String] = [:], headers: [(name: String, value: String)] = [],
-        body: [UInt8] = [], remoteAddress: String = "", remotePort: UInt16 = 0
+        body: [UInt8] = [], remoteAddress: String = "", remotePort: UInt16 = 0,
+        queryItems: [(name: String, value: String)]? = nil
     ) {
         self.method = method
         self.path = path
         self.query = query
+        self.queryItems = queryItems ?? query.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
         self.headers = headers
         self.body = body
         self.remoteAddress = remoteAddress

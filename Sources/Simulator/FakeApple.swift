@@ -7,20 +7,55 @@ internal import WireJSON
 
 /// One request to the fake Apple, whatever serves it.
 public struct FakeAppleRequest: Sendable {
+    /// One query member as sent (decoded): a name sent twice is two items.
+    public struct QueryItem: Sendable, Hashable {
+        public var name: String
+        public var value: String
+        public init(_ name: String, _ value: String) { (self.name, self.value) = (name, value) }
+    }
+
     public var method: String
     public var path: String
-    public var query: [String: String]
+    /// Every query member in the order sent; Apple's clients repeat a name for a list (`status=1&status=3`).
+    public var queryItems: [QueryItem]
     public var authorization: String?
     public var body: [UInt8]
+
+    /// A request whose query names each member once.
     public init(method: String, path: String, query: [String: String] = [:], authorization: String? = nil, body: [UInt8] = []) {
-        (self.method, self.path, self.query, self.authorization, self.body) = (method, path, query, authorization, body)
+        self.init(method: method, path: path, queryItems: query.sorted { $0.key < $1.key }.map { QueryItem($0.key, $0.value) },
+                  authorization: authorization, body: body)
     }
+
+    public init(method: String, path: String, queryItems: [QueryItem], authorization: String? = nil, body: [UInt8] = []) {
+        (self.method, self.path, self.queryItems, self.authorization, self.body) = (method, path, queryItems, authorization, body)
+    }
+
+    /// The first value of each query member.
+    public var query: [String: String] {
+        queryItems.reduce(into: [:]) { query, item in if query[item.name] == nil { query[item.name] = item.value } }
+    }
+
+    /// Every value sent for `name`, in order.
+    public func values(_ name: String) -> [String] { queryItems.filter { $0.name == name }.map(\.value) }
+
+    /// The first value sent for `name`.
+    public func value(_ name: String) -> String? { queryItems.first { $0.name == name }?.value }
 }
 
 public struct FakeAppleResponse: Sendable {
     public var status: Int
+    /// Header fields beyond `Content-Type` (which whoever serves the fake sets for a JSON body): `Retry-After` on a 429.
+    public var headers: [(name: String, value: String)]
     public var body: [UInt8]
-    public init(status: Int, body: [UInt8]) { (self.status, self.body) = (status, body) }
+    public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8]) {
+        (self.status, self.headers, self.body) = (status, headers, body)
+    }
+
+    /// The first header named `name`, compared case-insensitively.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
 }
 
 /// Apple's `verifyReceipt` and the App Store Server API endpoints the gateway uses, answered from the simulated
@@ -30,10 +65,13 @@ public struct FakeAppleResponse: Sendable {
 ///   `POST /sandbox/verifyReceipt`: status 0 with `receipt`, `latest_receipt_info` (newest first) and
 ///   `pending_renewal_info`; `21004` when the password is not the app's shared secret, `21002` for a malformed
 ///   request, `21003` for an unknown receipt; queued faults (``SimWorld/verifyReceiptFaults``) answer first.
-/// - `/inApps/...` (sandbox) behind an ES256 bearer token checked like Apple does (``AppStoreAPIToken``): Get All
-///   Subscription Statuses, Get Transaction Info, Get Transaction History v2 (pages of 20), Get Notification
-///   History (pages of 20), Request a Test Notification and Get Test Notification Status; `401` for a missing or bad
-///   token; queued faults (``SimWorld/apiFaults``) answer first (429 with Apple's `4290000`).
+/// - `/inApps/...` (sandbox) behind an ES256 bearer token checked like Apple does (``AppStoreAPIToken``, `iat`
+///   optional as with Apple's own clients): Get All Subscription Statuses (`status` filter), Get Transaction Info, Get
+///   Transaction History v1 and v2 (pages of 20; every filter Apple documents, `sort`), Get Notification History
+///   (pages of 20; every filter of its body), Request a Test Notification and Get Test Notification Status. `401` for
+///   a missing or bad token; past ``SimWorld/apiRateLimit`` `429` with `Retry-After`; queued faults
+///   (``SimWorld/apiFaults``) next (429 with Apple's `4290000`); a filter Apple would refuse is answered `400` with
+///   Apple's error code (``FakeApple+Queries.swift``).
 public struct FakeApple: Sendable {
     public let store: SimStateStore
     let emitter: Emitter
@@ -42,6 +80,8 @@ public struct FakeApple: Sendable {
     /// Sends a test notification to the app's URL (set by whoever serves the fake); the result is recorded with
     /// ``recordTestAttempt(token:result:)``.
     let deliverTest: (@Sendable (_ token: String, _ signedPayload: String) -> Void)?
+    /// Requests accepted per app, for ``SimWorld/apiRateLimit`` (in memory: a restarted fake starts afresh).
+    let limiter = APIRateLimiter()
 
     public static let pageSize = 20
 
@@ -62,6 +102,8 @@ public struct FakeApple: Sendable {
             case (_, let path) where path.hasPrefix("/inApps/"): return try api(r)
             default: return Self.apiError(404, 4040000, "Not found.")
             }
+        } catch let refusal as AppleAPIError {
+            return Self.apiError(refusal.status, refusal.code, refusal.message)
         } catch {
             return Self.apiError(500, 5000000, "An unknown error occurred.")
         }
@@ -114,7 +156,8 @@ public struct FakeApple: Sendable {
     func api(_ r: FakeAppleRequest) throws -> FakeAppleResponse {
         guard let header = r.authorization, header.hasPrefix("Bearer ") else { return FakeAppleResponse(status: 401, body: []) }
         let token: AppStoreAPIToken
-        do { token = try AppStoreAPIToken.verify(String(header.dropFirst(7)), publicKey: apiKey, now: now() / 1000) } catch {
+        let time = now()
+        do { token = try AppStoreAPIToken.verify(String(header.dropFirst(7)), publicKey: apiKey, now: time / 1000) } catch {
             return FakeAppleResponse(status: 401, body: [])
         }
         // Apple matches the key id and issuer to the account's key as well.
@@ -122,22 +165,29 @@ public struct FakeApple: Sendable {
             return FakeAppleResponse(status: 401, body: [])
         }
         let world = try store.read()
+        if let limit = world.apiRateLimit, let wait = limiter.admit(token.bundleID, limit: limit, at: time) {
+            var limited = Self.apiError(429, 4290000, "Rate limit exceeded.")
+            limited.headers.append((name: "Retry-After", value: String(wait)))
+            return limited
+        }
         if let fault = try store.popFault(\.apiFaults, seen: world) {
             return fault == 429 ? Self.apiError(429, 4290000, "Rate limit exceeded.") : Self.apiError(fault, 5000000, "An unknown error occurred.")
         }
         let parts = r.path.split(separator: "/").map(String.init)  // ["inApps", "v1", "subscriptions", id]
         switch (r.method, parts.dropFirst().joined(separator: "/")) {
         case ("GET", let p) where p.hasPrefix("v1/subscriptions/") && parts.count == 4:
-            return try statuses(parts[3], bundleID: token.bundleID, in: world)
+            return try statuses(parts[3], bundleID: token.bundleID, only: try Self.statusFilter(r), in: world)
         case ("GET", let p) where p.hasPrefix("v1/transactions/") && parts.count == 4:
             guard let s = subscription(parts[3], bundleID: token.bundleID, in: world),
                   let t = s.transactions.first(where: { $0.transactionID == parts[3] }) ?? s.latest
             else { return Self.apiError(404, 4040010, "Transaction id not found.") }
-            return try Self.json(200, TransactionInfoResponse(signedTransactionInfo: try emitter.signedTransaction(s, t, at: now())))
-        case ("GET", let p) where p.hasPrefix("v2/history/") && parts.count == 4:
-            return try history(parts[3], bundleID: token.bundleID, revision: r.query["revision"], in: world)
+            return try Self.json(200, TransactionInfoResponse(signedTransactionInfo: try emitter.signedTransaction(s, t, at: time)))
+        case ("GET", let p) where (p.hasPrefix("v2/history/") || p.hasPrefix("v1/history/")) && parts.count == 4:
+            let query = try TransactionHistoryQuery(r, version: parts[1])
+            return try history(parts[3], bundleID: token.bundleID, query: query, in: world)
         case ("POST", "v1/notifications/history"):
-            return try notificationHistory(r.body, bundleID: token.bundleID, page: r.query["paginationToken"], in: world)
+            let query = try NotificationHistoryQuery(r, now: time, retentionDays: world.notificationHistoryDays)
+            return try notificationHistory(query, bundleID: token.bundleID, in: world)
         case ("POST", "v1/notifications/test"):
             return try requestTest(bundleID: token.bundleID)
         case ("GET", let p) where p.hasPrefix("v1/notifications/test/") && parts.count == 5:
@@ -155,53 +205,51 @@ public struct FakeApple: Sendable {
         return s
     }
 
-    func statuses(_ transactionID: String, bundleID: String, in world: SimWorld) throws -> FakeAppleResponse {
+    /// Get All Subscription Statuses; `only` (the `status` filter) leaves out the subscriptions in another status.
+    func statuses(_ transactionID: String, bundleID: String, only: Set<Int>?, in world: SimWorld) throws -> FakeAppleResponse {
         guard let s = subscription(transactionID, bundleID: bundleID, in: world), let latest = s.latest else {
             return Self.apiError(404, 4040010, "Transaction id not found.")
         }
         let time = now()
-        let item = StatusResponse.LastTransaction(
-            status: Emitter.status(s, at: time), originalTransactionID: s.originalTransactionID,
-            signedTransactionInfo: try emitter.signedTransaction(s, latest, at: time), signedRenewalInfo: try emitter.signedRenewal(s, at: time))
-        return try Self.json(200, StatusResponse(
-            environment: "Sandbox", bundleID: s.bundleID, appAppleID: emitter.appAppleID,
-            data: [StatusResponse.Group(subscriptionGroupIdentifier: Catalogue.groupID, lastTransactions: [item])]))
+        let status = Emitter.status(s, at: time)
+        var groups: [StatusResponse.Group] = []
+        if only?.contains(status) ?? true {
+            let item = StatusResponse.LastTransaction(
+                status: status, originalTransactionID: s.originalTransactionID,
+                signedTransactionInfo: try emitter.signedTransaction(s, latest, at: time), signedRenewalInfo: try emitter.signedRenewal(s, at: time))
+            groups.append(StatusResponse.Group(subscriptionGroupIdentifier: Catalogue.groupID, lastTransactions: [item]))
+        }
+        return try Self.json(200, StatusResponse(environment: "Sandbox", bundleID: s.bundleID, appAppleID: emitter.appAppleID, data: groups))
     }
 
-    func history(_ transactionID: String, bundleID: String, revision: String?, in world: SimWorld) throws -> FakeAppleResponse {
+    /// Get Transaction History: the subscription's transactions that pass every filter, in `sort` order (by purchase
+    /// date), from the `revision` on.
+    func history(_ transactionID: String, bundleID: String, query: TransactionHistoryQuery, in world: SimWorld) throws -> FakeAppleResponse {
         guard let s = subscription(transactionID, bundleID: bundleID, in: world) else {
             return Self.apiError(404, 4040010, "Transaction id not found.")
         }
-        guard let offset = Self.offset(revision) else { return Self.apiError(400, 4000005, "Invalid revision.") }
-        let all = s.transactions.sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
-        let page = all.dropFirst(offset).prefix(Self.pageSize)
+        var all = s.transactions.filter(query.matches).sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
+        if query.descending { all.reverse() }
+        let page = all.dropFirst(query.offset).prefix(Self.pageSize)
         let time = now()
         let signed = try page.map { try emitter.signedTransaction(s, $0, at: time) }
-        let next = offset + page.count
+        let next = query.offset + page.count
         return try Self.json(200, HistoryResponse(
             revision: String(next), hasMore: next < all.count, bundleID: s.bundleID, appAppleID: emitter.appAppleID, environment: "Sandbox",
             signedTransactions: signed))
     }
 
-    func notificationHistory(_ body: [UInt8], bundleID: String, page: String?, in world: SimWorld) throws -> FakeAppleResponse {
-        guard let request = try? JSONDecoder().decode(NotificationHistoryRequest.self, from: Data(body)), request.endDate > request.startDate
-        else { return Self.apiError(400, 4000011, "Invalid request.") }
-        guard let offset = Self.offset(page) else { return Self.apiError(400, 4000003, "Invalid pagination token.") }
-        var wanted: Set<String>? = nil
-        if let id = request.transactionID {
+    func notificationHistory(_ query: NotificationHistoryQuery, bundleID: String, in world: SimWorld) throws -> FakeAppleResponse {
+        var wanted: String? = nil
+        if let id = query.transactionID {
             guard let s = world.subscription(forTransaction: id) else { return Self.apiError(404, 4040010, "Transaction id not found.") }
-            wanted = [s.originalTransactionID]
+            wanted = s.originalTransactionID
         }
         let matching = world.notifications.filter { n in
-            (request.startDate..<request.endDate).contains(n.signedDate)
-                && (request.notificationType == nil || request.notificationType == n.notificationType)
-                && (request.notificationSubtype == nil || request.notificationSubtype == n.subtype)
-                && (wanted == nil || n.originalTransactionID.map { wanted!.contains($0) } == true)
-                && n.bundleID == bundleID
-                && (request.onlyFailures != true || n.sendAttempts.last?.sendAttemptResult != "SUCCESS")
+            n.bundleID == bundleID && query.matches(n) && (wanted == nil || n.originalTransactionID == wanted)
         }
-        let items = matching.dropFirst(offset).prefix(Self.pageSize)
-        let next = offset + items.count
+        let items = matching.dropFirst(query.offset).prefix(Self.pageSize)
+        let next = query.offset + items.count
         return try Self.json(200, NotificationHistoryResponse(
             paginationToken: next < matching.count ? String(next) : nil, hasMore: next < matching.count,
             notificationHistory: items.map { NotificationHistoryResponse.Item(signedPayload: $0.signedPayload, sendAttempts: $0.sendAttempts) }))
@@ -224,12 +272,6 @@ public struct FakeApple: Sendable {
     }
 
     // MARK: Encoding
-
-    static func offset(_ token: String?) -> Int? {
-        guard let token else { return 0 }
-        guard let n = Int(token), n >= 0 else { return nil }
-        return n
-    }
 
     static func json<T: Encodable>(_ status: Int, _ value: T) throws -> FakeAppleResponse {
         FakeAppleResponse(status: status, body: Array(try JSONEncoder().encode(value)))

@@ -119,6 +119,19 @@ public struct SimWorld: Sendable, Codable {
     public var apiFaults: [Int] = []
     /// Deliberate inconsistencies of the fake verifyReceipt, to show what the compare ledger catches.
     public var v1Skew = V1Skew()
+    /// The App Store Server API's rate limit per app (the token's `bid`); nil: none (the default). Past it the fake
+    /// answers 429 with `Retry-After` (``FakeApple``). `simulate serve-apple --rate-limit` writes it.
+    public var apiRateLimit: APIRateLimit?
+    /// How many days back Get Notification History reaches (Apple: 30 in sandbox, 180 in production); an older
+    /// `startDate` is answered `4000012`. nil: no limit (the default).
+    public var notificationHistoryDays: Int?
+
+    /// At most ``requests`` accepted App Store Server API requests per app within any ``windowSeconds``.
+    public struct APIRateLimit: Sendable, Codable, Hashable {
+        public var requests: Int
+        public var windowSeconds: Int64
+        public init(requests: Int, windowSeconds: Int64) { (self.requests, self.windowSeconds) = (requests, windowSeconds) }
+    }
 
     public struct V1Skew: Sendable, Codable, Hashable {
         /// Added to every `expires_date` verifyReceipt reports.

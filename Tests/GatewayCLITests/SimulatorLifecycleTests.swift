@@ -1,7 +1,8 @@
 import Canonical
+import Crypto
 import Foundation
 import Gateway
-import GatewayCLI
+@testable import GatewayCLI
 import HTTPClient
 import Simulator
 import V2Adapter
@@ -233,5 +234,181 @@ import WireJSON
         }
         #expect(status?.sendAttempts.map(\.sendAttemptResult) == ["SUCCESS"])
         await gateway.shutdown()
+    }
+}
+
+/// Lossy traffic (`simulate lifecycle --drop/--seed/--outage`): withheld steps never reach the gateway, while the fake
+/// Apple still holds the truth (the subscription as it is, the notification in Get Notification History with a
+/// failed send attempt); and the fake Apple over real HTTP, as clients we did not write reach it.
+@Suite struct SimulateLossyTrafficTests {
+    /// A fresh PKI folder, a receiver standing in for the gateway, and a lifecycle run into it with `drop`.
+    static func run(_ name: String, version: SimulateCommand.LifecycleOptions.Version = .both, drop: DropPlan?,
+                    _ body: (SimulatorPKI, LoopbackHTTPServer, SimulateCommand.LifecycleRun, [String]) throws -> Void) async throws {
+        let folder = try Scratch.directory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        defer { receiver.stop() }
+        var options = SimulateCommand.LifecycleOptions(
+            name: name, to: receiver.url("/notifications"), pkiFolder: pki.folder, bundleID: SimulatorLifecycleTests.bundleID,
+            sharedSecret: SimulatorLifecycleTests.secret)
+        options.version = version
+        options.drop = drop
+        let lines = Mutex<[String]>([])
+        let run = try await SimulateCommand.lifecycle(
+            options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in }, output: { line in lines.withLock { $0.append(line) } })
+        try body(pki, receiver, run, lines.withLock { $0 })
+    }
+
+    /// A body sent to the gateway, in short: `v2 <notificationUUID>` or `v1 <notification_type>`.
+    static func describe(_ body: [UInt8]) -> String {
+        guard let object = (try? JSONParser.parse(body))?.objectValue else { return "not JSON" }
+        if let jws = object["signedPayload"]?.stringValue {
+            let payload = jws.split(separator: ".").dropFirst().first.flatMap { try? Base64.decode(Array($0.utf8), alphabet: .url) } ?? []
+            return "v2 " + ((try? JSONParser.parse(payload))?.objectValue?["notificationUUID"]?.stringValue ?? "?")
+        }
+        return "v1 " + (object["notification_type"]?.stringValue ?? "?")
+    }
+
+    /// A bearer token as Apple's Python library signs it (no `iat`), good for five minutes from `now` (ms).
+    static func pythonToken(_ pki: SimulatorPKI, now: Int64) throws -> String {
+        let header = Base64.encode(Array(#"{"alg":"ES256","kid":"\#(SimulatorPKI.apiKeyID)","typ":"JWT"}"#.utf8), alphabet: .url)
+        let claims = #"{"bid":"\#(SimulatorLifecycleTests.bundleID)","iss":"\#(SimulatorPKI.issuerID)","aud":"appstoreconnect-v1","exp":\#(now / 1000 + 300)}"#
+        let input = header + "." + Base64.encode(Array(claims.utf8), alphabet: .url)
+        return input + "." + Base64.encode(try pki.apiKey.signES256(Array(input.utf8)), alphabet: .url)
+    }
+
+    /// Get Notification History of everything, as the fake Apple of `pki`'s state answers it now.
+    static func history(_ pki: SimulatorPKI, onlyFailures: Bool) throws -> NotificationHistoryResponse {
+        let now = WallClock.wallMillis()
+        let apple = FakeApple(pki: pki, now: { now })
+        let response = apple.handle(FakeAppleRequest(
+            method: "POST", path: "/inApps/v1/notifications/history", authorization: "Bearer " + (try pythonToken(pki, now: now)),
+            body: Array(#"{"startDate": 0, "endDate": \#(now), "onlyFailures": \#(onlyFailures)}"#.utf8)))
+        try #require(response.status == 200)
+        return try JSONDecoder().decode(NotificationHistoryResponse.self, from: Data(response.body))
+    }
+
+    @Test func anOutageWithholdsItsStepsButTheFakeAppleKnowsThem() async throws {
+        try await Self.run("auto-renew", drop: try DropPlan(outage: 2...2)) { pki, receiver, run, lines in
+            #expect(run.ok, "withheld bodies are not failures")
+            let e = run.plan.emissions
+            try #require(e.count == 3)
+            // Steps 1 and 3 arrive, V2 and V1; step 2 (the first renewal) does not.
+            let sent = receiver.requests.map { Self.describe($0.body) }
+            let expected = [0, 2].flatMap { i in ["v2 " + (e[i].v2NotificationUUID ?? "")] + e[i].v1Bodies.map { "v1 " + ($0.notificationType ?? "") } }
+            #expect(sent == expected)
+            // The step's line says so, and the lifecycle's last line lists it.
+            let stepLine = try #require(try JSONParser.parse(Array(lines[1].utf8)).objectValue)
+            #expect(stepLine["v2"]?.objectValue?["dropped"] == .string("outage"))
+            #expect(stepLine["v1"]?.arrayValue?.first?.objectValue?["dropped"] == .string("outage"))
+            #expect(lines.count == 4)
+            let summary = try #require(try JSONParser.parse(Array(lines[3].utf8)).objectValue?["dropped"]?.objectValue)
+            #expect(summary["steps"] == .number("1") && summary["notifications"] == .number("2"))
+            let item = try #require(summary["items"]?.arrayValue?.first?.objectValue)
+            #expect(item["step"] == .number("2") && item["reason"] == .string("outage"))
+            #expect(item["v2"]?.objectValue?["notification_uuid"] == .string(e[1].v2NotificationUUID ?? ""))
+            #expect(item["v2"]?.objectValue?["type"] == .string("DID_RENEW"))
+            #expect(item["v1"] == .array([.string("DID_RENEW")]))
+            #expect(run.dropped.map(\.step) == [2] && run.dropped.first?.count == 2)
+
+            // The fake Apple holds the truth: all three notifications, step 2's failed; the subscription as it ends.
+            let all = try Self.history(pki, onlyFailures: false).notificationHistory
+            #expect(all.map(\.signedPayload) == e.compactMap(\.v2SignedPayload))
+            #expect(all.map { $0.sendAttempts.map(\.sendAttemptResult) } == [["SUCCESS"], ["NO_RESPONSE"], ["SUCCESS"]])
+            let failures = try Self.history(pki, onlyFailures: true).notificationHistory
+            #expect(failures.map(\.signedPayload) == [e[1].v2SignedPayload])
+            let world = try SimStateStore(folder: pki.folder).read()
+            #expect(world.subscriptions[e[2].originalTransactionID] == e[2].subscription)
+        }
+    }
+
+    /// The command drops exactly the steps ``DropPlan`` names for the lifecycle, so in-process tests can use the
+    /// same rule.
+    @Test func randomDropsFollowTheDropPlan() async throws {
+        let plan = try DropPlan(fraction: 0.5, seed: 7)
+        try await Self.run("price-increase-accepted", version: .v2, drop: plan) { pki, receiver, run, lines in
+            let e = run.plan.emissions
+            let kept = e.indices.filter { !plan.drops(emissionAt: $0, of: "price-increase-accepted") }
+            let dropped = e.indices.filter { plan.drops(emissionAt: $0, of: "price-increase-accepted") }
+            try #require(!kept.isEmpty && !dropped.isEmpty, "the seed drops some and keeps some of this story")
+            #expect(receiver.requests.map { Self.describe($0.body) } == kept.map { "v2 " + (e[$0].v2NotificationUUID ?? "") })
+            #expect(run.dropped.map(\.step) == dropped.map { $0 + 1 })
+            #expect(run.dropped.allSatisfy { $0.reason == .random && $0.v1.isEmpty && $0.v2 != nil })
+            let failures = try Self.history(pki, onlyFailures: true).notificationHistory
+            #expect(failures.map(\.signedPayload) == dropped.map { e[$0].v2SignedPayload })
+            #expect(failures.allSatisfy { $0.sendAttempts.map(\.sendAttemptResult) == ["TIMED_OUT"] })
+            #expect(lines.last?.contains("\"dropped\":{\"items\"") == true)
+        }
+    }
+
+    /// Without the flags nothing changes: every step sent, no summary line.
+    @Test func withoutADropPlanEveryStepIsSent() async throws {
+        try await Self.run("auto-renew", drop: nil) { _, receiver, run, lines in
+            #expect(run.dropped.isEmpty && lines.count == run.plan.emissions.count)
+            #expect(receiver.requests.count == run.plan.emissions.reduce(0) { $0 + 1 + $1.v1Bodies.count })
+            #expect(!lines.contains { $0.contains("dropped") })
+        }
+    }
+
+    @Test func lossyFlagsAreChecked() async throws {
+        let base = ["lifecycle", "refund", "--pki", "/nonexistent", "--bundle-id", "b", "--shared-secret-env", "PATH"]
+        let to = ["--to", "http://127.0.0.1:1/notifications"]
+        for (flags, message) in [
+            (["--drop", "1.5"], "--drop must be a fraction from 0 to 1"), (["--drop", "x"], "--drop must be a fraction"),
+            (["--drop", "0.1", "--seed", "-1"], "--seed must be a whole number"), (["--seed", "3"], "--seed goes with --drop"),
+            (["--outage", "0..2"], "--outage must be FROM..TO"), (["--outage", "3..2"], "--outage must be FROM..TO"),
+            (["--outage", "2...4"], "--outage must be FROM..TO"), (["--outage", "a..b"], "--outage must be FROM..TO"),
+        ] {
+            await CommandLineTests.expectUsage(SimulateCommand.self, base + to + flags, message)
+        }
+        await CommandLineTests.expectUsage(SimulateCommand.self, base + ["--out", "/tmp/x", "--drop", "0.5"], "--drop and --outage need --to URL")
+        await CommandLineTests.expectUsage(SimulateCommand.self, ["serve-apple", "--pki", "x", "--rate-limit", "fast"], "--rate-limit must be")
+        await CommandLineTests.expectUsage(SimulateCommand.self, ["serve-apple", "--pki", "x", "--drop", "0.5"], "does not take --drop")
+    }
+
+    @Test func rateLimitSettings() {
+        #expect(SimulateCommand.rateLimitSetting("10/s") == .some(SimWorld.APIRateLimit(requests: 10, windowSeconds: 1)))
+        #expect(SimulateCommand.rateLimitSetting("50/m") == .some(SimWorld.APIRateLimit(requests: 50, windowSeconds: 60)))
+        #expect(SimulateCommand.rateLimitSetting("3600/h") == .some(SimWorld.APIRateLimit(requests: 3600, windowSeconds: 3600)))
+        #expect(SimulateCommand.rateLimitSetting("5/30") == .some(SimWorld.APIRateLimit(requests: 5, windowSeconds: 30)))
+        #expect(SimulateCommand.rateLimitSetting("off") == .some(nil))
+        for junk in ["", "10", "0/s", "-1/s", "10/d", "10/0", "10/86401", "ten/s", "10/s/s"] {
+            #expect(SimulateCommand.rateLimitSetting(junk) == nil, "\(junk)")
+        }
+    }
+
+    /// Over HTTP: repeated query parameters reach the fake (a refunded subscription filtered on `status=1&status=5`),
+    /// and a 429 carries `Retry-After`.
+    @Test func theFakeAppleOverHTTPSeesRepeatedParametersAndSendsRetryAfter() async throws {
+        let folder = try Scratch.directory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+        var options = SimulateCommand.LifecycleOptions(
+            name: "refund", to: nil, pkiFolder: pki.folder, bundleID: SimulatorLifecycleTests.bundleID, sharedSecret: SimulatorLifecycleTests.secret)
+        options.out = folder + "/out"
+        let run = try await SimulateCommand.lifecycle(options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in }, output: { _ in })
+        let now = WallClock.wallMillis()
+        let fake = try FakeAppleServer(pki: pki.folder, notifyURL: nil, transport: CurlTransport(), now: { now })
+        let apple = HTTPServer(configuration: .init(), handler: fake.handle)
+        try apple.start()
+        defer { apple.stop() }
+        let auth = [HTTPHeader("Authorization", "Bearer " + (try Self.pythonToken(pki, now: now)))]
+        let url = "http://127.0.0.1:\(apple.port)/inApps/v1/subscriptions/\(try #require(run.plan.originalTransactionIDs.first))"
+        func statuses(_ query: String) async throws -> [Int] {
+            let r = try await CurlTransport().send(HTTPRequest(method: .get, url: url + query, headers: auth, timeoutMillis: 10_000))
+            try #require(r.status == 200)
+            return try JSONDecoder().decode(StatusResponse.self, from: Data(r.body)).data.flatMap(\.lastTransactions).map(\.status)
+        }
+        #expect(try await statuses("?status=1&status=5") == [5], "the second status reaches the fake")
+        #expect(try await statuses("?status=1&status=2").isEmpty)
+
+        try SimStateStore(folder: pki.folder).update { $0.apiRateLimit = SimWorld.APIRateLimit(requests: 1, windowSeconds: 60) }
+        _ = try await statuses("")
+        let limited = try await CurlTransport().send(HTTPRequest(method: .get, url: url, headers: auth, timeoutMillis: 10_000))
+        #expect(limited.status == 429)
+        #expect(limited.header("Retry-After") == "60")
+        #expect(limited.header("Content-Type") == "application/json")
+        #expect(String(decoding: limited.body, as: UTF8.self) == #"{"errorCode":4290000,"errorMessage":"Rate limit exceeded."}"#)
     }
 }

@@ -47,6 +47,8 @@ import TestSupport
         #expect(seen.method == "GET")
         #expect(seen.path == "/apple/sub dir")
         #expect(seen.query == ["a": "1", "b": "hello world", "c": "x y", "flag": ""])
+        // Every argument in order, the repeated `a` included.
+        #expect(seen.queryItems.map { "\($0.name)=\($0.value)" } == ["a=1", "b=hello world", "c=x y", "flag=", "a=2"])
         #expect(seen.header("x-custom-header") == "Some Value")
         #expect(seen.header("X-LOWER") == "v")
         #expect(seen.header("Host") == "127.0.0.1:\(server.port)")

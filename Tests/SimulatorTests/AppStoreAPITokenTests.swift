@@ -72,9 +72,16 @@ import V2Adapter
         #expect(Self.rejection(notJSON + "." + CraftedJWT.segment("{}") + "." + sig) == .malformed)
         #expect(Self.rejection(header + "." + notJSON + "." + sig) == .malformed)
         #expect(Self.rejection(header + "." + array + "." + sig) == .malformed)
-        // Well signed but missing claims (or `kid`): malformed, judged after the signature.
-        let noIat = try CraftedJWT.make(payload: #"{"iss":"i","exp":\#(Self.now + 60),"aud":"appstoreconnect-v1"}"#, key: Self.key)
-        #expect(Self.rejection(noIat) == .malformed)
+        // Well signed but missing claims (or `kid`): malformed, judged after the signature. (`iat` may be missing:
+        // AppStoreAPITokenTests.tokenWithoutIatIsJudgedByItsExpiry.)
+        let noExp = try CraftedJWT.make(payload: #"{"iss":"i","iat":\#(Self.now),"aud":"appstoreconnect-v1"}"#, key: Self.key)
+        #expect(Self.rejection(noExp) == .malformed)
+        let noIss = try CraftedJWT.make(payload: #"{"iat":\#(Self.now),"exp":\#(Self.now + 60),"aud":"appstoreconnect-v1"}"#, key: Self.key)
+        #expect(Self.rejection(noIss) == .malformed)
+        for iat in [#""\#(Self.now)""#, "null", "true", "{}"] {
+            let odd = try CraftedJWT.make(payload: #"{"iss":"i","iat":\#(iat),"exp":\#(Self.now + 60),"aud":"appstoreconnect-v1"}"#, key: Self.key)
+            #expect(Self.rejection(odd) == .malformed, "iat \(iat): present, so it must be whole seconds")
+        }
         let noKid = try CraftedJWT.make(header: #"{"alg":"ES256","typ":"JWT"}"#,
                                         payload: CraftedJWT.claims(iat: Self.now, exp: Self.now + 60), key: Self.key)
         #expect(Self.rejection(noKid) == .malformed)
@@ -147,6 +154,58 @@ import V2Adapter
         ]
         for (rejection, code) in codes { #expect(rejection.rawValue == code) }
         #expect(AppStoreAPIToken.audience == "appstoreconnect-v1")
+    }
+
+    // MARK: tokens as Apple's own clients sign them
+
+    /// Apple's Python library (`app-store-server-library` 3.1.2, through PyJWT) signs header
+    /// `{"alg":"ES256","kid":KEY_ID,"typ":"JWT"}` and payload `{"bid","iss","aud","exp"}`: no `iat`, `exp` five
+    /// minutes ahead. Apple takes it; so must the fake.
+    static func pythonLibraryToken(exp: Int64, header: String = #"{"alg":"ES256","kid":"SIMKEY0001","typ":"JWT"}"#) throws -> String {
+        try CraftedJWT.make(
+            header: header,
+            payload: #"{"bid":"\#(Sim.bundleID)","iss":"\#(SimulatorPKI.issuerID)","aud":"appstoreconnect-v1","exp":\#(exp)}"#, key: Self.key)
+    }
+
+    @Test func tokenOfApplesPythonLibraryVerifies() throws {
+        let verified = try AppStoreAPIToken.verify(try Self.pythonLibraryToken(exp: Self.now + 300), publicKey: Self.key.publicKey, now: Self.now)
+        #expect(verified == AppStoreAPIToken(keyID: SimulatorPKI.apiKeyID, issuerID: SimulatorPKI.issuerID, bundleID: Sim.bundleID,
+                                             issuedAt: nil, expiresAt: Self.now + 300))
+    }
+
+    /// Without `iat` the lifetime is counted from now: `exp` in the future and at most 60 minutes ahead.
+    @Test func tokenWithoutIatIsJudgedByItsExpiry() throws {
+        #expect(Self.rejection(try Self.pythonLibraryToken(exp: Self.now + 1)) == nil)
+        #expect(Self.rejection(try Self.pythonLibraryToken(exp: Self.now + 3_600)) == nil, "exactly an hour ahead")
+        #expect(Self.rejection(try Self.pythonLibraryToken(exp: Self.now + 3_601)) == .tooLong)
+        #expect(Self.rejection(try Self.pythonLibraryToken(exp: Self.now)) == .expired)
+        #expect(Self.rejection(try Self.pythonLibraryToken(exp: Self.now - 300)) == .expired)
+        #expect(Self.rejection(try Self.pythonLibraryToken(exp: .max)) == .tooLong, "clamped, not trapped")
+        #expect(Self.rejection(try Self.pythonLibraryToken(exp: .min)) == .expired)
+        // With `iat` the old rules still hold: the same expiry is too long when issued over an hour before it.
+        let early = try CraftedJWT.make(payload: CraftedJWT.claims(iat: Self.now - 3_000, exp: Self.now + 601), key: Self.key)
+        #expect(Self.rejection(early) == .tooLong)
+    }
+
+    /// `typ` is optional in a JWS header; clients that leave it out are answered like the others.
+    @Test func headerWithoutTypIsAccepted() throws {
+        let bare = #"{"alg":"ES256","kid":"SIMKEY0001"}"#
+        #expect(Self.rejection(try Self.pythonLibraryToken(exp: Self.now + 300, header: bare)) == nil)
+        #expect(Self.rejection(try CraftedJWT.make(header: bare, payload: CraftedJWT.claims(iat: Self.now, exp: Self.now + 60), key: Self.key)) == nil)
+        let otherTyp = #"{"typ":"jwt","kid":"SIMKEY0001","alg":"ES256"}"#
+        #expect(Self.rejection(try Self.pythonLibraryToken(exp: Self.now + 300, header: otherTyp)) == nil)
+    }
+
+    /// Every token the gateway signs carries `iat`; only a token built without one (as tests build Apple's
+    /// clients' tokens) leaves it out.
+    @Test func signedTokensCarryIatUnlessItIsNil() throws {
+        struct Claims: Decodable { var iat: Int64? }
+        #expect(try Sim.payload(try Self.token().signed(with: Self.key), as: Claims.self).iat == Self.now - 10)
+        var withoutIat = Self.token()
+        withoutIat.issuedAt = nil
+        let signed = try withoutIat.signed(with: Self.key)
+        #expect(try Sim.payload(signed, as: Claims.self).iat == nil)
+        #expect(try AppStoreAPIToken.verify(signed, publicKey: Self.key.publicKey, now: Self.now) == withoutIat)
     }
 
     @Test func expiryBeforeIssueIsRefused() throws {

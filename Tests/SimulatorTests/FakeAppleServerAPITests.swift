@@ -337,22 +337,27 @@ import V2Adapter
         }
     }
 
+    /// Apple's codes: a body that is not JSON is a general bad request (4000000), a missing or non-numeric start
+    /// date 4000015, an end date not after the start 4000013, a pagination token it did not hand out 4000014.
     @Test func notificationHistoryRefusesBadRequests() throws {
         try Self.withHarness { h, _ throws in
-            for body in ["", "{}", "not json", #"{"startDate":"yesterday","endDate":2}"#] {
+            for (body, code) in [("", 4000000), ("not json", 4000000), ("[]", 4000000), ("{}", 4000015),
+                                 (#"{"startDate":"yesterday","endDate":2}"#, 4000015), (#"{"startDate":1}"#, 4000016)] as [(String, Int64)] {
                 let response = try h.post("/inApps/v1/notifications/history", body: Array(body.utf8))
                 #expect(response.status == 400, "\(body)")
-                #expect(try FakeAppleHarness.errorCode(response) == 4000011)
+                #expect(try FakeAppleHarness.errorCode(response) == code, "\(body)")
             }
             let backwards = try h.post("/inApps/v1/notifications/history", body: try Sim.json(
                 NotificationHistoryRequest(startDate: Sim.t0 + 10, endDate: Sim.t0)))
             #expect(backwards.status == 400)
+            #expect(try FakeAppleHarness.errorCode(backwards) == 4000013)
             let empty = try h.post("/inApps/v1/notifications/history", body: try Sim.json(NotificationHistoryRequest(startDate: Sim.t0, endDate: Sim.t0)))
             #expect(empty.status == 400, "an empty window")
+            #expect(try FakeAppleHarness.errorCode(empty) == 4000013)
             let badToken = try h.post("/inApps/v1/notifications/history", query: ["paginationToken": "next"],
                                       body: try Sim.json(NotificationHistoryRequest(startDate: Sim.t0, endDate: Sim.t0 + 1)))
             #expect(badToken.status == 400)
-            #expect(try FakeAppleHarness.errorCode(badToken) == 4000003)
+            #expect(try FakeAppleHarness.errorCode(badToken) == 4000014)
         }
     }
 

@@ -128,3 +128,47 @@ enum CraftedJWT {
         return "{" + members.joined(separator: ",") + "}"
     }
 }
+
+/// Requests as Apple's Python library (`app-store-server-library` 3.1.2, over `requests`) puts them on the wire, read
+/// from its source and from its requests captured on a socket: the bearer token PyJWT signs, list filters as a repeated
+/// name (`status=1&status=3`, `productId=a&productId=b+c`), Python's `True` / `False`, and JSON bodies from
+/// `json.dumps` (`{"startDate": 1, "endDate": 2}`, members that are not set left out).
+enum PythonClient {
+    /// Header `{"alg":"ES256","kid":KEY_ID,"typ":"JWT"}`, payload `{"bid","iss","aud","exp"}`: no `iat`, `exp` five
+    /// minutes after `now` (ms).
+    static func token(now: Int64, key: PrivateKey, bundleID: String = Sim.bundleID) throws -> String {
+        try CraftedJWT.make(
+            payload: #"{"bid":"\#(bundleID)","iss":"\#(SimulatorPKI.issuerID)","aud":"appstoreconnect-v1","exp":\#(now / 1000 + 300)}"#,
+            key: key)
+    }
+
+    /// The request for `target` as sent (`/inApps/v2/history/1?productType=A&productType=B`): the query split and
+    /// decoded the way the server decodes it (`+` is a space, `%XX` a byte), every member kept in order.
+    static func request(_ method: String, _ target: String, token: String, body: String = "") -> FakeAppleRequest {
+        let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        func decoded(_ text: Substring) -> String {
+            String(text).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? String(text)
+        }
+        var items: [FakeAppleRequest.QueryItem] = []
+        for member in parts.count == 2 ? parts[1].split(separator: "&") : [] {
+            let pair = member.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            items.append(FakeAppleRequest.QueryItem(decoded(pair[0]), pair.count == 2 ? decoded(pair[1]) : ""))
+        }
+        return FakeAppleRequest(method: method, path: String(parts[0]), queryItems: items, authorization: "Bearer " + token,
+                                body: Array(body.utf8))
+    }
+}
+
+extension FakeAppleHarness {
+    /// `target` asked the way Apple's Python library asks it, with its token for `bundleID`.
+    func python(_ method: String, _ target: String, body: String = "", bundleID: String = Sim.bundleID) throws -> FakeAppleResponse {
+        apple.handle(PythonClient.request(method, target, token: try PythonClient.token(now: now, key: pki.apiKey, bundleID: bundleID), body: body))
+    }
+
+    /// The transaction ids of a history page, in the order answered (its signed items decoded without verification).
+    static func transactionIDs(_ response: FakeAppleResponse) throws -> [String] {
+        try Sim.decode(HistoryResponse.self, response).signedTransactions.map {
+            try #require(try Sim.payload($0, as: TransactionPayload.self).transactionID)
+        }
+    }
+}

@@ -78,13 +78,21 @@ import V2Adapter
         }
     }
 
+    /// Dates at Int64's ends are answered, never trapped: a negative date is refused (4000015 / 4000016), an end
+    /// date in the future means now (so a start after now is 4000013), and the widest valid window is fine.
     @Test func notificationHistoryWithDatesAtInt64sEndsIsAnswered() throws {
         try Self.withHarness { h, _ throws in
-            for (start, end) in [(Int64.min, Int64.max), (Int64.max - 1, Int64.max), (Int64.min, Int64.min + 1), (0, -1)] {
+            for (start, end, code) in [(Int64.min, Int64.max, 4000015), (Int64.max - 1, Int64.max, 4000013), (Int64.min, Int64.min + 1, 4000015),
+                                       (0, -1, 4000016), (0, Int64.max, 0)] as [(Int64, Int64, Int64)] {
                 let response = try h.post("/inApps/v1/notifications/history",
                                           body: try Sim.json(NotificationHistoryRequest(startDate: start, endDate: end)))
-                #expect(response.status == (end > start ? 200 : 400))
+                #expect(response.status == (code == 0 ? 200 : 400), "\(start)..<\(end)")
+                if code != 0 { #expect(try FakeAppleHarness.errorCode(response) == code, "\(start)..<\(end)") }
             }
+            // Retention at Int64's end does not overflow either.
+            try h.store.update { $0.notificationHistoryDays = Int.max }
+            let wide = try h.post("/inApps/v1/notifications/history", body: try Sim.json(NotificationHistoryRequest(startDate: 0, endDate: Int64.max)))
+            #expect(wide.status == 200)
         }
     }
 

@@ -491,14 +491,14 @@ struct FakeAppleAPI {
                 try await api.client.notificationHistory(backwards, environment: .sandbox)
             })
             #expect(error.code == .badRequest)
-            #expect(error.appleErrorCode == 4000011)
+            #expect(error.appleErrorCode == 4000013)
             #expect(api.transport.requests.count == 1)
             let badToken = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
                 try await api.client.notificationHistory(
                     NotificationHistoryRequest(startDate: Sim.t0, endDate: Sim.t0 + 1), environment: .sandbox,
                     paginationToken: "next")
             })
-            #expect(badToken.code == .badRequest && badToken.appleErrorCode == 4000003)
+            #expect(badToken.code == .badRequest && badToken.appleErrorCode == 4000014)
         }
     }
 

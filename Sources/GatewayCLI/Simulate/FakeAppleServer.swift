@@ -32,10 +32,16 @@ public final class FakeAppleServer: Sendable {
         })
     }
 
+    /// Every query member reaches the fake, repeated ones included (Apple's clients send `status=1&status=3`), and
+    /// the fake's headers (`Retry-After`) reach the client.
     public func handle(_ request: ServerRequest) -> ServerResponse {
         let r = fake.handle(FakeAppleRequest(
-            method: request.method, path: request.path, query: request.query, authorization: request.header("authorization"), body: request.body))
-        return r.body.isEmpty ? ServerResponse(status: r.status) : .json(r.status, r.body)
+            method: request.method, path: request.path,
+            queryItems: request.queryItems.map { FakeAppleRequest.QueryItem($0.name, $0.value) },
+            authorization: request.header("authorization"), body: request.body))
+        var response = r.body.isEmpty ? ServerResponse(status: r.status) : .json(r.status, r.body)
+        response.headers += r.headers
+        return response
     }
 
 }
