@@ -159,6 +159,8 @@ public protocol StoreTransaction {
     func claimDueReconcileRuns(at time: Int64, limit: Int, lease: Lease) throws -> [ReconcileRun]
     /// Records what a run did and when it runs next; releases the claim.
     func settleReconcileRun(id: Int64, _ outcome: ReconcileRunOutcome, now: Int64) throws
+    /// Moves the runs of an app and environment due before `until` to `until` (Apple asked it to wait).
+    func deferReconcileRuns(bundleID: String, environment: AppStoreEnvironment, until: Int64) throws
     /// Every scheduled run.
     func reconcileRuns() throws -> [ReconcileRun]
     /// The subscriptions the reconciliation rule selects, soonest expiry first.

@@ -13,6 +13,9 @@ public struct ReconcileSettings: Sendable, Hashable {
     public var historySweepMillis: Int64? = 3_600_000
     /// Each sweep starts this long before the previous one ended: notifications Apple lists late are still seen.
     public var historyOverlapMillis: Int64 = 3_600_000
+    /// A sweep's window ends this long before now: a notification Apple is delivering right now arrives live rather
+    /// than being taken from the history first (and counted as missed).
+    public var historyLagMillis: Int64 = 10 * 60_000
     /// The first sweep of an app looks back this far.
     public var historyFirstWindowMillis: Int64 = 24 * 3_600_000
     /// Apple requests per app and hour, across instances (each run spends at most its share of the hour).

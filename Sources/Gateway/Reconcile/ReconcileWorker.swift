@@ -44,6 +44,9 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
     /// Recovered events per app over the last day, as last read (the silence alert).
     private let alerting = Mutex<Set<String>>([])
     private let lastAlertCheck = Mutex<Int64>(0)
+    /// Per app and environment, until when Apple asked this instance to wait (a 429's `Retry-After`): no run of it
+    /// calls the App Store Server API before then.
+    private let blockedUntil = Mutex<[String: Int64]>([:])
 
     public init(context: WorkerContext, settings: ReconcileSettings, apps: [GatewayConfig.App], statusSource: (any V2PathSource)?,
                 historySource: (any NotificationHistorySource)?, receiptClient: VerifyReceiptClient, v1Apps: [V1App],
@@ -168,7 +171,11 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
             let wait = failure.retryAfterMillis.map { max($0, 1_000) } ?? min(backoff, policy.maxDelayMillis)
             // Not retryable (credentials refused, say): looked at again next period, not hammered.
             next = now().clampedAdding(failure.retryable ? wait : max(period, wait))
-            if failure.code == "rate_limited" { metrics.increment(.reconcileRateLimitedTotal, ["bundle": run.key.bundleID]) }
+            if failure.code == "rate_limited" {
+                metrics.increment(.reconcileRateLimitedTotal, ["bundle": run.key.bundleID])
+                let until = next
+                blockedUntil.withLock { $0[Self.blockKey(run.key)] = max($0[Self.blockKey(run.key)] ?? 0, until) }
+            }
             log.warn("reconciliation run failed", [
                 "bundle": .string(run.key.bundleID), "environment": .string(run.key.environment.rawValue),
                 "kind": .string(run.key.kind.rawValue), "code": .string(failure.code), "retry_in_ms": .int(next - now()),
@@ -178,12 +185,28 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
             next = time.clampedAdding(period)
         }
         await settle(run, ReconcileRunOutcome(nextRunAt: next, watermark: watermark, attempts: attempts, error: failure?.code,
-                                              checked: tally.checked, recovered: tally.recovered, calls: tally.calls), at: time)
+                                              checked: tally.checked, recovered: tally.recovered, calls: tally.calls), at: time,
+                     rateLimited: failure?.code == "rate_limited")
     }
 
-    func settle(_ run: Job, _ outcome: ReconcileRunOutcome, at time: Int64) async {
+    func settle(_ run: Job, _ outcome: ReconcileRunOutcome, at time: Int64, rateLimited: Bool = false) async {
         let id = run.id
-        await context.recordOutcome { tx in try tx.settleReconcileRun(id: id, outcome, now: time) }
+        let key = run.key
+        await context.recordOutcome { tx in
+            try tx.settleReconcileRun(id: id, outcome, now: time)
+            // Apple's wait holds for the app's other runs too (its limits count the whole key's requests).
+            if rateLimited { try tx.deferReconcileRuns(bundleID: key.bundleID, environment: key.environment, until: outcome.nextRunAt) }
+        }
+    }
+
+    static func blockKey(_ key: ReconcileRunKey) -> String { key.bundleID + "|" + key.environment.rawValue }
+
+    /// Throws `rate_limited` while a 429 seen by this instance still holds for the app.
+    func checkNotBlocked(_ key: ReconcileRunKey) throws(PathFetchError) {
+        let time = now()
+        guard let until = blockedUntil.withLock({ $0[Self.blockKey(key)] }), until > time else { return }
+        throw PathFetchError(code: "rate_limited", message: "waiting for Apple's Retry-After", retryable: true,
+                             retryAfterMillis: until - time)
     }
 
     /// What one run spent and found.
@@ -210,6 +233,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         guard let source = statusSource else { return }
         for candidate in try await candidates(key, path: .v2, at: time, limit: tally.budget) {
             guard !tally.exhausted else { break }
+            try checkNotBlocked(key)
             tally.calls += 1
             metrics.increment(.reconcileAPICallsTotal, ["bundle": key.bundleID, "endpoint": "subscription_statuses"])
             let status = try await source.status(bundleID: key.bundleID, environment: key.environment,
@@ -330,21 +354,28 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
 
     // MARK: The notification-history sweep
 
-    /// Sweeps [previous end − overlap, now) (the first sweep: `history_first_window` back); returns the new end.
+    /// How far back Get Notification History reaches.
+    static let appleHistoryRetentionMillis: Int64 = 180 * 86_400_000
+
+    /// Sweeps [previous end − overlap, now − lag) (the first sweep: `history_first_window` back); returns the new end.
     /// A run cut short by its budget sweeps the same window again next time (what it fed is a duplicate then).
     func sweepHistory(_ run: Job, at time: Int64, tally: inout Tally) async throws -> Int64? {
         guard let source = historySource else { return nil }
         let key = run.key
-        let start = run.watermark.map { $0.clampedSubtracting(settings.historyOverlapMillis) }
-            ?? time.clampedSubtracting(settings.historyFirstWindowMillis)
-        guard start < time else { return time }
+        let end = time.clampedSubtracting(settings.historyLagMillis)
+        // Apple keeps 180 days of history and refuses a window starting earlier (a minute's margin for clock skew).
+        let oldest = max(0, time.clampedSubtracting(Self.appleHistoryRetentionMillis - 60_000))
+        let start = max(oldest, run.watermark.map { $0.clampedSubtracting(settings.historyOverlapMillis) }
+            ?? end.clampedSubtracting(settings.historyFirstWindowMillis))
+        guard start < end else { return run.watermark }
         var token: String?
         repeat {
             guard !tally.exhausted else { return nil }
+            try checkNotBlocked(key)
             tally.calls += 1
             metrics.increment(.reconcileAPICallsTotal, ["bundle": key.bundleID, "endpoint": "notification_history"])
             let page = try await source.notificationHistoryPage(
-                bundleID: key.bundleID, environment: key.environment, startDate: start, endDate: time, paginationToken: token)
+                bundleID: key.bundleID, environment: key.environment, startDate: start, endDate: end, paginationToken: token)
             for payload in page.signedPayloads {
                 let ingest = self.ingest
                 let result = try await Blocking.run { ingest.handle(InboundBody.v2(signedPayload: payload), origin: .historySweep) }
@@ -364,7 +395,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
             }
             token = page.nextPaginationToken
         } while token != nil
-        return time
+        return end
     }
 
     // MARK: The silence alert

@@ -36,6 +36,11 @@ extension PostgresTransaction {
              .int64(Int64(o.checked)), .int64(Int64(o.recovered)), .int64(Int64(o.calls)), .int64(id)])
     }
 
+    func deferReconcileRuns(bundleID: String, environment: AppStoreEnvironment, until: Int64) throws {
+        try c.run("UPDATE reconcile_runs SET next_run_at = $1 WHERE bundle_id = $2 AND environment = $3 AND next_run_at < $1",
+                  [.int64(until), .text(bundleID), .text(environment.rawValue)])
+    }
+
     func reconcileRuns() throws -> [ReconcileRun] {
         try c.query("SELECT \(reconcileRunColumns) FROM reconcile_runs ORDER BY bundle_id, environment, kind").compactMap(ReconcileRun.init(row:))
     }

@@ -29,6 +29,11 @@ extension SQLiteTransaction {
              .integer(Int64(o.checked)), .integer(Int64(o.recovered)), .integer(Int64(o.calls)), .integer(id)])
     }
 
+    func deferReconcileRuns(bundleID: String, environment: AppStoreEnvironment, until: Int64) throws {
+        try c.run("UPDATE reconcile_runs SET next_run_at = ? WHERE bundle_id = ? AND environment = ? AND next_run_at < ?",
+                  [.integer(until), .text(bundleID), .text(environment.rawValue), .integer(until)])
+    }
+
     func reconcileRuns() throws -> [ReconcileRun] {
         try c.query("SELECT \(reconcileRunColumns) FROM reconcile_runs ORDER BY bundle_id, environment, kind").compactMap(ReconcileRun.init(row:))
     }
