@@ -109,6 +109,18 @@ extension ReportRenderer {
         fieldChart(&h, b, index: i)
         h.raw("</figure>\n</div>\n")
 
+        // What recovery brought: notifications Apple's delivery missed.
+        h.raw("<h3>Recovered events</h3>\n")
+        if b.recovered.isEmpty {
+            h.raw("<p class=\"empty\">Nothing recovered: every notification arrived live.</p>\n")
+        } else {
+            h.raw("<table class=\"cutovers\" id=\"recovered-\(i)\">\n<thead><tr><th>Day (UTC)</th><th>Mechanism</th><th>Events</th></tr></thead>\n<tbody>\n")
+            for r in b.recovered {
+                h.raw("<tr><td class=\"nowrap\">\(escape(r.day))</td><td>\(escape(r.mechanism))</td><td>\(r.count)</td></tr>\n")
+            }
+            h.raw("</tbody>\n</table>\n")
+        }
+
         // Cutover log.
         h.raw("<h3>Cutover log</h3>\n")
         if b.cutovers.isEmpty {

@@ -94,6 +94,14 @@ public enum ReportRenderer {
                 if i == 0 { row("reasons", "- " + plain(reason)) } else { more("- " + plain(reason)) }
             }
         }
+        if b.recovered.isEmpty {
+            row("recovered", "none")
+        } else {
+            for (i, r) in b.recovered.enumerated() {
+                let text = "\(r.day)  \(r.count) by \(plain(r.mechanism))"
+                if i == 0 { row("recovered", text) } else { more(text) }
+            }
+        }
         if b.cutovers.isEmpty {
             row("cutovers", "none")
         } else {

@@ -1,6 +1,7 @@
 import Canonical
 import Foundation
 import Gateway
+import Reports
 import GatewayCLI
 import HTTPClient
 import HTTPServer
@@ -104,14 +105,14 @@ import WireJSON
             }
         }
 
-        func eventually(_ what: String, _ condition: @escaping () async throws -> Bool) async throws {
+        func eventually(_ what: @autoclosure () -> String, _ condition: @escaping () async throws -> Bool) async throws {
             let timer = ContinuousClock()
             let deadline = timer.now.advanced(by: GatewayHarness.patience)
             while timer.now < deadline {
                 if try await condition() { return }
                 try await Task.sleep(for: .milliseconds(20))
             }
-            Issue.record("not reached within \(GatewayHarness.patience): \(what)")
+            Issue.record("not reached within \(GatewayHarness.patience): \(what())")
         }
 
         /// Plays a lifecycle with the drop plan, each step at its own time, waiting for what it causes.
@@ -130,11 +131,17 @@ import WireJSON
         func runRecovery(after time: Int64) async throws {
             clock.set(time.clampedAdding(3 * 3_600_000))
             let moved = clock.now
-            try await eventually("every recovery run ran after the story") {
+            try await eventually("every recovery run ran after the story: \(describeRuns(relativeTo: moved))") {
                 let runs = try await self.store.read { tx in try tx.reconcileRuns() }
                 return !runs.isEmpty && runs.allSatisfy { ($0.lastRunAt ?? 0) >= moved }
             }
             try await settle()
+        }
+
+        func describeRuns(relativeTo time: Int64) -> String {
+            let runs = (try? store.read { (tx: any StoreTransaction) throws -> [ReconcileRun] in try tx.reconcileRuns() }) ?? []
+            return runs.map { "\($0.key) last \(($0.lastRunAt ?? 0) - time) next \($0.nextRunAt - time) \($0.lastError ?? "ok")" }
+                .joined(separator: "; ")
         }
 
         /// Each subscription's entitlement on `path` at `time`, from its stored state's event.
@@ -189,6 +196,15 @@ import WireJSON
         let deliveries = SimulatorLifecycleTests.events(rig.receiver)
         #expect(Set(deliveries.compactMap { $0["id"]?.stringValue }) == Set(sent), "\(name): every notification delivered")
         #expect(deliveries.filter { $0["recovered_by"]?.stringValue == "history" }.count == dropped.count)
+        // The report counts them per day and mechanism, in every rendering.
+        let report = try rig.gateway.ledger.report(since: 0, until: Int64.max / 2)
+        let days: [BundleReport.RecoveredDay] = report.bundles.flatMap(\.recovered)
+        let reported = days.filter { $0.mechanism == "history" }.reduce(0) { $0 + $1.count }
+        #expect(reported == dropped.count)
+        if !dropped.isEmpty {
+            #expect(ReportRenderer.table(report).contains("by history"))
+            #expect(ReportRenderer.html(report).contains("Recovered events"))
+        }
         // And each subscription ends where Apple says.
         let lifecycle = try #require(Lifecycles.named(name))
         #expect(try await rig.entitlements(run.plan.originalTransactionIDs, path: .v2, at: run.plan.end) == lifecycle.final.map(Optional.some),

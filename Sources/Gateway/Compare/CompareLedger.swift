@@ -113,7 +113,10 @@ public struct CompareLedger: Sendable {
             oneSided: BundleReport.OneSided(v1Only: shown.v1Only, v2Only: shown.v2Only, examples: shown.oneSidedExamples),
             daily: shown.daily.keys.sorted().map { BundleReport.DayPoint(day: $0, pairs: shown.daily[$0]!.pairs, agreements: shown.daily[$0]!.agreements) },
             verdict: verdict, rule: rule.text, reasons: reasons,
-            cutovers: try tx.cutovers(bundleID: app.bundleID, environment: env))
+            cutovers: try tx.cutovers(bundleID: app.bundleID, environment: env),
+            recovered: try tx.recoveredEventCounts(since: since, until: until)
+                .filter { $0.bundleID == app.bundleID && $0.environment == env }
+                .map { BundleReport.RecoveredDay(day: TimeText.day($0.day), mechanism: $0.mechanism.rawValue, count: $0.count) })
     }
 
     static func verdict(_ t: Tally, rule: ReadinessRule, compare: Bool) -> (BundleReport.Verdict, [String]) {

@@ -79,6 +79,8 @@ public struct BundleReport: Sendable, Hashable, Codable {
     public var reasons: [String]
     /// Authority changes of this bundle and environment, oldest first.
     public var cutovers: [CutoverRecord]
+    /// Events the recovery runs brought in the window, per day and mechanism, oldest first.
+    public var recovered: [RecoveredDay]
 
     public enum Verdict: String, Sendable, Hashable, Codable { case ready, notReady = "not_ready" }
 
@@ -97,6 +99,16 @@ public struct BundleReport: Sendable, Hashable, Codable {
         enum CodingKeys: String, CodingKey { case v1Only = "v1_only", v2Only = "v2_only", examples }
     }
 
+    /// Events recovered on one UTC day by one mechanism (docs/operations.md, "Reconciliation").
+    public struct RecoveredDay: Sendable, Hashable, Codable {
+        /// `YYYY-MM-DD` (UTC).
+        public var day: String
+        /// `history` or `reconciliation`.
+        public var mechanism: String
+        public var count: Int
+        public init(day: String, mechanism: String, count: Int) { (self.day, self.mechanism, self.count) = (day, mechanism, count) }
+    }
+
     public struct DayPoint: Sendable, Hashable, Codable {
         /// `YYYY-MM-DD` (UTC).
         public var day: String
@@ -107,7 +119,7 @@ public struct BundleReport: Sendable, Hashable, Codable {
 
     public init(bundleID: String, environment: String, authority: String, eventsBySource: [String: Int], pairs: Int, agreements: Int,
                 disagreementsByField: [String: FieldDisagreements], oneSided: OneSided, daily: [DayPoint], verdict: Verdict, rule: String,
-                reasons: [String], cutovers: [CutoverRecord]) {
+                reasons: [String], cutovers: [CutoverRecord], recovered: [RecoveredDay] = []) {
         self.bundleID = bundleID
         self.environment = environment
         self.authority = authority
@@ -122,12 +134,13 @@ public struct BundleReport: Sendable, Hashable, Codable {
         self.rule = rule
         self.reasons = reasons
         self.cutovers = cutovers
+        self.recovered = recovered
     }
 
     enum CodingKeys: String, CodingKey {
         case bundleID = "bundle_id", environment, authority, eventsBySource = "events_by_source", pairs, agreements
         case agreementRate = "agreement_rate", disagreementsByField = "disagreements_by_field", oneSided = "one_sided", daily
-        case verdict, rule, reasons, cutovers
+        case verdict, rule, reasons, cutovers, recovered
     }
 
     // `agreement_rate` is always present (null when nothing was compared).
@@ -147,6 +160,7 @@ public struct BundleReport: Sendable, Hashable, Codable {
         try c.encode(rule, forKey: .rule)
         try c.encode(reasons, forKey: .reasons)
         try c.encode(cutovers, forKey: .cutovers)
+        try c.encode(recovered, forKey: .recovered)
     }
 }
 

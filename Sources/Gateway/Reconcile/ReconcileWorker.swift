@@ -63,16 +63,16 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
     }
 
-    /// Schedules the runs the config and credentials allow, then runs them as they come due until ``stop()``.
-    public func run() async {
+    /// Adds the runs the config and credentials allow and the store does not have yet (their schedule is kept
+    /// across restarts). The service does this before it starts listening; blocking.
+    public func schedule() throws {
         let runs = scheduledRuns(at: now())
-        if !runs.isEmpty {
-            do { try await store.write { tx in try tx.scheduleReconcileRuns(runs) } } catch {
-                log.error("reconciliation not scheduled: the store refused", ["error": .string(String(describing: error).prefix(300).description)])
-            }
-        }
-        await scheduler.run(self)
+        guard !runs.isEmpty else { return }
+        try store.write { tx in try tx.scheduleReconcileRuns(runs) }
     }
+
+    /// Runs the scheduled runs as they come due until ``stop()``.
+    public func run() async { await scheduler.run(self) }
 
     public func stop() { scheduler.stop() }
 

@@ -209,6 +209,7 @@ public final class GatewayService: Sendable {
                      ["verify_time": .string(TimeText.iso8601(demo))])
         }
         try seedAuthority()
+        try reconcile.schedule()
         let delivery = self.delivery
         let receipts = self.receipts
         let compare = self.compare
