@@ -13,18 +13,14 @@ import V2Adapter
 @Suite struct FakeAppleOfficialClientTests {
     /// `get_all_subscription_statuses(id, [Status.ACTIVE, Status.BILLING_RETRY])`, then with `[Status.REVOKED]`.
     @Test func getAllSubscriptionStatusesWithAStatusFilter() throws {
-        try Sim.withPKI { pki throws in
-            let plan = try Sim.plan("refund", pki: pki)
-            let s = try #require(plan.emissions.last).subscription
-            let h = FakeAppleHarness(pki: pki, now: plan.end + 1_000)
-            try h.put(s)
+        try FakeAppleServerAPITests.withHarness("refund") { h, s throws in
             let active = try h.python("GET", "/inApps/v1/subscriptions/\(s.originalTransactionID)?status=1&status=3")
             #expect(active.status == 200)
             #expect(try Sim.decode(StatusResponse.self, active).data.isEmpty, "refunded: not active, not in billing retry")
             let revoked = try Sim.decode(StatusResponse.self, try h.python("GET", "/inApps/v1/subscriptions/\(s.originalTransactionID)?status=5"))
             let item = try #require(revoked.data.first?.lastTransactions.first)
             #expect(item.status == 5 && item.originalTransactionID == s.originalTransactionID)
-            let t = try Sim.adapter(trusting: pki).verifyTransaction(Array(item.signedTransactionInfo.utf8), now: h.now)
+            let t = try Sim.adapter(trusting: h.pki).verifyTransaction(Array(item.signedTransactionInfo.utf8), now: h.now)
             #expect(t.payload.revocationDate != nil)
         }
     }
