@@ -76,7 +76,8 @@ import V2Adapter
     /// Apple's Java library writes every member, unset ones as `null` (as a developer forum post shows it sending).
     @Test func notificationHistoryBodyWithNullsIsTheSameAsWithout() throws {
         try FakeAppleFilterTests.withNotifications { h, _ throws in
-            let body = #"{"startDate":\#(Sim.t0),"endDate":\#(Sim.t0 + 100_000),"notificationType":"DID_RENEW","notificationSubtype":null,"transactionId":null,"onlyFailures":null}"#
+            let body = #"{"startDate":\#(Sim.t0),"endDate":\#(Sim.t0 + 100_000),"notificationType":"DID_RENEW","# +
+                #""notificationSubtype":null,"transactionId":null,"onlyFailures":null}"#
             #expect(try FakeAppleFilterTests.notificationPayloads(h, body) == stride(from: 0, to: 40, by: 2).map { "payload-\($0)" })
         }
     }
