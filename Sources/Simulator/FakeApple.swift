@@ -71,7 +71,7 @@ public struct FakeAppleResponse: Sendable {
 ///   (pages of 20; every filter of its body), Request a Test Notification and Get Test Notification Status. `401` for
 ///   a missing or bad token; past ``SimWorld/apiRateLimit`` `429` with `Retry-After`; queued faults
 ///   (``SimWorld/apiFaults``) next (429 with Apple's `4290000`); a filter Apple would refuse is answered `400` with
-///   Apple's error code (``FakeApple+Queries.swift``).
+///   Apple's error code (`FakeApple+Queries.swift`).
 public struct FakeApple: Sendable {
     public let store: SimStateStore
     let emitter: Emitter
@@ -273,12 +273,16 @@ public struct FakeApple: Sendable {
 
     // MARK: Encoding
 
+    /// Members in a fixed (sorted) order, so the same answer is the same bytes: Apple's error body reads
+    /// `{"errorCode":…,"errorMessage":…}`.
     static func json<T: Encodable>(_ status: Int, _ value: T) throws -> FakeAppleResponse {
-        FakeAppleResponse(status: status, body: Array(try JSONEncoder().encode(value)))
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return FakeAppleResponse(status: status, body: Array(try encoder.encode(value)))
     }
 
     static func apiError(_ status: Int, _ code: Int64, _ message: String) -> FakeAppleResponse {
-        FakeAppleResponse(status: status, body: (try? JSONEncoder().encode(AppStoreAPIErrorBody(errorCode: code, errorMessage: message))).map(Array.init) ?? [])
+        (try? json(status, AppStoreAPIErrorBody(errorCode: code, errorMessage: message))) ?? FakeAppleResponse(status: status, body: [])
     }
 }
 

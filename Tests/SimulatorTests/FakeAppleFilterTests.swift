@@ -190,11 +190,7 @@ import V2Adapter
 
     /// A refunded subscription is revoked (5): `status=1` (active) must not return it, `status=5` does.
     @Test func statusFilterOnARefundedSubscription() throws {
-        try Sim.withPKI { pki throws in
-            let plan = try Sim.plan("refund", pki: pki)
-            let s = try #require(plan.emissions.last).subscription
-            let h = FakeAppleHarness(pki: pki, now: plan.end + 1_000)
-            try h.put(s)
+        try FakeAppleServerAPITests.withHarness("refund") { h, s throws in
             #expect(try Self.statuses(h, s.originalTransactionID, "") == [5])
             #expect(try Self.statuses(h, s.originalTransactionID, "status=1").isEmpty)
             #expect(try Self.statuses(h, s.originalTransactionID, "status=1&status=2&status=3&status=4").isEmpty)

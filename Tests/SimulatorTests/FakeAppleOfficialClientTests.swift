@@ -13,18 +13,14 @@ import V2Adapter
 @Suite struct FakeAppleOfficialClientTests {
     /// `get_all_subscription_statuses(id, [Status.ACTIVE, Status.BILLING_RETRY])`, then with `[Status.REVOKED]`.
     @Test func getAllSubscriptionStatusesWithAStatusFilter() throws {
-        try Sim.withPKI { pki throws in
-            let plan = try Sim.plan("refund", pki: pki)
-            let s = try #require(plan.emissions.last).subscription
-            let h = FakeAppleHarness(pki: pki, now: plan.end + 1_000)
-            try h.put(s)
+        try FakeAppleServerAPITests.withHarness("refund") { h, s throws in
             let active = try h.python("GET", "/inApps/v1/subscriptions/\(s.originalTransactionID)?status=1&status=3")
             #expect(active.status == 200)
             #expect(try Sim.decode(StatusResponse.self, active).data.isEmpty, "refunded: not active, not in billing retry")
             let revoked = try Sim.decode(StatusResponse.self, try h.python("GET", "/inApps/v1/subscriptions/\(s.originalTransactionID)?status=5"))
             let item = try #require(revoked.data.first?.lastTransactions.first)
             #expect(item.status == 5 && item.originalTransactionID == s.originalTransactionID)
-            let t = try Sim.adapter(trusting: pki).verifyTransaction(Array(item.signedTransactionInfo.utf8), now: h.now)
+            let t = try Sim.adapter(trusting: h.pki).verifyTransaction(Array(item.signedTransactionInfo.utf8), now: h.now)
             #expect(t.payload.revocationDate != nil)
         }
     }
@@ -80,7 +76,8 @@ import V2Adapter
     /// Apple's Java library writes every member, unset ones as `null` (as a developer forum post shows it sending).
     @Test func notificationHistoryBodyWithNullsIsTheSameAsWithout() throws {
         try FakeAppleFilterTests.withNotifications { h, _ throws in
-            let body = #"{"startDate":\#(Sim.t0),"endDate":\#(Sim.t0 + 100_000),"notificationType":"DID_RENEW","notificationSubtype":null,"transactionId":null,"onlyFailures":null}"#
+            let body = #"{"startDate":\#(Sim.t0),"endDate":\#(Sim.t0 + 100_000),"notificationType":"DID_RENEW","# +
+                #""notificationSubtype":null,"transactionId":null,"onlyFailures":null}"#
             #expect(try FakeAppleFilterTests.notificationPayloads(h, body) == stride(from: 0, to: 40, by: 2).map { "payload-\($0)" })
         }
     }
