@@ -80,8 +80,11 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
         self.db = db
         self.maxBatch = max(1, maxBatch)
         self.maxBatchBytes = maxBatchBytes
-        // A dedicated thread: the commit's fsync (or round trip) must not block Swift's cooperative pool.
-        DispatchQueue(label: "iap-gateway.journal-writer").async { [self] in loop() }
+        // A dedicated thread: the commit's fsync (or round trip) must not block Swift's cooperative pool, and the loop
+        // must not wait for a Dispatch thread that its own blocked callers hold (``startWriterThread(_:)``).
+        if !startWriterThread({ [self] in loop() }) {
+            DispatchQueue(label: "iap-gateway.journal-writer").async { [self] in loop() }
+        }
     }
 
     /// Runs `work` in the next batch and returns once that batch is committed (or throws its error, or

@@ -5,7 +5,7 @@ import Testing
 @Suite struct CanonicalEventTests {
     /// docs/architecture.md, "The canonical event", in the order of the table (schema first): the keys every encoded event carries.
     static let designKeys = [
-        "schema", "id", "source", "kind", "reason", "raw_type", "raw_subtype", "bundle_id", "app_apple_id",
+        "schema", "id", "source", "recovered_by", "kind", "reason", "raw_type", "raw_subtype", "bundle_id", "app_apple_id",
         "environment", "product_id", "product_type", "original_transaction_id", "transaction_id",
         "web_order_line_item_id", "subscription_group_id", "purchase_date", "original_purchase_date", "expires_date",
         "revocation_date", "grace_period_expires_date", "event_date", "event_date_source", "revocation_reason",
@@ -76,12 +76,13 @@ import Testing
         e.quantity = 1
         e.appAccountToken = "7e3fb20b-4cdb-47cc-936d-99d65f608138"
         e.ownership = "purchased"
+        e.recoveredBy = .history
         e.computeEntitlement()
         return e
     }
 
-    @Test func designListsThirtyNineDistinctKeys() {
-        #expect(Self.designKeys.count == 39)
+    @Test func designListsFortyDistinctKeys() {
+        #expect(Self.designKeys.count == 40)
         #expect(Set(Self.designKeys).count == Self.designKeys.count)
     }
 
@@ -90,7 +91,7 @@ import Testing
         #expect(text == Self.minimalJSON())
         let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
         #expect(Set(object.keys) == Set(Self.designKeys))
-        #expect(object.count == 39)
+        #expect(object.count == 40)
         #expect(text.hasPrefix("{") && text.contains(#""schema":1,"#))
         let nonNull: Set = ["schema", "id", "source", "kind", "raw_type", "event_date", "event_date_source", "verified"]
         for key in Self.designKeys where !nonNull.contains(key) {

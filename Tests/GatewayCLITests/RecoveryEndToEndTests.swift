@@ -16,7 +16,7 @@ import WireJSON
 /// Issue 12 end to end: lifecycles played with 30 % of their notifications lost on the way, the fake Apple still
 /// holding the truth (its notification history, its subscription statuses, verifyReceipt), and the gateway's
 /// recovery runs bringing every subscription back in line as its clock moves on (docs/operations.md, "Reconciliation").
-@Suite struct RecoveryEndToEndTests {
+@Suite(.serialized) struct RecoveryEndToEndTests {
     static let bundleID = SimulatorLifecycleTests.bundleID
     static let drop = try! DropPlan(fraction: 0.3, seed: 12)
 
@@ -25,6 +25,7 @@ import WireJSON
         let inner = CurlTransport()
         let clock: @Sendable () -> Int64
         let log = Mutex<[(at: Int64, path: String, status: Int, wait: Int64?)]>([])
+        let bodies = Mutex<[String]>([])
         init(clock: @escaping @Sendable () -> Int64) { self.clock = clock }
         func send(_ request: HTTPRequest) async throws(HTTPClientError) -> HTTPResponse {
             let at = clock()
@@ -32,6 +33,7 @@ import WireJSON
             let path = request.url.split(separator: "?").first.map(String.init) ?? request.url
             let wait = response.retryAfter(maximum: .seconds(86_400), now: at).map { $0.components.seconds * 1000 }
             log.withLock { $0.append((at, path, response.status, wait)) }
+            if path.hasSuffix("/notifications/history") { bodies.withLock { $0.append(request.url + " " + String(decoding: request.body, as: UTF8.self)) } }
             return response
         }
         func calls(_ fragment: String) -> [(at: Int64, path: String, status: Int, wait: Int64?)] { log.withLock { $0.filter { $0.path.contains(fragment) } } }
@@ -45,26 +47,36 @@ import WireJSON
         let receiver: LoopbackHTTPServer
         let gateway: GatewayService
         let port: UInt16
-        let clock = CompareEndToEndTests.StoryClock()
+        let clock: CompareEndToEndTests.StoryClock
         let transport: RecordingTransport
+        let owner: Bool
 
         /// `api`: the app has App Store Server API credentials (else it is V1-only and reconciles with verifyReceipt).
-        init(authority: String, api: Bool = true, reconcile: String, rateLimit: SimWorld.APIRateLimit? = nil) throws {
-            folder = try Scratch.directory()
-            pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
-            let clock = self.clock
+        /// `postgres`: the store is this schema (else SQLite); `sharing`: a second instance, with the first one's fake
+        /// Apple, downstream and clock.
+        init(authority: String, api: Bool = true, reconcile: String, rateLimit: SimWorld.APIRateLimit? = nil,
+             postgres: TestSchema? = nil, instance: String? = nil, sharing first: Rig? = nil) throws {
+            owner = first == nil
+            folder = try first?.folder ?? Scratch.directory()
+            pki = try first?.pki ?? SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+            let clock = first?.clock ?? CompareEndToEndTests.StoryClock()
+            self.clock = clock
             let now: @Sendable () -> Int64 = { clock.now }
             if let rateLimit { try SimStateStore(folder: pki.folder).update { $0.apiRateLimit = rateLimit } }
-            let fake = try FakeAppleServer(pki: pki.folder, notifyURL: nil, transport: CurlTransport(), now: now)
-            apple = HTTPServer(configuration: .init(), handler: fake.handle)
-            try apple.start()
-            receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+            if let first {
+                apple = first.apple
+            } else {
+                let fake = try FakeAppleServer(pki: pki.folder, notifyURL: nil, transport: CurlTransport(), now: now)
+                apple = HTTPServer(configuration: .init(), handler: fake.handle)
+                try apple.start()
+            }
+            receiver = try first?.receiver ?? LoopbackHTTPServer { _ in .respond(status: 200) }
             transport = RecordingTransport(clock: now)
             let a = apple.port
             let json = """
                 {
                   "listen": "127.0.0.1:0",
-                  "store": { "sqlite": "gateway.db" },
+                  "store": \(postgres == nil ? #"{ "sqlite": "gateway.db" }"# : #"{ "postgres": { "url_env": "IAPGW_DATABASE_URL" } }"#),
                   "trust": { "extra_roots": ["\(pki.folder)/root.der"] },
                   "verify_receipt": { "production_url": "http://127.0.0.1:\(a)/verifyReceipt",
                                       "sandbox_url": "http://127.0.0.1:\(a)/sandbox/verifyReceipt" },
@@ -81,8 +93,10 @@ import WireJSON
                 """
             let config = try GatewayConfig.parse(Array(json.utf8), baseDirectory: folder)
             var deps = GatewayService.Dependencies(
-                environment: ["SIM_SECRET": SimulatorLifecycleTests.secret, "SIM_API_KEY": pki.apiKeyPEM], transport: transport, now: now,
+                environment: ["SIM_SECRET": SimulatorLifecycleTests.secret, "SIM_API_KEY": pki.apiKeyPEM,
+                              "IAPGW_DATABASE_URL": postgres?.url ?? ""], transport: transport, now: now,
                 jitter: { 0 }, logSink: { _ in })
+            deps.instanceID = instance
             deps.deliveryPolicy.retry.baseDelay = .zero
             deps.deliveryPolicy.pollMillis = 10
             deps.receiptPolicy.pollMillis = 10
@@ -166,6 +180,7 @@ import WireJSON
 
         func stop() async {
             await gateway.shutdown()
+            guard owner else { return }
             apple.stop()
             try? FileManager.default.removeItem(atPath: folder)
         }
@@ -278,5 +293,34 @@ import WireJSON
         let rateLimited = try await rig.store.read { tx in try tx.reconcileRuns() }.filter { $0.lastError == "rate_limited" }
         for r in rateLimited { #expect(r.nextRunAt > (r.lastRunAt ?? 0)) }
         await rig.stop()
+    }
+
+    @Test(.enabled(if: TestPostgresServer.url != nil, "needs scripts/with-postgres"))
+    func twoInstancesOnPostgreSQLRecoverWithoutDoingTheSameWorkTwice() async throws {
+        let schema = try TestSchema()
+        let settings = #""every": "1h", "history_sweep": "1h", "history_first_window": "180d", "expiring_within": "36500d", "silent_for": "1h""#
+        let a = try Rig(authority: "v2", reconcile: settings, postgres: schema, instance: "a")
+        let b = try Rig(authority: "v2", reconcile: settings, postgres: schema, instance: "b", sharing: a)
+        var dropped: [String] = []
+        var runs: [SimulateCommand.LifecycleRun] = []
+        for name in ["auto-renew", "refund", "billing-grace-recovery", "upgrade"] {
+            let run = try await a.play(name, version: .v2)
+            runs.append(run)
+            dropped += run.dropped.compactMap(\.v2?.notificationUUID)
+        }
+        try await a.runRecovery(after: runs.map(\.plan.end).max() ?? 0)
+        // Both instances took part in some run, and no history window was asked for twice.
+        let requests = a.transport.bodies.withLock { $0 } + b.transport.bodies.withLock { $0 }
+        #expect(!requests.isEmpty)
+        #expect(Set(requests).count == requests.count, "a window swept twice: \(requests)")
+        // Each run's calls were made once: what the runs recorded is what Apple saw, across both instances.
+        let recorded = try await a.store.read { tx in try tx.reconcileRuns() }
+        let seen = a.transport.calls("/inApps/").count + b.transport.calls("/inApps/").count
+        #expect(recorded.reduce(0) { $0 + $1.calls } == Int64(seen))
+        // Every dropped notification recovered once.
+        let recovered = try await a.recovered(.history)
+        #expect(recovered.map(\.id).sorted() == dropped.sorted())
+        await b.stop()
+        await a.stop()
     }
 }

@@ -26,8 +26,10 @@ import TestSupport
         var cutovers: [CutoverRecord]
         var receipt: StoredReceipt?
         var snapshots: [OutcomeSnapshot?]
+        var reconcileRuns: [ReconcileRun]
 
         init(_ store: any GatewayStore) throws {
+            reconcileRuns = try store.read { tx in try tx.reconcileRuns() }
             let key = StoreMigrationTests.subscription
             (journal, events, states, deliveries, receiptJobs, fetches, ledger) = try store.read { tx in
                 (try tx.journalEntries(id: nil, key: nil, limit: .max), try tx.events(id: nil, originalTransactionID: nil, limit: .max),
@@ -108,6 +110,10 @@ import TestSupport
             try tx.recordComparison(LedgerEntry(subscription: key, comparedAt: 330, outcome: .v2Only, fields: [], v1: nil, v2: nil))
             try tx.recordCutover(CutoverRecord(at: 340, bundleID: Self.bundle, environment: "sandbox", from: "v2", to: "v1", who: "ops",
                                                reason: "test", verdict: "ready", forced: false), to: .v1)
+            try tx.scheduleReconcileRuns([(ReconcileRunKey(bundleID: Self.bundle, environment: .sandbox, kind: .history), 350)])
+            let run = try #require(try tx.reconcileRuns().first)
+            try tx.settleReconcileRun(id: run.id, ReconcileRunOutcome(nextRunAt: 3_950, watermark: 340, attempts: 0, error: nil, checked: 3,
+                                                                      recovered: 1, calls: 1), now: 350)
         }
     }
 
@@ -154,6 +160,7 @@ import TestSupport
         #expect(after.cutovers == before.cutovers && after.cutovers.count == 1)
         #expect(after.receipt == before.receipt && after.receipt != nil)
         #expect(after.snapshots == before.snapshots && after.snapshots[1] != nil)
+        #expect(after.reconcileRuns == before.reconcileRuns && after.reconcileRuns.first?.watermark == 340)
 
         // The pending work is claimable — nobody holds a claim — in the order it was due.
         let lease = Lease(owner: "new-instance", until: .max)

@@ -71,6 +71,9 @@ public final class LoopbackHTTPServer: Sendable {
             close(listenFD)
             throw error
         }
+        // Not inherited by the gateway processes tests spawn (`pipe2` is not in the Glibc module): a child holding
+        // the write end kept the pipe from reaching EOF, so `stop()` waited forever for the accept thread.
+        for fd in stopPipe { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
         port = UInt16(bigEndian: address.sin_port)
         let core = ServerCore(handler: handler, stopRead: stopPipe[0], stopWrite: stopPipe[1])
         self.core = core
@@ -142,7 +145,11 @@ private final class ServerCore: Sendable {
         let acceptThread: pthread_t? = state.withLock { s in
             guard !s.stopped else { return nil }
             s.stopped = true
-            close(stopWrite)  // the read end now polls readable (EOF) for every waiter
+            // The read end now polls readable for every waiter: a byte nobody reads, then EOF — the byte wakes them
+            // even when a spawned process inherited the write end before it was marked close-on-exec.
+            var byte: UInt8 = 1
+            _ = write(stopWrite, &byte, 1)
+            close(stopWrite)
             for fd in s.connections { shutdown(fd, Int32(SHUT_RDWR)) }
             defer { s.acceptThread = nil }
             return s.acceptThread

@@ -44,7 +44,7 @@ public final class RawHTTPClient: Sendable {
     private let closed = Atomic<Bool>(false)
 
     public init(port: UInt16, from source: String = "127.0.0.1") throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw SocketError(operation: "socket", errno: errno) }
         // Sends give up after 10 s rather than hang a test on a server that stopped reading.
         var timeout = timeval(tv_sec: 10, tv_usec: 0)

@@ -1,5 +1,5 @@
 internal import Store
-internal import Canonical
+public import Canonical
 internal import Crypto
 public import V1Adapter
 internal import V2Adapter
@@ -23,8 +23,10 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
 
     public struct Policy: Sendable {
         public var pollMillis: Int64 = 1_000
-        /// Runs at once (each makes its Apple calls one after another).
-        public var concurrency = 2
+        /// Runs at once per instance, each making its Apple calls one after another. One: a 429 met by one run then
+        /// holds every other run of this instance before it sends another request (Apple counts an app's requests
+        /// together); several instances share the work.
+        public var concurrency = 1
         /// The wait after a failed run without `Retry-After`, doubling per consecutive failure up to `maxDelayMillis`.
         public var baseDelayMillis: Int64 = 60_000
         public var maxDelayMillis: Int64 = 3_600_000
@@ -117,6 +119,33 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         return Int64(n % UInt64(max(1, period)))
     }
 
+    /// What ``runNow(bundleID:environment:lagMillis:)`` did for one run.
+    public struct RunReport: Sendable, Encodable {
+        public var bundleID: String
+        public var environment: String
+        public var kind: String
+        public var checked: Int
+        public var recovered: Int
+        public var calls: Int
+        public var error: String?
+        enum CodingKeys: String, CodingKey { case bundleID = "bundle_id", environment, kind, checked, recovered, calls, error }
+    }
+
+    /// Runs every scheduled run of the app (or all apps) now, whatever their schedule — `iap-gateway reconcile` —
+    /// and records each as if it had come due. What a running gateway recovers at the same moment is not recovered
+    /// twice (notifications dedupe on their id, events on theirs).
+    public func runNow(bundleID: String? = nil, environment: AppStoreEnvironment? = nil) async throws -> [RunReport] {
+        try schedule()
+        let runs = try await store.read { tx in try tx.reconcileRuns() }
+        var reports: [RunReport] = []
+        for run in runs where (bundleID == nil || run.key.bundleID == bundleID) && (environment == nil || run.key.environment == environment) {
+            let outcome = await perform(run)
+            reports.append(RunReport(bundleID: run.key.bundleID, environment: run.key.environment.rawValue, kind: run.key.kind.rawValue,
+                                     checked: outcome.checked, recovered: outcome.recovered, calls: outcome.calls, error: outcome.error))
+        }
+        return reports
+    }
+
     // MARK: JobTable
 
     var lanes: [String] { [""] }
@@ -137,15 +166,20 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         if due { await checkRecoveryAlert(at: time) }
     }
 
-    func process(_ run: Job) async {
+    func process(_ run: Job) async { await perform(run) }
+
+    /// Runs one run and records its outcome (returned as well).
+    @discardableResult
+    func perform(_ run: Job) async -> ReconcileRunOutcome {
         let time = now()
         // A run of an app or kind the config no longer has: looked at again in a day (the row stays for its history).
         guard let period = period(of: run.key.kind), kinds(for: run.key.bundleID).contains(run.key.kind),
               apps.contains(where: { $0.bundleID == run.key.bundleID && $0.environments.contains(run.key.environment) })
         else {
-            await settle(run, ReconcileRunOutcome(nextRunAt: time.clampedAdding(86_400_000), watermark: nil, attempts: 0,
-                                                  error: "not configured", checked: 0, recovered: 0, calls: 0), at: time)
-            return
+            let outcome = ReconcileRunOutcome(nextRunAt: time.clampedAdding(86_400_000), watermark: nil, attempts: 0,
+                                              error: "not configured", checked: 0, recovered: 0, calls: 0)
+            await settle(run, outcome, at: time)
+            return outcome
         }
         var tally = Tally(budget: settings.budget(periodMillis: period))
         var watermark: Int64?
@@ -184,9 +218,10 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
             attempts = 0
             next = time.clampedAdding(period)
         }
-        await settle(run, ReconcileRunOutcome(nextRunAt: next, watermark: watermark, attempts: attempts, error: failure?.code,
-                                              checked: tally.checked, recovered: tally.recovered, calls: tally.calls), at: time,
-                     rateLimited: failure?.code == "rate_limited")
+        let outcome = ReconcileRunOutcome(nextRunAt: next, watermark: watermark, attempts: attempts, error: failure?.code,
+                                          checked: tally.checked, recovered: tally.recovered, calls: tally.calls)
+        await settle(run, outcome, at: time, rateLimited: failure?.code == "rate_limited")
+        return outcome
     }
 
     func settle(_ run: Job, _ outcome: ReconcileRunOutcome, at time: Int64, rateLimited: Bool = false) async {

@@ -80,7 +80,8 @@ public final class GatewayService: Sendable {
     let delivery: DeliveryWorker
     let receipts: ReceiptWorker
     let compare: CompareWorker
-    let reconcile: ReconcileWorker
+    /// The recovery runs (`iap-gateway reconcile` runs them now).
+    public let reconcile: ReconcileWorker
     /// The report and cutover (CLI and admin API).
     public let ledger: CompareLedger
     /// The App Store Server API clients, when `app_store_api` is configured.
