@@ -248,6 +248,30 @@ import WireJSON
         await rig.stop()
     }
 
+    /// Lifecycles with V1 traffic for their subscriptions.
+    static var v1Lifecycles: [String] { Lifecycles.all.filter { !$0.final.isEmpty }.map(\.name) }
+
+    @Test(arguments: v1Lifecycles)
+    func aV1OnlyAppLosingNotificationsIsBroughtInLineThroughVerifyReceipt(name: String) async throws {
+        let rig = try Rig(authority: "v1", api: false, reconcile: #""every": "1h", "expiring_within": "36500d", "silent_for": "1h""#)
+        let run = try await rig.play(name, version: .v1)
+        let before = try await rig.entitlements(run.plan.originalTransactionIDs, path: .v1, at: run.plan.end)
+        try await rig.runRecovery(after: run.plan.end)
+        let lifecycle = try #require(Lifecycles.named(name))
+        // Every subscription the gateway heard of (one V1 notification reached it with its receipt) ends where
+        // verifyReceipt says: Apple's truth, which V1 notifications alone cannot always tell.
+        let states = try await rig.entitlements(run.plan.originalTransactionIDs, path: .v1, at: run.plan.end)
+        for (i, state) in states.enumerated() where state != nil {
+            #expect(state == lifecycle.final[i], "\(name): subscription \(i + 1)")
+        }
+        let recovered = try await rig.recovered(.reconciliation)
+        #expect(recovered.allSatisfy { $0.source == .v1Receipt })
+        // Nothing lost, nothing to change in the entitlement (a fact V1 notifications never carry — the auto-renew flag
+        // of a product removed from sale — may still be brought in line).
+        if run.dropped.isEmpty && lifecycle.v1Complete { #expect(states == before, "\(name): nothing recovered that was not missed") }
+        await rig.stop()
+    }
+
     @Test func aV1OnlyAppIsReconciledThroughVerifyReceipt() async throws {
         let rig = try Rig(authority: "v1", api: false,
                           reconcile: #""every": "1h", "expiring_within": "36500d", "silent_for": "1h""#)
