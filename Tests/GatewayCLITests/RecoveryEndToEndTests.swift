@@ -272,6 +272,41 @@ import WireJSON
         await rig.stop()
     }
 
+    /// With the clock running on in 5-minute ticks after the loss, a dropped notification is back within one sweep
+    /// period plus the sweep's lag (docs/operations.md: "within about an hour").
+    @Test func aDroppedNotificationIsBackWithinTheSweepPeriodPlusItsLag() async throws {
+        let rig = try Rig(authority: "v2", reconcile: #""every": "off", "history_sweep": "1h", "history_first_window": "180d""#)
+        let lifecycle = try #require(Lifecycles.named("auto-renew"))
+        var options = SimulateCommand.LifecycleOptions(
+            name: "auto-renew", to: "http://127.0.0.1:\(rig.port)/notifications", pkiFolder: rig.pki.folder, bundleID: Self.bundleID,
+            sharedSecret: SimulatorLifecycleTests.secret)
+        options.version = .v2
+        let steps = try lifecycle.plan(bundleID: Self.bundleID, sharedSecret: SimulatorLifecycleTests.secret,
+                                       emitter: Emitter(signer: rig.pki.signer), start: 0, monthMillis: 1).emissions.count
+        options.drop = try DropPlan(outage: steps...steps)  // the last renewal is lost
+        let run = try await SimulateCommand.lifecycle(
+            options, transport: CurlTransport(), now: { WallClock.wallMillis() }, sleep: { _ in }, output: { _ in },
+            beforeStep: { e in rig.clock.set(e.at) }, afterStep: { _ in try await rig.settle() })
+        let lost = try #require(run.dropped.first?.v2?.notificationUUID)
+        let sent = try #require(run.plan.emissions.last?.at)
+        var recoveredAfter: Int64?
+        for tick in 1...30 {
+            let time = sent + Int64(tick) * 300_000
+            rig.clock.set(time)
+            // Every run due by now has run (the run's own schedule decides; nothing waits on the wall clock).
+            try await rig.eventually("the runs due at tick \(tick) ran") {
+                try await rig.store.read { tx in try tx.reconcileRuns() }.allSatisfy { $0.nextRunAt > time }
+            }
+            if try await rig.recovered(.history).contains(where: { $0.id == lost }) {
+                recoveredAfter = time - sent
+                break
+            }
+        }
+        let after = try #require(recoveredAfter, "not recovered within 2.5 simulated hours")
+        #expect(after <= 3_600_000 + 600_000 + 300_000, "recovered \(after / 60_000) simulated minutes after it was lost")
+        await rig.stop()
+    }
+
     @Test func aV1OnlyAppIsReconciledThroughVerifyReceipt() async throws {
         let rig = try Rig(authority: "v1", api: false,
                           reconcile: #""every": "1h", "expiring_within": "36500d", "silent_for": "1h""#)

@@ -11,8 +11,8 @@ import Synchronization
 ///   whose state nothing changed for `silent_for` is asked for with Get All Subscription Statuses; where Apple's signed
 ///   state differs, a `v2-api` event with `recovered_by: "reconciliation"` and a kind from the difference is stored
 ///   and delivered like any other. One that agrees costs the call and produces nothing.
-/// - `receipts`: the same for the V1 path of apps without App Store Server API credentials, with verifyReceipt of
-///   the latest stored receipt (`v1-receipt` events).
+/// - `receipts`: the same for the V1 path of apps that take V1 with verifyReceipt, with verifyReceipt of the latest
+///   stored receipt (`v1-receipt` events).
 /// - `history`: Get Notification History over the window since the last sweep (overlapping it), every notification
 ///   fed through the normal pipeline: one never journaled is stored with its original type and id and
 ///   `recovered_by: "history"`; the others are duplicates and change nothing.
@@ -93,17 +93,14 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         return runs
     }
 
-    /// The kinds of run an app gets: the App Store Server API's two where it has credentials; verifyReceipt where it
-    /// has none but takes V1 with verifyReceipt.
+    /// The kinds of run an app gets: the App Store Server API's two where it has credentials, and verifyReceipt for
+    /// the V1 path wherever it takes V1 with verifyReceipt — a V1-authoritative app's downstream follows that path,
+    /// so it is the one that must not stay wrong.
     func kinds(for bundleID: String) -> [ReconcileKind] {
         var kinds: [ReconcileKind] = []
-        let api = statusSource?.serves(bundleID: bundleID) == true
         if settings.everyMillis != nil {
-            if api {
-                kinds.append(.subscriptions)
-            } else if let v1 = v1Apps[bundleID], v1.verifyReceipt, !v1.sharedSecrets.isEmpty {
-                kinds.append(.receipts)
-            }
+            if let v1 = v1Apps[bundleID], v1.verifyReceipt, !v1.sharedSecrets.isEmpty { kinds.append(.receipts) }
+            if statusSource?.serves(bundleID: bundleID) == true { kinds.append(.subscriptions) }
         }
         if settings.historySweepMillis != nil, historySource?.serves(bundleID: bundleID) == true { kinds.append(.history) }
         return kinds
