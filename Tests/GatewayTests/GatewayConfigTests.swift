@@ -80,11 +80,33 @@ import Testing
         (#"{"limits": {"genuine_quarantine_bytes": true}}"#, "limits.genuine_quarantine_bytes"),
         (#"{"downstreams": [{"name": "d", "url": "http://x", "retry_delay": "1h", "max_retry_delay": "1m"}]}"#, "downstreams[0].retry_delay"),
         (#"{"downstreams": [{"name": "d", "url": "http://x", "max_retry_delay": "forever"}]}"#, "downstreams[0].max_retry_delay"),
+        (#"{"reconcile": {"every": "hourly"}}"#, "reconcile.every"),
+        (#"{"reconcile": {"history_sweep": "0s"}}"#, "reconcile.history_sweep"),
+        (#"{"reconcile": {"silent_for": "off"}}"#, "reconcile.silent_for"),
+        (#"{"reconcile": {"requests_per_hour": 0}}"#, "reconcile.requests_per_hour"),
+        (#"{"reconcile": {"alert_after": 1000001}}"#, "reconcile.alert_after"),
+        (#"{"reconcile": {"sweep": "1h"}}"#, "reconcile.sweep"),
+        (#"{"compare": {"concurrency": 65}}"#, "compare.concurrency"),
         (#"[1]"#, ""),
         (#"{"#, ""),
     ])
     func invalidConfigNamesTheField(_ json: String, _ field: String) {
         #expect(Self.field(json) == field)
+    }
+
+    @Test func reconcileIsOnByDefaultAndEachScheduleCanBeTurnedOff() throws {
+        let defaults = try Self.parse("{}").reconcile
+        #expect(defaults.everyMillis == 3_600_000 && defaults.historySweepMillis == 3_600_000)
+        #expect(defaults.expiringWithinMillis == 48 * 3_600_000 && defaults.silentForMillis == 24 * 3_600_000)
+        let set = try Self.parse(#"""
+            {"reconcile": {"every": "off", "history_sweep": "30m", "expiring_within": "3d", "silent_for": "12h", "history_overlap": "2h",
+                           "history_first_window": "180d", "requests_per_hour": 50, "alert_after": 7}}
+            """#).reconcile
+        #expect(set.everyMillis == nil && set.historySweepMillis == 1_800_000)
+        #expect(set.expiringWithinMillis == 3 * 86_400_000 && set.silentForMillis == 12 * 3_600_000)
+        #expect(set.historyOverlapMillis == 7_200_000 && set.historyFirstWindowMillis == 180 * 86_400_000)
+        #expect(set.requestsPerHour == 50 && set.alertAfter == 7)
+        #expect(try Self.parse(#"{"reconcile": {"history_sweep": "off"}}"#).reconcile.historySweepMillis == nil)
     }
 
     @Test func theStoreIsSQLiteOrPostgresNeverBoth() throws {

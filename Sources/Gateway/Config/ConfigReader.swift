@@ -47,6 +47,22 @@ struct ConfigReader {
     }
 
     /// A size in bytes, an integer or text such as `"16MiB"` (``SizeText``), within `range`; `current` when absent.
+    /// A duration in ms (`10m`, `7d`: ``GatewayConfig/configDuration(_:)``), or `current` when the key is absent.
+    func duration(_ key: String, _ current: Int64, example: String) throws(ConfigError) -> Int64 {
+        guard let text = try string(key) else { return current }
+        guard let ms = GatewayConfig.configDuration(text) else {
+            throw ConfigError(field: field(key), "must be a duration such as \(example)")
+        }
+        return ms
+    }
+
+    /// An integer within `range`, or `current` when the key is absent.
+    func int(_ key: String, _ range: ClosedRange<Int64>, _ current: Int) throws(ConfigError) -> Int {
+        guard let v = try int64(key) else { return current }
+        guard range.contains(v) else { throw ConfigError(field: field(key), "must be \(range.lowerBound)…\(range.upperBound)") }
+        return Int(v)
+    }
+
     func size(_ key: String, _ range: ClosedRange<Int64>, _ current: Int64) throws(ConfigError) -> Int64 {
         guard let v = object[key], !v.isNull else { return current }
         let bytes: Int64?

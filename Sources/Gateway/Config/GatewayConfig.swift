@@ -205,20 +205,13 @@ public struct GatewayConfig: Sendable {
         if let compare = try r.object("compare") {
             try compare.rejectUnknown(allowed: Keys.compare)
             func duration(_ key: String, _ current: Int64) throws(ConfigError) -> Int64 {
-                guard let text = try compare.string(key) else { return current }
-                guard let ms = configDuration(text) else {
-                    throw ConfigError(field: compare.field(key), "must be a duration such as 10m or 7d")
-                }
-                return ms
+                try compare.duration(key, current, example: "10m or 7d")
             }
             c.compareSettings.toleranceMillis = try duration("tolerance", c.compareSettings.toleranceMillis)
             c.compareSettings.graceMillis = try duration("grace", c.compareSettings.graceMillis)
             c.compareSettings.confirmDelayMillis = try duration("confirm_delay", c.compareSettings.confirmDelayMillis)
             c.compareSettings.rule.windowMillis = try duration("window", c.compareSettings.rule.windowMillis)
-            if let n = try compare.int64("concurrency") {
-                guard (1...64).contains(n) else { throw ConfigError(field: compare.field("concurrency"), "must be 1…64") }
-                c.compareSettings.concurrency = Int(n)
-            }
+            c.compareSettings.concurrency = try compare.int("concurrency", 1...64, c.compareSettings.concurrency)
             if let n = try compare.int64("min_pairs") {
                 guard n >= 1 else { throw ConfigError(field: compare.field("min_pairs"), "must be at least 1") }
                 c.compareSettings.rule.minimumPairs = Int(n)
@@ -233,31 +226,23 @@ public struct GatewayConfig: Sendable {
         }
         if let reconcile = try r.object("reconcile") {
             try reconcile.rejectUnknown(allowed: Keys.reconcile)
-            func duration(_ key: String, _ current: Int64?, offAllowed: Bool) throws(ConfigError) -> Int64? {
+            /// A schedule's period, or nil for `"off"`.
+            func period(_ key: String, _ current: Int64?) throws(ConfigError) -> Int64? {
                 guard let text = try reconcile.string(key) else { return current }
-                if offAllowed, text == "off" { return nil }
-                guard let ms = configDuration(text), ms > 0 else {
-                    throw ConfigError(field: reconcile.field(key), offAllowed ? "must be a duration such as 1h, or \"off\"" : "must be a duration such as 48h")
-                }
-                return ms
+                return text == "off" ? nil : try reconcile.duration(key, 0, example: "1h, or \"off\"")
             }
-            c.reconcile.everyMillis = try duration("every", c.reconcile.everyMillis, offAllowed: true)
-            c.reconcile.historySweepMillis = try duration("history_sweep", c.reconcile.historySweepMillis, offAllowed: true)
-            c.reconcile.expiringWithinMillis = try duration("expiring_within", c.reconcile.expiringWithinMillis, offAllowed: false)
-                ?? c.reconcile.expiringWithinMillis
-            c.reconcile.silentForMillis = try duration("silent_for", c.reconcile.silentForMillis, offAllowed: false) ?? c.reconcile.silentForMillis
-            c.reconcile.historyOverlapMillis = try duration("history_overlap", c.reconcile.historyOverlapMillis, offAllowed: false)
-                ?? c.reconcile.historyOverlapMillis
-            c.reconcile.historyFirstWindowMillis = try duration("history_first_window", c.reconcile.historyFirstWindowMillis, offAllowed: false)
-                ?? c.reconcile.historyFirstWindowMillis
-            if let n = try reconcile.int64("requests_per_hour") {
-                guard (1...1_000_000).contains(n) else { throw ConfigError(field: reconcile.field("requests_per_hour"), "must be 1…1000000") }
-                c.reconcile.requestsPerHour = Int(n)
+            func duration(_ key: String, _ current: Int64) throws(ConfigError) -> Int64 {
+                try reconcile.duration(key, current, example: "48h")
             }
-            if let n = try reconcile.int64("alert_after") {
-                guard (1...1_000_000).contains(n) else { throw ConfigError(field: reconcile.field("alert_after"), "must be 1…1000000") }
-                c.reconcile.alertAfter = Int(n)
-            }
+            let defaults = c.reconcile
+            c.reconcile.everyMillis = try period("every", defaults.everyMillis)
+            c.reconcile.historySweepMillis = try period("history_sweep", defaults.historySweepMillis)
+            c.reconcile.expiringWithinMillis = try duration("expiring_within", defaults.expiringWithinMillis)
+            c.reconcile.silentForMillis = try duration("silent_for", defaults.silentForMillis)
+            c.reconcile.historyOverlapMillis = try duration("history_overlap", defaults.historyOverlapMillis)
+            c.reconcile.historyFirstWindowMillis = try duration("history_first_window", defaults.historyFirstWindowMillis)
+            c.reconcile.requestsPerHour = try reconcile.int("requests_per_hour", 1...1_000_000, defaults.requestsPerHour)
+            c.reconcile.alertAfter = try reconcile.int("alert_after", 1...1_000_000, defaults.alertAfter)
         }
         if let silence = try r.string("silence_alert") {
             guard let ms = configDuration(silence) else {
@@ -272,24 +257,19 @@ public struct GatewayConfig: Sendable {
         }
         if let limits = try r.object("limits") {
             try limits.rejectUnknown(allowed: Keys.limits)
-            func bounded(_ key: String, _ range: ClosedRange<Int64>, _ current: Int) throws(ConfigError) -> Int {
-                guard let v = try limits.int64(key) else { return current }
-                guard range.contains(v) else { throw ConfigError(field: limits.field(key), "must be \(range.lowerBound)…\(range.upperBound)") }
-                return Int(v)
-            }
-            c.limits.untrustedQuarantine = try bounded("untrusted_quarantine", 1...1_000_000, c.limits.untrustedQuarantine)
-            c.limits.genuineQuarantine = try bounded("genuine_quarantine", 1...10_000_000, c.limits.genuineQuarantine)
+            c.limits.untrustedQuarantine = try limits.int("untrusted_quarantine", 1...1_000_000, c.limits.untrustedQuarantine)
+            c.limits.genuineQuarantine = try limits.int("genuine_quarantine", 1...10_000_000, c.limits.genuineQuarantine)
             // A lane must hold at least one body of the endpoint's 1 MiB limit (plus its row).
             let mebibyte: Int64 = 1_048_576
             c.limits.untrustedQuarantineBytes = try limits.size(
                 "untrusted_quarantine_bytes", 2 * mebibyte...1024 * 1024 * mebibyte, c.limits.untrustedQuarantineBytes)
             c.limits.genuineQuarantineBytes = try limits.size(
                 "genuine_quarantine_bytes", 2 * mebibyte...1024 * 1024 * mebibyte, c.limits.genuineQuarantineBytes)
-            c.limits.httpThreads = try bounded("http_threads", 1...256, c.limits.httpThreads)
-            c.limits.verifyReceiptConcurrency = try bounded("verify_receipt_concurrency", 1...64, c.limits.verifyReceiptConcurrency)
-            c.limits.connections = try bounded("connections", 1...100_000, c.limits.connections)
-            c.limits.connectionsPerAddress = try bounded("connections_per_address", 0...100_000, c.limits.connectionsPerAddress)
-            c.limits.requestDeadlineSeconds = try bounded("request_deadline_seconds", 1...3_600, c.limits.requestDeadlineSeconds)
+            c.limits.httpThreads = try limits.int("http_threads", 1...256, c.limits.httpThreads)
+            c.limits.verifyReceiptConcurrency = try limits.int("verify_receipt_concurrency", 1...64, c.limits.verifyReceiptConcurrency)
+            c.limits.connections = try limits.int("connections", 1...100_000, c.limits.connections)
+            c.limits.connectionsPerAddress = try limits.int("connections_per_address", 0...100_000, c.limits.connectionsPerAddress)
+            c.limits.requestDeadlineSeconds = try limits.int("request_deadline_seconds", 1...3_600, c.limits.requestDeadlineSeconds)
             c.limits.bodyBufferBytes = Int(try limits.size("body_buffer_bytes", mebibyte...(1 << 34), Int64(c.limits.bodyBufferBytes)))
             if let lease = try limits.string("job_lease") {
                 guard let ms = configDuration(lease), ms >= 1_000, ms <= 86_400_000 else {
