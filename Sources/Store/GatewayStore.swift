@@ -47,7 +47,9 @@ public protocol StoreTransaction {
     /// Stores events (ids already stored are ignored), updates each subscription's state on the event's path (last
     /// write wins on event date, then arrival order) and queues their deliveries. `authority`: the authority the
     /// events' notification arrived under (the current one when nil).
-    func storeEvents(_ events: [CanonicalEvent], journalID: Int64?, routing: any DeliveryRouting, now: Int64, authority: Generation?) throws
+    /// Returns how many of them were new (an event whose id is stored already changes nothing).
+    @discardableResult
+    func storeEvents(_ events: [CanonicalEvent], journalID: Int64?, routing: any DeliveryRouting, now: Int64, authority: Generation?) throws -> Int
     /// Journaled notifications, oldest first (bodies included); optionally one row or those with a key.
     func journalEntries(id: Int64?, key: String?, limit: Int) throws -> [JournalEntry]
     /// Whether Apple sent a V2 notification for the bundle and environment at or after `since`.

@@ -44,11 +44,14 @@ extension JournalRows {
         return outcome
     }
 
-    func storeEvents(_ events: [CanonicalEvent], journalID: Int64?, routing: any DeliveryRouting, now: Int64, authority: Generation?) throws {
+    @discardableResult
+    func storeEvents(_ events: [CanonicalEvent], journalID: Int64?, routing: any DeliveryRouting, now: Int64, authority: Generation?) throws -> Int {
+        var stored = 0
         for event in events {
             let path = event.source.generation
             let authoritative = try (authority ?? self.authority(bundleID: event.bundleID, environment: event.environment)) == path
             guard let seq = try insertEvent(event, journalID: journalID, path: path, authoritative: authoritative, now: now) else { continue }
+            stored += 1
             if event.originalTransactionID != nil, let env = event.environment {
                 try updateState(SubscriptionState(path: path, event: event), environment: env, bundleID: event.bundleID, seq: seq, now: now)
             }
@@ -56,5 +59,6 @@ extension JournalRows {
                 try insertDelivery(downstream: name, eventID: event.id, journalID: nil, now: now)
             }
         }
+        return stored
     }
 }

@@ -285,7 +285,7 @@ enum DatabaseDownstreamScenarios {
     /// Stores events as the journal does (deliveries queued by the harness's router).
     static func store(_ h: GatewayHarness, _ events: CanonicalEvent...) async throws {
         let router = h.router
-        try await h.store.write { tx in try tx.storeEvents(events, journalID: nil, routing: router, now: now, authority: nil) }
+        _ = try await h.store.write { tx in try tx.storeEvents(events, journalID: nil, routing: router, now: now, authority: nil) }
     }
 
     // MARK: Scenarios

@@ -183,7 +183,7 @@ import WireJSON
         event.bundleID = "com.example.gateway"
         event.environment = .sandbox
         let queued = event
-        try await h.store.write { tx in try tx.storeEvents([queued], journalID: nil, routing: Retired(), now: GatewayHarness.t, authority: nil) }
+        _ = try await h.store.write { tx in try tx.storeEvents([queued], journalID: nil, routing: Retired(), now: GatewayHarness.t, authority: nil) }
         try await Self.run(Self.worker(h)) {
             try h.store.deliveries().filter { $0.downstream == "main" && $0.state == .delivered }.count == 1
                 && h.store.deliveries().filter { $0.downstream == "retired" && $0.state == .dead }.count == 1

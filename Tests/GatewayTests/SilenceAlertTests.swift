@@ -21,7 +21,7 @@ import V1Adapter
             var e = CanonicalEvent(id: id, source: source, kind: .renewal, rawType: "DID_RENEW", eventDate: at, eventDateSource: .notification,
                                    verified: true)
             (e.bundleID, e.environment) = ("com.example.gateway", .production)
-            try h.store.write { [e] tx in try tx.storeEvents([e], journalID: nil, routing: router, now: at, authority: nil) }
+            _ = try h.store.write { [e] tx in try tx.storeEvents([e], journalID: nil, routing: router, now: at, authority: nil) }
         }
         try store("a", source: .v2, at: now - 8 * hour)
         try store("b", source: .v1, at: now - hour)

@@ -62,7 +62,7 @@ struct PostgresStoreTests {
     }
 
     static func storeEvent(_ store: any GatewayStore, _ id: String) throws {
-        try store.write { tx in
+        _ = try store.write { tx in
             try tx.storeEvents([StoreTests.event(id, date: 1000)], journalID: nil, routing: TestRouting(), now: 1, authority: nil)
         }
     }
@@ -154,7 +154,7 @@ struct PostgresStoreTests {
         }
         holding.wait()
         Self.run(in: later) {
-            try? b.write { tx in
+            _ = try? b.write { tx in
                 try tx.storeEvents([StoreTests.event("b-first", date: 1)], journalID: nil, routing: TestRouting(), now: 1, authority: nil)
             }
         }

@@ -71,7 +71,7 @@ import TestSupport
         _ = try store.write { tx in try tx.journal(a, routing: TestRouting(), now: 100) }
         _ = try store.write { tx in try tx.journal(b, routing: TestRouting(), now: 110) }
         // Same event date: arrival order decides the state (the later one wins) — and must survive the move.
-        try store.write { tx in
+        _ = try store.write { tx in
             try tx.storeEvents([event("e-same-1", date: 3_000), event("e-same-2", date: 3_000)], journalID: nil, routing: TestRouting(),
                                now: 120, authority: nil)
         }

@@ -17,7 +17,7 @@ extension StoreTests {
     }
 
     static func store(_ f: Fixture, _ events: [CanonicalEvent], now: Int64) throws {
-        try f.store.write { tx in try tx.storeEvents(events, journalID: nil, routing: Routing(), now: now, authority: nil) }
+        _ = try f.store.write { tx in try tx.storeEvents(events, journalID: nil, routing: Routing(), now: now, authority: nil) }
     }
 
     @Test(arguments: StoreKind.available) func runsAreScheduledOnceClaimedWhenDueAndSettledWithTheirTotals(_ kind: StoreKind) throws {
@@ -94,6 +94,11 @@ extension StoreTests {
         #expect(counts.allSatisfy { $0.bundleID == "com.example.gateway" && $0.environment == .sandbox })
         #expect(try f.store.read { tx in try tx.recoveredEventCounts(since: 2 * day, until: 3 * day) }.map(\.count) == [1])
         // The event's JSON carries the field (null when live).
+        // Storing says how many events were new: a second store of the same id changes nothing.
+        let again = Self.expiring("h1", otid: "o2", expires: 5, date: 2, recoveredBy: .history)
+        #expect(try f.store.write { tx in try tx.storeEvents([again], journalID: nil, routing: Routing(), now: 3 * day, authority: nil) } == 0)
+        let fresh = Self.expiring("r2", otid: "o5", expires: 5, date: 5, recoveredBy: .reconciliation)
+        #expect(try f.store.write { tx in try tx.storeEvents([fresh, again], journalID: nil, routing: Routing(), now: 3 * day, authority: nil) } == 1)
         let live = try #require(try f.store.read { tx in try tx.events(id: "live", originalTransactionID: nil, limit: 1) }.first)
         let recovered = try #require(try f.store.read { tx in try tx.events(id: "h1", originalTransactionID: nil, limit: 1) }.first)
         #expect(live.event.recoveredBy == nil && recovered.event.recoveredBy == .history)

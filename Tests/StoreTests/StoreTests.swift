@@ -21,7 +21,7 @@ import TestSupport
     }
 
     static func storeEvents(_ f: Fixture, _ events: [CanonicalEvent]) throws {
-        try f.store.write { tx in try tx.storeEvents(events, journalID: nil, routing: Routing(), now: 1, authority: nil) }
+        _ = try f.store.write { tx in try tx.storeEvents(events, journalID: nil, routing: Routing(), now: 1, authority: nil) }
     }
 
     static func stateEventID(_ f: Fixture, path: Generation = .v2) throws -> String? {

@@ -332,14 +332,9 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         let router = self.router
         let otid = candidate.originalTransactionID
         let stored = try await store.write { tx -> Bool in
-            var stored = false
-            if let event {
-                let before = try tx.events(id: event.id, originalTransactionID: nil, limit: 1).isEmpty
-                try tx.storeEvents([event], journalID: nil, routing: router, now: time, authority: nil)
-                stored = before
-            }
+            let new = try event.map { try tx.storeEvents([$0], journalID: nil, routing: router, now: time, authority: nil) } ?? 0
             try tx.markReconciled(path: path, environment: key.environment, originalTransactionID: otid, at: time)
-            return stored
+            return new > 0
         }
         tally.checked += 1
         metrics.increment(.reconcileCheckedTotal, ["bundle": key.bundleID, "mechanism": RecoveryMechanism.reconciliation.rawValue])
