@@ -105,6 +105,14 @@ public struct AppStoreAPIClient: Sendable {
         self.jitter = jitter
     }
 
+    /// The same client making at most `maxAttempts` attempts per call (1: any failure, a 429 included, ends the call
+    /// at once, for callers that reschedule themselves).
+    public func with(maxAttempts: Int) -> AppStoreAPIClient {
+        var c = configuration
+        c.retry.maxAttempts = max(1, maxAttempts)
+        return AppStoreAPIClient(configuration: c, transport: transport, adapter: adapter, now: now, sleep: sleep, jitter: jitter)
+    }
+
     // MARK: Subscriptions and transactions
 
     /// Get All Subscription Statuses (`GET /inApps/v1/subscriptions/{transactionId}`) for any transaction id of the

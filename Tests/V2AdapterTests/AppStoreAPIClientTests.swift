@@ -102,6 +102,19 @@ import Testing
         #expect(waits.allSatisfy { $0 >= .seconds(7) })
     }
 
+    @Test func aOneAttemptCopyEndsAtTheFirst429WithAppleRetryAfter() async throws {
+        let (client, transport, sleeps) = try Self.scripted([
+            Self.appleError(429, 4290000, headers: [HTTPHeader("Retry-After", "7")]), Self.testToken,
+        ])
+        let once = client.with(maxAttempts: 1)
+        let error = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in try await Self.requestTest(once) })
+        #expect(error.code == .rateLimited && error.retryAfter == .seconds(7))
+        #expect(transport.requests.count == 1)
+        #expect(sleeps.all.isEmpty)
+        // The original keeps its retries.
+        #expect(try await Self.requestTest(client) == "tok-1")
+    }
+
     @Test func retryAfterBeyondTheLimitEndsTheCallAtOnce() async throws {
         let (client, transport, sleeps) = try Self.scripted([Self.appleError(429, 4290000, headers: [HTTPHeader("Retry-After", "3600")])])
         let error = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in try await Self.requestTest(client) })

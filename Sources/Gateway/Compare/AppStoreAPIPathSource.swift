@@ -13,11 +13,8 @@ public struct AppStoreAPIPathSource: V2PathSource, NotificationHistorySource {
 
     /// nil when `app_store_api` has no credentials; a ConfigError when they are named but unusable (the variable
     /// unset, or not a P-256 PEM key). The key itself never appears in an error.
-    /// `maxAttempts` 1: a failure (a 429 included) ends the call at once, for callers that reschedule themselves
-    /// (reconciliation waits out a `Retry-After` in its schedule, not in a task).
     public static func make(config: GatewayConfig, environment: [String: String], transport: any HTTPTransport, adapter: V2Adapter,
-                            now: @escaping @Sendable () -> Int64, jitter: @escaping @Sendable () -> Double,
-                            maxAttempts: Int = RetryPolicy.appStoreAPIClient.maxAttempts) throws -> AppStoreAPIPathSource? {
+                            now: @escaping @Sendable () -> Int64, jitter: @escaping @Sendable () -> Double) throws -> AppStoreAPIPathSource? {
         guard config.hasAppStoreAPICredentials, let keyID = config.appStoreAPI.keyID, let issuerID = config.appStoreAPI.issuerID,
               let variable = config.appStoreAPI.privateKeyEnv
         else { return nil }
@@ -26,7 +23,7 @@ public struct AppStoreAPIPathSource: V2PathSource, NotificationHistorySource {
         for app in config.apps {
             let configuration = AppStoreAPIClient.Configuration(
                 productionURL: config.appStoreAPI.productionURL, sandboxURL: config.appStoreAPI.sandboxURL, keyID: keyID,
-                issuerID: issuerID, bundleID: app.bundleID, privateKey: key, maxAttempts: maxAttempts)
+                issuerID: issuerID, bundleID: app.bundleID, privateKey: key)
             clients[app.bundleID] = AppStoreAPIClient(configuration: configuration, transport: transport, adapter: adapter, now: now,
                                                       jitter: jitter)
         }
@@ -45,6 +42,10 @@ public struct AppStoreAPIPathSource: V2PathSource, NotificationHistorySource {
     }
 
     public func client(for bundleID: String) -> AppStoreAPIClient? { clients[bundleID] }
+
+    /// The same clients, each call made once: a failure (a 429 included) ends it at once, for callers that reschedule
+    /// themselves (reconciliation waits out a `Retry-After` in its schedule, not in a task).
+    public var oneAttemptPerCall: AppStoreAPIPathSource { AppStoreAPIPathSource(clients: clients.mapValues { $0.with(maxAttempts: 1) }) }
 
     public func serves(bundleID: String) -> Bool { clients[bundleID] != nil }
 

@@ -158,10 +158,7 @@ public final class GatewayService: Sendable {
             context: workers, settings: config.compareSettings, silenceAlertMillis: config.silenceAlertMillis, v2Source: v2Source,
             receiptClient: verifyReceipt, apps: v1Apps, policy: dependencies.comparePolicy)
         // Recovery runs reschedule themselves on a 429: their App Store Server API clients never wait inside a call.
-        let recoverySource = try dependencies.v2PathSource == nil
-            ? AppStoreAPIPathSource.make(config: config, environment: env, transport: dependencies.transport, adapter: v2,
-                                         now: dependencies.now, jitter: dependencies.jitter, maxAttempts: 1)
-            : nil
+        let recoverySource = dependencies.v2PathSource == nil ? (v2Source as? AppStoreAPIPathSource)?.oneAttemptPerCall : nil
         reconcile = ReconcileWorker(
             context: workers, settings: config.reconcile, apps: config.apps, statusSource: recoverySource ?? v2Source,
             historySource: dependencies.historySource ?? recoverySource, receiptClient: verifyReceipt, v1Apps: v1Apps, ingest: ingest,
