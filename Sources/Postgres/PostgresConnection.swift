@@ -91,10 +91,13 @@ public final class PostgresConnection {
     /// When `COMMIT` fails as a connection failure (``PostgresError/isConnectionFailure``), whether it committed is
     /// unknown: make what the body writes idempotent, or look before writing it again. A serialization failure
     /// (``PostgresError/isSerializationFailure``) may succeed when the whole transaction is run again.
+    ///
+    /// `opening`: parameterless statements run right after `BEGIN`, in the same round trip (a `SET LOCAL`, a first
+    /// `SAVEPOINT`).
     @discardableResult
-    public func transaction<T>(isolation: Isolation = .readCommitted, _ body: (PostgresConnection) throws -> T) throws
-        -> T
-    {
+    public func transaction<T>(
+        isolation: Isolation = .readCommitted, opening: String? = nil, _ body: (PostgresConnection) throws -> T
+    ) throws -> T {
         let handle = try checked()
         let state = handle.transactionState
         guard state != .inTransaction, state != .failed else {
@@ -102,7 +105,7 @@ public final class PostgresConnection {
                 code: "25001",
                 message: "\(handle.label): transaction: a transaction is already open on this connection")
         }
-        try handle.execute(isolation.begin)
+        try handle.execute(opening.map { isolation.begin + "; " + $0 } ?? isolation.begin)
         do {
             let value = try body(self)
             switch handle.transactionState {

@@ -21,6 +21,8 @@ final class PostgresHandle {
     /// Passed to libpq untouched (URI or `key=value` form; TLS settings such as `sslmode` included). Never shown:
     /// it may hold a password.
     private let conninfo: String
+    /// Parameterless statements run on every new session (``PostgresPool/Options/sessionSetup``).
+    private let sessionSetup: String?
     private var conn: OpaquePointer?
     private var closedForGood = false
     private var statements: [StatementKey: PreparedStatement] = [:]
@@ -45,7 +47,9 @@ final class PostgresHandle {
         var parameterCount: Int
     }
 
-    init(conninfo: String, label: String) { (self.conninfo, self.label) = (conninfo, label) }
+    init(conninfo: String, label: String, sessionSetup: String? = nil) {
+        (self.conninfo, self.label, self.sessionSetup) = (conninfo, label, sessionSetup)
+    }
 
     deinit { close() }
 
@@ -103,6 +107,9 @@ final class PostgresHandle {
             throw PostgresError(
                 code: PostgresError.cannotConnectCode,
                 message: "\(label): connect: setting client_encoding to UTF8 failed: \(Self.clientMessage(c))")
+        }
+        if let sessionSetup {
+            PQclear(try check(PQexec(c, sessionSetup), "session setup", sql: sessionSetup, c: c))
         }
     }
 

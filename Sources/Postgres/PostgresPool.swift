@@ -20,6 +20,9 @@ public final class PostgresPool: Sendable {
         public var borrowTimeout: Duration = .seconds(10)
         /// Names the sessions in errors: "LABEL 1", "LABEL 2", ….
         public var label: String = "postgres"
+        /// Parameterless statements (`SET …`, `SELECT set_config(…)`) run on every session right after it connects or
+        /// reconnects: session settings survive a server restart this way. A failure fails the connection.
+        public var sessionSetup: String?
 
         public init() {}
     }
@@ -40,7 +43,7 @@ public final class PostgresPool: Sendable {
         self.borrowTimeout = options.borrowTimeout
         self.label = options.label
         try PostgresHandle.validate(conninfo, label: options.label)
-        slots = (1...size).map { PoolSlot(PostgresHandle(conninfo: conninfo, label: "\(options.label) \($0)")) }
+        slots = (1...size).map { PoolSlot(PostgresHandle(conninfo: conninfo, label: "\(options.label) \($0)", sessionSetup: options.sessionSetup)) }
         free = Mutex(Array((0..<size).reversed()))
         available = DispatchSemaphore(value: size)
         try slots[0].borrow { (handle) throws(PostgresError) in try handle.prepareForUse() }
@@ -78,12 +81,13 @@ public final class PostgresPool: Sendable {
         }
     }
 
-    /// ``withConnection(_:)`` and ``PostgresConnection/transaction(isolation:_:)`` in one.
+    /// ``withConnection(_:)`` and ``PostgresConnection/transaction(isolation:opening:_:)`` in one.
     @discardableResult
     public func transaction<T>(
-        isolation: PostgresConnection.Isolation = .readCommitted, _ body: (PostgresConnection) throws -> T
+        isolation: PostgresConnection.Isolation = .readCommitted, opening: String? = nil,
+        _ body: (PostgresConnection) throws -> T
     ) throws -> T {
-        try withConnection { connection in try connection.transaction(isolation: isolation, body) }
+        try withConnection { connection in try connection.transaction(isolation: isolation, opening: opening, body) }
     }
 
     /// Closes every session, waiting for those lent to come back; later borrows throw `08003`. Idempotent; also done

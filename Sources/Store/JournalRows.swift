@@ -4,15 +4,13 @@ internal import Canonical
 /// notification stores and queues — its events, each subscription's state, the deliveries, the comparison snapshot
 /// and fetch, the verifyReceipt job — is decided once, below, for every implementation.
 protocol JournalRows: StoreTransaction {
-    /// Inserts the journal row unless its key is journaled: accepted with the new row's id, or a duplicate with the
-    /// first one's.
-    func insertJournal(_ item: JournalItem, authority: Generation) throws -> JournalOutcome
-    /// Inserts the event unless its id is stored; returns its arrival order (the tie-break of equal event dates), nil
-    /// when it was stored already.
-    func insertEvent(_ event: CanonicalEvent, journalID: Int64?, path: Generation, authoritative: Bool, now: Int64) throws -> Int64?
-    /// Makes `event` the subscription's state on `path` unless the state holds a later one: last write wins on
-    /// (event date, arrival order), so an older event arriving late never overwrites a newer one.
-    func updateState(_ state: SubscriptionState, environment: AppStoreEnvironment, bundleID: String?, seq: Int64, now: Int64) throws
+    /// Reads the authority in force for the item's app (the path its events are authoritative on) and inserts the
+    /// journal row unless its key is journaled: accepted with the new row's id, or a duplicate with the first one's.
+    func journalRow(_ item: JournalItem) throws -> (outcome: JournalOutcome, authority: Generation)
+    /// Inserts the event unless its id is stored, and then, in the same step: makes it the subscription's state on
+    /// `path` unless the state holds a later one — last write wins on (event date, arrival order), so an older event
+    /// arriving late never overwrites a newer one — and queues its deliveries to `targets`. True when the event was new.
+    func storeEvent(_ event: CanonicalEvent, journalID: Int64?, path: Generation, authoritative: Bool, targets: [String], now: Int64) throws -> Bool
     /// Queues a delivery of an event (webhooks) or of a journaled V1 body (pass-through), unless it is queued already.
     func insertDelivery(downstream: String, eventID: String?, journalID: Int64?, now: Int64) throws
     /// Queues the verifyReceipt job of a journaled V1 notification.
@@ -22,8 +20,7 @@ protocol JournalRows: StoreTransaction {
 extension JournalRows {
     func journal(_ item: JournalItem, routing: any DeliveryRouting, now: Int64) throws -> JournalOutcome {
         // The authority in force now decides, once, which path this notification's events are authoritative on.
-        let authority = try authority(bundleID: item.bundleID, environment: item.environment)
-        let outcome = try insertJournal(item, authority: authority)
+        let (outcome, authority) = try journalRow(item)
         guard case .accepted(let journalID) = outcome else { return outcome }
         try storeEvents(item.events, journalID: journalID, routing: routing, now: now, authority: authority)
         if item.version == .v2 {
@@ -50,13 +47,9 @@ extension JournalRows {
         for event in events {
             let path = event.source.generation
             let authoritative = try (authority ?? self.authority(bundleID: event.bundleID, environment: event.environment)) == path
-            guard let seq = try insertEvent(event, journalID: journalID, path: path, authoritative: authoritative, now: now) else { continue }
-            stored += 1
-            if event.originalTransactionID != nil, let env = event.environment {
-                try updateState(SubscriptionState(path: path, event: event), environment: env, bundleID: event.bundleID, seq: seq, now: now)
-            }
-            for name in routing.eventTargets(bundleID: event.bundleID, environment: event.environment, authoritative: authoritative) {
-                try insertDelivery(downstream: name, eventID: event.id, journalID: nil, now: now)
+            let targets = routing.eventTargets(bundleID: event.bundleID, environment: event.environment, authoritative: authoritative)
+            if try storeEvent(event, journalID: journalID, path: path, authoritative: authoritative, targets: targets, now: now) {
+                stored += 1
             }
         }
         return stored

@@ -4,9 +4,10 @@ import Synchronization
 /// A database ``JournalWriter`` commits batches to: one connection of its own, one transaction per batch.
 protocol GroupCommitDatabase: Sendable {
     associatedtype Connection: SavepointConnection
-    /// Runs `body` in one write transaction and returns once it committed; throws when it did not (the body's error
-    /// or the commit's: then nothing of it is stored, or — a connection lost during COMMIT — that is unknown).
-    func commitBatch(_ body: (Connection) throws -> Void) throws
+    /// Runs `opening` (parameterless SQL) then `body` in one write transaction and returns once it committed; throws
+    /// when it did not (the body's error or the commit's: then nothing of it is stored, or — a connection lost during
+    /// COMMIT — that is unknown). A server database sends `opening` with its `BEGIN`, in one round trip.
+    func commitBatch(opening: String, _ body: (Connection) throws -> Void) throws
     /// Whether a piece of work that threw `error` lost a race with another writer of the database (a deadlock
     /// between two instances' batches): it is then run again in the next batch, once this batch's locks are gone.
     func isTransient(_ error: any Error) -> Bool
@@ -196,19 +197,25 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
         }
     }
 
+    /// Each piece of work runs inside the savepoint `item`, opened with the batch's `BEGIN`. After a success the next
+    /// piece releases it and opens a new one in a single statement; after a failure `ROLLBACK TO item` undoes the
+    /// work and keeps the savepoint open for the next; the last one is released by the `COMMIT`. On a server
+    /// database every statement is a round trip, and this is the fewest a batch can be made of.
     private func run(_ batch: [Job]) {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
         var retried = [Bool](repeating: false, count: batch.count)
         do {
-            try db.commitBatch { c in
+            try db.commitBatch(opening: "SAVEPOINT item") { c in
+                var keep = false  // whether the open savepoint holds the previous piece's work
                 for (i, job) in batch.enumerated() {
-                    try c.execute("SAVEPOINT item")
+                    if keep { try c.execute("RELEASE item; SAVEPOINT item") }
                     do {
                         try job.work(c)
-                        try c.execute("RELEASE item")
+                        keep = true
                     } catch {
                         // Undoes the work and frees what it locked: another instance's batch waiting for it goes on.
-                        try c.execute("ROLLBACK TO item; RELEASE item")
+                        try c.execute("ROLLBACK TO item")
+                        keep = false
                         if job.retries < Self.maxRetries && db.isTransient(error) {
                             retried[i] = true
                         } else {
@@ -232,3 +239,4 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
         for (i, job) in batch.enumerated() where !retried[i] { job.completion(failures[i]) }
     }
 }
+

@@ -79,9 +79,13 @@ public protocol DeliveryRouting: Sendable {
 
 /// Who runs a claimed background job, and until when: when the store is shared by several instances, another one
 /// takes the job over once `until` has passed (its instance died, say). Jobs claimed by `owner` itself are due to it
-/// again at once (a restarted instance with the same name picks up its own work).
+/// again at once (a restarted instance with the same name picks up its own work) — except those it is running now,
+/// `running`, which no claim takes again: a poll while jobs run claims only new ones (on PostgreSQL, a claim is an
+/// UPDATE of every row it takes).
 public struct Lease: Sendable, Hashable {
     public var owner: String
     public var until: Int64
-    public init(owner: String, until: Int64) { (self.owner, self.until) = (owner, until) }
+    /// Ids of the table's jobs this instance is running: never due to it.
+    public var running: [Int64]
+    public init(owner: String, until: Int64, running: [Int64] = []) { (self.owner, self.until, self.running) = (owner, until, running) }
 }

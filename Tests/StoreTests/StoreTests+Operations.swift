@@ -118,6 +118,40 @@ extension StoreTests {
         #expect(try Self.deliveries(f).map { [$0.downstream, "\($0.journalID ?? 0)"] } == [["legacy", "\(id)"]])
     }
 
+    /// A poll while jobs run passes them in the lease: every kind of claim leaves them out and takes the next ones.
+    @Test(arguments: StoreKind.available) func aClaimLeavesOutTheJobsItsInstanceIsRunning(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
+        try Self.storeEvents(f, [Self.event("e1", date: 1000), Self.event("e2", date: 2000), Self.event("e3", date: 3000)])
+        var receiptIDs: [Int64] = []
+        for key in ["v1:a", "v1:b"] {
+            let item = Self.v1Item(key, receivedAt: 10, needsReceipt: true)
+            if case .accepted(let id) = try f.store.write({ tx in try tx.journal(item, routing: Routing(), now: 10) }) { receiptIDs.append(id) }
+        }
+        let keys = (["otid-1", "otid-2"]).map { SubscriptionKey(bundleID: Self.bundle, environment: .sandbox, originalTransactionID: $0) }
+        try f.store.write { tx in for key in keys { try tx.enqueueFetch(FetchRequest(subscription: key, fetch: .v2, compare: true), at: 1, due: nil) } }
+        let runKeys = [ReconcileKind.history, .subscriptions].map { ReconcileRunKey(bundleID: Self.bundle, environment: .sandbox, kind: $0) }
+        try f.store.write { tx in try tx.scheduleReconcileRuns(runKeys.map { ($0, 5) }) }
+
+        let deliveries = try f.claim { tx in try tx.claimDueDeliveries(downstream: "main", at: 20, limit: 10, lease: Self.lease) }.map(\.id)
+        let fetches = try f.claim { tx in try tx.claimDueFetches(at: 20, limit: 10, lease: Self.lease) }.map(\.id)
+        let runs = try f.claim { tx in try tx.claimDueReconcileRuns(at: 20, limit: 10, lease: Self.lease) }.map(\.id)
+        #expect(deliveries.count == 3 && fetches.count == 2 && runs.count == 2 && receiptIDs.count == 2)
+
+        @Sendable func lease(running: [Int64]) -> Lease { Lease(owner: Self.lease.owner, until: Self.lease.until, running: running) }
+        let receipts = receiptIDs
+        #expect(try f.claim { tx in
+            try tx.claimDueDeliveries(downstream: "main", at: 20, limit: 10, lease: lease(running: [deliveries[0], deliveries[2]]))
+        }.map(\.id) == [deliveries[1]])
+        #expect(try f.claim { tx in try tx.claimDueReceiptJobs(at: 20, limit: 10, lease: lease(running: [receipts[0]])) }.map(\.journalID)
+            == [receipts[1]])
+        #expect(try f.claim { tx in try tx.claimDueFetches(at: 20, limit: 10, lease: lease(running: fetches)) }.isEmpty)
+        #expect(try f.claim { tx in try tx.claimDueReconcileRuns(at: 20, limit: 10, lease: lease(running: [runs[1]])) }.map(\.id) == [runs[0]])
+        // The limit counts the jobs taken, not those left out.
+        #expect(try f.claim { tx in
+            try tx.claimDueDeliveries(downstream: "main", at: 20, limit: 1, lease: lease(running: [deliveries[0]]))
+        }.map(\.id) == [deliveries[1]])
+    }
+
     @Test(arguments: StoreKind.available) func deliveriesAreClaimedInOrderSettledDeadLetteredAndReplayed(_ kind: StoreKind) throws {
         let f = try Fixture(kind)
         try Self.storeEvents(f, [Self.event("e1", date: 1000), Self.event("e2", date: 2000)])

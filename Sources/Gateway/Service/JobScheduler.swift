@@ -98,21 +98,22 @@ final class JobScheduler: Sendable {
     func stop() { loop.stop() }
 
     /// The due jobs not in flight, claimed, within their lanes' limits. A lane with no free slot is not read at all,
-    /// and a lane is read for `limit` rows only: the jobs in flight are among its due rows, so that many always hold
-    /// every job that can start.
+    /// and a lane is read for its free slots only, the jobs in flight left out (``Lease/running``): a poll while
+    /// jobs run never claims them again (on PostgreSQL every claimed row is updated, every 5 ms while busy).
     func due<Table: JobTable>(_ table: Table) async throws -> [Table.Job] {
         let time = context.now()
         inFlight.beginRead()
-        let wanted = inFlight.claim { claims in
-            table.lanes.compactMap { lane -> (lane: String, limit: Int)? in
-                let limit = table.limit(lane: lane)
-                return claims.count(lane: lane) < limit ? (lane, limit) : nil
+        let (wanted, running) = inFlight.claim { claims in
+            let wanted = table.lanes.compactMap { lane -> (lane: String, free: Int)? in
+                let free = table.limit(lane: lane) - claims.count(lane: lane)
+                return free > 0 ? (lane, free) : nil
             }
+            return (wanted, claims.running)
         }
         guard !wanted.isEmpty else { return [] }
-        let lease = Lease(owner: context.instance, until: time.clampedAdding(context.leaseMillis))
+        let lease = Lease(owner: context.instance, until: time.clampedAdding(context.leaseMillis), running: running)
         let claim: @Sendable (any StoreTransaction) throws -> [Table.Job] = { c in
-            try wanted.flatMap { try table.due(at: time, lane: $0.lane, count: $0.limit, lease: lease, in: c) }
+            try wanted.flatMap { try table.due(at: time, lane: $0.lane, count: $0.free, lease: lease, in: c) }
         }
         // Several instances: the jobs are claimed in the store, so that each runs on one of them.
         let candidates = context.store.sharedByInstances ? try await context.store.write(claim) : try await context.read(claim)
@@ -169,6 +170,8 @@ final class InFlightSet: Sendable {
         fileprivate var finished: Set<Int64> = []
         func isBusy(_ id: Int64) -> Bool { flying[id] != nil || finished.contains(id) }
         var count: Int { flying.count }
+        /// The jobs in flight and those finished since the read began: none is due to this poll.
+        var running: [Int64] { Array(flying.keys) + finished }
         func count(lane: String) -> Int { flying.values.reduce(0) { $0 + ($1 == lane ? 1 : 0) } }
         mutating func claim(_ id: Int64, lane: String = "") { flying[id] = lane }
     }

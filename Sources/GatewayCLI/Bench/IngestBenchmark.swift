@@ -50,6 +50,9 @@ public enum IngestBenchmark {
         public var store: String
         /// Gateway processes sharing the store; the load alternates between them.
         public var instances: Int
+        /// How long the closed loop's deliveries took to reach the downstream after it ended: the open loop waits for
+        /// them, so that its latencies are those of the offered rate alone.
+        public var drainSecondsBeforeOpenLoop: Double
 
         enum CodingKeys: String, CodingKey {
             case notificationsPerSecond = "notifications_per_second"
@@ -67,6 +70,7 @@ public enum IngestBenchmark {
             case concurrency
             case v1Share = "v1_share"
             case seconds, build, delivery, store, instances
+            case drainSecondsBeforeOpenLoop = "drain_seconds_before_open_loop"
         }
     }
 
@@ -84,7 +88,8 @@ public enum IngestBenchmark {
         // The local downstream.
         var peerConfig = HTTPServer.Configuration()
         peerConfig.threads = 4
-        let downstream = HTTPServer(configuration: peerConfig) { _ in .json(200, Array(#"{"ok":true}"#.utf8)) }
+        let received = SoakBenchmark.Downstream(failureRate: 0)
+        let downstream = HTTPServer(configuration: peerConfig) { received.handle($0) }
         try downstream.start()
         defer {
             downstream.stopAccepting()
@@ -132,6 +137,17 @@ public enum IngestBenchmark {
         let failures = Counter()
         failures.add(measured.failures)
         let clock = ContinuousClock()
+
+        // The closed loop leaves deliveries (and verifyReceipt jobs) queued behind it: the open loop starts once every
+        // notification it accepted reached the downstream, so that it measures the gateway at `rate`, not at `rate` plus
+        // the previous phase's backlog.
+        let drainStart = clock.now
+        if deliver {
+            while received.counts.deliveries < measured.accepted, clock.now - drainStart < .seconds(300) {
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        let drained = clock.now - drainStart
 
         // Open loop: one request every 1/rate s, each timed from its scheduled send to its answer.
         let latencies = Samples()
@@ -181,7 +197,8 @@ public enum IngestBenchmark {
             offeredRatePerSecond: rate, latencySamples: sorted.count, failures: failures.value,
             peakRSSMB: rssPerInstance.max() ?? 0, peakRSSMBPerInstance: rssPerInstance, writesPerCommit: writesPerTransaction,
             concurrency: concurrency, v1Share: 0.2, delivery: deliver, seconds: seconds, build: VerifyBenchmark.buildKind,
-            store: postgres ? "postgres" : "sqlite", instances: gateways.count)
+            store: postgres ? "postgres" : "sqlite", instances: gateways.count,
+            drainSecondsBeforeOpenLoop: (Double(drained.components.seconds) * 10 + Double(drained.components.attoseconds) / 1e17).rounded() / 10)
     }
 
     /// Closed loop: `concurrency` clients send `bodies` as fast as they are answered, body i to `urls[i % urls.count]`,

@@ -77,9 +77,10 @@ extension PostgresTransaction {
             WHERE id IN (
                 SELECT id FROM compare_jobs
                 WHERE state = 'pending' AND next_attempt_at <= $3 AND (claimed_until IS NULL OR claimed_until <= $3 OR claimed_by = $1)
+                  AND NOT (id = ANY ($5::bigint[]))
                 ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
             RETURNING \(Self.fetchColumns)
-            """, [.text(lease.owner), .int64(lease.until), .int64(time), pgLimit(limit)]
+            """, [.text(lease.owner), .int64(lease.until), .int64(time), pgLimit(limit), .bigintArray(lease.running)]
         ).sorted(by: dueFirst("id")).compactMap(FetchJob.init(row:))
     }
 

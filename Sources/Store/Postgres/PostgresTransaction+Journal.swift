@@ -2,64 +2,80 @@ internal import Postgres
 internal import Canonical
 
 extension PostgresTransaction: JournalRows {
-    /// The unique constraint decides, and a key is never left waiting in a deadlock: each instance takes the key's
-    /// advisory lock first (``lockOrDefer(_:_:)``), so when another instance's batch is journaling the same key this
-    /// one either waits for that batch's COMMIT — the INSERT then meets the committed row — or, in the middle of its
-    /// own batch, runs the journal again in its next one. The INSERT finding the row (`ON CONFLICT DO NOTHING`
-    /// returns nothing), the SELECT — a new snapshot per statement in the writer's READ COMMITTED transaction — reads
-    /// it: the answer is accepted or duplicate, never a unique violation.
-    func insertJournal(_ item: JournalItem, authority: Generation) throws -> JournalOutcome {
-        try lockOrDefer(.journalKey, item.key)
-        if let id = try c.queryOne(
+    /// The authority, the key's advisory lock and the journal row in one statement (each statement is a round trip,
+    /// and a journal write's latency is their sum). The unique constraint decides, and a key is never left waiting in
+    /// a deadlock: the lock comes first (``lockOrDefer(_:_:)``), so when another instance's batch is journaling the
+    /// same key this one either waits for that batch's COMMIT — the INSERT then meets the committed row — or, in the
+    /// middle of its own batch, runs the journal again in its next one. The INSERT finding the row (`ON CONFLICT DO
+    /// NOTHING` returns nothing; the statement's snapshot may predate the row, committed while it waited for the
+    /// lock), a second statement — a new snapshot in the writer's READ COMMITTED transaction — reads it: the answer is
+    /// accepted or duplicate, never a unique violation.
+    func journalRow(_ item: JournalItem) throws -> (outcome: JournalOutcome, authority: Generation) {
+        let row = try c.queryOne(
             """
-            INSERT INTO journal (notification_key, version, received_at, origin, bundle_id, environment, notification_type,
-                                 subtype, secret_name, leaf_serial, body, authority)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (notification_key) DO NOTHING RETURNING id
+            WITH a AS (
+                SELECT COALESCE((SELECT authority FROM authority WHERE bundle_id = $5::text AND environment = $6::text), 'v1') AS authority
+            ), l AS (
+                SELECT \(Self.lockOrDefer(class: "$12", key: "$1")) AS locked
+            ), j AS (
+                INSERT INTO journal (notification_key, version, received_at, origin, bundle_id, environment, notification_type,
+                                     subtype, secret_name, leaf_serial, body, authority)
+                SELECT $1::text, $2::text, $3::bigint, $4::text, $5::text, $6::text, $7::text, $8::text, $9::text, $10::text,
+                       $11::bytea, a.authority
+                FROM a, l WHERE l.locked
+                ON CONFLICT (notification_key) DO NOTHING RETURNING id
+            )
+            SELECT l.locked, a.authority, (SELECT id FROM j) AS id FROM a, l
             """,
             [.text(item.key), .text(item.version.rawValue), .int64(item.receivedAt), .text(item.origin.rawValue),
              PostgresValue(item.bundleID), PostgresValue(item.environment), PostgresValue(item.notificationType),
              PostgresValue(item.subtype), PostgresValue(item.secretName), PostgresValue(item.leafSerial), .bytea(item.body),
-             .text(authority.rawValue)])?.int64("id")
-        {
-            return .accepted(journalID: id)
-        }
+             .int64(LockClass.journalKey.rawValue)])
+        try Self.deferUnless(row?.bool("locked"), .journalKey)
+        let authority = row?.generation("authority") ?? .v1
+        if let id = row?.int64("id") { return (.accepted(journalID: id), authority) }
         guard let id = try c.queryOne("SELECT id FROM journal WHERE notification_key = $1", [.text(item.key)])?.int64("id") else {
             throw PostgresError(code: "XX000", message: "journal: the notification key conflicts but its row is not found")
         }
-        return .duplicate(journalID: id)
+        return (.duplicate(journalID: id), authority)
     }
 
-    /// The event's `seq` (its arrival order); no row when the event is stored already, here or by another instance.
-    func insertEvent(_ event: CanonicalEvent, journalID: Int64?, path: Generation, authoritative: Bool, now: Int64) throws -> Int64? {
-        try c.queryOne(
+    /// The event, the subscription's state and the deliveries in one statement: the state and the deliveries are
+    /// written only when the event is (`FROM e`), with the `seq` it was given. The upsert locks the state's row and
+    /// compares with its latest committed version, so instances writing at once converge on the same state whatever
+    /// order they commit in.
+    func storeEvent(_ event: CanonicalEvent, journalID: Int64?, path: Generation, authoritative: Bool, targets: [String], now: Int64) throws -> Bool {
+        let state = event.originalTransactionID != nil && event.environment != nil ? SubscriptionState(path: path, event: event) : nil
+        let values: [PostgresValue] = [
+            .text(event.id), PostgresValue(journalID), .text(path.rawValue), .text(event.source.rawValue), .text(event.kind.rawValue),
+            PostgresValue(event.reason?.rawValue), PostgresValue(event.bundleID), PostgresValue(event.environment),
+            PostgresValue(event.originalTransactionID), .int64(event.eventDate), .bool(authoritative), .int64(now),
+            .bytea(CanonicalJSON.encode(event)), PostgresValue(event.recoveredBy?.rawValue),
+            state.map { .bytea(CanonicalJSON.encode($0)) } ?? .null, PostgresValue(state?.expiresDate), .textArray(targets),
+        ]
+        return try c.queryOne(
             """
-            INSERT INTO events (id, journal_id, path, source, kind, reason, bundle_id, environment, original_transaction_id,
-                                event_date, authoritative, created_at, json, recovered_by)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING RETURNING seq
-            """,
-            [.text(event.id), PostgresValue(journalID), .text(path.rawValue), .text(event.source.rawValue), .text(event.kind.rawValue),
-             PostgresValue(event.reason?.rawValue), PostgresValue(event.bundleID), PostgresValue(event.environment),
-             PostgresValue(event.originalTransactionID), .int64(event.eventDate), .bool(authoritative), .int64(now),
-             .bytea(CanonicalJSON.encode(event)), PostgresValue(event.recoveredBy?.rawValue)])?.int64("seq")
-    }
-
-    /// The upsert locks the row and compares with its latest committed version, so instances writing at once converge
-    /// on the same state whatever order they commit in.
-    func updateState(_ state: SubscriptionState, environment: AppStoreEnvironment, bundleID: String?, seq: Int64, now: Int64) throws {
-        try c.run(
-            """
-            INSERT INTO subscription_state AS s (path, environment, original_transaction_id, bundle_id, event_id, event_date,
-                                                 event_seq, json, updated_at, expires_date)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-            ON CONFLICT (path, environment, original_transaction_id) DO UPDATE SET
-                bundle_id = excluded.bundle_id, event_id = excluded.event_id, event_date = excluded.event_date,
-                event_seq = excluded.event_seq, json = excluded.json, updated_at = excluded.updated_at,
-                expires_date = excluded.expires_date
-            WHERE excluded.event_date > s.event_date OR (excluded.event_date = s.event_date AND excluded.event_seq > s.event_seq)
-            """,
-            [.text(state.path.rawValue), .text(environment.rawValue), .text(state.originalTransactionID), PostgresValue(bundleID),
-             .text(state.eventID), .int64(state.eventDate), .int64(seq), .bytea(CanonicalJSON.encode(state)), .int64(now),
-             PostgresValue(state.expiresDate)])
+            WITH e AS (
+                INSERT INTO events (id, journal_id, path, source, kind, reason, bundle_id, environment, original_transaction_id,
+                                    event_date, authoritative, created_at, json, recovered_by)
+                VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING RETURNING seq
+            ), s AS (
+                INSERT INTO subscription_state AS s (path, environment, original_transaction_id, bundle_id, event_id, event_date,
+                                                     event_seq, json, updated_at, expires_date)
+                SELECT $3::text, $8::text, $9::text, $7::text, $1::text, $10::bigint, e.seq, $15::bytea, $12::bigint, $16::bigint
+                FROM e WHERE $15::bytea IS NOT NULL
+                ON CONFLICT (path, environment, original_transaction_id) DO UPDATE SET
+                    bundle_id = excluded.bundle_id, event_id = excluded.event_id, event_date = excluded.event_date,
+                    event_seq = excluded.event_seq, json = excluded.json, updated_at = excluded.updated_at,
+                    expires_date = excluded.expires_date
+                WHERE excluded.event_date > s.event_date OR (excluded.event_date = s.event_date AND excluded.event_seq > s.event_seq)
+            ), o AS (
+                INSERT INTO outbox (downstream, event_id, next_attempt_at, created_at)
+                SELECT t, $1::text, $12::bigint, $12::bigint FROM e, unnest($17::text[]) AS t
+                ON CONFLICT DO NOTHING
+            )
+            SELECT seq FROM e
+            """, values) != nil
     }
 
     func insertDelivery(downstream: String, eventID: String?, journalID: Int64?, now: Int64) throws {

@@ -11,10 +11,10 @@ extension PostgresTransaction {
             WHERE id IN (
                 SELECT id FROM outbox
                 WHERE state = 'pending' AND downstream = $3 AND next_attempt_at <= $4
-                  AND (claimed_until IS NULL OR claimed_until <= $4 OR claimed_by = $1)
+                  AND (claimed_until IS NULL OR claimed_until <= $4 OR claimed_by = $1) AND NOT (id = ANY ($6::bigint[]))
                 ORDER BY next_attempt_at, id LIMIT $5 FOR UPDATE SKIP LOCKED)
             RETURNING id, downstream, attempts, event_id, journal_id, created_at, next_attempt_at
-            """, [.text(lease.owner), .int64(lease.until), .text(downstream), .int64(time), pgLimit(limit)]
+            """, [.text(lease.owner), .int64(lease.until), .text(downstream), .int64(time), pgLimit(limit), .bigintArray(lease.running)]
         ).sorted(by: dueFirst("id")).compactMap(DeliveryJob.init(row:))
     }
 

@@ -10,10 +10,11 @@ extension PostgresTransaction {
             WHERE j.id = r.journal_id AND r.journal_id IN (
                 SELECT journal_id FROM receipt_jobs
                 WHERE state = 'pending' AND next_attempt_at <= $3 AND (claimed_until IS NULL OR claimed_until <= $3 OR claimed_by = $1)
+                  AND NOT (journal_id = ANY ($5::bigint[]))
                 ORDER BY next_attempt_at, journal_id LIMIT $4 FOR UPDATE SKIP LOCKED)
             RETURNING r.journal_id, r.attempts, r.next_attempt_at, j.body, j.bundle_id, j.secret_name, j.received_at, j.notification_key,
                       j.authority
-            """, [.text(lease.owner), .int64(lease.until), .int64(time), pgLimit(limit)]
+            """, [.text(lease.owner), .int64(lease.until), .int64(time), pgLimit(limit), .bigintArray(lease.running)]
         ).sorted(by: dueFirst("journal_id")).compactMap { ReceiptJob(row: $0, time: time) }
     }
 

@@ -18,9 +18,10 @@ extension PostgresTransaction {
             WHERE id IN (
                 SELECT id FROM reconcile_runs
                 WHERE next_run_at <= $3 AND (claimed_until IS NULL OR claimed_until <= $3 OR claimed_by = $1)
+                  AND NOT (id = ANY ($5::bigint[]))
                 ORDER BY next_run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
             RETURNING \(reconcileRunColumns)
-            """, [.text(lease.owner), .int64(lease.until), .int64(time), pgLimit(limit)]
+            """, [.text(lease.owner), .int64(lease.until), .int64(time), pgLimit(limit), .bigintArray(lease.running)]
         ).compactMap(ReconcileRun.init(row:)).sorted { ($0.nextRunAt, $0.id) < ($1.nextRunAt, $1.id) }
     }
 

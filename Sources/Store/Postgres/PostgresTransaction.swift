@@ -27,6 +27,11 @@ extension PostgresValue {
         }
         return .text("{" + quoted.joined(separator: ",") + "}")
     }
+
+    /// A `bigint[]` literal (`{1,2}`), for `= ANY($1::bigint[])`.
+    static func bigintArray(_ items: [Int64]) -> PostgresValue {
+        .text("{" + items.map(String.init).joined(separator: ",") + "}")
+    }
 }
 
 extension PostgresTransaction {
@@ -48,14 +53,26 @@ extension PostgresTransaction {
     /// later in a batch it only tries. Every writer of the key takes this lock before writing it.
     func lockOrDefer(_ lockClass: LockClass, _ key: String) throws {
         let locked = try c.queryOne(
+            "SELECT \(Self.lockOrDefer(class: "$1", key: "$2")) AS locked", [.int64(lockClass.rawValue), .text(key)])?.bool("locked")
+        try Self.deferUnless(locked, lockClass)
+    }
+
+    /// The SQL of ``lockOrDefer(_:_:)``, true when locked, for a statement that does more after it: `lockClass` and
+    /// `key` are the placeholders of the lock class (bigint) and the key (text).
+    static func lockOrDefer(class lockClass: String, key: String) -> String {
+        let lock = "\(lockClass)::integer, hashtext(COALESCE(current_schema(), '') || ':' || \(key)::text)"
+        return """
+            CASE WHEN pg_current_xact_id_if_assigned() IS NULL
+                THEN (SELECT true FROM pg_advisory_xact_lock(\(lock)))
+                ELSE pg_try_advisory_xact_lock(\(lock))
+            END
             """
-            SELECT CASE WHEN pg_current_xact_id_if_assigned() IS NULL
-                THEN (SELECT true FROM pg_advisory_xact_lock($1::integer, hashtext(COALESCE(current_schema(), '') || ':' || $2::text)))
-                ELSE pg_try_advisory_xact_lock($1::integer, hashtext(COALESCE(current_schema(), '') || ':' || $2::text))
-            END AS locked
-            """, [.int64(lockClass.rawValue), .text(key)])?.bool("locked")
+    }
+
+    /// Throws ``busyCode`` unless `locked` is true.
+    static func deferUnless(_ locked: Bool?, _ lockClass: LockClass) throws {
         guard locked == true else {
-            throw PostgresError(code: Self.busyCode, message: "another instance is writing the same \(lockClass) now: run again in the next batch")
+            throw PostgresError(code: busyCode, message: "another instance is writing the same \(lockClass) now: run again in the next batch")
         }
     }
 

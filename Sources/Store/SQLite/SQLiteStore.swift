@@ -74,7 +74,12 @@ public final class SQLiteStore: GatewayStore {
 }
 
 extension SQLiteDatabase: GroupCommitDatabase {
-    func commitBatch(_ body: (SQLiteConnection) throws -> Void) throws { try write(body) }
+    func commitBatch(opening: String, _ body: (SQLiteConnection) throws -> Void) throws {
+        try write { c in
+            try c.execute(opening)
+            try body(c)
+        }
+    }
 }
 
 extension SQLiteConnection: SavepointConnection {}

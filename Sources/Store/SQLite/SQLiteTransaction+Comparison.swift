@@ -82,7 +82,9 @@ extension SQLiteTransaction {
 
     // One process owns an SQLite store (`sharedByInstances` is false): the lease is not recorded.
     func claimDueFetches(at time: Int64, limit: Int, lease: Lease) throws -> [FetchJob] {
-        try fetchJobs(where: "state = 'pending' AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?", [.integer(time), limitValue(limit)])
+        try fetchJobs(
+            where: "state = 'pending' AND next_attempt_at <= ? AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at, id LIMIT ?",
+            [.integer(time), idList(lease.running), limitValue(limit)])
     }
 
     func fetchJobs(state: JobState?) throws -> [FetchJob] {

@@ -2,7 +2,23 @@ internal import SQLite
 internal import Canonical
 
 extension SQLiteTransaction: JournalRows {
-    func insertJournal(_ item: JournalItem, authority: Generation) throws -> JournalOutcome {
+    func journalRow(_ item: JournalItem) throws -> (outcome: JournalOutcome, authority: Generation) {
+        let authority = try authority(bundleID: item.bundleID, environment: item.environment)
+        return (try insertJournal(item, authority: authority), authority)
+    }
+
+    func storeEvent(_ event: CanonicalEvent, journalID: Int64?, path: Generation, authoritative: Bool, targets: [String], now: Int64) throws -> Bool {
+        guard let seq = try insertEvent(event, journalID: journalID, path: path, authoritative: authoritative, now: now) else { return false }
+        if event.originalTransactionID != nil, let env = event.environment {
+            try updateState(SubscriptionState(path: path, event: event), environment: env, bundleID: event.bundleID, seq: seq, now: now)
+        }
+        for name in targets {
+            try insertDelivery(downstream: name, eventID: event.id, journalID: nil, now: now)
+        }
+        return true
+    }
+
+    private func insertJournal(_ item: JournalItem, authority: Generation) throws -> JournalOutcome {
         let inserted = try c.run(
             """
             INSERT INTO journal (notification_key, version, received_at, origin, bundle_id, environment, notification_type,
@@ -19,7 +35,8 @@ extension SQLiteTransaction: JournalRows {
         return .accepted(journalID: c.lastInsertRowID)
     }
 
-    func insertEvent(_ event: CanonicalEvent, journalID: Int64?, path: Generation, authoritative: Bool, now: Int64) throws -> Int64? {
+    /// The event's rowid (its arrival order), nil when it was stored already.
+    private func insertEvent(_ event: CanonicalEvent, journalID: Int64?, path: Generation, authoritative: Bool, now: Int64) throws -> Int64? {
         let inserted = try c.run(
             """
             INSERT INTO events (id, journal_id, path, source, kind, reason, bundle_id, environment, original_transaction_id,
@@ -33,7 +50,7 @@ extension SQLiteTransaction: JournalRows {
         return inserted > 0 ? c.lastInsertRowID : nil  // the rowid: the arrival order
     }
 
-    func updateState(_ state: SubscriptionState, environment: AppStoreEnvironment, bundleID: String?, seq: Int64, now: Int64) throws {
+    private func updateState(_ state: SubscriptionState, environment: AppStoreEnvironment, bundleID: String?, seq: Int64, now: Int64) throws {
         try c.run(
             """
             INSERT INTO subscription_state (path, environment, original_transaction_id, bundle_id, event_id, event_date,

@@ -6,8 +6,9 @@ extension SQLiteTransaction {
         try c.query(
             """
             SELECT id, downstream, attempts, event_id, journal_id, created_at FROM outbox
-            WHERE state = 'pending' AND downstream = ? AND next_attempt_at <= ? ORDER BY next_attempt_at, id LIMIT ?
-            """, [.text(downstream), .integer(time), limitValue(limit)]
+            WHERE state = 'pending' AND downstream = ? AND next_attempt_at <= ? AND id NOT IN (SELECT value FROM json_each(?))
+            ORDER BY next_attempt_at, id LIMIT ?
+            """, [.text(downstream), .integer(time), idList(lease.running), limitValue(limit)]
         ).compactMap(DeliveryJob.init(row:))
     }
 

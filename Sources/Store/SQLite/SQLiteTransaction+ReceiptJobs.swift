@@ -7,8 +7,9 @@ extension SQLiteTransaction {
             """
             SELECT r.journal_id, r.attempts, j.body, j.bundle_id, j.secret_name, j.received_at, j.notification_key, j.authority
             FROM receipt_jobs r JOIN journal j ON j.id = r.journal_id
-            WHERE r.state = 'pending' AND r.next_attempt_at <= ? ORDER BY r.next_attempt_at LIMIT ?
-            """, [.integer(time), limitValue(limit)]
+            WHERE r.state = 'pending' AND r.next_attempt_at <= ? AND r.journal_id NOT IN (SELECT value FROM json_each(?))
+            ORDER BY r.next_attempt_at LIMIT ?
+            """, [.integer(time), idList(lease.running), limitValue(limit)]
         ).compactMap { ReceiptJob(row: $0, time: time) }
     }
 

@@ -13,8 +13,11 @@ extension SQLiteTransaction {
     // One process owns an SQLite store (`sharedByInstances` is false): the lease is not recorded.
     func claimDueReconcileRuns(at time: Int64, limit: Int, lease: Lease) throws -> [ReconcileRun] {
         try c.query(
-            "SELECT \(reconcileRunColumns) FROM reconcile_runs WHERE next_run_at <= ? ORDER BY next_run_at, id LIMIT ?",
-            [.integer(time), limitValue(limit)]
+            """
+            SELECT \(reconcileRunColumns) FROM reconcile_runs WHERE next_run_at <= ? AND id NOT IN (SELECT value FROM json_each(?))
+            ORDER BY next_run_at, id LIMIT ?
+            """,
+            [.integer(time), idList(lease.running), limitValue(limit)]
         ).compactMap(ReconcileRun.init(row:))
     }
 
