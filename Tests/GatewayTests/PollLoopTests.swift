@@ -34,4 +34,38 @@ import Testing
         // A plain task group kept every finished child task: ~50 MB here. Discarded, growth is allocator noise.
         #expect(grown < 10_000, "resident memory grew by \(grown) KiB over \(total - 20_000) finished jobs")
     }
+
+    /// A finished job (or anything calling `wake()`) ends the loop's wait: with an idle poll of an hour, only the
+    /// wake can bring the second fetch.
+    @Test func aWakeEndsTheWaitAtOnce() async throws {
+        final class Fetches: Sendable { let count = Atomic<Int>(0) }
+        let loop = PollLoop(idlePollMillis: 3_600_000)
+        let fetches = Fetches()
+        let task = Task {
+            await loop.run(fetch: { fetches.count.add(1, ordering: .relaxed); return [Int]() }, work: { _ in }, inFlight: { false },
+                           everySecond: {})
+        }
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(60)
+        for (n, wake) in [(1, false), (2, true), (3, true)] {
+            // The third wake comes while the loop may not be waiting yet: it is kept for its next wait.
+            if wake { loop.wake() }
+            while fetches.count.load(ordering: .relaxed) < n, clock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
+            #expect(fetches.count.load(ordering: .relaxed) >= n, "fetch \(n) did not come")
+        }
+        loop.stop()  // also ends the wait
+        _ = await task.result
+    }
+
+    @Test func aDoorbellRungBeforeTheSleepEndsItAndAnUnrungOneWaitsItsTime() async {
+        let bell = Doorbell()
+        let clock = ContinuousClock()
+        bell.ring()
+        var start = clock.now
+        await bell.sleep(for: .seconds(3_600))
+        #expect(clock.now - start < .seconds(60))
+        start = clock.now
+        await bell.sleep(for: .milliseconds(50))
+        #expect(clock.now - start >= .milliseconds(50))
+    }
 }

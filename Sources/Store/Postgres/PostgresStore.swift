@@ -87,10 +87,7 @@ public final class PostgresStore: GatewayStore {
     /// A REPEATABLE READ, READ ONLY transaction on a pooled session: one snapshot for the whole body, and writes in it
     /// fail (`25006`).
     public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
-        try readers.transaction(isolation: .repeatableRead) { c in
-            try c.execute("SET TRANSACTION READ ONLY")
-            return try body(PostgresTransaction(c))
-        }
+        try readers.transaction(isolation: .repeatableRead, opening: "SET TRANSACTION READ ONLY") { c in try body(PostgresTransaction(c)) }
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
