@@ -88,7 +88,11 @@ import WireJSON
 
     @Test func exhaustedDeliveriesAreDeadLetteredAndReplayable() async throws {
         let up = Mutex(false)
-        let receiver = try LoopbackHTTPServer { _ in up.withLock { $0 } ? .respond(status: 200) : .respond(status: 500) }
+        // Only main fails: the shadow downstream (its own, larger max_attempts) would otherwise die too, sooner or
+        // later after main depending on how fast the retries run.
+        let receiver = try LoopbackHTTPServer { request in
+            request.path == "/shadow" || up.withLock { $0 } ? .respond(status: 200) : .respond(status: 500)
+        }
         let h = try Self.harness(receiver, maxAttempts: 2)
         defer { h.close() }
         #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
