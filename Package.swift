@@ -42,9 +42,11 @@ let package = Package(
         .target(name: "HTTPClient", dependencies: ["CCurl", "Canonical"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
-        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD"], swiftSettings: strict),
+        // The one place an operating-system thread is started (pthreads).
+        .target(name: "Threads", swiftSettings: strict),
+        .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Threads"], swiftSettings: strict),
         // Every table of the gateway behind one interface; all SQL lives here.
-        .target(name: "Store", dependencies: ["Canonical", "SQLite", "Postgres", "WireJSON"], swiftSettings: strict),
+        .target(name: "Store", dependencies: ["Canonical", "SQLite", "Postgres", "WireJSON", "Threads"], swiftSettings: strict),
         .target(name: "V1Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         .target(name: "V2Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         // The simulated App Store: test PKI, lifecycles, paired V1/V2 traffic, fake Apple endpoints.
@@ -64,7 +66,7 @@ let package = Package(
             swiftSettings: strict),
         .executableTarget(name: "iap-gateway", dependencies: ["GatewayCLI"], swiftSettings: strict),
 
-        .target(name: "TestSupport", dependencies: ["Canonical", "Crypto", "HTTPClient", "V2Adapter", "Postgres"], path: "Tests/TestSupport",
+        .target(name: "TestSupport", dependencies: ["Canonical", "Crypto", "HTTPClient", "V2Adapter", "Postgres", "Threads"], path: "Tests/TestSupport",
                 swiftSettings: strict),
         .testTarget(name: "CanonicalTests", dependencies: ["Canonical", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "WireJSONTests", dependencies: ["WireJSON"], swiftSettings: strict),

@@ -1,5 +1,6 @@
 internal import CMicroHTTPD
 import Glibc
+internal import Threads
 
 /// The inbound HTTP(S) server: libmicrohttpd with an internal poll(2) thread pool, wrapped so that no C type shows.
 ///
@@ -107,7 +108,7 @@ public final class HTTPServer {
     /// The listening socket `MHD_quiesce_daemon` handed back; ours to close after `MHD_stop_daemon`.
     private var quiescedSocket: Int32?
     /// The request deadline's watchdog thread, while one runs.
-    private var watchdog: pthread_t?
+    private var watchdog: OSThread?
     /// PEM C strings libmicrohttpd reads from while it runs.
     private var tlsStrings: [UnsafeMutablePointer<CChar>] = []
     private var boundPort: UInt16 = 0
@@ -265,7 +266,7 @@ public final class HTTPServer {
         self.context = context
         boundPort = gateway_mhd_bound_port(started)
         if deadline != nil {
-            guard let thread = startThread({ tracker.runWatchdog() }) else {
+            guard let thread = OSThread.start({ tracker.runWatchdog() }) else {
                 stop()
                 throw HTTPServerError(.startFailed, "cannot create the request deadline's watchdog thread")
             }
@@ -305,7 +306,7 @@ public final class HTTPServer {
         // Every connection is closed now (their close notifications have emptied the watchdog's table).
         if let watchdog {
             context.connections.stopWatchdog()
-            pthread_join(watchdog, nil)
+            watchdog.join()
             self.watchdog = nil
         }
         context.pool.shutdown()

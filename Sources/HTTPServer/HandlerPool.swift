@@ -1,6 +1,7 @@
 import Dispatch
 import Glibc
 import Synchronization
+internal import Threads
 
 /// A fixed set of threads that run request handlers, first come first served, so that a handler blocking on disk
 /// holds one of these threads and never one of libmicrohttpd's I/O threads (which each serve many connections).
@@ -8,14 +9,14 @@ import Synchronization
 /// about one thread per core busy.
 final class HandlerPool: Sendable {
     private let core: Core
-    private let threads: [pthread_t]
+    private let threads: [OSThread]
 
     /// `count` running threads, or nil if the system refused to create them (any already created are stopped).
     init?(count: Int) {
         let core = Core()
-        var threads: [pthread_t] = []
+        var threads: [OSThread] = []
         for _ in 0..<count {
-            guard let thread = startThread({ core.run() }) else {
+            guard let thread = OSThread.start({ core.run() }) else {
                 core.stop(threads)
                 return nil
             }
@@ -67,31 +68,9 @@ final class HandlerPool: Sendable {
             }
         }
 
-        func stop(_ threads: [pthread_t]) {
+        func stop(_ threads: [OSThread]) {
             for _ in threads { ready.signal() }
-            for thread in threads { pthread_join(thread, nil) }
+            for thread in threads { thread.join() }
         }
     }
-}
-
-/// Starts a joinable pthread running `body` (the handler pool's threads, and the server's deadline watchdog).
-func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t? {
-    final class Start: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let start = Unmanaged.passRetained(Start(body)).toOpaque()
-    var thread = pthread_t()
-    let rc = pthread_create(
-        &thread, nil,
-        { raw in
-            guard let raw else { return nil }
-            Unmanaged<Start>.fromOpaque(raw).takeRetainedValue().body()
-            return nil
-        }, start)
-    guard rc == 0 else {
-        Unmanaged<Start>.fromOpaque(start).release()
-        return nil
-    }
-    return thread
 }

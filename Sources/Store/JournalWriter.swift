@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+internal import Threads
 
 /// A database ``JournalWriter`` commits batches to: one connection of its own, one transaction per batch.
 protocol GroupCommitDatabase: Sendable {
@@ -82,8 +83,9 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
         self.maxBatch = max(1, maxBatch)
         self.maxBatchBytes = maxBatchBytes
         // A dedicated thread: the commit's fsync (or round trip) must not block Swift's cooperative pool, and the loop
-        // must not wait for a Dispatch thread that its own blocked callers hold (``startWriterThread(_:)``).
-        if !startWriterThread({ [self] in loop() }) {
+        // must not wait for a Dispatch thread that its own blocked callers hold (a deadlock seen with many stores open
+        // in one process).
+        if !OSThread.detach({ [self] in loop() }) {
             DispatchQueue(label: "iap-gateway.journal-writer").async { [self] in loop() }
         }
     }
@@ -239,4 +241,3 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
         for (i, job) in batch.enumerated() where !retried[i] { job.completion(failures[i]) }
     }
 }
-

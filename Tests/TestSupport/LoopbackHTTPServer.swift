@@ -1,6 +1,7 @@
 import Glibc
 public import HTTPClient
 import Synchronization
+import Threads
 
 /// A small scripted HTTP/1.1 server on raw POSIX sockets, for tests only.
 ///
@@ -77,7 +78,7 @@ public final class LoopbackHTTPServer: Sendable {
         port = UInt16(bigEndian: address.sin_port)
         let core = ServerCore(handler: handler, stopRead: stopPipe[0], stopWrite: stopPipe[1])
         self.core = core
-        guard let thread = startThread({ core.acceptLoop(listenFD) }) else {
+        guard let thread = OSThread.start({ core.acceptLoop(listenFD) }) else {
             close(listenFD)
             throw LoopbackServerError("pthread_create", EAGAIN)
         }
@@ -117,7 +118,7 @@ private final class ServerCore: Sendable {
         var connections: Set<Int32> = []
         var acceptedCount = 0
         var requests: [LoopbackHTTPServer.Request] = []
-        var acceptThread: pthread_t?
+        var acceptThread: OSThread?
     }
 
     let handler: @Sendable (LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Action
@@ -142,7 +143,7 @@ private final class ServerCore: Sendable {
     }
 
     func stop() {
-        let acceptThread: pthread_t? = state.withLock { s in
+        let acceptThread: OSThread? = state.withLock { s in
             guard !s.stopped else { return nil }
             s.stopped = true
             // The read end now polls readable for every waiter: a byte nobody reads, then EOF — the byte wakes them
@@ -154,8 +155,8 @@ private final class ServerCore: Sendable {
             defer { s.acceptThread = nil }
             return s.acceptThread
         }
-        if let acceptThread, pthread_equal(acceptThread, pthread_self()) == 0 {
-            pthread_join(acceptThread, nil)
+        if let acceptThread, !acceptThread.isCurrent {
+            acceptThread.join()
         }
     }
 
@@ -190,9 +191,7 @@ private final class ServerCore: Sendable {
                 close(fd)
                 return
             }
-            if let thread = startThread({ self.serve(fd) }) {
-                pthread_detach(thread)
-            } else {
+            if !OSThread.detach({ self.serve(fd) }) {
                 closeConnection(fd)
             }
         }
@@ -403,23 +402,4 @@ extension Substring {
         while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
         return String(s)
     }
-}
-
-/// Runs `body` on a new POSIX thread (not a Swift-concurrency thread: the server blocks in `poll`).
-private func startThread(_ body: @escaping @Sendable () -> Void) -> pthread_t? {
-    final class Start: Sendable {
-        let body: @Sendable () -> Void
-        init(_ body: @escaping @Sendable () -> Void) { self.body = body }
-    }
-    let start = Unmanaged.passRetained(Start(body)).toOpaque()
-    var thread = pthread_t()
-    let rc = pthread_create(&thread, nil, { raw in
-        Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue().body()
-        return nil
-    }, start)
-    guard rc == 0 else {
-        Unmanaged<Start>.fromOpaque(start).release()
-        return nil
-    }
-    return thread
 }

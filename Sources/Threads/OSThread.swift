@@ -1,0 +1,50 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An operating-system thread running a closure: the one place the gateway starts one. Work that blocks — a request
+/// handler waiting for the disk, a commit's fsync or round trip — runs on these, off Swift's cooperative pool and off
+/// libdispatch's (whose Linux root queue keeps about one thread per core busy, and which deadlocks when every one of
+/// its threads waits for work queued behind them).
+public struct OSThread: Sendable {
+    private let handle: pthread_t
+
+    /// Starts a joinable thread running `body`; nil when the system refuses a thread.
+    public static func start(_ body: @escaping @Sendable () -> Void) -> OSThread? {
+        spawn(body).map(OSThread.init(handle:))
+    }
+
+    /// Starts a thread running `body` that nobody joins (it ends when `body` returns); false when the system refuses.
+    public static func detach(_ body: @escaping @Sendable () -> Void) -> Bool {
+        guard let handle = spawn(body) else { return false }
+        pthread_detach(handle)
+        return true
+    }
+
+    /// Waits for the thread's body to return.
+    public func join() { pthread_join(handle, nil) }
+
+    /// Whether this is the thread calling (which must not join itself).
+    public var isCurrent: Bool { pthread_equal(handle, pthread_self()) != 0 }
+
+    private static func spawn(_ body: @escaping @Sendable () -> Void) -> pthread_t? {
+        final class Start: Sendable {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        let start = Unmanaged.passRetained(Start(body)).toOpaque()
+        var thread = pthread_t()
+        let rc = pthread_create(
+            &thread, nil,
+            { raw in
+                guard let raw else { return nil }
+                Unmanaged<Start>.fromOpaque(raw).takeRetainedValue().body()
+                return nil
+            }, start)
+        guard rc == 0 else {
+            Unmanaged<Start>.fromOpaque(start).release()
+            return nil
+        }
+        return thread
+    }
+}
