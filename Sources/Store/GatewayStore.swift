@@ -13,14 +13,23 @@ public protocol GatewayStore: Sendable {
     func write<T: Sendable>(bytes: Int, _ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T
     /// The same for async callers, without holding a thread while waiting for the commit.
     func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T
+    /// Runs `body` — statements each of which stands alone: a job's claim or outcome — for async callers. Each may
+    /// commit on its own, as it runs, and reach the disk a moment after the call returns: a crash of the database
+    /// server may lose the last ones, and the job then runs again (at least once, as it always may). A server
+    /// database saves a transaction's round trips and the journal writer's queue; SQLite runs it as a ``write(_:)``.
+    func writeBookkeeping<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T
+    /// Runs `body`, which runs exactly one statement, as one read: a server database runs it without a transaction
+    /// around it (one statement sees one snapshot anyway), one round trip instead of three.
+    func readStatement<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T
     /// Runs `body` on one consistent snapshot; writes inside it fail. Blocking.
     func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
     /// The same for async callers, off Swift's cooperative pool.
     func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T
     /// Whether ``close()`` was called: no more writes are taken.
     var isClosing: Bool { get }
-    /// Whether several gateway instances may work on this store at once: background jobs must then be claimed in a
-    /// write transaction (``StoreTransaction/claimDueDeliveries(downstream:at:limit:lease:)`` and its kin), so that
+    /// Whether several gateway instances may work on this store at once: background jobs must then be claimed by a
+    /// write (``StoreTransaction/claimDueDeliveries(downstream:at:limit:lease:)`` and its kin, through
+    /// ``writeBookkeeping(_:)``), so that
     /// each job runs on one instance until its lease runs out. A store that one process owns (SQLite) answers false:
     /// its jobs are read in a read transaction and the process keeps track of what it runs.
     var sharedByInstances: Bool { get }
@@ -33,6 +42,14 @@ public protocol GatewayStore: Sendable {
 extension GatewayStore {
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T {
         try write(bytes: 0, body)
+    }
+
+    public func writeBookkeeping<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+        try await write(body)
+    }
+
+    public func readStatement<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+        try await read(body)
     }
 }
 
@@ -99,8 +116,9 @@ public protocol StoreTransaction {
     /// where the store is shared by instances (a job claimed by another instance whose lease has not run out is not
     /// due; settling a job ends its claim).
     func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease) throws -> [DeliveryJob]
-    /// What a webhook delivery of `eventID` sends; nil when the event is no longer stored.
-    func deliveryPayload(eventID: String) throws -> DeliveryPayload?
+    /// What a webhook delivery of `eventID` sends — its notification's body only `withBody` (a downstream that wants
+    /// the raw notification): bodies are the largest thing stored; nil when the event is no longer stored.
+    func deliveryPayload(eventID: String, withBody: Bool) throws -> DeliveryPayload?
     /// Records an attempt's outcome; a row no longer pending (replayed or dead-lettered meanwhile) is left alone.
     func settleDelivery(id: Int64, _ outcome: DeliveryOutcome) throws
     /// Dead-letters pending deliveries to downstreams not in `configured`; returns how many.

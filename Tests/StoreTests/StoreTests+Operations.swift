@@ -52,9 +52,9 @@ extension StoreTests {
         let state = try #require(try f.store.read { tx in try tx.subscriptionStates(originalTransactionID: "otid-1") }.first)
         #expect(state.path == .v2 && state.environment == .sandbox && state.bundleID == Self.bundle && state.eventID == "uuid-1")
         #expect(state.authoritative && state.updatedAt == 100 && state.json == CanonicalJSON.encode(SubscriptionState(path: .v2, event: event)))
-        let payload = try #require(try f.store.read { tx in try tx.deliveryPayload(eventID: "uuid-1") })
+        let payload = try #require(try f.store.read { tx in try tx.deliveryPayload(eventID: "uuid-1", withBody: true) })
         #expect(payload == DeliveryPayload(eventJSON: stored.json, authoritative: true, stateJSON: state.json, rawBody: item.body))
-        #expect(try f.store.read { tx in try tx.deliveryPayload(eventID: "other") } == nil)
+        #expect(try f.store.read { tx in try tx.deliveryPayload(eventID: "other", withBody: true) } == nil)
 
         // A compared bundle: the signed data is the V2 path's snapshot, and the V1 path's view is fetched.
         let key = SubscriptionKey(bundleID: Self.bundle, environment: .sandbox, originalTransactionID: "otid-1")
@@ -150,6 +150,34 @@ extension StoreTests {
         #expect(try f.claim { tx in
             try tx.claimDueDeliveries(downstream: "main", at: 20, limit: 1, lease: lease(running: [deliveries[0]]))
         }.map(\.id) == [deliveries[1]])
+    }
+
+    /// The delivery path as the workers run it: claim and outcome through `writeBookkeeping` (PostgreSQL: each
+    /// statement on its own on a pooled session, committed asynchronously), the payload through `readStatement`
+    /// (no transaction around it), without the body unless the downstream wants it.
+    @Test(arguments: StoreKind.available) func bookkeepingWritesAndSingleStatementReadsDeliverAnEvent(_ kind: StoreKind) async throws {
+        let f = try Fixture(kind)
+        try Self.storeEvents(f, [Self.event("e1", date: 1000)])
+        let claimed = try await f.store.writeBookkeeping { tx in
+            try tx.claimDueDeliveries(downstream: "main", at: 20, limit: 10, lease: Self.lease)
+        }
+        let job = try #require(claimed.first)
+        #expect(claimed.count == 1 && job.eventID == "e1")
+        let stored = try #require(try await f.store.read { tx in try tx.events(id: "e1", originalTransactionID: nil, limit: 1) }.first)
+        let lean = try #require(try await f.store.readStatement { tx in try tx.deliveryPayload(eventID: "e1", withBody: false) })
+        #expect(lean.eventJSON == stored.json && lean.rawBody == nil && lean.stateJSON != nil)
+        #expect(try await f.store.readStatement { tx in try tx.deliveryPayload(eventID: "missing", withBody: false) } == nil)
+
+        try await f.store.writeBookkeeping { tx in
+            try tx.settleDelivery(id: job.id, DeliveryOutcome(state: .delivered, attempts: 1, nextAttemptAt: 20, deliveredAt: 25, status: 200,
+                                                              error: nil))
+        }
+        // Seen at once by every session: a read, and the next claim.
+        let delivered = try await f.store.read { tx in try tx.deliveries(state: .delivered, downstream: "main", eventID: nil, limit: 10) }
+        #expect(delivered.map(\.id) == [job.id])
+        #expect(try await f.store.writeBookkeeping { tx in
+            try tx.claimDueDeliveries(downstream: "main", at: 20, limit: 10, lease: Self.lease)
+        }.isEmpty)
     }
 
     @Test(arguments: StoreKind.available) func deliveriesAreClaimedInOrderSettledDeadLetteredAndReplayed(_ kind: StoreKind) throws {

@@ -56,7 +56,7 @@ extension DeliveryWorker {
     /// The outbox row's event as stored, decoded (the row keeps the stored JSON as it is, byte for byte).
     func databaseRecord(_ job: Job) async throws -> DownstreamEvent {
         guard let eventID = job.eventID else { throw BuildFailure(description: "outbox row without event") }
-        guard let payload = try await context.read({ tx in try tx.deliveryPayload(eventID: eventID) }) else {
+        guard let payload = try await store.readStatement({ tx in try tx.deliveryPayload(eventID: eventID, withBody: false) }) else {
             throw BuildFailure(description: "event no longer stored")
         }
         let event: CanonicalEvent

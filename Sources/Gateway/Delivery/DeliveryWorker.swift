@@ -137,7 +137,8 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
                                timeoutMillis: policy.timeoutMillis)
         }
         guard let eventID = job.eventID else { throw BuildFailure(description: "outbox row without event") }
-        guard let payload = try await context.read({ tx in try tx.deliveryPayload(eventID: eventID) }) else {
+        let withBody = downstream.includeRaw
+        guard let payload = try await store.readStatement({ tx in try tx.deliveryPayload(eventID: eventID, withBody: withBody) }) else {
             throw BuildFailure(description: "event no longer stored")
         }
         // The event and state are stored as the JSON we deliver: spliced, not decoded and re-encoded.
@@ -161,7 +162,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         let outcome = DeliveryOutcome(
             state: delivered ? .delivered : (exhausted ? .dead : .pending), attempts: attempts, nextAttemptAt: next,
             deliveredAt: delivered ? time : nil, status: status, error: error)
-        await context.recordOutcome { tx in try tx.settleDelivery(id: id, outcome) }
+        await context.recordOutcome(bookkeeping: true) { tx in try tx.settleDelivery(id: id, outcome) }
         if !delivered {
             metrics.increment(.deliveryFailuresTotal, ["downstream": job.downstream])
             if exhausted {

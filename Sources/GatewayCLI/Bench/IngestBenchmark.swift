@@ -53,6 +53,19 @@ public enum IngestBenchmark {
         /// How long the closed loop's deliveries took to reach the downstream after it ended: the open loop waits for
         /// them, so that its latencies are those of the offered rate alone.
         public var drainSecondsBeforeOpenLoop: Double
+        /// The gateway processes' CPU time during the open loop per notification answered: ingest with its
+        /// deliveries (and verifyReceipt calls) at the offered rate.
+        public var openLoopGatewayCPUMsPerNotification: Double
+        /// Share of the machine's cores busy during the open loop (the store's server too, when it runs here): near 1,
+        /// the latencies measure a saturated machine.
+        public var openLoopMachineBusy: Double
+        /// Share of the machine's CPU time the hypervisor gave to others during the open loop.
+        public var openLoopMachineSteal: Double
+        /// A small write made durable (8 KiB and `fdatasync`, every 50 ms in the bench's folder) during the open loop:
+        /// the median and the worst, in ms. Every commit of a durable store waits for one; a p99 near the worst
+        /// fsync was set by the disk.
+        public var openLoopFsyncP50Ms: Double
+        public var openLoopFsyncMaxMs: Double
 
         enum CodingKeys: String, CodingKey {
             case notificationsPerSecond = "notifications_per_second"
@@ -71,6 +84,11 @@ public enum IngestBenchmark {
             case v1Share = "v1_share"
             case seconds, build, delivery, store, instances
             case drainSecondsBeforeOpenLoop = "drain_seconds_before_open_loop"
+            case openLoopGatewayCPUMsPerNotification = "open_loop_gateway_cpu_ms_per_notification"
+            case openLoopMachineBusy = "open_loop_machine_busy"
+            case openLoopMachineSteal = "open_loop_machine_steal"
+            case openLoopFsyncP50Ms = "open_loop_fsync_p50_ms"
+            case openLoopFsyncMaxMs = "open_loop_fsync_max_ms"
         }
     }
 
@@ -152,6 +170,8 @@ public enum IngestBenchmark {
         // Open loop: one request every 1/rate s, each timed from its scheduled send to its answer.
         let latencies = Samples()
         let latencyBodies = Array(bodies.suffix(latencyCount))
+        let (openCPUBefore, machineBefore) = (cpuSeconds(), MachineCPU.now())
+        let probe = FsyncProbe(directory: rig.directory)
         let openStart = clock.now
         await withTaskGroup(of: Void.self) { group in
             for (i, body) in latencyBodies.enumerated() {
@@ -169,6 +189,9 @@ public enum IngestBenchmark {
                 }
             }
         }
+        let machine = MachineCPU.now().since(machineBefore)
+        let fsync = probe?.finish() ?? (p50: 0, max: 0)
+        let openCPU = latencies.count > 0 ? (cpuSeconds() - openCPUBefore) / Double(latencies.count) * 1000 : 0
         let rssPerInstance = gateways.map(\.peakRSSMB)
         let stopped = rig.finishAll()
         if let failed = stopped.first(where: { $0.status != 0 }) {
@@ -198,7 +221,9 @@ public enum IngestBenchmark {
             peakRSSMB: rssPerInstance.max() ?? 0, peakRSSMBPerInstance: rssPerInstance, writesPerCommit: writesPerTransaction,
             concurrency: concurrency, v1Share: 0.2, delivery: deliver, seconds: seconds, build: VerifyBenchmark.buildKind,
             store: postgres ? "postgres" : "sqlite", instances: gateways.count,
-            drainSecondsBeforeOpenLoop: (Double(drained.components.seconds) * 10 + Double(drained.components.attoseconds) / 1e17).rounded() / 10)
+            drainSecondsBeforeOpenLoop: (Double(drained.components.seconds) * 10 + Double(drained.components.attoseconds) / 1e17).rounded() / 10,
+            openLoopGatewayCPUMsPerNotification: (openCPU * 1000).rounded() / 1000, openLoopMachineBusy: machine.busy,
+            openLoopMachineSteal: machine.steal, openLoopFsyncP50Ms: fsync.p50, openLoopFsyncMaxMs: fsync.max)
     }
 
     /// Closed loop: `concurrency` clients send `bodies` as fast as they are answered, body i to `urls[i % urls.count]`,
@@ -237,6 +262,7 @@ final class Samples: Sendable {
     private let values = Mutex<[Double]>([])
     func append(_ v: Double) { values.withLock { $0.append(v) } }
     var all: [Double] { values.withLock { $0 } }
+    var count: Int { values.withLock { $0.count } }
 }
 
 /// A thread-safe counter.
@@ -245,3 +271,4 @@ final class Counter: Sendable {
     @discardableResult func add(_ k: Int) -> Int { n.withLock { $0 += k; return $0 } }
     var value: Int { n.withLock { $0 } }
 }
+

@@ -314,6 +314,18 @@ enum PostgresSchema {
                     UNIQUE (bundle_id, environment, kind)
                 );
                 """),
+        PostgresMigration(
+            version: 7,
+            sql: """
+                -- A claim reads a queue's due rows in order and stops at its limit: indexes of the pending rows alone,
+                -- in the claim's order (next_attempt_at, then id), so that it reads the rows it takes instead of
+                -- every pending row, sorted (behind a backlog of thousands of deliveries, each claim read and sorted
+                -- them all, and a burst drained ever slower).
+                CREATE INDEX outbox_pending ON outbox(downstream, next_attempt_at, id) WHERE state = 'pending';
+                DROP INDEX outbox_downstream_due;
+                CREATE INDEX receipt_jobs_pending ON receipt_jobs(next_attempt_at, journal_id) WHERE state = 'pending';
+                CREATE INDEX compare_jobs_pending ON compare_jobs(next_attempt_at, id) WHERE state = 'pending';
+                """),
     ]
 
     /// The advisory lock (class, object) migrations run under: the class names the gateway's migrations, the object

@@ -14,7 +14,7 @@ import Synchronization
 /// store needs no reopening once the server is back.
 public final class PostgresStore: GatewayStore {
     public struct Options: Sendable {
-        /// Sessions for reads (the writers have their own).
+        /// Sessions for reads and job bookkeeping (the writers have their own).
         public var poolSize = 4
         /// Writer sessions, each committing its own batches; writes are spread over them in turn. Writers of one
         /// instance meet each other exactly as two instances' writers do (a key being written elsewhere waits for the
@@ -31,7 +31,8 @@ public final class PostgresStore: GatewayStore {
         public init() {}
     }
 
-    let readers: PostgresPool
+    /// Sessions for reads and for job bookkeeping (``writeBookkeeping(_:)``), committing asynchronously.
+    let sessions: PostgresPool
     let writerSessions: [PostgresPool]
     let writers: [JournalWriter<PostgresPool>]
     private let turn = Atomic<Int>(0)
@@ -44,6 +45,13 @@ public final class PostgresStore: GatewayStore {
         SELECT set_config('default_toast_compression', 'lz4', false) FROM pg_settings
         WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)
         """
+
+    /// The pooled sessions commit asynchronously: what they write is a job's claim or outcome
+    /// (``writeBookkeeping(_:)``; their reads commit nothing), which a crash of the server may lose without harm. A
+    /// commit then returns without waiting for the log to reach the disk — it is visible to every session at once,
+    /// and on disk within three `wal_writer_delay`s or with the next synchronous commit — so that the journal's
+    /// commits, which the gateway acknowledges, are the only ones that wait for an fsync.
+    static let pooledSessionSetup = "SELECT set_config('synchronous_commit', 'off', false)"
 
     /// The first writer (the only one with `writers: 1`, as tests of the writer's internals open it).
     var writer: JournalWriter<PostgresPool> { writers[0] }
@@ -58,22 +66,23 @@ public final class PostgresStore: GatewayStore {
     /// the migrations not applied yet. Throws when the server cannot be reached or the schema is newer than this
     /// gateway's.
     public init(url: String, options: Options = .init()) throws {
-        var sessions: [PostgresPool] = []
+        var writerPools: [PostgresPool] = []
         for i in 0..<max(1, options.writers) {
             var writerOptions = PostgresPool.Options()
             writerOptions.size = 1
             writerOptions.label = options.label + " writer \(i + 1)"
             writerOptions.sessionSetup = Self.writerSessionSetup
-            sessions.append(try PostgresPool(url, options: writerOptions))
+            writerPools.append(try PostgresPool(url, options: writerOptions))
         }
-        writerSessions = sessions
-        try sessions[0].withConnection { c in try PostgresSchema.migrate(c) }
-        var readerOptions = PostgresPool.Options()
-        readerOptions.size = max(1, options.poolSize)
-        readerOptions.borrowTimeout = options.borrowTimeout
-        readerOptions.label = options.label
-        readers = try PostgresPool(url, options: readerOptions)
-        writers = sessions.map { JournalWriter(db: $0, maxBatch: options.maxBatch, maxBatchBytes: options.maxBatchBytes) }
+        writerSessions = writerPools
+        try writerPools[0].withConnection { c in try PostgresSchema.migrate(c) }
+        var pooled = PostgresPool.Options()
+        pooled.size = max(1, options.poolSize)
+        pooled.borrowTimeout = options.borrowTimeout
+        pooled.label = options.label
+        pooled.sessionSetup = Self.pooledSessionSetup
+        sessions = try PostgresPool(url, options: pooled)
+        writers = writerPools.map { JournalWriter(db: $0, maxBatch: options.maxBatch, maxBatchBytes: options.maxBatchBytes) }
     }
 
     public func write<T: Sendable>(bytes: Int, _ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T {
@@ -84,10 +93,23 @@ public final class PostgresStore: GatewayStore {
         try await nextWriter.performAsync { c in try body(PostgresTransaction(c)) }
     }
 
+    /// On a pooled session, each statement on its own (autocommit: no BEGIN, SAVEPOINT or COMMIT round trips, and
+    /// not queued behind the journal's batches), committed asynchronously (``sessionSetup``).
+    public func writeBookkeeping<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+        let sessions = self.sessions
+        return try await Blocking.run { try sessions.withConnection { c in try body(PostgresTransaction(c)) } }
+    }
+
+    /// On a pooled session, without a transaction around it: one round trip instead of three.
+    public func readStatement<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+        let sessions = self.sessions
+        return try await Blocking.run { try sessions.withConnection { c in try body(PostgresTransaction(c)) } }
+    }
+
     /// A REPEATABLE READ, READ ONLY transaction on a pooled session: one snapshot for the whole body, and writes in it
     /// fail (`25006`).
     public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
-        try readers.transaction(isolation: .repeatableRead, opening: "SET TRANSACTION READ ONLY") { c in try body(PostgresTransaction(c)) }
+        try sessions.transaction(isolation: .repeatableRead, opening: "SET TRANSACTION READ ONLY") { c in try body(PostgresTransaction(c)) }
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
@@ -102,7 +124,7 @@ public final class PostgresStore: GatewayStore {
     public func close() {
         for w in writers { w.stop() }
         for session in writerSessions { session.close() }
-        readers.close()
+        sessions.close()
     }
 
     /// (transactions committed, work items committed) since open: how well group commit batches.

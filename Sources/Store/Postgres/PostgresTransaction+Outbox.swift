@@ -18,14 +18,14 @@ extension PostgresTransaction {
         ).sorted(by: dueFirst("id")).compactMap(DeliveryJob.init(row:))
     }
 
-    func deliveryPayload(eventID: String) throws -> DeliveryPayload? {
+    func deliveryPayload(eventID: String, withBody: Bool) throws -> DeliveryPayload? {
         try c.queryOne(
             """
-            SELECT e.json, e.authoritative, j.body,
+            SELECT e.json, e.authoritative, CASE WHEN $2 THEN j.body END AS body,
                    (SELECT s.json FROM subscription_state s JOIN authority a ON a.bundle_id = e.bundle_id AND a.environment = e.environment
                     WHERE s.path = a.authority AND s.environment = e.environment AND s.original_transaction_id = e.original_transaction_id) AS state
             FROM events e LEFT JOIN journal j ON j.id = e.journal_id WHERE e.id = $1
-            """, [.text(eventID)]
+            """, [.text(eventID), .bool(withBody)]
         ).flatMap(DeliveryPayload.init(row:))
     }
 
