@@ -13,11 +13,6 @@ public protocol GatewayStore: Sendable {
     func write<T: Sendable>(bytes: Int, _ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T
     /// The same for async callers, without holding a thread while waiting for the commit.
     func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T
-    /// Runs `body` — statements each of which stands alone: a job's claim or outcome — for async callers. Each may
-    /// commit on its own, as it runs, and reach the disk a moment after the call returns: a crash of the database
-    /// server may lose the last ones, and the job then runs again (at least once, as it always may). A server
-    /// database saves a transaction's round trips and the journal writer's queue; SQLite runs it as a ``write(_:)``.
-    func writeBookkeeping<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T
     /// Runs `body`, which runs exactly one statement, as one read: a server database runs it without a transaction
     /// around it (one statement sees one snapshot anyway), one round trip instead of three.
     func readStatement<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T
@@ -27,9 +22,8 @@ public protocol GatewayStore: Sendable {
     func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T
     /// Whether ``close()`` was called: no more writes are taken.
     var isClosing: Bool { get }
-    /// Whether several gateway instances may work on this store at once: background jobs must then be claimed by a
-    /// write (``StoreTransaction/claimDueDeliveries(downstream:at:limit:lease:)`` and its kin, through
-    /// ``writeBookkeeping(_:)``), so that
+    /// Whether several gateway instances may work on this store at once: background jobs must then be claimed in a
+    /// write transaction (``StoreTransaction/claimDueDeliveries(downstream:at:limit:lease:)`` and its kin), so that
     /// each job runs on one instance until its lease runs out. A store that one process owns (SQLite) answers false:
     /// its jobs are read in a read transaction and the process keeps track of what it runs.
     var sharedByInstances: Bool { get }
@@ -42,10 +36,6 @@ public protocol GatewayStore: Sendable {
 extension GatewayStore {
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T {
         try write(bytes: 0, body)
-    }
-
-    public func writeBookkeeping<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
-        try await write(body)
     }
 
     public func readStatement<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {

@@ -329,22 +329,6 @@ struct PostgresStoreTests {
         #expect(try store.read { tx in try tx.journalEntries(id: nil, key: "lz4-body", limit: 1) }.first?.body == item.body)
     }
 
-    /// Only the journal's commits wait for the disk: the pooled sessions (reads, job bookkeeping) commit
-    /// asynchronously, the writers synchronously — also on a server whose default is asynchronous.
-    @Test func onlyTheWritersCommitsWaitForTheDisk() throws {
-        let f = try Fixture(.postgres)
-        let store = try #require(f.store as? PostgresStore)
-        @Sendable func setting(_ c: PostgresConnection) throws -> String? {
-            try c.queryOne("SELECT current_setting('synchronous_commit') AS s")?.string("s")
-        }
-        #expect(try store.sessions.withConnection(setting) == "off")
-        #expect(try store.writer.perform { c in try setting(c) } == "on")
-        // The server's own default set to off (the test role may set it for its own sessions): the writer's
-        // transactions still commit synchronously.
-        try store.writer.perform { c in _ = try c.run("SELECT set_config('synchronous_commit', 'off', false)") }
-        #expect(try store.writer.perform { c in try setting(c) } == "on")
-    }
-
     // MARK: The server goes away
 
     @Test(.enabled(if: TestDatabase.ctl != nil, "IAPGW_TEST_PG_CTL is not set (run under scripts/with-postgres)"))

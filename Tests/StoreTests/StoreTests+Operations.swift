@@ -152,32 +152,24 @@ extension StoreTests {
         }.map(\.id) == [deliveries[1]])
     }
 
-    /// The delivery path as the workers run it: claim and outcome through `writeBookkeeping` (PostgreSQL: each
-    /// statement on its own on a pooled session, committed asynchronously), the payload through `readStatement`
-    /// (no transaction around it), without the body unless the downstream wants it.
-    @Test(arguments: StoreKind.available) func bookkeepingWritesAndSingleStatementReadsDeliverAnEvent(_ kind: StoreKind) async throws {
+    /// The delivery's payload as the worker reads it: one statement through `readStatement` (PostgreSQL: no
+    /// transaction around it), without the body unless the downstream wants it; and a read it stays — a write
+    /// through it fails.
+    @Test(arguments: StoreKind.available) func aSingleStatementReadReadsThePayloadAndNeverWrites(_ kind: StoreKind) async throws {
         let f = try Fixture(kind)
         try Self.storeEvents(f, [Self.event("e1", date: 1000)])
-        let claimed = try await f.store.writeBookkeeping { tx in
-            try tx.claimDueDeliveries(downstream: "main", at: 20, limit: 10, lease: Self.lease)
-        }
-        let job = try #require(claimed.first)
-        #expect(claimed.count == 1 && job.eventID == "e1")
+        let job = try #require(try f.claim { tx in try tx.claimDueDeliveries(downstream: "main", at: 20, limit: 10, lease: Self.lease) }.first)
         let stored = try #require(try await f.store.read { tx in try tx.events(id: "e1", originalTransactionID: nil, limit: 1) }.first)
         let lean = try #require(try await f.store.readStatement { tx in try tx.deliveryPayload(eventID: "e1", withBody: false) })
         #expect(lean.eventJSON == stored.json && lean.rawBody == nil && lean.stateJSON != nil)
         #expect(try await f.store.readStatement { tx in try tx.deliveryPayload(eventID: "missing", withBody: false) } == nil)
 
-        try await f.store.writeBookkeeping { tx in
-            try tx.settleDelivery(id: job.id, DeliveryOutcome(state: .delivered, attempts: 1, nextAttemptAt: 20, deliveredAt: 25, status: 200,
-                                                              error: nil))
+        let outcome = DeliveryOutcome(state: .delivered, attempts: 1, nextAttemptAt: 20, deliveredAt: 25, status: 200, error: nil)
+        await #expect(throws: (any Error).self) {
+            try await f.store.readStatement { tx in try tx.settleDelivery(id: job.id, outcome) }
         }
-        // Seen at once by every session: a read, and the next claim.
-        let delivered = try await f.store.read { tx in try tx.deliveries(state: .delivered, downstream: "main", eventID: nil, limit: 10) }
-        #expect(delivered.map(\.id) == [job.id])
-        #expect(try await f.store.writeBookkeeping { tx in
-            try tx.claimDueDeliveries(downstream: "main", at: 20, limit: 10, lease: Self.lease)
-        }.isEmpty)
+        #expect(try await f.store.read { tx in try tx.deliveries(state: .pending, downstream: "main", eventID: nil, limit: 10) }
+            .map(\.id) == [job.id])
     }
 
     @Test(arguments: StoreKind.available) func deliveriesAreClaimedInOrderSettledDeadLetteredAndReplayed(_ kind: StoreKind) throws {

@@ -162,7 +162,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         let outcome = DeliveryOutcome(
             state: delivered ? .delivered : (exhausted ? .dead : .pending), attempts: attempts, nextAttemptAt: next,
             deliveredAt: delivered ? time : nil, status: status, error: error)
-        await context.recordOutcome(bookkeeping: true) { tx in try tx.settleDelivery(id: id, outcome) }
+        await context.recordOutcome { tx in try tx.settleDelivery(id: id, outcome) }
         if !delivered {
             metrics.increment(.deliveryFailuresTotal, ["downstream": job.downstream])
             if exhausted {

@@ -59,8 +59,7 @@ protocol JobTable: Sendable {
     /// How many jobs of `lane` may run at once.
     func limit(lane: String) -> Int
     /// At most `count` due jobs of `lane`, in the order they should start, claimed for `lease` where the store is
-    /// shared by instances; runs on a blocking thread, through ``GatewayStore/writeBookkeeping(_:)`` then (each lane's
-    /// claim a statement of its own), in a read transaction otherwise.
+    /// shared by instances; runs on a blocking thread, in a write transaction then (a read transaction otherwise).
     func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: any StoreTransaction) throws -> [Job]
     /// Runs one job; returns once its outcome is committed.
     func process(_ job: Job) async
@@ -118,7 +117,7 @@ final class JobScheduler: Sendable {
             try wanted.flatMap { try table.due(at: time, lane: $0.lane, count: $0.free, lease: lease, in: c) }
         }
         // Several instances: the jobs are claimed in the store, so that each runs on one of them.
-        let candidates = context.store.sharedByInstances ? try await context.store.writeBookkeeping(claim) : try await context.read(claim)
+        let candidates = context.store.sharedByInstances ? try await context.store.write(claim) : try await context.read(claim)
         return inFlight.claim { claims in
             candidates.filter { job in
                 guard !claims.isBusy(job.id), claims.count(lane: job.lane) < table.limit(lane: job.lane) else { return false }

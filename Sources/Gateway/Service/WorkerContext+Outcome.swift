@@ -5,15 +5,13 @@ extension WorkerContext {
     /// refuses it, so that the job stays claimed meanwhile. Without this a delivery whose outcome could not be
     /// written was released as still due and sent again at once, every few milliseconds, for as long as the disk
     /// stayed full (the same for verifyReceipt calls). Gives up when the task is cancelled (shutdown) or the
-    /// writer stops: the row is then still pending, and runs again after a restart (at least once). `bookkeeping`:
-    /// the outcome is the job's row alone (a delivery's), written with ``GatewayStore/writeBookkeeping(_:)``; an
-    /// outcome that stores more (events, snapshots) is a durable write.
-    func recordOutcome(bookkeeping: Bool = false, _ work: @escaping @Sendable (any StoreTransaction) throws -> Void) async {
+    /// writer stops: the row is then still pending, and runs again after a restart (at least once).
+    func recordOutcome(_ work: @escaping @Sendable (any StoreTransaction) throws -> Void) async {
         var delay: Duration = .milliseconds(100)
         var logged = false
         while true {
             do {
-                try await bookkeeping ? store.writeBookkeeping(work) : store.write(work)
+                try await store.write(work)
                 if logged { log.info("store writable again: job outcomes recorded") }
                 return
             } catch {

@@ -14,7 +14,7 @@ import Synchronization
 /// store needs no reopening once the server is back.
 public final class PostgresStore: GatewayStore {
     public struct Options: Sendable {
-        /// Sessions for reads and job bookkeeping (the writers have their own).
+        /// Sessions for reads (the writers have their own).
         public var poolSize = 4
         /// Writer sessions, each committing its own batches; writes are spread over them in turn. Writers of one
         /// instance meet each other exactly as two instances' writers do (a key being written elsewhere waits for the
@@ -31,7 +31,7 @@ public final class PostgresStore: GatewayStore {
         public init() {}
     }
 
-    /// Sessions for reads and for job bookkeeping (``writeBookkeeping(_:)``), committing asynchronously.
+    /// Sessions for reads.
     let sessions: PostgresPool
     let writerSessions: [PostgresPool]
     let writers: [JournalWriter<PostgresPool>]
@@ -46,12 +46,9 @@ public final class PostgresStore: GatewayStore {
         WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)
         """
 
-    /// The pooled sessions commit asynchronously: what they write is a job's claim or outcome
-    /// (``writeBookkeeping(_:)``; their reads commit nothing), which a crash of the server may lose without harm. A
-    /// commit then returns without waiting for the log to reach the disk — it is visible to every session at once,
-    /// and on disk within three `wal_writer_delay`s or with the next synchronous commit — so that the journal's
-    /// commits, which the gateway acknowledges, are the only ones that wait for an fsync.
-    static let pooledSessionSetup = "SELECT set_config('synchronous_commit', 'off', false)"
+    /// The pooled sessions only read: a statement that writes on one fails (`25006`), also one run without a
+    /// transaction (``readStatement(_:)``).
+    static let readerSessionSetup = "SELECT set_config('default_transaction_read_only', 'on', false)"
 
     /// The first writer (the only one with `writers: 1`, as tests of the writer's internals open it).
     var writer: JournalWriter<PostgresPool> { writers[0] }
@@ -80,7 +77,7 @@ public final class PostgresStore: GatewayStore {
         pooled.size = max(1, options.poolSize)
         pooled.borrowTimeout = options.borrowTimeout
         pooled.label = options.label
-        pooled.sessionSetup = Self.pooledSessionSetup
+        pooled.sessionSetup = Self.readerSessionSetup
         sessions = try PostgresPool(url, options: pooled)
         writers = writerPools.map { JournalWriter(db: $0, maxBatch: options.maxBatch, maxBatchBytes: options.maxBatchBytes) }
     }
@@ -91,13 +88,6 @@ public final class PostgresStore: GatewayStore {
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
         try await nextWriter.performAsync { c in try body(PostgresTransaction(c)) }
-    }
-
-    /// On a pooled session, each statement on its own (autocommit: no BEGIN, SAVEPOINT or COMMIT round trips, and
-    /// not queued behind the journal's batches), committed asynchronously (``sessionSetup``).
-    public func writeBookkeeping<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
-        let sessions = self.sessions
-        return try await Blocking.run { try sessions.withConnection { c in try body(PostgresTransaction(c)) } }
     }
 
     /// On a pooled session, without a transaction around it: one round trip instead of three.
