@@ -62,7 +62,7 @@ let package = Package(
         .target(
             name: "GatewayCLI",
             dependencies: ["Gateway", "Reports", "Simulator", "Store", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
-                           "V1Adapter", "V2Adapter"],
+                           "V1Adapter", "V2Adapter", "Threads"],
             swiftSettings: strict),
         .executableTarget(name: "iap-gateway", dependencies: ["GatewayCLI"], swiftSettings: strict),
 

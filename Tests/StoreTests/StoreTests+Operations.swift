@@ -168,6 +168,9 @@ extension StoreTests {
         await #expect(throws: (any Error).self) {
             try await f.store.readStatement { tx in try tx.settleDelivery(id: job.id, outcome) }
         }
+        await #expect(throws: (any Error).self) {
+            try await f.store.read { tx in try tx.settleDelivery(id: job.id, outcome) }
+        }
         #expect(try await f.store.read { tx in try tx.deliveries(state: .pending, downstream: "main", eventID: nil, limit: 10) }
             .map(\.id) == [job.id])
     }

@@ -1,51 +1,61 @@
 internal import FoundationEssentials
+internal import Threads
 import Synchronization
-import Dispatch
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Writes 8 KiB and `fdatasync`s it in a file of `directory` every 50 ms, on a queue of its own, while a phase of
+/// Writes 8 KiB and `fdatasync`s it in a file of `directory` every 50 ms, on a thread of its own, while a phase of
 /// the bench runs: how long the disk took to make a small write durable meanwhile — what every commit of a durable
 /// store waits for. A latency percentile near the worst fsync says the disk, not the store, set it. At 20 writes a
 /// second it adds nothing measurable to the load.
 final class FsyncProbe: Sendable {
     private let samples = Mutex<[Double]>([])
     private let stopping = Atomic<Bool>(false)
-    private let done = DispatchSemaphore(value: 0)
     private let path: String
+    private let thread = Mutex<OSThread?>(nil)
 
-    /// Starts probing; nil when the file cannot be created (the bench then reports no figure).
+    /// Starts probing; nil when the file cannot be created or no thread started (the bench then reports no figure).
     init?(directory: String) {
         path = directory + "/fsync-probe"
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard fd >= 0 else { return nil }
-        DispatchQueue(label: "iap-gateway.bench.fsync-probe").async { [self] in
+        let started = OSThread.start { [self] in
             let block = [UInt8](repeating: 0x5a, count: 8192)
             let clock = ContinuousClock()
             while !stopping.load(ordering: .relaxed) {
                 let start = clock.now
                 let written = block.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) }
                 if written == block.count, fdatasync(fd) == 0 {
-                    let d = clock.now - start
-                    samples.withLock { $0.append(Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15) }
+                    let d = (clock.now - start).milliseconds
+                    samples.withLock { $0.append(d) }
                 }
                 usleep(50_000)
             }
             close(fd)
-            done.signal()
         }
+        guard let started else {
+            close(fd)
+            unlink(path)
+            return nil
+        }
+        thread.withLock { $0 = started }
     }
 
     /// Stops the thread and returns (median, worst) in milliseconds, rounded to 0.1; zeros when nothing was measured.
     func finish() -> (p50: Double, max: Double) {
         stopping.store(true, ordering: .relaxed)
-        done.wait()
+        thread.withLock { $0 }?.join()
         unlink(path)
         let sorted = samples.withLock { $0 }.sorted()
         guard let worst = sorted.last else { return (0, 0) }
         func round(_ x: Double) -> Double { (x * 10).rounded() / 10 }
         return (round(sorted[sorted.count / 2]), round(worst))
     }
+}
+
+extension Duration {
+    /// In milliseconds, fractions kept: how the benches report latencies.
+    var milliseconds: Double { Double(components.seconds) * 1000 + Double(components.attoseconds) / 1e15 }
 }

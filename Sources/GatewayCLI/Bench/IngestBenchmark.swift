@@ -182,7 +182,7 @@ public enum IngestBenchmark {
                     let r = try? await transport.send(HTTPRequest(method: .post, url: url, body: body, timeoutMillis: 10_000))
                     let d = clock.now - scheduled
                     if r?.status == 200 {
-                        latencies.append(Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15)
+                        latencies.append(d.milliseconds)
                     } else {
                         failures.add(1)
                     }

@@ -186,7 +186,7 @@ public enum SoakBenchmark {
                     let d = clock.now - scheduled
                     if let r, r.status == 200, case .object(let o)? = try? JSONParser.parse(r.body), let id = o["id"]?.stringValue {
                         accepted.append(id)
-                        latencies.append(Double(d.components.seconds) * 1000 + Double(d.components.attoseconds) / 1e15)
+                        latencies.append(d.milliseconds)
                     } else {
                         refused.add(1)
                     }

@@ -31,8 +31,7 @@ public final class PostgresStore: GatewayStore {
         public init() {}
     }
 
-    /// Sessions for reads.
-    let sessions: PostgresPool
+    let readers: PostgresPool
     let writerSessions: [PostgresPool]
     let writers: [JournalWriter<PostgresPool>]
     private let turn = Atomic<Int>(0)
@@ -46,8 +45,8 @@ public final class PostgresStore: GatewayStore {
         WHERE name = 'default_toast_compression' AND 'lz4' = ANY (enumvals)
         """
 
-    /// The pooled sessions only read: a statement that writes on one fails (`25006`), also one run without a
-    /// transaction (``readStatement(_:)``).
+    /// The reader sessions only read: a statement that writes on one fails (`25006`), in a transaction (``read(_:)``)
+    /// or without one (``readStatement(_:)``).
     static let readerSessionSetup = "SELECT set_config('default_transaction_read_only', 'on', false)"
 
     /// The first writer (the only one with `writers: 1`, as tests of the writer's internals open it).
@@ -73,12 +72,12 @@ public final class PostgresStore: GatewayStore {
         }
         writerSessions = writerPools
         try writerPools[0].withConnection { c in try PostgresSchema.migrate(c) }
-        var pooled = PostgresPool.Options()
-        pooled.size = max(1, options.poolSize)
-        pooled.borrowTimeout = options.borrowTimeout
-        pooled.label = options.label
-        pooled.sessionSetup = Self.readerSessionSetup
-        sessions = try PostgresPool(url, options: pooled)
+        var readerOptions = PostgresPool.Options()
+        readerOptions.size = max(1, options.poolSize)
+        readerOptions.borrowTimeout = options.borrowTimeout
+        readerOptions.label = options.label
+        readerOptions.sessionSetup = Self.readerSessionSetup
+        readers = try PostgresPool(url, options: readerOptions)
         writers = writerPools.map { JournalWriter(db: $0, maxBatch: options.maxBatch, maxBatchBytes: options.maxBatchBytes) }
     }
 
@@ -90,16 +89,16 @@ public final class PostgresStore: GatewayStore {
         try await nextWriter.performAsync { c in try body(PostgresTransaction(c)) }
     }
 
-    /// On a pooled session, without a transaction around it: one round trip instead of three.
+    /// On a reader session, without a transaction around it: one round trip instead of three.
     public func readStatement<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
-        let sessions = self.sessions
-        return try await Blocking.run { try sessions.withConnection { c in try body(PostgresTransaction(c)) } }
+        let readers = self.readers
+        return try await Blocking.run { try readers.withConnection { c in try body(PostgresTransaction(c)) } }
     }
 
-    /// A REPEATABLE READ, READ ONLY transaction on a pooled session: one snapshot for the whole body, and writes in it
-    /// fail (`25006`).
+    /// A REPEATABLE READ transaction on a reader session: one snapshot for the whole body, and writes in it fail
+    /// (`25006`: the session's transactions are read-only, ``readerSessionSetup``).
     public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
-        try sessions.transaction(isolation: .repeatableRead, opening: "SET TRANSACTION READ ONLY") { c in try body(PostgresTransaction(c)) }
+        try readers.transaction(isolation: .repeatableRead) { c in try body(PostgresTransaction(c)) }
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
@@ -114,7 +113,7 @@ public final class PostgresStore: GatewayStore {
     public func close() {
         for w in writers { w.stop() }
         for session in writerSessions { session.close() }
-        sessions.close()
+        readers.close()
     }
 
     /// (transactions committed, work items committed) since open: how well group commit batches.
