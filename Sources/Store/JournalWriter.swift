@@ -60,6 +60,8 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
 
     private struct State {
         var queue: [Job] = []
+        /// Whether a batch is being run (its work or its COMMIT).
+        var running = false
         var stopping = false
         var stopped = false
         var batches = 0
@@ -171,6 +173,9 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
     /// Work items waiting for the next batch.
     var queued: Int { state.withLock { $0.queue.count } }
 
+    /// Work a new item would wait behind: the items queued, plus one for a batch being run. Zero: it starts at once.
+    var backlog: Int { state.withLock { $0.queue.count + ($0.running ? 1 : 0) } }
+
     private func loop() {
         while true {
             wake.wait()
@@ -184,6 +189,7 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
                     }
                     let taken = Array(s.queue.prefix(n))
                     s.queue.removeFirst(n)
+                    s.running = n > 0
                     return (taken, s.stopping)
                 }
                 if batch.isEmpty {

@@ -306,6 +306,38 @@ struct PostgresStoreTests {
         #expect(after.batches - before.batches < 33)  // several writes per transaction
     }
 
+    /// A write goes to an idle writer where there is one: a writer held by a long batch (a COMMIT waiting for the
+    /// disk) never delays the writes that come meanwhile. Taken strictly in turn, one of these eight would have
+    /// queued behind it until the watchdog let it go.
+    @Test func aWriteNeverWaitsBehindABusyWriterWhileAnotherIsIdle() throws {
+        let f = try Fixture(.postgres)
+        let store = try #require(f.store as? PostgresStore)
+        let release = DispatchSemaphore(value: 0)
+        let held = Atomic<Bool>(false)
+        let finished = Atomic<Bool>(false)
+        let timedOut = Atomic<Bool>(false)
+        let group = DispatchGroup()
+        Self.run(in: group) {
+            _ = try? store.write { _ in
+                held.store(true, ordering: .relaxed)
+                release.wait()
+            }
+        }
+        #expect(eventually { held.load(ordering: .relaxed) })
+        DispatchQueue.global().asyncAfter(deadline: .now() + 30) {
+            guard !finished.load(ordering: .relaxed) else { return }
+            timedOut.store(true, ordering: .relaxed)
+            release.signal()
+        }
+        for i in 0..<8 { try Self.storeEvent(store, "idle-writer-\(i)") }
+        finished.store(true, ordering: .relaxed)
+        let waited = timedOut.load(ordering: .relaxed)
+        #expect(!waited, "a write waited behind the held writer")
+        if !waited { release.signal() }
+        group.wait()
+        #expect(try store.read { tx in try tx.events(id: nil, originalTransactionID: nil, limit: 100) }.count == 8)
+    }
+
     /// Bodies are compressed with LZ4 where the server has it (Debian's PostgreSQL 15 has): the writer sessions ask for
     /// it when they connect.
     @Test func bodiesAreCompressedWithLZ4() throws {

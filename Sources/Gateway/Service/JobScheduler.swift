@@ -86,14 +86,24 @@ final class JobScheduler: Sendable {
 
     /// Runs until ``stop()``; returns after the jobs in flight finished.
     func run<Table: JobTable>(_ table: Table) async {
+        let outcomes = OutcomeBatch(ring: { [loop] in loop.wake() })
         await loop.run(
-            fetch: { (try? await self.due(table)) ?? [] },
+            fetch: { (try? await self.due(table, settling: outcomes.take())) ?? [] },
             work: { job in
-                await table.process(job)
+                let settlement = JobSettlement(batch: outcomes, id: job.id, lane: job.lane)
+                await JobSettlement.$current.withValue(settlement) { await table.process(job) }
                 self.inFlight.finish(job.id)
-                self.loop.wake()  // a free slot: look for the next job now
+                // A free slot: look for the next job now — unless the outcome's write claimed it already.
+                if !settlement.joinedClaim { self.loop.wake() }
             },
-            inFlight: { !self.inFlight.isEmpty }, everySecond: { await table.housekeeping() })
+            inFlight: { !self.inFlight.isEmpty }, everySecond: { await table.housekeeping() },
+            stopped: { await self.flush(outcomes.close()) })
+    }
+
+    /// Outcomes queued when the loop stopped: committed on their own, their jobs still waiting for them.
+    private func flush(_ entries: [OutcomeBatch.Entry]) async {
+        guard !entries.isEmpty, (try? await OutcomeBatch.write(entries, store: context.store, then: { _ in })) != nil else { return }
+        for entry in entries { entry.done.resume(returning: true) }
     }
 
     func stop() { loop.stop() }
@@ -101,25 +111,38 @@ final class JobScheduler: Sendable {
     /// The due jobs not in flight, claimed, within their lanes' limits. A lane with no free slot is not read at all,
     /// and a lane is read for its free slots only, the jobs in flight left out (``Lease/running``): a poll while
     /// jobs run never claims them again (on PostgreSQL every claimed row is updated, every 5 ms while busy).
-    func due<Table: JobTable>(_ table: Table) async throws -> [Table.Job] {
+    ///
+    /// The outcomes of finished jobs (`settling`) are written first in the same transaction, and their slots count as
+    /// free: one commit settles a job and claims the next. Each outcome's job is resumed once that write committed, or
+    /// with its error (its job then writes the outcome on its own, ``WorkerContext/recordOutcome(_:)``).
+    func due<Table: JobTable>(_ table: Table, settling: [OutcomeBatch.Entry] = []) async throws -> [Table.Job] {
         let time = context.now()
         inFlight.beginRead()
         let (wanted, running) = inFlight.claim { claims in
             let wanted = table.lanes.compactMap { lane -> (lane: String, free: Int)? in
-                let free = table.limit(lane: lane) - claims.count(lane: lane)
+                let settled = settling.reduce(0) { $0 + ($1.lane == lane && claims.isFlying($1.id) ? 1 : 0) }
+                let free = table.limit(lane: lane) - claims.count(lane: lane) + settled
                 return free > 0 ? (lane, free) : nil
             }
             return (wanted, claims.running)
         }
-        guard !wanted.isEmpty else { return [] }
+        guard !wanted.isEmpty || !settling.isEmpty else { return [] }
         let lease = Lease(owner: context.instance, until: time.clampedAdding(context.leaseMillis), running: running)
         let claim: @Sendable (any StoreTransaction) throws -> [Table.Job] = { c in
             try wanted.flatMap { try table.due(at: time, lane: $0.lane, count: $0.free, lease: lease, in: c) }
         }
-        // Several instances: the jobs are claimed in the store, so that each runs on one of them.
-        let candidates = context.store.sharedByInstances ? try await context.store.write(claim) : try await context.read(claim)
+        // Several instances: the jobs are claimed in the store, so that each runs on one of them. With outcomes to
+        // write, one store alone reads its due jobs in that write.
+        let candidates: [Table.Job]
+        if !settling.isEmpty {
+            candidates = try await OutcomeBatch.write(settling, store: context.store, then: claim)
+        } else {
+            candidates = context.store.sharedByInstances ? try await context.store.write(claim) : try await context.read(claim)
+        }
+        defer { for entry in settling { entry.done.resume(returning: true) } }
         return inFlight.claim { claims in
-            candidates.filter { job in
+            for entry in settling { claims.finish(entry.id) }
+            return candidates.filter { job in
                 guard !claims.isBusy(job.id), claims.count(lane: job.lane) < table.limit(lane: job.lane) else { return false }
                 claims.claim(job.id, lane: job.lane)
                 return true
@@ -130,7 +153,7 @@ final class JobScheduler: Sendable {
 
 /// The scheduler's loop: fetch due jobs, run each in a child task, refresh gauges once a second, look again at once
 /// when ``wake()`` is called (a finished job freed a slot), else after 5 ms while work is in flight and after the idle
-/// poll interval otherwise; on ``stop()`` it stops fetching and waits for the jobs in flight.
+/// poll interval otherwise; on ``stop()`` it stops fetching, runs `stopped`, and waits for the jobs in flight.
 final class PollLoop: Sendable {
     private let stopping = Mutex(false)
     private let doorbell = Doorbell()
@@ -148,7 +171,8 @@ final class PollLoop: Sendable {
 
     func run<Job: Sendable>(
         fetch: @escaping @Sendable () async -> [Job], work: @escaping @Sendable (Job) async -> Void,
-        inFlight: @escaping @Sendable () -> Bool, everySecond: @escaping @Sendable () async -> Void
+        inFlight: @escaping @Sendable () -> Bool, everySecond: @escaping @Sendable () async -> Void,
+        stopped: @escaping @Sendable () async -> Void = {}
     ) async {
         // A discarding group: a plain task group keeps every finished child until its result is collected, so a
         // loop that never collects grew by every job it ever ran (~5 KB per notification under load).
@@ -164,6 +188,7 @@ final class PollLoop: Sendable {
                 let busy = !jobs.isEmpty || inFlight()
                 await doorbell.sleep(for: .milliseconds(busy ? 5 : idlePollMillis))
             }
+            await stopped()
         }  // waits for the jobs in flight
     }
 }
@@ -236,7 +261,12 @@ final class InFlightSet: Sendable {
         /// The jobs in flight and those finished since the read began: none is due to this poll.
         var running: [Int64] { Array(flying.keys) + finished }
         func count(lane: String) -> Int { flying.values.reduce(0) { $0 + ($1 == lane ? 1 : 0) } }
+        func isFlying(_ id: Int64) -> Bool { flying[id] != nil }
         mutating func claim(_ id: Int64, lane: String = "") { flying[id] = lane }
+        /// The job's outcome is committed: its slot is free, and it is not due to the poll under way.
+        mutating func finish(_ id: Int64) {
+            if flying.removeValue(forKey: id) != nil { finished.insert(id) }
+        }
     }
 
     private let state = Mutex(Claims())
@@ -246,7 +276,7 @@ final class InFlightSet: Sendable {
     /// Picks jobs from rows read since ``beginRead()``.
     func claim<T>(_ body: (inout Claims) -> T) -> T { state.withLock { body(&$0) } }
     /// Call once the job's outcome is committed.
-    func finish(_ id: Int64) { state.withLock { _ = $0.flying.removeValue(forKey: id); $0.finished.insert(id) } }
+    func finish(_ id: Int64) { state.withLock { $0.finish(id) } }
     var isEmpty: Bool { state.withLock { $0.flying.isEmpty } }
 }
 

@@ -52,9 +52,23 @@ public final class PostgresStore: GatewayStore {
     /// The first writer (the only one with `writers: 1`, as tests of the writer's internals open it).
     var writer: JournalWriter<PostgresPool> { writers[0] }
 
-    /// The next writer in turn.
+    /// The writer a new write waits least behind: the first idle one from the next in turn, else the one with the
+    /// shortest backlog. Taken in turn alone, a write could queue behind one writer's batch — a COMMIT waiting for the
+    /// disk — while another writer sat idle: that wait was the tail of the journal's latency
+    /// (docs/architecture.md, "PostgreSQL store").
     var nextWriter: JournalWriter<PostgresPool> {
-        writers[Int(UInt(bitPattern: turn.wrappingAdd(1, ordering: .relaxed).oldValue) % UInt(writers.count))]
+        let count = writers.count
+        let start = Int(UInt(bitPattern: turn.wrappingAdd(1, ordering: .relaxed).oldValue) % UInt(count))
+        var best = writers[start]
+        var bestBacklog = best.backlog
+        var i = 1
+        while bestBacklog > 0 && i < count {
+            let w = writers[(start + i) % count]
+            let backlog = w.backlog
+            if backlog < bestBacklog { (best, bestBacklog) = (w, backlog) }
+            i += 1
+        }
+        return best
     }
 
     /// Connects with `url` — a libpq connection string or URI, passed to libpq untouched (TLS, `connect_timeout`,
