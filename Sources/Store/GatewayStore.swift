@@ -43,6 +43,13 @@ extension GatewayStore {
     }
 }
 
+extension StoreTransaction {
+    /// The due deliveries alone, without their payloads.
+    public func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease) throws -> [DeliveryJob] {
+        try claimDueDeliveries(downstream: downstream, at: time, limit: limit, lease: lease, payload: .none)
+    }
+}
+
 /// The operations on the store, valid only inside the ``GatewayStore`` closure that received them (never keep one).
 /// In a read transaction the writing operations throw.
 public protocol StoreTransaction {
@@ -104,8 +111,9 @@ public protocol StoreTransaction {
 
     /// At most `limit` deliveries of `downstream` due at `time`, in the order they should start, claimed for `lease`
     /// where the store is shared by instances (a job claimed by another instance whose lease has not run out is not
-    /// due; settling a job ends its claim).
-    func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease) throws -> [DeliveryJob]
+    /// due; settling a job ends its claim); each with what it sends (``DeliveryJob/payload``) as `payload` asks, read
+    /// in the same statement — the payload's own read was a round trip per delivery.
+    func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease, payload: PayloadRead) throws -> [DeliveryJob]
     /// What a webhook delivery of `eventID` sends — its notification's body only `withBody` (a downstream that wants
     /// the raw notification): bodies are the largest thing stored; nil when the event is no longer stored.
     func deliveryPayload(eventID: String, withBody: Bool) throws -> DeliveryPayload?

@@ -8,6 +8,22 @@ public struct DeliveryJob: Sendable, Hashable {
     /// a journaled V1 body (pass-through).
     public var journalID: Int64?
     public var createdAt: Int64
+    /// What a webhook or database delivery of the event sends, read with the claim when it asked for it (nil for a
+    /// pass-through delivery, or when the event is no longer stored).
+    public var payload: DeliveryPayload? = nil
+}
+
+/// What a claim of deliveries reads besides the outbox rows (``StoreTransaction/claimDueDeliveries(downstream:at:limit:lease:payload:)``).
+public enum PayloadRead: Sendable, Hashable {
+    /// The rows alone (pass-through deliveries: their body is the journaled V1 notification).
+    case none
+    /// Each event's ``DeliveryPayload`` without the notification's body.
+    case event
+    /// With the body, for a downstream that wants the raw notification.
+    case eventAndBody
+
+    var wantsEvent: Bool { self != .none }
+    var wantsBody: Bool { self == .eventAndBody }
 }
 
 /// One outbox row, as an operator (or a test) looks at it.

@@ -132,10 +132,12 @@ func quarantineUsage(_ rows: [some StoreRow]) -> [QuarantineRecord.Lane: (rows: 
 // MARK: Outbox
 
 extension DeliveryJob {
-    init?(row: some StoreRow) {
+    /// The outbox row, and its payload's columns (``DeliveryPayload/init(row:)``) when `payload` asked for them.
+    init?(row: some StoreRow, payload: PayloadRead = .none) {
         guard let id = row.int64("id"), let name = row.string("downstream") else { return nil }
         self.init(id: id, downstream: name, attempts: row.int("attempts") ?? 0, eventID: row.string("event_id"),
-                  journalID: row.int64("journal_id"), createdAt: row.int64("created_at") ?? 0)
+                  journalID: row.int64("journal_id"), createdAt: row.int64("created_at") ?? 0,
+                  payload: payload.wantsEvent ? DeliveryPayload(row: row) : nil)
     }
 }
 

@@ -142,8 +142,9 @@ import Testing
         let metrics = Metrics()
         let context = try Self.context(store, metrics: metrics)
         let batch = OutcomeBatch(ring: {})
-        let committed = Mutex<[String]>([])
         struct Refused: Error {}
+        let entry = AuthorityEntry(bundleID: "com.example.good", environment: .production, authority: .v2, origin: .config)
+        func committed() throws -> Bool { try store.read { tx in try tx.authority(bundleID: entry.bundleID, environment: .production) } == .v2 }
         let bad = Task {
             await JobSettlement.$current.withValue(JobSettlement(batch: batch, id: 1, lane: "")) {
                 await context.recordOutcome { _ in throw Refused() }
@@ -151,7 +152,7 @@ import Testing
         }
         let good = Task {
             await JobSettlement.$current.withValue(JobSettlement(batch: batch, id: 2, lane: "")) {
-                await context.recordOutcome { _ in committed.withLock { $0.append("good") } }
+                await context.recordOutcome { tx in _ = try tx.seedAuthority([entry], now: 1) }
             }
         }
         var entries: [OutcomeBatch.Entry] = []
@@ -161,10 +162,9 @@ import Testing
         }
         await #expect(throws: Refused.self) { try await OutcomeBatch.write(entries, store: store, then: { _ in }) }
         await good.value
-        #expect(committed.withLock { $0 } == ["good"])
+        #expect(try committed())
         try await Self.waitUntil { metrics.render().contains("iapgw_store_failures_total{operation=\"job_outcome\"} 3") }
         bad.cancel()
         await bad.value
-        #expect(committed.withLock { $0 } == ["good"])
     }
 }

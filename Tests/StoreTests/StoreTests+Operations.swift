@@ -55,6 +55,13 @@ extension StoreTests {
         let payload = try #require(try f.store.read { tx in try tx.deliveryPayload(eventID: "uuid-1", withBody: true) })
         #expect(payload == DeliveryPayload(eventJSON: stored.json, authoritative: true, stateJSON: state.json, rawBody: item.body))
         #expect(try f.store.read { tx in try tx.deliveryPayload(eventID: "other", withBody: true) } == nil)
+        // A claim reads the same payload in its own statement, with the body only when asked, nothing when not asked.
+        let lean = DeliveryPayload(eventJSON: stored.json, authoritative: true, stateJSON: state.json, rawBody: nil)
+        for (read, expected) in [(PayloadRead.eventAndBody, payload), (.event, lean)] {
+            let claimed = try f.claim { tx in try tx.claimDueDeliveries(downstream: "main", at: 100, limit: 10, lease: Self.lease, payload: read) }
+            #expect(claimed.map(\.eventID) == ["uuid-1"] && claimed.first?.payload == expected, "\(read)")
+        }
+        #expect(try f.claim { tx in try tx.claimDueDeliveries(downstream: "main", at: 100, limit: 10, lease: Self.lease) }.map(\.payload) == [nil])
 
         // A compared bundle: the signed data is the V2 path's snapshot, and the V1 path's view is fetched.
         let key = SubscriptionKey(bundleID: Self.bundle, environment: .sandbox, originalTransactionID: "otid-1")

@@ -56,9 +56,7 @@ extension DeliveryWorker {
     /// The outbox row's event as stored, decoded (the row keeps the stored JSON as it is, byte for byte).
     func databaseRecord(_ job: Job) async throws -> DownstreamEvent {
         guard let eventID = job.eventID else { throw BuildFailure(description: "outbox row without event") }
-        guard let payload = try await store.readStatement({ tx in try tx.deliveryPayload(eventID: eventID, withBody: false) }) else {
-            throw BuildFailure(description: "event no longer stored")
-        }
+        let payload = try await payload(of: job, eventID: eventID, withBody: false)
         let event: CanonicalEvent
         do { event = try JSONValueDecoder().decode(CanonicalEvent.self, from: payload.eventJSON) } catch {
             throw BuildFailure(description: "the stored event does not decode: \(error)")

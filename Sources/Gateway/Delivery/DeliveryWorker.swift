@@ -74,8 +74,25 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     /// One lane per downstream, so a slow one never holds back the others.
     var lanes: [String] { router.downstreamNames }
 
+    /// With each job what it sends, read in the claim's statement: the event (and the notification's body for a
+    /// downstream with `include_raw`) for webhooks and databases, nothing for pass-through (its body is the journal's).
     func due(at time: Int64, lane downstream: String, count: Int, lease: Lease, in tx: any StoreTransaction) throws -> [Job] {
-        try tx.claimDueDeliveries(downstream: downstream, at: time, limit: count, lease: lease)
+        let payload: PayloadRead
+        switch router.downstream(downstream) {
+        case let d? where d.kind == .webhook: payload = d.includeRaw ? .eventAndBody : .event
+        case let d? where d.kind == .database: payload = .event
+        default: payload = .none
+        }
+        return try tx.claimDueDeliveries(downstream: downstream, at: time, limit: count, lease: lease, payload: payload)
+    }
+
+    /// The job's payload as its claim read it, or — a job claimed without it — read now.
+    func payload(of job: Job, eventID: String, withBody: Bool) async throws -> DeliveryPayload {
+        if let payload = job.payload, !withBody || payload.rawBody != nil { return payload }
+        guard let payload = try await store.readStatement({ tx in try tx.deliveryPayload(eventID: eventID, withBody: withBody) }) else {
+            throw BuildFailure(description: "event no longer stored")
+        }
+        return payload
     }
 
     func limit(lane downstream: String) -> Int { router.downstream(downstream)?.concurrency ?? policy.concurrency }
@@ -137,10 +154,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
                                timeoutMillis: policy.timeoutMillis)
         }
         guard let eventID = job.eventID else { throw BuildFailure(description: "outbox row without event") }
-        let withBody = downstream.includeRaw
-        guard let payload = try await store.readStatement({ tx in try tx.deliveryPayload(eventID: eventID, withBody: withBody) }) else {
-            throw BuildFailure(description: "event no longer stored")
-        }
+        let payload = try await payload(of: job, eventID: eventID, withBody: downstream.includeRaw)
         // The event and state are stored as the JSON we deliver: spliced, not decoded and re-encoded.
         let raw = downstream.includeRaw ? payload.rawBody.flatMap(Envelope.rawBody) : nil
         let body = Envelope.body(authoritative: payload.authoritative, eventJSON: payload.eventJSON, stateJSON: payload.stateJSON, raw: raw)

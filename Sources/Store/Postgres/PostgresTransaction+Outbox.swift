@@ -4,26 +4,40 @@ extension PostgresTransaction {
     /// Claims the due rows for `lease` (several instances share the store): rows locked by another instance's claim
     /// in progress are skipped (`FOR UPDATE SKIP LOCKED`), rows claimed by another owner whose lease has not run out
     /// are not due, and the owner's own claims are due to it again at once.
-    func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease) throws -> [DeliveryJob] {
+    /// The payloads come from the same statement: the claimed rows joined with their events (and the notification's
+    /// body only for `.eventAndBody`).
+    func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease, payload: PayloadRead) throws -> [DeliveryJob] {
         try c.query(
             """
-            UPDATE outbox SET claimed_by = $1, claimed_until = $2
-            WHERE id IN (
-                SELECT id FROM outbox
-                WHERE state = 'pending' AND downstream = $3 AND next_attempt_at <= $4
-                  AND (claimed_until IS NULL OR claimed_until <= $4 OR claimed_by = $1) AND NOT (id = ANY ($6::bigint[]))
-                ORDER BY next_attempt_at, id LIMIT $5 FOR UPDATE SKIP LOCKED)
-            RETURNING id, downstream, attempts, event_id, journal_id, created_at, next_attempt_at
-            """, [.text(lease.owner), .int64(lease.until), .text(downstream), .int64(time), pgLimit(limit), .bigintArray(lease.running)]
-        ).sorted(by: dueFirst("id")).compactMap(DeliveryJob.init(row:))
+            WITH o AS (
+                UPDATE outbox SET claimed_by = $1, claimed_until = $2
+                WHERE id IN (
+                    SELECT id FROM outbox
+                    WHERE state = 'pending' AND downstream = $3 AND next_attempt_at <= $4
+                      AND (claimed_until IS NULL OR claimed_until <= $4 OR claimed_by = $1) AND NOT (id = ANY ($6::bigint[]))
+                    ORDER BY next_attempt_at, id LIMIT $5 FOR UPDATE SKIP LOCKED)
+                RETURNING id, downstream, attempts, event_id, journal_id, created_at, next_attempt_at
+            )
+            SELECT o.*, e.json, e.authoritative, j.body,
+                   (SELECT s.json FROM subscription_state s
+                    WHERE s.path = (SELECT a.authority FROM authority a WHERE a.bundle_id = e.bundle_id AND a.environment = e.environment)
+                      AND s.environment = e.environment AND s.original_transaction_id = e.original_transaction_id) AS state
+            FROM o
+            LEFT JOIN events e ON $7 AND e.id = o.event_id
+            LEFT JOIN journal j ON $8 AND j.id = e.journal_id
+            """,
+            [.text(lease.owner), .int64(lease.until), .text(downstream), .int64(time), pgLimit(limit), .bigintArray(lease.running),
+             .bool(payload.wantsEvent), .bool(payload.wantsBody)]
+        ).sorted(by: dueFirst("id")).compactMap { DeliveryJob(row: $0, payload: payload) }
     }
 
     func deliveryPayload(eventID: String, withBody: Bool) throws -> DeliveryPayload? {
         try c.queryOne(
             """
             SELECT e.json, e.authoritative, CASE WHEN $2 THEN j.body END AS body,
-                   (SELECT s.json FROM subscription_state s JOIN authority a ON a.bundle_id = e.bundle_id AND a.environment = e.environment
-                    WHERE s.path = a.authority AND s.environment = e.environment AND s.original_transaction_id = e.original_transaction_id) AS state
+                   (SELECT s.json FROM subscription_state s
+                    WHERE s.path = (SELECT a.authority FROM authority a WHERE a.bundle_id = e.bundle_id AND a.environment = e.environment)
+                      AND s.environment = e.environment AND s.original_transaction_id = e.original_transaction_id) AS state
             FROM events e LEFT JOIN journal j ON j.id = e.journal_id WHERE e.id = $1
             """, [.text(eventID), .bool(withBody)]
         ).flatMap(DeliveryPayload.init(row:))

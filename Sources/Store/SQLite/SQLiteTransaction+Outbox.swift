@@ -2,22 +2,32 @@ internal import SQLite
 
 extension SQLiteTransaction {
     // One process owns an SQLite store (`sharedByInstances` is false): the lease is not recorded.
-    func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease) throws -> [DeliveryJob] {
+    func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease, payload: PayloadRead) throws -> [DeliveryJob] {
         try c.query(
             """
-            SELECT id, downstream, attempts, event_id, journal_id, created_at FROM outbox
-            WHERE state = 'pending' AND downstream = ? AND next_attempt_at <= ? AND id NOT IN (SELECT value FROM json_each(?))
-            ORDER BY next_attempt_at, id LIMIT ?
-            """, [.text(downstream), .integer(time), idList(lease.running), limitValue(limit)]
-        ).compactMap(DeliveryJob.init(row:))
+            SELECT o.id, o.downstream, o.attempts, o.event_id, o.journal_id, o.created_at,
+                   e.json, e.authoritative, j.body,
+                   (SELECT s.json FROM subscription_state s
+                    WHERE s.path = (SELECT a.authority FROM authority a WHERE a.bundle_id = e.bundle_id AND a.environment = e.environment)
+                      AND s.environment = e.environment AND s.original_transaction_id = e.original_transaction_id) AS state
+            FROM outbox o
+            LEFT JOIN events e ON ? AND e.id = o.event_id
+            LEFT JOIN journal j ON ? AND j.id = e.journal_id
+            WHERE o.state = 'pending' AND o.downstream = ? AND o.next_attempt_at <= ? AND o.id NOT IN (SELECT value FROM json_each(?))
+            ORDER BY o.next_attempt_at, o.id LIMIT ?
+            """,
+            [.integer(payload.wantsEvent ? 1 : 0), .integer(payload.wantsBody ? 1 : 0), .text(downstream), .integer(time),
+             idList(lease.running), limitValue(limit)]
+        ).compactMap { DeliveryJob(row: $0, payload: payload) }
     }
 
     func deliveryPayload(eventID: String, withBody: Bool) throws -> DeliveryPayload? {
         try c.queryOne(
             """
             SELECT e.json, e.authoritative, CASE WHEN ? THEN j.body END AS body,
-                   (SELECT s.json FROM subscription_state s JOIN authority a ON a.bundle_id = e.bundle_id AND a.environment = e.environment
-                    WHERE s.path = a.authority AND s.environment = e.environment AND s.original_transaction_id = e.original_transaction_id) AS state
+                   (SELECT s.json FROM subscription_state s
+                    WHERE s.path = (SELECT a.authority FROM authority a WHERE a.bundle_id = e.bundle_id AND a.environment = e.environment)
+                      AND s.environment = e.environment AND s.original_transaction_id = e.original_transaction_id) AS state
             FROM events e LEFT JOIN journal j ON j.id = e.journal_id WHERE e.id = ?
             """, [.integer(withBody ? 1 : 0), .text(eventID)]
         ).flatMap(DeliveryPayload.init(row:))
