@@ -5,18 +5,24 @@ internal import Threads
 /// A database ``JournalWriter`` commits batches to: one connection of its own, one transaction per batch.
 protocol GroupCommitDatabase: Sendable {
     associatedtype Connection: SavepointConnection
-    /// Runs `opening` (parameterless SQL) then `body` in one write transaction and returns once it committed; throws
-    /// when it did not (the body's error or the commit's: then nothing of it is stored, or — a connection lost during
-    /// COMMIT — that is unknown). A server database sends `opening` with its `BEGIN`, in one round trip.
-    func commitBatch(opening: String, _ body: (Connection) throws -> Void) throws
+    /// Runs `opening` (parameterless SQL), if any, then `body` in one write transaction and returns once it
+    /// committed; throws when it did not (the body's error or the commit's: then nothing of it is stored, or — a
+    /// connection lost during COMMIT — that is unknown). A server database sends `opening` with its `BEGIN`, in one
+    /// round trip.
+    func commitBatch(opening: String?, _ body: (Connection) throws -> Void) throws
     /// Whether a piece of work that threw `error` lost a race with another writer of the database (a deadlock
     /// between two instances' batches): it is then run again in the next batch, once this batch's locks are gone.
     func isTransient(_ error: any Error) -> Bool
+    /// Whether a batch of several pieces of work is first tried without a savepoint per piece
+    /// (``JournalWriter``): where each savepoint statement is a round trip to a server, and pieces rarely fail.
+    var batchesWithoutSavepointsFirst: Bool { get }
 }
 
 extension GroupCommitDatabase {
     /// One writer of the database (SQLite): nothing to lose a race to.
     func isTransient(_ error: any Error) -> Bool { false }
+    /// An embedded database's savepoint costs no round trip.
+    var batchesWithoutSavepointsFirst: Bool { false }
 }
 
 /// A connection that runs parameterless SQL: `SAVEPOINT`, `RELEASE`, `ROLLBACK TO` (the same words in SQLite and
@@ -24,6 +30,9 @@ extension GroupCommitDatabase {
 protocol SavepointConnection {
     func execute(_ sql: String) throws
 }
+
+/// A piece of a batch run without savepoints threw: the batch is rolled back and run again in savepoints.
+private struct PieceFailed: Error {}
 
 /// Why a write failed in the writer rather than in its own work: the store is closing, or the batch's commit failed.
 struct StoreFailure: Error, CustomStringConvertible {
@@ -67,6 +76,7 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
         var batches = 0
         var committed = 0
         var retried = 0
+        var rerunInSavepoints = 0
     }
 
     private let db: Database
@@ -170,6 +180,9 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
     /// Work items run again in a later batch after a transient failure, since start.
     var retried: Int { state.withLock { $0.retried } }
 
+    /// Batches tried without savepoints that a throwing piece sent back to be run in savepoints, since start.
+    var rerunInSavepoints: Int { state.withLock { $0.rerunInSavepoints } }
+
     /// Work items waiting for the next batch.
     var queued: Int { state.withLock { $0.queue.count } }
 
@@ -205,11 +218,44 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
         }
     }
 
+    /// Where savepoints cost round trips (``GroupCommitDatabase/batchesWithoutSavepointsFirst``), a batch of several
+    /// pieces is first run as one plain transaction; only when a piece throws is it rolled back whole and run again,
+    /// piece by piece in savepoints (below). Every piece of work may run more than once — a transient failure runs it
+    /// again in the next batch already — so it must do nothing outside the transaction it is given.
+    private func run(_ batch: [Job]) {
+        if batch.count > 1, db.batchesWithoutSavepointsFirst, runWithoutSavepoints(batch) { return }
+        runInSavepoints(batch)
+    }
+
+    /// The batch in one transaction, no savepoints: one statement fewer per piece after the first. True when that
+    /// settled the batch (committed, or its commit failed); false when a piece threw: nothing of the batch is stored
+    /// then, and nothing is completed.
+    private func runWithoutSavepoints(_ batch: [Job]) -> Bool {
+        do {
+            try db.commitBatch(opening: nil) { c in
+                for job in batch {
+                    do { try job.work(c) } catch { throw PieceFailed() }
+                }
+            }
+        } catch is PieceFailed {
+            state.withLock { $0.rerunInSavepoints += 1 }
+            return false
+        } catch {
+            for job in batch { job.completion(StoreFailure(description: "commit failed: \(error)")) }
+            return true
+        }
+        state.withLock { s in
+            s.batches += 1
+            s.committed += batch.count
+        }
+        for job in batch { job.completion(nil) }
+        return true
+    }
+
     /// Each piece of work runs inside the savepoint `item`, opened with the batch's `BEGIN`. After a success the next
     /// piece releases it and opens a new one in a single statement; after a failure `ROLLBACK TO item` undoes the
-    /// work and keeps the savepoint open for the next; the last one is released by the `COMMIT`. On a server
-    /// database every statement is a round trip, and this is the fewest a batch can be made of.
-    private func run(_ batch: [Job]) {
+    /// work and keeps the savepoint open for the next; the last one is released by the `COMMIT`.
+    private func runInSavepoints(_ batch: [Job]) {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
         var retried = [Bool](repeating: false, count: batch.count)
         do {

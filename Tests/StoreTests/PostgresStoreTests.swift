@@ -304,6 +304,36 @@ struct PostgresStoreTests {
         #expect(try store.writer.perform { c in try c.queryOne("SELECT count(*) AS n FROM probe")?.int("n") } == 16)
         #expect(after.items - before.items == 33)
         #expect(after.batches - before.batches < 33)  // several writes per transaction
+        // Tried first as one plain transaction, each batch with a failing write was rolled back whole and run again
+        // in savepoints.
+        #expect(store.writer.rerunInSavepoints > 0)
+    }
+
+    /// A batch whose writes all succeed commits as one plain transaction, no savepoint per write (each is a round
+    /// trip): none is run again.
+    @Test func aBatchThatSucceedsRunsOnceWithoutSavepoints() throws {
+        let f = try Fixture(.postgres)
+        let store = try #require(f.store as? PostgresStore)
+        try store.writer.perform { c in try c.execute("CREATE TABLE probe (n bigint UNIQUE)") }
+        let before = store.commitStatistics
+        let queued = Atomic<Int>(0)
+        let runs = Atomic<Int>(0)
+        let holder: @Sendable () throws -> Void = {
+            try store.writer.perform { _ in _ = eventually { queued.load(ordering: .relaxed) == 16 } }
+        }
+        let results = Self.together([holder] + (0..<16).map { i in
+            { @Sendable in
+                queued.add(1, ordering: .relaxed)
+                try store.writer.perform { c in
+                    runs.add(1, ordering: .relaxed)
+                    try c.run("INSERT INTO probe (n) VALUES ($1)", [.int64(Int64(i))])
+                }
+            }
+        })
+        #expect(results.allSatisfy { if case .success = $0 { true } else { false } })
+        #expect(runs.load(ordering: .relaxed) == 16 && store.writer.rerunInSavepoints == 0)
+        #expect(store.commitStatistics.batches - before.batches < 17)
+        #expect(try store.writer.perform { c in try c.queryOne("SELECT count(*) AS n FROM probe")?.int("n") } == 16)
     }
 
     /// A write goes to an idle writer where there is one: a writer held by a long batch (a COMMIT waiting for the

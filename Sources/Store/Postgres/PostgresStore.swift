@@ -143,12 +143,16 @@ extension PostgresPool: GroupCommitDatabase {
     /// One READ COMMITTED transaction: each statement sees what other instances committed before it, which the
     /// journal's duplicate check relies on. A COMMIT whose connection broke throws: the batch's writes are then
     /// reported failed, though the server may have committed them (Apple's retry is answered as a duplicate).
-    func commitBatch(opening: String, _ body: (PostgresConnection) throws -> Void) throws {
+    func commitBatch(opening: String?, _ body: (PostgresConnection) throws -> Void) throws {
         // A 200 means committed to disk: never acknowledge on a server configured with synchronous_commit = off. One
         // round trip with the BEGIN.
         let durable = "SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'"
-        try transaction(isolation: .readCommitted, opening: durable + "; " + opening, body)
+        try transaction(isolation: .readCommitted, opening: opening.map { durable + "; " + $0 } ?? durable, body)
     }
+
+    /// Each savepoint statement is a round trip, and a piece of work rarely fails (a duplicate is an answer, not an
+    /// error): a batch runs as one plain transaction first.
+    var batchesWithoutSavepointsFirst: Bool { true }
 
     /// A write that met another instance's batch: a key that batch is writing (``PostgresTransaction/busyCode``,
     /// thrown rather than waiting in the middle of a batch), or a deadlock PostgreSQL broke by failing one statement

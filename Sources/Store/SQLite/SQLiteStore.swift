@@ -74,9 +74,9 @@ public final class SQLiteStore: GatewayStore {
 }
 
 extension SQLiteDatabase: GroupCommitDatabase {
-    func commitBatch(opening: String, _ body: (SQLiteConnection) throws -> Void) throws {
+    func commitBatch(opening: String?, _ body: (SQLiteConnection) throws -> Void) throws {
         try write { c in
-            try c.execute(opening)
+            if let opening { try c.execute(opening) }
             try body(c)
         }
     }
