@@ -277,28 +277,38 @@ struct PostgresStoreTests {
 
     // MARK: Group commit
 
-    @Test func aFailedStatementUndoesOnlyItsOwnWorkInTheBatch() throws {
+    /// A store with an empty table `probe (n bigint UNIQUE)`, and `count` writes `piece(i, connection)` queued on its
+    /// writer behind a first write that holds it until they all are, so that they share batches: each write's result,
+    /// and the store's commit statistics from before them.
+    static func queuedWrites(count: Int, _ piece: @escaping @Sendable (Int, PostgresConnection) throws -> Void) throws
+        -> (store: PostgresStore, fixture: Fixture, results: [Result<Void, any Error>], before: (batches: Int, items: Int))
+    {
         let f = try Fixture(.postgres)
         let store = try #require(f.store as? PostgresStore)
         try store.writer.perform { c in try c.execute("CREATE TABLE probe (n bigint UNIQUE)") }
         let before = store.commitStatistics
-        // The first write holds the writer until the others are queued behind it, so that they share batches.
         let queued = Atomic<Int>(0)
         let holder: @Sendable () throws -> Void = {
-            try store.writer.perform { _ in _ = eventually { queued.load(ordering: .relaxed) == 32 } }
+            try store.writer.perform { _ in _ = eventually { queued.load(ordering: .relaxed) == count } }
         }
-        let results = Self.together([holder] + (0..<32).map { i in
+        let results = Self.together([holder] + (0..<count).map { i in
             { @Sendable in
                 queued.add(1, ordering: .relaxed)
-                try store.writer.perform { c in
-                    try c.run("INSERT INTO probe (n) VALUES ($1)", [.int64(Int64(i))])
-                    // A unique violation aborts PostgreSQL's transaction: rolling back to the item's savepoint saves the rest.
-                    // Half of them fail, so that whatever order they are queued in some fail one after another: the
-                    // savepoint a failed write rolled back to serves the next one.
-                    if i % 4 < 2 { try c.run("INSERT INTO probe (n) VALUES ($1)", [.int64(Int64(i))]) }
-                }
+                try store.writer.perform { c in try piece(i, c) }
             }
         })
+        return (store, f, Array(results.dropFirst()), before)
+    }
+
+    @Test func aFailedStatementUndoesOnlyItsOwnWorkInTheBatch() throws {
+        let (store, f, results, before) = try Self.queuedWrites(count: 32) { i, c in
+            try c.run("INSERT INTO probe (n) VALUES ($1)", [.int64(Int64(i))])
+            // A unique violation aborts PostgreSQL's transaction: rolling back to the item's savepoint saves the rest.
+            // Half of them fail, so that whatever order they are queued in some fail one after another: the
+            // savepoint a failed write rolled back to serves the next one.
+            if i % 4 < 2 { try c.run("INSERT INTO probe (n) VALUES ($1)", [.int64(Int64(i))]) }
+        }
+        defer { withExtendedLifetime(f) {} }  // its deinit closes the store
         let after = store.commitStatistics
         #expect(results.filter { if case .failure = $0 { true } else { false } }.count == 16)
         #expect(try store.writer.perform { c in try c.queryOne("SELECT count(*) AS n FROM probe")?.int("n") } == 16)
@@ -312,24 +322,12 @@ struct PostgresStoreTests {
     /// A batch whose writes all succeed commits as one plain transaction, no savepoint per write (each is a round
     /// trip): none is run again.
     @Test func aBatchThatSucceedsRunsOnceWithoutSavepoints() throws {
-        let f = try Fixture(.postgres)
-        let store = try #require(f.store as? PostgresStore)
-        try store.writer.perform { c in try c.execute("CREATE TABLE probe (n bigint UNIQUE)") }
-        let before = store.commitStatistics
-        let queued = Atomic<Int>(0)
         let runs = Atomic<Int>(0)
-        let holder: @Sendable () throws -> Void = {
-            try store.writer.perform { _ in _ = eventually { queued.load(ordering: .relaxed) == 16 } }
+        let (store, f, results, before) = try Self.queuedWrites(count: 16) { i, c in
+            runs.add(1, ordering: .relaxed)
+            try c.run("INSERT INTO probe (n) VALUES ($1)", [.int64(Int64(i))])
         }
-        let results = Self.together([holder] + (0..<16).map { i in
-            { @Sendable in
-                queued.add(1, ordering: .relaxed)
-                try store.writer.perform { c in
-                    runs.add(1, ordering: .relaxed)
-                    try c.run("INSERT INTO probe (n) VALUES ($1)", [.int64(Int64(i))])
-                }
-            }
-        })
+        defer { withExtendedLifetime(f) {} }
         #expect(results.allSatisfy { if case .success = $0 { true } else { false } })
         #expect(runs.load(ordering: .relaxed) == 16 && store.writer.rerunInSavepoints == 0)
         #expect(store.commitStatistics.batches - before.batches < 17)
