@@ -218,16 +218,17 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
         }
     }
 
-    /// Where savepoints cost round trips (``GroupCommitDatabase/batchesWithoutSavepointsFirst``), a batch of several
-    /// pieces is first run as one plain transaction; only when a piece throws is it rolled back whole and run again,
-    /// piece by piece in savepoints (below). Every piece of work may run more than once — a transient failure runs it
-    /// again in the next batch already — so it must do nothing outside the transaction it is given.
+    /// Where savepoints cost round trips (``GroupCommitDatabase/batchesWithoutSavepointsFirst``), a batch is first run
+    /// as one plain transaction (a batch of one as well: its savepoint costs the server a subtransaction); only when a
+    /// piece throws is it rolled back whole and run again, piece by piece in savepoints (below). Every piece of work
+    /// may run more than once — a transient failure runs it again in the next batch already — so it must do nothing
+    /// outside the transaction it is given.
     private func run(_ batch: [Job]) {
-        if batch.count > 1, db.batchesWithoutSavepointsFirst, runWithoutSavepoints(batch) { return }
+        if db.batchesWithoutSavepointsFirst, runWithoutSavepoints(batch) { return }
         runInSavepoints(batch)
     }
 
-    /// The batch in one transaction, no savepoints: one statement fewer per piece after the first. True when that
+    /// The batch in one transaction, no savepoints: one round trip fewer per piece after the first. True when that
     /// settled the batch (committed, or its commit failed); false when a piece threw: nothing of the batch is stored
     /// then, and nothing is completed.
     private func runWithoutSavepoints(_ batch: [Job]) -> Bool {
