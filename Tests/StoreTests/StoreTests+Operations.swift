@@ -182,6 +182,27 @@ extension StoreTests {
             .map(\.id) == [job.id])
     }
 
+    /// `iap-gateway subscription` and the admin API look a subscription's states up by its original transaction id:
+    /// through an index of its own (migration 7 on SQLite, 8 on PostgreSQL), not a read of every state.
+    @Test(arguments: StoreKind.available) func aSubscriptionsStatesAreLookedUpThroughAnIndex(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
+        let plan: String
+        if let store = f.store as? SQLiteStore {
+            plan = try store.writer.perform { c in
+                try c.query("EXPLAIN QUERY PLAN SELECT path FROM subscription_state WHERE original_transaction_id = ?", [.text("otid-1")])
+                    .compactMap { $0.string("detail") }.joined(separator: "\n")
+            }
+        } else {
+            let store = try #require(f.store as? PostgresStore)
+            plan = try store.writer.perform { c in
+                try c.execute("SET LOCAL enable_seqscan = off")  // a few rows: the planner would rather read them all
+                return try c.query("EXPLAIN SELECT path FROM subscription_state WHERE original_transaction_id = $1", [.text("otid-1")])
+                    .compactMap { $0.string("QUERY PLAN") }.joined(separator: "\n")
+            }
+        }
+        #expect(plan.contains("subscription_state_subscription"), "\(plan)")
+    }
+
     @Test(arguments: StoreKind.available) func deliveriesAreClaimedInOrderSettledDeadLetteredAndReplayed(_ kind: StoreKind) throws {
         let f = try Fixture(kind)
         try Self.storeEvents(f, [Self.event("e1", date: 1000), Self.event("e2", date: 2000)])

@@ -326,6 +326,13 @@ enum PostgresSchema {
                 CREATE INDEX receipt_jobs_pending ON receipt_jobs(next_attempt_at, journal_id) WHERE state = 'pending';
                 CREATE INDEX compare_jobs_pending ON compare_jobs(next_attempt_at, id) WHERE state = 'pending';
                 """),
+        PostgresMigration(
+            version: 8,
+            sql: """
+                -- A subscription's states by its original transaction id (`iap-gateway subscription`, the admin API):
+                -- the primary key starts with the path and the environment, so the lookup read every state.
+                CREATE INDEX subscription_state_subscription ON subscription_state(original_transaction_id);
+                """),
     ]
 
     /// The advisory lock (class, object) migrations run under: the class names the gateway's migrations, the object

@@ -277,5 +277,12 @@ enum Schema {
                     UNIQUE (bundle_id, environment, kind)
                 );
                 """),
+        SQLiteMigration(
+            version: 7,
+            sql: """
+                -- A subscription's states by its original transaction id (`iap-gateway subscription`, the admin API):
+                -- the primary key starts with the path and the environment, so the lookup read every state.
+                CREATE INDEX subscription_state_subscription ON subscription_state(original_transaction_id);
+                """),
     ]
 }
