@@ -175,6 +175,10 @@ public protocol StoreTransaction {
     func scheduleReconcileRuns(_ runs: [(key: ReconcileRunKey, firstRunAt: Int64)]) throws
     /// Claims the due runs, like every job (several instances: one runs each).
     func claimDueReconcileRuns(at time: Int64, limit: Int, lease: Lease) throws -> [ReconcileRun]
+    /// Extends to `lease.until` the claims `lease.owner` holds on the jobs `ids` of `jobs` — the jobs it is still
+    /// running, so that no other instance takes one over while it runs longer than its lease. A job no longer claimed
+    /// by the owner (settled, or taken over already) is left alone. A store one process owns records no claims.
+    func renewClaims(_ jobs: ClaimedJobs, ids: [Int64], lease: Lease) throws
     /// Records what a run did and when it runs next; releases the claim.
     func settleReconcileRun(id: Int64, _ outcome: ReconcileRunOutcome, now: Int64) throws
     /// Moves the runs of an app and environment due before `until` to `until` (Apple asked it to wait).

@@ -89,3 +89,8 @@ public struct Lease: Sendable, Hashable {
     public var running: [Int64]
     public init(owner: String, until: Int64, running: [Int64] = []) { (self.owner, self.until, self.running) = (owner, until, running) }
 }
+
+/// A table of claimed background jobs (``StoreTransaction/renewClaims(_:ids:lease:)``).
+public enum ClaimedJobs: String, Sendable, Hashable, CaseIterable {
+    case deliveries, receiptJobs, fetches, reconcileRuns
+}

@@ -63,6 +63,7 @@ import Testing
             await context.recordOutcome { _ in self.settled.withLock { $0.append(id) } }
         }
         func housekeeping() async {}
+        var claimedJobs: ClaimedJobs { .fetches }
     }
 
     /// A one-shot latch jobs wait on.
@@ -86,10 +87,11 @@ import Testing
         }
     }
 
-    static func context(_ store: any GatewayStore, metrics: Metrics = Metrics()) throws -> WorkerContext {
+    static func context(_ store: any GatewayStore, metrics: Metrics = Metrics(), now: @escaping @Sendable () -> Int64 = { 1_000 },
+                        leaseMillis: Int64 = 300_000) throws -> WorkerContext {
         let config = try GatewayConfig.parse(Array(#"{"apps":[],"downstreams":[]}"#.utf8), baseDirectory: "/")
         return WorkerContext(store: store, router: Router(config: config), metrics: metrics, log: Log(now: { 0 }, sink: { _ in }),
-                             now: { 1_000 }, jitter: { 0 })
+                             now: now, jitter: { 0 }, leaseMillis: leaseMillis)
     }
 
     static func store() throws -> CountingStore {
@@ -132,6 +134,27 @@ import Testing
         gate.open()  // the outcomes come while the loop stops: queued before it closed the batch, or written alone after
         await run.value  // returns only once every job returned, i.e. its outcome committed
         #expect(table.settled.withLock { $0.sorted() } == [1, 2, 3])
+    }
+
+    /// A job that runs longer than its lease has its claim renewed while it runs (here a lease of 30 ms, so every
+    /// housekeeping pass — about once a second — renews it): nothing else writes meanwhile, so the writes counted
+    /// while it is held are renewals.
+    @Test func aRunningJobsLeaseIsRenewedWhileItRuns() async throws {
+        let store = try Self.store()
+        defer { store.close() }
+        let gate = Gate()
+        let context = try Self.context(store, now: { Int64(Date().timeIntervalSince1970 * 1000) }, leaseMillis: 30)
+        let table = Table(context: context, total: 1, slots: 1, gate: gate)
+        let scheduler = JobScheduler(context: context, idlePollMillis: 3_600_000)
+        let run = Task { await scheduler.run(table) }
+        try await Self.waitUntil { table.started.withLock { $0.count } == 1 }
+        let claimed = store.writes.load(ordering: .relaxed)
+        try await Self.waitUntil { store.writes.load(ordering: .relaxed) >= claimed + 2 }
+        gate.open()
+        try await Self.waitUntil { table.settled.withLock { $0.count } == 1 }
+        scheduler.stop()
+        await run.value
+        #expect(store.writes.load(ordering: .relaxed) >= claimed + 3)  // two renewals at least, then the outcome
     }
 
     /// Two outcomes in one write, one of which cannot be written: the write fails for both, and each is then written

@@ -251,6 +251,25 @@ struct PostgresStoreTests {
         #expect(try claim(b, at: 1_200, "B", until: 4_000).first == 1)
     }
 
+    /// A claim renewed by its owner is not taken over until the renewed lease ends; nobody else's renewal counts.
+    /// Every table's renewal statement runs.
+    @Test func aRenewedClaimIsNotTakenOverUntilItsNewLeaseEnds() throws {
+        let f = try Fixture(.postgres)
+        let store = f.store
+        try Self.storeEvent(store, "renewed")
+        let claimed = try store.write { tx in try tx.claimDueDeliveries(downstream: "main", at: 10, limit: 10, lease: Lease(owner: "a", until: 100)) }
+        let ids = claimed.map(\.id)
+        #expect(ids.count == 1)
+        try store.write { tx in try tx.renewClaims(.deliveries, ids: ids, lease: Lease(owner: "a", until: 500)) }
+        try store.write { tx in try tx.renewClaims(.deliveries, ids: ids, lease: Lease(owner: "b", until: 10_000)) }
+        let b = Lease(owner: "b", until: 2_000)
+        #expect(try store.write { tx in try tx.claimDueDeliveries(downstream: "main", at: 200, limit: 10, lease: b) }.isEmpty)
+        #expect(try store.write { tx in try tx.claimDueDeliveries(downstream: "main", at: 501, limit: 10, lease: b) }.map(\.id) == ids)
+        for jobs in ClaimedJobs.allCases {
+            try store.write { tx in try tx.renewClaims(jobs, ids: [1, 2], lease: Lease(owner: "c", until: 3_000)) }
+        }
+    }
+
     @Test func instancesClaimingAtOnceNeverGetTheSameJob() throws {
         let schema = try TestSchema()
         let stores = [try Self.open(schema), try Self.open(schema), try Self.open(schema)]

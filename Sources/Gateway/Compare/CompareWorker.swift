@@ -255,6 +255,8 @@ public final class CompareWorker: JobTable, ContextualWorker {
 
     // MARK: Gauges and the silence alert
 
+    var claimedJobs: ClaimedJobs { .fetches }
+
     func housekeeping() async {
         await context.gaugePending(as: .compareJobsPending) { tx in try tx.fetchJobCounts() }
         let time = now()

@@ -94,7 +94,8 @@ public struct GatewayConfig: Sendable {
         public var requestDeadlineSeconds = 30
         public var bodyBufferBytes = 64 << 20
         /// `limits.job_lease`: how long a background job (a delivery, a verifyReceipt call, a comparison fetch) claimed
-        /// by one instance of a shared (PostgreSQL) store stays its own before another instance may take it over.
+        /// by one instance of a shared (PostgreSQL) store stays its own before another instance may take it over; renewed
+        /// while the job runs (``JobScheduler/renewLeases(_:)``).
         public var jobLeaseMillis: Int64 = 300_000
     }
 

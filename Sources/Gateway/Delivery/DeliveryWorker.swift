@@ -99,6 +99,8 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
 
     func process(_ job: Job) async { await deliver(job) }
 
+    var claimedJobs: ClaimedJobs { .deliveries }
+
     func housekeeping() async { await updateQueueGauges() }
 
     func deliver(_ job: Job) async {

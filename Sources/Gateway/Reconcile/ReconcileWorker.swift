@@ -153,6 +153,8 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
 
     func limit(lane: String) -> Int { policy.concurrency }
 
+    var claimedJobs: ClaimedJobs { .reconcileRuns }
+
     func housekeeping() async {
         let time = now()
         let due = lastAlertCheck.withLock { last -> Bool in

@@ -65,6 +65,8 @@ protocol JobTable: Sendable {
     func process(_ job: Job) async
     /// Gauges and alerts, about once a second while running.
     func housekeeping() async
+    /// The table its jobs are claimed in, for renewing the leases of those still running.
+    var claimedJobs: ClaimedJobs { get }
 }
 
 /// A job a ``JobScheduler`` runs: its row id, and the lane its concurrency limit counts in (a downstream, say).
@@ -78,6 +80,8 @@ final class JobScheduler: Sendable {
     private let context: WorkerContext
     private let loop: PollLoop
     private let inFlight = InFlightSet()
+    /// When the running jobs' leases were last renewed (``renewLeases(_:)``).
+    private let lastRenewal = Mutex<Int64?>(nil)
 
     init(context: WorkerContext, idlePollMillis: Int64) {
         self.context = context
@@ -96,7 +100,11 @@ final class JobScheduler: Sendable {
                 // A free slot: look for the next job now — unless the outcome's write claimed it already.
                 if !settlement.joinedClaim { self.loop.wake() }
             },
-            inFlight: { !self.inFlight.isEmpty }, everySecond: { await table.housekeeping() },
+            inFlight: { !self.inFlight.isEmpty },
+            everySecond: {
+                await self.renewLeases(table)
+                await table.housekeeping()
+            },
             stopped: { await self.flush(outcomes.close()) })
     }
 
@@ -107,6 +115,30 @@ final class JobScheduler: Sendable {
     }
 
     func stop() { loop.stop() }
+
+    /// Where jobs are claimed in the store, the leases of the jobs this instance is still running are extended every
+    /// third of a lease: a job that runs longer than its lease (a reconciliation run through a large app, a downstream
+    /// given a long timeout) is never taken over by another instance while it still runs. A failed renewal is tried
+    /// again at the next; what it protects against needs the lease to run out first.
+    func renewLeases<Table: JobTable>(_ table: Table) async {
+        guard context.store.sharedByInstances else { return }
+        let time = context.now()
+        let interval = max(1, context.leaseMillis / 3)
+        let due = lastRenewal.withLock { last -> Bool in
+            guard let previous = last else {
+                last = time  // the first look: jobs claimed from now on hold a full lease
+                return false
+            }
+            guard time - previous >= interval else { return false }
+            last = time
+            return true
+        }
+        let ids = due ? inFlight.claim { Array($0.flying.keys) } : []
+        guard !ids.isEmpty else { return }
+        let lease = Lease(owner: context.instance, until: time.clampedAdding(context.leaseMillis))
+        let jobs = table.claimedJobs
+        _ = try? await context.store.write { tx in try tx.renewClaims(jobs, ids: ids, lease: lease) }
+    }
 
     /// The due jobs not in flight, claimed, within their lanes' limits. A lane with no free slot is not read at all,
     /// and a lane is read for its free slots only, the jobs in flight left out (``Lease/running``): a poll while

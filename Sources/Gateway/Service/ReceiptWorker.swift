@@ -48,6 +48,8 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
 
     func limit(lane: String) -> Int { policy.concurrency }
 
+    var claimedJobs: ClaimedJobs { .receiptJobs }
+
     func housekeeping() async { await context.gaugePending(as: .receiptJobsPending) { tx in try tx.receiptJobCounts() } }
 
     func process(_ job: Job) async {

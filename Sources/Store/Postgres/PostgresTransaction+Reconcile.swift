@@ -25,6 +25,20 @@ extension PostgresTransaction {
         ).compactMap(ReconcileRun.init(row:)).sorted { ($0.nextRunAt, $0.id) < ($1.nextRunAt, $1.id) }
     }
 
+    /// One statement per table, each naming its own key column (a receipt job's is its journal row).
+    func renewClaims(_ jobs: ClaimedJobs, ids: [Int64], lease: Lease) throws {
+        guard !ids.isEmpty else { return }
+        let sql = switch jobs {
+        case .deliveries: "UPDATE outbox SET claimed_until = $1 WHERE id = ANY ($2::bigint[]) AND claimed_by = $3 AND claimed_until < $1"
+        case .receiptJobs:
+            "UPDATE receipt_jobs SET claimed_until = $1 WHERE journal_id = ANY ($2::bigint[]) AND claimed_by = $3 AND claimed_until < $1"
+        case .fetches: "UPDATE compare_jobs SET claimed_until = $1 WHERE id = ANY ($2::bigint[]) AND claimed_by = $3 AND claimed_until < $1"
+        case .reconcileRuns:
+            "UPDATE reconcile_runs SET claimed_until = $1 WHERE id = ANY ($2::bigint[]) AND claimed_by = $3 AND claimed_until < $1"
+        }
+        try c.run(sql, [.int64(lease.until), .bigintArray(ids), .text(lease.owner)])
+    }
+
     func settleReconcileRun(id: Int64, _ o: ReconcileRunOutcome, now: Int64) throws {
         try c.run(
             """

@@ -10,6 +10,9 @@ extension SQLiteTransaction {
         }
     }
 
+    /// No claims are recorded here: nothing to renew.
+    func renewClaims(_ jobs: ClaimedJobs, ids: [Int64], lease: Lease) throws {}
+
     // One process owns an SQLite store (`sharedByInstances` is false): the lease is not recorded.
     func claimDueReconcileRuns(at time: Int64, limit: Int, lease: Lease) throws -> [ReconcileRun] {
         try c.query(
