@@ -242,16 +242,22 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
             state.withLock { $0.rerunInSavepoints += 1 }
             return false
         } catch {
+            batchEnded()
             for job in batch { job.completion(StoreFailure(description: "commit failed: \(error)")) }
             return true
         }
         state.withLock { s in
             s.batches += 1
             s.committed += batch.count
+            s.running = false
         }
         for job in batch { job.completion(nil) }
         return true
     }
+
+    /// The writer is free before its callers learn their outcome: a caller that writes again at once must not find it
+    /// still busy with the batch that answered it (``backlog``), and wait behind it while another writer is idle.
+    private func batchEnded() { state.withLock { $0.running = false } }
 
     /// Each piece of work runs inside the savepoint `item`, opened with the batch's `BEGIN`. After a success the next
     /// piece releases it and opens a new one in a single statement; after a failure `ROLLBACK TO item` undoes the
@@ -281,6 +287,7 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
             }
         } catch {
             // The transaction did not commit: nothing in this batch is durable, whatever the work returned.
+            batchEnded()
             for job in batch { job.completion(StoreFailure(description: "commit failed: \(error)")) }
             return
         }
@@ -290,6 +297,7 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
             s.committed += batch.count - again.count
             s.retried += again.count
             s.queue.insert(contentsOf: again, at: 0)  // first in the next batch
+            s.running = false
         }
         for (i, job) in batch.enumerated() where !retried[i] { job.completion(failures[i]) }
     }

@@ -16,10 +16,13 @@ public final class PostgresStore: GatewayStore {
     public struct Options: Sendable {
         /// Sessions for reads (the writers have their own).
         public var poolSize = 4
-        /// Writer sessions, each committing its own batches; writes are spread over them in turn. Writers of one
-        /// instance meet each other exactly as two instances' writers do (a key being written elsewhere waits for the
-        /// next batch).
-        public var writers = 4
+        /// Writer sessions, each committing its own batches; a write goes to an idle one first (``nextWriter``).
+        /// Writers of one instance meet each other exactly as two instances' writers do (a key being written elsewhere
+        /// waits for the next batch). Two: with writes sent to an idle writer first and job outcomes riding with
+        /// claims, four sessions gave no more throughput than two and twice the median latency at 500/s on a 2-core
+        /// machine shared with the server (`bench ingest`, docs/architecture.md); one session is bound by its round
+        /// trips.
+        public var writers = 2
         /// How long a read waits for a free session.
         public var borrowTimeout: Duration = .seconds(10)
         /// Most writes per transaction.
