@@ -141,6 +141,16 @@ extension DeliveryJob {
     }
 }
 
+/// The column `state` of a delivery's payload in both stores' statements (the same SQL in both dialects): the
+/// subscription's state on the event's authoritative path, found by the state's whole primary key (`path = (SELECT
+/// authority …)`: joined to `authority` instead, PostgreSQL used only the key's last two columns and read the whole
+/// key per delivery). The event is `e`.
+let authoritativeStateColumn = """
+    (SELECT s.json FROM subscription_state s
+     WHERE s.path = (SELECT a.authority FROM authority a WHERE a.bundle_id = e.bundle_id AND a.environment = e.environment)
+       AND s.environment = e.environment AND s.original_transaction_id = e.original_transaction_id) AS state
+    """
+
 extension DeliveryPayload {
     /// `(json, authoritative, body, state)`: the event, its notification's body and the authoritative path's state.
     init?(row: some StoreRow) {

@@ -19,9 +19,7 @@ extension PostgresTransaction {
                 RETURNING id, downstream, attempts, event_id, journal_id, created_at, next_attempt_at
             )
             SELECT o.*, e.json, e.authoritative, j.body,
-                   (SELECT s.json FROM subscription_state s
-                    WHERE s.path = (SELECT a.authority FROM authority a WHERE a.bundle_id = e.bundle_id AND a.environment = e.environment)
-                      AND s.environment = e.environment AND s.original_transaction_id = e.original_transaction_id) AS state
+                   \(authoritativeStateColumn)
             FROM o
             LEFT JOIN events e ON $7 AND e.id = o.event_id
             LEFT JOIN journal j ON $8 AND j.id = e.journal_id
@@ -35,9 +33,7 @@ extension PostgresTransaction {
         try c.queryOne(
             """
             SELECT e.json, e.authoritative, CASE WHEN $2 THEN j.body END AS body,
-                   (SELECT s.json FROM subscription_state s
-                    WHERE s.path = (SELECT a.authority FROM authority a WHERE a.bundle_id = e.bundle_id AND a.environment = e.environment)
-                      AND s.environment = e.environment AND s.original_transaction_id = e.original_transaction_id) AS state
+                   \(authoritativeStateColumn)
             FROM events e LEFT JOIN journal j ON j.id = e.journal_id WHERE e.id = $1
             """, [.text(eventID), .bool(withBody)]
         ).flatMap(DeliveryPayload.init(row:))

@@ -7,9 +7,7 @@ extension SQLiteTransaction {
             """
             SELECT o.id, o.downstream, o.attempts, o.event_id, o.journal_id, o.created_at,
                    e.json, e.authoritative, j.body,
-                   (SELECT s.json FROM subscription_state s
-                    WHERE s.path = (SELECT a.authority FROM authority a WHERE a.bundle_id = e.bundle_id AND a.environment = e.environment)
-                      AND s.environment = e.environment AND s.original_transaction_id = e.original_transaction_id) AS state
+                   \(authoritativeStateColumn)
             FROM outbox o
             LEFT JOIN events e ON ? AND e.id = o.event_id
             LEFT JOIN journal j ON ? AND j.id = e.journal_id
@@ -25,9 +23,7 @@ extension SQLiteTransaction {
         try c.queryOne(
             """
             SELECT e.json, e.authoritative, CASE WHEN ? THEN j.body END AS body,
-                   (SELECT s.json FROM subscription_state s
-                    WHERE s.path = (SELECT a.authority FROM authority a WHERE a.bundle_id = e.bundle_id AND a.environment = e.environment)
-                      AND s.environment = e.environment AND s.original_transaction_id = e.original_transaction_id) AS state
+                   \(authoritativeStateColumn)
             FROM events e LEFT JOIN journal j ON j.id = e.journal_id WHERE e.id = ?
             """, [.integer(withBody ? 1 : 0), .text(eventID)]
         ).flatMap(DeliveryPayload.init(row:))
