@@ -1,6 +1,7 @@
 internal import Gateway
+internal import FoundationEssentials
 
-/// `iap-gateway bench verify|ingest|soak|flood`: the benchmarks (`Bench/`), each printing one JSON line.
+/// `iap-gateway bench verify|ingest|soak|flood|fsync`: the benchmarks (`Bench/`), each printing one JSON line.
 enum BenchCommand: Command {
     static let name = "bench"
     static let usage = """
@@ -16,21 +17,25 @@ enum BenchCommand: Command {
               20 % of requests and is down for a minute in the middle: RSS over time, delivered = accepted, p99.
           iap-gateway bench flood [--count N]
               N (200) bodies of 1 MiB without any secret: how much the store and the log grow (the untrusted lane's cap).
+          iap-gateway bench fsync [--seconds N] [--folder DIR]
+              For N seconds (30), how long the disk under DIR (the temporary folder) takes to make 8 KiB durable,
+              every 50 ms: the wait under every commit, and so the floor of p99. Run it where the store will live.
         """
 
     /// Each target's flags (`--no-delivery` takes no value).
     static let flags: [String: Set<String>] = [
         "verify": ["seconds"], "ingest": ["seconds", "no-delivery", "store", "instances"], "soak": ["minutes", "rate"], "flood": ["count"],
+        "fsync": ["seconds", "folder"],
     ]
 
     static func run(_ arguments: [String]) async throws -> Int32 {
         let all = flags.values.reduce(into: Set<String>()) { $0.formUnion($1) }
         let a = try Arguments(arguments, valueFlags: all.subtracting(["no-delivery"]), switchFlags: ["no-delivery"])
         guard let target = try a.positionals(atMost: 1, for: name).first, let allowed = flags[target] else {
-            throw CommandError.usage("bench needs a target: verify, ingest, soak or flood")
+            throw CommandError.usage("bench needs a target: verify, ingest, soak, flood or fsync")
         }
         try a.only(allowed, for: "bench \(target)")
-        let seconds = try a.number("seconds", default: 3.0, valid: { $0 > 0 && $0 <= 86_400 },
+        let seconds = try a.number("seconds", default: target == "fsync" ? 30 : 3.0, valid: { $0 > 0 && $0 <= 86_400 },
                                    "--seconds must be a number of seconds in (0, 86400]")
         let minutes = try a.number("minutes", default: 10.0, valid: { $0 > 0 && $0 <= 24 * 60 },
                                    "--minutes must be a number of minutes in (0, 1440]")
@@ -53,6 +58,9 @@ enum BenchCommand: Command {
                 line = JSONOutput.string(try await SoakBenchmark.run(minutes: minutes, rate: rate) { progress in
                     FileHandleOutput.stderr("soak: \(progress)\n")
                 })
+            case "fsync":
+                let folder = a.value("folder") ?? FileManager.default.temporaryDirectory.path()
+                line = JSONOutput.string(try await FsyncBenchmark.run(seconds: seconds, folder: folder))
             default: line = JSONOutput.string(try await FloodBenchmark.run(count: count))
             }
         } catch {

@@ -68,6 +68,7 @@ import Testing
         await Self.expectUsage(BenchCommand.self, ["verify", "--no-delivery"], "bench verify does not take --no-delivery")
         await Self.expectUsage(BenchCommand.self, ["flood", "--rate", "5"], "bench flood does not take --rate")
         await Self.expectUsage(BenchCommand.self, ["soak", "--store", "postgres"], "bench soak does not take --store")
+        await Self.expectUsage(BenchCommand.self, ["fsync", "--count", "5"], "bench fsync does not take --count")
         await Self.expectUsage(BenchCommand.self, ["ingest", "--store", "mysql"], "--store must be sqlite or postgres")
         await Self.expectUsage(BenchCommand.self, ["ingest", "--instances", "2"], "--instances above 1 needs --store postgres")
         await Self.expectUsage(BenchCommand.self, ["ingest", "--store", "postgres", "--instances", "0"], "--instances must be 1...8")

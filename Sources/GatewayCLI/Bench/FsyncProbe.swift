@@ -45,13 +45,18 @@ final class FsyncProbe: Sendable {
 
     /// Stops the thread and returns (median, worst) in milliseconds, rounded to 0.1; zeros when nothing was measured.
     func finish() -> (p50: Double, max: Double) {
-        stopping.store(true, ordering: .relaxed)
-        thread.withLock { $0 }?.join()
-        unlink(path)
-        let sorted = samples.withLock { $0 }.sorted()
+        let sorted = stop()
         guard let worst = sorted.last else { return (0, 0) }
         func round(_ x: Double) -> Double { (x * 10).rounded() / 10 }
         return (round(sorted[sorted.count / 2]), round(worst))
+    }
+
+    /// Stops the thread, removes the file and returns every wait measured, in milliseconds, shortest first.
+    func stop() -> [Double] {
+        stopping.store(true, ordering: .relaxed)
+        thread.withLock { $0 }?.join()
+        unlink(path)
+        return samples.withLock { $0 }.sorted()
     }
 }
 

@@ -1,0 +1,31 @@
+import Foundation
+@testable import GatewayCLI
+import TestSupport
+import Testing
+
+/// `bench fsync`: the disk probe on its own, in a folder of the test's.
+@Suite struct FsyncBenchmarkTests {
+    @Test func itTimesDurableWritesInTheFolderAndLeavesNothingThere() async throws {
+        try await Scratch.withDirectory { folder in
+            let r = try await FsyncBenchmark.run(seconds: 0.3, folder: folder)
+            #expect(r.folder == folder)
+            #expect(r.samples >= 2)
+            #expect(r.p50Ms <= r.p99Ms && r.p99Ms <= r.maxMs)
+            #expect(r.over100Ms <= r.over25Ms && r.over25Ms <= r.over10Ms && r.over10Ms <= r.samples)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: folder).isEmpty)
+        }
+    }
+
+    @Test func aFolderItCannotWriteInIsAClearError() async throws {
+        try await Scratch.withDirectory { folder in
+            await #expect(throws: FsyncBenchmark.Failure.self) {
+                _ = try await FsyncBenchmark.run(seconds: 0.1, folder: folder + "/missing")
+            }
+            do {
+                _ = try await FsyncBenchmark.run(seconds: 0.1, folder: folder + "/missing")
+            } catch {
+                #expect("\(error)" == "cannot write a probe file in \(folder)/missing")
+            }
+        }
+    }
+}
