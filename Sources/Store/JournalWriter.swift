@@ -218,20 +218,47 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
         }
     }
 
+    /// What a batch came to: what the statistics record, and each caller's answer.
+    private struct Settled {
+        /// Whether the transaction committed.
+        var committed: Bool
+        /// Pieces whose work is stored.
+        var stored = 0
+        /// Pieces to run again, first in the next batch (a transient failure).
+        var again: [Job] = []
+        var answers: [(job: Job, error: (any Error)?)]
+
+        /// The transaction did not commit: nothing in the batch is durable, whatever its work returned.
+        static func commitFailed(_ batch: [Job], _ error: any Error) -> Settled {
+            let failure = StoreFailure(description: "commit failed: \(error)")
+            return Settled(committed: false, answers: batch.map { ($0, failure) })
+        }
+    }
+
     /// Where savepoints cost round trips (``GroupCommitDatabase/batchesWithoutSavepointsFirst``), a batch is first run
     /// as one plain transaction (a batch of one as well: its savepoint costs the server a subtransaction); only when a
     /// piece throws is it rolled back whole and run again, piece by piece in savepoints (below). Every piece of work
     /// may run more than once — a transient failure runs it again in the next batch already — so it must do nothing
     /// outside the transaction it is given.
+    ///
+    /// The writer is marked free before its callers learn their outcome: a caller that writes again at once must not
+    /// find it still busy with the batch that answered it (``backlog``), and wait behind it while another writer is
+    /// idle.
     private func run(_ batch: [Job]) {
-        if db.batchesWithoutSavepointsFirst, runWithoutSavepoints(batch) { return }
-        runInSavepoints(batch)
+        let settled = (db.batchesWithoutSavepointsFirst ? runWithoutSavepoints(batch) : nil) ?? runInSavepoints(batch)
+        state.withLock { s in
+            if settled.committed { s.batches += 1 }
+            s.committed += settled.stored
+            s.retried += settled.again.count
+            s.queue.insert(contentsOf: settled.again, at: 0)
+            s.running = false
+        }
+        for (job, error) in settled.answers { job.completion(error) }
     }
 
-    /// The batch in one transaction, no savepoints: one round trip fewer per piece after the first. True when that
-    /// settled the batch (committed, or its commit failed); false when a piece threw: nothing of the batch is stored
-    /// then, and nothing is completed.
-    private func runWithoutSavepoints(_ batch: [Job]) -> Bool {
+    /// The batch in one transaction, no savepoints: one round trip fewer per piece after the first. Nil when a piece
+    /// threw: nothing of the batch is stored then, and it is to be run in savepoints.
+    private func runWithoutSavepoints(_ batch: [Job]) -> Settled? {
         do {
             try db.commitBatch(opening: nil) { c in
                 for job in batch {
@@ -240,29 +267,17 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
             }
         } catch is PieceFailed {
             state.withLock { $0.rerunInSavepoints += 1 }
-            return false
+            return nil
         } catch {
-            batchEnded()
-            for job in batch { job.completion(StoreFailure(description: "commit failed: \(error)")) }
-            return true
+            return .commitFailed(batch, error)
         }
-        state.withLock { s in
-            s.batches += 1
-            s.committed += batch.count
-            s.running = false
-        }
-        for job in batch { job.completion(nil) }
-        return true
+        return Settled(committed: true, stored: batch.count, answers: batch.map { ($0, nil) })
     }
-
-    /// The writer is free before its callers learn their outcome: a caller that writes again at once must not find it
-    /// still busy with the batch that answered it (``backlog``), and wait behind it while another writer is idle.
-    private func batchEnded() { state.withLock { $0.running = false } }
 
     /// Each piece of work runs inside the savepoint `item`, opened with the batch's `BEGIN`. After a success the next
     /// piece releases it and opens a new one in a single statement; after a failure `ROLLBACK TO item` undoes the
     /// work and keeps the savepoint open for the next; the last one is released by the `COMMIT`.
-    private func runInSavepoints(_ batch: [Job]) {
+    private func runInSavepoints(_ batch: [Job]) -> Settled {
         var failures = [(any Error)?](repeating: nil, count: batch.count)
         var retried = [Bool](repeating: false, count: batch.count)
         do {
@@ -286,19 +301,10 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
                 }
             }
         } catch {
-            // The transaction did not commit: nothing in this batch is durable, whatever the work returned.
-            batchEnded()
-            for job in batch { job.completion(StoreFailure(description: "commit failed: \(error)")) }
-            return
+            return .commitFailed(batch, error)
         }
         let again = batch.indices.filter { retried[$0] }.map { batch[$0].again }
-        state.withLock { s in
-            s.batches += 1
-            s.committed += batch.count - again.count
-            s.retried += again.count
-            s.queue.insert(contentsOf: again, at: 0)  // first in the next batch
-            s.running = false
-        }
-        for (i, job) in batch.enumerated() where !retried[i] { job.completion(failures[i]) }
+        let answers = batch.indices.filter { !retried[$0] }.map { (batch[$0], failures[$0]) }
+        return Settled(committed: true, stored: batch.count - again.count, again: again, answers: answers)
     }
 }
