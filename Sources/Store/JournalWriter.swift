@@ -90,7 +90,10 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
     /// (64 connections each posting 1 MiB) can grow the log.
     public let maxBatchBytes: Int
 
-    public init(db: Database, maxBatch: Int = 256, maxBatchBytes: Int = 8 * 1_048_576) {
+    /// ``maxBatchBytes`` unless told otherwise.
+    public static var defaultMaxBatchBytes: Int { 8 * 1_048_576 }
+
+    public init(db: Database, maxBatch: Int = 256, maxBatchBytes: Int = defaultMaxBatchBytes) {
         self.db = db
         self.maxBatch = max(1, maxBatch)
         self.maxBatchBytes = maxBatchBytes

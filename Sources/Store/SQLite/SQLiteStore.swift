@@ -33,6 +33,13 @@ public final class SQLiteStore: GatewayStore {
 
     public var path: String { database.path }
 
+    /// The most the write-ahead log may hold between two checkpoints: its working size (what it is truncated to when
+    /// it is reset) plus the largest transaction the writer takes, which can land in it before the checkpoint that
+    /// follows. Beyond its working size the log is space borrowed for a moment, given back at its next reset.
+    public static var walBoundBytes: Int64 {
+        SQLiteDatabase.Options().walSizeLimitBytes + Int64(JournalWriter<SQLiteDatabase>.defaultMaxBatchBytes)
+    }
+
     public func write<T: Sendable>(bytes: Int, _ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T {
         try writer.perform(bytes: bytes) { c in try body(SQLiteTransaction(c)) }
     }
