@@ -68,7 +68,7 @@ import Testing
     static let secret = "0123456789abcdef0123456789abcdef"
 
     static func config(_ json: String) throws -> String {
-        let path = "/tmp/iapgw-verify-\(UInt64.random(in: 0...UInt64.max)).json"
+        let path = try Scratch.directory("iapgw-verify") + "/config.json"
         try Data(json.utf8).write(to: URL(filePath: path))
         return path
     }

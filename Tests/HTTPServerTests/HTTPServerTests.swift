@@ -559,8 +559,7 @@ private struct TestCertificate {
     }
 
     static func make() throws -> TestCertificate {
-        let folder = FileManager.default.temporaryDirectory.appending(path: "http-server-tls-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let folder = URL(filePath: try Scratch.directory("http-server-tls"))
         let process = Process()
         process.executableURL = URL(filePath: try #require(opensslPath))
         process.arguments = [
