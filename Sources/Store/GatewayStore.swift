@@ -31,10 +31,6 @@ public protocol GatewayStore: Sendable {
     func close()
     /// (transactions committed, writes committed) since open: how well commits are batched.
     var commitStatistics: (batches: Int, items: Int) { get }
-    /// Calls `observer` after every committed write transaction with how long it took, `BEGIN` to `COMMIT` — the
-    /// disk's flush included, which every answer to Apple waits for — and how many writes it held. Replaces any
-    /// previous observer; called on the store's writer threads.
-    func observeCommits(_ observer: @escaping @Sendable (_ seconds: Double, _ writes: Int) -> Void)
 }
 
 extension GatewayStore {

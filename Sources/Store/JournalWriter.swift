@@ -81,7 +81,6 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
 
     private let db: Database
     private let state = Mutex(State())
-    private let commitObserver = Mutex<(@Sendable (_ seconds: Double, _ writes: Int) -> Void)?>(nil)
     private let wake = DispatchSemaphore(value: 0)
     private let finished = DispatchSemaphore(value: 0)
     /// Most work items per transaction.
@@ -181,12 +180,6 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
     /// (transactions committed, work items committed) since start.
     public var statistics: (batches: Int, items: Int) { state.withLock { ($0.batches, $0.committed) } }
 
-    /// Calls `observer` after each committed batch with how long its transaction took (every try of it: a batch run
-    /// again in savepoints counts both) and how many pieces it stored.
-    func observeCommits(_ observer: @escaping @Sendable (_ seconds: Double, _ writes: Int) -> Void) {
-        commitObserver.withLock { $0 = observer }
-    }
-
     /// Work items run again in a later batch after a transient failure, since start.
     var retried: Int { state.withLock { $0.retried } }
 
@@ -255,13 +248,7 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
     /// find it still busy with the batch that answered it (``backlog``), and wait behind it while another writer is
     /// idle.
     private func run(_ batch: [Job]) {
-        let clock = ContinuousClock()
-        let start = clock.now
         let settled = (db.batchesWithoutSavepointsFirst ? runWithoutSavepoints(batch) : nil) ?? runInSavepoints(batch)
-        if settled.committed, let observe = commitObserver.withLock({ $0 }) {
-            let elapsed = (clock.now - start).components
-            observe(Double(elapsed.seconds) + Double(elapsed.attoseconds) / 1e18, settled.stored)
-        }
         state.withLock { s in
             if settled.committed { s.batches += 1 }
             s.committed += settled.stored

@@ -28,9 +28,6 @@ import Testing
         var sharedByInstances: Bool { true }
         func close() { inner.close() }
         var commitStatistics: (batches: Int, items: Int) { inner.commitStatistics }
-        func observeCommits(_ observer: @escaping @Sendable (_ seconds: Double, _ writes: Int) -> Void) {
-            inner.observeCommits(observer)
-        }
     }
 
     /// `total` jobs with ids 1…total in one lane of `limit` slots; a job's outcome appends its id to `settled` in the

@@ -1,6 +1,5 @@
 import Canonical
 import Foundation
-import Synchronization
 @testable import Store
 import Testing
 import TestSupport
@@ -35,22 +34,6 @@ import TestSupport
 
     static func quarantined(_ f: Fixture) throws -> [QuarantineRecord] {
         try f.store.read { tx in try tx.quarantined(lane: nil, id: nil, limit: .max) }
-    }
-
-    @Test(arguments: StoreKind.available) func everyCommittedWriteTransactionIsTimedWithItsWrites(_ kind: StoreKind) throws {
-        let f = try Fixture(kind)
-        let observed = Mutex<[(seconds: Double, writes: Int)]>([])
-        f.store.observeCommits { seconds, writes in observed.withLock { $0.append((seconds, writes)) } }
-        let before = f.store.commitStatistics
-        try Self.storeEvents(f, [Self.event("a", date: 1000)])
-        try Self.storeEvents(f, [Self.event("b", date: 2000)])
-        #expect(throws: (any Error).self) { try f.store.write { _ in throw CancellationError() } }
-        let after = f.store.commitStatistics
-        let seen = observed.withLock { $0 }
-        #expect(seen.count >= 2)
-        #expect(seen.count == after.batches - before.batches)
-        #expect(seen.map(\.writes).reduce(0, +) == after.items - before.items)
-        #expect(seen.allSatisfy { $0.seconds > 0 && $0.seconds < 60 })
     }
 
     @Test(arguments: StoreKind.available) func anOlderEventArrivingLateNeverOverwritesANewerState(_ kind: StoreKind) throws {

@@ -40,7 +40,6 @@ enum Metric: String, CaseIterable, Sendable {
     // Latency
     case verifySeconds = "iapgw_verify_seconds"
     case requestSeconds = "iapgw_request_seconds"
-    case storeCommitSeconds = "iapgw_store_commit_seconds"
 
     enum Kind: String, Sendable {
         case counter, gauge, histogram
@@ -85,7 +84,6 @@ enum Metric: String, CaseIterable, Sendable {
             (.gauge, "1 while recovery keeps finding notifications Apple's delivery missed (reconcile.alert_after over a day), by bundle and environment")
         case .verifySeconds: (.histogram, "V2 verification time")
         case .requestSeconds: (.histogram, "POST /notifications handling time, journaling included")
-        case .storeCommitSeconds: (.histogram, "Store write transactions (group commits), BEGIN to COMMIT with the disk's flush")
         }
     }
 

@@ -124,7 +124,6 @@ public final class GatewayService: Sendable {
         let v1 = V1Adapter(apps: v1Apps)
         store = try dependencies.store ?? Self.openStore(config: config, environment: env, sqliteOptions: dependencies.sqliteOptions)
         router = Router(config: config)
-        store.observeCommits { [metrics] seconds, _ in metrics.observe(.storeCommitSeconds, [:], seconds) }
         var limits = NotificationIngest.Limits()
         limits.untrustedQuarantineCap = config.limits.untrustedQuarantine
         limits.genuineQuarantineCap = config.limits.genuineQuarantine

@@ -137,10 +137,6 @@ public final class PostgresStore: GatewayStore {
     public var commitStatistics: (batches: Int, items: Int) {
         writers.reduce((0, 0)) { sum, w in (sum.0 + w.statistics.batches, sum.1 + w.statistics.items) }
     }
-
-    public func observeCommits(_ observer: @escaping @Sendable (_ seconds: Double, _ writes: Int) -> Void) {
-        for w in writers { w.observeCommits(observer) }
-    }
 }
 
 /// The writer's session: one pool slot, so that a session the server closed (a restart, a failover) is reconnected

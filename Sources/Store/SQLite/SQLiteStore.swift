@@ -70,10 +70,6 @@ public final class SQLiteStore: GatewayStore {
     /// (transactions committed, work items committed) since open: how well group commit batches.
     public var commitStatistics: (batches: Int, items: Int) { writer.statistics }
 
-    public func observeCommits(_ observer: @escaping @Sendable (_ seconds: Double, _ writes: Int) -> Void) {
-        writer.observeCommits(observer)
-    }
-
     // MARK: SQLite maintenance
 
     /// Copies the write-ahead log into the file and truncates it.
