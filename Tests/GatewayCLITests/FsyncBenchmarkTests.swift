@@ -29,3 +29,17 @@ import Testing
         }
     }
 }
+
+/// The one percentile rule every bench reports with: nearest rank over sorted values, rounded.
+@Suite struct BenchQuantileTests {
+    @Test func nearestRankOverSortedValuesRounded() {
+        let values: [Double] = [1, 2, 3, 4]
+        #expect(values.quantile(0, decimals: 2) == 1)
+        #expect(values.quantile(0.5, decimals: 2) == 3)  // rank 1.5 rounds up, as `sorted[count / 2]` did
+        #expect(values.quantile(0.99, decimals: 2) == 4)
+        #expect(values.quantile(1, decimals: 2) == 4)
+        #expect([1.26].quantile(0.5, decimals: 1) == 1.3)
+        #expect([1.266].quantile(0.5, decimals: 2) == 1.27)
+        #expect([Double]().quantile(0.99, decimals: 2) == 0)
+    }
+}

@@ -39,13 +39,9 @@ public enum FsyncBenchmark {
         }
         try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
         let sorted = probe.stop()
-        func round(_ x: Double) -> Double { (x * 10).rounded() / 10 }
-        func percentile(_ p: Double) -> Double {
-            sorted.isEmpty ? 0 : round(sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))])
-        }
         return Result(
-            folder: folder, seconds: seconds, samples: sorted.count, p50Ms: percentile(0.5), p99Ms: percentile(0.99),
-            maxMs: round(sorted.last ?? 0), over10Ms: sorted.count { $0 > 10 }, over25Ms: sorted.count { $0 > 25 },
+            folder: folder, seconds: seconds, samples: sorted.count, p50Ms: sorted.quantile(0.5, decimals: 1),
+            p99Ms: sorted.quantile(0.99, decimals: 1), maxMs: sorted.quantile(1, decimals: 1), over10Ms: sorted.count { $0 > 10 }, over25Ms: sorted.count { $0 > 25 },
             over100Ms: sorted.count { $0 > 100 })
     }
 }

@@ -46,9 +46,7 @@ final class FsyncProbe: Sendable {
     /// Stops the thread and returns (median, worst) in milliseconds, rounded to 0.1; zeros when nothing was measured.
     func finish() -> (p50: Double, max: Double) {
         let sorted = stop()
-        guard let worst = sorted.last else { return (0, 0) }
-        func round(_ x: Double) -> Double { (x * 10).rounded() / 10 }
-        return (round(sorted[sorted.count / 2]), round(worst))
+        return (sorted.quantile(0.5, decimals: 1), sorted.quantile(1, decimals: 1))
     }
 
     /// Stops the thread, removes the file and returns every wait measured, in milliseconds, shortest first.

@@ -208,15 +208,10 @@ public enum IngestBenchmark {
         let writesPerTransaction = transactions > 0 ? (Double(writes) / Double(transactions) * 10).rounded() / 10 : 0
 
         let sorted = latencies.all.sorted()
-        func percentile(_ p: Double) -> Double {
-            guard !sorted.isEmpty else { return 0 }
-            let v = sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))]
-            return (v * 100).rounded() / 100
-        }
         return Result(
             notificationsPerSecond: (throughput * 10).rounded() / 10, httpBaselinePerSecond: (baseline.perSecond * 10).rounded() / 10,
             fractionOfHTTPBaseline: baseline.perSecond > 0 ? (throughput / baseline.perSecond * 1000).rounded() / 1000 : 0,
-            gatewayCPUMsPerNotification: (cpuPerNotification * 1000).rounded() / 1000, p50Ms: percentile(0.5), p99Ms: percentile(0.99),
+            gatewayCPUMsPerNotification: (cpuPerNotification * 1000).rounded() / 1000, p50Ms: sorted.quantile(0.5, decimals: 2), p99Ms: sorted.quantile(0.99, decimals: 2),
             offeredRatePerSecond: rate, latencySamples: sorted.count, failures: failures.value,
             peakRSSMB: rssPerInstance.max() ?? 0, peakRSSMBPerInstance: rssPerInstance, writesPerCommit: writesPerTransaction,
             concurrency: concurrency, v1Share: 0.2, delivery: deliver, seconds: seconds, build: VerifyBenchmark.buildKind,

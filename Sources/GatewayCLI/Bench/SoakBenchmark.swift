@@ -222,15 +222,11 @@ public enum SoakBenchmark {
         let all = samples.withLock { $0 }
         let warm = all.filter { Double($0.second) >= runSeconds / 5 && Double($0.second) <= loadEnded }
         let sorted = latencies.all.sorted()
-        func percentile(_ p: Double) -> Double {
-            guard !sorted.isEmpty else { return 0 }
-            return (sorted[min(sorted.count - 1, Int((p * Double(sorted.count - 1)).rounded()))] * 100).rounded() / 100
-        }
         return Result(
             minutes: minutes, offeredRatePerSecond: rate, sent: total, accepted: ids.count, refused: refused.value, delivered: delivered,
             lost: ids.count - delivered, redeliveries: counts.deliveries - downstream.delivered.count,
             downstreamFailuresInjected: counts.injected, outageStartSecond: outageStart, outageSeconds: outageLength,
-            drainSeconds: (drain * 10).rounded() / 10, p50Ms: percentile(0.5), p99Ms: percentile(0.99),
+            drainSeconds: (drain * 10).rounded() / 10, p50Ms: sorted.quantile(0.5, decimals: 2), p99Ms: sorted.quantile(0.99, decimals: 2),
             rssStartMB: warm.first?.rssMB ?? 0, rssEndMB: warm.last?.rssMB ?? 0, rssMaxMB: all.map(\.rssMB).max() ?? 0,
             rssSlopeMBPerMinute: slope(warm.map { (Double($0.second) / 60, $0.rssMB) }), samples: all, build: VerifyBenchmark.buildKind)
     }

@@ -25,18 +25,19 @@ extension PostgresTransaction {
         ).compactMap(ReconcileRun.init(row:)).sorted { ($0.nextRunAt, $0.id) < ($1.nextRunAt, $1.id) }
     }
 
-    /// One statement per table, each naming its own key column (a receipt job's is its journal row).
+    /// One statement for every table; only the table and its key column differ (a receipt job's key is its journal
+    /// row). Both are names from this switch, never a value.
     func renewClaims(_ jobs: ClaimedJobs, ids: [Int64], lease: Lease) throws {
         guard !ids.isEmpty else { return }
-        let sql = switch jobs {
-        case .deliveries: "UPDATE outbox SET claimed_until = $1 WHERE id = ANY ($2::bigint[]) AND claimed_by = $3 AND claimed_until < $1"
-        case .receiptJobs:
-            "UPDATE receipt_jobs SET claimed_until = $1 WHERE journal_id = ANY ($2::bigint[]) AND claimed_by = $3 AND claimed_until < $1"
-        case .fetches: "UPDATE compare_jobs SET claimed_until = $1 WHERE id = ANY ($2::bigint[]) AND claimed_by = $3 AND claimed_until < $1"
-        case .reconcileRuns:
-            "UPDATE reconcile_runs SET claimed_until = $1 WHERE id = ANY ($2::bigint[]) AND claimed_by = $3 AND claimed_until < $1"
+        let (table, key) = switch jobs {
+        case .deliveries: ("outbox", "id")
+        case .receiptJobs: ("receipt_jobs", "journal_id")
+        case .fetches: ("compare_jobs", "id")
+        case .reconcileRuns: ("reconcile_runs", "id")
         }
-        try c.run(sql, [.int64(lease.until), .bigintArray(ids), .text(lease.owner)])
+        try c.run(
+            "UPDATE \(table) SET claimed_until = $1 WHERE \(key) = ANY ($2::bigint[]) AND claimed_by = $3 AND claimed_until < $1",
+            [.int64(lease.until), .bigintArray(ids), .text(lease.owner)])
     }
 
     func settleReconcileRun(id: Int64, _ o: ReconcileRunOutcome, now: Int64) throws {
