@@ -37,6 +37,7 @@ let package = Package(
             .product(name: "V1Adapter", package: "iap-gateway"), .product(name: "WireJSON", package: "iap-gateway"),
             .product(name: "Canonical", package: "iap-gateway"),
         ]),
+        fuzzTarget("redact", [.product(name: "WireJSON", package: "iap-gateway")]),
         fuzzTarget("config", [.product(name: "Gateway", package: "iap-gateway")]),
         fuzzTarget("time", [
             .product(name: "V1Adapter", package: "iap-gateway"), .product(name: "Canonical", package: "iap-gateway"),

@@ -166,6 +166,18 @@ seed("http", "admin-misc.http", b"\x01" + request("GET", "/admin/quarantine?limi
      + request("GET", "/admin/dead-letters?limit=2", headers=[auth]))
 seed("http", "admin-unauthorized.http", b"\x01" + request("GET", "/admin/status", headers=["Authorization: Bearer nope"]))
 
+# --- redact: mode byte (bit 0 hostile secrets, bit 1 password values too) + bytes -------------------------------------
+v1renew = read("v1-synthetic/did-renew.json")
+seed("redact", "v1-body.json", b"\x02" + v1renew)
+seed("redact", "v1-trailing.json", b"\x02" + v1renew + b"}garbage")
+seed("redact", "v1-duplicate-key.json", b"\x02" + v1renew.replace(b"{", b'{"bvrs":"1",', 1))
+seed("redact", "v1-invalid-utf8.json", b"\x02" + v1renew.replace(b"{", b'{"note":"\xff",', 1))
+seed("redact", "v1-escaped.json", b"\x00" + v1renew.replace(b"0123456789abcdef0123456789abcdef",
+                                                           b"\\u0030123456789abcdef0123456789\\u0061bcdef"))
+seed("redact", "v2-beside.json", b"\x00" + read("v2-synthetic/notif-did-renew.json").replace(
+    b"{", b'{"note":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",', 1))
+seed("redact", "unicode.json", b"\x01" + '{"a":"s\\u00e9cret-\u00fcn\u00efcode-v\u00e4lue-\\ud83d\\ude00-2025","b":"quote\\"and\\\\backslash\\/secret"}'.encode())
+
 # --- write ----------------------------------------------------------------------------------------------------------
 for target, files in targets.items():
     d = os.path.join(HERE, target)

@@ -1,5 +1,6 @@
 internal import Gateway
 internal import Store
+internal import WireJSON
 
 /// `iap-gateway migrate-store`: move an installation's SQLite store into an empty PostgreSQL database, nothing lost
 /// (docs/operations.md, "Moving from SQLite to PostgreSQL"). The copy itself is `StoreMigration` in the Store module.
@@ -43,12 +44,15 @@ enum MigrateStoreCommand: Command {
             throw CommandError.usage("--to-postgres-env takes the name of an environment variable holding the connection string, not the string")
         }
         let path = try sourcePath(a)
+        // With a config, its secrets are scrubbed from quarantine rows stored before bodies were redacted; the value of
+        // any `password` member is dropped in any case.
+        let redactor = a.value("config") == nil ? SecretRedactor([]) : try a.config(for: name).secretRedactor(environment: ProcessEnvironment.variables)
         guard let url = ProcessEnvironment.variables[variable], !url.isEmpty else {
             throw CommandError.usage("migrate-store: environment variable \(variable) is not set")
         }
         let report: StoreMigration.Report
         do {
-            report = try await Blocking.run { try StoreMigration.sqliteToPostgres(sqlitePath: path, postgresURL: url) }
+            report = try await Blocking.run { try StoreMigration.sqliteToPostgres(sqlitePath: path, postgresURL: url, redactor: redactor) }
         } catch let refusal as StoreMigration.Refusal {
             throw CommandError.failure("migrate-store: \(refusal.message)")
         }

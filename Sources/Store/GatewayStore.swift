@@ -31,9 +31,14 @@ public protocol GatewayStore: Sendable {
     func close()
     /// (transactions committed, writes committed) since open: how well commits are batched.
     var commitStatistics: (batches: Int, items: Int) { get }
+    /// Leaves nothing of deleted or overwritten rows in the store's free space or log: after a scrub
+    /// (``GatewayStore/scrubQuarantine(_:)``) rewrote rows that held a secret. Slow; for that one-time cleanup only.
+    func eraseFreedSpace() throws
 }
 
 extension GatewayStore {
+    public func eraseFreedSpace() throws {}
+
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T {
         try write(bytes: 0, body)
     }
@@ -106,6 +111,10 @@ public protocol StoreTransaction {
     func beginReplay(id: Int64, now: Int64) throws
     /// Records a replay that did not journal the row: the row stays, with its outcome.
     func finishReplay(id: Int64, code: String, now: Int64) throws
+    /// Up to `limit` rows stored before quarantined bodies were redacted, oldest first.
+    func unredactedQuarantine(limit: Int) throws -> [QuarantineRecord]
+    /// Stores a row's scrubbed body and text (`record.id` names it; its size is counted again) and marks it redacted.
+    func rewriteQuarantined(_ record: QuarantineRecord) throws
 
     // MARK: Outbox
 

@@ -56,7 +56,7 @@ public struct V1Adapter: Sendable {
     }
 
     /// The text that replaces a matched password in stored bodies: names the secret, never contains it.
-    public static func secretMarker(_ name: String) -> String { "iapgw-secret:\(name)" }
+    public static func secretMarker(_ name: String) -> String { SecretRedactor.marker(name) }
 
     /// Checks the body's `password` against the bundle's secrets in constant time per secret.
     public func authenticate(body bytes: [UInt8]) throws(V1AdapterError) -> AuthenticatedV1Notification {

@@ -1,5 +1,6 @@
 internal import V1Adapter
 internal import Store
+public import WireJSON
 
 /// The secrets a config names, read from the environment (the file never holds one; docs/configuration.md): each
 /// app's V1 shared secrets, each webhook downstream's signing secrets, each PostgreSQL database downstream's connection
@@ -16,6 +17,9 @@ struct ServiceSecrets: Sendable {
     let databaseURLs: [String: String]
     /// nil when the variable `admin.token_env` names is unset or empty: the admin API is then off.
     let adminToken: [UInt8]?
+    /// Every secret above, and the App Store Server API key: what must never be stored or logged
+    /// (docs/threat-model.md, "Secret disclosure").
+    let redactor: SecretRedactor
 
     /// Fails with a ``ConfigError`` naming the field whose variable is unset, or whose webhook secret is not a
     /// `whsec_` secret.
@@ -61,5 +65,27 @@ struct ServiceSecrets: Sendable {
         } else {
             adminToken = nil
         }
+        redactor = config.secretRedactor(environment: env)
+    }
+}
+
+extension GatewayConfig {
+    /// The configured secrets as values to keep out of stored and logged bytes: each V1 shared secret, webhook secret,
+    /// database connection string and the admin token whole; a private key (PEM) by each line of its base64, so
+    /// that any part of it is found.
+    public func secretRedactor(environment env: [String: String]) -> SecretRedactor {
+        var variables: [String] = apps.flatMap(\.sharedSecretEnv)
+        variables += downstreams.flatMap(\.secretEnv)
+        for d in downstreams { if case .postgres(let variable, _)? = d.database { variables.append(variable) } }
+        variables.append(adminTokenEnv)
+        var secrets = variables.compactMap { name in
+            env[name].map { SecretRedactor.Secret(name: name, value: Array($0.utf8)) }
+        }
+        if let name = appStoreAPI.privateKeyEnv, let pem = env[name] {
+            for line in pem.split(whereSeparator: \.isNewline) where !line.hasPrefix("-----") {
+                secrets.append(SecretRedactor.Secret(name: name, value: Array(line.utf8)))
+            }
+        }
+        return SecretRedactor(secrets)
     }
 }

@@ -123,6 +123,13 @@ public final class GatewayService: Sendable {
             apps: config.apps.map { V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments) })
         let v1 = V1Adapter(apps: v1Apps)
         store = try dependencies.store ?? Self.openStore(config: config, environment: env, sqliteOptions: dependencies.sqliteOptions)
+        // Quarantine rows stored before bodies were redacted are scrubbed once, before anything else reads them.
+        let scrub = try store.scrubQuarantine(secrets.redactor)
+        if scrub.changed > 0 {
+            log.warn("quarantined bodies stored before redaction held a secret or a password: replaced (rotate that secret)", [
+                "rows_examined": .int(Int64(scrub.examined)), "rows_changed": .int(Int64(scrub.changed)),
+            ])
+        }
         router = Router(config: config)
         var limits = NotificationIngest.Limits()
         limits.untrustedQuarantineCap = config.limits.untrustedQuarantine
@@ -131,7 +138,8 @@ public final class GatewayService: Sendable {
         limits.genuineQuarantineBytes = config.limits.genuineQuarantineBytes
         limits.maxNotificationAgeMillis = config.maxNotificationAgeMillis
         limits.demoSandboxVerifyTime = dependencies.demoSandboxVerifyTime
-        ingest = NotificationIngest(v1: v1, v2: v2, store: store, router: router, limits: limits, metrics: metrics, now: dependencies.now)
+        ingest = NotificationIngest(v1: v1, v2: v2, store: store, router: router, limits: limits, metrics: metrics,
+                                    redactor: secrets.redactor, now: dependencies.now)
         operations = Operations(store: store, now: dependencies.now)
         let deliveryPolicy = dependencies.deliveryPolicy
         let workers = WorkerContext(

@@ -4,7 +4,7 @@ internal import FoundationEssentials
 public import V1Adapter
 public import V2Adapter
 public import Store
-internal import WireJSON
+public import WireJSON
 
 /// `POST /notifications` (docs/architecture.md): detect the version, authenticate with what is local and fast, journal the
 /// body (and V2 events) durably, answer. Nothing slow happens here: verifyReceipt, delivery and API look-ups run
@@ -91,9 +91,12 @@ public final class NotificationIngest: Sendable {
     let limits: Limits
     let metrics: Metrics
     let now: @Sendable () -> Int64
+    /// The configured secrets, kept out of every stored body, column and log line (docs/threat-model.md).
+    let redactor: SecretRedactor
 
+    /// `redactor`: every configured secret; nil: the V1 adapter's shared secrets.
     public init(v1: V1Adapter, v2: V2Adapter, store: any GatewayStore, router: Router, limits: Limits, metrics: Metrics,
-                now: @escaping @Sendable () -> Int64) {
+                redactor: SecretRedactor? = nil, now: @escaping @Sendable () -> Int64) {
         self.v1 = v1
         self.v2 = v2
         self.store = store
@@ -101,6 +104,9 @@ public final class NotificationIngest: Sendable {
         self.limits = limits
         self.metrics = metrics
         self.now = now
+        self.redactor = redactor ?? SecretRedactor(v1.apps.values.flatMap(\.sharedSecrets).map {
+            SecretRedactor.Secret(name: $0.name, value: Array($0.revealedValue.utf8))
+        })
     }
 
     /// Handles one body.
@@ -139,6 +145,7 @@ public final class NotificationIngest: Sendable {
                           at: received, origin: origin, claimedBundle: claim?.0, claimedEnvironment: claim?.1)
         }
         metrics.observe(.verifySeconds, ["version": Generation.v2.rawValue], seconds(since: started))
+        if redactor.occurs(in: bytes) { return refuseCarriedSecret(version: .v2, bytes: bytes, at: received, origin: origin) }
         var item = JournalItem(key: verified.payload.notificationUUID ?? "", version: .v2, receivedAt: received, body: bytes)
         item.origin = origin.name
         item.bundleID = verified.bundleID
@@ -178,6 +185,7 @@ public final class NotificationIngest: Sendable {
             return refuse(GatewayError(error), version: .v1, bytes: bytes, at: received, origin: origin,
                           claimedBundle: V1Adapter.claimedBundle(body: bytes))
         }
+        if redactor.occurs(in: n.redactedBody) { return refuseCarriedSecret(version: .v1, bytes: bytes, at: received, origin: origin) }
         var item = JournalItem(key: n.eventID, version: .v1, receivedAt: received, body: n.redactedBody)
         item.origin = origin.name
         item.bundleID = n.bundleID
@@ -221,28 +229,38 @@ public final class NotificationIngest: Sendable {
         }
     }
 
-    /// Answers a refusal and quarantines the body in the lane its code says (docs/architecture.md). Everything the body
-    /// merely claims, and the error's message (which may quote a member name), is clipped before it is stored,
-    /// logged or answered.
+    /// A body that authenticated but carries a configured secret where no secret belongs (anywhere but a V1 body's
+    /// `password`): Apple never sends one, and journaling it would store the secret. Refused as malformed; its
+    /// quarantined copy has the secret replaced.
+    private func refuseCarriedSecret(version: Generation, bytes: [UInt8], at received: Int64, origin: Origin) -> Result {
+        refuse(GatewayError(.malformedBody, "the body carries a configured secret outside a V1 password member"), version: version,
+               bytes: bytes, at: received, origin: origin)
+    }
+
+    /// Answers a refusal and quarantines the body in the lane its code says (docs/architecture.md). Every configured
+    /// secret is replaced in the body, in what it claims and in the error's message (which may quote a member name)
+    /// before anything is stored, logged or answered; claims and message are then clipped. The value of any
+    /// `password` member is dropped too — a V1 body for a bundle not configured carries a secret the gateway does not
+    /// know — keeping only its SHA-256, so that a replay can match a secret configured later.
     private func refuse(_ error: GatewayError, version: Generation?, bytes: [UInt8], at received: Int64, origin: Origin,
                         claimedBundle: String? = nil, claimedEnvironment: String? = nil) -> Result {
         var error = error
-        error.reason = ClaimedText.clip(error.reason, limit: 300)
+        error.reason = ClaimedText.clip(redactor.redact(error.reason), limit: 300)
         let disposition = Disposition(error, version: version)
         let fullCode = error.wireCode
         let message = error.reason
         var r = Result(status: disposition.status, body: Self.errorBody(error), code: fullCode, version: version)
-        r.bundleID = ClaimedText.clip(claimedBundle)
-        r.environment = ClaimedText.clip(claimedEnvironment)
+        r.bundleID = ClaimedText.clip(claimedBundle.map(redactor.redact))
+        r.environment = ClaimedText.clip(claimedEnvironment.map(redactor.redact))
         guard let lane = disposition.lane, origin.quarantinesRefusals else { return r }
         var record = QuarantineRecord(
             lane: lane == .genuine ? .genuine : .untrusted, receivedAt: received, version: version, code: fullCode, message: message,
             bundleID: r.bundleID, environment: r.environment, body: bytes)
         if version == .v1 {
-            // Never keep a presented password: its fingerprint lets a replay match a secret configured later.
             record.passwordFingerprint = V1Adapter.passwordFingerprint(body: bytes)
             record.body = Envelope.rawBody(bytes).map { $0.canonicalBytes() } ?? []
         }
+        record.body = SecretRedactor.redactingPasswordValues(redactor.redact(record.body))
         let cap = limits.cap(lane)
         let row = record
         let outcome = try? store.write(bytes: row.body.count) { tx in try tx.quarantine(row, cap: cap) }

@@ -1,6 +1,7 @@
 internal import SQLite
 internal import Postgres
 internal import FoundationEssentials
+public import WireJSON
 
 #if canImport(Glibc)
     internal import Glibc
@@ -12,7 +13,8 @@ internal import FoundationEssentials
 /// docs/operations.md, "Moving from SQLite to PostgreSQL"): every table, row for row, ids and arrival order kept.
 ///
 /// 1. Refuses an SQLite file another process has open (a gateway still running would go on writing into it).
-/// 2. Opens the SQLite file (its schema brought up to this gateway's, as any command does) and a ``PostgresStore`` on
+/// 2. Opens the SQLite file (its schema brought up to this gateway's, as any command does; quarantine rows stored
+///    before bodies were redacted scrubbed with `redactor`, ``GatewayStore/scrubQuarantine(_:batch:)``) and a ``PostgresStore`` on
 ///    the target (which migrates the target's schema), then closes that store again.
 /// 3. In one PostgreSQL transaction — under the schema's migration lock, with the gateway's tables locked against
 ///    writes — refuses a target that holds any gateway row; copies every table of ``tables`` from one SQLite
@@ -93,7 +95,7 @@ public enum StoreMigration {
         // quarantine_usage is not copied: the PostgreSQL trigger counts every row copied here (and is checked).
         Table(name: "quarantine",
               columns: ["id", "lane", "received_at", "version", "code", "message", "bundle_id", "environment", "password_fingerprint",
-                        "body", "size", "replay_attempts", "replay_started_at", "last_replay_at", "last_replay_code"],
+                        "body", "size", "replay_attempts", "replay_started_at", "last_replay_at", "last_replay_code", "redacted"],
               serial: "id"),
         Table(name: "authority", columns: ["bundle_id", "environment", "authority", "origin", "updated_at"]),
         Table(name: "v1_receipts", columns: ["bundle_id", "environment", "original_transaction_id", "receipt", "secret_name", "updated_at"]),
@@ -125,16 +127,21 @@ public enum StoreMigration {
     /// string's `search_path`) `postgresURL` names. Throws a ``Refusal`` when the source is in use or missing, the
     /// target is not empty, or the schemas hold something this copier does not know; any other error is the
     /// database's. Nothing is left half-copied either way.
-    public static func sqliteToPostgres(sqlitePath: String, postgresURL: String) throws -> Report {
+    public static func sqliteToPostgres(sqlitePath: String, postgresURL: String, redactor: SecretRedactor = SecretRedactor([])) throws
+        -> Report
+    {
         let started = ContinuousClock.now
         guard FileManager.default.fileExists(atPath: sqlitePath) else { throw Refusal("no SQLite store at \(sqlitePath)") }
         if let holder = otherProcessHoldsOpen(sqlitePath) {
             throw Refusal(
                 "\(sqlitePath) is open in another process\(holder): stop the gateway (and every command using the store) first")
         }
-        let source = try SQLiteDatabase(path: sqlitePath)
-        defer { source.close() }
-        try source.migrate(Schema.migrations)
+        // Quarantine rows stored before bodies were redacted are scrubbed in the SQLite file before they are copied, so
+        // that no secret reaches the PostgreSQL database (or its log).
+        let store = try SQLiteStore(path: sqlitePath)
+        defer { store.close() }
+        try store.scrubQuarantine(redactor)
+        let source = store.database
         try PostgresStore(url: postgresURL, options: targetOptions).close()
 
         let target = try PostgresConnection(postgresURL, label: "migrate-store target")

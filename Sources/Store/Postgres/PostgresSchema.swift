@@ -333,6 +333,14 @@ enum PostgresSchema {
                 -- the primary key starts with the path and the environment, so the lookup read every state.
                 CREATE INDEX subscription_state_subscription ON subscription_state(original_transaction_id);
                 """),
+        PostgresMigration(
+            version: 9,
+            sql: """
+                -- A quarantined body has every configured secret replaced before it is stored. Rows stored before that
+                -- (redacted = false) are scrubbed once with the configured secrets at the next start (QuarantineScrub).
+                ALTER TABLE quarantine ADD COLUMN redacted boolean NOT NULL DEFAULT false;
+                CREATE INDEX quarantine_unredacted ON quarantine(id) WHERE NOT redacted;
+                """),
     ]
 
     /// The advisory lock (class, object) migrations run under: the class names the gateway's migrations, the object

@@ -137,6 +137,14 @@ public final class PostgresStore: GatewayStore {
     public var commitStatistics: (batches: Int, items: Int) {
         writers.reduce((0, 0)) { sum, w in (sum.0 + w.statistics.batches, sum.1 + w.statistics.items) }
     }
+
+    /// Rewrites the quarantine table into new files (`VACUUM FULL`): the old row versions an update leaves behind,
+    /// and the space of rows deleted earlier, go with the old files. The quarantine is bounded in bytes, so this is
+    /// quick. PostgreSQL's own write-ahead log and backups keep what they recorded until they are recycled
+    /// (docs/operations.md, "Backups").
+    public func eraseFreedSpace() throws {
+        try writerSessions[0].withConnection { c in try c.execute("VACUUM FULL quarantine") }
+    }
 }
 
 /// The writer's session: one pool slot, so that a session the server closed (a restart, a failover) is reconnected

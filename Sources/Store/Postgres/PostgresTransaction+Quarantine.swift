@@ -22,8 +22,8 @@ extension PostgresTransaction: QuarantineRows {
     func insertQuarantined(_ r: QuarantineRecord, size: Int64) throws -> Int64 {
         let row = try c.queryOne(
             """
-            INSERT INTO quarantine (lane, received_at, version, code, message, bundle_id, environment, password_fingerprint, body, size)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id
+            INSERT INTO quarantine (lane, received_at, version, code, message, bundle_id, environment, password_fingerprint, body, size, redacted)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, true) RETURNING id
             """,
             [.text(r.lane.rawValue), .int64(r.receivedAt), PostgresValue(r.version), .text(r.code), .text(r.message),
              PostgresValue(r.bundleID), PostgresValue(r.environment), PostgresValue(r.passwordFingerprint), .bytea(r.body), .int64(size)])
@@ -32,6 +32,16 @@ extension PostgresTransaction: QuarantineRows {
 }
 
 extension PostgresTransaction {
+    func unredactedQuarantine(limit: Int) throws -> [QuarantineRecord] {
+        try c.query("SELECT * FROM quarantine WHERE NOT redacted ORDER BY id LIMIT $1", [pgLimit(limit)]).map(QuarantineRecord.init(row:))
+    }
+
+    func rewriteQuarantined(_ r: QuarantineRecord) throws {
+        try c.run(
+            "UPDATE quarantine SET body = $1, message = $2, bundle_id = $3, environment = $4, size = $5, redacted = true WHERE id = $6",
+            [.bytea(r.body), .text(r.message), PostgresValue(r.bundleID), PostgresValue(r.environment), .int64(r.storedSize), .int64(r.id)])
+    }
+
     func quarantined(lane: QuarantineRecord.Lane?, id: Int64?, limit: Int) throws -> [QuarantineRecord] {
         try c.query(
             "SELECT * FROM quarantine WHERE ($1::text IS NULL OR lane = $1) AND ($2::bigint IS NULL OR id = $2) ORDER BY id LIMIT $3",

@@ -75,6 +75,24 @@ public final class SQLiteStore: GatewayStore {
     /// Copies the write-ahead log into the file and truncates it.
     public func checkpointAndTruncate() throws { try database.checkpointAndTruncate() }
 
+    /// Zeroes every free page of the file (they may hold rows deleted before `secure_delete` was on) and truncates
+    /// the write-ahead log: a row filling all free pages with zeros is written and dropped with `secure_delete` on,
+    /// then the log is checkpointed into the file and truncated. Bytes of rows deleted long ago may still stand in the
+    /// unused part of a page reused since; only `VACUUM` rewrites those (docs/operations.md, "Backups").
+    public func eraseFreedSpace() throws {
+        try writer.perform(bytes: 0) { c in
+            try c.withSecureDelete {
+                let pageSize = try c.queryOne("PRAGMA page_size")?.int64("page_size") ?? 4_096
+                let free = try c.queryOne("PRAGMA freelist_count")?.int64("freelist_count") ?? 0
+                guard free > 0 else { return }
+                try c.execute("CREATE TABLE iapgw_erase (b BLOB)")
+                _ = try c.run("INSERT INTO iapgw_erase (b) VALUES (zeroblob(?))", [.integer(free * pageSize)])
+                try c.execute("DROP TABLE iapgw_erase")
+            }
+        }
+        try database.checkpointAndTruncate()
+    }
+
     /// Caps the file at `pages` pages from now on (a full disk, in tests); returns the cap in force.
     @discardableResult
     public func setMaxPageCount(_ pages: Int64) throws -> Int64 { try database.setMaxPageCount(pages) }

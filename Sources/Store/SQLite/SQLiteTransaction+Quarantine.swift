@@ -20,8 +20,8 @@ extension SQLiteTransaction: QuarantineRows {
     func insertQuarantined(_ r: QuarantineRecord, size: Int64) throws -> Int64 {
         try c.run(
             """
-            INSERT INTO quarantine (lane, received_at, version, code, message, bundle_id, environment, password_fingerprint, body, size)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO quarantine (lane, received_at, version, code, message, bundle_id, environment, password_fingerprint, body, size, redacted)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1)
             """,
             [.text(r.lane.rawValue), .integer(r.receivedAt), SQLiteValue(r.version), .text(r.code), .text(r.message), SQLiteValue(r.bundleID),
              SQLiteValue(r.environment), SQLiteValue(r.passwordFingerprint), .blob(r.body), .integer(size)])
@@ -62,5 +62,32 @@ extension SQLiteTransaction {
         try c.run(
             "UPDATE quarantine SET replay_started_at = NULL, last_replay_at = ?, last_replay_code = ? WHERE id = ?",
             [.integer(now), .text(code), .integer(id)])
+    }
+
+    func unredactedQuarantine(limit: Int) throws -> [QuarantineRecord] {
+        try c.query("SELECT * FROM quarantine WHERE redacted = 0 ORDER BY id LIMIT ?", [.integer(Int64(max(0, limit)))])
+            .map(QuarantineRecord.init(row:))
+    }
+
+    /// With `secure_delete` on for the update: SQLite then zeroes the space the old body and text leave behind (in the
+    /// row's page and its freed overflow pages) instead of leaving their bytes in free space.
+    func rewriteQuarantined(_ r: QuarantineRecord) throws {
+        try c.withSecureDelete {
+            _ = try c.run(
+                "UPDATE quarantine SET body = ?, message = ?, bundle_id = ?, environment = ?, size = ?, redacted = 1 WHERE id = ?",
+                [.blob(r.body), .text(r.message), SQLiteValue(r.bundleID), SQLiteValue(r.environment), .integer(r.storedSize),
+                 .integer(r.id)])
+        }
+    }
+}
+
+extension SQLiteConnection {
+    /// Runs `body` with `secure_delete` on — SQLite then overwrites with zeros what deleted or rewritten rows leave
+    /// behind — and puts the setting back as it was (Debian's SQLite has it on by default; other builds do not).
+    func withSecureDelete<T>(_ body: () throws -> T) throws -> T {
+        let was = try queryOne("PRAGMA secure_delete")?.int64("secure_delete") ?? 0
+        try execute("PRAGMA secure_delete = ON")
+        defer { try? execute("PRAGMA secure_delete = \(was == 0 ? "OFF" : "ON")") }
+        return try body()
     }
 }

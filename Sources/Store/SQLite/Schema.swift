@@ -284,5 +284,13 @@ enum Schema {
                 -- the primary key starts with the path and the environment, so the lookup read every state.
                 CREATE INDEX subscription_state_subscription ON subscription_state(original_transaction_id);
                 """),
+        SQLiteMigration(
+            version: 8,
+            sql: """
+                -- A quarantined body has every configured secret replaced before it is stored. Rows stored before that
+                -- (redacted = 0) are scrubbed once with the configured secrets at the next start (QuarantineScrub).
+                ALTER TABLE quarantine ADD COLUMN redacted INTEGER NOT NULL DEFAULT 0;
+                CREATE INDEX quarantine_unredacted ON quarantine(id) WHERE redacted = 0;
+                """),
     ]
 }

@@ -1,0 +1,244 @@
+/// Keeps configured secrets out of bytes the gateway stores or logs (docs/threat-model.md, "Secret disclosure").
+///
+/// It works on bytes, not on a parsed document, so it applies to bodies that are not JSON at all: a duplicate key,
+/// bytes after the document, invalid UTF-8, nesting too deep. A secret is found wherever it stands — as its own
+/// bytes, or written with JSON escapes (`\u0061`, `\/`, a surrogate pair), inside a string or not — and the bytes
+/// that spell it are replaced by ``marker(_:)``, which names the secret's variable and never holds any of it. The
+/// replacement has no character JSON would escape, so a string stays a valid string.
+///
+/// Secrets shorter than ``minimumLength`` bytes are not looked for: a short value could match ordinary text and
+/// mangle genuine bodies (the documentation asks for secrets of 32 random characters).
+public struct SecretRedactor: Sendable {
+    /// One secret to look for: its name (the environment variable it came from, safe to show) and its bytes.
+    public struct Secret: Sendable {
+        public let name: String
+        let value: [UInt8]
+        public init(name: String, value: [UInt8]) { (self.name, self.value) = (name, value) }
+    }
+
+    /// The shortest secret looked for.
+    public static let minimumLength = 16
+
+    let secrets: [Secret]
+    /// Each secret's marker bytes, in the order of ``secrets``.
+    private let markers: [[UInt8]]
+
+    /// Secrets shorter than ``minimumLength`` are left out; the same value named twice is looked for once.
+    public init(_ secrets: [Secret]) {
+        var seen = Set<[UInt8]>()
+        self.secrets = secrets.filter { $0.value.count >= Self.minimumLength && seen.insert($0.value).inserted }
+        markers = self.secrets.map { Array(Self.marker($0.name).utf8) }
+    }
+
+    /// Whether there is anything to look for.
+    public var isEmpty: Bool { secrets.isEmpty }
+
+    /// What stands where a secret stood: `iapgw-secret:` and the secret's name.
+    public static func marker(_ name: String) -> String { "iapgw-secret:\(name)" }
+
+    /// Whether any secret occurs in `bytes`.
+    public func occurs(in bytes: [UInt8]) -> Bool { redacted(bytes) != nil }
+
+    /// `bytes` with every occurrence of a secret replaced by its marker, or nil when none occurs (the common case
+    /// costs one pass over the bytes, and no copy when they hold no backslash).
+    public func redacted(_ bytes: [UInt8]) -> [UInt8]? {
+        guard !secrets.isEmpty, !bytes.isEmpty else { return nil }
+        let text = DecodedText(bytes)
+        var matches: [(range: Range<Int>, secret: Int)] = []
+        var position = 0
+        while position < text.count {
+            guard let (secret, length) = secretStarting(at: position, in: text) else {
+                position += 1
+                continue
+            }
+            let source = text.sourceStart(position)..<text.sourceEnd(position + length - 1)
+            if let last = matches.last, last.range.upperBound > source.lowerBound {
+                // Overlapping spellings (one secret inside another's escape): one replacement covers both.
+                matches[matches.count - 1].range = last.range.lowerBound..<max(last.range.upperBound, source.upperBound)
+            } else {
+                matches.append((source, secret))
+            }
+            position += length
+        }
+        guard !matches.isEmpty else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var copied = 0
+        for match in matches {
+            out += bytes[copied..<match.range.lowerBound]
+            out += markers[match.secret]
+            copied = match.range.upperBound
+        }
+        out += bytes[copied...]
+        return out
+    }
+
+    /// `bytes` with every secret replaced (unchanged when none occurs).
+    public func redact(_ bytes: [UInt8]) -> [UInt8] { redacted(bytes) ?? bytes }
+
+    /// `text` with every secret replaced: for strings read from a body (claims, error reasons) before they are logged
+    /// or stored. Invalid UTF-8 cannot arise: a marker replaces whole escapes or whole runs of bytes, and a secret is
+    /// valid UTF-8 itself.
+    public func redact(_ text: String) -> String {
+        guard !secrets.isEmpty, let out = redacted(Array(text.utf8)) else { return text }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The longest secret whose bytes start at `position` of the decoded text, with its length.
+    private func secretStarting(at position: Int, in text: DecodedText) -> (Int, Int)? {
+        var best: (Int, Int)?
+        let first = text[position]
+        for (i, secret) in secrets.enumerated() where secret.value[0] == first && secret.value.count > (best?.1 ?? 0) {
+            guard position + secret.value.count <= text.count else { continue }
+            var equal = true
+            for k in 1..<secret.value.count where text[position + k] != secret.value[k] {
+                equal = false
+                break
+            }
+            if equal { best = (i, secret.value.count) }
+        }
+        return best
+    }
+
+    // MARK: Password members
+
+    /// What stands where an unconfigured `password` stood in a quarantined body.
+    public static let passwordPlaceholder = "iapgw-redacted"
+
+    /// `bytes` with the value of every `"password"` member replaced by ``passwordPlaceholder``, found leniently so
+    /// that it works on bodies that are not valid JSON: a quoted `password` name, optional white space, `:`, optional
+    /// white space, then a string up to its closing quote or the end of the bytes. A value that is already a
+    /// ``marker(_:)`` is kept (it names the secret that stood there). For quarantined bodies: a V1 body whose bundle is
+    /// not configured carries a secret nobody told the gateway about.
+    public static func redactingPasswordValues(_ bytes: [UInt8]) -> [UInt8] {
+        let name = Array(#""password""#.utf8)
+        let keep = Array("iapgw-secret:".utf8)
+        let placeholder = Array(passwordPlaceholder.utf8)
+        var out: [UInt8] = []
+        var copied = 0
+        var i = 0
+        while i + name.count <= bytes.count {
+            guard bytes[i] == name[0], bytes[i..<(i + name.count)].elementsEqual(name) else {
+                i += 1
+                continue
+            }
+            var j = i + name.count
+            func skipSpace() { while j < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[j]) { j += 1 } }
+            skipSpace()
+            guard j < bytes.count, bytes[j] == UInt8(ascii: ":") else {
+                i += 1
+                continue
+            }
+            j += 1
+            skipSpace()
+            guard j < bytes.count, bytes[j] == UInt8(ascii: "\"") else {
+                i = j
+                continue
+            }
+            let start = j + 1
+            var end = start
+            while end < bytes.count, bytes[end] != UInt8(ascii: "\"") { end += bytes[end] == UInt8(ascii: "\\") ? 2 : 1 }
+            end = min(end, bytes.count)
+            if !bytes[start..<end].starts(with: keep) {
+                out += bytes[copied..<start]
+                out += placeholder
+                copied = end
+            }
+            i = end
+        }
+        guard copied > 0 else { return bytes }
+        out += bytes[copied...]
+        return out
+    }
+}
+
+/// The bytes with JSON escapes decoded wherever they stand, and for each decoded byte where its spelling starts and
+/// ends in the source. Bytes that hold no backslash are their own decoding: no copy is made.
+private struct DecodedText {
+    private let source: [UInt8]
+    /// Empty when the source holds no backslash.
+    private var decoded: [UInt8] = []
+    /// Per decoded byte: the source offset where the escape (or byte) that produced it starts and ends.
+    private var starts: [Int32] = []
+    private var ends: [Int32] = []
+    private let identity: Bool
+
+    init(_ bytes: [UInt8]) {
+        source = bytes
+        identity = !bytes.contains(UInt8(ascii: "\\"))
+        guard !identity else { return }
+        decoded.reserveCapacity(bytes.count)
+        starts.reserveCapacity(bytes.count)
+        ends.reserveCapacity(bytes.count)
+        var i = 0
+        while i < bytes.count {
+            let start = i
+            var produced: [UInt8]
+            if bytes[i] == UInt8(ascii: "\\"), let (value, length) = Self.escape(bytes, at: i) {
+                produced = value
+                i += length
+            } else {
+                produced = [bytes[i]]
+                i += 1
+            }
+            for b in produced {
+                decoded.append(b)
+                starts.append(Int32(start))
+                ends.append(Int32(i))
+            }
+        }
+    }
+
+    var count: Int { identity ? source.count : decoded.count }
+    subscript(i: Int) -> UInt8 { identity ? source[i] : decoded[i] }
+    /// Where the spelling of decoded byte `i` starts in the source.
+    func sourceStart(_ i: Int) -> Int { identity ? i : Int(starts[i]) }
+    /// Where the spelling of decoded byte `i` ends in the source (one past it).
+    func sourceEnd(_ i: Int) -> Int { identity ? i + 1 : Int(ends[i]) }
+
+    /// The bytes one escape at `i` stands for and its length in the source; nil when it is not a valid escape (its
+    /// backslash then stands for itself).
+    static func escape(_ b: [UInt8], at i: Int) -> ([UInt8], Int)? {
+        guard i + 1 < b.count else { return nil }
+        switch b[i + 1] {
+        case UInt8(ascii: "\""): return ([0x22], 2)
+        case UInt8(ascii: "\\"): return ([0x5C], 2)
+        case UInt8(ascii: "/"): return ([0x2F], 2)
+        case UInt8(ascii: "b"): return ([0x08], 2)
+        case UInt8(ascii: "f"): return ([0x0C], 2)
+        case UInt8(ascii: "n"): return ([0x0A], 2)
+        case UInt8(ascii: "r"): return ([0x0D], 2)
+        case UInt8(ascii: "t"): return ([0x09], 2)
+        case UInt8(ascii: "u"):
+            guard var scalar = hex4(b, at: i + 2) else { return nil }
+            var length = 6
+            if (0xD800...0xDBFF).contains(scalar), b.count >= i + 12, b[i + 6] == UInt8(ascii: "\\"),
+                b[i + 7] == UInt8(ascii: "u"), let low = hex4(b, at: i + 8), (0xDC00...0xDFFF).contains(low)
+            {
+                scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                length = 12
+            }
+            // A lone surrogate stands for no character; its escape is kept as written.
+            guard let u = Unicode.Scalar(scalar) else { return nil }
+            return (Array(String(Character(u)).utf8), length)
+        default:
+            return nil
+        }
+    }
+
+    static func hex4(_ b: [UInt8], at i: Int) -> UInt32? {
+        guard i + 4 <= b.count else { return nil }
+        var v: UInt32 = 0
+        for c in b[i..<(i + 4)] {
+            let d: UInt32
+            switch c {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): d = UInt32(c - UInt8(ascii: "0"))
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): d = UInt32(c - UInt8(ascii: "a") + 10)
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): d = UInt32(c - UInt8(ascii: "A") + 10)
+            default: return nil
+            }
+            v = v << 4 | d
+        }
+        return v
+    }
+}

@@ -1,0 +1,70 @@
+import Testing
+import WireJSON
+
+/// ``SecretRedactor``: secrets found as bytes or through JSON escapes, wherever they stand, in bytes that need not be
+/// JSON; `password` values dropped from bodies that do not parse.
+@Suite struct SecretRedactorTests {
+    static let secret = "0123456789abcdef0123456789abcdef"
+    static let redactor = SecretRedactor([
+        SecretRedactor.Secret(name: "APP_SECRET", value: Array(secret.utf8)),
+        SecretRedactor.Secret(name: "HOOK", value: Array("whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=".utf8)),
+        SecretRedactor.Secret(name: "SHORT", value: Array("tiny".utf8)),
+    ])
+
+    static func text(_ bytes: [UInt8]?) -> String? { bytes.map { String(decoding: $0, as: UTF8.self) } }
+
+    @Test(arguments: [
+        (#"{"password":"0123456789abcdef0123456789abcdef"}"#, #"{"password":"iapgw-secret:APP_SECRET"}"#),
+        (#"{"a":"x0123456789abcdef0123456789abcdefy"}"#, #"{"a":"xiapgw-secret:APP_SECRETy"}"#),
+        // Outside any string, in bytes that are not JSON at all.
+        ("garbage 0123456789abcdef0123456789abcdef garbage", "garbage iapgw-secret:APP_SECRET garbage"),
+        // Spelled with escapes: the whole spelling goes.
+        (#"{"p":"\u0030123456789abcdef0123456789abcde\u0066"}"#, #"{"p":"iapgw-secret:APP_SECRET"}"#),
+        (#"{"p":"0123456789abcdef\/0123"}"#, #"{"p":"0123456789abcdef\/0123"}"#),
+        (#"{"h":"whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ="}"#, #"{"h":"iapgw-secret:HOOK"}"#),
+        (#"{"h":"whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ\u003d"}"#, #"{"h":"iapgw-secret:HOOK"}"#),
+        // Twice, back to back.
+        (secret + secret, "iapgw-secret:APP_SECRETiapgw-secret:APP_SECRET"),
+    ])
+    func replacesEverySpelling(_ input: String, _ expected: String) {
+        #expect(Self.text(Self.redactor.redact(Array(input.utf8))) == expected)
+    }
+
+    @Test func leavesBytesWithoutASecretAloneAndSaysSo() {
+        for input in ["", "{}", #"{"password":"nope"}"#, "tiny tiny", "0123456789abcdef0123456789abcde", #"\u00"#, "\\", #"\ud800"#] {
+            #expect(Self.redactor.redacted(Array(input.utf8)) == nil, "\(input)")
+            #expect(!Self.redactor.occurs(in: Array(input.utf8)))
+        }
+        #expect(SecretRedactor([]).isEmpty && SecretRedactor([.init(name: "S", value: Array("short".utf8))]).isEmpty)
+    }
+
+    @Test func findsASecretAcrossInvalidUTF8AndSurrogatePairs() {
+        let invalid: [UInt8] = [0xFF, 0xFE] + Array(Self.secret.utf8) + [0xC3]
+        #expect(Self.redactor.redact(invalid) == [0xFF, 0xFE] + Array("iapgw-secret:APP_SECRET".utf8) + [0xC3])
+        let emoji = SecretRedactor([.init(name: "E", value: Array("secret-with-😀-inside".utf8))])
+        #expect(Self.text(emoji.redact(Array(#""secret-with-\ud83d\ude00-inside""#.utf8))) == #""iapgw-secret:E""#)
+        #expect(emoji.redact("x secret-with-😀-inside y") == "x iapgw-secret:E y")
+    }
+
+    @Test func aSecretThatIsPartOfAnotherGoesWithTheLongerOne() {
+        let r = SecretRedactor([.init(name: "A", value: Array("abcdefghijklmnop".utf8)),
+                                .init(name: "B", value: Array("abcdefghijklmnopqrstuvwxyz".utf8))])
+        #expect(r.redact("<abcdefghijklmnopqrstuvwxyz>") == "<iapgw-secret:B>")
+        #expect(r.redact("<abcdefghijklmnopq>") == "<iapgw-secret:Aq>")
+    }
+
+    @Test(arguments: [
+        (#"{"password":"fedcba"}"#, #"{"password":"iapgw-redacted"}"#),
+        (#"{"a":1, "password" : "fed\"cba" ,"b":2}trailing"#, #"{"a":1, "password" : "iapgw-redacted" ,"b":2}trailing"#),
+        // Cut off in the middle of the value.
+        (#"{"password":"fedcb"#, #"{"password":"iapgw-redacted"#),
+        (#"{"x":{"password":"a"},"password":"b"}"#, #"{"x":{"password":"iapgw-redacted"},"password":"iapgw-redacted"}"#),
+        // A marker names the configured secret that stood there: kept.
+        (#"{"password":"iapgw-secret:APP_SECRET"}"#, #"{"password":"iapgw-secret:APP_SECRET"}"#),
+        // Not a string value, or no value at all: nothing to drop.
+        (#"{"password":12}"#, #"{"password":12}"#), (#"{"password""#, #"{"password""#), (#""password":"#, #""password":"#),
+    ])
+    func dropsEveryPasswordValueLeniently(_ input: String, _ expected: String) {
+        #expect(Self.text(SecretRedactor.redactingPasswordValues(Array(input.utf8))) == expected)
+    }
+}
