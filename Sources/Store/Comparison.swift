@@ -88,15 +88,17 @@ public struct CutoverRecord: Sendable, Hashable, Codable {
     /// The verdict when it happened, and whether it was forced past a `not_ready` one.
     public var verdict: String
     public var forced: Bool
+    /// `cutover` (the gateway's authority alone) or `migrate` (the last step of switching Apple's version).
+    public var origin: String
 
     public init(at: Int64, bundleID: String, environment: String, from: String, to: String, who: String, reason: String?, verdict: String,
-                forced: Bool) {
-        (self.at, self.bundleID, self.environment, self.from, self.to, self.who, self.reason, self.verdict, self.forced) =
-            (at, bundleID, environment, from, to, who, reason, verdict, forced)
+                forced: Bool, origin: String = "cutover") {
+        (self.at, self.bundleID, self.environment, self.from, self.to, self.who, self.reason, self.verdict, self.forced, self.origin) =
+            (at, bundleID, environment, from, to, who, reason, verdict, forced, origin)
     }
 
     enum CodingKeys: String, CodingKey {
-        case at, bundleID = "bundle_id", environment, from, to, who, reason, verdict, forced
+        case at, bundleID = "bundle_id", environment, from, to, who, reason, verdict, forced, origin
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -110,5 +112,6 @@ public struct CutoverRecord: Sendable, Hashable, Codable {
         try c.encode(reason, forKey: .reason)
         try c.encode(verdict, forKey: .verdict)
         try c.encode(forced, forKey: .forced)
+        try c.encode(origin, forKey: .origin)
     }
 }

@@ -49,6 +49,18 @@ extension GatewayStore {
 }
 
 extension StoreTransaction {
+    /// Whether a notification of `version` is the only notification of its event, so that it must yield an authoritative
+    /// event (and a V1 body for the old backend) whatever the authority (docs/architecture.md, "One authoritative event
+    /// per notification"). Apple sends each notification in one version: once the gateway has switched Apple for the
+    /// app and environment (`migrate`), always. Before that the gateway cannot tell Apple's traffic from the
+    /// simulator's paired traffic (each event in both versions), so only while the other version has been silent for
+    /// a day.
+    public func standsAlone(_ version: Generation, bundleID: String, environment: AppStoreEnvironment, now: Int64) throws -> Bool {
+        if try appleSwitch(bundleID: bundleID, environment: environment)?.migrationID != nil { return true }
+        let other: Generation = version == .v1 ? .v2 : .v1
+        return try !receives(other, bundleID: bundleID, environment: environment, since: now.clampedSubtracting(86_400_000))
+    }
+
     /// The due deliveries alone, without their payloads.
     public func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease) throws -> [DeliveryJob] {
         try claimDueDeliveries(downstream: downstream, at: time, limit: limit, lease: lease, payload: .none)
@@ -71,8 +83,8 @@ public protocol StoreTransaction {
     func storeEvents(_ events: [CanonicalEvent], journalID: Int64?, routing: any DeliveryRouting, now: Int64, authority: Generation?) throws -> Int
     /// Journaled notifications, oldest first (bodies included); optionally one row or those with a key.
     func journalEntries(id: Int64?, key: String?, limit: Int) throws -> [JournalEntry]
-    /// Whether Apple sent a V2 notification for the bundle and environment at or after `since`.
-    func receivesV2(bundleID: String, environment: AppStoreEnvironment, since: Int64) throws -> Bool
+    /// Whether Apple sent a notification of `version` for the bundle and environment at or after `since`.
+    func receives(_ version: Generation, bundleID: String, environment: AppStoreEnvironment, since: Int64) throws -> Bool
     /// Stored events in arrival order: one by id, one subscription's, or all (`limit` newest-last).
     func events(id: String?, originalTransactionID: String?, limit: Int) throws -> [StoredEvent]
     /// A subscription's state on each path it has one on.
@@ -97,6 +109,19 @@ public protocol StoreTransaction {
     func cutovers(bundleID: String, environment: AppStoreEnvironment) throws -> [CutoverRecord]
     /// When each bundle's paths last produced an event.
     func authorityActivity() throws -> [AuthorityActivity]
+
+    // MARK: The switch of Apple's notification version
+
+    /// The switch's record of an app and environment, nil when the gateway never read or switched it.
+    func appleSwitch(bundleID: String, environment: AppStoreEnvironment) throws -> AppleSwitchState?
+    /// Every app and environment the switch knows, by bundle and environment.
+    func appleSwitches() throws -> [AppleSwitchState]
+    /// Stores the record (replacing the app and environment's earlier one).
+    func putAppleSwitch(_ state: AppleSwitchState) throws
+    /// Appends a step to the switch log.
+    func logAppleSwitch(_ entry: AppleSwitchLogEntry) throws
+    /// The switch log of an app and environment, oldest first, the last `limit` entries.
+    func appleSwitchLog(bundleID: String, environment: AppStoreEnvironment, limit: Int) throws -> [AppleSwitchLogEntry]
 
     // MARK: Quarantine
 

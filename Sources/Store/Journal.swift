@@ -21,6 +21,10 @@ public struct JournalItem: Sendable {
     public var events: [CanonicalEvent] = []
     /// V1 waiting for verifyReceipt.
     public var needsReceipt = false
+    /// V2: the V1 `notification_type` of its V1 shape, nil when V1 has no counterpart (docs/architecture.md, "The V1
+    /// shape of a V2 notification"). Such a notification is passed to `v1_passthrough` downstreams as a V1 body and,
+    /// under V1 authority, yields the V1 path's event, where it stands alone (``StoreTransaction/standsAlone(_:bundleID:environment:now:)``).
+    public var v1NotificationType: String?
 
     public init(key: String, version: Generation, receivedAt: Int64, body: [UInt8]) {
         (self.key, self.version, self.receivedAt, self.body) = (key, version, receivedAt, body)

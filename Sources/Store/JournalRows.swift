@@ -38,6 +38,17 @@ extension JournalRows {
                 try insertDelivery(downstream: name, eventID: nil, journalID: journalID, now: now)
             }
         }
+        // A V2 notification with a V1 counterpart that is the only notification of its event keeps the V1 side fed: the
+        // old backend gets its V1 shape, and under V1 authority the V1 path gets its event from that shape (a receipt
+        // job on the V2 row: verifyReceipt of the latest stored receipt, or the shape itself).
+        if item.version == .v2, item.v1NotificationType != nil, let bundle = item.bundleID, let environment = item.environment {
+            let passthrough = routing.passthroughTargets(bundleID: bundle, environment: environment)
+            let view = authority == .v1 && routing.hasV1Path(bundle)
+            if !passthrough.isEmpty || view, try standsAlone(.v2, bundleID: bundle, environment: environment, now: now) {
+                for name in passthrough { try insertDelivery(downstream: name, eventID: nil, journalID: journalID, now: now) }
+                if view { try insertReceiptJob(journalID: journalID, now: now) }
+            }
+        }
         return outcome
     }
 

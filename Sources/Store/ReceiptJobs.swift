@@ -11,6 +11,10 @@ public struct ReceiptJob: Sendable, Hashable {
     public var key: String
     /// The authority the notification arrived under.
     public var authority: Generation?
+    /// The notification's version: a V1 body's receipt, or the V1 view of a V2 notification (docs/architecture.md,
+    /// "The V1 shape of a V2 notification").
+    public var version: Generation = .v1
+    public var environment: AppStoreEnvironment?
 }
 
 /// A verifyReceipt job's bookkeeping, as an operator (or a test) looks at it.

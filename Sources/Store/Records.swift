@@ -75,6 +75,8 @@ public protocol DeliveryRouting: Sendable {
     func passthroughTargets(bundleID: String?, environment: AppStoreEnvironment?) -> [String]
     /// Whether the bundle's two paths are compared.
     func compares(_ bundleID: String?) -> Bool
+    /// Whether the bundle has a V1 path: V1 shared secrets, so V1 bodies can be read and verifyReceipt asked.
+    func hasV1Path(_ bundleID: String?) -> Bool
 }
 
 /// Who runs a claimed background job, and until when: when the store is shared by several instances, another one

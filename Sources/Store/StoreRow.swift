@@ -89,7 +89,7 @@ extension CutoverRecord {
         self.init(
             at: row.int64("at") ?? 0, bundleID: bundleID, environment: environment.rawValue, from: row.string("from_authority") ?? "",
             to: row.string("to_authority") ?? "", who: row.string("who") ?? "", reason: row.string("reason"),
-            verdict: row.string("verdict") ?? "", forced: row.bool("forced") ?? false)
+            verdict: row.string("verdict") ?? "", forced: row.bool("forced") ?? false, origin: row.string("origin") ?? "cutover")
     }
 }
 
@@ -184,7 +184,8 @@ extension ReceiptJob {
         guard let id = row.int64("journal_id") else { return nil }
         self.init(journalID: id, attempts: row.int("attempts") ?? 0, body: row.bytes("body") ?? [], bundleID: row.string("bundle_id") ?? "",
                   secretName: row.string("secret_name") ?? "", receivedAt: row.int64("received_at") ?? time,
-                  key: row.string("notification_key") ?? "", authority: row.generation("authority"))
+                  key: row.string("notification_key") ?? "", authority: row.generation("authority"), version: row.generation("version") ?? .v1,
+                  environment: row.environment("environment"))
     }
 }
 
@@ -275,3 +276,37 @@ extension RecoveredCount {
 
 /// The columns a recovery run is read with.
 let reconcileRunColumns = "id, bundle_id, environment, kind, next_run_at, watermark, attempts, last_run_at, last_error, checked, recovered, calls"
+
+// MARK: The switch
+
+extension AppleSwitchState {
+    init?(row: some StoreRow) {
+        guard let bundle = row.string("bundle_id"), let env = row.environment("environment") else { return nil }
+        self.init(bundleID: bundle, environment: env)
+        appID = row.string("app_id")
+        appleVersion = row.generation("apple_version")
+        appleURL = row.string("apple_url")
+        readAt = row.int64("read_at")
+        migrationID = row.string("migration_id")
+        target = row.generation("target")
+        previous = row.generation("previous")
+        step = row.string("step").map(AppleSwitchStep.init(rawValue:))
+        probeToken = row.string("probe_token")
+        who = row.string("who")
+        reason = row.string("reason")
+        forced = row.bool("forced") ?? false
+        startedAt = row.int64("started_at")
+        updatedAt = row.int64("updated_at")
+        error = row.string("error")
+    }
+}
+
+extension AppleSwitchLogEntry {
+    init?(row: some StoreRow) {
+        guard let bundle = row.string("bundle_id"), let env = row.environment("environment"), let id = row.string("migration_id"),
+            let step = row.string("step")
+        else { return nil }
+        self.init(at: row.int64("at") ?? 0, bundleID: bundle, environment: env, migrationID: id, step: AppleSwitchStep(rawValue: step),
+                  outcome: row.string("outcome") ?? "", detail: row.string("detail"))
+    }
+}

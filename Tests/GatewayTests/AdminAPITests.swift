@@ -12,7 +12,8 @@ import Testing
         let now: @Sendable () -> Int64 = { GatewayHarness.t }
         return AdminAPI(
             token: Array(token.utf8), tokenEnv: "ADMIN_TOKEN", reportWindowMillis: 86_400_000, metrics: h.metrics,
-            operations: Operations(store: h.store, now: now), ledger: CompareLedger(store: h.store, config: h.config), ingest: h.ingest,
+            operations: Operations(store: h.store, now: now), ledger: CompareLedger(store: h.store, config: h.config),
+            switcher: h.service.switcher, ingest: h.ingest,
             v1Secrets: [], log: Log(now: now, sink: { logs.append($0) }), now: now,
             reportRenderer: { _, format in format == "text" ? ("text/plain", Array("rendered".utf8)) : nil })
     }

@@ -181,6 +181,7 @@ import WireJSON
             func eventTargets(bundleID: String?, environment: AppStoreEnvironment?, authoritative: Bool) -> [String] { ["retired"] }
             func passthroughTargets(bundleID: String?, environment: AppStoreEnvironment?) -> [String] { [] }
             func compares(_ bundleID: String?) -> Bool { false }
+            func hasV1Path(_ bundleID: String?) -> Bool { false }
         }
         var event = CanonicalEvent(id: "retired-event", source: .v2, kind: .renewal, rawType: "DID_RENEW", eventDate: GatewayHarness.t,
                                    eventDateSource: .signedDate, verified: true)

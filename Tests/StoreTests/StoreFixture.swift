@@ -26,6 +26,7 @@ struct TestRouting: DeliveryRouting {
     }
     func passthroughTargets(bundleID: String?, environment: AppStoreEnvironment?) -> [String] { ["legacy"] }
     func compares(_ bundleID: String?) -> Bool { bundleID.map(compared.contains) ?? false }
+    func hasV1Path(_ bundleID: String?) -> Bool { true }
 }
 
 /// A fresh store of one kind — SQLite in a scratch folder, PostgreSQL in a schema of its own — with

@@ -36,9 +36,9 @@ extension StoreTests {
         #expect(entry.bundleID == Self.bundle && entry.environment == .sandbox && entry.authority == .v2 && entry.body == item.body)
         #expect(try f.store.read { tx in try tx.journalEntries(id: nil, key: "uuid-1", limit: 10) }.map(\.id) == [id])
         #expect(try f.store.read { tx in try tx.journalEntries(id: nil, key: "other", limit: 10) }.isEmpty)
-        #expect(try f.store.read { tx in try tx.receivesV2(bundleID: Self.bundle, environment: .sandbox, since: 100) })
-        #expect(try !f.store.read { tx in try tx.receivesV2(bundleID: Self.bundle, environment: .sandbox, since: 101) })
-        #expect(try !f.store.read { tx in try tx.receivesV2(bundleID: Self.bundle, environment: .production, since: 0) })
+        #expect(try f.store.read { tx in try tx.receives(.v2, bundleID: Self.bundle, environment: .sandbox, since: 100) })
+        #expect(try !f.store.read { tx in try tx.receives(.v2, bundleID: Self.bundle, environment: .sandbox, since: 101) })
+        #expect(try !f.store.read { tx in try tx.receives(.v2, bundleID: Self.bundle, environment: .production, since: 0) })
 
         let stored = try #require(try f.store.read { tx in try tx.events(id: "uuid-1", originalTransactionID: nil, limit: 10) }.first)
         #expect(stored.event == event && stored.json == CanonicalJSON.encode(event))

@@ -2,6 +2,8 @@ internal import HTTPServer
 internal import Crypto
 internal import Store
 internal import V1Adapter
+internal import WireJSON
+import Synchronization
 
 /// The admin listener's routes, behind the bearer token: `/metrics` (also `/admin/metrics`), `/admin/status`,
 /// dead letters, replay, the quarantine, one subscription, the comparison report and cutover (docs/operations.md).
@@ -16,6 +18,7 @@ struct AdminAPI: Sendable {
     let metrics: Metrics
     let operations: Operations
     let ledger: CompareLedger
+    let switcher: AppleSwitcher
     let ingest: NotificationIngest
     let v1Secrets: [SharedSecret]
     let log: Log
@@ -82,8 +85,49 @@ struct AdminAPI: Sendable {
             return ServerResponse(status: 200, headers: [("Content-Type", rendered.contentType)], body: rendered.body)
         case ("POST", ["admin", "cutover"]):
             return try cutover(query)
+        case ("POST", ["admin", "migrate"]):
+            return try migrate(query)
         default:
             return .answer(GatewayError(.notFound, "no such admin endpoint"))
+        }
+    }
+
+    /// `POST /admin/migrate?bundle=…&environment=…&to=v2|v1[&dry_run=true][&force=true][&reason=…][&probe_timeout=2m]`:
+    /// switches Apple's notification version and then the authority (``AppleSwitcher``), answering when the switch is
+    /// over — `{"outcome": "done"|"planned", "steps": [...]}` — or with the refusal's code and status and the steps so
+    /// far. The request holds one of the admin listener's threads for up to the probe's timeout.
+    private func migrate(_ query: AdminQuery) throws -> ServerResponse {
+        guard let bundle = query["bundle"] else { return .answer(GatewayError(.badRequest, "give bundle, environment and to (v2 or v1)")) }
+        let request = try checked { () throws(GatewayError) in
+            try MigrationRequest.parse(bundleID: bundle, environment: query["environment"], to: query["to"], dryRun: query["dry_run"] == "true",
+                                       force: query["force"] == "true", reason: query["reason"], probeTimeout: query["probe_timeout"],
+                                       who: "admin-api (\(tokenEnv))")
+        }
+        let steps = StepCollector()
+        let switcher = self.switcher
+        let outcome = BlockingTask.wait { () async -> Result<AppleSwitchState, MigrationError> in
+            do throws(MigrationError) {
+                return .success(try await switcher.run(request) { steps.append($0) })
+            } catch {
+                return .failure(error)
+            }
+        }
+        var w = JSONObjectWriter()
+        switch outcome {
+        case .success(let state):
+            w.string("outcome", request.dryRun ? "planned" : state.step?.rawValue ?? "done")
+            w.raw("steps", JSONOutput.encode(steps.all))
+            log.warn("Apple's notification version switched", ["bundle": .string(bundle), "environment": .string(request.environment.rawValue),
+                                                               "to": .string(request.target.rawValue), "dry_run": .bool(request.dryRun)])
+            return .json(200, w.finish())
+        case .failure(let error):
+            var e = JSONObjectWriter()
+            e.string("code", error.code.rawValue)
+            e.string("cause", error.cause)
+            e.string("message", error.message)
+            w.raw("error", e.finish())
+            w.raw("steps", JSONOutput.encode(steps.all))
+            return .json(error.code.status, w.finish())
         }
     }
 
@@ -104,4 +148,11 @@ struct AdminAPI: Sendable {
             return .json(error.code.status, NotificationIngest.errorBody(code: error.code.rawValue, message: error.description))
         }
     }
+}
+
+/// The steps a switch reports, collected from its task.
+final class StepCollector: Sendable {
+    private let steps = Mutex<[MigrationStepReport]>([])
+    func append(_ step: MigrationStepReport) { steps.withLock { $0.append(step) } }
+    var all: [MigrationStepReport] { steps.withLock { $0 } }
 }

@@ -21,6 +21,8 @@ public struct GatewayConfig: Sendable {
         public var compare: Bool
         public var verifyReceipt: Bool
         public var downstreams: [String]
+        /// Per environment, the URL Apple must send this app's notifications to: this gateway's `/notifications`.
+        public var notificationURL: [AppStoreEnvironment: String] = [:]
 
         public func authority(for environment: AppStoreEnvironment) -> Authority { authorityByEnvironment[environment] ?? authority }
         /// Whether Apple may send this app V1 notifications (a shared secret is configured).

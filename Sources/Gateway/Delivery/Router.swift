@@ -9,9 +9,12 @@ public struct Router: DeliveryRouting {
     let appDownstreams: [String: [String]]
     /// Bundles with `compare: true`.
     let compared: Set<String>
+    /// Bundles with V1 shared secrets.
+    let v1Bundles: Set<String>
 
     public init(config: GatewayConfig) {
         compared = Set(config.apps.filter(\.compare).map(\.bundleID))
+        v1Bundles = Set(config.apps.filter(\.acceptsV1).map(\.bundleID))
         downstreams = Dictionary(config.downstreams.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         let all = config.downstreams.map(\.name)
         appDownstreams = Dictionary(
@@ -46,4 +49,7 @@ public struct Router: DeliveryRouting {
 
     /// Whether the bundle's two paths are compared (`compare: true`).
     public func compares(_ bundleID: String?) -> Bool { bundleID.map(compared.contains) ?? false }
+
+    /// Whether the bundle takes V1 (`shared_secret_env`).
+    public func hasV1Path(_ bundleID: String?) -> Bool { bundleID.map(v1Bundles.contains) ?? false }
 }

@@ -36,6 +36,10 @@ public final class GatewayService: Sendable {
         /// The roots V2 notifications must chain to; nil: Apple Root CA - G3 plus the config's `trust.extra_roots`
         /// (sandbox only). Set in code only, never from a file: tests trust their own PKI's root like Apple's.
         public var trustAnchors: TrustAnchors? = nil
+        /// App Store Connect for the switch (`migrate`); nil: the one `app_store_connect` configures (when it does).
+        public var appleSettings: (any AppleNotificationSettings)? = nil
+        /// The switch's proof that Apple sends V2; nil: the App Store Server API's test notification (`app_store_api`).
+        public var testNotificationProbe: (any TestNotificationProbe)? = nil
         /// `serve --demo-verify-time` (see ``NotificationIngest/Limits/demoSandboxVerifyTime``); nil in production.
         public var demoSandboxVerifyTime: Int64? = nil
         /// Renders `GET /admin/report?format=…`: the content type and bytes, or nil for a format it does not offer
@@ -84,6 +88,8 @@ public final class GatewayService: Sendable {
     public let reconcile: ReconcileWorker
     /// The report and cutover (CLI and admin API).
     public let ledger: CompareLedger
+    /// Switching Apple's notification version (`migrate`, CLI and admin API).
+    public let switcher: AppleSwitcher
     /// The App Store Server API clients, when `app_store_api` is configured.
     public var appStoreAPI: AppStoreAPIPathSource? { compare.v2Source as? AppStoreAPIPathSource }
     /// `POST /notifications` and `/healthz`.
@@ -162,6 +168,9 @@ public final class GatewayService: Sendable {
             ?? AppStoreAPIPathSource.make(config: config, environment: env, transport: dependencies.transport, adapter: v2,
                                           now: dependencies.now, jitter: dependencies.jitter)
         ledger = CompareLedger(store: store, config: config, v2PathAvailable: v2Source != nil)
+        let probe = dependencies.testNotificationProbe ?? (v2Source as? AppStoreAPIPathSource).map(AppStoreAPITestNotifications.init(source:))
+        switcher = AppleSwitcher(store: store, config: config, ledger: ledger, settings: dependencies.appleSettings, probe: probe,
+                                 now: dependencies.now)
         compare = CompareWorker(
             context: workers, settings: config.compareSettings, silenceAlertMillis: config.silenceAlertMillis, v2Source: v2Source,
             receiptClient: verifyReceipt, apps: v1Apps, policy: dependencies.comparePolicy)
@@ -175,7 +184,7 @@ public final class GatewayService: Sendable {
         if let token = secrets.adminToken {
             adminAPI = AdminAPI(
                 token: token, tokenEnv: config.adminTokenEnv, reportWindowMillis: config.compareSettings.rule.windowMillis,
-                metrics: metrics, operations: operations, ledger: ledger, ingest: ingest, v1Secrets: v1Secrets, log: log,
+                metrics: metrics, operations: operations, ledger: ledger, switcher: switcher, ingest: ingest, v1Secrets: v1Secrets, log: log,
                 now: dependencies.now, reportRenderer: dependencies.reportRenderer)
         } else {
             adminAPI = nil

@@ -75,7 +75,9 @@ public struct Operations: Sendable {
             let receipts = try tx.receiptJobCounts()
             let lanes = try tx.quarantineUsage()
             let authority = try tx.authorities()
+            let apple = try tx.appleSwitches()
             func number(_ n: some BinaryInteger) -> JSONValue { .number(String(n)) }
+            func text(_ s: String?) -> JSONValue { s.map { .string($0) } ?? .null }
             return .object(JSONObject([
                 ("journal", number(counts.journal)),
                 ("events", number(counts.events)),
@@ -87,6 +89,18 @@ public struct Operations: Sendable {
                     .object(JSONObject([
                         ("bundle_id", .string(a.bundleID)), ("environment", .string(a.environment.rawValue)),
                         ("authority", .string(a.authority.rawValue)), ("origin", .string(a.origin.rawValue)),
+                    ]))
+                })),
+                // What Apple sends, per app and environment, as the gateway last read it from App Store Connect, and the
+                // switch in progress or last finished (docs/operations.md, "Migrating a bundle").
+                ("apple", .array(apple.map { a in
+                    .object(JSONObject([
+                        ("bundle_id", .string(a.bundleID)), ("environment", .string(a.environment.rawValue)),
+                        ("version", text(a.appleVersion?.rawValue)), ("url", text(a.appleURL)), ("read_at", a.readAt.map(number) ?? .null),
+                        ("switch", a.migrationID == nil ? .null : .object(JSONObject([
+                            ("migration_id", text(a.migrationID)), ("target", text(a.target?.rawValue)), ("previous", text(a.previous?.rawValue)),
+                            ("step", text(a.step?.rawValue)), ("updated_at", a.updatedAt.map(number) ?? .null), ("error", text(a.error)),
+                        ]))),
                     ]))
                 })),
             ]))

@@ -121,11 +121,11 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         if compare, let snapshot = V1EventBuilder.snapshots(from: answer, observedAt: time).first(where: { $0.originalTransactionID == otid }) {
             try tx.putSnapshot(snapshot, path: .v1)
         }
-        // The V2 path's event stands in for this V1 notification only while Apple is not sending V2 itself (then its
-        // V2 notifications are that path, and deriving another event from V1 would double it).
+        // The V2 path's event stands in for this V1 notification when it is the only notification of its event (always
+        // once the gateway has switched Apple; before that, while no V2 arrives beside it, which would be that path).
         var derive = false
         if job.authority == .v2 {
-            derive = try !tx.receivesV2(bundleID: job.bundleID, environment: env, since: time - 86_400_000)
+            derive = try tx.standsAlone(.v1, bundleID: job.bundleID, environment: env, now: time)
         }
         if compare || derive {
             try tx.enqueueFetch(FetchRequest(subscription: key, fetch: .v2, v1EventID: derive ? event.id : nil, authority: job.authority,

@@ -341,6 +341,45 @@ enum PostgresSchema {
                 ALTER TABLE quarantine ADD COLUMN redacted boolean NOT NULL DEFAULT false;
                 CREATE INDEX quarantine_unredacted ON quarantine(id) WHERE NOT redacted;
                 """),
+        PostgresMigration(
+            version: 10,
+            sql: """
+                -- The switch of Apple's notification version (`migrate`): per app and environment, Apple's settings as
+                -- last read or set and the switch in progress or last finished (each step stored before it acts); the
+                -- log of every step; and which authority changes a switch made.
+                CREATE TABLE apple_switches (
+                    bundle_id text NOT NULL,
+                    environment text NOT NULL,
+                    app_id text,
+                    apple_version text,
+                    apple_url text,
+                    read_at bigint,
+                    migration_id text,
+                    target text,
+                    previous text,
+                    step text,
+                    probe_token text,
+                    who text,
+                    reason text,
+                    forced boolean NOT NULL DEFAULT false,
+                    started_at bigint,
+                    updated_at bigint,
+                    error text,
+                    PRIMARY KEY (bundle_id, environment)
+                );
+                CREATE TABLE apple_switch_log (
+                    id bigserial PRIMARY KEY,
+                    at bigint NOT NULL,
+                    bundle_id text NOT NULL,
+                    environment text NOT NULL,
+                    migration_id text NOT NULL,
+                    step text NOT NULL,
+                    outcome text NOT NULL,
+                    detail text
+                );
+                CREATE INDEX apple_switch_log_app ON apple_switch_log(bundle_id, environment, id);
+                ALTER TABLE cutover_log ADD COLUMN origin text NOT NULL DEFAULT 'cutover';
+                """),
     ]
 
     /// The advisory lock (class, object) migrations run under: the class names the gateway's migrations, the object

@@ -34,11 +34,11 @@ extension PostgresTransaction {
             """, [.text(record.bundleID), .text(record.environment), .text(authority.rawValue), .int64(record.at)])
         try c.run(
             """
-            INSERT INTO cutover_log (at, bundle_id, environment, from_authority, to_authority, who, reason, verdict, forced)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+            INSERT INTO cutover_log (at, bundle_id, environment, from_authority, to_authority, who, reason, verdict, forced, origin)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
             """,
             [.int64(record.at), .text(record.bundleID), .text(record.environment), .text(record.from), .text(record.to), .text(record.who),
-             PostgresValue(record.reason), .text(record.verdict), .bool(record.forced)])
+             PostgresValue(record.reason), .text(record.verdict), .bool(record.forced), .text(record.origin)])
     }
 
     func cutovers(bundleID: String, environment: AppStoreEnvironment) throws -> [CutoverRecord] {

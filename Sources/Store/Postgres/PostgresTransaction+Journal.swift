@@ -101,10 +101,10 @@ extension PostgresTransaction {
         ).map(JournalEntry.init(row:))
     }
 
-    func receivesV2(bundleID: String, environment: AppStoreEnvironment, since: Int64) throws -> Bool {
+    func receives(_ version: Generation, bundleID: String, environment: AppStoreEnvironment, since: Int64) throws -> Bool {
         try c.queryOne(
-            "SELECT 1 AS y FROM journal WHERE bundle_id = $1 AND environment = $2 AND version = 'v2' AND received_at >= $3 LIMIT 1",
-            [.text(bundleID), .text(environment.rawValue), .int64(since)]) != nil
+            "SELECT 1 AS y FROM journal WHERE bundle_id = $1 AND environment = $2 AND version = $3 AND received_at >= $4 LIMIT 1",
+            [.text(bundleID), .text(environment.rawValue), .text(version.rawValue), .int64(since)]) != nil
     }
 
     func events(id: String?, originalTransactionID: String?, limit: Int) throws -> [StoredEvent] {

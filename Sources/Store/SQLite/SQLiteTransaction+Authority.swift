@@ -34,11 +34,11 @@ extension SQLiteTransaction {
             """, [.text(record.bundleID), .text(record.environment), .text(authority.rawValue), .integer(record.at)])
         try c.run(
             """
-            INSERT INTO cutover_log (at, bundle_id, environment, from_authority, to_authority, who, reason, verdict, forced)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            INSERT INTO cutover_log (at, bundle_id, environment, from_authority, to_authority, who, reason, verdict, forced, origin)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
             [.integer(record.at), .text(record.bundleID), .text(record.environment), .text(record.from), .text(record.to), .text(record.who),
-             SQLiteValue(record.reason), .text(record.verdict), .integer(record.forced ? 1 : 0)])
+             SQLiteValue(record.reason), .text(record.verdict), .integer(record.forced ? 1 : 0), .text(record.origin)])
     }
 
     func cutovers(bundleID: String, environment: AppStoreEnvironment) throws -> [CutoverRecord] {

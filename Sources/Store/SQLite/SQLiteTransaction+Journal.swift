@@ -90,10 +90,10 @@ extension SQLiteTransaction {
         ).map(JournalEntry.init(row:))
     }
 
-    func receivesV2(bundleID: String, environment: AppStoreEnvironment, since: Int64) throws -> Bool {
+    func receives(_ version: Generation, bundleID: String, environment: AppStoreEnvironment, since: Int64) throws -> Bool {
         try c.queryOne(
-            "SELECT 1 AS y FROM journal WHERE bundle_id = ? AND environment = ? AND version = 'v2' AND received_at >= ? LIMIT 1",
-            [.text(bundleID), .text(environment.rawValue), .integer(since)]) != nil
+            "SELECT 1 AS y FROM journal WHERE bundle_id = ? AND environment = ? AND version = ? AND received_at >= ? LIMIT 1",
+            [.text(bundleID), .text(environment.rawValue), .text(version.rawValue), .integer(since)]) != nil
     }
 
     func events(id: String?, originalTransactionID: String?, limit: Int) throws -> [StoredEvent] {

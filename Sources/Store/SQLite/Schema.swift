@@ -292,5 +292,44 @@ enum Schema {
                 ALTER TABLE quarantine ADD COLUMN redacted INTEGER NOT NULL DEFAULT 0;
                 CREATE INDEX quarantine_unredacted ON quarantine(id) WHERE redacted = 0;
                 """),
+        SQLiteMigration(
+            version: 9,
+            sql: """
+                -- The switch of Apple's notification version (`migrate`): per app and environment, Apple's settings as
+                -- last read or set and the switch in progress or last finished (each step stored before it acts); the
+                -- log of every step; and which authority changes a switch made.
+                CREATE TABLE apple_switches (
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    app_id TEXT,                             -- App Store Connect's id of the app
+                    apple_version TEXT,                      -- v1 | v2: Apple's setting as last read or set
+                    apple_url TEXT,
+                    read_at INTEGER,
+                    migration_id TEXT,
+                    target TEXT,                             -- v1 | v2
+                    previous TEXT,                           -- Apple's version before the switch: what a revert restores
+                    step TEXT,                               -- preflight | patching | probing | authority | reverting | done | reverted
+                    probe_token TEXT,
+                    who TEXT,
+                    reason TEXT,
+                    forced INTEGER NOT NULL DEFAULT 0,
+                    started_at INTEGER,
+                    updated_at INTEGER,
+                    error TEXT,
+                    PRIMARY KEY (bundle_id, environment)
+                );
+                CREATE TABLE apple_switch_log (
+                    id INTEGER PRIMARY KEY,
+                    at INTEGER NOT NULL,
+                    bundle_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    migration_id TEXT NOT NULL,
+                    step TEXT NOT NULL,
+                    outcome TEXT NOT NULL,                   -- ok | failed | refused
+                    detail TEXT
+                );
+                CREATE INDEX apple_switch_log_app ON apple_switch_log(bundle_id, environment, id);
+                ALTER TABLE cutover_log ADD COLUMN origin TEXT NOT NULL DEFAULT 'cutover';   -- cutover | migrate
+                """),
     ]
 }

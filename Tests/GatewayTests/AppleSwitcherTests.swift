@@ -1,0 +1,270 @@
+import Canonical
+import Foundation
+@testable import Gateway
+import Store
+import StoreTestSupport
+import Synchronization
+import TestSupport
+import Testing
+
+/// The switch of Apple's notification version (``AppleSwitcher``) against in-memory stand-ins for App Store Connect and
+/// the test notification: every step stored, refusals that change nothing, a failed probe that sets Apple back, a run
+/// that died resumed or reverted. The same switch against the simulator's App Store Connect, with real processes, is in
+/// `MigrationEndToEndTests`.
+@Suite struct AppleSwitcherTests {
+    static let bundle = "com.example.gateway"
+    static let url = "https://gateway.example/notifications"
+
+    /// App Store Connect: one app, its URL and version per environment; answers can be made to fail.
+    final class FakeConnect: AppleNotificationSettings, Sendable {
+        struct State {
+            var urls: [AppStoreEnvironment: String] = [.sandbox: AppleSwitcherTests.url, .production: AppleSwitcherTests.url]
+            var versions: [AppStoreEnvironment: Generation] = [.sandbox: .v1, .production: .v1]
+            var failures: [AppleSettingsError] = []
+            var patches: [(Generation, AppStoreEnvironment)] = []
+            /// Called after each PATCH (the test's crash point).
+            var afterPatch: (@Sendable () -> Void)? = nil
+        }
+        let state = Mutex(State())
+
+        func app(bundleID: String) async throws(AppleSettingsError) -> AppleAppSettings {
+            try state.withLock { s throws(AppleSettingsError) in
+                if !s.failures.isEmpty { throw s.failures.removeFirst() }
+                guard bundleID == AppleSwitcherTests.bundle else { throw AppleSettingsError(code: "not_found", message: "no app") }
+                return AppleAppSettings(appID: "1234", urls: s.urls, versions: s.versions)
+            }
+        }
+
+        func setVersion(_ version: Generation, environment: AppStoreEnvironment, appID: String) async throws(AppleSettingsError)
+            -> AppleAppSettings
+        {
+            let (answer, hook) = try state.withLock { s throws(AppleSettingsError) in
+                if !s.failures.isEmpty { throw s.failures.removeFirst() }
+                s.versions[environment] = version
+                s.patches.append((version, environment))
+                return (AppleAppSettings(appID: appID, urls: s.urls, versions: s.versions), s.afterPatch)
+            }
+            hook?()
+            return answer
+        }
+
+        var sandbox: Generation { state.withLock { $0.versions[.sandbox] ?? .v1 } }
+        var patches: [(Generation, AppStoreEnvironment)] { state.withLock { $0.patches } }
+    }
+
+    /// Apple's test notification: delivered to the gateway (its ingest) when Apple is set to V2 and `delivers` holds.
+    final class FakeProbe: TestNotificationProbe, Sendable {
+        let connect: FakeConnect
+        let ingest: NotificationIngest
+        let delivers: Bool
+        let requests = Atomic<Int>(0)
+        init(connect: FakeConnect, ingest: NotificationIngest, delivers: Bool = true) {
+            (self.connect, self.ingest, self.delivers) = (connect, ingest, delivers)
+        }
+
+        func request(bundleID: String, environment: AppStoreEnvironment) async throws(AppleSettingsError) -> String {
+            requests.add(1, ordering: .relaxed)
+            if delivers, connect.sandbox == .v2 {
+                _ = ingest.handle((try? Fixtures.bytes("v2-synthetic/notif-test.json")) ?? [])
+            }
+            return "token-\(requests.load(ordering: .relaxed))"
+        }
+
+        func status(bundleID: String, environment: AppStoreEnvironment, token: String) async throws(AppleSettingsError)
+            -> (notificationID: String?, attempts: [String])
+        {
+            ("1f9663b6-e292-5ed5-8aa3-d5be96430eb1", delivers && connect.sandbox == .v2 ? ["SUCCESS"] : [])
+        }
+    }
+
+    /// The harness's gateway with a `notification_url` for its app, and a clock the test moves.
+    final class Rig: Sendable {
+        let h: GatewayHarness
+        let connect = FakeConnect()
+        let probe: FakeProbe
+        let clock = TestClock(GatewayHarness.t + 3_600_000)
+        let steps = StepCollector()
+        let switcher: AppleSwitcher
+
+        init(delivers: Bool = true, url: String = AppleSwitcherTests.url) throws {
+            h = try GatewayHarness()
+            var config = h.config
+            if let i = config.apps.firstIndex(where: { $0.bundleID == AppleSwitcherTests.bundle }) {
+                config.apps[i].notificationURL = [.sandbox: url, .production: url]
+            }
+            probe = FakeProbe(connect: connect, ingest: h.ingest, delivers: delivers)
+            let clock = self.clock
+            var switcher = AppleSwitcher(store: h.store, config: config, ledger: h.service.ledger, settings: connect, probe: probe,
+                                         now: { clock.now }, newID: { "m-1" })
+            switcher.pollMillis = 1
+            switcher.retestMillis = 0
+            self.switcher = switcher
+        }
+
+        func request(_ target: Generation, force: Bool = true, timeout: Int64 = 2_000) -> MigrationRequest {
+            var r = MigrationRequest(bundleID: AppleSwitcherTests.bundle, environment: .sandbox, target: target, who: "tester")
+            r.force = force
+            r.probeTimeoutMillis = timeout
+            return r
+        }
+
+        func run(_ request: MigrationRequest) async throws(MigrationError) -> AppleSwitchState {
+            let steps = self.steps
+            return try await switcher.run(request) { steps.append($0) }
+        }
+
+        var authority: Generation { (try? h.store.read { try $0.authority(bundleID: AppleSwitcherTests.bundle, environment: .sandbox) }) ?? .v1 }
+        var record: AppleSwitchState? { try? h.store.read { try $0.appleSwitch(bundleID: AppleSwitcherTests.bundle, environment: .sandbox) } }
+        var outcomes: [String] { steps.all.map { "\($0.step):\($0.outcome)" } }
+    }
+
+    /// Time as the test moves it.
+    final class TestClock: Sendable {
+        private let value: Atomic<Int64>
+        init(_ start: Int64) { value = Atomic(start) }
+        var now: Int64 { value.load(ordering: .relaxed) }
+        func advance(_ millis: Int64) { value.add(millis, ordering: .relaxed) }
+    }
+
+    static func seedAuthority(_ rig: Rig, _ authority: Generation) throws {
+        _ = try rig.h.store.write { tx in
+            try tx.recordCutover(CutoverRecord(at: 0, bundleID: Self.bundle, environment: "sandbox", from: "v2", to: authority.rawValue,
+                                               who: "test", reason: nil, verdict: "ready", forced: false), to: authority)
+        }
+    }
+
+    @Test func aSwitchToV2SetsAppleProvesItAndMovesTheAuthority() async throws {
+        let rig = try Rig()
+        defer { rig.h.close() }
+        try Self.seedAuthority(rig, .v1)
+        let state = try await rig.run(rig.request(.v2))
+        #expect(state.step == .done && state.appleVersion == .v2 && state.previous == .v1)
+        #expect(rig.connect.sandbox == .v2)
+        #expect(rig.authority == .v2)
+        #expect(rig.outcomes == ["preflight:ok", "patch:ok", "probe:requested", "probe:ok", "authority:ok"])
+        let cutover = try #require(try await rig.h.store.read { try $0.cutovers(bundleID: Self.bundle, environment: .sandbox) }.last)
+        #expect(cutover.origin == "migrate" && cutover.from == "v1" && cutover.to == "v2" && cutover.forced)
+        // Every step is in the switch log, and the status shows what Apple sends.
+        let log = try await rig.h.store.read { try $0.appleSwitchLog(bundleID: Self.bundle, environment: .sandbox, limit: 100) }
+        #expect(log.map(\.step.rawValue) == ["preflight", "patch", "probe", "probe", "authority"])
+        let status = try rig.h.service.operations.status()
+        #expect(status.objectValue?["apple"]?.arrayValue?.first?.objectValue?["version"] == .string("v2"))
+    }
+
+    @Test func backToV1ReadsAppleAndMovesTheAuthorityBack() async throws {
+        let rig = try Rig()
+        defer { rig.h.close() }
+        try Self.seedAuthority(rig, .v1)
+        _ = try await rig.run(rig.request(.v2))
+        _ = try await rig.run(rig.request(.v1))
+        #expect(rig.connect.sandbox == .v1 && rig.authority == .v1)
+        #expect(rig.outcomes.suffix(4) == ["preflight:ok", "patch:ok", "probe:ok", "authority:ok"])
+    }
+
+    @Test func aProbeThatNeverArrivesSetsAppleBackAndLeavesTheAuthority() async throws {
+        let rig = try Rig(delivers: false)
+        defer { rig.h.close() }
+        try Self.seedAuthority(rig, .v1)
+        let clock = rig.clock
+        // Time passes as the probe polls: each look at Apple's answer moves the clock on.
+        rig.connect.state.withLock { $0.afterPatch = { clock.advance(500) } }
+        let run = Task { try await rig.run(rig.request(.v2, timeout: 1_000)) }
+        while !rig.steps.all.contains(where: { $0.step == "revert" }) {
+            clock.advance(100)
+            try await Task.sleep(for: .milliseconds(1))
+        }
+        await #expect(throws: MigrationError.self) { try await run.value }
+        #expect(rig.connect.sandbox == .v1, "Apple set back")
+        #expect(rig.authority == .v1)
+        #expect(rig.record?.step == .reverted && rig.record?.error == "probe_failed")
+        #expect(rig.outcomes.contains("probe:failed") && rig.outcomes.last == "revert:ok")
+    }
+
+    @Test(arguments: [
+        ("unauthorized", 401), ("forbidden", 403), ("not_found", 404), ("conflict", 409), ("rate_limited", 429), ("unavailable", 500),
+    ])
+    func appleRefusingThePatchChangesNothing(_ code: String, _ status: Int) async throws {
+        let rig = try Rig()
+        defer { rig.h.close() }
+        try Self.seedAuthority(rig, .v1)
+        // The read of the preflight passes; the PATCH is refused.
+        rig.connect.state.withLock { $0.failures = [] }
+        let failing = AppleSettingsError(code: code, message: "Apple says \(status)", retryAfterMillis: code == "rate_limited" ? 3_000 : nil)
+        let connect = rig.connect
+        rig.connect.state.withLock { s in s.afterPatch = nil }
+        var switcher = rig.switcher
+        switcher = AppleSwitcher(store: rig.h.store, config: switcher.config, ledger: rig.h.service.ledger,
+                                 settings: RefusingPatch(inner: connect, error: failing), probe: rig.probe, now: { GatewayHarness.t }, newID: { "m" })
+        do {
+            try await switcher.run(rig.request(.v2)) { _ in }
+            Issue.record("the switch went through")
+        } catch {
+            #expect(error.code == .appleRefused && error.cause == code)
+            #expect(error.retryAfterMillis == (code == "rate_limited" ? 3_000 : nil))
+            #expect(error.message.contains("Apple says \(status)"))
+        }
+        #expect(rig.connect.sandbox == .v1 && rig.authority == .v1)
+        #expect(rig.connect.patches.isEmpty)
+    }
+
+    struct RefusingPatch: AppleNotificationSettings {
+        let inner: FakeConnect
+        let error: AppleSettingsError
+        func app(bundleID: String) async throws(AppleSettingsError) -> AppleAppSettings { try await inner.app(bundleID: bundleID) }
+        func setVersion(_ version: Generation, environment: AppStoreEnvironment, appID: String) async throws(AppleSettingsError)
+            -> AppleAppSettings
+        { throw error }
+    }
+
+    @Test func refusalsChangeNothing() async throws {
+        // Apple points elsewhere.
+        let elsewhere = try Rig(url: "https://other.example/notifications")
+        defer { elsewhere.h.close() }
+        await #expect { try await elsewhere.run(elsewhere.request(.v2)) } throws: { ($0 as? MigrationError)?.code == .urlNotOurs }
+        // Not ready, not forced.
+        let rig = try Rig()
+        defer { rig.h.close() }
+        await #expect { try await rig.run(rig.request(.v2, force: false)) } throws: { ($0 as? MigrationError)?.code == .notReady }
+        #expect(rig.connect.patches.isEmpty && elsewhere.connect.patches.isEmpty)
+        #expect(rig.record?.migrationID == nil, "no switch recorded: only what Apple was read to be")
+        #expect(rig.record?.appleVersion == .v1)
+        // A dry run plans and does nothing.
+        var dry = rig.request(.v2)
+        dry.dryRun = true
+        _ = try await rig.run(dry)
+        #expect(rig.connect.patches.isEmpty && rig.outcomes.last == "preflight:planned")
+    }
+
+    @Test func aRunThatDiedAfterThePatchIsResumedOrReverted() async throws {
+        let rig = try Rig()
+        defer { rig.h.close() }
+        try Self.seedAuthority(rig, .v1)
+        // The run dies right after Apple took the PATCH: its record says it was patching.
+        rig.connect.state.withLock { $0.afterPatch = { } }
+        var died = AppleSwitchState(bundleID: Self.bundle, environment: .sandbox)
+        (died.appID, died.appleVersion, died.migrationID, died.target, died.previous, died.step, died.forced) =
+            ("1234", .v1, "m-0", .v2, .v1, .patching, true)
+        died.updatedAt = rig.clock.now
+        rig.connect.state.withLock { $0.versions[.sandbox] = .v2 }
+        let record = died
+        _ = try await rig.h.store.write { tx in try tx.putAppleSwitch(record) }
+        // Still within its lease: the next run leaves it alone.
+        await #expect { try await rig.run(rig.request(.v2)) } throws: { ($0 as? MigrationError)?.code == .inProgress }
+        // Past it: the same target resumes (Apple is read, not patched again), the proof comes, the authority moves.
+        rig.clock.advance(rig.switcher.leaseMillis + 1)
+        let state = try await rig.run(rig.request(.v2))
+        #expect(state.step == .done && rig.authority == .v2 && rig.connect.patches.isEmpty)
+        #expect(rig.outcomes.contains("resume:ok") && rig.outcomes.contains("patch:skipped"))
+
+        // The same death, and the operator asks for V1 instead: Apple is set back first, then the switch to V1 runs.
+        let other = try Rig()
+        defer { other.h.close() }
+        try Self.seedAuthority(other, .v1)
+        other.connect.state.withLock { $0.versions[.sandbox] = .v2 }
+        _ = try await other.h.store.write { tx in try tx.putAppleSwitch(record) }
+        other.clock.advance(other.switcher.leaseMillis + 1)
+        _ = try await other.run(other.request(.v1))
+        #expect(other.connect.sandbox == .v1 && other.authority == .v1)
+        #expect(other.outcomes.first == "revert:ok")
+    }
+}
