@@ -116,7 +116,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         return Int64(n % UInt64(max(1, period)))
     }
 
-    /// What ``runNow(bundleID:environment:lagMillis:)`` did for one run.
+    /// What ``runNow(bundleID:environment:)`` did for one run.
     public struct RunReport: Sendable, Encodable {
         public var bundleID: String
         public var environment: String
