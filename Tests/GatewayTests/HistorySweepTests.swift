@@ -10,7 +10,7 @@ import TestSupport
 import V2Adapter
 
 /// The notification-history sweep (docs/operations.md, "Reconciliation") against Apple's history as a test scripts it:
-/// that it works page by page within its budget, and its lag.
+/// what it does with an item it cannot serve, that it works page by page within its budget, and its lag.
 @Suite struct HistorySweepTests {
     static let bundleID = "com.example.gateway"
 
@@ -84,6 +84,19 @@ import V2Adapter
 
         func journalKeys() throws -> [String] { try store.journal().map(\.key) }
 
+        func quarantined() throws -> [QuarantineRecord] {
+            try store.read { tx in try tx.quarantined(lane: nil, id: nil, limit: 100) }
+        }
+
+        /// The warning lines logged so far that contain `text`.
+        func warnings(_ text: String) -> [String] {
+            log.lines.withLock { $0 }.filter { $0.contains(#""level":"warn""#) && $0.contains(text) }
+        }
+
+        func skipped(_ code: String) -> Double {
+            service.metrics.counter("iapgw_reconcile_skipped_total", ["bundle": HistorySweepTests.bundleID, "code": code])
+        }
+
         func close() {
             store.close()
             try? FileManager.default.removeItem(atPath: directory)
@@ -103,6 +116,51 @@ import V2Adapter
     static func uuid(_ n: Int) -> String {
         let digits = String(n)
         return "00000000-0000-4000-8000-" + String(repeating: "0", count: max(0, 12 - digits.count)) + digits
+    }
+
+    // MARK: An item the config does not serve
+
+    @Test func anItemForABundleTheConfigDoesNotServeIsSkippedAndTheRestOfTheHistoryRecovered() async throws {
+        let missed = [Self.uuid(1), Self.uuid(2), Self.uuid(3)]
+        let pages = [
+            [try Self.signed(missed[0]), try Self.signed(Self.uuid(99), bundle: "com.example.unconfigured"), try Self.signed(missed[1])],
+            [try Self.signed(missed[2])],
+        ]
+        let rig = try Rig(reconcile: #""every": "off""#) { index, _, _ in (pages[index], index + 1 < pages.count) }
+        defer { rig.close() }
+
+        let first = try await rig.service.reconcile.runNow(bundleID: Self.bundleID, environment: .sandbox)
+        // The run succeeds: every missed notification of the page and of the next one is recovered, the other skipped.
+        #expect(first.map(\.error) == [nil])
+        #expect(first.map(\.recovered) == [3])
+        #expect(Set(try rig.journalKeys()) == Set(missed))
+        #expect(rig.skipped("unknown_bundle") == 1)
+
+        // The next sweep meets it again (the windows overlap; Apple keeps listing it): skipped again, quarantined once.
+        let second = try await rig.service.reconcile.runNow(bundleID: Self.bundleID, environment: .sandbox)
+        #expect(second.map(\.error) == [nil])
+        #expect(second.map(\.recovered) == [0])
+        #expect(rig.skipped("unknown_bundle") == 2)
+        let rows = try rig.quarantined()
+        #expect(rows.count == 1)
+        #expect(rows.first?.lane == .genuine && rows.first?.code == "unknown_bundle" && rows.first?.bundleID == "com.example.unconfigured")
+        // One warning for the bundle, not one per item met.
+        #expect(rig.warnings("com.example.unconfigured").count == 1, "\(rig.warnings("com.example.unconfigured"))")
+    }
+
+    @Test func aGenuineLaneTooFullToHoldTheItemStillEndsTheSweep() async throws {
+        // The lane holds one row: the second unservable item cannot be kept, so the run stops before going past it
+        // (the next run tries again), as for any write the store cannot make.
+        let page = [
+            try Self.signed(Self.uuid(91), bundle: "com.example.unconfigured"), try Self.signed(Self.uuid(92), bundle: "com.example.unconfigured"),
+            try Self.signed(Self.uuid(1)),
+        ]
+        let rig = try Rig(reconcile: #""every": "off""#, limits: #"{"genuine_quarantine": 1}"#) { _, _, _ in (page, false) }
+        defer { rig.close() }
+        let report = try await rig.service.reconcile.runNow(bundleID: Self.bundleID, environment: .sandbox)
+        #expect(report.map(\.error) == ["unknown_bundle"])
+        #expect(try rig.journalKeys().isEmpty)
+        #expect(try rig.quarantined().count == 1)
     }
 
     // MARK: Page by page, within the budget
