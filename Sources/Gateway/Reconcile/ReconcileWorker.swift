@@ -389,7 +389,9 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
     static let appleHistoryRetentionMillis: Int64 = 180 * 86_400_000
 
     /// Sweeps [previous end − overlap, now − lag) (the first sweep: `history_first_window` back); returns the new end.
-    /// A run cut short by its budget sweeps the same window again next time (what it fed is a duplicate then).
+    /// A run cut short by its budget sweeps the same window again next time (what it fed is a duplicate then). One page
+    /// at a time: its notifications go through the pipeline before the next page is asked for. A notification the store
+    /// keeps nowhere ends the run; one the gateway cannot serve is skipped (``skip(_:key:)``).
     func sweepHistory(_ run: Job, at time: Int64, tally: inout Tally) async throws -> Int64? {
         guard let source = historySource else { return nil }
         let key = run.key
@@ -445,7 +447,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
             return seen.insert([key.bundleID, code, result.bundleID ?? ""].joined(separator: "|")).inserted
         }
         guard first else { return }
-        log.warn("a notification in Apple's history cannot be served: skipped and quarantined (more like it are counted in iapgw_reconcile_skipped_total, not logged)", [
+        log.warn("a notification in Apple's history cannot be served: skipped, quarantined once (more are counted, not logged)", [
             "bundle": .string(key.bundleID), "environment": .string(key.environment.rawValue), "code": .string(code),
             "notification_bundle": result.bundleID.map { .string($0) }, "notification_environment": result.environment.map { .string($0) },
         ])
