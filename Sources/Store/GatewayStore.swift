@@ -61,6 +61,11 @@ extension StoreTransaction {
         return try !receives(other, bundleID: bundleID, environment: environment, since: now.clampedSubtracting(86_400_000))
     }
 
+    /// Adds a row to its lane within `cap`, whatever the lane holds already.
+    public func quarantine(_ record: QuarantineRecord, cap: QuarantineCap) throws -> QuarantineOutcome {
+        try quarantine(record, cap: cap, once: false)
+    }
+
     /// The due deliveries alone, without their payloads.
     public func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease) throws -> [DeliveryJob] {
         try claimDueDeliveries(downstream: downstream, at: time, limit: limit, lease: lease, payload: .none)
@@ -125,8 +130,11 @@ public protocol StoreTransaction {
 
     // MARK: Quarantine
 
-    /// Adds a row to its lane within `cap`; the check, any eviction and the insert are one step.
-    func quarantine(_ record: QuarantineRecord, cap: QuarantineCap) throws -> QuarantineOutcome
+    /// Adds a row to its lane within `cap`; the check, any eviction and the insert are one step. `once`: not when the
+    /// lane already holds a row with the same body, code and claimed bundle (``QuarantineOutcome/held(id:)``) — for
+    /// what Apple's notification history lists again on every run that covers it. Part of the same step, so two
+    /// instances quarantining the same body at once store one row.
+    func quarantine(_ record: QuarantineRecord, cap: QuarantineCap, once: Bool) throws -> QuarantineOutcome
     /// Quarantined rows, oldest first: of one lane, or one row, or all.
     func quarantined(lane: QuarantineRecord.Lane?, id: Int64?, limit: Int) throws -> [QuarantineRecord]
     /// Each lane's rows and bytes.

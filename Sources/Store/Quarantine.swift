@@ -47,6 +47,8 @@ public struct QuarantineRecord: Sendable {
 public enum QuarantineOutcome: Sendable, Equatable {
     /// Stored; `evicted` older rows of the same lane were dropped to make room.
     case stored(id: Int64, evicted: Int)
+    /// Not stored again: the lane already holds this body (row `id`), and the caller asked for it `once`.
+    case held(id: Int64)
     /// Not stored: the lane is full and does not evict (the genuine lane), or the row alone exceeds the lane.
     case full
 }

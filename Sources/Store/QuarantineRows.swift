@@ -9,15 +9,21 @@ protocol QuarantineRows: StoreTransaction {
     func deleteQuarantined(_ lane: QuarantineRecord.Lane, through id: Int64) throws
     /// Inserts the row, counted as `size` bytes; its id.
     func insertQuarantined(_ r: QuarantineRecord, size: Int64) throws -> Int64
+    /// The id of a row of `r`'s lane with its body, code and claimed bundle, if there is one. Reads the lane's rows of
+    /// that code and bundle, comparing lengths before bodies: bounded by the lane's cap, and only asked for bodies
+    /// quarantined `once`.
+    func quarantinedID(sameAs r: QuarantineRecord) throws -> Int64?
 }
 
 extension QuarantineRows {
-    /// Adds a row to its lane within `cap`. Runs in the caller's transaction, so the check, the eviction and the
-    /// insert are one step for concurrent writers.
-    func quarantine(_ r: QuarantineRecord, cap: QuarantineCap) throws -> QuarantineOutcome {
+    /// Adds a row to its lane within `cap` (with `once`, not when the lane holds the same body already). Runs in the
+    /// caller's transaction, after the lane's lock, so the look-up, the check, the eviction and the insert are one step
+    /// for concurrent writers.
+    func quarantine(_ r: QuarantineRecord, cap: QuarantineCap, once: Bool) throws -> QuarantineOutcome {
         let size = r.storedSize
         guard size <= cap.bytes, cap.rows >= 1 else { return .full }
         var (rows, bytes) = try laneUsageForUpdate(r.lane)
+        if once, let id = try quarantinedID(sameAs: r) { return .held(id: id) }
         var evicted = 0
         if rows + 1 > Int64(cap.rows) || bytes + size > cap.bytes {
             guard cap.evictsOldest else { return .full }

@@ -58,9 +58,11 @@ extension AppStoreAPIClient {
         public let items: [NotificationHistoryResponse.Item]
         /// The token for the next page; nil when this is the last one.
         public let nextPaginationToken: String?
+        /// The size of Apple's answer (bytes), for callers that bound what one run reads.
+        public let byteCount: Int
 
-        public init(items: [NotificationHistoryResponse.Item], nextPaginationToken: String?) {
-            (self.items, self.nextPaginationToken) = (items, nextPaginationToken)
+        public init(items: [NotificationHistoryResponse.Item], nextPaginationToken: String?, byteCount: Int = 0) {
+            (self.items, self.nextPaginationToken, self.byteCount) = (items, nextPaginationToken, byteCount)
         }
     }
 }

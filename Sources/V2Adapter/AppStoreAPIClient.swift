@@ -41,7 +41,9 @@ public struct AppStoreAPIClient: Sendable {
         public var retry: RetryPolicy
         public var timeoutMillis: Int
         public var maxResponseBytes: Int
-        /// Upper bound on the pages a following call (history, notification history) fetches before giving up.
+        /// Upper bound on the pages ``transactionHistory(transactionID:environment:)`` fetches before giving up.
+        /// Notification history has no such call: its callers take one page at a time (``notificationHistory(_:environment:paginationToken:)``)
+        /// and bound their own runs, so that no history, however long, is ever held in memory whole.
         public var maxPages: Int
 
         public static let productionBaseURL = "https://api.storekit.apple.com"
@@ -195,29 +197,13 @@ public struct AppStoreAPIClient: Sendable {
             body: Self.encode(request), environment: environment)
         let page = try Self.decode(NotificationHistoryResponse.self, body, what: "Get Notification History")
         guard page.hasMore else {
-            return NotificationHistoryPage(items: page.notificationHistory, nextPaginationToken: nil)
+            return NotificationHistoryPage(items: page.notificationHistory, nextPaginationToken: nil, byteCount: body.count)
         }
         guard let next = page.paginationToken, !next.isEmpty, next != paginationToken else {
             throw AppStoreAPIError(
                 .invalidResponse, "Get Notification History has more pages but no new pagination token")
         }
-        return NotificationHistoryPage(items: page.notificationHistory, nextPaginationToken: next)
-    }
-
-    /// Every page of Get Notification History for `request` (at most ``Configuration/maxPages``), in Apple's order.
-    public func allNotificationHistory(_ request: NotificationHistoryRequest, environment: AppStoreEnvironment)
-        async throws(AppStoreAPIError) -> [NotificationHistoryResponse.Item]
-    {
-        var items: [NotificationHistoryResponse.Item] = []
-        var token: String?
-        for _ in 0..<configuration.maxPages {
-            let page = try await notificationHistory(request, environment: environment, paginationToken: token)
-            items += page.items
-            guard let next = page.nextPaginationToken else { return items }
-            token = next
-        }
-        throw AppStoreAPIError(
-            .invalidResponse, "Get Notification History still had more after \(configuration.maxPages) pages")
+        return NotificationHistoryPage(items: page.notificationHistory, nextPaginationToken: next, byteCount: body.count)
     }
 
     /// Request a Test Notification (`POST /inApps/v1/notifications/test`): Apple sends a TEST notification to the

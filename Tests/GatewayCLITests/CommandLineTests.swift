@@ -121,6 +121,14 @@ import Testing
         await Self.expectUsage(TestNotificationCommand.self, ["--config", Self.missingConfig, "--bundle", "b"],
                                "test-notification needs --environment production or sandbox")
         await Self.expectUsage(BackfillCommand.self, ["--config", Self.missingConfig], "backfill needs --since T")
+        await Self.expectUsage(BackfillCommand.self, ["--config", Self.missingConfig, "--since", "1d", "--max-pages", "0"], "--max-pages must be")
+        await Self.expectUsage(BackfillCommand.self, ["--config", Self.missingConfig, "--since", "1d", "--max-pages", "many"], "--max-pages must be")
+        await Self.expectUsage(BackfillCommand.self, ["--config", Self.missingConfig, "--since", "1d", "--max-bytes", "lots"], "--max-bytes must be")
+        await Self.expectUsage(BackfillCommand.self, ["--config", Self.missingConfig, "--since", "1d", "--max-bytes", "0MiB"], "--max-bytes must be")
+        await Self.expectUsage(BackfillCommand.self, ["--config", Self.missingConfig, "--since", "1d", "--resume-token", "p3"],
+                               "--resume-token needs --bundle and --environment")
+        await Self.expectUsage(BackfillCommand.self, ["--config", Self.missingConfig, "--since", "1d", "--resume-token", "p3", "--bundle", "b",
+                                                      "--environment", "sandbox", "--max-pages", "5"], "config: ")
         await Self.expectUsage(SubscriptionCommand.self, ["1"], "subscription needs --config FILE")
     }
 

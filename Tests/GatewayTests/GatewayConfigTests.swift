@@ -86,6 +86,11 @@ import Testing
         (#"{"reconcile": {"requests_per_hour": 0}}"#, "reconcile.requests_per_hour"),
         (#"{"reconcile": {"alert_after": 1000001}}"#, "reconcile.alert_after"),
         (#"{"reconcile": {"sweep": "1h"}}"#, "reconcile.sweep"),
+        (#"{"reconcile": {"history_lag": "-5m"}}"#, "reconcile.history_lag"),
+        (#"{"reconcile": {"history_lag": "25h"}}"#, "reconcile.history_lag"),
+        (#"{"reconcile": {"history_lag": "soon"}}"#, "reconcile.history_lag"),
+        (#"{"reconcile": {"history_lag": "off"}}"#, "reconcile.history_lag"),
+        (#"{"reconcile": {"history_lag": 600}}"#, "reconcile.history_lag"),
         (#"{"compare": {"concurrency": 65}}"#, "compare.concurrency"),
         (#"[1]"#, ""),
         (#"{"#, ""),
@@ -107,6 +112,16 @@ import Testing
         #expect(set.historyOverlapMillis == 7_200_000 && set.historyFirstWindowMillis == 180 * 86_400_000)
         #expect(set.requestsPerHour == 50 && set.alertAfter == 7)
         #expect(try Self.parse(#"{"reconcile": {"history_sweep": "off"}}"#).reconcile.historySweepMillis == nil)
+    }
+
+    @Test func theHistorySweepLagsTenMinutesBehindNowUnlessConfiguredFromZeroToADay() throws {
+        #expect(try Self.parse("{}").reconcile.historyLagMillis == 600_000)
+        #expect(try Self.parse(#"{"reconcile": {}}"#).reconcile.historyLagMillis == 600_000)
+        #expect(try Self.parse(#"{"reconcile": {"history_lag": "0s"}}"#).reconcile.historyLagMillis == 0)
+        #expect(try Self.parse(#"{"reconcile": {"history_lag": "0"}}"#).reconcile.historyLagMillis == 0)
+        #expect(try Self.parse(#"{"reconcile": {"history_lag": "90s"}}"#).reconcile.historyLagMillis == 90_000)
+        #expect(try Self.parse(#"{"reconcile": {"history_lag": "1d"}}"#).reconcile.historyLagMillis == 86_400_000)
+        #expect(Self.field(#"{"reconcile": {"history_lag": "86400001ms"}}"#) == "reconcile.history_lag")
     }
 
     @Test func theStoreIsSQLiteOrPostgresNeverBoth() throws {

@@ -154,6 +154,30 @@ import TestSupport
         #expect(try f.store.write { tx in try tx.quarantine(r, cap: cap) } != .full)
     }
 
+    @Test(arguments: StoreKind.available) func aBodyQuarantinedOnceIsStoredOncePerLaneCodeAndBundle(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
+        let cap = QuarantineCap(rows: 1_000, bytes: 1 << 30, evictsOldest: false)
+        func row(_ body: String, code: String = "unknown_bundle", bundle: String? = "com.example.other", lane: QuarantineRecord.Lane = .genuine,
+                 at time: Int64 = 0) -> QuarantineRecord {
+            QuarantineRecord(lane: lane, receivedAt: time, version: .v2, code: code, message: "m", bundleID: bundle, body: Array(body.utf8))
+        }
+        func add(_ r: QuarantineRecord, once: Bool = true) throws -> QuarantineOutcome {
+            try f.store.write { tx in try tx.quarantine(r, cap: cap, once: once) }
+        }
+        guard case .stored(let id, _) = try add(row("a")) else { Issue.record("not stored"); return }
+        // The same body met again (a later run through Apple's history): the row it already has.
+        #expect(try add(row("a", at: 5)) == .held(id: id))
+        #expect(try add(row("a", at: 6)) == .held(id: id))
+        // Anything else is a row of its own: another body (same length or not), code, bundle or lane…
+        for other in [row("b"), row("ab"), row("a", code: "environment_mismatch"), row("a", bundle: nil), row("a", lane: .untrusted)] {
+            guard case .stored = try add(other) else { Issue.record("\(other.code) \(other.bundleID ?? "-") not stored"); continue }
+        }
+        guard case .held = try add(row("a", bundle: nil)) else { Issue.record("a row without a bundle is not found again"); return }
+        // …and without `once`, the same body again is stored again (live traffic: each refusal of Apple's retries).
+        guard case .stored = try add(row("a"), once: false) else { Issue.record("not stored without once"); return }
+        #expect(try Self.quarantined(f).count == 7)
+    }
+
     @Test(arguments: StoreKind.available) func aDeliveryOutcomeNeverOverwritesARowNoLongerPending(_ kind: StoreKind) throws {
         let f = try Fixture(kind)
         try Self.storeEvents(f, [Self.event("e1", date: 1000)])

@@ -462,7 +462,14 @@ struct FakeAppleAPI {
             try api.store.update { $0.notifications = Self.sentNotifications(otid: s.originalTransactionID) }
             let t0 = Sim.t0
             func payloads(_ r: NotificationHistoryRequest) async throws -> [String] {
-                try await api.client.allNotificationHistory(r, environment: .sandbox).map(\.signedPayload)
+                var all: [String] = []
+                var token: String?
+                repeat {
+                    let page = try await api.client.notificationHistory(r, environment: .sandbox, paginationToken: token)
+                    all += page.items.map(\.signedPayload)
+                    token = page.nextPaginationToken
+                } while token != nil
+                return all
             }
             #expect(try await payloads(NotificationHistoryRequest(startDate: t0, endDate: t0 + 100_000)) == (0..<45).map { "payload-\($0)" })
             #expect(try await payloads(NotificationHistoryRequest(startDate: t0 + 10_000, endDate: t0 + 20_000)) == (10..<20).map { "payload-\($0)" })

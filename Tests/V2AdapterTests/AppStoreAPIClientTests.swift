@@ -247,21 +247,25 @@ import Testing
         let noToken: Script = [Self.json(200, #"{"hasMore":true,"notificationHistory":[]}"#)]
         let (history, _, _) = try Self.scripted(noToken)
         let stuck = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
-            try await history.allNotificationHistory(NotificationHistoryRequest(startDate: 1, endDate: 2), environment: .sandbox)
+            try await history.notificationHistory(NotificationHistoryRequest(startDate: 1, endDate: 2), environment: .sandbox)
         })
         #expect(stuck.code == .invalidResponse)
     }
 
-    @Test func notificationHistoryPagesAreBounded() async throws {
-        let pages: Script = (1...2).map {
-            Self.json(200, "{\"paginationToken\":\"p\($0)\",\"hasMore\":true,\"notificationHistory\":[{\"signedPayload\":\"x\",\"sendAttempts\":[]}]}")
+    /// One page per call, with the size of Apple's answer: a caller bounds its run by pages and bytes (`backfill`), the
+    /// client never follows a history to its end by itself.
+    @Test func notificationHistoryComesOnePageAtATimeWithItsSize() async throws {
+        let bodies = (1...2).map {
+            "{\"paginationToken\":\"p\($0)\",\"hasMore\":true,\"notificationHistory\":[{\"signedPayload\":\"x\($0)\",\"sendAttempts\":[]}]}"
         }
-        let (client, transport, _) = try Self.scripted(pages, maxPages: 2)
-        let error = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
-            try await client.allNotificationHistory(NotificationHistoryRequest(startDate: 1, endDate: 2), environment: .sandbox)
-        })
-        #expect(error.code == .invalidResponse)
-        #expect(transport.requests.count == 2)
+        let (client, transport, _) = try Self.scripted(bodies.map { Self.json(200, $0) })
+        let request = NotificationHistoryRequest(startDate: 1, endDate: 2)
+        let first = try await client.notificationHistory(request, environment: .sandbox)
+        #expect(transport.requests.count == 1)
+        #expect(first.items.map(\.signedPayload) == ["x1"] && first.nextPaginationToken == "p1" && first.byteCount == bodies[0].utf8.count)
+        let second = try await client.notificationHistory(request, environment: .sandbox, paginationToken: first.nextPaginationToken)
+        #expect(second.items.map(\.signedPayload) == ["x2"] && second.nextPaginationToken == "p2" && second.byteCount == bodies[1].utf8.count)
+        #expect(transport.requests.map(\.url).last?.hasSuffix("?paginationToken=p1") == true)
     }
 
     // MARK: signed items

@@ -244,6 +244,13 @@ public struct GatewayConfig: Sendable {
             c.reconcile.silentForMillis = try duration("silent_for", defaults.silentForMillis)
             c.reconcile.historyOverlapMillis = try duration("history_overlap", defaults.historyOverlapMillis)
             c.reconcile.historyFirstWindowMillis = try duration("history_first_window", defaults.historyFirstWindowMillis)
+            if let lag = try reconcile.string("history_lag") {
+                // 0s is allowed (the sweep reaches up to now); more than a day would hold back every recovery that long.
+                guard let ms = DurationText.milliseconds(lag), ms <= ReconcileSettings.maxHistoryLagMillis else {
+                    throw ConfigError(field: reconcile.field("history_lag"), "must be a duration from 0s to 1d, such as 10m")
+                }
+                c.reconcile.historyLagMillis = ms
+            }
             c.reconcile.requestsPerHour = try reconcile.int("requests_per_hour", 1...1_000_000, defaults.requestsPerHour)
             c.reconcile.alertAfter = try reconcile.int("alert_after", 1...1_000_000, defaults.alertAfter)
         }
@@ -386,8 +393,8 @@ public struct GatewayConfig: Sendable {
             "tolerance", "grace", "confirm_delay", "concurrency", "min_pairs", "min_agreement_rate", "window", "allow_one_sided",
         ]
         static let reconcile: Set<String> = [
-            "every", "expiring_within", "silent_for", "history_sweep", "history_overlap", "history_first_window", "requests_per_hour",
-            "alert_after",
+            "every", "expiring_within", "silent_for", "history_sweep", "history_overlap", "history_lag", "history_first_window",
+            "requests_per_hour", "alert_after",
         ]
         static let listenTLS: Set<String> = ["cert_file", "key_file"]
         static let limits: Set<String> = [

@@ -36,6 +36,7 @@ enum Metric: String, CaseIterable, Sendable {
     case reconcileAPICallsTotal = "iapgw_reconcile_api_calls_total"
     case reconcileBudgetRemaining = "iapgw_reconcile_budget_remaining"
     case reconcileRateLimitedTotal = "iapgw_reconcile_rate_limited_total"
+    case reconcileSkippedTotal = "iapgw_reconcile_skipped_total"
     case notificationsMissed = "iapgw_notifications_missed"
     // Latency
     case verifySeconds = "iapgw_verify_seconds"
@@ -80,6 +81,8 @@ enum Metric: String, CaseIterable, Sendable {
             (.counter, "Apple requests made by recovery runs, by bundle and endpoint (subscription_statuses, notification_history, verify_receipt)")
         case .reconcileBudgetRemaining: (.gauge, "Apple requests the last recovery run of a bundle and kind left unspent of its budget")
         case .reconcileRateLimitedTotal: (.counter, "Recovery runs ended by Apple's 429 (due again after its Retry-After), by bundle")
+        case .reconcileSkippedTotal:
+            (.counter, "History notifications the gateway cannot serve (quarantined once), skipped by the sweep, by bundle and code")
         case .notificationsMissed:
             (.gauge, "1 while recovery keeps finding notifications Apple's delivery missed (reconcile.alert_after over a day), by bundle and environment")
         case .verifySeconds: (.histogram, "V2 verification time")

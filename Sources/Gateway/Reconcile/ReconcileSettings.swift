@@ -13,8 +13,9 @@ public struct ReconcileSettings: Sendable, Hashable {
     public var historySweepMillis: Int64? = 3_600_000
     /// Each sweep starts this long before the previous one ended: notifications Apple lists late are still seen.
     public var historyOverlapMillis: Int64 = 3_600_000
-    /// A sweep's window ends this long before now: a notification Apple is delivering right now arrives live rather
-    /// than being taken from the history first (and counted as missed).
+    /// A sweep's window ends this long before now (`reconcile.history_lag`): a notification Apple is delivering right
+    /// now arrives live rather than being taken from the history first (and counted as missed). 0 to
+    /// ``maxHistoryLagMillis`` (docs/configuration.md says why 10 minutes).
     public var historyLagMillis: Int64 = 10 * 60_000
     /// The first sweep of an app looks back this far.
     public var historyFirstWindowMillis: Int64 = 24 * 3_600_000
@@ -23,6 +24,9 @@ public struct ReconcileSettings: Sendable, Hashable {
     /// An app whose runs recovered at least this many events over the last day raises the silence alert.
     public var alertAfter = 3
     public init() {}
+
+    /// The longest `history_lag`: a day. Every notification the sweep recovers comes back at least this late.
+    public static let maxHistoryLagMillis: Int64 = 86_400_000
 
     /// The most Apple requests one run of `periodMillis` may make.
     func budget(periodMillis: Int64) -> Int {

@@ -49,6 +49,8 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
     /// Per app and environment, until when Apple asked this instance to wait (a 429's `Retry-After`): no run of it
     /// calls the App Store Server API before then.
     private let blockedUntil = Mutex<[String: Int64]>([:])
+    /// The (app, code, bundle named) of the history items skipped so far, each logged once (``skip(_:key:)``).
+    private let warnedSkips = Mutex<Set<String>>([])
 
     public init(context: WorkerContext, settings: ReconcileSettings, apps: [GatewayConfig.App], statusSource: (any V2PathSource)?,
                 historySource: (any NotificationHistorySource)?, receiptClient: VerifyReceiptClient, v1Apps: [V1App],
@@ -116,7 +118,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         return Int64(n % UInt64(max(1, period)))
     }
 
-    /// What ``runNow(bundleID:environment:lagMillis:)`` did for one run.
+    /// What ``runNow(bundleID:environment:)`` did for one run.
     public struct RunReport: Sendable, Encodable {
         public var bundleID: String
         public var environment: String
@@ -387,7 +389,9 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
     static let appleHistoryRetentionMillis: Int64 = 180 * 86_400_000
 
     /// Sweeps [previous end − overlap, now − lag) (the first sweep: `history_first_window` back); returns the new end.
-    /// A run cut short by its budget sweeps the same window again next time (what it fed is a duplicate then).
+    /// A run cut short by its budget sweeps the same window again next time (what it fed is a duplicate then). One page
+    /// at a time: its notifications go through the pipeline before the next page is asked for. A notification the store
+    /// keeps nowhere ends the run; one the gateway cannot serve is skipped (``skip(_:key:)``).
     func sweepHistory(_ run: Job, at time: Int64, tally: inout Tally) async throws -> Int64? {
         guard let source = historySource else { return nil }
         let key = run.key
@@ -417,15 +421,39 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
                         "bundle": .string(key.bundleID), "environment": .string(key.environment.rawValue), "id": result.id.map { .string($0) },
                         "type": result.notificationType.map { .string($0) },
                     ])
-                } else if result.status == 503 {
+                } else if result.mustComeAgain {
+                    // Kept nowhere (the store failed, or the genuine lane is full): the next run must meet it again.
                     throw PathFetchError(code: result.code ?? "store_unavailable", message: "the store refused a recovered notification",
                                          retryable: true)
+                } else if result.status != 200 {
+                    skip(result, key: key)
                 }
             }
             token = page.nextPaginationToken
         } while token != nil
         return end
     }
+
+    /// A notification of Apple's history the gateway cannot serve — Apple-signed for a bundle or environment the config
+    /// does not have, say: counted (`iapgw_reconcile_skipped_total`), logged once per process for each app, code and
+    /// bundle it names, and quarantined once (``NotificationIngest/Origin/quarantinesOnce``), where `quarantine replay`
+    /// finds it after a config fix. The rest of the history is still recovered (docs/operations.md, "Reconciliation").
+    func skip(_ result: NotificationIngest.Result, key: ReconcileRunKey) {
+        let code = result.code ?? "status_\(result.status)"
+        metrics.increment(.reconcileSkippedTotal, ["bundle": key.bundleID, "code": code])
+        let first = warnedSkips.withLock { seen -> Bool in
+            // Bounded: what a history item names is Apple-signed, but a process never keeps an unbounded set of it.
+            guard seen.count < Self.maxWarnedSkips else { return false }
+            return seen.insert([key.bundleID, code, result.bundleID ?? ""].joined(separator: "|")).inserted
+        }
+        guard first else { return }
+        log.warn("a notification in Apple's history cannot be served: skipped, quarantined once (more are counted, not logged)", [
+            "bundle": .string(key.bundleID), "environment": .string(key.environment.rawValue), "code": .string(code),
+            "notification_bundle": result.bundleID.map { .string($0) }, "notification_environment": result.environment.map { .string($0) },
+        ])
+    }
+
+    static let maxWarnedSkips = 1_000
 
     // MARK: The silence alert
 

@@ -25,6 +25,18 @@ public final class NotificationIngest: Sendable {
         public var leafSerial: String?
         /// For a refusal: whether the body was quarantined, and where.
         public var quarantine: QuarantineDisposition?
+
+        /// A `503` whose body the gateway keeps nowhere — the store could not journal it, or its quarantine lane was full
+        /// or could not be written — so it must come again: Apple retries it, and a run through Apple's history (the
+        /// sweep, `backfill`) stops at it rather than going past it. Any other refusal is held in the quarantine (or was
+        /// refused for good): such a run skips it and goes on.
+        public var mustComeAgain: Bool {
+            guard status == 503 else { return false }
+            switch quarantine {
+            case .stored?, .held?: return false
+            case .notStored?, nil: return true
+            }
+        }
     }
 
     /// What became of a refused body.
@@ -32,6 +44,8 @@ public final class NotificationIngest: Sendable {
         case stored(lane: Disposition.Lane)
         /// The lane was full (the genuine lane never evicts) or the store failed: nothing kept. Apple retries a 503.
         case notStored(lane: Disposition.Lane)
+        /// Not stored again: the lane holds the same body already (an origin that quarantines once).
+        case held(lane: Disposition.Lane)
     }
 
     /// Where a body comes from, and so how it is judged.
@@ -48,15 +62,19 @@ public final class NotificationIngest: Sendable {
         public var quarantinesRefusals: Bool
         /// What the events of a body that was not journaled before carry in `recovered_by`.
         public var recoveredBy: RecoveryMechanism? = nil
+        /// Whether a refused body is quarantined only when its lane does not hold it already: Apple's notification
+        /// history lists the same notification on every run whose window covers it (the sweep's windows overlap;
+        /// `backfill` may be run again), and the genuine lane never evicts — one row per notification, not per run.
+        public var quarantinesOnce = false
 
         /// A request on the endpoint.
         public static let live = Origin(name: .live, arrivedAt: nil, checksFreshness: true, quarantinesRefusals: true)
         /// Get Notification History, fetched by `backfill`: what it finds was missed.
         public static let backfill = Origin(name: .backfill, arrivedAt: nil, checksFreshness: false, quarantinesRefusals: true,
-                                            recoveredBy: .history)
+                                            recoveredBy: .history, quarantinesOnce: true)
         /// Get Notification History, fetched by the scheduled sweep (docs/operations.md, "Reconciliation").
         public static let historySweep = Origin(name: .historySweep, arrivedAt: nil, checksFreshness: false, quarantinesRefusals: true,
-                                                recoveredBy: .history)
+                                                recoveredBy: .history, quarantinesOnce: true)
         /// A quarantined body run again: judged as it would have been when it arrived, never more leniently.
         public static func quarantineReplay(arrivedAt: Int64) -> Origin {
             Origin(name: .quarantineReplay, arrivedAt: arrivedAt, checksFreshness: true, quarantinesRefusals: false)
@@ -263,8 +281,11 @@ public final class NotificationIngest: Sendable {
         record.body = SecretRedactor.redactingPasswordValues(redactor.redact(record.body))
         let cap = limits.cap(lane)
         let row = record
-        let outcome = try? store.write(bytes: row.body.count) { tx in try tx.quarantine(row, cap: cap) }
+        let once = origin.quarantinesOnce
+        let outcome = try? store.write(bytes: row.body.count) { tx in try tx.quarantine(row, cap: cap, once: once) }
         switch outcome {
+        case .held?:
+            r.quarantine = .held(lane: lane)
         case .stored(_, let evicted)?:
             r.quarantine = .stored(lane: lane)
             metrics.increment(.quarantinedTotal, ["lane": lane.rawValue])

@@ -93,6 +93,16 @@ struct Arguments {
         return t
     }
 
+    /// A size flag (`--max-bytes 64MiB`: bytes, or a number with a unit, as in the config), or `defaultValue` when
+    /// absent; a usage error naming `range` when it is not a size within it.
+    func size(_ name: String, default defaultValue: Int64, _ range: ClosedRange<Int64>) throws(CommandError) -> Int64 {
+        guard let text = value(name) else { return defaultValue }
+        guard let bytes = SizeText.bytes(text), range.contains(bytes) else {
+            throw .usage("--\(name) must be a size from \(range.lowerBound) to \(range.upperBound) bytes, such as 64MiB")
+        }
+        return bytes
+    }
+
     /// A number flag (`--seconds 3`), or `defaultValue` when absent; the usage error `problem` when it is not a number
     /// or not `valid`.
     func number<T: LosslessStringConvertible>(_ name: String, default defaultValue: T, valid: (T) -> Bool, _ problem: String)

@@ -29,6 +29,17 @@ extension PostgresTransaction: QuarantineRows {
              PostgresValue(r.bundleID), PostgresValue(r.environment), PostgresValue(r.passwordFingerprint), .bytea(r.body), .int64(size)])
         return row?.int64("id") ?? 0
     }
+
+    /// `octet_length` of a stored `bytea` is read from its header, without fetching the value itself.
+    func quarantinedID(sameAs r: QuarantineRecord) throws -> Int64? {
+        try c.queryOne(
+            """
+            SELECT id FROM quarantine WHERE lane = $1 AND code = $2 AND bundle_id IS NOT DISTINCT FROM $3 AND octet_length(body) = $4
+                AND body = $5 ORDER BY id LIMIT 1
+            """,
+            [.text(r.lane.rawValue), .text(r.code), PostgresValue(r.bundleID), .int64(Int64(r.body.count)), .bytea(r.body)]
+        )?.int64("id")
+    }
 }
 
 extension PostgresTransaction {

@@ -27,6 +27,14 @@ extension SQLiteTransaction: QuarantineRows {
              SQLiteValue(r.environment), SQLiteValue(r.passwordFingerprint), .blob(r.body), .integer(size)])
         return c.lastInsertRowID
     }
+
+    /// `length(body)` comes from the row's header, so rows of another length are passed over without reading their body.
+    func quarantinedID(sameAs r: QuarantineRecord) throws -> Int64? {
+        try c.queryOne(
+            "SELECT id FROM quarantine WHERE lane = ? AND code = ? AND bundle_id IS ? AND length(body) = ? AND body = ? ORDER BY id LIMIT 1",
+            [.text(r.lane.rawValue), .text(r.code), SQLiteValue(r.bundleID), .integer(Int64(r.body.count)), .blob(r.body)]
+        )?.int64("id")
+    }
 }
 
 extension SQLiteTransaction {
