@@ -434,7 +434,8 @@ private func firstValues(_ arguments: [(name: String, value: String)]) -> [Strin
     return query
 }
 
-private func clientAddress(_ connection: OpaquePointer, port: inout UInt16) -> String {
+/// The peer's numeric address ("" when libmicrohttpd cannot tell), and its port in `port`.
+func clientAddress(_ connection: OpaquePointer, port: inout UInt16) -> String {
     withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
         guard let base = buffer.baseAddress, gateway_mhd_client_address(connection, base, buffer.count, &port) == 0
         else { return "" }
