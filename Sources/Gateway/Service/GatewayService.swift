@@ -206,6 +206,7 @@ public final class GatewayService: Sendable {
             log.warn("DEMO: sandbox notifications are judged fresh as of a fixed time, not the clock (--demo-verify-time)",
                      ["verify_time": .string(TimeText.iso8601(demo))])
         }
+        warnAboutStorePermissions()
         try seedAuthority()
         try reconcile.schedule()
         let delivery = self.delivery
@@ -235,6 +236,18 @@ public final class GatewayService: Sendable {
         log.info("listening", ["port": .int(Int64(server.port)), "admin_port": adminPort.map { .int(Int64($0)) },
                                "store": .string(storeDescription), "instance": .string(delivery.context.instance)])
         return (server.port, adminPort)
+    }
+
+    /// One warning per file or folder of an SQLite store that its owner's group or anyone else can read (they hold every
+    /// notification body and subscription). A store the gateway creates is owner-only; this finds one made before, or by
+    /// hand. Never fatal: the operator decides.
+    func warnAboutStorePermissions() {
+        guard let sqlite = store as? SQLiteStore else { return }
+        for (path, mode) in SQLiteStore.readableByOthers(path: sqlite.path) {
+            let isFolder = !path.hasPrefix(sqlite.path)  // the database, -wal and -shm start with its path
+            log.warn("store readable by others", ["path": .string(path), "mode": .string("0" + String(mode, radix: 8)),
+                                                  "fix": .string("chmod \(isFolder ? "700" : "600") \(path)")])
+        }
     }
 
     /// Seeds the store's authority from the config (a cutover's row wins over the config), logs the effective
