@@ -60,4 +60,62 @@ public enum SQLiteFiles {
             return mode & 0o044 != 0 ? (path, mode) : nil
         }
     }
+
+    /// Whether `a` and `b` name the same database file, whatever their text says: the same device and inode when both
+    /// exist (a symbolic link, a hard link, `..`, `.` or a doubled slash cannot hide it), otherwise the same
+    /// ``resolvedPath(_:)`` — for a file not created yet, its folder's real path and its name (a dangling symbolic link
+    /// followed to what it would create).
+    public static func sameFile(_ a: String, _ b: String) -> Bool {
+        var first = stat()
+        var second = stat()
+        if stat(a, &first) == 0, stat(b, &second) == 0 {
+            return first.st_dev == second.st_dev && first.st_ino == second.st_ino
+        }
+        return resolvedPath(a) == resolvedPath(b)
+    }
+
+    /// `path` made absolute (from the working folder), with every symbolic link resolved as far as the path exists
+    /// (`realpath`), a dangling link followed to its target, and `.`, `..` and doubled slashes removed from the part
+    /// that does not exist yet.
+    public static func resolvedPath(_ path: String) -> String {
+        resolved(path.hasPrefix("/") ? path : workingFolder() + "/" + path, links: 0)
+    }
+
+    /// At most this many dangling symbolic links are followed (like the kernel's limit on a path's links).
+    private static let linkLimit = 40
+
+    private static func resolved(_ path: String, links: Int) -> String {
+        if let real = realpath(path, nil) {
+            defer { free(real) }
+            return String(cString: real)
+        }
+        var info = stat()
+        if links < linkLimit, lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK, let target = linkTarget(path) {
+            return resolved(target.hasPrefix("/") ? target : folder(of: path) + "/" + target, links: links + 1)
+        }
+        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        guard trimmed != "/", let slash = trimmed.lastIndex(of: "/") else { return trimmed }
+        let name = trimmed[trimmed.index(after: slash)...]
+        let parent = resolved(slash == trimmed.startIndex ? "/" : String(trimmed[..<slash]), links: links)
+        switch name {
+        case "", ".": return parent
+        case "..": return folder(of: parent)
+        default: return parent == "/" ? "/" + name : parent + "/" + name
+        }
+    }
+
+    private static func linkTarget(_ path: String) -> String? {
+        withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(PATH_MAX)) { buffer -> String? in
+            guard let base = buffer.baseAddress else { return nil }
+            let length = readlink(path, base, buffer.count)
+            guard length > 0 else { return nil }
+            return String(decoding: UnsafeRawBufferPointer(start: base, count: length), as: UTF8.self)
+        }
+    }
+
+    private static func workingFolder() -> String {
+        guard let folder = getcwd(nil, 0) else { return "." }
+        defer { free(folder) }
+        return String(cString: folder)
+    }
 }

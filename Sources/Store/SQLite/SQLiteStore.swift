@@ -40,6 +40,10 @@ public final class SQLiteStore: GatewayStore {
         SQLiteFiles.readableByOthers(database: path)
     }
 
+    /// Whether two paths name one SQLite file, by the file and not the text: `sub/../gw.db`, a symbolic link to the
+    /// file or to its folder, a hard link — whether or not the file exists yet (``SQLiteFiles/sameFile(_:_:)``).
+    public static func sameFile(_ a: String, _ b: String) -> Bool { SQLiteFiles.sameFile(a, b) }
+
     /// The most the write-ahead log may hold between two checkpoints: its working size (what it is truncated to when
     /// it is reset) plus the largest transaction the writer takes, which can land in it before the checkpoint that
     /// follows. Beyond its working size the log is space borrowed for a moment, given back at its next reset.
