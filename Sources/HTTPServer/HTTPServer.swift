@@ -108,6 +108,13 @@ public final class HTTPServer {
         /// limits are then set wider (twice ``connectionLimit``, none per address) so that it accepts the connection
         /// that makes room; connections closed this way stay open for a moment, until their I/O thread sees them.
         public var evictsWaitingConnections: Bool = false
+        /// Header fields added to every response this server sends — the handler's, and the answers it gives itself
+        /// (413, 503 `server_busy`, 400 and 501 for ambiguous framing, 500 for a bad handler response) — unless the
+        /// response already has a field of that name (compared case-insensitively): a handler can override one for a
+        /// response of its own. The admin listener sends its security headers this way. Not added to the few answers
+        /// libmicrohttpd gives on its own before any of this code runs (400 for malformed HTTP, 431). Names and values
+        /// are checked at ``HTTPServer/start()`` like a handler's.
+        public var defaultHeaders: [(name: String, value: String)] = []
         /// HTTPS when set.
         public var tls: TLS? = nil
         /// Per-connection memory for the request line and headers (`MHD_OPTION_CONNECTION_MEMORY_LIMIT`); a request
@@ -193,7 +200,10 @@ public final class HTTPServer {
         guard c.drainLimitBytes >= 0 else {
             throw HTTPServerError(.invalidConfiguration, "drainLimitBytes must not be negative")
         }
-        guard c.headerMemoryLimitBytes >= 8192 else {
+        if let problem = headerProblem(c.defaultHeaders) {
+            throw HTTPServerError(.invalidConfiguration, "defaultHeaders: \(problem)")
+        }
+                guard c.headerMemoryLimitBytes >= 8192 else {
             throw HTTPServerError(.invalidConfiguration, "headerMemoryLimitBytes must be at least 8192")
         }
         var address = sockaddr_in()
@@ -242,7 +252,8 @@ public final class HTTPServer {
         let mhdConnectionLimit = budget == nil ? Int(c.connectionLimit) : 2 * Int(c.connectionLimit)
         let mhdPerAddressLimit = budget == nil ? Int(c.connectionsPerAddressLimit) : 0
         let tracker = ConnectionTracker(deadline: deadline, headerDeadline: headerDeadline, budget: budget)
-        let context = ServerContext(handler: handler, bodies: bodies, log: log, pool: pool, connections: tracker)
+        let context = ServerContext(
+            handler: handler, bodies: bodies, log: log, pool: pool, connections: tracker, defaultHeaders: c.defaultHeaders)
         let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         let ioThreads = min(c.threads, cores)
 

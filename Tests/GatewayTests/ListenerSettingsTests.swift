@@ -41,6 +41,9 @@ import Testing
         #expect(a.connectionLimit == 32 && a.connectionsPerAddressLimit == 32 && a.evictsWaitingConnections)
         #expect(a.headerDeadlineSeconds == 5 && a.requestDeadlineSeconds == 10 && a.connectionTimeoutSeconds == 10)
         #expect(!main.configuration.evictsWaitingConnections && main.configuration.headerDeadlineSeconds == 0)
+        // The admin API's security headers also go on the answers the admin listener gives itself (413, 503).
+        #expect(a.defaultHeaders.map { "\($0.name): \($0.value)" } == AdminAPI.securityHeaders.map { "\($0.name): \($0.value)" })
+        #expect(main.configuration.defaultHeaders.isEmpty)
     }
 
     @Test func tlsFilesAreReadWhenTheListenerIsSetUp() throws {

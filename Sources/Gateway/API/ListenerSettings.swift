@@ -36,7 +36,8 @@ public struct ListenerSettings: Sendable {
         static let idleTimeoutSeconds: UInt32 = 10
     }
 
-    /// The admin listener: `admin.listen`, two threads, never TLS, and a small connection budget of its own
+    /// The admin listener: `admin.listen`, two threads, never TLS, the admin API's security headers on every answer,
+    /// and a small connection budget of its own
     /// (``AdminBudget``): when it is full, a new connection closes the one that has waited longest without delivering
     /// its request, so connections that never finish a request cannot keep an operator or the scraper out.
     static func admin(_ config: GatewayConfig) throws(ConfigError) -> ListenerSettings {
@@ -48,6 +49,8 @@ public struct ListenerSettings: Sendable {
         admin.headerDeadlineSeconds = AdminBudget.headerDeadlineSeconds
         admin.requestDeadlineSeconds = AdminBudget.requestDeadlineSeconds
         admin.connectionTimeoutSeconds = AdminBudget.idleTimeoutSeconds
+        // The answers the server gives itself (a 413, a 503) carry the admin API's security headers too.
+        admin.defaultHeaders = AdminAPI.securityHeaders
         return ListenerSettings(field: "admin.listen", address: config.adminListen, configuration: admin)
     }
 

@@ -1,6 +1,7 @@
 internal import HTTPServer
 public import Store
 internal import Canonical
+internal import Crypto
 public import HTTPClient
 public import V1Adapter
 public import V2Adapter
@@ -39,11 +40,15 @@ public final class GatewayService: Sendable {
         /// `serve --demo-verify-time` (see ``NotificationIngest/Limits/demoSandboxVerifyTime``); nil in production.
         public var demoSandboxVerifyTime: Int64? = nil
         /// Renders `GET /admin/report?format=…`: the content type and bytes, or nil for a format it does not offer
-        /// (answered with JSON, the API's default). This default offers JSON alone; `serve` passes the Reports
-        /// module's renderer (table, JSON, HTML).
-        public var reportRenderer: @Sendable (CompareReport, _ format: String) -> (contentType: String, body: [UInt8])? = { report, format in
+        /// (answered with JSON, the API's default). An HTML page must give its inline styles the `styleNonce` (a fresh
+        /// one per response, which the answer's Content-Security-Policy names) and have no script. This default offers
+        /// JSON alone; `serve` passes the Reports module's renderer (table, JSON, HTML).
+        public var reportRenderer: @Sendable (CompareReport, _ format: String, _ styleNonce: String)
+            -> (contentType: String, body: [UInt8])? = { report, format, _ in
             format == "json" ? ("application/json", JSONOutput.encode(report)) : nil
         }
+        /// Cryptographically secure random bytes: the admin report page's nonce. Tests inject their own.
+        public var randomBytes: @Sendable (Int) -> [UInt8] = { Bytes.random(count: $0) }
 
         public init(environment: [String: String], transport: any HTTPTransport, now: @escaping @Sendable () -> Int64,
                     jitter: @escaping @Sendable () -> Double, logSink: (@Sendable (String) -> Void)? = nil) {
@@ -168,7 +173,7 @@ public final class GatewayService: Sendable {
             adminAPI = AdminAPI(
                 token: token, tokenEnv: config.adminTokenEnv, reportWindowMillis: config.compareSettings.rule.windowMillis,
                 metrics: metrics, operations: operations, ledger: ledger, ingest: ingest, v1Secrets: v1Secrets, log: log,
-                now: dependencies.now, reportRenderer: dependencies.reportRenderer)
+                now: dependencies.now, reportRenderer: dependencies.reportRenderer, randomBytes: dependencies.randomBytes)
         } else {
             adminAPI = nil
         }
