@@ -90,7 +90,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "Canonical", "Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reports", "Store", "StoreTestSupport", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "Canonical", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
-        .testTarget(name: "ReportsTests", dependencies: ["Reports", "Gateway", "Store", "WireJSON"], swiftSettings: strict),
+        .testTarget(name: "ReportsTests", dependencies: ["Reports", "Gateway", "Store", "WireJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "GatewayCLITests",
                     dependencies: ["GatewayCLI", "Gateway", "Reports", "Store", "StoreTestSupport", "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
                                    "V2Adapter", "Canonical", "WireJSON", "TestSupport"],

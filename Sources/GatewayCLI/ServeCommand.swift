@@ -52,7 +52,7 @@ public enum ServeCommand: Command {
     public static func dependencies(demoSandboxVerifyTime: Int64?) -> GatewayService.Dependencies {
         var dependencies = GatewayService.Dependencies.live()
         dependencies.demoSandboxVerifyTime = demoSandboxVerifyTime
-        dependencies.reportRenderer = { report, format in ReportRenderer.render(report, format: format) }
+        dependencies.reportRenderer = { report, format, nonce in ReportRenderer.render(report, format: format, styleNonce: nonce) }
         return dependencies
     }
 }

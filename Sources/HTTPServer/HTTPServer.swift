@@ -22,10 +22,14 @@ internal import Threads
 ///   it is answered 503 (`{"error":{"code":"server_busy",…}}`, `Retry-After`) the same way a 413 is; its bytes are held
 ///   until its response has gone out. ``bufferedBodyBytes`` is the amount held now.
 /// - Connections: at most ``Configuration/connectionLimit`` at once, and ``Configuration/connectionsPerAddressLimit``
-///   from one client address; more are closed as soon as they are accepted. A request must arrive whole (request line,
-///   headers and body) within ``Configuration/requestDeadlineSeconds`` of its first byte, or its connection is closed
-///   (see `ConnectionTracker`); idle connections close after ``Configuration/connectionTimeoutSeconds`` without a
-///   byte. Together these bound what slow clients can hold: a slot, a deadline's worth of time, and budgeted memory.
+///   from one client address; more are closed as soon as they are accepted — or, with
+///   ``Configuration/evictsWaitingConnections``, each new one closes the connection that has waited longest without
+///   delivering a request, so that connections which never finish a request cannot keep a client out. A request must
+///   arrive whole (request line, headers and body) within ``Configuration/requestDeadlineSeconds`` of its first byte,
+///   and, when ``Configuration/headerDeadlineSeconds`` is set, a connection must deliver a complete request head within
+///   that long of its accept (or of its previous request's end), or it is closed (see `ConnectionTracker`); idle
+///   connections close after ``Configuration/connectionTimeoutSeconds`` without a byte. Together these bound what slow
+///   clients can hold: a slot, a deadline's worth of time, and budgeted memory.
 /// - libmicrohttpd answers malformed HTTP itself (400), headers larger than
 ///   ``Configuration/headerMemoryLimitBytes`` with 431, and handles keep-alive, pipelining, chunked bodies and
 ///   `Expect: 100-continue`.
@@ -75,7 +79,15 @@ public final class HTTPServer {
         /// connection; an idle connection between requests is left to ``connectionTimeoutSeconds``. A handler's run
         /// and the sending of the response do not count.
         public var requestDeadlineSeconds: UInt32 = 30
-        /// Connections open at once; more are closed as soon as they are accepted.
+        /// The longest a connection may wait for the complete head (request line and headers) of a request, counted
+        /// from its accept, or from the end of its previous request on a keep-alive connection (0: no header
+        /// deadline). Unlike ``requestDeadlineSeconds`` it needs no byte to start, so it also closes a connection that
+        /// sends nothing, and an idle keep-alive connection once it has waited this long for its next request; the
+        /// body is left to ``requestDeadlineSeconds``. A short one (a few seconds) suits a listener whose clients send
+        /// their request as soon as they connect, such as the admin listener.
+        public var headerDeadlineSeconds: UInt32 = 0
+        /// Connections open at once; more are closed as soon as they are accepted (but see
+        /// ``evictsWaitingConnections``).
         public var connectionLimit: UInt32 = 1024
         /// Connections open at once from one client address (`MHD_OPTION_PER_IP_CONNECTION_LIMIT`); more are closed
         /// as soon as they are accepted (0: no limit per address). Apple's notification senders use a few addresses
@@ -84,6 +96,25 @@ public final class HTTPServer {
         /// this to the proxy's connection count toward the server (or to ``connectionLimit``) and limit clients per
         /// address at the proxy.
         public var connectionsPerAddressLimit: UInt32 = 128
+        /// What a new connection does when it would pass ``connectionLimit`` or ``connectionsPerAddressLimit``. false
+        /// (the default): it is closed as soon as it is accepted. true: it stays, and the connection that has waited
+        /// longest for its request is closed instead — first among those without a complete request head (from the
+        /// same address when the address's limit is the one passed), then among those whose body is still arriving; a
+        /// connection whose request is complete (handler running, response going out) is never closed for this, and
+        /// when all are, the new one is. A client that holds many connections without finishing a request cannot keep
+        /// another out, from its own address either: every new connection pushes out its oldest waiting one, while a
+        /// client that sends its request as it connects has it read long before enough newer connections arrive to
+        /// push it out. Closed connections are counted in ``HTTPServer/evictedConnections``. libmicrohttpd's own
+        /// limits are then set wider (twice ``connectionLimit``, none per address) so that it accepts the connection
+        /// that makes room; connections closed this way stay open for a moment, until their I/O thread sees them.
+        public var evictsWaitingConnections: Bool = false
+        /// Header fields added to every response this server sends — the handler's, and the answers it gives itself
+        /// (413, 503 `server_busy`, 400 and 501 for ambiguous framing, 500 for a bad handler response) — unless the
+        /// response already has a field of that name (compared case-insensitively): a handler can override one for a
+        /// response of its own. The admin listener sends its security headers this way. Not added to the few answers
+        /// libmicrohttpd gives on its own before any of this code runs (400 for malformed HTTP, 431). Names and values
+        /// are checked at ``HTTPServer/start()`` like a handler's.
+        public var defaultHeaders: [(name: String, value: String)] = []
         /// HTTPS when set.
         public var tls: TLS? = nil
         /// Per-connection memory for the request line and headers (`MHD_OPTION_CONNECTION_MEMORY_LIMIT`); a request
@@ -107,7 +138,7 @@ public final class HTTPServer {
     private var daemon: OpaquePointer?
     /// The listening socket `MHD_quiesce_daemon` handed back; ours to close after `MHD_stop_daemon`.
     private var quiescedSocket: Int32?
-    /// The request deadline's watchdog thread, while one runs.
+    /// The deadlines' watchdog thread, while one runs.
     private var watchdog: OSThread?
     /// PEM C strings libmicrohttpd reads from while it runs.
     private var tlsStrings: [UnsafeMutablePointer<CChar>] = []
@@ -134,8 +165,12 @@ public final class HTTPServer {
     /// Connections open now: accepted and not yet closed.
     public var openConnections: Int { context?.connections.openConnections ?? 0 }
 
-    /// Connections closed so far because a request on them passed ``Configuration/requestDeadlineSeconds``.
+    /// Connections closed so far because a request on them passed ``Configuration/requestDeadlineSeconds``, or because
+    /// they waited longer than ``Configuration/headerDeadlineSeconds`` for a complete request head.
     public var deadlineClosedConnections: Int { context?.connections.expiredConnections ?? 0 }
+
+    /// Connections closed so far to make room for a newer one (``Configuration/evictsWaitingConnections``).
+    public var evictedConnections: Int { context?.connections.evictedConnections ?? 0 }
 
     /// How many messages libmicrohttpd has logged (bind failures, TLS handshake errors, clients gone mid-request, …).
     public var loggedErrorCount: Int { log.count }
@@ -165,7 +200,10 @@ public final class HTTPServer {
         guard c.drainLimitBytes >= 0 else {
             throw HTTPServerError(.invalidConfiguration, "drainLimitBytes must not be negative")
         }
-        guard c.headerMemoryLimitBytes >= 8192 else {
+        if let problem = headerProblem(c.defaultHeaders) {
+            throw HTTPServerError(.invalidConfiguration, "defaultHeaders: \(problem)")
+        }
+                guard c.headerMemoryLimitBytes >= 8192 else {
             throw HTTPServerError(.invalidConfiguration, "headerMemoryLimitBytes must be at least 8192")
         }
         var address = sockaddr_in()
@@ -206,8 +244,16 @@ public final class HTTPServer {
         let bodies = BodyLimits(
             maxBodyBytes: c.maxBodyBytes, bufferBudgetBytes: c.bodyBufferBudgetBytes, drainLimitBytes: c.drainLimitBytes)
         let deadline: Duration? = c.requestDeadlineSeconds > 0 ? .seconds(Int(c.requestDeadlineSeconds)) : nil
-        let tracker = ConnectionTracker(deadline: deadline)
-        let context = ServerContext(handler: handler, bodies: bodies, log: log, pool: pool, connections: tracker)
+        let headerDeadline: Duration? = c.headerDeadlineSeconds > 0 ? .seconds(Int(c.headerDeadlineSeconds)) : nil
+        // With eviction the tracker keeps the limits; libmicrohttpd's are widened so that it accepts the connection
+        // that makes room, with headroom for evicted connections its I/O threads have not closed yet.
+        let budget = c.evictsWaitingConnections
+            ? ConnectionTracker.Budget(total: Int(c.connectionLimit), perAddress: Int(c.connectionsPerAddressLimit)) : nil
+        let mhdConnectionLimit = budget == nil ? Int(c.connectionLimit) : 2 * Int(c.connectionLimit)
+        let mhdPerAddressLimit = budget == nil ? Int(c.connectionsPerAddressLimit) : 0
+        let tracker = ConnectionTracker(deadline: deadline, headerDeadline: headerDeadline, budget: budget)
+        let context = ServerContext(
+            handler: handler, bodies: bodies, log: log, pool: pool, connections: tracker, defaultHeaders: c.defaultHeaders)
         let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         let ioThreads = min(c.threads, cores)
 
@@ -217,9 +263,8 @@ public final class HTTPServer {
         let started: OpaquePointer? = withUnsafeMutablePointer(to: &address) { addressPointer in
             var options: [MHD_OptionItem] = [
                 MHD_OptionItem(option: .CONNECTION_MEMORY_LIMIT, value: c.headerMemoryLimitBytes, ptr_value: nil),
-                MHD_OptionItem(option: .CONNECTION_LIMIT, value: Int(c.connectionLimit), ptr_value: nil),
-                MHD_OptionItem(
-                    option: .PER_IP_CONNECTION_LIMIT, value: Int(c.connectionsPerAddressLimit), ptr_value: nil),
+                MHD_OptionItem(option: .CONNECTION_LIMIT, value: mhdConnectionLimit, ptr_value: nil),
+                MHD_OptionItem(option: .PER_IP_CONNECTION_LIMIT, value: mhdPerAddressLimit, ptr_value: nil),
                 MHD_OptionItem(option: .CONNECTION_TIMEOUT, value: Int(c.connectionTimeoutSeconds), ptr_value: nil),
                 MHD_OptionItem(option: .SOCK_ADDR, value: 0, ptr_value: UnsafeMutableRawPointer(addressPointer)),
                 // Strict parsing: sloppy syntax (such as whitespace before a header's colon) is refused rather than
@@ -265,10 +310,10 @@ public final class HTTPServer {
         daemon = started
         self.context = context
         boundPort = gateway_mhd_bound_port(started)
-        if deadline != nil {
+        if tracker.needsWatchdog {
             guard let thread = OSThread.start({ tracker.runWatchdog() }) else {
                 stop()
-                throw HTTPServerError(.startFailed, "cannot create the request deadline's watchdog thread")
+                throw HTTPServerError(.startFailed, "cannot create the deadlines' watchdog thread")
             }
             watchdog = thread
         }

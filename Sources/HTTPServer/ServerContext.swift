@@ -10,8 +10,10 @@ final class ServerContext: Sendable {
     let bodies: BodyLimits
     let log: ServerLog
     let pool: HandlerPool
-    /// Open connections and the request deadline's watchdog.
+    /// Open connections and the deadlines' watchdog.
     let connections: ConnectionTracker
+    /// Added to every response that lacks a field of the same name (``HTTPServer/Configuration/defaultHeaders``).
+    let defaultHeaders: [(name: String, value: String)]
     /// Request-body bytes held in memory now, across all requests: the sum of their ``RequestState/charged``.
     private let bufferedBodyBytes = Atomic<Int>(0)
     /// Requests whose first access-handler call has happened and whose completion callback has not: exactly the
@@ -26,13 +28,14 @@ final class ServerContext: Sendable {
 
     init(
         handler: @escaping RequestHandler, bodies: BodyLimits, log: ServerLog, pool: HandlerPool,
-        connections: ConnectionTracker
+        connections: ConnectionTracker, defaultHeaders: [(name: String, value: String)] = []
     ) {
         self.handler = handler
         self.bodies = bodies
         self.log = log
         self.pool = pool
         self.connections = connections
+        self.defaultHeaders = defaultHeaders
     }
 
     var inFlight: Int { activeRequests.load(ordering: .acquiring) }
@@ -434,7 +437,8 @@ private func firstValues(_ arguments: [(name: String, value: String)]) -> [Strin
     return query
 }
 
-private func clientAddress(_ connection: OpaquePointer, port: inout UInt16) -> String {
+/// The peer's numeric address ("" when libmicrohttpd cannot tell), and its port in `port`.
+func clientAddress(_ connection: OpaquePointer, port: inout UInt16) -> String {
     withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { buffer in
         guard let base = buffer.baseAddress, gateway_mhd_client_address(connection, base, buffer.count, &port) == 0
         else { return "" }
@@ -495,12 +499,12 @@ private func queue(
 ) -> MHD_Result {
     let closing = close || context.isQuiescing
     var status = response.status
-    var built = makeResponse(response, closing: closing)
+    var built = makeResponse(response, closing: closing, defaults: context.defaultHeaders)
     if case .failure(let problem) = built {
         context.log.record("handler response replaced by 500: \(problem)")
         let fallback = ServerResponse.serverError(500, code: "internal_error", message: "invalid handler response")
         status = fallback.status
-        built = makeResponse(fallback, closing: closing)
+        built = makeResponse(fallback, closing: closing, defaults: context.defaultHeaders)
     }
     guard case .success(let mhdResponse) = built else { return .NO }
     defer { MHD_destroy_response(mhdResponse) }
@@ -511,16 +515,17 @@ private struct ResponseProblem: Error, CustomStringConvertible {
     var description: String
 }
 
-private func makeResponse(_ response: ServerResponse, closing: Bool) -> Result<OpaquePointer, ResponseProblem> {
+/// `response` as a libmicrohttpd response, with the `defaults` it has no field of, and `Connection: close` when closing.
+private func makeResponse(
+    _ response: ServerResponse, closing: Bool, defaults: [(name: String, value: String)]
+) -> Result<OpaquePointer, ResponseProblem> {
     guard (200...999).contains(response.status) else {
         return .failure(ResponseProblem(description: "status \(response.status) is not a final HTTP status"))
     }
-    for (index, header) in response.headers.enumerated() {
-        let nameOK = !header.name.isEmpty && header.name.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x3A }
-        let valueOK = header.value.utf8.allSatisfy { ($0 >= 0x20 && $0 != 0x7F) || $0 == 0x09 }
-        guard nameOK, valueOK else {
-            return .failure(ResponseProblem(description: "header #\(index) has a control character or bad name"))
-        }
+    if let problem = headerProblem(response.headers) { return .failure(ResponseProblem(description: problem)) }
+    var response = response
+    for field in defaults where response.header(field.name) == nil {
+        response.headers.append(field)
     }
     let created: OpaquePointer? = response.body.withUnsafeBytes { bytes in
         guard let base = bytes.baseAddress, bytes.count > 0 else {
@@ -537,4 +542,14 @@ private func makeResponse(_ response: ServerResponse, closing: Bool) -> Result<O
     }
     if closing { _ = MHD_add_response_header(created, "Connection", "close") }
     return .success(created)
+}
+
+/// Why these header fields cannot be sent (a control character, CR, LF or NUL; a bad name), if they cannot.
+func headerProblem(_ headers: [(name: String, value: String)]) -> String? {
+    for (index, header) in headers.enumerated() {
+        let nameOK = !header.name.isEmpty && header.name.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x3A }
+        let valueOK = header.value.utf8.allSatisfy { ($0 >= 0x20 && $0 != 0x7F) || $0 == 0x09 }
+        guard nameOK, valueOK else { return "header #\(index) has a control character or bad name" }
+    }
+    return nil
 }

@@ -1,20 +1,24 @@
 public import Gateway
 
 /// The report as one self-contained HTML5 page: inline CSS and inline SVG only, no script, no external asset, no
-/// URL. Every piece of untrusted text (bundle ids, environments, sources, field names, example ids, reasons, rule
+/// URL, no `style` attribute — so a Content-Security-Policy of `default-src 'none'` plus the one `<style>` element's
+/// nonce (``html(_:styleNonce:)``) lets the whole page show. Every piece of untrusted text (bundle ids, environments, sources, field names, example ids, reasons, rule
 /// text, cutover fields) goes through ``ReportRenderer/escape(_:)``.
 extension ReportRenderer {
     /// One page, readable at a glance: a card per bundle and environment with a big verdict badge
     /// (`id="verdict-N"`, `data-verdict="ready|not_ready"`), the rule and the reasons, the key numbers, the daily
-    /// agreement rate against the rule's threshold, disagreements by field, and the cutover log.
-    public static func html(_ r: CompareReport) -> String {
+    /// agreement rate against the rule's threshold, disagreements by field, and the cutover log. With `styleNonce` the
+    /// `<style>` element carries it (`nonce="…"`), for a policy that allows inline styles by that nonce alone (the
+    /// admin API draws one per response); without it (a file written by the CLI) the element has no attribute.
+    public static func html(_ r: CompareReport, styleNonce: String? = nil) -> String {
         var h = HTMLWriter()
         let window = windowText(since: r.since, until: r.until)
         let ready = r.bundles.filter { $0.verdict == .ready }.count
         h.raw("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n")
         h.raw("<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n")
         h.raw("<title>V1 → V2 readiness · \(escape(window)) · iap-gateway</title>\n")
-        h.raw("<style>\n\(css)</style>\n</head>\n<body>\n")
+        let nonce = styleNonce.map { " nonce=\"\(escape($0))\"" } ?? ""
+        h.raw("<style\(nonce)>\n\(css)</style>\n</head>\n<body>\n")
 
         // Header: the window, the rule, and a one-line summary per bundle that links to its card.
         h.raw("<header class=\"top\">\n<h1>App Store notifications: V1 → V2 readiness</h1>\n")

@@ -18,12 +18,13 @@ public enum ReportRenderer {
     public static let formats = ["table", "json", "html"]
 
     /// The report in one of the formats the CLI and the admin API offer (`json`, `table`, `html`), with its content
-    /// type; nil for any other name. `serve` gives it to the admin API (``GatewayService/Dependencies/reportRenderer``).
-    public static func render(_ r: CompareReport, format: String) -> (contentType: String, body: [UInt8])? {
+    /// type; nil for any other name. `serve` gives it to the admin API (``GatewayService/Dependencies/reportRenderer``),
+    /// which passes the nonce its policy names for the page's styles (``html(_:styleNonce:)``).
+    public static func render(_ r: CompareReport, format: String, styleNonce: String? = nil) -> (contentType: String, body: [UInt8])? {
         switch format {
         case "json": ("application/json", json(r))
         case "table": ("text/plain; charset=utf-8", Array(table(r).utf8))
-        case "html": ("text/html; charset=utf-8", Array(html(r).utf8))
+        case "html": ("text/html; charset=utf-8", Array(html(r, styleNonce: styleNonce).utf8))
         default: nil
         }
     }

@@ -48,6 +48,9 @@ public final class SQLiteDatabase: Sendable {
 
     /// Opens (creating) the file. `":memory:"` and `""` are not supported: the readers need a shared file.
     ///
+    /// A file this creates is readable and writable by its owner only (0600, whatever the umask), and so are the
+    /// `-wal` and `-shm` files SQLite makes beside it; an existing file keeps its mode (``SQLiteFiles``).
+    ///
     /// Sets `journal_mode=WAL` (and checks that it took), `synchronous`, `busy_timeout` and `foreign_keys=ON`.
     public init(path: String, options: Options = .init()) throws(SQLiteError) {
         guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file::memory:") else {
@@ -57,6 +60,9 @@ public final class SQLiteDatabase: Sendable {
         }
         self.path = path
         self.faults = options.faults
+        // Before SQLite creates it with the umask's mode (0644 under the usual 022): SQLite gives the write-ahead log and
+        // shared memory the mode of this file.
+        try SQLiteFiles.createOwnerOnly(path)
         let writer = try SQLiteHandle(
             path: path, readOnly: false, busyTimeoutMillis: options.busyTimeoutMillis, label: "writer")
         let mode = try writer.query("PRAGMA journal_mode=WAL", [], limit: 1).first?[0]

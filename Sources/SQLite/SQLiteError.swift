@@ -18,6 +18,7 @@ public struct SQLiteError: Error, Hashable, CustomStringConvertible {
     public static let busyCode: Int32 = 5  // SQLITE_BUSY
     public static let readOnlyCode: Int32 = 8  // SQLITE_READONLY
     public static let fullCode: Int32 = 13  // SQLITE_FULL: the disk (or max_page_count) is full
+    public static let cantOpenCode: Int32 = 14  // SQLITE_CANTOPEN: the file (or its folder) cannot be created or opened
     public static let constraintCode: Int32 = 19  // SQLITE_CONSTRAINT
     public static let misuseCode: Int32 = 21  // SQLITE_MISUSE: closed database, escaped connection
     public static let rangeCode: Int32 = 25  // SQLITE_RANGE: wrong number of bindings

@@ -226,18 +226,18 @@ import Testing
     @Test func serveRendersEveryFormat() throws {
         let renderer = ServeCommand.dependencies(demoSandboxVerifyTime: nil).reportRenderer
         for format in ReportRenderer.formats {
-            let served = try #require(renderer(Self.report, format))
-            let direct = try #require(ReportRenderer.render(Self.report, format: format))
+            let served = try #require(renderer(Self.report, format, "n0nce"))
+            let direct = try #require(ReportRenderer.render(Self.report, format: format, styleNonce: "n0nce"))
             #expect(served.contentType == direct.contentType && served.body == direct.body)
         }
-        #expect(renderer(Self.report, "xml") == nil)
+        #expect(renderer(Self.report, "xml", "n0nce") == nil)
         #expect(ServeCommand.dependencies(demoSandboxVerifyTime: 42).demoSandboxVerifyTime == 42)
     }
 
     @Test func withoutRendererTheServiceOffersTheSameJSON() throws {
         let renderer = GatewayService.Dependencies.live().reportRenderer
-        let json = try #require(renderer(Self.report, "json"))
+        let json = try #require(renderer(Self.report, "json", "n0nce"))
         #expect(json.contentType == "application/json" && json.body == ReportRenderer.json(Self.report))
-        #expect(renderer(Self.report, "html") == nil && renderer(Self.report, "table") == nil)
+        #expect(renderer(Self.report, "html", "n0nce") == nil && renderer(Self.report, "table", "n0nce") == nil)
     }
 }

@@ -15,7 +15,14 @@ import Testing
             operations: Operations(store: h.store, now: now), ledger: CompareLedger(store: h.store, config: h.config),
             switcher: h.service.switcher, ingest: h.ingest,
             v1Secrets: [], log: Log(now: now, sink: { logs.append($0) }), now: now,
-            reportRenderer: { _, format in format == "text" ? ("text/plain", Array("rendered".utf8)) : nil })
+            reportRenderer: { _, format, nonce in
+                switch format {
+                case "text": ("text/plain", Array("rendered".utf8))
+                case "page": ("text/html; charset=utf-8", Array("<style nonce=\"\(nonce)\"></style>".utf8))
+                default: nil
+                }
+            },
+            randomBytes: { count in (0..<count).map { UInt8($0) } })
     }
 
     static func request(_ method: String, _ path: String, _ query: [String: String] = [:],
@@ -35,7 +42,11 @@ import Testing
         for path in ["/metrics", "/admin/status", "/nowhere"] {
             let r = Self.api(h).handle(Self.request("GET", path, headers: headers))
             #expect(r.status == 401)
-            #expect(r.headers.map { "\($0.name): \($0.value)" } == ["Content-Type: application/json", "WWW-Authenticate: Bearer"])
+            #expect(r.headers.map { "\($0.name): \($0.value)" } == [
+                "Content-Type: application/json", "WWW-Authenticate: Bearer", "X-Content-Type-Options: nosniff",
+                "Referrer-Policy: no-referrer", "Cache-Control: no-store",
+                "Content-Security-Policy: default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+            ])
             #expect(Self.text(r) == #"{"error":{"code":"unauthorized","message":"a valid bearer token is required"}}"#)
         }
     }
@@ -94,6 +105,21 @@ import Testing
         #expect(text.status == 200 && text.header("Content-Type") == "text/plain" && Self.text(text) == "rendered")
         let other = Self.api(h).handle(Self.request("GET", "/admin/report", ["format": "pdf"]))
         #expect(other.status == 200 && other.header("Content-Type") == "application/json" && other.body.first == UInt8(ascii: "{"))
+    }
+
+    @Test func anHTMLReportIsServedUnderAPolicyNamingTheNonceItsRendererWasGiven() throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        // The nonce is hex of 16 injected random bytes (here 00 01 … 0f), handed to the renderer and named by the policy.
+        let nonce = "000102030405060708090a0b0c0d0e0f"
+        let page = Self.api(h).handle(Self.request("GET", "/admin/report", ["format": "page"]))
+        #expect(page.status == 200 && Self.text(page) == "<style nonce=\"\(nonce)\"></style>")
+        #expect(page.header("Content-Security-Policy")
+                == "default-src 'none'; style-src 'nonce-\(nonce)'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
+        #expect(page.header("X-Content-Type-Options") == "nosniff" && page.header("Cache-Control") == "no-store")
+        // Not HTML: the base policy, which allows nothing.
+        let text = Self.api(h).handle(Self.request("GET", "/admin/report", ["format": "text"]))
+        #expect(text.header("Content-Security-Policy") == AdminAPI.basePolicy)
     }
 
     @Test func aStoreThatCannotAnswerIsUnavailable() throws {

@@ -1,5 +1,7 @@
 @testable import Gateway
+import Foundation
 import Testing
+import TestSupport
 
 /// `downstreams[]` of kind `database`: parsing, validation, the connection string read at start, routing.
 @Suite struct DatabaseDownstreamConfigTests {
@@ -100,5 +102,75 @@ import Testing
         #expect(router.eventTargets(bundleID: "a", environment: .production, authoritative: false) == ["shadowdb"])
         #expect(router.eventTargets(bundleID: "a", environment: .sandbox, authoritative: true) == ["db"])
         #expect(router.passthroughTargets(bundleID: "a", environment: .production) == ["legacy"])
+    }
+}
+
+/// "Not the gateway's own store" and "not another downstream's tables" judged by the file a path names, not by its
+/// text: `..`, `.`, doubled slashes, a symbolic link to the file or to its folder, a hard link — whether or not the
+/// store file exists yet (the config is read before the store is opened).
+@Suite struct DownstreamFileIdentityTests {
+    /// A scratch folder holding `sub/` (the store's folder), `link` → `sub`, and — once the store file exists —
+    /// `alias.db` → `sub/gw.db` and the hard link `hard.db`.
+    static func folder(storeExists: Bool) throws -> String {
+        let base = try Scratch.directory()
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: base + "/sub", withIntermediateDirectories: true)
+        try fm.createSymbolicLink(atPath: base + "/link", withDestinationPath: base + "/sub")
+        // A link to the store file works before the file exists too: it is dangling until the store is created.
+        try fm.createSymbolicLink(atPath: base + "/alias.db", withDestinationPath: "sub/gw.db")
+        if storeExists {
+            #expect(fm.createFile(atPath: base + "/sub/gw.db", contents: nil))
+            try fm.linkItem(atPath: base + "/sub/gw.db", toPath: base + "/hard.db")
+        }
+        return base
+    }
+
+    static func parse(_ downstreams: String, base: String) throws(ConfigError) -> GatewayConfig {
+        let json = """
+            { "store": { "sqlite": "sub/gw.db" },
+              "apps": [ { "bundle_id": "a", "app_apple_id": 1, "environments": ["production"] } ],
+              "downstreams": [ \(downstreams) ] }
+            """
+        return try GatewayConfig.parse(Array(json.utf8), baseDirectory: base)
+    }
+
+    static let ownStore: [(String, Bool)] = [
+        ("sub/../sub/gw.db", false), ("sub/../sub/gw.db", true), ("./sub/./gw.db", false), ("sub//gw.db", true),
+        ("alias.db", false), ("alias.db", true), ("link/gw.db", false), ("link/gw.db", true), ("link/../sub/gw.db", true),
+        ("hard.db", true),
+    ]
+
+    @Test(arguments: ownStore)
+    func anotherPathToTheGatewaysOwnStoreIsRefused(_ path: String, _ storeExists: Bool) throws {
+        let base = try Self.folder(storeExists: storeExists)
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        #expect {
+            try Self.parse(#"{ "name": "d", "kind": "database", "sqlite": "\#(path)" }"#, base: base)
+        } throws: { error in
+            let e = error as? ConfigError
+            return e?.field == "downstreams[0].sqlite" && e?.message.contains("the gateway's own store") == true
+        }
+    }
+
+    @Test(arguments: [("sub/team.db", false), ("sub/team.db", true), ("link/team.db", true), ("gw.db", true), ("team.db", false)])
+    func aDifferentFileIsAccepted(_ path: String, _ storeExists: Bool) throws {
+        let base = try Self.folder(storeExists: storeExists)
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        #expect(FileManager.default.createFile(atPath: base + "/team.db", contents: nil))
+        let config = try Self.parse(#"{ "name": "d", "kind": "database", "sqlite": "\#(path)" }"#, base: base)
+        #expect(config.downstreams.first?.database == .sqlite(path: base + "/" + path, prefix: ""))
+    }
+
+    @Test func twoPathsToOneFileAreOneDownstreamsTables() throws {
+        let base = try Self.folder(storeExists: true)
+        defer { try? FileManager.default.removeItem(atPath: base) }
+        #expect {
+            try Self.parse(
+                #"{ "name": "d", "kind": "database", "sqlite": "sub/team.db" }, { "name": "e", "kind": "database", "sqlite": "link/team.db" }"#,
+                base: base)
+        } throws: { error in
+            let e = error as? ConfigError
+            return e?.field == "downstreams[1].sqlite" && e?.message.contains("downstream \"d\" already writes these tables") == true
+        }
     }
 }

@@ -188,7 +188,7 @@ import WireJSON
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         // As `serve` runs it: the admin API renders reports with the Reports module (table, JSON, HTML).
         let g = try Self.start(receiver: receiver) { _, deps in
-            deps.reportRenderer = { report, format in ReportRenderer.render(report, format: format) }
+            deps.reportRenderer = { report, format, nonce in ReportRenderer.render(report, format: format, styleNonce: nonce) }
         }
         let auth = [HTTPHeader("Authorization", "Bearer \(Self.adminToken)")]
         #expect(try await Self.get(g.adminURL("/admin/report")).status == 401)

@@ -35,6 +35,15 @@ import Testing
         let admin = try ListenerSettings.admin(config)
         #expect(admin.field == "admin.listen" && admin.configuration.host == "127.0.0.1" && admin.configuration.port == 9091)
         #expect(admin.configuration.threads == 2 && admin.configuration.tls == nil)
+        // The admin listener's own small budget: connections that never deliver a request are pushed out by new ones
+        // and closed within seconds; the public listener keeps refusing past its limits, as configured.
+        let a = admin.configuration
+        #expect(a.connectionLimit == 32 && a.connectionsPerAddressLimit == 32 && a.evictsWaitingConnections)
+        #expect(a.headerDeadlineSeconds == 5 && a.requestDeadlineSeconds == 10 && a.connectionTimeoutSeconds == 10)
+        #expect(!main.configuration.evictsWaitingConnections && main.configuration.headerDeadlineSeconds == 0)
+        // The admin API's security headers also go on the answers the admin listener gives itself (413, 503).
+        #expect(a.defaultHeaders.map { "\($0.name): \($0.value)" } == AdminAPI.securityHeaders.map { "\($0.name): \($0.value)" })
+        #expect(main.configuration.defaultHeaders.isEmpty)
     }
 
     @Test func tlsFilesAreReadWhenTheListenerIsSetUp() throws {

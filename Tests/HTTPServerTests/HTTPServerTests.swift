@@ -200,6 +200,32 @@ import TestSupport
         #expect(server.loggedErrorCount >= 2)
     }
 
+    @Test func defaultHeadersGoOnEveryAnswerUnlessTheResponseHasItsOwn() async throws {
+        let server = try startServer(Recorder(), configure: { c in
+            c.maxBodyBytes = 10
+            c.defaultHeaders = [("Cache-Control", "no-store"), ("X-Frame-Options", "DENY")]
+        }) { request in
+            request.path == "/own"
+                ? ServerResponse(status: 200, headers: [(name: "cache-control", value: "max-age=60")])
+                : ServerResponse(status: 200, headers: [(name: "Content-Type", value: "text/plain")])
+        }
+        let client = CurlTransport()
+        let plain = try await client.send(HTTPRequest(method: .get, url: url(server, "/plain")))
+        #expect(plain.header("Cache-Control") == "no-store" && plain.header("X-Frame-Options") == "DENY")
+        #expect(plain.header("Content-Type") == "text/plain")
+        // The handler's own field wins (names compared without case); the other default still comes.
+        let own = try await client.send(HTTPRequest(method: .get, url: url(server, "/own")))
+        #expect(own.headers.filter { $0.name.lowercased() == "cache-control" }.map(\.value) == ["max-age=60"])
+        #expect(own.header("X-Frame-Options") == "DENY")
+        // An answer the server gives itself, without the handler.
+        let tooLarge = try await client.send(HTTPRequest(method: .post, url: url(server, "/plain"), body: Array(repeating: 0x61, count: 11)))
+        #expect(tooLarge.status == 413 && tooLarge.header("Cache-Control") == "no-store" && tooLarge.header("X-Frame-Options") == "DENY")
+        // A field that could split the response is refused at start, like a handler's.
+        var bad = HTTPServer.Configuration()
+        bad.defaultHeaders = [("X-Bad", "a\r\nInjected: yes")]
+        #expect(throws: HTTPServerError(.invalidConfiguration, "")) { try HTTPServer(configuration: bad) { _ in ServerResponse(status: 200) }.start() }
+    }
+
     @Test func aLargeResponseIsSentWholeAndAClientLeavingMidResponseHarmsNothing() async throws {
         #expect(HTTPServer.suppressesSIGPIPE)
         // 16 MiB, more than the loopback socket buffers hold, so the server is still sending when the client leaves.

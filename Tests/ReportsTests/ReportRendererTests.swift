@@ -3,6 +3,7 @@ import Gateway
 import Reports
 import Store
 import Testing
+import TestSupport
 import WireJSON
 
 /// Hand-built reports: one ready bundle, one not ready (disagreements, one-sided observations, a forced cutover whose
@@ -168,6 +169,16 @@ enum SampleReport {
         }
     }
 
+    @Test func itsOneStyleElementCarriesTheNonceItIsGivenAndNothingIsStyledByAttribute() {
+        let withNonce = ReportRenderer.html(SampleReport.report, styleNonce: "abc123")
+        #expect(withNonce.components(separatedBy: "<style").count == 2)
+        #expect(withNonce.contains("<style nonce=\"abc123\">\n"))
+        #expect(withNonce == page.replacingOccurrences(of: "<style>", with: "<style nonce=\"abc123\">"))
+        for p in [page, withNonce] { #expect(!p.contains(" style=") && !p.contains("<script")) }
+        // A nonce is only ever our own hex, but it is escaped like any text all the same.
+        #expect(ReportRenderer.html(SampleReport.report, styleNonce: "\"><script>").contains("<style nonce=\"&quot;&gt;&lt;script&gt;\">"))
+    }
+
     @Test func theHostileCutoverReasonAppearsOnlyEscaped() {
         #expect(!page.contains("alert(1)</script>"))
         #expect(page.contains("ship it &lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quotes&quot; &#39;single&#39;"))
@@ -235,80 +246,9 @@ enum SampleReport {
 /// The page as a browser shows it: headless Chromium loads it from a file, then its DOM and a screenshot are checked.
 /// Chromium is required (Debian's `chromium` package); without it these tests fail rather than skip.
 @Suite(.serialized) struct ReportRendererChromiumTests {
-    static func chromium() throws -> String {
-        let candidates = [ProcessInfo.processInfo.environment["CHROMIUM"], "/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        guard let path = candidates.compactMap({ $0 }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw ChromiumMissing()
-        }
-        return path
-    }
-
-    struct ChromiumMissing: Error, CustomStringConvertible {
-        var description: String {
-            "headless Chromium is required for the HTML report tests: install it with `apt-get install -y chromium` "
-                + "(or set CHROMIUM=/path/to/chromium)"
-        }
-    }
-
-    struct Run {
-        var status: Int32
-        var timedOut: Bool
-        var stdout: String
-        var stderr: String
-        var elapsed: Duration
-    }
-
-    /// Flags for a quiet, offline, throw-away browser: its own profile folder, nothing fetched in the background.
-    static func flags(profile: String) -> [String] {
-        [
-            "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(profile)", "--no-first-run",
-            "--no-default-browser-check", "--disable-extensions", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--disable-default-apps", "--disable-domain-reliability", "--no-pings", "--disable-breakpad",
-            "--disable-dev-shm-usage", "--hide-scrollbars",
-        ]
-    }
-
-    /// Runs `executable` with its output in files (so a large DOM never blocks on a pipe), polling without blocking a
-    /// thread, and kills it after `timeout`.
-    static func run(_ executable: String, _ arguments: [String], in dir: URL, timeout: Duration = .seconds(60)) async throws -> Run {
-        let tag = UUID().uuidString
-        let outURL = dir.appending(path: "stdout-\(tag)"), errURL = dir.appending(path: "stderr-\(tag)")
-        _ = FileManager.default.createFile(atPath: outURL.path(), contents: nil)
-        _ = FileManager.default.createFile(atPath: errURL.path(), contents: nil)
-        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
-        defer {
-            try? out.close()
-            try? err.close()
-        }
-        let process = Process()
-        process.executableURL = URL(filePath: executable)
-        process.arguments = arguments
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = out
-        process.standardError = err
-        let clock = ContinuousClock()
-        let start = clock.now
-        try process.run()
-        var timedOut = false
-        while process.isRunning {
-            if clock.now - start > timeout {
-                timedOut = true
-                process.terminate()
-                try await Task.sleep(for: .seconds(2))
-                if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-                break
-            }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        process.waitUntilExit()
-        return Run(status: process.terminationStatus, timedOut: timedOut,
-                   stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-                   stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self), elapsed: clock.now - start)
-    }
-
     /// Writes `html` to a fresh folder and runs `body` with the folder, the page's `file://` address and Chromium.
     static func withPage(_ html: String, keep: Bool = false, _ body: (URL, String, String) async throws -> Void) async throws {
-        let browser = try chromium()
+        let browser = try HeadlessChromium.executable()
         let dir = FileManager.default.temporaryDirectory.appending(path: "iapgw-report-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -328,7 +268,7 @@ enum SampleReport {
     @Test(.timeLimit(.minutes(3))) func chromiumShowsBadgesRuleChartsAndEscapedText() async throws {
         try await Self.withPage(ReportRenderer.html(SampleReport.report), keep: true) { dir, url, browser in
             let profile = dir.appending(path: "profile").path()
-            let dom = try await Self.run(browser, Self.flags(profile: profile) + ["--dump-dom", url], in: dir)
+            let dom = try await HeadlessChromium.run(browser, HeadlessChromium.flags(profile: profile) + ["--dump-dom", url], in: dir)
             #expect(!dom.timedOut, "chromium --dump-dom did not finish within 60 s")
             #expect(dom.status == 0, "chromium exited \(dom.status): \(dom.stderr.suffix(2000))")
             let text = dom.stdout
@@ -348,8 +288,8 @@ enum SampleReport {
             #expect(text.contains("ship it &lt;script&gt;alert(1)&lt;/script&gt; &amp; \"quotes\" 'single'"))
 
             let png = dir.appending(path: "report.png")
-            let shot = try await Self.run(
-                browser, Self.flags(profile: profile) + ["--screenshot=\(png.path())", "--window-size=1200,1600", url], in: dir)
+            let shot = try await HeadlessChromium.run(
+                browser, HeadlessChromium.flags(profile: profile) + ["--screenshot=\(png.path())", "--window-size=1200,1600", url], in: dir)
             #expect(!shot.timedOut && shot.status == 0, "chromium --screenshot failed: \(shot.stderr.suffix(2000))")
             let bytes = try [UInt8](Data(contentsOf: png))
             #expect(bytes.count > 10_000, "screenshot is only \(bytes.count) bytes: blank?")
@@ -363,7 +303,7 @@ enum SampleReport {
 
     @Test(.timeLimit(.minutes(2))) func chromiumShowsHostileTextAsText() async throws {
         try await Self.withPage(ReportRenderer.html(SampleReport.hostile)) { dir, url, browser in
-            let dom = try await Self.run(browser, Self.flags(profile: dir.appending(path: "profile").path()) + ["--dump-dom", url], in: dir)
+            let dom = try await HeadlessChromium.run(browser, HeadlessChromium.flags(profile: dir.appending(path: "profile").path()) + ["--dump-dom", url], in: dir)
             #expect(!dom.timedOut && dom.status == 0, "chromium failed: \(dom.stderr.suffix(2000))")
             #expect(dom.stdout.contains("</html>"))
             #expect(!dom.stdout.contains("<script") && !dom.stdout.contains("<img"))

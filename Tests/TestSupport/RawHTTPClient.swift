@@ -128,6 +128,16 @@ public final class RawHTTPClient: Sendable {
         }
     }
 
+    /// Whether the server has closed the connection (end of file or reset), looked at without waiting and without
+    /// consuming anything that arrived.
+    public var closedByPeer: Bool {
+        var byte: UInt8 = 0
+        let n = recv(fd, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT))
+        if n == 0 { return true }
+        if n < 0 { return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR }
+        return false
+    }
+
     /// Closes with SO_LINGER 0, so the server sees a reset rather than an orderly close.
     public func resetAndClose() {
         var linger = Glibc.linger(l_onoff: 1, l_linger: 0)

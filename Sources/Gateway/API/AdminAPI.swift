@@ -8,7 +8,27 @@ import Synchronization
 /// The admin listener's routes, behind the bearer token: `/metrics` (also `/admin/metrics`), `/admin/status`,
 /// dead letters, replay, the quarantine, one subscription, the comparison report and cutover (docs/operations.md).
 /// A store that cannot answer is a 503 `store_unavailable`; a bad parameter (``AdminQuery``) a 400.
+///
+/// Every answer — 401 and 404 included — carries ``securityHeaders``: a browser that opens an admin address never sniffs
+/// a type, never sends the address on, keeps no copy, and loads nothing. The HTML report's policy adds its own page's
+/// styles alone, by a nonce drawn for each response (``reportPolicy(styleNonce:)``); the page has no script.
 struct AdminAPI: Sendable {
+    /// The policy of every admin answer that is not the HTML report: nothing may be loaded, framed, or submitted to.
+    static let basePolicy = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+
+    /// Sent with every admin answer; the admin listener's server adds them to its own refusals too (413, 503).
+    static let securityHeaders: [(name: String, value: String)] = [
+        ("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"), ("Cache-Control", "no-store"),
+        ("Content-Security-Policy", basePolicy),
+    ]
+
+    /// The HTML report's policy: ``basePolicy`` plus the page's inline `<style>` carrying `styleNonce`. No script runs:
+    /// `script-src` falls back to `default-src 'none'`, and nothing is `unsafe-inline`.
+    static func reportPolicy(styleNonce: String) -> String {
+        "default-src 'none'; style-src 'nonce-\(styleNonce)'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    }
+
+
     /// The bearer token every request must present.
     let token: [UInt8]
     /// The token's environment variable: who made a cutover, in its record.
@@ -23,9 +43,20 @@ struct AdminAPI: Sendable {
     let v1Secrets: [SharedSecret]
     let log: Log
     let now: @Sendable () -> Int64
-    let reportRenderer: @Sendable (CompareReport, String) -> (contentType: String, body: [UInt8])?
+    /// Renders the report: the report, the format asked for, the nonce its inline styles must carry.
+    let reportRenderer: @Sendable (CompareReport, _ format: String, _ styleNonce: String) -> (contentType: String, body: [UInt8])?
+    /// Random bytes (injected): the HTML report's nonce is 16 of them, fresh for each response.
+    let randomBytes: @Sendable (Int) -> [UInt8]
 
     func handle(_ request: ServerRequest) -> ServerResponse {
+        var response = answer(request)
+        for field in Self.securityHeaders where response.header(field.name) == nil {
+            response.headers.append(field)
+        }
+        return response
+    }
+
+    private func answer(_ request: ServerRequest) -> ServerResponse {
         guard let header = request.header("Authorization"), header.hasPrefix("Bearer "),
             Bytes.constantTimeEqual(Array(header.utf8.dropFirst(7)), token)
         else {
@@ -78,11 +109,16 @@ struct AdminAPI: Sendable {
             let time = now()
             let since = query.reportSince(now: time, window: reportWindowMillis)
             let report = try ledger.report(bundleID: query["bundle"], since: since, until: time)
+            let nonce = Hex.encode(randomBytes(16))
             // Unknown formats get JSON, the API's default.
-            guard let rendered = reportRenderer(report, query["format"] ?? "json") else {
+            guard let rendered = reportRenderer(report, query["format"] ?? "json", nonce) else {
                 return .json(200, JSONOutput.encode(report))
             }
-            return ServerResponse(status: 200, headers: [("Content-Type", rendered.contentType)], body: rendered.body)
+            var headers = [(name: "Content-Type", value: rendered.contentType)]
+            if rendered.contentType.lowercased().hasPrefix("text/html") {
+                headers.append(("Content-Security-Policy", Self.reportPolicy(styleNonce: nonce)))
+            }
+            return ServerResponse(status: 200, headers: headers, body: rendered.body)
         case ("POST", ["admin", "cutover"]):
             return try cutover(query)
         case ("POST", ["admin", "migrate"]):

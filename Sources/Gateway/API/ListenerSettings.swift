@@ -20,11 +20,37 @@ public struct ListenerSettings: Sendable {
         return ListenerSettings(field: "listen", address: config.listen, configuration: main)
     }
 
-    /// The admin listener: `admin.listen`, two threads, never TLS.
+    /// The admin listener's connection budget, fixed (docs/operations.md, "The admin listener"). Its clients — an
+    /// operator's `curl`, the Prometheus scraper — connect from a few addresses, often 127.0.0.1 itself, and send their
+    /// request as soon as they connect; a local process opening connections and never finishing a request on them
+    /// must not lock them out.
+    enum AdminBudget {
+        /// Connections open at once, in all and from one address (the scraper and the operators share 127.0.0.1).
+        static let connections: UInt32 = 32
+        /// A connection without a complete request head after this long (from its accept, or from its previous
+        /// request's end) is closed.
+        static let headerDeadlineSeconds: UInt32 = 5
+        /// A request, body included, must arrive within this long of its first byte.
+        static let requestDeadlineSeconds: UInt32 = 10
+        /// A connection silent this long is closed.
+        static let idleTimeoutSeconds: UInt32 = 10
+    }
+
+    /// The admin listener: `admin.listen`, two threads, never TLS, the admin API's security headers on every answer,
+    /// and a small connection budget of its own
+    /// (``AdminBudget``): when it is full, a new connection closes the one that has waited longest without delivering
+    /// its request, so connections that never finish a request cannot keep an operator or the scraper out.
     static func admin(_ config: GatewayConfig) throws(ConfigError) -> ListenerSettings {
         var admin = HTTPServer.Configuration()
         (admin.host, admin.port) = try address(config.adminListen, field: "admin.listen")
         admin.threads = 2
+        (admin.connectionLimit, admin.connectionsPerAddressLimit) = (AdminBudget.connections, AdminBudget.connections)
+        admin.evictsWaitingConnections = true
+        admin.headerDeadlineSeconds = AdminBudget.headerDeadlineSeconds
+        admin.requestDeadlineSeconds = AdminBudget.requestDeadlineSeconds
+        admin.connectionTimeoutSeconds = AdminBudget.idleTimeoutSeconds
+        // The answers the server gives itself (a 413, a 503) carry the admin API's security headers too.
+        admin.defaultHeaders = AdminAPI.securityHeaders
         return ListenerSettings(field: "admin.listen", address: config.adminListen, configuration: admin)
     }
 

@@ -505,7 +505,9 @@ public struct GatewayConfig: Sendable {
         case (nil, let path?):
             guard !path.isEmpty else { throw ConfigError(field: d.field("sqlite"), "must be a file path") }
             let resolved = resolve(path, base: base)
-            guard resolved != storePath else {
+            // By the file, not the text: a path through `..`, a symbolic link or a hard link must not make the store's
+            // own file a downstream's (the files may not exist yet: the config is read before the store is opened).
+            if let storePath, SQLiteStore.sameFile(resolved, storePath) {
                 throw ConfigError(field: d.field("sqlite"), "is the gateway's own store; a database downstream needs a file of its own")
             }
             target = .sqlite(path: resolved, prefix: schema ?? "")
@@ -513,11 +515,22 @@ public struct GatewayConfig: Sendable {
             throw ConfigError(
                 field: d.field("url_env"), "a database downstream needs exactly one of url_env (PostgreSQL) and sqlite (a file)")
         }
-        if let other = others.first(where: { $0.database == target }) {
+        if let other = others.first(where: { $0.database.map { sameTables($0, target) } ?? false }) {
             throw ConfigError(
                 field: d.field(urlEnv != nil ? "url_env" : "sqlite"), "downstream \"\(other.name)\" already writes these tables")
         }
         return target
+    }
+
+    /// Whether two database targets write the same tables: the same PostgreSQL variable and schema, or the same prefix
+    /// in one SQLite file (compared by the file, like the store's).
+    private static func sameTables(_ a: Downstream.Database, _ b: Downstream.Database) -> Bool {
+        switch (a, b) {
+        case (.sqlite(let first, let prefix), .sqlite(let second, let otherPrefix)):
+            return prefix == otherPrefix && SQLiteStore.sameFile(first, second)
+        default:
+            return a == b
+        }
     }
 
     private static func url(_ r: ConfigReader, _ key: String) throws(ConfigError) -> String? {

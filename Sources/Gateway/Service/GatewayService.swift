@@ -1,6 +1,7 @@
 internal import HTTPServer
 public import Store
 internal import Canonical
+internal import Crypto
 public import HTTPClient
 public import V1Adapter
 public import V2Adapter
@@ -43,11 +44,15 @@ public final class GatewayService: Sendable {
         /// `serve --demo-verify-time` (see ``NotificationIngest/Limits/demoSandboxVerifyTime``); nil in production.
         public var demoSandboxVerifyTime: Int64? = nil
         /// Renders `GET /admin/report?format=…`: the content type and bytes, or nil for a format it does not offer
-        /// (answered with JSON, the API's default). This default offers JSON alone; `serve` passes the Reports
-        /// module's renderer (table, JSON, HTML).
-        public var reportRenderer: @Sendable (CompareReport, _ format: String) -> (contentType: String, body: [UInt8])? = { report, format in
+        /// (answered with JSON, the API's default). An HTML page must give its inline styles the `styleNonce` (a fresh
+        /// one per response, which the answer's Content-Security-Policy names) and have no script. This default offers
+        /// JSON alone; `serve` passes the Reports module's renderer (table, JSON, HTML).
+        public var reportRenderer: @Sendable (CompareReport, _ format: String, _ styleNonce: String)
+            -> (contentType: String, body: [UInt8])? = { report, format, _ in
             format == "json" ? ("application/json", JSONOutput.encode(report)) : nil
         }
+        /// Cryptographically secure random bytes: the admin report page's nonce. Tests inject their own.
+        public var randomBytes: @Sendable (Int) -> [UInt8] = { Bytes.random(count: $0) }
 
         public init(environment: [String: String], transport: any HTTPTransport, now: @escaping @Sendable () -> Int64,
                     jitter: @escaping @Sendable () -> Double, logSink: (@Sendable (String) -> Void)? = nil) {
@@ -185,7 +190,7 @@ public final class GatewayService: Sendable {
             adminAPI = AdminAPI(
                 token: token, tokenEnv: config.adminTokenEnv, reportWindowMillis: config.compareSettings.rule.windowMillis,
                 metrics: metrics, operations: operations, ledger: ledger, switcher: switcher, ingest: ingest, v1Secrets: v1Secrets, log: log,
-                now: dependencies.now, reportRenderer: dependencies.reportRenderer)
+                now: dependencies.now, reportRenderer: dependencies.reportRenderer, randomBytes: dependencies.randomBytes)
         } else {
             adminAPI = nil
         }
@@ -223,6 +228,7 @@ public final class GatewayService: Sendable {
             log.warn("DEMO: sandbox notifications are judged fresh as of a fixed time, not the clock (--demo-verify-time)",
                      ["verify_time": .string(TimeText.iso8601(demo))])
         }
+        warnAboutStorePermissions()
         try seedAuthority()
         try reconcile.schedule()
         let delivery = self.delivery
@@ -252,6 +258,18 @@ public final class GatewayService: Sendable {
         log.info("listening", ["port": .int(Int64(server.port)), "admin_port": adminPort.map { .int(Int64($0)) },
                                "store": .string(storeDescription), "instance": .string(delivery.context.instance)])
         return (server.port, adminPort)
+    }
+
+    /// One warning per file or folder of an SQLite store that its owner's group or anyone else can read (they hold every
+    /// notification body and subscription). A store the gateway creates is owner-only; this finds one made before, or by
+    /// hand. Never fatal: the operator decides.
+    func warnAboutStorePermissions() {
+        guard let sqlite = store as? SQLiteStore else { return }
+        for (path, mode) in SQLiteStore.readableByOthers(path: sqlite.path) {
+            let isFolder = !path.hasPrefix(sqlite.path)  // the database, -wal and -shm start with its path
+            log.warn("store readable by others", ["path": .string(path), "mode": .string("0" + String(mode, radix: 8)),
+                                                  "fix": .string("chmod \(isFolder ? "700" : "600") \(path)")])
+        }
     }
 
     /// Seeds the store's authority from the config (a cutover's row wins over the config), logs the effective

@@ -1,5 +1,4 @@
 public import SQLite
-internal import FoundationEssentials
 import Dispatch
 
 /// The store on SQLite, the embedded default: one file in WAL mode, one writer thread with group commit
@@ -18,10 +17,12 @@ public final class SQLiteStore: GatewayStore {
     let database: SQLiteDatabase
     let writer: JournalWriter<SQLiteDatabase>
 
-    /// Opens (creating it and its folder) the store file and applies the schema's migrations.
+    /// Opens (creating it and its folder) the store file and applies the schema's migrations. A file or folder created
+    /// here is its owner's alone (files 0600, folders 0700, whatever the umask); existing ones keep their mode
+    /// (``readableByOthers(path:)`` names those that others can read).
     public init(path: String, options: Options = .init()) throws {
-        let dir = URL(filePath: path).deletingLastPathComponent().path()
-        if !dir.isEmpty { try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true) }
+        // A folder that cannot be made is reported by the open below, in SQLite's words.
+        try? SQLiteFiles.createFolder(SQLiteFiles.folder(of: path))
         var o = SQLiteDatabase.Options()
         o.synchronous = options.synchronous
         o.faults = options.faults
@@ -32,6 +33,16 @@ public final class SQLiteStore: GatewayStore {
     }
 
     public var path: String { database.path }
+
+    /// The store's files (the database, its `-wal` and `-shm`) and its folder that its owner's group or anyone else can
+    /// read, with their permission bits. They hold every notification body; `serve` warns about each.
+    public static func readableByOthers(path: String) -> [(path: String, mode: UInt32)] {
+        SQLiteFiles.readableByOthers(database: path)
+    }
+
+    /// Whether two paths name one SQLite file, by the file and not the text: `sub/../gw.db`, a symbolic link to the
+    /// file or to its folder, a hard link — whether or not the file exists yet (``SQLiteFiles/sameFile(_:_:)``).
+    public static func sameFile(_ a: String, _ b: String) -> Bool { SQLiteFiles.sameFile(a, b) }
 
     /// The most the write-ahead log may hold between two checkpoints: its working size (what it is truncated to when
     /// it is reset) plus the largest transaction the writer takes, which can land in it before the checkpoint that
