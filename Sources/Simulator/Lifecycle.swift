@@ -277,7 +277,7 @@ public struct LifecycleContext {
             s.autoRenewChangedAt = now
             world.subscriptions[otid] = s
             try emit("expires: price increase not accepted", otid, v2: ("EXPIRED", "PRICE_INCREASE"), v1: ["DID_CHANGE_RENEWAL_STATUS"],
-                     expectV2: ExpectedEvent(.expiration, .priceIncrease), expectV1: [ExpectedEvent(.autoRenewChanged, .disabled)])
+                     expectV2: ExpectedEvent(.expiration, .priceIncrease), expectV1: [ExpectedEvent(.expiration, .priceIncrease)])
         case .productNotForSale:
             s.renewal?.expirationIntent = 4
             world.subscriptions[otid] = s

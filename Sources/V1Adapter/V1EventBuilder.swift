@@ -190,11 +190,18 @@ public struct V1EventBuilder: Sendable {
                 // Apple's text: the distance is clamped, and `magnitude` has no `abs(Int64.min)` trap.)
                 return (.purchase, .resubscribe)
             }
-            if on == false, renewal?.expirationIntent?.int64 == 2, renewal?.isInBillingRetryPeriod?.bool != true,
-                let end = latest?.expiresMillis, end <= time
-            {
-                // Churn after Apple gave up retrying the payment.
-                return (.expiration, .billingRetry)
+            if on == false, renewal?.isInBillingRetryPeriod?.bool != true, let end = latest?.expiresMillis, end <= time {
+                switch renewal?.expirationIntent?.int64 {
+                case 2?:
+                    // Churn after Apple gave up retrying the payment.
+                    return (.expiration, .billingRetry)
+                case 3?:
+                    // The period ended without the customer's consent to a price increase: Apple's V1 counterpart of
+                    // V2's EXPIRED/PRICE_INCREASE.
+                    return (.expiration, .priceIncrease)
+                default:
+                    break
+                }
             }
             return (.autoRenewChanged, on.map { $0 ? .enabled : .disabled })
         case "DID_FAIL_TO_RENEW":

@@ -111,7 +111,7 @@ import WireJSON
         #expect(Self.kind("INTERACTIVE_RENEWAL", [old, Self.transaction("2", product: "monthly", purchase: 3000, expires: 9000)]) == (.renewal, .interactive))
     }
 
-    @Test func renewalStatusChangeIsAToggleAResubscribeOrAChurn() {
+    @Test func renewalStatusChangeIsAToggleAResubscribeAChurnOrAPriceIncreaseExpiry() {
         var on = V1PendingRenewal()
         on.autoRenewStatus = "1"
         var off = V1PendingRenewal()
@@ -130,6 +130,12 @@ import WireJSON
         churn.expirationIntent = "2"
         churn.isInBillingRetryPeriod = "0"
         #expect(Self.kind("DID_CHANGE_RENEWAL_STATUS", [lapsed], renewal: churn, top: withDate) == (.expiration, .billingRetry))
+        // Off at the end of a period whose price increase the customer never accepted (intent 3) → expiration
+        // [price_increase]; the same intent before the period ends is only the toggle.
+        var declined = off
+        declined.expirationIntent = "3"
+        #expect(Self.kind("DID_CHANGE_RENEWAL_STATUS", [lapsed], renewal: declined, top: withDate) == (.expiration, .priceIncrease))
+        #expect(Self.kind("DID_CHANGE_RENEWAL_STATUS", [active], renewal: declined, top: withDate) == (.autoRenewChanged, .disabled))
     }
 
     @Test func cancelOfAnUpgradedTransactionIsAPlanChange() {
