@@ -21,7 +21,8 @@ public struct DeliveryPolicy: Sendable {
 
 /// Delivers the outbox (docs/architecture.md): at least once, per-downstream concurrency limit, exponential backoff with
 /// jitter, dead letter after the downstream's `max_attempts`. Webhooks get the signed envelope; pass-through
-/// downstreams get the V1 body exactly as Apple sent it, the secret restored at this moment only; database downstreams
+/// downstreams get the V1 body exactly as Apple sent it — or a V2 notification's V1 shape, with the header
+/// `X-IAP-Gateway-Source: v2` — the secret restored at this moment only; database downstreams
 /// get the event written into their tables (docs/database-downstream.md), a failure to connect or write being a failed
 /// attempt like an HTTP error.
 public final class DeliveryWorker: JobTable, ContextualWorker {
@@ -31,17 +32,22 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     let transport: any HTTPTransport
     let signers: [String: WebhookSigner]
     let passthroughSecrets: [SharedSecret]
+    /// Per app, the shared secret whose marker a V1 shape carries (its first): what the pass-through restores.
+    let passthroughSecretNames: [String: String]
     /// Per database downstream (by name), its writer (``DatabaseDownstreams/make(config:connectionStrings:timeoutMillis:)``).
     let databases: [String: any DownstreamDatabase]
     let policy: DeliveryPolicy
     private let scheduler: JobScheduler
 
+    /// `v1Apps`: the apps whose V2 notifications may reach a pass-through downstream as V1 shapes.
     public init(context: WorkerContext, transport: any HTTPTransport, signers: [String: WebhookSigner], passthroughSecrets: [SharedSecret],
-                databases: [String: any DownstreamDatabase] = [:], policy: DeliveryPolicy = .init()) {
+                v1Apps: [V1App] = [], databases: [String: any DownstreamDatabase] = [:], policy: DeliveryPolicy = .init()) {
         self.context = context
         self.transport = transport
         self.signers = signers
         self.passthroughSecrets = passthroughSecrets
+        passthroughSecretNames = Dictionary(
+            v1Apps.compactMap { app in app.sharedSecrets.first.map { (app.bundleID, $0.name) } }, uniquingKeysWith: { a, _ in a })
         self.databases = databases
         self.policy = policy
         self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
@@ -147,13 +153,26 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     func buildRequest(_ job: Job, downstream: GatewayConfig.Downstream) async throws -> HTTPRequest {
         if downstream.kind == .v1Passthrough {
             guard let journalID = job.journalID,
-                let redacted = try await context.read({ tx in try tx.journalEntries(id: journalID, key: nil, limit: 1).first?.body })
+                let entry = try await context.read({ tx in try tx.journalEntries(id: journalID, key: nil, limit: 1).first }),
+                var redacted = entry.body
             else { throw BuildFailure(description: "V1 body no longer stored") }
+            var headers = [HTTPHeader("Content-Type", "application/json")]
+            if entry.version == .v2 {
+                // A V2 notification reaches the old backend as its V1 shape, built now from what the store holds.
+                let journalBody = redacted
+                guard let secret = entry.bundleID.flatMap({ passthroughSecretNames[$0] }),
+                    let shape = try await context.read({ tx in
+                        try V1Shape.build(notificationKey: entry.key, journalBody: journalBody, secretName: secret, in: tx)
+                    })
+                else { throw BuildFailure(description: "the V1 shape of this notification cannot be built") }
+                redacted = shape.body
+                headers.append(HTTPHeader("X-IAP-Gateway-Source", "v2"))
+                metrics.increment(.v1ShapesTotal, ["use": "passthrough", "type": shape.type])
+            }
             guard let body = V1Adapter.restore(redactedBody: redacted, secrets: passthroughSecrets) else {
                 throw BuildFailure(description: "the shared secret of this body is not configured any more")
             }
-            return HTTPRequest(method: .post, url: downstream.url, headers: [HTTPHeader("Content-Type", "application/json")], body: body,
-                               timeoutMillis: policy.timeoutMillis)
+            return HTTPRequest(method: .post, url: downstream.url, headers: headers, body: body, timeoutMillis: policy.timeoutMillis)
         }
         guard let eventID = job.eventID else { throw BuildFailure(description: "outbox row without event") }
         let payload = try await payload(of: job, eventID: eventID, withBody: downstream.includeRaw)

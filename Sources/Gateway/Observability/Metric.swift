@@ -38,6 +38,9 @@ enum Metric: String, CaseIterable, Sendable {
     case reconcileRateLimitedTotal = "iapgw_reconcile_rate_limited_total"
     case reconcileSkippedTotal = "iapgw_reconcile_skipped_total"
     case notificationsMissed = "iapgw_notifications_missed"
+    // The V1 side of V2 notifications
+    case v1ShapesTotal = "iapgw_v1_shapes_total"
+    case v1ShapesUnsentTotal = "iapgw_v1_shapes_unsent_total"
     // Latency
     case verifySeconds = "iapgw_verify_seconds"
     case requestSeconds = "iapgw_request_seconds"
@@ -83,6 +86,9 @@ enum Metric: String, CaseIterable, Sendable {
         case .reconcileRateLimitedTotal: (.counter, "Recovery runs ended by Apple's 429 (due again after its Retry-After), by bundle")
         case .reconcileSkippedTotal:
             (.counter, "History notifications the gateway cannot serve (quarantined once), skipped by the sweep, by bundle and code")
+        case .v1ShapesTotal:
+            (.counter, "V1 shapes built from V2 notifications, by use (passthrough: sent to a v1_passthrough downstream; event: the V1 path's event) and V1 type")
+        case .v1ShapesUnsentTotal: (.counter, "V2 notifications a v1_passthrough downstream did not get: V1 has no counterpart, by V2 type")
         case .notificationsMissed:
             (.gauge, "1 while recovery keeps finding notifications Apple's delivery missed (reconcile.alert_after over a day), by bundle and environment")
         case .verifySeconds: (.histogram, "V2 verification time")

@@ -158,7 +158,7 @@ public final class GatewayService: Sendable {
             instance: dependencies.instanceID ?? (store.sharedByInstances ? ProcessEnvironment.instanceName : "local"),
             leaseMillis: config.limits.jobLeaseMillis)
         delivery = DeliveryWorker(
-            context: workers, transport: dependencies.transport, signers: secrets.signers, passthroughSecrets: v1Secrets,
+            context: workers, transport: dependencies.transport, signers: secrets.signers, passthroughSecrets: v1Secrets, v1Apps: v1Apps,
             databases: DatabaseDownstreams.make(config: config, connectionStrings: secrets.databaseURLs, timeoutMillis: deliveryPolicy.timeoutMillis),
             policy: deliveryPolicy)
         var receiptPolicy = dependencies.receiptPolicy

@@ -176,6 +176,11 @@ public final class NotificationIngest: Sendable {
             event.recoveredBy = origin.recoveredBy
             return event
         }
+        // Whether a V1 backend can be told of it (docs/architecture.md, "The V1 shape of a V2 notification").
+        item.v1NotificationType = item.events.first.flatMap(V1BodySynthesizer.v1NotificationType(for:))
+        if item.v1NotificationType == nil, !router.passthroughTargets(bundleID: item.bundleID, environment: item.environment).isEmpty {
+            metrics.increment(.v1ShapesUnsentTotal, ["type": ClaimedText.clip(item.notificationType ?? "", limit: 64)])
+        }
         guard !item.key.isEmpty else {
             return refuse(GatewayError(.malformed, "notification has no notificationUUID"), version: .v2, bytes: bytes, at: received,
                           origin: origin)

@@ -53,6 +53,10 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
     func housekeeping() async { await context.gaugePending(as: .receiptJobsPending) { tx in try tx.receiptJobCounts() } }
 
     func process(_ job: Job) async {
+        if job.version == .v2 {
+            await processV1View(job)
+            return
+        }
         guard let body = try? JSONValueDecoder().decode(ResponseBodyV1.self, from: job.body) else {
             await settle(job, state: .failed, error: "journaled body unreadable", status: nil, retryIn: nil)
             return
@@ -102,6 +106,55 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
                 log.warn("V1 notification dropped: its receipt is invalid",
                          ["id": .string(job.key), "bundle": .string(job.bundleID), "code": .string(error.code.rawValue)])
                 await settle(job, state: .failed, error: error.code.rawValue, status: error.appleStatus, retryIn: nil)
+            }
+        } catch {
+            await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.retry.baseDelayMillis)
+        }
+    }
+
+    /// The V1 path's event of a V2 notification that stands alone while V1 is authoritative (docs/architecture.md, "One
+    /// authoritative event per notification"): its V1 shape, read by the V1 adapter like any V1 body, with the facts
+    /// of verifyReceipt's answer for the subscription's latest stored receipt where there is one, else of the shape
+    /// itself — built from Apple-signed data, so the event is `verified` either way. Its id is `v1-view:` and the
+    /// notification's UUID; it is authoritative on the V1 path as the notification arrived under V1 authority.
+    func processV1View(_ job: Job) async {
+        guard let app = apps[job.bundleID], let secret = app.sharedSecrets.first else {
+            await settle(job, state: .failed, error: "no V1 path: the app has no shared secret", status: nil, retryIn: nil)
+            return
+        }
+        let (key, body) = (job.key, job.body)
+        guard let shape = try? await context.read({ tx in try V1Shape.build(notificationKey: key, journalBody: body, secretName: secret.name, in: tx) }),
+            let v1 = try? JSONValueDecoder().decode(ResponseBodyV1.self, from: JSONParser.parse(shape.body))
+        else {
+            await settle(job, state: .failed, error: "no V1 counterpart", status: nil, retryIn: nil)
+            return
+        }
+        var facts = V1EventBuilder.facts(fromBody: v1, subscription: v1.subscriptionID)
+        var answer: VerifyReceiptClient.Answer?
+        if let receipt = shape.receipt {
+            let receiptSecret = app.sharedSecrets.first { $0.name == receipt.secretName } ?? secret
+            if let verified = try? await client.verify(receiptData: receipt.receipt, sharedSecret: receiptSecret) {
+                let fromApple = V1EventBuilder.facts(fromReceipt: verified.response, subscription: v1.subscriptionID)
+                if !fromApple.transactions.isEmpty { (facts, answer) = (fromApple, verified) }
+            }
+        }
+        var event = V1EventBuilder().event(for: v1, id: "v1-view:" + job.key, facts: facts, arrival: shape.eventDate)
+        event.verified = true
+        metrics.increment(.v1ShapesTotal, ["use": "event", "type": shape.type])
+        let router = self.router
+        let time = now()
+        let stored = event
+        let verified = answer
+        do {
+            try await store.write { tx in
+                try tx.storeEvents([stored], journalID: job.journalID, routing: router, now: time, authority: job.authority)
+                if let answer = verified, let otid = stored.originalTransactionID, let env = stored.environment {
+                    let subscription = SubscriptionKey(bundleID: job.bundleID, environment: env, originalTransactionID: otid)
+                    try tx.putReceipt(StoredReceipt(receipt: answer.response.latestReceipt ?? shape.receipt?.receipt ?? "", secretName: secret.name,
+                                                    updatedAt: time), of: subscription)
+                }
+                try tx.settleReceiptJob(journalID: job.journalID, state: .done, attempts: job.attempts + 1, nextAttemptAt: time, error: nil,
+                                        appleStatus: verified?.status, now: time)
             }
         } catch {
             await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.retry.baseDelayMillis)
