@@ -38,7 +38,7 @@ import Testing
         #expect(usage.hasSuffix("\n  iap-gateway help\n"))
         let names = GatewayCLI.commands.map { $0.name }
         #expect(Set(names).count == names.count)
-        #expect(names == ["verify", "serve", "replay", "quarantine", "subscription", "report", "cutover", "backfill", "reconcile", "migrate-store",
+        #expect(names == ["verify", "serve", "replay", "quarantine", "subscription", "report", "cutover", "migrate", "backfill", "reconcile", "migrate-store",
                           "test-notification", "receive", "bench", "simulate"])
         for command in GatewayCLI.commands {
             #expect(command.usage.hasPrefix("  iap-gateway \(command.name)"), "\(command.name)")

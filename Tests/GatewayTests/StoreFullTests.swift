@@ -103,7 +103,7 @@ import WireJSON
         #expect(sent.withLock { $0 } == 1)
         faults.diskFull = false
         try await Service.waitUntil {
-            try g.service.store.deliveries().filter { $0.state == .delivered }.count == 1
+            try g.service.store.deliveries().filter { $0.downstream == "main" && $0.state == .delivered }.count == 1
         }
         #expect(sent.withLock { $0 } == 1)
         await g.service.shutdown()

@@ -110,6 +110,11 @@ import TestSupport
             try tx.recordComparison(LedgerEntry(subscription: key, comparedAt: 330, outcome: .v2Only, fields: [], v1: nil, v2: nil))
             try tx.recordCutover(CutoverRecord(at: 340, bundleID: Self.bundle, environment: "sandbox", from: "v2", to: "v1", who: "ops",
                                                reason: "test", verdict: "ready", forced: false), to: .v1)
+            var apple = AppleSwitchState(bundleID: Self.bundle, environment: .sandbox)
+            (apple.appID, apple.appleVersion, apple.migrationID, apple.target, apple.previous, apple.step) = ("1", .v1, "m", .v1, .v2, .done)
+            try tx.putAppleSwitch(apple)
+            try tx.logAppleSwitch(AppleSwitchLogEntry(at: 345, bundleID: Self.bundle, environment: .sandbox, migrationID: "m", step: .done,
+                                                      outcome: "ok", detail: nil))
             try tx.scheduleReconcileRuns([(ReconcileRunKey(bundleID: Self.bundle, environment: .sandbox, kind: .history), 350)])
             let run = try #require(try tx.reconcileRuns().first)
             try tx.settleReconcileRun(id: run.id, ReconcileRunOutcome(nextRunAt: 3_950, watermark: 340, attempts: 0, error: nil, checked: 3,

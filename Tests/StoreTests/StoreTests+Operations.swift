@@ -107,7 +107,7 @@ extension StoreTests {
         }
         let job = try #require(try f.claim { tx in try tx.claimDueReceiptJobs(at: 10, limit: 10, lease: Self.lease) }.first)
         #expect(job == ReceiptJob(journalID: id, attempts: 0, body: item.body, bundleID: Self.bundle, secretName: "MAIN_SECRET", receivedAt: 10,
-                                  key: "v1:abc", authority: .v2))
+                                  key: "v1:abc", authority: .v2, version: .v1, environment: .production))
         try f.store.write { tx in
             try tx.settleReceiptJob(journalID: id, state: .pending, attempts: 1, nextAttemptAt: 500, error: "timeout", appleStatus: nil, now: 20)
         }

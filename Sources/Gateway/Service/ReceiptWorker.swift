@@ -16,6 +16,9 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         public var retry: RetryPolicy = .receiptWorker
         /// A 21004 (secret mismatch at Apple) is retried this often, waiting for the configuration to be fixed.
         public var configErrorDelayMillis: Int64 = 1_800_000
+        /// A job the store could not read or settle is tried again this soon: the store's trouble is not Apple's, and
+        /// waiting out Apple's backoff would hold the event back for a minute after the store is back.
+        public var storeRetryMillis: Int64 = 5_000
         public init() {}
     }
 
@@ -108,7 +111,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
                 await settle(job, state: .failed, error: error.code.rawValue, status: error.appleStatus, retryIn: nil)
             }
         } catch {
-            await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.retry.baseDelayMillis)
+            await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.storeRetryMillis)
         }
     }
 
@@ -123,9 +126,14 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
             return
         }
         let (key, body) = (job.key, job.body)
-        guard let shape = try? await context.read({ tx in try V1Shape.build(notificationKey: key, journalBody: body, secretName: secret.name, in: tx) }),
-            let v1 = try? JSONValueDecoder().decode(ResponseBodyV1.self, from: JSONParser.parse(shape.body))
-        else {
+        let built: V1Shape?
+        do {
+            built = try await context.read { tx in try V1Shape.build(notificationKey: key, journalBody: body, secretName: secret.name, in: tx) }
+        } catch {
+            await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.storeRetryMillis)
+            return
+        }
+        guard let shape = built, let v1 = try? JSONValueDecoder().decode(ResponseBodyV1.self, from: JSONParser.parse(shape.body)) else {
             await settle(job, state: .failed, error: "no V1 counterpart", status: nil, retryIn: nil)
             return
         }
@@ -157,7 +165,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
                                         appleStatus: verified?.status, now: time)
             }
         } catch {
-            await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.retry.baseDelayMillis)
+            await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.storeRetryMillis)
         }
     }
 
