@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "Store", targets: ["Store"]),
         .library(name: "V1Adapter", targets: ["V1Adapter"]),
         .library(name: "V2Adapter", targets: ["V2Adapter"]),
+        .library(name: "AppStoreConnect", targets: ["AppStoreConnect"]),
         .library(name: "Gateway", targets: ["Gateway"]),
         .library(name: "Reports", targets: ["Reports"]),
         .library(name: "GatewayCLI", targets: ["GatewayCLI"]),
@@ -49,6 +50,8 @@ let package = Package(
         .target(name: "Store", dependencies: ["Canonical", "SQLite", "Postgres", "WireJSON", "Threads"], swiftSettings: strict),
         .target(name: "V1Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         .target(name: "V2Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
+        // The App Store Connect API client (the switch between V1 and V2: the app's notification version).
+        .target(name: "AppStoreConnect", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         // The simulated App Store: test PKI, lifecycles, paired V1/V2 traffic, fake Apple endpoints.
         .target(name: "Simulator", dependencies: ["Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter"], swiftSettings: strict),
         // The service: authenticate, normalize, journal, deliver, compare; its HTTP endpoints and admin API.
@@ -75,6 +78,9 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "V2AdapterTests", dependencies: ["V2Adapter", "Canonical", "Crypto", "HTTPClient", "Simulator", "WireJSON", "TestSupport", "SimulatorTestSupport"],
+                    swiftSettings: strict),
+        .testTarget(name: "AppStoreConnectTests",
+                    dependencies: ["AppStoreConnect", "Canonical", "Crypto", "HTTPClient", "WireJSON", "Simulator", "TestSupport", "SimulatorTestSupport"],
                     swiftSettings: strict),
         .target(name: "SimulatorTestSupport", dependencies: ["Simulator", "V2Adapter", "TestSupport"], path: "Tests/SimulatorTestSupport",
                 swiftSettings: strict),
