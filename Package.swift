@@ -53,7 +53,7 @@ let package = Package(
         // The App Store Connect API client (the switch between V1 and V2: the app's notification version).
         .target(name: "AppStoreConnect", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         // The simulated App Store: test PKI, lifecycles, paired V1/V2 traffic, fake Apple endpoints.
-        .target(name: "Simulator", dependencies: ["Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter"], swiftSettings: strict),
+        .target(name: "Simulator", dependencies: ["Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter", "AppStoreConnect"], swiftSettings: strict),
         // The service: authenticate, normalize, journal, deliver, compare; its HTTP endpoints and admin API.
         .target(
             name: "Gateway",
@@ -77,7 +77,8 @@ let package = Package(
         .testTarget(name: "V1AdapterTests", dependencies: ["V1Adapter", "Canonical", "Crypto", "HTTPClient", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "V2AdapterTests", dependencies: ["V2Adapter", "Canonical", "Crypto", "HTTPClient", "Simulator", "WireJSON", "TestSupport", "SimulatorTestSupport"],
+        .testTarget(name: "V2AdapterTests", dependencies: ["V2Adapter", "Canonical", "Crypto", "HTTPClient", "Simulator", "AppStoreConnect", "WireJSON", "TestSupport",
+                                                         "SimulatorTestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "AppStoreConnectTests",
                     dependencies: ["AppStoreConnect", "Canonical", "Crypto", "HTTPClient", "WireJSON", "Simulator", "TestSupport", "SimulatorTestSupport"],
@@ -85,7 +86,8 @@ let package = Package(
         .target(name: "SimulatorTestSupport", dependencies: ["Simulator", "V2Adapter", "TestSupport"], path: "Tests/SimulatorTestSupport",
                 swiftSettings: strict),
         .testTarget(name: "SimulatorTests",
-                    dependencies: ["Simulator", "Canonical", "Crypto", "V1Adapter", "V2Adapter", "WireJSON", "TestSupport", "SimulatorTestSupport"],
+                    dependencies: ["Simulator", "Canonical", "Crypto", "V1Adapter", "V2Adapter", "AppStoreConnect", "WireJSON", "TestSupport",
+                                   "SimulatorTestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
         // Against a real server when IAPGW_TEST_DATABASE_URL is set (scripts/with-postgres), skipped otherwise.
@@ -99,7 +101,7 @@ let package = Package(
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "Gateway", "Store", "WireJSON"], swiftSettings: strict),
         .testTarget(name: "GatewayCLITests",
                     dependencies: ["GatewayCLI", "Gateway", "Reports", "Store", "StoreTestSupport", "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
-                                   "V2Adapter", "Canonical", "WireJSON", "TestSupport"],
+                                   "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
     ]
 )
