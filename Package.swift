@@ -65,7 +65,7 @@ let package = Package(
         .target(
             name: "GatewayCLI",
             dependencies: ["Gateway", "Reports", "Simulator", "Store", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
-                           "V1Adapter", "V2Adapter", "Threads"],
+                           "V1Adapter", "V2Adapter", "AppStoreConnect", "Threads"],
             swiftSettings: strict),
         .executableTarget(name: "iap-gateway", dependencies: ["GatewayCLI"], swiftSettings: strict),
 
