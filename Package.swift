@@ -22,6 +22,7 @@ let package = Package(
         .library(name: "Store", targets: ["Store"]),
         .library(name: "V1Adapter", targets: ["V1Adapter"]),
         .library(name: "V2Adapter", targets: ["V2Adapter"]),
+        .library(name: "AppStoreConnect", targets: ["AppStoreConnect"]),
         .library(name: "Gateway", targets: ["Gateway"]),
         .library(name: "Reports", targets: ["Reports"]),
         .library(name: "GatewayCLI", targets: ["GatewayCLI"]),
@@ -49,12 +50,14 @@ let package = Package(
         .target(name: "Store", dependencies: ["Canonical", "SQLite", "Postgres", "WireJSON", "Threads"], swiftSettings: strict),
         .target(name: "V1Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         .target(name: "V2Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
+        // The App Store Connect API client (the switch between V1 and V2: the app's notification version).
+        .target(name: "AppStoreConnect", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         // The simulated App Store: test PKI, lifecycles, paired V1/V2 traffic, fake Apple endpoints.
-        .target(name: "Simulator", dependencies: ["Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter"], swiftSettings: strict),
+        .target(name: "Simulator", dependencies: ["Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter", "AppStoreConnect"], swiftSettings: strict),
         // The service: authenticate, normalize, journal, deliver, compare; its HTTP endpoints and admin API.
         .target(
             name: "Gateway",
-            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "Store", "HTTPServer"],
+            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Store", "HTTPServer"],
             swiftSettings: strict),
         // The comparison report as a table, JSON and one HTML page (the CLI's `report`, the admin API through `serve`).
         .target(name: "Reports", dependencies: ["Gateway", "Canonical"], swiftSettings: strict),
@@ -62,7 +65,7 @@ let package = Package(
         .target(
             name: "GatewayCLI",
             dependencies: ["Gateway", "Reports", "Simulator", "Store", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
-                           "V1Adapter", "V2Adapter", "Threads"],
+                           "V1Adapter", "V2Adapter", "AppStoreConnect", "Threads"],
             swiftSettings: strict),
         .executableTarget(name: "iap-gateway", dependencies: ["GatewayCLI"], swiftSettings: strict),
 
@@ -74,12 +77,17 @@ let package = Package(
         .testTarget(name: "V1AdapterTests", dependencies: ["V1Adapter", "Canonical", "Crypto", "HTTPClient", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "V2AdapterTests", dependencies: ["V2Adapter", "Canonical", "Crypto", "HTTPClient", "Simulator", "WireJSON", "TestSupport", "SimulatorTestSupport"],
+        .testTarget(name: "V2AdapterTests", dependencies: ["V2Adapter", "Canonical", "Crypto", "HTTPClient", "Simulator", "AppStoreConnect", "WireJSON", "TestSupport",
+                                                         "SimulatorTestSupport"],
+                    swiftSettings: strict),
+        .testTarget(name: "AppStoreConnectTests",
+                    dependencies: ["AppStoreConnect", "Canonical", "Crypto", "HTTPClient", "WireJSON", "Simulator", "TestSupport", "SimulatorTestSupport"],
                     swiftSettings: strict),
         .target(name: "SimulatorTestSupport", dependencies: ["Simulator", "V2Adapter", "TestSupport"], path: "Tests/SimulatorTestSupport",
                 swiftSettings: strict),
         .testTarget(name: "SimulatorTests",
-                    dependencies: ["Simulator", "Canonical", "Crypto", "V1Adapter", "V2Adapter", "WireJSON", "TestSupport", "SimulatorTestSupport"],
+                    dependencies: ["Simulator", "Canonical", "Crypto", "V1Adapter", "V2Adapter", "AppStoreConnect", "WireJSON", "TestSupport",
+                                   "SimulatorTestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
         // Against a real server when IAPGW_TEST_DATABASE_URL is set (scripts/with-postgres), skipped otherwise.
@@ -88,12 +96,12 @@ let package = Package(
         .target(name: "StoreTestSupport", dependencies: ["Store", "Canonical"], path: "Tests/StoreTestSupport", swiftSettings: strict),
         // The store contract against each implementation: SQLite always, PostgreSQL when IAPGW_TEST_DATABASE_URL is set.
         .testTarget(name: "StoreTests", dependencies: ["Store", "Canonical", "Postgres", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reports", "Store", "StoreTestSupport", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "Canonical", "WireJSON", "TestSupport"],
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reports", "Store", "StoreTestSupport", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "Gateway", "Store", "WireJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "GatewayCLITests",
                     dependencies: ["GatewayCLI", "Gateway", "Reports", "Store", "StoreTestSupport", "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
-                                   "V2Adapter", "Canonical", "WireJSON", "TestSupport"],
+                                   "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
     ]
 )

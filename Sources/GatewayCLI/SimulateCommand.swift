@@ -15,16 +15,21 @@ public enum SimulateCommand: Command {
     static let name = "simulate"
     static let usage = """
           iap-gateway simulate pki --out DIR
-              Create the simulator's Apple-shaped test PKI (DIR/root.der: trust it with trust.extra_roots, sandbox only)
-              and App Store Server API key (DIR/api-key.p8) once; later runs keep them.
+              Create the simulator's Apple-shaped test PKI (DIR/root.der: trust it with trust.extra_roots, sandbox only),
+              App Store Server API key (DIR/api-key.p8) and App Store Connect API key (DIR/asc-key.p8) once; later runs
+              keep them (a folder without asc-key.p8 gets one). Prints the files and the keys' ids.
           iap-gateway simulate list
               The lifecycles, one per line, name first.
           iap-gateway simulate lifecycle NAME|all --pki DIR --bundle-id B --shared-secret-env VAR (--to URL | --out FOLDER)
-                             [--version v1|v2|both] [--speed SECONDS_PER_MONTH|max]
+                             [--version v1|v2|both|apple [--apple URL]] [--speed SECONDS_PER_MONTH|max]
                              [--drop FRACTION [--seed N]] [--outage FROM..TO]
               Play a lifecycle: POST each step's V2 signedPayload and/or V1 body to URL (exit 0 only if every one got a
               2xx) and/or write them to FOLDER. --speed max (default) sends at once with dates in the recent past;
               --speed 10 makes a month last 10 real seconds.
+              --version apple (needs --to and --apple URL, a running serve-apple) sends each step in the version the fake
+              App Store Connect at URL says Apple sends the bundle's sandbox notifications in at that moment, asking it
+              before each step (POST URL/fake/asc/notification, which counts the step as one notification sent, so a
+              late-honoured version change advances); each step line says it as "apple_version".
               Lossy traffic (needs --to): --drop 0.3 withholds about 30 % of the steps, chosen by --seed (default 0:
               the same steps on every run); --outage 2..4 withholds steps 2 to 4 of each lifecycle (the "step" numbers
               printed; --outage 3 is step 3 alone). A withheld step sends none of its bodies, V1 or V2; the fake Apple
@@ -32,8 +37,12 @@ public enum SimulateCommand: Command {
               send attempt (TIMED_OUT when dropped, NO_RESPONSE in the outage; onlyFailures finds them). Each step line
               says "dropped" where it withheld, and each lifecycle ends with a line listing what was dropped.
           iap-gateway simulate serve-apple --listen HOST:PORT --pki DIR [--notify URL] [--rate-limit N/s|N/m|N/h|N/SECONDS|off]
-              Fake Apple from the same state: /verifyReceipt, /sandbox/verifyReceipt and the App Store Server API
-              (/inApps/..., ES256 bearer tokens checked against DIR's API key); test notifications go to --notify.
+              Fake Apple from the same state: /verifyReceipt, /sandbox/verifyReceipt, the App Store Server API
+              (/inApps/..., ES256 bearer tokens checked against DIR's API key) and the App Store Connect API
+              (/v1/apps..., tokens checked against DIR's asc-key.p8): per app and environment the notification URL
+              (default --notify) and version (default V1). Test notifications go to the app's sandbox URL, in V2 only.
+              Control endpoints (/fake/asc/state, /notification, /version, /url, /apps, /failures, /lag) let tests
+              fail the next calls and make a version change honoured late.
               --rate-limit 10/s answers 429 (errorCode 4290000, Retry-After in seconds) to an app's requests beyond 10
               in any second (kept in DIR's state, off by default; off clears it).
         """
@@ -41,7 +50,7 @@ public enum SimulateCommand: Command {
     /// Each subcommand's flags.
     static let flags: [String: Set<String>] = [
         "pki": ["out"], "list": [],
-        "lifecycle": ["pki", "bundle-id", "shared-secret-env", "to", "out", "version", "speed", "drop", "seed", "outage"],
+        "lifecycle": ["pki", "bundle-id", "shared-secret-env", "to", "out", "version", "apple", "speed", "drop", "seed", "outage"],
         "serve-apple": ["listen", "pki", "notify", "rate-limit"],
     ]
 
@@ -89,9 +98,14 @@ public enum SimulateCommand: Command {
         let names = a.positionals[1] == "all" ? lifecycleNames : [a.positionals[1]]
         var options = LifecycleOptions(name: "", to: a.value("to"), pkiFolder: pki, bundleID: bundleID, sharedSecret: secret)
         if let v = a.value("version") {
-            guard let version = LifecycleOptions.Version(rawValue: v) else { throw CommandError.usage("--version must be v1, v2 or both") }
+            guard let version = LifecycleOptions.Version(rawValue: v) else { throw CommandError.usage("--version must be v1, v2, both or apple") }
             options.version = version
         }
+        options.apple = a.value("apple")
+        if options.version == .apple, options.apple == nil || options.to == nil {
+            throw CommandError.usage("--version apple needs --to URL and --apple URL (a simulate serve-apple)")
+        }
+        if options.apple != nil, options.version != .apple { throw CommandError.usage("--apple goes with --version apple") }
         if let speed = a.value("speed"), speed != "max" {
             guard let seconds = Double(speed), seconds.isFinite, seconds > 0, seconds <= 31_536_000 else {
                 throw CommandError.usage("--speed must be seconds per simulated month (at most a year), or max")
@@ -147,12 +161,15 @@ public enum SimulateCommand: Command {
         return .some(SimWorld.APIRateLimit(requests: requests, windowSeconds: seconds))
     }
 
-    /// `simulate pki --out DIR`: creates the PKI and API key once (later runs keep them). Prints what to configure.
+    /// `simulate pki --out DIR`: creates the PKI and both API keys once (later runs keep them). Prints what to
+    /// configure: the files, the In-App Purchase key's id (`key_id`), the App Store Connect key's (`asc_key_id`) and
+    /// the team's issuer id, the same for both.
     public static func pki(out folder: String, now: Int64) throws -> String {
         let pki = try SimulatorPKI.loadOrCreate(folder: folder, now: now)
         let line: [(key: String, value: JSONValue)] = [
             ("root", .string(pki.folder + "/root.der")), ("api_key", .string(pki.folder + "/api-key.p8")),
             ("key_id", .string(SimulatorPKI.apiKeyID)), ("issuer_id", .string(SimulatorPKI.issuerID)),
+            ("asc_key", .string(pki.folder + "/asc-key.p8")), ("asc_key_id", .string(SimulatorPKI.ascKeyID)),
             ("root_sha256", .string(Hex.encode(SHA256.hash(pki.root.der)))),
         ]
         return String(decoding: JSONValue.object(JSONObject(line)).canonicalBytes(), as: UTF8.self)
@@ -166,13 +183,19 @@ public enum SimulateCommand: Command {
     }
 
     public struct LifecycleOptions: Sendable {
-        public enum Version: String, Sendable { case v1, v2, both }
+        public enum Version: String, Sendable {
+            case v1, v2, both
+            /// Each step in the version the fake Apple at ``LifecycleOptions/apple`` sends at that moment.
+            case apple
+        }
         public var name: String
         public var to: String?
         public var pkiFolder: String
         public var bundleID: String
         public var sharedSecret: String
         public var version: Version = .both
+        /// With ``Version/apple``: the base URL of the `simulate serve-apple` whose App Store Connect decides.
+        public var apple: String?
         /// Seconds per simulated month, sleeping between steps; nil: as fast as possible, dates in the recent past.
         public var secondsPerMonth: Double?
         public var out: String?
@@ -206,6 +229,9 @@ public enum SimulateCommand: Command {
             throw SimulatorError("unknown_lifecycle", "no lifecycle \(o.name): `iap-gateway simulate list` names them")
         }
         guard o.to != nil || o.out != nil else { throw SimulatorError("usage", "lifecycle needs --to URL or --out FOLDER") }
+        if o.version == .apple, o.apple == nil || o.to == nil {
+            throw SimulatorError("usage", "--version apple needs --to URL and --apple URL (a simulate serve-apple)")
+        }
         let pki = try SimulatorPKI.load(folder: o.pkiFolder)
         let store = SimStateStore(folder: o.pkiFolder)
         let emitter = Emitter(signer: pki.signer)
@@ -223,7 +249,8 @@ public enum SimulateCommand: Command {
             plan = try lifecycle.planEndingAt(now(), bundleID: o.bundleID, sharedSecret: o.sharedSecret, emitter: emitter,
                                               monthMillis: fastMonthMillis, firstID: firstID)
         }
-        if let out = o.out { try write(plan, lifecycle: lifecycle, version: o.version, to: out) }
+        // The folder gets every body: which version Apple sends is decided step by step, for `to` only.
+        if let out = o.out { try write(plan, lifecycle: lifecycle, version: o.version == .apple ? .both : o.version, to: out) }
         var allOK = true
         var dropped: [DroppedStep] = []
         for (index, e) in plan.emissions.enumerated() {
@@ -235,9 +262,16 @@ public enum SimulateCommand: Command {
                 if wait > 0 { await sleep(wait) }
             }
             try await beforeStep(e)
+            // The version of this step: asked of the fake Apple (counting it as one notification sent), or fixed.
+            var version = o.version
+            var appleVersion: String?
+            if o.version == .apple, let apple = o.apple {
+                appleVersion = try await sentVersion(apple: apple, bundleID: o.bundleID, transport: transport)
+                version = appleVersion == "V2" ? .v2 : .v1
+            }
             try store.update { world in
                 world.subscriptions[e.originalTransactionID] = e.subscription
-                if let payload = e.v2SignedPayload, let uuid = e.v2NotificationUUID, o.version != .v1 {
+                if let payload = e.v2SignedPayload, let uuid = e.v2NotificationUUID, version != .v1 {
                     world.notifications.append(SimSentNotification(
                         notificationUUID: uuid, bundleID: o.bundleID, signedDate: e.at, notificationType: e.v2Type ?? "", subtype: e.v2Subtype,
                         originalTransactionID: e.originalTransactionID, signedPayload: payload))
@@ -247,8 +281,9 @@ public enum SimulateCommand: Command {
                 ("lifecycle", .string(lifecycle.name)), ("step", .number(String(index + 1))), ("name", .string(e.step)),
                 ("at", .number(String(e.at))), ("original_transaction_id", .string(e.originalTransactionID)),
             ]
+            if let appleVersion { members.append(("apple_version", .string(appleVersion))) }
             var stepOK = true
-            if o.version != .v1 {
+            if version != .v1 {
                 var v2: [(key: String, value: JSONValue)] = [
                     ("type", e.v2Type.map { .string($0) } ?? .null), ("subtype", e.v2Subtype.map { .string($0) } ?? .null),
                     ("expected", e.expectedV2.map { .string($0.description) } ?? .null),
@@ -277,7 +312,7 @@ public enum SimulateCommand: Command {
                 }
                 members.append(("v2", .object(JSONObject(v2))))
             }
-            if o.version != .v2 {
+            if version != .v2 {
                 var v1: [JSONValue] = []
                 for (i, body) in e.v1Bodies.enumerated() {
                     var item: [(key: String, value: JSONValue)] = [
@@ -361,6 +396,30 @@ public enum SimulateCommand: Command {
         return String(decoding: JSONValue.object(JSONObject(summary)).canonicalBytes(), as: UTF8.self)
     }
 
+    /// The version the fake Apple at `apple` sends `bundleID`'s sandbox notifications in now (`V1`, `V2`), counting one
+    /// notification sent (`POST /fake/asc/notification`): a late-honoured version change advances by one.
+    static func sentVersion(apple: String, bundleID: String, transport: any HTTPTransport) async throws -> String {
+        var base = apple
+        while base.hasSuffix("/") { base.removeLast() }
+        // A bundle id is letters, digits, `-` and `.`; anything else is sent as %XX.
+        let encoded = bundleID.utf8.map { b -> String in
+            let plain = (0x30...0x39).contains(b) || (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || b == 0x2D || b == 0x2E
+            return plain ? String(UnicodeScalar(b)) : "%" + String(b, radix: 16, uppercase: true).leftPadded(to: 2)
+        }.joined()
+        let query = "bundle_id=" + encoded + "&environment=sandbox"
+        let request = HTTPRequest(method: .post, url: base + "/fake/asc/notification?" + query, timeoutMillis: 10_000)
+        let response: HTTPResponse
+        do { response = try await transport.send(request) } catch {
+            throw SimulatorError("apple_unreachable", "the fake Apple at \(base) did not answer (\(error.code))")
+        }
+        guard response.status == 200, let answer = (try? JSONParser.parse(response.body))?.objectValue,
+              let version = answer["sent_version"]?.stringValue, version == "V1" || version == "V2"
+        else {
+            throw SimulatorError("apple_unreachable", "the fake Apple at \(base) answered HTTP \(response.status), not its App Store Connect state")
+        }
+        return version
+    }
+
     /// POSTs one body; the HTTP status, or 0 when nothing answered.
     static func send(_ body: [UInt8], to url: String, transport: any HTTPTransport) async -> Int {
         let request = HTTPRequest(method: .post, url: url, headers: [HTTPHeader("Content-Type", "application/json")], body: body,
@@ -433,10 +492,15 @@ public enum SimulateCommand: Command {
             return 2
         }
         FileHandleOutput.stderr(
-            "iap-gateway: fake Apple on http://\(configuration.host):\(server.port) — /verifyReceipt, /sandbox/verifyReceipt, /inApps/... (Ctrl-C to stop)\n")
+            "iap-gateway: fake Apple on http://\(configuration.host):\(server.port) — /verifyReceipt, /sandbox/verifyReceipt, /inApps/..., /v1/apps... (Ctrl-C to stop)\n")
         await Signals.waitForTermination()
         server.stopAccepting()
         server.stop()
         return 0
     }
+}
+
+extension String {
+    /// `0`s before the text up to `width` characters.
+    fileprivate func leftPadded(to width: Int) -> String { String(repeating: "0", count: max(0, width - count)) + self }
 }

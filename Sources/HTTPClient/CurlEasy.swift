@@ -154,7 +154,8 @@ final class CurlEasy: Sendable {
         errorBuffer[0] = 0
 
         let sendsBody =
-            request.method == .post || request.method == .put || (request.method == .delete && !request.body.isEmpty)
+            request.method == .post || request.method == .put || request.method == .patch
+            || (request.method == .delete && !request.body.isEmpty)
 
         // Header lines. An empty value needs curl's "Name;" form ("Name:" would delete the header). curl's own
         // `Expect: 100-continue` (a stall against servers that ignore it) and its form-encoded default Content-Type
@@ -235,9 +236,9 @@ final class CurlEasy: Sendable {
         switch request.method {
         case .get: o.long(CURLOPT_HTTPGET, 1)  // a GET never sends a body
         case .post: o.long(CURLOPT_POST, 1)
-        case .put:
+        case .put, .patch:
             o.long(CURLOPT_POST, 1)
-            o.string(CURLOPT_CUSTOMREQUEST, "PUT")
+            o.string(CURLOPT_CUSTOMREQUEST, request.method.rawValue)
         case .delete:
             if sendsBody { o.long(CURLOPT_POST, 1) }
             o.string(CURLOPT_CUSTOMREQUEST, "DELETE")

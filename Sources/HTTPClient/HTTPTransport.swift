@@ -5,6 +5,8 @@ public struct HTTPRequest: Sendable, Hashable {
         case post = "POST"
         case put = "PUT"
         case delete = "DELETE"
+        /// With a body, like PUT (the App Store Connect API's updates).
+        case patch = "PATCH"
     }
 
     public var method: Method

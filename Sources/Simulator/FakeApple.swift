@@ -1,3 +1,4 @@
+internal import AppStoreConnect
 internal import Canonical
 internal import Crypto
 internal import FoundationEssentials
@@ -71,27 +72,45 @@ public struct FakeAppleResponse: Sendable {
 ///   (pages of 20; every filter of its body), Request a Test Notification and Get Test Notification Status. `401` for
 ///   a missing or bad token; past ``SimWorld/apiRateLimit`` `429` with `Retry-After`; queued faults
 ///   (``SimWorld/apiFaults``) next (429 with Apple's `4290000`); a filter Apple would refuse is answered `400` with
-///   Apple's error code (`FakeApple+Queries.swift`).
+///   Apple's error code (`FakeApple+Queries.swift`). Request a Test Notification sends a V2 `TEST` notification to
+///   the app's sandbox URL as App Store Connect holds it, when Apple effectively sends V2 there; when it sends V1
+///   nothing is sent (there is no V1 test notification) and the status shows one attempt `OTHER`.
+/// - `/v1/apps…` (App Store Connect API) and `/fake/asc/…` (its control endpoints): ``FakeAppStoreConnect``.
 public struct FakeApple: Sendable {
     public let store: SimStateStore
+    /// The fake App Store Connect: the apps' notification URLs and versions, which the fake's own sends follow.
+    public let appStoreConnect: FakeAppStoreConnect
     let emitter: Emitter
     let apiKey: PublicKey
     let now: @Sendable () -> Int64
-    /// Sends a test notification to the app's URL (set by whoever serves the fake); the result is recorded with
-    /// ``recordTestAttempt(token:result:)``.
-    let deliverTest: (@Sendable (_ token: String, _ signedPayload: String) -> Void)?
+    /// Sends a test notification to `url`, the app's sandbox URL (nil: none is set), for whoever serves the fake;
+    /// the result is recorded with ``SimStateStore/recordTestAttempt(token:result:at:)``.
+    let deliverTest: (@Sendable (_ token: String, _ signedPayload: String, _ url: String?) -> Void)?
     /// Requests accepted per app, for ``SimWorld/apiRateLimit`` (in memory: a restarted fake starts afresh).
     let limiter = APIRateLimiter()
 
     public static let pageSize = 20
 
-    public init(pki: SimulatorPKI, now: @escaping @Sendable () -> Int64,
+    /// `deliverTest` gets each test notification sent, whatever the app's URL.
+    public init(pki: SimulatorPKI, now: @escaping @Sendable () -> Int64, notifyURL: String? = nil,
                 deliverTest: (@Sendable (_ token: String, _ signedPayload: String) -> Void)? = nil) {
+        var sendTest: (@Sendable (_ token: String, _ signedPayload: String, _ url: String?) -> Void)?
+        if let deliverTest { sendTest = { token, payload, _ in deliverTest(token, payload) } }
+        self.init(pki: pki, now: now, notifyURL: notifyURL, sendTest: sendTest)
+    }
+
+    /// - Parameters:
+    ///   - notifyURL: where the fake sends notifications (`serve-apple --notify`): every app's URL until App Store
+    ///     Connect sets another.
+    ///   - sendTest: sends a test notification to the app's sandbox URL (nil when it has none).
+    public init(pki: SimulatorPKI, now: @escaping @Sendable () -> Int64, notifyURL: String?,
+                sendTest: (@Sendable (_ token: String, _ signedPayload: String, _ url: String?) -> Void)?) {
         store = SimStateStore(folder: pki.folder)
+        appStoreConnect = FakeAppStoreConnect(pki: pki, notifyURL: notifyURL, now: now)
         emitter = Emitter(signer: pki.signer)
         apiKey = pki.apiKey.publicKey
         self.now = now
-        self.deliverTest = deliverTest
+        self.deliverTest = sendTest
     }
 
     public func handle(_ r: FakeAppleRequest) -> FakeAppleResponse {
@@ -100,6 +119,8 @@ public struct FakeApple: Sendable {
             case ("POST", "/verifyReceipt"): return try verifyReceipt(r.body, sandbox: false)
             case ("POST", "/sandbox/verifyReceipt"): return try verifyReceipt(r.body, sandbox: true)
             case (_, let path) where path.hasPrefix("/inApps/"): return try api(r)
+            case (_, let path) where path == "/v1/apps" || path.hasPrefix("/v1/apps/") || path.hasPrefix("/fake/asc/"):
+                return appStoreConnect.handle(r)
             default: return Self.apiError(404, 4040000, "Not found.")
             }
         } catch let refusal as AppleAPIError {
@@ -255,21 +276,31 @@ public struct FakeApple: Sendable {
             notificationHistory: items.map { NotificationHistoryResponse.Item(signedPayload: $0.signedPayload, sendAttempts: $0.sendAttempts) }))
     }
 
+    /// Request a Test Notification. The fake's App Store Server API is the sandbox one (everything it signs is
+    /// Sandbox), so the notification goes to the app's sandbox URL, in the version Apple sends there now (a late
+    /// PATCH counts it as one notification). In V2 it is sent; in V1 it is not — there is no V1 test notification —
+    /// and Get Test Notification Status shows one attempt, `OTHER`, at once.
     func requestTest(bundleID: String) throws -> FakeAppleResponse {
         let time = now()
-        let sent = try store.update { world -> SimSentNotification in
+        let (sent, url) = try store.update { world -> (SimSentNotification, String?) in
             let uuid = LifecycleContext.uuid("test|\(bundleID)|\(world.newID())|\(time)")
             let payload = try emitter.notification(type: "TEST", subtype: nil, uuid: uuid, subscription: nil, transaction: nil, at: time) {
                 $0.bundleID = bundleID
             }
-            let sent = SimSentNotification(notificationUUID: uuid, bundleID: bundleID, signedDate: time, notificationType: "TEST",
+            var sent = SimSentNotification(notificationUUID: uuid, bundleID: bundleID, signedDate: time, notificationType: "TEST",
                                            subtype: nil, originalTransactionID: nil, signedPayload: payload)
+            let (version, url) = appStoreConnect.send(&world, bundleID: bundleID, environment: .sandbox)
+            if version != .v2 { sent.sendAttempts = [SendAttempt(attemptDate: time, sendAttemptResult: Self.noV1TestNotification)] }
             world.testNotifications[uuid] = sent
-            return sent
+            return (sent, version == .v2 ? url : nil)
         }
-        deliverTest?(sent.notificationUUID, sent.signedPayload)
+        if sent.sendAttempts.isEmpty { deliverTest?(sent.notificationUUID, sent.signedPayload, url) }
         return try Self.json(200, SendTestNotificationResponse(testNotificationToken: sent.notificationUUID))
     }
+
+    /// The `sendAttemptResult` of a test notification requested while Apple sends the app V1: nothing was sent
+    /// (Apple's catch-all value).
+    public static let noV1TestNotification = "OTHER"
 
     // MARK: Encoding
 

@@ -125,6 +125,30 @@ public struct SimWorld: Sendable, Codable {
     /// How many days back Get Notification History reaches (Apple: 30 in sandbox, 180 in production); an older
     /// `startDate` is answered `4000012`. nil: no limit (the default).
     public var notificationHistoryDays: Int?
+    /// What the simulated App Store Connect holds: per app the notification URL and version of each environment,
+    /// the late-honoured PATCH, queued failures (``FakeAppStoreConnect``).
+    public var appStoreConnect = SimAppStoreConnect()
+
+    enum CodingKeys: String, CodingKey {
+        case nextID, subscriptions, notifications, testNotifications, verifyReceiptFaults, apiFaults, v1Skew, apiRateLimit
+        case notificationHistoryDays, appStoreConnect
+    }
+
+    /// Tolerates state written before a member existed (an older simulator's `sim-state.json`): a missing member
+    /// keeps its default.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        nextID = try c.decodeIfPresent(Int64.self, forKey: .nextID) ?? 1
+        subscriptions = try c.decodeIfPresent([String: SimSubscription].self, forKey: .subscriptions) ?? [:]
+        notifications = try c.decodeIfPresent([SimSentNotification].self, forKey: .notifications) ?? []
+        testNotifications = try c.decodeIfPresent([String: SimSentNotification].self, forKey: .testNotifications) ?? [:]
+        verifyReceiptFaults = try c.decodeIfPresent([Int].self, forKey: .verifyReceiptFaults) ?? []
+        apiFaults = try c.decodeIfPresent([Int].self, forKey: .apiFaults) ?? []
+        v1Skew = try c.decodeIfPresent(V1Skew.self, forKey: .v1Skew) ?? V1Skew()
+        apiRateLimit = try c.decodeIfPresent(APIRateLimit.self, forKey: .apiRateLimit)
+        notificationHistoryDays = try c.decodeIfPresent(Int.self, forKey: .notificationHistoryDays)
+        appStoreConnect = try c.decodeIfPresent(SimAppStoreConnect.self, forKey: .appStoreConnect) ?? SimAppStoreConnect()
+    }
 
     /// At most ``requests`` accepted App Store Server API requests per app within any ``windowSeconds``.
     public struct APIRateLimit: Sendable, Codable, Hashable {

@@ -8,7 +8,8 @@ import Glibc
 
 /// The simulator's keys and certificates, kept in one folder so that every `simulate` command (and the gateway's
 /// `trust.extra_roots`) uses the same ones: an Apple-shaped test PKI (`root.der` is what the gateway trusts, for
-/// sandbox only) and an App Store Server API key (`api-key.p8`, PEM, with `api-key.pub.der` for the fake API).
+/// sandbox only), an App Store Server API key (`api-key.p8`, PEM, with `api-key.pub.der` for the fake API) and an App
+/// Store Connect API team key (`asc-key.p8`, PEM, with `asc-key.pub.der`: what the fake App Store Connect checks).
 /// Generated once; later commands load it. Nothing here is ever Apple's: the real Apple root is embedded in the
 /// gateway and never written anywhere.
 public struct SimulatorPKI: Sendable {
@@ -18,11 +19,15 @@ public struct SimulatorPKI: Sendable {
     public let leaf: X509Certificate
     public let leafKey: PrivateKey
     public let apiKey: PrivateKey
+    /// The App Store Connect API team key (`asc-key.p8`): a different key from ``apiKey``, as with Apple.
+    public let ascKey: PrivateKey
     public let signer: AppleJWSSigner
     /// The key id the fake App Store Server API expects in bearer tokens (`kid`).
     public static let apiKeyID = "SIMKEY0001"
-    /// The issuer id the fake expects (`iss`).
+    /// The issuer id the fake expects (`iss`): the team's, the same for both keys, as with Apple.
     public static let issuerID = "00000000-0000-4000-8000-000000000000"
+    /// The key id the fake App Store Connect API expects in bearer tokens (`kid`).
+    public static let ascKeyID = "SIMASCKEY1"
 
     /// Loads the PKI in `folder`, generating it first when the folder has none.
     public static func loadOrCreate(folder: String, now: Int64) throws -> SimulatorPKI {
@@ -44,6 +49,12 @@ public struct SimulatorPKI: Sendable {
             try write(folder + "/root.pem", Array(pki.root.pem.utf8))
             try write(folder + "/root.der", pki.root.der)
         }
+        // A folder made before the App Store Connect key existed gets one now; the rest stays.
+        if !fm.fileExists(atPath: folder + "/asc-key.p8") {
+            let ascKey = try PrivateKey.generateP256()
+            try write(folder + "/asc-key.pub.der", ascKey.publicKey.subjectPublicKeyInfo)
+            try write(folder + "/asc-key.p8", Array(ascKey.pemPKCS8.utf8), secret: true)
+        }
         return try load(folder: folder)
     }
 
@@ -59,12 +70,17 @@ public struct SimulatorPKI: Sendable {
         let leaf = try X509Certificate(der: try read("leaf.der"))
         let leafKey = try PrivateKey(pem: String(decoding: try read("leaf.key.pem"), as: UTF8.self))
         let apiKey = try PrivateKey(pem: String(decoding: try read("api-key.p8"), as: UTF8.self))
+        let ascKey = try PrivateKey(pem: String(decoding: try read("asc-key.p8"), as: UTF8.self))
         let signer = try AppleJWSSigner(leaf: leaf, intermediate: intermediate, root: root, leafKey: leafKey)
-        return SimulatorPKI(folder: folder, root: root, intermediate: intermediate, leaf: leaf, leafKey: leafKey, apiKey: apiKey, signer: signer)
+        return SimulatorPKI(folder: folder, root: root, intermediate: intermediate, leaf: leaf, leafKey: leafKey, apiKey: apiKey, ascKey: ascKey,
+                            signer: signer)
     }
 
     /// The PEM of the App Store Server API key (what `app_store_api.private_key_env` must hold).
     public var apiKeyPEM: String { apiKey.pemPKCS8 }
+
+    /// The PEM of the App Store Connect API key (what `app_store_connect.private_key_env` must hold).
+    public var ascKeyPEM: String { ascKey.pemPKCS8 }
 
     /// Writes a whole file; keys are created 0600 from the start (never readable by others, not even briefly).
     private static func write(_ path: String, _ bytes: [UInt8], secret: Bool = false) throws {

@@ -31,8 +31,7 @@ public struct AppStoreAPIToken: Sendable, Hashable {
         let iat = issuedAt.map { ",\"iat\":\($0)" } ?? ""
         let payload = "{\"iss\":" + String(decoding: JSONValue.quoted(issuerID), as: UTF8.self) + iat + ",\"exp\":\(expiresAt)"
             + ",\"aud\":\"\(Self.audience)\",\"bid\":" + String(decoding: JSONValue.quoted(bundleID), as: UTF8.self) + "}"
-        let input = Base64.encode(Array(header.utf8), alphabet: .url) + "." + Base64.encode(Array(payload.utf8), alphabet: .url)
-        return input + "." + Base64.encode(try key.signES256(Array(input.utf8)), alphabet: .url)
+        return try CompactES256.sign(header: Array(header.utf8), payload: Array(payload.utf8), key: key)
     }
 
     /// Why a presented token is refused, as a stable code.
@@ -51,17 +50,12 @@ public struct AppStoreAPIToken: Sendable, Hashable {
     /// 60 minutes after it; without `iat` (Apple's Python library sends none), `exp` at most 60 minutes from now.
     /// The header needs `alg` ES256 and `kid`; `typ` is not required.
     public static func verify(_ token: String, publicKey: PublicKey, now seconds: Int64) throws(Rejection) -> AppStoreAPIToken {
-        let parts = token.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3,
-              let headerBytes = try? Base64.decode(Array(parts[0].utf8), alphabet: .url),
-              let payloadBytes = try? Base64.decode(Array(parts[1].utf8), alphabet: .url),
-              let signature = try? Base64.decode(Array(parts[2].utf8), alphabet: .url),
-              case .object(let header)? = try? JSONParser.parse(headerBytes),
-              case .object(let payload)? = try? JSONParser.parse(payloadBytes)
+        guard let parts = CompactES256.split(token),
+              case .object(let header)? = try? JSONParser.parse(parts.header),
+              case .object(let payload)? = try? JSONParser.parse(parts.payload)
         else { throw .malformed }
-        guard header["alg"]?.stringValue == "ES256", signature.count == 64 else { throw .badAlgorithm }
-        let input = Array(parts[0].utf8) + [UInt8(ascii: ".")] + Array(parts[1].utf8)
-        guard input.withUnsafeBytes({ publicKey.verifyES256(signature: signature, message: $0) }) else { throw .badSignature }
+        guard header["alg"]?.stringValue == "ES256", parts.signature.count == 64 else { throw .badAlgorithm }
+        guard parts.verifies(with: publicKey) else { throw .badSignature }
         guard let kid = header["kid"]?.stringValue, let iss = payload["iss"]?.stringValue, let exp = payload["exp"]?.int64Value
         else { throw .malformed }
         // `iat` may be absent, but when present it must be a number.

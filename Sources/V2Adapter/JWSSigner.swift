@@ -31,8 +31,6 @@ public struct AppleJWSSigner: Sendable {
 
     /// A compact JWS over `payload` (the JSON bytes, signed exactly as given).
     public func sign(payload: [UInt8]) throws(CryptoError) -> String {
-        let signingInput = headerSegment + "." + Base64.encode(payload, alphabet: .url)
-        let signature = try leafKey.signES256(Array(signingInput.utf8))
-        return signingInput + "." + Base64.encode(signature, alphabet: .url)
+        try CompactES256.sign(headerSegment: headerSegment, payload: payload, key: leafKey)
     }
 }

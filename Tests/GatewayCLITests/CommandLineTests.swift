@@ -76,6 +76,10 @@ import Testing
         await Self.expectUsage(SimulateCommand.self, ["pki", "--out", "x", "--listen", "127.0.0.1:1"], "simulate pki does not take --listen")
         await Self.expectUsage(SimulateCommand.self, ["serve-apple", "--pki", "x", "--speed", "max"], "simulate serve-apple does not take --speed")
         await Self.expectUsage(SimulateCommand.self, ["lifecycle", "refund", "--notify", "http://x"], "simulate lifecycle does not take --notify")
+        let lifecycle = ["lifecycle", "refund", "--pki", "x", "--bundle-id", "b", "--shared-secret-env", "PATH", "--to", "http://x"]
+        await Self.expectUsage(SimulateCommand.self, lifecycle + ["--version", "apple"], "--version apple needs --to URL and --apple URL")
+        await Self.expectUsage(SimulateCommand.self, lifecycle + ["--apple", "http://x"], "--apple goes with --version apple")
+        await Self.expectUsage(SimulateCommand.self, lifecycle + ["--version", "v3"], "--version must be v1, v2, both or apple")
         // What a subcommand does take gets past the flag check, as far as the config.
         await Self.expectUsage(QuarantineCommand.self, ["--config", Self.missingConfig, "list", "--lane", "genuine"], "config: ")
         await Self.expectUsage(QuarantineCommand.self, ["--config", Self.missingConfig, "replay", "--lane", "genuine", "--id", "3"], "config: ")

@@ -1,3 +1,4 @@
+import AppStoreConnect
 import Canonical
 import Foundation
 import Gateway
@@ -244,6 +245,8 @@ import WireJSON
         let clock = rig.clock
         let notifying = try FakeAppleServer(pki: rig.pki.folder, notifyURL: "http://127.0.0.1:\(rig.port)/notifications",
                                             transport: CurlTransport(), now: { clock.now })
+        // Apple sends test notifications in V2 only: the app's sandbox notifications are V2.
+        try notifying.appStoreConnect.setVersion(.v2, bundleID: SimulatorLifecycleTests.bundleID, environment: .sandbox, immediately: true)
         let apple = HTTPServer(configuration: .init(), handler: notifying.handle)
         try apple.start()
         defer { apple.stop() }

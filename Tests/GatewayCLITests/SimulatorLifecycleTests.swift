@@ -1,3 +1,4 @@
+import AppStoreConnect
 import Canonical
 import Crypto
 import Foundation
@@ -203,6 +204,8 @@ import WireJSON
         let (gateway, port) = try SimulatorLifecycleTests.startGateway(
             pki: pki, apple: 1, receiver: receiver, authority: "v2", now: WallClock.wallMillis)
         let fake = try FakeAppleServer(pki: pki.folder, notifyURL: "http://127.0.0.1:\(port)/notifications", transport: CurlTransport())
+        // Apple sends test notifications in V2 only: the app's sandbox notifications are V2.
+        try fake.appStoreConnect.setVersion(.v2, bundleID: "com.example.sim", environment: .sandbox, immediately: true)
         let apple = HTTPServer(configuration: .init(), handler: fake.handle)
         try apple.start()
         defer { apple.stop() }

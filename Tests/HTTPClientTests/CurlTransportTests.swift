@@ -78,8 +78,8 @@ import Testing
         #expect(received.body.isEmpty)
     }
 
-    @Test(arguments: [HTTPRequest.Method.put, .delete])
-    func putAndDeleteArriveWithTheirMethodAndBody(_ method: HTTPRequest.Method) async throws {
+    @Test(arguments: [HTTPRequest.Method.put, .delete, .patch])
+    func putPatchAndDeleteArriveWithTheirMethodAndBody(_ method: HTTPRequest.Method) async throws {
         let server = try LoopbackHTTPServer { _ in .respond(status: 204) }
         let response = try await transport.send(
             HTTPRequest(method: method, url: server.url("/item/1"), body: Array("payload".utf8)))

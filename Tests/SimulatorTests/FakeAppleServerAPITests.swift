@@ -1,3 +1,4 @@
+import AppStoreConnect
 import Canonical
 import Crypto
 import Foundation
@@ -367,6 +368,8 @@ import V2Adapter
         try Sim.withPKI { pki throws in
             let delivered = Mutex<[(String, String)]>([])
             let h = FakeAppleHarness(pki: pki, now: Sim.t0 + 5_000) { token, payload in delivered.withLock { $0.append((token, payload)) } }
+            // Apple sends test notifications in V2 only: the app's sandbox notifications are V2.
+            try h.apple.appStoreConnect.setVersion(.v2, bundleID: Sim.bundleID, environment: .sandbox, immediately: true)
             let response = try h.post("/inApps/v1/notifications/test")
             #expect(response.status == 200)
             let token = try Sim.decode(SendTestNotificationResponse.self, response).testNotificationToken

@@ -10,7 +10,8 @@ import V2Adapter
 /// The simulator's PKI: what it writes, that it is generated once, and that it is Apple-shaped yet honoured by the
 /// real V2 verifier for sandbox payloads only.
 @Suite struct SimulatorPKITests {
-    static let files = ["root.der", "root.pem", "intermediate.der", "leaf.der", "leaf.key.pem", "api-key.p8", "api-key.pub.der"]
+    static let files = ["root.der", "root.pem", "intermediate.der", "leaf.der", "leaf.key.pem", "api-key.p8", "api-key.pub.der", "asc-key.p8",
+                        "asc-key.pub.der"]
 
     static func bytes(_ path: String) throws -> [UInt8] { Array(try #require(FileManager.default.contents(atPath: path))) }
 
@@ -38,6 +39,25 @@ import V2Adapter
             let rootPEM = String(decoding: try Self.bytes(pki.folder + "/root.pem"), as: UTF8.self)
             #expect(try X509Certificate(pem: rootPEM).der == pki.root.der)
             #expect(pki.apiKey.publicKey.isP256)
+            // The App Store Connect team key: its own P-256 key, not the In-App Purchase key.
+            let asc = String(decoding: try Self.bytes(pki.folder + "/asc-key.p8"), as: UTF8.self)
+            #expect(asc.hasPrefix("-----BEGIN PRIVATE KEY-----") && asc == pki.ascKeyPEM)
+            #expect(try Self.bytes(pki.folder + "/asc-key.pub.der") == pki.ascKey.publicKey.subjectPublicKeyInfo)
+            #expect(pki.ascKey.publicKey.isP256)
+            #expect(pki.ascKey.publicKey.subjectPublicKeyInfo != pki.apiKey.publicKey.subjectPublicKeyInfo)
+            #expect(SimulatorPKI.ascKeyID != SimulatorPKI.apiKeyID)
+        }
+    }
+
+    @Test func aFolderMadeBeforeTheAppStoreConnectKeyGetsOneAndKeepsTheRest() throws {
+        try Sim.withPKI { first throws in
+            for name in ["asc-key.p8", "asc-key.pub.der"] { try FileManager.default.removeItem(atPath: first.folder + "/" + name) }
+            #expect(throws: SimulatorError.self) { try SimulatorPKI.load(folder: first.folder) }
+            let second = try SimulatorPKI.loadOrCreate(folder: first.folder, now: Sim.t0)
+            #expect(second.root.der == first.root.der && second.apiKeyPEM == first.apiKeyPEM)
+            #expect(second.ascKeyPEM != first.ascKeyPEM, "a new key")
+            #expect(try Self.mode(first.folder + "/asc-key.p8") == 0o600)
+            #expect(try SimulatorPKI.load(folder: first.folder).ascKeyPEM == second.ascKeyPEM)
         }
     }
 
@@ -45,6 +65,7 @@ import V2Adapter
         try Sim.withPKI { pki throws in
             #expect(try Self.mode(pki.folder + "/leaf.key.pem") == 0o600)
             #expect(try Self.mode(pki.folder + "/api-key.p8") == 0o600)
+            #expect(try Self.mode(pki.folder + "/asc-key.p8") == 0o600)
         }
     }
 
@@ -56,6 +77,7 @@ import V2Adapter
             #expect(second.intermediate.der == first.intermediate.der)
             #expect(second.leaf.der == first.leaf.der)
             #expect(second.apiKeyPEM == first.apiKeyPEM)
+            #expect(second.ascKeyPEM == first.ascKeyPEM)
             #expect(second.signer.headerSegment == first.signer.headerSegment)
             #expect(try Self.bytes(first.folder + "/root.der") == first.root.der)
             let loaded = try SimulatorPKI.load(folder: first.folder)

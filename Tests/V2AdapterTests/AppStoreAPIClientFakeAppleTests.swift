@@ -1,3 +1,4 @@
+import AppStoreConnect
 import Canonical
 import Crypto
 import Foundation
@@ -513,6 +514,8 @@ struct FakeAppleAPI {
 
     @Test func testNotificationRequestAndStatus() async throws {
         try await Self.withAPI { api, _ in
+            // Apple sends test notifications in V2 only: the app's sandbox notifications are V2.
+            try api.apple.appStoreConnect.setVersion(.v2, bundleID: Sim.bundleID, environment: .sandbox, immediately: true)
             let token = try await api.client.requestTestNotification(environment: .sandbox)
             #expect(!token.isEmpty)
             try api.store.recordTestAttempt(token: token, result: "SUCCESS", at: api.now + 1)

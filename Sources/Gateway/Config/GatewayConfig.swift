@@ -21,7 +21,8 @@ public struct GatewayConfig: Sendable {
         public var compare: Bool
         public var verifyReceipt: Bool
         public var downstreams: [String]
-        /// Per environment, the URL Apple must send this app's notifications to: this gateway's `/notifications`.
+        /// `notification_url`: per environment, the URL App Store Connect must send this app's notifications to
+        /// (this gateway's public `/notifications`); the switch refuses to move Apple while Apple's URL differs.
         public var notificationURL: [AppStoreEnvironment: String] = [:]
 
         public func authority(for environment: AppStoreEnvironment) -> Authority { authorityByEnvironment[environment] ?? authority }
@@ -101,6 +102,23 @@ public struct GatewayConfig: Sendable {
         public var jobLeaseMillis: Int64 = 300_000
     }
 
+    /// `app_store_connect`: the App Store Connect API team key the switch (`iap-gateway migrate`) uses to read and
+    /// set which notification version Apple sends each app. Not the In-App Purchase key of ``AppStoreAPI``.
+    public struct AppStoreConnect: Sendable, Hashable {
+        public var issuerID: String
+        public var keyID: String
+        /// The environment variable holding the key's PEM text (the `.p8` file).
+        public var privateKeyEnv: String
+        /// The API's base URL.
+        public var url: String
+
+        public static let defaultURL = "https://api.appstoreconnect.apple.com"
+
+        public init(issuerID: String, keyID: String, privateKeyEnv: String, url: String = Self.defaultURL) {
+            (self.issuerID, self.keyID, self.privateKeyEnv, self.url) = (issuerID, keyID, privateKeyEnv, url)
+        }
+    }
+
     public struct AppStoreAPI: Sendable, Hashable {
         public var productionURL: String
         public var sandboxURL: String
@@ -125,6 +143,8 @@ public struct GatewayConfig: Sendable {
     public var appStoreAPI = AppStoreAPI(
         productionURL: "https://api.storekit.apple.com", sandboxURL: "https://api.storekit-sandbox.apple.com",
         issuerID: nil, keyID: nil, privateKeyEnv: nil)
+    /// nil when the file has no `app_store_connect`: the switch cannot move Apple then.
+    public var appStoreConnect: AppStoreConnect?
     public var compareSettings = CompareSettings()
     /// `reconcile`: recovery of what Apple's notifications did not bring (docs/operations.md, "Reconciliation").
     public var reconcile = ReconcileSettings()
@@ -192,6 +212,12 @@ public struct GatewayConfig: Sendable {
             c.appStoreAPI.issuerID = try api.string("issuer_id")
             c.appStoreAPI.keyID = try api.string("key_id")
             c.appStoreAPI.privateKeyEnv = try api.string("private_key_env")
+        }
+        if let asc = try r.object("app_store_connect") {
+            try asc.rejectUnknown(allowed: Keys.appStoreConnect)
+            c.appStoreConnect = AppStoreConnect(
+                issuerID: try asc.requiredString("issuer_id"), keyID: try asc.requiredString("key_id"),
+                privateKeyEnv: try asc.requiredString("private_key_env"), url: try url(asc, "url") ?? AppStoreConnect.defaultURL)
         }
         if let age = try r.string("max_notification_age") {
             guard let ms = configDuration(age) else {
@@ -364,12 +390,25 @@ public struct GatewayConfig: Sendable {
             for (i, n) in names.enumerated() where !c.downstreams.contains(where: { $0.name == n }) {
                 throw ConfigError(field: "\(a.field("downstreams"))[\(i)]", "no downstream is named \"\(n)\"")
             }
+            // "notification_url": {"production": URL, "sandbox": URL}, each for an environment the app accepts.
+            var notificationURL: [AppStoreEnvironment: String] = [:]
+            if let urls = try a.object("notification_url") {
+                try urls.rejectUnknown(allowed: Keys.appNotificationURL)
+                for env in ["production", "sandbox"] {
+                    guard let u = try url(urls, env) else { continue }
+                    let environment = AppStoreEnvironment(rawValue: env)
+                    guard envs.contains(environment) else {
+                        throw ConfigError(field: urls.field(env), "the app does not accept \(env) notifications (apps[].environments)")
+                    }
+                    notificationURL[environment] = u
+                }
+            }
             c.apps.append(
                 App(
                     bundleID: bundle, appAppleID: appleID, environments: envs,
                     sharedSecretEnv: try a.strings("shared_secret_env") ?? [], authority: authority, authorityByEnvironment: byEnvironment,
                     compare: try a.bool("compare") ?? false, verifyReceipt: try a.bool("verify_receipt") ?? true,
-                    downstreams: names))
+                    downstreams: names, notificationURL: notificationURL))
         }
         return c
     }
@@ -381,7 +420,7 @@ public struct GatewayConfig: Sendable {
         static let root: Set<String> = [
             "listen", "admin", "store", "trust", "verify_receipt", "apps", "downstreams", "app_store_api",
             "max_notification_age", "raw_body_retention", "listen_tls", "limits", "compare", "silence_alert", "$comment",
-            "reconcile",
+            "reconcile", "app_store_connect",
         ]
         static let admin: Set<String> = ["listen", "token_env"]
         static let store: Set<String> = ["sqlite", "postgres"]
@@ -389,6 +428,7 @@ public struct GatewayConfig: Sendable {
         static let trust: Set<String> = ["extra_roots"]
         static let verifyReceipt: Set<String> = ["production_url", "sandbox_url"]
         static let appStoreAPI: Set<String> = ["production_url", "sandbox_url", "issuer_id", "key_id", "private_key_env"]
+        static let appStoreConnect: Set<String> = ["issuer_id", "key_id", "private_key_env", "url"]
         static let compare: Set<String> = [
             "tolerance", "grace", "confirm_delay", "concurrency", "min_pairs", "min_agreement_rate", "window", "allow_one_sided",
         ]
@@ -408,15 +448,19 @@ public struct GatewayConfig: Sendable {
         ]
         static let app: Set<String> = [
             "bundle_id", "app_apple_id", "environments", "shared_secret_env", "authority", "compare", "verify_receipt", "downstreams",
+            "notification_url",
         ]
         /// `apps[].authority` when it is an object (per environment).
         static let appAuthority: Set<String> = ["production", "sandbox"]
+        /// `apps[].notification_url`.
+        static let appNotificationURL: Set<String> = ["production", "sandbox"]
 
         /// Where each set applies: the object's dotted path (`[]`: each element of a list) and its members.
         static let objects: [(path: String, members: Set<String>)] = [
             ("", root), ("admin", admin), ("store", store), ("store.postgres", storePostgres), ("trust", trust), ("verify_receipt", verifyReceipt),
-            ("app_store_api", appStoreAPI), ("compare", compare), ("reconcile", reconcile), ("listen_tls", listenTLS), ("limits", limits),
+            ("app_store_api", appStoreAPI), ("app_store_connect", appStoreConnect), ("compare", compare), ("reconcile", reconcile), ("listen_tls", listenTLS), ("limits", limits),
             ("downstreams[]", downstream), ("apps[]", app), ("apps[].authority", appAuthority),
+            ("apps[].notification_url", appNotificationURL),
         ]
     }
 

@@ -17,8 +17,8 @@ struct ServiceSecrets: Sendable {
     let databaseURLs: [String: String]
     /// nil when the variable `admin.token_env` names is unset or empty: the admin API is then off.
     let adminToken: [UInt8]?
-    /// Every secret above, and the App Store Server API key: what must never be stored or logged
-    /// (docs/threat-model.md, "Secret disclosure").
+    /// Every secret above, the App Store Server API key and the App Store Connect API key: what must never be stored
+    /// or logged (docs/threat-model.md, "Secret disclosure").
     let redactor: SecretRedactor
 
     /// Fails with a ``ConfigError`` naming the field whose variable is unset, or whose webhook secret is not a
@@ -71,8 +71,8 @@ struct ServiceSecrets: Sendable {
 
 extension GatewayConfig {
     /// The configured secrets as values to keep out of stored and logged bytes: each V1 shared secret, webhook secret,
-    /// database connection string and the admin token whole; a private key (PEM) by each line of its base64, so
-    /// that any part of it is found.
+    /// database connection string and the admin token whole; a private key (PEM: the App Store Server API's and the
+    /// App Store Connect API's) by each line of its base64, so that any part of it is found.
     public func secretRedactor(environment env: [String: String]) -> SecretRedactor {
         var variables: [String] = apps.flatMap(\.sharedSecretEnv)
         variables += downstreams.flatMap(\.secretEnv)
@@ -81,7 +81,8 @@ extension GatewayConfig {
         var secrets = variables.compactMap { name in
             env[name].map { SecretRedactor.Secret(name: name, value: Array($0.utf8)) }
         }
-        if let name = appStoreAPI.privateKeyEnv, let pem = env[name] {
+        for name in [appStoreAPI.privateKeyEnv, appStoreConnect?.privateKeyEnv].compactMap({ $0 }) {
+            guard let pem = env[name] else { continue }
             for line in pem.split(whereSeparator: \.isNewline) where !line.hasPrefix("-----") {
                 secrets.append(SecretRedactor.Secret(name: name, value: Array(line.utf8)))
             }

@@ -1,11 +1,15 @@
 public import Gateway
 public import HTTPClient
 public import HTTPServer
-internal import Simulator
+public import Simulator
 
 /// The fake Apple behind an ``HTTPServer`` handler: request in, ``FakeApple`` answer out, one log line per request.
+/// Test notifications go to the app's sandbox URL in the fake App Store Connect (by default `notifyURL`).
 public final class FakeAppleServer: Sendable {
     let fake: FakeApple
+
+    /// The fake App Store Connect behind it, for in-process tests (the same state the control endpoints change).
+    public var appStoreConnect: FakeAppStoreConnect { fake.appStoreConnect }
 
     /// `now` is the fake's clock (tests pass the story's clock so bearer tokens and answers share one time).
     public init(pki folder: String, notifyURL: String?, transport: any HTTPTransport,
@@ -21,15 +25,14 @@ public final class FakeAppleServer: Sendable {
         -> FakeApple
     {
         let store = SimStateStore(folder: pki.folder)
-        return FakeApple(pki: pki, now: now, deliverTest: notifyURL.map { url in
-            { @Sendable token, payload in
-                Task {
-                    let status = await SimulateCommand.send(InboundBody.v2(signedPayload: payload), to: url, transport: transport)
-                    let result = (200..<300).contains(status) ? "SUCCESS" : status == 0 ? "NO_RESPONSE" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
-                    try? store.recordTestAttempt(token: token, result: result, at: WallClock.wallMillis())
-                }
+        return FakeApple(pki: pki, now: now, notifyURL: notifyURL) { @Sendable token, payload, url in
+            guard let url else { return }  // no URL set: Apple has nowhere to send it
+            Task {
+                let status = await SimulateCommand.send(InboundBody.v2(signedPayload: payload), to: url, transport: transport)
+                let result = (200..<300).contains(status) ? "SUCCESS" : status == 0 ? "NO_RESPONSE" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+                try? store.recordTestAttempt(token: token, result: result, at: WallClock.wallMillis())
             }
-        })
+        }
     }
 
     /// Every query member reaches the fake, repeated ones included (Apple's clients send `status=1&status=3`), and
