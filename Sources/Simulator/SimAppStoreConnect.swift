@@ -109,7 +109,11 @@ public struct SimConnectSetting: Sendable, Codable, Hashable {
     /// Changes the version as a PATCH does: under `lag`, the old version goes on being sent for a while. Setting
     /// the version it already has changes nothing.
     public mutating func set(_ new: NotificationVersion, lag: SimConnectLag?) {
-        guard new != version else { return }
+        guard new != version else {
+            // Set again without a lag ("immediately"): a change still being honoured late is honoured now.
+            if lag == nil { pending = nil }
+            return
+        }
         let old = effectiveVersion
         version = new
         if let lag, lag.notifications > 0, old != new {

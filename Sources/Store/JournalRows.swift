@@ -38,11 +38,11 @@ extension JournalRows {
                 try insertDelivery(downstream: name, eventID: nil, journalID: journalID, now: now)
             }
         }
-        // A V2 notification with a V1 counterpart that is the only notification of its event keeps the V1 side fed: the
-        // old backend gets its V1 shape, and under V1 authority the V1 path gets its event from that shape (a receipt
-        // job on the V2 row: verifyReceipt of the latest stored receipt, or the shape itself).
-        if item.version == .v2, item.v1NotificationType != nil, let bundle = item.bundleID, let environment = item.environment {
-            let passthrough = routing.passthroughTargets(bundleID: bundle, environment: environment)
+        // A V2 notification that is the only notification of its event keeps the V1 side fed: the old backend gets its
+        // V1 shape (when V1 has a counterpart), and under V1 authority the V1 path gets its event (a receipt job on the
+        // V2 row: from the V1 shape, or the V2 event itself where V1 has no counterpart).
+        if item.version == .v2, !item.events.isEmpty, let bundle = item.bundleID, let environment = item.environment {
+            let passthrough = item.v1NotificationType == nil ? [] : routing.passthroughTargets(bundleID: bundle, environment: environment)
             let view = authority == .v1 && routing.hasV1Path(bundle)
             if !passthrough.isEmpty || view, try standsAlone(.v2, bundleID: bundle, environment: environment, now: now) {
                 for name in passthrough { try insertDelivery(downstream: name, eventID: nil, journalID: journalID, now: now) }

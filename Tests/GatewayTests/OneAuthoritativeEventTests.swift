@@ -143,15 +143,24 @@ import WireJSON
         #expect(try !other.store.read { tx in try tx.standsAlone(.v1, bundleID: Self.bundle, environment: .sandbox, now: Self.now) })
     }
 
-    @Test func aTypeWithoutAV1CounterpartIsCountedNotSent() throws {
+    @Test func aTypeWithoutAV1CounterpartIsNotSentToTheOldBackendButStillAuthoritativeOnce() async throws {
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let apple = try LoopbackHTTPServer { _ in .respond(status: 500) }
         let h = try Self.harness(receiver)
         defer { h.close() }
         try Self.authority(h, .v1, environment: .sandbox)
         try Self.switched(h, environment: .sandbox)
-        #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-test.json")).status == 200)
+        let r = h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-expired-product-not-for-sale.json"))
+        #expect(r.status == 200)
         #expect(try h.store.deliveries().filter { $0.downstream == "legacy" }.isEmpty)
-        #expect(try h.store.receiptJobs().isEmpty)
-        #expect(h.metrics.counter(Metric.v1ShapesUnsentTotal.rawValue, ["type": "TEST"]) == 1)
+        #expect(h.metrics.counter(Metric.v1ShapesUnsentTotal.rawValue, ["type": "EXPIRED"]) == 1)
+        let worker = Self.receipts(h, apple: apple)
+        try await GatewayHarness.runUntil(run: { await worker.run() }, stop: { worker.stop() }) {
+            try h.store.receiptJobs().count == 1 && h.store.receiptJobs().allSatisfy { $0.state == .done }
+        }
+        // The change is real whatever the generation: the V2 event itself stands on the V1 path.
+        let authoritative = try h.store.events().filter(\.authoritative)
+        #expect(authoritative.map(\.event.id) == ["v1-view:" + (r.id ?? "")])
+        #expect(authoritative.first?.path == .v1 && authoritative.first?.event.kind == .expiration)
     }
 }

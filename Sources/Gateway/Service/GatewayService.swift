@@ -1,4 +1,5 @@
 internal import HTTPServer
+internal import AppStoreConnect
 public import Store
 internal import Canonical
 internal import Crypto
@@ -174,8 +175,10 @@ public final class GatewayService: Sendable {
                                           now: dependencies.now, jitter: dependencies.jitter)
         ledger = CompareLedger(store: store, config: config, v2PathAvailable: v2Source != nil)
         let probe = dependencies.testNotificationProbe ?? (v2Source as? AppStoreAPIPathSource).map(AppStoreAPITestNotifications.init(source:))
-        switcher = AppleSwitcher(store: store, config: config, ledger: ledger, settings: dependencies.appleSettings, probe: probe,
-                                 now: dependencies.now)
+        let appleSettings = try dependencies.appleSettings
+            ?? AppStoreConnectClient.make(config: config, environment: env, transport: dependencies.transport, now: dependencies.now)
+                .map(AppStoreConnectSettings.init(client:))
+        switcher = AppleSwitcher(store: store, config: config, ledger: ledger, settings: appleSettings, probe: probe, now: dependencies.now)
         compare = CompareWorker(
             context: workers, settings: config.compareSettings, silenceAlertMillis: config.silenceAlertMillis, v2Source: v2Source,
             receiptClient: verifyReceipt, apps: v1Apps, policy: dependencies.comparePolicy)

@@ -118,8 +118,9 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
     /// The V1 path's event of a V2 notification that stands alone while V1 is authoritative (docs/architecture.md, "One
     /// authoritative event per notification"): its V1 shape, read by the V1 adapter like any V1 body, with the facts
     /// of verifyReceipt's answer for the subscription's latest stored receipt where there is one, else of the shape
-    /// itself — built from Apple-signed data, so the event is `verified` either way. Its id is `v1-view:` and the
-    /// notification's UUID; it is authoritative on the V1 path as the notification arrived under V1 authority.
+    /// itself — built from Apple-signed data, so the event is `verified` either way; where V1 has no counterpart,
+    /// the V2 event itself (``storeV1View(of:)``). Its id is `v1-view:` and the notification's UUID; it is
+    /// authoritative on the V1 path as the notification arrived under V1 authority.
     func processV1View(_ job: Job) async {
         guard let app = apps[job.bundleID], let secret = app.sharedSecrets.first else {
             await settle(job, state: .failed, error: "no V1 path: the app has no shared secret", status: nil, retryIn: nil)
@@ -134,7 +135,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
             return
         }
         guard let shape = built, let v1 = try? JSONValueDecoder().decode(ResponseBodyV1.self, from: JSONParser.parse(shape.body)) else {
-            await settle(job, state: .failed, error: "no V1 counterpart", status: nil, retryIn: nil)
+            await storeV1View(of: job)
             return
         }
         var facts = V1EventBuilder.facts(fromBody: v1, subscription: v1.subscriptionID)
@@ -163,6 +164,35 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
                 }
                 try tx.settleReceiptJob(journalID: job.journalID, state: .done, attempts: job.attempts + 1, nextAttemptAt: time, error: nil,
                                         appleStatus: verified?.status, now: time)
+            }
+        } catch {
+            await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.storeRetryMillis)
+        }
+    }
+
+    /// The V1 path's event of a V2 notification whose type V1 has no counterpart for (an expiry Apple never notified in
+    /// V1, a declined refund, a test): the V2 event itself, on the V1 path — the change is real whatever the generation.
+    func storeV1View(of job: Job) async {
+        let key = job.key
+        let found: CanonicalEvent?
+        do { found = try await context.read { tx in try tx.events(id: key, originalTransactionID: nil, limit: 1).first?.event } } catch {
+            await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.storeRetryMillis)
+            return
+        }
+        guard var event = found else {
+            await settle(job, state: .failed, error: "the notification's event is not stored", status: nil, retryIn: nil)
+            return
+        }
+        event.id = "v1-view:" + job.key
+        event.source = .v1
+        let router = self.router
+        let time = now()
+        let stored = event
+        do {
+            try await store.write { tx in
+                try tx.storeEvents([stored], journalID: job.journalID, routing: router, now: time, authority: job.authority)
+                try tx.settleReceiptJob(journalID: job.journalID, state: .done, attempts: job.attempts + 1, nextAttemptAt: time, error: nil,
+                                        appleStatus: nil, now: time)
             }
         } catch {
             await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.storeRetryMillis)
