@@ -134,7 +134,9 @@ extension ReportRenderer {
             h.raw("<th>Verdict then</th><th>Reason</th></tr></thead>\n<tbody>\n")
             for c in b.cutovers {
                 h.raw("<tr><td class=\"nowrap\">\(escape(utcDateTime(c.at)))</td>")
-                h.raw("<td class=\"nowrap\">\(escape(c.from.uppercased())) → \(escape(c.to.uppercased()))</td>")
+                h.raw("<td class=\"nowrap\">\(escape(c.from.uppercased())) → \(escape(c.to.uppercased()))")
+                if c.origin == "migrate" { h.raw(" <span class=\"muted\">with Apple</span>") }
+                h.raw("</td>")
                 h.raw("<td>\(escape(c.who))</td><td>\(escape(c.verdict == "not_ready" ? "not ready" : c.verdict))")
                 if c.forced { h.raw(" <span class=\"forced\">forced</span>") }
                 h.raw("</td><td>")
@@ -142,6 +144,12 @@ extension ReportRenderer {
                 h.raw("</td></tr>\n")
             }
             h.raw("</tbody>\n</table>\n")
+        }
+        let reverted = b.appleSwitches.filter { $0.outcome == "reverted" }
+        if !reverted.isEmpty {
+            h.raw("<p class=\"muted\">Switches of Apple's version set back: ")
+            h.raw(reverted.map { "\(escape(utcDateTime($0.at))) (\(escape($0.detail ?? "reverted")))" }.joined(separator: "; "))
+            h.raw("</p>\n")
         }
         h.raw("</section>\n")
     }

@@ -107,11 +107,15 @@ public enum ReportRenderer {
             row("cutovers", "none")
         } else {
             for (i, c) in b.cutovers.enumerated() {
-                var text = "\(utcDateTime(c.at))  \(plain(c.from)) → \(plain(c.to))  by \(plain(c.who))  (verdict \(plain(c.verdict))"
+                var text = "\(utcDateTime(c.at))  \(plain(c.from)) → \(plain(c.to))\(c.origin == "migrate" ? " with Apple (migrate)" : "")  by \(plain(c.who))  (verdict \(plain(c.verdict))"
                 text += c.forced ? ", forced)" : ")"
                 if let reason = c.reason, !reason.isEmpty { text += "  \"\(plain(reason))\"" }
                 if i == 0 { row("cutovers", text) } else { more(text) }
             }
+        }
+        for (i, s) in b.appleSwitches.filter({ $0.outcome == "reverted" }).enumerated() {
+            let text = "\(utcDateTime(s.at))  Apple set back: \(plain(s.detail ?? "reverted"))"
+            if i == 0 { row("switches reverted", text) } else { more(text) }
         }
         return lines
     }

@@ -1,6 +1,7 @@
 import Canonical
 import Foundation
 @testable import Gateway
+import Reports
 import Store
 import StoreTestSupport
 import Synchronization
@@ -149,6 +150,11 @@ import Testing
         #expect(log.map(\.step.rawValue) == ["preflight", "patch", "probe", "probe", "authority"])
         let status = try rig.h.service.operations.status()
         #expect(status.objectValue?["apple"]?.arrayValue?.first?.objectValue?["version"] == .string("v2"))
+        // The report's cutover log shows the migration.
+        let report = try rig.h.service.ledger.report(bundleID: Self.bundle, since: 0, until: rig.clock.now)
+        let sandbox = try #require(report.bundles.first { $0.environment == "sandbox" })
+        #expect(sandbox.appleSwitches.map(\.outcome) == ["done"])
+        #expect(ReportRenderer.table(report).contains("v1 → v2 with Apple (migrate)"))
     }
 
     @Test func backToV1ReadsAppleAndMovesTheAuthorityBack() async throws {
@@ -178,6 +184,9 @@ import Testing
         #expect(rig.authority == .v1)
         #expect(rig.record?.step == .reverted && rig.record?.error == "probe_failed")
         #expect(rig.outcomes.contains("probe:failed") && rig.outcomes.last == "revert:ok")
+        let report = try rig.h.service.ledger.report(bundleID: Self.bundle, since: 0, until: rig.clock.now)
+        #expect(report.bundles.first { $0.environment == "sandbox" }?.appleSwitches.map(\.outcome) == ["reverted"])
+        #expect(ReportRenderer.table(report).contains("Apple set back"))
     }
 
     @Test(arguments: [

@@ -84,7 +84,7 @@ enum SampleReport {
         let first = try #require(bundles[0].objectValue)
         #expect(Set(first.keys) == [
             "bundle_id", "environment", "authority", "events_by_source", "pairs", "agreements", "agreement_rate",
-            "disagreements_by_field", "one_sided", "daily", "verdict", "rule", "reasons", "cutovers", "recovered",
+            "disagreements_by_field", "one_sided", "daily", "verdict", "rule", "reasons", "cutovers", "recovered", "apple_switches",
         ])
         #expect(first.keys == first.keys.sorted())
         #expect(first["verdict"]?.stringValue == "ready")

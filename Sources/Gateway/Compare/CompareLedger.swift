@@ -116,7 +116,14 @@ public struct CompareLedger: Sendable {
             cutovers: try tx.cutovers(bundleID: app.bundleID, environment: env),
             recovered: try tx.recoveredEventCounts(since: since, until: until)
                 .filter { $0.bundleID == app.bundleID && $0.environment == env }
-                .map { BundleReport.RecoveredDay(day: TimeText.day($0.day), mechanism: $0.mechanism.rawValue, count: $0.count) })
+                .map { BundleReport.RecoveredDay(day: TimeText.day($0.day), mechanism: $0.mechanism.rawValue, count: $0.count) },
+            appleSwitches: try tx.appleSwitchLog(bundleID: app.bundleID, environment: env, limit: 200).compactMap { entry in
+                switch entry.step.rawValue {
+                case "authority": BundleReport.AppleSwitchEnd(at: entry.at, outcome: "done", detail: entry.detail)
+                case "revert": BundleReport.AppleSwitchEnd(at: entry.at, outcome: "reverted", detail: entry.detail)
+                default: nil
+                }
+            })
     }
 
     static func verdict(_ t: Tally, rule: ReadinessRule, compare: Bool) -> (BundleReport.Verdict, [String]) {

@@ -81,6 +81,18 @@ public struct BundleReport: Sendable, Hashable, Codable {
     public var cutovers: [CutoverRecord]
     /// Events the recovery runs brought in the window, per day and mechanism, oldest first.
     public var recovered: [RecoveredDay]
+    /// How each switch of Apple's notification version (`migrate`) ended, oldest first: its authority change is in
+    /// ``cutovers`` (`origin: migrate`); a switch Apple was set back from is here alone.
+    public var appleSwitches: [AppleSwitchEnd]
+
+    /// A switch of Apple's notification version that ended: `done` (Apple and the authority on the target) or
+    /// `reverted` (Apple set back, the authority unchanged), with what the switch said.
+    public struct AppleSwitchEnd: Sendable, Hashable, Codable {
+        public var at: Int64
+        public var outcome: String
+        public var detail: String?
+        public init(at: Int64, outcome: String, detail: String?) { (self.at, self.outcome, self.detail) = (at, outcome, detail) }
+    }
 
     public enum Verdict: String, Sendable, Hashable, Codable { case ready, notReady = "not_ready" }
 
@@ -119,7 +131,7 @@ public struct BundleReport: Sendable, Hashable, Codable {
 
     public init(bundleID: String, environment: String, authority: String, eventsBySource: [String: Int], pairs: Int, agreements: Int,
                 disagreementsByField: [String: FieldDisagreements], oneSided: OneSided, daily: [DayPoint], verdict: Verdict, rule: String,
-                reasons: [String], cutovers: [CutoverRecord], recovered: [RecoveredDay] = []) {
+                reasons: [String], cutovers: [CutoverRecord], recovered: [RecoveredDay] = [], appleSwitches: [AppleSwitchEnd] = []) {
         self.bundleID = bundleID
         self.environment = environment
         self.authority = authority
@@ -135,12 +147,13 @@ public struct BundleReport: Sendable, Hashable, Codable {
         self.reasons = reasons
         self.cutovers = cutovers
         self.recovered = recovered
+        self.appleSwitches = appleSwitches
     }
 
     enum CodingKeys: String, CodingKey {
         case bundleID = "bundle_id", environment, authority, eventsBySource = "events_by_source", pairs, agreements
         case agreementRate = "agreement_rate", disagreementsByField = "disagreements_by_field", oneSided = "one_sided", daily
-        case verdict, rule, reasons, cutovers, recovered
+        case verdict, rule, reasons, cutovers, recovered, appleSwitches = "apple_switches"
     }
 
     // `agreement_rate` is always present (null when nothing was compared).
@@ -161,6 +174,7 @@ public struct BundleReport: Sendable, Hashable, Codable {
         try c.encode(reasons, forKey: .reasons)
         try c.encode(cutovers, forKey: .cutovers)
         try c.encode(recovered, forKey: .recovered)
+        try c.encode(appleSwitches, forKey: .appleSwitches)
     }
 }
 
