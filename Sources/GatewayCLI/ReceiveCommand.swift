@@ -3,7 +3,8 @@ internal import HTTPServer
 internal import WireJSON
 
 /// `iap-gateway receive`: a minimal downstream for trying the gateway — prints every delivery it gets as one JSON
-/// line (path, webhook id, whether the Standard Webhooks signature verifies, the body) and answers 200.
+/// line (path, webhook id, whether the Standard Webhooks signature verifies, `source: v2` for the V1 shape of a V2
+/// notification, the body) and answers 200.
 public enum ReceiveCommand: Command {
     static let name = "receive"
     static let usage = """
@@ -42,6 +43,8 @@ public enum ReceiveCommand: Command {
             if let id = request.header("webhook-id"), let timestamp, let signature = request.header("webhook-signature"), !verifying.isEmpty {
                 line.append(("signature_valid", .bool(WebhookSigner.verify(header: signature, id: id, timestamp: timestamp, body: request.body, secrets: verifying))))
             }
+            // A V1 body the gateway built from a V2 notification says so (docs/architecture.md, "The V1 shape of a V2 notification").
+            if let source = request.header("X-IAP-Gateway-Source") { line.append(("source", .string(source))) }
             line.append(("body", (try? JSONParser.parse(request.body)) ?? .string(String(decoding: request.body, as: UTF8.self))))
             Log.writeStdout(String(decoding: JSONValue.object(JSONObject(line)).canonicalBytes(), as: UTF8.self) + "\n")
             return .json(200, Array(#"{"ok":true}"#.utf8))
