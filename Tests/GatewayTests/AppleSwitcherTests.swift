@@ -157,6 +157,20 @@ import Testing
         #expect(ReportRenderer.table(report).contains("v1 → v2 with Apple (migrate)"))
     }
 
+    @Test func whatAppleSendsIsReadForTheStatus() async throws {
+        let rig = try Rig()
+        defer { rig.h.close() }
+        rig.connect.state.withLock { $0.versions[.production] = .v2 }
+        #expect(await rig.switcher.readAll().isEmpty)
+        let apple = try rig.h.service.operations.status().objectValue?["apple"]?.arrayValue?.compactMap(\.objectValue) ?? []
+        #expect(apple.map { $0["environment"]?.stringValue ?? "" } == ["production", "sandbox"])
+        #expect(apple.map { $0["version"]?.stringValue ?? "" } == ["v2", "v1"])
+        #expect(apple.allSatisfy { $0["url"] == .string(Self.url) && $0["read_at"] == .number(String(rig.clock.now)) && $0["switch"] == .null })
+        // A read that fails is reported per app, not thrown.
+        rig.connect.state.withLock { $0.failures = [AppleSettingsError(code: "unauthorized", message: "no")] }
+        #expect(await rig.switcher.readAll() == [Self.bundle: "unauthorized"])
+    }
+
     @Test func backToV1ReadsAppleAndMovesTheAuthorityBack() async throws {
         let rig = try Rig()
         defer { rig.h.close() }

@@ -191,6 +191,18 @@ public struct AppleSwitcher: Sendable {
         return failures
     }
 
+    /// ``readAll()`` now and every `everyMillis` until cancelled, a warning per app App Store Connect did not answer
+    /// for; nothing when App Store Connect is not configured or no app has a `notification_url`.
+    public func readPeriodically(everyMillis: Int64, log: Log) async {
+        guard settings != nil, config.apps.contains(where: { !$0.notificationURL.isEmpty }) else { return }
+        while !Task.isCancelled {
+            for (bundle, code) in await readAll().sorted(by: { $0.key < $1.key }) {
+                log.warn("App Store Connect could not be read", ["bundle": .string(bundle), "code": .string(code)])
+            }
+            try? await Task.sleep(for: .milliseconds(everyMillis))
+        }
+    }
+
     static func record(_ read: AppleAppSettings, _ environment: AppStoreEnvironment, at time: Int64, in s: inout AppleSwitchState) {
         s.appID = read.appID
         s.appleVersion = read.version(environment)
@@ -377,6 +389,7 @@ private struct Run: Sendable {
         var token: String?
         var askedAt: Int64 = 0
         var attempts: [String] = []
+        var renewedAt = switcher.now()
         while true {
             let time = switcher.now()
             if token == nil || time - askedAt >= switcher.retestMillis {
@@ -406,7 +419,10 @@ private struct Run: Sendable {
                     return state
                 }
             }
-            try save(state)
+            if switcher.now() - renewedAt >= switcher.leaseMillis / 4 {
+                try save(state)  // the run's lease
+                renewedAt = switcher.now()
+            }
             guard switcher.now() < deadline else { break }
             await pause(switcher.pollMillis)
         }

@@ -239,7 +239,11 @@ public final class GatewayService: Sendable {
         let compare = self.compare
         let reconcile = self.reconcile
         let retention = self.retention
+        let switcher = self.switcher
+        let log = self.log
         tasks.withLock { t in
+            // What App Store Connect holds for the apps the switch may move, as `/admin/status` shows it.
+            t.append(Task.detached { await switcher.readPeriodically(everyMillis: 3_600_000, log: log) })
             t.append(Task.detached { await delivery.run() })
             t.append(Task.detached { await receipts.run() })
             t.append(Task.detached { await compare.run() })
