@@ -86,6 +86,8 @@ import Glibc
                 let config = Self.config(port: port, adminPort: adminPort, apple: apple.port, pki: pki, newBackend: newBackend,
                                          oldBackend: oldBackend, notificationURL: url)
                 try Data(config.utf8).write(to: URL(filePath: folder + "/gateway.json"))
+                // Apple sends the app's notifications to the gateway, in V1 (the simulated App Store Connect's default).
+                try fake.appStoreConnect.setURL(url, bundleID: MigrationEndToEndTests.bundle, environment: .sandbox)
                 let child = try ChildProcess(executable: MultiInstanceProcessTests.binary, arguments: ["serve", "--config", folder + "/gateway.json"],
                                              environment: environment)
                 if child.listeningPort(timeout: 30) != nil {
@@ -96,9 +98,16 @@ import Glibc
             }
             guard let (gateway, port, adminPort) = started else { throw FixtureError(description: "the gateway did not start") }
             (self.gateway, self.port, self.adminPort) = (gateway, port, adminPort)
-            // Apple sends the app's notifications to the gateway, in V1 (the simulated App Store Connect's default).
-            try fake.appStoreConnect.setURL(notificationURL ?? "http://127.0.0.1:\(port)/notifications", bundleID: MigrationEndToEndTests.bundle,
-                                            environment: .sandbox)
+        }
+
+        /// Until the gateway has read App Store Connect once (it does at start): a failure a test queues for the next
+        /// App Store Connect call is then the `migrate` run's.
+        func waitForTheGatewaysFirstRead() async throws {
+            try await MultiInstanceProcessTests.until("the gateway read App Store Connect") {
+                let store = try store()
+                defer { store.close() }
+                return try store.read { try $0.appleSwitch(bundleID: MigrationEndToEndTests.bundle, environment: .sandbox) }?.readAt != nil
+            }
         }
 
         static func config(port: UInt16, adminPort: UInt16, apple: UInt16, pki: SimulatorPKI, newBackend: LoopbackHTTPServer,
@@ -326,6 +335,7 @@ import Glibc
     @Test func appleSendingElsewhereIsRefusedAndNothingChanges() async throws {
         let rig = try Rig(notificationURL: "https://gateway.example/notifications")
         defer { rig.stop() }
+        try await rig.waitForTheGatewaysFirstRead()
         try rig.fake.appStoreConnect.setURL("https://old-backend.example/apple", bundleID: Self.bundle, environment: .sandbox)
         let run = try rig.migrate([Self.bundle, "--environment", "sandbox", "--to", "v2", "--force"])
         #expect(run.status == 1 && run.stderr.contains("url_not_ours"), "\(run.stderr)")
@@ -370,6 +380,7 @@ import Glibc
         let rig = try Rig()
         defer { rig.stop() }
         // App Store Connect answers the run's first call with the failure.
+        try await rig.waitForTheGatewaysFirstRead()
         try rig.fake.appStoreConnect.failNext(status: status, retryAfterSeconds: status == 429 ? 7 : nil, count: 1)
         let run = try rig.migrate([Self.bundle, "--environment", "sandbox", "--to", "v2", "--force"])
         #expect(run.status == 1, "\(run.stderr)")

@@ -46,17 +46,15 @@ import WireJSON
         _ = try h.store.write { tx in try tx.putAppleSwitch(record) }
     }
 
-    static func receipts(_ h: GatewayHarness, apple: LoopbackHTTPServer) -> ReceiptWorker {
-        var policy = ReceiptWorker.Policy()
-        policy.pollMillis = 20
-        let client = VerifyReceiptClient(
-            transport: CurlTransport(),
-            configuration: .init(productionURL: apple.url("/verifyReceipt"), sandboxURL: apple.url("/sandbox/verifyReceipt"), maxAttempts: 1),
-            sleep: { _ in }, jitter: { 0 })
-        let context = WorkerContext(store: h.store, router: h.router, metrics: h.metrics, log: Log(now: { now }, sink: { _ in }),
-                                    now: { now }, jitter: { 0 })
-        return ReceiptWorker(context: context, client: client, apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps,
-                             policy: policy)
+    /// A V1-authoritative gateway whose Apple the gateway has switched to V2 for the sandbox, with its webhook and
+    /// pass-through receiver and a verifyReceipt that is down (no receipt is stored anyway).
+    static func switchedToV2UnderV1Authority() throws -> (receiver: LoopbackHTTPServer, apple: LoopbackHTTPServer, h: GatewayHarness) {
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let apple = try LoopbackHTTPServer { _ in .respond(status: 500) }
+        let h = try Self.harness(receiver)
+        try Self.authority(h, .v1, environment: .sandbox)
+        try Self.switched(h, environment: .sandbox)
+        return (receiver, apple, h)
     }
 
     static func delivery(_ h: GatewayHarness) -> DeliveryWorker {
@@ -70,12 +68,8 @@ import WireJSON
     }
 
     @Test func aV2NotificationUnderV1AuthorityGetsItsV1PathEventAndTheOldBackendItsV1Body() async throws {
-        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
-        let apple = try LoopbackHTTPServer { _ in .respond(status: 500) }
-        let h = try Self.harness(receiver)
+        let (receiver, apple, h) = try Self.switchedToV2UnderV1Authority()
         defer { h.close() }
-        try Self.authority(h, .v1, environment: .sandbox)
-        try Self.switched(h, environment: .sandbox)
         let r = h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json"))
         #expect(r.status == 200)
         let id = try #require(r.id)
@@ -83,7 +77,7 @@ import WireJSON
         #expect(try h.store.events().filter { $0.authoritative }.isEmpty)
         #expect(try h.store.receiptJobs().count == 1)
         #expect(try h.store.deliveries().filter { $0.downstream == "legacy" }.count == 1)
-        let worker = Self.receipts(h, apple: apple)
+        let worker = ReceiptWorkerTests.worker(h, apple: apple)
         try await GatewayHarness.runUntil(run: { await worker.run() }, stop: { worker.stop() }) {
             try h.store.receiptJobs().allSatisfy { $0.state == .done }
         }
@@ -144,17 +138,13 @@ import WireJSON
     }
 
     @Test func aTypeWithoutAV1CounterpartIsNotSentToTheOldBackendButStillAuthoritativeOnce() async throws {
-        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
-        let apple = try LoopbackHTTPServer { _ in .respond(status: 500) }
-        let h = try Self.harness(receiver)
+        let (_, apple, h) = try Self.switchedToV2UnderV1Authority()
         defer { h.close() }
-        try Self.authority(h, .v1, environment: .sandbox)
-        try Self.switched(h, environment: .sandbox)
         let r = h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-expired-product-not-for-sale.json"))
         #expect(r.status == 200)
         #expect(try h.store.deliveries().filter { $0.downstream == "legacy" }.isEmpty)
         #expect(h.metrics.counter(Metric.v1ShapesUnsentTotal.rawValue, ["type": "EXPIRED"]) == 1)
-        let worker = Self.receipts(h, apple: apple)
+        let worker = ReceiptWorkerTests.worker(h, apple: apple)
         try await GatewayHarness.runUntil(run: { await worker.run() }, stop: { worker.stop() }) {
             try h.store.receiptJobs().count == 1 && h.store.receiptJobs().allSatisfy { $0.state == .done }
         }
