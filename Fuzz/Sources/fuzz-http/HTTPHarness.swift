@@ -53,7 +53,7 @@ private final class Server: Sendable {
                 transport: ScriptedTransport { _ in HTTPResponse(status: 503) }, now: { now }, jitter: { 0.5 },
                 logSink: { _ in })
             // As `serve` runs it: /admin/report renders tables and HTML pages too.
-            dependencies.reportRenderer = { report, format in ReportRenderer.render(report, format: format) }
+            dependencies.reportRenderer = { report, format, nonce in ReportRenderer.render(report, format: format, styleNonce: nonce) }
             service = try GatewayService(config: config, dependencies: dependencies)
             let ports = try service.start()
             guard let admin = ports.adminPort else { fatalError("fuzz: the admin listener did not start") }
