@@ -219,7 +219,11 @@ def main(gw, work):
                 token = page.paginationToken
             check(len(everything) == 2, "get_notification_history(transactionId=refund): both, lost one included")
 
-            # request_test_notification / get_test_notification_status
+            # request_test_notification / get_test_notification_status. Apple sends test notifications in V2 only: the
+            # simulated App Store Connect is set to V2 for the app's sandbox first (it starts on V1).
+            urllib.request.urlopen(urllib.request.Request(
+                f"{apple.base_url}/fake/asc/version?bundle_id={BUNDLE_ID}&environment=sandbox&version=V2&immediately=true",
+                method="POST"), timeout=10).read()
             test_token = client.request_test_notification().testNotificationToken
             status = None
             for _ in range(100):  # the fake sends it to the receiver in the background
