@@ -15,7 +15,7 @@ import Testing
 import V2Adapter
 import WireJSON
 
-/// Issue 6 end to end: the simulator against the real gateway in compare mode — full agreement when the two
+/// The comparison and cutover end to end: the simulator against the real gateway in compare mode — full agreement when the two
 /// generations tell the same story, exactly the planted disagreements when the fake Apple is skewed, and a cutover
 /// and its undo that move authority between the paths with no event lost or doubled.
 @Suite struct CompareEndToEndTests {

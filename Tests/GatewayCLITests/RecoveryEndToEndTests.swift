@@ -13,7 +13,7 @@ import Testing
 import TestSupport
 import WireJSON
 
-/// Issue 12 end to end: lifecycles played with 30 % of their notifications lost on the way, the fake Apple still
+/// Recovery of lost notifications end to end: lifecycles played with 30 % of their notifications lost on the way, the fake Apple still
 /// holding the truth (its notification history, its subscription statuses, verifyReceipt), and the gateway's
 /// recovery runs bringing every subscription back in line as its clock moves on (docs/operations.md, "Reconciliation").
 @Suite(.serialized) struct RecoveryEndToEndTests {
