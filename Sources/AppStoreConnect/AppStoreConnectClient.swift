@@ -107,10 +107,7 @@ public struct AppStoreConnectClient: Sendable {
         } catch {
             throw AppStoreConnectError(.invalidKey, "the App Store Connect API key cannot make an ES256 token (\(error.code)): it must be a P-256 .p8 key")
         }
-        var headers = [
-            HTTPHeader("Authorization", "Bearer " + token), HTTPHeader("Accept", "application/json"),
-            HTTPHeader("User-Agent", "iap-gateway"),
-        ]
+        var headers = [HTTPHeader("Authorization", "Bearer " + token), HTTPHeader("Accept", "application/json")]
         if body != nil { headers.append(HTTPHeader("Content-Type", "application/json")) }
         let members = query.map { Self.percentEncoded($0.0) + "=" + Self.percentEncoded($0.1, keeping: [UInt8(ascii: ",")]) }
         let url = baseURL + path + (members.isEmpty ? "" : "?" + members.joined(separator: "&"))

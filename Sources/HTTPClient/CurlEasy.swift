@@ -1,4 +1,5 @@
 internal import CCurl
+internal import Canonical
 import Dispatch
 import Synchronization
 
@@ -159,11 +160,13 @@ final class CurlEasy: Sendable {
 
         // Header lines. An empty value needs curl's "Name;" form ("Name:" would delete the header). curl's own
         // `Expect: 100-continue` (a stall against servers that ignore it) and its form-encoded default Content-Type
-        // are switched off unless the caller set them.
+        // are switched off unless the caller set them. Every request says who sends it (`iap-gateway/<version>`,
+        // ``GatewayVersion``) unless the caller set a User-Agent of its own.
         var list: UnsafeMutablePointer<curl_slist>?
         defer { curl_slist_free_all(list) }
         var lines = request.headers.map { $0.value.isEmpty ? "\($0.name);" : "\($0.name): \($0.value)" }
         let names = Set(request.headers.map { $0.name.lowercased() })
+        if !names.contains("user-agent") { lines.append("User-Agent: \(GatewayVersion.userAgent)") }
         if !names.contains("expect") { lines.append("Expect:") }
         if sendsBody, !names.contains("content-type") { lines.append("Content-Type:") }
         for line in lines {

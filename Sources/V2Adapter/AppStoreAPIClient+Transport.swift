@@ -30,7 +30,6 @@ extension AppStoreAPIClient {
             var headers = [
                 HTTPHeader("Authorization", "Bearer " + (try bearerToken())),
                 HTTPHeader("Accept", "application/json"),
-                HTTPHeader("User-Agent", "iap-gateway"),
             ]
             if body != nil { headers.append(HTTPHeader("Content-Type", "application/json")) }
             let request = HTTPRequest(

@@ -1,7 +1,9 @@
+import Canonical
 @testable import Gateway
 import HTTPServer
 import Store
 import Testing
+import WireJSON
 
 /// The admin routes without a listener: the bearer token, the answers to bad requests, a store that cannot answer.
 @Suite struct AdminAPITests {
@@ -85,6 +87,17 @@ import Testing
         #expect(r.status == status)
         #expect(r.header("Content-Type") == "application/json")
         #expect(Self.text(r) == body)
+    }
+
+    /// The status says which gateway answers: the version `iap-gateway --version` prints.
+    @Test func theStatusCarriesTheGatewaysVersion() throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let r = Self.api(h).handle(Self.request("GET", "/admin/status"))
+        #expect(r.status == 200)
+        let status = try #require(try JSONParser.parse(r.body).objectValue)
+        #expect(status["version"]?.stringValue == GatewayVersion.string)
+        #expect(status["journal"]?.int64Value == 0)
     }
 
     @Test func aCutoverTheLedgerRefusesKeepsItsOwnCodeAndStatus() throws {

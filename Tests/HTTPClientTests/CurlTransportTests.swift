@@ -1,3 +1,4 @@
+import Canonical
 import Glibc
 @testable import HTTPClient
 import Synchronization
@@ -76,6 +77,21 @@ import Testing
         #expect(received.header("Content-Length") == "0")
         #expect(received.header("Content-Type") == nil)
         #expect(received.body.isEmpty)
+    }
+
+    /// Every request says who sends it, `iap-gateway/<version>`, unless it carries a User-Agent of its own (sent
+    /// instead, once).
+    @Test(arguments: [HTTPRequest.Method.get, .post, .put, .patch, .delete])
+    func everyRequestCarriesTheGatewaysUserAgent(_ method: HTTPRequest.Method) async throws {
+        let server = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        _ = try await transport.send(HTTPRequest(method: method, url: server.url("/who"), body: Array("x".utf8)))
+        _ = try await transport.send(HTTPRequest(method: method, url: server.url("/who"), headers: [HTTPHeader("user-agent", "probe/1")]))
+        let requests = server.requests
+        #expect(requests.count == 2)
+        func userAgents(_ r: LoopbackHTTPServer.Request) -> [String] { r.headers.filter { $0.name.lowercased() == "user-agent" }.map { $0.value } }
+        #expect(userAgents(requests[0]) == [GatewayVersion.userAgent])
+        #expect(GatewayVersion.userAgent == "iap-gateway/\(GatewayVersion.string)")
+        #expect(userAgents(requests[1]) == ["probe/1"])
     }
 
     @Test(arguments: [HTTPRequest.Method.put, .delete, .patch])

@@ -578,6 +578,7 @@ struct FakeAppleAPI {
             ])
             #expect(server.requests.allSatisfy { $0.header("Authorization")?.hasPrefix("Bearer ") == true })
             #expect(server.requests.first?.header("Accept") == "application/json")
+            #expect(server.requests.allSatisfy { $0.header("User-Agent") == GatewayVersion.userAgent })
 
             // Another key over the wire: 401, once.
             let intruder = APIFixture.client(

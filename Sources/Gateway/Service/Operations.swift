@@ -67,7 +67,7 @@ public struct Operations: Sendable {
         }
     }
 
-    /// Counts for `GET /admin/status`.
+    /// Counts for `GET /admin/status`, with the gateway's version (``GatewayVersion``).
     public func status() throws -> JSONValue {
         try store.read { tx in
             let counts = try tx.counts()
@@ -79,6 +79,7 @@ public struct Operations: Sendable {
             func number(_ n: some BinaryInteger) -> JSONValue { .number(String(n)) }
             func text(_ s: String?) -> JSONValue { s.map { .string($0) } ?? .null }
             return .object(JSONObject([
+                ("version", .string(GatewayVersion.string)),
                 ("journal", number(counts.journal)),
                 ("events", number(counts.events)),
                 ("outbox", .object(JSONObject(outbox.map { ($0.key.rawValue, number($0.value)) }.sorted { $0.0 < $1.0 }))),

@@ -2,8 +2,10 @@ internal import Canonical
 internal import Gateway
 
 /// A tiny argument scanner: `--flag value`, `--flag=value`, repeated flags, and positionals, in any order.
-/// A command names the flags it takes; anything else starting with `--` is a usage error, and so is a flag of one of
-/// its subcommands given to another (``only(_:for:)``) or an argument it does not take (``positionals(_:for:)``).
+/// A command names the flags it takes; anything else starting with `--` is a usage error that shows the command's
+/// usage (``CommandError/unknownFlag(_:)``), and so is a flag of one of its subcommands given to another
+/// (``only(_:for:)``); an argument it does not take is a usage error too (``positionals(_:for:)``). `--help` and `-h`
+/// never get here: ``GatewayCLI/main(_:)`` answers them before any command runs.
 struct Arguments {
     private(set) var positionals: [String] = []
     private var values: [String: [String]] = [:]
@@ -37,7 +39,7 @@ struct Arguments {
                     }
                     values[name, default: []].append(value!)
                 } else {
-                    throw .usage("unknown option --\(name)")
+                    throw .unknownFlag("unknown option --\(name)")
                 }
                 given.append(name)
             } else {
@@ -55,7 +57,7 @@ struct Arguments {
     /// given that `command` (`quarantine list`) does not take.
     func only(_ allowed: Set<String>, for command: String) throws(CommandError) {
         if let wrong = given.first(where: { !allowed.contains($0) }) {
-            throw .usage("\(command) does not take --\(wrong)")
+            throw .unknownFlag("\(command) does not take --\(wrong)")
         }
     }
 
