@@ -65,22 +65,21 @@ import WireJSON
         /// comparison waiting for V1 runs once the receipt is stored, so the deadline only bounds a failing test —
         /// and being well below the 5-minute "not seen yet" retry, it still catches a lost wake-up.
         func settle(patient: Bool = false) async throws {
-            let timer = ContinuousClock()
-            let deadline = timer.now.advanced(by: GatewayHarness.patience)
-            while timer.now < deadline {
+            // Not recorded by the wait: the issue below says what is still pending.
+            let settled = try await eventually("nothing pending", recordsIssue: false) {
                 let pending = try await store.read { tx in
                     try (tx.receiptJobCounts()[.pending] ?? 0)
                         + tx.fetchJobs(state: .pending).filter { !patient || !($0.lastError ?? "").hasSuffix("not_seen_yet") }.count
                         + (tx.deliveryCounts()[.pending] ?? 0)
                 }
-                if pending == 0 { return }
-                try await Task.sleep(for: .milliseconds(20))
+                return pending == 0
             }
+            guard !settled else { return }
             let jobs = try await store.read { try $0.fetchJobs(state: .pending) }.map {
                 "\($0.fetch.rawValue) attempts=\($0.attempts) error=\($0.lastError ?? "-") due_in=\($0.nextAttemptAt - now)"
             }
             let receipts = try await store.read { try $0.receiptJobs(state: .pending) }.map { "\($0.attempts) \($0.lastError ?? "-")" }
-            Issue.record("work still pending after \(GatewayHarness.patience): compare \(jobs) receipts \(receipts)")
+            Issue.record("work still pending after \(Patience.default): compare \(jobs) receipts \(receipts)")
         }
 
         /// Plays a lifecycle step by step, each step at its own time, waiting for everything it causes.

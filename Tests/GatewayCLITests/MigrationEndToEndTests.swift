@@ -103,11 +103,12 @@ import Glibc
         /// Until the gateway has read App Store Connect once (it does at start): a failure a test queues for the next
         /// App Store Connect call is then the `migrate` run's.
         func waitForTheGatewaysFirstRead() async throws {
-            try await MultiInstanceProcessTests.until("the gateway read App Store Connect") {
+            let read = try await eventually("the gateway read App Store Connect", recordsIssue: false) {
                 let store = try store()
                 defer { store.close() }
                 return try store.read { try $0.appleSwitch(bundleID: MigrationEndToEndTests.bundle, environment: .sandbox) }?.readAt != nil
             }
+            guard read else { throw FixtureError(description: "the gateway did not read App Store Connect within \(Patience.default)") }
         }
 
         static func config(port: UInt16, adminPort: UInt16, apple: UInt16, pki: SimulatorPKI, newBackend: LoopbackHTTPServer,
@@ -179,23 +180,22 @@ import Glibc
         func settle() async throws {
             let store = try store()
             defer { store.close() }
-            do {
-                try await MultiInstanceProcessTests.until("every job and delivery settled") {
-                    // A comparison waiting for a path that has not seen the subscription yet (the V1 path of one bought
-                    // after the switch, which never sends V1) is retried for an hour: not work of this story.
-                    try store.read { tx in
-                        try (tx.receiptJobCounts()[.pending] ?? 0) + tx.fetchJobs(state: .pending).filter { !($0.lastError ?? "").hasSuffix("not_seen_yet") }.count
-                            + (tx.deliveryCounts()[.pending] ?? 0)
-                    } == 0
-                }
-            } catch {
-                let pending = try await store.read { tx in
-                    "receipts \(try tx.receiptJobs(state: .pending).map { "\($0.journalID) \($0.lastError ?? "-")" }) "
-                        + "fetches \(try tx.fetchJobs(state: .pending).map { "\($0.fetch.rawValue) \($0.lastError ?? "-")" }) "
-                        + "deliveries \(try tx.deliveries(state: .pending, downstream: nil, eventID: nil, limit: 20).map { "\($0.downstream) \($0.lastError ?? "-")" })"
-                }
-                throw FixtureError(description: "still pending: \(pending)")
+            // Not recorded by the wait: the error below says what is still pending.
+            let settled = try await eventually("every job and delivery settled", recordsIssue: false) {
+                // A comparison waiting for a path that has not seen the subscription yet (the V1 path of one bought
+                // after the switch, which never sends V1) is retried for an hour: not work of this story.
+                try store.read { tx in
+                    try (tx.receiptJobCounts()[.pending] ?? 0) + tx.fetchJobs(state: .pending).filter { !($0.lastError ?? "").hasSuffix("not_seen_yet") }.count
+                        + (tx.deliveryCounts()[.pending] ?? 0)
+                } == 0
             }
+            guard !settled else { return }
+            let pending = try await store.read { tx in
+                "receipts \(try tx.receiptJobs(state: .pending).map { "\($0.journalID) \($0.lastError ?? "-")" }) "
+                    + "fetches \(try tx.fetchJobs(state: .pending).map { "\($0.fetch.rawValue) \($0.lastError ?? "-")" }) "
+                    + "deliveries \(try tx.deliveries(state: .pending, downstream: nil, eventID: nil, limit: 20).map { "\($0.downstream) \($0.lastError ?? "-")" })"
+            }
+            throw FixtureError(description: "still pending after \(Patience.default): \(pending)")
         }
 
         var authority: Generation {
@@ -304,9 +304,9 @@ import Glibc
         // Apple keeps sending V1 for a while after the switch, then mixes both.
         try rig.fake.appStoreConnect.setLag(SimConnectLag(notifications: 6, mixed: true))
         let switching = Task { try rig.migrate([Self.bundle, "--environment", "sandbox", "--to", "v2", "--force", "--probe-timeout", "90s"]) }
-        try await MultiInstanceProcessTests.until("Apple set to V2") {
+        guard try await eventually("Apple set to V2", {
             try rig.fake.appStoreConnect.state(bundleID: Self.bundle, environment: .sandbox).version == .v2
-        }
+        }) else { return }
         try await rig.play(["billing-grace-recovery", "upgrade"])
         let run = try await switching.value
         #expect(run.status == 0, "\(run.stderr)")
@@ -353,20 +353,21 @@ import Glibc
             arguments: ["migrate", "--config", rig.folder + "/gateway.json", Self.bundle, "--environment", "sandbox", "--to", "v2", "--force",
                         "--probe-timeout", "5m"],
             environment: rig.environment)
-        try await MultiInstanceProcessTests.until("the run waits in its probe") {
+        guard try await eventually("the run waits in its probe", {
             let store = try rig.store()
             defer { store.close() }
             return try store.read { try $0.appleSwitch(bundleID: Self.bundle, environment: .sandbox) }?.step == .probing
-        }
+        }) else { return }
         #expect(child.terminate(signal: SIGKILL) == 128 + SIGKILL)
         #expect(try rig.authority == .v1)
         // Apple honours the change now; the next run waits out the dead run's lease, then resumes from the probe.
         try rig.fake.appStoreConnect.setLag(nil)
         try rig.fake.appStoreConnect.setVersion(.v2, bundleID: Self.bundle, environment: .sandbox, immediately: true)
         var resumed = try rig.migrate([Self.bundle, "--environment", "sandbox", "--to", "v2", "--force", "--probe-timeout", "60s"])
-        while resumed.status != 0 && resumed.stderr.contains("in_progress") {
-            try await Task.sleep(for: .seconds(1))
+        try await eventually("a run past the dead run's lease", every: .seconds(1)) {
+            guard resumed.status != 0 && resumed.stderr.contains("in_progress") else { return true }
             resumed = try rig.migrate([Self.bundle, "--environment", "sandbox", "--to", "v2", "--force", "--probe-timeout", "60s"])
+            return false
         }
         if resumed.status != 0 { print("resumed run: \(resumed.stderr) \(resumed.steps)") }
         #expect(resumed.status == 0, "\(resumed.stderr) \(resumed.outcomes)")

@@ -88,7 +88,7 @@ struct MultiInstanceProcessTests {
                 got.withLock { $0.append((id, eventID)) }
             }
             holding.withLock { $0[id, default: 0] += 1 }
-            while closed.load(ordering: .relaxed) { usleep(2_000) }
+            eventuallyBlocking("the gate open", every: .milliseconds(2), recordsIssue: false) { !closed.load(ordering: .relaxed) }
             holding.withLock { $0[id, default: 0] -= 1 }
             return .respond(status: 200)
         }
@@ -159,15 +159,6 @@ struct MultiInstanceProcessTests {
         }
     }
 
-    /// Waits until `condition` holds (checked every 10 ms), failing after a minute.
-    static func until(_ what: String, _ condition: () throws -> Bool) async throws {
-        let deadline = ContinuousClock.now.advanced(by: GatewayHarness.patience)
-        while try !condition() {
-            guard ContinuousClock.now < deadline else { throw FixtureError(description: "timed out waiting for: \(what)") }
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
     static func uuids(_ indices: Set<Int>) -> Set<String> { Set(indices.map(BenchRig.v2NotificationUUID)) }
 
     /// The webhook ids the notifications' events are delivered under: the bench app is V1-authoritative and receives
@@ -188,17 +179,17 @@ struct MultiInstanceProcessTests {
         let victim = pair.instance(0)
 
         // In the middle of the load, with deliveries of the victim held in flight at the webhook (claimed, not settled).
-        try await Self.until("a third of the notifications acknowledged") { poster.acknowledged.count >= total / 3 }
+        guard await eventually("a third of the notifications acknowledged", { poster.acknowledged.count >= total / 3 }) else { return }
         pair.webhook.close()
         // A delivery the victim claimed and sent, held at the webhook: it reached the webhook, the victim never learns.
-        try await Self.until("a delivery of the victim held at the webhook") {
+        guard try await eventually("a delivery of the victim held at the webhook", {
             let held = pair.webhook.held
             guard !held.isEmpty else { return false }
             let c = try pair.schema.connect()
             defer { c.close() }
             return try c.query("SELECT event_id FROM outbox WHERE claimed_by = $1 AND state = 'pending'", [.text(victim)])
                 .contains { $0.string("event_id").map(held.contains) ?? false }
-        }
+        }) else { return }
         let killedAt = ContinuousClock.now
         #expect(pair.rig.gateways[0].terminate(signal: SIGKILL) == 128 + SIGKILL)
         let orphans = try pair.ids("SELECT id FROM outbox WHERE claimed_by = $1 AND state = 'pending'", [.text(victim)])
@@ -207,20 +198,20 @@ struct MultiInstanceProcessTests {
 
         // The survivor takes the victim's claims over once their lease ran out, and delivers them.
         let orphanList = orphans.map(String.init).joined(separator: ",")
-        try await Self.until("the victim's claimed deliveries delivered by the survivor") {
+        guard try await eventually("the victim's claimed deliveries delivered by the survivor", {
             try pair.count("SELECT count(*) AS n FROM outbox WHERE id IN (\(orphanList)) AND state = 'delivered'") == orphans.count
-        }
+        }) else { return }
         let takeover = ContinuousClock.now - killedAt
 
         await posting.value
         let acknowledged = poster.acknowledged
         #expect(acknowledged.count == total, "every body was answered 200 in the end, by the survivor when not before")
-        try await Self.until("every acknowledged notification delivered") {
+        guard await eventually("every acknowledged notification delivered", {
             pair.webhook.webhookIDs.isSuperset(of: Self.eventIDs(acknowledged))
-        }
-        try await Self.until("the outbox settled") {
+        }) else { return }
+        guard try await eventually("the outbox settled", {
             try pair.count("SELECT count(*) AS n FROM outbox WHERE state <> 'delivered'") == 0
-        }
+        }) else { return }
         let deliveries = pair.webhook.deliveries
         let unique = pair.webhook.webhookIDs
         #expect(unique == Self.eventIDs(acknowledged), "unique webhook ids = the acknowledged notifications' events")
@@ -243,24 +234,24 @@ struct MultiInstanceProcessTests {
         let poster = Poster(urls: pair.rig.notificationsURLs)
         let posting = Task { await poster.run(bodies: bodies, concurrency: 6) }
 
-        try await Self.until("load under way") { poster.acknowledged.count >= 100 }
+        guard await eventually("load under way", { poster.acknowledged.count >= 100 }) else { return }
         // The restart, in its two halves, each waited for: down (and answered 503 meanwhile), then up again.
         #expect(try TestPostgresServer.control("stop") == 0)
         let okBefore = (poster.ok(at: 0), poster.ok(at: 1))
-        try await Self.until("503s while PostgreSQL is down") { poster.count(503) >= 10 }
+        guard await eventually("503s while PostgreSQL is down", { poster.count(503) >= 10 }) else { return }
         let acknowledgedWhileDown = poster.acknowledged.count
         #expect(try TestPostgresServer.control("start") == 0)
         let okAtStart = (poster.ok(at: 0), poster.ok(at: 1))
-        try await Self.until("both gateways answer 200 again, neither restarted") {
+        guard await eventually("both gateways answer 200 again, neither restarted", {
             poster.ok(at: 0) >= okAtStart.0 + 50 && poster.ok(at: 1) >= okAtStart.1 + 50
-        }
+        }) else { return }
         poster.stop()
         await posting.value
 
         let acknowledged = poster.acknowledged
-        try await Self.until("every acknowledged notification delivered") {
+        guard await eventually("every acknowledged notification delivered", {
             pair.webhook.webhookIDs.isSuperset(of: Self.eventIDs(acknowledged))
-        }
+        }) else { return }
         let unique = pair.webhook.webhookIDs
         #expect(unique == Self.eventIDs(acknowledged), "unique webhook ids = the acknowledged notifications' events")
         #expect(pair.webhook.duplicatesOnlyUnderOneID)

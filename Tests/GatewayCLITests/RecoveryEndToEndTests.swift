@@ -119,16 +119,6 @@ import WireJSON
             }
         }
 
-        func eventually(_ what: @autoclosure () -> String, _ condition: @escaping () async throws -> Bool) async throws {
-            let timer = ContinuousClock()
-            let deadline = timer.now.advanced(by: GatewayHarness.patience)
-            while timer.now < deadline {
-                if try await condition() { return }
-                try await Task.sleep(for: .milliseconds(20))
-            }
-            Issue.record("not reached within \(GatewayHarness.patience): \(what())")
-        }
-
         /// Plays a lifecycle with the drop plan, each step at its own time, waiting for what it causes.
         func play(_ name: String, version: SimulateCommand.LifecycleOptions.Version) async throws -> SimulateCommand.LifecycleRun {
             var options = SimulateCommand.LifecycleOptions(
@@ -294,7 +284,7 @@ import WireJSON
             let time = sent + Int64(tick) * 300_000
             rig.clock.set(time)
             // Every run due by now has run (the run's own schedule decides; nothing waits on the wall clock).
-            try await rig.eventually("the runs due at tick \(tick) ran") {
+            try await eventually("the runs due at tick \(tick) ran") {
                 try await rig.store.read { tx in try tx.reconcileRuns() }.allSatisfy { $0.nextRunAt > time }
             }
             if try await rig.recovered(.history).contains(where: { $0.id == lost }) {

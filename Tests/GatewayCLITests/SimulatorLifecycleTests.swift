@@ -113,11 +113,8 @@ import WireJSON
         ) { e in
             let expected = (version == "v1" ? e.expectedV1 : (e.expectedV2.map { [$0] } ?? [])).map(\.description).sorted()
             let before = seen.withLock { $0 }
-            let timer = ContinuousClock()
-            let deadline = timer.now.advanced(by: GatewayHarness.patience)
-            while Self.events(receiver).count < before + expected.count, timer.now < deadline {
-                try await Task.sleep(for: .milliseconds(10))
-            }
+            // Not recorded by the wait: a step that did not cause what it should is reported below, with what came.
+            await eventually("\(e.step)'s events", recordsIssue: false) { Self.events(receiver).count >= before + expected.count }
             let all = Self.events(receiver)
             let got = all.dropFirst(before).map(Self.describe).sorted()
             seen.withLock { $0 = all.count }
@@ -222,18 +219,15 @@ import WireJSON
         #expect(requested.status == 200)
         let testToken = try JSONDecoder().decode(SendTestNotificationResponse.self, from: Data(requested.body)).testNotificationToken
         // The gateway verifies it (sandbox, the simulator's root) and delivers a `test` event.
-        let timer = ContinuousClock()
-        let deadline = timer.now.advanced(by: GatewayHarness.patience)
-        while SimulatorLifecycleTests.events(receiver).isEmpty, timer.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        await eventually("the test event delivered") { !SimulatorLifecycleTests.events(receiver).isEmpty }
         let event = try #require(SimulatorLifecycleTests.events(receiver).first)
         #expect(event["raw_type"]?.stringValue == "TEST" && event["environment"]?.stringValue == "sandbox")
         var status: CheckTestNotificationResponse?
-        while timer.now < deadline {
+        try await eventually("the test notification's send attempt") {
             let r = try await CurlTransport().send(HTTPRequest(
                 method: .get, url: base + "/inApps/v1/notifications/test/\(testToken)", headers: auth, timeoutMillis: 10_000))
             status = try JSONDecoder().decode(CheckTestNotificationResponse.self, from: Data(r.body))
-            if status?.sendAttempts.isEmpty == false { break }
-            try await Task.sleep(for: .milliseconds(20))
+            return status?.sendAttempts.isEmpty == false
         }
         #expect(status?.sendAttempts.map(\.sendAttemptResult) == ["SUCCESS"])
         await gateway.shutdown()

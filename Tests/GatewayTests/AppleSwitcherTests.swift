@@ -189,9 +189,10 @@ import Testing
         // Time passes as the probe polls: each look at Apple's answer moves the clock on.
         rig.connect.state.withLock { $0.afterPatch = { clock.advance(500) } }
         let run = Task { try await rig.run(rig.request(.v2, timeout: 1_000)) }
-        while !rig.steps.all.contains(where: { $0.step == "revert" }) {
+        await eventually("the run set Apple back", every: .milliseconds(1)) {
+            guard !rig.steps.all.contains(where: { $0.step == "revert" }) else { return true }
             clock.advance(100)
-            try await Task.sleep(for: .milliseconds(1))
+            return false
         }
         await #expect(throws: MigrationError.self) { try await run.value }
         #expect(rig.connect.sandbox == .v1, "Apple set back")

@@ -122,10 +122,9 @@ final class AckSet: Sendable {
         #expect(acked.count >= 250)  // all but the wave that met the kill (and whatever was in flight then)
 
         // Everything acknowledged is delivered, by the restarted gateway if the first one died first.
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: .seconds(30))
-        while clock.now < deadline, !acked.isSubset(of: Set(deliveries.withLock { $0.map(\.eventID) })) {
-            try await Task.sleep(for: .milliseconds(50))
+        // Not recorded here: the expectation below names what is missing.
+        await eventually("every acknowledged notification delivered", every: .milliseconds(50), recordsIssue: false) {
+            acked.isSubset(of: Set(deliveries.withLock { $0.map(\.eventID) }))
         }
         kill(child.process.processIdentifier, SIGTERM)
         child.process.waitUntilExit()

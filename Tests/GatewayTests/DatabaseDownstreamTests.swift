@@ -32,12 +32,12 @@ import Testing
         try await DatabaseDownstreamScenarios.store(h, DatabaseDownstreamScenarios.sample("e1", .purchase, at: 1, state: .active))
         let worker = DatabaseDownstreamScenarios.worker(h, team: team)
         let task = Task { await worker.run() }
-        try await GatewayHarness.eventually("failed attempts") { try h.store.deliveries().first.map { $0.attempts >= 2 } ?? false }
+        try await eventually("failed attempts") { try h.store.deliveries().first.map { $0.attempts >= 2 } ?? false }
         let pending = try #require(h.store.deliveries().first)
         #expect(pending.state == .pending)
         #expect(pending.lastError?.contains("downstream warehouse: cannot open the SQLite file") == true, "\(pending.lastError ?? "")")
         try team.fixFolder()
-        try await GatewayHarness.eventually("delivered once the folder exists") { try h.store.deliveries().first?.state == .delivered }
+        try await eventually("delivered once the folder exists") { try h.store.deliveries().first?.state == .delivered }
         worker.stop()
         await task.value
         #expect(try team.contents().events.map(\.id) == ["e1"])
@@ -142,12 +142,12 @@ struct DatabaseDownstreamPostgresTests {
         var stopped = false
         defer { if stopped { _ = try? TeamDatabase.control("start") } }
         try await DatabaseDownstreamScenarios.store(h, DatabaseDownstreamScenarios.sample("e1", .purchase, at: 1, state: .active))
-        try await GatewayHarness.eventually("the first event delivered") { try h.store.deliveries().allSatisfy { $0.state == .delivered } }
+        try await eventually("the first event delivered") { try h.store.deliveries().allSatisfy { $0.state == .delivered } }
 
         #expect(try TeamDatabase.control("stop") == 0)
         stopped = true
         try await DatabaseDownstreamScenarios.store(h, DatabaseDownstreamScenarios.sample("e2", .renewal, at: 2, state: .active))
-        try await GatewayHarness.eventually("failed attempts while the server is down") {
+        try await eventually("failed attempts while the server is down") {
             try h.store.deliveries().first { $0.eventID == "e2" }.map { $0.attempts >= 2 } ?? false
         }
         let pending = try #require(h.store.deliveries().first { $0.eventID == "e2" })
@@ -157,7 +157,7 @@ struct DatabaseDownstreamPostgresTests {
 
         #expect(try TeamDatabase.control("start") == 0)
         stopped = false
-        try await GatewayHarness.eventually("delivered once the server is back") {
+        try await eventually("delivered once the server is back") {
             try h.store.deliveries().allSatisfy { $0.state == .delivered }
         }
         worker.stop()

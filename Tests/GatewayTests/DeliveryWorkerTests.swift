@@ -75,10 +75,10 @@ import WireJSON
         }
         let worker = Self.worker(h)
         let task = Task { await worker.run() }
-        try await GatewayHarness.eventually { try h.store.deliveries().filter { $0.attempts >= 2 }.count >= 6 }
+        try await eventually("six deliveries retried") { try h.store.deliveries().filter { $0.attempts >= 2 }.count >= 6 }
         #expect(try h.store.deliveries().filter { $0.state == .delivered }.count == 0)
         up.withLock { $0 = true }
-        try await GatewayHarness.eventually { try h.store.deliveries().filter { $0.state == .delivered }.count >= 6 }
+        try await eventually("six deliveries delivered") { try h.store.deliveries().filter { $0.state == .delivered }.count >= 6 }
         worker.stop()
         await task.value
         let delivered = Set(receiver.requests.filter { $0.path == "/events" }.compactMap { $0.header("webhook-id") })
@@ -161,7 +161,7 @@ import WireJSON
         let worker = Self.worker(h, timeoutMillis: 600_000)
         let task = Task { await worker.run() }
         let shadowRows = try h.store.deliveries().filter { $0.downstream == "shadow" }.count
-        try await GatewayHarness.eventually("shadow deliveries not held back behind the stuck downstream") {
+        try await eventually("shadow deliveries not held back behind the stuck downstream") {
             try h.store.deliveries().filter { $0.downstream == "shadow" && $0.state == .delivered }.count >= shadowRows
         }
         #expect(receiver.requests.filter { $0.path == "/events" }.count == 4, "main: only its concurrency limit in flight")

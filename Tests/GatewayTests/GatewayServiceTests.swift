@@ -83,10 +83,6 @@ import WireJSON
             method: .get, url: url, headers: token.map { [HTTPHeader("Authorization", "Bearer \($0)")] } ?? [], timeoutMillis: 10_000))
     }
 
-    static func waitUntil(sourceLocation: SourceLocation = #_sourceLocation, _ condition: @escaping @Sendable () throws -> Bool) async throws {
-        try await GatewayHarness.eventually(sourceLocation: sourceLocation, condition)
-    }
-
     @Test func acceptsDeduplicatesAndDeliversOverHTTP() async throws {
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         let g = try Self.start(receiver: receiver)
@@ -97,7 +93,7 @@ import WireJSON
         #expect(try JSONParser.parse(retry.body).objectValue?["duplicate"] == .bool(true))
         // Delivered once despite the retry: the duplicate queued nothing, and all that was queued has been delivered
         // (a fixed wait here proved nothing on a loaded machine, where a second delivery could come later).
-        try await Self.waitUntil {
+        try await eventually("everything queued delivered") {
             try g.service.store.deliveries().filter { $0.state != .delivered }.count == 0
         }
         #expect(try g.service.store.deliveries().filter { $0.downstream == "main" }.count == 1)
@@ -152,7 +148,7 @@ import WireJSON
         let g = try Self.start(receiver: receiver, apple: apple)
         let body = try Fixtures.bytes("v1-synthetic/did-renew.json")
         #expect(try await Self.post(g.url("/notifications"), body).status == 200)
-        try await Self.waitUntil {
+        await eventually("the passthrough and the event") {
             receiver.requests.contains { $0.path == "/apple/v1" } && receiver.requests.contains { $0.path == "/events" }
         }
         #expect(receiver.requests.first { $0.path == "/apple/v1" }?.body == body)
@@ -170,7 +166,7 @@ import WireJSON
         #expect(try await Self.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
         #expect(try await Self.get(g.adminURL("/admin/status")).status == 401)
         #expect(try await Self.get(g.adminURL("/admin/status"), token: "wrong").status == 401)
-        try await Self.waitUntil {
+        try await eventually("one dead letter") {
             let dead = try JSONParser.parse(try g.service.operations.deadLetters().canonicalBytes()).arrayValue
             return dead?.count == 1
         }
@@ -178,7 +174,7 @@ import WireJSON
         let replay = try await CurlTransport().send(HTTPRequest(
             method: .post, url: g.adminURL("/admin/replay?dead_letters=1"), headers: [HTTPHeader("Authorization", "Bearer \(Self.adminToken)")]))
         #expect(try JSONParser.parse(replay.body).objectValue?["requeued"] == .number("1"))
-        try await Self.waitUntil { receiver.requests.filter { $0.path == "/events" }.count >= 4 }
+        await eventually("four events delivered") { receiver.requests.filter { $0.path == "/events" }.count >= 4 }
         let sub = try await Self.get(g.adminURL("/admin/subscriptions/2000000900010001"), token: Self.adminToken)
         #expect(sub.status == 200)
         await g.service.shutdown()

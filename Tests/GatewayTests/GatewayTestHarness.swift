@@ -88,28 +88,6 @@ struct GatewayHarness: Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// How long a test waits for a condition that should hold within moments. Only a failing test ever waits this
-    /// long, so it is far above what the slowest condition needs while other processes keep both cores busy
-    /// (`scripts/test --stress N --load`): a tight deadline on a condition turns a loaded machine into a failure.
-    static let patience: Duration = .seconds(60)
-
-    /// Polls `condition` every 20 ms until it holds; records an issue (at the caller) when `timeout` passed first.
-    /// Returns whether it held.
-    @discardableResult
-    static func eventually(_ what: @autoclosure () -> String = "condition", timeout: Duration = patience,
-                           sourceLocation: SourceLocation = #_sourceLocation, _ condition: () throws -> Bool) async throws -> Bool {
-        let clock = ContinuousClock()
-        let deadline = clock.now.advanced(by: timeout)
-        while !(try condition()) {
-            guard clock.now < deadline else {
-                Issue.record("\(what()) not met within \(timeout)", sourceLocation: sourceLocation)
-                return false
-            }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        return true
-    }
-
     /// Runs a background worker until `done` holds, then stops it and waits for it.
     static func runUntil(run: @escaping @Sendable () async -> Void, stop: () -> Void, sourceLocation: SourceLocation = #_sourceLocation,
                          _ done: @escaping @Sendable () throws -> Bool) async throws {

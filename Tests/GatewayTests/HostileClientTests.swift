@@ -118,7 +118,7 @@ import WireJSON
         let now = GatewayHarness.t + 3_600_000
         let g = try Service.start(receiver: receiver, now: now)
         #expect(try await Service.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
-        try await Service.waitUntil {
+        try await eventually("the first attempt") {
             try g.service.store.deliveries().first { $0.downstream == "main" }?.attempts == 1
         }
         // The next attempt waits for the policy's longest delay (six hours), not for the end of time, nor a trap.
@@ -148,7 +148,7 @@ import WireJSON
         }
         let g = try Service.start(receiver: receiver, webhookSecret: unpaddedText)
         #expect(try await Service.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
-        try await Service.waitUntil { !received.withLock { $0 }.isEmpty }
+        await eventually("a signed delivery") { !received.withLock { $0 }.isEmpty }
         await g.service.shutdown()
     }
 }

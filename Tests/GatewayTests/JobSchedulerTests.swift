@@ -98,21 +98,13 @@ import Testing
         CountingStore(try SQLiteStore(path: try Scratch.directory() + "/gateway.db"))
     }
 
-    static func waitUntil(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while !condition() {
-            guard ContinuousClock.now < deadline else { Issue.record("timed out"); return }
-            try await Task.sleep(for: .milliseconds(2))
-        }
-    }
-
     @Test func eachOutcomeIsCommittedWithTheNextClaim() async throws {
         let store = try Self.store()
         defer { store.close() }
         let table = Table(context: try Self.context(store), total: 30, slots: 1)
         let scheduler = JobScheduler(context: table.context, idlePollMillis: 3_600_000)
         let run = Task { await scheduler.run(table) }
-        try await Self.waitUntil { table.settled.withLock { $0.count } == 30 }
+        await eventually("thirty jobs settled") { table.settled.withLock { $0.count } == 30 }
         scheduler.stop()
         await run.value
         #expect(table.settled.withLock { $0 } == Array(1...30))
@@ -129,7 +121,7 @@ import Testing
         let table = Table(context: try Self.context(store), total: 3, slots: 3, gate: gate)
         let scheduler = JobScheduler(context: table.context, idlePollMillis: 3_600_000)
         let run = Task { await scheduler.run(table) }
-        try await Self.waitUntil { table.started.withLock { $0.count } == 3 }
+        await eventually("three jobs started") { table.started.withLock { $0.count } == 3 }
         scheduler.stop()
         gate.open()  // the outcomes come while the loop stops: queued before it closed the batch, or written alone after
         await run.value  // returns only once every job returned, i.e. its outcome committed
@@ -147,11 +139,11 @@ import Testing
         let table = Table(context: context, total: 1, slots: 1, gate: gate)
         let scheduler = JobScheduler(context: context, idlePollMillis: 3_600_000)
         let run = Task { await scheduler.run(table) }
-        try await Self.waitUntil { table.started.withLock { $0.count } == 1 }
+        await eventually("the job started") { table.started.withLock { $0.count } == 1 }
         let claimed = store.writes.load(ordering: .relaxed)
-        try await Self.waitUntil { store.writes.load(ordering: .relaxed) >= claimed + 2 }
+        await eventually("two renewals of the claim") { store.writes.load(ordering: .relaxed) >= claimed + 2 }
         gate.open()
-        try await Self.waitUntil { table.settled.withLock { $0.count } == 1 }
+        await eventually("the job settled") { table.settled.withLock { $0.count } == 1 }
         scheduler.stop()
         await run.value
         #expect(store.writes.load(ordering: .relaxed) >= claimed + 3)  // two renewals at least, then the outcome
@@ -179,14 +171,14 @@ import Testing
             }
         }
         var entries: [OutcomeBatch.Entry] = []
-        try await Self.waitUntil {
+        await eventually("both outcomes queued") {
             entries += batch.take()
             return entries.count == 2
         }
         await #expect(throws: Refused.self) { try await OutcomeBatch.write(entries, store: store, then: { _ in }) }
         await good.value
         #expect(try committed())
-        try await Self.waitUntil { metrics.render().contains("iapgw_store_failures_total{operation=\"job_outcome\"} 3") }
+        await eventually("three failed outcome writes counted") { metrics.render().contains("iapgw_store_failures_total{operation=\"job_outcome\"} 3") }
         bad.cancel()
         await bad.value
     }

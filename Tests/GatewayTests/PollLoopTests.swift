@@ -3,6 +3,7 @@ import Foundation
 import Synchronization
 import Store
 import Testing
+import TestSupport
 
 /// The workers' loop runs for the life of the service: what it ran must not stay in memory.
 @Suite struct PollLoopTests {
@@ -25,9 +26,9 @@ import Testing
                 work: { _ in ran.add(1, ordering: .relaxed) }, inFlight: { false }, everySecond: {})
         }
         // Warm up (allocator, runtime), then measure the growth over the bulk of the jobs.
-        while ran.load(ordering: .relaxed) < 20_000 { try await Task.sleep(for: .milliseconds(5)) }
+        await eventually("the warm-up's 20 000 jobs run") { ran.load(ordering: .relaxed) >= 20_000 }
         let before = Self.residentKiB()
-        while ran.load(ordering: .relaxed) < total { try await Task.sleep(for: .milliseconds(5)) }
+        await eventually("all \(total) jobs run") { ran.load(ordering: .relaxed) >= total }
         let grown = Self.residentKiB() - before
         loop.stop()
         _ = await task.result
@@ -45,13 +46,10 @@ import Testing
             await loop.run(fetch: { fetches.count.add(1, ordering: .relaxed); return [Int]() }, work: { _ in }, inFlight: { false },
                            everySecond: {})
         }
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(60)
         for (n, wake) in [(1, false), (2, true), (3, true)] {
             // The third wake comes while the loop may not be waiting yet: it is kept for its next wait.
             if wake { loop.wake() }
-            while fetches.count.load(ordering: .relaxed) < n, clock.now < deadline { try await Task.sleep(for: .milliseconds(2)) }
-            #expect(fetches.count.load(ordering: .relaxed) >= n, "fetch \(n) did not come")
+            await eventually("fetch \(n)") { fetches.count.load(ordering: .relaxed) >= n }
         }
         loop.stop()  // also ends the wait
         _ = await task.result

@@ -43,7 +43,7 @@ import WireJSON
         let v1 = try Fixtures.bytes("v1-synthetic/did-renew.json")
         let other = try await Service.post(b.url("/notifications"), v1)
         #expect(other.status == 200)
-        try await GatewayHarness.eventually("every delivery settled") {
+        try await eventually("every delivery settled") {
             try a.service.store.deliveries().allSatisfy { $0.state == .delivered } && a.service.store.deliveries().count >= 2
         }
         let ids = receiver.requests.filter { $0.path == "/events" }.compactMap { $0.header("webhook-id") }

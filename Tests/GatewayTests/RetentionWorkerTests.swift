@@ -77,7 +77,7 @@ import Testing
         let received = try #require(try h.store.journal().first).receivedAt
         let worker = Self.worker(h, at: received + Self.retention + 1)  // the hourly interval: only the first pass runs
         let task = Task { await worker.run() }
-        try await GatewayHarness.eventually("the body purged") { try h.store.journal().first?.body == nil }
+        try await eventually("the body purged") { try h.store.journal().first?.body == nil }
         task.cancel()
         await task.value
     }

@@ -42,7 +42,7 @@ import WireJSON
             if let id = r.id { acknowledged.insert(id) }
         }
         let expected = acknowledged
-        try await Service.waitUntil { Set(deliveries.withLock { $0 }).isSuperset(of: expected) }
+        await eventually("the first events delivered") { Set(deliveries.withLock { $0 }).isSuperset(of: expected) }
 
         // The disk is full: the file may not grow by a page. Fill whatever room is left inside it.
         try g.service.sqliteStore.setMaxPageCount(1)
@@ -61,7 +61,7 @@ import WireJSON
         let journaled = Set(try g.service.store.journal().map(\.key))
         #expect(journaled.isSuperset(of: acknowledged))
         let expectedNow = acknowledged
-        try await Service.waitUntil { Set(deliveries.withLock { $0 }).isSuperset(of: expectedNow) }
+        await eventually("the accepted events delivered") { Set(deliveries.withLock { $0 }).isSuperset(of: expectedNow) }
 
         // Room again: Apple's retries are accepted, with no restart and no operator action.
         try g.service.sqliteStore.setMaxPageCount(1 << 30)
@@ -71,7 +71,7 @@ import WireJSON
             if let id = r.id { acknowledged.insert(id) }
         }
         let expectedAll = acknowledged
-        try await Service.waitUntil { Set(deliveries.withLock { $0 }).isSuperset(of: expectedAll) }
+        await eventually("every event delivered") { Set(deliveries.withLock { $0 }).isSuperset(of: expectedAll) }
         // Delivered once each: no outcome was lost while the store was full, so nothing was sent again.
         let sent = deliveries.withLock { $0 }
         #expect(sent.count == Set(sent).count, "\(sent.count - Set(sent).count) duplicate deliveries")
@@ -86,7 +86,7 @@ import WireJSON
         let receiver = try LoopbackHTTPServer { r in
             guard r.path == "/events" else { return .respond(status: 200) }
             // The delivery is answered only once the disk is full, so its outcome cannot be written.
-            while !gate.withLock({ $0 }) { usleep(2_000) }
+            eventuallyBlocking("the disk full", every: .milliseconds(2), recordsIssue: false) { gate.withLock { $0 } }
             sent.withLock { $0 += 1 }
             return .respond(status: 200)
         }
@@ -97,12 +97,12 @@ import WireJSON
         gate.withLock { $0 = true }
         // The outcome is retried with backoff while the delivery stays claimed: three refusals take at least 700 ms,
         // in which the old code (releasing the job as still due) sent it again every few milliseconds.
-        try await Service.waitUntil {
+        await eventually("three failed outcome writes counted") {
             g.service.metrics.render().contains("iapgw_store_failures_total{operation=\"job_outcome\"} 3")
         }
         #expect(sent.withLock { $0 } == 1)
         faults.diskFull = false
-        try await Service.waitUntil {
+        try await eventually("the delivery recorded once the disk has room") {
             try g.service.store.deliveries().filter { $0.downstream == "main" && $0.state == .delivered }.count == 1
         }
         #expect(sent.withLock { $0 } == 1)

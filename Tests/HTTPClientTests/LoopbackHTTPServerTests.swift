@@ -15,7 +15,7 @@ import Testing
                 return error
             }
         }()
-        while server.requests.isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        await eventually("the request at the server") { !server.requests.isEmpty }
         let clock = ContinuousClock()
         let start = clock.now
         server.stop()

@@ -25,7 +25,7 @@ import TestSupport
             let expected = server.openConnections + 1
             let client = try RawHTTPClient(port: server.port, from: address)
             if let text { client.send(text) }
-            #expect(await eventually { server.openConnections >= expected }, "the server did not accept a connection")
+            await eventually("the server to accept the connection") { server.openConnections >= expected }
             clients.append(client)
         }
         return clients
@@ -83,7 +83,7 @@ import TestSupport
         for round in 0..<2 {
             if round > 0 {
                 // Back to four waiting: the evicted one and the answered one have gone, a fresh one joins.
-                #expect(await eventually { server.openConnections == 3 })
+                await eventually("three connections open") { server.openConnections == 3 }
                 waiting += try await Self.open(1, to: server)
             }
             let client = try RawHTTPClient(port: server.port)
@@ -104,7 +104,7 @@ import TestSupport
         let upload = "POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\nab"
         // The older one has its head in and part of its body; the newer one has sent nothing.
         let olderUpload = try await Self.open(1, to: server, sending: upload)[0]
-        #expect(await eventually { server.inFlightRequests == 1 })  // its head is read
+        await eventually("one request in flight") { server.inFlightRequests == 1 }  // its head is read
         let headless = try await Self.open(1, to: server)[0]
         let first = try RawHTTPClient(port: server.port)
         first.send(Self.get("/first"))
@@ -112,9 +112,9 @@ import TestSupport
         #expect(await headless.readUntilClosed(timeout: .seconds(10)).closed)
         #expect(!olderUpload.closedByPeer)
         // Two uploads and nothing without a head: the older upload makes room.
-        #expect(await eventually { server.openConnections == 1 })
+        await eventually("one connection open") { server.openConnections == 1 }
         let newerUpload = try await Self.open(1, to: server, sending: upload)[0]
-        #expect(await eventually { server.inFlightRequests == 2 })
+        await eventually("two requests in flight") { server.inFlightRequests == 2 }
         let second = try RawHTTPClient(port: server.port)
         second.send(Self.get("/second"))
         #expect(await second.readReply(timeout: .seconds(10))?.status == 200)
@@ -134,7 +134,7 @@ import TestSupport
         defer { for _ in 0..<4 { release.signal() } }
         let busy = [try RawHTTPClient(port: server.port), try RawHTTPClient(port: server.port)]
         for client in busy { client.send(Self.get("/busy")) }
-        #expect(await eventually { server.inFlightRequests == 2 })
+        await eventually("two requests in flight") { server.inFlightRequests == 2 }
         let refused = try RawHTTPClient(port: server.port)
         refused.send(Self.get("/refused"))
         let result = await refused.readUntilClosed(timeout: .seconds(10))

@@ -33,7 +33,7 @@ import TestSupport
         let trickle = Trickler(slow, line: "X-Slow: 1\r\n", every: .milliseconds(200))
         defer { trickle.stop() }
         // They hold every slot one address may have …
-        #expect(await eventually { server.openConnections >= perAddress })
+        await eventually("\(perAddress) connections open") { server.openConnections >= perAddress }
         #expect(server.openConnections <= perAddress)
 
         // … and a client at another address is still served, a health check and a real notification.
@@ -84,7 +84,7 @@ import TestSupport
         _ = idle.send("GET /second HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
         let second = await idle.readReply(timeout: .seconds(10))
         #expect(second?.status == 200 && second?.body == Array("/second".utf8), "\(String(describing: second))")
-        #expect(await eventually { server.inFlightRequests == 0 })
+        await eventually("no request in flight") { server.inFlightRequests == 0 }
     }
 
     // MARK: Refusals the client reads
@@ -102,7 +102,7 @@ import TestSupport
             // The body goes out once the server has the head (as when a client's body comes from a slower source):
             // a server that answers and closes at the head resets the connection under the writes that follow. Not
             // asserted: the wait only orders the writes.
-            _ = await eventually(timeout: .seconds(1)) { server.inFlightRequests > 0 }
+            await eventually("the head read", within: .seconds(1), recordsIssue: false) { server.inFlightRequests > 0 }
             var sent = true
             for offset in stride(from: 0, to: body.count, by: 65_536) where sent {
                 sent = client.send(Array(body[offset..<min(offset + 65_536, body.count)]))
@@ -114,7 +114,7 @@ import TestSupport
             #expect(reply.map { Self.errorCode($0.body) } == "body_too_large")
         }
         #expect(seen.count == 0)
-        #expect(await eventually { server.inFlightRequests == 0 && server.bufferedBodyBytes == 0 })
+        await eventually("no request in flight and no body buffered") { server.inFlightRequests == 0 && server.bufferedBodyBytes == 0 }
     }
 
     @Test func aChunkedBodyThatGrowsOverTheLimitGetsAComplete413() async throws {
@@ -133,7 +133,7 @@ import TestSupport
             #expect(await client.readUntilClosed(timeout: .seconds(10)).closed)
         }
         #expect(seen.count == 0)
-        #expect(await eventually { server.inFlightRequests == 0 && server.bufferedBodyBytes == 0 })
+        await eventually("no request in flight and no body buffered") { server.inFlightRequests == 0 && server.bufferedBodyBytes == 0 }
     }
 
     @Test func expectContinueIsRefusedAtOnceAndBodiesPastTheDrainLimitAreCutOff() async throws {
@@ -163,7 +163,7 @@ import TestSupport
         #expect(cut.closed)
         #expect(!String(decoding: cut.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 2"))
         #expect(seen.count == 0)
-        #expect(await eventually { server.inFlightRequests == 0 && server.bufferedBodyBytes == 0 })
+        await eventually("no request in flight and no body buffered") { server.inFlightRequests == 0 && server.bufferedBodyBytes == 0 }
     }
 
     // MARK: Memory
@@ -215,7 +215,7 @@ import TestSupport
         #expect(peak <= budget, "buffered \(peak) bytes against a budget of \(budget)")
         #expect(busy > 0, "1.1 MiB of bodies were all buffered against a 256 KiB budget")
         #expect(accepted > 0)
-        #expect(await eventually { server.bufferedBodyBytes == 0 && server.inFlightRequests == 0 })
+        await eventually("no body buffered and no request in flight") { server.bufferedBodyBytes == 0 && server.inFlightRequests == 0 }
     }
 
     // MARK: Configuration

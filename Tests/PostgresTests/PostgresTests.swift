@@ -46,16 +46,6 @@ final class Outcome<Value: Sendable>: Sendable {
     var current: Value { value.withLock { $0 } }
 }
 
-/// Polls `condition` until it holds or `timeout` passes; true when it held.
-func eventually(timeout: Duration = .seconds(30), _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now.advanced(by: timeout)
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        Thread.sleep(forTimeInterval: 0.05)
-    }
-    return condition()
-}
-
 @Test func postgresTestsRunWhereRequired() {
     // CI sets IAPGW_REQUIRE_POSTGRES=1 so that a missing server fails the run instead of skipping the suite.
     if ProcessInfo.processInfo.environment["IAPGW_REQUIRE_POSTGRES"] == "1" {
@@ -458,12 +448,12 @@ struct PostgresTests {
         // A standalone session meets the break as a connection failure, and reset() brings it back.
         let broken = #expect(throws: PostgresError.self) { try standalone.query("SELECT 1") }
         #expect(broken?.isConnectionFailure == true)
-        #expect(eventually { (try? standalone.reset()) != nil })
+        eventuallyBlocking("the standalone session reset", every: .milliseconds(50)) { (try? standalone.reset()) != nil }
         #expect(try standalone.queryOne("SELECT 2 AS two")?.int64("two") == 2)
 
         // The pool reconnects its stale sessions before lending them.
         var failures = 0
-        let recovered = eventually {
+        eventuallyBlocking("the pool's sessions reconnected", every: .milliseconds(50)) {
             do {
                 let pids = try pool.withConnection { a in
                     try pool.withConnection { b in
@@ -478,13 +468,12 @@ struct PostgresTests {
                 return false
             }
         }
-        #expect(recovered)
         #expect(failures == 0, "the pool lent a session the restart had closed")
 
         // The listener notices, listens again after reset, and hears what is sent afterwards.
         let lost = #expect(throws: PostgresError.self) { _ = try listener.notifications(timeout: .seconds(10)) }
         #expect(lost?.isConnectionFailure == true)
-        #expect(eventually { (try? listener.reset()) != nil })
+        eventuallyBlocking("the listener reset", every: .milliseconds(50)) { (try? listener.reset()) != nil }
         try pool.withConnection { c in try c.notify(channel, payload: "after restart") }
         #expect(try listener.notifications(timeout: .seconds(10)).map(\.payload) == ["after restart"])
     }

@@ -196,18 +196,6 @@ public final class Trickler: Sendable {
     }
 }
 
-/// Polls `condition` every 10 ms for up to `timeout` (generous: the whole package's tests share two cores); whether
-/// it held.
-public func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) async -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while !condition() {
-        guard clock.now < deadline else { return false }
-        try? await Task.sleep(for: .milliseconds(10))
-    }
-    return true
-}
-
 /// Runs blocking work on its own thread, off Swift's cooperative pool.
 public func offPool<T: Sendable>(_ work: @escaping @Sendable () -> T) async -> T {
     await withCheckedContinuation { continuation in
