@@ -414,20 +414,26 @@ import TestSupport
     /// abort.
     @Test func quiescingUnderTrafficNeverAborts() async throws {
         let client = CurlTransport(maxConcurrentTransfers: 8)
-        for _ in 0..<150 {
-            let server = try startServer(Recorder(), configure: { $0.threads = 4 }) { _ in ServerResponse(status: 200) }
+        for round in 0..<150 {
+            let recorder = Recorder()
+            let server = try startServer(recorder, configure: { $0.threads = 4 }) { _ in ServerResponse(status: 200) }
             let target = url(server, "/q")
             let load = Task {
-                await withTaskGroup(of: Void.self) { group in
+                await withTaskGroup(of: Int?.self) { group in
                     for _ in 0..<4 {
-                        group.addTask { _ = try? await client.send(HTTPRequest(method: .get, url: target, timeoutMillis: 2_000)) }
+                        group.addTask { try? await client.send(HTTPRequest(method: .get, url: target, timeoutMillis: 2_000)).status }
                     }
+                    return await group.reduce(into: [Int]()) { if let status = $1 { $0.append(status) } }
                 }
             }
             usleep(UInt32.random(in: 0...2_000))
             server.stopAccepting()
-            await load.value
+            let statuses = await load.value
             server.stop()
+            // Reaching here is the point (the process was not aborted); and quiescing kept its promise: a request a
+            // handler took was answered in full, one that came after was refused, none was left in flight.
+            #expect(statuses == Array(repeating: 200, count: recorder.count), "round \(round): \(recorder.count) handled, answers \(statuses)")
+            #expect(server.inFlightRequests == 0, "round \(round)")
         }
     }
 

@@ -110,7 +110,19 @@ import WireJSON
                 """.utf8)
             let r = try JSONValueDecoder().decode(VerifyReceiptResponse.self, from: answer)
             for observed in [Int64.min, 0, Int64.max] {
-                for s in V1EventBuilder.snapshots(from: r, observedAt: observed) { _ = s.entitlement.projected(at: observed) }
+                let snapshots = V1EventBuilder.snapshots(from: r, observedAt: observed)
+                // The answer's one subscription, whatever its numbers say …
+                #expect(snapshots.map(\.originalTransactionID) == ["1"], "\(value) at \(observed)")
+                for s in snapshots {
+                    // … with the access its own dates give at the time observed, ending after that time if at all,
+                    // so that projecting it to that time changes nothing.
+                    let expected = Entitlement.compute(
+                        expiresDate: s.expiresDate, revocationDate: s.revocationDate, gracePeriodExpiresDate: s.gracePeriodExpiresDate,
+                        inBillingRetry: s.inBillingRetry, at: observed)
+                    #expect(s.entitlement == expected, "\(value) at \(observed)")
+                    #expect(s.entitlement.until.map { $0 > observed } ?? true, "\(value) at \(observed): \(s.entitlement)")
+                    #expect(s.entitlement.projected(at: observed) == s.entitlement, "\(value) at \(observed)")
+                }
             }
         }
     }
