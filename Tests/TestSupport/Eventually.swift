@@ -53,8 +53,8 @@ public func eventually(_ what: @autoclosure () -> String = "the condition", with
 @available(*, noasync, message: "use eventually(_:within:every:recordsIssue:sourceLocation:_:), which suspends")
 @discardableResult
 public func eventuallyBlocking(_ what: @autoclosure () -> String = "the condition", within timeout: Duration = Patience.default,
-                       every interval: Duration = Patience.interval, recordsIssue: Bool = true,
-                       sourceLocation: SourceLocation = #_sourceLocation, _ condition: () throws -> Bool) rethrows -> Bool {
+                               every interval: Duration = Patience.interval, recordsIssue: Bool = true,
+                               sourceLocation: SourceLocation = #_sourceLocation, _ condition: () throws -> Bool) rethrows -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now.advanced(by: timeout)
     while true {
