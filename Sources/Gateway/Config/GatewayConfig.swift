@@ -4,6 +4,7 @@ public import V1Adapter
 public import HTTPClient
 internal import WireJSON
 internal import Store
+internal import TeamDatabase
 internal import FoundationEssentials
 
 /// The gateway's configuration file (JSON; docs/architecture.md, "Command line"). Secrets are never inline: the file names environment
