@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "AppStoreConnect", targets: ["AppStoreConnect"]),
         .library(name: "Gateway", targets: ["Gateway"]),
         .library(name: "Reports", targets: ["Reports"]),
+        .library(name: "Benchmarks", targets: ["Benchmarks"]),
         .library(name: "GatewayCLI", targets: ["GatewayCLI"]),
     ],
     targets: [
@@ -65,11 +66,16 @@ let package = Package(
             swiftSettings: strict),
         // The comparison report as a table, JSON and one HTML page (the CLI's `report`, the admin API through `serve`).
         .target(name: "Reports", dependencies: ["Gateway", "Canonical"], swiftSettings: strict),
+        // The benchmarks of `iap-gateway bench` (verify, ingest, soak, flood, fsync): each runs and returns its result.
+        .target(
+            name: "Benchmarks",
+            dependencies: ["Gateway", "Store", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer", "V2Adapter", "Threads"],
+            swiftSettings: strict),
         // The commands, one file each (Sources/GatewayCLI/*Command.swift): flags, wiring, output.
         .target(
             name: "GatewayCLI",
-            dependencies: ["Gateway", "Reports", "Simulator", "Store", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
-                           "V1Adapter", "V2Adapter", "AppStoreConnect", "Threads"],
+            dependencies: ["Gateway", "Reports", "Simulator", "Benchmarks", "Store", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
+                           "V1Adapter", "V2Adapter", "AppStoreConnect"],
             swiftSettings: strict),
         .executableTarget(name: "iap-gateway", dependencies: ["GatewayCLI"], swiftSettings: strict),
 
@@ -104,7 +110,7 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "Gateway", "Store", "WireJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "GatewayCLITests",
-                    dependencies: ["GatewayCLI", "Gateway", "Reports", "Store", "StoreTestSupport", "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
+                    dependencies: ["GatewayCLI", "Benchmarks", "Gateway", "Reports", "Store", "StoreTestSupport", "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
                                    "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
     ]

@@ -11,6 +11,7 @@ import TestSupport
 import Testing
 import V1Adapter
 import WireJSON
+@testable import Benchmarks
 @testable import GatewayCLI
 
 #if canImport(Glibc)
