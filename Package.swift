@@ -26,7 +26,6 @@ let package = Package(
         .library(name: "AppStoreConnect", targets: ["AppStoreConnect"]),
         .library(name: "Gateway", targets: ["Gateway"]),
         .library(name: "Reports", targets: ["Reports"]),
-        .library(name: "Benchmarks", targets: ["Benchmarks"]),
         .library(name: "GatewayCLI", targets: ["GatewayCLI"]),
     ],
     targets: [
@@ -66,6 +65,10 @@ let package = Package(
             swiftSettings: strict),
         // The comparison report as a table, JSON and one HTML page (the CLI's `report`, the admin API through `serve`).
         .target(name: "Reports", dependencies: ["Gateway", "Canonical"], swiftSettings: strict),
+        // The simulated App Store at work: its fake Apple behind an HTTP server, its lifecycles played against a gateway.
+        .target(
+            name: "SimulatorServer", dependencies: ["Simulator", "Gateway", "Canonical", "WireJSON", "V1Adapter", "V2Adapter", "HTTPClient", "HTTPServer"],
+            swiftSettings: strict),
         // The benchmarks of `iap-gateway bench` (verify, ingest, soak, flood, fsync): each runs and returns its result.
         .target(
             name: "Benchmarks",
@@ -74,7 +77,7 @@ let package = Package(
         // The commands, one file each (Sources/GatewayCLI/*Command.swift): flags, wiring, output.
         .target(
             name: "GatewayCLI",
-            dependencies: ["Gateway", "Reports", "Simulator", "Benchmarks", "Store", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
+            dependencies: ["Gateway", "Reports", "Simulator", "SimulatorServer", "Benchmarks", "Store", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
                            "V1Adapter", "V2Adapter", "AppStoreConnect"],
             swiftSettings: strict),
         .executableTarget(name: "iap-gateway", dependencies: ["GatewayCLI"], swiftSettings: strict),
@@ -110,7 +113,7 @@ let package = Package(
                     swiftSettings: strict),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "Gateway", "Store", "WireJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "GatewayCLITests",
-                    dependencies: ["GatewayCLI", "Benchmarks", "Gateway", "Reports", "Store", "StoreTestSupport", "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
+                    dependencies: ["GatewayCLI", "Benchmarks", "SimulatorServer", "Gateway", "Reports", "Store", "StoreTestSupport", "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
                                    "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
     ]
