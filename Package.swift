@@ -20,6 +20,7 @@ let package = Package(
         .library(name: "SQLite", targets: ["SQLite"]),
         .library(name: "Postgres", targets: ["Postgres"]),
         .library(name: "Store", targets: ["Store"]),
+        .library(name: "TeamDatabase", targets: ["TeamDatabase"]),
         .library(name: "V1Adapter", targets: ["V1Adapter"]),
         .library(name: "V2Adapter", targets: ["V2Adapter"]),
         .library(name: "AppStoreConnect", targets: ["AppStoreConnect"]),
@@ -46,8 +47,10 @@ let package = Package(
         // The one place an operating-system thread is started (pthreads).
         .target(name: "Threads", swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Threads"], swiftSettings: strict),
-        // Every table of the gateway behind one interface; all SQL lives here.
+        // Every table of the gateway behind one interface; all SQL of the gateway's own store lives here.
         .target(name: "Store", dependencies: ["Canonical", "SQLite", "Postgres", "WireJSON", "Threads"], swiftSettings: strict),
+        // The database downstream's writers: the team's own tables (public schema, versions) in PostgreSQL or SQLite.
+        .target(name: "TeamDatabase", dependencies: ["Canonical", "SQLite", "Postgres", "WireJSON"], swiftSettings: strict),
         .target(name: "V1Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         .target(name: "V2Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
         // The App Store Connect API client (the switch between V1 and V2: the app's notification version).
@@ -57,15 +60,25 @@ let package = Package(
         // The service: authenticate, normalize, journal, deliver, compare; its HTTP endpoints and admin API.
         .target(
             name: "Gateway",
-            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Store", "HTTPServer"],
+            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Store", "TeamDatabase",
+                           "HTTPServer"],
             swiftSettings: strict),
         // The comparison report as a table, JSON and one HTML page (the CLI's `report`, the admin API through `serve`).
         .target(name: "Reports", dependencies: ["Gateway", "Canonical"], swiftSettings: strict),
+        // The simulated App Store at work: its fake Apple behind an HTTP server, its lifecycles played against a gateway.
+        .target(
+            name: "SimulatorServer", dependencies: ["Simulator", "Gateway", "Canonical", "WireJSON", "V1Adapter", "V2Adapter", "HTTPClient", "HTTPServer"],
+            swiftSettings: strict),
+        // The benchmarks of `iap-gateway bench` (verify, ingest, soak, flood, fsync): each runs and returns its result.
+        .target(
+            name: "Benchmarks",
+            dependencies: ["Gateway", "Store", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer", "V2Adapter", "Threads"],
+            swiftSettings: strict),
         // The commands, one file each (Sources/GatewayCLI/*Command.swift): flags, wiring, output.
         .target(
             name: "GatewayCLI",
-            dependencies: ["Gateway", "Reports", "Simulator", "Store", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
-                           "V1Adapter", "V2Adapter", "AppStoreConnect", "Threads"],
+            dependencies: ["Gateway", "Reports", "Simulator", "SimulatorServer", "Benchmarks", "Store", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
+                           "V1Adapter", "V2Adapter", "AppStoreConnect"],
             swiftSettings: strict),
         .executableTarget(name: "iap-gateway", dependencies: ["GatewayCLI"], swiftSettings: strict),
 
@@ -96,11 +109,11 @@ let package = Package(
         .target(name: "StoreTestSupport", dependencies: ["Store", "Canonical"], path: "Tests/StoreTestSupport", swiftSettings: strict),
         // The store contract against each implementation: SQLite always, PostgreSQL when IAPGW_TEST_DATABASE_URL is set.
         .testTarget(name: "StoreTests", dependencies: ["Store", "Canonical", "Postgres", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reports", "Store", "StoreTestSupport", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport"],
+        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reports", "Store", "TeamDatabase", "StoreTestSupport", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
         .testTarget(name: "ReportsTests", dependencies: ["Reports", "Gateway", "Store", "WireJSON", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "GatewayCLITests",
-                    dependencies: ["GatewayCLI", "Gateway", "Reports", "Store", "StoreTestSupport", "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
+                    dependencies: ["GatewayCLI", "Benchmarks", "SimulatorServer", "Gateway", "Reports", "Store", "StoreTestSupport", "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
                                    "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport"],
                     swiftSettings: strict),
     ]

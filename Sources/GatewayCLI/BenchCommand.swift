@@ -1,3 +1,4 @@
+internal import Benchmarks
 internal import Gateway
 internal import FoundationEssentials
 

@@ -5,6 +5,7 @@ import Gateway
 import GatewayCLI
 import HTTPClient
 import Simulator
+import SimulatorServer
 import Synchronization
 import TestSupport
 import HTTPServer
@@ -84,14 +85,14 @@ import WireJSON
 
         /// Plays a lifecycle step by step, each step at its own time, waiting for everything it causes.
         @discardableResult
-        func play(_ name: String, version: SimulateCommand.LifecycleOptions.Version, patient: Bool = false) async throws
-            -> SimulateCommand.LifecycleRun
+        func play(_ name: String, version: Simulation.LifecycleOptions.Version, patient: Bool = false) async throws
+            -> Simulation.LifecycleRun
         {
-            var options = SimulateCommand.LifecycleOptions(
+            var options = Simulation.LifecycleOptions(
                 name: name, to: "http://127.0.0.1:\(port)/notifications", pkiFolder: pki.folder, bundleID: SimulatorLifecycleTests.bundleID,
                 sharedSecret: SimulatorLifecycleTests.secret)
             options.version = version
-            let run = try await SimulateCommand.lifecycle(
+            let run = try await Simulation.lifecycle(
                 options, transport: CurlTransport(), now: { WallClock.wallMillis() }, sleep: { _ in }, output: { _ in },
                 beforeStep: { e in self.set(e.at) }, afterStep: { _ in try await self.settle(patient: patient) })
             #expect(run.ok, "\(name): every notification accepted")
@@ -215,11 +216,11 @@ import WireJSON
     @Test func backfillFeedsWhatWasMissedThroughThePipelineOnce() async throws {
         let rig = try Rig(authority: "v2")
         // Apple "sent" a whole story while the gateway was unreachable.
-        var options = SimulateCommand.LifecycleOptions(
+        var options = Simulation.LifecycleOptions(
             name: "billing-grace-recovery", to: "http://127.0.0.1:1/notifications", pkiFolder: rig.pki.folder,
             bundleID: SimulatorLifecycleTests.bundleID, sharedSecret: SimulatorLifecycleTests.secret)
         options.version = .v2
-        let run = try await SimulateCommand.lifecycle(
+        let run = try await Simulation.lifecycle(
             options, transport: CurlTransport(), now: { WallClock.wallMillis() }, sleep: { _ in }, output: { _ in },
             beforeStep: { e in rig.set(e.at) })
         #expect(!run.ok)

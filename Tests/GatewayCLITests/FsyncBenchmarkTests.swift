@@ -1,5 +1,5 @@
 import Foundation
-@testable import GatewayCLI
+@testable import Benchmarks
 import TestSupport
 import Testing
 

@@ -4,6 +4,7 @@ import Gateway
 import HTTPClient
 import HTTPServer
 import Simulator
+import SimulatorServer
 import Store
 import StoreTestSupport
 import Synchronization
@@ -11,6 +12,7 @@ import TestSupport
 import Testing
 import V1Adapter
 import WireJSON
+@testable import Benchmarks
 @testable import GatewayCLI
 
 #if canImport(Glibc)
@@ -144,12 +146,12 @@ import Glibc
         /// Plays lifecycles, each step in the version the simulated Apple sends at that moment.
         func play(_ names: [String]) async throws {
             for name in names {
-                var options = SimulateCommand.LifecycleOptions(
+                var options = Simulation.LifecycleOptions(
                     name: name, to: gatewayURL, pkiFolder: pki.folder, bundleID: MigrationEndToEndTests.bundle,
                     sharedSecret: SimulatorLifecycleTests.secret)
                 options.version = .apple
                 options.apple = "http://127.0.0.1:\(apple.port)"
-                let run = try await SimulateCommand.lifecycle(options, transport: CurlTransport(), now: { WallClock.wallMillis() },
+                let run = try await Simulation.lifecycle(options, transport: CurlTransport(), now: { WallClock.wallMillis() },
                                                               sleep: { _ in }, output: { _ in })
                 #expect(run.ok, "\(name): every notification accepted")
             }

@@ -5,7 +5,7 @@ import Synchronization
 import TestSupport
 import Testing
 import WireJSON
-@testable import GatewayCLI
+@testable import Benchmarks
 
 #if canImport(Glibc)
 import Glibc

@@ -6,6 +6,7 @@ import GatewayCLI
 import HTTPClient
 import HTTPServer
 import Simulator
+import SimulatorServer
 import Store
 import StoreTestSupport
 import Synchronization
@@ -120,13 +121,13 @@ import WireJSON
         }
 
         /// Plays a lifecycle with the drop plan, each step at its own time, waiting for what it causes.
-        func play(_ name: String, version: SimulateCommand.LifecycleOptions.Version) async throws -> SimulateCommand.LifecycleRun {
-            var options = SimulateCommand.LifecycleOptions(
+        func play(_ name: String, version: Simulation.LifecycleOptions.Version) async throws -> Simulation.LifecycleRun {
+            var options = Simulation.LifecycleOptions(
                 name: name, to: "http://127.0.0.1:\(port)/notifications", pkiFolder: pki.folder, bundleID: RecoveryEndToEndTests.bundleID,
                 sharedSecret: SimulatorLifecycleTests.secret)
             options.version = version
             options.drop = RecoveryEndToEndTests.drop
-            return try await SimulateCommand.lifecycle(
+            return try await Simulation.lifecycle(
                 options, transport: CurlTransport(), now: { WallClock.wallMillis() }, sleep: { _ in }, output: { _ in },
                 beforeStep: { e in self.clock.set(e.at) }, afterStep: { _ in try await self.settle() })
         }
@@ -267,14 +268,14 @@ import WireJSON
     @Test func aDroppedNotificationIsBackWithinTheSweepPeriodPlusItsLag() async throws {
         let rig = try Rig(authority: "v2", reconcile: #""every": "off", "history_sweep": "1h", "history_first_window": "180d""#)
         let lifecycle = try #require(Lifecycles.named("auto-renew"))
-        var options = SimulateCommand.LifecycleOptions(
+        var options = Simulation.LifecycleOptions(
             name: "auto-renew", to: "http://127.0.0.1:\(rig.port)/notifications", pkiFolder: rig.pki.folder, bundleID: Self.bundleID,
             sharedSecret: SimulatorLifecycleTests.secret)
         options.version = .v2
         let steps = try lifecycle.plan(bundleID: Self.bundleID, sharedSecret: SimulatorLifecycleTests.secret,
                                        emitter: Emitter(signer: rig.pki.signer), start: 0, monthMillis: 1).emissions.count
         options.drop = try DropPlan(outage: steps...steps)  // the last renewal is lost
-        let run = try await SimulateCommand.lifecycle(
+        let run = try await Simulation.lifecycle(
             options, transport: CurlTransport(), now: { WallClock.wallMillis() }, sleep: { _ in }, output: { _ in },
             beforeStep: { e in rig.clock.set(e.at) }, afterStep: { _ in try await rig.settle() })
         let lost = try #require(run.dropped.first?.v2?.notificationUUID)
@@ -301,14 +302,14 @@ import WireJSON
         let rig = try Rig(authority: "v1", api: false,
                           reconcile: #""every": "1h", "expiring_within": "36500d", "silent_for": "1h""#)
         // auto-renew: buy, then renewals; lose the last renewals on the way.
-        var options = SimulateCommand.LifecycleOptions(
+        var options = Simulation.LifecycleOptions(
             name: "auto-renew", to: "http://127.0.0.1:\(rig.port)/notifications", pkiFolder: rig.pki.folder, bundleID: Self.bundleID,
             sharedSecret: SimulatorLifecycleTests.secret)
         options.version = .v1
         let plan = try #require(Lifecycles.named("auto-renew")).plan(
             bundleID: Self.bundleID, sharedSecret: SimulatorLifecycleTests.secret, emitter: Emitter(signer: rig.pki.signer), start: 0, monthMillis: 1)
         options.drop = try DropPlan(outage: 2...plan.emissions.count)
-        let run = try await SimulateCommand.lifecycle(
+        let run = try await Simulation.lifecycle(
             options, transport: CurlTransport(), now: { WallClock.wallMillis() }, sleep: { _ in }, output: { _ in },
             beforeStep: { e in rig.clock.set(e.at) }, afterStep: { _ in try await rig.settle() })
         #expect(!run.dropped.isEmpty)
@@ -351,7 +352,7 @@ import WireJSON
         let a = try Rig(authority: "v2", reconcile: settings, postgres: schema, instance: "a")
         let b = try Rig(authority: "v2", reconcile: settings, postgres: schema, instance: "b", sharing: a)
         var dropped: [String] = []
-        var runs: [SimulateCommand.LifecycleRun] = []
+        var runs: [Simulation.LifecycleRun] = []
         for name in ["auto-renew", "refund", "billing-grace-recovery", "upgrade"] {
             let run = try await a.play(name, version: .v2)
             runs.append(run)

@@ -6,6 +6,7 @@ import Gateway
 import HTTPClient
 import HTTPServer
 import Simulator
+import SimulatorServer
 import Synchronization
 import TestSupport
 import Testing
@@ -56,15 +57,15 @@ import WireJSON
         defer { server.stop() }
         let apple = "http://127.0.0.1:\(server.port)"
 
-        func run(_ name: String) async throws -> (run: SimulateCommand.LifecycleRun, lines: [JSONObject], sent: [String]) {
+        func run(_ name: String) async throws -> (run: Simulation.LifecycleRun, lines: [JSONObject], sent: [String]) {
             let before = receiver.requests.count
-            var options = SimulateCommand.LifecycleOptions(
+            var options = Simulation.LifecycleOptions(
                 name: name, to: receiver.url("/notifications"), pkiFolder: pki.folder, bundleID: Self.bundleID,
                 sharedSecret: SimulatorLifecycleTests.secret)
             options.version = .apple
             options.apple = apple
             let lines = Mutex<[JSONObject]>([])
-            let run = try await SimulateCommand.lifecycle(
+            let run = try await Simulation.lifecycle(
                 options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in },
                 output: { line in if let o = (try? JSONParser.parse(Array(line.utf8)))?.objectValue { lines.withLock { $0.append(o) } } })
             return (run, lines.withLock { $0 }, Self.sent(receiver, since: before))
@@ -116,18 +117,18 @@ import WireJSON
         let folder = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
-        var options = SimulateCommand.LifecycleOptions(
+        var options = Simulation.LifecycleOptions(
             name: "initial-buy", to: "http://127.0.0.1:1/notifications", pkiFolder: pki.folder, bundleID: Self.bundleID,
             sharedSecret: SimulatorLifecycleTests.secret)
         options.version = .apple
         options.apple = "http://127.0.0.1:1"
         let error = await #expect(throws: SimulatorError.self) {
-            _ = try await SimulateCommand.lifecycle(options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in }, output: { _ in })
+            _ = try await Simulation.lifecycle(options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in }, output: { _ in })
         }
         #expect(error?.code == "apple_unreachable")
         options.apple = nil
         let usage = await #expect(throws: SimulatorError.self) {
-            _ = try await SimulateCommand.lifecycle(options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in }, output: { _ in })
+            _ = try await Simulation.lifecycle(options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in }, output: { _ in })
         }
         #expect(usage?.code == "usage")
     }

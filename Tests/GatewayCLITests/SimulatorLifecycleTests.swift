@@ -6,6 +6,7 @@ import Gateway
 @testable import GatewayCLI
 import HTTPClient
 import Simulator
+import SimulatorServer
 import V2Adapter
 import Synchronization
 import TestSupport
@@ -102,12 +103,12 @@ import WireJSON
         let (gateway, port) = try Self.startGateway(
             pki: pki, apple: apple.port, receiver: receiver, authority: version, now: { clock.withLock { $0 } })
 
-        var options = SimulateCommand.LifecycleOptions(
+        var options = Simulation.LifecycleOptions(
             name: name, to: "http://127.0.0.1:\(port)/notifications", pkiFolder: pki.folder, bundleID: Self.bundleID, sharedSecret: Self.secret)
         options.version = version == "v1" ? .v1 : .v2
         let seen = Mutex(0)
         let mismatches = Mutex<[String]>([])
-        let run = try await SimulateCommand.lifecycle(
+        let run = try await Simulation.lifecycle(
             options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in }, output: { _ in },
             beforeStep: { e in clock.withLock { $0 = e.at } }
         ) { e in
@@ -167,10 +168,10 @@ import WireJSON
         let folder = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
-        var options = SimulateCommand.LifecycleOptions(
+        var options = Simulation.LifecycleOptions(
             name: "upgrade", to: nil, pkiFolder: pki.folder, bundleID: "com.example.sim", sharedSecret: SimulatorLifecycleTests.secret)
         options.out = folder + "/out"
-        let run = try await SimulateCommand.lifecycle(
+        let run = try await Simulation.lifecycle(
             options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in }, output: { _ in })
         #expect(run.ok)
         let files = try FileManager.default.contentsOfDirectory(atPath: folder + "/out").sorted()
@@ -239,20 +240,20 @@ import WireJSON
 /// failed send attempt); and the fake Apple over real HTTP, as clients we did not write reach it.
 @Suite struct SimulateLossyTrafficTests {
     /// A fresh PKI folder, a receiver standing in for the gateway, and a lifecycle run into it with `drop`.
-    static func run(_ name: String, version: SimulateCommand.LifecycleOptions.Version = .both, drop: DropPlan?,
-                    _ body: (SimulatorPKI, LoopbackHTTPServer, SimulateCommand.LifecycleRun, [String]) throws -> Void) async throws {
+    static func run(_ name: String, version: Simulation.LifecycleOptions.Version = .both, drop: DropPlan?,
+                    _ body: (SimulatorPKI, LoopbackHTTPServer, Simulation.LifecycleRun, [String]) throws -> Void) async throws {
         let folder = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         defer { receiver.stop() }
-        var options = SimulateCommand.LifecycleOptions(
+        var options = Simulation.LifecycleOptions(
             name: name, to: receiver.url("/notifications"), pkiFolder: pki.folder, bundleID: SimulatorLifecycleTests.bundleID,
             sharedSecret: SimulatorLifecycleTests.secret)
         options.version = version
         options.drop = drop
         let lines = Mutex<[String]>([])
-        let run = try await SimulateCommand.lifecycle(
+        let run = try await Simulation.lifecycle(
             options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in }, output: { line in lines.withLock { $0.append(line) } })
         try body(pki, receiver, run, lines.withLock { $0 })
     }
@@ -381,10 +382,10 @@ import WireJSON
         let folder = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
-        var options = SimulateCommand.LifecycleOptions(
+        var options = Simulation.LifecycleOptions(
             name: "refund", to: nil, pkiFolder: pki.folder, bundleID: SimulatorLifecycleTests.bundleID, sharedSecret: SimulatorLifecycleTests.secret)
         options.out = folder + "/out"
-        let run = try await SimulateCommand.lifecycle(options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in }, output: { _ in })
+        let run = try await Simulation.lifecycle(options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in }, output: { _ in })
         let now = WallClock.wallMillis()
         let fake = try FakeAppleServer(pki: pki.folder, notifyURL: nil, transport: CurlTransport(), now: { now })
         let apple = HTTPServer(configuration: .init(), handler: fake.handle)

@@ -6,6 +6,7 @@ import SQLite
 import Store
 import StoreTestSupport
 import Synchronization
+import TeamDatabase
 import TestSupport
 import Testing
 

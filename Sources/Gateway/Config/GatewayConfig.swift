@@ -4,6 +4,7 @@ public import V1Adapter
 public import HTTPClient
 internal import WireJSON
 internal import Store
+internal import TeamDatabase
 internal import FoundationEssentials
 
 /// The gateway's configuration file (JSON; docs/architecture.md, "Command line"). Secrets are never inline: the file names environment
@@ -170,35 +171,61 @@ public struct GatewayConfig: Sendable {
         return try parse(bytes, baseDirectory: base)
     }
 
-    /// Parses config JSON; relative paths are resolved against `baseDirectory`.
+    /// Parses config JSON; relative paths are resolved against `baseDirectory`. One function per section, called in
+    /// the order the checks have always run (so that a file with several mistakes names the same one first).
     public static func parse(_ bytes: [UInt8], baseDirectory: String) throws(ConfigError) -> GatewayConfig {
         let root: JSONValue
         do { root = try JSONParser.parse(bytes) } catch { throw ConfigError(field: "", "config is not valid JSON: \(error)") }
         let r = try ConfigReader(root, path: "")
         try r.rejectUnknown(allowed: Keys.root)
         var c = GatewayConfig()
+        try parseListeners(r, into: &c)
+        try parseStore(r, base: baseDirectory, into: &c)
+        try parseAppleEndpoints(r, base: baseDirectory, into: &c)
+        try parseAppStoreConnect(r, into: &c)
+        try parseAges(r, into: &c)
+        try parseCompare(r, into: &c)
+        try parseReconcile(r, into: &c)
+        try parseSilenceAlert(r, into: &c)
+        try parseTLS(r, base: baseDirectory, into: &c)
+        try parseLimits(r, into: &c)
+        try parseDownstreams(r, base: baseDirectory, into: &c)
+        try parseApps(r, into: &c)
+        return c
+    }
+
+    /// `listen` and `admin`.
+    private static func parseListeners(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
         c.listen = try r.string("listen") ?? c.listen
         if let admin = try r.object("admin") {
             try admin.rejectUnknown(allowed: Keys.admin)
             c.adminListen = try admin.string("listen") ?? c.adminListen
             c.adminTokenEnv = try admin.string("token_env") ?? c.adminTokenEnv
         }
-        if let store = try r.object("store") {
-            try store.rejectUnknown(allowed: Keys.store)
-            c.sqlitePath = resolve(try store.string("sqlite") ?? c.sqlitePath, base: baseDirectory)
-            if let postgres = try store.object("postgres") {
-                try postgres.rejectUnknown(allowed: Keys.storePostgres)
-                guard try store.string("sqlite") == nil else {
-                    throw ConfigError(field: store.field("postgres"), "give either store.sqlite or store.postgres, not both")
-                }
-                c.postgresURLEnv = try postgres.requiredString("url_env")
-            }
-        } else {
-            c.sqlitePath = resolve(c.sqlitePath, base: baseDirectory)
+    }
+
+    /// `store`: a SQLite file (the default, resolved against `base`) or PostgreSQL, not both.
+    private static func parseStore(_ r: ConfigReader, base: String, into c: inout GatewayConfig) throws(ConfigError) {
+        guard let store = try r.object("store") else {
+            c.sqlitePath = resolve(c.sqlitePath, base: base)
+            return
         }
+        try store.rejectUnknown(allowed: Keys.store)
+        c.sqlitePath = resolve(try store.string("sqlite") ?? c.sqlitePath, base: base)
+        if let postgres = try store.object("postgres") {
+            try postgres.rejectUnknown(allowed: Keys.storePostgres)
+            guard try store.string("sqlite") == nil else {
+                throw ConfigError(field: store.field("postgres"), "give either store.sqlite or store.postgres, not both")
+            }
+            c.postgresURLEnv = try postgres.requiredString("url_env")
+        }
+    }
+
+    /// Apple's side: `trust`, `verify_receipt` and `app_store_api`.
+    private static func parseAppleEndpoints(_ r: ConfigReader, base: String, into c: inout GatewayConfig) throws(ConfigError) {
         if let trust = try r.object("trust") {
             try trust.rejectUnknown(allowed: Keys.trust)
-            c.extraRoots = (try trust.strings("extra_roots") ?? []).map { resolve($0, base: baseDirectory) }
+            c.extraRoots = (try trust.strings("extra_roots") ?? []).map { resolve($0, base: base) }
         }
         if let vr = try r.object("verify_receipt") {
             try vr.rejectUnknown(allowed: Keys.verifyReceipt)
@@ -213,12 +240,19 @@ public struct GatewayConfig: Sendable {
             c.appStoreAPI.keyID = try api.string("key_id")
             c.appStoreAPI.privateKeyEnv = try api.string("private_key_env")
         }
-        if let asc = try r.object("app_store_connect") {
-            try asc.rejectUnknown(allowed: Keys.appStoreConnect)
-            c.appStoreConnect = AppStoreConnect(
-                issuerID: try asc.requiredString("issuer_id"), keyID: try asc.requiredString("key_id"),
-                privateKeyEnv: try asc.requiredString("private_key_env"), url: try url(asc, "url") ?? AppStoreConnect.defaultURL)
-        }
+    }
+
+    /// `app_store_connect`: all three credentials or none.
+    private static func parseAppStoreConnect(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
+        guard let asc = try r.object("app_store_connect") else { return }
+        try asc.rejectUnknown(allowed: Keys.appStoreConnect)
+        c.appStoreConnect = AppStoreConnect(
+            issuerID: try asc.requiredString("issuer_id"), keyID: try asc.requiredString("key_id"),
+            privateKeyEnv: try asc.requiredString("private_key_env"), url: try url(asc, "url") ?? AppStoreConnect.defaultURL)
+    }
+
+    /// `max_notification_age` and `raw_body_retention`.
+    private static func parseAges(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
         if let age = try r.string("max_notification_age") {
             guard let ms = configDuration(age) else {
                 throw ConfigError(field: "max_notification_age", "must be a duration such as 10d or 12h (at most 100 years)")
@@ -231,186 +265,232 @@ public struct GatewayConfig: Sendable {
             }
             c.rawBodyRetentionMillis = ms
         }
-        if let compare = try r.object("compare") {
-            try compare.rejectUnknown(allowed: Keys.compare)
-            func duration(_ key: String, _ current: Int64) throws(ConfigError) -> Int64 {
-                try compare.duration(key, current, example: "10m or 7d")
-            }
-            c.compareSettings.toleranceMillis = try duration("tolerance", c.compareSettings.toleranceMillis)
-            c.compareSettings.graceMillis = try duration("grace", c.compareSettings.graceMillis)
-            c.compareSettings.confirmDelayMillis = try duration("confirm_delay", c.compareSettings.confirmDelayMillis)
-            c.compareSettings.rule.windowMillis = try duration("window", c.compareSettings.rule.windowMillis)
-            c.compareSettings.concurrency = try compare.int("concurrency", 1...64, c.compareSettings.concurrency)
-            if let n = try compare.int64("min_pairs") {
-                guard n >= 1 else { throw ConfigError(field: compare.field("min_pairs"), "must be at least 1") }
-                c.compareSettings.rule.minimumPairs = Int(n)
-            }
-            if let v = compare.object["min_agreement_rate"], !v.isNull {
-                guard case .number(let text) = v, let rate = Double(text), rate > 0, rate <= 1 else {
-                    throw ConfigError(field: compare.field("min_agreement_rate"), "must be a number in (0, 1], such as 0.995")
-                }
-                c.compareSettings.rule.minimumAgreementRate = rate
-            }
-            c.compareSettings.rule.allowOneSided = try compare.bool("allow_one_sided") ?? false
+    }
+
+    /// `compare`: the comparison's timing and the readiness rule.
+    private static func parseCompare(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
+        guard let compare = try r.object("compare") else { return }
+        try compare.rejectUnknown(allowed: Keys.compare)
+        func duration(_ key: String, _ current: Int64) throws(ConfigError) -> Int64 {
+            try compare.duration(key, current, example: "10m or 7d")
         }
-        if let reconcile = try r.object("reconcile") {
-            try reconcile.rejectUnknown(allowed: Keys.reconcile)
-            /// A schedule's period, or nil for `"off"`.
-            func period(_ key: String, _ current: Int64?) throws(ConfigError) -> Int64? {
-                guard let text = try reconcile.string(key) else { return current }
-                return text == "off" ? nil : try reconcile.duration(key, 0, example: "1h, or \"off\"")
-            }
-            func duration(_ key: String, _ current: Int64) throws(ConfigError) -> Int64 {
-                try reconcile.duration(key, current, example: "48h")
-            }
-            let defaults = c.reconcile
-            c.reconcile.everyMillis = try period("every", defaults.everyMillis)
-            c.reconcile.historySweepMillis = try period("history_sweep", defaults.historySweepMillis)
-            c.reconcile.expiringWithinMillis = try duration("expiring_within", defaults.expiringWithinMillis)
-            c.reconcile.silentForMillis = try duration("silent_for", defaults.silentForMillis)
-            c.reconcile.historyOverlapMillis = try duration("history_overlap", defaults.historyOverlapMillis)
-            c.reconcile.historyFirstWindowMillis = try duration("history_first_window", defaults.historyFirstWindowMillis)
-            if let lag = try reconcile.string("history_lag") {
-                // 0s is allowed (the sweep reaches up to now); more than a day would hold back every recovery that long.
-                guard let ms = DurationText.milliseconds(lag), ms <= ReconcileSettings.maxHistoryLagMillis else {
-                    throw ConfigError(field: reconcile.field("history_lag"), "must be a duration from 0s to 1d, such as 10m")
-                }
-                c.reconcile.historyLagMillis = ms
-            }
-            c.reconcile.requestsPerHour = try reconcile.int("requests_per_hour", 1...1_000_000, defaults.requestsPerHour)
-            c.reconcile.alertAfter = try reconcile.int("alert_after", 1...1_000_000, defaults.alertAfter)
+        c.compareSettings.toleranceMillis = try duration("tolerance", c.compareSettings.toleranceMillis)
+        c.compareSettings.graceMillis = try duration("grace", c.compareSettings.graceMillis)
+        c.compareSettings.confirmDelayMillis = try duration("confirm_delay", c.compareSettings.confirmDelayMillis)
+        c.compareSettings.rule.windowMillis = try duration("window", c.compareSettings.rule.windowMillis)
+        c.compareSettings.concurrency = try compare.int("concurrency", 1...64, c.compareSettings.concurrency)
+        if let n = try compare.int64("min_pairs") {
+            guard n >= 1 else { throw ConfigError(field: compare.field("min_pairs"), "must be at least 1") }
+            c.compareSettings.rule.minimumPairs = Int(n)
         }
-        if let silence = try r.string("silence_alert") {
-            guard let ms = configDuration(silence) else {
-                throw ConfigError(field: "silence_alert", "must be a duration such as 6h")
+        if let v = compare.object["min_agreement_rate"], !v.isNull {
+            guard case .number(let text) = v, let rate = Double(text), rate > 0, rate <= 1 else {
+                throw ConfigError(field: compare.field("min_agreement_rate"), "must be a number in (0, 1], such as 0.995")
             }
-            c.silenceAlertMillis = ms
+            c.compareSettings.rule.minimumAgreementRate = rate
         }
-        if let tls = try r.object("listen_tls") {
-            try tls.rejectUnknown(allowed: Keys.listenTLS)
-            c.tlsCertificateFile = resolve(try tls.requiredString("cert_file"), base: baseDirectory)
-            c.tlsKeyFile = resolve(try tls.requiredString("key_file"), base: baseDirectory)
+        c.compareSettings.rule.allowOneSided = try compare.bool("allow_one_sided") ?? false
+    }
+
+    /// `reconcile`: the schedules, the history sweep's windows and the request budget.
+    private static func parseReconcile(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
+        guard let reconcile = try r.object("reconcile") else { return }
+        try reconcile.rejectUnknown(allowed: Keys.reconcile)
+        /// A schedule's period, or nil for `"off"`.
+        func period(_ key: String, _ current: Int64?) throws(ConfigError) -> Int64? {
+            guard let text = try reconcile.string(key) else { return current }
+            return text == "off" ? nil : try reconcile.duration(key, 0, example: "1h, or \"off\"")
         }
-        if let limits = try r.object("limits") {
-            try limits.rejectUnknown(allowed: Keys.limits)
-            c.limits.untrustedQuarantine = try limits.int("untrusted_quarantine", 1...1_000_000, c.limits.untrustedQuarantine)
-            c.limits.genuineQuarantine = try limits.int("genuine_quarantine", 1...10_000_000, c.limits.genuineQuarantine)
-            // A lane must hold at least one body of the endpoint's 1 MiB limit (plus its row).
-            let mebibyte: Int64 = 1_048_576
-            c.limits.untrustedQuarantineBytes = try limits.size(
-                "untrusted_quarantine_bytes", 2 * mebibyte...1024 * 1024 * mebibyte, c.limits.untrustedQuarantineBytes)
-            c.limits.genuineQuarantineBytes = try limits.size(
-                "genuine_quarantine_bytes", 2 * mebibyte...1024 * 1024 * mebibyte, c.limits.genuineQuarantineBytes)
-            c.limits.httpThreads = try limits.int("http_threads", 1...256, c.limits.httpThreads)
-            c.limits.verifyReceiptConcurrency = try limits.int("verify_receipt_concurrency", 1...64, c.limits.verifyReceiptConcurrency)
-            c.limits.connections = try limits.int("connections", 1...100_000, c.limits.connections)
-            c.limits.connectionsPerAddress = try limits.int("connections_per_address", 0...100_000, c.limits.connectionsPerAddress)
-            c.limits.requestDeadlineSeconds = try limits.int("request_deadline_seconds", 1...3_600, c.limits.requestDeadlineSeconds)
-            c.limits.bodyBufferBytes = Int(try limits.size("body_buffer_bytes", mebibyte...(1 << 34), Int64(c.limits.bodyBufferBytes)))
-            if let lease = try limits.string("job_lease") {
-                guard let ms = configDuration(lease), ms >= 1_000, ms <= 86_400_000 else {
-                    throw ConfigError(field: limits.field("job_lease"), "must be a duration from 1s to 1d, such as 5m")
-                }
-                c.limits.jobLeaseMillis = ms
+        func duration(_ key: String, _ current: Int64) throws(ConfigError) -> Int64 {
+            try reconcile.duration(key, current, example: "48h")
+        }
+        let defaults = c.reconcile
+        c.reconcile.everyMillis = try period("every", defaults.everyMillis)
+        c.reconcile.historySweepMillis = try period("history_sweep", defaults.historySweepMillis)
+        c.reconcile.expiringWithinMillis = try duration("expiring_within", defaults.expiringWithinMillis)
+        c.reconcile.silentForMillis = try duration("silent_for", defaults.silentForMillis)
+        c.reconcile.historyOverlapMillis = try duration("history_overlap", defaults.historyOverlapMillis)
+        c.reconcile.historyFirstWindowMillis = try duration("history_first_window", defaults.historyFirstWindowMillis)
+        if let lag = try reconcile.string("history_lag") {
+            // 0s is allowed (the sweep reaches up to now); more than a day would hold back every recovery that long.
+            guard let ms = DurationText.milliseconds(lag), ms <= ReconcileSettings.maxHistoryLagMillis else {
+                throw ConfigError(field: reconcile.field("history_lag"), "must be a duration from 0s to 1d, such as 10m")
             }
+            c.reconcile.historyLagMillis = ms
         }
+        c.reconcile.requestsPerHour = try reconcile.int("requests_per_hour", 1...1_000_000, defaults.requestsPerHour)
+        c.reconcile.alertAfter = try reconcile.int("alert_after", 1...1_000_000, defaults.alertAfter)
+    }
+
+    /// `silence_alert`.
+    private static func parseSilenceAlert(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
+        guard let silence = try r.string("silence_alert") else { return }
+        guard let ms = configDuration(silence) else {
+            throw ConfigError(field: "silence_alert", "must be a duration such as 6h")
+        }
+        c.silenceAlertMillis = ms
+    }
+
+    /// `listen_tls`: both files, resolved against `base`.
+    private static func parseTLS(_ r: ConfigReader, base: String, into c: inout GatewayConfig) throws(ConfigError) {
+        guard let tls = try r.object("listen_tls") else { return }
+        try tls.rejectUnknown(allowed: Keys.listenTLS)
+        c.tlsCertificateFile = resolve(try tls.requiredString("cert_file"), base: base)
+        c.tlsKeyFile = resolve(try tls.requiredString("key_file"), base: base)
+    }
+
+    /// `limits`: quarantine caps, threads, connections, deadlines, buffers, the job lease.
+    private static func parseLimits(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
+        guard let limits = try r.object("limits") else { return }
+        try limits.rejectUnknown(allowed: Keys.limits)
+        c.limits.untrustedQuarantine = try limits.int("untrusted_quarantine", 1...1_000_000, c.limits.untrustedQuarantine)
+        c.limits.genuineQuarantine = try limits.int("genuine_quarantine", 1...10_000_000, c.limits.genuineQuarantine)
+        // A lane must hold at least one body of the endpoint's 1 MiB limit (plus its row).
+        let mebibyte: Int64 = 1_048_576
+        c.limits.untrustedQuarantineBytes = try limits.size(
+            "untrusted_quarantine_bytes", 2 * mebibyte...1024 * 1024 * mebibyte, c.limits.untrustedQuarantineBytes)
+        c.limits.genuineQuarantineBytes = try limits.size(
+            "genuine_quarantine_bytes", 2 * mebibyte...1024 * 1024 * mebibyte, c.limits.genuineQuarantineBytes)
+        c.limits.httpThreads = try limits.int("http_threads", 1...256, c.limits.httpThreads)
+        c.limits.verifyReceiptConcurrency = try limits.int("verify_receipt_concurrency", 1...64, c.limits.verifyReceiptConcurrency)
+        c.limits.connections = try limits.int("connections", 1...100_000, c.limits.connections)
+        c.limits.connectionsPerAddress = try limits.int("connections_per_address", 0...100_000, c.limits.connectionsPerAddress)
+        c.limits.requestDeadlineSeconds = try limits.int("request_deadline_seconds", 1...3_600, c.limits.requestDeadlineSeconds)
+        c.limits.bodyBufferBytes = Int(try limits.size("body_buffer_bytes", mebibyte...(1 << 34), Int64(c.limits.bodyBufferBytes)))
+        if let lease = try limits.string("job_lease") {
+            guard let ms = configDuration(lease), ms >= 1_000, ms <= 86_400_000 else {
+                throw ConfigError(field: limits.field("job_lease"), "must be a duration from 1s to 1d, such as 5m")
+            }
+            c.limits.jobLeaseMillis = ms
+        }
+    }
+
+    /// `downstreams`, each with a name of its own; read after the store (a database downstream must not be it).
+    private static func parseDownstreams(_ r: ConfigReader, base: String, into c: inout GatewayConfig) throws(ConfigError) {
         for d in try r.objects("downstreams") ?? [] {
-            try d.rejectUnknown(allowed: Keys.downstream)
-            let name = try d.requiredString("name")
-            guard !c.downstreams.contains(where: { $0.name == name }) else {
-                throw ConfigError(field: d.field("name"), "duplicate downstream name \"\(name)\"")
-            }
-            let kindText = try d.string("kind") ?? "webhook"
-            guard let kind = Downstream.Kind(rawValue: kindText) else {
-                throw ConfigError(field: d.field("kind"), "must be \"webhook\", \"v1_passthrough\" or \"database\"")
-            }
-            var url = ""
-            var database: Downstream.Database?
-            if kind == .database {
-                database = try databaseTarget(d, base: baseDirectory, storePath: c.postgresURLEnv == nil ? c.sqlitePath : nil, others: c.downstreams)
-            } else {
-                for key in ["url_env", "sqlite", "schema"] where d.object[key].map({ !$0.isNull }) ?? false {
-                    throw ConfigError(field: d.field(key), "applies only to a downstream of kind \"database\"")
-                }
-                guard let u = try self.url(d, "url") else { throw ConfigError(field: d.field("url"), "is required") }
-                url = u
-            }
-            let attempts = try d.int64("max_attempts") ?? 12
-            guard (1...1000).contains(attempts) else { throw ConfigError(field: d.field("max_attempts"), "must be 1…1000") }
-            let concurrency = try d.int64("concurrency") ?? 4
-            guard (1...256).contains(concurrency) else { throw ConfigError(field: d.field("concurrency"), "must be 1…256") }
-            func delay(_ key: String) throws(ConfigError) -> Int64? {
-                guard let text = try d.string(key) else { return nil }
-                guard let ms = configDuration(text) else { throw ConfigError(field: d.field(key), "must be a duration such as 5s or 6h") }
-                return ms
-            }
-            let retryDelay = try delay("retry_delay")
-            let maxRetryDelay = try delay("max_retry_delay")
-            if let retryDelay, let maxRetryDelay, retryDelay > maxRetryDelay {
-                throw ConfigError(field: d.field("retry_delay"), "must not be longer than max_retry_delay")
-            }
-            c.downstreams.append(
-                Downstream(
-                    name: name, kind: kind, url: url, database: database, secretEnv: try d.strings("secret_env") ?? [],
-                    environments: try environments(d, default: [.production]), shadow: try d.bool("shadow") ?? false,
-                    includeRaw: try d.bool("include_raw") ?? false, maxAttempts: Int(attempts), concurrency: Int(concurrency),
-                    retryDelayMillis: retryDelay, maxRetryDelayMillis: maxRetryDelay))
+            c.downstreams.append(try downstream(d, base: base, config: c))
         }
+    }
+
+    /// One element of `downstreams`: its kind and target (a URL, or a database's tables), its delivery settings.
+    /// `config`: everything read so far (the store, the downstreams before this one).
+    private static func downstream(_ d: ConfigReader, base: String, config c: GatewayConfig) throws(ConfigError) -> Downstream {
+        try d.rejectUnknown(allowed: Keys.downstream)
+        let name = try d.requiredString("name")
+        guard !c.downstreams.contains(where: { $0.name == name }) else {
+            throw ConfigError(field: d.field("name"), "duplicate downstream name \"\(name)\"")
+        }
+        let kindText = try d.string("kind") ?? "webhook"
+        guard let kind = Downstream.Kind(rawValue: kindText) else {
+            throw ConfigError(field: d.field("kind"), "must be \"webhook\", \"v1_passthrough\" or \"database\"")
+        }
+        var url = ""
+        var database: Downstream.Database?
+        if kind == .database {
+            database = try databaseTarget(d, base: base, storePath: c.postgresURLEnv == nil ? c.sqlitePath : nil, others: c.downstreams)
+        } else {
+            for key in ["url_env", "sqlite", "schema"] where d.object[key].map({ !$0.isNull }) ?? false {
+                throw ConfigError(field: d.field(key), "applies only to a downstream of kind \"database\"")
+            }
+            guard let u = try self.url(d, "url") else { throw ConfigError(field: d.field("url"), "is required") }
+            url = u
+        }
+        let attempts = try d.int64("max_attempts") ?? 12
+        guard (1...1000).contains(attempts) else { throw ConfigError(field: d.field("max_attempts"), "must be 1…1000") }
+        let concurrency = try d.int64("concurrency") ?? 4
+        guard (1...256).contains(concurrency) else { throw ConfigError(field: d.field("concurrency"), "must be 1…256") }
+        let (retryDelay, maxRetryDelay) = try retryDelays(d)
+        return Downstream(
+            name: name, kind: kind, url: url, database: database, secretEnv: try d.strings("secret_env") ?? [],
+            environments: try environments(d, default: [.production]), shadow: try d.bool("shadow") ?? false,
+            includeRaw: try d.bool("include_raw") ?? false, maxAttempts: Int(attempts), concurrency: Int(concurrency),
+            retryDelayMillis: retryDelay, maxRetryDelayMillis: maxRetryDelay)
+    }
+
+    /// A downstream's `retry_delay` and `max_retry_delay` (nil: the policy's), the first not longer than the second.
+    private static func retryDelays(_ d: ConfigReader) throws(ConfigError) -> (Int64?, Int64?) {
+        func delay(_ key: String) throws(ConfigError) -> Int64? {
+            guard let text = try d.string(key) else { return nil }
+            guard let ms = configDuration(text) else { throw ConfigError(field: d.field(key), "must be a duration such as 5s or 6h") }
+            return ms
+        }
+        let retryDelay = try delay("retry_delay")
+        let maxRetryDelay = try delay("max_retry_delay")
+        if let retryDelay, let maxRetryDelay, retryDelay > maxRetryDelay {
+            throw ConfigError(field: d.field("retry_delay"), "must not be longer than max_retry_delay")
+        }
+        return (retryDelay, maxRetryDelay)
+    }
+
+    /// `apps`, each bundle once; read after `downstreams`, which they name.
+    private static func parseApps(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
         for a in try r.objects("apps") ?? [] {
-            try a.rejectUnknown(allowed: Keys.app)
-            let bundle = try a.requiredString("bundle_id")
-            guard !c.apps.contains(where: { $0.bundleID == bundle }) else {
-                throw ConfigError(field: a.field("bundle_id"), "duplicate app \"\(bundle)\"")
-            }
-            let envs = try environments(a, default: [.production, .sandbox])
-            let appleID = try a.int64("app_apple_id")
-            if envs.contains(.production), appleID == nil {
-                throw ConfigError(
-                    field: a.field("app_apple_id"), "is required when the app accepts production notifications")
-            }
-            // "authority": "v2", or per environment: {"production": "v1", "sandbox": "v2"} (unnamed ones: v1).
-            var authority = Authority.v1
-            var byEnvironment: [AppStoreEnvironment: Authority] = [:]
-            if case .object? = a.object["authority"] {
-                let per = try a.object("authority")!
-                try per.rejectUnknown(allowed: Keys.appAuthority)
-                for env in ["production", "sandbox"] {
-                    guard let text = try per.string(env) else { continue }
-                    guard let value = Authority(rawValue: text) else { throw ConfigError(field: per.field(env), "must be \"v1\" or \"v2\"") }
-                    byEnvironment[AppStoreEnvironment(rawValue: env)] = value
-                }
-            } else {
-                let authorityText = try a.string("authority") ?? Authority.v1.rawValue
-                guard let value = Authority(rawValue: authorityText) else {
-                    throw ConfigError(field: a.field("authority"), "must be \"v1\" or \"v2\" (or an object per environment)")
-                }
-                authority = value
-            }
-            let names = try a.strings("downstreams") ?? []
-            for (i, n) in names.enumerated() where !c.downstreams.contains(where: { $0.name == n }) {
-                throw ConfigError(field: "\(a.field("downstreams"))[\(i)]", "no downstream is named \"\(n)\"")
-            }
-            // "notification_url": {"production": URL, "sandbox": URL}, each for an environment the app accepts.
-            var notificationURL: [AppStoreEnvironment: String] = [:]
-            if let urls = try a.object("notification_url") {
-                try urls.rejectUnknown(allowed: Keys.appNotificationURL)
-                for env in ["production", "sandbox"] {
-                    guard let u = try url(urls, env) else { continue }
-                    let environment = AppStoreEnvironment(rawValue: env)
-                    guard envs.contains(environment) else {
-                        throw ConfigError(field: urls.field(env), "the app does not accept \(env) notifications (apps[].environments)")
-                    }
-                    notificationURL[environment] = u
-                }
-            }
-            c.apps.append(
-                App(
-                    bundleID: bundle, appAppleID: appleID, environments: envs,
-                    sharedSecretEnv: try a.strings("shared_secret_env") ?? [], authority: authority, authorityByEnvironment: byEnvironment,
-                    compare: try a.bool("compare") ?? false, verifyReceipt: try a.bool("verify_receipt") ?? true,
-                    downstreams: names, notificationURL: notificationURL))
+            c.apps.append(try app(a, config: c))
         }
-        return c
+    }
+
+    /// One element of `apps`. `config`: everything read so far (the downstreams, the apps before this one).
+    private static func app(_ a: ConfigReader, config c: GatewayConfig) throws(ConfigError) -> App {
+        try a.rejectUnknown(allowed: Keys.app)
+        let bundle = try a.requiredString("bundle_id")
+        guard !c.apps.contains(where: { $0.bundleID == bundle }) else {
+            throw ConfigError(field: a.field("bundle_id"), "duplicate app \"\(bundle)\"")
+        }
+        let envs = try environments(a, default: [.production, .sandbox])
+        let appleID = try a.int64("app_apple_id")
+        if envs.contains(.production), appleID == nil {
+            throw ConfigError(
+                field: a.field("app_apple_id"), "is required when the app accepts production notifications")
+        }
+        let (authority, byEnvironment) = try appAuthority(a)
+        let names = try a.strings("downstreams") ?? []
+        for (i, n) in names.enumerated() where !c.downstreams.contains(where: { $0.name == n }) {
+            throw ConfigError(field: "\(a.field("downstreams"))[\(i)]", "no downstream is named \"\(n)\"")
+        }
+        let notificationURL = try notificationURLs(a, environments: envs)
+        return App(
+            bundleID: bundle, appAppleID: appleID, environments: envs,
+            sharedSecretEnv: try a.strings("shared_secret_env") ?? [], authority: authority, authorityByEnvironment: byEnvironment,
+            compare: try a.bool("compare") ?? false, verifyReceipt: try a.bool("verify_receipt") ?? true,
+            downstreams: names, notificationURL: notificationURL)
+    }
+
+    /// An app's `authority`: `"v2"`, or per environment: `{"production": "v1", "sandbox": "v2"}` (unnamed ones: v1).
+    private static func appAuthority(_ a: ConfigReader) throws(ConfigError) -> (Authority, [AppStoreEnvironment: Authority]) {
+        var byEnvironment: [AppStoreEnvironment: Authority] = [:]
+        guard case .object? = a.object["authority"] else {
+            let authorityText = try a.string("authority") ?? Authority.v1.rawValue
+            guard let value = Authority(rawValue: authorityText) else {
+                throw ConfigError(field: a.field("authority"), "must be \"v1\" or \"v2\" (or an object per environment)")
+            }
+            return (value, byEnvironment)
+        }
+        let per = try a.object("authority")!
+        try per.rejectUnknown(allowed: Keys.appAuthority)
+        for env in ["production", "sandbox"] {
+            guard let text = try per.string(env) else { continue }
+            guard let value = Authority(rawValue: text) else { throw ConfigError(field: per.field(env), "must be \"v1\" or \"v2\"") }
+            byEnvironment[AppStoreEnvironment(rawValue: env)] = value
+        }
+        return (.v1, byEnvironment)
+    }
+
+    /// An app's `notification_url`: `{"production": URL, "sandbox": URL}`, each for an environment the app accepts.
+    private static func notificationURLs(_ a: ConfigReader, environments envs: Set<AppStoreEnvironment>) throws(ConfigError)
+        -> [AppStoreEnvironment: String]
+    {
+        var notificationURL: [AppStoreEnvironment: String] = [:]
+        guard let urls = try a.object("notification_url") else { return notificationURL }
+        try urls.rejectUnknown(allowed: Keys.appNotificationURL)
+        for env in ["production", "sandbox"] {
+            guard let u = try url(urls, env) else { continue }
+            let environment = AppStoreEnvironment(rawValue: env)
+            guard envs.contains(environment) else {
+                throw ConfigError(field: urls.field(env), "the app does not accept \(env) notifications (apps[].environments)")
+            }
+            notificationURL[environment] = u
+        }
+        return notificationURL
     }
 
     /// The members each object of the file may have. The parser hands exactly these sets to

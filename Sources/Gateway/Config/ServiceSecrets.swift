@@ -1,5 +1,5 @@
 internal import V1Adapter
-internal import Store
+internal import TeamDatabase
 public import WireJSON
 
 /// The secrets a config names, read from the environment (the file never holds one; docs/configuration.md): each

@@ -1,4 +1,5 @@
-public import Store
+public import TeamDatabase
+internal import Store
 internal import Canonical
 internal import WireJSON
 

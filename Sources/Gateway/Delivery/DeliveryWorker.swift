@@ -1,4 +1,5 @@
 public import Store
+public import TeamDatabase
 internal import Canonical
 public import HTTPClient
 public import V1Adapter

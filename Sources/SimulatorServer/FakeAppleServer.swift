@@ -17,8 +17,25 @@ public final class FakeAppleServer: Sendable {
         self.fake = Self.make(try SimulatorPKI.load(folder: folder), notifyURL: notifyURL, transport: transport, now: now)
     }
 
+    /// `simulate serve-apple`'s fake, on the wall clock: the PKI folder loaded and, when `rateLimit` is given, written
+    /// to its state first (`.some(nil)` clears it, nil keeps the state's).
+    public convenience init(pki folder: String, rateLimit: SimWorld.APIRateLimit??, notifyURL: String?, transport: any HTTPTransport) throws {
+        let pki = try SimulatorPKI.load(folder: folder)
+        if let rateLimit { try SimStateStore(folder: pki.folder).update { $0.apiRateLimit = rateLimit } }
+        self.init(pki: pki, notifyURL: notifyURL, transport: transport)
+    }
+
     init(pki: SimulatorPKI, notifyURL: String?, transport: any HTTPTransport) {
         self.fake = Self.make(pki, notifyURL: notifyURL, transport: transport, now: WallClock.wallMillis)
+    }
+
+    /// An ``HTTPServer`` on `host:port` (port 0: a free one), started, answering with this fake until it is stopped.
+    public func serve(host: String, port: UInt16) throws(HTTPServerError) -> HTTPServer {
+        var configuration = HTTPServer.Configuration()
+        (configuration.host, configuration.port) = (host, port)
+        let server = HTTPServer(configuration: configuration, handler: handle)
+        try server.start()
+        return server
     }
 
     private static func make(_ pki: SimulatorPKI, notifyURL: String?, transport: any HTTPTransport, now: @escaping @Sendable () -> Int64)
@@ -28,7 +45,7 @@ public final class FakeAppleServer: Sendable {
         return FakeApple(pki: pki, now: now, notifyURL: notifyURL) { @Sendable token, payload, url in
             guard let url else { return }  // no URL set: Apple has nowhere to send it
             Task {
-                let status = await SimulateCommand.send(InboundBody.v2(signedPayload: payload), to: url, transport: transport)
+                let status = await Simulation.send(InboundBody.v2(signedPayload: payload), to: url, transport: transport)
                 let result = (200..<300).contains(status) ? "SUCCESS" : status == 0 ? "NO_RESPONSE" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
                 try? store.recordTestAttempt(token: token, result: result, at: WallClock.wallMillis())
             }
@@ -46,5 +63,4 @@ public final class FakeAppleServer: Sendable {
         response.headers += r.headers
         return response
     }
-
 }
