@@ -33,6 +33,25 @@ import Testing
         #expect(upward.isEmpty, "\(upward)")
     }
 
+    /// The layers below the service: the store, the team's database, the adapters and the simulated App Store never
+    /// import what is built on them; the team database's writers are a contract of their own, apart from the store.
+    @Test(arguments: [
+        ("Store", ["Gateway", "GatewayCLI", "Reports", "Simulator", "SimulatorServer", "Benchmarks", "TeamDatabase"]),
+        ("TeamDatabase", ["Gateway", "GatewayCLI", "Reports", "Simulator", "SimulatorServer", "Benchmarks", "Store"]),
+        ("V1Adapter", ["Gateway", "GatewayCLI", "Reports", "Simulator", "SimulatorServer", "Benchmarks", "Store"]),
+        ("V2Adapter", ["Gateway", "GatewayCLI", "Reports", "Simulator", "SimulatorServer", "Benchmarks", "Store"]),
+        ("Simulator", ["Gateway", "GatewayCLI", "Reports", "SimulatorServer", "Benchmarks", "Store", "HTTPServer", "HTTPClient"]),
+        ("Gateway", ["SimulatorServer", "Benchmarks"]),
+        ("SimulatorServer", ["GatewayCLI", "Reports", "Benchmarks", "Store"]),
+        ("Benchmarks", ["GatewayCLI", "Reports", "Simulator", "SimulatorServer"]),
+    ])
+    func lowerLayersNeverImportUpperOnes(module: String, forbidden: [String]) throws {
+        let all = try Self.imports(of: module)
+        #expect(!all.isEmpty, "the \(module) sources were found")
+        let upward = all.filter { forbidden.contains($0.module) }
+        #expect(upward.isEmpty, "\(upward)")
+    }
+
     @Test func reportsDoNotImportTheCommands() throws {
         #expect(try Self.imports(of: "Reports").filter { $0.module == "GatewayCLI" || $0.module == "Simulator" }.isEmpty)
     }
