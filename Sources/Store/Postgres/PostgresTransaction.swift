@@ -5,7 +5,7 @@ internal import Canonical
 /// `PostgresTransaction+*.swift` files, each the counterpart of the SQLite one of the same name. Valid only inside the
 /// closure the connection was lent to. Values are always bound (`$1`, …); a parameter that may be NULL carries a
 /// cast wherever its type cannot be taken from a column (`$1::text IS NULL`).
-struct PostgresTransaction: StoreTransaction {
+struct PostgresTransaction: SQLTransaction {
     let c: PostgresConnection
     init(_ c: PostgresConnection) { self.c = c }
 }

@@ -3,7 +3,7 @@ internal import Canonical
 
 /// ``StoreTransaction`` on one SQLite connection: every statement of the gateway, by concern in the
 /// `SQLiteTransaction+*.swift` files. Valid only inside the closure the connection was lent to.
-struct SQLiteTransaction: StoreTransaction {
+struct SQLiteTransaction: SQLTransaction {
     let c: SQLiteConnection
     init(_ c: SQLiteConnection) { self.c = c }
 }
