@@ -1,10 +1,11 @@
 internal import Postgres
 internal import Canonical
 
-/// ``StoreTransaction`` on one PostgreSQL session: every statement of the PostgreSQL store, by concern in the
-/// `PostgresTransaction+*.swift` files, each the counterpart of the SQLite one of the same name. Valid only inside the
-/// closure the connection was lent to. Values are always bound (`$1`, …); a parameter that may be NULL carries a
-/// cast wherever its type cannot be taken from a column (`$1::text IS NULL`).
+/// ``StoreTransaction`` on one PostgreSQL session. The operations both databases run alike are written once
+/// (``SQLTransaction``, `Sources/Store/Transaction/`); the `PostgresTransaction+*.swift` files hold only PostgreSQL's
+/// own: the claims (`FOR UPDATE SKIP LOCKED`, leases), the journal's and an event's rows as one statement each, the
+/// advisory locks (below). Valid only inside the closure the connection was lent to. Values are always bound (`$1`,
+/// …); a parameter that may be NULL carries a cast wherever its type cannot be taken from a column (`$1::text IS NULL`).
 struct PostgresTransaction: SQLTransaction {
     let c: PostgresConnection
     init(_ c: PostgresConnection) { self.c = c }

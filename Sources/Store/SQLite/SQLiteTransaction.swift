@@ -1,8 +1,10 @@
 internal import SQLite
 internal import Canonical
 
-/// ``StoreTransaction`` on one SQLite connection: every statement of the gateway, by concern in the
-/// `SQLiteTransaction+*.swift` files. Valid only inside the closure the connection was lent to.
+/// ``StoreTransaction`` on one SQLite connection. The operations both databases run alike are written once
+/// (``SQLTransaction``, `Sources/Store/Transaction/`); the `SQLiteTransaction+*.swift` files hold only SQLite's own:
+/// the claims (reads: one process owns the store), the journal's inserts (the rowid is the arrival order) and the
+/// quarantine's `secure_delete`. Valid only inside the closure the connection was lent to.
 struct SQLiteTransaction: SQLTransaction {
     let c: SQLiteConnection
     init(_ c: SQLiteConnection) { self.c = c }
