@@ -82,7 +82,7 @@ import TestSupport
         let directory = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // The schema the shipped list gives, all of it applied (the store then has nothing to do).
-        let shipped = try sqliteShape(try Self.sqliteStore(at: ShippedSchema.sqlite.count, in: directory), portable: false)
+        let shipped = try Self.sqliteShape(try Self.sqliteStore(at: ShippedSchema.sqlite.count, in: directory), portable: false)
         #expect(!shipped.columns.isEmpty)
         for version in 0..<ShippedSchema.sqlite.count {
             let path = try Self.sqliteStore(at: version, in: directory)

@@ -17,6 +17,12 @@ enum PostgresSchema {
     /// other schemas of the database (tests) do not wait for them.
     static let lockClass: Int64 = 0x6961_7067  // "iapg"
 
+    /// Takes the migrations' lock for the rest of the transaction: what else changes the whole schema (`migrate-store`)
+    /// takes it too.
+    static func lock(_ c: PostgresConnection) throws {
+        try c.run("SELECT pg_advisory_xact_lock($1::integer, hashtext(COALESCE(current_schema(), '')))", [.int64(lockClass)])
+    }
+
     /// Applies the migrations not applied yet, in one transaction holding `pg_advisory_xact_lock`: an instance that
     /// starts while another migrates waits for it, then finds every version applied. Refuses a database a newer
     /// gateway migrated past the versions it knows.
@@ -26,7 +32,7 @@ enum PostgresSchema {
             throw PostgresError(code: "XX000", message: "migrate: version \(a.version) is listed twice")
         }
         try c.transaction { c in
-            try c.run("SELECT pg_advisory_xact_lock($1::integer, hashtext(COALESCE(current_schema(), '')))", [.int64(lockClass)])
+            try lock(c)
             try c.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version bigint PRIMARY KEY, applied_at bigint NOT NULL)")
             let applied = Set(try c.query("SELECT version FROM schema_migrations").compactMap { $0.int("version") })
             let known = ordered.last?.version ?? 0

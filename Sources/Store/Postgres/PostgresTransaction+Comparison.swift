@@ -26,7 +26,7 @@ extension PostgresTransaction {
                   AND NOT (id = ANY ($5::bigint[]))
                 ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
             RETURNING \(SQL.fetchColumns)
-            """, [.text(lease.owner), .int64(lease.until), .int64(time), pgLimit(limit), .bigintArray(lease.running)]
+            """, [.text(lease.owner), .int64(lease.until), .int64(time), StoreValue.limit(limit).postgres, .bigintArray(lease.running)]
         ).sorted(by: dueFirst("id")).compactMap(FetchJob.init(row:))
     }
 }

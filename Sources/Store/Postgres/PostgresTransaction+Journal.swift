@@ -34,7 +34,7 @@ extension PostgresTransaction: JournalRows {
         try Self.deferUnless(row?.bool("locked"), .journalKey)
         let authority = row?.generation("authority") ?? .v1
         if let id = row?.int64("id") { return (.accepted(journalID: id), authority) }
-        guard let id = try c.queryOne("SELECT id FROM journal WHERE notification_key = $1", [.text(item.key)])?.int64("id") else {
+        guard let id = try journalID(key: item.key) else {
             throw PostgresError(code: "XX000", message: "journal: the notification key conflicts but its row is not found")
         }
         return (.duplicate(journalID: id), authority)

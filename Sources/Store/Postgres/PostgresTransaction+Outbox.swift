@@ -24,7 +24,7 @@ extension PostgresTransaction {
             LEFT JOIN events e ON $7 AND e.id = o.event_id
             LEFT JOIN journal j ON $8 AND j.id = e.journal_id
             """,
-            [.text(lease.owner), .int64(lease.until), .text(downstream), .int64(time), pgLimit(limit), .bigintArray(lease.running),
+            [.text(lease.owner), .int64(lease.until), .text(downstream), .int64(time), StoreValue.limit(limit).postgres, .bigintArray(lease.running),
              .bool(payload.wantsEvent), .bool(payload.wantsBody)]
         ).sorted(by: dueFirst("id")).compactMap { DeliveryJob(row: $0, payload: payload) }
     }

@@ -13,7 +13,7 @@ extension PostgresTransaction {
                   AND NOT (id = ANY ($5::bigint[]))
                 ORDER BY next_run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
             RETURNING \(reconcileRunColumns)
-            """, [.text(lease.owner), .int64(lease.until), .int64(time), pgLimit(limit), .bigintArray(lease.running)]
+            """, [.text(lease.owner), .int64(lease.until), .int64(time), StoreValue.limit(limit).postgres, .bigintArray(lease.running)]
         ).compactMap(ReconcileRun.init(row:)).sorted { ($0.nextRunAt, $0.id) < ($1.nextRunAt, $1.id) }
     }
 

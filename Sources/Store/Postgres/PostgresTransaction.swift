@@ -81,5 +81,3 @@ extension PostgresTransaction {
     static let busyCode = "55P03"
 }
 
-/// `LIMIT $n` for a caller's count: never negative.
-func pgLimit(_ n: Int) -> PostgresValue { .int64(Int64(max(0, n))) }

@@ -31,7 +31,7 @@ extension SQLiteTransaction {
             """
             SELECT \(SQL.fetchColumns) FROM compare_jobs
             WHERE state = 'pending' AND next_attempt_at <= ? AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at, id LIMIT ?
-            """, [.integer(time), idList(lease.running), limitValue(limit)]
+            """, [.integer(time), StoreValue.ids(lease.running).sqlite, StoreValue.limit(limit).sqlite]
         ).compactMap(FetchJob.init(row:))
     }
 }

@@ -29,8 +29,7 @@ extension SQLiteTransaction: JournalRows {
              SQLiteValue(item.environment), SQLiteValue(item.notificationType), SQLiteValue(item.subtype),
              SQLiteValue(item.secretName), SQLiteValue(item.leafSerial), .blob(item.body), .text(authority.rawValue)])
         if inserted == 0 {
-            let id = try c.queryOne("SELECT id FROM journal WHERE notification_key = ?", [.text(item.key)])?.int64("id") ?? 0
-            return .duplicate(journalID: id)
+            return .duplicate(journalID: try journalID(key: item.key) ?? 0)
         }
         return .accepted(journalID: c.lastInsertRowID)
     }

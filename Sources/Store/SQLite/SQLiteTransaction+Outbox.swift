@@ -15,7 +15,7 @@ extension SQLiteTransaction {
             ORDER BY o.next_attempt_at, o.id LIMIT ?
             """,
             [.integer(payload.wantsEvent ? 1 : 0), .integer(payload.wantsBody ? 1 : 0), .text(downstream), .integer(time),
-             idList(lease.running), limitValue(limit)]
+             StoreValue.ids(lease.running).sqlite, StoreValue.limit(limit).sqlite]
         ).compactMap { DeliveryJob(row: $0, payload: payload) }
     }
 }

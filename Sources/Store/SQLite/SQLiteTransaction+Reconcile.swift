@@ -12,7 +12,7 @@ extension SQLiteTransaction {
             SELECT \(reconcileRunColumns) FROM reconcile_runs WHERE next_run_at <= ? AND id NOT IN (SELECT value FROM json_each(?))
             ORDER BY next_run_at, id LIMIT ?
             """,
-            [.integer(time), idList(lease.running), limitValue(limit)]
+            [.integer(time), StoreValue.ids(lease.running).sqlite, StoreValue.limit(limit).sqlite]
         ).compactMap(ReconcileRun.init(row:))
     }
 }

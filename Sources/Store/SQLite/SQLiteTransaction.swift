@@ -16,8 +16,3 @@ extension SQLiteValue {
     init(_ e: AppStoreEnvironment?) { self.init(e?.rawValue) }
 }
 
-/// `LIMIT ?` for a caller's count: never negative.
-func limitValue(_ n: Int) -> SQLiteValue { .integer(Int64(max(0, n))) }
-
-/// A JSON array of ids (`[1,2]`), for `NOT IN (SELECT value FROM json_each(?))`: one statement whatever the list's length.
-func idList(_ ids: [Int64]) -> SQLiteValue { .text("[" + ids.map(String.init).joined(separator: ",") + "]") }

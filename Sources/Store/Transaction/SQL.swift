@@ -94,12 +94,9 @@ enum StoreValue: Sendable, Hashable {
     case int64(Int64)
     case bool(Bool)
     case bytes([UInt8])
-    /// A list for ``Dialect/notIn(_:_:_:)``: SQLite binds it as a JSON array, PostgreSQL as an array literal.
-    case list([ListItem])
-
-    enum ListItem: Sendable, Hashable {
-        case text(String), int64(Int64)
-    }
+    /// Lists for ``Dialect/notIn(_:_:_:)``: SQLite binds one as a JSON array, PostgreSQL as an array literal.
+    case texts([String])
+    case ids([Int64])
 
     init(_ v: String?) { self = v.map { .text($0) } ?? .null }
     init(_ v: Int64?) { self = v.map { .int64($0) } ?? .null }
@@ -111,8 +108,6 @@ enum StoreValue: Sendable, Hashable {
 
     /// `LIMIT $n` for a caller's count: never negative.
     static func limit(_ n: Int) -> StoreValue { .int64(Int64(max(0, n))) }
-    static func ids(_ ids: [Int64]) -> StoreValue { .list(ids.map { .int64($0) }) }
-    static func texts(_ items: [String]) -> StoreValue { .list(items.map { .text($0) }) }
 
     var sqlite: SQLiteValue {
         switch self {
@@ -121,13 +116,8 @@ enum StoreValue: Sendable, Hashable {
         case .int64(let v): .integer(v)
         case .bool(let v): .integer(v ? 1 : 0)
         case .bytes(let v): .blob(v)
-        case .list(let items):
-            .text("[" + items.map { item in
-                switch item {
-                case .int64(let v): String(v)
-                case .text(let v): Self.jsonString(v)
-                }
-            }.joined(separator: ",") + "]")
+        case .texts(let items): .text("[" + items.map(Self.jsonString).joined(separator: ",") + "]")
+        case .ids(let ids): .text("[" + ids.map(String.init).joined(separator: ",") + "]")
         }
     }
 
@@ -138,19 +128,8 @@ enum StoreValue: Sendable, Hashable {
         case .int64(let v): .int64(v)
         case .bool(let v): .bool(v)
         case .bytes(let v): .bytea(v)
-        case .list(let items):
-            .text("{" + items.map { item in
-                switch item {
-                case .int64(let v): return String(v)
-                case .text(let v):
-                    var s = "\""
-                    for ch in v {
-                        if ch == "\"" || ch == "\\" { s.append("\\") }
-                        s.append(ch)
-                    }
-                    return s + "\""
-                }
-            }.joined(separator: ",") + "}")
+        case .texts(let items): .textArray(items)
+        case .ids(let ids): .bigintArray(ids)
         }
     }
 

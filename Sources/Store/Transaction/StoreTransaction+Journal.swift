@@ -11,6 +11,11 @@ extension SQLTransaction {
         try c.run(.insertReceiptJob, [.int64(journalID), .int64(now)])
     }
 
+    /// The id of the journal row with `key`: a duplicate's answer.
+    func journalID(key: String) throws -> Int64? {
+        try c.queryOne(.journalID, [.text(key)])?.int64("id")
+    }
+
     func journalEntries(id: Int64?, key: String?, limit: Int) throws -> [JournalEntry] {
         try c.query(.journalEntries, [StoreValue(id), StoreValue(key), .limit(limit)]).map(JournalEntry.init(row:))
     }
@@ -60,6 +65,8 @@ extension SQL {
         """)
 
     fileprivate static let insertReceiptJob = SQL("INSERT INTO receipt_jobs (journal_id, next_attempt_at, updated_at) VALUES ($1, $2, $2)")
+
+    fileprivate static let journalID = SQL("SELECT id FROM journal WHERE notification_key = $1")
 
     fileprivate static let journalEntries = SQL(
         """
