@@ -11,7 +11,7 @@ extension PostgresTransaction {
                                       next_attempt_at, created_at, updated_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) ON CONFLICT DO NOTHING
             """,
-            keyValues(r.subscription).map(\.postgres) + [.text(r.fetch.rawValue), PostgresValue(r.v1EventID), PostgresValue(r.authority),
+            keyValues(r.subscription).map(\.postgres) + [.text(r.fetch.rawValue), PostgresValue(r.v1EventID), PostgresValue(r.authority?.rawValue),
                                          .bool(r.compare), .int64(Int64(r.confirms)), .int64(due ?? time), .int64(time)])
     }
 

@@ -28,7 +28,7 @@ extension PostgresTransaction: JournalRows {
             SELECT l.locked, a.authority, (SELECT id FROM j) AS id FROM a, l
             """,
             [.text(item.key), .text(item.version.rawValue), .int64(item.receivedAt), .text(item.origin.rawValue),
-             PostgresValue(item.bundleID), PostgresValue(item.environment), PostgresValue(item.notificationType),
+             PostgresValue(item.bundleID), PostgresValue(item.environment?.rawValue), PostgresValue(item.notificationType),
              PostgresValue(item.subtype), PostgresValue(item.secretName), PostgresValue(item.leafSerial), .bytea(item.body),
              .int64(LockClass.journalKey.rawValue)])
         try Self.deferUnless(row?.bool("locked"), .journalKey)
@@ -48,7 +48,7 @@ extension PostgresTransaction: JournalRows {
         let state = event.originalTransactionID != nil && event.environment != nil ? SubscriptionState(path: path, event: event) : nil
         let values: [PostgresValue] = [
             .text(event.id), PostgresValue(journalID), .text(path.rawValue), .text(event.source.rawValue), .text(event.kind.rawValue),
-            PostgresValue(event.reason?.rawValue), PostgresValue(event.bundleID), PostgresValue(event.environment),
+            PostgresValue(event.reason?.rawValue), PostgresValue(event.bundleID), PostgresValue(event.environment?.rawValue),
             PostgresValue(event.originalTransactionID), .int64(event.eventDate), .bool(authoritative), .int64(now),
             .bytea(CanonicalJSON.encode(event)), PostgresValue(event.recoveredBy?.rawValue),
             state.map { .bytea(CanonicalJSON.encode($0)) } ?? .null, PostgresValue(state?.expiresDate), .textArray(targets),

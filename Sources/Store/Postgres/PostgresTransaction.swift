@@ -11,11 +11,7 @@ struct PostgresTransaction: SQLTransaction {
     init(_ c: PostgresConnection) { self.c = c }
 }
 
-// Typed values to and from PostgreSQL.
 extension PostgresValue {
-    init(_ g: Generation?) { self.init(g?.rawValue) }
-    init(_ e: AppStoreEnvironment?) { self.init(e?.rawValue) }
-
     /// A `text[]` literal (`{"a","b"}`), for `= ANY($1::text[])`: one statement whatever the list's length.
     static func textArray(_ items: [String]) -> PostgresValue {
         let quoted = items.map { item -> String in

@@ -20,7 +20,7 @@ extension SQLiteTransaction {
                                       next_attempt_at, created_at, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            keyValues(r.subscription).map(\.sqlite) + [.text(r.fetch.rawValue), SQLiteValue(r.v1EventID), SQLiteValue(r.authority),
+            keyValues(r.subscription).map(\.sqlite) + [.text(r.fetch.rawValue), SQLiteValue(r.v1EventID), SQLiteValue(r.authority?.rawValue),
                                          .integer(r.compare ? 1 : 0), .integer(Int64(r.confirms)), .integer(due ?? time), .integer(time),
                                          .integer(time)])
     }

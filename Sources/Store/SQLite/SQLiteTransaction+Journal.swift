@@ -26,7 +26,7 @@ extension SQLiteTransaction: JournalRows {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(notification_key) DO NOTHING
             """,
             [.text(item.key), .text(item.version.rawValue), .integer(item.receivedAt), .text(item.origin.rawValue), SQLiteValue(item.bundleID),
-             SQLiteValue(item.environment), SQLiteValue(item.notificationType), SQLiteValue(item.subtype),
+             SQLiteValue(item.environment?.rawValue), SQLiteValue(item.notificationType), SQLiteValue(item.subtype),
              SQLiteValue(item.secretName), SQLiteValue(item.leafSerial), .blob(item.body), .text(authority.rawValue)])
         if inserted == 0 {
             return .duplicate(journalID: try journalID(key: item.key) ?? 0)
@@ -43,7 +43,7 @@ extension SQLiteTransaction: JournalRows {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING
             """,
             [.text(event.id), SQLiteValue(journalID), .text(path.rawValue), .text(event.source.rawValue), .text(event.kind.rawValue),
-             SQLiteValue(event.reason?.rawValue), SQLiteValue(event.bundleID), SQLiteValue(event.environment),
+             SQLiteValue(event.reason?.rawValue), SQLiteValue(event.bundleID), SQLiteValue(event.environment?.rawValue),
              SQLiteValue(event.originalTransactionID), .integer(event.eventDate), SQLiteValue(authoritative), .integer(now),
              .blob(CanonicalJSON.encode(event)), SQLiteValue(event.recoveredBy?.rawValue)])
         return inserted > 0 ? c.lastInsertRowID : nil  // the rowid: the arrival order

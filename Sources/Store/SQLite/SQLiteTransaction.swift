@@ -10,9 +10,3 @@ struct SQLiteTransaction: SQLTransaction {
     init(_ c: SQLiteConnection) { self.c = c }
 }
 
-// Typed values to and from SQLite.
-extension SQLiteValue {
-    init(_ g: Generation?) { self.init(g?.rawValue) }
-    init(_ e: AppStoreEnvironment?) { self.init(e?.rawValue) }
-}
-
