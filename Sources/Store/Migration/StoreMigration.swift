@@ -157,7 +157,7 @@ public enum StoreMigration {
         }
         var counts: [TableCount] = []
         for table in tables {
-            let n = try target.queryOne("SELECT count(*) AS n FROM \(quoted(table.name))")?.int64("n") ?? -1
+            let n = try rowCount(table.name, in: target) ?? -1
             counts.append(TableCount(table: table.name, source: sourceCounts[table.name] ?? -1, target: n))
         }
         let usageVerified = try source.readTransaction { s in try usage(s) == usage(target) }
@@ -178,7 +178,7 @@ public enum StoreMigration {
     static func copy(from s: SQLiteConnection, to p: PostgresConnection) throws -> ([String: Int64], [String: Int64]) {
         // Instances starting now wait for this transaction (they migrate under the same lock); writers of an instance
         // already running wait for the table locks, and then find the rows copied.
-        try p.run("SELECT pg_advisory_xact_lock($1::integer, hashtext(COALESCE(current_schema(), '')))", [.int64(PostgresSchema.lockClass)])
+        try PostgresSchema.lock(p)
         try p.execute("LOCK TABLE \((tables.map(\.name) + ["quarantine_usage"]).map(quoted).joined(separator: ", ")) IN EXCLUSIVE MODE")
         let types = try checkSchemas(s, p)
         let occupied = try (tables.map(\.name) + ["quarantine_usage"]).filter { name in
@@ -192,7 +192,7 @@ public enum StoreMigration {
         var sourceCounts: [String: Int64] = [:]
         for table in tables {
             sourceCounts[table.name] = try copyTable(table, types: types[table.name] ?? [:], from: s, to: p)
-            let copied = try p.queryOne("SELECT count(*) AS n FROM \(quoted(table.name))")?.int64("n")
+            let copied = try rowCount(table.name, in: p)
             guard copied == sourceCounts[table.name] else {
                 throw Refusal("\(table.name): \(sourceCounts[table.name] ?? 0) rows read but \(copied ?? 0) stored; rolled back")
             }
@@ -315,21 +315,20 @@ public enum StoreMigration {
         throw Refusal("\(table).\(column) of rowid \(rowid.map(String.init) ?? "?"): \(kind) cannot go into a PostgreSQL \(type) column")
     }
 
-    /// Each lane's (rows, bytes), lanes with rows only.
-    static func usage(_ s: SQLiteConnection) throws -> [String: [Int64]] {
+    /// Each lane's (rows, bytes), lanes with rows only: of either store.
+    static func usage(_ c: some StoreConnection) throws -> [String: [Int64]] {
         var usage: [String: [Int64]] = [:]
-        for row in try s.query("SELECT lane, rows, bytes FROM quarantine_usage WHERE rows <> 0 OR bytes <> 0") {
+        for row in try c.query(usageStatement, []) {
             if let lane = row.string("lane") { usage[lane] = [row.int64("rows") ?? -1, row.int64("bytes") ?? -1] }
         }
         return usage
     }
 
-    static func usage(_ p: PostgresConnection) throws -> [String: [Int64]] {
-        var usage: [String: [Int64]] = [:]
-        for row in try p.query("SELECT lane, rows, bytes FROM quarantine_usage WHERE rows <> 0 OR bytes <> 0") {
-            if let lane = row.string("lane") { usage[lane] = [row.int64("rows") ?? -1, row.int64("bytes") ?? -1] }
-        }
-        return usage
+    private static let usageStatement = SQL("SELECT lane, rows, bytes FROM quarantine_usage WHERE rows <> 0 OR bytes <> 0")
+
+    /// The rows of a table of the lists above in the PostgreSQL store.
+    static func rowCount(_ table: String, in p: PostgresConnection) throws -> Int64? {
+        try p.queryOne("SELECT count(*) AS n FROM \(quoted(table))")?.int64("n")
     }
 
     /// An identifier of the lists above, quoted for either database (`fetch` is reserved in PostgreSQL).

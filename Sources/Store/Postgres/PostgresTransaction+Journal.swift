@@ -28,13 +28,13 @@ extension PostgresTransaction: JournalRows {
             SELECT l.locked, a.authority, (SELECT id FROM j) AS id FROM a, l
             """,
             [.text(item.key), .text(item.version.rawValue), .int64(item.receivedAt), .text(item.origin.rawValue),
-             PostgresValue(item.bundleID), PostgresValue(item.environment), PostgresValue(item.notificationType),
+             PostgresValue(item.bundleID), PostgresValue(item.environment?.rawValue), PostgresValue(item.notificationType),
              PostgresValue(item.subtype), PostgresValue(item.secretName), PostgresValue(item.leafSerial), .bytea(item.body),
              .int64(LockClass.journalKey.rawValue)])
         try Self.deferUnless(row?.bool("locked"), .journalKey)
         let authority = row?.generation("authority") ?? .v1
         if let id = row?.int64("id") { return (.accepted(journalID: id), authority) }
-        guard let id = try c.queryOne("SELECT id FROM journal WHERE notification_key = $1", [.text(item.key)])?.int64("id") else {
+        guard let id = try journalID(key: item.key) else {
             throw PostgresError(code: "XX000", message: "journal: the notification key conflicts but its row is not found")
         }
         return (.duplicate(journalID: id), authority)
@@ -48,7 +48,7 @@ extension PostgresTransaction: JournalRows {
         let state = event.originalTransactionID != nil && event.environment != nil ? SubscriptionState(path: path, event: event) : nil
         let values: [PostgresValue] = [
             .text(event.id), PostgresValue(journalID), .text(path.rawValue), .text(event.source.rawValue), .text(event.kind.rawValue),
-            PostgresValue(event.reason?.rawValue), PostgresValue(event.bundleID), PostgresValue(event.environment),
+            PostgresValue(event.reason?.rawValue), PostgresValue(event.bundleID), PostgresValue(event.environment?.rawValue),
             PostgresValue(event.originalTransactionID), .int64(event.eventDate), .bool(authoritative), .int64(now),
             .bytea(CanonicalJSON.encode(event)), PostgresValue(event.recoveredBy?.rawValue),
             state.map { .bytea(CanonicalJSON.encode($0)) } ?? .null, PostgresValue(state?.expiresDate), .textArray(targets),
@@ -76,91 +76,5 @@ extension PostgresTransaction: JournalRows {
             )
             SELECT seq FROM e
             """, values) != nil
-    }
-
-    func insertDelivery(downstream: String, eventID: String?, journalID: Int64?, now: Int64) throws {
-        try c.run(
-            """
-            INSERT INTO outbox (downstream, event_id, journal_id, next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $4)
-            ON CONFLICT DO NOTHING
-            """, [.text(downstream), PostgresValue(eventID), PostgresValue(journalID), .int64(now)])
-    }
-
-    func insertReceiptJob(journalID: Int64, now: Int64) throws {
-        try c.run("INSERT INTO receipt_jobs (journal_id, next_attempt_at, updated_at) VALUES ($1, $2, $2)", [.int64(journalID), .int64(now)])
-    }
-}
-
-extension PostgresTransaction {
-    func journalEntries(id: Int64?, key: String?, limit: Int) throws -> [JournalEntry] {
-        try c.query(
-            """
-            SELECT id, notification_key, version, received_at, origin, bundle_id, environment, secret_name, authority, body FROM journal
-            WHERE ($1::bigint IS NULL OR id = $1) AND ($2::text IS NULL OR notification_key = $2) ORDER BY id LIMIT $3
-            """, [PostgresValue(id), PostgresValue(key), pgLimit(limit)]
-        ).map(JournalEntry.init(row:))
-    }
-
-    func receives(_ version: Generation, bundleID: String, environment: AppStoreEnvironment, since: Int64) throws -> Bool {
-        try c.queryOne(
-            "SELECT 1 AS y FROM journal WHERE bundle_id = $1 AND environment = $2 AND version = $3 AND received_at >= $4 LIMIT 1",
-            [.text(bundleID), .text(environment.rawValue), .text(version.rawValue), .int64(since)]) != nil
-    }
-
-    func events(id: String?, originalTransactionID: String?, limit: Int) throws -> [StoredEvent] {
-        try c.query(
-            """
-            SELECT json, path, authoritative, journal_id, created_at FROM events
-            WHERE ($1::text IS NULL OR id = $1) AND ($2::text IS NULL OR original_transaction_id = $2)
-            ORDER BY CASE WHEN $2::text IS NULL THEN seq ELSE event_date END, seq LIMIT $3
-            """,
-            [PostgresValue(id), PostgresValue(originalTransactionID), pgLimit(limit)]
-        ).compactMap(StoredEvent.init(row:))
-    }
-
-    func subscriptionStates(originalTransactionID otid: String) throws -> [StoredSubscriptionState] {
-        try c.query(
-            """
-            SELECT s.path, s.environment, s.bundle_id, s.event_id, s.json, s.updated_at,
-                   (SELECT authority FROM authority a WHERE a.bundle_id = s.bundle_id AND a.environment = s.environment) AS authority
-            FROM subscription_state s WHERE s.original_transaction_id = $1 ORDER BY s.environment, s.path
-            """, [.text(otid)]
-        ).map(StoredSubscriptionState.init(row:))
-    }
-
-    func eventCountsBySource(bundleID: String, environment: AppStoreEnvironment, since: Int64, until: Int64) throws -> [EventSource: Int] {
-        var counts: [EventSource: Int] = [:]
-        for row in try c.query(
-            """
-            SELECT source, COUNT(*) AS n FROM events WHERE bundle_id = $1 AND environment = $2 AND created_at >= $3 AND created_at < $4
-            GROUP BY source
-            """,
-            [.text(bundleID), .text(environment.rawValue), .int64(since), .int64(until)])
-        {
-            counts[EventSource(rawValue: row.string("source") ?? "")] = row.int("n") ?? 0
-        }
-        return counts
-    }
-
-    func counts() throws -> (journal: Int, events: Int) {
-        let journal = try c.queryOne("SELECT COUNT(*) AS n FROM journal")?.int("n") ?? 0
-        let events = try c.queryOne("SELECT COUNT(*) AS n FROM events")?.int("n") ?? 0
-        return (journal, events)
-    }
-
-    // MARK: Retention
-
-    func purgeBodies(olderThan cutoff: Int64, now: Int64) throws -> Int {
-        try c.run(
-            """
-            UPDATE journal SET body = NULL, body_purged_at = $1 WHERE body IS NOT NULL AND received_at < $2
-              AND id NOT IN (SELECT journal_id FROM receipt_jobs WHERE state = 'pending')
-              AND id NOT IN (SELECT journal_id FROM outbox WHERE journal_id IS NOT NULL AND state = 'pending')
-            """,
-            [.int64(now), .int64(cutoff)])
-    }
-
-    func purgeFinishedFetches(olderThan cutoff: Int64) throws -> Int {
-        try c.run("DELETE FROM compare_jobs WHERE state IN ('done', 'failed') AND next_attempt_at < $1", [.int64(cutoff)])
     }
 }

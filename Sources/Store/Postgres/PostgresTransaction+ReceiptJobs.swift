@@ -14,32 +14,7 @@ extension PostgresTransaction {
                 ORDER BY next_attempt_at, journal_id LIMIT $4 FOR UPDATE SKIP LOCKED)
             RETURNING r.journal_id, r.attempts, r.next_attempt_at, j.body, j.bundle_id, j.secret_name, j.received_at, j.notification_key,
                       j.authority, j.version, j.environment
-            """, [.text(lease.owner), .int64(lease.until), .int64(time), pgLimit(limit), .bigintArray(lease.running)]
+            """, [.text(lease.owner), .int64(lease.until), .int64(time), StoreValue.limit(limit).postgres, .bigintArray(lease.running)]
         ).sorted(by: dueFirst("journal_id")).compactMap { ReceiptJob(row: $0, time: time) }
-    }
-
-    func settleReceiptJob(journalID: Int64, state: JobState, attempts: Int, nextAttemptAt: Int64, error: String?, appleStatus: Int?,
-                          now: Int64) throws {
-        try c.run(
-            """
-            UPDATE receipt_jobs SET state = $1, attempts = $2, next_attempt_at = $3, last_error = $4, apple_status = $5, updated_at = $6,
-                                    claimed_by = NULL, claimed_until = NULL
-            WHERE journal_id = $7
-            """,
-            [.text(state.rawValue), .int64(Int64(attempts)), .int64(nextAttemptAt), PostgresValue(error), PostgresValue(appleStatus),
-             .int64(now), .int64(journalID)])
-    }
-
-    func receiptJobs(state: JobState?) throws -> [ReceiptJobStatus] {
-        try c.query(
-            """
-            SELECT journal_id, state, attempts, next_attempt_at, last_error, apple_status FROM receipt_jobs
-            WHERE ($1::text IS NULL OR state = $1) ORDER BY journal_id
-            """, [PostgresValue(state?.rawValue)]
-        ).map(ReceiptJobStatus.init(row:))
-    }
-
-    func receiptJobCounts() throws -> [JobState: Int] {
-        stateCounts(try c.query("SELECT state, COUNT(*) AS n FROM receipt_jobs GROUP BY state"), as: JobState.self)
     }
 }

@@ -1,20 +1,17 @@
 internal import Postgres
 internal import Canonical
 
-/// ``StoreTransaction`` on one PostgreSQL session: every statement of the PostgreSQL store, by concern in the
-/// `PostgresTransaction+*.swift` files, each the counterpart of the SQLite one of the same name. Valid only inside the
-/// closure the connection was lent to. Values are always bound (`$1`, …); a parameter that may be NULL carries a
-/// cast wherever its type cannot be taken from a column (`$1::text IS NULL`).
-struct PostgresTransaction: StoreTransaction {
+/// ``StoreTransaction`` on one PostgreSQL session. The operations both databases run alike are written once
+/// (``SQLTransaction``, `Sources/Store/Transaction/`); the `PostgresTransaction+*.swift` files hold only PostgreSQL's
+/// own: the claims (`FOR UPDATE SKIP LOCKED`, leases), the journal's and an event's rows as one statement each, the
+/// advisory locks (below). Valid only inside the closure the connection was lent to. Values are always bound (`$1`,
+/// …); a parameter that may be NULL carries a cast wherever its type cannot be taken from a column (`$1::text IS NULL`).
+struct PostgresTransaction: SQLTransaction {
     let c: PostgresConnection
     init(_ c: PostgresConnection) { self.c = c }
 }
 
-// Typed values to and from PostgreSQL.
 extension PostgresValue {
-    init(_ g: Generation?) { self.init(g?.rawValue) }
-    init(_ e: AppStoreEnvironment?) { self.init(e?.rawValue) }
-
     /// A `text[]` literal (`{"a","b"}`), for `= ANY($1::text[])`: one statement whatever the list's length.
     static func textArray(_ items: [String]) -> PostgresValue {
         let quoted = items.map { item -> String in
@@ -80,5 +77,3 @@ extension PostgresTransaction {
     static let busyCode = "55P03"
 }
 
-/// `LIMIT $n` for a caller's count: never negative.
-func pgLimit(_ n: Int) -> PostgresValue { .int64(Int64(max(0, n))) }

@@ -28,7 +28,7 @@ public final class SQLiteStore: GatewayStore {
         o.faults = options.faults
         o.maxPageCount = options.maxPageCount
         database = try SQLiteDatabase(path: path, options: o)
-        try database.migrate(Schema.migrations)
+        try database.migrate(StoreSchema.sqlite)
         writer = JournalWriter(db: database)
     }
 

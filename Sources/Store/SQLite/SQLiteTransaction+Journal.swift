@@ -26,11 +26,10 @@ extension SQLiteTransaction: JournalRows {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(notification_key) DO NOTHING
             """,
             [.text(item.key), .text(item.version.rawValue), .integer(item.receivedAt), .text(item.origin.rawValue), SQLiteValue(item.bundleID),
-             SQLiteValue(item.environment), SQLiteValue(item.notificationType), SQLiteValue(item.subtype),
+             SQLiteValue(item.environment?.rawValue), SQLiteValue(item.notificationType), SQLiteValue(item.subtype),
              SQLiteValue(item.secretName), SQLiteValue(item.leafSerial), .blob(item.body), .text(authority.rawValue)])
         if inserted == 0 {
-            let id = try c.queryOne("SELECT id FROM journal WHERE notification_key = ?", [.text(item.key)])?.int64("id") ?? 0
-            return .duplicate(journalID: id)
+            return .duplicate(journalID: try journalID(key: item.key) ?? 0)
         }
         return .accepted(journalID: c.lastInsertRowID)
     }
@@ -44,7 +43,7 @@ extension SQLiteTransaction: JournalRows {
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO NOTHING
             """,
             [.text(event.id), SQLiteValue(journalID), .text(path.rawValue), .text(event.source.rawValue), .text(event.kind.rawValue),
-             SQLiteValue(event.reason?.rawValue), SQLiteValue(event.bundleID), SQLiteValue(event.environment),
+             SQLiteValue(event.reason?.rawValue), SQLiteValue(event.bundleID), SQLiteValue(event.environment?.rawValue),
              SQLiteValue(event.originalTransactionID), .integer(event.eventDate), SQLiteValue(authoritative), .integer(now),
              .blob(CanonicalJSON.encode(event)), SQLiteValue(event.recoveredBy?.rawValue)])
         return inserted > 0 ? c.lastInsertRowID : nil  // the rowid: the arrival order
@@ -66,88 +65,5 @@ extension SQLiteTransaction: JournalRows {
             [.text(state.path.rawValue), .text(environment.rawValue), .text(state.originalTransactionID), SQLiteValue(bundleID),
              .text(state.eventID), .integer(state.eventDate), .integer(seq), .blob(CanonicalJSON.encode(state)), .integer(now),
              SQLiteValue(state.expiresDate)])
-    }
-
-    func insertDelivery(downstream: String, eventID: String?, journalID: Int64?, now: Int64) throws {
-        try c.run(
-            "INSERT OR IGNORE INTO outbox (downstream, event_id, journal_id, next_attempt_at, created_at) VALUES (?, ?, ?, ?, ?)",
-            [.text(downstream), SQLiteValue(eventID), SQLiteValue(journalID), .integer(now), .integer(now)])
-    }
-
-    func insertReceiptJob(journalID: Int64, now: Int64) throws {
-        try c.run(
-            "INSERT INTO receipt_jobs (journal_id, next_attempt_at, updated_at) VALUES (?, ?, ?)", [.integer(journalID), .integer(now), .integer(now)])
-    }
-}
-
-extension SQLiteTransaction {
-    func journalEntries(id: Int64?, key: String?, limit: Int) throws -> [JournalEntry] {
-        try c.query(
-            """
-            SELECT id, notification_key, version, received_at, origin, bundle_id, environment, secret_name, authority, body FROM journal
-            WHERE (? IS NULL OR id = ?) AND (? IS NULL OR notification_key = ?) ORDER BY id LIMIT ?
-            """, [SQLiteValue(id), SQLiteValue(id), SQLiteValue(key), SQLiteValue(key), limitValue(limit)]
-        ).map(JournalEntry.init(row:))
-    }
-
-    func receives(_ version: Generation, bundleID: String, environment: AppStoreEnvironment, since: Int64) throws -> Bool {
-        try c.queryOne(
-            "SELECT 1 AS y FROM journal WHERE bundle_id = ? AND environment = ? AND version = ? AND received_at >= ? LIMIT 1",
-            [.text(bundleID), .text(environment.rawValue), .text(version.rawValue), .integer(since)]) != nil
-    }
-
-    func events(id: String?, originalTransactionID: String?, limit: Int) throws -> [StoredEvent] {
-        try c.query(
-            """
-            SELECT json, path, authoritative, journal_id, created_at FROM events
-            WHERE (? IS NULL OR id = ?) AND (? IS NULL OR original_transaction_id = ?)
-            ORDER BY CASE WHEN ? IS NULL THEN rowid ELSE event_date END, rowid LIMIT ?
-            """,
-            [SQLiteValue(id), SQLiteValue(id), SQLiteValue(originalTransactionID), SQLiteValue(originalTransactionID),
-             SQLiteValue(originalTransactionID), limitValue(limit)]
-        ).compactMap(StoredEvent.init(row:))
-    }
-
-    func subscriptionStates(originalTransactionID otid: String) throws -> [StoredSubscriptionState] {
-        try c.query(
-            """
-            SELECT s.path, s.environment, s.bundle_id, s.event_id, s.json, s.updated_at,
-                   (SELECT authority FROM authority a WHERE a.bundle_id = s.bundle_id AND a.environment = s.environment) AS authority
-            FROM subscription_state s WHERE s.original_transaction_id = ? ORDER BY s.environment, s.path
-            """, [.text(otid)]
-        ).map(StoredSubscriptionState.init(row:))
-    }
-
-    func eventCountsBySource(bundleID: String, environment: AppStoreEnvironment, since: Int64, until: Int64) throws -> [EventSource: Int] {
-        var counts: [EventSource: Int] = [:]
-        for row in try c.query(
-            "SELECT source, COUNT(*) AS n FROM events WHERE bundle_id = ? AND environment = ? AND created_at >= ? AND created_at < ? GROUP BY source",
-            [.text(bundleID), .text(environment.rawValue), .integer(since), .integer(until)])
-        {
-            counts[EventSource(rawValue: row.string("source") ?? "")] = row.int("n") ?? 0
-        }
-        return counts
-    }
-
-    func counts() throws -> (journal: Int, events: Int) {
-        let journal = try c.queryOne("SELECT COUNT(*) AS n FROM journal")?.int("n") ?? 0
-        let events = try c.queryOne("SELECT COUNT(*) AS n FROM events")?.int("n") ?? 0
-        return (journal, events)
-    }
-
-    // MARK: Retention
-
-    func purgeBodies(olderThan cutoff: Int64, now: Int64) throws -> Int {
-        try c.run(
-            """
-            UPDATE journal SET body = NULL, body_purged_at = ? WHERE body IS NOT NULL AND received_at < ?
-              AND id NOT IN (SELECT journal_id FROM receipt_jobs WHERE state = 'pending')
-              AND id NOT IN (SELECT journal_id FROM outbox WHERE journal_id IS NOT NULL AND state = 'pending')
-            """,
-            [.integer(now), .integer(cutoff)])
-    }
-
-    func purgeFinishedFetches(olderThan cutoff: Int64) throws -> Int {
-        try c.run("DELETE FROM compare_jobs WHERE state IN ('done', 'failed') AND next_attempt_at < ?", [.integer(cutoff)])
     }
 }

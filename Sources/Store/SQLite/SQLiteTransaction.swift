@@ -1,21 +1,12 @@
 internal import SQLite
 internal import Canonical
 
-/// ``StoreTransaction`` on one SQLite connection: every statement of the gateway, by concern in the
-/// `SQLiteTransaction+*.swift` files. Valid only inside the closure the connection was lent to.
-struct SQLiteTransaction: StoreTransaction {
+/// ``StoreTransaction`` on one SQLite connection. The operations both databases run alike are written once
+/// (``SQLTransaction``, `Sources/Store/Transaction/`); the `SQLiteTransaction+*.swift` files hold only SQLite's own:
+/// the claims (reads: one process owns the store), the journal's inserts (the rowid is the arrival order) and the
+/// quarantine's `secure_delete`. Valid only inside the closure the connection was lent to.
+struct SQLiteTransaction: SQLTransaction {
     let c: SQLiteConnection
     init(_ c: SQLiteConnection) { self.c = c }
 }
 
-// Typed values to and from SQLite.
-extension SQLiteValue {
-    init(_ g: Generation?) { self.init(g?.rawValue) }
-    init(_ e: AppStoreEnvironment?) { self.init(e?.rawValue) }
-}
-
-/// `LIMIT ?` for a caller's count: never negative.
-func limitValue(_ n: Int) -> SQLiteValue { .integer(Int64(max(0, n))) }
-
-/// A JSON array of ids (`[1,2]`), for `NOT IN (SELECT value FROM json_each(?))`: one statement whatever the list's length.
-func idList(_ ids: [Int64]) -> SQLiteValue { .text("[" + ids.map(String.init).joined(separator: ",") + "]") }

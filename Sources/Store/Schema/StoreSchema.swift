@@ -1,0 +1,435 @@
+internal import Postgres
+internal import SQLite
+
+/// One change of the gateway's tables, written once for both databases, and the version each database records it
+/// under. The two numberings agree up to 6; then PostgreSQL took a migration of its own (7: the claims' indexes), so
+/// each later step has PostgreSQL's number one above SQLite's. Versions a store has recorded are never renumbered:
+/// existing stores upgrade exactly as before. A step one database never runs has no version there.
+struct SchemaStep: Sendable {
+    /// `schema_migrations.version` in an SQLite store; nil: SQLite never runs it.
+    var sqlite: Int?
+    /// `schema_migrations.version` in a PostgreSQL store; nil: PostgreSQL never runs it.
+    var postgres: Int?
+    /// The DDL, in the dialect's types (``Dialect`` below).
+    var sql: @Sendable (Dialect) -> String
+}
+
+/// The gateway's tables, as one list of migrations both stores follow, applied at open (docs/architecture.md, "The
+/// store"). Never edit a shipped step: add one, with the next version of each database that runs it. The types differ
+/// by name only (SQLite: `INTEGER`, `BLOB`, 0/1 flags, the rowid; PostgreSQL: `bigserial` ids, `bytea`, `bigint`
+/// milliseconds, `boolean` flags); what only PostgreSQL has — the job tables' claims (several instances share the
+/// store), `events.seq` (the arrival order SQLite's rowid gives), the partial unique index that keeps one plain
+/// comparison fetch pending across instances, the claims' indexes, the quarantine_usage trigger in PL/pgSQL — is
+/// marked where it stands.
+enum StoreSchema {
+    static let steps: [SchemaStep] = [
+        SchemaStep(sqlite: 1, postgres: 1) { d in
+            """
+            -- Every accepted notification, in arrival order. V1 bodies have the password replaced by a marker.
+            CREATE TABLE journal (
+                id \(d.id),
+                notification_key TEXT NOT NULL UNIQUE,   -- V2 notificationUUID, V1 "v1:" + SHA-256: the dedupe key
+                version TEXT NOT NULL,                   -- v1 | v2
+                received_at \(d.bigint) NOT NULL,             -- ms since the epoch
+                origin TEXT NOT NULL DEFAULT 'live',     -- live | quarantine_replay | backfill
+                bundle_id TEXT,
+                environment TEXT,
+                notification_type TEXT,
+                subtype TEXT,
+                secret_name TEXT,                        -- V1: the configured secret that matched (its variable name)
+                leaf_serial TEXT,                        -- V2: outer token's leaf certificate serial
+                body \(d.bytes),                               -- NULL once past raw-body retention
+                body_purged_at \(d.bigint)
+            );
+            CREATE INDEX journal_received ON journal(received_at);
+
+            -- Canonical events (JSON as delivered). The arrival order that breaks event_date ties: SQLite's rowid,
+            -- PostgreSQL's seq.
+            CREATE TABLE events (
+                id TEXT PRIMARY KEY,\(d.postgresOnly("\n    seq bigserial NOT NULL UNIQUE,"))
+                journal_id \(d.bigint) REFERENCES journal(id),
+                path TEXT NOT NULL,                      -- v1 | v2 (which generation's path produced it)
+                source TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                reason TEXT,
+                bundle_id TEXT,
+                environment TEXT,
+                original_transaction_id TEXT,
+                event_date \(d.bigint) NOT NULL,
+                authoritative \(d.bool) NOT NULL,
+                created_at \(d.bigint) NOT NULL,
+                json \(d.bytes) NOT NULL
+            );
+            CREATE INDEX events_subscription ON events(original_transaction_id, event_date);
+            CREATE INDEX events_created ON events(created_at);
+            CREATE INDEX events_journal ON events(journal_id);
+
+            -- Durable delivery queue: one row per (downstream, event) or (downstream, V1 body) for pass-through.
+            CREATE TABLE outbox (
+                id \(d.id),
+                downstream TEXT NOT NULL,
+                event_id TEXT REFERENCES events(id),
+                journal_id \(d.bigint) REFERENCES journal(id),
+                state TEXT NOT NULL DEFAULT 'pending',   -- pending | delivered | dead
+                attempts \(d.int) NOT NULL DEFAULT 0,
+                next_attempt_at \(d.bigint) NOT NULL,
+                created_at \(d.bigint) NOT NULL,
+                delivered_at \(d.bigint),
+                last_status \(d.int),
+                last_error TEXT\(d.claims),
+                UNIQUE (downstream, event_id),
+                UNIQUE (downstream, journal_id)
+            );
+            CREATE INDEX outbox_due ON outbox(state, next_attempt_at);
+
+            -- V1 notifications waiting for Apple's verifyReceipt answer.
+            CREATE TABLE receipt_jobs (
+                journal_id \(d.bigint) PRIMARY KEY REFERENCES journal(id),
+                state TEXT NOT NULL DEFAULT 'pending',   -- pending | done | failed
+                attempts \(d.int) NOT NULL DEFAULT 0,
+                next_attempt_at \(d.bigint) NOT NULL,
+                last_error TEXT,
+                apple_status \(d.int),
+                updated_at \(d.bigint) NOT NULL\(d.claims)
+            );
+            CREATE INDEX receipt_jobs_due ON receipt_jobs(state, next_attempt_at);
+
+            -- Refused bodies in two lanes with their own caps: forged/malformed (untrusted) and Apple-signed or
+            -- secret-authenticated but unservable (genuine). V1 bodies never keep the password.
+            CREATE TABLE quarantine (
+                id \(d.id),
+                lane TEXT NOT NULL,                      -- untrusted | genuine
+                received_at \(d.bigint) NOT NULL,
+                version TEXT,
+                code TEXT NOT NULL,
+                message TEXT,
+                bundle_id TEXT,
+                environment TEXT,
+                password_fingerprint TEXT,               -- V1: SHA-256 of the presented password
+                body \(d.bytes)
+            );
+            CREATE INDEX quarantine_lane ON quarantine(lane, id);
+
+            -- Each subscription's latest state per path: last write wins on (event_date, arrival order).
+            CREATE TABLE subscription_state (
+                path TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                original_transaction_id TEXT NOT NULL,
+                bundle_id TEXT,
+                event_id TEXT NOT NULL,
+                event_date \(d.bigint) NOT NULL,
+                event_seq \(d.bigint) NOT NULL,               -- the event's arrival order
+                json \(d.bytes) NOT NULL,
+                updated_at \(d.bigint) NOT NULL,
+                PRIMARY KEY (path, environment, original_transaction_id)
+            );
+
+            -- Which generation is authoritative per bundle and environment. The config seeds it; a cutover
+            -- (origin 'cutover') wins over the config on restart.
+            CREATE TABLE authority (
+                bundle_id TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                authority TEXT NOT NULL,                 -- v1 | v2
+                origin TEXT NOT NULL,                    -- config | cutover
+                updated_at \(d.bigint) NOT NULL,
+                PRIMARY KEY (bundle_id, environment)
+            );
+            """
+        },
+        SchemaStep(sqlite: 2, postgres: 2) { d in
+            """
+            -- The authority in force when the notification arrived: its own events and the events derived from it
+            -- (v2-api from a V1 notification) are authoritative on exactly one path, whatever a cutover does
+            -- meanwhile — nothing is lost or doubled across a switch.
+            ALTER TABLE journal ADD COLUMN authority TEXT;
+            CREATE INDEX journal_generation ON journal(bundle_id, environment, version, received_at);
+
+            -- The latest receipt seen per subscription (V1 notifications' latest_receipt): the V1 path's view of a
+            -- subscription Apple reports in V2 is verifyReceipt of it.
+            CREATE TABLE v1_receipts (
+                bundle_id TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                original_transaction_id TEXT NOT NULL,
+                receipt TEXT NOT NULL,
+                secret_name TEXT NOT NULL,
+                updated_at \(d.bigint) NOT NULL,
+                PRIMARY KEY (bundle_id, environment, original_transaction_id)
+            );
+
+            -- Each path's latest outcome snapshot per subscription (compare: true bundles).
+            CREATE TABLE snapshots (
+                bundle_id TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                original_transaction_id TEXT NOT NULL,
+                path TEXT NOT NULL,                      -- v1 | v2
+                source TEXT NOT NULL,                    -- v1-receipt | v2 | v2-api
+                observed_at \(d.bigint) NOT NULL,
+                json \(d.bytes) NOT NULL,
+                PRIMARY KEY (bundle_id, environment, original_transaction_id, path)
+            );
+
+            -- Fetches of the other path's view, off the request path: 'v2' asks the App Store Server API (and, with
+            -- v1_event_id, derives the v2-api event), 'v1' asks verifyReceipt with the stored receipt. ("fetch" is
+            -- a reserved word in PostgreSQL: always quoted.)
+            CREATE TABLE compare_jobs (
+                id \(d.id),
+                bundle_id TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                original_transaction_id TEXT NOT NULL,
+                "fetch" TEXT NOT NULL,                   -- v1 | v2
+                v1_event_id TEXT,                        -- derive a v2-api event from this V1 event
+                authority TEXT,                          -- the notification's authority (journal.authority)
+                compare \(d.bool) NOT NULL,                -- record the pair in the ledger
+                state TEXT NOT NULL DEFAULT 'pending',   -- pending | done | failed
+                attempts \(d.int) NOT NULL DEFAULT 0,
+                next_attempt_at \(d.bigint) NOT NULL,
+                created_at \(d.bigint) NOT NULL,
+                updated_at \(d.bigint) NOT NULL,
+                last_error TEXT\(d.claims)
+            );
+            CREATE INDEX compare_jobs_due ON compare_jobs(state, next_attempt_at);
+            \(d.postgresOnly(oneFetchPending))
+
+            -- The compare ledger: one row per comparison of the two paths' snapshots of a subscription, or per
+            -- subscription one path never saw within the grace window.
+            CREATE TABLE compare_ledger (
+                id \(d.id),
+                bundle_id TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                original_transaction_id TEXT NOT NULL,
+                compared_at \(d.bigint) NOT NULL,
+                outcome TEXT NOT NULL,                   -- agree | disagree | v1_only | v2_only
+                fields TEXT,                             -- disagreeing fields, comma-separated
+                v1_json \(d.bytes),
+                v2_json \(d.bytes)
+            );
+            CREATE INDEX compare_ledger_bundle ON compare_ledger(bundle_id, environment, compared_at);
+
+            -- Every authority change: when, who, from, to, why, and the verdict at the time.
+            CREATE TABLE cutover_log (
+                id \(d.id),
+                at \(d.bigint) NOT NULL,
+                bundle_id TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                from_authority TEXT NOT NULL,
+                to_authority TEXT NOT NULL,
+                who TEXT NOT NULL,
+                reason TEXT,
+                verdict TEXT NOT NULL,
+                forced \(d.bool) NOT NULL
+            );
+            """
+        },
+        SchemaStep(sqlite: 3, postgres: 3) { _ in
+            """
+            -- The silence alert asks every minute for each bundle's latest event per path, and the report counts
+            -- events per bundle over a window: without this both scan the whole events table.
+            CREATE INDEX events_bundle_path ON events(bundle_id, environment, path, created_at);
+            """
+        },
+        SchemaStep(sqlite: 4, postgres: 4) { d in
+            """
+            -- A disagreement between snapshots observed at different times may only be the subscription changing
+            -- between the two observations: it is confirmed by fetching the older side again (at most twice)
+            -- before the ledger records it. `confirms` counts the refetches that led to this job.
+            ALTER TABLE compare_jobs ADD COLUMN confirms \(d.int) NOT NULL DEFAULT 0;
+            -- Deliveries are read per downstream, so a slow one never holds back the others.
+            CREATE INDEX outbox_downstream_due ON outbox(downstream, state, next_attempt_at);
+            """
+        },
+        SchemaStep(sqlite: 5, postgres: 5) { d in
+            """
+            -- Quarantine lanes are capped in bytes, not only in rows: forged traffic can send 1 MiB bodies. Each
+            -- row carries its size (body plus the text stored beside it); quarantine_usage keeps each lane's
+            -- total, maintained by triggers so every insert and delete (eviction, replay, retention) counts.
+            ALTER TABLE quarantine ADD COLUMN size \(d.bigint) NOT NULL DEFAULT 0;
+            UPDATE quarantine SET size = (256 + COALESCE(\(d.byteLength("body")), 0) + COALESCE(\(d.byteLength("message")), 0)
+                + \(d.byteLength("code")) + COALESCE(\(d.byteLength("bundle_id")), 0) + COALESCE(\(d.byteLength("environment")), 0)
+                + 4091) / 4092 * 4096;
+            -- Replay bookkeeping: a row that fails replay stays, with its outcome; replay_started_at is set while
+            -- a replay of the row runs, so a row that ever took the process down is skipped afterwards (reported
+            -- as replay_interrupted) instead of blocking every replay behind it.
+            ALTER TABLE quarantine ADD COLUMN replay_attempts \(d.int) NOT NULL DEFAULT 0;
+            ALTER TABLE quarantine ADD COLUMN replay_started_at \(d.bigint);
+            ALTER TABLE quarantine ADD COLUMN last_replay_at \(d.bigint);
+            ALTER TABLE quarantine ADD COLUMN last_replay_code TEXT;
+            CREATE TABLE quarantine_usage (
+                lane TEXT PRIMARY KEY,
+                rows \(d.bigint) NOT NULL,
+                bytes \(d.bigint) NOT NULL
+            );
+            INSERT INTO quarantine_usage (lane, rows, bytes)
+                SELECT lane, COUNT(*), SUM(size) FROM quarantine GROUP BY lane;
+            \(d == .sqlite ? sqliteUsageTriggers : postgresUsageTriggers)
+            """
+        },
+        SchemaStep(sqlite: 6, postgres: 6) { d in
+            """
+            -- Recovery (reconciliation and the notification-history sweep): how an event was recovered, when
+            -- each subscription's path expires and was last checked against Apple, and the scheduled runs.
+            ALTER TABLE events ADD COLUMN recovered_by TEXT;         -- reconciliation | history; NULL when live
+            CREATE INDEX events_recovered ON events(created_at) WHERE recovered_by IS NOT NULL;
+            ALTER TABLE subscription_state ADD COLUMN expires_date \(d.bigint);
+            ALTER TABLE subscription_state ADD COLUMN reconciled_at \(d.bigint);
+            UPDATE subscription_state SET expires_date = \(d == .sqlite
+                ? "json_extract(CAST(json AS TEXT), '$.expires_date')" : "(convert_from(json, 'UTF8')::jsonb ->> 'expires_date')::bigint");
+            CREATE INDEX subscription_state_expiry ON subscription_state(bundle_id, environment, path, expires_date);
+            CREATE TABLE reconcile_runs (
+                id \(d.id),
+                bundle_id TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                kind TEXT NOT NULL,                                  -- subscriptions | receipts | history
+                next_run_at \(d.bigint) NOT NULL,
+                watermark \(d.bigint),                                    -- history: end of the last window swept
+                attempts \(d.int) NOT NULL DEFAULT 0,
+                last_run_at \(d.bigint),
+                last_error TEXT,
+                checked \(d.bigint) NOT NULL DEFAULT 0,
+                recovered \(d.bigint) NOT NULL DEFAULT 0,
+                calls \(d.bigint) NOT NULL DEFAULT 0\(d.claims),
+                UNIQUE (bundle_id, environment, kind)
+            );
+            """
+        },
+        // PostgreSQL only: a claim there reads a queue's due rows in order and stops at its limit; SQLite reads its
+        // due jobs without a claim and kept outbox_downstream_due.
+        SchemaStep(sqlite: nil, postgres: 7) { _ in
+            """
+            -- A claim reads a queue's due rows in order and stops at its limit: indexes of the pending rows alone,
+            -- in the claim's order (next_attempt_at, then id), so that it reads the rows it takes instead of
+            -- every pending row, sorted (behind a backlog of thousands of deliveries, each claim read and sorted
+            -- them all, and a burst drained ever slower).
+            CREATE INDEX outbox_pending ON outbox(downstream, next_attempt_at, id) WHERE state = 'pending';
+            DROP INDEX outbox_downstream_due;
+            CREATE INDEX receipt_jobs_pending ON receipt_jobs(next_attempt_at, journal_id) WHERE state = 'pending';
+            CREATE INDEX compare_jobs_pending ON compare_jobs(next_attempt_at, id) WHERE state = 'pending';
+            """
+        },
+        SchemaStep(sqlite: 7, postgres: 8) { _ in
+            """
+            -- A subscription's states by its original transaction id (`iap-gateway subscription`, the admin API):
+            -- the primary key starts with the path and the environment, so the lookup read every state.
+            CREATE INDEX subscription_state_subscription ON subscription_state(original_transaction_id);
+            """
+        },
+        SchemaStep(sqlite: 8, postgres: 9) { d in
+            """
+            -- A quarantined body has every configured secret replaced before it is stored. Rows stored before that
+            -- (not redacted) are scrubbed once with the configured secrets at the next start (QuarantineScrub).
+            ALTER TABLE quarantine ADD COLUMN redacted \(d.bool) NOT NULL DEFAULT \(d.false);
+            CREATE INDEX quarantine_unredacted ON quarantine(id) WHERE \(d.unredacted);
+            """
+        },
+        SchemaStep(sqlite: 9, postgres: 10) { d in
+            """
+            -- The switch of Apple's notification version (`migrate`): per app and environment, Apple's settings as
+            -- last read or set and the switch in progress or last finished (each step stored before it acts); the
+            -- log of every step; and which authority changes a switch made.
+            CREATE TABLE apple_switches (
+                bundle_id TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                app_id TEXT,                             -- App Store Connect's id of the app
+                apple_version TEXT,                      -- v1 | v2: Apple's setting as last read or set
+                apple_url TEXT,
+                read_at \(d.bigint),
+                migration_id TEXT,
+                target TEXT,                             -- v1 | v2
+                previous TEXT,                           -- Apple's version before the switch: what a revert restores
+                step TEXT,                               -- preflight | patching | probing | authority | reverting | done | reverted
+                probe_token TEXT,
+                who TEXT,
+                reason TEXT,
+                forced \(d.bool) NOT NULL DEFAULT \(d.false),
+                started_at \(d.bigint),
+                updated_at \(d.bigint),
+                error TEXT,
+                PRIMARY KEY (bundle_id, environment)
+            );
+            CREATE TABLE apple_switch_log (
+                id \(d.id),
+                at \(d.bigint) NOT NULL,
+                bundle_id TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                migration_id TEXT NOT NULL,
+                step TEXT NOT NULL,
+                outcome TEXT NOT NULL,                   -- ok | failed | refused
+                detail TEXT
+            );
+            CREATE INDEX apple_switch_log_app ON apple_switch_log(bundle_id, environment, id);
+            ALTER TABLE cutover_log ADD COLUMN origin TEXT NOT NULL DEFAULT 'cutover';   -- cutover | migrate
+            """
+        },
+    ]
+
+    /// PostgreSQL only: a plain comparison fetch is queued once per subscription and path while one is pending, also
+    /// when two instances queue it at the same moment (INSERT … ON CONFLICT DO NOTHING). SQLite looks first.
+    private static let oneFetchPending = """
+        CREATE UNIQUE INDEX compare_jobs_one_pending ON compare_jobs(bundle_id, environment, original_transaction_id, "fetch")
+            WHERE state = 'pending' AND v1_event_id IS NULL;
+        """
+
+    /// quarantine_usage kept by triggers on every insert, delete and update of a quarantine row.
+    private static let sqliteUsageTriggers = """
+        CREATE TRIGGER quarantine_usage_insert AFTER INSERT ON quarantine BEGIN
+            INSERT INTO quarantine_usage (lane, rows, bytes) VALUES (NEW.lane, 1, NEW.size)
+            ON CONFLICT(lane) DO UPDATE SET rows = rows + 1, bytes = bytes + NEW.size;
+        END;
+        CREATE TRIGGER quarantine_usage_delete AFTER DELETE ON quarantine BEGIN
+            UPDATE quarantine_usage SET rows = rows - 1, bytes = bytes - OLD.size WHERE lane = OLD.lane;
+        END;
+        CREATE TRIGGER quarantine_usage_update AFTER UPDATE OF size, lane ON quarantine BEGIN
+            UPDATE quarantine_usage SET rows = rows - 1, bytes = bytes - OLD.size WHERE lane = OLD.lane;
+            INSERT INTO quarantine_usage (lane, rows, bytes) VALUES (NEW.lane, 1, NEW.size)
+            ON CONFLICT(lane) DO UPDATE SET rows = rows + 1, bytes = bytes + NEW.size;
+        END;
+        """
+
+    /// The same in PL/pgSQL. search_path pinned to the schema the function was created in, so the trigger counts in
+    /// the quarantine_usage beside its quarantine whatever the session's path.
+    private static let postgresUsageTriggers = """
+        CREATE FUNCTION quarantine_usage_count() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+        BEGIN
+            IF TG_OP = 'DELETE' OR TG_OP = 'UPDATE' THEN
+                UPDATE quarantine_usage SET rows = rows - 1, bytes = bytes - OLD.size WHERE lane = OLD.lane;
+            END IF;
+            IF TG_OP = 'INSERT' OR TG_OP = 'UPDATE' THEN
+                INSERT INTO quarantine_usage AS u (lane, rows, bytes) VALUES (NEW.lane, 1, NEW.size)
+                ON CONFLICT (lane) DO UPDATE SET rows = u.rows + 1, bytes = u.bytes + NEW.size;
+            END IF;
+            RETURN NULL;
+        END
+        $$;
+        CREATE TRIGGER quarantine_usage_insert AFTER INSERT ON quarantine
+            FOR EACH ROW EXECUTE FUNCTION quarantine_usage_count();
+        CREATE TRIGGER quarantine_usage_delete AFTER DELETE ON quarantine
+            FOR EACH ROW EXECUTE FUNCTION quarantine_usage_count();
+        CREATE TRIGGER quarantine_usage_update AFTER UPDATE OF size, lane ON quarantine
+            FOR EACH ROW EXECUTE FUNCTION quarantine_usage_count();
+        """
+
+    /// SQLite's migrations: the steps it runs, under its versions.
+    static let sqlite: [SQLiteMigration] = steps.compactMap { step in step.sqlite.map { SQLiteMigration(version: $0, sql: step.sql(.sqlite)) } }
+
+    /// PostgreSQL's migrations: the steps it runs, under its versions.
+    static let postgres: [PostgresMigration] = steps.compactMap { step in
+        step.postgres.map { PostgresMigration(version: $0, sql: step.sql(.postgres)) }
+    }
+}
+
+/// The column types of ``StoreSchema``: each named once, in each database's spelling.
+extension Dialect {
+    /// A table's own id: SQLite's rowid, PostgreSQL's `bigserial`.
+    var id: String { self == .sqlite ? "INTEGER PRIMARY KEY" : "bigserial PRIMARY KEY" }
+    /// Milliseconds, sizes and other ids.
+    var bigint: String { self == .sqlite ? "INTEGER" : "bigint" }
+    /// Small counts (attempts, HTTP statuses).
+    var int: String { self == .sqlite ? "INTEGER" : "integer" }
+    var bytes: String { self == .sqlite ? "BLOB" : "bytea" }
+    var bool: String { self == .sqlite ? "INTEGER" : "boolean" }
+    var `false`: String { self == .sqlite ? "0" : "false" }
+    /// A job table's claim (PostgreSQL only: several instances share the store): the instance working on the row
+    /// and until when (its lease). Written after a table's last column.
+    var claims: String { self == .sqlite ? "" : ",\n    claimed_by TEXT,\n    claimed_until bigint" }
+    /// `text` on PostgreSQL only.
+    func postgresOnly(_ text: String) -> String { self == .postgres ? text : "" }
+}

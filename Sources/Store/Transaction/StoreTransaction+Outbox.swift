@@ -1,0 +1,81 @@
+internal import Canonical
+
+// The claim (`claimDueDeliveries`) differs by database: each store's `*Transaction+Outbox.swift`.
+extension SQLTransaction {
+    func deliveryPayload(eventID: String, withBody: Bool) throws -> DeliveryPayload? {
+        try c.queryOne(.deliveryPayload, [.text(eventID), .bool(withBody)]).flatMap(DeliveryPayload.init(row:))
+    }
+
+    func settleDelivery(id: Int64, _ o: DeliveryOutcome) throws {
+        try c.run(
+            .settleDelivery,
+            [.text(o.state.rawValue), .int64(Int64(o.attempts)), .int64(o.nextAttemptAt), StoreValue(o.deliveredAt), StoreValue(o.status),
+             StoreValue(o.error), .int64(id)])
+    }
+
+    func deadLetterDeliveries(notTo configured: [String], error: String) throws -> Int {
+        try c.run(.deadLetterDeliveries, [.text(error), .texts(configured)])
+    }
+
+    func redeliver(_ selection: RedeliverySelection, now time: Int64) throws -> Int {
+        switch selection {
+        case .eventID(let id): try c.run(.redeliverEvent, [.int64(time), .text(id)])
+        case .range(let since, let until): try c.run(.redeliverRange, [.int64(time), .int64(since), .int64(until)])
+        case .deadLetters: try c.run(.redeliverDead, [.int64(time)])
+        }
+    }
+
+    func deliveries(state: DeliveryState?, downstream: String?, eventID: String?, limit: Int) throws -> [Delivery] {
+        try c.query(.deliveries, [StoreValue(state?.rawValue), StoreValue(downstream), StoreValue(eventID), .limit(limit)])
+            .map(Delivery.init(row:))
+    }
+
+    func pendingDeliveries() throws -> [PendingDeliveries] {
+        try c.query(.pendingDeliveries, []).compactMap(PendingDeliveries.init(row:))
+    }
+
+    func deliveryCounts() throws -> [DeliveryState: Int] {
+        stateCounts(try c.query(.deliveryCounts, []), as: DeliveryState.self)
+    }
+}
+
+extension SQL {
+    fileprivate static let deliveryPayload = SQL(
+        """
+        SELECT e.json, e.authoritative, CASE WHEN $2 THEN j.body END AS body,
+               \(authoritativeStateColumn)
+        FROM events e LEFT JOIN journal j ON j.id = e.journal_id WHERE e.id = $1
+        """)
+
+    /// A row no longer pending (replayed or dead-lettered meanwhile) is left alone.
+    fileprivate static let settleDelivery = SQL { d in
+        """
+        UPDATE outbox SET state = $1, attempts = $2, next_attempt_at = $3, delivered_at = $4, last_status = $5, last_error = $6\(d.clearClaim)
+        WHERE id = $7 AND state = 'pending'
+        """
+    }
+
+    fileprivate static let deadLetterDeliveries = SQL { d in
+        "UPDATE outbox SET state = 'dead', last_error = $1\(d.clearClaim) WHERE state = 'pending' AND \(d.notIn("downstream", 2, "text"))"
+    }
+
+    private static func rearm(_ d: Dialect, where condition: String) -> String {
+        "UPDATE outbox SET state = 'pending', attempts = 0, next_attempt_at = $1, last_error = NULL\(d.clearClaim) WHERE \(condition)"
+    }
+
+    fileprivate static let redeliverEvent = SQL { d in rearm(d, where: "event_id = $2 OR journal_id = (SELECT journal_id FROM events WHERE id = $2)") }
+    fileprivate static let redeliverRange = SQL { d in rearm(d, where: "created_at >= $2 AND created_at < $3") }
+    fileprivate static let redeliverDead = SQL { d in rearm(d, where: "state = 'dead'") }
+
+    fileprivate static let deliveries = SQL(
+        """
+        SELECT id, downstream, event_id, journal_id, state, attempts, next_attempt_at, created_at, delivered_at, last_status, last_error
+        FROM outbox WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR downstream = $2) AND ($3::text IS NULL OR event_id = $3)
+        ORDER BY id LIMIT $4
+        """)
+
+    fileprivate static let pendingDeliveries = SQL(
+        "SELECT downstream, COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox WHERE state = 'pending' GROUP BY downstream")
+
+    fileprivate static let deliveryCounts = SQL("SELECT state, COUNT(*) AS n FROM outbox GROUP BY state")
+}

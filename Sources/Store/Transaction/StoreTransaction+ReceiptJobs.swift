@@ -1,0 +1,37 @@
+internal import Canonical
+
+// The claim (`claimDueReceiptJobs`) differs by database: each store's `*Transaction+ReceiptJobs.swift`.
+extension SQLTransaction {
+    func settleReceiptJob(journalID: Int64, state: JobState, attempts: Int, nextAttemptAt: Int64, error: String?, appleStatus: Int?,
+                          now: Int64) throws {
+        try c.run(
+            .settleReceiptJob,
+            [.text(state.rawValue), .int64(Int64(attempts)), .int64(nextAttemptAt), StoreValue(error), StoreValue(appleStatus), .int64(now),
+             .int64(journalID)])
+    }
+
+    func receiptJobs(state: JobState?) throws -> [ReceiptJobStatus] {
+        try c.query(.receiptJobs, [StoreValue(state?.rawValue)]).map(ReceiptJobStatus.init(row:))
+    }
+
+    func receiptJobCounts() throws -> [JobState: Int] {
+        stateCounts(try c.query(.receiptJobCounts, []), as: JobState.self)
+    }
+}
+
+extension SQL {
+    fileprivate static let settleReceiptJob = SQL { d in
+        """
+        UPDATE receipt_jobs SET state = $1, attempts = $2, next_attempt_at = $3, last_error = $4, apple_status = $5, updated_at = $6\(d.clearClaim)
+        WHERE journal_id = $7
+        """
+    }
+
+    fileprivate static let receiptJobs = SQL(
+        """
+        SELECT journal_id, state, attempts, next_attempt_at, last_error, apple_status FROM receipt_jobs
+        WHERE ($1::text IS NULL OR state = $1) ORDER BY journal_id
+        """)
+
+    fileprivate static let receiptJobCounts = SQL("SELECT state, COUNT(*) AS n FROM receipt_jobs GROUP BY state")
+}
