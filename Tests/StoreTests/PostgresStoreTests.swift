@@ -122,7 +122,7 @@ struct PostgresStoreTests {
             let o = try? b.write { tx in try tx.journal(item, routing: TestRouting(), now: 6) }
             outcomes.withLock { $0["b"] = o }
         }
-        #expect(eventually { Self.sessionsWaitingOnALock(observer) == 1 }, "B's insert never waited for A's")
+        eventuallyBlocking("B's insert waiting on A's lock") { Self.sessionsWaitingOnALock(observer) == 1 }
         release.signal()
         done.wait()
         let result = outcomes.withLock { $0 }
@@ -149,7 +149,7 @@ struct PostgresStoreTests {
         Self.run(in: later) {
             try? b.write { _ in
                 holding.signal()
-                _ = eventually { b.writer.queued == 2 }
+                eventuallyBlocking(recordsIssue: false) { b.writer.queued == 2 }
             }
         }
         holding.wait()
@@ -158,12 +158,12 @@ struct PostgresStoreTests {
                 try tx.storeEvents([StoreTests.event("b-first", date: 1)], journalID: nil, routing: TestRouting(), now: 1, authority: nil)
             }
         }
-        #expect(eventually { b.writer.queued == 1 })
+        eventuallyBlocking("the journal queued on B's writer") { b.writer.queued == 1 }
         Self.run(in: later) {
             let o = try? b.write { tx in try tx.journal(deferred, routing: TestRouting(), now: 6) }
             outcomes.withLock { $0["b2"] = o }
         }
-        #expect(eventually { Self.sessionsWaitingOnALock(observer) == 1 }, "B's journal never waited for A's")
+        eventuallyBlocking("B's journal waiting on A's lock") { Self.sessionsWaitingOnALock(observer) == 1 }
         #expect(b.writer.retried > retriedBefore, "B's journal was not run again in a later batch")
         go.signal()
         later.wait()
@@ -308,7 +308,7 @@ struct PostgresStoreTests {
         let before = store.commitStatistics
         let queued = Atomic<Int>(0)
         let holder: @Sendable () throws -> Void = {
-            try store.writer.perform { _ in _ = eventually { queued.load(ordering: .relaxed) == count } }
+            try store.writer.perform { _ in _ = eventuallyBlocking(recordsIssue: false) { queued.load(ordering: .relaxed) == count } }
         }
         let results = Self.together([holder] + (0..<count).map { i in
             { @Sendable in
@@ -370,7 +370,7 @@ struct PostgresStoreTests {
                 release.wait()
             }
         }
-        #expect(eventually { held.load(ordering: .relaxed) })
+        eventuallyBlocking("the first writer holding its batch") { held.load(ordering: .relaxed) }
         DispatchQueue.global().asyncAfter(deadline: .now() + 30) {
             guard !finished.load(ordering: .relaxed) else { return }
             timedOut.store(true, ordering: .relaxed)
@@ -438,24 +438,24 @@ struct PostgresStoreTests {
                 }
             }
         }
-        #expect(eventually { acknowledged.withLock { $0.count } >= 20 })
+        eventuallyBlocking("20 writes acknowledged") { acknowledged.withLock { $0.count } >= 20 }
 
         #expect(try TestDatabase.control("stop") == 0)
         // While it is down every write fails (a 503 for Apple), and reads too.
-        #expect(eventually { failed.load(ordering: .relaxed) >= 20 })
+        eventuallyBlocking("20 writes failing while the server is down") { failed.load(ordering: .relaxed) >= 20 }
         let acknowledgedWhileDown = acknowledged.withLock { $0.count }
         #expect(throws: (any Error).self) { try Self.storeEvent(store, "while-down") }
         #expect(throws: (any Error).self) { try store.read { tx in try tx.counts() } }
-        #expect(eventually { failed.load(ordering: .relaxed) >= 40 })
+        eventuallyBlocking("20 more writes failing") { failed.load(ordering: .relaxed) >= 40 }
         #expect(acknowledged.withLock { $0.count } == acknowledgedWhileDown, "a write was acknowledged while the server was down")
 
         #expect(try TestDatabase.control("start") == 0)
         // The same store, not reopened: writes succeed again by themselves.
-        #expect(eventually { acknowledged.withLock { $0.count } >= acknowledgedWhileDown + 20 }, "writes never resumed")
+        eventuallyBlocking("20 writes acknowledged after the server came back") { acknowledged.withLock { $0.count } >= acknowledgedWhileDown + 20 }
         // A restart under load: the batch in flight fails (its session is ended), the next ones go on.
         #expect(try TestDatabase.control("restart") == 0)
         let acknowledgedAfterRestart = acknowledged.withLock { $0.count }
-        #expect(eventually { acknowledged.withLock { $0.count } >= acknowledgedAfterRestart + 20 }, "writes never resumed after the restart")
+        eventuallyBlocking("20 writes acknowledged after the restart") { acknowledged.withLock { $0.count } >= acknowledgedAfterRestart + 20 }
         stop.store(true, ordering: .relaxed)
         writers.wait()
         try Self.storeEvent(store, "after")

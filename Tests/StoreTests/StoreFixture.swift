@@ -66,14 +66,3 @@ final class Fixture: Sendable {
         store.sharedByInstances ? try store.write(body) : try store.read(body)
     }
 }
-
-/// Polls `condition` until it holds or `timeout` passes; true when it held. For waiting on a condition (a server
-/// back up, a session waiting on a lock), never for a fixed time.
-func eventually(timeout: Duration = .seconds(60), _ condition: () -> Bool) -> Bool {
-    let deadline = ContinuousClock.now.advanced(by: timeout)
-    while ContinuousClock.now < deadline {
-        if condition() { return true }
-        Thread.sleep(forTimeInterval: 0.02)
-    }
-    return condition()
-}
