@@ -48,73 +48,173 @@ let package = Package(
         .target(name: "Threads", swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Threads"], swiftSettings: strict),
         // Every table of the gateway behind one interface; all SQL of the gateway's own store lives here.
-        .target(name: "Store", dependencies: ["Canonical", "SQLite", "Postgres", "WireJSON", "Threads"], swiftSettings: strict),
+        .target(
+            name: "Store",
+            dependencies: ["Canonical", "SQLite", "Postgres", "WireJSON", "Threads"],
+            swiftSettings: strict
+        ),
         // The database downstream's writers: the team's own tables (public schema, versions) in PostgreSQL or SQLite.
-        .target(name: "TeamDatabase", dependencies: ["Canonical", "SQLite", "Postgres", "WireJSON"], swiftSettings: strict),
-        .target(name: "V1Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
-        .target(name: "V2Adapter", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
+        .target(
+            name: "TeamDatabase",
+            dependencies: ["Canonical", "SQLite", "Postgres", "WireJSON"],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "V1Adapter",
+            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "V2Adapter",
+            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"],
+            swiftSettings: strict
+        ),
         // The App Store Connect API client (the switch between V1 and V2: the app's notification version).
-        .target(name: "AppStoreConnect", dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"], swiftSettings: strict),
+        .target(
+            name: "AppStoreConnect",
+            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"],
+            swiftSettings: strict
+        ),
         // The simulated App Store: test PKI, lifecycles, paired V1/V2 traffic, fake Apple endpoints.
-        .target(name: "Simulator", dependencies: ["Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter", "AppStoreConnect"], swiftSettings: strict),
+        .target(
+            name: "Simulator",
+            dependencies: ["Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter", "AppStoreConnect"],
+            swiftSettings: strict
+        ),
         // The service: authenticate, normalize, journal, deliver, compare; its HTTP endpoints and admin API.
         .target(
             name: "Gateway",
-            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Store", "TeamDatabase",
-                           "HTTPServer"],
-            swiftSettings: strict),
+            dependencies: [
+                "Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Store",
+                "TeamDatabase",
+                "HTTPServer",
+            ],
+            swiftSettings: strict
+        ),
         // The comparison report as a table, JSON and one HTML page (the CLI's `report`, the admin API through `serve`).
         .target(name: "Reports", dependencies: ["Gateway", "Canonical"], swiftSettings: strict),
         // The simulated App Store at work: its fake Apple behind an HTTP server, its lifecycles played against a gateway.
         .target(
-            name: "SimulatorServer", dependencies: ["Simulator", "Gateway", "Canonical", "WireJSON", "V1Adapter", "V2Adapter", "HTTPClient", "HTTPServer"],
-            swiftSettings: strict),
+            name: "SimulatorServer",
+            dependencies: [
+                "Simulator", "Gateway", "Canonical", "WireJSON", "V1Adapter", "V2Adapter", "HTTPClient", "HTTPServer",
+            ],
+            swiftSettings: strict
+        ),
         // The benchmarks of `iap-gateway bench` (verify, ingest, soak, flood, fsync): each runs and returns its result.
         .target(
             name: "Benchmarks",
-            dependencies: ["Gateway", "Store", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer", "V2Adapter", "Threads"],
-            swiftSettings: strict),
+            dependencies: [
+                "Gateway", "Store", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
+                "V2Adapter", "Threads",
+            ],
+            swiftSettings: strict
+        ),
         // The commands, one file each (Sources/GatewayCLI/*Command.swift): flags, wiring, output.
         .target(
             name: "GatewayCLI",
-            dependencies: ["Gateway", "Reports", "Simulator", "SimulatorServer", "Benchmarks", "Store", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
-                           "V1Adapter", "V2Adapter", "AppStoreConnect"],
-            swiftSettings: strict),
+            dependencies: [
+                "Gateway", "Reports", "Simulator", "SimulatorServer", "Benchmarks", "Store", "Canonical", "Crypto",
+                "WireJSON", "HTTPClient", "HTTPServer",
+                "V1Adapter", "V2Adapter", "AppStoreConnect",
+            ],
+            swiftSettings: strict
+        ),
         .executableTarget(name: "iap-gateway", dependencies: ["GatewayCLI"], swiftSettings: strict),
 
-        .target(name: "TestSupport", dependencies: ["Canonical", "Crypto", "HTTPClient", "V2Adapter", "Postgres", "Threads"], path: "Tests/TestSupport",
-                swiftSettings: strict),
+        .target(
+            name: "TestSupport",
+            dependencies: ["Canonical", "Crypto", "HTTPClient", "V2Adapter", "Postgres", "Threads"],
+            path: "Tests/TestSupport",
+            swiftSettings: strict
+        ),
         .testTarget(name: "CanonicalTests", dependencies: ["Canonical", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "WireJSONTests", dependencies: ["WireJSON"], swiftSettings: strict),
-        .testTarget(name: "HTTPClientTests", dependencies: ["HTTPClient", "Canonical", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "V1AdapterTests", dependencies: ["V1Adapter", "Canonical", "Crypto", "HTTPClient", "WireJSON", "TestSupport"],
-                    swiftSettings: strict),
+        .testTarget(
+            name: "HTTPClientTests",
+            dependencies: ["HTTPClient", "Canonical", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "V1AdapterTests",
+            dependencies: ["V1Adapter", "Canonical", "Crypto", "HTTPClient", "WireJSON", "TestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "V2AdapterTests", dependencies: ["V2Adapter", "Canonical", "Crypto", "HTTPClient", "Simulator", "AppStoreConnect", "WireJSON", "TestSupport",
-                                                         "SimulatorTestSupport"],
-                    swiftSettings: strict),
-        .testTarget(name: "AppStoreConnectTests",
-                    dependencies: ["AppStoreConnect", "Canonical", "Crypto", "HTTPClient", "WireJSON", "Simulator", "TestSupport", "SimulatorTestSupport"],
-                    swiftSettings: strict),
-        .target(name: "SimulatorTestSupport", dependencies: ["Simulator", "V2Adapter", "TestSupport"], path: "Tests/SimulatorTestSupport",
-                swiftSettings: strict),
-        .testTarget(name: "SimulatorTests",
-                    dependencies: ["Simulator", "Canonical", "Crypto", "V1Adapter", "V2Adapter", "AppStoreConnect", "WireJSON", "TestSupport",
-                                   "SimulatorTestSupport"],
-                    swiftSettings: strict),
+        .testTarget(
+            name: "V2AdapterTests",
+            dependencies: [
+                "V2Adapter", "Canonical", "Crypto", "HTTPClient", "Simulator", "AppStoreConnect", "WireJSON",
+                "TestSupport",
+                "SimulatorTestSupport",
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "AppStoreConnectTests",
+            dependencies: [
+                "AppStoreConnect", "Canonical", "Crypto", "HTTPClient", "WireJSON", "Simulator", "TestSupport",
+                "SimulatorTestSupport",
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "SimulatorTestSupport",
+            dependencies: ["Simulator", "V2Adapter", "TestSupport"],
+            path: "Tests/SimulatorTestSupport",
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "SimulatorTests",
+            dependencies: [
+                "Simulator", "Canonical", "Crypto", "V1Adapter", "V2Adapter", "AppStoreConnect", "WireJSON",
+                "TestSupport",
+                "SimulatorTestSupport",
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
         // Against a real server when IAPGW_TEST_DATABASE_URL is set (scripts/with-postgres), skipped otherwise.
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "HTTPClient", "TestSupport"], swiftSettings: strict),
-        .target(name: "StoreTestSupport", dependencies: ["Store", "Canonical"], path: "Tests/StoreTestSupport", swiftSettings: strict),
+        .testTarget(
+            name: "HTTPServerTests",
+            dependencies: ["HTTPServer", "HTTPClient", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "StoreTestSupport",
+            dependencies: ["Store", "Canonical"],
+            path: "Tests/StoreTestSupport",
+            swiftSettings: strict
+        ),
         // The store contract against each implementation: SQLite always, PostgreSQL when IAPGW_TEST_DATABASE_URL is set.
-        .testTarget(name: "StoreTests", dependencies: ["Store", "Canonical", "Postgres", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "GatewayTests", dependencies: ["Gateway", "Reports", "Store", "TeamDatabase", "StoreTestSupport", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport"],
-                    swiftSettings: strict),
-        .testTarget(name: "ReportsTests", dependencies: ["Reports", "Gateway", "Store", "WireJSON", "TestSupport"], swiftSettings: strict),
-        .testTarget(name: "GatewayCLITests",
-                    dependencies: ["GatewayCLI", "Benchmarks", "SimulatorServer", "Gateway", "Reports", "Store", "StoreTestSupport", "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
-                                   "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport"],
-                    swiftSettings: strict),
+        .testTarget(
+            name: "StoreTests",
+            dependencies: ["Store", "Canonical", "Postgres", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "GatewayTests",
+            dependencies: [
+                "Gateway", "Reports", "Store", "TeamDatabase", "StoreTestSupport", "SQLite", "Postgres", "HTTPServer",
+                "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON",
+                "TestSupport",
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "ReportsTests",
+            dependencies: ["Reports", "Gateway", "Store", "WireJSON", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "GatewayCLITests",
+            dependencies: [
+                "GatewayCLI", "Benchmarks", "SimulatorServer", "Gateway", "Reports", "Store", "StoreTestSupport",
+                "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
+                "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport",
+            ],
+            swiftSettings: strict
+        ),
     ]
 )

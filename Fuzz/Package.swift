@@ -12,7 +12,11 @@ let strict: [SwiftSetting] = [
 /// libFuzzer's driver (`runLibFuzzer`): SwiftPM's `--defsym main=<module>_main` keeps libFuzzer's own `main` out.
 func fuzzTarget(_ name: String, _ dependencies: [Target.Dependency]) -> Target {
     .executableTarget(
-        name: "fuzz-\(name)", dependencies: ["FuzzSupport"] + dependencies, path: "Sources/fuzz-\(name)", swiftSettings: strict)
+        name: "fuzz-\(name)",
+        dependencies: ["FuzzSupport"] + dependencies,
+        path: "Sources/fuzz-\(name)",
+        swiftSettings: strict
+    )
 }
 
 let package = Package(
@@ -27,24 +31,38 @@ let package = Package(
                 "CFuzzDriver",
                 .product(name: "Crypto", package: "iap-gateway"), .product(name: "WireJSON", package: "iap-gateway"),
             ],
-            swiftSettings: strict),
+            swiftSettings: strict
+        ),
         fuzzTarget("json", [.product(name: "WireJSON", package: "iap-gateway")]),
-        fuzzTarget("v2", [
-            .product(name: "V2Adapter", package: "iap-gateway"), .product(name: "Crypto", package: "iap-gateway"),
-            .product(name: "Canonical", package: "iap-gateway"),
-        ]),
-        fuzzTarget("v1", [
-            .product(name: "V1Adapter", package: "iap-gateway"), .product(name: "WireJSON", package: "iap-gateway"),
-            .product(name: "Canonical", package: "iap-gateway"),
-        ]),
+        fuzzTarget(
+            "v2",
+            [
+                .product(name: "V2Adapter", package: "iap-gateway"), .product(name: "Crypto", package: "iap-gateway"),
+                .product(name: "Canonical", package: "iap-gateway"),
+            ]
+        ),
+        fuzzTarget(
+            "v1",
+            [
+                .product(name: "V1Adapter", package: "iap-gateway"), .product(name: "WireJSON", package: "iap-gateway"),
+                .product(name: "Canonical", package: "iap-gateway"),
+            ]
+        ),
         fuzzTarget("redact", [.product(name: "WireJSON", package: "iap-gateway")]),
         fuzzTarget("config", [.product(name: "Gateway", package: "iap-gateway")]),
-        fuzzTarget("time", [
-            .product(name: "V1Adapter", package: "iap-gateway"), .product(name: "Canonical", package: "iap-gateway"),
-        ]),
-        fuzzTarget("http", [
-            .product(name: "Gateway", package: "iap-gateway"), .product(name: "Reports", package: "iap-gateway"),
-            .product(name: "HTTPClient", package: "iap-gateway"),
-        ]),
+        fuzzTarget(
+            "time",
+            [
+                .product(name: "V1Adapter", package: "iap-gateway"),
+                .product(name: "Canonical", package: "iap-gateway"),
+            ]
+        ),
+        fuzzTarget(
+            "http",
+            [
+                .product(name: "Gateway", package: "iap-gateway"), .product(name: "Reports", package: "iap-gateway"),
+                .product(name: "HTTPClient", package: "iap-gateway"),
+            ]
+        ),
     ]
 )

@@ -13,8 +13,12 @@ public struct AppStoreConnectApp: Sendable, Equatable {
     public var sandboxVersion: NotificationVersion?
 
     public init(
-        id: String, bundleID: String, productionURL: String? = nil, productionVersion: NotificationVersion? = nil,
-        sandboxURL: String? = nil, sandboxVersion: NotificationVersion? = nil
+        id: String,
+        bundleID: String,
+        productionURL: String? = nil,
+        productionVersion: NotificationVersion? = nil,
+        sandboxURL: String? = nil,
+        sandboxVersion: NotificationVersion? = nil
     ) {
         (self.id, self.bundleID, self.productionURL, self.productionVersion, self.sandboxURL, self.sandboxVersion) =
             (id, bundleID, productionURL, productionVersion, sandboxURL, sandboxVersion)
@@ -42,21 +46,41 @@ public struct AppStoreConnectApp: Sendable, Equatable {
     /// The app of an `apps` resource; `malformed` when it is not one (another type, no id, no bundle id).
     public init(resource: AppResource) throws(AppStoreConnectError) {
         guard resource.type == AppResource.type else {
-            throw AppStoreConnectError(.malformed, "App Store Connect answered a resource of type \(Clip.printable(resource.type, 40)), not apps")
+            throw AppStoreConnectError(
+                .malformed,
+                "App Store Connect answered a resource of type \(Clip.printable(resource.type, 40)), not apps"
+            )
         }
-        guard !resource.id.isEmpty else { throw AppStoreConnectError(.malformed, "App Store Connect answered an app without an id") }
+        guard !resource.id.isEmpty else {
+            throw AppStoreConnectError(.malformed, "App Store Connect answered an app without an id")
+        }
         guard let a = resource.attributes, let bundleID = a.bundleID, !bundleID.isEmpty else {
-            throw AppStoreConnectError(.malformed, "App Store Connect answered app \(Clip.printable(resource.id, 40)) without its bundleId")
+            throw AppStoreConnectError(
+                .malformed,
+                "App Store Connect answered app \(Clip.printable(resource.id, 40)) without its bundleId"
+            )
         }
         self.init(
-            id: resource.id, bundleID: bundleID, productionURL: a.subscriptionStatusURL, productionVersion: a.subscriptionStatusURLVersion,
-            sandboxURL: a.subscriptionStatusURLForSandbox, sandboxVersion: a.subscriptionStatusURLVersionForSandbox)
+            id: resource.id,
+            bundleID: bundleID,
+            productionURL: a.subscriptionStatusURL,
+            productionVersion: a.subscriptionStatusURLVersion,
+            sandboxURL: a.subscriptionStatusURLForSandbox,
+            sandboxVersion: a.subscriptionStatusURLVersionForSandbox
+        )
     }
 
     /// The `apps` resource describing this app (the simulator's fake answers with it).
     public var resource: AppResource {
-        AppResource(id: id, attributes: AppResource.Attributes(
-            bundleID: bundleID, subscriptionStatusURL: productionURL, subscriptionStatusURLVersion: productionVersion,
-            subscriptionStatusURLForSandbox: sandboxURL, subscriptionStatusURLVersionForSandbox: sandboxVersion))
+        AppResource(
+            id: id,
+            attributes: AppResource.Attributes(
+                bundleID: bundleID,
+                subscriptionStatusURL: productionURL,
+                subscriptionStatusURLVersion: productionVersion,
+                subscriptionStatusURLForSandbox: sandboxURL,
+                subscriptionStatusURLVersionForSandbox: sandboxVersion
+            )
+        )
     }
 }

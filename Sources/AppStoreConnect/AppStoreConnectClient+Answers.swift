@@ -17,17 +17,25 @@ extension AppStoreConnectClient {
         let retryAfter = response.retryAfterMillis(maximumMillis: retryAfterCeilingMillis, now: now)
         func error(_ code: AppStoreConnectError.Code, _ words: String) -> AppStoreConnectError {
             AppStoreConnectError(
-                code, words + " (HTTP \(status))" + said, httpStatus: status, appleCodes: codes, retryAfterMillis: retryAfter)
+                code,
+                words + " (HTTP \(status))" + said,
+                httpStatus: status,
+                appleCodes: codes,
+                retryAfterMillis: retryAfter
+            )
         }
         switch status {
         case 401:
             return error(
                 .unauthorized,
                 "App Store Connect refused the API token: the key id, issuer id or private key is wrong, the key was revoked, "
-                    + "or the clock is off; it must be a team API key (App Store Connect API), not the In-App Purchase key")
+                    + "or the clock is off; it must be a team API key (App Store Connect API), not the In-App Purchase key"
+            )
         case 403:
             return error(
-                .forbidden, "the App Store Connect API key may not do this: modifying an app needs a key with the App Manager or Admin role")
+                .forbidden,
+                "the App Store Connect API key may not do this: modifying an app needs a key with the App Manager or Admin role"
+            )
         case 404:
             return error(.notFound, "App Store Connect does not know it")
         case 409:

@@ -32,7 +32,9 @@ public struct AppStoreConnectClient: Sendable {
     ///   - baseURL: ``defaultBaseURL`` in production; the simulator's fake in tests.
     ///   - now: the clock (ms since the epoch) the tokens are dated with.
     public init(
-        baseURL: String = Self.defaultBaseURL, credentials: AppStoreConnectCredentials, transport: any HTTPTransport,
+        baseURL: String = Self.defaultBaseURL,
+        credentials: AppStoreConnectCredentials,
+        transport: any HTTPTransport,
         now: @escaping @Sendable () -> Int64
     ) {
         var base = baseURL
@@ -50,11 +52,15 @@ public struct AppStoreConnectClient: Sendable {
         let matching = apps.filter { $0.bundleID == bundleID }
         guard let app = matching.first else {
             throw AppStoreConnectError(
-                .notFound, "App Store Connect has no app with bundle id \(Clip.printable(bundleID, 200)) that this key can see")
+                .notFound,
+                "App Store Connect has no app with bundle id \(Clip.printable(bundleID, 200)) that this key can see"
+            )
         }
         guard matching.count == 1 else {
             throw AppStoreConnectError(
-                .notFound, "App Store Connect answered \(matching.count) apps with bundle id \(Clip.printable(bundleID, 200))")
+                .notFound,
+                "App Store Connect answered \(matching.count) apps with bundle id \(Clip.printable(bundleID, 200))"
+            )
         }
         return app
     }
@@ -69,13 +75,22 @@ public struct AppStoreConnectClient: Sendable {
     /// `subscriptionStatusUrlVersion`, or `subscriptionStatusUrlVersionForSandbox` for sandbox). Returns the app as
     /// Apple answered it. Apple may take a while to honour it: for a time either version may still arrive.
     public func setNotificationVersion(
-        _ version: NotificationVersion, environment: AppStoreEnvironment, appID: String
+        _ version: NotificationVersion,
+        environment: AppStoreEnvironment,
+        appID: String
     ) async throws(AppStoreConnectError) -> AppStoreConnectApp {
         guard let attribute = AppResource.versionAttribute(environment.rawValue) else {
-            throw AppStoreConnectError(.badRequest, "App Store Connect has no notification version for the \(environment) environment")
+            throw AppStoreConnectError(
+                .badRequest,
+                "App Store Connect has no notification version for the \(environment) environment"
+            )
         }
         let path = "/v1/apps/" + (try Self.segment(appID))
-        let body = try await send(.patch, path, body: Self.updateBody(appID: appID, attributes: [(attribute, version.rawValue)]))
+        let body = try await send(
+            .patch,
+            path,
+            body: Self.updateBody(appID: appID, attributes: [(attribute, version.rawValue)])
+        )
         return try Self.app(body, id: appID, what: "the updated app")
     }
 
@@ -98,21 +113,39 @@ public struct AppStoreConnectClient: Sendable {
     }
 
     /// One request, one attempt: the body of a 2xx answer, else the failure it means.
-    func send(_ method: HTTPRequest.Method, _ path: String, query: [(String, String)] = [], body: [UInt8]? = nil)
+    func send(
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        query: [(String, String)] = [],
+        body: [UInt8]? = nil
+    )
         async throws(AppStoreConnectError) -> [UInt8]
     {
         let token: String
         do {
-            token = try AppStoreConnectToken(credentials: credentials, nowMillis: now()).signed(with: credentials.privateKey)
+            token = try AppStoreConnectToken(credentials: credentials, nowMillis: now()).signed(
+                with: credentials.privateKey
+            )
         } catch {
-            throw AppStoreConnectError(.invalidKey, "the App Store Connect API key cannot make an ES256 token (\(error.code)): it must be a P-256 .p8 key")
+            throw AppStoreConnectError(
+                .invalidKey,
+                "the App Store Connect API key cannot make an ES256 token (\(error.code)): it must be a P-256 .p8 key"
+            )
         }
         var headers = [HTTPHeader("Authorization", "Bearer " + token), HTTPHeader("Accept", "application/json")]
         if body != nil { headers.append(HTTPHeader("Content-Type", "application/json")) }
-        let members = query.map { Self.percentEncoded($0.0) + "=" + Self.percentEncoded($0.1, keeping: [UInt8(ascii: ",")]) }
+        let members = query.map {
+            Self.percentEncoded($0.0) + "=" + Self.percentEncoded($0.1, keeping: [UInt8(ascii: ",")])
+        }
         let url = baseURL + path + (members.isEmpty ? "" : "?" + members.joined(separator: "&"))
         let request = HTTPRequest(
-            method: method, url: url, headers: headers, body: body ?? [], timeoutMillis: timeoutMillis, maxResponseBytes: maxResponseBytes)
+            method: method,
+            url: url,
+            headers: headers,
+            body: body ?? [],
+            timeoutMillis: timeoutMillis,
+            maxResponseBytes: maxResponseBytes
+        )
         let response: HTTPResponse
         do { response = try await transport.send(request) } catch { throw Self.judge(error) }
         guard (200..<300).contains(response.status) else { throw Self.judge(response, token: token, now: now()) }
@@ -122,14 +155,20 @@ public struct AppStoreConnectClient: Sendable {
     static func app(_ body: [UInt8], id: String, what: String) throws(AppStoreConnectError) -> AppStoreConnectApp {
         let app = try AppStoreConnectApp(resource: try decode(AppResponse.self, body, what: what).data)
         guard app.id == id else {
-            throw AppStoreConnectError(.malformed, "App Store Connect answered app \(Clip.printable(app.id, 40)) for \(Clip.printable(id, 40))")
+            throw AppStoreConnectError(
+                .malformed,
+                "App Store Connect answered app \(Clip.printable(app.id, 40)) for \(Clip.printable(id, 40))"
+            )
         }
         return app
     }
 
     static func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8], what: String) throws(AppStoreConnectError) -> T {
         do { return try JSONValueDecoder().decode(type, from: body) } catch {
-            throw AppStoreConnectError(.malformed, "App Store Connect answered \(what) with something that is not its JSON:API (\(describe(error)))")
+            throw AppStoreConnectError(
+                .malformed,
+                "App Store Connect answered \(what) with something that is not its JSON:API (\(describe(error)))"
+            )
         }
     }
 
@@ -160,7 +199,8 @@ public struct AppStoreConnectClient: Sendable {
         out.reserveCapacity(value.utf8.count)
         for b in value.utf8 {
             switch b {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"),
                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
                 out.append(b)
             case _ where keeping.contains(b):

@@ -22,7 +22,10 @@ public struct AppStoreConnectCredentials: Sendable, CustomStringConvertible {
     /// repeats the text).
     public init(issuerID: String, keyID: String, privateKeyPEM pem: String) throws(AppStoreConnectError) {
         guard let key = try? PrivateKey(pem: pem), key.publicKey.isP256 else {
-            throw AppStoreConnectError(.invalidKey, "the App Store Connect API key is not a P-256 private key in PEM (the .p8 file)")
+            throw AppStoreConnectError(
+                .invalidKey,
+                "the App Store Connect API key is not a P-256 private key in PEM (the .p8 file)"
+            )
         }
         self.init(issuerID: issuerID, keyID: keyID, privateKey: key)
     }

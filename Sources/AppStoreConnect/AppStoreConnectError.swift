@@ -35,7 +35,8 @@ public struct AppStoreConnectError: Error, Hashable, CustomStringConvertible {
 
         /// Every code, for exhaustive mappings and their tests.
         public static let all: [Code] = [
-            .unauthorized, .forbidden, .notFound, .conflict, .rateLimited, .unavailable, .malformed, .badRequest, .invalidKey,
+            .unauthorized, .forbidden, .notFound, .conflict, .rateLimited, .unavailable, .malformed, .badRequest,
+            .invalidKey,
         ]
     }
 
@@ -52,8 +53,13 @@ public struct AppStoreConnectError: Error, Hashable, CustomStringConvertible {
     public var location: String
 
     public init(
-        _ code: Code, _ reason: String, httpStatus: Int? = nil, appleCodes: [String] = [], retryAfterMillis: Int64? = nil,
-        file: String = #fileID, line: Int = #line
+        _ code: Code,
+        _ reason: String,
+        httpStatus: Int? = nil,
+        appleCodes: [String] = [],
+        retryAfterMillis: Int64? = nil,
+        file: String = #fileID,
+        line: Int = #line
     ) {
         (self.code, self.reason, self.httpStatus, self.appleCodes, self.retryAfterMillis) =
             (code, reason, httpStatus, appleCodes, retryAfterMillis)

@@ -27,17 +27,27 @@ public struct AppStoreConnectToken: Sendable, Hashable {
 
     /// A token for `credentials` issued at `nowMillis` (ms since the epoch, from the caller's injected clock) and
     /// living `lifetimeSeconds`, kept within 1…``maxLifetimeSeconds``.
-    public init(credentials: AppStoreConnectCredentials, nowMillis: Int64, lifetimeSeconds: Int64 = Self.lifetimeSeconds) {
+    public init(
+        credentials: AppStoreConnectCredentials,
+        nowMillis: Int64,
+        lifetimeSeconds: Int64 = Self.lifetimeSeconds
+    ) {
         let issuedAt = nowMillis / 1000
         self.init(
-            keyID: credentials.keyID, issuerID: credentials.issuerID, issuedAt: issuedAt,
-            expiresAt: issuedAt.clampedAdding(min(max(1, lifetimeSeconds), Self.maxLifetimeSeconds)))
+            keyID: credentials.keyID,
+            issuerID: credentials.issuerID,
+            issuedAt: issuedAt,
+            expiresAt: issuedAt.clampedAdding(min(max(1, lifetimeSeconds), Self.maxLifetimeSeconds))
+        )
     }
 
     /// The compact token, signed with `key`.
     public func signed(with key: PrivateKey) throws(CryptoError) -> String {
-        let header = "{\"alg\":\"ES256\",\"kid\":" + String(decoding: JSONValue.quoted(keyID), as: UTF8.self) + ",\"typ\":\"JWT\"}"
-        let payload = "{\"iss\":" + String(decoding: JSONValue.quoted(issuerID), as: UTF8.self) + ",\"iat\":\(issuedAt)"
+        let header =
+            "{\"alg\":\"ES256\",\"kid\":" + String(decoding: JSONValue.quoted(keyID), as: UTF8.self)
+            + ",\"typ\":\"JWT\"}"
+        let payload =
+            "{\"iss\":" + String(decoding: JSONValue.quoted(issuerID), as: UTF8.self) + ",\"iat\":\(issuedAt)"
             + ",\"exp\":\(expiresAt),\"aud\":\"\(Self.audience)\"}"
         return try CompactES256.sign(header: Array(header.utf8), payload: Array(payload.utf8), key: key)
     }
@@ -57,7 +67,11 @@ public struct AppStoreConnectToken: Sendable, Hashable {
     /// segments with `publicKey`; header `alg` ES256 and `kid` (and `typ`, when present, `JWT`); payload `iss`,
     /// `iat` and `exp` numbers, `aud` ``audience``, `iat` not in the future (a minute of skew), `exp` in the future
     /// and at most ``maxLifetimeSeconds`` after `iat`. `now` is in seconds.
-    public static func verify(_ token: String, publicKey: PublicKey, now seconds: Int64) throws(Rejection) -> AppStoreConnectToken {
+    public static func verify(
+        _ token: String,
+        publicKey: PublicKey,
+        now seconds: Int64
+    ) throws(Rejection) -> AppStoreConnectToken {
         guard let parts = CompactES256.split(token),
             case .object(let header)? = try? JSONParser.parse(parts.header),
             case .object(let payload)? = try? JSONParser.parse(parts.payload)

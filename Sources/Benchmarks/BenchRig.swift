@@ -1,9 +1,9 @@
-internal import Gateway
-internal import HTTPServer
 internal import Canonical
 internal import Crypto
 internal import FoundationEssentials
+internal import Gateway
 internal import HTTPClient
+internal import HTTPServer
 internal import V2Adapter
 internal import WireJSON
 
@@ -36,11 +36,22 @@ final class BenchRig {
     init(label: String, executable: String = "/proc/self/exe") throws {
         self.executable = executable
         now = WallClock.wallMillis()
-        directory = FileManager.default.temporaryDirectory.appending(path: "iapgw-\(label)-\(UInt64.random(in: 0...UInt64.max))").path()
+        directory = FileManager.default.temporaryDirectory.appending(
+            path: "iapgw-\(label)-\(UInt64.random(in: 0...UInt64.max))"
+        ).path()
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let pki = try GeneratedTestPKI.generate(notBefore: now / 1000 - 86_400, notAfter: now / 1000 + 30 * 86_400, name: "iap-gateway Bench")
+        let pki = try GeneratedTestPKI.generate(
+            notBefore: now / 1000 - 86_400,
+            notAfter: now / 1000 + 30 * 86_400,
+            name: "iap-gateway Bench"
+        )
         try Data(pki.root.der).write(to: URL(filePath: directory + "/root.der"))
-        signer = try AppleJWSSigner(leaf: pki.leaf, intermediate: pki.intermediate, root: pki.root, leafKey: pki.leafKey)
+        signer = try AppleJWSSigner(
+            leaf: pki.leaf,
+            intermediate: pki.intermediate,
+            root: pki.root,
+            leafKey: pki.leafKey
+        )
         var peer = HTTPServer.Configuration()
         peer.threads = 4
         apple = HTTPServer(configuration: peer) { request in .json(200, BenchRig.receiptAnswer(for: request.body)) }
@@ -50,13 +61,28 @@ final class BenchRig {
     /// Starts the gateway with the bench app (V1 authoritative, both generations) sending to `appDownstreams`.
     /// `downstreams`: the config's `downstreams` array (JSON); `limits`: its `limits` object (JSON) or "".
     func startGateway(downstreams: String, appDownstreams: [String], limits: String = "") throws {
-        try startGateways(count: 1, store: .sqlite, downstreams: downstreams, appDownstreams: appDownstreams, limits: limits)
+        try startGateways(
+            count: 1,
+            store: .sqlite,
+            downstreams: downstreams,
+            appDownstreams: appDownstreams,
+            limits: limits
+        )
     }
 
     /// Starts `count` gateways on one config and one store, all spawned before any is waited for (so that they open
     /// the store — and, on PostgreSQL, migrate it — at the same moment), then waits for each to listen.
-    func startGateways(count: Int, store: BenchStore, downstreams: String, appDownstreams: [String], limits: String = "") throws {
-        precondition(gateways.isEmpty && count >= 1 && (count == 1 || store != .sqlite), "several gateways need a shared store")
+    func startGateways(
+        count: Int,
+        store: BenchStore,
+        downstreams: String,
+        appDownstreams: [String],
+        limits: String = ""
+    ) throws {
+        precondition(
+            gateways.isEmpty && count >= 1 && (count == 1 || store != .sqlite),
+            "several gateways need a shared store"
+        )
         let names = appDownstreams.map { "\"\($0)\"" }.joined(separator: ", ")
         let storeJSON: String
         var environment = ["BENCH_SECRET": Self.secret, "PATH": "/usr/bin:/bin"]
@@ -83,8 +109,13 @@ final class BenchRig {
         _ = try GatewayConfig.parse(Array(configText.utf8), baseDirectory: directory)  // a broken template fails here
         var started: [ChildProcess] = []
         for _ in 0..<count {
-            started.append(try ChildProcess(executable: executable, arguments: ["serve", "--config", directory + "/config.json"],
-                                            environment: environment))
+            started.append(
+                try ChildProcess(
+                    executable: executable,
+                    arguments: ["serve", "--config", directory + "/config.json"],
+                    environment: environment
+                )
+            )
         }
         var ports: [UInt16] = []
         for child in started {
@@ -149,16 +180,24 @@ final class BenchRig {
     /// A DID_RENEW with signed transaction and renewal info, all signed by the bench leaf.
     func v2Body(_ i: Int) throws -> [UInt8] {
         let otid = "30000000\(Self.padded(i, 8))"
-        let tx = try signer.sign(payload: Array("""
-            {"transactionId":"\(otid)","originalTransactionId":"\(otid)","bundleId":"\(Self.bundle)","productId":"p.monthly",\
-            "purchaseDate":\(now - 60_000),"originalPurchaseDate":\(now - 60_000),"expiresDate":\(now + 2_592_000_000),"quantity":1,\
-            "type":"Auto-Renewable Subscription","inAppOwnershipType":"PURCHASED","signedDate":\(now),"environment":"Sandbox",\
-            "transactionReason":"RENEWAL","price":9990,"currency":"USD"}
-            """.utf8))
-        let renewal = try signer.sign(payload: Array("""
-            {"originalTransactionId":"\(otid)","autoRenewProductId":"p.monthly","productId":"p.monthly","autoRenewStatus":1,\
-            "signedDate":\(now),"environment":"Sandbox"}
-            """.utf8))
+        let tx = try signer.sign(
+            payload: Array(
+                """
+                {"transactionId":"\(otid)","originalTransactionId":"\(otid)","bundleId":"\(Self.bundle)","productId":"p.monthly",\
+                "purchaseDate":\(now - 60_000),"originalPurchaseDate":\(now - 60_000),"expiresDate":\(now + 2_592_000_000),"quantity":1,\
+                "type":"Auto-Renewable Subscription","inAppOwnershipType":"PURCHASED","signedDate":\(now),"environment":"Sandbox",\
+                "transactionReason":"RENEWAL","price":9990,"currency":"USD"}
+                """.utf8
+            )
+        )
+        let renewal = try signer.sign(
+            payload: Array(
+                """
+                {"originalTransactionId":"\(otid)","autoRenewProductId":"p.monthly","productId":"p.monthly","autoRenewStatus":1,\
+                "signedDate":\(now),"environment":"Sandbox"}
+                """.utf8
+            )
+        )
         let uuid = Self.v2NotificationUUID(i)
         let payload = """
             {"notificationType":"DID_RENEW","notificationUUID":"\(uuid)","data":{"appAppleId":1,"bundleId":"\(Self.bundle)",\
@@ -171,12 +210,14 @@ final class BenchRig {
     /// A V1 DID_RENEW body for a distinct subscription; its receipt names the subscription for the fake verifyReceipt.
     static func v1Body(_ i: Int) -> [UInt8] {
         let otid = "40000000\(padded(i, 8))"
-        return Array("""
+        return Array(
+            """
             {"notification_type":"DID_RENEW","password":"\(secret)","environment":"Sandbox","bid":"\(bundle)",\
             "original_transaction_id":"\(otid)","auto_renew_status":"true","unified_receipt":{"environment":"Sandbox",\
             "latest_receipt":"bench-receipt-\(otid)","status":0,"latest_receipt_info":[{"original_transaction_id":"\(otid)",\
             "transaction_id":"\(otid)","product_id":"p.monthly","purchase_date_ms":"1","expires_date_ms":"2"}]}}
-            """.utf8)
+            """.utf8
+        )
     }
 
     /// verifyReceipt's answer: the subscription the request's receipt names (`bench-receipt-OTID`), renewed a minute
@@ -187,14 +228,16 @@ final class BenchRig {
         else { return Array(#"{"status":0,"environment":"Sandbox","latest_receipt_info":[]}"#.utf8) }
         let otid = receipt.dropFirst("bench-receipt-".count)
         let now = WallClock.wallMillis()
-        return Array("""
+        return Array(
+            """
             {"status":0,"environment":"Sandbox","receipt":{"bundle_id":"\(bundle)"},"latest_receipt":"\(receipt)",\
             "latest_receipt_info":[{"quantity":"1","product_id":"p.monthly","transaction_id":"\(otid)",\
             "original_transaction_id":"\(otid)","purchase_date_ms":"\(now - 60_000)","original_purchase_date_ms":"\(now - 60_000)",\
             "expires_date_ms":"\(now + 2_592_000_000)","web_order_line_item_id":"\(otid)","is_trial_period":"false"}],\
             "pending_renewal_info":[{"auto_renew_product_id":"p.monthly","original_transaction_id":"\(otid)",\
             "product_id":"p.monthly","auto_renew_status":"1"}]}
-            """.utf8)
+            """.utf8
+        )
     }
 
     static func padded(_ n: Int, _ width: Int) -> String {

@@ -15,7 +15,9 @@ final class BenchSchema {
 
     init(environment: [String: String]) throws {
         guard let server = Self.variables.lazy.compactMap({ environment[$0] }).first(where: { !$0.isEmpty }) else {
-            throw IngestBenchmark.Failure(description: "--store postgres needs IAPGW_BENCH_DATABASE_URL (or IAPGW_TEST_DATABASE_URL)")
+            throw IngestBenchmark.Failure(
+                description: "--store postgres needs IAPGW_BENCH_DATABASE_URL (or IAPGW_TEST_DATABASE_URL)"
+            )
         }
         self.server = server
         name = "bench_" + String(UInt64.random(in: 0...UInt64.max), radix: 16)

@@ -1,7 +1,7 @@
-internal import FoundationEssentials
 import Dispatch
-internal import WireJSON
+internal import FoundationEssentials
 import Synchronization
+internal import WireJSON
 
 #if canImport(Glibc)
 import Glibc
@@ -51,7 +51,8 @@ final class ChildProcess: Sendable {
                 while let nl = pending.firstIndex(of: 0x0A) {
                     let line = String(decoding: pending[..<nl], as: UTF8.self)
                     pending.removeSubrange(...nl)
-                    lines.withLock { if $0.count < 64 || line.contains("\"msg\":\"stopped\"") { $0.append(line) } }  // first lines + the last
+                    // first lines + the last
+                    lines.withLock { if $0.count < 64 || line.contains("\"msg\":\"stopped\"") { $0.append(line) } }
                 }
             }
             close(fd)

@@ -1,5 +1,5 @@
-internal import Gateway
 internal import FoundationEssentials
+internal import Gateway
 internal import HTTPClient
 internal import Store
 
@@ -48,13 +48,18 @@ public enum FloodBenchmark {
         let rig = try BenchRig(label: "flood")
         try rig.startGateway(downstreams: "[]", appDownstreams: [])
         guard let gateway = rig.gateway else { throw IngestBenchmark.Failure(description: "the gateway did not start") }
-        let body = Array(#"{"notification_type":"DID_RENEW","password":"guess","bid":""#.utf8)
+        let body =
+            Array(#"{"notification_type":"DID_RENEW","password":"guess","bid":""#.utf8)
             + [UInt8](repeating: UInt8(ascii: "b"), count: 1_048_000) + Array(#""}"#.utf8)
         let transport = CurlTransport(maxConcurrentTransfers: 8)
         let url = rig.notificationsURL
         for i in 0..<1_000 {
-            let r = try await transport.send(HTTPRequest(method: .post, url: url, body: try rig.v2Body(i), timeoutMillis: 30_000))
-            guard r.status == 200 else { throw IngestBenchmark.Failure(description: "warm-up notification answered \(r.status)") }
+            let r = try await transport.send(
+                HTTPRequest(method: .post, url: url, body: try rig.v2Body(i), timeoutMillis: 30_000)
+            )
+            guard r.status == 200 else {
+                throw IngestBenchmark.Failure(description: "warm-up notification answered \(r.status)")
+            }
         }
         let storeBefore = rig.storeBytes
         let databaseBefore = rig.databaseBytes
@@ -66,7 +71,9 @@ public enum FloodBenchmark {
                 group.addTask {
                     var seen: [Int] = []
                     for _ in stride(from: worker, to: count, by: 8) {
-                        let r = try? await transport.send(HTTPRequest(method: .post, url: url, body: body, timeoutMillis: 30_000))
+                        let r = try? await transport.send(
+                            HTTPRequest(method: .post, url: url, body: body, timeoutMillis: 30_000)
+                        )
                         seen.append(r?.status ?? 0)
                     }
                     return seen
@@ -88,15 +95,25 @@ public enum FloodBenchmark {
         var info = stat()
         let wal = stat(rig.directory + "/gateway.db-wal", &info) == 0 ? Int64(info.st_size) : 0
         let (status, _) = rig.finish()
-        guard status == 0 else { throw IngestBenchmark.Failure(description: "the gateway exited with status \(status)") }
+        guard status == 0 else {
+            throw IngestBenchmark.Failure(description: "the gateway exited with status \(status)")
+        }
         let cap = GatewayConfig().limits.untrustedQuarantineBytes
         return Result(
-            bodies: count, bodyBytes: body.count,
+            bodies: count,
+            bodyBytes: body.count,
             statuses: Dictionary(statuses.map { (String($0), 1) }, uniquingKeysWith: +),
-            seconds: ((Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) * 100).rounded() / 100,
-            storeGrowthBytes: growth, databaseGrowthBytes: databaseGrowth, walBytesAtEnd: wal, untrustedLaneCapBytes: cap,
-            walBoundBytes: SQLiteStore.walBoundBytes, logGrowthBytes: log - logBefore,
-            withinCap: databaseGrowth <= cap && wal <= SQLiteStore.walBoundBytes, build: VerifyBenchmark.buildKind)
+            seconds: ((Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18) * 100)
+                .rounded() / 100,
+            storeGrowthBytes: growth,
+            databaseGrowthBytes: databaseGrowth,
+            walBytesAtEnd: wal,
+            untrustedLaneCapBytes: cap,
+            walBoundBytes: SQLiteStore.walBoundBytes,
+            logGrowthBytes: log - logBefore,
+            withinCap: databaseGrowth <= cap && wal <= SQLiteStore.walBoundBytes,
+            build: VerifyBenchmark.buildKind
+        )
     }
 }
 

@@ -40,8 +40,15 @@ public enum FsyncBenchmark {
         try? await Task.sleep(for: .milliseconds(Int64(seconds * 1000)))
         let sorted = probe.stop()
         return Result(
-            folder: folder, seconds: seconds, samples: sorted.count, p50Ms: sorted.quantile(0.5, decimals: 1),
-            p99Ms: sorted.quantile(0.99, decimals: 1), maxMs: sorted.quantile(1, decimals: 1), over10Ms: sorted.count { $0 > 10 }, over25Ms: sorted.count { $0 > 25 },
-            over100Ms: sorted.count { $0 > 100 })
+            folder: folder,
+            seconds: seconds,
+            samples: sorted.count,
+            p50Ms: sorted.quantile(0.5, decimals: 1),
+            p99Ms: sorted.quantile(0.99, decimals: 1),
+            maxMs: sorted.quantile(1, decimals: 1),
+            over10Ms: sorted.count { $0 > 10 },
+            over25Ms: sorted.count { $0 > 25 },
+            over100Ms: sorted.count { $0 > 100 }
+        )
     }
 }

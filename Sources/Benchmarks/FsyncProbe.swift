@@ -1,6 +1,6 @@
 internal import FoundationEssentials
-internal import Threads
 import Synchronization
+internal import Threads
 
 #if canImport(Glibc)
 import Glibc

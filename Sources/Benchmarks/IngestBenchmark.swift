@@ -1,12 +1,12 @@
-internal import Gateway
-internal import HTTPServer
 internal import Canonical
 internal import Crypto
 internal import FoundationEssentials
+internal import Gateway
 internal import HTTPClient
+internal import HTTPServer
+import Synchronization
 internal import V2Adapter
 internal import WireJSON
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -98,8 +98,14 @@ public enum IngestBenchmark {
     /// `gateway_cpu_ms_per_notification` tell what delivery costs.
     /// `postgres`: the store is a fresh schema in the database ``BenchSchema`` names, dropped afterwards, shared by
     /// `instances` gateways.
-    public static func run(seconds: Double, concurrency: Int = 64, rate: Int = 500, deliver: Bool = true, postgres: Bool = false,
-                           instances: Int = 1) async throws -> Result {
+    public static func run(
+        seconds: Double,
+        concurrency: Int = 64,
+        rate: Int = 500,
+        deliver: Bool = true,
+        postgres: Bool = false,
+        instances: Int = 1
+    ) async throws -> Result {
         let schema = postgres ? try BenchSchema(environment: ProcessEnvironment.variables) : nil
         defer { schema?.drop() }
         let rig = try BenchRig(label: "bench")
@@ -114,13 +120,15 @@ public enum IngestBenchmark {
             downstream.stop()
         }
         try rig.startGateways(
-            count: instances, store: schema.map { .postgres(url: $0.url) } ?? .sqlite,
+            count: instances,
+            store: schema.map { .postgres(url: $0.url) } ?? .sqlite,
             downstreams: """
                 [ { "name": "production-only", "url": "http://127.0.0.1:\(downstream.port)/events", "environments": ["production"] },
                   { "name": "main", "url": "http://127.0.0.1:\(downstream.port)/events",
                     "environments": ["production", "sandbox"], "shadow": true, "concurrency": 8 } ]
                 """,
-            appDownstreams: [deliver ? "main" : "production-only"])
+            appDownstreams: [deliver ? "main" : "production-only"]
+        )
         let gateways = rig.gateways
         guard !gateways.isEmpty else { throw Failure(description: "the gateway did not start") }
         let urls = rig.notificationsURLs
@@ -143,14 +151,25 @@ public enum IngestBenchmark {
         let echo = HTTPServer(configuration: echoConfig) { _ in .json(200, Array(#"{"ok":true}"#.utf8)) }
         try echo.start()
         let baseline = await closedLoop(
-            urls: ["http://127.0.0.1:\(echo.port)/notifications"], bodies: throughputBodies, seconds: seconds, concurrency: concurrency,
-            transport: transport)
+            urls: ["http://127.0.0.1:\(echo.port)/notifications"],
+            bodies: throughputBodies,
+            seconds: seconds,
+            concurrency: concurrency,
+            transport: transport
+        )
         echo.stopAccepting()
         echo.stop()
         func cpuSeconds() -> Double { gateways.reduce(0) { $0 + $1.cpuSeconds } }
         let cpuBefore = cpuSeconds()
-        let measured = await closedLoop(urls: urls, bodies: throughputBodies, seconds: seconds, concurrency: concurrency, transport: transport)
-        let cpuPerNotification = measured.accepted > 0 ? (cpuSeconds() - cpuBefore) / Double(measured.accepted) * 1000 : 0
+        let measured = await closedLoop(
+            urls: urls,
+            bodies: throughputBodies,
+            seconds: seconds,
+            concurrency: concurrency,
+            transport: transport
+        )
+        let cpuPerNotification =
+            measured.accepted > 0 ? (cpuSeconds() - cpuBefore) / Double(measured.accepted) * 1000 : 0
         let throughput = measured.perSecond
         let failures = Counter()
         failures.add(measured.failures)
@@ -179,7 +198,9 @@ public enum IngestBenchmark {
                 try? await Task.sleep(until: scheduled, clock: clock)
                 let url = urls[i % urls.count]
                 group.addTask {
-                    let r = try? await transport.send(HTTPRequest(method: .post, url: url, body: body, timeoutMillis: 10_000))
+                    let r = try? await transport.send(
+                        HTTPRequest(method: .post, url: url, body: body, timeoutMillis: 10_000)
+                    )
                     let d = clock.now - scheduled
                     if r?.status == 200 {
                         latencies.append(d.milliseconds)
@@ -200,7 +221,8 @@ public enum IngestBenchmark {
         var (transactions, writes): (Int64, Int64) = (0, 0)
         for line in stopped.compactMap(\.stoppedLine) {
             if case .object(let o)? = try? JSONParser.parse(Array(line.utf8)), let tx = o["transactions"]?.int64Value,
-               let w = o["writes"]?.int64Value {
+                let w = o["writes"]?.int64Value
+            {
                 transactions += tx
                 writes += w
             }
@@ -209,21 +231,46 @@ public enum IngestBenchmark {
 
         let sorted = latencies.all.sorted()
         return Result(
-            notificationsPerSecond: (throughput * 10).rounded() / 10, httpBaselinePerSecond: (baseline.perSecond * 10).rounded() / 10,
-            fractionOfHTTPBaseline: baseline.perSecond > 0 ? (throughput / baseline.perSecond * 1000).rounded() / 1000 : 0,
-            gatewayCPUMsPerNotification: (cpuPerNotification * 1000).rounded() / 1000, p50Ms: sorted.quantile(0.5, decimals: 2), p99Ms: sorted.quantile(0.99, decimals: 2),
-            offeredRatePerSecond: rate, latencySamples: sorted.count, failures: failures.value,
-            peakRSSMB: rssPerInstance.max() ?? 0, peakRSSMBPerInstance: rssPerInstance, writesPerCommit: writesPerTransaction,
-            concurrency: concurrency, v1Share: 0.2, delivery: deliver, seconds: seconds, build: VerifyBenchmark.buildKind,
-            store: postgres ? "postgres" : "sqlite", instances: gateways.count,
-            drainSecondsBeforeOpenLoop: (Double(drained.components.seconds) * 10 + Double(drained.components.attoseconds) / 1e17).rounded() / 10,
-            openLoopGatewayCPUMsPerNotification: (openCPU * 1000).rounded() / 1000, openLoopMachineBusy: machine.busy,
-            openLoopMachineSteal: machine.steal, openLoopFsyncP50Ms: fsync.p50, openLoopFsyncMaxMs: fsync.max)
+            notificationsPerSecond: (throughput * 10).rounded() / 10,
+            httpBaselinePerSecond: (baseline.perSecond * 10).rounded() / 10,
+            fractionOfHTTPBaseline: baseline.perSecond > 0
+                ? (throughput / baseline.perSecond * 1000).rounded() / 1000 : 0,
+            gatewayCPUMsPerNotification: (cpuPerNotification * 1000).rounded() / 1000,
+            p50Ms: sorted.quantile(0.5, decimals: 2),
+            p99Ms: sorted.quantile(0.99, decimals: 2),
+            offeredRatePerSecond: rate,
+            latencySamples: sorted.count,
+            failures: failures.value,
+            peakRSSMB: rssPerInstance.max() ?? 0,
+            peakRSSMBPerInstance: rssPerInstance,
+            writesPerCommit: writesPerTransaction,
+            concurrency: concurrency,
+            v1Share: 0.2,
+            delivery: deliver,
+            seconds: seconds,
+            build: VerifyBenchmark.buildKind,
+            store: postgres ? "postgres" : "sqlite",
+            instances: gateways.count,
+            drainSecondsBeforeOpenLoop: (Double(drained.components.seconds) * 10 + Double(
+                drained.components.attoseconds
+            ) / 1e17).rounded() / 10,
+            openLoopGatewayCPUMsPerNotification: (openCPU * 1000).rounded() / 1000,
+            openLoopMachineBusy: machine.busy,
+            openLoopMachineSteal: machine.steal,
+            openLoopFsyncP50Ms: fsync.p50,
+            openLoopFsyncMaxMs: fsync.max
+        )
     }
 
     /// Closed loop: `concurrency` clients send `bodies` as fast as they are answered, body i to `urls[i % urls.count]`,
     /// for `seconds` (or until the bodies run out). Returns the 200s per second and the count of anything else.
-    static func closedLoop(urls: [String], bodies: [[UInt8]], seconds: Double, concurrency: Int, transport: CurlTransport) async
+    static func closedLoop(
+        urls: [String],
+        bodies: [[UInt8]],
+        seconds: Double,
+        concurrency: Int,
+        transport: CurlTransport
+    ) async
         -> (perSecond: Double, accepted: Int, failures: Int)
     {
         let next = Counter()
@@ -239,15 +286,24 @@ public enum IngestBenchmark {
                         let i = next.add(1) - 1
                         guard i < bodies.count else { return }
                         let r = try? await transport.send(
-                            HTTPRequest(method: .post, url: urls[i % urls.count], body: bodies[i], timeoutMillis: 10_000))
+                            HTTPRequest(
+                                method: .post,
+                                url: urls[i % urls.count],
+                                body: bodies[i],
+                                timeoutMillis: 10_000
+                            )
+                        )
                         if r?.status == 200 { ok.add(1) } else { failures.add(1) }
                     }
                 }
             }
         }
         let elapsed = clock.now - start
-        return (Double(ok.value) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18), ok.value,
-                failures.value)
+        return (
+            Double(ok.value) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18),
+            ok.value,
+            failures.value
+        )
     }
 
 }
@@ -263,7 +319,11 @@ final class Samples: Sendable {
 /// A thread-safe counter.
 final class Counter: Sendable {
     private let n = Mutex(0)
-    @discardableResult func add(_ k: Int) -> Int { n.withLock { $0 += k; return $0 } }
+    @discardableResult func add(_ k: Int) -> Int {
+        n.withLock {
+            $0 += k
+            return $0
+        }
+    }
     var value: Int { n.withLock { $0 } }
 }
-

@@ -11,7 +11,7 @@ struct MachineCPU: Sendable {
     /// Now; all zero where `/proc/stat` cannot be read.
     static func now() -> MachineCPU {
         guard let data = try? Data(contentsOf: URL(filePath: "/proc/stat")),
-              let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first, line.hasPrefix("cpu ")
+            let line = String(decoding: data, as: UTF8.self).split(separator: "\n").first, line.hasPrefix("cpu ")
         else { return MachineCPU() }
         // cpu user nice system idle iowait irq softirq steal [guest guest_nice: already counted in user and nice]
         let v = line.split(separator: " ").dropFirst().prefix(8).map { Double($0) ?? 0 }

@@ -1,8 +1,8 @@
-internal import HTTPServer
 internal import FoundationEssentials
 internal import HTTPClient
-internal import WireJSON
+internal import HTTPServer
 import Synchronization
+internal import WireJSON
 
 #if canImport(Glibc)
 import Glibc
@@ -105,8 +105,14 @@ public enum SoakBenchmark {
         var counts: (deliveries: Int, injected: Int) { state.withLock { ($0.deliveries, $0.injected) } }
     }
 
-    public static func run(minutes: Double, rate: Int = 200, failureRate: Double = 0.2, outageSeconds: Int = 60,
-                           drainTimeoutSeconds: Int = 900, progress: (@Sendable (String) -> Void)? = nil) async throws -> Result {
+    public static func run(
+        minutes: Double,
+        rate: Int = 200,
+        failureRate: Double = 0.2,
+        outageSeconds: Int = 60,
+        drainTimeoutSeconds: Int = 900,
+        progress: (@Sendable (String) -> Void)? = nil
+    ) async throws -> Result {
         let rig = try BenchRig(label: "soak")
         let downstream = Downstream(failureRate: failureRate)
         var peerConfig = HTTPServer.Configuration()
@@ -123,7 +129,8 @@ public enum SoakBenchmark {
                 [ { "name": "main", "url": "http://127.0.0.1:\(downstreamPort)/events", "environments": ["production", "sandbox"],
                     "shadow": true, "concurrency": 8, "max_attempts": 30, "retry_delay": "1s", "max_retry_delay": "30s" } ]
                 """,
-            appDownstreams: ["main"])
+            appDownstreams: ["main"]
+        )
         guard let gateway = rig.gateway else { throw IngestBenchmark.Failure(description: "the gateway did not start") }
         let url = rig.notificationsURL
 
@@ -182,9 +189,13 @@ public enum SoakBenchmark {
                 }
                 guard let body = i % 5 == 4 ? BenchRig.v1Body(i) : try? rig.v2Body(i) else { continue }
                 group.addTask {
-                    let r = try? await transport.send(HTTPRequest(method: .post, url: url, body: body, timeoutMillis: 10_000))
+                    let r = try? await transport.send(
+                        HTTPRequest(method: .post, url: url, body: body, timeoutMillis: 10_000)
+                    )
                     let d = clock.now - scheduled
-                    if let r, r.status == 200, case .object(let o)? = try? JSONParser.parse(r.body), let id = o["id"]?.stringValue {
+                    if let r, r.status == 200, case .object(let o)? = try? JSONParser.parse(r.body),
+                        let id = o["id"]?.stringValue
+                    {
                         accepted.append(id)
                         latencies.append(d.milliseconds)
                     } else {
@@ -215,7 +226,9 @@ public enum SoakBenchmark {
         let drain = elapsed() - loadEnded
         sample()
         let (status, _) = rig.finish()
-        guard status == 0 else { throw IngestBenchmark.Failure(description: "the gateway exited with status \(status)") }
+        guard status == 0 else {
+            throw IngestBenchmark.Failure(description: "the gateway exited with status \(status)")
+        }
 
         let delivered = downstream.delivered.intersection(ids).count
         let counts = downstream.counts
@@ -223,12 +236,27 @@ public enum SoakBenchmark {
         let warm = all.filter { Double($0.second) >= runSeconds / 5 && Double($0.second) <= loadEnded }
         let sorted = latencies.all.sorted()
         return Result(
-            minutes: minutes, offeredRatePerSecond: rate, sent: total, accepted: ids.count, refused: refused.value, delivered: delivered,
-            lost: ids.count - delivered, redeliveries: counts.deliveries - downstream.delivered.count,
-            downstreamFailuresInjected: counts.injected, outageStartSecond: outageStart, outageSeconds: outageLength,
-            drainSeconds: (drain * 10).rounded() / 10, p50Ms: sorted.quantile(0.5, decimals: 2), p99Ms: sorted.quantile(0.99, decimals: 2),
-            rssStartMB: warm.first?.rssMB ?? 0, rssEndMB: warm.last?.rssMB ?? 0, rssMaxMB: all.map(\.rssMB).max() ?? 0,
-            rssSlopeMBPerMinute: slope(warm.map { (Double($0.second) / 60, $0.rssMB) }), samples: all, build: VerifyBenchmark.buildKind)
+            minutes: minutes,
+            offeredRatePerSecond: rate,
+            sent: total,
+            accepted: ids.count,
+            refused: refused.value,
+            delivered: delivered,
+            lost: ids.count - delivered,
+            redeliveries: counts.deliveries - downstream.delivered.count,
+            downstreamFailuresInjected: counts.injected,
+            outageStartSecond: outageStart,
+            outageSeconds: outageLength,
+            drainSeconds: (drain * 10).rounded() / 10,
+            p50Ms: sorted.quantile(0.5, decimals: 2),
+            p99Ms: sorted.quantile(0.99, decimals: 2),
+            rssStartMB: warm.first?.rssMB ?? 0,
+            rssEndMB: warm.last?.rssMB ?? 0,
+            rssMaxMB: all.map(\.rssMB).max() ?? 0,
+            rssSlopeMBPerMinute: slope(warm.map { (Double($0.second) / 60, $0.rssMB) }),
+            samples: all,
+            build: VerifyBenchmark.buildKind
+        )
     }
 
     /// The ids of accepted notifications, from the load's tasks.

@@ -59,7 +59,9 @@ public enum VerifyBenchmark {
             throw Failure(description: "sample signature is not raw R‖S")
         }
         let context = try ReusableVerifyContext(key: key)
-        guard context.verify(digest: digest, derSignature: der) else { throw Failure(description: "baseline verify failed") }
+        guard context.verify(digest: digest, derSignature: der) else {
+            throw Failure(description: "baseline verify failed")
+        }
         // The machine is shared: its speed drifts over seconds. Baseline and gateway therefore run interleaved
         // in short slices, so both see the same conditions and the ratio stays meaningful.
         var baselineMeter = Meter()
@@ -70,13 +72,15 @@ public enum VerifyBenchmark {
                 if !context.verify(digest: digest, derSignature: der) { fatalError("baseline verify failed") }
             }
             warmMeter.run(seconds: 0.05) {
-                guard let n = try? warm.verifyNotification(signedPayload: token, now: now), n.canonicalEvents().count == 1
+                guard let n = try? warm.verifyNotification(signedPayload: token, now: now),
+                    n.canonicalEvents().count == 1
                 else { fatalError("warm verify failed") }
             }
         }
         var coldMeter = Meter()
         coldMeter.run(seconds: min(secondsPerPhase, 2)) {
-            guard let n = try? cold.verifyNotification(signedPayload: token, now: now), n.canonicalEvents().count == 1 else {
+            guard let n = try? cold.verifyNotification(signedPayload: token, now: now), n.canonicalEvents().count == 1
+            else {
                 fatalError("cold verify failed")
             }
         }
@@ -84,18 +88,23 @@ public enum VerifyBenchmark {
         let warmRate = warmMeter.rate
         let coldRate = coldMeter.rate
         return Result(
-            notificationsPerSecond: round1(warmRate), coldNotificationsPerSecond: round1(coldRate),
-            opensslP256VerifiesPerSecond: round1(baseline), fractionOfBound: (warmRate / (baseline / 3) * 1000).rounded() / 1000,
-            seconds: secondsPerPhase, build: buildKind,
-            sample: "Fixtures/v2/notif-did-renew-sandbox-2025.json (real Apple DID_RENEW: outer + transaction + renewal)")
+            notificationsPerSecond: round1(warmRate),
+            coldNotificationsPerSecond: round1(coldRate),
+            opensslP256VerifiesPerSecond: round1(baseline),
+            fractionOfBound: (warmRate / (baseline / 3) * 1000).rounded() / 1000,
+            seconds: secondsPerPhase,
+            build: buildKind,
+            sample:
+                "Fixtures/v2/notif-did-renew-sandbox-2025.json (real Apple DID_RENEW: outer + transaction + renewal)"
+        )
     }
 
     /// Which build made the numbers (debug numbers mean nothing).
     static var buildKind: String {
         #if DEBUG
-            "debug (numbers are meaningless: use swift build -c release)"
+        "debug (numbers are meaningless: use swift build -c release)"
         #else
-            "release"
+        "release"
         #endif
     }
 

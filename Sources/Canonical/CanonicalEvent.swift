@@ -64,8 +64,15 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
     public var entitlement: Entitlement?
 
     public init(
-        id: String, source: EventSource, kind: EventKind, reason: EventReason? = nil, rawType: String,
-        rawSubtype: String? = nil, eventDate: Int64, eventDateSource: EventDateSource, verified: Bool
+        id: String,
+        source: EventSource,
+        kind: EventKind,
+        reason: EventReason? = nil,
+        rawType: String,
+        rawSubtype: String? = nil,
+        eventDate: Int64,
+        eventDateSource: EventDateSource,
+        verified: Bool
     ) {
         self.id = id
         self.source = source
@@ -86,8 +93,12 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
 
     public mutating func computeEntitlement() {
         entitlement = Entitlement.compute(
-            expiresDate: expiresDate, revocationDate: revocationDate, gracePeriodExpiresDate: gracePeriodExpiresDate,
-            inBillingRetry: inBillingRetry, at: eventDate)
+            expiresDate: expiresDate,
+            revocationDate: revocationDate,
+            gracePeriodExpiresDate: gracePeriodExpiresDate,
+            inBillingRetry: inBillingRetry,
+            at: eventDate
+        )
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {

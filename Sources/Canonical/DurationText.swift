@@ -12,7 +12,9 @@ public enum DurationText {
 
     /// `digits × factor`, nil unless `digits` is a non-negative decimal integer whose product fits.
     private static func scaled(_ digits: Substring, by factor: Int64) -> Int64? {
-        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int64(digits) else { return nil }
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int64(digits) else {
+            return nil
+        }
         let (v, overflow) = n.multipliedReportingOverflow(by: factor)
         return overflow ? nil : v
     }

@@ -33,7 +33,10 @@ public struct Entitlement: Sendable, Hashable, Codable {
     /// 5. Apple still retrying billing → `billing_retry`;
     /// 6. otherwise → `expired`.
     public static func compute(
-        expiresDate: Int64?, revocationDate: Int64?, gracePeriodExpiresDate: Int64?, inBillingRetry: Bool?,
+        expiresDate: Int64?,
+        revocationDate: Int64?,
+        gracePeriodExpiresDate: Int64?,
+        inBillingRetry: Bool?,
         at time: Int64
     ) -> Entitlement {
         if revocationDate != nil { return Entitlement(state: .revoked, until: nil) }

@@ -25,15 +25,21 @@ public enum OutcomeComparison {
         if !sameIfBothKnown(v1.autoRenew, v2.autoRenew) { out.append("auto_renew") }
         if !sameIfBothKnown(v1.autoRenewProductID, v2.autoRenewProductID) { out.append("auto_renew_product_id") }
         if !sameIfBothKnown(v1.inBillingRetry, v2.inBillingRetry) { out.append("in_billing_retry") }
-        if !sameDate(v1.gracePeriodExpiresDate, v2.gracePeriodExpiresDate, absentIsValue: true) { out.append("grace_period_expires_date") }
+        if !sameDate(v1.gracePeriodExpiresDate, v2.gracePeriodExpiresDate, absentIsValue: true) {
+            out.append("grace_period_expires_date")
+        }
         if !sameDate(v1.revocationDate, v2.revocationDate, absentIsValue: true) { out.append("revocation_date") }
         return out
     }
 
     static func entitlement(_ s: OutcomeSnapshot, at time: Int64) -> Entitlement {
         Entitlement.compute(
-            expiresDate: s.expiresDate, revocationDate: s.revocationDate, gracePeriodExpiresDate: s.gracePeriodExpiresDate,
-            inBillingRetry: s.inBillingRetry, at: time)
+            expiresDate: s.expiresDate,
+            revocationDate: s.revocationDate,
+            gracePeriodExpiresDate: s.gracePeriodExpiresDate,
+            inBillingRetry: s.inBillingRetry,
+            at: time
+        )
     }
 
     static func sameIfBothKnown<T: Equatable>(_ a: T?, _ b: T?) -> Bool {
@@ -56,9 +62,20 @@ extension OutcomeSnapshot {
     /// The snapshot a canonical event's facts amount to (a V2 notification's signed data, observed at its date).
     public init(event e: CanonicalEvent, source: EventSource, observedAt: Int64) {
         self.init(
-            source: source, bundleID: e.bundleID, environment: e.environment, originalTransactionID: e.originalTransactionID ?? "",
-            productID: e.productID, transactionID: e.transactionID, expiresDate: e.expiresDate, revocationDate: e.revocationDate,
-            gracePeriodExpiresDate: e.gracePeriodExpiresDate, autoRenew: e.autoRenew, autoRenewProductID: e.autoRenewProductID,
-            inBillingRetry: e.inBillingRetry, expirationIntent: e.expirationIntent, observedAt: observedAt)
+            source: source,
+            bundleID: e.bundleID,
+            environment: e.environment,
+            originalTransactionID: e.originalTransactionID ?? "",
+            productID: e.productID,
+            transactionID: e.transactionID,
+            expiresDate: e.expiresDate,
+            revocationDate: e.revocationDate,
+            gracePeriodExpiresDate: e.gracePeriodExpiresDate,
+            autoRenew: e.autoRenew,
+            autoRenewProductID: e.autoRenewProductID,
+            inBillingRetry: e.inBillingRetry,
+            expirationIntent: e.expirationIntent,
+            observedAt: observedAt
+        )
     }
 }

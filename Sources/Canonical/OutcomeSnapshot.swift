@@ -22,10 +22,20 @@ public struct OutcomeSnapshot: Sendable, Hashable, Codable {
     public var entitlement: Entitlement
 
     public init(
-        source: EventSource, bundleID: String?, environment: AppStoreEnvironment?, originalTransactionID: String,
-        productID: String?, transactionID: String?, expiresDate: Int64?, revocationDate: Int64?,
-        gracePeriodExpiresDate: Int64?, autoRenew: Bool?, autoRenewProductID: String?, inBillingRetry: Bool?,
-        expirationIntent: String?, observedAt: Int64
+        source: EventSource,
+        bundleID: String?,
+        environment: AppStoreEnvironment?,
+        originalTransactionID: String,
+        productID: String?,
+        transactionID: String?,
+        expiresDate: Int64?,
+        revocationDate: Int64?,
+        gracePeriodExpiresDate: Int64?,
+        autoRenew: Bool?,
+        autoRenewProductID: String?,
+        inBillingRetry: Bool?,
+        expirationIntent: String?,
+        observedAt: Int64
     ) {
         self.source = source
         self.bundleID = bundleID
@@ -42,8 +52,12 @@ public struct OutcomeSnapshot: Sendable, Hashable, Codable {
         self.expirationIntent = expirationIntent
         self.observedAt = observedAt
         self.entitlement = Entitlement.compute(
-            expiresDate: expiresDate, revocationDate: revocationDate, gracePeriodExpiresDate: gracePeriodExpiresDate,
-            inBillingRetry: inBillingRetry, at: observedAt)
+            expiresDate: expiresDate,
+            revocationDate: revocationDate,
+            gracePeriodExpiresDate: gracePeriodExpiresDate,
+            inBillingRetry: inBillingRetry,
+            at: observedAt
+        )
     }
 
     enum CodingKeys: String, CodingKey, CaseIterable {

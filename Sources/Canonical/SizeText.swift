@@ -14,7 +14,9 @@ public enum SizeText {
             break
         }
         while number.last == " " { number = number.dropLast() }
-        guard !number.isEmpty, number.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int64(number) else { return nil }
+        guard !number.isEmpty, number.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let n = Int64(number) else {
+            return nil
+        }
         let (v, overflow) = n.multipliedReportingOverflow(by: factor)
         return overflow ? nil : v
     }

@@ -31,7 +31,8 @@ public enum TimeText {
             return v
         }
         guard chars.count >= 10, chars[4] == UInt8(ascii: "-"), chars[7] == UInt8(ascii: "-"),
-            let y = number(0..<4), let mo = number(5..<7), let d = number(8..<10), (1...12).contains(mo), (1...31).contains(d),
+            let y = number(0..<4), let mo = number(5..<7), let d = number(8..<10), (1...12).contains(mo),
+            (1...31).contains(d),
             let days = UTCTime.days(year: Int64(y), month: Int64(mo), day: Int64(d))  // years 0…9999: never nil
         else { return nil }
         var seconds = days * 86_400
@@ -53,7 +54,8 @@ public enum TimeText {
         }
         guard i < chars.count else { return nil }
         if chars[i] == UInt8(ascii: "Z"), i == chars.count - 1 { return seconds * 1000 + millis }
-        guard chars.count == i + 6, chars[i] == UInt8(ascii: "+") || chars[i] == UInt8(ascii: "-"), let oh = number((i + 1)..<(i + 3)),
+        guard chars.count == i + 6, chars[i] == UInt8(ascii: "+") || chars[i] == UInt8(ascii: "-"),
+            let oh = number((i + 1)..<(i + 3)),
             let om = number((i + 4)..<(i + 6))
         else { return nil }
         let offset = Int64(oh * 3600 + om * 60) * (chars[i] == UInt8(ascii: "+") ? 1 : -1)

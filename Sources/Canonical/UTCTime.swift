@@ -34,7 +34,8 @@ public struct UTCTime: Sendable, Hashable {
     /// ``init(milliseconds:)``); nil when `month` is not 1…12, `day` not 1…31 (not checked against the month's
     /// length, as Apple's parsers do not either) or the year is beyond ±``maxYearMagnitude``.
     public static func days(year: Int64, month: Int64, day: Int64) -> Int64? {
-        guard (1...12).contains(month), (1...31).contains(day), (-maxYearMagnitude...maxYearMagnitude).contains(year) else {
+        guard (1...12).contains(month), (1...31).contains(day), (-maxYearMagnitude...maxYearMagnitude).contains(year)
+        else {
             return nil
         }
         let y = month <= 2 ? year - 1 : year
@@ -55,7 +56,14 @@ public struct UTCTime: Sendable, Hashable {
 
     /// Milliseconds since the epoch of a UTC date and time of day; nil when a field is out of range (hour 0…23,
     /// minute 0…59, second 0…60 for a leap second) or the instant does not fit `Int64`.
-    public static func milliseconds(year: Int64, month: Int64, day: Int64, hour: Int64, minute: Int64, second: Int64)
+    public static func milliseconds(
+        year: Int64,
+        month: Int64,
+        day: Int64,
+        hour: Int64,
+        minute: Int64,
+        second: Int64
+    )
         -> Int64?
     {
         guard let days = days(year: year, month: month, day: day), (0...23).contains(hour), (0...59).contains(minute),
@@ -70,7 +78,9 @@ public struct UTCTime: Sendable, Hashable {
     /// `YYYY-MM-DD`.
     public var date: String { "\(Self.year(year))-\(Self.two(month))-\(Self.two(day))" }
     /// `HH:MM:SS`.
-    public var time: String { "\(Self.two(secondOfDay / 3600)):\(Self.two(secondOfDay / 60 % 60)):\(Self.two(secondOfDay % 60))" }
+    public var time: String {
+        "\(Self.two(secondOfDay / 3600)):\(Self.two(secondOfDay / 60 % 60)):\(Self.two(secondOfDay % 60))"
+    }
     /// `YYYY-MM-DDTHH:MM:SSZ`.
     public var iso8601: String { date + "T" + time + "Z" }
 

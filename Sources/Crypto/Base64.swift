@@ -8,7 +8,9 @@ public enum Base64 {
         case url
     }
 
-    private static let standardTable: [UInt8] = table("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/")
+    private static let standardTable: [UInt8] = table(
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    )
     private static let urlTable: [UInt8] = table("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
     /// Four 256-entry tables per alphabet with each sextet already shifted into place, so a quartet decodes with
     /// four loads and three ORs; an invalid character sets bit 31 (checked once per call).
@@ -40,7 +42,9 @@ public enum Base64 {
     where C.Element == UInt8 {
         var result: Result<[UInt8], CryptoError>?
         _ = input.withContiguousStorageIfAvailable { buf in
-            do throws(CryptoError) { result = .success(try decode(UnsafeRawBufferPointer(buf), alphabet: alphabet)) } catch {
+            do throws(CryptoError) {
+                result = .success(try decode(UnsafeRawBufferPointer(buf), alphabet: alphabet))
+            } catch {
                 result = .failure(error)
             }
         }
@@ -70,7 +74,8 @@ public enum Base64 {
                 var o = 0
                 var bad: UInt32 = 0
                 while i + 4 <= count {
-                    let v = t[Int(src[i])] | t[256 + Int(src[i + 1])] | t[512 + Int(src[i + 2])] | t[768 + Int(src[i + 3])]
+                    let v =
+                        t[Int(src[i])] | t[256 + Int(src[i + 1])] | t[512 + Int(src[i + 2])] | t[768 + Int(src[i + 3])]
                     bad |= v
                     d[o] = UInt8(truncatingIfNeeded: v >> 16)
                     d[o + 1] = UInt8(truncatingIfNeeded: v >> 8)
@@ -113,10 +118,16 @@ public enum Base64 {
             let b2 = it.next()
             out.append(chars[Int(b0 >> 2)])
             out.append(chars[Int((b0 & 0x03) << 4 | (b1 ?? 0) >> 4)])
-            if let b1 { out.append(chars[Int((b1 & 0x0F) << 2 | (b2 ?? 0) >> 6)]) } else if alphabet == .standard {
+            if let b1 {
+                out.append(chars[Int((b1 & 0x0F) << 2 | (b2 ?? 0) >> 6)])
+            } else if alphabet == .standard {
                 out.append(UInt8(ascii: "="))
             }
-            if let b2 { out.append(chars[Int(b2 & 0x3F)]) } else if alphabet == .standard { out.append(UInt8(ascii: "=")) }
+            if let b2 {
+                out.append(chars[Int(b2 & 0x3F)])
+            } else if alphabet == .standard {
+                out.append(UInt8(ascii: "="))
+            }
         }
         return String(decoding: out, as: UTF8.self)
     }

@@ -13,7 +13,12 @@ public struct CertificateSubject: Sendable, Hashable {
     /// ISO 3166 two-letter code.
     public var country: String?
 
-    public init(commonName: String, organizationalUnit: String? = nil, organization: String? = nil, country: String? = nil) {
+    public init(
+        commonName: String,
+        organizationalUnit: String? = nil,
+        organization: String? = nil,
+        country: String? = nil
+    ) {
         (self.commonName, self.organizationalUnit, self.organization, self.country) =
             (commonName, organizationalUnit, organization, country)
     }
@@ -46,8 +51,14 @@ public enum CertificateBuilder {
     /// - The issuer is not judged (a non-CA issuer is allowed: negative tests need such chains); only its key must
     ///   match its certificate.
     public static func make(
-        subject: CertificateSubject, issuer: (certificate: X509Certificate, key: PrivateKey)?, key: PrivateKey,
-        notBefore: Int64, notAfter: Int64, isCA: Bool, pathLength: Int? = nil, extensions: [CertificateExtension] = []
+        subject: CertificateSubject,
+        issuer: (certificate: X509Certificate, key: PrivateKey)?,
+        key: PrivateKey,
+        notBefore: Int64,
+        notAfter: Int64,
+        isCA: Bool,
+        pathLength: Int? = nil,
+        extensions: [CertificateExtension] = []
     ) throws(CryptoError) -> X509Certificate {
         guard notAfter > notBefore else { throw CryptoError(.invalidArgument, "notAfter is not after notBefore") }
         guard notBefore >= earliestTime, notAfter <= latestTime else {
@@ -60,13 +71,17 @@ public enum CertificateBuilder {
         let signingKey = issuer?.key ?? key
         defer { ERR_clear_error() }
         if let issuer {
-            let matches = withExtendedLifetime(issuer) { X509_check_private_key(issuer.certificate.x509, issuer.key.pkey) == 1 }
+            let matches = withExtendedLifetime(issuer) {
+                X509_check_private_key(issuer.certificate.x509, issuer.key.pkey) == 1
+            }
             guard matches else { throw CryptoError(.invalidKey, "issuer key does not match the issuer certificate") }
         }
 
         guard let x = X509_new() else { throw CryptoError(.internalFailure, "X509_new") }
         defer { X509_free(x) }
-        guard X509_set_version(x, Int(X509_VERSION_3)) == 1 else { throw CryptoError(.internalFailure, "X509_set_version") }
+        guard X509_set_version(x, Int(X509_VERSION_3)) == 1 else {
+            throw CryptoError(.internalFailure, "X509_set_version")
+        }
         try setRandomSerial(x)
 
         let name = try makeName(subject)
@@ -87,7 +102,10 @@ public enum CertificateBuilder {
 
         // Standard extensions through OpenSSL's own encoders (the `openssl x509 -extfile` syntax).
         var standard: [(Int32, String)] = [
-            (NID_basic_constraints, isCA ? "critical,CA:TRUE" + (pathLength.map { ",pathlen:\($0)" } ?? "") : "critical,CA:FALSE"),
+            (
+                NID_basic_constraints,
+                isCA ? "critical,CA:TRUE" + (pathLength.map { ",pathlen:\($0)" } ?? "") : "critical,CA:FALSE"
+            ),
             (NID_key_usage, isCA ? "critical,keyCertSign,cRLSign" : "critical,digitalSignature"),
             (NID_subject_key_identifier, "hash"),
         ]
@@ -129,7 +147,9 @@ public enum CertificateBuilder {
             bytes = Bytes.random(count: 16)
             bytes[0] &= 0x7F  // positive as a DER INTEGER
         } while bytes.allSatisfy { $0 == 0 }  // RFC 5280 §4.1.2.2: non-zero
-        guard let bn = BN_bin2bn(bytes, Int32(bytes.count), nil) else { throw CryptoError(.internalFailure, "BN_bin2bn") }
+        guard let bn = BN_bin2bn(bytes, Int32(bytes.count), nil) else {
+            throw CryptoError(.internalFailure, "BN_bin2bn")
+        }
         defer { BN_free(bn) }
         guard BN_to_ASN1_INTEGER(bn, X509_get_serialNumber(x)) != nil else {
             throw CryptoError(.internalFailure, "BN_to_ASN1_INTEGER")
@@ -173,10 +193,14 @@ public enum CertificateBuilder {
         }
         defer { ASN1_OBJECT_free(obj) }
         // X.509 allows each extension once; OpenSSL marks a certificate with duplicates invalid.
-        guard X509_get_ext_by_OBJ(x, obj, -1) < 0 else { throw CryptoError(.invalidArgument, "duplicate extension \(e.oid)") }
+        guard X509_get_ext_by_OBJ(x, obj, -1) < 0 else {
+            throw CryptoError(.invalidArgument, "duplicate extension \(e.oid)")
+        }
         guard let octets = ASN1_OCTET_STRING_new() else { throw CryptoError(.internalFailure, "ASN1_OCTET_STRING_new") }
         defer { ASN1_OCTET_STRING_free(octets) }
-        guard e.derValue.withUnsafeBufferPointer({ ASN1_OCTET_STRING_set(octets, $0.baseAddress, Int32($0.count)) }) == 1 else {
+        guard
+            e.derValue.withUnsafeBufferPointer({ ASN1_OCTET_STRING_set(octets, $0.baseAddress, Int32($0.count)) }) == 1
+        else {
             throw CryptoError(.internalFailure, "ASN1_OCTET_STRING_set")
         }
         guard let ext = X509_EXTENSION_create_by_OBJ(nil, obj, e.critical ? 1 : 0, octets) else {

@@ -19,7 +19,8 @@ public enum CompactES256 {
 
         /// Whether the signature is an ES256 signature of ``signingInput`` by `publicKey` (a P-256 key).
         public func verifies(with publicKey: PublicKey) -> Bool {
-            signature.count == 64 && signingInput.withUnsafeBytes { publicKey.verifyES256(signature: signature, message: $0) }
+            signature.count == 64
+                && signingInput.withUnsafeBytes { publicKey.verifyES256(signature: signature, message: $0) }
         }
     }
 

@@ -41,7 +41,11 @@ public struct CryptoError: Error, Hashable, CustomStringConvertible {
         while true {
             let e = ERR_get_error()
             if e == 0 { break }
-            if let s = ERR_reason_error_string(e) { parts.append(String(cString: s)) } else { parts.append("error \(e)") }
+            if let s = ERR_reason_error_string(e) {
+                parts.append(String(cString: s))
+            } else {
+                parts.append("error \(e)")
+            }
         }
         return parts.joined(separator: "; ")
     }

@@ -62,7 +62,9 @@ public enum Bytes {
     public static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
         if a.isEmpty { return true }
-        return a.withUnsafeBytes { pa in b.withUnsafeBytes { pb in CRYPTO_memcmp(pa.baseAddress, pb.baseAddress, a.count) } } == 0
+        return a.withUnsafeBytes { pa in
+            b.withUnsafeBytes { pb in CRYPTO_memcmp(pa.baseAddress, pb.baseAddress, a.count) }
+        } == 0
     }
 
     /// Cryptographically secure random bytes.

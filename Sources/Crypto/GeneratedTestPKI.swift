@@ -26,28 +26,55 @@ public struct GeneratedTestPKI: Sendable {
 
     /// Subjects are `CN=<name> Root CA | WWDR CA | Receipt Signing, OU=<name> test PKI (not Apple), O=iap-gateway, C=US`.
     public static func generate(
-        notBefore: Int64, notAfter: Int64, name: String = "iap-gateway Simulator"
+        notBefore: Int64,
+        notAfter: Int64,
+        name: String = "iap-gateway Simulator"
     ) throws(CryptoError) -> GeneratedTestPKI {
         func subject(_ role: String) -> CertificateSubject {
             CertificateSubject(
-                commonName: "\(name) \(role)", organizationalUnit: "\(name) test PKI (not Apple)",
-                organization: "iap-gateway", country: "US")
+                commonName: "\(name) \(role)",
+                organizationalUnit: "\(name) test PKI (not Apple)",
+                organization: "iap-gateway",
+                country: "US"
+            )
         }
         let rootKey = try PrivateKey.generateP384()
         let root = try CertificateBuilder.make(
-            subject: subject("Root CA"), issuer: nil, key: rootKey, notBefore: notBefore, notAfter: notAfter, isCA: true)
+            subject: subject("Root CA"),
+            issuer: nil,
+            key: rootKey,
+            notBefore: notBefore,
+            notAfter: notAfter,
+            isCA: true
+        )
         let intermediateKey = try PrivateKey.generateP384()
         let intermediate = try CertificateBuilder.make(
-            subject: subject("WWDR CA"), issuer: (root, rootKey), key: intermediateKey,
-            notBefore: notBefore, notAfter: notAfter, isCA: true, pathLength: 0,
-            extensions: [CertificateExtension(oid: intermediateMarkerOID, critical: false, derValue: derNull)])
+            subject: subject("WWDR CA"),
+            issuer: (root, rootKey),
+            key: intermediateKey,
+            notBefore: notBefore,
+            notAfter: notAfter,
+            isCA: true,
+            pathLength: 0,
+            extensions: [CertificateExtension(oid: intermediateMarkerOID, critical: false, derValue: derNull)]
+        )
         let leafKey = try PrivateKey.generateP256()
         let leaf = try CertificateBuilder.make(
-            subject: subject("Receipt Signing"), issuer: (intermediate, intermediateKey), key: leafKey,
-            notBefore: notBefore, notAfter: notAfter, isCA: false,
-            extensions: [CertificateExtension(oid: leafMarkerOID, critical: false, derValue: derNull)])
+            subject: subject("Receipt Signing"),
+            issuer: (intermediate, intermediateKey),
+            key: leafKey,
+            notBefore: notBefore,
+            notAfter: notAfter,
+            isCA: false,
+            extensions: [CertificateExtension(oid: leafMarkerOID, critical: false, derValue: derNull)]
+        )
         return GeneratedTestPKI(
-            root: root, rootKey: rootKey, intermediate: intermediate, intermediateKey: intermediateKey,
-            leaf: leaf, leafKey: leafKey)
+            root: root,
+            rootKey: rootKey,
+            intermediate: intermediate,
+            intermediateKey: intermediateKey,
+            leaf: leaf,
+            leafKey: leafKey
+        )
     }
 }

@@ -19,11 +19,15 @@ public final class PrivateKey: @unchecked Sendable {
     }
 
     private static func generate(curve: String) throws(CryptoError) -> PrivateKey {
-        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else { throw CryptoError(.internalFailure, "EC keygen context") }
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
+            throw CryptoError(.internalFailure, "EC keygen context")
+        }
         defer { EVP_PKEY_CTX_free(ctx) }
         guard EVP_PKEY_keygen_init(ctx) == 1 else { throw CryptoError(.internalFailure, "keygen init") }
         let nid = curve == "P-256" ? NID_X9_62_prime256v1 : NID_secp384r1
-        guard EVP_PKEY_CTX_set_ec_paramgen_curve_nid(ctx, nid) == 1 else { throw CryptoError(.internalFailure, "curve") }
+        guard EVP_PKEY_CTX_set_ec_paramgen_curve_nid(ctx, nid) == 1 else {
+            throw CryptoError(.internalFailure, "curve")
+        }
         var key: OpaquePointer?
         guard EVP_PKEY_keygen(ctx, &key) == 1, let key else { throw CryptoError(.internalFailure, "keygen") }
         return PrivateKey(owning: key)
@@ -35,7 +39,9 @@ public final class PrivateKey: @unchecked Sendable {
         let bytes = Array(pem.utf8)
         let key: OpaquePointer? = bytes.withUnsafeBufferPointer { buf in
             // OpenSSL takes an `int` length: text past 2 GiB is no key, and must not trap the conversion.
-            guard let length = Int32(exactly: buf.count), let bio = BIO_new_mem_buf(buf.baseAddress, length) else { return nil }
+            guard let length = Int32(exactly: buf.count), let bio = BIO_new_mem_buf(buf.baseAddress, length) else {
+                return nil
+            }
             defer { BIO_free(bio) }
             return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
         }

@@ -114,7 +114,9 @@ public final class ReusableVerifyContext {
     public func verify(digest: [UInt8], derSignature: [UInt8]) -> Bool {
         withExtendedLifetime(key) {
             derSignature.withUnsafeBufferPointer { s in
-                digest.withUnsafeBufferPointer { d in EVP_PKEY_verify(ctx, s.baseAddress, s.count, d.baseAddress, d.count) }
+                digest.withUnsafeBufferPointer { d in
+                    EVP_PKEY_verify(ctx, s.baseAddress, s.count, d.baseAddress, d.count)
+                }
             } == 1
         }
     }

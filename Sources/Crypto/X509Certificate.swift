@@ -1,4 +1,5 @@
 internal import COpenSSL
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -83,7 +84,9 @@ public final class X509Certificate: @unchecked Sendable {
 
     /// The subject public key.
     public func publicKey() throws(CryptoError) -> PublicKey {
-        guard let key = X509_get_pubkey(x509) else { throw CryptoError(.invalidKey, "certificate public key unreadable") }
+        guard let key = X509_get_pubkey(x509) else {
+            throw CryptoError(.invalidKey, "certificate public key unreadable")
+        }
         return PublicKey(owning: key)
     }
 
@@ -92,7 +95,9 @@ public final class X509Certificate: @unchecked Sendable {
         let bytes = Array(pem.utf8)
         let cert: OpaquePointer? = bytes.withUnsafeBufferPointer { buf in
             // OpenSSL takes an `int` length: text past 2 GiB is no certificate, and must not trap the conversion.
-            guard let length = Int32(exactly: buf.count), let bio = BIO_new_mem_buf(buf.baseAddress, length) else { return nil }
+            guard let length = Int32(exactly: buf.count), let bio = BIO_new_mem_buf(buf.baseAddress, length) else {
+                return nil
+            }
             defer { BIO_free(bio) }
             return PEM_read_bio_X509(bio, nil, nil, nil)
         }

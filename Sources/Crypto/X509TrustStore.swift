@@ -40,7 +40,11 @@ public final class X509TrustStore: @unchecked Sendable {
     deinit { X509_STORE_free(store) }
 
     /// Validates `leaf` → `intermediates` → anchor at `time` (seconds since the epoch).
-    public func validate(leaf: X509Certificate, intermediates: [X509Certificate], at time: Int64) throws(X509PathFailure) {
+    public func validate(
+        leaf: X509Certificate,
+        intermediates: [X509Certificate],
+        at time: Int64
+    ) throws(X509PathFailure) {
         guard let ctx = X509_STORE_CTX_new() else {
             throw X509PathFailure(kind: .invalid, openSSLCode: -1, message: "X509_STORE_CTX_new failed")
         }
@@ -57,7 +61,9 @@ public final class X509TrustStore: @unchecked Sendable {
         }
         ERR_clear_error()
         if result == 1 { return }
-        if result == -2 { throw X509PathFailure(kind: .invalid, openSSLCode: -1, message: "X509_STORE_CTX_init failed") }
+        if result == -2 {
+            throw X509PathFailure(kind: .invalid, openSSLCode: -1, message: "X509_STORE_CTX_init failed")
+        }
         let code = X509_STORE_CTX_get_error(ctx)
         let depth = X509_STORE_CTX_get_error_depth(ctx)
         let text = X509_verify_cert_error_string(Int(code)).map { String(cString: $0) } ?? "unknown"

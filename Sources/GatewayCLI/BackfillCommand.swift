@@ -16,30 +16,48 @@ public enum BackfillCommand: Command {
         """
 
     static func run(_ arguments: [String]) async throws -> Int32 {
-        let a = try Arguments(arguments, valueFlags: ["config", "since", "until", "bundle", "environment", "max-pages", "max-bytes", "resume-token"])
+        let a = try Arguments(
+            arguments,
+            valueFlags: ["config", "since", "until", "bundle", "environment", "max-pages", "max-bytes", "resume-token"]
+        )
         _ = try a.positionals(atMost: 0, for: name)
         let environment = try a.environment()
         let now = WallClock.wallMillis()
         guard let since = try a.time("since", now: now) else { throw CommandError.usage("backfill needs --since T") }
         let until = try a.time("until", now: now) ?? now
         var limits = Limits()
-        limits.maxPages = try a.number("max-pages", default: limits.maxPages, valid: { (1...Limits.maxPagesLimit).contains($0) },
-                                       "--max-pages must be 1…\(Limits.maxPagesLimit)")
+        limits.maxPages = try a.number(
+            "max-pages",
+            default: limits.maxPages,
+            valid: { (1...Limits.maxPagesLimit).contains($0) },
+            "--max-pages must be 1…\(Limits.maxPagesLimit)"
+        )
         limits.maxBytes = try a.size("max-bytes", default: limits.maxBytes, 1...Limits.maxBytesLimit)
         if let token = a.value("resume-token") {
             guard !token.isEmpty else { throw CommandError.usage("--resume-token must not be empty") }
             guard a.value("bundle") != nil, environment != nil else {
-                throw CommandError.usage("--resume-token needs --bundle and --environment: a token continues one app's listing in one environment")
+                throw CommandError.usage(
+                    "--resume-token needs --bundle and --environment: a token continues one app's listing in one environment"
+                )
             }
             limits.resumeToken = token
         }
         let config = try a.config(for: name)
         let results = try await withService(config) { service in
             guard let api = service.appStoreAPI else {
-                throw CommandError.usage("backfill needs app_store_api (issuer_id, key_id, private_key_env) in the config")
+                throw CommandError.usage(
+                    "backfill needs app_store_api (issuer_id, key_id, private_key_env) in the config"
+                )
             }
-            return try await backfill(service: service, source: api, since: since, until: until, bundleID: a.value("bundle"),
-                                      environment: environment, limits: limits)
+            return try await backfill(
+                service: service,
+                source: api,
+                since: since,
+                until: until,
+                bundleID: a.value("bundle"),
+                environment: environment,
+                limits: limits
+            )
         }
         for result in results { print(JSONOutput.string(result)) }
         return results.contains { $0.failed } ? 1 : 0
@@ -97,8 +115,10 @@ public enum BackfillCommand: Command {
         public var failed: Bool { stoppedBy.map { $0 != Limits.pageCap && $0 != Limits.byteCap } ?? false }
 
         enum CodingKeys: String, CodingKey {
-            case bundleID = "bundle_id", environment, since, until, listed, added, duplicates, refused, pages, bytes, complete
-            case stoppedBy = "stopped_by", resumeToken = "resume_token"
+            case bundleID = "bundle_id"
+            case environment, since, until, listed, added, duplicates, refused, pages, bytes, complete
+            case stoppedBy = "stopped_by"
+            case resumeToken = "resume_token"
         }
     }
 
@@ -111,10 +131,19 @@ public enum BackfillCommand: Command {
     /// resume), a notification the store keeps nowhere (the store failing, a full genuine lane: its page is where to
     /// resume), an App Store Server API failure. A notification the gateway cannot serve (a bundle the config does not
     /// have, say) is counted in `refused`, quarantined once, and gone past.
-    public static func backfill(service: GatewayService, source: AppStoreAPIPathSource, since: Int64, until: Int64, bundleID: String?,
-                                environment: AppStoreEnvironment?, limits: Limits = .init()) async throws -> [BackfillResult] {
+    public static func backfill(
+        service: GatewayService,
+        source: AppStoreAPIPathSource,
+        since: Int64,
+        until: Int64,
+        bundleID: String?,
+        environment: AppStoreEnvironment?,
+        limits: Limits = .init()
+    ) async throws -> [BackfillResult] {
         if limits.resumeToken != nil, bundleID == nil || environment == nil {
-            throw CommandError.usage("--resume-token needs --bundle and --environment: a token continues one app's listing in one environment")
+            throw CommandError.usage(
+                "--resume-token needs --bundle and --environment: a token continues one app's listing in one environment"
+            )
         }
         let request = NotificationHistoryRequest(startDate: since, endDate: until)
         var results: [BackfillResult] = []
@@ -122,8 +151,14 @@ public enum BackfillCommand: Command {
         var stop: String?
         for app in service.config.apps where bundleID == nil || app.bundleID == bundleID {
             guard let client = source.client(for: app.bundleID) else { continue }
-            for env in app.environments.sorted(by: { $0.rawValue < $1.rawValue }) where environment == nil || env == environment {
-                var result = BackfillResult(bundleID: app.bundleID, environment: env.rawValue, since: since, until: until)
+            for env in app.environments.sorted(by: { $0.rawValue < $1.rawValue })
+            where environment == nil || env == environment {
+                var result = BackfillResult(
+                    bundleID: app.bundleID,
+                    environment: env.rawValue,
+                    since: since,
+                    until: until
+                )
                 var token = stop == nil ? limits.resumeToken : nil
                 listing: while stop == nil {
                     if spent.pages >= limits.maxPages {
@@ -137,10 +172,14 @@ public enum BackfillCommand: Command {
                         page = try await client.notificationHistory(request, environment: env, paginationToken: token)
                     } catch {
                         stop = error.code.rawValue
-                        service.log.warn("backfill stopped: the App Store Server API failed", [
-                            "bundle": .string(app.bundleID), "environment": .string(env.rawValue), "code": .string(error.code.rawValue),
-                            "message": .string(error.message),
-                        ])
+                        service.log.warn(
+                            "backfill stopped: the App Store Server API failed",
+                            [
+                                "bundle": .string(app.bundleID), "environment": .string(env.rawValue),
+                                "code": .string(error.code.rawValue),
+                                "message": .string(error.message),
+                            ]
+                        )
                         break
                     }
                     spent.pages += 1
@@ -149,15 +188,22 @@ public enum BackfillCommand: Command {
                     result.bytes += Int64(page.byteCount)
                     for item in page.items {
                         result.listed += 1
-                        let r = service.ingest.handle(InboundBody.v2(signedPayload: item.signedPayload), origin: .backfill)
+                        let r = service.ingest.handle(
+                            InboundBody.v2(signedPayload: item.signedPayload),
+                            origin: .backfill
+                        )
                         if r.status == 200 {
                             if r.duplicate { result.duplicates += 1 } else { result.added += 1 }
                         } else if r.mustComeAgain {
                             // Kept nowhere: this page is where the next run must start again.
                             stop = r.code ?? "store_unavailable"
-                            service.log.warn("backfill stopped: the store could not keep a notification", [
-                                "bundle": .string(app.bundleID), "environment": .string(env.rawValue), "code": .string(stop ?? ""),
-                            ])
+                            service.log.warn(
+                                "backfill stopped: the store could not keep a notification",
+                                [
+                                    "bundle": .string(app.bundleID), "environment": .string(env.rawValue),
+                                    "code": .string(stop ?? ""),
+                                ]
+                            )
                             break listing
                         } else {
                             result.refused[r.code ?? "status_\(r.status)", default: 0] += 1

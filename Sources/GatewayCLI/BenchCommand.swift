@@ -1,6 +1,6 @@
 internal import Benchmarks
-internal import Gateway
 internal import FoundationEssentials
+internal import Gateway
 
 /// `iap-gateway bench verify|ingest|soak|flood|fsync`: the benchmarks (`Bench/`), each printing one JSON line.
 enum BenchCommand: Command {
@@ -25,7 +25,8 @@ enum BenchCommand: Command {
 
     /// Each target's flags (`--no-delivery` takes no value).
     static let flags: [String: Set<String>] = [
-        "verify": ["seconds"], "ingest": ["seconds", "no-delivery", "store", "instances"], "soak": ["minutes", "rate"], "flood": ["count"],
+        "verify": ["seconds"], "ingest": ["seconds", "no-delivery", "store", "instances"], "soak": ["minutes", "rate"],
+        "flood": ["count"],
         "fsync": ["seconds", "folder"],
     ]
 
@@ -36,15 +37,40 @@ enum BenchCommand: Command {
             throw CommandError.usage("bench needs a target: verify, ingest, soak, flood or fsync")
         }
         try a.only(allowed, for: "bench \(target)")
-        let seconds = try a.number("seconds", default: target == "fsync" ? 30 : 3.0, valid: { $0 > 0 && $0 <= 86_400 },
-                                   "--seconds must be a number of seconds in (0, 86400]")
-        let minutes = try a.number("minutes", default: 10.0, valid: { $0 > 0 && $0 <= 24 * 60 },
-                                   "--minutes must be a number of minutes in (0, 1440]")
-        let rate = try a.number("rate", default: 200, valid: { (1...5_000).contains($0) }, "--rate must be 1...5000 per second")
-        let count = try a.number("count", default: 200, valid: { (1...100_000).contains($0) }, "--count must be 1...100000")
+        let seconds = try a.number(
+            "seconds",
+            default: target == "fsync" ? 30 : 3.0,
+            valid: { $0 > 0 && $0 <= 86_400 },
+            "--seconds must be a number of seconds in (0, 86400]"
+        )
+        let minutes = try a.number(
+            "minutes",
+            default: 10.0,
+            valid: { $0 > 0 && $0 <= 24 * 60 },
+            "--minutes must be a number of minutes in (0, 1440]"
+        )
+        let rate = try a.number(
+            "rate",
+            default: 200,
+            valid: { (1...5_000).contains($0) },
+            "--rate must be 1...5000 per second"
+        )
+        let count = try a.number(
+            "count",
+            default: 200,
+            valid: { (1...100_000).contains($0) },
+            "--count must be 1...100000"
+        )
         let store = a.value("store") ?? "sqlite"
-        guard store == "sqlite" || store == "postgres" else { throw CommandError.usage("--store must be sqlite or postgres") }
-        let instances = try a.number("instances", default: 1, valid: { (1...8).contains($0) }, "--instances must be 1...8")
+        guard store == "sqlite" || store == "postgres" else {
+            throw CommandError.usage("--store must be sqlite or postgres")
+        }
+        let instances = try a.number(
+            "instances",
+            default: 1,
+            valid: { (1...8).contains($0) },
+            "--instances must be 1...8"
+        )
         guard instances == 1 || store == "postgres" else {
             throw CommandError.usage("--instances above 1 needs --store postgres (one process owns an SQLite store)")
         }
@@ -53,12 +79,20 @@ enum BenchCommand: Command {
             switch target {
             case "verify": line = JSONOutput.string(try VerifyBenchmark.run(secondsPerPhase: seconds))
             case "ingest":
-                line = JSONOutput.string(try await IngestBenchmark.run(
-                    seconds: seconds, deliver: !a.has("no-delivery"), postgres: store == "postgres", instances: instances))
+                line = JSONOutput.string(
+                    try await IngestBenchmark.run(
+                        seconds: seconds,
+                        deliver: !a.has("no-delivery"),
+                        postgres: store == "postgres",
+                        instances: instances
+                    )
+                )
             case "soak":
-                line = JSONOutput.string(try await SoakBenchmark.run(minutes: minutes, rate: rate) { progress in
-                    FileHandleOutput.stderr("soak: \(progress)\n")
-                })
+                line = JSONOutput.string(
+                    try await SoakBenchmark.run(minutes: minutes, rate: rate) { progress in
+                        FileHandleOutput.stderr("soak: \(progress)\n")
+                    }
+                )
             case "fsync":
                 let folder = a.value("folder") ?? FileManager.default.temporaryDirectory.path()
                 line = JSONOutput.string(try await FsyncBenchmark.run(seconds: seconds, folder: folder))

@@ -11,11 +11,15 @@ enum CutoverCommand: Command {
 
     static func run(_ arguments: [String]) async throws -> Int32 {
         let a = try Arguments(arguments, valueFlags: ["config", "environment", "to", "reason"], switchFlags: ["force"])
-        guard let bundle = try a.positionals(atMost: 1, for: name).first else { throw CommandError.usage("cutover needs a BUNDLE") }
+        guard let bundle = try a.positionals(atMost: 1, for: name).first else {
+            throw CommandError.usage("cutover needs a BUNDLE")
+        }
         guard let to = a.value("to") else { throw CommandError.usage("cutover needs --to v2 or --to v1") }
         let given = try a.environment()
         let config = try a.config(for: name)
-        guard let app = config.apps.first(where: { $0.bundleID == bundle }) else { throw CommandError.failure("\(bundle) is not configured") }
+        guard let app = config.apps.first(where: { $0.bundleID == bundle }) else {
+            throw CommandError.failure("\(bundle) is not configured")
+        }
         let environment: String
         if let given {
             environment = given.rawValue
@@ -28,8 +32,14 @@ enum CutoverCommand: Command {
         // A refusal (`not_ready: …`, `unchanged: …`) is a CutoverError: exit 1 with its description.
         let record = try withStore(config) { store in
             try CompareLedger(store: store.store, config: config).cutover(
-                bundleID: bundle, environment: environment, to: to, who: ProcessEnvironment.userName, reason: a.value("reason"),
-                force: a.has("force"), now: now)
+                bundleID: bundle,
+                environment: environment,
+                to: to,
+                who: ProcessEnvironment.userName,
+                reason: a.value("reason"),
+                force: a.has("force"),
+                now: now
+            )
         }
         print(JSONOutput.string(record))
         return 0

@@ -10,7 +10,8 @@ public enum GatewayCLI {
     static var commands: [any Command.Type] {
         [
             VerifyCommand.self, ServeCommand.self, ReplayCommand.self, QuarantineCommand.self, SubscriptionCommand.self,
-            ReportCommand.self, CutoverCommand.self, MigrateCommand.self, BackfillCommand.self, ReconcileCommand.self, MigrateStoreCommand.self, TestNotificationCommand.self,
+            ReportCommand.self, CutoverCommand.self, MigrateCommand.self, BackfillCommand.self, ReconcileCommand.self,
+            MigrateStoreCommand.self, TestNotificationCommand.self,
             ReceiveCommand.self, BenchCommand.self, SimulateCommand.self,
         ]
     }

@@ -18,9 +18,14 @@ enum MigrateCommand: Command {
         """
 
     static func run(_ arguments: [String]) async throws -> Int32 {
-        let a = try Arguments(arguments, valueFlags: ["config", "environment", "to", "reason", "probe-timeout"],
-                              switchFlags: ["dry-run", "force"])
-        guard let bundle = try a.positionals(atMost: 1, for: name).first else { throw CommandError.usage("migrate needs a BUNDLE") }
+        let a = try Arguments(
+            arguments,
+            valueFlags: ["config", "environment", "to", "reason", "probe-timeout"],
+            switchFlags: ["dry-run", "force"]
+        )
+        guard let bundle = try a.positionals(atMost: 1, for: name).first else {
+            throw CommandError.usage("migrate needs a BUNDLE")
+        }
         guard a.value("environment") != nil else {
             throw CommandError.usage("migrate needs --environment sandbox or production (sandbox first)")
         }
@@ -28,15 +33,24 @@ enum MigrateCommand: Command {
         let request: MigrationRequest
         do {
             request = try MigrationRequest.parse(
-                bundleID: bundle, environment: a.value("environment"), to: a.value("to"), dryRun: a.has("dry-run"), force: a.has("force"),
-                reason: a.value("reason"), probeTimeout: a.value("probe-timeout"), who: ProcessEnvironment.userName)
+                bundleID: bundle,
+                environment: a.value("environment"),
+                to: a.value("to"),
+                dryRun: a.has("dry-run"),
+                force: a.has("force"),
+                reason: a.value("reason"),
+                probeTimeout: a.value("probe-timeout"),
+                who: ProcessEnvironment.userName
+            )
         } catch {
             throw CommandError.usage(error.reason)
         }
         let config = try a.config(for: name)
         return try await withService(config) { service in
             do throws(MigrationError) {
-                try await service.switcher.run(request) { step in FileHandleOutput.stdout(JSONOutput.string(step) + "\n") }
+                try await service.switcher.run(request) { step in
+                    FileHandleOutput.stdout(JSONOutput.string(step) + "\n")
+                }
                 return 0
             } catch {
                 throw CommandError.failure("migrate: \(error.description)")

@@ -29,7 +29,9 @@ enum MigrateStoreCommand: Command {
         var verified: Bool
 
         enum CodingKeys: String, CodingKey {
-            case from, to, tables, quarantineUsage = "quarantine_usage", sequences, milliseconds, verified
+            case from, to, tables
+            case quarantineUsage = "quarantine_usage"
+            case sequences, milliseconds, verified
         }
     }
 
@@ -37,51 +39,76 @@ enum MigrateStoreCommand: Command {
         let a = try Arguments(arguments, valueFlags: ["config", "from", "to-postgres-env"])
         _ = try a.positionals(atMost: 0, for: name)
         guard let variable = a.value("to-postgres-env") else {
-            throw CommandError.usage("migrate-store needs --to-postgres-env VAR (the variable holding the connection string)")
+            throw CommandError.usage(
+                "migrate-store needs --to-postgres-env VAR (the variable holding the connection string)"
+            )
         }
         // The name of a variable, never the connection string itself (it holds a password: not echoed).
         guard isVariableName(variable) else {
-            throw CommandError.usage("--to-postgres-env takes the name of an environment variable holding the connection string, not the string")
+            throw CommandError.usage(
+                "--to-postgres-env takes the name of an environment variable holding the connection string, not the string"
+            )
         }
         let path = try sourcePath(a)
         // With a config, its secrets are scrubbed from quarantine rows stored before bodies were redacted; the value of
         // any `password` member is dropped in any case.
-        let redactor = a.value("config") == nil ? SecretRedactor([]) : try a.config(for: name).secretRedactor(environment: ProcessEnvironment.variables)
+        let redactor =
+            a.value("config") == nil
+            ? SecretRedactor([]) : try a.config(for: name).secretRedactor(environment: ProcessEnvironment.variables)
         guard let url = ProcessEnvironment.variables[variable], !url.isEmpty else {
             throw CommandError.usage("migrate-store: environment variable \(variable) is not set")
         }
         let report: StoreMigration.Report
         do {
-            report = try await Blocking.run { try StoreMigration.sqliteToPostgres(sqlitePath: path, postgresURL: url, redactor: redactor) }
+            report = try await Blocking.run {
+                try StoreMigration.sqliteToPostgres(sqlitePath: path, postgresURL: url, redactor: redactor)
+            }
         } catch let refusal as StoreMigration.Refusal {
             throw CommandError.failure("migrate-store: \(refusal.message)")
         }
         let summary = Summary(
-            from: "sqlite:" + path, to: "postgres (\(variable))",
-            tables: Dictionary(uniqueKeysWithValues: report.tables.map { ($0.table, Summary.Table(rows: $0.source, copied: $0.target, verified: $0.verified)) }),
-            quarantineUsage: ["verified": report.quarantineUsageVerified], sequences: report.sequences, milliseconds: report.milliseconds,
-            verified: report.verified)
+            from: "sqlite:" + path,
+            to: "postgres (\(variable))",
+            tables: Dictionary(
+                uniqueKeysWithValues: report.tables.map {
+                    ($0.table, Summary.Table(rows: $0.source, copied: $0.target, verified: $0.verified))
+                }
+            ),
+            quarantineUsage: ["verified": report.quarantineUsageVerified],
+            sequences: report.sequences,
+            milliseconds: report.milliseconds,
+            verified: report.verified
+        )
         print(JSONOutput.string(summary))
-        guard report.verified else { throw CommandError.failure("migrate-store: the row counts differ after the copy (see the summary)") }
+        guard report.verified else {
+            throw CommandError.failure("migrate-store: the row counts differ after the copy (see the summary)")
+        }
         return 0
     }
 
     /// `--from sqlite:PATH` (relative to the working directory), else the config's `store.sqlite`.
     static func sourcePath(_ a: Arguments) throws(CommandError) -> String {
         if let from = a.value("from") {
-            guard from.hasPrefix("sqlite:"), from.count > "sqlite:".count else { throw .usage("--from takes sqlite:PATH") }
+            guard from.hasPrefix("sqlite:"), from.count > "sqlite:".count else {
+                throw .usage("--from takes sqlite:PATH")
+            }
             return String(from.dropFirst("sqlite:".count))
         }
         guard a.value("config") != nil else { throw .usage("migrate-store needs --config FILE or --from sqlite:PATH") }
         let config = try a.config(for: name)
         guard config.postgresURLEnv == nil else {
-            throw .usage("the config's store is PostgreSQL already (store.postgres): give the SQLite file with --from sqlite:PATH")
+            throw .usage(
+                "the config's store is PostgreSQL already (store.postgres): give the SQLite file with --from sqlite:PATH"
+            )
         }
         return config.sqlitePath
     }
 
     static func isVariableName(_ s: String) -> Bool {
-        guard let first = s.unicodeScalars.first, first == "_" || (first.isASCII && first.properties.isAlphabetic) else { return false }
-        return s.unicodeScalars.allSatisfy { $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0))) }
+        guard let first = s.unicodeScalars.first, first == "_" || (first.isASCII && first.properties.isAlphabetic)
+        else { return false }
+        return s.unicodeScalars.allSatisfy {
+            $0 == "_" || ($0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0)))
+        }
     }
 }

@@ -18,7 +18,9 @@ enum QuarantineCommand: Command {
         try a.only(action == "list" ? ["config", "lane"] : ["config", "lane", "id"], for: "quarantine \(action)")
         var selection = Operations.QuarantineSelection(limit: 10_000)
         if let lane = a.value("lane") {
-            guard let l = QuarantineRecord.Lane(rawValue: lane) else { throw CommandError.usage("--lane must be untrusted or genuine") }
+            guard let l = QuarantineRecord.Lane(rawValue: lane) else {
+                throw CommandError.usage("--lane must be untrusted or genuine")
+            }
             selection.lane = l
         }
         if let id = a.value("id") {
@@ -33,8 +35,12 @@ enum QuarantineCommand: Command {
             }
         } else {
             bytes = try await withService(config) { service in
-                try service.operations.quarantineReplay(ingest: service.ingest, secrets: service.v1SecretsForReplay, selection: selection)
-                    .canonicalBytes()
+                try service.operations.quarantineReplay(
+                    ingest: service.ingest,
+                    secrets: service.v1SecretsForReplay,
+                    selection: selection
+                )
+                .canonicalBytes()
             }
         }
         print(String(decoding: bytes, as: UTF8.self))

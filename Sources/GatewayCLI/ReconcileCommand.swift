@@ -22,7 +22,9 @@ public enum ReconcileCommand: Command {
             try await service.reconcile.runNow(bundleID: a.value("bundle"), environment: environment)
         }
         if reports.isEmpty {
-            throw CommandError.usage("nothing to run: no app has the credentials a recovery run needs (app_store_api, or shared secrets with verify_receipt)")
+            throw CommandError.usage(
+                "nothing to run: no app has the credentials a recovery run needs (app_store_api, or shared secrets with verify_receipt)"
+            )
         }
         for report in reports { print(JSONOutput.string(report)) }
         return reports.contains { $0.error != nil } ? 1 : 0

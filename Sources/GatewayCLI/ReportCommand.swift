@@ -16,15 +16,23 @@ enum ReportCommand: Command {
         let a = try Arguments(arguments, valueFlags: ["config", "bundle", "since", "format"])
         _ = try a.positionals(atMost: 0, for: name)
         let format = a.value("format") ?? "table"
-        guard ReportRenderer.formats.contains(format) else { throw CommandError.usage("--format must be table, json or html") }
+        guard ReportRenderer.formats.contains(format) else {
+            throw CommandError.usage("--format must be table, json or html")
+        }
         let now = WallClock.wallMillis()
         let since = try a.time("since", now: now)
         let config = try a.config(for: name)
         let report = try withStore(config) { store in
             try CompareLedger(store: store.store, config: config)
-                .report(bundleID: a.value("bundle"), since: since ?? now - config.compareSettings.rule.windowMillis, until: now)
+                .report(
+                    bundleID: a.value("bundle"),
+                    since: since ?? now - config.compareSettings.rule.windowMillis,
+                    until: now
+                )
         }
-        guard let rendered = ReportRenderer.render(report, format: format) else { throw CommandError.usage("--format must be table, json or html") }
+        guard let rendered = ReportRenderer.render(report, format: format) else {
+            throw CommandError.usage("--format must be table, json or html")
+        }
         print(String(decoding: rendered.body, as: UTF8.self), terminator: format == "json" ? "\n" : "")
         return 0
     }

@@ -36,7 +36,10 @@ public enum ServeCommand: Command {
         signal(SIGPIPE, SIG_IGN)
         let service: GatewayService
         do {
-            service = try GatewayService(config: config, dependencies: dependencies(demoSandboxVerifyTime: demoSandboxVerifyTime))
+            service = try GatewayService(
+                config: config,
+                dependencies: dependencies(demoSandboxVerifyTime: demoSandboxVerifyTime)
+            )
             try service.start()
         } catch {
             FileHandleOutput.stderr("iap-gateway: cannot start: \(error)\n")
@@ -52,7 +55,9 @@ public enum ServeCommand: Command {
     public static func dependencies(demoSandboxVerifyTime: Int64?) -> GatewayService.Dependencies {
         var dependencies = GatewayService.Dependencies.live()
         dependencies.demoSandboxVerifyTime = demoSandboxVerifyTime
-        dependencies.reportRenderer = { report, format, nonce in ReportRenderer.render(report, format: format, styleNonce: nonce) }
+        dependencies.reportRenderer = { report, format, nonce in
+            ReportRenderer.render(report, format: format, styleNonce: nonce)
+        }
         return dependencies
     }
 }

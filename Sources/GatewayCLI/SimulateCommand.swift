@@ -50,7 +50,9 @@ public enum SimulateCommand: Command {
     /// Each subcommand's flags.
     static let flags: [String: Set<String>] = [
         "pki": ["out"], "list": [],
-        "lifecycle": ["pki", "bundle-id", "shared-secret-env", "to", "out", "version", "apple", "speed", "drop", "seed", "outage"],
+        "lifecycle": [
+            "pki", "bundle-id", "shared-secret-env", "to", "out", "version", "apple", "speed", "drop", "seed", "outage",
+        ],
         "serve-apple": ["listen", "pki", "notify", "rate-limit"],
     ]
 
@@ -68,7 +70,7 @@ public enum SimulateCommand: Command {
             return 0
         case "list":
             _ = try a.positionals(atMost: 1, for: "simulate list")
-            list().forEach { print($0) }
+            for line in list() { print(line) }
             return 0
         case "lifecycle":
             return try await lifecycle(a)
@@ -83,8 +85,12 @@ public enum SimulateCommand: Command {
                 rateLimit = .some(limit)
             }
             return await serveApple(
-                listen: a.value("listen") ?? "127.0.0.1:8091", pkiFolder: pki, notifyURL: a.value("notify"), rateLimit: rateLimit,
-                transport: CurlTransport())
+                listen: a.value("listen") ?? "127.0.0.1:8091",
+                pkiFolder: pki,
+                notifyURL: a.value("notify"),
+                rateLimit: rateLimit,
+                transport: CurlTransport()
+            )
         }
     }
 
@@ -92,20 +98,36 @@ public enum SimulateCommand: Command {
     static func lifecycle(_ a: Arguments) async throws -> Int32 {
         guard a.positionals.count == 2 else { throw CommandError.usage("simulate lifecycle needs one NAME (or all)") }
         guard let pki = a.value("pki") else { throw CommandError.usage("simulate lifecycle needs --pki DIR") }
-        guard let bundleID = a.value("bundle-id") else { throw CommandError.usage("simulate lifecycle needs --bundle-id B") }
-        guard let variable = a.value("shared-secret-env") else { throw CommandError.usage("simulate lifecycle needs --shared-secret-env VAR") }
-        guard let secret = ProcessEnvironment.variables[variable], !secret.isEmpty else { throw CommandError.usage("\(variable) is not set") }
+        guard let bundleID = a.value("bundle-id") else {
+            throw CommandError.usage("simulate lifecycle needs --bundle-id B")
+        }
+        guard let variable = a.value("shared-secret-env") else {
+            throw CommandError.usage("simulate lifecycle needs --shared-secret-env VAR")
+        }
+        guard let secret = ProcessEnvironment.variables[variable], !secret.isEmpty else {
+            throw CommandError.usage("\(variable) is not set")
+        }
         let names = a.positionals[1] == "all" ? lifecycleNames : [a.positionals[1]]
-        var options = Simulation.LifecycleOptions(name: "", to: a.value("to"), pkiFolder: pki, bundleID: bundleID, sharedSecret: secret)
+        var options = Simulation.LifecycleOptions(
+            name: "",
+            to: a.value("to"),
+            pkiFolder: pki,
+            bundleID: bundleID,
+            sharedSecret: secret
+        )
         if let v = a.value("version") {
-            guard let version = Simulation.LifecycleOptions.Version(rawValue: v) else { throw CommandError.usage("--version must be v1, v2, both or apple") }
+            guard let version = Simulation.LifecycleOptions.Version(rawValue: v) else {
+                throw CommandError.usage("--version must be v1, v2, both or apple")
+            }
             options.version = version
         }
         options.apple = a.value("apple")
         if options.version == .apple, options.apple == nil || options.to == nil {
             throw CommandError.usage("--version apple needs --to URL and --apple URL (a simulate serve-apple)")
         }
-        if options.apple != nil, options.version != .apple { throw CommandError.usage("--apple goes with --version apple") }
+        if options.apple != nil, options.version != .apple {
+            throw CommandError.usage("--apple goes with --version apple")
+        }
         if let speed = a.value("speed"), speed != "max" {
             guard let seconds = Double(speed), seconds.isFinite, seconds > 0, seconds <= 31_536_000 else {
                 throw CommandError.usage("--speed must be seconds per simulated month (at most a year), or max")
@@ -119,8 +141,12 @@ public enum SimulateCommand: Command {
             options.name = name
             if let out = a.value("out") { options.out = names.count > 1 ? out + "/" + name : out }
             let run = try await Simulation.lifecycle(
-                options, transport: CurlTransport(), now: WallClock.wallMillis,
-                sleep: { ms in try? await Task.sleep(for: .milliseconds(ms)) }, output: { print($0) })
+                options,
+                transport: CurlTransport(),
+                now: WallClock.wallMillis,
+                sleep: { ms in try? await Task.sleep(for: .milliseconds(ms)) },
+                output: { print($0) }
+            )
             allOK = allOK && run.ok
         }
         return allOK ? 0 : 1
@@ -132,12 +158,23 @@ public enum SimulateCommand: Command {
             if a.value("seed") != nil { throw CommandError.usage("--seed goes with --drop") }
             return nil
         }
-        let fraction = try a.number("drop", default: 0.0, valid: { $0.isFinite && (0...1).contains($0) }, "--drop must be a fraction from 0 to 1")
-        let seed = try a.number("seed", default: UInt64(0), valid: { _ in true }, "--seed must be a whole number from 0")
+        let fraction = try a.number(
+            "drop",
+            default: 0.0,
+            valid: { $0.isFinite && (0...1).contains($0) },
+            "--drop must be a fraction from 0 to 1"
+        )
+        let seed = try a.number(
+            "seed",
+            default: UInt64(0),
+            valid: { _ in true },
+            "--seed must be a whole number from 0"
+        )
         var outage: ClosedRange<Int>?
         if let text = a.value("outage") {
             let ends = text.split(separator: ".", omittingEmptySubsequences: false)
-            let bounds = ends.count == 1 ? [ends[0], ends[0]] : ends.count == 3 && ends[1].isEmpty ? [ends[0], ends[2]] : []
+            let bounds =
+                ends.count == 1 ? [ends[0], ends[0]] : ends.count == 3 && ends[1].isEmpty ? [ends[0], ends[2]] : []
             guard bounds.count == 2, let from = Int(bounds[0]), let to = Int(bounds[1]), from >= 1, to >= from else {
                 throw CommandError.usage("--outage must be FROM..TO, step numbers from 1 (or one step number)")
             }
@@ -151,12 +188,13 @@ public enum SimulateCommand: Command {
         if text == "off" { return .some(nil) }
         let parts = text.split(separator: "/", omittingEmptySubsequences: false)
         guard parts.count == 2, let requests = Int(parts[0]), requests >= 1 else { return nil }
-        let seconds: Int64? = switch parts[1] {
-        case "s": 1
-        case "m": 60
-        case "h": 3600
-        default: Int64(parts[1])
-        }
+        let seconds: Int64? =
+            switch parts[1] {
+            case "s": 1
+            case "m": 60
+            case "h": 3600
+            default: Int64(parts[1])
+            }
         guard let seconds, (1...86_400).contains(seconds) else { return nil }
         return .some(SimWorld.APIRateLimit(requests: requests, windowSeconds: seconds))
     }
@@ -185,10 +223,17 @@ public enum SimulateCommand: Command {
     /// `simulate serve-apple`: the fake verifyReceipt and App Store Server API on `listen`, answering from the PKI
     /// folder's state, until SIGTERM / SIGINT. With `notifyURL`, test notifications are sent there.
     /// `rateLimit` (`--rate-limit`) is written to the state when given: `.some(nil)` clears it, nil keeps the state's.
-    public static func serveApple(listen: String, pkiFolder: String, notifyURL: String?, rateLimit: SimWorld.APIRateLimit?? = nil,
-                                  transport: any HTTPTransport) async -> Int32 {
+    public static func serveApple(
+        listen: String,
+        pkiFolder: String,
+        notifyURL: String?,
+        rateLimit: SimWorld.APIRateLimit?? = nil,
+        transport: any HTTPTransport
+    ) async -> Int32 {
         let fake: FakeAppleServer
-        do { fake = try FakeAppleServer(pki: pkiFolder, rateLimit: rateLimit, notifyURL: notifyURL, transport: transport) } catch {
+        do {
+            fake = try FakeAppleServer(pki: pkiFolder, rateLimit: rateLimit, notifyURL: notifyURL, transport: transport)
+        } catch {
             FileHandleOutput.stderr("iap-gateway: \(error)\n")
             return 2
         }
@@ -203,7 +248,8 @@ public enum SimulateCommand: Command {
             return 2
         }
         FileHandleOutput.stderr(
-            "iap-gateway: fake Apple on http://\(host):\(server.port) — /verifyReceipt, /sandbox/verifyReceipt, /inApps/..., /v1/apps... (Ctrl-C to stop)\n")
+            "iap-gateway: fake Apple on http://\(host):\(server.port) — /verifyReceipt, /sandbox/verifyReceipt, /inApps/..., /v1/apps... (Ctrl-C to stop)\n"
+        )
         await Signals.waitForTermination()
         server.stopAccepting()
         server.stop()

@@ -18,11 +18,15 @@ public enum TestNotificationCommand: Command {
         let environment = try a.environment()
         let needsBundle = CommandError.usage("test-notification needs --bundle B (configured)")
         guard let bundle = a.value("bundle") else { throw needsBundle }
-        guard let environment else { throw CommandError.usage("test-notification needs --environment production or sandbox") }
+        guard let environment else {
+            throw CommandError.usage("test-notification needs --environment production or sandbox")
+        }
         let config = try a.config(for: name)
         let result = try await withService(config) { service in
             guard let api = service.appStoreAPI else {
-                throw CommandError.usage("test-notification needs app_store_api (issuer_id, key_id, private_key_env) in the config")
+                throw CommandError.usage(
+                    "test-notification needs app_store_api (issuer_id, key_id, private_key_env) in the config"
+                )
             }
             guard let client = api.client(for: bundle) else { throw needsBundle }
             return try await testNotification(client: client, environment: environment, journal: service.store)
@@ -38,13 +42,22 @@ public enum TestNotificationCommand: Command {
         /// Whether this gateway journaled the test notification.
         public var received: Bool
 
-        enum CodingKeys: String, CodingKey { case token, sendAttempts = "send_attempts", received }
+        enum CodingKeys: String, CodingKey {
+            case token
+            case sendAttempts = "send_attempts"
+            case received
+        }
     }
 
     /// Asks Apple to send a test notification to the app's configured URL, then polls its status (and this gateway's
     /// journal) until a delivery attempt is reported or `timeoutMillis` passes.
-    public static func testNotification(client: AppStoreAPIClient, environment: AppStoreEnvironment, journal: any GatewayStore,
-                                        timeoutMillis: Int64 = 30_000, pollMillis: Int64 = 500) async throws -> TestNotificationResult {
+    public static func testNotification(
+        client: AppStoreAPIClient,
+        environment: AppStoreEnvironment,
+        journal: any GatewayStore,
+        timeoutMillis: Int64 = 30_000,
+        pollMillis: Int64 = 500
+    ) async throws -> TestNotificationResult {
         let token = try await client.requestTestNotification(environment: environment)
         let clock = ContinuousClock()
         let deadline = clock.now.advanced(by: .milliseconds(timeoutMillis))

@@ -24,8 +24,10 @@ public struct VerifyCommand: Sendable, Command {
     /// `iap-gateway verify …`: one JSON line per file; 0 when every file verified, 1 otherwise.
     static func run(_ arguments: [String]) async throws -> Int32 {
         let a = try Arguments(
-            arguments, valueFlags: ["config", "root", "bundle-id", "environment", "app-apple-id", "shared-secret-env"],
-            switchFlags: ["verify-receipt"])
+            arguments,
+            valueFlags: ["config", "root", "bundle-id", "environment", "app-apple-id", "shared-secret-env"],
+            switchFlags: ["verify-receipt"]
+        )
         guard !a.positionals.isEmpty else { throw CommandError.usage("verify needs at least one FILE") }
         var options = Options()
         options.configPath = a.value("config")
@@ -39,11 +41,15 @@ public struct VerifyCommand: Sendable, Command {
         }
         var receiptClient: VerifyReceiptClient?
         if a.has("verify-receipt") {
-            guard let path = options.configPath else { throw CommandError.usage("--verify-receipt needs --config (verifyReceipt URLs, secrets)") }
+            guard let path = options.configPath else {
+                throw CommandError.usage("--verify-receipt needs --config (verifyReceipt URLs, secrets)")
+            }
             receiptClient = try Arguments.loadConfig(path).verifyReceiptClient(transport: CurlTransport())
         }
         let command: VerifyCommand
-        do { command = try VerifyCommand(options: options, receiptClient: receiptClient) } catch { throw CommandError.usage("config: \(error)") }
+        do { command = try VerifyCommand(options: options, receiptClient: receiptClient) } catch {
+            throw CommandError.usage("config: \(error)")
+        }
         var allOK = true
         for file in expand(paths: a.positionals) {
             let report = await command.run(file: file)
@@ -71,8 +77,10 @@ public struct VerifyCommand: Sendable, Command {
     /// Builds the adapters from `options`. `environment` supplies the secrets the config names; `now` (ms) and
     /// `receiptClient` (verifyReceipt, only with `--verify-receipt`) are injected for tests.
     public init(
-        options: Options, environment: [String: String] = ProcessEnvironment.variables,
-        receiptClient: VerifyReceiptClient? = nil, now: @escaping @Sendable () -> Int64 = WallClock.wallMillis
+        options: Options,
+        environment: [String: String] = ProcessEnvironment.variables,
+        receiptClient: VerifyReceiptClient? = nil,
+        now: @escaping @Sendable () -> Int64 = WallClock.wallMillis
     ) throws(ConfigError) {
         var rootPaths = options.extraRoots
         var apps: [V2App]?
@@ -80,12 +88,15 @@ public struct VerifyCommand: Sendable, Command {
         if let path = options.configPath {
             let config = try GatewayConfig.load(path: path)
             rootPaths += config.extraRoots
-            apps = config.apps.map { V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments) }
+            apps = config.apps.map {
+                V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments)
+            }
             (v1.apps, v1.unresolvedSecrets) = config.v1Apps(environment: environment)
         }
         if let bundle = options.bundleID {
             let envs: Set<AppStoreEnvironment> = options.environment.map { [$0] } ?? [.production, .sandbox]
-            apps = (apps ?? []).filter { $0.bundleID != bundle }
+            apps =
+                (apps ?? []).filter { $0.bundleID != bundle }
                 + [V2App(bundleID: bundle, appAppleID: options.appAppleID, environments: envs)]
             v1.bundleOverride = bundle
             v1.environmentsOverride = envs
@@ -103,7 +114,12 @@ public struct VerifyCommand: Sendable, Command {
     }
 
     /// A command over a prepared V2 adapter (tests pin their own roots here) and optional V1 apps.
-    public init(v2: V2Adapter, v1Apps: [V1App] = [], receiptClient: VerifyReceiptClient? = nil, now: @escaping @Sendable () -> Int64) {
+    public init(
+        v2: V2Adapter,
+        v1Apps: [V1App] = [],
+        receiptClient: VerifyReceiptClient? = nil,
+        now: @escaping @Sendable () -> Int64
+    ) {
         self.v2 = v2
         var v1 = V1Verification(receiptClient: receiptClient)
         v1.apps = v1Apps
@@ -116,7 +132,9 @@ public struct VerifyCommand: Sendable, Command {
     public static func expand(paths: [String]) -> [String] {
         paths.flatMap { path -> [String] in
             var isDirectory = false
-            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory else { return [path] }
+            guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory else {
+                return [path]
+            }
             let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
             let base = path.hasSuffix("/") ? path : path + "/"
             return names.filter { $0.hasSuffix(".json") && !$0.hasSuffix(".expected.json") }.sorted().map { base + $0 }
@@ -127,7 +145,9 @@ public struct VerifyCommand: Sendable, Command {
     public func run(file: String) async -> VerifyReport {
         var report: VerifyReport
         // Not read at all when larger than any body the gateway accepts (a mistaken path to a huge file).
-        if let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int, size > InboundBody.maxBytes {
+        if let size = (try? FileManager.default.attributesOfItem(atPath: file))?[.size] as? Int,
+            size > InboundBody.maxBytes
+        {
             report = .failure("body_too_large", "larger than \(InboundBody.maxBytes) bytes")
         } else if let bytes = try? Array(Data(contentsOf: URL(filePath: file))) {
             report = await verify(bytes)
@@ -150,18 +170,41 @@ public struct VerifyCommand: Sendable, Command {
             case .v2Notification(let token):
                 let n = try v2.verifyNotification(signedPayload: token, now: time)
                 return VerifyReport(
-                    ok: true, version: Generation.v2.rawValue, kind: "notification", bundleID: n.bundleID, environment: n.environment,
-                    leafSerial: n.leafSerial, signedDate: n.payload.signedDate, events: n.canonicalEvents())
+                    ok: true,
+                    version: Generation.v2.rawValue,
+                    kind: "notification",
+                    bundleID: n.bundleID,
+                    environment: n.environment,
+                    leafSerial: n.leafSerial,
+                    signedDate: n.payload.signedDate,
+                    events: n.canonicalEvents()
+                )
             case .signedTransaction(let token):
                 let t = try v2.verifyTransaction(token, now: time)
                 return VerifyReport(
-                    ok: true, version: Generation.v2.rawValue, kind: "transaction", bundleID: t.bundleID, environment: t.environment,
-                    leafSerial: t.leafSerial, signedDate: t.signedDate, events: [], token: Self.json(t.payload))
+                    ok: true,
+                    version: Generation.v2.rawValue,
+                    kind: "transaction",
+                    bundleID: t.bundleID,
+                    environment: t.environment,
+                    leafSerial: t.leafSerial,
+                    signedDate: t.signedDate,
+                    events: [],
+                    token: Self.json(t.payload)
+                )
             case .signedRenewalInfo(let token):
                 let r = try v2.verifyRenewalInfo(token, now: time)
                 return VerifyReport(
-                    ok: true, version: Generation.v2.rawValue, kind: "renewal_info", bundleID: nil, environment: r.environment,
-                    leafSerial: r.leafSerial, signedDate: r.signedDate, events: [], token: Self.json(r.payload))
+                    ok: true,
+                    version: Generation.v2.rawValue,
+                    kind: "renewal_info",
+                    bundleID: nil,
+                    environment: r.environment,
+                    leafSerial: r.leafSerial,
+                    signedDate: r.signedDate,
+                    events: [],
+                    token: Self.json(r.payload)
+                )
             case .v1Notification:
                 return await v1.verify(bytes, now: time)
             case .verifyReceiptResponse(let object):

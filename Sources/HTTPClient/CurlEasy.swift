@@ -31,8 +31,14 @@ struct CurlOutcome: Sendable {
 
     static func setupFailure(_ curlCode: UInt32, _ message: String) -> Self {
         Self(
-            curlCode: curlCode, message: message, status: 0, headers: [], body: [], exceededLimit: false,
-            cancelled: false)
+            curlCode: curlCode,
+            message: message,
+            status: 0,
+            headers: [],
+            body: [],
+            exceededLimit: false,
+            cancelled: false
+        )
     }
 }
 
@@ -148,8 +154,11 @@ final class CurlEasy: Sendable {
     }
 
     private static func transfer(
-        curl: UnsafeMutableRawPointer, errorBuffer: UnsafeMutablePointer<CChar>, _ request: HTTPRequest,
-        _ caBundlePath: String?, _ cancellation: CancellationFlag
+        curl: UnsafeMutableRawPointer,
+        errorBuffer: UnsafeMutablePointer<CChar>,
+        _ request: HTTPRequest,
+        _ caBundlePath: String?,
+        _ cancellation: CancellationFlag
     ) -> CurlOutcome {
         curl_easy_reset(curl)
         errorBuffer[0] = 0
@@ -213,7 +222,9 @@ final class CurlEasy: Sendable {
                 }
                 sink.body.append(contentsOf: UnsafeRawBufferPointer(start: data, count: n))
                 return n
-            }, CURLOPT_WRITEFUNCTION)
+            },
+            CURLOPT_WRITEFUNCTION
+        )
         o.pointer(CURLOPT_WRITEDATA, sinkPointer)
         o.check(
             gateway_curl_setopt_write_cb(curl, CURLOPT_HEADERFUNCTION) { data, size, count, user in
@@ -223,7 +234,9 @@ final class CurlEasy: Sendable {
                 guard !overflow else { return 0 }  // anything but `n` aborts the transfer
                 if n > 0, let data { sink.headerLine(UnsafeRawBufferPointer(start: data, count: n)) }
                 return n
-            }, CURLOPT_HEADERFUNCTION)
+            },
+            CURLOPT_HEADERFUNCTION
+        )
         o.pointer(CURLOPT_HEADERDATA, sinkPointer)
         o.long(CURLOPT_NOPROGRESS, 0)
         o.check(
@@ -233,7 +246,9 @@ final class CurlEasy: Sendable {
                 guard sink.cancellation.isCancelled else { return 0 }
                 sink.cancelled = true
                 return 1  // aborts with CURLE_ABORTED_BY_CALLBACK
-            }, CURLOPT_XFERINFOFUNCTION)
+            },
+            CURLOPT_XFERINFOFUNCTION
+        )
         o.pointer(CURLOPT_XFERINFODATA, sinkPointer)
 
         switch request.method {
@@ -276,8 +291,14 @@ final class CurlEasy: Sendable {
         let message = errorBuffer[0] != 0 ? String(cString: errorBuffer) : text(code)
         _ = gateway_curl_setopt_ptr(curl, CURLOPT_ERRORBUFFER, nil)
         return CurlOutcome(
-            curlCode: code.rawValue, message: message, status: status, headers: sink.headers, body: sink.body,
-            exceededLimit: sink.exceededLimit, cancelled: sink.cancelled)
+            curlCode: code.rawValue,
+            message: message,
+            status: status,
+            headers: sink.headers,
+            body: sink.body,
+            exceededLimit: sink.exceededLimit,
+            cancelled: sink.cancelled
+        )
     }
 }
 

@@ -73,13 +73,17 @@ public final class CurlTransport: HTTPTransport {
             throw HTTPClientError(.invalidURL, "URL contains a space or control character: \(printable(url))")
         }
         for (index, header) in request.headers.enumerated() {
-            let nameOK = !header.name.isEmpty && header.name.utf8.allSatisfy { b in
-                b > 0x20 && b < 0x7F && b != UInt8(ascii: ":") && b != UInt8(ascii: ";")
-            }
+            let nameOK =
+                !header.name.isEmpty
+                && header.name.utf8.allSatisfy { b in
+                    b > 0x20 && b < 0x7F && b != UInt8(ascii: ":") && b != UInt8(ascii: ";")
+                }
             // The name is not secret; the value may be, so it is never quoted.
             guard nameOK else {
                 throw HTTPClientError(
-                    .transport, "request header #\(index) has an invalid name: \(printable(header.name))")
+                    .transport,
+                    "request header #\(index) has an invalid name: \(printable(header.name))"
+                )
             }
             guard !header.value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }) else {
                 throw HTTPClientError(.transport, "request header \(header.name) has a CR, LF or NUL in its value")
@@ -101,7 +105,9 @@ public final class CurlTransport: HTTPTransport {
                 HTTPClientError(
                     .responseTooLarge,
                     "response body exceeds \(request.maxResponseBytes) bytes (curl error \(outcome.curlCode))"
-                        + context(request)))
+                        + context(request)
+                )
+            )
         }
         let reason = "\(outcome.message) (curl error \(outcome.curlCode))" + context(request)
         return .failure(HTTPClientError(code(forCurlError: outcome.curlCode), reason))

@@ -21,8 +21,13 @@ public struct HTTPRequest: Sendable, Hashable {
     public var maxResponseBytes: Int
 
     public init(
-        method: Method, url: String, headers: [HTTPHeader] = [], body: [UInt8] = [], timeoutMillis: Int = 30_000,
-        connectTimeoutMillis: Int = 5_000, maxResponseBytes: Int = 8 * 1024 * 1024
+        method: Method,
+        url: String,
+        headers: [HTTPHeader] = [],
+        body: [UInt8] = [],
+        timeoutMillis: Int = 30_000,
+        connectTimeoutMillis: Int = 5_000,
+        maxResponseBytes: Int = 8 * 1024 * 1024
     ) {
         self.method = method
         self.url = url

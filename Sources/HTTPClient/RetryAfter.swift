@@ -76,8 +76,11 @@ public enum RetryAfter {
     // MARK: HTTP-date (RFC 9110 §5.6.7)
 
     private static let shortDays = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"].map { Array($0.utf8) }
-    private static let longDays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"].map { Array($0.utf8) }
-    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"].map { Array($0.utf8) }
+    private static let longDays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"].map {
+        Array($0.utf8)
+    }
+    private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"].map
+    { Array($0.utf8) }
 
     /// Milliseconds since the epoch of an IMF-fixdate, rfc850-date or asctime-date; nil for anything else.
     static func httpDate(_ b: [UInt8], now: Int64) -> Int64? {
@@ -119,8 +122,10 @@ public enum RetryAfter {
         // rfc850-date: "Sunday, 06-Nov-94 08:49:37 GMT".
         if let name = longDays.first(where: { b.count == $0.count + 24 && b[0..<$0.count] == $0[...] }) {
             let i = name.count
-            guard b[i] == UInt8(ascii: ","), b[i + 1] == 0x20, let day = digits((i + 2)..<(i + 4)), b[i + 4] == UInt8(ascii: "-"),
-                let mon = month(at: i + 5), b[i + 8] == UInt8(ascii: "-"), let yy = digits((i + 9)..<(i + 11)), b[i + 11] == 0x20,
+            guard b[i] == UInt8(ascii: ","), b[i + 1] == 0x20, let day = digits((i + 2)..<(i + 4)),
+                b[i + 4] == UInt8(ascii: "-"),
+                let mon = month(at: i + 5), b[i + 8] == UInt8(ascii: "-"), let yy = digits((i + 9)..<(i + 11)),
+                b[i + 11] == 0x20,
                 let (h, m, s) = time(at: i + 12), b[(i + 20)...] == gmt[...]
             else { return nil }
             // RFC 9110: a two-digit year more than 50 years in the future means the most recent past year with those
@@ -131,7 +136,10 @@ public enum RetryAfter {
             for century in stride(from: Int64(9900), through: 0, by: -100) {
                 // 29-Feb-00 exists in some centuries only: a candidate that is no date is skipped.
                 guard let t = instant(century + yy, mon, day, h, m, s) else { continue }
-                if t <= horizon { best = t; break }
+                if t <= horizon {
+                    best = t
+                    break
+                }
                 best = t  // every candidate is beyond the horizon: the earliest one
             }
             return best
@@ -141,8 +149,16 @@ public enum RetryAfter {
 
     /// UTC milliseconds of a four-digit-year date and time; nil when a field is out of range (`31 Feb` included).
     /// The calendar is Canonical's `UTCTime`, the gateway's one days-from-civil.
-    static func instant(_ year: Int64, _ month: Int64, _ day: Int64, _ hour: Int64, _ minute: Int64, _ second: Int64) -> Int64? {
-        guard (0...9999).contains(year), let length = UTCTime.daysInMonth(year: year, month: month), (1...length).contains(day)
+    static func instant(
+        _ year: Int64,
+        _ month: Int64,
+        _ day: Int64,
+        _ hour: Int64,
+        _ minute: Int64,
+        _ second: Int64
+    ) -> Int64? {
+        guard (0...9999).contains(year), let length = UTCTime.daysInMonth(year: year, month: month),
+            (1...length).contains(day)
         else { return nil }
         return UTCTime.milliseconds(year: year, month: month, day: day, hour: hour, minute: minute, second: second)
     }

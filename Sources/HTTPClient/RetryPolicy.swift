@@ -24,7 +24,13 @@ public struct RetryPolicy: Sendable, Hashable {
     /// At most this many doublings: the wait before jitter is at most `baseDelay · 2^maxDoublings`, below the cap too.
     public var maxDoublings: Int
 
-    public init(maxAttempts: Int, baseDelay: Duration, maxDelay: Duration, maxRetryAfter: Duration? = nil, maxDoublings: Int = 64) {
+    public init(
+        maxAttempts: Int,
+        baseDelay: Duration,
+        maxDelay: Duration,
+        maxRetryAfter: Duration? = nil,
+        maxDoublings: Int = 64
+    ) {
         self.maxAttempts = maxAttempts
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
@@ -50,7 +56,9 @@ public struct RetryPolicy: Sendable, Hashable {
     /// ``delay(afterAttempt:jitter:retryAfter:)`` in whole milliseconds (rounded down), for schedulers that count in
     /// epoch milliseconds (and add it to their clock with a clamped addition).
     public func delayMillis(afterAttempt attempt: Int, jitter: Double, retryAfterMillis: Int64? = nil) -> Int64 {
-        let wait = Int64(min(Double(Self.milliseconds(backoff(afterAttempt: attempt))) * Self.jitterFactor(jitter), 9.0e18))
+        let wait = Int64(
+            min(Double(Self.milliseconds(backoff(afterAttempt: attempt))) * Self.jitterFactor(jitter), 9.0e18)
+        )
         guard let retryAfterMillis else { return wait }
         return max(wait, min(max(retryAfterMillis, 0), max(Self.milliseconds(retryAfterLimit), 0)))
     }
@@ -112,19 +120,41 @@ extension RetryPolicy {
     /// The App Store Server API client: 4 attempts per call (per page), 1 s doubling to 30 s (at most 2^20 times the
     /// base), and a `Retry-After` honoured up to 60 s (a longer one ends the call).
     public static let appStoreAPIClient = RetryPolicy(
-        maxAttempts: 4, baseDelay: .seconds(1), maxDelay: .seconds(30), maxRetryAfter: .seconds(60), maxDoublings: 20)
+        maxAttempts: 4,
+        baseDelay: .seconds(1),
+        maxDelay: .seconds(30),
+        maxRetryAfter: .seconds(60),
+        maxDoublings: 20
+    )
 
     /// The verifyReceipt client: 4 attempts per receipt, 1 s doubling to 30 s (at most 2^20 times the base);
     /// verifyReceipt sends no `Retry-After`.
-    public static let verifyReceiptClient = RetryPolicy(maxAttempts: 4, baseDelay: .seconds(1), maxDelay: .seconds(30), maxDoublings: 20)
+    public static let verifyReceiptClient = RetryPolicy(
+        maxAttempts: 4,
+        baseDelay: .seconds(1),
+        maxDelay: .seconds(30),
+        maxDoublings: 20
+    )
 
     /// Deliveries to a downstream: 12 attempts (a downstream's `max_attempts`), 5 s doubling to 6 h (its
     /// `retry_delay` and `max_retry_delay`); a downstream's `Retry-After` is honoured up to the cap.
-    public static let deliveryWorker = RetryPolicy(maxAttempts: 12, baseDelay: .milliseconds(5_000), maxDelay: .milliseconds(21_600_000))
+    public static let deliveryWorker = RetryPolicy(
+        maxAttempts: 12,
+        baseDelay: .milliseconds(5_000),
+        maxDelay: .milliseconds(21_600_000)
+    )
 
     /// verifyReceipt jobs while Apple is unavailable: 200 attempts, 60 s doubling to 1 h.
-    public static let receiptWorker = RetryPolicy(maxAttempts: 200, baseDelay: .milliseconds(60_000), maxDelay: .milliseconds(3_600_000))
+    public static let receiptWorker = RetryPolicy(
+        maxAttempts: 200,
+        baseDelay: .milliseconds(60_000),
+        maxDelay: .milliseconds(3_600_000)
+    )
 
     /// Comparison fetches: 50 attempts, 30 s doubling to 1 h.
-    public static let compareWorker = RetryPolicy(maxAttempts: 50, baseDelay: .milliseconds(30_000), maxDelay: .milliseconds(3_600_000))
+    public static let compareWorker = RetryPolicy(
+        maxAttempts: 50,
+        baseDelay: .milliseconds(30_000),
+        maxDelay: .milliseconds(3_600_000)
+    )
 }

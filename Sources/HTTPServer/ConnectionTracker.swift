@@ -127,7 +127,12 @@ final class ConnectionTracker: Sendable {
         var port: UInt16 = 0
         let address = (budget?.perAddress ?? 0) > 0 ? clientAddress(connection, port: &port) : ""
         let now = ContinuousClock.now
-        let entry = Entry(fd: fd, address: address, phase: .idle(since: now, baseline: baseline), awaitingHeadSince: now)
+        let entry = Entry(
+            fd: fd,
+            address: address,
+            phase: .idle(since: now, baseline: baseline),
+            awaitingHeadSince: now
+        )
         let newcomer = key(connection)
         table.withLock { entries in
             entries[newcomer] = entry
@@ -213,7 +218,8 @@ final class ConnectionTracker: Sendable {
     /// The watchdog thread's body: sweeps every ``sweepInterval`` until ``stopWatchdog()``.
     func runWatchdog() {
         let interval = sweepInterval
-        let nanoseconds = Int(interval.components.seconds) * 1_000_000_000
+        let nanoseconds =
+            Int(interval.components.seconds) * 1_000_000_000
             + Int(interval.components.attoseconds / 1_000_000_000)
         while !stopRequested.load(ordering: .acquiring) {
             _ = wake.wait(timeout: .now() + .nanoseconds(nanoseconds))
@@ -235,7 +241,8 @@ final class ConnectionTracker: Sendable {
         table.withLock { entries in
             for index in entries.indices {
                 let entry = entries.values[index]
-                if let headerDeadline, let since = entry.awaitingHeadSince, entry.isLive, now - since >= headerDeadline {
+                if let headerDeadline, let since = entry.awaitingHeadSince, entry.isLive, now - since >= headerDeadline
+                {
                     expire(entry, at: index, in: &entries)
                     continue
                 }

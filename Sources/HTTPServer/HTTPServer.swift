@@ -203,7 +203,7 @@ public final class HTTPServer {
         if let problem = headerProblem(c.defaultHeaders) {
             throw HTTPServerError(.invalidConfiguration, "defaultHeaders: \(problem)")
         }
-                guard c.headerMemoryLimitBytes >= 8192 else {
+        guard c.headerMemoryLimitBytes >= 8192 else {
             throw HTTPServerError(.invalidConfiguration, "headerMemoryLimitBytes must be at least 8192")
         }
         var address = sockaddr_in()
@@ -242,18 +242,29 @@ public final class HTTPServer {
             throw HTTPServerError(.startFailed, "cannot create \(c.threads) handler threads")
         }
         let bodies = BodyLimits(
-            maxBodyBytes: c.maxBodyBytes, bufferBudgetBytes: c.bodyBufferBudgetBytes, drainLimitBytes: c.drainLimitBytes)
+            maxBodyBytes: c.maxBodyBytes,
+            bufferBudgetBytes: c.bodyBufferBudgetBytes,
+            drainLimitBytes: c.drainLimitBytes
+        )
         let deadline: Duration? = c.requestDeadlineSeconds > 0 ? .seconds(Int(c.requestDeadlineSeconds)) : nil
         let headerDeadline: Duration? = c.headerDeadlineSeconds > 0 ? .seconds(Int(c.headerDeadlineSeconds)) : nil
         // With eviction the tracker keeps the limits; libmicrohttpd's are widened so that it accepts the connection
         // that makes room, with headroom for evicted connections its I/O threads have not closed yet.
-        let budget = c.evictsWaitingConnections
-            ? ConnectionTracker.Budget(total: Int(c.connectionLimit), perAddress: Int(c.connectionsPerAddressLimit)) : nil
+        let budget =
+            c.evictsWaitingConnections
+            ? ConnectionTracker.Budget(total: Int(c.connectionLimit), perAddress: Int(c.connectionsPerAddressLimit))
+            : nil
         let mhdConnectionLimit = budget == nil ? Int(c.connectionLimit) : 2 * Int(c.connectionLimit)
         let mhdPerAddressLimit = budget == nil ? Int(c.connectionsPerAddressLimit) : 0
         let tracker = ConnectionTracker(deadline: deadline, headerDeadline: headerDeadline, budget: budget)
         let context = ServerContext(
-            handler: handler, bodies: bodies, log: log, pool: pool, connections: tracker, defaultHeaders: c.defaultHeaders)
+            handler: handler,
+            bodies: bodies,
+            log: log,
+            pool: pool,
+            connections: tracker,
+            defaultHeaders: c.defaultHeaders
+        )
         let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         let ioThreads = min(c.threads, cores)
 
@@ -283,8 +294,18 @@ public final class HTTPServer {
             options.append(MHD_OptionItem(option: .END, value: 0, ptr_value: nil))
             return options.withUnsafeBufferPointer { items in
                 gateway_mhd_start(
-                    flags, c.port, gatewayAccessHandler, contextPointer, gatewayRequestCompleted, contextPointer,
-                    gatewayConnectionNotice, contextPointer, gatewayLog, contextPointer, items.baseAddress)
+                    flags,
+                    c.port,
+                    gatewayAccessHandler,
+                    contextPointer,
+                    gatewayRequestCompleted,
+                    contextPointer,
+                    gatewayConnectionNotice,
+                    contextPointer,
+                    gatewayLog,
+                    contextPointer,
+                    items.baseAddress
+                )
             }
         }
         let startErrno = errno

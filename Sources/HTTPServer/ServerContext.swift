@@ -27,8 +27,12 @@ final class ServerContext: Sendable {
     private let dispatch = Mutex<(suspended: Int, closed: Bool)>((0, false))
 
     init(
-        handler: @escaping RequestHandler, bodies: BodyLimits, log: ServerLog, pool: HandlerPool,
-        connections: ConnectionTracker, defaultHeaders: [(name: String, value: String)] = []
+        handler: @escaping RequestHandler,
+        bodies: BodyLimits,
+        log: ServerLog,
+        pool: HandlerPool,
+        connections: ConnectionTracker,
+        defaultHeaders: [(name: String, value: String)] = []
     ) {
         self.handler = handler
         self.bodies = bodies
@@ -50,7 +54,10 @@ final class ServerContext: Sendable {
         while true {
             guard count <= bodies.bufferBudgetBytes - current else { return false }
             let (done, seen) = bufferedBodyBytes.compareExchange(
-                expected: current, desired: current + count, ordering: .relaxed)
+                expected: current,
+                desired: current + count,
+                ordering: .relaxed
+            )
             if done { return true }
             current = seen
         }
@@ -104,10 +111,16 @@ enum Refusal {
         switch self {
         case .tooLarge:
             return .serverError(
-                413, code: "body_too_large", message: "request body exceeds \(bodies.maxBodyBytes) bytes")
+                413,
+                code: "body_too_large",
+                message: "request body exceeds \(bodies.maxBodyBytes) bytes"
+            )
         case .busy:
             var response = ServerResponse.serverError(
-                503, code: "server_busy", message: "too many request bodies are arriving at once; retry later")
+                503,
+                code: "server_busy",
+                message: "too many request bodies are arriving at once; retry later"
+            )
             response.headers.append((name: "Retry-After", value: "5"))
             return response
         }
@@ -194,9 +207,14 @@ final class RequestState {
 /// `MHD_AccessHandlerCallback`. libmicrohttpd calls it once when the headers are complete, once per body piece, and
 /// once more (no upload data) when the body is complete. Nothing here may trap on input.
 func gatewayAccessHandler(
-    cls: UnsafeMutableRawPointer?, connection: OpaquePointer?, url: UnsafePointer<CChar>?,
-    method: UnsafePointer<CChar>?, version: UnsafePointer<CChar>?, uploadData: UnsafePointer<CChar>?,
-    uploadDataSize: UnsafeMutablePointer<Int>?, conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+    cls: UnsafeMutableRawPointer?,
+    connection: OpaquePointer?,
+    url: UnsafePointer<CChar>?,
+    method: UnsafePointer<CChar>?,
+    version: UnsafePointer<CChar>?,
+    uploadData: UnsafePointer<CChar>?,
+    uploadDataSize: UnsafeMutablePointer<Int>?,
+    conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
 ) -> MHD_Result {
     guard let cls, let connection, let uploadDataSize, let conCls else { return .NO }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
@@ -295,7 +313,8 @@ func gatewayAccessHandler(
         body: body,
         remoteAddress: clientAddress(connection, port: &remotePort),
         remotePort: remotePort,
-        queryItems: arguments)
+        queryItems: arguments
+    )
     state.headers = []
     guard context.beginDispatch() else {
         // The server is stopping: run the handler here (MHD_stop_daemon waits for this thread).
@@ -320,8 +339,10 @@ func gatewayAccessHandler(
 /// `MHD_RequestCompletedCallback`: runs once per request whose access handler ran — after the response was sent,
 /// and equally when the client went away mid-body, timed out, or the daemon stopped.
 func gatewayRequestCompleted(
-    cls: UnsafeMutableRawPointer?, connection: OpaquePointer?,
-    conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, termination: MHD_RequestTerminationCode
+    cls: UnsafeMutableRawPointer?,
+    connection: OpaquePointer?,
+    conCls: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+    termination: MHD_RequestTerminationCode
 ) {
     guard let cls, let conCls, let raw = conCls.pointee else { return }
     conCls.pointee = nil
@@ -336,8 +357,10 @@ func gatewayRequestCompleted(
 
 /// `MHD_NotifyConnectionCallback`: a connection was accepted, or is about to be closed (its socket is still open).
 func gatewayConnectionNotice(
-    cls: UnsafeMutableRawPointer?, connection: OpaquePointer?,
-    socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, code: MHD_ConnectionNotificationCode
+    cls: UnsafeMutableRawPointer?,
+    connection: OpaquePointer?,
+    socketContext: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+    code: MHD_ConnectionNotificationCode
 ) {
     guard let cls, let connection else { return }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
@@ -364,8 +387,12 @@ func gatewayLog(cls: UnsafeMutableRawPointer?, format: UnsafePointer<CChar>?, ar
 
 /// `MHD_KeyValueIteratorN`: appends one field to the `[(name:, value:)]` that `cls` points at.
 private func collectField(
-    cls: UnsafeMutableRawPointer?, kind: MHD_ValueKind, key: UnsafePointer<CChar>?, keySize: Int,
-    value: UnsafePointer<CChar>?, valueSize: Int
+    cls: UnsafeMutableRawPointer?,
+    kind: MHD_ValueKind,
+    key: UnsafePointer<CChar>?,
+    keySize: Int,
+    value: UnsafePointer<CChar>?,
+    valueSize: Int
 ) -> MHD_Result {
     guard let cls, let key else { return .YES }
     let list = cls.assumingMemoryBound(to: [(name: String, value: String)].self)
@@ -378,7 +405,10 @@ private func collectField(
 /// Queues `response` right after the headers, before any body byte is read. libmicrohttpd then reads nothing more on
 /// the connection and closes it after the response.
 private func answerEarly(
-    _ response: ServerResponse, _ state: RequestState, _ connection: OpaquePointer, _ context: ServerContext
+    _ response: ServerResponse,
+    _ state: RequestState,
+    _ connection: OpaquePointer,
+    _ context: ServerContext
 ) -> MHD_Result {
     state.answered = true
     context.connections.requestAnswering(connection)
@@ -495,7 +525,10 @@ private func declaredContentLength(_ connection: OpaquePointer) -> UInt64? {
 /// Hands `response` to libmicrohttpd (which copies the body). A response the handler got wrong becomes a 500. With
 /// `close` (or while quiescing) it carries `Connection: close` and the connection closes after it.
 private func queue(
-    _ response: ServerResponse, on connection: OpaquePointer, _ context: ServerContext, close: Bool = false
+    _ response: ServerResponse,
+    on connection: OpaquePointer,
+    _ context: ServerContext,
+    close: Bool = false
 ) -> MHD_Result {
     let closing = close || context.isQuiescing
     var status = response.status
@@ -517,7 +550,9 @@ private struct ResponseProblem: Error, CustomStringConvertible {
 
 /// `response` as a libmicrohttpd response, with the `defaults` it has no field of, and `Connection: close` when closing.
 private func makeResponse(
-    _ response: ServerResponse, closing: Bool, defaults: [(name: String, value: String)]
+    _ response: ServerResponse,
+    closing: Bool,
+    defaults: [(name: String, value: String)]
 ) -> Result<OpaquePointer, ResponseProblem> {
     guard (200...999).contains(response.status) else {
         return .failure(ResponseProblem(description: "status \(response.status) is not a final HTTP status"))

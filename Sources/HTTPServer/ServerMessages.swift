@@ -19,8 +19,13 @@ public struct ServerRequest: Sendable {
     public var remotePort: UInt16
 
     public init(
-        method: String, path: String, query: [String: String] = [:], headers: [(name: String, value: String)] = [],
-        body: [UInt8] = [], remoteAddress: String = "", remotePort: UInt16 = 0,
+        method: String,
+        path: String,
+        query: [String: String] = [:],
+        headers: [(name: String, value: String)] = [],
+        body: [UInt8] = [],
+        remoteAddress: String = "",
+        remotePort: UInt16 = 0,
         queryItems: [(name: String, value: String)]? = nil
     ) {
         self.method = method

@@ -41,13 +41,16 @@ struct EncodedParameters {
                     throw PostgresError(
                         code: "22021",
                         message: "\(label): query `\(sql)`: parameter \(index + 1) is text holding a NUL byte, which "
-                            + "PostgreSQL text cannot store (use bytea)")
+                            + "PostgreSQL text cannot store (use bytea)"
+                    )
                 }
                 append(bytes, type: 0, binary: false)
             case .bytea(let v):
                 guard v.count <= Int(Int32.max) else {
                     throw PostgresError(
-                        code: "54000", message: "\(label): query `\(sql)`: parameter \(index + 1) is over 2 GiB")
+                        code: "54000",
+                        message: "\(label): query `\(sql)`: parameter \(index + 1) is over 2 GiB"
+                    )
                 }
                 append(v, type: Self.byteaOID, binary: true)
             }

@@ -38,7 +38,8 @@ public final class PostgresConnection {
         guard valid else {
             throw PostgresError(
                 code: PostgresError.connectionClosedCode,
-                message: "\(handle.label): PostgresConnection used outside the closure it was lent to")
+                message: "\(handle.label): PostgresConnection used outside the closure it was lent to"
+            )
         }
         return handle
     }
@@ -50,7 +51,11 @@ public final class PostgresConnection {
 
     /// Runs one statement and returns its rows. `prepared: false` plans it for this call only (`PQexecParams`):
     /// for SQL built from a varying set of identifiers, which would otherwise fill the statement cache.
-    public func query(_ sql: String, _ values: [PostgresValue] = [], prepared: Bool = true) throws(PostgresError)
+    public func query(
+        _ sql: String,
+        _ values: [PostgresValue] = [],
+        prepared: Bool = true
+    ) throws(PostgresError)
         -> [PostgresRow]
     {
         try checked().query(sql, values, prepared: prepared).rows
@@ -96,14 +101,17 @@ public final class PostgresConnection {
     /// `SAVEPOINT`).
     @discardableResult
     public func transaction<T>(
-        isolation: Isolation = .readCommitted, opening: String? = nil, _ body: (PostgresConnection) throws -> T
+        isolation: Isolation = .readCommitted,
+        opening: String? = nil,
+        _ body: (PostgresConnection) throws -> T
     ) throws -> T {
         let handle = try checked()
         let state = handle.transactionState
         guard state != .inTransaction, state != .failed else {
             throw PostgresError(
                 code: "25001",
-                message: "\(handle.label): transaction: a transaction is already open on this connection")
+                message: "\(handle.label): transaction: a transaction is already open on this connection"
+            )
         }
         try handle.execute(opening.map { isolation.begin + "; " + $0 } ?? isolation.begin)
         do {
@@ -115,16 +123,19 @@ public final class PostgresConnection {
                 throw PostgresError(
                     code: "25P02",
                     message: "\(handle.label): transaction: a statement failed inside the body and its error was "
-                        + "caught; the transaction is rolled back")
+                        + "caught; the transaction is rolled back"
+                )
             case .idle:
                 throw PostgresError(
                     code: "25P02",
                     message: "\(handle.label): transaction: the transaction ended inside the body (an explicit COMMIT "
-                        + "or ROLLBACK); its changes may be committed")
+                        + "or ROLLBACK); its changes may be committed"
+                )
             case .broken:
                 throw PostgresError(
                     code: PostgresError.connectionFailureCode,
-                    message: "\(handle.label): transaction: the connection broke inside the body")
+                    message: "\(handle.label): transaction: the connection broke inside the body"
+                )
             }
             try handle.commit()
             return value

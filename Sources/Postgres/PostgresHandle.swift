@@ -1,11 +1,11 @@
 internal import CPostgres
 
 #if canImport(Glibc)
-    internal import Glibc
+internal import Glibc
 #elseif canImport(Musl)
-    internal import Musl
+internal import Musl
 #elseif canImport(Darwin)
-    internal import Darwin
+internal import Darwin
 #endif
 
 /// Owns one `PGconn*`, its cached prepared statements and the channels it `LISTEN`s on. Every libpq call of the
@@ -63,7 +63,8 @@ final class PostgresHandle {
             throw PostgresError(
                 code: PostgresError.cannotConnectCode,
                 message: "\(label): the connection string does not parse (libpq's reason is withheld: it quotes the "
-                    + "string, which may hold a password)")
+                    + "string, which may hold a password)"
+            )
         }
         PQconninfoFree(options)
     }
@@ -78,7 +79,9 @@ final class PostgresHandle {
             PQreset(c)
             guard PQstatus(c) == CONNECTION_OK else {
                 throw PostgresError(
-                    code: PostgresError.cannotConnectCode, message: "\(label): reconnect: \(Self.clientMessage(c))")
+                    code: PostgresError.cannotConnectCode,
+                    message: "\(label): reconnect: \(Self.clientMessage(c))"
+                )
             }
             try configure(c)
         } else {
@@ -106,7 +109,8 @@ final class PostgresHandle {
         guard PQsetClientEncoding(c, "UTF8") == 0 else {
             throw PostgresError(
                 code: PostgresError.cannotConnectCode,
-                message: "\(label): connect: setting client_encoding to UTF8 failed: \(Self.clientMessage(c))")
+                message: "\(label): connect: setting client_encoding to UTF8 failed: \(Self.clientMessage(c))"
+            )
         }
         if let sessionSetup {
             PQclear(try check(PQexec(c, sessionSetup), "session setup", sql: sessionSetup, c: c))
@@ -147,12 +151,14 @@ final class PostgresHandle {
         guard let c = conn else {
             throw PostgresError(
                 code: PostgresError.connectionFailureCode,
-                message: "\(label): not connected (the last connection attempt failed); reconnect first")
+                message: "\(label): not connected (the last connection attempt failed); reconnect first"
+            )
         }
         guard PQstatus(c) == CONNECTION_OK else {
             throw PostgresError(
                 code: PostgresError.connectionFailureCode,
-                message: "\(label): the connection is broken: \(Self.clientMessage(c)); reconnect first")
+                message: "\(label): the connection is broken: \(Self.clientMessage(c)); reconnect first"
+            )
         }
         return c
     }
@@ -201,7 +207,9 @@ final class PostgresHandle {
         let tag = String(cString: PQcmdStatus(result))
         guard tag == "COMMIT" else {
             throw PostgresError(
-                code: "25P02", message: "\(label): commit: the server rolled the transaction back (it answered \(tag))")
+                code: "25P02",
+                message: "\(label): commit: the server rolled the transaction back (it answered \(tag))"
+            )
         }
     }
 
@@ -236,11 +244,12 @@ final class PostgresHandle {
             throw PostgresError(
                 code: PostgresError.parameterCountCode,
                 message: "\(label): query `\(Self.clip(sql))`: the statement takes \(statement.parameterCount) "
-                    + "parameters, \(values.count) given")
+                    + "parameters, \(values.count) given"
+            )
         }
         do throws(PostgresError) {
             return try outcome(check(execute(statement, parameters, c: c), "query", sql: sql, c: c))
-        } catch where error.code == "26000" {
+        } catch  where error.code == "26000" {
             // "prepared statement does not exist": someone ran DEALLOCATE or DISCARD ALL. Prepare it again, unless
             // the error aborted a transaction (then the caller's transaction fails anyway).
             statements = [:]
@@ -250,7 +259,11 @@ final class PostgresHandle {
         }
     }
 
-    private func execute(_ statement: PreparedStatement, _ parameters: EncodedParameters, c: OpaquePointer)
+    private func execute(
+        _ statement: PreparedStatement,
+        _ parameters: EncodedParameters,
+        c: OpaquePointer
+    )
         -> OpaquePointer?
     {
         parameters.withArguments { _, pointers, lengths, formats in
@@ -278,7 +291,12 @@ final class PostgresHandle {
     }
 
     /// The result if it succeeded; else the error it describes (and the result cleared).
-    private func check(_ result: OpaquePointer?, _ operation: String, sql: String?, c: OpaquePointer)
+    private func check(
+        _ result: OpaquePointer?,
+        _ operation: String,
+        sql: String?,
+        c: OpaquePointer
+    )
         throws(PostgresError) -> OpaquePointer
     {
         guard let result else { throw failure(nil, operation, sql: sql, c: c) }
@@ -310,7 +328,9 @@ final class PostgresHandle {
                     continue
                 }
                 let bytes = UnsafeRawBufferPointer(
-                    start: PQgetvalue(result, row, column), count: Int(PQgetlength(result, row, column)))
+                    start: PQgetvalue(result, row, column),
+                    count: Int(PQgetlength(result, row, column))
+                )
                 values.append(TextFormat.decode(bytes, type: types[Int(column)]))
             }
             rows.append(PostgresRow(columns: columns, values: values))
@@ -322,7 +342,8 @@ final class PostgresHandle {
 
     /// The error a failed call left: the server's SQLSTATE and primary message (withheld for the classes that quote
     /// values), or libpq's own message when the server sent none.
-    private func failure(_ result: OpaquePointer?, _ operation: String, sql: String?, c: OpaquePointer) -> PostgresError {
+    private func failure(_ result: OpaquePointer?, _ operation: String, sql: String?, c: OpaquePointer) -> PostgresError
+    {
         var code = result.flatMap { Self.field($0, "C") }
         var reason: String
         if let result, let primary = Self.field(result, "M") {
@@ -395,7 +416,9 @@ final class PostgresHandle {
         }
         guard plain, !channel.isEmpty, channel.utf8.count <= 63 else {
             throw PostgresError(
-                code: "42602", message: "\(label): listen: a channel is 1 to 63 ASCII letters, digits or underscores")
+                code: "42602",
+                message: "\(label): listen: a channel is 1 to 63 ASCII letters, digits or underscores"
+            )
         }
         let c = try open()
         guard let quoted = PQescapeIdentifier(c, channel, channel.utf8.count) else {
@@ -420,7 +443,9 @@ final class PostgresHandle {
                     PostgresNotification(
                         channel: String(cString: notice.pointee.relname),
                         payload: notice.pointee.extra.map { String(cString: $0) } ?? "",
-                        senderProcessID: notice.pointee.be_pid))
+                        senderProcessID: notice.pointee.be_pid
+                    )
+                )
                 PQfreemem(notice)
             }
             if !received.isEmpty { return received }
@@ -432,7 +457,8 @@ final class PostgresHandle {
             if Self.waitReadable(PQsocket(c), milliseconds: Int32(clamping: millis)) == .failed {
                 throw PostgresError(
                     code: PostgresError.connectionFailureCode,
-                    message: "\(label): wait for notifications: poll failed (errno \(errno))")
+                    message: "\(label): wait for notifications: poll failed (errno \(errno))"
+                )
             }
         }
     }

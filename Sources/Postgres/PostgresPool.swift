@@ -43,7 +43,11 @@ public final class PostgresPool: Sendable {
         self.borrowTimeout = options.borrowTimeout
         self.label = options.label
         try PostgresHandle.validate(conninfo, label: options.label)
-        slots = (1...size).map { PoolSlot(PostgresHandle(conninfo: conninfo, label: "\(options.label) \($0)", sessionSetup: options.sessionSetup)) }
+        slots = (1...size).map {
+            PoolSlot(
+                PostgresHandle(conninfo: conninfo, label: "\(options.label) \($0)", sessionSetup: options.sessionSetup)
+            )
+        }
         free = Mutex(Array((0..<size).reversed()))
         available = DispatchSemaphore(value: size)
         try slots[0].borrow { (handle) throws(PostgresError) in try handle.prepareForUse() }
@@ -63,7 +67,8 @@ public final class PostgresPool: Sendable {
         guard available.wait(timeout: Self.deadline(after: borrowTimeout)) == .success else {
             throw PostgresError(
                 code: PostgresError.poolExhaustedCode,
-                message: "\(label): no connection of \(size) became free within \(borrowTimeout)")
+                message: "\(label): no connection of \(size) became free within \(borrowTimeout)"
+            )
         }
         defer { available.signal() }
         let index = free.withLock { $0.removeLast() }  // the semaphore guarantees one is there
@@ -84,7 +89,8 @@ public final class PostgresPool: Sendable {
     /// ``withConnection(_:)`` and ``PostgresConnection/transaction(isolation:opening:_:)`` in one.
     @discardableResult
     public func transaction<T>(
-        isolation: PostgresConnection.Isolation = .readCommitted, opening: String? = nil,
+        isolation: PostgresConnection.Isolation = .readCommitted,
+        opening: String? = nil,
         _ body: (PostgresConnection) throws -> T
     ) throws -> T {
         try withConnection { connection in try connection.transaction(isolation: isolation, opening: opening, body) }

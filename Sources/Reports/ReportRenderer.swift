@@ -20,7 +20,11 @@ public enum ReportRenderer {
     /// The report in one of the formats the CLI and the admin API offer (`json`, `table`, `html`), with its content
     /// type; nil for any other name. `serve` gives it to the admin API (``GatewayService/Dependencies/reportRenderer``),
     /// which passes the nonce its policy names for the page's styles (``html(_:styleNonce:)``).
-    public static func render(_ r: CompareReport, format: String, styleNonce: String? = nil) -> (contentType: String, body: [UInt8])? {
+    public static func render(
+        _ r: CompareReport,
+        format: String,
+        styleNonce: String? = nil
+    ) -> (contentType: String, body: [UInt8])? {
         switch format {
         case "json": ("application/json", json(r))
         case "table": ("text/plain; charset=utf-8", Array(table(r).utf8))
@@ -33,11 +37,16 @@ public enum ReportRenderer {
     /// names, reasons) has its control characters replaced, so it cannot move the cursor or recolour the terminal.
     public static func table(_ r: CompareReport) -> String {
         var out: [String] = []
-        out.append("V1/V2 compare report · window \(windowText(since: r.since, until: r.until)) · generated \(utcDateTime(r.generatedAt))")
+        out.append(
+            "V1/V2 compare report · window \(windowText(since: r.since, until: r.until)) · generated \(utcDateTime(r.generatedAt))"
+        )
         out.append("rule: \(plain(r.rule.text))")
         let ready = r.bundles.filter { $0.verdict == .ready }.count
         out.append("\(ready) of \(r.bundles.count) ready to cut over")
-        if r.bundles.isEmpty { out.append(""); out.append("(no bundles in this window)") }
+        if r.bundles.isEmpty {
+            out.append("")
+            out.append("(no bundles in this window)")
+        }
         for b in r.bundles {
             out.append("")
             out += tableBlock(b)
@@ -78,12 +87,17 @@ public enum ReportRenderer {
             row("disagreements", pad("field", nameWidth) + "  " + leftPad("count", countWidth) + "  examples")
             for (name, d) in fields {
                 let examples = d.examples.prefix(3).map(plain).joined(separator: ", ")
-                more(pad(plain(name), nameWidth) + "  " + leftPad("\(d.count)", countWidth) + "  " + (examples.isEmpty ? "—" : examples))
+                more(
+                    pad(plain(name), nameWidth) + "  " + leftPad("\(d.count)", countWidth) + "  "
+                        + (examples.isEmpty ? "—" : examples)
+                )
             }
         }
 
         var oneSided = "v1 only \(b.oneSided.v1Only)   v2 only \(b.oneSided.v2Only)"
-        if !b.oneSided.examples.isEmpty { oneSided += "   e.g. " + b.oneSided.examples.prefix(3).map(plain).joined(separator: ", ") }
+        if !b.oneSided.examples.isEmpty {
+            oneSided += "   e.g. " + b.oneSided.examples.prefix(3).map(plain).joined(separator: ", ")
+        }
         row("one-sided", oneSided)
 
         row("verdict", verdict)
@@ -107,7 +121,8 @@ public enum ReportRenderer {
             row("cutovers", "none")
         } else {
             for (i, c) in b.cutovers.enumerated() {
-                var text = "\(utcDateTime(c.at))  \(plain(c.from)) → \(plain(c.to))\(c.origin == "migrate" ? " with Apple (migrate)" : "")  by \(plain(c.who))  (verdict \(plain(c.verdict))"
+                var text =
+                    "\(utcDateTime(c.at))  \(plain(c.from)) → \(plain(c.to))\(c.origin == "migrate" ? " with Apple (migrate)" : "")  by \(plain(c.who))  (verdict \(plain(c.verdict))"
                 text += c.forced ? ", forced)" : ")"
                 if let reason = c.reason, !reason.isEmpty { text += "  \"\(plain(reason))\"" }
                 if i == 0 { row("cutovers", text) } else { more(text) }
@@ -124,7 +139,9 @@ public enum ReportRenderer {
 
     /// `agreements / pairs` as "99.6 %", rounded down to one decimal; nil when nothing was compared. The same text
     /// as the verdict's reasons (``CompareReport/percentText(_:of:)``, in Gateway).
-    static func percentText(_ agreements: Int, of pairs: Int) -> String? { CompareReport.percentText(agreements, of: pairs) }
+    static func percentText(_ agreements: Int, of pairs: Int) -> String? {
+        CompareReport.percentText(agreements, of: pairs)
+    }
 
     /// Fields by descending count, then by name: a stable order whatever the dictionary's.
     static func sortedFields(_ b: BundleReport) -> [(name: String, value: BundleReport.FieldDisagreements)] {

@@ -21,7 +21,9 @@ public final class SQLiteConnection {
     private func checked() throws(SQLiteError) -> SQLiteHandle {
         guard valid else {
             throw SQLiteError(
-                code: SQLiteError.misuseCode, message: "SQLiteConnection used outside the closure it was passed to")
+                code: SQLiteError.misuseCode,
+                message: "SQLiteConnection used outside the closure it was passed to"
+            )
         }
         return handle
     }
@@ -198,7 +200,8 @@ final class SQLiteHandle {
             throw SQLiteError(
                 code: SQLiteError.misuseCode,
                 message: "\(label): prepare `\(sql.prefix(Self.sqlInMessagesLimit))`: more than one statement; "
-                    + "run and query take one, execute takes several")
+                    + "run and query take one, execute takes several"
+            )
         }
         if statements.count >= Self.statementCacheLimit {
             for old in statements.values { sqlite3_finalize(old) }
@@ -215,7 +218,10 @@ final class SQLiteHandle {
     }
 
     private func bind(
-        _ values: [SQLiteValue], to statement: OpaquePointer, sql: String, db: OpaquePointer
+        _ values: [SQLiteValue],
+        to statement: OpaquePointer,
+        sql: String,
+        db: OpaquePointer
     )
         throws(SQLiteError)
     {
@@ -224,7 +230,8 @@ final class SQLiteHandle {
             throw SQLiteError(
                 code: SQLiteError.rangeCode,
                 message: "\(label): bind `\(sql.prefix(Self.sqlInMessagesLimit))`: "
-                    + "the statement takes \(expected) bindings, \(values.count) given")
+                    + "the statement takes \(expected) bindings, \(values.count) given"
+            )
         }
         for (offset, value) in values.enumerated() {
             let index = Int32(offset + 1)
@@ -244,7 +251,13 @@ final class SQLiteHandle {
                     }
                     return base.withMemoryRebound(to: CChar.self, capacity: bytes.count) {
                         sqlite3_bind_text64(
-                            statement, index, $0, UInt64(bytes.count), gateway_sqlite_transient(), UInt8(SQLITE_UTF8))
+                            statement,
+                            index,
+                            $0,
+                            UInt64(bytes.count),
+                            gateway_sqlite_transient(),
+                            UInt8(SQLITE_UTF8)
+                        )
                     }
                 }
             case .blob(let v):

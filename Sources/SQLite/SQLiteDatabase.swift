@@ -56,7 +56,8 @@ public final class SQLiteDatabase: Sendable {
         guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file::memory:") else {
             throw SQLiteError(
                 code: SQLiteError.misuseCode,
-                message: "open \(path): in-memory databases are not supported (readers need a shared file)")
+                message: "open \(path): in-memory databases are not supported (readers need a shared file)"
+            )
         }
         self.path = path
         self.faults = options.faults
@@ -64,23 +65,33 @@ public final class SQLiteDatabase: Sendable {
         // shared memory the mode of this file.
         try SQLiteFiles.createOwnerOnly(path)
         let writer = try SQLiteHandle(
-            path: path, readOnly: false, busyTimeoutMillis: options.busyTimeoutMillis, label: "writer")
+            path: path,
+            readOnly: false,
+            busyTimeoutMillis: options.busyTimeoutMillis,
+            label: "writer"
+        )
         let mode = try writer.query("PRAGMA journal_mode=WAL", [], limit: 1).first?[0]
         guard mode == .text("wal") else {
             throw SQLiteError(
                 code: SQLiteError.errorCode,
                 message: "writer: open \(path): PRAGMA journal_mode=WAL answered \(mode.map { "\($0)" } ?? "nothing"); "
-                    + "WAL is required")
+                    + "WAL is required"
+            )
         }
         try writer.execute(
             "PRAGMA synchronous=\(options.synchronous.rawValue); PRAGMA foreign_keys=ON; "
-                + "PRAGMA journal_size_limit=\(max(0, options.walSizeLimitBytes))")
+                + "PRAGMA journal_size_limit=\(max(0, options.walSizeLimitBytes))"
+        )
         if let pages = options.maxPageCount { try writer.execute("PRAGMA max_page_count=\(max(1, pages))") }
         // The writer has made the file (and its -wal and -shm) exist, so read-only connections can open it.
         var readers: [ConnectionSlot] = []
         for number in 1...max(1, options.readerCount) {
             let reader = try SQLiteHandle(
-                path: path, readOnly: true, busyTimeoutMillis: options.busyTimeoutMillis, label: "reader \(number)")
+                path: path,
+                readOnly: true,
+                busyTimeoutMillis: options.busyTimeoutMillis,
+                label: "reader \(number)"
+            )
             try reader.execute("PRAGMA foreign_keys=ON")
             readers.append(ConnectionSlot(reader))
         }
@@ -112,7 +123,8 @@ public final class SQLiteDatabase: Sendable {
                     throw SQLiteError(
                         code: SQLiteError.misuseCode,
                         message: "writer: the transaction ended inside the write body (an explicit COMMIT or ROLLBACK, "
-                            + "or an error SQLite rolls back for, caught by the body); its changes may be committed")
+                            + "or an error SQLite rolls back for, caught by the body); its changes may be committed"
+                    )
                 }
                 try handle.execute("COMMIT")
                 return value
@@ -172,7 +184,8 @@ public final class SQLiteDatabase: Sendable {
         }
         let applied: Set<Int> = try write { db in
             try db.execute(
-                "CREATE TABLE IF NOT EXISTS schema_migrations(version INTEGER PRIMARY KEY, applied_at INTEGER)")
+                "CREATE TABLE IF NOT EXISTS schema_migrations(version INTEGER PRIMARY KEY, applied_at INTEGER)"
+            )
             return Set(try db.query("SELECT version FROM schema_migrations").compactMap { $0.int("version") })
         }
         let known = ordered.last?.version ?? 0
@@ -180,7 +193,8 @@ public final class SQLiteDatabase: Sendable {
             throw SQLiteError(
                 code: SQLiteError.errorCode,
                 message: "migrate \(path): the database is at schema version \(newest) but this gateway knows versions "
-                    + "up to \(known): a newer gateway wrote it; refusing to use it")
+                    + "up to \(known): a newer gateway wrote it; refusing to use it"
+            )
         }
         for migration in ordered where !applied.contains(migration.version) {
             let version = SQLiteValue(migration.version)
@@ -195,7 +209,9 @@ public final class SQLiteDatabase: Sendable {
                         """
                         INSERT INTO schema_migrations(version, applied_at)
                         VALUES (?, CAST(strftime('%s', 'now') AS INTEGER))
-                        """, [version])
+                        """,
+                        [version]
+                    )
                 }
             } catch var error as SQLiteError {
                 error.message = "migration \(migration.version): \(error.message)"

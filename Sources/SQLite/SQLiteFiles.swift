@@ -29,7 +29,10 @@ public enum SQLiteFiles {
         defer { close(fd) }
         guard fchmod(fd, mode_t(ownerOnlyFileMode)) == 0 else {
             let reason = String(cString: strerror(errno))
-            throw SQLiteError(code: SQLiteError.cantOpenCode, message: "create \(path): cannot make it owner-only: \(reason)")
+            throw SQLiteError(
+                code: SQLiteError.cantOpenCode,
+                message: "create \(path): cannot make it owner-only: \(reason)"
+            )
         }
     }
 

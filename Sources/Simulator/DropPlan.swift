@@ -47,7 +47,9 @@ public struct DropPlan: Sendable, Hashable {
         return fraction > 0 && draw(index, lifecycle) < fraction ? .random : nil
     }
 
-    public func drops(emissionAt index: Int, of lifecycle: String) -> Bool { reason(forEmissionAt: index, of: lifecycle) != nil }
+    public func drops(emissionAt index: Int, of lifecycle: String) -> Bool {
+        reason(forEmissionAt: index, of: lifecycle) != nil
+    }
 
     /// A uniform number in [0, 1) for the step: SplitMix64 over the seed, the name (FNV-1a) and the index.
     func draw(_ index: Int, _ lifecycle: String) -> Double {

@@ -11,11 +11,19 @@ public struct Emitter: Sendable {
     public let signer: AppleJWSSigner
     public let appAppleID: Int64?
 
-    public init(signer: AppleJWSSigner, appAppleID: Int64? = nil) { (self.signer, self.appAppleID) = (signer, appAppleID) }
+    public init(signer: AppleJWSSigner, appAppleID: Int64? = nil) {
+        (self.signer, self.appAppleID) = (signer, appAppleID)
+    }
 
     // MARK: V2
 
-    public func transactionPayload(_ t: SimTransaction, bundleID: String, appAccountToken: String, product: SimProduct?, signedDate: Int64)
+    public func transactionPayload(
+        _ t: SimTransaction,
+        bundleID: String,
+        appAccountToken: String,
+        product: SimProduct?,
+        signedDate: Int64
+    )
         -> TransactionPayload
     {
         var p = TransactionPayload()
@@ -29,11 +37,12 @@ public struct Emitter: Sendable {
         p.originalPurchaseDate = t.originalPurchaseDate
         p.expiresDate = t.expiresDate
         p.quantity = 1
-        p.type = switch product?.kind {
-        case .consumable?: "Consumable"
-        case .nonConsumable?: "Non-Consumable"
-        default: "Auto-Renewable Subscription"
-        }
+        p.type =
+            switch product?.kind {
+            case .consumable?: "Consumable"
+            case .nonConsumable?: "Non-Consumable"
+            default: "Auto-Renewable Subscription"
+            }
         p.appAccountToken = appAccountToken
         p.inAppOwnershipType = t.familyShared ? "FAMILY_SHARED" : "PURCHASED"
         p.signedDate = signedDate
@@ -74,8 +83,15 @@ public struct Emitter: Sendable {
     }
 
     public func signedTransaction(_ s: SimSubscription, _ t: SimTransaction, at time: Int64) throws -> String {
-        try sign(transactionPayload(t, bundleID: s.bundleID, appAccountToken: s.appAccountToken,
-                                    product: Catalogue.product(t.productID), signedDate: time))
+        try sign(
+            transactionPayload(
+                t,
+                bundleID: s.bundleID,
+                appAccountToken: s.appAccountToken,
+                product: Catalogue.product(t.productID),
+                signedDate: time
+            )
+        )
     }
 
     public func signedRenewal(_ s: SimSubscription, at time: Int64) throws -> String? {
@@ -96,15 +112,30 @@ public struct Emitter: Sendable {
     public static func entitlement(_ s: SimSubscription, at time: Int64) -> Entitlement {
         let latest = s.latest
         return Entitlement.compute(
-            expiresDate: latest?.expiresDate, revocationDate: latest?.revocationDate,
-            gracePeriodExpiresDate: s.renewal?.gracePeriodExpiresDate, inBillingRetry: s.renewal?.inBillingRetry, at: time)
+            expiresDate: latest?.expiresDate,
+            revocationDate: latest?.revocationDate,
+            gracePeriodExpiresDate: s.renewal?.gracePeriodExpiresDate,
+            inBillingRetry: s.renewal?.inBillingRetry,
+            at: time
+        )
     }
 
     /// The `signedPayload` of a V2 notification about `s` (or about no subscription, for TEST).
-    public func notification(type: String, subtype: String?, uuid: String, subscription s: SimSubscription?, transaction: SimTransaction?,
-                             at time: Int64, extra: (inout NotificationData) -> Void = { _ in }) throws -> String {
-        var data = NotificationData(appAppleID: appAppleID, bundleID: s?.bundleID ?? Catalogue.bundleID, bundleVersion: "1",
-                                    environment: "Sandbox")
+    public func notification(
+        type: String,
+        subtype: String?,
+        uuid: String,
+        subscription s: SimSubscription?,
+        transaction: SimTransaction?,
+        at time: Int64,
+        extra: (inout NotificationData) -> Void = { _ in }
+    ) throws -> String {
+        var data = NotificationData(
+            appAppleID: appAppleID,
+            bundleID: s?.bundleID ?? Catalogue.bundleID,
+            bundleVersion: "1",
+            environment: "Sandbox"
+        )
         if let s, let t = transaction ?? s.latest {
             data.signedTransactionInfo = try signedTransaction(s, t, at: time)
             if Catalogue.product(t.productID)?.kind == .autoRenewable {
@@ -113,7 +144,13 @@ public struct Emitter: Sendable {
             }
         }
         extra(&data)
-        let payload = NotificationPayloadV2(notificationType: type, subtype: subtype, notificationUUID: uuid, data: data, signedDate: time)
+        let payload = NotificationPayloadV2(
+            notificationType: type,
+            subtype: subtype,
+            notificationUUID: uuid,
+            data: data,
+            signedDate: time
+        )
         return try sign(payload)
     }
 
@@ -172,7 +209,12 @@ public struct Emitter: Sendable {
     }
 
     /// The V1 body Apple would send about `s` (the receipt as of now, newest transaction first).
-    public static func v1Body(type: String, subscription s: SimSubscription, sharedSecret: String, at time: Int64) -> ResponseBodyV1 {
+    public static func v1Body(
+        type: String,
+        subscription s: SimSubscription,
+        sharedSecret: String,
+        at time: Int64
+    ) -> ResponseBodyV1 {
         var body = ResponseBodyV1(notificationType: type, password: sharedSecret, environment: "Sandbox")
         body.bid = s.bundleID
         body.bvrs = "1"
@@ -188,8 +230,12 @@ public struct Emitter: Sendable {
         }
         let transactions = s.transactions.sorted { $0.purchaseDate > $1.purchaseDate }.map(v1Transaction)
         body.unifiedReceipt = UnifiedReceipt(
-            environment: "Sandbox", latestReceipt: s.receiptToken, latestReceiptInfo: transactions,
-            pendingRenewalInfo: v1Renewal(s).map { [$0] } ?? [], status: 0)
+            environment: "Sandbox",
+            latestReceipt: s.receiptToken,
+            latestReceiptInfo: transactions,
+            pendingRenewalInfo: v1Renewal(s).map { [$0] } ?? [],
+            status: 0
+        )
         return body
     }
 

@@ -17,9 +17,15 @@ extension FakeAppStoreConnect {
                 return Self.answer(try state(bundleID: bundle, environment: env), sent: sent.version)
             case ("POST", "/fake/asc/version"):
                 let (bundle, env) = try Self.app(r)
-                guard let text = r.value("version"), text == "V1" || text == "V2" else { throw ControlError("version must be V1 or V2") }
-                try setVersion(NotificationVersion(rawValue: text), bundleID: bundle, environment: env,
-                               immediately: try Self.flag(r, "immediately"))
+                guard let text = r.value("version"), text == "V1" || text == "V2" else {
+                    throw ControlError("version must be V1 or V2")
+                }
+                try setVersion(
+                    NotificationVersion(rawValue: text),
+                    bundleID: bundle,
+                    environment: env,
+                    immediately: try Self.flag(r, "immediately")
+                )
                 return Self.answer(try state(bundleID: bundle, environment: env))
             case ("POST", "/fake/asc/url"):
                 let (bundle, env) = try Self.app(r)
@@ -29,9 +35,13 @@ extension FakeAppStoreConnect {
                 try setURL(r.value("url"), bundleID: bundle, environment: env)
                 return Self.answer(try state(bundleID: bundle, environment: env))
             case ("POST", "/fake/asc/apps"):
-                guard let bundle = r.value("bundle_id"), !bundle.isEmpty else { throw ControlError("bundle_id is required") }
+                guard let bundle = r.value("bundle_id"), !bundle.isEmpty else {
+                    throw ControlError("bundle_id is required")
+                }
                 try registerApp(bundleID: bundle)
-                return Self.object([("app_id", .string(SimConnectApp.id(bundleID: bundle))), ("bundle_id", .string(bundle))])
+                return Self.object([
+                    ("app_id", .string(SimConnectApp.id(bundleID: bundle))), ("bundle_id", .string(bundle)),
+                ])
             case ("POST", "/fake/asc/failures"):
                 guard let status = r.value("status").flatMap(Int.init), (400...599).contains(status) else {
                     throw ControlError("status must be an HTTP status from 400 to 599")
@@ -75,7 +85,9 @@ extension FakeAppStoreConnect {
 
     static func number(_ r: FakeAppleRequest, _ name: String, _ range: ClosedRange<Int>) throws(ControlError) -> Int? {
         guard let text = r.value(name) else { return nil }
-        guard let n = Int(text), range.contains(n) else { throw ControlError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)") }
+        guard let n = Int(text), range.contains(n) else {
+            throw ControlError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
+        }
         return n
     }
 
@@ -90,9 +102,11 @@ extension FakeAppStoreConnect {
     /// The state as the control endpoints answer it.
     static func answer(_ s: State, sent: NotificationVersion? = nil) -> FakeAppleResponse {
         var members: [(key: String, value: JSONValue)] = [
-            ("app_id", .string(s.appID)), ("bundle_id", .string(s.bundleID)), ("environment", .string(s.environment.rawValue)),
+            ("app_id", .string(s.appID)), ("bundle_id", .string(s.bundleID)),
+            ("environment", .string(s.environment.rawValue)),
             ("version", .string(s.version.rawValue)), ("effective_version", .string(s.effectiveVersion.rawValue)),
-            ("url", s.url.map { .string($0) } ?? .null), ("pending_notifications", .number(String(s.pendingNotifications))),
+            ("url", s.url.map { .string($0) } ?? .null),
+            ("pending_notifications", .number(String(s.pendingNotifications))),
         ]
         if let sent { members.append(("sent_version", .string(sent.rawValue))) }
         return object(members)

@@ -80,7 +80,12 @@ public struct FakeAppStoreConnect: Sendable {
     }
 
     /// Sets the version as a PATCH does: under the lag (``setLag(_:)``) unless `immediately`.
-    public func setVersion(_ version: NotificationVersion, bundleID: String, environment: AppStoreEnvironment, immediately: Bool = false)
+    public func setVersion(
+        _ version: NotificationVersion,
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        immediately: Bool = false
+    )
         throws
     {
         let env = try Self.checked(environment)
@@ -110,8 +115,10 @@ public struct FakeAppStoreConnect: Sendable {
     /// when `retryAfterSeconds` is given) instead of their real answer.
     public func failNext(status: Int, retryAfterSeconds: Int? = nil, count: Int = 1) throws {
         try store.update { world in
-            world.appStoreConnect.failures += Array(repeating: SimConnectFailure(status: status, retryAfterSeconds: retryAfterSeconds),
-                                                    count: max(0, count))
+            world.appStoreConnect.failures += Array(
+                repeating: SimConnectFailure(status: status, retryAfterSeconds: retryAfterSeconds),
+                count: max(0, count)
+            )
         }
     }
 
@@ -127,12 +134,19 @@ public struct FakeAppStoreConnect: Sendable {
     /// Counts one notification of the app and environment as sent: the version it goes out in and the URL it goes
     /// to (nil: nowhere). A late PATCH advances by one.
     @discardableResult
-    public func sendNotification(bundleID: String, environment: AppStoreEnvironment) throws -> (version: NotificationVersion, url: String?) {
+    public func sendNotification(
+        bundleID: String,
+        environment: AppStoreEnvironment
+    ) throws -> (version: NotificationVersion, url: String?) {
         let env = try Self.checked(environment)
         return try store.update { world in send(&world, bundleID: bundleID, environment: env) }
     }
 
-    func send(_ world: inout SimWorld, bundleID: String, environment: AppStoreEnvironment) -> (version: NotificationVersion, url: String?) {
+    func send(
+        _ world: inout SimWorld,
+        bundleID: String,
+        environment: AppStoreEnvironment
+    ) -> (version: NotificationVersion, url: String?) {
         var app = world.appStoreConnect.apps[bundleID] ?? SimConnectApp(bundleID: bundleID)
         var setting = app[environment] ?? SimConnectSetting()
         let version = setting.send()
@@ -146,13 +160,22 @@ public struct FakeAppStoreConnect: Sendable {
         let app = world.appStoreConnect.apps[bundleID] ?? SimConnectApp(bundleID: bundleID)
         let setting = app[env] ?? SimConnectSetting()
         return State(
-            appID: app.id, bundleID: bundleID, environment: env, version: setting.version, effectiveVersion: setting.effectiveVersion,
-            url: setting.url ?? notifyURL, pendingNotifications: setting.pending?.remaining ?? 0)
+            appID: app.id,
+            bundleID: bundleID,
+            environment: env,
+            version: setting.version,
+            effectiveVersion: setting.effectiveVersion,
+            url: setting.url ?? notifyURL,
+            pendingNotifications: setting.pending?.remaining ?? 0
+        )
     }
 
     static func checked(_ environment: AppStoreEnvironment) throws -> AppStoreEnvironment {
         guard environment == .production || environment == .sandbox else {
-            throw SimulatorError("bad_environment", "App Store Connect has notification settings for production and sandbox only")
+            throw SimulatorError(
+                "bad_environment",
+                "App Store Connect has notification settings for production and sandbox only"
+            )
         }
         return environment
     }
@@ -171,8 +194,13 @@ public struct FakeAppStoreConnect: Sendable {
     func app(_ world: SimWorld, bundleID: String) -> AppStoreConnectApp {
         let app = world.appStoreConnect.apps[bundleID] ?? SimConnectApp(bundleID: bundleID)
         return AppStoreConnectApp(
-            id: app.id, bundleID: bundleID, productionURL: app.production.url ?? notifyURL, productionVersion: app.production.version,
-            sandboxURL: app.sandbox.url ?? notifyURL, sandboxVersion: app.sandbox.version)
+            id: app.id,
+            bundleID: bundleID,
+            productionURL: app.production.url ?? notifyURL,
+            productionVersion: app.production.version,
+            sandboxURL: app.sandbox.url ?? notifyURL,
+            sandboxVersion: app.sandbox.version
+        )
     }
 
     // MARK: The API
@@ -193,18 +221,25 @@ public struct FakeAppStoreConnect: Sendable {
         guard let header = r.authorization, header.hasPrefix("Bearer ") else { throw ConnectRefusal.notAuthorized }
         let time = now()
         let token: AppStoreConnectToken
-        do { token = try AppStoreConnectToken.verify(String(header.dropFirst(7)), publicKey: key, now: time / 1000) } catch {
+        do {
+            token = try AppStoreConnectToken.verify(String(header.dropFirst(7)), publicKey: key, now: time / 1000)
+        } catch {
             throw ConnectRefusal.notAuthorized
         }
         // Apple matches the key id and issuer to the team's key as well.
-        guard token.keyID == SimulatorPKI.ascKeyID, token.issuerID == SimulatorPKI.issuerID else { throw ConnectRefusal.notAuthorized }
+        guard token.keyID == SimulatorPKI.ascKeyID, token.issuerID == SimulatorPKI.issuerID else {
+            throw ConnectRefusal.notAuthorized
+        }
         var world = try store.read()
         if !world.appStoreConnect.failures.isEmpty {
-            let failure = try store.update { w in w.appStoreConnect.failures.isEmpty ? nil : w.appStoreConnect.failures.removeFirst() }
+            let failure = try store.update { w in
+                w.appStoreConnect.failures.isEmpty ? nil : w.appStoreConnect.failures.removeFirst()
+            }
             if let failure { throw ConnectRefusal.queued(failure) }
             world = try store.read()
         }
-        let parts = r.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)  // ["", "v1", "apps", id]
+        // ["", "v1", "apps", id]
+        let parts = r.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         guard parts.count >= 3, parts[1] == "v1", parts[2] == "apps" else { throw ConnectRefusal.pathNotFound(r.path) }
         switch (r.method, parts.count) {
         case ("GET", 3):
@@ -212,12 +247,19 @@ public struct FakeAppStoreConnect: Sendable {
         case ("GET", 4):
             let bundle = try bundleID(id: parts[3], world)
             try Self.checkFields(r)
-            return try Self.json(200, AppResponse(data: resource(app(world, bundleID: bundle)), links: .init(selfLink: selfLink(parts[3]))))
+            return try Self.json(
+                200,
+                AppResponse(data: resource(app(world, bundleID: bundle)), links: .init(selfLink: selfLink(parts[3])))
+            )
         case ("PATCH", 4):
             return try update(id: parts[3], body: r.body)
         case (_, 3), (_, 4):
-            throw ConnectRefusal(405, "METHOD_NOT_ALLOWED", "The request method is not valid for the resource path.",
-                                 "The resource 'apps' does not allow '\(r.method)'.")
+            throw ConnectRefusal(
+                405,
+                "METHOD_NOT_ALLOWED",
+                "The request method is not valid for the resource path.",
+                "The resource 'apps' does not allow '\(r.method)'."
+            )
         default:
             throw ConnectRefusal.pathNotFound(r.path)
         }
@@ -230,30 +272,55 @@ public struct FakeAppStoreConnect: Sendable {
         if let filter = r.value("filter[bundleId]") {
             let wanted = Set(filter.split(separator: ",").map(String.init))
             guard !wanted.isEmpty else {
-                throw ConnectRefusal(400, "PARAMETER_ERROR.INVALID", "A parameter has an invalid value",
-                                     "'' is not a valid value for the filter 'bundleId'", parameter: "filter[bundleId]")
+                throw ConnectRefusal(
+                    400,
+                    "PARAMETER_ERROR.INVALID",
+                    "A parameter has an invalid value",
+                    "'' is not a valid value for the filter 'bundleId'",
+                    parameter: "filter[bundleId]"
+                )
             }
             bundles = bundles.filter(wanted.contains)
         }
         let data = bundles.map { resource(app(world, bundleID: $0)) }
-        return try Self.json(200, AppsResponse(
-            data: data, links: .init(selfLink: Self.base + "/v1/apps"),
-            meta: .init(paging: .init(total: data.count, limit: 50))))
+        return try Self.json(
+            200,
+            AppsResponse(
+                data: data,
+                links: .init(selfLink: Self.base + "/v1/apps"),
+                meta: .init(paging: .init(total: data.count, limit: 50))
+            )
+        )
     }
 
     /// `PATCH /v1/apps/{id}`: the notification settings of the JSON:API update document, as Apple checks them.
     func update(id: String, body: [UInt8]) throws -> FakeAppleResponse {
-        guard case .object(let document)? = try? JSONParser.parse(body), case .object(let data)? = document["data"] else {
-            throw ConnectRefusal(422, "ENTITY_UNPROCESSABLE", "The request entity is not processable.",
-                                 "The request body is not a JSON:API document with a 'data' object.")
+        guard case .object(let document)? = try? JSONParser.parse(body), case .object(let data)? = document["data"]
+        else {
+            throw ConnectRefusal(
+                422,
+                "ENTITY_UNPROCESSABLE",
+                "The request entity is not processable.",
+                "The request body is not a JSON:API document with a 'data' object."
+            )
         }
         guard data["type"]?.stringValue == AppResource.type else {
-            throw ConnectRefusal(409, "ENTITY_ERROR.TYPE.INVALID", "The provided entity is invalid",
-                                 "The resource type must be 'apps'.", pointer: "/data/type")
+            throw ConnectRefusal(
+                409,
+                "ENTITY_ERROR.TYPE.INVALID",
+                "The provided entity is invalid",
+                "The resource type must be 'apps'.",
+                pointer: "/data/type"
+            )
         }
         guard data["id"]?.stringValue == id else {
-            throw ConnectRefusal(409, "ENTITY_ERROR.ID.INVALID", "The provided entity is invalid",
-                                 "The resource id must be the one of the path, '\(id)'.", pointer: "/data/id")
+            throw ConnectRefusal(
+                409,
+                "ENTITY_ERROR.ID.INVALID",
+                "The provided entity is invalid",
+                "The resource id must be the one of the path, '\(id)'.",
+                pointer: "/data/id"
+            )
         }
         var versions: [(AppStoreEnvironment, NotificationVersion)] = []
         var urls: [(AppStoreEnvironment, String?)] = []
@@ -262,20 +329,37 @@ public struct FakeAppStoreConnect: Sendable {
             switch name {
             case "subscriptionStatusUrlVersion", "subscriptionStatusUrlVersionForSandbox":
                 guard let text = value.stringValue, text == "V1" || text == "V2" else {
-                    throw ConnectRefusal(409, "ENTITY_ERROR.ATTRIBUTE.INVALID", "An attribute value is invalid.",
-                                         "'\(name)' must be 'V1' or 'V2'.", pointer: pointer)
+                    throw ConnectRefusal(
+                        409,
+                        "ENTITY_ERROR.ATTRIBUTE.INVALID",
+                        "An attribute value is invalid.",
+                        "'\(name)' must be 'V1' or 'V2'.",
+                        pointer: pointer
+                    )
                 }
-                versions.append((name.hasSuffix("ForSandbox") ? .sandbox : .production, NotificationVersion(rawValue: text)))
+                versions.append(
+                    (name.hasSuffix("ForSandbox") ? .sandbox : .production, NotificationVersion(rawValue: text))
+                )
             case "subscriptionStatusUrl", "subscriptionStatusUrlForSandbox":
                 let url = value.stringValue
                 guard value.isNull || (url.map { $0.hasPrefix("https://") || $0.hasPrefix("http://") } ?? false) else {
-                    throw ConnectRefusal(409, "ENTITY_ERROR.ATTRIBUTE.INVALID", "An attribute value is invalid.",
-                                         "'\(name)' must be a URL.", pointer: pointer)
+                    throw ConnectRefusal(
+                        409,
+                        "ENTITY_ERROR.ATTRIBUTE.INVALID",
+                        "An attribute value is invalid.",
+                        "'\(name)' must be a URL.",
+                        pointer: pointer
+                    )
                 }
                 urls.append((name.hasSuffix("ForSandbox") ? .sandbox : .production, url))
             default:
-                throw ConnectRefusal(409, "ENTITY_ERROR.ATTRIBUTE.INVALID", "An attribute value is invalid.",
-                                     "The simulated App Store Connect does not change '\(name)'.", pointer: pointer)
+                throw ConnectRefusal(
+                    409,
+                    "ENTITY_ERROR.ATTRIBUTE.INVALID",
+                    "An attribute value is invalid.",
+                    "The simulated App Store Connect does not change '\(name)'.",
+                    pointer: pointer
+                )
             }
         }
         let updated = try store.update { world -> AppStoreConnectApp in
@@ -291,8 +375,12 @@ public struct FakeAppStoreConnect: Sendable {
 
     func bundleID(id: String, _ world: SimWorld) throws(ConnectRefusal) -> String {
         guard let bundle = Self.knownBundles(world).first(where: { SimConnectApp.id(bundleID: $0) == id }) else {
-            throw ConnectRefusal(404, "NOT_FOUND", "The specified resource does not exist",
-                                 "There is no resource of type 'apps' with id '\(id)'")
+            throw ConnectRefusal(
+                404,
+                "NOT_FOUND",
+                "The specified resource does not exist",
+                "There is no resource of type 'apps' with id '\(id)'"
+            )
         }
         return bundle
     }
@@ -300,10 +388,18 @@ public struct FakeAppStoreConnect: Sendable {
     /// `fields[apps]` names attributes of an app (Apple answers 400 to one it does not know).
     static func checkFields(_ r: FakeAppleRequest) throws(ConnectRefusal) {
         guard let fields = r.value("fields[apps]") else { return }
-        let known = Set(AppResource.fields + ["name", "sku", "primaryLocale", "contentRightsDeclaration", "isOrEverWasMadeForKids"])
-        for field in fields.split(separator: ",", omittingEmptySubsequences: false) where !known.contains(String(field)) {
-            throw ConnectRefusal(400, "PARAMETER_ERROR.INVALID", "A parameter has an invalid value",
-                                 "'\(field)' is not a valid field name", parameter: "fields[apps]")
+        let known = Set(
+            AppResource.fields + ["name", "sku", "primaryLocale", "contentRightsDeclaration", "isOrEverWasMadeForKids"]
+        )
+        for field in fields.split(separator: ",", omittingEmptySubsequences: false) where !known.contains(String(field))
+        {
+            throw ConnectRefusal(
+                400,
+                "PARAMETER_ERROR.INVALID",
+                "A parameter has an invalid value",
+                "'\(field)' is not a valid field name",
+                parameter: "fields[apps]"
+            )
         }
     }
 
@@ -318,22 +414,39 @@ public struct FakeAppStoreConnect: Sendable {
 
     // MARK: Encoding
 
-    static func json<T: Encodable>(_ status: Int, _ value: T, remaining: Int = hourlyLimit - 1) throws -> FakeAppleResponse {
+    static func json<T: Encodable>(
+        _ status: Int,
+        _ value: T,
+        remaining: Int = hourlyLimit - 1
+    ) throws -> FakeAppleResponse {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return FakeAppleResponse(
-            status: status, headers: [(name: "X-Rate-Limit", value: "user-hour-lim:\(hourlyLimit);user-hour-rem:\(remaining);")],
-            body: Array(try encoder.encode(value)))
+            status: status,
+            headers: [(name: "X-Rate-Limit", value: "user-hour-lim:\(hourlyLimit);user-hour-rem:\(remaining);")],
+            body: Array(try encoder.encode(value))
+        )
     }
 
     static func error(_ refusal: ConnectRefusal) -> FakeAppleResponse {
         let item = ErrorResponse.Item(
-            id: LifecycleContext.uuid("asc-error|\(refusal.status)|\(refusal.code)|\(refusal.detail)"), status: String(refusal.status),
-            code: refusal.code, title: refusal.title, detail: refusal.detail,
-            source: refusal.pointer.map { .init(pointer: $0) } ?? refusal.parameter.map { .init(parameter: $0) })
-        var response = (try? json(refusal.status, ErrorResponse(errors: [item]), remaining: refusal.status == 429 ? 0 : hourlyLimit - 1))
+            id: LifecycleContext.uuid("asc-error|\(refusal.status)|\(refusal.code)|\(refusal.detail)"),
+            status: String(refusal.status),
+            code: refusal.code,
+            title: refusal.title,
+            detail: refusal.detail,
+            source: refusal.pointer.map { .init(pointer: $0) } ?? refusal.parameter.map { .init(parameter: $0) }
+        )
+        var response =
+            (try? json(
+                refusal.status,
+                ErrorResponse(errors: [item]),
+                remaining: refusal.status == 429 ? 0 : hourlyLimit - 1
+            ))
             ?? FakeAppleResponse(status: refusal.status, body: [])
-        if let seconds = refusal.retryAfterSeconds { response.headers.append((name: "Retry-After", value: String(seconds))) }
+        if let seconds = refusal.retryAfterSeconds {
+            response.headers.append((name: "Retry-After", value: String(seconds)))
+        }
         return response
     }
 }
@@ -348,16 +461,33 @@ struct ConnectRefusal: Error {
     var parameter: String?
     var retryAfterSeconds: Int?
 
-    init(_ status: Int, _ code: String, _ title: String, _ detail: String, pointer: String? = nil, parameter: String? = nil) {
-        (self.status, self.code, self.title, self.detail, self.pointer, self.parameter) = (status, code, title, detail, pointer, parameter)
+    init(
+        _ status: Int,
+        _ code: String,
+        _ title: String,
+        _ detail: String,
+        pointer: String? = nil,
+        parameter: String? = nil
+    ) {
+        (self.status, self.code, self.title, self.detail, self.pointer, self.parameter) = (
+            status, code, title, detail, pointer, parameter
+        )
     }
 
     static let notAuthorized = ConnectRefusal(
-        401, "NOT_AUTHORIZED", "Authentication credentials are missing or invalid.",
-        "Provide a properly configured and signed bearer token, and make sure that it has not expired.")
+        401,
+        "NOT_AUTHORIZED",
+        "Authentication credentials are missing or invalid.",
+        "Provide a properly configured and signed bearer token, and make sure that it has not expired."
+    )
 
     static func pathNotFound(_ path: String) -> ConnectRefusal {
-        ConnectRefusal(404, "NOT_FOUND", "The specified resource does not exist", "The path provided does not match a defined resource type.")
+        ConnectRefusal(
+            404,
+            "NOT_FOUND",
+            "The specified resource does not exist",
+            "The path provided does not match a defined resource type."
+        )
     }
 
     /// The answer a queued failure stands for.
@@ -366,19 +496,42 @@ struct ConnectRefusal: Error {
         switch f.status {
         case 401: r = notAuthorized
         case 403:
-            r = ConnectRefusal(403, "FORBIDDEN_ERROR", "This request is forbidden for security reasons",
-                               "The API key in use does not allow this request")
-        case 404: r = ConnectRefusal(404, "NOT_FOUND", "The specified resource does not exist", "The requested resource was not found.")
+            r = ConnectRefusal(
+                403,
+                "FORBIDDEN_ERROR",
+                "This request is forbidden for security reasons",
+                "The API key in use does not allow this request"
+            )
+        case 404:
+            r = ConnectRefusal(
+                404,
+                "NOT_FOUND",
+                "The specified resource does not exist",
+                "The requested resource was not found."
+            )
         case 409:
-            r = ConnectRefusal(409, "ENTITY_ERROR.ATTRIBUTE.INVALID", "An attribute value is invalid.",
-                               "The app's notification settings cannot be changed now.", pointer: "/data/attributes")
+            r = ConnectRefusal(
+                409,
+                "ENTITY_ERROR.ATTRIBUTE.INVALID",
+                "An attribute value is invalid.",
+                "The app's notification settings cannot be changed now.",
+                pointer: "/data/attributes"
+            )
         case 429:
-            r = ConnectRefusal(429, "RATE_LIMIT_EXCEEDED", "The request rate limit has been reached.",
-                               "We've received too many requests for this API. Please wait and try again or slow down your request rate.")
+            r = ConnectRefusal(
+                429,
+                "RATE_LIMIT_EXCEEDED",
+                "The request rate limit has been reached.",
+                "We've received too many requests for this API. Please wait and try again or slow down your request rate."
+            )
             r.retryAfterSeconds = f.retryAfterSeconds
         default:
-            r = ConnectRefusal(f.status, "UNEXPECTED_ERROR", "An unexpected error occurred.",
-                               "An unexpected error occurred on the server side.")
+            r = ConnectRefusal(
+                f.status,
+                "UNEXPECTED_ERROR",
+                "An unexpected error occurred.",
+                "An unexpected error occurred on the server side."
+            )
         }
         return r
     }

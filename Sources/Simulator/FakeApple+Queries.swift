@@ -7,26 +7,56 @@ struct AppleAPIError: Error {
     let code: Int64
     let message: String
 
-    init(_ status: Int, _ code: Int64, _ message: String) { (self.status, self.code, self.message) = (status, code, message) }
+    init(_ status: Int, _ code: Int64, _ message: String) {
+        (self.status, self.code, self.message) = (status, code, message)
+    }
 
     // Apple's codes (App Store Server API, "Error codes"), the ones the fake's endpoints answer.
-    static let generalBadRequest = Self(400, 4000000, "Invalid request.")
-    static let invalidRevision = Self(400, 4000005, "Invalid request revision.")
-    static let invalidTransactionID = Self(400, 4000006, "Invalid transaction id.")
-    static let startDateTooFarInPast = Self(400, 4000012, "Invalid request. The start date is earlier than the allowed start date.")
-    static let startDateAfterEndDate = Self(400, 4000013, "Invalid request. The end date precedes the start date or the dates are the same.")
-    static let invalidPaginationToken = Self(400, 4000014, "Invalid request. The pagination token is invalid.")
-    static let invalidStartDate = Self(400, 4000015, "Invalid request. The start date is not a timestamp value represented in milliseconds.")
-    static let invalidEndDate = Self(400, 4000016, "Invalid request. The end date is not a timestamp value represented in milliseconds.")
-    static let invalidNotificationType = Self(400, 4000018, "Invalid request. The notification type or subtype is invalid.")
-    static let multipleFiltersSupplied = Self(400, 4000019, "Invalid request. Too many filters were supplied.")
-    static let invalidSort = Self(400, 4000021, "Invalid request. The sort parameter is invalid.")
-    static let invalidProductType = Self(400, 4000022, "Invalid request. The product type parameter is invalid.")
-    static let invalidProductID = Self(400, 4000023, "Invalid request. The product id parameter is invalid.")
-    static let invalidSubscriptionGroupIdentifier = Self(400, 4000024, "Invalid request. The subscription group identifier is invalid.")
-    static let invalidInAppOwnershipType = Self(400, 4000026, "Invalid request. The in-app ownership type parameter is invalid.")
-    static let invalidRevoked = Self(400, 4000030, "Invalid request. The revoked parameter is invalid.")
-    static let invalidStatus = Self(400, 4000031, "Invalid request. The status parameter is invalid.")
+    static let generalBadRequest = Self(400, 4_000_000, "Invalid request.")
+    static let invalidRevision = Self(400, 4_000_005, "Invalid request revision.")
+    static let invalidTransactionID = Self(400, 4_000_006, "Invalid transaction id.")
+    static let startDateTooFarInPast = Self(
+        400,
+        4_000_012,
+        "Invalid request. The start date is earlier than the allowed start date."
+    )
+    static let startDateAfterEndDate = Self(
+        400,
+        4_000_013,
+        "Invalid request. The end date precedes the start date or the dates are the same."
+    )
+    static let invalidPaginationToken = Self(400, 4_000_014, "Invalid request. The pagination token is invalid.")
+    static let invalidStartDate = Self(
+        400,
+        4_000_015,
+        "Invalid request. The start date is not a timestamp value represented in milliseconds."
+    )
+    static let invalidEndDate = Self(
+        400,
+        4_000_016,
+        "Invalid request. The end date is not a timestamp value represented in milliseconds."
+    )
+    static let invalidNotificationType = Self(
+        400,
+        4_000_018,
+        "Invalid request. The notification type or subtype is invalid."
+    )
+    static let multipleFiltersSupplied = Self(400, 4_000_019, "Invalid request. Too many filters were supplied.")
+    static let invalidSort = Self(400, 4_000_021, "Invalid request. The sort parameter is invalid.")
+    static let invalidProductType = Self(400, 4_000_022, "Invalid request. The product type parameter is invalid.")
+    static let invalidProductID = Self(400, 4_000_023, "Invalid request. The product id parameter is invalid.")
+    static let invalidSubscriptionGroupIdentifier = Self(
+        400,
+        4_000_024,
+        "Invalid request. The subscription group identifier is invalid."
+    )
+    static let invalidInAppOwnershipType = Self(
+        400,
+        4_000_026,
+        "Invalid request. The in-app ownership type parameter is invalid."
+    )
+    static let invalidRevoked = Self(400, 4_000_030, "Invalid request. The revoked parameter is invalid.")
+    static let invalidStatus = Self(400, 4_000_031, "Invalid request. The status parameter is invalid.")
 
     /// A page position (`revision`, `paginationToken`): absent is the first page; anything but what the fake hands
     /// out (a count of items already returned) is `invalid`.
@@ -124,7 +154,9 @@ struct TransactionHistoryQuery {
         if let endDate, t.purchaseDate >= endDate { return false }
         if !productIDs.isEmpty, !productIDs.contains(t.productID) { return false }
         if !productTypes.isEmpty, !(type.map(productTypes.contains) ?? false) { return false }
-        if !groupIDs.isEmpty, !(product?.kind == .autoRenewable && groupIDs.contains(Catalogue.groupID)) { return false }
+        if !groupIDs.isEmpty, !(product?.kind == .autoRenewable && groupIDs.contains(Catalogue.groupID)) {
+            return false
+        }
         if let ownership, ownership != (t.familyShared ? "FAMILY_SHARED" : "PURCHASED") { return false }
         if let revoked, revoked != isRevoked { return false }
         return true
@@ -149,10 +181,13 @@ struct NotificationHistoryQuery {
         "SUBSCRIBED": ["INITIAL_BUY", "RESUBSCRIBE"], "DID_CHANGE_RENEWAL_PREF": ["UPGRADE", "DOWNGRADE"],
         "DID_CHANGE_RENEWAL_STATUS": ["AUTO_RENEW_ENABLED", "AUTO_RENEW_DISABLED"],
         "OFFER_REDEEMED": ["INITIAL_BUY", "RESUBSCRIBE", "UPGRADE", "DOWNGRADE"], "DID_RENEW": ["BILLING_RECOVERY"],
-        "EXPIRED": ["VOLUNTARY", "BILLING_RETRY", "PRICE_INCREASE", "PRODUCT_NOT_FOR_SALE"], "DID_FAIL_TO_RENEW": ["GRACE_PERIOD"],
+        "EXPIRED": ["VOLUNTARY", "BILLING_RETRY", "PRICE_INCREASE", "PRODUCT_NOT_FOR_SALE"],
+        "DID_FAIL_TO_RENEW": ["GRACE_PERIOD"],
         "GRACE_PERIOD_EXPIRED": [], "PRICE_INCREASE": ["PENDING", "ACCEPTED"], "REFUND": [], "REFUND_DECLINED": [],
-        "REFUND_REVERSED": [], "CONSUMPTION_REQUEST": [], "RENEWAL_EXTENDED": [], "RENEWAL_EXTENSION": ["SUMMARY", "FAILURE"],
-        "REVOKE": [], "TEST": [], "EXTERNAL_PURCHASE_TOKEN": ["UNREPORTED"], "ONE_TIME_CHARGE": [], "RESCIND_CONSENT": [],
+        "REFUND_REVERSED": [], "CONSUMPTION_REQUEST": [], "RENEWAL_EXTENDED": [],
+        "RENEWAL_EXTENSION": ["SUMMARY", "FAILURE"],
+        "REVOKE": [], "TEST": [], "EXTERNAL_PURCHASE_TOKEN": ["UNREPORTED"], "ONE_TIME_CHARGE": [],
+        "RESCIND_CONSENT": [],
         "METADATA_UPDATE": [], "MIGRATION": [], "PRICE_CHANGE": [],
     ]
 
@@ -173,7 +208,9 @@ struct NotificationHistoryQuery {
             notificationType = name
         }
         if let subtype = member("notificationSubtype") {
-            guard let name = subtype.stringValue, let type = notificationType, Self.subtypes[type]?.contains(name) == true else {
+            guard let name = subtype.stringValue, let type = notificationType,
+                Self.subtypes[type]?.contains(name) == true
+            else {
                 throw .invalidNotificationType
             }
             notificationSubtype = name

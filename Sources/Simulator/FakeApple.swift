@@ -23,13 +23,27 @@ public struct FakeAppleRequest: Sendable {
     public var body: [UInt8]
 
     /// A request whose query names each member once.
-    public init(method: String, path: String, query: [String: String] = [:], authorization: String? = nil, body: [UInt8] = []) {
-        self.init(method: method, path: path, queryItems: query.sorted { $0.key < $1.key }.map { QueryItem($0.key, $0.value) },
-                  authorization: authorization, body: body)
+    public init(
+        method: String,
+        path: String,
+        query: [String: String] = [:],
+        authorization: String? = nil,
+        body: [UInt8] = []
+    ) {
+        self.init(
+            method: method,
+            path: path,
+            queryItems: query.sorted { $0.key < $1.key }.map { QueryItem($0.key, $0.value) },
+            authorization: authorization,
+            body: body
+        )
     }
 
-    public init(method: String, path: String, queryItems: [QueryItem], authorization: String? = nil, body: [UInt8] = []) {
-        (self.method, self.path, self.queryItems, self.authorization, self.body) = (method, path, queryItems, authorization, body)
+    public init(method: String, path: String, queryItems: [QueryItem], authorization: String? = nil, body: [UInt8] = [])
+    {
+        (self.method, self.path, self.queryItems, self.authorization, self.body) = (
+            method, path, queryItems, authorization, body
+        )
     }
 
     /// The first value of each query member.
@@ -92,8 +106,12 @@ public struct FakeApple: Sendable {
     public static let pageSize = 20
 
     /// `deliverTest` gets each test notification sent, whatever the app's URL.
-    public init(pki: SimulatorPKI, now: @escaping @Sendable () -> Int64, notifyURL: String? = nil,
-                deliverTest: (@Sendable (_ token: String, _ signedPayload: String) -> Void)? = nil) {
+    public init(
+        pki: SimulatorPKI,
+        now: @escaping @Sendable () -> Int64,
+        notifyURL: String? = nil,
+        deliverTest: (@Sendable (_ token: String, _ signedPayload: String) -> Void)? = nil
+    ) {
         var sendTest: (@Sendable (_ token: String, _ signedPayload: String, _ url: String?) -> Void)?
         if let deliverTest { sendTest = { token, payload, _ in deliverTest(token, payload) } }
         self.init(pki: pki, now: now, notifyURL: notifyURL, sendTest: sendTest)
@@ -103,8 +121,12 @@ public struct FakeApple: Sendable {
     ///   - notifyURL: where the fake sends notifications (`serve-apple --notify`): every app's URL until App Store
     ///     Connect sets another.
     ///   - sendTest: sends a test notification to the app's sandbox URL (nil when it has none).
-    public init(pki: SimulatorPKI, now: @escaping @Sendable () -> Int64, notifyURL: String?,
-                sendTest: (@Sendable (_ token: String, _ signedPayload: String, _ url: String?) -> Void)?) {
+    public init(
+        pki: SimulatorPKI,
+        now: @escaping @Sendable () -> Int64,
+        notifyURL: String?,
+        sendTest: (@Sendable (_ token: String, _ signedPayload: String, _ url: String?) -> Void)?
+    ) {
         store = SimStateStore(folder: pki.folder)
         appStoreConnect = FakeAppStoreConnect(pki: pki, notifyURL: notifyURL, now: now)
         emitter = Emitter(signer: pki.signer)
@@ -121,12 +143,12 @@ public struct FakeApple: Sendable {
             case (_, let path) where path.hasPrefix("/inApps/"): return try api(r)
             case (_, let path) where path == "/v1/apps" || path.hasPrefix("/v1/apps/") || path.hasPrefix("/fake/asc/"):
                 return appStoreConnect.handle(r)
-            default: return Self.apiError(404, 4040000, "Not found.")
+            default: return Self.apiError(404, 4_040_000, "Not found.")
             }
         } catch let refusal as AppleAPIError {
             return Self.apiError(refusal.status, refusal.code, refusal.message)
         } catch {
-            return Self.apiError(500, 5000000, "An unknown error occurred.")
+            return Self.apiError(500, 5_000_000, "An unknown error occurred.")
         }
     }
 
@@ -137,10 +159,13 @@ public struct FakeApple: Sendable {
         if let fault = try store.popFault(\.verifyReceiptFaults, seen: world) {
             var answer = VerifyReceiptResponse(status: V1Scalar(integerLiteral: Int64(fault)))
             answer.environment = sandbox ? "Sandbox" : "Production"
-            if (21100...21199).contains(fault) || fault == 21005 || fault == 21009 { answer.isRetryable = V1Scalar(integerLiteral: 1) }
+            if (21100...21199).contains(fault) || fault == 21005 || fault == 21009 {
+                answer.isRetryable = V1Scalar(integerLiteral: 1)
+            }
             return try Self.json(200, answer)
         }
-        guard case .object(let request)? = try? JSONParser.parse(body), let token = request["receipt-data"]?.stringValue else {
+        guard case .object(let request)? = try? JSONParser.parse(body), let token = request["receipt-data"]?.stringValue
+        else {
             return try Self.json(200, VerifyReceiptResponse(status: 21002))
         }
         guard var s = world.subscription(forReceipt: token) else {
@@ -150,13 +175,18 @@ public struct FakeApple: Sendable {
         guard sandbox else { return try Self.json(200, VerifyReceiptResponse(status: 21007)) }
         let password = request["password"]?.stringValue ?? ""
         if let digest = s.sharedSecretDigest,
-           !Bytes.constantTimeEqual(Array(Hex.encode(SHA256.hash(Array(password.utf8))).utf8), Array(digest.utf8)) {
+            !Bytes.constantTimeEqual(Array(Hex.encode(SHA256.hash(Array(password.utf8))).utf8), Array(digest.utf8))
+        {
             return try Self.json(200, VerifyReceiptResponse(status: 21004))
         }
         for i in s.transactions.indices {
             // The skew comes from the state file: clamped, so no offset can overflow a date.
-            if let e = s.transactions[i].expiresDate { s.transactions[i].expiresDate = e.clampedAdding(world.v1Skew.expiresOffsetMillis) }
-            if world.v1Skew.hideRevocations { (s.transactions[i].revocationDate, s.transactions[i].revocationReason) = (nil, nil) }
+            if let e = s.transactions[i].expiresDate {
+                s.transactions[i].expiresDate = e.clampedAdding(world.v1Skew.expiresOffsetMillis)
+            }
+            if world.v1Skew.hideRevocations {
+                (s.transactions[i].revocationDate, s.transactions[i].revocationReason) = (nil, nil)
+            }
         }
         let time = now()
         var answer = VerifyReceiptResponse(status: 0)
@@ -167,7 +197,9 @@ public struct FakeApple: Sendable {
         receipt.requestDateMs = V1Scalar(time)
         answer.receipt = receipt
         answer.latestReceipt = s.receiptToken
-        answer.latestReceiptInfo = OneOrMany(s.transactions.sorted { $0.purchaseDate > $1.purchaseDate }.map(Emitter.v1Transaction))
+        answer.latestReceiptInfo = OneOrMany(
+            s.transactions.sorted { $0.purchaseDate > $1.purchaseDate }.map(Emitter.v1Transaction)
+        )
         answer.pendingRenewalInfo = Emitter.v1Renewal(s).map { [$0] }
         return try Self.json(200, answer)
     }
@@ -175,10 +207,14 @@ public struct FakeApple: Sendable {
     // MARK: App Store Server API
 
     func api(_ r: FakeAppleRequest) throws -> FakeAppleResponse {
-        guard let header = r.authorization, header.hasPrefix("Bearer ") else { return FakeAppleResponse(status: 401, body: []) }
+        guard let header = r.authorization, header.hasPrefix("Bearer ") else {
+            return FakeAppleResponse(status: 401, body: [])
+        }
         let token: AppStoreAPIToken
         let time = now()
-        do { token = try AppStoreAPIToken.verify(String(header.dropFirst(7)), publicKey: apiKey, now: time / 1000) } catch {
+        do {
+            token = try AppStoreAPIToken.verify(String(header.dropFirst(7)), publicKey: apiKey, now: time / 1000)
+        } catch {
             return FakeAppleResponse(status: 401, body: [])
         }
         // Apple matches the key id and issuer to the account's key as well.
@@ -187,12 +223,14 @@ public struct FakeApple: Sendable {
         }
         let world = try store.read()
         if let limit = world.apiRateLimit, let wait = limiter.admit(token.bundleID, limit: limit, at: time) {
-            var limited = Self.apiError(429, 4290000, "Rate limit exceeded.")
+            var limited = Self.apiError(429, 4_290_000, "Rate limit exceeded.")
             limited.headers.append((name: "Retry-After", value: String(wait)))
             return limited
         }
         if let fault = try store.popFault(\.apiFaults, seen: world) {
-            return fault == 429 ? Self.apiError(429, 4290000, "Rate limit exceeded.") : Self.apiError(fault, 5000000, "An unknown error occurred.")
+            return fault == 429
+                ? Self.apiError(429, 4_290_000, "Rate limit exceeded.")
+                : Self.apiError(fault, 5_000_000, "An unknown error occurred.")
         }
         let parts = r.path.split(separator: "/").map(String.init)  // ["inApps", "v1", "subscriptions", id]
         switch (r.method, parts.dropFirst().joined(separator: "/")) {
@@ -200,9 +238,12 @@ public struct FakeApple: Sendable {
             return try statuses(parts[3], bundleID: token.bundleID, only: try Self.statusFilter(r), in: world)
         case ("GET", let p) where p.hasPrefix("v1/transactions/") && parts.count == 4:
             guard let s = subscription(parts[3], bundleID: token.bundleID, in: world),
-                  let t = s.transactions.first(where: { $0.transactionID == parts[3] }) ?? s.latest
-            else { return Self.apiError(404, 4040010, "Transaction id not found.") }
-            return try Self.json(200, TransactionInfoResponse(signedTransactionInfo: try emitter.signedTransaction(s, t, at: time)))
+                let t = s.transactions.first(where: { $0.transactionID == parts[3] }) ?? s.latest
+            else { return Self.apiError(404, 4_040_010, "Transaction id not found.") }
+            return try Self.json(
+                200,
+                TransactionInfoResponse(signedTransactionInfo: try emitter.signedTransaction(s, t, at: time))
+            )
         case ("GET", let p) where (p.hasPrefix("v2/history/") || p.hasPrefix("v1/history/")) && parts.count == 4:
             let query = try TransactionHistoryQuery(r, version: parts[1])
             return try history(parts[3], bundleID: token.bundleID, query: query, in: world)
@@ -213,11 +254,14 @@ public struct FakeApple: Sendable {
             return try requestTest(bundleID: token.bundleID)
         case ("GET", let p) where p.hasPrefix("v1/notifications/test/") && parts.count == 5:
             guard let sent = world.testNotifications[parts[4]], sent.bundleID == token.bundleID else {
-                return Self.apiError(404, 4040008, "Test notification not found.")
+                return Self.apiError(404, 4_040_008, "Test notification not found.")
             }
-            return try Self.json(200, CheckTestNotificationResponse(signedPayload: sent.signedPayload, sendAttempts: sent.sendAttempts))
+            return try Self.json(
+                200,
+                CheckTestNotificationResponse(signedPayload: sent.signedPayload, sendAttempts: sent.sendAttempts)
+            )
         default:
-            return Self.apiError(404, 4040000, "Not found.")
+            return Self.apiError(404, 4_040_000, "Not found.")
         }
     }
 
@@ -227,43 +271,77 @@ public struct FakeApple: Sendable {
     }
 
     /// Get All Subscription Statuses; `only` (the `status` filter) leaves out the subscriptions in another status.
-    func statuses(_ transactionID: String, bundleID: String, only: Set<Int>?, in world: SimWorld) throws -> FakeAppleResponse {
+    func statuses(
+        _ transactionID: String,
+        bundleID: String,
+        only: Set<Int>?,
+        in world: SimWorld
+    ) throws -> FakeAppleResponse {
         guard let s = subscription(transactionID, bundleID: bundleID, in: world), let latest = s.latest else {
-            return Self.apiError(404, 4040010, "Transaction id not found.")
+            return Self.apiError(404, 4_040_010, "Transaction id not found.")
         }
         let time = now()
         let status = Emitter.status(s, at: time)
         var groups: [StatusResponse.Group] = []
         if only?.contains(status) ?? true {
             let item = StatusResponse.LastTransaction(
-                status: status, originalTransactionID: s.originalTransactionID,
-                signedTransactionInfo: try emitter.signedTransaction(s, latest, at: time), signedRenewalInfo: try emitter.signedRenewal(s, at: time))
-            groups.append(StatusResponse.Group(subscriptionGroupIdentifier: Catalogue.groupID, lastTransactions: [item]))
+                status: status,
+                originalTransactionID: s.originalTransactionID,
+                signedTransactionInfo: try emitter.signedTransaction(s, latest, at: time),
+                signedRenewalInfo: try emitter.signedRenewal(s, at: time)
+            )
+            groups.append(
+                StatusResponse.Group(subscriptionGroupIdentifier: Catalogue.groupID, lastTransactions: [item])
+            )
         }
-        return try Self.json(200, StatusResponse(environment: "Sandbox", bundleID: s.bundleID, appAppleID: emitter.appAppleID, data: groups))
+        return try Self.json(
+            200,
+            StatusResponse(environment: "Sandbox", bundleID: s.bundleID, appAppleID: emitter.appAppleID, data: groups)
+        )
     }
 
     /// Get Transaction History: the subscription's transactions that pass every filter, in `sort` order (by purchase
     /// date), from the `revision` on.
-    func history(_ transactionID: String, bundleID: String, query: TransactionHistoryQuery, in world: SimWorld) throws -> FakeAppleResponse {
+    func history(
+        _ transactionID: String,
+        bundleID: String,
+        query: TransactionHistoryQuery,
+        in world: SimWorld
+    ) throws -> FakeAppleResponse {
         guard let s = subscription(transactionID, bundleID: bundleID, in: world) else {
-            return Self.apiError(404, 4040010, "Transaction id not found.")
+            return Self.apiError(404, 4_040_010, "Transaction id not found.")
         }
-        var all = s.transactions.filter(query.matches).sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
+        var all = s.transactions.filter(query.matches).sorted {
+            ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID)
+        }
         if query.descending { all.reverse() }
         let page = all.dropFirst(query.offset).prefix(Self.pageSize)
         let time = now()
         let signed = try page.map { try emitter.signedTransaction(s, $0, at: time) }
         let next = query.offset + page.count
-        return try Self.json(200, HistoryResponse(
-            revision: String(next), hasMore: next < all.count, bundleID: s.bundleID, appAppleID: emitter.appAppleID, environment: "Sandbox",
-            signedTransactions: signed))
+        return try Self.json(
+            200,
+            HistoryResponse(
+                revision: String(next),
+                hasMore: next < all.count,
+                bundleID: s.bundleID,
+                appAppleID: emitter.appAppleID,
+                environment: "Sandbox",
+                signedTransactions: signed
+            )
+        )
     }
 
-    func notificationHistory(_ query: NotificationHistoryQuery, bundleID: String, in world: SimWorld) throws -> FakeAppleResponse {
+    func notificationHistory(
+        _ query: NotificationHistoryQuery,
+        bundleID: String,
+        in world: SimWorld
+    ) throws -> FakeAppleResponse {
         var wanted: String? = nil
         if let id = query.transactionID {
-            guard let s = world.subscription(forTransaction: id) else { return Self.apiError(404, 4040010, "Transaction id not found.") }
+            guard let s = world.subscription(forTransaction: id) else {
+                return Self.apiError(404, 4_040_010, "Transaction id not found.")
+            }
             wanted = s.originalTransactionID
         }
         let matching = world.notifications.filter { n in
@@ -271,9 +349,16 @@ public struct FakeApple: Sendable {
         }
         let items = matching.dropFirst(query.offset).prefix(Self.pageSize)
         let next = query.offset + items.count
-        return try Self.json(200, NotificationHistoryResponse(
-            paginationToken: next < matching.count ? String(next) : nil, hasMore: next < matching.count,
-            notificationHistory: items.map { NotificationHistoryResponse.Item(signedPayload: $0.signedPayload, sendAttempts: $0.sendAttempts) }))
+        return try Self.json(
+            200,
+            NotificationHistoryResponse(
+                paginationToken: next < matching.count ? String(next) : nil,
+                hasMore: next < matching.count,
+                notificationHistory: items.map {
+                    NotificationHistoryResponse.Item(signedPayload: $0.signedPayload, sendAttempts: $0.sendAttempts)
+                }
+            )
+        )
     }
 
     /// Request a Test Notification. The fake's App Store Server API is the sandbox one (everything it signs is
@@ -284,13 +369,29 @@ public struct FakeApple: Sendable {
         let time = now()
         let (sent, url) = try store.update { world -> (SimSentNotification, String?) in
             let uuid = LifecycleContext.uuid("test|\(bundleID)|\(world.newID())|\(time)")
-            let payload = try emitter.notification(type: "TEST", subtype: nil, uuid: uuid, subscription: nil, transaction: nil, at: time) {
+            let payload = try emitter.notification(
+                type: "TEST",
+                subtype: nil,
+                uuid: uuid,
+                subscription: nil,
+                transaction: nil,
+                at: time
+            ) {
                 $0.bundleID = bundleID
             }
-            var sent = SimSentNotification(notificationUUID: uuid, bundleID: bundleID, signedDate: time, notificationType: "TEST",
-                                           subtype: nil, originalTransactionID: nil, signedPayload: payload)
+            var sent = SimSentNotification(
+                notificationUUID: uuid,
+                bundleID: bundleID,
+                signedDate: time,
+                notificationType: "TEST",
+                subtype: nil,
+                originalTransactionID: nil,
+                signedPayload: payload
+            )
             let (version, url) = appStoreConnect.send(&world, bundleID: bundleID, environment: .sandbox)
-            if version != .v2 { sent.sendAttempts = [SendAttempt(attemptDate: time, sendAttemptResult: Self.noV1TestNotification)] }
+            if version != .v2 {
+                sent.sendAttempts = [SendAttempt(attemptDate: time, sendAttemptResult: Self.noV1TestNotification)]
+            }
             world.testNotifications[uuid] = sent
             return (sent, version == .v2 ? url : nil)
         }
@@ -313,14 +414,19 @@ public struct FakeApple: Sendable {
     }
 
     static func apiError(_ status: Int, _ code: Int64, _ message: String) -> FakeAppleResponse {
-        (try? json(status, AppStoreAPIErrorBody(errorCode: code, errorMessage: message))) ?? FakeAppleResponse(status: status, body: [])
+        (try? json(status, AppStoreAPIErrorBody(errorCode: code, errorMessage: message)))
+            ?? FakeAppleResponse(status: status, body: [])
     }
 }
 
 extension SimStateStore {
     /// Records how sending a test notification went.
     public func recordTestAttempt(token: String, result: String, at time: Int64) throws {
-        try update { world in world.testNotifications[token]?.sendAttempts.append(SendAttempt(attemptDate: time, sendAttemptResult: result)) }
+        try update { world in
+            world.testNotifications[token]?.sendAttempts.append(
+                SendAttempt(attemptDate: time, sendAttemptResult: result)
+            )
+        }
     }
 
     /// Takes the first queued fault, if any: `seen` is the state the caller already read, so a request with no fault

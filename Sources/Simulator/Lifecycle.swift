@@ -43,8 +43,14 @@ public struct Lifecycle: Sendable {
     public var v1Gap: String?
     let play: @Sendable (inout LifecycleContext) throws -> Void
 
-    public init(_ name: String, _ summary: String, final: [Entitlement.State], v1Final: [Entitlement.State]? = nil, v1Gap: String? = nil,
-                _ play: @escaping @Sendable (inout LifecycleContext) throws -> Void) {
+    public init(
+        _ name: String,
+        _ summary: String,
+        final: [Entitlement.State],
+        v1Final: [Entitlement.State]? = nil,
+        v1Gap: String? = nil,
+        _ play: @escaping @Sendable (inout LifecycleContext) throws -> Void
+    ) {
         self.name = name
         self.summary = summary
         self.final = final
@@ -74,7 +80,14 @@ public struct Lifecycle: Sendable {
     /// Plays the lifecycle from `start` (ms) with `monthMillis` per simulated month. Both come from the command line
     /// (`--speed`) and the clock: outside 1…``maxMonthMillis`` and ``startRange`` they are refused (`bad_argument`)
     /// rather than left to overflow the story's date arithmetic.
-    public func plan(bundleID: String, sharedSecret: String, emitter: Emitter, start: Int64, monthMillis: Int64, firstID: Int64 = 1)
+    public func plan(
+        bundleID: String,
+        sharedSecret: String,
+        emitter: Emitter,
+        start: Int64,
+        monthMillis: Int64,
+        firstID: Int64 = 1
+    )
         throws -> Plan
     {
         guard (1...Self.maxMonthMillis).contains(monthMillis) else {
@@ -84,23 +97,53 @@ public struct Lifecycle: Sendable {
             throw SimulatorError("bad_argument", "a story must start between the years 0000 and 9999")
         }
         var context = LifecycleContext(
-            bundleID: bundleID, sharedSecret: sharedSecret, emitter: emitter, now: start, monthMillis: monthMillis, nextID: firstID)
+            bundleID: bundleID,
+            sharedSecret: sharedSecret,
+            emitter: emitter,
+            now: start,
+            monthMillis: monthMillis,
+            nextID: firstID
+        )
         try play(&context)
         var ids: [String] = []
         for e in context.emissions where !ids.contains(e.originalTransactionID) { ids.append(e.originalTransactionID) }
-        return Plan(emissions: context.emissions, end: max(context.now, context.emissions.last?.at ?? start), nextID: context.world.nextID,
-                    originalTransactionIDs: ids)
+        return Plan(
+            emissions: context.emissions,
+            end: max(context.now, context.emissions.last?.at ?? start),
+            nextID: context.world.nextID,
+            originalTransactionIDs: ids
+        )
     }
 
     /// Plays the lifecycle so that it ends `margin` ms before `now`: every date lies in the past, as in Apple's
     /// history, and the story can be sent as fast as the gateway takes it.
-    public func planEndingAt(_ now: Int64, margin: Int64 = 1_000, bundleID: String, sharedSecret: String, emitter: Emitter,
-                             monthMillis: Int64, firstID: Int64 = 1) throws -> Plan {
-        let dry = try plan(bundleID: bundleID, sharedSecret: sharedSecret, emitter: emitter, start: 0, monthMillis: monthMillis, firstID: firstID)
+    public func planEndingAt(
+        _ now: Int64,
+        margin: Int64 = 1_000,
+        bundleID: String,
+        sharedSecret: String,
+        emitter: Emitter,
+        monthMillis: Int64,
+        firstID: Int64 = 1
+    ) throws -> Plan {
+        let dry = try plan(
+            bundleID: bundleID,
+            sharedSecret: sharedSecret,
+            emitter: emitter,
+            start: 0,
+            monthMillis: monthMillis,
+            firstID: firstID
+        )
         // Clamped: an absurd `now` or `margin` makes an out-of-range start, which `plan` refuses.
         let start = now.clampedSubtracting(margin).clampedSubtracting(dry.end)
-        return try plan(bundleID: bundleID, sharedSecret: sharedSecret, emitter: emitter, start: start, monthMillis: monthMillis,
-                        firstID: firstID)
+        return try plan(
+            bundleID: bundleID,
+            sharedSecret: sharedSecret,
+            emitter: emitter,
+            start: start,
+            monthMillis: monthMillis,
+            firstID: firstID
+        )
     }
 }
 
@@ -132,15 +175,24 @@ public struct LifecycleContext {
 
     // MARK: Purchases
 
-    public enum Offer: Sendable { case none, freeTrial, introPrice, offerCode(String) }
+    public enum Offer: Sendable {
+        case none, freeTrial, introPrice
+        case offerCode(String)
+    }
 
     @discardableResult
     public mutating func buy(_ product: SimProduct, offer: Offer = .none, familyShared: Bool = false) throws -> String {
         let otid = world.newID()
         var t = SimTransaction(
-            transactionID: otid, originalTransactionID: otid, webOrderLineItemID: world.newID(), productID: product.id,
-            purchaseDate: now, originalPurchaseDate: now, expiresDate: product.kind == .autoRenewable ? now + period(product) : nil,
-            priceMilli: product.priceMilli)
+            transactionID: otid,
+            originalTransactionID: otid,
+            webOrderLineItemID: world.newID(),
+            productID: product.id,
+            purchaseDate: now,
+            originalPurchaseDate: now,
+            expiresDate: product.kind == .autoRenewable ? now + period(product) : nil,
+            priceMilli: product.priceMilli
+        )
         t.familyShared = familyShared
         var expectedV1 = ExpectedEvent(.purchase, .initial)
         switch offer {
@@ -149,28 +201,53 @@ public struct LifecycleContext {
             (t.offerType, t.offerDiscountType, t.isTrial, t.isIntro, t.priceMilli) = (1, "FREE_TRIAL", true, true, 0)
             t.expiresDate = now + monthMillis / 4  // a one-week trial
         case .introPrice:
-            (t.offerType, t.offerDiscountType, t.isIntro, t.priceMilli) = (1, "PAY_AS_YOU_GO", true, product.priceMilli / 2)
+            (t.offerType, t.offerDiscountType, t.isIntro, t.priceMilli) = (
+                1, "PAY_AS_YOU_GO", true, product.priceMilli / 2
+            )
         case .offerCode(let code):
             (t.offerType, t.offerID, t.offerDiscountType) = (3, code, "PAY_AS_YOU_GO")
             expectedV1 = ExpectedEvent(.purchase, .offerRedeemed)
         }
         var s = SimSubscription(
-            bundleID: bundleID, originalTransactionID: otid, appAccountToken: Self.uuid("account|\(bundleID)|\(otid)"), transactions: [t],
+            bundleID: bundleID,
+            originalTransactionID: otid,
+            appAccountToken: Self.uuid("account|\(bundleID)|\(otid)"),
+            transactions: [t],
             renewal: product.kind == .autoRenewable ? SimRenewal(autoRenewProductID: product.id) : nil,
-            receiptToken: Base64.encode(Array("sim-receipt:\(otid)".utf8), alphabet: .standard))
+            receiptToken: Base64.encode(Array("sim-receipt:\(otid)".utf8), alphabet: .standard)
+        )
         s.sharedSecretDigest = Hex.encode(SHA256.hash(Array(sharedSecret.utf8)))
         world.subscriptions[otid] = s
         if product.kind == .autoRenewable {
             if case .offerCode = offer {
-                try emit("buy \(product.id) with an offer code", otid, v2: ("OFFER_REDEEMED", "INITIAL_BUY"), v1: ["INITIAL_BUY"],
-                         expectV2: ExpectedEvent(.purchase, .offerRedeemed), expectV1: [expectedV1])
+                try emit(
+                    "buy \(product.id) with an offer code",
+                    otid,
+                    v2: ("OFFER_REDEEMED", "INITIAL_BUY"),
+                    v1: ["INITIAL_BUY"],
+                    expectV2: ExpectedEvent(.purchase, .offerRedeemed),
+                    expectV1: [expectedV1]
+                )
             } else {
-                try emit("buy \(product.id)", otid, v2: ("SUBSCRIBED", "INITIAL_BUY"), v1: ["INITIAL_BUY"],
-                         expectV2: ExpectedEvent(.purchase, .initial), expectV1: [expectedV1])
+                try emit(
+                    "buy \(product.id)",
+                    otid,
+                    v2: ("SUBSCRIBED", "INITIAL_BUY"),
+                    v1: ["INITIAL_BUY"],
+                    expectV2: ExpectedEvent(.purchase, .initial),
+                    expectV1: [expectedV1]
+                )
             }
         } else {
             // A consumable: V2 sends ONE_TIME_CHARGE, V1 nothing.
-            try emit("buy \(product.id)", otid, v2: ("ONE_TIME_CHARGE", nil), v1: [], expectV2: ExpectedEvent(.oneTimeCharge), expectV1: [])
+            try emit(
+                "buy \(product.id)",
+                otid,
+                v2: ("ONE_TIME_CHARGE", nil),
+                v1: [],
+                expectV2: ExpectedEvent(.oneTimeCharge),
+                expectV1: []
+            )
         }
         return otid
     }
@@ -180,22 +257,36 @@ public struct LifecycleContext {
     /// Renews at the end of the current period (the clock moves there) into the auto-renew product.
     public mutating func renew(_ otid: String) throws {
         var s = try sub(otid)
-        guard let latest = s.latest, let end = latest.expiresDate, let r = s.renewal, let next = Catalogue.product(r.autoRenewProductID) else {
+        guard let latest = s.latest, let end = latest.expiresDate, let r = s.renewal,
+            let next = Catalogue.product(r.autoRenewProductID)
+        else {
             throw SimulatorError("bad_step", "\(otid) cannot renew")
         }
         now = max(now, end)
         s.transactions.append(renewalTransaction(s, next, start: end))
         s.renewal?.priceIncreaseStatus = nil
         world.subscriptions[otid] = s
-        try emit("renew into \(next.id)", otid, v2: ("DID_RENEW", nil), v1: ["DID_RENEW"],
-                 expectV2: ExpectedEvent(.renewal, .auto), expectV1: [ExpectedEvent(.renewal, .auto)])
+        try emit(
+            "renew into \(next.id)",
+            otid,
+            v2: ("DID_RENEW", nil),
+            v1: ["DID_RENEW"],
+            expectV2: ExpectedEvent(.renewal, .auto),
+            expectV1: [ExpectedEvent(.renewal, .auto)]
+        )
     }
 
     mutating func renewalTransaction(_ s: SimSubscription, _ product: SimProduct, start: Int64) -> SimTransaction {
         var t = SimTransaction(
-            transactionID: world.newID(), originalTransactionID: s.originalTransactionID, webOrderLineItemID: world.newID(),
-            productID: product.id, purchaseDate: start, originalPurchaseDate: s.transactions.first?.originalPurchaseDate ?? start,
-            expiresDate: start + period(product), priceMilli: product.priceMilli)
+            transactionID: world.newID(),
+            originalTransactionID: s.originalTransactionID,
+            webOrderLineItemID: world.newID(),
+            productID: product.id,
+            purchaseDate: start,
+            originalPurchaseDate: s.transactions.first?.originalPurchaseDate ?? start,
+            expiresDate: start + period(product),
+            priceMilli: product.priceMilli
+        )
         t.renewal = true
         t.familyShared = s.latest?.familyShared ?? false
         return t
@@ -208,9 +299,14 @@ public struct LifecycleContext {
         s.autoRenewChangedAt = now
         world.subscriptions[otid] = s
         let reason: EventReason = on ? .enabled : .disabled
-        try emit("auto-renew \(on ? "on" : "off")", otid, v2: ("DID_CHANGE_RENEWAL_STATUS", on ? "AUTO_RENEW_ENABLED" : "AUTO_RENEW_DISABLED"),
-                 v1: ["DID_CHANGE_RENEWAL_STATUS"], expectV2: ExpectedEvent(.autoRenewChanged, reason),
-                 expectV1: [ExpectedEvent(.autoRenewChanged, reason)])
+        try emit(
+            "auto-renew \(on ? "on" : "off")",
+            otid,
+            v2: ("DID_CHANGE_RENEWAL_STATUS", on ? "AUTO_RENEW_ENABLED" : "AUTO_RENEW_DISABLED"),
+            v1: ["DID_CHANGE_RENEWAL_STATUS"],
+            expectV2: ExpectedEvent(.autoRenewChanged, reason),
+            expectV1: [ExpectedEvent(.autoRenewChanged, reason)]
+        )
     }
 
     /// The renewal at the end of the period fails (the clock moves there); with `grace`, access continues for
@@ -224,30 +320,52 @@ public struct LifecycleContext {
         s.renewal?.gracePeriodExpiresDate = grace ? end + Int64(Double(monthMillis) * graceMonths) : nil
         world.subscriptions[otid] = s
         let reason: EventReason = grace ? .gracePeriod : .billingRetry
-        try emit("renewal fails\(grace ? " (grace period)" : "")", otid, v2: ("DID_FAIL_TO_RENEW", grace ? "GRACE_PERIOD" : nil),
-                 v1: ["DID_FAIL_TO_RENEW"], expectV2: ExpectedEvent(.renewalFailure, reason),
-                 expectV1: [ExpectedEvent(.renewalFailure, reason)])
+        try emit(
+            "renewal fails\(grace ? " (grace period)" : "")",
+            otid,
+            v2: ("DID_FAIL_TO_RENEW", grace ? "GRACE_PERIOD" : nil),
+            v1: ["DID_FAIL_TO_RENEW"],
+            expectV2: ExpectedEvent(.renewalFailure, reason),
+            expectV1: [ExpectedEvent(.renewalFailure, reason)]
+        )
     }
 
     /// The grace period ends with billing still failing (the clock moves there). V1 sends nothing.
     public mutating func gracePeriodExpired(_ otid: String) throws {
         let s = try sub(otid)
-        guard let grace = s.renewal?.gracePeriodExpiresDate else { throw SimulatorError("bad_step", "\(otid) has no grace period") }
+        guard let grace = s.renewal?.gracePeriodExpiresDate else {
+            throw SimulatorError("bad_step", "\(otid) has no grace period")
+        }
         now = max(now, grace)
-        try emit("grace period ends", otid, v2: ("GRACE_PERIOD_EXPIRED", nil), v1: [], expectV2: ExpectedEvent(.gracePeriodExpired), expectV1: [])
+        try emit(
+            "grace period ends",
+            otid,
+            v2: ("GRACE_PERIOD_EXPIRED", nil),
+            v1: [],
+            expectV2: ExpectedEvent(.gracePeriodExpired),
+            expectV1: []
+        )
     }
 
     /// Billing retry succeeds now: a new period starts.
     public mutating func recover(_ otid: String) throws {
         var s = try sub(otid)
-        guard let r = s.renewal, let product = Catalogue.product(r.autoRenewProductID) else { throw SimulatorError("bad_step", "no renewal") }
+        guard let r = s.renewal, let product = Catalogue.product(r.autoRenewProductID) else {
+            throw SimulatorError("bad_step", "no renewal")
+        }
         s.transactions.append(renewalTransaction(s, product, start: now))
         s.renewal?.inBillingRetry = false
         s.renewal?.gracePeriodExpiresDate = nil
         s.renewal?.expirationIntent = nil
         world.subscriptions[otid] = s
-        try emit("billing recovers", otid, v2: ("DID_RENEW", "BILLING_RECOVERY"), v1: ["DID_RECOVER"],
-                 expectV2: ExpectedEvent(.renewal, .billingRecovery), expectV1: [ExpectedEvent(.renewal, .billingRecovery)])
+        try emit(
+            "billing recovers",
+            otid,
+            v2: ("DID_RENEW", "BILLING_RECOVERY"),
+            v1: ["DID_RECOVER"],
+            expectV2: ExpectedEvent(.renewal, .billingRecovery),
+            expectV1: [ExpectedEvent(.renewal, .billingRecovery)]
+        )
     }
 
     public enum ExpiryReason: Sendable { case voluntary, billingRetry, priceIncrease, productNotForSale }
@@ -263,26 +381,50 @@ public struct LifecycleContext {
         case .voluntary:
             s.renewal?.expirationIntent = 1
             world.subscriptions[otid] = s
-            try emit("expires (auto-renew was off)", otid, v2: ("EXPIRED", "VOLUNTARY"), v1: [],
-                     expectV2: ExpectedEvent(.expiration, .voluntary), expectV1: [])
+            try emit(
+                "expires (auto-renew was off)",
+                otid,
+                v2: ("EXPIRED", "VOLUNTARY"),
+                v1: [],
+                expectV2: ExpectedEvent(.expiration, .voluntary),
+                expectV1: []
+            )
         case .billingRetry:
             s.renewal?.expirationIntent = 2
             s.autoRenewChangedAt = now
             world.subscriptions[otid] = s
             // Apple's V1 table: churn after billing retries is a DID_CHANGE_RENEWAL_STATUS.
-            try emit("expires after billing retries", otid, v2: ("EXPIRED", "BILLING_RETRY"), v1: ["DID_CHANGE_RENEWAL_STATUS"],
-                     expectV2: ExpectedEvent(.expiration, .billingRetry), expectV1: [ExpectedEvent(.expiration, .billingRetry)])
+            try emit(
+                "expires after billing retries",
+                otid,
+                v2: ("EXPIRED", "BILLING_RETRY"),
+                v1: ["DID_CHANGE_RENEWAL_STATUS"],
+                expectV2: ExpectedEvent(.expiration, .billingRetry),
+                expectV1: [ExpectedEvent(.expiration, .billingRetry)]
+            )
         case .priceIncrease:
             s.renewal?.expirationIntent = 3
             s.autoRenewChangedAt = now
             world.subscriptions[otid] = s
-            try emit("expires: price increase not accepted", otid, v2: ("EXPIRED", "PRICE_INCREASE"), v1: ["DID_CHANGE_RENEWAL_STATUS"],
-                     expectV2: ExpectedEvent(.expiration, .priceIncrease), expectV1: [ExpectedEvent(.expiration, .priceIncrease)])
+            try emit(
+                "expires: price increase not accepted",
+                otid,
+                v2: ("EXPIRED", "PRICE_INCREASE"),
+                v1: ["DID_CHANGE_RENEWAL_STATUS"],
+                expectV2: ExpectedEvent(.expiration, .priceIncrease),
+                expectV1: [ExpectedEvent(.expiration, .priceIncrease)]
+            )
         case .productNotForSale:
             s.renewal?.expirationIntent = 4
             world.subscriptions[otid] = s
-            try emit("expires: product removed from sale", otid, v2: ("EXPIRED", "PRODUCT_NOT_FOR_SALE"), v1: [],
-                     expectV2: ExpectedEvent(.expiration, .productNotForSale), expectV1: [])
+            try emit(
+                "expires: product removed from sale",
+                otid,
+                v2: ("EXPIRED", "PRODUCT_NOT_FOR_SALE"),
+                v1: [],
+                expectV2: ExpectedEvent(.expiration, .productNotForSale),
+                expectV1: []
+            )
         }
     }
 
@@ -299,8 +441,14 @@ public struct LifecycleContext {
         s.autoRenewChangedAt = now
         world.subscriptions[otid] = s
         // Apple's V1 table: an expired subscription bought again (same product) is a DID_CHANGE_RENEWAL_STATUS.
-        try emit("resubscribe to \(product.id)", otid, v2: ("SUBSCRIBED", "RESUBSCRIBE"), v1: ["DID_CHANGE_RENEWAL_STATUS"],
-                 expectV2: ExpectedEvent(.purchase, .resubscribe), expectV1: [ExpectedEvent(.purchase, .resubscribe)])
+        try emit(
+            "resubscribe to \(product.id)",
+            otid,
+            v2: ("SUBSCRIBED", "RESUBSCRIBE"),
+            v1: ["DID_CHANGE_RENEWAL_STATUS"],
+            expectV2: ExpectedEvent(.purchase, .resubscribe),
+            expectV1: [ExpectedEvent(.purchase, .resubscribe)]
+        )
     }
 
     // MARK: Plan changes
@@ -317,9 +465,14 @@ public struct LifecycleContext {
         s.autoRenewChangedAt = now
         world.subscriptions[otid] = s
         // Apple's V1 table: active + upgrade → DID_CHANGE_RENEWAL_STATUS and INTERACTIVE_RENEWAL.
-        try emit("upgrade to \(product.id)", otid, v2: ("DID_CHANGE_RENEWAL_PREF", "UPGRADE"),
-                 v1: ["DID_CHANGE_RENEWAL_STATUS", "INTERACTIVE_RENEWAL"], expectV2: ExpectedEvent(.planChange, .upgrade),
-                 expectV1: [ExpectedEvent(.autoRenewChanged, .enabled), ExpectedEvent(.planChange, .upgrade)])
+        try emit(
+            "upgrade to \(product.id)",
+            otid,
+            v2: ("DID_CHANGE_RENEWAL_PREF", "UPGRADE"),
+            v1: ["DID_CHANGE_RENEWAL_STATUS", "INTERACTIVE_RENEWAL"],
+            expectV2: ExpectedEvent(.planChange, .upgrade),
+            expectV1: [ExpectedEvent(.autoRenewChanged, .enabled), ExpectedEvent(.planChange, .upgrade)]
+        )
     }
 
     /// A downgrade or a crossgrade to another duration: takes effect at the next renewal.
@@ -327,9 +480,14 @@ public struct LifecycleContext {
         var s = try sub(otid)
         s.renewal?.autoRenewProductID = product.id
         world.subscriptions[otid] = s
-        try emit("switch to \(product.id) at the next renewal", otid, v2: ("DID_CHANGE_RENEWAL_PREF", "DOWNGRADE"),
-                 v1: ["DID_CHANGE_RENEWAL_PREF"], expectV2: ExpectedEvent(.planChange, .downgrade),
-                 expectV1: [ExpectedEvent(.planChange, .downgrade)])
+        try emit(
+            "switch to \(product.id) at the next renewal",
+            otid,
+            v2: ("DID_CHANGE_RENEWAL_PREF", "DOWNGRADE"),
+            v1: ["DID_CHANGE_RENEWAL_PREF"],
+            expectV2: ExpectedEvent(.planChange, .downgrade),
+            expectV1: [ExpectedEvent(.planChange, .downgrade)]
+        )
     }
 
     // MARK: Refunds and revocation
@@ -347,14 +505,27 @@ public struct LifecycleContext {
         }
         world.subscriptions[otid] = s
         // Apple's V1 table: a refunded subscription is CANCEL + DID_CHANGE_RENEWAL_STATUS; other products REFUND.
-        try emit("refund", otid, v2: ("REFUND", nil), v1: autoRenewable ? ["CANCEL", "DID_CHANGE_RENEWAL_STATUS"] : ["REFUND"],
-                 expectV2: ExpectedEvent(.refund),
-                 expectV1: autoRenewable ? [ExpectedEvent(.refund), ExpectedEvent(.autoRenewChanged, .disabled)] : [ExpectedEvent(.refund)])
+        try emit(
+            "refund",
+            otid,
+            v2: ("REFUND", nil),
+            v1: autoRenewable ? ["CANCEL", "DID_CHANGE_RENEWAL_STATUS"] : ["REFUND"],
+            expectV2: ExpectedEvent(.refund),
+            expectV1: autoRenewable
+                ? [ExpectedEvent(.refund), ExpectedEvent(.autoRenewChanged, .disabled)] : [ExpectedEvent(.refund)]
+        )
     }
 
     public mutating func refundDeclined(_ otid: String) throws {
         _ = try sub(otid)
-        try emit("refund request declined", otid, v2: ("REFUND_DECLINED", nil), v1: [], expectV2: ExpectedEvent(.refundDeclined), expectV1: [])
+        try emit(
+            "refund request declined",
+            otid,
+            v2: ("REFUND_DECLINED", nil),
+            v1: [],
+            expectV2: ExpectedEvent(.refundDeclined),
+            expectV1: []
+        )
     }
 
     public mutating func refundReversed(_ otid: String) throws {
@@ -364,7 +535,14 @@ public struct LifecycleContext {
         s.transactions[index].revocationReason = nil
         s.transactions[index].revocationType = nil
         world.subscriptions[otid] = s
-        try emit("refund reversed", otid, v2: ("REFUND_REVERSED", nil), v1: [], expectV2: ExpectedEvent(.refundReversed), expectV1: [])
+        try emit(
+            "refund reversed",
+            otid,
+            v2: ("REFUND_REVERSED", nil),
+            v1: [],
+            expectV2: ExpectedEvent(.refundReversed),
+            expectV1: []
+        )
     }
 
     /// A family member loses access to a family-shared subscription.
@@ -374,8 +552,14 @@ public struct LifecycleContext {
         s.transactions[index].revocationDate = now
         s.transactions[index].revocationType = "FAMILY_REVOKE"
         world.subscriptions[otid] = s
-        try emit("family sharing revoked", otid, v2: ("REVOKE", nil), v1: ["REVOKE"], expectV2: ExpectedEvent(.revocation),
-                 expectV1: [ExpectedEvent(.revocation)])
+        try emit(
+            "family sharing revoked",
+            otid,
+            v2: ("REVOKE", nil),
+            v1: ["REVOKE"],
+            expectV2: ExpectedEvent(.revocation),
+            expectV1: [ExpectedEvent(.revocation)]
+        )
     }
 
     // MARK: Prices, extensions, consumables
@@ -384,8 +568,14 @@ public struct LifecycleContext {
         var s = try sub(otid)
         s.renewal?.priceIncreaseStatus = 0
         world.subscriptions[otid] = s
-        try emit("price increase announced", otid, v2: ("PRICE_INCREASE", "PENDING"), v1: ["PRICE_INCREASE_CONSENT"],
-                 expectV2: ExpectedEvent(.priceIncrease, .pending), expectV1: [ExpectedEvent(.priceIncrease, .pending)])
+        try emit(
+            "price increase announced",
+            otid,
+            v2: ("PRICE_INCREASE", "PENDING"),
+            v1: ["PRICE_INCREASE_CONSENT"],
+            expectV2: ExpectedEvent(.priceIncrease, .pending),
+            expectV1: [ExpectedEvent(.priceIncrease, .pending)]
+        )
     }
 
     /// The customer accepts: V1 sends nothing (only `price_consent_status` flips).
@@ -393,8 +583,14 @@ public struct LifecycleContext {
         var s = try sub(otid)
         s.renewal?.priceIncreaseStatus = 1
         world.subscriptions[otid] = s
-        try emit("price increase accepted", otid, v2: ("PRICE_INCREASE", "ACCEPTED"), v1: [],
-                 expectV2: ExpectedEvent(.priceIncrease, .accepted), expectV1: [])
+        try emit(
+            "price increase accepted",
+            otid,
+            v2: ("PRICE_INCREASE", "ACCEPTED"),
+            v1: [],
+            expectV2: ExpectedEvent(.priceIncrease, .accepted),
+            expectV1: []
+        )
     }
 
     /// The developer extends the current period by `days` simulated days. V1 sends nothing.
@@ -405,16 +601,28 @@ public struct LifecycleContext {
         }
         s.transactions[index].expiresDate = end + Int64(days) * monthMillis / 30
         world.subscriptions[otid] = s
-        try emit("renewal date extended by \(days) days", otid, v2: ("RENEWAL_EXTENDED", nil), v1: [],
-                 expectV2: ExpectedEvent(.renewalExtended), expectV1: [])
+        try emit(
+            "renewal date extended by \(days) days",
+            otid,
+            v2: ("RENEWAL_EXTENDED", nil),
+            v1: [],
+            expectV2: ExpectedEvent(.renewalExtended),
+            expectV1: []
+        )
     }
 
     /// Apple asks for consumption information about a refund request of a consumable.
     public mutating func consumptionRequest(_ otid: String) throws {
         _ = try sub(otid)
-        try emit("consumption request", otid, v2: ("CONSUMPTION_REQUEST", nil), v1: ["CONSUMPTION_REQUEST"],
-                 expectV2: ExpectedEvent(.consumptionRequest), expectV1: [ExpectedEvent(.consumptionRequest)],
-                 extra: { $0.consumptionRequestReason = "UNINTENDED_PURCHASE" })
+        try emit(
+            "consumption request",
+            otid,
+            v2: ("CONSUMPTION_REQUEST", nil),
+            v1: ["CONSUMPTION_REQUEST"],
+            expectV2: ExpectedEvent(.consumptionRequest),
+            expectV1: [ExpectedEvent(.consumptionRequest)],
+            extra: { $0.consumptionRequestReason = "UNINTENDED_PURCHASE" }
+        )
     }
 
     // MARK: Emission
@@ -436,21 +644,40 @@ public struct LifecycleContext {
     }
 
     mutating func emit(
-        _ step: String, _ otid: String, v2: (type: String, subtype: String?)?, v1: [String], expectV2: ExpectedEvent?,
-        expectV1: [ExpectedEvent], extra: @escaping (inout NotificationData) -> Void = { _ in }
+        _ step: String,
+        _ otid: String,
+        v2: (type: String, subtype: String?)?,
+        v1: [String],
+        expectV2: ExpectedEvent?,
+        expectV1: [ExpectedEvent],
+        extra: @escaping (inout NotificationData) -> Void = { _ in }
     ) throws {
         let s = try sub(otid)
         // Strictly increasing signed dates keep the steps' order unambiguous downstream.
         if let last = emissions.last, now <= last.at { now = last.at + 1 }
-        var e = Emission(step: step, at: now, originalTransactionID: otid, subscription: s, v1Bodies: [],
-                         expectedV2: expectV2, expectedV1: expectV1)
+        var e = Emission(
+            step: step,
+            at: now,
+            originalTransactionID: otid,
+            subscription: s,
+            v1Bodies: [],
+            expectedV2: expectV2,
+            expectedV1: expectV1
+        )
         if let v2 {
             let uuid = Self.uuid("\(bundleID)|\(otid)|\(emissions.count)|\(now)")
             e.v2Type = v2.type
             e.v2Subtype = v2.subtype
             e.v2NotificationUUID = uuid
             e.v2SignedPayload = try emitter.notification(
-                type: v2.type, subtype: v2.subtype, uuid: uuid, subscription: s, transaction: s.latest, at: now, extra: extra)
+                type: v2.type,
+                subtype: v2.subtype,
+                uuid: uuid,
+                subscription: s,
+                transaction: s.latest,
+                at: now,
+                extra: extra
+            )
         }
         e.v1Bodies = v1.map { Emitter.v1Body(type: $0, subscription: s, sharedSecret: sharedSecret, at: now) }
         emissions.append(e)

@@ -10,11 +10,19 @@ public enum Lifecycles {
         Lifecycle("initial-buy", "buy a monthly subscription", final: [.active]) { c in
             try c.buy(Catalogue.monthly)
         },
-        Lifecycle("initial-buy-free-trial", "start a one-week free trial, which converts into a paid month", final: [.active]) { c in
+        Lifecycle(
+            "initial-buy-free-trial",
+            "start a one-week free trial, which converts into a paid month",
+            final: [.active]
+        ) { c in
             let s = try c.buy(Catalogue.monthly, offer: .freeTrial)
             try c.renew(s)
         },
-        Lifecycle("initial-buy-intro-offer", "buy at an introductory price, then renew at the full price", final: [.active]) { c in
+        Lifecycle(
+            "initial-buy-intro-offer",
+            "buy at an introductory price, then renew at the full price",
+            final: [.active]
+        ) { c in
             let s = try c.buy(Catalogue.monthly, offer: .introPrice)
             try c.renew(s)
         },
@@ -26,14 +34,22 @@ public enum Lifecycles {
             try c.renew(s)
             try c.renew(s)
         },
-        Lifecycle("auto-renew-off-then-expiry", "turn auto-renew off mid-period; the subscription expires at its end", final: [.expired]) { c in
+        Lifecycle(
+            "auto-renew-off-then-expiry",
+            "turn auto-renew off mid-period; the subscription expires at its end",
+            final: [.expired]
+        ) { c in
             let s = try c.buy(Catalogue.monthly)
             c.advance(months: 0.4)
             try c.setAutoRenew(s, on: false)
             try c.expire(s, .voluntary)
             c.advance(months: 0.1)
         },
-        Lifecycle("auto-renew-off-then-on", "turn auto-renew off, then on again before the period ends; it renews", final: [.active]) { c in
+        Lifecycle(
+            "auto-renew-off-then-on",
+            "turn auto-renew off, then on again before the period ends; it renews",
+            final: [.active]
+        ) { c in
             let s = try c.buy(Catalogue.monthly)
             c.advance(months: 0.3)
             try c.setAutoRenew(s, on: false)
@@ -41,7 +57,11 @@ public enum Lifecycles {
             try c.setAutoRenew(s, on: true)
             try c.renew(s)
         },
-        Lifecycle("billing-grace-recovery", "the renewal fails, the grace period starts, billing recovers within it", final: [.active]) { c in
+        Lifecycle(
+            "billing-grace-recovery",
+            "the renewal fails, the grace period starts, billing recovers within it",
+            final: [.active]
+        ) { c in
             let s = try c.buy(Catalogue.monthly)
             try c.billingFailure(s, grace: true)
             c.advance(months: 0.1)
@@ -49,7 +69,8 @@ public enum Lifecycles {
         },
         Lifecycle(
             "billing-grace-expired-retry-expired",
-            "the renewal fails, the grace period ends unpaid, billing retry gives up: expired", final: [.expired]
+            "the renewal fails, the grace period ends unpaid, billing retry gives up: expired",
+            final: [.expired]
         ) { c in
             let s = try c.buy(Catalogue.monthly)
             try c.billingFailure(s, grace: true)
@@ -57,24 +78,37 @@ public enum Lifecycles {
             c.advance(months: 0.5)
             try c.expire(s, .billingRetry)
         },
-        Lifecycle("billing-retry-recovery", "the renewal fails without a grace period, then billing recovers", final: [.active]) { c in
+        Lifecycle(
+            "billing-retry-recovery",
+            "the renewal fails without a grace period, then billing recovers",
+            final: [.active]
+        ) { c in
             let s = try c.buy(Catalogue.monthly)
             try c.billingFailure(s, grace: false)
             c.advance(months: 0.2)
             try c.recover(s)
         },
-        Lifecycle("upgrade", "upgrade from monthly to premium mid-period: immediate, the rest of the month refunded pro rata", final: [.active]) { c in
+        Lifecycle(
+            "upgrade",
+            "upgrade from monthly to premium mid-period: immediate, the rest of the month refunded pro rata",
+            final: [.active]
+        ) { c in
             let s = try c.buy(Catalogue.monthly)
             c.advance(months: 0.5)
             try c.upgrade(s, to: Catalogue.premium)
         },
-        Lifecycle("downgrade", "downgrade from premium to monthly: takes effect at the next renewal", final: [.active]) { c in
+        Lifecycle("downgrade", "downgrade from premium to monthly: takes effect at the next renewal", final: [.active])
+        { c in
             let s = try c.buy(Catalogue.premium)
             c.advance(months: 0.5)
             try c.changeAtNextRenewal(s, to: Catalogue.monthly)
             try c.renew(s)
         },
-        Lifecycle("crossgrade", "switch from monthly to quarterly (same level, another duration): at the next renewal", final: [.active]) { c in
+        Lifecycle(
+            "crossgrade",
+            "switch from monthly to quarterly (same level, another duration): at the next renewal",
+            final: [.active]
+        ) { c in
             let s = try c.buy(Catalogue.monthly)
             c.advance(months: 0.5)
             try c.changeAtNextRenewal(s, to: Catalogue.quarterly)
@@ -93,13 +127,20 @@ public enum Lifecycles {
             c.advance(months: 0.2)
             try c.refund(s)
         },
-        Lifecycle("refund-declined", "the customer asks for a refund, Apple declines: access continues", final: [.active]) { c in
+        Lifecycle(
+            "refund-declined",
+            "the customer asks for a refund, Apple declines: access continues",
+            final: [.active]
+        ) { c in
             let s = try c.buy(Catalogue.monthly)
             c.advance(months: 0.2)
             try c.refundDeclined(s)
         },
         Lifecycle(
-            "refund-reversed", "Apple refunds, then reverses the refund: access is back", final: [.active], v1Final: [.revoked],
+            "refund-reversed",
+            "Apple refunds, then reverses the refund: access is back",
+            final: [.active],
+            v1Final: [.revoked],
             v1Gap: "V1 has no REFUND_REVERSED notification: V1 traffic alone leaves the subscription revoked"
         ) { c in
             let s = try c.buy(Catalogue.monthly)
@@ -108,12 +149,20 @@ public enum Lifecycles {
             c.advance(months: 0.1)
             try c.refundReversed(s)
         },
-        Lifecycle("family-revoke", "the family organizer stops sharing: the member's access is revoked", final: [.revoked]) { c in
+        Lifecycle(
+            "family-revoke",
+            "the family organizer stops sharing: the member's access is revoked",
+            final: [.revoked]
+        ) { c in
             let s = try c.buy(Catalogue.monthly, familyShared: true)
             c.advance(months: 0.3)
             try c.revokeFamilySharing(s)
         },
-        Lifecycle("price-increase-accepted", "a price increase needs consent; the customer accepts; it renews", final: [.active]) { c in
+        Lifecycle(
+            "price-increase-accepted",
+            "a price increase needs consent; the customer accepts; it renews",
+            final: [.active]
+        ) { c in
             let s = try c.buy(Catalogue.monthly)
             c.advance(months: 0.2)
             try c.priceIncrease(s)
@@ -121,7 +170,11 @@ public enum Lifecycles {
             try c.acceptPriceIncrease(s)
             try c.renew(s)
         },
-        Lifecycle("price-increase-expired", "a price increase needs consent; the customer never answers: it expires", final: [.expired]) { c in
+        Lifecycle(
+            "price-increase-expired",
+            "a price increase needs consent; the customer never answers: it expires",
+            final: [.expired]
+        ) { c in
             let s = try c.buy(Catalogue.monthly)
             c.advance(months: 0.2)
             try c.priceIncrease(s)
@@ -129,22 +182,32 @@ public enum Lifecycles {
             c.advance(months: 0.1)
         },
         Lifecycle(
-            "renewal-extension", "the developer extends the renewal date by 10 days; the story ends after the original date",
-            final: [.active], v1Final: [.expired],
-            v1Gap: "V1 sends nothing for a renewal-date extension: V1 traffic alone believes the period ended on the original date"
+            "renewal-extension",
+            "the developer extends the renewal date by 10 days; the story ends after the original date",
+            final: [.active],
+            v1Final: [.expired],
+            v1Gap:
+                "V1 sends nothing for a renewal-date extension: V1 traffic alone believes the period ended on the original date"
         ) { c in
             let s = try c.buy(Catalogue.monthly)
             c.advance(months: 0.5)
             try c.extendRenewalDate(s, days: 10)
             c.advance(months: 0.6)
         },
-        Lifecycle("product-removed-from-sale", "the product is removed from sale: the subscription expires at the period's end", final: [.expired]) { c in
+        Lifecycle(
+            "product-removed-from-sale",
+            "the product is removed from sale: the subscription expires at the period's end",
+            final: [.expired]
+        ) { c in
             let s = try c.buy(Catalogue.monthly)
             try c.expire(s, .productNotForSale)
             c.advance(months: 0.1)
         },
-        Lifecycle("consumable-consumption-request", "buy 100 coins; the customer asks for a refund; Apple asks for consumption data",
-                  final: [.active]) { c in
+        Lifecycle(
+            "consumable-consumption-request",
+            "buy 100 coins; the customer asks for a refund; Apple asks for consumption data",
+            final: [.active]
+        ) { c in
             let s = try c.buy(Catalogue.coins)
             c.advance(months: 0.1)
             try c.consumptionRequest(s)

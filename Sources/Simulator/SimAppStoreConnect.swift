@@ -137,5 +137,7 @@ public struct SimConnectLag: Sendable, Codable, Hashable {
 public struct SimConnectFailure: Sendable, Codable, Hashable {
     public var status: Int
     public var retryAfterSeconds: Int?
-    public init(status: Int, retryAfterSeconds: Int? = nil) { (self.status, self.retryAfterSeconds) = (status, retryAfterSeconds) }
+    public init(status: Int, retryAfterSeconds: Int? = nil) {
+        (self.status, self.retryAfterSeconds) = (status, retryAfterSeconds)
+    }
 }

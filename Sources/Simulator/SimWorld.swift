@@ -67,7 +67,9 @@ public struct SimSubscription: Sendable, Hashable, Codable {
     /// secret itself is never stored.
     public var sharedSecretDigest: String?
 
-    public var latest: SimTransaction? { transactions.max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) } }
+    public var latest: SimTransaction? {
+        transactions.max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
+    }
 }
 
 /// A V2 notification the simulated App Store sent (for Get Notification History).
@@ -84,7 +86,8 @@ public struct SimSentNotification: Sendable, Hashable, Codable {
     public var sendAttempts: [SendAttempt] = []
 
     enum CodingKeys: String, CodingKey {
-        case notificationUUID, bundleID, signedDate, notificationType, subtype, originalTransactionID, signedPayload, sendAttempts
+        case notificationUUID, bundleID, signedDate, notificationType, subtype, originalTransactionID, signedPayload,
+            sendAttempts
     }
 
     /// Tolerates state written before a member existed (an older simulator's `sim-state.json`).
@@ -100,10 +103,20 @@ public struct SimSentNotification: Sendable, Hashable, Codable {
         sendAttempts = try c.decodeIfPresent([SendAttempt].self, forKey: .sendAttempts) ?? []
     }
 
-    public init(notificationUUID: String, bundleID: String, signedDate: Int64, notificationType: String, subtype: String?,
-                originalTransactionID: String?, signedPayload: String) {
-        (self.notificationUUID, self.bundleID, self.signedDate, self.notificationType, self.subtype, self.originalTransactionID,
-         self.signedPayload) = (notificationUUID, bundleID, signedDate, notificationType, subtype, originalTransactionID, signedPayload)
+    public init(
+        notificationUUID: String,
+        bundleID: String,
+        signedDate: Int64,
+        notificationType: String,
+        subtype: String?,
+        originalTransactionID: String?,
+        signedPayload: String
+    ) {
+        (
+            self.notificationUUID, self.bundleID, self.signedDate, self.notificationType, self.subtype,
+            self.originalTransactionID,
+            self.signedPayload
+        ) = (notificationUUID, bundleID, signedDate, notificationType, subtype, originalTransactionID, signedPayload)
     }
 }
 
@@ -130,7 +143,8 @@ public struct SimWorld: Sendable, Codable {
     public var appStoreConnect = SimAppStoreConnect()
 
     enum CodingKeys: String, CodingKey {
-        case nextID, subscriptions, notifications, testNotifications, verifyReceiptFaults, apiFaults, v1Skew, apiRateLimit
+        case nextID, subscriptions, notifications, testNotifications, verifyReceiptFaults, apiFaults, v1Skew,
+            apiRateLimit
         case notificationHistoryDays, appStoreConnect
     }
 
@@ -147,14 +161,17 @@ public struct SimWorld: Sendable, Codable {
         v1Skew = try c.decodeIfPresent(V1Skew.self, forKey: .v1Skew) ?? V1Skew()
         apiRateLimit = try c.decodeIfPresent(APIRateLimit.self, forKey: .apiRateLimit)
         notificationHistoryDays = try c.decodeIfPresent(Int.self, forKey: .notificationHistoryDays)
-        appStoreConnect = try c.decodeIfPresent(SimAppStoreConnect.self, forKey: .appStoreConnect) ?? SimAppStoreConnect()
+        appStoreConnect =
+            try c.decodeIfPresent(SimAppStoreConnect.self, forKey: .appStoreConnect) ?? SimAppStoreConnect()
     }
 
     /// At most ``requests`` accepted App Store Server API requests per app within any ``windowSeconds``.
     public struct APIRateLimit: Sendable, Codable, Hashable {
         public var requests: Int
         public var windowSeconds: Int64
-        public init(requests: Int, windowSeconds: Int64) { (self.requests, self.windowSeconds) = (requests, windowSeconds) }
+        public init(requests: Int, windowSeconds: Int64) {
+            (self.requests, self.windowSeconds) = (requests, windowSeconds)
+        }
     }
 
     public struct V1Skew: Sendable, Codable, Hashable {

@@ -1,6 +1,6 @@
 public import Crypto
-public import V2Adapter
 internal import FoundationEssentials
+public import V2Adapter
 
 #if canImport(Glibc)
 import Glibc
@@ -33,7 +33,11 @@ public struct SimulatorPKI: Sendable {
     public static func loadOrCreate(folder: String, now: Int64) throws -> SimulatorPKI {
         let fm = FileManager.default
         if !fm.fileExists(atPath: folder) {
-            try fm.createDirectory(atPath: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try fm.createDirectory(
+                atPath: folder,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
         }
         // root.der is written last: a folder that has it is complete (an interrupted run is simply redone).
         if !fm.fileExists(atPath: folder + "/root.der") {
@@ -61,7 +65,10 @@ public struct SimulatorPKI: Sendable {
     public static func load(folder: String) throws -> SimulatorPKI {
         func read(_ name: String) throws -> [UInt8] {
             guard let data = FileManager.default.contents(atPath: folder + "/" + name) else {
-                throw SimulatorError("pki_missing", "\(folder)/\(name) is missing: run `iap-gateway simulate pki --out \(folder)`")
+                throw SimulatorError(
+                    "pki_missing",
+                    "\(folder)/\(name) is missing: run `iap-gateway simulate pki --out \(folder)`"
+                )
             }
             return Array(data)
         }
@@ -72,8 +79,16 @@ public struct SimulatorPKI: Sendable {
         let apiKey = try PrivateKey(pem: String(decoding: try read("api-key.p8"), as: UTF8.self))
         let ascKey = try PrivateKey(pem: String(decoding: try read("asc-key.p8"), as: UTF8.self))
         let signer = try AppleJWSSigner(leaf: leaf, intermediate: intermediate, root: root, leafKey: leafKey)
-        return SimulatorPKI(folder: folder, root: root, intermediate: intermediate, leaf: leaf, leafKey: leafKey, apiKey: apiKey, ascKey: ascKey,
-                            signer: signer)
+        return SimulatorPKI(
+            folder: folder,
+            root: root,
+            intermediate: intermediate,
+            leaf: leaf,
+            leafKey: leafKey,
+            apiKey: apiKey,
+            ascKey: ascKey,
+            signer: signer
+        )
     }
 
     /// The PEM of the App Store Server API key (what `app_store_api.private_key_env` must hold).

@@ -12,14 +12,28 @@ public final class FakeAppleServer: Sendable {
     public var appStoreConnect: FakeAppStoreConnect { fake.appStoreConnect }
 
     /// `now` is the fake's clock (tests pass the story's clock so bearer tokens and answers share one time).
-    public init(pki folder: String, notifyURL: String?, transport: any HTTPTransport,
-                now: @escaping @Sendable () -> Int64 = WallClock.wallMillis) throws {
-        self.fake = Self.make(try SimulatorPKI.load(folder: folder), notifyURL: notifyURL, transport: transport, now: now)
+    public init(
+        pki folder: String,
+        notifyURL: String?,
+        transport: any HTTPTransport,
+        now: @escaping @Sendable () -> Int64 = WallClock.wallMillis
+    ) throws {
+        self.fake = Self.make(
+            try SimulatorPKI.load(folder: folder),
+            notifyURL: notifyURL,
+            transport: transport,
+            now: now
+        )
     }
 
     /// `simulate serve-apple`'s fake, on the wall clock: the PKI folder loaded and, when `rateLimit` is given, written
     /// to its state first (`.some(nil)` clears it, nil keeps the state's).
-    public convenience init(pki folder: String, rateLimit: SimWorld.APIRateLimit??, notifyURL: String?, transport: any HTTPTransport) throws {
+    public convenience init(
+        pki folder: String,
+        rateLimit: SimWorld.APIRateLimit??,
+        notifyURL: String?,
+        transport: any HTTPTransport
+    ) throws {
         let pki = try SimulatorPKI.load(folder: folder)
         if let rateLimit { try SimStateStore(folder: pki.folder).update { $0.apiRateLimit = rateLimit } }
         self.init(pki: pki, notifyURL: notifyURL, transport: transport)
@@ -38,15 +52,26 @@ public final class FakeAppleServer: Sendable {
         return server
     }
 
-    private static func make(_ pki: SimulatorPKI, notifyURL: String?, transport: any HTTPTransport, now: @escaping @Sendable () -> Int64)
+    private static func make(
+        _ pki: SimulatorPKI,
+        notifyURL: String?,
+        transport: any HTTPTransport,
+        now: @escaping @Sendable () -> Int64
+    )
         -> FakeApple
     {
         let store = SimStateStore(folder: pki.folder)
         return FakeApple(pki: pki, now: now, notifyURL: notifyURL) { @Sendable token, payload, url in
             guard let url else { return }  // no URL set: Apple has nowhere to send it
             Task {
-                let status = await Simulation.send(InboundBody.v2(signedPayload: payload), to: url, transport: transport)
-                let result = (200..<300).contains(status) ? "SUCCESS" : status == 0 ? "NO_RESPONSE" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
+                let status = await Simulation.send(
+                    InboundBody.v2(signedPayload: payload),
+                    to: url,
+                    transport: transport
+                )
+                let result =
+                    (200..<300).contains(status)
+                    ? "SUCCESS" : status == 0 ? "NO_RESPONSE" : "UNSUCCESSFUL_HTTP_RESPONSE_CODE"
                 try? store.recordTestAttempt(token: token, result: result, at: WallClock.wallMillis())
             }
         }
@@ -55,10 +80,15 @@ public final class FakeAppleServer: Sendable {
     /// Every query member reaches the fake, repeated ones included (Apple's clients send `status=1&status=3`), and
     /// the fake's headers (`Retry-After`) reach the client.
     public func handle(_ request: ServerRequest) -> ServerResponse {
-        let r = fake.handle(FakeAppleRequest(
-            method: request.method, path: request.path,
-            queryItems: request.queryItems.map { FakeAppleRequest.QueryItem($0.name, $0.value) },
-            authorization: request.header("authorization"), body: request.body))
+        let r = fake.handle(
+            FakeAppleRequest(
+                method: request.method,
+                path: request.path,
+                queryItems: request.queryItems.map { FakeAppleRequest.QueryItem($0.name, $0.value) },
+                authorization: request.header("authorization"),
+                body: request.body
+            )
+        )
         var response = r.body.isEmpty ? ServerResponse(status: r.status) : .json(r.status, r.body)
         response.headers += r.headers
         return response

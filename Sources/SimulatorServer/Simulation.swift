@@ -32,7 +32,9 @@ public enum Simulation {
         /// Steps withheld from `to` (lossy traffic); nil: every step is sent.
         public var drop: DropPlan?
         public init(name: String, to: String?, pkiFolder: String, bundleID: String, sharedSecret: String) {
-            (self.name, self.to, self.pkiFolder, self.bundleID, self.sharedSecret) = (name, to, pkiFolder, bundleID, sharedSecret)
+            (self.name, self.to, self.pkiFolder, self.bundleID, self.sharedSecret) = (
+                name, to, pkiFolder, bundleID, sharedSecret
+            )
         }
     }
 
@@ -51,14 +53,20 @@ public enum Simulation {
     /// `out`. `beforeStep` runs before a step is sent and `afterStep` once it is (tests set the gateway's clock to
     /// the step's time there, and wait for its deliveries).
     public static func lifecycle(
-        _ o: LifecycleOptions, transport: any HTTPTransport, now: @Sendable () -> Int64,
-        sleep: @Sendable (Int64) async -> Void, output: (String) -> Void, beforeStep: (Emission) async throws -> Void = { _ in },
+        _ o: LifecycleOptions,
+        transport: any HTTPTransport,
+        now: @Sendable () -> Int64,
+        sleep: @Sendable (Int64) async -> Void,
+        output: (String) -> Void,
+        beforeStep: (Emission) async throws -> Void = { _ in },
         afterStep: (Emission) async throws -> Void = { _ in }
     ) async throws -> LifecycleRun {
         guard let lifecycle = Lifecycles.named(o.name) else {
             throw SimulatorError("unknown_lifecycle", "no lifecycle \(o.name): `iap-gateway simulate list` names them")
         }
-        guard o.to != nil || o.out != nil else { throw SimulatorError("usage", "lifecycle needs --to URL or --out FOLDER") }
+        guard o.to != nil || o.out != nil else {
+            throw SimulatorError("usage", "lifecycle needs --to URL or --out FOLDER")
+        }
         if o.version == .apple, o.apple == nil || o.to == nil {
             throw SimulatorError("usage", "--version apple needs --to URL and --apple URL (a simulate serve-apple)")
         }
@@ -73,14 +81,28 @@ public enum Simulation {
         let plan: Lifecycle.Plan
         let paced = o.secondsPerMonth != nil
         if let seconds = o.secondsPerMonth {
-            plan = try lifecycle.plan(bundleID: o.bundleID, sharedSecret: o.sharedSecret, emitter: emitter, start: now(),
-                                      monthMillis: Int64(min(max(1, seconds * 1000), Double(Lifecycle.maxMonthMillis + 1))), firstID: firstID)
+            plan = try lifecycle.plan(
+                bundleID: o.bundleID,
+                sharedSecret: o.sharedSecret,
+                emitter: emitter,
+                start: now(),
+                monthMillis: Int64(min(max(1, seconds * 1000), Double(Lifecycle.maxMonthMillis + 1))),
+                firstID: firstID
+            )
         } else {
-            plan = try lifecycle.planEndingAt(now(), bundleID: o.bundleID, sharedSecret: o.sharedSecret, emitter: emitter,
-                                              monthMillis: fastMonthMillis, firstID: firstID)
+            plan = try lifecycle.planEndingAt(
+                now(),
+                bundleID: o.bundleID,
+                sharedSecret: o.sharedSecret,
+                emitter: emitter,
+                monthMillis: fastMonthMillis,
+                firstID: firstID
+            )
         }
         // The folder gets every body: which version Apple sends is decided step by step, for `to` only.
-        if let out = o.out { try write(plan, lifecycle: lifecycle, version: o.version == .apple ? .both : o.version, to: out) }
+        if let out = o.out {
+            try write(plan, lifecycle: lifecycle, version: o.version == .apple ? .both : o.version, to: out)
+        }
         var allOK = true
         var dropped: [DroppedStep] = []
         for (index, e) in plan.emissions.enumerated() {
@@ -102,9 +124,17 @@ public enum Simulation {
             try store.update { world in
                 world.subscriptions[e.originalTransactionID] = e.subscription
                 if let payload = e.v2SignedPayload, let uuid = e.v2NotificationUUID, version != .v1 {
-                    world.notifications.append(SimSentNotification(
-                        notificationUUID: uuid, bundleID: o.bundleID, signedDate: e.at, notificationType: e.v2Type ?? "", subtype: e.v2Subtype,
-                        originalTransactionID: e.originalTransactionID, signedPayload: payload))
+                    world.notifications.append(
+                        SimSentNotification(
+                            notificationUUID: uuid,
+                            bundleID: o.bundleID,
+                            signedDate: e.at,
+                            notificationType: e.v2Type ?? "",
+                            subtype: e.v2Subtype,
+                            originalTransactionID: e.originalTransactionID,
+                            signedPayload: payload
+                        )
+                    )
                 }
             }
             var members: [(key: String, value: JSONValue)] = [
@@ -115,14 +145,19 @@ public enum Simulation {
             var stepOK = true
             if version != .v1 {
                 var v2: [(key: String, value: JSONValue)] = [
-                    ("type", e.v2Type.map { .string($0) } ?? .null), ("subtype", e.v2Subtype.map { .string($0) } ?? .null),
+                    ("type", e.v2Type.map { .string($0) } ?? .null),
+                    ("subtype", e.v2Subtype.map { .string($0) } ?? .null),
                     ("expected", e.expectedV2.map { .string($0.description) } ?? .null),
                 ]
                 if let payload = e.v2SignedPayload, let url = o.to {
                     let result: String
                     if let drop {
                         v2.append(("dropped", .string(drop.rawValue)))
-                        withheld?.v2 = DroppedStep.V2(notificationUUID: e.v2NotificationUUID, type: e.v2Type, subtype: e.v2Subtype)
+                        withheld?.v2 = DroppedStep.V2(
+                            notificationUUID: e.v2NotificationUUID,
+                            type: e.v2Type,
+                            subtype: e.v2Subtype
+                        )
                         result = drop.sendAttemptResult
                     } else {
                         let status = await send(InboundBody.v2(signedPayload: payload), to: url, transport: transport)
@@ -205,23 +240,39 @@ public enum Simulation {
     /// The line that ends a lossy run of one lifecycle: how many steps and bodies were withheld, and which.
     static func droppedSummary(_ lifecycle: String, _ dropped: [DroppedStep]) -> String {
         let items: [JSONValue] = dropped.map { d in
-            var item: [(key: String, value: JSONValue)] = [("step", .number(String(d.step))), ("name", .string(d.name)),
-                                                             ("reason", .string(d.reason.rawValue))]
+            var item: [(key: String, value: JSONValue)] = [
+                ("step", .number(String(d.step))), ("name", .string(d.name)),
+                ("reason", .string(d.reason.rawValue)),
+            ]
             if let v2 = d.v2 {
-                item.append(("v2", .object(JSONObject([
-                    ("notification_uuid", v2.notificationUUID.map { .string($0) } ?? .null), ("type", v2.type.map { .string($0) } ?? .null),
-                    ("subtype", v2.subtype.map { .string($0) } ?? .null),
-                ]))))
+                item.append(
+                    (
+                        "v2",
+                        .object(
+                            JSONObject([
+                                ("notification_uuid", v2.notificationUUID.map { .string($0) } ?? .null),
+                                ("type", v2.type.map { .string($0) } ?? .null),
+                                ("subtype", v2.subtype.map { .string($0) } ?? .null),
+                            ])
+                        )
+                    )
+                )
             }
             item.append(("v1", .array(d.v1.map { .string($0) })))
             return .object(JSONObject(item))
         }
         let summary: [(key: String, value: JSONValue)] = [
             ("lifecycle", .string(lifecycle)),
-            ("dropped", .object(JSONObject([
-                ("steps", .number(String(dropped.count))), ("notifications", .number(String(dropped.reduce(0) { $0 + $1.count }))),
-                ("items", .array(items)),
-            ]))),
+            (
+                "dropped",
+                .object(
+                    JSONObject([
+                        ("steps", .number(String(dropped.count))),
+                        ("notifications", .number(String(dropped.reduce(0) { $0 + $1.count }))),
+                        ("items", .array(items)),
+                    ])
+                )
+            ),
         ]
         return String(decoding: JSONValue.object(JSONObject(summary)).canonicalBytes(), as: UTF8.self)
     }
@@ -233,7 +284,9 @@ public enum Simulation {
         while base.hasSuffix("/") { base.removeLast() }
         // A bundle id is letters, digits, `-` and `.`; anything else is sent as %XX.
         let encoded = bundleID.utf8.map { b -> String in
-            let plain = (0x30...0x39).contains(b) || (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || b == 0x2D || b == 0x2E
+            let plain =
+                (0x30...0x39).contains(b) || (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || b == 0x2D
+                || b == 0x2E
             return plain ? String(UnicodeScalar(b)) : "%" + String(b, radix: 16, uppercase: true).leftPadded(to: 2)
         }.joined()
         let query = "bundle_id=" + encoded + "&environment=sandbox"
@@ -243,23 +296,36 @@ public enum Simulation {
             throw SimulatorError("apple_unreachable", "the fake Apple at \(base) did not answer (\(error.code))")
         }
         guard response.status == 200, let answer = (try? JSONParser.parse(response.body))?.objectValue,
-              let version = answer["sent_version"]?.stringValue, version == "V1" || version == "V2"
+            let version = answer["sent_version"]?.stringValue, version == "V1" || version == "V2"
         else {
-            throw SimulatorError("apple_unreachable", "the fake Apple at \(base) answered HTTP \(response.status), not its App Store Connect state")
+            throw SimulatorError(
+                "apple_unreachable",
+                "the fake Apple at \(base) answered HTTP \(response.status), not its App Store Connect state"
+            )
         }
         return version
     }
 
     /// POSTs one body; the HTTP status, or 0 when nothing answered.
     static func send(_ body: [UInt8], to url: String, transport: any HTTPTransport) async -> Int {
-        let request = HTTPRequest(method: .post, url: url, headers: [HTTPHeader("Content-Type", "application/json")], body: body,
-                                  timeoutMillis: 30_000)
+        let request = HTTPRequest(
+            method: .post,
+            url: url,
+            headers: [HTTPHeader("Content-Type", "application/json")],
+            body: body,
+            timeoutMillis: 30_000
+        )
         return (try? await transport.send(request).status) ?? 0
     }
 
     /// Writes every body of the plan (`NN-v2-TYPE.json`, `NN-v1-K-TYPE.json`) and `lifecycle.json`, the expected
     /// events and final entitlements.
-    static func write(_ plan: Lifecycle.Plan, lifecycle: Lifecycle, version: LifecycleOptions.Version, to folder: String) throws {
+    static func write(
+        _ plan: Lifecycle.Plan,
+        lifecycle: Lifecycle,
+        version: LifecycleOptions.Version,
+        to folder: String
+    ) throws {
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         func put(_ name: String, _ bytes: [UInt8]) throws {
             guard FileManager.default.createFile(atPath: folder + "/" + name, contents: Data(bytes)) else {
@@ -282,14 +348,21 @@ public enum Simulation {
                     files.append(.string(name))
                 }
             }
-            steps.append(.object(JSONObject([
-                ("step", .string(e.step)), ("at", .number(String(e.at))), ("original_transaction_id", .string(e.originalTransactionID)),
-                ("files", .array(files)), ("expected_v2", e.expectedV2.map { .string($0.description) } ?? .null),
-                ("expected_v1", .array(e.expectedV1.map { .string($0.description) })),
-            ])))
+            steps.append(
+                .object(
+                    JSONObject([
+                        ("step", .string(e.step)), ("at", .number(String(e.at))),
+                        ("original_transaction_id", .string(e.originalTransactionID)),
+                        ("files", .array(files)),
+                        ("expected_v2", e.expectedV2.map { .string($0.description) } ?? .null),
+                        ("expected_v1", .array(e.expectedV1.map { .string($0.description) })),
+                    ])
+                )
+            )
         }
         let manifest: [(key: String, value: JSONValue)] = [
-            ("lifecycle", .string(lifecycle.name)), ("summary", .string(lifecycle.summary)), ("end", .number(String(plan.end))),
+            ("lifecycle", .string(lifecycle.name)), ("summary", .string(lifecycle.summary)),
+            ("end", .number(String(plan.end))),
             ("final_v2", .array(lifecycle.final.map { .string($0.rawValue) })),
             ("final_v1", .array((lifecycle.v1Final ?? lifecycle.final).map { .string($0.rawValue) })),
             ("v1_gap", lifecycle.v1Gap.map { .string($0) } ?? .null), ("steps", .array(steps)),

@@ -52,7 +52,9 @@ public struct AppleSwitchState: Sendable, Hashable {
     /// Why the last switch ended reverted, or the last failure of one in progress.
     public var error: String?
 
-    public init(bundleID: String, environment: AppStoreEnvironment) { (self.bundleID, self.environment) = (bundleID, environment) }
+    public init(bundleID: String, environment: AppStoreEnvironment) {
+        (self.bundleID, self.environment) = (bundleID, environment)
+    }
 }
 
 /// One step of a switch, as it happened: what `migrate` prints, kept for the report and the status.
@@ -66,8 +68,15 @@ public struct AppleSwitchLogEntry: Sendable, Hashable {
     public var outcome: String
     public var detail: String?
 
-    public init(at: Int64, bundleID: String, environment: AppStoreEnvironment, migrationID: String, step: AppleSwitchStep, outcome: String,
-                detail: String?) {
+    public init(
+        at: Int64,
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        migrationID: String,
+        step: AppleSwitchStep,
+        outcome: String,
+        detail: String?
+    ) {
         (self.at, self.bundleID, self.environment, self.migrationID, self.step, self.outcome, self.detail) =
             (at, bundleID, environment, migrationID, step, outcome, detail)
     }

@@ -53,8 +53,14 @@ public struct FetchRequest: Sendable, Hashable {
     public var authority: Generation?
     public var compare: Bool
     public var confirms: Int
-    public init(subscription: SubscriptionKey, fetch: Generation, v1EventID: String? = nil, authority: Generation? = nil,
-                compare: Bool, confirms: Int = 0) {
+    public init(
+        subscription: SubscriptionKey,
+        fetch: Generation,
+        v1EventID: String? = nil,
+        authority: Generation? = nil,
+        compare: Bool,
+        confirms: Int = 0
+    ) {
         (self.subscription, self.fetch, self.v1EventID, self.authority, self.compare, self.confirms) =
             (subscription, fetch, v1EventID, authority, compare, confirms)
     }
@@ -69,9 +75,17 @@ public struct LedgerEntry: Sendable, Hashable {
     public var fields: [String]
     public var v1: OutcomeSnapshot?
     public var v2: OutcomeSnapshot?
-    public init(subscription: SubscriptionKey, comparedAt: Int64, outcome: CompareOutcome, fields: [String], v1: OutcomeSnapshot?,
-                v2: OutcomeSnapshot?) {
-        (self.subscription, self.comparedAt, self.outcome, self.fields, self.v1, self.v2) = (subscription, comparedAt, outcome, fields, v1, v2)
+    public init(
+        subscription: SubscriptionKey,
+        comparedAt: Int64,
+        outcome: CompareOutcome,
+        fields: [String],
+        v1: OutcomeSnapshot?,
+        v2: OutcomeSnapshot?
+    ) {
+        (self.subscription, self.comparedAt, self.outcome, self.fields, self.v1, self.v2) = (
+            subscription, comparedAt, outcome, fields, v1, v2
+        )
     }
 }
 
@@ -91,14 +105,29 @@ public struct CutoverRecord: Sendable, Hashable, Codable {
     /// `cutover` (the gateway's authority alone) or `migrate` (the last step of switching Apple's version).
     public var origin: String
 
-    public init(at: Int64, bundleID: String, environment: String, from: String, to: String, who: String, reason: String?, verdict: String,
-                forced: Bool, origin: String = "cutover") {
-        (self.at, self.bundleID, self.environment, self.from, self.to, self.who, self.reason, self.verdict, self.forced, self.origin) =
+    public init(
+        at: Int64,
+        bundleID: String,
+        environment: String,
+        from: String,
+        to: String,
+        who: String,
+        reason: String?,
+        verdict: String,
+        forced: Bool,
+        origin: String = "cutover"
+    ) {
+        (
+            self.at, self.bundleID, self.environment, self.from, self.to, self.who, self.reason, self.verdict,
+            self.forced, self.origin
+        ) =
             (at, bundleID, environment, from, to, who, reason, verdict, forced, origin)
     }
 
     enum CodingKeys: String, CodingKey {
-        case at, bundleID = "bundle_id", environment, from, to, who, reason, verdict, forced, origin
+        case at
+        case bundleID = "bundle_id"
+        case environment, from, to, who, reason, verdict, forced, origin
     }
 
     public func encode(to encoder: any Encoder) throws {

@@ -43,7 +43,9 @@ extension GatewayStore {
         try write(bytes: 0, body)
     }
 
-    public func readStatement<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+    public func readStatement<T: Sendable>(
+        _ body: @escaping @Sendable (any StoreTransaction) throws -> T
+    ) async throws -> T {
         try await read(body)
     }
 }
@@ -55,10 +57,20 @@ extension StoreTransaction {
     /// app and environment (`migrate`), always. Before that the gateway cannot tell Apple's traffic from the
     /// simulator's paired traffic (each event in both versions), so only while the other version has been silent for
     /// a day.
-    public func standsAlone(_ version: Generation, bundleID: String, environment: AppStoreEnvironment, now: Int64) throws -> Bool {
+    public func standsAlone(
+        _ version: Generation,
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        now: Int64
+    ) throws -> Bool {
         if try appleSwitch(bundleID: bundleID, environment: environment)?.migrationID != nil { return true }
         let other: Generation = version == .v1 ? .v2 : .v1
-        return try !receives(other, bundleID: bundleID, environment: environment, since: now.clampedSubtracting(86_400_000))
+        return try !receives(
+            other,
+            bundleID: bundleID,
+            environment: environment,
+            since: now.clampedSubtracting(86_400_000)
+        )
     }
 
     /// Adds a row to its lane within `cap`, whatever the lane holds already.
@@ -67,7 +79,8 @@ extension StoreTransaction {
     }
 
     /// The due deliveries alone, without their payloads.
-    public func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease) throws -> [DeliveryJob] {
+    public func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease) throws -> [DeliveryJob]
+    {
         try claimDueDeliveries(downstream: downstream, at: time, limit: limit, lease: lease, payload: .none)
     }
 }
@@ -85,17 +98,33 @@ public protocol StoreTransaction {
     /// events' notification arrived under (the current one when nil).
     /// Returns how many of them were new (an event whose id is stored already changes nothing).
     @discardableResult
-    func storeEvents(_ events: [CanonicalEvent], journalID: Int64?, routing: any DeliveryRouting, now: Int64, authority: Generation?) throws -> Int
+    func storeEvents(
+        _ events: [CanonicalEvent],
+        journalID: Int64?,
+        routing: any DeliveryRouting,
+        now: Int64,
+        authority: Generation?
+    ) throws -> Int
     /// Journaled notifications, oldest first (bodies included); optionally one row or those with a key.
     func journalEntries(id: Int64?, key: String?, limit: Int) throws -> [JournalEntry]
     /// Whether Apple sent a notification of `version` for the bundle and environment at or after `since`.
-    func receives(_ version: Generation, bundleID: String, environment: AppStoreEnvironment, since: Int64) throws -> Bool
+    func receives(
+        _ version: Generation,
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        since: Int64
+    ) throws -> Bool
     /// Stored events in arrival order: one by id, one subscription's, or all (`limit` newest-last).
     func events(id: String?, originalTransactionID: String?, limit: Int) throws -> [StoredEvent]
     /// A subscription's state on each path it has one on.
     func subscriptionStates(originalTransactionID: String) throws -> [StoredSubscriptionState]
     /// Events per source of a bundle and environment created in [since, until).
-    func eventCountsBySource(bundleID: String, environment: AppStoreEnvironment, since: Int64, until: Int64) throws -> [EventSource: Int]
+    func eventCountsBySource(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        since: Int64,
+        until: Int64
+    ) throws -> [EventSource: Int]
     /// Rows in the journal and in the events table.
     func counts() throws -> (journal: Int, events: Int)
 
@@ -155,7 +184,13 @@ public protocol StoreTransaction {
     /// where the store is shared by instances (a job claimed by another instance whose lease has not run out is not
     /// due; settling a job ends its claim); each with what it sends (``DeliveryJob/payload``) as `payload` asks, read
     /// in the same statement — the payload's own read was a round trip per delivery.
-    func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease, payload: PayloadRead) throws -> [DeliveryJob]
+    func claimDueDeliveries(
+        downstream: String,
+        at time: Int64,
+        limit: Int,
+        lease: Lease,
+        payload: PayloadRead
+    ) throws -> [DeliveryJob]
     /// What a webhook delivery of `eventID` sends — its notification's body only `withBody` (a downstream that wants
     /// the raw notification): bodies are the largest thing stored; nil when the event is no longer stored.
     func deliveryPayload(eventID: String, withBody: Bool) throws -> DeliveryPayload?
@@ -178,8 +213,15 @@ public protocol StoreTransaction {
     /// deliveries.
     func claimDueReceiptJobs(at time: Int64, limit: Int, lease: Lease) throws -> [ReceiptJob]
     /// Records an attempt: the job's state, attempts, when it is due again, and what Apple said.
-    func settleReceiptJob(journalID: Int64, state: JobState, attempts: Int, nextAttemptAt: Int64, error: String?, appleStatus: Int?,
-                          now: Int64) throws
+    func settleReceiptJob(
+        journalID: Int64,
+        state: JobState,
+        attempts: Int,
+        nextAttemptAt: Int64,
+        error: String?,
+        appleStatus: Int?,
+        now: Int64
+    ) throws
     /// verifyReceipt jobs, oldest first, optionally of one state.
     func receiptJobs(state: JobState?) throws -> [ReceiptJobStatus]
     /// verifyReceipt jobs per state.
@@ -201,7 +243,14 @@ public protocol StoreTransaction {
     /// At most `limit` fetches due at `time`, oldest due first; claimed like deliveries.
     func claimDueFetches(at time: Int64, limit: Int, lease: Lease) throws -> [FetchJob]
     /// Records a fetch's attempt: its state, attempts, when it is due again, and why.
-    func settleFetch(id: Int64, state: JobState, attempts: Int, nextAttemptAt: Int64?, error: String?, now: Int64) throws
+    func settleFetch(
+        id: Int64,
+        state: JobState,
+        attempts: Int,
+        nextAttemptAt: Int64?,
+        error: String?,
+        now: Int64
+    ) throws
     /// Fetches, oldest first, optionally of one state.
     func fetchJobs(state: JobState?) throws -> [FetchJob]
     /// Fetches per state.
@@ -230,7 +279,12 @@ public protocol StoreTransaction {
     /// The subscriptions the reconciliation rule selects, soonest expiry first.
     func reconcileCandidates(_ selection: ReconcileSelection) throws -> [ReconcileCandidate]
     /// Notes that a subscription's path was checked at `time` (it is not selected again before `checkedBefore` passes it).
-    func markReconciled(path: Generation, environment: AppStoreEnvironment, originalTransactionID: String, at time: Int64) throws
+    func markReconciled(
+        path: Generation,
+        environment: AppStoreEnvironment,
+        originalTransactionID: String,
+        at time: Int64
+    ) throws
     /// Recovered events per app, environment, mechanism and UTC day, created in [since, until).
     func recoveredEventCounts(since: Int64, until: Int64) throws -> [RecoveredCount]
 

@@ -55,8 +55,12 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
         let bytes: Int
         /// Batches it was undone in by a transient failure (``GroupCommitDatabase/isTransient(_:)``).
         let retries: Int
-        init(_ work: @escaping @Sendable (Connection) throws -> Void, bytes: Int, retries: Int = 0,
-             completion: @escaping @Sendable ((any Error)?) -> Void) {
+        init(
+            _ work: @escaping @Sendable (Connection) throws -> Void,
+            bytes: Int,
+            retries: Int = 0,
+            completion: @escaping @Sendable ((any Error)?) -> Void
+        ) {
             (self.work, self.bytes, self.retries, self.completion) = (work, max(0, bytes), retries, completion)
         }
 
@@ -113,13 +117,19 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
         let result = Mutex<T?>(nil)
         let failure = Mutex<(any Error)?>(nil)
         let done = DispatchSemaphore(value: 0)
-        try enqueue(Job({ c in
-            let value = try work(c)
-            result.withLock { $0 = value }
-        }, bytes: bytes, completion: { error in
-            failure.withLock { $0 = error }
-            done.signal()
-        }))
+        try enqueue(
+            Job(
+                { c in
+                    let value = try work(c)
+                    result.withLock { $0 = value }
+                },
+                bytes: bytes,
+                completion: { error in
+                    failure.withLock { $0 = error }
+                    done.signal()
+                }
+            )
+        )
         done.wait()
         if let error = failure.withLock({ $0 }) { throw error }
         guard let value = result.withLock({ $0 }) else { throw StoreFailure(description: "work produced no result") }
@@ -132,15 +142,21 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
         let result = ResultBox<T>()
         return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             do {
-                try enqueue(Job({ c in result.set(try work(c)) }, bytes: 0, completion: { error in
-                    if let error {
-                        continuation.resume(throwing: error)
-                    } else if let value = result.get() {
-                        continuation.resume(returning: value)
-                    } else {
-                        continuation.resume(throwing: StoreFailure(description: "work produced no result"))
-                    }
-                }))
+                try enqueue(
+                    Job(
+                        { c in result.set(try work(c)) },
+                        bytes: 0,
+                        completion: { error in
+                            if let error {
+                                continuation.resume(throwing: error)
+                            } else if let value = result.get() {
+                                continuation.resume(returning: value)
+                            } else {
+                                continuation.resume(throwing: StoreFailure(description: "work produced no result"))
+                            }
+                        }
+                    )
+                )
             } catch {
                 continuation.resume(throwing: error)
             }

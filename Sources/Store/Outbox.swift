@@ -50,7 +50,14 @@ public struct DeliveryOutcome: Sendable, Hashable {
     public var deliveredAt: Int64?
     public var status: Int?
     public var error: String?
-    public init(state: DeliveryState, attempts: Int, nextAttemptAt: Int64, deliveredAt: Int64?, status: Int?, error: String?) {
+    public init(
+        state: DeliveryState,
+        attempts: Int,
+        nextAttemptAt: Int64,
+        deliveredAt: Int64?,
+        status: Int?,
+        error: String?
+    ) {
         (self.state, self.attempts, self.nextAttemptAt, self.deliveredAt, self.status, self.error) =
             (state, attempts, nextAttemptAt, deliveredAt, status, error)
     }

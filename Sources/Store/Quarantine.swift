@@ -24,13 +24,24 @@ public struct QuarantineRecord: Sendable {
     /// stored beside it plus a fixed overhead for the row, rounded up to whole 4 KiB pages of which SQLite uses 4,092
     /// bytes each for a large value's overflow chain.
     public var storedSize: Int64 {
-        let content = Int64(256 + body.count + message.utf8.count + code.utf8.count + (bundleID?.utf8.count ?? 0)
-                            + (environment?.utf8.count ?? 0))
+        let content = Int64(
+            256 + body.count + message.utf8.count + code.utf8.count + (bundleID?.utf8.count ?? 0)
+                + (environment?.utf8.count ?? 0)
+        )
         return (content + 4_091) / 4_092 * 4_096
     }
 
-    public init(lane: Lane, receivedAt: Int64, version: Generation?, code: String, message: String, bundleID: String? = nil,
-                environment: String? = nil, passwordFingerprint: String? = nil, body: [UInt8]) {
+    public init(
+        lane: Lane,
+        receivedAt: Int64,
+        version: Generation?,
+        code: String,
+        message: String,
+        bundleID: String? = nil,
+        environment: String? = nil,
+        passwordFingerprint: String? = nil,
+        body: [UInt8]
+    ) {
         self.lane = lane
         self.receivedAt = receivedAt
         self.version = version

@@ -58,7 +58,15 @@ public struct ReconcileRunOutcome: Sendable, Hashable {
     public var checked: Int
     public var recovered: Int
     public var calls: Int
-    public init(nextRunAt: Int64, watermark: Int64?, attempts: Int, error: String?, checked: Int, recovered: Int, calls: Int) {
+    public init(
+        nextRunAt: Int64,
+        watermark: Int64?,
+        attempts: Int,
+        error: String?,
+        checked: Int,
+        recovered: Int,
+        calls: Int
+    ) {
         (self.nextRunAt, self.watermark, self.attempts, self.error) = (nextRunAt, watermark, attempts, error)
         (self.checked, self.recovered, self.calls) = (checked, recovered, calls)
     }
@@ -76,8 +84,16 @@ public struct ReconcileSelection: Sendable, Hashable {
     public var silentSince: Int64
     public var checkedBefore: Int64
     public var limit: Int
-    public init(bundleID: String, environment: AppStoreEnvironment, path: Generation, expiresFrom: Int64, expiresUntil: Int64,
-                silentSince: Int64, checkedBefore: Int64, limit: Int) {
+    public init(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        path: Generation,
+        expiresFrom: Int64,
+        expiresUntil: Int64,
+        silentSince: Int64,
+        checkedBefore: Int64,
+        limit: Int
+    ) {
         (self.bundleID, self.environment, self.path) = (bundleID, environment, path)
         (self.expiresFrom, self.expiresUntil, self.silentSince, self.checkedBefore, self.limit) =
             (expiresFrom, expiresUntil, silentSince, checkedBefore, limit)

@@ -89,7 +89,9 @@ public struct Lease: Sendable, Hashable {
     public var until: Int64
     /// Ids of the table's jobs this instance is running: never due to it.
     public var running: [Int64]
-    public init(owner: String, until: Int64, running: [Int64] = []) { (self.owner, self.until, self.running) = (owner, until, running) }
+    public init(owner: String, until: Int64, running: [Int64] = []) {
+        (self.owner, self.until, self.running) = (owner, until, running)
+    }
 }
 
 /// A table of claimed background jobs (``StoreTransaction/renewClaims(_:ids:lease:)``).

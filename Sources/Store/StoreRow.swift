@@ -22,12 +22,17 @@ extension PostgresRow: StoreRow {}
 
 extension StoreRow {
     func generation(_ column: String) -> Generation? { string(column).flatMap(Generation.init(rawValue:)) }
-    func environment(_ column: String) -> AppStoreEnvironment? { string(column).map(AppStoreEnvironment.init(rawValue:)) }
+    func environment(_ column: String) -> AppStoreEnvironment? {
+        string(column).map(AppStoreEnvironment.init(rawValue:))
+    }
 
     /// `(bundle_id, environment, original_transaction_id)`.
     var subscriptionKey: SubscriptionKey {
-        SubscriptionKey(bundleID: string("bundle_id") ?? "", environment: environment("environment") ?? .production,
-                        originalTransactionID: string("original_transaction_id") ?? "")
+        SubscriptionKey(
+            bundleID: string("bundle_id") ?? "",
+            environment: environment("environment") ?? .production,
+            originalTransactionID: string("original_transaction_id") ?? ""
+        )
     }
 }
 
@@ -47,19 +52,33 @@ where State.RawValue == String {
 extension JournalEntry {
     init(row: some StoreRow) {
         self.init(
-            id: row.int64("id") ?? 0, key: row.string("notification_key") ?? "", version: row.generation("version") ?? .v1,
-            receivedAt: row.int64("received_at") ?? 0, origin: row.string("origin").flatMap(JournalOrigin.init(rawValue:)) ?? .live,
-            bundleID: row.string("bundle_id"), environment: row.environment("environment"), secretName: row.string("secret_name"),
-            authority: row.generation("authority"), body: row.bytes("body"))
+            id: row.int64("id") ?? 0,
+            key: row.string("notification_key") ?? "",
+            version: row.generation("version") ?? .v1,
+            receivedAt: row.int64("received_at") ?? 0,
+            origin: row.string("origin").flatMap(JournalOrigin.init(rawValue:)) ?? .live,
+            bundleID: row.string("bundle_id"),
+            environment: row.environment("environment"),
+            secretName: row.string("secret_name"),
+            authority: row.generation("authority"),
+            body: row.bytes("body")
+        )
     }
 }
 
 extension StoredEvent {
     /// nil when the stored JSON does not decode.
     init?(row: some StoreRow) {
-        guard let json = row.bytes("json"), let event = try? JSONDecoder().decode(CanonicalEvent.self, from: Data(json)) else { return nil }
-        self.init(event: event, json: json, path: row.generation("path") ?? .v1, authoritative: row.bool("authoritative") ?? false,
-                  journalID: row.int64("journal_id"), createdAt: row.int64("created_at") ?? 0)
+        guard let json = row.bytes("json"), let event = try? JSONDecoder().decode(CanonicalEvent.self, from: Data(json))
+        else { return nil }
+        self.init(
+            event: event,
+            json: json,
+            path: row.generation("path") ?? .v1,
+            authoritative: row.bool("authoritative") ?? false,
+            journalID: row.int64("journal_id"),
+            createdAt: row.int64("created_at") ?? 0
+        )
     }
 }
 
@@ -68,9 +87,14 @@ extension StoredSubscriptionState {
     init(row: some StoreRow) {
         let path = row.generation("path") ?? .v1
         self.init(
-            path: path, environment: row.environment("environment") ?? .production, bundleID: row.string("bundle_id"),
-            eventID: row.string("event_id") ?? "", json: row.bytes("json") ?? [], authoritative: row.generation("authority") == path,
-            updatedAt: row.int64("updated_at") ?? 0)
+            path: path,
+            environment: row.environment("environment") ?? .production,
+            bundleID: row.string("bundle_id"),
+            eventID: row.string("event_id") ?? "",
+            json: row.bytes("json") ?? [],
+            authoritative: row.generation("authority") == path,
+            updatedAt: row.int64("updated_at") ?? 0
+        )
     }
 }
 
@@ -79,26 +103,43 @@ extension StoredSubscriptionState {
 extension AuthorityEntry {
     init(row: some StoreRow) {
         self.init(
-            bundleID: row.string("bundle_id") ?? "", environment: row.environment("environment") ?? .production,
-            authority: row.generation("authority") ?? .v1, origin: row.string("origin").flatMap(AuthorityOrigin.init(rawValue:)) ?? .config)
+            bundleID: row.string("bundle_id") ?? "",
+            environment: row.environment("environment") ?? .production,
+            authority: row.generation("authority") ?? .v1,
+            origin: row.string("origin").flatMap(AuthorityOrigin.init(rawValue:)) ?? .config
+        )
     }
 }
 
 extension CutoverRecord {
     init(row: some StoreRow, bundleID: String, environment: AppStoreEnvironment) {
         self.init(
-            at: row.int64("at") ?? 0, bundleID: bundleID, environment: environment.rawValue, from: row.string("from_authority") ?? "",
-            to: row.string("to_authority") ?? "", who: row.string("who") ?? "", reason: row.string("reason"),
-            verdict: row.string("verdict") ?? "", forced: row.bool("forced") ?? false, origin: row.string("origin") ?? "cutover")
+            at: row.int64("at") ?? 0,
+            bundleID: bundleID,
+            environment: environment.rawValue,
+            from: row.string("from_authority") ?? "",
+            to: row.string("to_authority") ?? "",
+            who: row.string("who") ?? "",
+            reason: row.string("reason"),
+            verdict: row.string("verdict") ?? "",
+            forced: row.bool("forced") ?? false,
+            origin: row.string("origin") ?? "cutover"
+        )
     }
 }
 
 extension AuthorityActivity {
     init?(row: some StoreRow) {
-        guard let bundle = row.string("bundle_id"), let env = row.environment("environment"), let authority = row.generation("authority")
+        guard let bundle = row.string("bundle_id"), let env = row.environment("environment"),
+            let authority = row.generation("authority")
         else { return nil }
-        self.init(bundleID: bundle, environment: env, authority: authority, lastAuthoritative: row.int64("last_authoritative"),
-                  lastOther: row.int64("last_other"))
+        self.init(
+            bundleID: bundle,
+            environment: env,
+            authority: authority,
+            lastAuthoritative: row.int64("last_authoritative"),
+            lastOther: row.int64("last_other")
+        )
     }
 }
 
@@ -107,10 +148,16 @@ extension AuthorityActivity {
 extension QuarantineRecord {
     init(row: some StoreRow) {
         self.init(
-            lane: QuarantineRecord.Lane(rawValue: row.string("lane") ?? "") ?? .untrusted, receivedAt: row.int64("received_at") ?? 0,
-            version: row.generation("version"), code: row.string("code") ?? "", message: row.string("message") ?? "",
-            bundleID: row.string("bundle_id"), environment: row.string("environment"),
-            passwordFingerprint: row.string("password_fingerprint"), body: row.bytes("body") ?? [])
+            lane: QuarantineRecord.Lane(rawValue: row.string("lane") ?? "") ?? .untrusted,
+            receivedAt: row.int64("received_at") ?? 0,
+            version: row.generation("version"),
+            code: row.string("code") ?? "",
+            message: row.string("message") ?? "",
+            bundleID: row.string("bundle_id"),
+            environment: row.string("environment"),
+            passwordFingerprint: row.string("password_fingerprint"),
+            body: row.bytes("body") ?? []
+        )
         id = row.int64("id") ?? 0
         replayAttempts = row.int("replay_attempts") ?? 0
         replayStartedAt = row.int64("replay_started_at")
@@ -135,9 +182,15 @@ extension DeliveryJob {
     /// The outbox row, and its payload's columns (``DeliveryPayload/init(row:)``) when `payload` asked for them.
     init?(row: some StoreRow, payload: PayloadRead = .none) {
         guard let id = row.int64("id"), let name = row.string("downstream") else { return nil }
-        self.init(id: id, downstream: name, attempts: row.int("attempts") ?? 0, eventID: row.string("event_id"),
-                  journalID: row.int64("journal_id"), createdAt: row.int64("created_at") ?? 0,
-                  payload: payload.wantsEvent ? DeliveryPayload(row: row) : nil)
+        self.init(
+            id: id,
+            downstream: name,
+            attempts: row.int("attempts") ?? 0,
+            eventID: row.string("event_id"),
+            journalID: row.int64("journal_id"),
+            createdAt: row.int64("created_at") ?? 0,
+            payload: payload.wantsEvent ? DeliveryPayload(row: row) : nil
+        )
     }
 }
 
@@ -155,17 +208,30 @@ extension DeliveryPayload {
     /// `(json, authoritative, body, state)`: the event, its notification's body and the authoritative path's state.
     init?(row: some StoreRow) {
         guard let json = row.bytes("json") else { return nil }
-        self.init(eventJSON: json, authoritative: row.bool("authoritative") ?? false, stateJSON: row.bytes("state"), rawBody: row.bytes("body"))
+        self.init(
+            eventJSON: json,
+            authoritative: row.bool("authoritative") ?? false,
+            stateJSON: row.bytes("state"),
+            rawBody: row.bytes("body")
+        )
     }
 }
 
 extension Delivery {
     init(row: some StoreRow) {
         self.init(
-            id: row.int64("id") ?? 0, downstream: row.string("downstream") ?? "", eventID: row.string("event_id"),
-            journalID: row.int64("journal_id"), state: row.string("state").flatMap(DeliveryState.init(rawValue:)) ?? .pending,
-            attempts: row.int("attempts") ?? 0, nextAttemptAt: row.int64("next_attempt_at") ?? 0, createdAt: row.int64("created_at") ?? 0,
-            deliveredAt: row.int64("delivered_at"), lastStatus: row.int("last_status"), lastError: row.string("last_error"))
+            id: row.int64("id") ?? 0,
+            downstream: row.string("downstream") ?? "",
+            eventID: row.string("event_id"),
+            journalID: row.int64("journal_id"),
+            state: row.string("state").flatMap(DeliveryState.init(rawValue:)) ?? .pending,
+            attempts: row.int("attempts") ?? 0,
+            nextAttemptAt: row.int64("next_attempt_at") ?? 0,
+            createdAt: row.int64("created_at") ?? 0,
+            deliveredAt: row.int64("delivered_at"),
+            lastStatus: row.int("last_status"),
+            lastError: row.string("last_error")
+        )
     }
 }
 
@@ -182,19 +248,31 @@ extension ReceiptJob {
     /// A receipt_jobs row joined with its journal row; `time`: the claim's, for a row without `received_at`.
     init?(row: some StoreRow, time: Int64) {
         guard let id = row.int64("journal_id") else { return nil }
-        self.init(journalID: id, attempts: row.int("attempts") ?? 0, body: row.bytes("body") ?? [], bundleID: row.string("bundle_id") ?? "",
-                  secretName: row.string("secret_name") ?? "", receivedAt: row.int64("received_at") ?? time,
-                  key: row.string("notification_key") ?? "", authority: row.generation("authority"), version: row.generation("version") ?? .v1,
-                  environment: row.environment("environment"))
+        self.init(
+            journalID: id,
+            attempts: row.int("attempts") ?? 0,
+            body: row.bytes("body") ?? [],
+            bundleID: row.string("bundle_id") ?? "",
+            secretName: row.string("secret_name") ?? "",
+            receivedAt: row.int64("received_at") ?? time,
+            key: row.string("notification_key") ?? "",
+            authority: row.generation("authority"),
+            version: row.generation("version") ?? .v1,
+            environment: row.environment("environment")
+        )
     }
 }
 
 extension ReceiptJobStatus {
     init(row: some StoreRow) {
         self.init(
-            journalID: row.int64("journal_id") ?? 0, state: row.string("state").flatMap(JobState.init(rawValue:)) ?? .pending,
-            attempts: row.int("attempts") ?? 0, nextAttemptAt: row.int64("next_attempt_at") ?? 0, lastError: row.string("last_error"),
-            appleStatus: row.int("apple_status"))
+            journalID: row.int64("journal_id") ?? 0,
+            state: row.string("state").flatMap(JobState.init(rawValue:)) ?? .pending,
+            attempts: row.int("attempts") ?? 0,
+            nextAttemptAt: row.int64("next_attempt_at") ?? 0,
+            lastError: row.string("last_error"),
+            appleStatus: row.int("apple_status")
+        )
     }
 }
 
@@ -211,11 +289,19 @@ extension FetchJob {
     init?(row: some StoreRow) {
         guard let id = row.int64("id") else { return nil }
         self.init(
-            id: id, subscription: row.subscriptionKey, fetch: row.generation("fetch") ?? .v1, v1EventID: row.string("v1_event_id"),
-            authority: row.generation("authority"), compare: row.bool("compare") ?? false, attempts: row.int("attempts") ?? 0,
-            createdAt: row.int64("created_at") ?? 0, confirms: row.int("confirms") ?? 0,
-            state: row.string("state").flatMap(JobState.init(rawValue:)) ?? .pending, nextAttemptAt: row.int64("next_attempt_at") ?? 0,
-            lastError: row.string("last_error"))
+            id: id,
+            subscription: row.subscriptionKey,
+            fetch: row.generation("fetch") ?? .v1,
+            v1EventID: row.string("v1_event_id"),
+            authority: row.generation("authority"),
+            compare: row.bool("compare") ?? false,
+            attempts: row.int("attempts") ?? 0,
+            createdAt: row.int64("created_at") ?? 0,
+            confirms: row.int("confirms") ?? 0,
+            state: row.string("state").flatMap(JobState.init(rawValue:)) ?? .pending,
+            nextAttemptAt: row.int64("next_attempt_at") ?? 0,
+            lastError: row.string("last_error")
+        )
     }
 }
 
@@ -223,9 +309,13 @@ extension LedgerEntry {
     init?(row: some StoreRow) {
         guard let outcome = row.string("outcome").flatMap(CompareOutcome.init(rawValue:)) else { return nil }
         self.init(
-            subscription: row.subscriptionKey, comparedAt: row.int64("compared_at") ?? 0, outcome: outcome,
+            subscription: row.subscriptionKey,
+            comparedAt: row.int64("compared_at") ?? 0,
+            outcome: outcome,
             fields: (row.string("fields") ?? "").split(separator: ",").map(String.init),
-            v1: SnapshotJSON.decode(row.bytes("v1_json")), v2: SnapshotJSON.decode(row.bytes("v2_json")))
+            v1: SnapshotJSON.decode(row.bytes("v1_json")),
+            v2: SnapshotJSON.decode(row.bytes("v2_json"))
+        )
     }
 }
 
@@ -251,31 +341,48 @@ extension ReconcileRun {
         guard let kind = row.string("kind").flatMap(ReconcileKind.init(rawValue:)) else { return nil }
         self.init(
             id: row.int64("id") ?? 0,
-            key: ReconcileRunKey(bundleID: row.string("bundle_id") ?? "", environment: row.environment("environment") ?? .production,
-                                 kind: kind),
-            nextRunAt: row.int64("next_run_at") ?? 0, watermark: row.int64("watermark"), attempts: row.int("attempts") ?? 0,
-            lastRunAt: row.int64("last_run_at"), lastError: row.string("last_error"), checked: row.int64("checked") ?? 0,
-            recovered: row.int64("recovered") ?? 0, calls: row.int64("calls") ?? 0)
+            key: ReconcileRunKey(
+                bundleID: row.string("bundle_id") ?? "",
+                environment: row.environment("environment") ?? .production,
+                kind: kind
+            ),
+            nextRunAt: row.int64("next_run_at") ?? 0,
+            watermark: row.int64("watermark"),
+            attempts: row.int("attempts") ?? 0,
+            lastRunAt: row.int64("last_run_at"),
+            lastError: row.string("last_error"),
+            checked: row.int64("checked") ?? 0,
+            recovered: row.int64("recovered") ?? 0,
+            calls: row.int64("calls") ?? 0
+        )
     }
 }
 
 extension ReconcileCandidate {
     init(row: some StoreRow) {
-        self.init(originalTransactionID: row.string("original_transaction_id") ?? "", eventID: row.string("event_id") ?? "",
-                  expiresDate: row.int64("expires_date"))
+        self.init(
+            originalTransactionID: row.string("original_transaction_id") ?? "",
+            eventID: row.string("event_id") ?? "",
+            expiresDate: row.int64("expires_date")
+        )
     }
 }
 
 extension RecoveredCount {
     init(row: some StoreRow) {
-        self.init(bundleID: row.string("bundle_id") ?? "", environment: row.environment("environment") ?? .production,
-                  mechanism: RecoveryMechanism(rawValue: row.string("recovered_by") ?? ""), day: row.int64("day") ?? 0,
-                  count: row.int("n") ?? 0)
+        self.init(
+            bundleID: row.string("bundle_id") ?? "",
+            environment: row.environment("environment") ?? .production,
+            mechanism: RecoveryMechanism(rawValue: row.string("recovered_by") ?? ""),
+            day: row.int64("day") ?? 0,
+            count: row.int("n") ?? 0
+        )
     }
 }
 
 /// The columns a recovery run is read with.
-let reconcileRunColumns = "id, bundle_id, environment, kind, next_run_at, watermark, attempts, last_run_at, last_error, checked, recovered, calls"
+let reconcileRunColumns =
+    "id, bundle_id, environment, kind, next_run_at, watermark, attempts, last_run_at, last_error, checked, recovered, calls"
 
 // MARK: The switch
 
@@ -303,10 +410,18 @@ extension AppleSwitchState {
 
 extension AppleSwitchLogEntry {
     init?(row: some StoreRow) {
-        guard let bundle = row.string("bundle_id"), let env = row.environment("environment"), let id = row.string("migration_id"),
+        guard let bundle = row.string("bundle_id"), let env = row.environment("environment"),
+            let id = row.string("migration_id"),
             let step = row.string("step")
         else { return nil }
-        self.init(at: row.int64("at") ?? 0, bundleID: bundle, environment: env, migrationID: id, step: AppleSwitchStep(rawValue: step),
-                  outcome: row.string("outcome") ?? "", detail: row.string("detail"))
+        self.init(
+            at: row.int64("at") ?? 0,
+            bundleID: bundle,
+            environment: env,
+            migrationID: id,
+            step: AppleSwitchStep(rawValue: step),
+            outcome: row.string("outcome") ?? "",
+            detail: row.string("detail")
+        )
     }
 }

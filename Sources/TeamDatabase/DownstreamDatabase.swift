@@ -117,12 +117,15 @@ public enum DownstreamNames {
     /// the team types in a query unquoted is the name the gateway created.
     public static func isValid(_ name: String) -> Bool {
         let bytes = Array(name.utf8)
-        guard (1...48).contains(bytes.count), let first = bytes.first, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first) else {
+        guard (1...48).contains(bytes.count), let first = bytes.first,
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(first)
+        else {
             return false
         }
         guard !name.hasPrefix("pg_") else { return false }
         return bytes.allSatisfy { b in
-            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(b) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b) || b == UInt8(ascii: "_")
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(b) || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(b)
+                || b == UInt8(ascii: "_")
         }
     }
 }
@@ -142,11 +145,16 @@ enum DownstreamRows {
     static func event(_ e: DownstreamEvent) -> [DownstreamCell] {
         let c = e.event
         return [
-            .text(c.id), .text(c.source.rawValue), .text(c.kind.rawValue), .text(c.reason?.rawValue), .text(c.rawType), .text(c.rawSubtype),
-            .text(c.bundleID), .text(c.environment?.rawValue), .text(c.originalTransactionID), .text(c.transactionID), .text(c.productID),
-            .text(c.productType?.rawValue), .integer(c.purchaseDate), .integer(c.expiresDate), .integer(c.revocationDate),
-            .integer(c.gracePeriodExpiresDate), .integer(c.eventDate), .text(c.entitlement?.state.rawValue), .integer(c.entitlement?.until),
-            .bool(c.autoRenew), .text(c.autoRenewProductID), .bool(c.inBillingRetry), .bool(c.verified), .bool(e.authoritative),
+            .text(c.id), .text(c.source.rawValue), .text(c.kind.rawValue), .text(c.reason?.rawValue), .text(c.rawType),
+            .text(c.rawSubtype),
+            .text(c.bundleID), .text(c.environment?.rawValue), .text(c.originalTransactionID), .text(c.transactionID),
+            .text(c.productID),
+            .text(c.productType?.rawValue), .integer(c.purchaseDate), .integer(c.expiresDate),
+            .integer(c.revocationDate),
+            .integer(c.gracePeriodExpiresDate), .integer(c.eventDate), .text(c.entitlement?.state.rawValue),
+            .integer(c.entitlement?.until),
+            .bool(c.autoRenew), .text(c.autoRenewProductID), .bool(c.inBillingRetry), .bool(c.verified),
+            .bool(e.authoritative),
             .json(String(decoding: e.json, as: UTF8.self)), .integer(e.deliveredAt),
         ]
     }
@@ -156,8 +164,10 @@ enum DownstreamRows {
         let c = e.event
         guard e.authoritative, let otid = c.originalTransactionID, let environment = c.environment else { return nil }
         return [
-            .text(otid), .text(environment.rawValue), .text(c.bundleID), .text(c.productID), .text(c.entitlement?.state.rawValue),
-            .integer(c.entitlement?.until), .integer(c.expiresDate), .bool(c.autoRenew), .text(c.autoRenewProductID), .text(c.id),
+            .text(otid), .text(environment.rawValue), .text(c.bundleID), .text(c.productID),
+            .text(c.entitlement?.state.rawValue),
+            .integer(c.entitlement?.until), .integer(c.expiresDate), .bool(c.autoRenew), .text(c.autoRenewProductID),
+            .text(c.id),
             .text(c.kind.rawValue), .integer(c.eventDate), .integer(e.deliveredAt),
         ]
     }

@@ -8,7 +8,8 @@ public enum DownstreamSchema {
 
     /// `events` columns, in the order of ``DownstreamRows/event(_:)``.
     static let eventColumns = [
-        "id", "source", "kind", "reason", "raw_type", "raw_subtype", "bundle_id", "environment", "original_transaction_id",
+        "id", "source", "kind", "reason", "raw_type", "raw_subtype", "bundle_id", "environment",
+        "original_transaction_id",
         "transaction_id", "product_id", "product_type", "purchase_date", "expires_date", "revocation_date",
         "grace_period_expires_date", "event_date", "entitlement_state", "entitlement_until", "auto_renew",
         "auto_renew_product_id", "in_billing_retry", "verified", "authoritative", "event", "delivered_at",
@@ -126,7 +127,8 @@ public enum DownstreamSchema {
                     updated_at                INTEGER NOT NULL,
                     PRIMARY KEY (original_transaction_id, environment)
                 );
-                """),
+                """
+        )
     ]
 
     static let postgresVersionTable = """
@@ -154,15 +156,25 @@ public enum DownstreamSchema {
 
         /// PostgreSQL: schema-qualified, quoted.
         static func postgres(schema: String) -> Names {
-            Names(events: "\"\(schema)\".events", subscriptions: "\"\(schema)\".subscriptions", schemaVersion: "\"\(schema)\".schema_version",
-                  index: "events_by_subscription", bare: ("events", "subscriptions", "schema_version"))
+            Names(
+                events: "\"\(schema)\".events",
+                subscriptions: "\"\(schema)\".subscriptions",
+                schemaVersion: "\"\(schema)\".schema_version",
+                index: "events_by_subscription",
+                bare: ("events", "subscriptions", "schema_version")
+            )
         }
 
         /// SQLite: `prefix_events` with a prefix, `events` without; quoted.
         static func sqlite(prefix: String) -> Names {
             let p = prefix.isEmpty ? "" : prefix + "_"
-            return Names(events: "\"\(p)events\"", subscriptions: "\"\(p)subscriptions\"", schemaVersion: "\"\(p)schema_version\"",
-                         index: "\"\(p)events_by_subscription\"", bare: (p + "events", p + "subscriptions", p + "schema_version"))
+            return Names(
+                events: "\"\(p)events\"",
+                subscriptions: "\"\(p)subscriptions\"",
+                schemaVersion: "\"\(p)schema_version\"",
+                index: "\"\(p)events_by_subscription\"",
+                bare: (p + "events", p + "subscriptions", p + "schema_version")
+            )
         }
 
         func apply(_ ddl: String) -> String {
@@ -174,7 +186,9 @@ public enum DownstreamSchema {
     /// The whole DDL of the newest version for PostgreSQL, as docs/database-downstream.md shows it.
     public static func postgresDDL(schema: String) -> String {
         let names = Names.postgres(schema: schema)
-        return ([postgresSchemaStatement(schema), names.apply(postgresVersionTable)] + migrations.map { names.apply($0.postgres) })
+        return
+            ([postgresSchemaStatement(schema), names.apply(postgresVersionTable)]
+            + migrations.map { names.apply($0.postgres) })
             .joined(separator: "\n")
     }
 
@@ -195,10 +209,16 @@ public enum DownstreamSchema {
 
     /// Last write wins on `event_date`, ties broken by the event id in byte order (`collate`: PostgreSQL's `"C"`,
     /// SQLite's default is already binary): an older or equal event is a no-op, so any delivery order converges.
-    static func upsertSubscription(into table: String, alias: String?, placeholders: [String], collate: String) -> String {
+    static func upsertSubscription(
+        into table: String,
+        alias: String?,
+        placeholders: [String],
+        collate: String
+    ) -> String {
         let target = alias ?? table
         let sets = subscriptionUpdates.map { "\($0) = excluded.\($0)" }.joined(separator: ", ")
-        return "INSERT INTO \(table)\(alias.map { " AS \($0)" } ?? "") (\(subscriptionColumns.joined(separator: ", "))) "
+        return
+            "INSERT INTO \(table)\(alias.map { " AS \($0)" } ?? "") (\(subscriptionColumns.joined(separator: ", "))) "
             + "VALUES (\(placeholders.joined(separator: ", "))) "
             + "ON CONFLICT (original_transaction_id, environment) DO UPDATE SET \(sets) "
             + "WHERE excluded.last_event_date > \(target).last_event_date "

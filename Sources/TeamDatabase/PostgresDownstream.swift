@@ -1,7 +1,7 @@
 internal import Canonical
 internal import Postgres
-internal import WireJSON
 import Synchronization
+internal import WireJSON
 
 /// A `database` downstream into the team's PostgreSQL (docs/database-downstream.md): `events`, `subscriptions` and
 /// `schema_version` in one schema of their own (created when missing).
@@ -46,14 +46,22 @@ public final class PostgresDownstream: DownstreamDatabase {
     }
 
     /// Nothing is connected yet. `schema`: a ``DownstreamNames/isValid(_:)`` name.
-    public init(connectionString: String, schema: String = DownstreamNames.defaultSchema, label: String, options: Options = .init()) {
+    public init(
+        connectionString: String,
+        schema: String = DownstreamNames.defaultSchema,
+        label: String,
+        options: Options = .init()
+    ) {
         (self.conninfo, self.schema, self.label, self.options) = (connectionString, schema, label, options)
         names = .postgres(schema: schema)
         let count = DownstreamSchema.eventColumns.count
         insertEvent = DownstreamSchema.insertEvent(into: names.events, placeholders: (1...count).map { "$\($0)" })
         upsertSubscription = DownstreamSchema.upsertSubscription(
-            into: names.subscriptions, alias: "s", placeholders: (1...DownstreamSchema.subscriptionColumns.count).map { "$\($0)" },
-            collate: " COLLATE \"C\"")
+            into: names.subscriptions,
+            alias: "s",
+            placeholders: (1...DownstreamSchema.subscriptionColumns.count).map { "$\($0)" },
+            collate: " COLLATE \"C\""
+        )
     }
 
     public var description: String { "PostgreSQL schema \(schema)" }
@@ -78,29 +86,54 @@ public final class PostgresDownstream: DownstreamDatabase {
             try pool.transaction(isolation: .repeatableRead) { c in
                 let version = try c.queryOne("SELECT MAX(version) AS v FROM \(names.schemaVersion)")?.int("v")
                 let events = try c.query(
-                    DownstreamSchema.selectEvents(from: names.events, eventAsText: "event::text", collate: " COLLATE \"C\"")
+                    DownstreamSchema.selectEvents(
+                        from: names.events,
+                        eventAsText: "event::text",
+                        collate: " COLLATE \"C\""
+                    )
                 ).map { r in
                     DownstreamEventRow(
-                        id: r.string("id") ?? "", source: r.string("source") ?? "", kind: r.string("kind") ?? "", reason: r.string("reason"),
-                        bundleID: r.string("bundle_id"), environment: r.string("environment"),
-                        originalTransactionID: r.string("original_transaction_id"), transactionID: r.string("transaction_id"),
-                        productID: r.string("product_id"), eventDate: r.int64("event_date") ?? 0, expiresDate: r.int64("expires_date"),
-                        entitlementState: r.string("entitlement_state"), entitlementUntil: r.int64("entitlement_until"),
-                        autoRenew: r.bool("auto_renew"), authoritative: r.bool("authoritative") ?? false,
-                        event: r.string("event").flatMap { try? JSONValueDecoder().decode(CanonicalEvent.self, from: Array($0.utf8)) },
-                        deliveredAt: r.int64("delivered_at") ?? 0)
+                        id: r.string("id") ?? "",
+                        source: r.string("source") ?? "",
+                        kind: r.string("kind") ?? "",
+                        reason: r.string("reason"),
+                        bundleID: r.string("bundle_id"),
+                        environment: r.string("environment"),
+                        originalTransactionID: r.string("original_transaction_id"),
+                        transactionID: r.string("transaction_id"),
+                        productID: r.string("product_id"),
+                        eventDate: r.int64("event_date") ?? 0,
+                        expiresDate: r.int64("expires_date"),
+                        entitlementState: r.string("entitlement_state"),
+                        entitlementUntil: r.int64("entitlement_until"),
+                        autoRenew: r.bool("auto_renew"),
+                        authoritative: r.bool("authoritative") ?? false,
+                        event: r.string("event").flatMap {
+                            try? JSONValueDecoder().decode(CanonicalEvent.self, from: Array($0.utf8))
+                        },
+                        deliveredAt: r.int64("delivered_at") ?? 0
+                    )
                 }
-                let subscriptions = try c.query(DownstreamSchema.selectSubscriptions(from: names.subscriptions, collate: " COLLATE \"C\""))
-                    .map { r in
-                        DownstreamSubscriptionRow(
-                            originalTransactionID: r.string("original_transaction_id") ?? "", environment: r.string("environment") ?? "",
-                            bundleID: r.string("bundle_id"), productID: r.string("product_id"), entitlementState: r.string("entitlement_state"),
-                            entitlementUntil: r.int64("entitlement_until"), expiresDate: r.int64("expires_date"),
-                            autoRenew: r.bool("auto_renew"),
-                            autoRenewProductID: r.string("auto_renew_product_id"), lastEventID: r.string("last_event_id") ?? "",
-                            lastEventKind: r.string("last_event_kind") ?? "", lastEventDate: r.int64("last_event_date") ?? 0,
-                            updatedAt: r.int64("updated_at") ?? 0)
-                    }
+                let subscriptions = try c.query(
+                    DownstreamSchema.selectSubscriptions(from: names.subscriptions, collate: " COLLATE \"C\"")
+                )
+                .map { r in
+                    DownstreamSubscriptionRow(
+                        originalTransactionID: r.string("original_transaction_id") ?? "",
+                        environment: r.string("environment") ?? "",
+                        bundleID: r.string("bundle_id"),
+                        productID: r.string("product_id"),
+                        entitlementState: r.string("entitlement_state"),
+                        entitlementUntil: r.int64("entitlement_until"),
+                        expiresDate: r.int64("expires_date"),
+                        autoRenew: r.bool("auto_renew"),
+                        autoRenewProductID: r.string("auto_renew_product_id"),
+                        lastEventID: r.string("last_event_id") ?? "",
+                        lastEventKind: r.string("last_event_kind") ?? "",
+                        lastEventDate: r.int64("last_event_date") ?? 0,
+                        updatedAt: r.int64("updated_at") ?? 0
+                    )
+                }
                 return DownstreamContents(schemaVersion: version, events: events, subscriptions: subscriptions)
             }
         }
@@ -152,11 +185,15 @@ public final class PostgresDownstream: DownstreamDatabase {
         if try currentVersion(c) == DownstreamSchema.version { return }
         let (schema, names) = (self.schema, self.names)
         try c.transaction { c in
-            _ = try c.query("SELECT pg_advisory_xact_lock(hashtext($1))", [.text("iap-gateway database downstream " + schema)])
+            _ = try c.query(
+                "SELECT pg_advisory_xact_lock(hashtext($1))",
+                [.text("iap-gateway database downstream " + schema)]
+            )
             let current = try currentVersion(c)
             guard current <= DownstreamSchema.version else {
                 throw DownstreamDatabaseError(
-                    "schema \(schema) is at version \(current), newer than this gateway's \(DownstreamSchema.version)")
+                    "schema \(schema) is at version \(current), newer than this gateway's \(DownstreamSchema.version)"
+                )
             }
             guard current < DownstreamSchema.version else { return }
             if try c.queryOne("SELECT 1 AS y FROM pg_namespace WHERE nspname = $1", [.text(schema)]) == nil {
@@ -167,7 +204,8 @@ public final class PostgresDownstream: DownstreamDatabase {
                 try c.execute(names.apply(migration.postgres))
                 try c.run(
                     "INSERT INTO \(names.schemaVersion) (version, applied_at) VALUES ($1, (extract(epoch FROM now()) * 1000)::bigint)",
-                    [.int64(Int64(index + 1))])
+                    [.int64(Int64(index + 1))]
+                )
             }
         }
     }
@@ -180,15 +218,18 @@ public final class PostgresDownstream: DownstreamDatabase {
                 """
                 SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
                 WHERE n.nspname = $1 AND c.relname IN ('events', 'subscriptions', 'schema_version')
-                """, [.text(schema)]
-            ).compactMap { $0.string("relname") })
+                """,
+                [.text(schema)]
+            ).compactMap { $0.string("relname") }
+        )
         if present.contains("schema_version") {
             return try c.queryOne("SELECT MAX(version) AS v FROM \(names.schemaVersion)")?.int("v") ?? 0
         }
         if let foreign = ["events", "subscriptions"].first(where: present.contains) {
             throw DownstreamDatabaseError(
                 "a table \(schema).\(foreign) exists that iap-gateway did not create (no \(schema).schema_version beside it); "
-                    + "choose another schema (downstreams[].schema)")
+                    + "choose another schema (downstreams[].schema)"
+            )
         }
         return 0
     }

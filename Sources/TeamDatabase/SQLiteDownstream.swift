@@ -1,7 +1,7 @@
 internal import Canonical
 internal import SQLite
-internal import WireJSON
 import Synchronization
+internal import WireJSON
 
 /// A `database` downstream into a SQLite file (docs/database-downstream.md): `events`, `subscriptions` and
 /// `schema_version`, named `PREFIX_events` … when a prefix is given.
@@ -24,9 +24,15 @@ public final class SQLiteDownstream: DownstreamDatabase {
         (self.path, self.prefix, self.label) = (path, prefix, label)
         names = .sqlite(prefix: prefix)
         insertEvent = DownstreamSchema.insertEvent(
-            into: names.events, placeholders: DownstreamSchema.eventColumns.map { _ in "?" })
+            into: names.events,
+            placeholders: DownstreamSchema.eventColumns.map { _ in "?" }
+        )
         upsertSubscription = DownstreamSchema.upsertSubscription(
-            into: names.subscriptions, alias: nil, placeholders: DownstreamSchema.subscriptionColumns.map { _ in "?" }, collate: "")
+            into: names.subscriptions,
+            alias: nil,
+            placeholders: DownstreamSchema.subscriptionColumns.map { _ in "?" },
+            collate: ""
+        )
     }
 
     public var description: String { "SQLite file \(path)" }
@@ -49,25 +55,49 @@ public final class SQLiteDownstream: DownstreamDatabase {
         return try use { db in
             try db.readTransaction { c in
                 let version = try c.queryOne("SELECT MAX(version) AS v FROM \(names.schemaVersion)")?.int("v")
-                let events = try c.query(DownstreamSchema.selectEvents(from: names.events, eventAsText: "event", collate: "")).map { r in
+                let events = try c.query(
+                    DownstreamSchema.selectEvents(from: names.events, eventAsText: "event", collate: "")
+                ).map { r in
                     DownstreamEventRow(
-                        id: r.string("id") ?? "", source: r.string("source") ?? "", kind: r.string("kind") ?? "", reason: r.string("reason"),
-                        bundleID: r.string("bundle_id"), environment: r.string("environment"),
-                        originalTransactionID: r.string("original_transaction_id"), transactionID: r.string("transaction_id"),
-                        productID: r.string("product_id"), eventDate: r.int64("event_date") ?? 0, expiresDate: r.int64("expires_date"),
-                        entitlementState: r.string("entitlement_state"), entitlementUntil: r.int64("entitlement_until"),
-                        autoRenew: r.bool("auto_renew"), authoritative: r.bool("authoritative") ?? false,
-                        event: r.string("event").flatMap { try? JSONValueDecoder().decode(CanonicalEvent.self, from: Array($0.utf8)) },
-                        deliveredAt: r.int64("delivered_at") ?? 0)
+                        id: r.string("id") ?? "",
+                        source: r.string("source") ?? "",
+                        kind: r.string("kind") ?? "",
+                        reason: r.string("reason"),
+                        bundleID: r.string("bundle_id"),
+                        environment: r.string("environment"),
+                        originalTransactionID: r.string("original_transaction_id"),
+                        transactionID: r.string("transaction_id"),
+                        productID: r.string("product_id"),
+                        eventDate: r.int64("event_date") ?? 0,
+                        expiresDate: r.int64("expires_date"),
+                        entitlementState: r.string("entitlement_state"),
+                        entitlementUntil: r.int64("entitlement_until"),
+                        autoRenew: r.bool("auto_renew"),
+                        authoritative: r.bool("authoritative") ?? false,
+                        event: r.string("event").flatMap {
+                            try? JSONValueDecoder().decode(CanonicalEvent.self, from: Array($0.utf8))
+                        },
+                        deliveredAt: r.int64("delivered_at") ?? 0
+                    )
                 }
-                let subscriptions = try c.query(DownstreamSchema.selectSubscriptions(from: names.subscriptions, collate: "")).map { r in
+                let subscriptions = try c.query(
+                    DownstreamSchema.selectSubscriptions(from: names.subscriptions, collate: "")
+                ).map { r in
                     DownstreamSubscriptionRow(
-                        originalTransactionID: r.string("original_transaction_id") ?? "", environment: r.string("environment") ?? "",
-                        bundleID: r.string("bundle_id"), productID: r.string("product_id"), entitlementState: r.string("entitlement_state"),
-                        entitlementUntil: r.int64("entitlement_until"), expiresDate: r.int64("expires_date"), autoRenew: r.bool("auto_renew"),
-                        autoRenewProductID: r.string("auto_renew_product_id"), lastEventID: r.string("last_event_id") ?? "",
-                        lastEventKind: r.string("last_event_kind") ?? "", lastEventDate: r.int64("last_event_date") ?? 0,
-                        updatedAt: r.int64("updated_at") ?? 0)
+                        originalTransactionID: r.string("original_transaction_id") ?? "",
+                        environment: r.string("environment") ?? "",
+                        bundleID: r.string("bundle_id"),
+                        productID: r.string("product_id"),
+                        entitlementState: r.string("entitlement_state"),
+                        entitlementUntil: r.int64("entitlement_until"),
+                        expiresDate: r.int64("expires_date"),
+                        autoRenew: r.bool("auto_renew"),
+                        autoRenewProductID: r.string("auto_renew_product_id"),
+                        lastEventID: r.string("last_event_id") ?? "",
+                        lastEventKind: r.string("last_event_kind") ?? "",
+                        lastEventDate: r.int64("last_event_date") ?? 0,
+                        updatedAt: r.int64("updated_at") ?? 0
+                    )
                 }
                 return DownstreamContents(schemaVersion: version, events: events, subscriptions: subscriptions)
             }
@@ -133,18 +163,21 @@ public final class SQLiteDownstream: DownstreamDatabase {
                 try c.query(
                     "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN (?, ?, ?)",
                     [.text(names.bare.events), .text(names.bare.subscriptions), .text(names.bare.schemaVersion)]
-                ).compactMap { $0.string("name") })
+                ).compactMap { $0.string("name") }
+            )
             var current = 0
             if present.contains(names.bare.schemaVersion) {
                 current = try c.queryOne("SELECT MAX(version) AS v FROM \(names.schemaVersion)")?.int("v") ?? 0
             } else if let foreign = [names.bare.events, names.bare.subscriptions].first(where: present.contains) {
                 throw DownstreamDatabaseError(
                     "a table \(foreign) exists that iap-gateway did not create (no \(names.bare.schemaVersion) beside it); "
-                        + "choose another file or a prefix (downstreams[].schema)")
+                        + "choose another file or a prefix (downstreams[].schema)"
+                )
             }
             guard current <= DownstreamSchema.version else {
                 throw DownstreamDatabaseError(
-                    "the tables are at schema version \(current), newer than this gateway's \(DownstreamSchema.version)")
+                    "the tables are at schema version \(current), newer than this gateway's \(DownstreamSchema.version)"
+                )
             }
             guard current < DownstreamSchema.version else { return }
             try c.execute(names.apply(DownstreamSchema.sqliteVersionTable))
@@ -152,7 +185,8 @@ public final class SQLiteDownstream: DownstreamDatabase {
                 try c.execute(names.apply(migration.sqlite))
                 try c.run(
                     "INSERT INTO \(names.schemaVersion) (version, applied_at) VALUES (?, CAST(strftime('%s', 'now') AS INTEGER) * 1000)",
-                    [.integer(Int64(index + 1))])
+                    [.integer(Int64(index + 1))]
+                )
             }
         }
     }

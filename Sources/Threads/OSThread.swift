@@ -35,12 +35,15 @@ public struct OSThread: Sendable {
         let start = Unmanaged.passRetained(Start(body)).toOpaque()
         var thread = pthread_t()
         let rc = pthread_create(
-            &thread, nil,
+            &thread,
+            nil,
             { raw in
                 guard let raw else { return nil }
                 Unmanaged<Start>.fromOpaque(raw).takeRetainedValue().body()
                 return nil
-            }, start)
+            },
+            start
+        )
         guard rc == 0 else {
             Unmanaged<Start>.fromOpaque(start).release()
             return nil

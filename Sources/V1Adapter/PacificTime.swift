@@ -48,7 +48,14 @@ public enum PacificTime {
         let end: (month: Int64, day: Int64) =
             year >= 2007 ? (11, sunday(1, ofMonth: 11, year: year)) : (10, lastSunday(ofMonth: 10, year: year))
         guard start.day > 0, end.day > 0,
-            let from = UTCTime.milliseconds(year: year, month: start.month, day: start.day, hour: 10, minute: 0, second: 0),
+            let from = UTCTime.milliseconds(
+                year: year,
+                month: start.month,
+                day: start.day,
+                hour: 10,
+                minute: 0,
+                second: 0
+            ),
             let to = UTCTime.milliseconds(year: year, month: end.month, day: end.day, hour: 9, minute: 0, second: 0)
         else { return nil }
         return (from, to)

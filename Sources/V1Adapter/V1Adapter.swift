@@ -23,7 +23,12 @@ public struct V1App: Sendable, Hashable {
     /// False: events come from the unsigned body (`verified: false`) — dangerous, see the README.
     public var verifyReceipt: Bool
 
-    public init(bundleID: String, environments: Set<AppStoreEnvironment>, sharedSecrets: [SharedSecret], verifyReceipt: Bool = true) {
+    public init(
+        bundleID: String,
+        environments: Set<AppStoreEnvironment>,
+        sharedSecrets: [SharedSecret],
+        verifyReceipt: Bool = true
+    ) {
         self.bundleID = bundleID
         self.environments = environments
         self.sharedSecrets = sharedSecrets
@@ -82,7 +87,9 @@ public struct V1Adapter: Sendable {
         for secret in app.sharedSecrets where Bytes.constantTimeEqual(presented, secret.value) && matched == nil {
             matched = secret
         }
-        guard let matched else { throw V1AdapterError(.badSharedSecret, "password matches no configured shared secret") }
+        guard let matched else {
+            throw V1AdapterError(.badSharedSecret, "password matches no configured shared secret")
+        }
 
         let environment = Self.environment(body)
         if let environment, !app.environments.contains(environment) {
@@ -92,8 +99,14 @@ public struct V1Adapter: Sendable {
         redacted += JSONValue.quoted(Self.secretMarker(matched.name))
         redacted += bytes[range.upperBound...]
         return AuthenticatedV1Notification(
-            body: body, app: app, bundleID: bundle, environment: environment, secretName: matched.name,
-            redactedBody: redacted, eventID: Self.eventID(object))
+            body: body,
+            app: app,
+            bundleID: bundle,
+            environment: environment,
+            secretName: matched.name,
+            redactedBody: redacted,
+            eventID: Self.eventID(object)
+        )
     }
 
     /// `v1:` + hex SHA-256 of the canonical serialization of `object` without its top-level `password`.
@@ -136,7 +149,9 @@ public struct V1Adapter: Sendable {
     /// SHA-256 (hex) of the presented password, for the quarantine: lets a replay match a secret configured later
     /// without ever storing the password. Nil when the body has none.
     public static func passwordFingerprint(body bytes: [UInt8]) -> String? {
-        guard case .object(let o)? = try? JSONParser.parse(bytes), case .string(let p)? = o["password"] else { return nil }
+        guard case .object(let o)? = try? JSONParser.parse(bytes), case .string(let p)? = o["password"] else {
+            return nil
+        }
         return SHA256.hex(Array(p.utf8))
     }
 
@@ -148,7 +163,8 @@ public struct V1Adapter: Sendable {
             case .string(let marker)? = object["password"], let range = ranges["password"],
             let secret = secrets.first(where: { secretMarker($0.name) == marker })
         else { return nil }
-        return Array(redactedBody[..<range.lowerBound]) + JSONValue.quoted(secret.revealedValue) + redactedBody[range.upperBound...]
+        return Array(redactedBody[..<range.lowerBound]) + JSONValue.quoted(secret.revealedValue)
+            + redactedBody[range.upperBound...]
     }
 
     /// `PROD` / `Production` / `Sandbox` at the top, else `unified_receipt.environment`.

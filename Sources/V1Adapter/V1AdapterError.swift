@@ -24,7 +24,8 @@ public struct V1AdapterError: Error, Hashable, CustomStringConvertible {
 
         /// Every code above (a code added there belongs here too: the gateway maps each to an HTTP status).
         public static let all: [Code] = [
-            .malformedBody, .badSharedSecret, .unknownBundle, .environmentMismatch, .receiptInvalid, .receiptConfigError, .appleUnavailable,
+            .malformedBody, .badSharedSecret, .unknownBundle, .environmentMismatch, .receiptInvalid,
+            .receiptConfigError, .appleUnavailable,
         ]
     }
 

@@ -86,7 +86,11 @@ public enum V1BodySynthesizer {
     ///     delivery restores the secret, as for pass-through bodies.
     ///   - bundleVersion: `bvrs`, left out when nil.
     public static func body(
-        for event: CanonicalEvent, history: [CanonicalEvent], latestReceipt: String?, password: String, bundleVersion: String?
+        for event: CanonicalEvent,
+        history: [CanonicalEvent],
+        latestReceipt: String?,
+        password: String,
+        bundleVersion: String?
     ) -> [UInt8]? {
         guard let type = v1NotificationType(for: event), event.transactionID != nil else { return nil }
         let transactions = receiptTransactions(event, history: history)
@@ -116,7 +120,10 @@ public enum V1BodySynthesizer {
         receipt.int("status", 0)
         receipt.string("environment", event.environment.map { $0 == .production ? "Production" : "Sandbox" })
         receipt.string("latest_receipt", latestReceipt ?? "")
-        receipt.raw("latest_receipt_info", array(transactions.map { transaction($0, upgraded: isUpgraded($0, among: transactions)) }))
+        receipt.raw(
+            "latest_receipt_info",
+            array(transactions.map { transaction($0, upgraded: isUpgraded($0, among: transactions)) })
+        )
         receipt.raw("pending_renewal_info", array(pendingRenewal(event, history: history).map { [$0] } ?? []))
         top.raw("unified_receipt", receipt.finish())
         return top.finish()

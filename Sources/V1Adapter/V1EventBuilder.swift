@@ -15,8 +15,14 @@ public struct V1EventBuilder: Sendable {
         public var appAppleID: Int64?
         public var verified: Bool
 
-        public init(transactions: [V1Transaction], pendingRenewal: V1PendingRenewal?, environment: AppStoreEnvironment?,
-                    bundleID: String?, appAppleID: Int64? = nil, verified: Bool) {
+        public init(
+            transactions: [V1Transaction],
+            pendingRenewal: V1PendingRenewal?,
+            environment: AppStoreEnvironment?,
+            bundleID: String?,
+            appAppleID: Int64? = nil,
+            verified: Bool
+        ) {
             self.transactions = transactions
             self.pendingRenewal = pendingRenewal
             self.environment = environment
@@ -35,13 +41,22 @@ public struct V1EventBuilder: Sendable {
         var all = body.unifiedReceipt?.latestReceiptInfo ?? []
         all += body.latestReceiptInfo?.items ?? []
         if let expired = body.latestExpiredReceiptInfo { all.append(expired) }
-        let pending = pick(body.unifiedReceipt?.pendingRenewalInfo ?? [], subscription: subscription)
+        let pending =
+            pick(body.unifiedReceipt?.pendingRenewalInfo ?? [], subscription: subscription)
             ?? synthesizedRenewal(
-                autoRenewStatus: body.autoRenewStatus, productID: body.autoRenewProductID,
-                expirationIntent: body.expirationIntent, retry: body.isInBillingRetryPeriod, subscription: subscription)
+                autoRenewStatus: body.autoRenewStatus,
+                productID: body.autoRenewProductID,
+                expirationIntent: body.expirationIntent,
+                retry: body.isInBillingRetryPeriod,
+                subscription: subscription
+            )
         return Facts(
-            transactions: filter(all, subscription: subscription), pendingRenewal: pending,
-            environment: V1Adapter.environment(body), bundleID: body.bundleID, verified: false)
+            transactions: filter(all, subscription: subscription),
+            pendingRenewal: pending,
+            environment: V1Adapter.environment(body),
+            bundleID: body.bundleID,
+            verified: false
+        )
     }
 
     /// Facts from Apple's verifyReceipt answer (iOS-7 arrays, iOS-6 single objects, 21006 expired receipts).
@@ -50,16 +65,25 @@ public struct V1EventBuilder: Sendable {
         if let e = r.latestExpiredReceiptInfo { all.append(e) }
         all += r.receipt?.inApp ?? []
         if let t = r.receipt?.transaction, t.transactionID != nil { all.append(t) }
-        let pending = pick(r.pendingRenewalInfo ?? [], subscription: subscription)
+        let pending =
+            pick(r.pendingRenewalInfo ?? [], subscription: subscription)
             ?? synthesizedRenewal(
-                autoRenewStatus: r.autoRenewStatus, productID: r.autoRenewProductID, expirationIntent: r.expirationIntent,
-                retry: r.isInBillingRetryPeriod, subscription: subscription)
+                autoRenewStatus: r.autoRenewStatus,
+                productID: r.autoRenewProductID,
+                expirationIntent: r.expirationIntent,
+                retry: r.isInBillingRetryPeriod,
+                subscription: subscription
+            )
         let bundle = r.receipt?.bundleID ?? r.receipt?.transaction.bid ?? all.first?.bid
         return Facts(
-            transactions: filter(all, subscription: subscription), pendingRenewal: pending,
+            transactions: filter(all, subscription: subscription),
+            pendingRenewal: pending,
             environment: r.environment.flatMap(AppStoreEnvironment.init(appleValue:))
                 ?? r.receipt?.receiptType.flatMap(AppStoreEnvironment.init(appleValue:)),
-            bundleID: bundle, appAppleID: (r.receipt?.adamID?.int64).flatMap { $0 > 0 ? $0 : nil }, verified: true)
+            bundleID: bundle,
+            appAppleID: (r.receipt?.adamID?.int64).flatMap { $0 > 0 ? $0 : nil },
+            verified: true
+        )
     }
 
     /// The subscription's transactions (all of them when `subscription` is nil), each once, oldest first.
@@ -81,13 +105,20 @@ public struct V1EventBuilder: Sendable {
     }
 
     static func pick(_ infos: [V1PendingRenewal], subscription: String?) -> V1PendingRenewal? {
-        if let subscription, let match = infos.first(where: { $0.originalTransactionID?.text == subscription }) { return match }
-        return infos.count == 1 && infos[0].originalTransactionID == nil ? infos[0] : (subscription == nil ? infos.first : nil)
+        if let subscription, let match = infos.first(where: { $0.originalTransactionID?.text == subscription }) {
+            return match
+        }
+        return infos.count == 1 && infos[0].originalTransactionID == nil
+            ? infos[0] : (subscription == nil ? infos.first : nil)
     }
 
     /// Older bodies and iOS-6 answers carry renewal state at the top level.
     static func synthesizedRenewal(
-        autoRenewStatus: V1Scalar?, productID: String?, expirationIntent: V1Scalar?, retry: V1Scalar?, subscription: String?
+        autoRenewStatus: V1Scalar?,
+        productID: String?,
+        expirationIntent: V1Scalar?,
+        retry: V1Scalar?,
+        subscription: String?
     ) -> V1PendingRenewal? {
         guard autoRenewStatus != nil || productID != nil || expirationIntent != nil || retry != nil else { return nil }
         var p = V1PendingRenewal()
@@ -103,7 +134,10 @@ public struct V1EventBuilder: Sendable {
 
     /// The event for `notification`, built from `facts`. `arrival` (ms) dates events whose change carries no date.
     public func event(
-        for notification: ResponseBodyV1, id: String, facts: Facts, arrival: Int64
+        for notification: ResponseBodyV1,
+        id: String,
+        facts: Facts,
+        arrival: Int64
     ) -> CanonicalEvent {
         let type = notification.notificationType ?? ""
         let latest = facts.transactions.last
@@ -114,16 +148,31 @@ public struct V1EventBuilder: Sendable {
 
         let (eventDate, dateSource) = Self.eventDate(type: type, body: notification, subject: subject, arrival: arrival)
         let (kind, reason) = Self.classify(
-            type: type, body: notification, latest: latest, previous: previous, subject: subject,
-            renewal: facts.pendingRenewal, at: eventDate)
+            type: type,
+            body: notification,
+            latest: latest,
+            previous: previous,
+            subject: subject,
+            renewal: facts.pendingRenewal,
+            at: eventDate
+        )
 
         var e = CanonicalEvent(
-            id: id, source: .v1, kind: kind, reason: reason, rawType: type, rawSubtype: nil, eventDate: eventDate,
-            eventDateSource: dateSource, verified: facts.verified)
+            id: id,
+            source: .v1,
+            kind: kind,
+            reason: reason,
+            rawType: type,
+            rawSubtype: nil,
+            eventDate: eventDate,
+            eventDateSource: dateSource,
+            verified: facts.verified
+        )
         e.bundleID = facts.bundleID ?? notification.bundleID
         e.environment = facts.environment
         // `app_item_id` (the app's Apple ID) appears on some transactions only (iOS-6 style, older bodies).
-        e.appAppleID = facts.appAppleID
+        e.appAppleID =
+            facts.appAppleID
             ?? ([subject] + facts.transactions.reversed()).lazy.compactMap { $0?.appItemID?.int64 }.first { $0 > 0 }
         if let t = subject { e.apply(t) }
         e.originalTransactionID = e.originalTransactionID ?? notification.subscriptionID
@@ -133,7 +182,12 @@ public struct V1EventBuilder: Sendable {
     }
 
     /// docs/architecture.md, "The canonical event": the date the change carries, else arrival.
-    static func eventDate(type: String, body: ResponseBodyV1, subject: V1Transaction?, arrival: Int64) -> (Int64, EventDateSource) {
+    static func eventDate(
+        type: String,
+        body: ResponseBodyV1,
+        subject: V1Transaction?,
+        arrival: Int64
+    ) -> (Int64, EventDateSource) {
         let carried: Int64?
         switch type {
         case "DID_CHANGE_RENEWAL_STATUS":
@@ -157,8 +211,13 @@ public struct V1EventBuilder: Sendable {
 
     /// Kind and reason, resolving the V1 types that stand for several V2 events from the transactions.
     static func classify(
-        type: String, body: ResponseBodyV1, latest: V1Transaction?, previous: V1Transaction?, subject: V1Transaction?,
-        renewal: V1PendingRenewal?, at time: Int64
+        type: String,
+        body: ResponseBodyV1,
+        latest: V1Transaction?,
+        previous: V1Transaction?,
+        subject: V1Transaction?,
+        renewal: V1PendingRenewal?,
+        at time: Int64
     ) -> (EventKind, EventReason?) {
         switch type {
         case "INITIAL_BUY":
@@ -174,23 +233,29 @@ public struct V1EventBuilder: Sendable {
                 return (.purchase, .resubscribe)
             }
             if prevEnd <= start { return (.purchase, .resubscribe) }
-            if previous.productID != latest.productID || previous.isUpgraded?.bool == true { return (.planChange, .upgrade) }
+            if previous.productID != latest.productID || previous.isUpgraded?.bool == true {
+                return (.planChange, .upgrade)
+            }
             return (.renewal, .interactive)
         case "DID_CHANGE_RENEWAL_PREF":
-            if let next = renewal?.autoRenewProductID ?? body.autoRenewProductID, let current = latest?.productID, next != current {
+            if let next = renewal?.autoRenewProductID ?? body.autoRenewProductID, let current = latest?.productID,
+                next != current
+            {
                 return (.planChange, .downgrade)
             }
             return (.planChange, .reverted)
         case "DID_CHANGE_RENEWAL_STATUS":
             let on = renewal?.autoRenewStatus?.bool ?? body.autoRenewStatus?.bool
-            if on == true, let latest, let start = latest.purchaseMillis, let previous, let prevEnd = previous.expiresMillis,
+            if on == true, let latest, let start = latest.purchaseMillis, let previous,
+                let prevEnd = previous.expiresMillis,
                 prevEnd <= start, start.clampedSubtracting(time).magnitude <= 120_000
             {
                 // Apple's V1 table: an expired subscription resubscribed to the same product. (Both dates are
                 // Apple's text: the distance is clamped, and `magnitude` has no `abs(Int64.min)` trap.)
                 return (.purchase, .resubscribe)
             }
-            if on == false, renewal?.isInBillingRetryPeriod?.bool != true, let end = latest?.expiresMillis, end <= time {
+            if on == false, renewal?.isInBillingRetryPeriod?.bool != true, let end = latest?.expiresMillis, end <= time
+            {
                 switch renewal?.expirationIntent?.int64 {
                 case 2?:
                     // Churn after Apple gave up retrying the payment.
@@ -238,14 +303,24 @@ public struct V1EventBuilder: Sendable {
             let latest = f.transactions.last
             let renewal = f.pendingRenewal
             var s = OutcomeSnapshot(
-                source: .v1Receipt, bundleID: f.bundleID, environment: f.environment, originalTransactionID: id,
-                productID: latest?.productID, transactionID: latest?.transactionIDText, expiresDate: latest?.expiresMillis,
-                revocationDate: latest?.cancellationMillis, gracePeriodExpiresDate: renewal?.gracePeriodExpiresMillis,
-                autoRenew: renewal?.autoRenewStatus?.bool, autoRenewProductID: renewal?.autoRenewProductID,
+                source: .v1Receipt,
+                bundleID: f.bundleID,
+                environment: f.environment,
+                originalTransactionID: id,
+                productID: latest?.productID,
+                transactionID: latest?.transactionIDText,
+                expiresDate: latest?.expiresMillis,
+                revocationDate: latest?.cancellationMillis,
+                gracePeriodExpiresDate: renewal?.gracePeriodExpiresMillis,
+                autoRenew: renewal?.autoRenewStatus?.bool,
+                autoRenewProductID: renewal?.autoRenewProductID,
                 inBillingRetry: renewal?.isInBillingRetryPeriod?.bool,
                 expirationIntent: renewal?.expirationIntent?.int64.map { AppleCodes.expirationIntent(Int($0)) },
-                observedAt: observedAt)
-            if r.statusCode == 21006, s.entitlement.grantsAccess { s.entitlement = Entitlement(state: .expired, until: nil) }
+                observedAt: observedAt
+            )
+            if r.statusCode == 21006, s.entitlement.grantsAccess {
+                s.entitlement = Entitlement(state: .expired, until: nil)
+            }
             return s
         }
     }

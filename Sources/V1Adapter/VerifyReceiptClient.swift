@@ -19,7 +19,8 @@ public struct VerifyReceiptClient: Sendable {
             sandboxURL: String = "https://sandbox.itunes.apple.com/verifyReceipt",
             maxAttempts: Int = RetryPolicy.verifyReceiptClient.maxAttempts,
             baseDelay: Duration = RetryPolicy.verifyReceiptClient.baseDelay,
-            maxDelay: Duration = RetryPolicy.verifyReceiptClient.maxDelay, timeoutMillis: Int = 15_000,
+            maxDelay: Duration = RetryPolicy.verifyReceiptClient.maxDelay,
+            timeoutMillis: Int = 15_000,
             maxResponseBytes: Int = 8 * 1024 * 1024
         ) {
             self.productionURL = productionURL
@@ -48,7 +49,8 @@ public struct VerifyReceiptClient: Sendable {
 
     /// `sleep` and `jitter` (a value in [0, 1)) are injected so tests run instantly and deterministically.
     public init(
-        transport: any HTTPTransport, configuration: Configuration = .init(),
+        transport: any HTTPTransport,
+        configuration: Configuration = .init(),
         sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
         jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
     ) {
@@ -77,9 +79,13 @@ public struct VerifyReceiptClient: Sendable {
             attempts += 1
             exchanges += 1
             let request = HTTPRequest(
-                method: .post, url: sandbox ? configuration.sandboxURL : configuration.productionURL,
+                method: .post,
+                url: sandbox ? configuration.sandboxURL : configuration.productionURL,
                 headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("Accept", "application/json")],
-                body: body, timeoutMillis: configuration.timeoutMillis, maxResponseBytes: configuration.maxResponseBytes)
+                body: body,
+                timeoutMillis: configuration.timeoutMillis,
+                maxResponseBytes: configuration.maxResponseBytes
+            )
             let response: HTTPResponse
             do { response = try await transport.send(request) } catch {
                 lastFailure = V1AdapterError(.appleUnavailable, "verifyReceipt unreachable: \(error.code)")
@@ -104,26 +110,52 @@ public struct VerifyReceiptClient: Sendable {
             case 21007 where !sandbox, 21008 where sandbox:
                 // The receipt belongs to the other environment: ask there (not a failed attempt), at most twice.
                 hops += 1
-                guard hops <= 2 else { throw V1AdapterError(.receiptInvalid, "environments disagree about the receipt", appleStatus: status) }
+                guard hops <= 2 else {
+                    throw V1AdapterError(
+                        .receiptInvalid,
+                        "environments disagree about the receipt",
+                        appleStatus: status
+                    )
+                }
                 sandbox.toggle()
                 attempts -= 1
             case 21007, 21008:
                 throw V1AdapterError(.receiptInvalid, "receipt refused by both environments", appleStatus: status)
             case 21002:
-                lastFailure = V1AdapterError(.receiptInvalid, "receipt data malformed (after retries)", appleStatus: status)
+                lastFailure = V1AdapterError(
+                    .receiptInvalid,
+                    "receipt data malformed (after retries)",
+                    appleStatus: status
+                )
             case 21005, 21009:
-                lastFailure = V1AdapterError(.appleUnavailable, "Apple's receipt service unavailable", appleStatus: status)
+                lastFailure = V1AdapterError(
+                    .appleUnavailable,
+                    "Apple's receipt service unavailable",
+                    appleStatus: status
+                )
             case 21100...21199:
                 lastFailure = V1AdapterError(.appleUnavailable, "Apple internal data access error", appleStatus: status)
                 if answer.isRetryable?.bool != true { throw lastFailure }
             case 21003, 21010:
-                throw V1AdapterError(.receiptInvalid, "receipt could not be authenticated or its account is gone", appleStatus: status)
+                throw V1AdapterError(
+                    .receiptInvalid,
+                    "receipt could not be authenticated or its account is gone",
+                    appleStatus: status
+                )
             case 21004:
-                throw V1AdapterError(.receiptConfigError, "the shared secret does not match the one in App Store Connect", appleStatus: status)
+                throw V1AdapterError(
+                    .receiptConfigError,
+                    "the shared secret does not match the one in App Store Connect",
+                    appleStatus: status
+                )
             case 21000:
                 throw V1AdapterError(.receiptInvalid, "Apple could not read the request", appleStatus: status)
             default:
-                throw V1AdapterError(.appleUnavailable, "verifyReceipt status Apple does not document", appleStatus: status)
+                throw V1AdapterError(
+                    .appleUnavailable,
+                    "verifyReceipt status Apple does not document",
+                    appleStatus: status
+                )
             }
         }
         throw lastFailure

@@ -49,8 +49,13 @@ public struct AppStoreAPIError: Error, Hashable, CustomStringConvertible {
     public var attempts: Int
 
     public init(
-        _ code: Code, _ message: String, httpStatus: Int? = nil, appleErrorCode: Int64? = nil,
-        verificationError: V2AdapterError? = nil, retryAfter: Duration? = nil, attempts: Int = 0
+        _ code: Code,
+        _ message: String,
+        httpStatus: Int? = nil,
+        appleErrorCode: Int64? = nil,
+        verificationError: V2AdapterError? = nil,
+        retryAfter: Duration? = nil,
+        attempts: Int = 0
     ) {
         self.code = code
         self.message = message

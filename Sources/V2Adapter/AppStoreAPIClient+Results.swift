@@ -12,7 +12,10 @@ extension AppStoreAPIClient {
         public let items: [SubscriptionStatus]
 
         public init(
-            environment: AppStoreEnvironment, bundleID: String?, appAppleID: Int64?, items: [SubscriptionStatus]
+            environment: AppStoreEnvironment,
+            bundleID: String?,
+            appAppleID: Int64?,
+            items: [SubscriptionStatus]
         ) {
             (self.environment, self.bundleID, self.appAppleID, self.items) = (environment, bundleID, appAppleID, items)
         }
@@ -36,19 +39,31 @@ extension AppStoreAPIClient {
         public let renewalInfo: VerifiedTokenV2<RenewalInfoPayload>?
 
         /// The comparison snapshot of this subscription at `observedAt` (ms).
-        public func snapshot(observedAt: Int64, bundleID: String? = nil, environment: AppStoreEnvironment? = nil)
+        public func snapshot(
+            observedAt: Int64,
+            bundleID: String? = nil,
+            environment: AppStoreEnvironment? = nil
+        )
             -> OutcomeSnapshot
         {
             let tx = transaction.payload
             let ri = renewalInfo?.payload
             return OutcomeSnapshot(
-                source: .v2API, bundleID: tx.bundleID ?? bundleID,
+                source: .v2API,
+                bundleID: tx.bundleID ?? bundleID,
                 environment: transaction.environment ?? environment,
-                originalTransactionID: tx.originalTransactionID ?? originalTransactionID, productID: tx.productID,
-                transactionID: tx.transactionID, expiresDate: tx.expiresDate, revocationDate: tx.revocationDate,
-                gracePeriodExpiresDate: ri?.gracePeriodExpiresDate, autoRenew: ri?.autoRenewStatus.map { $0 == 1 },
-                autoRenewProductID: ri?.autoRenewProductID, inBillingRetry: ri?.isInBillingRetryPeriod,
-                expirationIntent: ri?.expirationIntent.map(AppleCodes.expirationIntent), observedAt: observedAt)
+                originalTransactionID: tx.originalTransactionID ?? originalTransactionID,
+                productID: tx.productID,
+                transactionID: tx.transactionID,
+                expiresDate: tx.expiresDate,
+                revocationDate: tx.revocationDate,
+                gracePeriodExpiresDate: ri?.gracePeriodExpiresDate,
+                autoRenew: ri?.autoRenewStatus.map { $0 == 1 },
+                autoRenewProductID: ri?.autoRenewProductID,
+                inBillingRetry: ri?.isInBillingRetryPeriod,
+                expirationIntent: ri?.expirationIntent.map(AppleCodes.expirationIntent),
+                observedAt: observedAt
+            )
         }
     }
 

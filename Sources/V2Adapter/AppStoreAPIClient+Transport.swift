@@ -4,7 +4,7 @@ internal import WireJSON
 
 extension AppStoreAPIClient {
     /// Apple's error codes that mean "try again" (its libraries call them retryable), besides any 429 and 5xx.
-    public static let retryableAppleErrorCodes: Set<Int64> = [4040002, 4040004, 4040006, 5000001, 4290000]
+    public static let retryableAppleErrorCodes: Set<Int64> = [4_040_002, 4_040_004, 4_040_006, 5_000_001, 4_290_000]
 
     /// The longest `Retry-After` this client reads (a day; Apple's rate limits reset within the hour). A longer
     /// or absurd value (`99999999999999999`) reads as this, which always ends the call (`rate_limited`).
@@ -19,7 +19,10 @@ extension AppStoreAPIClient {
 
     /// Sends one call with retries; the body of a 2xx answer, or the last failure.
     func perform(
-        _ method: HTTPRequest.Method, _ path: String, query: [(String, String?)] = [], body: [UInt8]? = nil,
+        _ method: HTTPRequest.Method,
+        _ path: String,
+        query: [(String, String?)] = [],
+        body: [UInt8]? = nil,
         environment: AppStoreEnvironment
     ) async throws(AppStoreAPIError) -> [UInt8] {
         let url = try url(path, query: query, environment: environment)
@@ -33,8 +36,13 @@ extension AppStoreAPIClient {
             ]
             if body != nil { headers.append(HTTPHeader("Content-Type", "application/json")) }
             let request = HTTPRequest(
-                method: method, url: url, headers: headers, body: body ?? [],
-                timeoutMillis: configuration.timeoutMillis, maxResponseBytes: configuration.maxResponseBytes)
+                method: method,
+                url: url,
+                headers: headers,
+                body: body ?? [],
+                timeoutMillis: configuration.timeoutMillis,
+                maxResponseBytes: configuration.maxResponseBytes
+            )
             var failure: Failure
             do {
                 let response = try await transport.send(request)
@@ -44,7 +52,9 @@ extension AppStoreAPIClient {
                 failure = Self.judge(error)
             }
             failure.error.attempts = attempt
-            guard failure.retryable, retry.allowsRetry(afterAttempt: attempt), !Task.isCancelled else { throw failure.error }
+            guard failure.retryable, retry.allowsRetry(afterAttempt: attempt), !Task.isCancelled else {
+                throw failure.error
+            }
             if let wanted = failure.retryAfter {
                 guard wanted <= retry.retryAfterLimit, wanted < Self.retryAfterCeiling else {
                     failure.error.message += "; Apple asked to wait \(wanted.components.seconds) s, longer than allowed"
@@ -60,17 +70,26 @@ extension AppStoreAPIClient {
         let issuedAt = now() / 1000
         let lifetime = min(max(1, configuration.tokenLifetimeSeconds), Configuration.maxTokenLifetimeSeconds)
         let token = AppStoreAPIToken(
-            keyID: configuration.keyID, issuerID: configuration.issuerID, bundleID: configuration.bundleID,
-            issuedAt: issuedAt, expiresAt: issuedAt + lifetime)
+            keyID: configuration.keyID,
+            issuerID: configuration.issuerID,
+            bundleID: configuration.bundleID,
+            issuedAt: issuedAt,
+            expiresAt: issuedAt + lifetime
+        )
         do { return try token.signed(with: configuration.privateKey) } catch {
             throw AppStoreAPIError(
                 .badKey,
-                "the App Store Server API key cannot make an ES256 token (\(error.code)): it must be a P-256 .p8 key")
+                "the App Store Server API key cannot make an ES256 token (\(error.code)): it must be a P-256 .p8 key"
+            )
         }
     }
 
     /// Base URL of `environment` + `path` + the query members that are set (percent-encoded).
-    func url(_ path: String, query: [(String, String?)], environment: AppStoreEnvironment) throws(AppStoreAPIError)
+    func url(
+        _ path: String,
+        query: [(String, String?)],
+        environment: AppStoreEnvironment
+    ) throws(AppStoreAPIError)
         -> String
     {
         var base: String
@@ -79,7 +98,9 @@ extension AppStoreAPIClient {
         case .sandbox: base = configuration.sandboxURL
         default:
             throw AppStoreAPIError(
-                .unsupportedEnvironment, "the \(environment) environment has no App Store Server API")
+                .unsupportedEnvironment,
+                "the \(environment) environment has no App Store Server API"
+            )
         }
         while base.hasSuffix("/") { base.removeLast() }
         let members = query.compactMap { name, value in value.map { name + "=" + Self.percentEncoded($0) } }
@@ -99,7 +120,9 @@ extension AppStoreAPIClient {
         func failure(_ c: AppStoreAPIError.Code, _ message: String, retryable: Bool) -> Failure {
             Failure(
                 error: AppStoreAPIError(c, message, httpStatus: status, appleErrorCode: code, retryAfter: retryAfter),
-                retryable: retryable, retryAfter: retryAfter)
+                retryable: retryable,
+                retryAfter: retryAfter
+            )
         }
         let retryableCode = code.map { retryableAppleErrorCodes.contains($0) } ?? false
         switch status {
@@ -107,10 +130,12 @@ extension AppStoreAPIClient {
             return failure(
                 .unauthorized,
                 "Apple refused the API token: the key id, issuer id or private key is wrong "
-                    + "(or the key was revoked, or the clock is off)", retryable: false)
+                    + "(or the key was revoked, or the clock is off)",
+                retryable: false
+            )
         case 429:
             return failure(.rateLimited, "Apple's rate limit was exceeded\(said)", retryable: true)
-        case _ where code == 4290000:
+        case _ where code == 4_290_000:
             return failure(.rateLimited, "Apple's rate limit was exceeded\(said)", retryable: true)
         case 500...599:
             return failure(.appleUnavailable, "the App Store Server API failed\(said)", retryable: true)
@@ -130,15 +155,18 @@ extension AppStoreAPIClient {
         case .invalidURL:
             return Failure(
                 error: AppStoreAPIError(.appleUnavailable, "the configured App Store Server API URL is unusable"),
-                retryable: false)
+                retryable: false
+            )
         case .responseTooLarge:
             return Failure(
                 error: AppStoreAPIError(.invalidResponse, "the App Store Server API answer is larger than allowed"),
-                retryable: false)
+                retryable: false
+            )
         default:
             return Failure(
                 error: AppStoreAPIError(.appleUnavailable, "the App Store Server API is unreachable (\(error.code))"),
-                retryable: true)
+                retryable: true
+            )
         }
     }
 

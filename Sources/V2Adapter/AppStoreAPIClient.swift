@@ -52,13 +52,20 @@ public struct AppStoreAPIClient: Sendable {
         public static let maxTokenLifetimeSeconds: Int64 = 1200
 
         public init(
-            productionURL: String = Self.productionBaseURL, sandboxURL: String = Self.sandboxBaseURL, keyID: String,
-            issuerID: String, bundleID: String, privateKey: PrivateKey, tokenLifetimeSeconds: Int64 = 1200,
+            productionURL: String = Self.productionBaseURL,
+            sandboxURL: String = Self.sandboxBaseURL,
+            keyID: String,
+            issuerID: String,
+            bundleID: String,
+            privateKey: PrivateKey,
+            tokenLifetimeSeconds: Int64 = 1200,
             maxAttempts: Int = RetryPolicy.appStoreAPIClient.maxAttempts,
             baseDelay: Duration = RetryPolicy.appStoreAPIClient.baseDelay,
             maxDelay: Duration = RetryPolicy.appStoreAPIClient.maxDelay,
-            maxRetryAfter: Duration = RetryPolicy.appStoreAPIClient.retryAfterLimit, timeoutMillis: Int = 30_000,
-            maxResponseBytes: Int = 8 * 1024 * 1024, maxPages: Int = 1000
+            maxRetryAfter: Duration = RetryPolicy.appStoreAPIClient.retryAfterLimit,
+            timeoutMillis: Int = 30_000,
+            maxResponseBytes: Int = 8 * 1024 * 1024,
+            maxPages: Int = 1000
         ) {
             self.productionURL = productionURL
             self.sandboxURL = sandboxURL
@@ -94,7 +101,9 @@ public struct AppStoreAPIClient: Sendable {
     ///   - now: the clock (ms since the epoch) for token dates and the verification fallback time.
     ///   - sleep, jitter: injected so tests run instantly and deterministically (`jitter` returns a value in [0, 1)).
     public init(
-        configuration: Configuration, transport: any HTTPTransport, adapter: V2Adapter,
+        configuration: Configuration,
+        transport: any HTTPTransport,
+        adapter: V2Adapter,
         now: @escaping @Sendable () -> Int64,
         sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
         jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
@@ -112,7 +121,14 @@ public struct AppStoreAPIClient: Sendable {
     public func with(maxAttempts: Int) -> AppStoreAPIClient {
         var c = configuration
         c.retry.maxAttempts = max(1, maxAttempts)
-        return AppStoreAPIClient(configuration: c, transport: transport, adapter: adapter, now: now, sleep: sleep, jitter: jitter)
+        return AppStoreAPIClient(
+            configuration: c,
+            transport: transport,
+            adapter: adapter,
+            now: now,
+            sleep: sleep,
+            jitter: jitter
+        )
     }
 
     // MARK: Subscriptions and transactions
@@ -120,7 +136,8 @@ public struct AppStoreAPIClient: Sendable {
     /// Get All Subscription Statuses (`GET /inApps/v1/subscriptions/{transactionId}`) for any transaction id of the
     /// customer's subscriptions; every `signedTransactionInfo` and `signedRenewalInfo` verified.
     public func subscriptionStatuses(
-        transactionID: String, environment: AppStoreEnvironment
+        transactionID: String,
+        environment: AppStoreEnvironment
     ) async throws(AppStoreAPIError) -> SubscriptionStatuses {
         let path = "/inApps/v1/subscriptions/" + (try Self.segment(transactionID, what: "transaction id"))
         let body = try await perform(.get, path, environment: environment)
@@ -136,24 +153,37 @@ public struct AppStoreAPIClient: Sendable {
                     let otid = transaction.payload.originalTransactionID
                     if let a = r.payload.originalTransactionID, let otid, a != otid {
                         throw AppStoreAPIError(
-                            .invalidResponse, "renewal info and transaction name different subscriptions")
+                            .invalidResponse,
+                            "renewal info and transaction name different subscriptions"
+                        )
                     }
                     renewal = r
                 }
-                items.append(SubscriptionStatus(
-                    subscriptionGroupIdentifier: group.subscriptionGroupIdentifier, status: last.status,
-                    originalTransactionID: last.originalTransactionID, transaction: transaction, renewalInfo: renewal))
+                items.append(
+                    SubscriptionStatus(
+                        subscriptionGroupIdentifier: group.subscriptionGroupIdentifier,
+                        status: last.status,
+                        originalTransactionID: last.originalTransactionID,
+                        transaction: transaction,
+                        renewalInfo: renewal
+                    )
+                )
             }
         }
         return SubscriptionStatuses(
-            environment: environment, bundleID: answer.bundleID, appAppleID: answer.appAppleID, items: items)
+            environment: environment,
+            bundleID: answer.bundleID,
+            appAppleID: answer.appAppleID,
+            items: items
+        )
     }
 
     /// Get Transaction History v2 (`GET /inApps/v2/history/{transactionId}`), every page followed through `revision`
     /// until `hasMore` is false (at most ``Configuration/maxPages`` pages); every transaction verified, in Apple's
     /// order.
     public func transactionHistory(
-        transactionID: String, environment: AppStoreEnvironment
+        transactionID: String,
+        environment: AppStoreEnvironment
     ) async throws(AppStoreAPIError) -> [VerifiedTokenV2<TransactionPayload>] {
         let path = "/inApps/v2/history/" + (try Self.segment(transactionID, what: "transaction id"))
         var transactions: [VerifiedTokenV2<TransactionPayload>] = []
@@ -172,11 +202,16 @@ public struct AppStoreAPIClient: Sendable {
             revision = next
         }
         throw AppStoreAPIError(
-            .invalidResponse, "Get Transaction History still had more after \(configuration.maxPages) pages")
+            .invalidResponse,
+            "Get Transaction History still had more after \(configuration.maxPages) pages"
+        )
     }
 
     /// Get Transaction Info (`GET /inApps/v1/transactions/{transactionId}`), verified.
-    public func transactionInfo(transactionID: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError)
+    public func transactionInfo(
+        transactionID: String,
+        environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError)
         -> VerifiedTokenV2<TransactionPayload>
     {
         let path = "/inApps/v1/transactions/" + (try Self.segment(transactionID, what: "transaction id"))
@@ -190,20 +225,36 @@ public struct AppStoreAPIClient: Sendable {
     /// One page of Get Notification History (`POST /inApps/v1/notifications/history`). Pass the previous page's
     /// ``NotificationHistoryPage/nextPaginationToken`` to continue. Items are returned as Apple sent them.
     public func notificationHistory(
-        _ request: NotificationHistoryRequest, environment: AppStoreEnvironment, paginationToken: String? = nil
+        _ request: NotificationHistoryRequest,
+        environment: AppStoreEnvironment,
+        paginationToken: String? = nil
     ) async throws(AppStoreAPIError) -> NotificationHistoryPage {
         let body = try await perform(
-            .post, "/inApps/v1/notifications/history", query: [("paginationToken", paginationToken)],
-            body: Self.encode(request), environment: environment)
+            .post,
+            "/inApps/v1/notifications/history",
+            query: [("paginationToken", paginationToken)],
+            body: Self.encode(request),
+            environment: environment
+        )
         let page = try Self.decode(NotificationHistoryResponse.self, body, what: "Get Notification History")
         guard page.hasMore else {
-            return NotificationHistoryPage(items: page.notificationHistory, nextPaginationToken: nil, byteCount: body.count)
+            return NotificationHistoryPage(
+                items: page.notificationHistory,
+                nextPaginationToken: nil,
+                byteCount: body.count
+            )
         }
         guard let next = page.paginationToken, !next.isEmpty, next != paginationToken else {
             throw AppStoreAPIError(
-                .invalidResponse, "Get Notification History has more pages but no new pagination token")
+                .invalidResponse,
+                "Get Notification History has more pages but no new pagination token"
+            )
         }
-        return NotificationHistoryPage(items: page.notificationHistory, nextPaginationToken: next, byteCount: body.count)
+        return NotificationHistoryPage(
+            items: page.notificationHistory,
+            nextPaginationToken: next,
+            byteCount: body.count
+        )
     }
 
     /// Request a Test Notification (`POST /inApps/v1/notifications/test`): Apple sends a TEST notification to the
@@ -219,7 +270,10 @@ public struct AppStoreAPIClient: Sendable {
 
     /// Get Test Notification Status (`GET /inApps/v1/notifications/test/{testNotificationToken}`). Nothing is
     /// verified: the `signedPayload` comes back raw, for the notification pipeline.
-    public func testNotificationStatus(token: String, environment: AppStoreEnvironment) async throws(AppStoreAPIError)
+    public func testNotificationStatus(
+        token: String,
+        environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError)
         -> CheckTestNotificationResponse
     {
         let path = "/inApps/v1/notifications/test/" + (try Self.segment(token, what: "test notification token"))
@@ -229,25 +283,37 @@ public struct AppStoreAPIClient: Sendable {
 
     // MARK: Verification
 
-    func verifyTransaction(_ signed: String, environment: AppStoreEnvironment) throws(AppStoreAPIError)
+    func verifyTransaction(
+        _ signed: String,
+        environment: AppStoreEnvironment
+    ) throws(AppStoreAPIError)
         -> VerifiedTokenV2<TransactionPayload>
     {
         let verified: VerifiedTokenV2<TransactionPayload>
         do { verified = try adapter.verifyTransaction(Array(signed.utf8), now: now()) } catch {
             throw AppStoreAPIError(
-                .invalidSignature, "a signed transaction failed verification: \(error.code)", verificationError: error)
+                .invalidSignature,
+                "a signed transaction failed verification: \(error.code)",
+                verificationError: error
+            )
         }
         try checkAnswer(bundleID: verified.bundleID, environment: verified.payload.environment, asked: environment)
         return verified
     }
 
-    func verifyRenewalInfo(_ signed: String, environment: AppStoreEnvironment) throws(AppStoreAPIError)
+    func verifyRenewalInfo(
+        _ signed: String,
+        environment: AppStoreEnvironment
+    ) throws(AppStoreAPIError)
         -> VerifiedTokenV2<RenewalInfoPayload>
     {
         let verified: VerifiedTokenV2<RenewalInfoPayload>
         do { verified = try adapter.verifyRenewalInfo(Array(signed.utf8), now: now()) } catch {
             throw AppStoreAPIError(
-                .invalidSignature, "a signed renewal info failed verification: \(error.code)", verificationError: error)
+                .invalidSignature,
+                "a signed renewal info failed verification: \(error.code)",
+                verificationError: error
+            )
         }
         try checkAnswer(bundleID: nil, environment: verified.payload.environment, asked: environment)
         return verified
@@ -257,7 +323,9 @@ public struct AppStoreAPIClient: Sendable {
     func checkAnswer(bundleID: String?, environment raw: String?, asked: AppStoreEnvironment) throws(AppStoreAPIError) {
         if let bundleID, bundleID != configuration.bundleID {
             throw AppStoreAPIError(
-                .invalidResponse, "Apple answered for bundle \(bundleID), not \(configuration.bundleID)")
+                .invalidResponse,
+                "Apple answered for bundle \(bundleID), not \(configuration.bundleID)"
+            )
         }
         if let raw, AppStoreEnvironment(appleValue: raw) != asked {
             throw AppStoreAPIError(.invalidResponse, "Apple answered for environment \(raw), not \(asked)")
@@ -269,7 +337,9 @@ public struct AppStoreAPIClient: Sendable {
     static func decode<T: Decodable>(_ type: T.Type, _ body: [UInt8], what: String) throws(AppStoreAPIError) -> T {
         do { return try JSONValueDecoder().decode(type, from: body) } catch {
             throw AppStoreAPIError(
-                .invalidResponse, "\(what) answered something that is not its JSON (\(V2Adapter.describe(error)))")
+                .invalidResponse,
+                "\(what) answered something that is not its JSON (\(V2Adapter.describe(error)))"
+            )
         }
     }
 

@@ -22,15 +22,21 @@ public struct AppStoreAPIToken: Sendable, Hashable {
     public static let maxLifetimeSeconds: Int64 = 3600
 
     public init(keyID: String, issuerID: String, bundleID: String, issuedAt: Int64?, expiresAt: Int64) {
-        (self.keyID, self.issuerID, self.bundleID, self.issuedAt, self.expiresAt) = (keyID, issuerID, bundleID, issuedAt, expiresAt)
+        (self.keyID, self.issuerID, self.bundleID, self.issuedAt, self.expiresAt) = (
+            keyID, issuerID, bundleID, issuedAt, expiresAt
+        )
     }
 
     /// The compact token, signed with `key` (a P-256 key: the `.p8` Apple issues).
     public func signed(with key: PrivateKey) throws(CryptoError) -> String {
-        let header = "{\"alg\":\"ES256\",\"kid\":" + String(decoding: JSONValue.quoted(keyID), as: UTF8.self) + ",\"typ\":\"JWT\"}"
+        let header =
+            "{\"alg\":\"ES256\",\"kid\":" + String(decoding: JSONValue.quoted(keyID), as: UTF8.self)
+            + ",\"typ\":\"JWT\"}"
         let iat = issuedAt.map { ",\"iat\":\($0)" } ?? ""
-        let payload = "{\"iss\":" + String(decoding: JSONValue.quoted(issuerID), as: UTF8.self) + iat + ",\"exp\":\(expiresAt)"
-            + ",\"aud\":\"\(Self.audience)\",\"bid\":" + String(decoding: JSONValue.quoted(bundleID), as: UTF8.self) + "}"
+        let payload =
+            "{\"iss\":" + String(decoding: JSONValue.quoted(issuerID), as: UTF8.self) + iat + ",\"exp\":\(expiresAt)"
+            + ",\"aud\":\"\(Self.audience)\",\"bid\":" + String(decoding: JSONValue.quoted(bundleID), as: UTF8.self)
+            + "}"
         return try CompactES256.sign(header: Array(header.utf8), payload: Array(payload.utf8), key: key)
     }
 
@@ -49,14 +55,19 @@ public struct AppStoreAPIToken: Sendable, Hashable {
     /// `publicKey`, `aud`, `exp` in the future; with `iat`, `iat` not in the future (a minute of skew) and `exp` at most
     /// 60 minutes after it; without `iat` (Apple's Python library sends none), `exp` at most 60 minutes from now.
     /// The header needs `alg` ES256 and `kid`; `typ` is not required.
-    public static func verify(_ token: String, publicKey: PublicKey, now seconds: Int64) throws(Rejection) -> AppStoreAPIToken {
+    public static func verify(
+        _ token: String,
+        publicKey: PublicKey,
+        now seconds: Int64
+    ) throws(Rejection) -> AppStoreAPIToken {
         guard let parts = CompactES256.split(token),
-              case .object(let header)? = try? JSONParser.parse(parts.header),
-              case .object(let payload)? = try? JSONParser.parse(parts.payload)
+            case .object(let header)? = try? JSONParser.parse(parts.header),
+            case .object(let payload)? = try? JSONParser.parse(parts.payload)
         else { throw .malformed }
         guard header["alg"]?.stringValue == "ES256", parts.signature.count == 64 else { throw .badAlgorithm }
         guard parts.verifies(with: publicKey) else { throw .badSignature }
-        guard let kid = header["kid"]?.stringValue, let iss = payload["iss"]?.stringValue, let exp = payload["exp"]?.int64Value
+        guard let kid = header["kid"]?.stringValue, let iss = payload["iss"]?.stringValue,
+            let exp = payload["exp"]?.int64Value
         else { throw .malformed }
         // `iat` may be absent, but when present it must be a number.
         var iat: Int64?
@@ -75,6 +86,12 @@ public struct AppStoreAPIToken: Sendable, Hashable {
             guard exp > seconds else { throw .expired }
             guard exp.clampedSubtracting(seconds) <= maxLifetimeSeconds else { throw .tooLong }
         }
-        return AppStoreAPIToken(keyID: kid, issuerID: iss, bundleID: payload["bid"]?.stringValue ?? "", issuedAt: iat, expiresAt: exp)
+        return AppStoreAPIToken(
+            keyID: kid,
+            issuerID: iss,
+            bundleID: payload["bid"]?.stringValue ?? "",
+            issuedAt: iat,
+            expiresAt: exp
+        )
     }
 }

@@ -34,7 +34,11 @@ public final class AppleJWSVerifier: Sendable {
     ///
     /// `time` is whatever the payload claims (`Int64.min` included): it is floored to whole seconds without
     /// arithmetic that could overflow, and a time outside every certificate's validity is `certificate_expired`.
-    func authenticate(_ jws: CompactJWS, at time: Int64, environment: AppStoreEnvironment?) throws(V2AdapterError) -> String {
+    func authenticate(
+        _ jws: CompactJWS,
+        at time: Int64,
+        environment: AppStoreEnvironment?
+    ) throws(V2AdapterError) -> String {
         let seconds = time.flooredQuotient(dividingBy: 1000)
         let headerKey = ChainCache.Key(bytes: Array(jws.headerSegment))
         let chain: VerifiedChain
@@ -65,7 +69,9 @@ public final class AppleJWSVerifier: Sendable {
         }
         let ok = jws.token.withUnsafeBytes { buf in
             chain.leafKey.verifyES256(
-                signature: jws.signature, message: UnsafeRawBufferPointer(rebasing: buf[0..<jws.payloadEnd]))
+                signature: jws.signature,
+                message: UnsafeRawBufferPointer(rebasing: buf[0..<jws.payloadEnd])
+            )
         }
         guard ok else { throw V2AdapterError(.badSignature, "ES256 signature does not verify") }
         // Only now may these header bytes take a slot: a token that fails its signature (a re-encoded header with
@@ -112,7 +118,9 @@ public final class AppleJWSVerifier: Sendable {
         do { leafKey = try leaf.publicKey() } catch { throw V2AdapterError(.invalidCertificate, "leaf key unreadable") }
         guard leafKey.isP256 else { throw V2AdapterError(.invalidCertificate, "leaf key is not P-256") }
         guard !leaf.isCA else { throw V2AdapterError(.invalidCertificate, "leaf certificate is a CA") }
-        guard intermediate.isCA else { throw V2AdapterError(.invalidCertificate, "intermediate certificate is not a CA") }
+        guard intermediate.isCA else {
+            throw V2AdapterError(.invalidCertificate, "intermediate certificate is not a CA")
+        }
         guard intermediate.hasExtension(oid: Self.intermediateMarkerOID) else {
             throw V2AdapterError(.missingAppleMarker, "intermediate lacks \(Self.intermediateMarkerOID)")
         }
@@ -123,17 +131,23 @@ public final class AppleJWSVerifier: Sendable {
             try root.store.validate(leaf: leaf, intermediates: [intermediate], at: seconds)
         } catch {
             switch error.kind {
-            case .untrustedIssuer: throw V2AdapterError(.untrustedRoot, "chain does not end at x5c[2]: \(error.message)")
+            case .untrustedIssuer:
+                throw V2AdapterError(.untrustedRoot, "chain does not end at x5c[2]: \(error.message)")
             case .outsideValidity: throw V2AdapterError(.certificateExpired, "at the signed date: \(error.message)")
             case .invalid: throw V2AdapterError(.invalidCertificate, error.message)
             }
         }
         let certs = [leaf, intermediate, root.certificate]
-        guard let notBefore = certs.compactMap(\.notBefore).max(), let notAfter = certs.compactMap(\.notAfter).min() else {
+        guard let notBefore = certs.compactMap(\.notBefore).max(), let notAfter = certs.compactMap(\.notAfter).min()
+        else {
             throw V2AdapterError(.invalidCertificate, "unreadable validity dates")
         }
         return VerifiedChain(
-            leafKey: leafKey, leafSerial: leaf.serialNumberHex, notBefore: notBefore, notAfter: notAfter,
-            trustedForProduction: root.trustedForProduction)
+            leafKey: leafKey,
+            leafSerial: leaf.serialNumberHex,
+            notBefore: notBefore,
+            notAfter: notAfter,
+            trustedForProduction: root.trustedForProduction
+        )
     }
 }

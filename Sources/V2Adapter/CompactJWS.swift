@@ -76,7 +76,9 @@ struct CompactJWS {
             throw V2AdapterError(.malformed, "header segment is not base64url")
         }
         let value: JSONValue
-        do { value = try JSONParser.parse(bytes) } catch { throw V2AdapterError(.malformed, "header is not JSON (\(error))") }
+        do { value = try JSONParser.parse(bytes) } catch {
+            throw V2AdapterError(.malformed, "header is not JSON (\(error))")
+        }
         guard case .object(let h) = value else { throw V2AdapterError(.malformed, "header is not a JSON object") }
         guard case .string(let alg)? = h["alg"] else { throw V2AdapterError(.malformed, "header has no string alg") }
         // RFC 7515 §4.1.11: extensions we do not implement must not be ignored.

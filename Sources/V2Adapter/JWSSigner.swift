@@ -15,7 +15,10 @@ public struct AppleJWSSigner: Sendable {
     /// Fails with `invalid_key` unless `leafKey` is a P-256 key (ES256) whose public half is the leaf's:
     /// any other combination would only produce tokens that never verify.
     public init(
-        leaf: X509Certificate, intermediate: X509Certificate, root: X509Certificate, leafKey: PrivateKey
+        leaf: X509Certificate,
+        intermediate: X509Certificate,
+        root: X509Certificate,
+        leafKey: PrivateKey
     ) throws(CryptoError) {
         let publicKey = leafKey.publicKey
         guard publicKey.isP256 else { throw CryptoError(.invalidKey, "ES256 needs a P-256 leaf key") }

@@ -26,7 +26,9 @@ public final class TrustAnchors: Sendable {
         for (der, production) in appleRoots.map({ ($0, true) }) + sandboxOnlyRoots.map({ ($0, false) }) {
             if roots.contains(where: { $0.certificate.der == der }) { continue }
             let cert = try X509Certificate(der: der)
-            roots.append(Root(certificate: cert, store: try X509TrustStore(anchor: cert), trustedForProduction: production))
+            roots.append(
+                Root(certificate: cert, store: try X509TrustStore(anchor: cert), trustedForProduction: production)
+            )
         }
         self.roots = roots
     }

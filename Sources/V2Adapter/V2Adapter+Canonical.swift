@@ -4,7 +4,9 @@ extension VerifiedNotificationV2 {
     /// The canonical kind and reason for a V2 `notificationType` / `subtype` (docs/architecture.md, "The canonical event"). Types this build does
     /// not know map to `other`, never to an error. `renewalInfo` resolves DID_CHANGE_RENEWAL_STATUS without subtype.
     public static func classify(
-        type: String, subtype: String?, renewalInfo: RenewalInfoPayload? = nil
+        type: String,
+        subtype: String?,
+        renewalInfo: RenewalInfoPayload? = nil
     ) -> (kind: EventKind, reason: EventReason?) {
         switch (type, subtype) {
         case ("SUBSCRIBED", "INITIAL_BUY"): return (.purchase, .initial)
@@ -49,7 +51,8 @@ extension VerifiedNotificationV2 {
         case ("CONSUMPTION_REQUEST", _): return (.consumptionRequest, nil)
         case ("ONE_TIME_CHARGE", _): return (.oneTimeCharge, nil)
         case ("TEST", _): return (.test, nil)
-        default: return (.other, nil)  // EXTERNAL_PURCHASE_TOKEN, RESCIND_CONSENT, METADATA_UPDATE, MIGRATION, PRICE_CHANGE, new types
+        // EXTERNAL_PURCHASE_TOKEN, RESCIND_CONSENT, METADATA_UPDATE, MIGRATION, PRICE_CHANGE, new types
+        default: return (.other, nil)
         }
     }
 
@@ -60,8 +63,16 @@ extension VerifiedNotificationV2 {
         let type = payload.notificationType ?? ""
         let (kind, reason) = Self.classify(type: type, subtype: payload.subtype, renewalInfo: renewalInfo)
         var e = CanonicalEvent(
-            id: payload.notificationUUID ?? "", source: .v2, kind: kind, reason: reason, rawType: type,
-            rawSubtype: payload.subtype, eventDate: signedTime, eventDateSource: signedTimeSource, verified: true)
+            id: payload.notificationUUID ?? "",
+            source: .v2,
+            kind: kind,
+            reason: reason,
+            rawType: type,
+            rawSubtype: payload.subtype,
+            eventDate: signedTime,
+            eventDateSource: signedTimeSource,
+            verified: true
+        )
         e.bundleID = bundleID
         e.appAppleID = appAppleID
         e.environment = environment

@@ -45,18 +45,25 @@ public struct V2Adapter: Sendable {
     /// Verifies a `signedPayload` JWS. `now` (ms) is the fallback validation time and the freshness reference;
     /// `freshness` is for live traffic only (backfill and replay verify at the signed date without it).
     public func verifyNotification(
-        signedPayload: [UInt8], now: Int64, freshness: Freshness? = nil
+        signedPayload: [UInt8],
+        now: Int64,
+        freshness: Freshness? = nil
     ) throws(V2AdapterError) -> VerifiedNotificationV2 {
         let jws = try CompactJWS(signedPayload)
         try Self.rejectLocalEnvironments(jws.payload)
         let payload: NotificationPayloadV2 = try decodePayload(jws, as: NotificationPayloadV2.self)
 
-        let present = [payload.data != nil, payload.summary != nil, payload.externalPurchaseToken != nil,
-                       payload.appData != nil].filter { $0 }.count
+        let present = [
+            payload.data != nil, payload.summary != nil, payload.externalPurchaseToken != nil,
+            payload.appData != nil,
+        ].filter { $0 }.count
         guard present == 1 else {
             throw V2AdapterError(
-                .malformed, present == 0 ? "no data, summary, externalPurchaseToken or appData"
-                    : "more than one of data, summary, externalPurchaseToken, appData")
+                .malformed,
+                present == 0
+                    ? "no data, summary, externalPurchaseToken or appData"
+                    : "more than one of data, summary, externalPurchaseToken, appData"
+            )
         }
         let identity = Identity(payload)
         let environment = try Self.environment(identity.environment, what: "notification")
@@ -81,7 +88,10 @@ public struct V2Adapter: Sendable {
             // `time` is the payload's claim and the bounds come from a config: the window is clamped, not trapped,
             // at Int64's ends (a window reaching past them simply has no edge there).
             guard time >= now.clampedSubtracting(freshness.maxAgeMillis) else {
-                throw V2AdapterError(.staleNotification, "signed more than \(freshness.maxAgeMillis / 86_400_000) days ago")
+                throw V2AdapterError(
+                    .staleNotification,
+                    "signed more than \(freshness.maxAgeMillis / 86_400_000) days ago"
+                )
             }
             guard time <= now.clampedAdding(freshness.maxFutureMillis) else {
                 throw V2AdapterError(.staleNotification, "signed in the future")
@@ -96,7 +106,11 @@ public struct V2Adapter: Sendable {
                 try Self.rejectLocalEnvironments(transactionJWS.payload)
                 let t: TransactionPayload = try decodePayload(transactionJWS, as: TransactionPayload.self)
                 try authenticateNested(
-                    transactionJWS, environment: t.environment, outer: environment, time: t.signedDate ?? time)
+                    transactionJWS,
+                    environment: t.environment,
+                    outer: environment,
+                    time: t.signedDate ?? time
+                )
                 try checkSameBundle(t.bundleID, outer: identity.bundleID)
                 return t
             }
@@ -118,21 +132,36 @@ public struct V2Adapter: Sendable {
                 try Self.rejectLocalEnvironments(j.payload)
                 let a: AppTransactionPayload = try decodePayload(j, as: AppTransactionPayload.self)
                 try authenticateNested(
-                    j, environment: a.receiptType, outer: environment, time: a.signedDate ?? a.receiptCreationDate ?? time)
+                    j,
+                    environment: a.receiptType,
+                    outer: environment,
+                    time: a.signedDate ?? a.receiptCreationDate ?? time
+                )
                 try checkSameBundle(a.bundleID, outer: identity.bundleID)
                 return a
             }
         }
         return VerifiedNotificationV2(
-            payload: payload, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction,
-            bundleID: identity.bundleID, appAppleID: identity.appAppleID, environment: environment,
-            leafSerial: leafSerial, signedTime: time, signedTimeSource: timeSource)
+            payload: payload,
+            transaction: transaction,
+            renewalInfo: renewalInfo,
+            appTransaction: appTransaction,
+            bundleID: identity.bundleID,
+            appAppleID: identity.appAppleID,
+            environment: environment,
+            leafSerial: leafSerial,
+            signedTime: time,
+            signedTimeSource: timeSource
+        )
     }
 
     // MARK: Bare tokens
 
     /// Verifies a bare `signedTransactionInfo` (Server API responses, `verify` of a saved token).
-    public func verifyTransaction(_ token: [UInt8], now: Int64) throws(V2AdapterError)
+    public func verifyTransaction(
+        _ token: [UInt8],
+        now: Int64
+    ) throws(V2AdapterError)
         -> VerifiedTokenV2<TransactionPayload>
     {
         let jws = try CompactJWS(token)
@@ -142,11 +171,19 @@ public struct V2Adapter: Sendable {
         let serial = try verifier.authenticate(jws, at: t.signedDate ?? now, environment: environment)
         try checkApp(bundleID: t.bundleID, appAppleID: nil, environment: environment, appAppleIDKnown: false)
         return VerifiedTokenV2(
-            payload: t, bundleID: t.bundleID, environment: environment, leafSerial: serial, signedDate: t.signedDate)
+            payload: t,
+            bundleID: t.bundleID,
+            environment: environment,
+            leafSerial: serial,
+            signedDate: t.signedDate
+        )
     }
 
     /// Verifies a bare `signedRenewalInfo`. It carries no bundle id: only its environment can be checked.
-    public func verifyRenewalInfo(_ token: [UInt8], now: Int64) throws(V2AdapterError)
+    public func verifyRenewalInfo(
+        _ token: [UInt8],
+        now: Int64
+    ) throws(V2AdapterError)
         -> VerifiedTokenV2<RenewalInfoPayload>
     {
         let jws = try CompactJWS(token)
@@ -162,7 +199,13 @@ public struct V2Adapter: Sendable {
                 throw V2AdapterError(.environmentMismatch, "no configured app accepts \(environment)")
             }
         }
-        return VerifiedTokenV2(payload: r, bundleID: nil, environment: environment, leafSerial: serial, signedDate: r.signedDate)
+        return VerifiedTokenV2(
+            payload: r,
+            bundleID: nil,
+            environment: environment,
+            leafSerial: serial,
+            signedDate: r.signedDate
+        )
     }
 
     // MARK: Policy
@@ -194,13 +237,20 @@ public struct V2Adapter: Sendable {
     }
 
     private func checkApp(
-        bundleID: String?, appAppleID: Int64?, environment: AppStoreEnvironment?, appAppleIDKnown: Bool = true
+        bundleID: String?,
+        appAppleID: Int64?,
+        environment: AppStoreEnvironment?,
+        appAppleIDKnown: Bool = true
     ) throws(V2AdapterError) {
         guard let apps else { return }
-        guard let bundleID, let app = apps[bundleID] else { throw V2AdapterError(.unknownBundle, "bundle is not configured") }
+        guard let bundleID, let app = apps[bundleID] else {
+            throw V2AdapterError(.unknownBundle, "bundle is not configured")
+        }
         guard let environment, app.environments.contains(environment) else {
             throw V2AdapterError(
-                .environmentMismatch, "\(bundleID) is not configured for \(environment?.rawValue ?? "an unnamed environment")")
+                .environmentMismatch,
+                "\(bundleID) is not configured for \(environment?.rawValue ?? "an unnamed environment")"
+            )
         }
         if environment == .production, appAppleIDKnown {
             guard let expected = app.appAppleID else {
@@ -217,7 +267,10 @@ public struct V2Adapter: Sendable {
     }
 
     private func authenticateNested(
-        _ jws: CompactJWS, environment raw: String?, outer: AppStoreEnvironment?, time: Int64
+        _ jws: CompactJWS,
+        environment raw: String?,
+        outer: AppStoreEnvironment?,
+        time: Int64
     ) throws(V2AdapterError) {
         let own = try Self.environment(raw, what: "nested token")
         if let own, own != outer {

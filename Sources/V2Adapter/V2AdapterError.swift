@@ -39,8 +39,10 @@ public struct V2AdapterError: Error, Hashable, CustomStringConvertible {
 
         /// Every code above (a code added there belongs here too: the gateway maps each to an HTTP status).
         public static let all: [Code] = [
-            .malformed, .unsupportedAlgorithm, .invalidChainLength, .untrustedRoot, .invalidCertificate, .certificateExpired,
-            .missingAppleMarker, .badSignature, .unknownBundle, .appAppleIDMismatch, .environmentMismatch, .unsupportedEnvironment,
+            .malformed, .unsupportedAlgorithm, .invalidChainLength, .untrustedRoot, .invalidCertificate,
+            .certificateExpired,
+            .missingAppleMarker, .badSignature, .unknownBundle, .appAppleIDMismatch, .environmentMismatch,
+            .unsupportedEnvironment,
             .nestedJWSInvalid, .staleNotification,
         ]
     }
@@ -57,7 +59,11 @@ public struct V2AdapterError: Error, Hashable, CustomStringConvertible {
 
     /// Wraps an inner token's failure as `nested_jws_invalid`, keeping the inner code as the cause.
     static func nested(_ field: String, _ inner: V2AdapterError) -> V2AdapterError {
-        var e = V2AdapterError(.nestedJWSInvalid, "\(field): \(inner.code): \(inner.reason)", cause: inner.cause ?? inner.code)
+        var e = V2AdapterError(
+            .nestedJWSInvalid,
+            "\(field): \(inner.code): \(inner.reason)",
+            cause: inner.cause ?? inner.code
+        )
         e.location = inner.location
         return e
     }

@@ -40,7 +40,9 @@ public struct JSONParser {
 
     /// Parses a document that must be an object and also returns the byte range of each top-level member's value
     /// in `bytes` — so a caller can replace one value (a V1 `password`) and keep every other byte as it came.
-    public static func parseObjectWithValueRanges(_ bytes: [UInt8]) throws(JSONParseError) -> (JSONObject, [String: Range<Int>]) {
+    public static func parseObjectWithValueRanges(
+        _ bytes: [UInt8]
+    ) throws(JSONParseError) -> (JSONObject, [String: Range<Int>]) {
         var result: Result<(JSONObject, [String: Range<Int>]), JSONParseError>?
         bytes.withUnsafeBytes { buffer in
             do throws(JSONParseError) {
@@ -88,9 +90,15 @@ public struct JSONParser {
             case UInt8(ascii: "{"): return try object(depth: depth + 1)
             case UInt8(ascii: "["): return try array(depth: depth + 1)
             case UInt8(ascii: "\""): return .string(try string())
-            case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-            case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-            case UInt8(ascii: "n"): try literal("null"); return .null
+            case UInt8(ascii: "t"):
+                try literal("true")
+                return .bool(true)
+            case UInt8(ascii: "f"):
+                try literal("false")
+                return .bool(false)
+            case UInt8(ascii: "n"):
+                try literal("null")
+                return .null
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return .number(try number())
             default: throw error("unexpected character")
             }
@@ -132,8 +140,14 @@ public struct JSONParser {
                 members.append((key, v))
                 skipWhitespace()
                 guard !atEnd else { throw error("unterminated object") }
-                if peek == UInt8(ascii: ",") { index += 1; continue }
-                if peek == UInt8(ascii: "}") { index += 1; return .object(JSONObject(members)) }
+                if peek == UInt8(ascii: ",") {
+                    index += 1
+                    continue
+                }
+                if peek == UInt8(ascii: "}") {
+                    index += 1
+                    return .object(JSONObject(members))
+                }
                 throw error("expected ',' or '}'")
             }
         }
@@ -152,8 +166,14 @@ public struct JSONParser {
                 items.append(try value(depth: depth))
                 skipWhitespace()
                 guard !atEnd else { throw error("unterminated array") }
-                if peek == UInt8(ascii: ",") { index += 1; continue }
-                if peek == UInt8(ascii: "]") { index += 1; return .array(items) }
+                if peek == UInt8(ascii: ",") {
+                    index += 1
+                    continue
+                }
+                if peek == UInt8(ascii: "]") {
+                    index += 1
+                    return .array(items)
+                }
                 throw error("expected ',' or ']'")
             }
         }
@@ -202,12 +222,16 @@ public struct JSONParser {
                 }
                 if special == 0 {
                     let slice = UnsafeRawBufferPointer(rebasing: buffer[start..<quote])
-                    guard let s = String(validating: slice, as: UTF8.self) else { throw error("invalid UTF-8 in string") }
+                    guard let s = String(validating: slice, as: UTF8.self) else {
+                        throw error("invalid UTF-8 in string")
+                    }
                     index = quote + 1
                     return s
                 }
             }
-            while index < buffer.count, buffer[index] != 0x5C, buffer[index] >= 0x20, buffer[index] != 0x22 { index += 1 }
+            while index < buffer.count, buffer[index] != 0x5C, buffer[index] >= 0x20, buffer[index] != 0x22 {
+                index += 1
+            }
             guard index < buffer.count else { throw error("unterminated string") }
             var out = [UInt8](UnsafeRawBufferPointer(rebasing: buffer[start..<index]))
             while true {

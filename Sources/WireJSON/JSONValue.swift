@@ -42,7 +42,8 @@ public struct JSONObject: Sendable, Hashable, Sequence {
     public func makeIterator() -> IndexingIterator<[(key: String, value: JSONValue)]> { members.makeIterator() }
 
     public static func == (a: JSONObject, b: JSONObject) -> Bool {
-        a.members.count == b.members.count && zip(a.members, b.members).allSatisfy { $0.key == $1.key && $0.value == $1.value }
+        a.members.count == b.members.count
+            && zip(a.members, b.members).allSatisfy { $0.key == $1.key && $0.value == $1.value }
     }
     public func hash(into h: inout Hasher) {
         for m in members {

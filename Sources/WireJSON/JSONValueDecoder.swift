@@ -35,7 +35,9 @@ private struct ValueDecoder: Decoder {
         return Unkeyed(items: a, codingPath: codingPath)
     }
 
-    func singleValueContainer() throws -> any SingleValueDecodingContainer { Single(value: value, codingPath: codingPath) }
+    func singleValueContainer() throws -> any SingleValueDecodingContainer {
+        Single(value: value, codingPath: codingPath)
+    }
 }
 
 private func mismatch(_ type: Any.Type, _ value: JSONValue, _ path: [any CodingKey]) -> DecodingError {
@@ -48,7 +50,10 @@ private func mismatch(_ type: Any.Type, _ value: JSONValue, _ path: [any CodingK
     case .array: found = "an array"
     case .object: found = "an object"
     }
-    return DecodingError.typeMismatch(type, .init(codingPath: path, debugDescription: "expected \(type), found \(found)"))
+    return DecodingError.typeMismatch(
+        type,
+        .init(codingPath: path, debugDescription: "expected \(type), found \(found)")
+    )
 }
 
 // `path` is an autoclosure: building the coding path allocates, and it is only needed for an error.
@@ -155,7 +160,10 @@ private struct Keyed<Key: CodingKey>: KeyedDecodingContainerProtocol {
         try present(key).map { v throws in try double(v, path(key)) }
     }
 
-    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
+    func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type,
+        forKey key: Key
+    ) throws
         -> KeyedDecodingContainer<NestedKey>
     {
         try ValueDecoder(value: child(key), codingPath: codingPath + [key]).container(keyedBy: type)
@@ -184,7 +192,9 @@ private struct Unkeyed: UnkeyedDecodingContainer {
     private mutating func next() throws -> (JSONValue, [any CodingKey]) {
         guard !isAtEnd else {
             throw DecodingError.valueNotFound(
-                JSONValue.self, .init(codingPath: codingPath, debugDescription: "array exhausted"))
+                JSONValue.self,
+                .init(codingPath: codingPath, debugDescription: "array exhausted")
+            )
         }
         defer { currentIndex += 1 }
         return (items[currentIndex], codingPath + [AnyKey(intValue: currentIndex)])
@@ -199,7 +209,9 @@ private struct Unkeyed: UnkeyedDecodingContainer {
         let (v, path) = try next()
         return try unbox(type, v, path)
     }
-    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws
+    mutating func nestedContainer<NestedKey: CodingKey>(
+        keyedBy type: NestedKey.Type
+    ) throws
         -> KeyedDecodingContainer<NestedKey>
     {
         let (v, path) = try next()
@@ -229,11 +241,19 @@ extension JSONValue: Codable {
             return
         }
         let c = try decoder.singleValueContainer()
-        if c.decodeNil() { self = .null } else if let b = try? c.decode(Bool.self) { self = .bool(b) } else if let i = try? c.decode(Int64.self) {
+        if c.decodeNil() {
+            self = .null
+        } else if let b = try? c.decode(Bool.self) {
+            self = .bool(b)
+        } else if let i = try? c.decode(Int64.self) {
             self = .number(String(i))
-        } else if let d = try? c.decode(Double.self) { self = .number(String(d)) } else if let s = try? c.decode(String.self) {
+        } else if let d = try? c.decode(Double.self) {
+            self = .number(String(d))
+        } else if let s = try? c.decode(String.self) {
             self = .string(s)
-        } else if let a = try? c.decode([JSONValue].self) { self = .array(a) } else {
+        } else if let a = try? c.decode([JSONValue].self) {
+            self = .array(a)
+        } else {
             let o = try c.decode([String: JSONValue].self)
             self = .object(JSONObject(o.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }))
         }

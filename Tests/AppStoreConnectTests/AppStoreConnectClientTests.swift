@@ -32,9 +32,15 @@ struct ConnectFixture {
             Self.response(apple.handle(Self.fakeRequest(request)))
         }
         client = AppStoreConnectClient(
-            baseURL: "https://api.fake-connect.example/", credentials: AppStoreConnectCredentials(
-                issuerID: SimulatorPKI.issuerID, keyID: keyID, privateKey: key ?? pki.ascKey),
-            transport: transport, now: { now })
+            baseURL: "https://api.fake-connect.example/",
+            credentials: AppStoreConnectCredentials(
+                issuerID: SimulatorPKI.issuerID,
+                keyID: keyID,
+                privateKey: key ?? pki.ascKey
+            ),
+            transport: transport,
+            now: { now }
+        )
         try fake.registerApp(bundleID: Sim.bundleID)
     }
 
@@ -49,17 +55,29 @@ struct ConnectFixture {
         var items: [FakeAppleRequest.QueryItem] = []
         for member in parts.count == 2 ? parts[1].split(separator: "&") : [] {
             let pair = member.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            items.append(FakeAppleRequest.QueryItem(
-                String(pair[0]).removingPercentEncoding ?? "", pair.count == 2 ? String(pair[1]).removingPercentEncoding ?? "" : ""))
+            items.append(
+                FakeAppleRequest.QueryItem(
+                    String(pair[0]).removingPercentEncoding ?? "",
+                    pair.count == 2 ? String(pair[1]).removingPercentEncoding ?? "" : ""
+                )
+            )
         }
         let authorization = request.headers.first { $0.name.lowercased() == "authorization" }?.value
-        return FakeAppleRequest(method: request.method.rawValue, path: String(parts[0]), queryItems: items, authorization: authorization,
-                                body: request.body)
+        return FakeAppleRequest(
+            method: request.method.rawValue,
+            path: String(parts[0]),
+            queryItems: items,
+            authorization: authorization,
+            body: request.body
+        )
     }
 
     static func response(_ r: FakeAppleResponse) -> HTTPResponse {
-        HTTPResponse(status: r.status, headers: [HTTPHeader("Content-Type", "application/json")] + r.headers.map { HTTPHeader($0.name, $0.value) },
-                     body: r.body)
+        HTTPResponse(
+            status: r.status,
+            headers: [HTTPHeader("Content-Type", "application/json")] + r.headers.map { HTTPHeader($0.name, $0.value) },
+            body: r.body
+        )
     }
 
     /// The error `body` fails with; an issue is recorded when it succeeds.
@@ -74,11 +92,20 @@ struct ConnectFixture {
     }
 
     /// A client answered by `responder` alone (crafted answers).
-    static func scripted(_ pki: SimulatorPKI, _ responder: @escaping ScriptedTransport.Responder) -> (AppStoreConnectClient, ScriptedTransport) {
+    static func scripted(
+        _ pki: SimulatorPKI,
+        _ responder: @escaping ScriptedTransport.Responder
+    ) -> (AppStoreConnectClient, ScriptedTransport) {
         let transport = ScriptedTransport(responder)
         let client = AppStoreConnectClient(
-            credentials: AppStoreConnectCredentials(issuerID: SimulatorPKI.issuerID, keyID: SimulatorPKI.ascKeyID, privateKey: pki.ascKey),
-            transport: transport, now: { Sim.t0 })
+            credentials: AppStoreConnectCredentials(
+                issuerID: SimulatorPKI.issuerID,
+                keyID: SimulatorPKI.ascKeyID,
+                privateKey: pki.ascKey
+            ),
+            transport: transport,
+            now: { Sim.t0 }
+        )
         return (client, transport)
     }
 
@@ -97,9 +124,17 @@ struct ConnectFixture {
         try await Sim.withPKI { pki in
             let f = try ConnectFixture(pki: pki)
             let app = try await f.client.findApp(bundleID: Sim.bundleID)
-            #expect(app == AppStoreConnectApp(
-                id: f.appID, bundleID: Sim.bundleID, productionURL: ConnectFixture.notifyURL, productionVersion: .v1,
-                sandboxURL: ConnectFixture.notifyURL, sandboxVersion: .v1))
+            #expect(
+                app
+                    == AppStoreConnectApp(
+                        id: f.appID,
+                        bundleID: Sim.bundleID,
+                        productionURL: ConnectFixture.notifyURL,
+                        productionVersion: .v1,
+                        sandboxURL: ConnectFixture.notifyURL,
+                        sandboxVersion: .v1
+                    )
+            )
             #expect(app.url(.production) == ConnectFixture.notifyURL && app.version(.sandbox) == .v1)
             #expect(app.url(.xcode) == nil && app.version(.localTesting) == nil)
             #expect(f.appID.count == 10 && f.appID.allSatisfy(\.isNumber))
@@ -107,14 +142,28 @@ struct ConnectFixture {
             let request = try #require(f.transport.requests.first)
             #expect(f.transport.requests.count == 1)
             #expect(request.method == .get)
-            #expect(request.url == "https://api.fake-connect.example/v1/apps?filter%5BbundleId%5D=\(Sim.bundleID)&fields%5Bapps%5D="
-                + "bundleId,subscriptionStatusUrl,subscriptionStatusUrlVersion,subscriptionStatusUrlForSandbox,subscriptionStatusUrlVersionForSandbox")
+            #expect(
+                request.url
+                    == "https://api.fake-connect.example/v1/apps?filter%5BbundleId%5D=\(Sim.bundleID)&fields%5Bapps%5D="
+                    + "bundleId,subscriptionStatusUrl,subscriptionStatusUrlVersion,subscriptionStatusUrlForSandbox,subscriptionStatusUrlVersionForSandbox"
+            )
             #expect(request.headers.contains(HTTPHeader("Accept", "application/json")))
             #expect(request.maxResponseBytes == 1 << 20)
             // A fresh ES256 token of the team key: kid, iss, aud, 15 minutes from the injected clock.
-            let token = try AppStoreConnectToken.verify(try ConnectFixture.bearer(request), publicKey: pki.ascKey.publicKey, now: f.now / 1000)
-            #expect(token == AppStoreConnectToken(keyID: SimulatorPKI.ascKeyID, issuerID: SimulatorPKI.issuerID, issuedAt: f.now / 1000,
-                                                  expiresAt: f.now / 1000 + 900))
+            let token = try AppStoreConnectToken.verify(
+                try ConnectFixture.bearer(request),
+                publicKey: pki.ascKey.publicKey,
+                now: f.now / 1000
+            )
+            #expect(
+                token
+                    == AppStoreConnectToken(
+                        keyID: SimulatorPKI.ascKeyID,
+                        issuerID: SimulatorPKI.issuerID,
+                        issuedAt: f.now / 1000,
+                        expiresAt: f.now / 1000 + 900
+                    )
+            )
         }
     }
 
@@ -124,7 +173,9 @@ struct ConnectFixture {
             let app = try await f.client.app(id: f.appID)
             #expect(app.id == f.appID && app.bundleID == Sim.bundleID && app.productionVersion == .v1)
             let request = try #require(f.transport.requests.last)
-            #expect(request.url.hasPrefix("https://api.fake-connect.example/v1/apps/\(f.appID)?fields%5Bapps%5D=bundleId,"))
+            #expect(
+                request.url.hasPrefix("https://api.fake-connect.example/v1/apps/\(f.appID)?fields%5Bapps%5D=bundleId,")
+            )
         }
     }
 
@@ -142,9 +193,12 @@ struct ConnectFixture {
             #expect(request.method == .patch)
             #expect(request.url == "https://api.fake-connect.example/v1/apps/\(f.appID)")
             #expect(request.headers.contains(HTTPHeader("Content-Type", "application/json")))
-            let attribute = environment == .production ? "subscriptionStatusUrlVersion" : "subscriptionStatusUrlVersionForSandbox"
-            #expect(String(decoding: request.body, as: UTF8.self)
-                == #"{"data":{"attributes":{"\#(attribute)":"V2"},"id":"\#(f.appID)","type":"apps"}}"#)
+            let attribute =
+                environment == .production ? "subscriptionStatusUrlVersion" : "subscriptionStatusUrlVersionForSandbox"
+            #expect(
+                String(decoding: request.body, as: UTF8.self)
+                    == #"{"data":{"attributes":{"\#(attribute)":"V2"},"id":"\#(f.appID)","type":"apps"}}"#
+            )
 
             // Apple holds it: a later read and the fake's own state say V2.
             #expect(try await f.client.app(id: f.appID).version(environment) == .v2)
@@ -164,7 +218,9 @@ struct ConnectFixture {
                 try await f.client.setNotificationVersion(.v2, environment: .xcode, appID: f.appID)
             }
             #expect(error?.code == .badRequest)
-            let empty = await ConnectFixture.error { () async throws(AppStoreConnectError) in try await f.client.app(id: "") }
+            let empty = await ConnectFixture.error { () async throws(AppStoreConnectError) in
+                try await f.client.app(id: "")
+            }
             #expect(empty?.code == .badRequest)
             #expect(f.transport.requests.isEmpty)
         }
@@ -179,7 +235,9 @@ struct ConnectFixture {
             #expect(bundle?.code == .notFound)
             #expect(bundle?.httpStatus == nil, "Apple answered 200 with no app")
             #expect(bundle?.reason.contains("com.example.unknown") == true)
-            let id = await ConnectFixture.error { () async throws(AppStoreConnectError) in try await f.client.app(id: "1000000001") }
+            let id = await ConnectFixture.error { () async throws(AppStoreConnectError) in
+                try await f.client.app(id: "1000000001")
+            }
             #expect(id?.code == .notFound)
             #expect(id?.httpStatus == 404)
             #expect(id?.appleCodes == ["NOT_FOUND"])
@@ -188,9 +246,11 @@ struct ConnectFixture {
 
     @Test func aWrongKeyOrTheInAppPurchaseKeyIsUnauthorized() async throws {
         try await Sim.withPKI { pki in
-            for f in [try ConnectFixture(pki: pki, key: try PrivateKey.generateP256()),
-                      try ConnectFixture(pki: pki, key: pki.apiKey, keyID: SimulatorPKI.apiKeyID),
-                      try ConnectFixture(pki: pki, keyID: "OTHERKEY01")] {
+            for f in [
+                try ConnectFixture(pki: pki, key: try PrivateKey.generateP256()),
+                try ConnectFixture(pki: pki, key: pki.apiKey, keyID: SimulatorPKI.apiKeyID),
+                try ConnectFixture(pki: pki, keyID: "OTHERKEY01"),
+            ] {
                 let error = await ConnectFixture.error { () async throws(AppStoreConnectError) in
                     try await f.client.findApp(bundleID: Sim.bundleID)
                 }
@@ -214,7 +274,12 @@ struct ConnectFixture {
         (500, .unavailable, "UNEXPECTED_ERROR", "App Store Connect failed"),
         (503, .unavailable, "UNEXPECTED_ERROR", "App Store Connect failed"),
     ])
-    func eachFailureIsOneClearCodeAfterOneAttempt(status: Int, code: AppStoreConnectError.Code, appleCode: String, words: String) async throws {
+    func eachFailureIsOneClearCodeAfterOneAttempt(
+        status: Int,
+        code: AppStoreConnectError.Code,
+        appleCode: String,
+        words: String
+    ) async throws {
         try await Sim.withPKI { pki in
             let f = try ConnectFixture(pki: pki)
             try f.fake.failNext(status: status)
@@ -229,7 +294,10 @@ struct ConnectFixture {
             #expect(f.transport.requests.count == 1)
             // The failure was the answer: nothing changed, and the next call goes through.
             #expect(try f.fake.state(bundleID: Sim.bundleID, environment: .sandbox).version == .v1)
-            #expect(try await f.client.setNotificationVersion(.v2, environment: .sandbox, appID: f.appID).sandboxVersion == .v2)
+            #expect(
+                try await f.client.setNotificationVersion(.v2, environment: .sandbox, appID: f.appID).sandboxVersion
+                    == .v2
+            )
         }
     }
 
@@ -243,18 +311,29 @@ struct ConnectFixture {
             #expect(error?.code == .rateLimited)
             #expect(error?.retryAfterMillis == 3_000)
             #expect(error?.appleCodes == ["RATE_LIMIT_EXCEEDED"])
-            #expect(error?.reason.contains("X-Rate-Limit: user-hour-lim:3600;user-hour-rem:0;") == true, "\(error?.reason ?? "")")
+            #expect(
+                error?.reason.contains("X-Rate-Limit: user-hour-lim:3600;user-hour-rem:0;") == true,
+                "\(error?.reason ?? "")"
+            )
             #expect(error?.reason.contains("wait 3 s") == true)
             #expect(f.transport.requests.count == 1, "no retry inside the client")
 
             // Without Retry-After there is nothing to report; an HTTP-date is read against the injected clock.
             try f.fake.failNext(status: 429)
-            let bare = await ConnectFixture.error { () async throws(AppStoreConnectError) in try await f.client.app(id: f.appID) }
+            let bare = await ConnectFixture.error { () async throws(AppStoreConnectError) in
+                try await f.client.app(id: f.appID)
+            }
             #expect(bare?.code == .rateLimited && bare?.retryAfterMillis == nil)
             let (dated, _) = ConnectFixture.scripted(pki) { _ throws(HTTPClientError) in
-                HTTPResponse(status: 429, headers: [HTTPHeader("Retry-After", "Sun, 01 Jun 2025 00:01:00 GMT")], body: [])
+                HTTPResponse(
+                    status: 429,
+                    headers: [HTTPHeader("Retry-After", "Sun, 01 Jun 2025 00:01:00 GMT")],
+                    body: []
+                )
             }
-            let later = await ConnectFixture.error { () async throws(AppStoreConnectError) in try await dated.app(id: "1") }
+            let later = await ConnectFixture.error { () async throws(AppStoreConnectError) in
+                try await dated.app(id: "1")
+            }
             #expect(later?.retryAfterMillis == 60_000)
         }
     }
@@ -267,7 +346,10 @@ struct ConnectFixture {
         (200, #"{"data":[{"type":"bundleIds","id":"1","attributes":{"bundleId":"com.example.sim"}}]}"#),
         (200, #"{"data":[{"type":"apps","id":"1","attributes":{}}]}"#),
         (200, #"{"data":[{"type":"apps","id":"","attributes":{"bundleId":"com.example.sim"}}]}"#),
-        (200, #"{"data":[{"type":"apps","id":"1","attributes":{"bundleId":"com.example.sim","subscriptionStatusUrlVersion":2}}]}"#),
+        (
+            200,
+            #"{"data":[{"type":"apps","id":"1","attributes":{"bundleId":"com.example.sim","subscriptionStatusUrlVersion":2}}]}"#
+        ),
         (302, #""#),
     ])
     func answersThatAreNotApplesJSONAPIAreMalformed(status: Int, body: String) async throws {
@@ -275,7 +357,9 @@ struct ConnectFixture {
             let (client, _) = ConnectFixture.scripted(pki) { _ throws(HTTPClientError) in
                 HTTPResponse(status: status, body: Array(body.utf8))
             }
-            let error = await ConnectFixture.error { () async throws(AppStoreConnectError) in try await client.findApp(bundleID: "com.example.sim") }
+            let error = await ConnectFixture.error { () async throws(AppStoreConnectError) in
+                try await client.findApp(bundleID: "com.example.sim")
+            }
             #expect(error?.code == .malformed, "\(error?.reason ?? "")")
         }
     }
@@ -283,17 +367,28 @@ struct ConnectFixture {
     @Test func anAnswerForAnotherAppOrTooLargeIsMalformedAndNoAnswerIsUnavailable() async throws {
         try await Sim.withPKI { pki in
             let other = #"{"data":{"type":"apps","id":"2","attributes":{"bundleId":"com.example.sim"}}}"#
-            let (client, _) = ConnectFixture.scripted(pki) { _ throws(HTTPClientError) in HTTPResponse(status: 200, body: Array(other.utf8)) }
-            let wrongApp = await ConnectFixture.error { () async throws(AppStoreConnectError) in try await client.app(id: "1") }
+            let (client, _) = ConnectFixture.scripted(pki) { _ throws(HTTPClientError) in
+                HTTPResponse(status: 200, body: Array(other.utf8))
+            }
+            let wrongApp = await ConnectFixture.error { () async throws(AppStoreConnectError) in
+                try await client.app(id: "1")
+            }
             #expect(wrongApp?.code == .malformed)
             let patched = await ConnectFixture.error { () async throws(AppStoreConnectError) in
                 try await client.setNotificationVersion(.v2, environment: .production, appID: "1")
             }
             #expect(patched?.code == .malformed)
-            for (failure, code) in [(HTTPClientError.Code.responseTooLarge, AppStoreConnectError.Code.malformed), (.connectionFailed, .unavailable),
-                                    (.timeout, .unavailable), (.tlsFailure, .unavailable), (.invalidURL, .unavailable)] {
-                let (failing, transport) = ConnectFixture.scripted(pki) { _ throws(HTTPClientError) in throw HTTPClientError(failure, "scripted") }
-                let error = await ConnectFixture.error { () async throws(AppStoreConnectError) in try await failing.app(id: "1") }
+            for (failure, code) in [
+                (HTTPClientError.Code.responseTooLarge, AppStoreConnectError.Code.malformed),
+                (.connectionFailed, .unavailable),
+                (.timeout, .unavailable), (.tlsFailure, .unavailable), (.invalidURL, .unavailable),
+            ] {
+                let (failing, transport) = ConnectFixture.scripted(pki) { _ throws(HTTPClientError) in
+                    throw HTTPClientError(failure, "scripted")
+                }
+                let error = await ConnectFixture.error { () async throws(AppStoreConnectError) in
+                    try await failing.app(id: "1")
+                }
                 #expect(error?.code == code, "\(failure)")
                 #expect(transport.requests.count == 1)
             }
@@ -306,15 +401,24 @@ struct ConnectFixture {
                 #"{"type":"apps","id":"\#(id)","attributes":{"bundleId":"\#(bundle)","subscriptionStatusUrlVersion":"V3"}}"#
             }
             let body = #"{"data":[\#(app("1", "com.example.sim.widget")),\#(app("2", "com.example.sim"))]}"#
-            let (client, _) = ConnectFixture.scripted(pki) { _ throws(HTTPClientError) in HTTPResponse(status: 200, body: Array(body.utf8)) }
+            let (client, _) = ConnectFixture.scripted(pki) { _ throws(HTTPClientError) in
+                HTTPResponse(status: 200, body: Array(body.utf8))
+            }
             let found = try await client.findApp(bundleID: "com.example.sim")
             #expect(found.id == "2")
-            #expect(found.productionVersion == NotificationVersion(rawValue: "V3"), "a version Apple adds later is kept")
+            #expect(
+                found.productionVersion == NotificationVersion(rawValue: "V3"),
+                "a version Apple adds later is kept"
+            )
             #expect(found.sandboxVersion == nil && found.sandboxURL == nil)
 
             let twice = #"{"data":[\#(app("1", "com.example.sim")),\#(app("2", "com.example.sim"))]}"#
-            let (ambiguous, _) = ConnectFixture.scripted(pki) { _ throws(HTTPClientError) in HTTPResponse(status: 200, body: Array(twice.utf8)) }
-            let error = await ConnectFixture.error { () async throws(AppStoreConnectError) in try await ambiguous.findApp(bundleID: "com.example.sim") }
+            let (ambiguous, _) = ConnectFixture.scripted(pki) { _ throws(HTTPClientError) in
+                HTTPResponse(status: 200, body: Array(twice.utf8))
+            }
+            let error = await ConnectFixture.error { () async throws(AppStoreConnectError) in
+                try await ambiguous.findApp(bundleID: "com.example.sim")
+            }
             #expect(error?.code == .notFound)
         }
     }
@@ -324,19 +428,24 @@ struct ConnectFixture {
             // A proxy that echoes the request's Authorization header into its error, and a detail far too long.
             let (client, transport) = ConnectFixture.scripted(pki) { request throws(HTTPClientError) in
                 let echoed = request.headers.first { $0.name == "Authorization" }?.value ?? ""
-                let body = #"{"errors":[{"status":"409","code":"ENTITY_ERROR","title":"Refused","detail":"you sent \#(echoed) \#(String(repeating: "x", count: 2000))"}]}"#
+                let body =
+                    #"{"errors":[{"status":"409","code":"ENTITY_ERROR","title":"Refused","detail":"you sent \#(echoed) \#(String(repeating: "x", count: 2000))"}]}"#
                 return HTTPResponse(status: 409, body: Array(body.utf8))
             }
-            let error = try #require(await ConnectFixture.error { () async throws(AppStoreConnectError) in
-                try await client.setNotificationVersion(.v2, environment: .sandbox, appID: "1")
-            })
+            let error = try #require(
+                await ConnectFixture.error { () async throws(AppStoreConnectError) in
+                    try await client.setNotificationVersion(.v2, environment: .sandbox, appID: "1")
+                }
+            )
             let token = try ConnectFixture.bearer(try #require(transport.requests.first))
             let signature = String(try #require(token.split(separator: ".").last))
             #expect(error.code == .conflict)
             #expect(error.reason.contains("Apple: 409 ENTITY_ERROR: Refused - you sent Bearer <token>"))
             for text in [error.reason, error.description] {
                 #expect(!text.contains(token) && !text.contains(signature))
-                for line in pki.ascKeyPEM.split(separator: "\n") where !line.hasPrefix("-----") { #expect(!text.contains(line)) }
+                for line in pki.ascKeyPEM.split(separator: "\n") where !line.hasPrefix("-----") {
+                    #expect(!text.contains(line))
+                }
             }
             let apple = try #require(error.reason.range(of: "; Apple: "))
             #expect(error.reason[apple.upperBound...].utf8.count <= AppStoreConnectClient.appleTextLimit)
@@ -345,9 +454,12 @@ struct ConnectFixture {
     }
 
     @Test func everyCodeHasAStableRawValue() {
-        #expect(AppStoreConnectError.Code.all.map(\.rawValue) == [
-            "unauthorized", "forbidden", "not_found", "conflict", "rate_limited", "unavailable", "malformed", "bad_request", "invalid_key",
-        ])
+        #expect(
+            AppStoreConnectError.Code.all.map(\.rawValue) == [
+                "unauthorized", "forbidden", "not_found", "conflict", "rate_limited", "unavailable", "malformed",
+                "bad_request", "invalid_key",
+            ]
+        )
         #expect(AppStoreConnectError(.conflict, "a") == AppStoreConnectError(.conflict, "b"), "equality is the code's")
     }
 }

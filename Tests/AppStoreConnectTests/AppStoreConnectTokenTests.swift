@@ -26,7 +26,11 @@ import Testing
 
     static func segment(_ json: String) -> String { Base64.encode(Array(json.utf8), alphabet: .url) }
 
-    static func sign(header: String = #"{"alg":"ES256","kid":"2X9R4HXF34","typ":"JWT"}"#, payload: String, key: PrivateKey) throws -> String {
+    static func sign(
+        header: String = #"{"alg":"ES256","kid":"2X9R4HXF34","typ":"JWT"}"#,
+        payload: String,
+        key: PrivateKey
+    ) throws -> String {
         try CompactES256.sign(header: Array(header.utf8), payload: Array(payload.utf8), key: key)
     }
 
@@ -40,31 +44,57 @@ import Testing
 
     @Test func theTokenSaysExactlyWhatAppleAsksForAndVerifies() throws {
         let credentials = try Self.credentials()
-        let token = try AppStoreConnectToken(credentials: credentials, nowMillis: Self.now).signed(with: credentials.privateKey)
+        let token = try AppStoreConnectToken(credentials: credentials, nowMillis: Self.now).signed(
+            with: credentials.privateKey
+        )
         let segments = token.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
         try #require(segments.count == 3)
         // Header and payload are fixed bytes for a fixed key id, issuer and clock.
         #expect(segments[0] == "eyJhbGciOiJFUzI1NiIsImtpZCI6IjJYOVI0SFhGMzQiLCJ0eXAiOiJKV1QifQ")
-        #expect(segments[1] == "eyJpc3MiOiI1NzI0NjU0Mi05NmZlLTFhNjMtZTA1My0wODI0ZDAxMTA3MmEiLCJpYXQiOjE3NDg3MzYwMDAsImV4cCI6MTc0ODczNjkwMCwiYXVkIjoiYXBwc3RvcmVjb25uZWN0LXYxIn0")
+        #expect(
+            segments[1]
+                == "eyJpc3MiOiI1NzI0NjU0Mi05NmZlLTFhNjMtZTA1My0wODI0ZDAxMTA3MmEiLCJpYXQiOjE3NDg3MzYwMDAsImV4cCI6MTc0ODczNjkwMCwiYXVkIjoiYXBwc3RvcmVjb25uZWN0LXYxIn0"
+        )
         let parts = try #require(CompactES256.split(token))
         #expect(String(decoding: parts.header, as: UTF8.self) == #"{"alg":"ES256","kid":"2X9R4HXF34","typ":"JWT"}"#)
-        #expect(String(decoding: parts.payload, as: UTF8.self)
-            == #"{"iss":"57246542-96fe-1a63-e053-0824d011072a","iat":1748736000,"exp":1748736900,"aud":"appstoreconnect-v1"}"#)
+        #expect(
+            String(decoding: parts.payload, as: UTF8.self)
+                == #"{"iss":"57246542-96fe-1a63-e053-0824d011072a","iat":1748736000,"exp":1748736900,"aud":"appstoreconnect-v1"}"#
+        )
         // The raw R‖S signature verifies with the key's public half, and only over these bytes.
         #expect(parts.signature.count == 64)
         #expect(parts.verifies(with: credentials.privateKey.publicKey))
         #expect(!parts.verifies(with: try PrivateKey.generateP256().publicKey))
-        let tampered = segments[0] + "." + Self.segment(#"{"iss":"x","iat":1748736000,"exp":1748736900,"aud":"appstoreconnect-v1"}"#) + "." + segments[2]
+        let tampered =
+            segments[0] + "."
+            + Self.segment(#"{"iss":"x","iat":1748736000,"exp":1748736900,"aud":"appstoreconnect-v1"}"#) + "."
+            + segments[2]
         #expect(CompactES256.split(tampered)?.verifies(with: credentials.privateKey.publicKey) == false)
 
-        let checked = try AppStoreConnectToken.verify(token, publicKey: credentials.privateKey.publicKey, now: Self.now / 1000)
-        #expect(checked == AppStoreConnectToken(keyID: Self.keyID, issuerID: Self.issuer, issuedAt: 1_748_736_000, expiresAt: 1_748_736_900))
+        let checked = try AppStoreConnectToken.verify(
+            token,
+            publicKey: credentials.privateKey.publicKey,
+            now: Self.now / 1000
+        )
+        #expect(
+            checked
+                == AppStoreConnectToken(
+                    keyID: Self.keyID,
+                    issuerID: Self.issuer,
+                    issuedAt: 1_748_736_000,
+                    expiresAt: 1_748_736_900
+                )
+        )
         #expect(checked.expiresAt - checked.issuedAt <= AppStoreConnectToken.maxLifetimeSeconds)
     }
 
     @Test(arguments: [(Int64(3600), Int64(1200)), (1200, 1200), (900, 900), (0, 1), (-5, 1)])
     func theLifetimeStaysWithinTwentyMinutes(asked: Int64, lifetime: Int64) throws {
-        let token = AppStoreConnectToken(credentials: try Self.credentials(), nowMillis: Self.now, lifetimeSeconds: asked)
+        let token = AppStoreConnectToken(
+            credentials: try Self.credentials(),
+            nowMillis: Self.now,
+            lifetimeSeconds: asked
+        )
         #expect(token.issuedAt == Self.now / 1000)
         #expect(token.expiresAt - token.issuedAt == lifetime)
     }
@@ -79,29 +109,83 @@ import Testing
                 return nil
             } catch { return error }
         }
-        #expect(rejection(try Self.sign(payload: Self.claims(iat: now - 10, exp: now + 600), key: key)) == nil, "the crafting is sound")
+        #expect(
+            rejection(try Self.sign(payload: Self.claims(iat: now - 10, exp: now + 600), key: key)) == nil,
+            "the crafting is sound"
+        )
         #expect(rejection(try Self.sign(payload: Self.claims(iat: now - 1300, exp: now - 100), key: key)) == .expired)
-        #expect(rejection(try Self.sign(payload: Self.claims(iat: now - 600, exp: now), key: key)) == .expired, "expires now")
-        #expect(rejection(try Self.sign(payload: Self.claims(iat: now - 10, exp: now - 10 + 1201), key: key)) == .tooLong)
-        #expect(rejection(try Self.sign(payload: Self.claims(iat: now - 10, exp: now - 10 + 1200), key: key)) == nil, "20 minutes exactly")
-        #expect(rejection(try Self.sign(payload: Self.claims(iat: now + 120, exp: now + 600), key: key)) == .notYetValid)
-        #expect(rejection(try Self.sign(payload: Self.claims(iat: now - 10, exp: now + 600, aud: "appstoreconnect-v2"), key: key)) == .badAudience)
-        #expect(rejection(try Self.sign(payload: Self.claims(iat: now - 10, exp: now + 600, aud: nil), key: key)) == .badAudience)
-        #expect(rejection(try Self.sign(payload: Self.claims(iat: nil, exp: now + 600), key: key)) == .malformed, "iat is required")
-        #expect(rejection(try Self.sign(payload: Self.claims(iat: now - 10, exp: now + 600), key: try PrivateKey.generateP256())) == .badSignature)
-        #expect(rejection(try Self.sign(header: #"{"alg":"HS256","kid":"2X9R4HXF34","typ":"JWT"}"#,
-                                        payload: Self.claims(iat: now - 10, exp: now + 600), key: key)) == .badAlgorithm)
-        #expect(rejection(try Self.sign(header: #"{"alg":"ES256","typ":"JWT"}"#, payload: Self.claims(iat: now - 10, exp: now + 600), key: key))
-            == .malformed, "kid is required")
-        #expect(rejection(try Self.sign(header: #"{"alg":"ES256","kid":"2X9R4HXF34","typ":"JWS"}"#,
-                                        payload: Self.claims(iat: now - 10, exp: now + 600), key: key)) == .malformed)
+        #expect(
+            rejection(try Self.sign(payload: Self.claims(iat: now - 600, exp: now), key: key)) == .expired,
+            "expires now"
+        )
+        #expect(
+            rejection(try Self.sign(payload: Self.claims(iat: now - 10, exp: now - 10 + 1201), key: key)) == .tooLong
+        )
+        #expect(
+            rejection(try Self.sign(payload: Self.claims(iat: now - 10, exp: now - 10 + 1200), key: key)) == nil,
+            "20 minutes exactly"
+        )
+        #expect(
+            rejection(try Self.sign(payload: Self.claims(iat: now + 120, exp: now + 600), key: key)) == .notYetValid
+        )
+        #expect(
+            rejection(
+                try Self.sign(payload: Self.claims(iat: now - 10, exp: now + 600, aud: "appstoreconnect-v2"), key: key)
+            ) == .badAudience
+        )
+        #expect(
+            rejection(try Self.sign(payload: Self.claims(iat: now - 10, exp: now + 600, aud: nil), key: key))
+                == .badAudience
+        )
+        #expect(
+            rejection(try Self.sign(payload: Self.claims(iat: nil, exp: now + 600), key: key)) == .malformed,
+            "iat is required"
+        )
+        #expect(
+            rejection(
+                try Self.sign(payload: Self.claims(iat: now - 10, exp: now + 600), key: try PrivateKey.generateP256())
+            ) == .badSignature
+        )
+        #expect(
+            rejection(
+                try Self.sign(
+                    header: #"{"alg":"HS256","kid":"2X9R4HXF34","typ":"JWT"}"#,
+                    payload: Self.claims(iat: now - 10, exp: now + 600),
+                    key: key
+                )
+            ) == .badAlgorithm
+        )
+        #expect(
+            rejection(
+                try Self.sign(
+                    header: #"{"alg":"ES256","typ":"JWT"}"#,
+                    payload: Self.claims(iat: now - 10, exp: now + 600),
+                    key: key
+                )
+            )
+                == .malformed,
+            "kid is required"
+        )
+        #expect(
+            rejection(
+                try Self.sign(
+                    header: #"{"alg":"ES256","kid":"2X9R4HXF34","typ":"JWS"}"#,
+                    payload: Self.claims(iat: now - 10, exp: now + 600),
+                    key: key
+                )
+            ) == .malformed
+        )
         #expect(rejection("not.a.token") == .malformed)
         #expect(rejection("") == .malformed)
     }
 
     @Test func credentialsRefuseAKeyThatIsNotP256AndNeverShowTheKey() throws {
         #expect(throws: AppStoreConnectError(.invalidKey, "")) {
-            try AppStoreConnectCredentials(issuerID: Self.issuer, keyID: Self.keyID, privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----")
+            try AppStoreConnectCredentials(
+                issuerID: Self.issuer,
+                keyID: Self.keyID,
+                privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----"
+            )
         }
         let p384 = try PrivateKey.generateP384().pemPKCS8
         do {
@@ -113,7 +197,9 @@ import Testing
         }
         let description = String(describing: try Self.credentials())
         #expect(description.contains(Self.keyID) && description.contains("<redacted>"))
-        for line in Self.pem.split(separator: "\n") where !line.hasPrefix("-----") { #expect(!description.contains(line)) }
+        for line in Self.pem.split(separator: "\n") where !line.hasPrefix("-----") {
+            #expect(!description.contains(line))
+        }
     }
 
     @Test func notificationVersionsKeepUnknownValuesAndMapToGenerations() throws {

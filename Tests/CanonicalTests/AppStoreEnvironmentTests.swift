@@ -19,8 +19,10 @@ import Testing
     }
 
     @Test func wireStringsMatchTheDesign() {
-        #expect([AppStoreEnvironment.production, .sandbox, .xcode, .localTesting].map(\.rawValue)
-            == ["production", "sandbox", "xcode", "local_testing"])
+        #expect(
+            [AppStoreEnvironment.production, .sandbox, .xcode, .localTesting].map(\.rawValue)
+                == ["production", "sandbox", "xcode", "local_testing"]
+        )
     }
 
     @Test func ourOwnWireStringsNormalizeToThemselves() {

@@ -20,7 +20,8 @@ import Testing
             let words = line.split(whereSeparator: \.isWhitespace)
             var rest = words[...]
             while let first = rest.first,
-                first.hasPrefix("@") || ["public", "package", "internal", "fileprivate", "private"].contains(first) {
+                first.hasPrefix("@") || ["public", "package", "internal", "fileprivate", "private"].contains(first)
+            {
                 rest = rest.dropFirst()
             }
             return rest.first == "import"

@@ -5,7 +5,8 @@ import Testing
 @Suite struct CanonicalEventTests {
     /// docs/architecture.md, "The canonical event", in the order of the table (schema first): the keys every encoded event carries.
     static let designKeys = [
-        "schema", "id", "source", "recovered_by", "kind", "reason", "raw_type", "raw_subtype", "bundle_id", "app_apple_id",
+        "schema", "id", "source", "recovered_by", "kind", "reason", "raw_type", "raw_subtype", "bundle_id",
+        "app_apple_id",
         "environment", "product_id", "product_type", "original_transaction_id", "transaction_id",
         "web_order_line_item_id", "subscription_group_id", "purchase_date", "original_purchase_date", "expires_date",
         "revocation_date", "grace_period_expires_date", "event_date", "event_date_source", "revocation_reason",
@@ -25,8 +26,15 @@ import Testing
     }
 
     static func minimal() -> CanonicalEvent {
-        CanonicalEvent(id: "n-1", source: .v2, kind: .test, rawType: "TEST", eventDate: 1_748_736_000_000,
-                       eventDateSource: .signedDate, verified: true)
+        CanonicalEvent(
+            id: "n-1",
+            source: .v2,
+            kind: .test,
+            rawType: "TEST",
+            eventDate: 1_748_736_000_000,
+            eventDateSource: .signedDate,
+            verified: true
+        )
     }
 
     /// The sorted, compact JSON of `minimal()`, with some members' JSON text replaced.
@@ -45,9 +53,17 @@ import Testing
     }
 
     static func full() -> CanonicalEvent {
-        var e = CanonicalEvent(id: "0f8e1a3c-5b7d-4e2f-9a6b-1c2d3e4f5a6b:1", source: .v2, kind: .renewal,
-                               reason: .billingRecovery, rawType: "DID_RENEW", rawSubtype: "BILLING_RECOVERY",
-                               eventDate: 1_748_736_000_000, eventDateSource: .signedDate, verified: true)
+        var e = CanonicalEvent(
+            id: "0f8e1a3c-5b7d-4e2f-9a6b-1c2d3e4f5a6b:1",
+            source: .v2,
+            kind: .renewal,
+            reason: .billingRecovery,
+            rawType: "DID_RENEW",
+            rawSubtype: "BILLING_RECOVERY",
+            eventDate: 1_748_736_000_000,
+            eventDateSource: .signedDate,
+            verified: true
+        )
         e.bundleID = "com.example.gateway"
         e.appAppleID = 1_234_567_890
         e.environment = .sandbox
@@ -93,7 +109,9 @@ import Testing
         #expect(Set(object.keys) == Set(Self.designKeys))
         #expect(object.count == 40)
         #expect(text.hasPrefix("{") && text.contains(#""schema":1,"#))
-        let nonNull: Set = ["schema", "id", "source", "kind", "raw_type", "event_date", "event_date_source", "verified"]
+        let nonNull: Set = [
+            "schema", "id", "source", "kind", "raw_type", "event_date", "event_date_source", "verified",
+        ]
         for key in Self.designKeys where !nonNull.contains(key) {
             #expect(object[key] is NSNull, "\(key) should be an explicit null")
         }
@@ -116,7 +134,9 @@ import Testing
     }
 
     @Test func aFullyPopulatedEventUsesTheSnakeCaseKeysForEachField() throws {
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(try Self.encode(Self.full()).utf8)) as? [String: Any])
+        let object = try #require(
+            try JSONSerialization.jsonObject(with: Data(try Self.encode(Self.full()).utf8)) as? [String: Any]
+        )
         #expect(object["app_apple_id"] as? Int == 1_234_567_890)
         #expect(object["original_transaction_id"] as? String == "2000000123456789")
         #expect(object["grace_period_expires_date"] as? Int == 1_751_500_000_000)
@@ -161,14 +181,17 @@ import Testing
     }
 
     @Test func decodesAnEventThatOmitsEveryOptionalKey() throws {
-        let text = #"{"schema":1,"id":"n-1","source":"v2","kind":"test","raw_type":"TEST","event_date":1748736000000,"#
+        let text =
+            #"{"schema":1,"id":"n-1","source":"v2","kind":"test","raw_type":"TEST","event_date":1748736000000,"#
             + #""event_date_source":"signed_date","verified":true}"#
         #expect(try Self.decode(text) == Self.minimal())
     }
 
     @Test(arguments: ["schema", "id", "source", "kind", "raw_type", "event_date", "event_date_source", "verified"])
     func rejectsAnEventWithoutARequiredKey(_ key: String) throws {
-        var object = try #require(try JSONSerialization.jsonObject(with: Data(Self.minimalJSON().utf8)) as? [String: Any])
+        var object = try #require(
+            try JSONSerialization.jsonObject(with: Data(Self.minimalJSON().utf8)) as? [String: Any]
+        )
         object[key] = nil
         let data = try JSONSerialization.data(withJSONObject: object)
         #expect(throws: DecodingError.self) { try JSONDecoder().decode(CanonicalEvent.self, from: data) }

@@ -46,11 +46,17 @@ import Testing
         #expect(UTCTime.days(year: 1969, month: 12, day: 31) == -1)
         #expect(UTCTime.days(year: 2025, month: 6, day: 1) == 20_240)
         #expect(UTCTime.milliseconds(year: 2025, month: 6, day: 1, hour: 0, minute: 0, second: 0) == 1_748_736_000_000)
-        #expect(UTCTime.milliseconds(year: 2019, month: 11, day: 24, hour: 17, minute: 42, second: 49) == 1_574_617_369_000)
+        #expect(
+            UTCTime.milliseconds(year: 2019, month: 11, day: 24, hour: 17, minute: 42, second: 49) == 1_574_617_369_000
+        )
     }
 
     @Test func monthLengthsFollowTheGregorianLeapYears() {
-        #expect((1...12).map { UTCTime.daysInMonth(year: 2025, month: $0) } == [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
+        #expect(
+            (1...12).map { UTCTime.daysInMonth(year: 2025, month: $0) } == [
+                31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31,
+            ]
+        )
         #expect(UTCTime.daysInMonth(year: 2024, month: 2) == 29 && UTCTime.daysInMonth(year: 2000, month: 2) == 29)
         #expect(UTCTime.daysInMonth(year: 1900, month: 2) == 28 && UTCTime.daysInMonth(year: 0, month: 2) == 29)
         #expect(UTCTime.daysInMonth(year: .min, month: 2) == 29 && UTCTime.daysInMonth(year: .max, month: 2) == 28)

@@ -6,11 +6,14 @@ import Testing
     @Test func allHoldsTheEighteenDistinctDesignKinds() {
         #expect(EventKind.all.count == 18)
         #expect(Set(EventKind.all).count == 18)
-        #expect(EventKind.all.map(\.rawValue) == [
-            "purchase", "renewal", "renewal_failure", "grace_period_expired", "expiration", "auto_renew_changed",
-            "plan_change", "price_increase", "refund", "refund_declined", "refund_reversed", "revocation",
-            "renewal_extended", "renewal_extension_summary", "consumption_request", "one_time_charge", "test", "other",
-        ])
+        #expect(
+            EventKind.all.map(\.rawValue) == [
+                "purchase", "renewal", "renewal_failure", "grace_period_expired", "expiration", "auto_renew_changed",
+                "plan_change", "price_increase", "refund", "refund_declined", "refund_reversed", "revocation",
+                "renewal_extended", "renewal_extension_summary", "consumption_request", "one_time_charge", "test",
+                "other",
+            ]
+        )
     }
 
     @Test func anUnknownKindIsNotAmongAllButStillAValue() {
@@ -24,14 +27,18 @@ import Testing
         let encoder = JSONEncoder()
         #expect(String(decoding: try encoder.encode(EventKind.renewalFailure), as: UTF8.self) == #""renewal_failure""#)
         #expect(String(decoding: try encoder.encode(EventSource.v2API), as: UTF8.self) == #""v2-api""#)
-        #expect(String(decoding: try encoder.encode([EventReason.offerRedeemed]), as: UTF8.self) == #"["offer_redeemed"]"#)
+        #expect(
+            String(decoding: try encoder.encode([EventReason.offerRedeemed]), as: UTF8.self) == #"["offer_redeemed"]"#
+        )
         #expect(try JSONDecoder().decode(EventKind.self, from: Data(#""one_time_charge""#.utf8)) == .oneTimeCharge)
     }
 
     @Test func sourcesAndDateSourcesMatchTheDesign() {
         #expect([EventSource.v1, .v2, .v2API, .v1Receipt].map(\.rawValue) == ["v1", "v2", "v2-api", "v1-receipt"])
-        #expect([EventDateSource.signedDate, .transactionSignedDate, .notification, .arrival].map(\.rawValue)
-            == ["signed_date", "transaction_signed_date", "notification", "arrival"])
+        #expect(
+            [EventDateSource.signedDate, .transactionSignedDate, .notification, .arrival].map(\.rawValue)
+                == ["signed_date", "transaction_signed_date", "notification", "arrival"]
+        )
     }
 
     @Test func reasonsMatchTheDesign() {
@@ -40,10 +47,13 @@ import Testing
             .voluntary, .priceIncrease, .productNotForSale, .enabled, .disabled, .upgrade, .downgrade, .reverted,
             .pending, .accepted, .failure,
         ]
-        #expect(reasons.map(\.rawValue) == [
-            "initial", "resubscribe", "offer_redeemed", "auto", "billing_recovery", "interactive", "grace_period",
-            "billing_retry", "voluntary", "price_increase", "product_not_for_sale", "enabled", "disabled", "upgrade",
-            "downgrade", "reverted", "pending", "accepted", "failure",
-        ])
+        #expect(
+            reasons.map(\.rawValue) == [
+                "initial", "resubscribe", "offer_redeemed", "auto", "billing_recovery", "interactive", "grace_period",
+                "billing_retry", "voluntary", "price_increase", "product_not_for_sale", "enabled", "disabled",
+                "upgrade",
+                "downgrade", "reverted", "pending", "accepted", "failure",
+            ]
+        )
     }
 }

@@ -16,7 +16,10 @@ import Testing
         // Plain numbers are seconds: one that does not fit in milliseconds is refused, not a trap (it was `n * 1000`).
         #expect(DurationText.milliseconds("100000000000000000") == nil)
         #expect(DurationText.milliseconds("9223372036854775") == 9_223_372_036_854_775_000)
-        #expect(DurationText.milliseconds("+5") == nil && DurationText.milliseconds("") == nil && DurationText.milliseconds("5 s") == nil)
+        #expect(
+            DurationText.milliseconds("+5") == nil && DurationText.milliseconds("") == nil
+                && DurationText.milliseconds("5 s") == nil
+        )
     }
 }
 
@@ -24,9 +27,14 @@ import Testing
 @Suite struct SizeTextTests {
     @Test func sizesParse() {
         #expect(SizeText.bytes("16MiB") == Int64(16 * 1_048_576))
-        #expect(SizeText.bytes("512KiB") == 524_288 && SizeText.bytes("2GB") == 2_000_000_000 && SizeText.bytes("1024") == 1024)
+        #expect(
+            SizeText.bytes("512KiB") == 524_288 && SizeText.bytes("2GB") == 2_000_000_000
+                && SizeText.bytes("1024") == 1024
+        )
         #expect(SizeText.bytes("8 MiB") == Int64(8 * 1_048_576))
-        #expect(SizeText.bytes("9999999999999GiB") == nil && SizeText.bytes("-1MiB") == nil && SizeText.bytes("MiB") == nil)
+        #expect(
+            SizeText.bytes("9999999999999GiB") == nil && SizeText.bytes("-1MiB") == nil && SizeText.bytes("MiB") == nil
+        )
     }
 }
 
@@ -48,7 +56,10 @@ import Testing
         #expect(TimeText.milliseconds("2025-06-01T00:00:01.5Z", now: 0) == now + 1_500)
         #expect(TimeText.milliseconds("2025-06-01T02:00:00+02:00", now: 0) == now)
         #expect(TimeText.milliseconds("1969-12-31T23:59:59Z", now: 0) == -1_000)
-        #expect(TimeText.milliseconds("2025-13-01", now: 0) == nil && TimeText.milliseconds("2025-06-01T24:00:00Z", now: 0) == nil)
+        #expect(
+            TimeText.milliseconds("2025-13-01", now: 0) == nil
+                && TimeText.milliseconds("2025-06-01T24:00:00Z", now: 0) == nil
+        )
         #expect(TimeText.milliseconds("2025-06-01T00:00:00", now: 0) == nil, "a time without a zone")
     }
 

@@ -47,7 +47,9 @@ import Testing
         #expect(Self.rejects(text, .url))
     }
 
-    @Test(arguments: ["-_-_", "ab_c", "Zm9-", "Zg", "Zm8", "Zm9vYg", "Zm9vY", "Zm9vYg=", "Zm9vYg===", "Zg=a", "Z=g=", "===="])
+    @Test(arguments: [
+        "-_-_", "ab_c", "Zm9-", "Zg", "Zm8", "Zm9vYg", "Zm9vY", "Zm9vYg=", "Zm9vYg===", "Zg=a", "Z=g=", "====",
+    ])
     func standardAlphabetRejectsURLCharactersMissingPaddingAndWrongLengths(_ text: String) {
         #expect(Self.rejects(text, .standard))
     }
@@ -66,18 +68,26 @@ import Testing
 
     /// Decodes `text` after clearing the bits the last character carries beyond the final byte (test oracle).
     static func decode(_ text: String, _ alphabet: Base64.Alphabet, ignoringTrailingBits: Bool) throws -> [UInt8] {
-        let chars = Array((alphabet == .standard ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-            : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_").utf8)
+        let chars = Array(
+            (alphabet == .standard
+                ? "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+                : "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_").utf8
+        )
         var body = Array(text.utf8.filter { $0 != UInt8(ascii: "=") })
         let rest = body.count % 4
         let last = try #require(chars.firstIndex(of: body[body.count - 1]))
         let mask = rest == 2 ? 0b11_0000 : 0b11_1100
         body[body.count - 1] = chars[last & mask]
-        let padded = String(decoding: body, as: UTF8.self) + (alphabet == .standard ? String(repeating: "=", count: 4 - rest) : "")
+        let padded =
+            String(decoding: body, as: UTF8.self)
+            + (alphabet == .standard ? String(repeating: "=", count: 4 - rest) : "")
         return try decode(padded, alphabet)
     }
 
-    @Test(arguments: ["Zm9!", "Zm9v!A==", "Zm*v", "Z\u{e9}9", "Zm9v\u{0}AAA", "\u{7f}AAA"], [Base64.Alphabet.standard, .url])
+    @Test(
+        arguments: ["Zm9!", "Zm9v!A==", "Zm*v", "Z\u{e9}9", "Zm9v\u{0}AAA", "\u{7f}AAA"],
+        [Base64.Alphabet.standard, .url]
+    )
     func rejectsCharactersOutsideTheAlphabet(_ text: String, _ alphabet: Base64.Alphabet) {
         #expect(Self.rejects(text, alphabet))
     }
@@ -102,7 +112,9 @@ import Testing
             let text = Base64.encode(bytes, alphabet: alphabet)
             // Independent oracle: Foundation's encoder (standard alphabet, padded).
             let foundation = Data(bytes).base64EncodedString()
-            let expected = alphabet == .standard ? foundation
+            let expected =
+                alphabet == .standard
+                ? foundation
                 : foundation.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
                     .replacingOccurrences(of: "=", with: "")
             #expect(text == expected, "length \(length)")
@@ -127,8 +139,14 @@ import Testing
 
     @Test func rejectsTheSameInvalidInputThroughASlice() {
         let framed = Array("AAAAZh==AAAA".utf8)
-        #expect(cryptoErrorCode { () throws(CryptoError) in _ = try Base64.decode(framed[4..<8], alphabet: .standard) } == .invalidBase64)
-        #expect(cryptoErrorCode { () throws(CryptoError) in _ = try Base64.decode(framed[0..<4], alphabet: .standard) } == nil)
+        #expect(
+            cryptoErrorCode { () throws(CryptoError) in _ = try Base64.decode(framed[4..<8], alphabet: .standard) }
+                == .invalidBase64
+        )
+        #expect(
+            cryptoErrorCode { () throws(CryptoError) in _ = try Base64.decode(framed[0..<4], alphabet: .standard) }
+                == nil
+        )
     }
 
     @Test func decodesAnEmptySliceToNoBytes() throws {

@@ -2,16 +2,18 @@ import Crypto
 import Testing
 
 @Suite struct BytesTests {
-    @Test(arguments: [
-        ([UInt8](), [UInt8](), true),
-        ([1, 2, 3], [1, 2, 3], true),
-        ([1, 2, 3], [1, 2, 4], false),
-        ([0, 2, 3], [1, 2, 3], false),
-        ([1, 2, 3], [1, 2], false),
-        ([1, 2], [1, 2, 3], false),
-        ([], [0], false),
-        ([0], [], false),
-    ] as [([UInt8], [UInt8], Bool)])
+    @Test(
+        arguments: [
+            ([UInt8](), [UInt8](), true),
+            ([1, 2, 3], [1, 2, 3], true),
+            ([1, 2, 3], [1, 2, 4], false),
+            ([0, 2, 3], [1, 2, 3], false),
+            ([1, 2, 3], [1, 2], false),
+            ([1, 2], [1, 2, 3], false),
+            ([], [0], false),
+            ([0], [], false),
+        ] as [([UInt8], [UInt8], Bool)]
+    )
     func constantTimeEqualComparesContentAndLength(_ a: [UInt8], _ b: [UInt8], _ equal: Bool) {
         #expect(Bytes.constantTimeEqual(a, b) == equal)
     }

@@ -32,7 +32,10 @@ import Testing
 
     /// The failure of validating `leaf` → `intermediates` → `anchor` at `time`, nil when it succeeds.
     static func failure(
-        anchor: X509Certificate, leaf: X509Certificate, intermediates: [X509Certificate], at time: Int64
+        anchor: X509Certificate,
+        leaf: X509Certificate,
+        intermediates: [X509Certificate],
+        at time: Int64
     ) throws -> X509PathFailure? {
         let store = try X509TrustStore(anchor: anchor)
         do {
@@ -45,7 +48,8 @@ import Testing
 
     static func occurrences(of needle: [UInt8], in haystack: [UInt8]) -> Int {
         guard haystack.count >= needle.count else { return 0 }
-        return (0...(haystack.count - needle.count)).filter { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }.count
+        return (0...(haystack.count - needle.count)).filter { haystack[$0..<($0 + needle.count)].elementsEqual(needle) }
+            .count
     }
 
     // MARK: profile
@@ -70,8 +74,14 @@ import Testing
         #expect(Self.chain(pki).map { $0.hasExtension(oid: Self.intermediateMarker) } == [false, true, false])
         #expect(Self.chain(pki).map { $0.hasExtension(oid: Self.leafMarker) } == [false, false, true])
         // Non-critical, value DER NULL, as Apple's.
-        #expect(pki.intermediate.extensions.last == CertificateExtension(oid: Self.intermediateMarker, critical: false, derValue: [0x05, 0x00]))
-        #expect(pki.leaf.extensions.last == CertificateExtension(oid: Self.leafMarker, critical: false, derValue: [0x05, 0x00]))
+        #expect(
+            pki.intermediate.extensions.last
+                == CertificateExtension(oid: Self.intermediateMarker, critical: false, derValue: [0x05, 0x00])
+        )
+        #expect(
+            pki.leaf.extensions.last
+                == CertificateExtension(oid: Self.leafMarker, critical: false, derValue: [0x05, 0x00])
+        )
     }
 
     @Test func validityIsExactlyTheRequestedSeconds() throws {
@@ -84,8 +94,13 @@ import Testing
         #expect(odd.leaf.notAfter == 2_556_143_999)
         // The extremes RFC 5280 can encode: 1950-01-01 (first UTCTime) to 9999-12-31T23:59:59Z.
         let widest = try CertificateBuilder.make(
-            subject: CertificateSubject(commonName: "Widest"), issuer: nil, key: try PrivateKey.generateP256(),
-            notBefore: -631_152_000, notAfter: 253_402_300_799, isCA: false)
+            subject: CertificateSubject(commonName: "Widest"),
+            issuer: nil,
+            key: try PrivateKey.generateP256(),
+            notBefore: -631_152_000,
+            notAfter: 253_402_300_799,
+            isCA: false
+        )
         #expect(widest.notBefore == -631_152_000)
         #expect(widest.notAfter == 253_402_300_799)
     }
@@ -127,7 +142,9 @@ import Testing
         }
         // The values checked above, spelled out.
         #expect(Self.value(pki.root, Self.basicConstraints) == [0x30, 0x03, 0x01, 0x01, 0xFF])
-        #expect(Self.value(pki.intermediate, Self.basicConstraints) == [0x30, 0x06, 0x01, 0x01, 0xFF, 0x02, 0x01, 0x00])
+        #expect(
+            Self.value(pki.intermediate, Self.basicConstraints) == [0x30, 0x06, 0x01, 0x01, 0xFF, 0x02, 0x01, 0x00]
+        )
         #expect(Self.value(pki.leaf, Self.basicConstraints) == [0x30, 0x00])
         #expect(Self.value(pki.intermediate, Self.keyUsage) == [0x03, 0x02, 0x01, 0x06])
         #expect(Self.value(pki.leaf, Self.keyUsage) == [0x03, 0x02, 0x07, 0x80])
@@ -144,7 +161,9 @@ import Testing
     @Test(arguments: [notBefore - 1, notAfter])
     func chainIsOutsideValidityOutsideTheRequestedWindow(_ time: Int64) throws {
         let pki = try Self.generate()
-        let failure = try #require(try Self.failure(anchor: pki.root, leaf: pki.leaf, intermediates: [pki.intermediate], at: time))
+        let failure = try #require(
+            try Self.failure(anchor: pki.root, leaf: pki.leaf, intermediates: [pki.intermediate], at: time)
+        )
         #expect(failure.kind == .outsideValidity)
     }
 
@@ -153,13 +172,22 @@ import Testing
         let other = try Self.generate()
         #expect(other.intermediate.subject == pki.intermediate.subject)  // same names, different keys
         let ownChain = try #require(
-            try Self.failure(anchor: pki.root, leaf: other.leaf, intermediates: [other.intermediate], at: Self.june2025))
+            try Self.failure(anchor: pki.root, leaf: other.leaf, intermediates: [other.intermediate], at: Self.june2025)
+        )
         #expect(ownChain.kind == .untrustedIssuer)
         let borrowed = try #require(
-            try Self.failure(anchor: pki.root, leaf: other.leaf, intermediates: [pki.intermediate], at: Self.june2025))
+            try Self.failure(anchor: pki.root, leaf: other.leaf, intermediates: [pki.intermediate], at: Self.june2025)
+        )
         #expect(borrowed.kind == .untrustedIssuer)
         // The other PKI's chain is fine against its own root.
-        #expect(try Self.failure(anchor: other.root, leaf: other.leaf, intermediates: [other.intermediate], at: Self.june2025) == nil)
+        #expect(
+            try Self.failure(
+                anchor: other.root,
+                leaf: other.leaf,
+                intermediates: [other.intermediate],
+                at: Self.june2025
+            ) == nil
+        )
     }
 
     // MARK: builder
@@ -169,11 +197,21 @@ import Testing
         let custom = [
             CertificateExtension(oid: "1.3.6.1.4.1.55555.1", critical: false, derValue: [0x05, 0x00]),
             CertificateExtension(oid: "1.3.6.1.4.1.55555.2", critical: true, derValue: [0x0C, 0x02, 0x68, 0x69]),
-            CertificateExtension(oid: "1.3.6.1.4.1.55555.3", critical: false, derValue: [0x30, 0x03, 0x02, 0x01, 0x07]),
+            CertificateExtension(
+                oid: "1.3.6.1.4.1.55555.3",
+                critical: false,
+                derValue: [0x30, 0x03, 0x02, 0x01, 0x07]
+            ),
         ]
         let cert = try CertificateBuilder.make(
-            subject: CertificateSubject(commonName: "Extensions"), issuer: nil, key: key,
-            notBefore: Self.notBefore, notAfter: Self.notAfter, isCA: false, extensions: custom)
+            subject: CertificateSubject(commonName: "Extensions"),
+            issuer: nil,
+            key: key,
+            notBefore: Self.notBefore,
+            notAfter: Self.notAfter,
+            isCA: false,
+            extensions: custom
+        )
         #expect(Array(cert.extensions.suffix(3)) == custom)
         #expect(cert.extensions.map(\.oid).prefix(3) == [Self.basicConstraints, Self.keyUsage, Self.subjectKeyID])
         #expect(custom.allSatisfy { cert.hasExtension(oid: $0.oid) })
@@ -210,17 +248,29 @@ import Testing
         }
         let code = cryptoErrorCode { () throws(CryptoError) in
             _ = try CertificateBuilder.make(
-                subject: subject, issuer: nil, key: key, notBefore: Self.notBefore, notAfter: notAfter, isCA: false,
-                pathLength: pathLength, extensions: extensions)
+                subject: subject,
+                issuer: nil,
+                key: key,
+                notBefore: Self.notBefore,
+                notAfter: notAfter,
+                isCA: false,
+                pathLength: pathLength,
+                extensions: extensions
+            )
         }
         #expect(code == .invalidArgument)
     }
 
     @Test func buildsTheControlInputOfTheRejectionCases() throws {
         let cert = try CertificateBuilder.make(
-            subject: CertificateSubject(commonName: "Bad", country: "US"), issuer: nil, key: try PrivateKey.generateP256(),
-            notBefore: Self.notBefore, notAfter: Self.notAfter, isCA: false,
-            extensions: [CertificateExtension(oid: "1.3.6.1.4.1.55555.9", critical: false, derValue: [0x05, 0x00])])
+            subject: CertificateSubject(commonName: "Bad", country: "US"),
+            issuer: nil,
+            key: try PrivateKey.generateP256(),
+            notBefore: Self.notBefore,
+            notAfter: Self.notAfter,
+            isCA: false,
+            extensions: [CertificateExtension(oid: "1.3.6.1.4.1.55555.9", critical: false, derValue: [0x05, 0x00])]
+        )
         #expect(cert.subject == "C=US,CN=Bad")
     }
 
@@ -228,8 +278,13 @@ import Testing
         let pki = try Self.generate()
         let code = cryptoErrorCode { () throws(CryptoError) in
             _ = try CertificateBuilder.make(
-                subject: CertificateSubject(commonName: "Leaf"), issuer: (pki.intermediate, pki.rootKey),
-                key: try PrivateKey.generateP256(), notBefore: Self.notBefore, notAfter: Self.notAfter, isCA: false)
+                subject: CertificateSubject(commonName: "Leaf"),
+                issuer: (pki.intermediate, pki.rootKey),
+                key: try PrivateKey.generateP256(),
+                notBefore: Self.notBefore,
+                notAfter: Self.notAfter,
+                isCA: false
+            )
         }
         #expect(code == .invalidKey)
     }

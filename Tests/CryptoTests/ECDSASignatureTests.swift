@@ -58,23 +58,30 @@ import Testing
         #expect(ECDSASignature.der(fromRaw: [UInt8](repeating: 0x11, count: count)) == nil)
     }
 
-    @Test(arguments: [
-        [],
-        [0x01, 0x02, 0x03],
-        [0x30, 0x00],
-        [0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01],  // truncated
-        [0x31, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01, 0x01],  // SET, not SEQUENCE
-        [0x30, 0x06, 0x04, 0x01, 0x01, 0x02, 0x01, 0x01],  // OCTET STRING for r
-    ] as [[UInt8]])
+    @Test(
+        arguments: [
+            [],
+            [0x01, 0x02, 0x03],
+            [0x30, 0x00],
+            [0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01],  // truncated
+            [0x31, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01, 0x01],  // SET, not SEQUENCE
+            [0x30, 0x06, 0x04, 0x01, 0x01, 0x02, 0x01, 0x01],  // OCTET STRING for r
+        ] as [[UInt8]]
+    )
     func throwsForBytesThatAreNotADERSignature(_ der: [UInt8]) {
-        #expect(cryptoErrorCode { () throws(CryptoError) in _ = try ECDSASignature.raw(fromDER: der) } == .invalidSignature)
+        #expect(
+            cryptoErrorCode { () throws(CryptoError) in _ = try ECDSASignature.raw(fromDER: der) } == .invalidSignature
+        )
     }
 
     @Test func rejectsTrailingBytesAfterTheSignature() throws {
         let raw = [UInt8](repeating: 0x11, count: 32) + [UInt8](repeating: 0x22, count: 32)
         let der = try #require(ECDSASignature.der(fromRaw: raw))
         #expect(try ECDSASignature.raw(fromDER: der) == raw)
-        #expect(cryptoErrorCode { () throws(CryptoError) in _ = try ECDSASignature.raw(fromDER: der + [0x00]) } == .invalidSignature)
+        #expect(
+            cryptoErrorCode { () throws(CryptoError) in _ = try ECDSASignature.raw(fromDER: der + [0x00]) }
+                == .invalidSignature
+        )
     }
 
     @Test func rejectsANonMinimalInteger() {
@@ -94,7 +101,10 @@ import Testing
             var raw = rng.bytes(64)
             // Exercise leading zeros often.
             let zeros = Int(rng.next() % 4)
-            for i in 0..<zeros { raw[i] = 0; raw[32 + i] = 0 }
+            for i in 0..<zeros {
+                raw[i] = 0
+                raw[32 + i] = 0
+            }
             guard let der = ECDSASignature.der(fromRaw: raw) else { continue }
             #expect(try ECDSASignature.raw(fromDER: der) == raw)
             #expect(der[0] == 0x30 && Int(der[1]) == der.count - 2)

@@ -24,8 +24,10 @@ import Testing
         #expect(throws: CryptoError(.invalidSignature, "")) { try ECDSASignature.raw(fromDER: der) }
     }
 
-    @Test(arguments: ["", "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n",
-                      "-----BEGIN CERTIFICATE-----\n" + String(repeating: "MIIB", count: 5_000) + "\n-----END CERTIFICATE-----\n"])
+    @Test(arguments: [
+        "", "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n",
+        "-----BEGIN CERTIFICATE-----\n" + String(repeating: "MIIB", count: 5_000) + "\n-----END CERTIFICATE-----\n",
+    ])
     func pemThatIsNoCertificateOrKeyIsAnError(_ text: String) {
         #expect(throws: CryptoError(.invalidCertificate, "")) { try X509Certificate(pem: text) }
         #expect(throws: CryptoError(.invalidKey, "")) { try PrivateKey(pem: text) }
@@ -36,11 +38,24 @@ import Testing
         let (first, last): (Int64, Int64) = (-631_152_000, 253_402_300_799)
         let key = try PrivateKey.generateP256()
         let certificate = try CertificateBuilder.make(
-            subject: CertificateSubject(commonName: "extremes"), issuer: nil, key: key, notBefore: first, notAfter: last, isCA: true)
+            subject: CertificateSubject(commonName: "extremes"),
+            issuer: nil,
+            key: key,
+            notBefore: first,
+            notAfter: last,
+            isCA: true
+        )
         #expect(certificate.notBefore == first)
         #expect(certificate.notAfter == last)
         #expect(throws: CryptoError(.invalidArgument, "")) {
-            try CertificateBuilder.make(subject: CertificateSubject(commonName: "x"), issuer: nil, key: key, notBefore: .min, notAfter: .max, isCA: true)
+            try CertificateBuilder.make(
+                subject: CertificateSubject(commonName: "x"),
+                issuer: nil,
+                key: key,
+                notBefore: .min,
+                notAfter: .max,
+                isCA: true
+            )
         }
     }
 
@@ -50,7 +65,10 @@ import Testing
         let leaf = try X509Certificate(der: try TestPKI.der("leaf"))
         let intermediate = try X509Certificate(der: try TestPKI.der("intermediate"))
         try store.validate(leaf: leaf, intermediates: [intermediate], at: 1_748_736_000)
-        for time in [Int64.min, Int64.min + 1, -62_167_219_201, -1, 0, 253_402_300_800, Int64.max / 1000, Int64.max - 1, Int64.max] {
+        for time in [
+            Int64.min, Int64.min + 1, -62_167_219_201, -1, 0, 253_402_300_800, Int64.max / 1000, Int64.max - 1,
+            Int64.max,
+        ] {
             do {
                 try store.validate(leaf: leaf, intermediates: [intermediate], at: time)
                 Issue.record("validated at \(time)")

@@ -11,14 +11,21 @@ import Testing
     static let rfc6979SPKI = hexBytes(
         "3059301306072a8648ce3d020106082a8648ce3d030107034200"
             + "04 60fed4ba255a9d31c961eb74c6356d68c049b8923b61fa6ce669622e60f29fb6"
-            + "7903fe1008b8bc99a41ae9e95628bc64f2f1b20c2d7e9f5177a3c294d4462299")
+            + "7903fe1008b8bc99a41ae9e95628bc64f2f1b20c2d7e9f5177a3c294d4462299"
+    )
 
     /// RFC 6979 A.2.5, ECDSA with SHA-256: raw r‖s for the messages "sample" and "test".
     static let rfc6979Signatures: [(message: String, signature: String)] = [
-        ("sample", "efd48b2aacb6a8fd1140dd9cd45e81d69d2c877b56aaf991c34d0ea84eaf3716"
-            + "f7cb1c942d657c41d436c7a1b6e29f65f3e900dbb9aff4064dc4ab2f843acda8"),
-        ("test", "f1abb023518351cd71d881567b1ea663ed3efcf6c5132b354f28d3b0b7d38367"
-            + "019f4113742a2b14bd25926b49c649155f267e60d3814b4c0cc84250e46f0083"),
+        (
+            "sample",
+            "efd48b2aacb6a8fd1140dd9cd45e81d69d2c877b56aaf991c34d0ea84eaf3716"
+                + "f7cb1c942d657c41d436c7a1b6e29f65f3e900dbb9aff4064dc4ab2f843acda8"
+        ),
+        (
+            "test",
+            "f1abb023518351cd71d881567b1ea663ed3efcf6c5132b354f28d3b0b7d38367"
+                + "019f4113742a2b14bd25926b49c649155f267e60d3814b4c0cc84250e46f0083"
+        ),
     ]
 
     @Test(arguments: rfc6979Signatures)
@@ -39,7 +46,8 @@ import Testing
     /// converted to r‖s): the code under test did not produce it.
     static let fixtureSignature = hexBytes(
         "dbaa690ed557459c6fd4b6973aad7b3b6a40bad31469a598a038a928740b65fd"
-            + "58f84ba8e528dd02bf18bc8c92600fdef9de4051a8f35ad712bfacdb5bf22784")
+            + "58f84ba8e528dd02bf18bc8c92600fdef9de4051a8f35ad712bfacdb5bf22784"
+    )
 
     @Test func verifiesAFixedSignatureByTheFixtureLeafWithTheLeafCertificatesKey() throws {
         let key = try X509Certificate(der: try TestPKI.der("leaf")).publicKey()
@@ -59,8 +67,10 @@ import Testing
     }
 
     @Test func subjectPublicKeyInfoRoundTrips() throws {
-        for key in [try PrivateKey.generateP256().publicKey, try PrivateKey.generateP384().publicKey,
-                    try PublicKey(subjectPublicKeyInfo: Self.rfc6979SPKI)] {
+        for key in [
+            try PrivateKey.generateP256().publicKey, try PrivateKey.generateP384().publicKey,
+            try PublicKey(subjectPublicKeyInfo: Self.rfc6979SPKI),
+        ] {
             let spki = key.subjectPublicKeyInfo
             let decoded = try PublicKey(subjectPublicKeyInfo: spki)
             #expect(decoded.subjectPublicKeyInfo == spki)
@@ -72,13 +82,17 @@ import Testing
 
     @Test(arguments: [[], [0x30, 0x00], [0x01, 0x02, 0x03], Array(rfc6979SPKI.dropLast(1))] as [[UInt8]])
     func rejectsBytesThatAreNotASubjectPublicKeyInfo(_ der: [UInt8]) {
-        #expect(cryptoErrorCode { () throws(CryptoError) in _ = try PublicKey(subjectPublicKeyInfo: der) } == .invalidKey)
+        #expect(
+            cryptoErrorCode { () throws(CryptoError) in _ = try PublicKey(subjectPublicKeyInfo: der) } == .invalidKey
+        )
     }
 
     @Test func rejectsAPointThatIsNotOnTheCurve() {
         var spki = Self.rfc6979SPKI
         spki[spki.count - 1] ^= 0x01
-        #expect(cryptoErrorCode { () throws(CryptoError) in _ = try PublicKey(subjectPublicKeyInfo: spki) } == .invalidKey)
+        #expect(
+            cryptoErrorCode { () throws(CryptoError) in _ = try PublicKey(subjectPublicKeyInfo: spki) } == .invalidKey
+        )
     }
 
     @Test func verifiesConcurrentlyWithOneSharedKey() async throws {

@@ -13,7 +13,9 @@ import Testing
         return items.filter { $0.hasSuffix(".der") }.map { String($0.dropLast(4)) }.sorted()
     }()
 
-    static func certificate(_ name: String) throws -> X509Certificate { try X509Certificate(der: try TestPKI.der(name)) }
+    static func certificate(_ name: String) throws -> X509Certificate {
+        try X509Certificate(der: try TestPKI.der(name))
+    }
 
     /// A PEM built here from DER, 64 characters a line (RFC 7468).
     static func pem(fromDER der: [UInt8]) -> String {
@@ -65,13 +67,15 @@ import Testing
     }
 
     /// Validity per Fixtures/test-pki/README.md (seconds since the epoch, UTC).
-    @Test(arguments: [
-        ("root", 1_577_836_800, 2_366_841_600),  // 2020-01-01 → 2045-01-01
-        ("other-root", 1_577_836_800, 2_366_841_600),
-        ("intermediate", 1_577_836_800, 2_208_988_800),  // 2020-01-01 → 2040-01-01
-        ("leaf", 1_704_067_200, 1_893_456_000),  // 2024-01-01 → 2030-01-01
-        ("leaf-expired", 1_577_836_800, 1_609_459_200),  // 2020-01-01 → 2021-01-01
-    ] as [(String, Int64, Int64)])
+    @Test(
+        arguments: [
+            ("root", 1_577_836_800, 2_366_841_600),  // 2020-01-01 → 2045-01-01
+            ("other-root", 1_577_836_800, 2_366_841_600),
+            ("intermediate", 1_577_836_800, 2_208_988_800),  // 2020-01-01 → 2040-01-01
+            ("leaf", 1_704_067_200, 1_893_456_000),  // 2024-01-01 → 2030-01-01
+            ("leaf-expired", 1_577_836_800, 1_609_459_200),  // 2020-01-01 → 2021-01-01
+        ] as [(String, Int64, Int64)]
+    )
     func readsTheExactValidityPeriod(_ name: String, _ notBefore: Int64, _ notAfter: Int64) throws {
         let certificate = try Self.certificate(name)
         #expect(certificate.notBefore == notBefore)
@@ -81,7 +85,8 @@ import Testing
     @Test(arguments: [
         ("root", true), ("intermediate", true), ("other-root", true), ("other-intermediate", true),
         ("intermediate-no-marker", true), ("leaf-ca", true),
-        ("leaf", false), ("other-leaf", false), ("leaf-expired", false), ("leaf-no-marker", false), ("leaf-p384", false),
+        ("leaf", false), ("other-leaf", false), ("leaf-expired", false), ("leaf-no-marker", false),
+        ("leaf-p384", false),
         ("intermediate-not-ca", false),
     ])
     func readsTheCAFlagFromBasicConstraints(_ name: String, _ isCA: Bool) throws {

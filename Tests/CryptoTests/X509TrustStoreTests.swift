@@ -8,7 +8,9 @@ import Testing
     /// 2031-01-01T00:00:00Z, after the leaf's notAfter (2030-01-01).
     static let january2031: Int64 = 1_924_992_000
 
-    static func certificate(_ name: String) throws -> X509Certificate { try X509Certificate(der: try TestPKI.der(name)) }
+    static func certificate(_ name: String) throws -> X509Certificate {
+        try X509Certificate(der: try TestPKI.der(name))
+    }
     static func store() throws -> X509TrustStore { try X509TrustStore(anchor: try certificate("root")) }
 
     /// The failure of a validation, nil when it succeeds.
@@ -48,10 +50,12 @@ import Testing
     }
 
     /// OpenSSL counts notBefore itself as valid and notAfter itself as expired.
-    @Test(arguments: [
-        (1_704_067_200 - 1, false), (1_704_067_200, true),  // leaf notBefore 2024-01-01
-        (1_893_456_000 - 1, true), (1_893_456_000, false),  // leaf notAfter 2030-01-01
-    ] as [(Int64, Bool)])
+    @Test(
+        arguments: [
+            (1_704_067_200 - 1, false), (1_704_067_200, true),  // leaf notBefore 2024-01-01
+            (1_893_456_000 - 1, true), (1_893_456_000, false),  // leaf notAfter 2030-01-01
+        ] as [(Int64, Bool)]
+    )
     func appliesTheValidityBoundariesToTheSecond(_ time: Int64, _ valid: Bool) throws {
         let failure = try Self.failure("leaf", ["intermediate"], at: time)
         #expect((failure == nil) == valid)
@@ -70,7 +74,9 @@ import Testing
         let failure = try #require(try Self.failure("other-leaf", ["other-intermediate"], at: Self.june2025))
         #expect(failure.kind == .untrustedIssuer)
         // Even with the other root supplied as an untrusted certificate.
-        let withRoot = try #require(try Self.failure("other-leaf", ["other-intermediate", "other-root"], at: Self.june2025))
+        let withRoot = try #require(
+            try Self.failure("other-leaf", ["other-intermediate", "other-root"], at: Self.june2025)
+        )
         #expect(withRoot.kind == .untrustedIssuer)
     }
 
@@ -84,7 +90,8 @@ import Testing
 
     @Test func rejectsALeafUnderAnIntermediateThatIsNotACA() throws {
         let failure = try #require(
-            try Self.failure("leaf-under-intermediate-not-ca", ["intermediate-not-ca"], at: Self.june2025))
+            try Self.failure("leaf-under-intermediate-not-ca", ["intermediate-not-ca"], at: Self.june2025)
+        )
         // OpenSSL 3.0 stops at "invalid CA certificate" (X509_V_ERR_INVALID_CA, 79) at depth 1, as `openssl verify
         // -x509_strict` reports; the store files it under `.invalid`.
         #expect(failure.kind == .invalid)
@@ -135,7 +142,11 @@ import Testing
             for i in 0..<16 {
                 group.addTask {
                     do throws(X509PathFailure) {
-                        try store.validate(leaf: i.isMultiple(of: 2) ? leaf : expired, intermediates: [intermediate], at: Self.june2025)
+                        try store.validate(
+                            leaf: i.isMultiple(of: 2) ? leaf : expired,
+                            intermediates: [intermediate],
+                            at: Self.june2025
+                        )
                         return (i, nil)
                     } catch {
                         return (i, error.kind)

@@ -7,8 +7,8 @@ import HTTPClient
 import Store
 import StoreTestSupport
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 import V2Adapter
 
 /// `iap-gateway backfill` against an App Store Server API that answers as a test scripts it (docs/operations.md,
@@ -36,9 +36,16 @@ import V2Adapter
                   "apps": [ { "bundle_id": "\(BackfillCommandTests.bundleID)", "environments": ["sandbox"], "authority": "v2" } ] }
                 """
             let config = try GatewayConfig.parse(Array(json.utf8), baseDirectory: directory)
-            var dependencies = GatewayService.Dependencies(environment: [:], transport: CurlTransport(), now: { BackfillCommandTests.t + 3_600_000 },
-                                                           jitter: { 0 }, logSink: { _ in })
-            dependencies.trustAnchors = try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3, try TestPKI.der("root")])
+            var dependencies = GatewayService.Dependencies(
+                environment: [:],
+                transport: CurlTransport(),
+                now: { BackfillCommandTests.t + 3_600_000 },
+                jitter: { 0 },
+                logSink: { _ in }
+            )
+            dependencies.trustAnchors = try TrustAnchors(appleRoots: [
+                TrustAnchors.appleRootCAG3, try TestPKI.der("root"),
+            ])
             service = try GatewayService(config: config, dependencies: dependencies)
             try service.seedAuthority()
             transport = ScriptedTransport { request throws(HTTPClientError) in
@@ -47,16 +54,29 @@ import V2Adapter
                 return HTTPResponse(status: 200, body: Array(answer(index).utf8))
             }
             let configuration = AppStoreAPIClient.Configuration(
-                keyID: "KEY", issuerID: "ISSUER", bundleID: BackfillCommandTests.bundleID, privateKey: try PrivateKey.generateP256(),
-                maxAttempts: 1, maxPages: 5)
-            let client = AppStoreAPIClient(configuration: configuration, transport: transport, adapter: service.ingest.v2,
-                                           now: { BackfillCommandTests.t + 3_600_000 }, sleep: { _ in }, jitter: { 0 })
+                keyID: "KEY",
+                issuerID: "ISSUER",
+                bundleID: BackfillCommandTests.bundleID,
+                privateKey: try PrivateKey.generateP256(),
+                maxAttempts: 1,
+                maxPages: 5
+            )
+            let client = AppStoreAPIClient(
+                configuration: configuration,
+                transport: transport,
+                adapter: service.ingest.v2,
+                now: { BackfillCommandTests.t + 3_600_000 },
+                sleep: { _ in },
+                jitter: { 0 }
+            )
             source = AppStoreAPIPathSource(clients: [BackfillCommandTests.bundleID: client])
         }
 
         var store: any GatewayStore { service.store }
 
-        func quarantined() throws -> [QuarantineRecord] { try store.read { tx in try tx.quarantined(lane: nil, id: nil, limit: 100) } }
+        func quarantined() throws -> [QuarantineRecord] {
+            try store.read { tx in try tx.quarantined(lane: nil, id: nil, limit: 100) }
+        }
 
         func close() async {
             await service.shutdown()
@@ -72,8 +92,14 @@ import V2Adapter
             {"notificationType":"TEST","notificationUUID":"\#(uuid)","data":{"bundleId":"\#(bundle)","environment":"Sandbox"},\#
             "version":"2.0","signedDate":\#(t)}
             """#
-        return String(decoding: try TestJWS.sign(headerJSON: try TestJWS.standardHeader(), payloadJSON: payload, key: try TestPKI.key("leaf")),
-                      as: UTF8.self)
+        return String(
+            decoding: try TestJWS.sign(
+                headerJSON: try TestJWS.standardHeader(),
+                payloadJSON: payload,
+                key: try TestPKI.key("leaf")
+            ),
+            as: UTF8.self
+        )
     }
 
     /// A page of Get Notification History holding `payloads`, padded (with a member Apple's model does not have) to
@@ -88,7 +114,9 @@ import V2Adapter
     /// Apple's history that never ends: page n holds notification n + 1 and is about 1 MiB.
     static func endlessHistory() throws -> @Sendable (Int) -> String {
         let notifications = try (1...12).map { try Self.signed($0) }
-        return { index in Self.page([notifications[min(index, notifications.count - 1)]], index: index, more: true, size: 1 << 20) }
+        return { index in
+            Self.page([notifications[min(index, notifications.count - 1)]], index: index, more: true, size: 1 << 20)
+        }
     }
 
     @Test func aHistoryThatNeverEndsIsReadPageByPageUntilThePageCapAndResumedFromItsToken() async throws {
@@ -97,15 +125,23 @@ import V2Adapter
         let box = Mutex<(any GatewayStore)?>(nil)
         let rig = try Rig { index in
             // Each page is asked for only once the one before it went through the pipeline.
-            let journaled = box.withLock { $0 }.flatMap { store in try? store.read { tx in try tx.counts() }.journal } ?? -1
+            let journaled =
+                box.withLock { $0 }.flatMap { store in try? store.read { tx in try tx.counts() }.journal } ?? -1
             journaledBefore.withLock { $0.append(journaled) }
             return endless(index)
         }
         box.withLock { $0 = rig.store }
         var limits = BackfillCommand.Limits()
         limits.maxPages = 3
-        let results = try await BackfillCommand.backfill(service: rig.service, source: rig.source, since: Self.since, until: Self.t,
-                                                         bundleID: nil, environment: nil, limits: limits)
+        let results = try await BackfillCommand.backfill(
+            service: rig.service,
+            source: rig.source,
+            since: Self.since,
+            until: Self.t,
+            bundleID: nil,
+            environment: nil,
+            limits: limits
+        )
         #expect(rig.transport.requests.count == 3)
         #expect(journaledBefore.withLock { $0 } == [0, 1, 2])
         let first = try #require(results.first)
@@ -117,8 +153,15 @@ import V2Adapter
         // Resumed from its token: the pages after, not the first ones again.
         limits.maxPages = 2
         limits.resumeToken = first.resumeToken
-        let resumed = try await BackfillCommand.backfill(service: rig.service, source: rig.source, since: Self.since, until: Self.t,
-                                                         bundleID: Self.bundleID, environment: .sandbox, limits: limits)
+        let resumed = try await BackfillCommand.backfill(
+            service: rig.service,
+            source: rig.source,
+            since: Self.since,
+            until: Self.t,
+            bundleID: Self.bundleID,
+            environment: .sandbox,
+            limits: limits
+        )
         #expect(rig.transport.requests.dropFirst(3).map { $0.url.hasSuffix("?paginationToken=p3") } == [true, false])
         #expect(resumed.map(\.added) == [2] && resumed.map(\.resumeToken) == ["p5"])
         #expect(try rig.store.journal().count == 5)
@@ -129,21 +172,39 @@ import V2Adapter
         let rig = try Rig(answer: try Self.endlessHistory())
         var limits = BackfillCommand.Limits()
         limits.maxBytes = 5 << 19  // 2.5 MiB: three pages of about 1 MiB
-        let results = try await BackfillCommand.backfill(service: rig.service, source: rig.source, since: Self.since, until: Self.t,
-                                                         bundleID: nil, environment: nil, limits: limits)
+        let results = try await BackfillCommand.backfill(
+            service: rig.service,
+            source: rig.source,
+            since: Self.since,
+            until: Self.t,
+            bundleID: nil,
+            environment: nil,
+            limits: limits
+        )
         #expect(rig.transport.requests.count == 3)
-        #expect(results.map(\.stoppedBy) == ["max_bytes"] && results.map(\.resumeToken) == ["p3"] && results.map(\.complete) == [false])
+        #expect(
+            results.map(\.stoppedBy) == ["max_bytes"] && results.map(\.resumeToken) == ["p3"]
+                && results.map(\.complete) == [false]
+        )
         #expect(results.allSatisfy { $0.bytes >= 3 << 20 && $0.bytes < 4 << 20 })
         await rig.close()
     }
 
-    @Test func aNotificationForABundleTheConfigDoesNotServeIsCountedAndQuarantinedOnceWhileTheRestIsRecovered() async throws {
+    @Test func aNotificationForABundleTheConfigDoesNotServeIsCountedAndQuarantinedOnceWhileTheRestIsRecovered()
+        async throws
+    {
         let items = [try Self.signed(1), try Self.signed(99, bundle: "com.example.unconfigured"), try Self.signed(2)]
         let next = [try Self.signed(3)]
         let rig = try Rig { index in Self.page(index == 0 ? items : next, index: index, more: index == 0) }
         for _ in 0..<2 {
-            let results = try await BackfillCommand.backfill(service: rig.service, source: rig.source, since: Self.since, until: Self.t,
-                                                             bundleID: nil, environment: nil)
+            let results = try await BackfillCommand.backfill(
+                service: rig.service,
+                source: rig.source,
+                since: Self.since,
+                until: Self.t,
+                bundleID: nil,
+                environment: nil
+            )
             #expect(results.map(\.refused) == [["unknown_bundle": 1]])
             #expect(results.map(\.listed) == [4])
         }
@@ -155,16 +216,26 @@ import V2Adapter
 
     @Test func aGenuineLaneTooFullToHoldANotificationStopsTheBackfillWhereItCanResume() async throws {
         let items = [
-            try Self.signed(91, bundle: "com.example.unconfigured"), try Self.signed(92, bundle: "com.example.unconfigured"), try Self.signed(1),
+            try Self.signed(91, bundle: "com.example.unconfigured"),
+            try Self.signed(92, bundle: "com.example.unconfigured"), try Self.signed(1),
         ]
         let second = [try Self.signed(2)]
         let rig = try Rig(limits: #"{"genuine_quarantine": 1}"#) { index in
             index == 0 ? Self.page(second, index: 0, more: true) : Self.page(items, index: index, more: false)
         }
-        let results = try await BackfillCommand.backfill(service: rig.service, source: rig.source, since: Self.since, until: Self.t,
-                                                         bundleID: nil, environment: nil)
+        let results = try await BackfillCommand.backfill(
+            service: rig.service,
+            source: rig.source,
+            since: Self.since,
+            until: Self.t,
+            bundleID: nil,
+            environment: nil
+        )
         // The second page's second item could not be kept: the run stops there, to fetch that page again next time.
-        #expect(results.map(\.stoppedBy) == ["unknown_bundle"] && results.map(\.resumeToken) == ["p1"] && results.map(\.complete) == [false])
+        #expect(
+            results.map(\.stoppedBy) == ["unknown_bundle"] && results.map(\.resumeToken) == ["p1"]
+                && results.map(\.complete) == [false]
+        )
         #expect(try rig.store.journal().count == 1)
         #expect(try rig.quarantined().count == 1)
         await rig.close()

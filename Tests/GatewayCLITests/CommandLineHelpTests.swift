@@ -1,8 +1,9 @@
 import Canonical
 import Foundation
-@testable import GatewayCLI
 import Synchronization
 import Testing
+
+@testable import GatewayCLI
 
 /// `iap-gateway CMD --help`, `iap-gateway --version`, and the usage shown beside an unknown flag: what the command line
 /// itself says, through ``GatewayCLI/main(_:output:)`` as the executable runs it.
@@ -18,7 +19,10 @@ import Testing
         private let out = Mutex("")
         private let err = Mutex("")
         var output: GatewayCLI.Output {
-            GatewayCLI.Output(stdout: { s in self.out.withLock { $0 += s } }, stderr: { s in self.err.withLock { $0 += s } })
+            GatewayCLI.Output(
+                stdout: { s in self.out.withLock { $0 += s } },
+                stderr: { s in self.err.withLock { $0 += s } }
+            )
         }
         var stdout: String { out.withLock { $0 } }
         var stderr: String { err.withLock { $0 } }
@@ -55,7 +59,8 @@ import Testing
     @Test func helpComesBeforeEveryOtherCheck() async throws {
         // No config, a config that does not exist, an unknown flag, a missing or extra argument: still the usage.
         let cases: [[String]] = [
-            ["migrate", "--help"], ["migrate", "BUNDLE", "--to", "v2", "-h"], ["serve", "--config", CommandLineTests.missingConfig, "--help"],
+            ["migrate", "--help"], ["migrate", "BUNDLE", "--to", "v2", "-h"],
+            ["serve", "--config", CommandLineTests.missingConfig, "--help"],
             ["replay", "--no-such-flag", "--help"], ["verify", "--help"], ["subscription", "1", "2", "-h"],
             ["migrate-store", "--to-postgres-env", "-h"], ["receive", "--listen", "nowhere", "--help"],
         ]
@@ -83,9 +88,15 @@ import Testing
         #expect(parts.map { $0.text }.joined(separator: "\n") == command.usage)
         for part in parts {
             #expect(part.text.hasPrefix("  iap-gateway \(name) \(part.subcommand)"))
-            #expect(part.text.split(separator: "\n").filter { $0.hasPrefix("  iap-gateway ") }.count == 1, "\(name) \(part.subcommand)")
+            #expect(
+                part.text.split(separator: "\n").filter { $0.hasPrefix("  iap-gateway ") }.count == 1,
+                "\(name) \(part.subcommand)"
+            )
             let run = await Self.run(name, part.subcommand, "--help")
-            #expect(run.status == 0 && run.stdout == part.text + "\n" && run.stderr.isEmpty, "\(name) \(part.subcommand)")
+            #expect(
+                run.status == 0 && run.stdout == part.text + "\n" && run.stderr.isEmpty,
+                "\(name) \(part.subcommand)"
+            )
         }
         // The subcommand where it may stand, among other arguments; without one, the whole usage.
         #expect(await Self.run(name, "--help").stdout == command.usage + "\n")
@@ -95,12 +106,18 @@ import Testing
     @Test func subcommandHelpAmongOtherArguments() async throws {
         let simulate = try Self.command("simulate").usageParts
         let lifecycle = try #require(simulate.first { $0.subcommand == "lifecycle" })
-        #expect(await Self.run("simulate", "lifecycle", "refund", "--pki", "x", "--version", "v1", "--help").stdout == lifecycle.text + "\n")
+        #expect(
+            await Self.run("simulate", "lifecycle", "refund", "--pki", "x", "--version", "v1", "--help").stdout
+                == lifecycle.text + "\n"
+        )
         let bench = try Self.command("bench").usageParts
         let soak = try #require(bench.first { $0.subcommand == "soak" })
         #expect(await Self.run("bench", "soak", "--minutes", "1", "-h").stdout == soak.text + "\n")
         // quarantine's usage is one synopsis for both of its subcommands: all of it.
-        #expect(await Self.run("quarantine", "--config", "c.json", "list", "--help").stdout == QuarantineCommand.usage + "\n")
+        #expect(
+            await Self.run("quarantine", "--config", "c.json", "list", "--help").stdout == QuarantineCommand.usage
+                + "\n"
+        )
         #expect(QuarantineCommand.usageParts.count == 1)
     }
 
@@ -122,7 +139,10 @@ import Testing
         #expect(GatewayVersion.userAgent == "iap-gateway/" + GatewayVersion.string)
         #expect(!GatewayVersion.string.isEmpty && !GatewayVersion.string.contains(" "))
         // The top-level help names both.
-        #expect(GatewayCLI.usage.contains("\n  iap-gateway --version\n") && GatewayCLI.usage.contains("\n  iap-gateway COMMAND [SUBCOMMAND] --help\n"))
+        #expect(
+            GatewayCLI.usage.contains("\n  iap-gateway --version\n")
+                && GatewayCLI.usage.contains("\n  iap-gateway COMMAND [SUBCOMMAND] --help\n")
+        )
     }
 
     // MARK: Unknown flags
@@ -134,7 +154,10 @@ import Testing
             let run = await Self.run(name, flag)
             #expect(run.status == 2, "\(name) \(flag)")
             #expect(run.stdout.isEmpty, "\(name) \(flag)")
-            #expect(run.stderr == command.usage + "\n" + "iap-gateway: unknown option --no-such-flag\n", "\(name) \(flag)")
+            #expect(
+                run.stderr == command.usage + "\n" + "iap-gateway: unknown option --no-such-flag\n",
+                "\(name) \(flag)"
+            )
         }
     }
 
@@ -144,9 +167,14 @@ import Testing
         #expect(run.status == 2 && run.stdout.isEmpty)
         #expect(run.stderr == soak.text + "\n" + "iap-gateway: bench soak does not take --seconds\n")
         let list = try #require(SimulateCommand.usageParts.first { $0.subcommand == "list" })
-        #expect(await Self.run("simulate", "list", "--out", "x").stderr == list.text + "\n" + "iap-gateway: simulate list does not take --out\n")
-        #expect(await Self.run("quarantine", "--config", "c.json", "list", "--id", "3").stderr
-            == QuarantineCommand.usage + "\n" + "iap-gateway: quarantine list does not take --id\n")
+        #expect(
+            await Self.run("simulate", "list", "--out", "x").stderr == list.text + "\n"
+                + "iap-gateway: simulate list does not take --out\n"
+        )
+        #expect(
+            await Self.run("quarantine", "--config", "c.json", "list", "--id", "3").stderr
+                == QuarantineCommand.usage + "\n" + "iap-gateway: quarantine list does not take --id\n"
+        )
     }
 
     @Test func otherUsageErrorsStayOneLine() async {
@@ -173,10 +201,16 @@ import Testing
             let stdout = out.fileHandleForReading.readDataToEndOfFile()
             let stderr = err.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
-            return Run(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+            return Run(
+                status: process.terminationStatus,
+                stdout: String(decoding: stdout, as: UTF8.self),
+                stderr: String(decoding: stderr, as: UTF8.self)
+            )
         }
         let version = try execute(["--version"])
-        #expect(version.status == 0 && version.stdout == "iap-gateway \(GatewayVersion.string)\n" && version.stderr.isEmpty)
+        #expect(
+            version.status == 0 && version.stdout == "iap-gateway \(GatewayVersion.string)\n" && version.stderr.isEmpty
+        )
         let help = try execute(["migrate", "--help"])
         #expect(help.status == 0 && help.stdout == MigrateCommand.usage + "\n" && help.stderr.isEmpty)
         let unknown = try execute(["migrate", "--no-such-flag"])

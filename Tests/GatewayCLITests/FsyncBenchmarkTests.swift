@@ -1,7 +1,8 @@
 import Foundation
-@testable import Benchmarks
 import TestSupport
 import Testing
+
+@testable import Benchmarks
 
 /// `bench fsync`: the disk probe on its own, in a folder of the test's.
 @Suite struct FsyncBenchmarkTests {

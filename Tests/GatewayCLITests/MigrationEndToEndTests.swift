@@ -12,6 +12,7 @@ import TestSupport
 import Testing
 import V1Adapter
 import WireJSON
+
 @testable import Benchmarks
 @testable import GatewayCLI
 
@@ -38,7 +39,9 @@ import Glibc
         address.sin_port = 0
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
         }
         guard bound else { throw FixtureError(description: "no free port") }
         return UInt16(bigEndian: address.sin_port)
@@ -51,7 +54,9 @@ import Glibc
         var status: Int32
         var steps: [JSONObject]
         var stderr: String
-        var outcomes: [String] { steps.map { "\($0["step"]?.stringValue ?? "?"):\($0["outcome"]?.stringValue ?? "?")" } }
+        var outcomes: [String] {
+            steps.map { "\($0["step"]?.stringValue ?? "?"):\($0["outcome"]?.stringValue ?? "?")" }
+        }
     }
 
     /// The gateway as a process, the fake Apple in this one, both backends.
@@ -70,14 +75,21 @@ import Glibc
         init(notificationURL: String? = nil) throws {
             folder = try Scratch.directory()
             pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
-            fake = try FakeAppleServer(pki: pki.folder, notifyURL: nil, transport: CurlTransport(), now: { WallClock.wallMillis() })
+            fake = try FakeAppleServer(
+                pki: pki.folder,
+                notifyURL: nil,
+                transport: CurlTransport(),
+                now: { WallClock.wallMillis() }
+            )
             apple = HTTPServer(configuration: .init(), handler: fake.handle)
             try apple.start()
             newBackend = try LoopbackHTTPServer { _ in .respond(status: 200) }
             oldBackend = try LoopbackHTTPServer { _ in .respond(status: 200) }
             environment = [
-                "SIM_SECRET": SimulatorLifecycleTests.secret, "SIM_API_KEY": pki.apiKeyPEM, "SIM_ASC_KEY": pki.ascKeyPEM,
-                "NEW_BACKEND_SECRET": MigrationEndToEndTests.webhookSecret, "ADMIN_TOKEN": "migration-admin-token-0123456789", "PATH": "/usr/bin:/bin",
+                "SIM_SECRET": SimulatorLifecycleTests.secret, "SIM_API_KEY": pki.apiKeyPEM,
+                "SIM_ASC_KEY": pki.ascKeyPEM,
+                "NEW_BACKEND_SECRET": MigrationEndToEndTests.webhookSecret,
+                "ADMIN_TOKEN": "migration-admin-token-0123456789", "PATH": "/usr/bin:/bin",
             ]
             var started: (ChildProcess, UInt16, UInt16)?
             for _ in 0..<3 where started == nil {
@@ -85,20 +97,32 @@ import Glibc
                 // process taking it in between makes the gateway fail to listen, and the next try picks another.
                 let (port, adminPort) = (try MigrationEndToEndTests.freePort(), try MigrationEndToEndTests.freePort())
                 let url = notificationURL ?? "http://127.0.0.1:\(port)/notifications"
-                let config = Self.config(port: port, adminPort: adminPort, apple: apple.port, pki: pki, newBackend: newBackend,
-                                         oldBackend: oldBackend, notificationURL: url)
+                let config = Self.config(
+                    port: port,
+                    adminPort: adminPort,
+                    apple: apple.port,
+                    pki: pki,
+                    newBackend: newBackend,
+                    oldBackend: oldBackend,
+                    notificationURL: url
+                )
                 try Data(config.utf8).write(to: URL(filePath: folder + "/gateway.json"))
                 // Apple sends the app's notifications to the gateway, in V1 (the simulated App Store Connect's default).
                 try fake.appStoreConnect.setURL(url, bundleID: MigrationEndToEndTests.bundle, environment: .sandbox)
-                let child = try ChildProcess(executable: MultiInstanceProcessTests.binary, arguments: ["serve", "--config", folder + "/gateway.json"],
-                                             environment: environment)
+                let child = try ChildProcess(
+                    executable: MultiInstanceProcessTests.binary,
+                    arguments: ["serve", "--config", folder + "/gateway.json"],
+                    environment: environment
+                )
                 if child.listeningPort(timeout: 30) != nil {
                     started = (child, port, adminPort)
                 } else {
                     child.terminate(signal: SIGKILL)
                 }
             }
-            guard let (gateway, port, adminPort) = started else { throw FixtureError(description: "the gateway did not start") }
+            guard let (gateway, port, adminPort) = started else {
+                throw FixtureError(description: "the gateway did not start")
+            }
             (self.gateway, self.port, self.adminPort) = (gateway, port, adminPort)
         }
 
@@ -108,13 +132,24 @@ import Glibc
             let read = try await eventually("the gateway read App Store Connect", recordsIssue: false) {
                 let store = try store()
                 defer { store.close() }
-                return try store.read { try $0.appleSwitch(bundleID: MigrationEndToEndTests.bundle, environment: .sandbox) }?.readAt != nil
+                return try store.read {
+                    try $0.appleSwitch(bundleID: MigrationEndToEndTests.bundle, environment: .sandbox)
+                }?.readAt != nil
             }
-            guard read else { throw FixtureError(description: "the gateway did not read App Store Connect within \(Patience.default)") }
+            guard read else {
+                throw FixtureError(description: "the gateway did not read App Store Connect within \(Patience.default)")
+            }
         }
 
-        static func config(port: UInt16, adminPort: UInt16, apple: UInt16, pki: SimulatorPKI, newBackend: LoopbackHTTPServer,
-                           oldBackend: LoopbackHTTPServer, notificationURL: String) -> String {
+        static func config(
+            port: UInt16,
+            adminPort: UInt16,
+            apple: UInt16,
+            pki: SimulatorPKI,
+            newBackend: LoopbackHTTPServer,
+            oldBackend: LoopbackHTTPServer,
+            notificationURL: String
+        ) -> String {
             """
             {
               "listen": "127.0.0.1:\(port)",
@@ -147,12 +182,21 @@ import Glibc
         func play(_ names: [String]) async throws {
             for name in names {
                 var options = Simulation.LifecycleOptions(
-                    name: name, to: gatewayURL, pkiFolder: pki.folder, bundleID: MigrationEndToEndTests.bundle,
-                    sharedSecret: SimulatorLifecycleTests.secret)
+                    name: name,
+                    to: gatewayURL,
+                    pkiFolder: pki.folder,
+                    bundleID: MigrationEndToEndTests.bundle,
+                    sharedSecret: SimulatorLifecycleTests.secret
+                )
                 options.version = .apple
                 options.apple = "http://127.0.0.1:\(apple.port)"
-                let run = try await Simulation.lifecycle(options, transport: CurlTransport(), now: { WallClock.wallMillis() },
-                                                              sleep: { _ in }, output: { _ in })
+                let run = try await Simulation.lifecycle(
+                    options,
+                    transport: CurlTransport(),
+                    now: { WallClock.wallMillis() },
+                    sleep: { _ in },
+                    output: { _ in }
+                )
                 #expect(run.ok, "\(name): every notification accepted")
             }
         }
@@ -171,8 +215,14 @@ import Glibc
             let output = out.fileHandleForReading.readDataToEndOfFile()
             let errors = err.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
-            let steps = String(decoding: output, as: UTF8.self).split(separator: "\n").compactMap { try? JSONParser.parse(Array($0.utf8)).objectValue }
-            return MigrateRun(status: process.terminationStatus, steps: steps, stderr: String(decoding: errors, as: UTF8.self))
+            let steps = String(decoding: output, as: UTF8.self).split(separator: "\n").compactMap {
+                try? JSONParser.parse(Array($0.utf8)).objectValue
+            }
+            return MigrateRun(
+                status: process.terminationStatus,
+                steps: steps,
+                stderr: String(decoding: errors, as: UTF8.self)
+            )
         }
 
         /// The store as the gateway process left it (another process may read it at any time).
@@ -187,7 +237,8 @@ import Glibc
                 // A comparison waiting for a path that has not seen the subscription yet (the V1 path of one bought
                 // after the switch, which never sends V1) is retried for an hour: not work of this story.
                 try store.read { tx in
-                    try (tx.receiptJobCounts()[.pending] ?? 0) + tx.fetchJobs(state: .pending).filter { !($0.lastError ?? "").hasSuffix("not_seen_yet") }.count
+                    try (tx.receiptJobCounts()[.pending] ?? 0)
+                        + tx.fetchJobs(state: .pending).filter { !($0.lastError ?? "").hasSuffix("not_seen_yet") }.count
                         + (tx.deliveryCounts()[.pending] ?? 0)
                 } == 0
             }
@@ -204,7 +255,9 @@ import Glibc
             get throws {
                 let store = try store()
                 defer { store.close() }
-                return try store.read { try $0.authority(bundleID: MigrationEndToEndTests.bundle, environment: .sandbox) }
+                return try store.read {
+                    try $0.authority(bundleID: MigrationEndToEndTests.bundle, environment: .sandbox)
+                }
             }
         }
 
@@ -223,9 +276,16 @@ import Glibc
         var delivered = Set<String>()
         for request in rig.newBackend.requests where request.path == "/events" {
             let secret = WebhookSigner.Secret(name: "S", text: webhookSecret)!
-            guard let id = request.header("webhook-id"), let timestamp = request.header("webhook-timestamp").flatMap({ Int64($0) }),
+            guard let id = request.header("webhook-id"),
+                let timestamp = request.header("webhook-timestamp").flatMap({ Int64($0) }),
                 let signature = request.header("webhook-signature"),
-                WebhookSigner.verify(header: signature, id: id, timestamp: timestamp, body: request.body, secrets: [secret]),
+                WebhookSigner.verify(
+                    header: signature,
+                    id: id,
+                    timestamp: timestamp,
+                    body: request.body,
+                    secrets: [secret]
+                ),
                 (try? JSONParser.parse(request.body))?.objectValue?["authoritative"] == .bool(true)
             else { continue }
             delivered.insert(id)
@@ -234,8 +294,11 @@ import Glibc
         for entry in journal {
             // A V2 notification's event carries its UUID (or `v1-view:` and it); a V1 notification's its key (or `v2-api:` and
             // the key's hash).
-            let names = entry.version == .v2 ? [entry.key, "v1-view:" + entry.key] : [entry.key, "v2-api:" + entry.key.dropFirst(3)]
-            perNotification[entry.key] = delivered.filter { id in names.contains { id == $0 || id.hasPrefix($0 + ":") } }.count
+            let names =
+                entry.version == .v2
+                ? [entry.key, "v1-view:" + entry.key] : [entry.key, "v2-api:" + entry.key.dropFirst(3)]
+            perNotification[entry.key] =
+                delivered.filter { id in names.contains { id == $0 || id.hasPrefix($0 + ":") } }.count
         }
         return perNotification
     }
@@ -244,17 +307,25 @@ import Glibc
         let rig = try Rig()
         defer { rig.stop() }
         let before = ["auto-renew", "billing-grace-recovery", "upgrade", "refund"]
-        let after = ["auto-renew-off-then-expiry", "downgrade", "billing-grace-expired-retry-expired", "price-increase-accepted"]
+        let after = [
+            "auto-renew-off-then-expiry", "downgrade", "billing-grace-expired-retry-expired", "price-increase-accepted",
+        ]
         let undo = ["auto-renew", "refund-reversed"]
 
         // Apple on V1: V1 bodies, V1 authoritative, compared with the V2 path.
         try await rig.play(before)
         try await rig.settle()
         let started = ContinuousClock.now
-        let toV2 = try rig.migrate([Self.bundle, "--environment", "sandbox", "--to", "v2", "--force", "--reason", "e2e", "--probe-timeout", "60s"])
+        let toV2 = try rig.migrate([
+            Self.bundle, "--environment", "sandbox", "--to", "v2", "--force", "--reason", "e2e", "--probe-timeout",
+            "60s",
+        ])
         let switchTime = ContinuousClock.now - started
         #expect(toV2.status == 0, "\(toV2.stderr)")
-        #expect(toV2.outcomes == ["preflight:ok", "patch:ok", "probe:requested", "probe:ok", "authority:ok"], "\(toV2.outcomes)")
+        #expect(
+            toV2.outcomes == ["preflight:ok", "patch:ok", "probe:requested", "probe:ok", "authority:ok"],
+            "\(toV2.outcomes)"
+        )
         #expect(try rig.fake.appStoreConnect.state(bundleID: Self.bundle, environment: .sandbox).version == .v2)
         #expect(try rig.authority == .v2)
 
@@ -271,7 +342,10 @@ import Glibc
         // The new backend: exactly one authoritative event for every notification journaled, across both switches.
         let perNotification = try Self.authoritativeEventsPerNotification(rig)
         #expect(!perNotification.isEmpty)
-        #expect(perNotification.filter { $0.value != 1 }.isEmpty, "notifications without exactly one authoritative event: \(perNotification.filter { $0.value != 1 })")
+        #expect(
+            perNotification.filter { $0.value != 1 }.isEmpty,
+            "notifications without exactly one authoritative event: \(perNotification.filter { $0.value != 1 })"
+        )
         // The old backend: a V1 body for every step that has one, before and after (a V2 notification's V1 shape says so).
         let store = try rig.store()
         defer { store.close() }
@@ -283,19 +357,29 @@ import Glibc
         let v2WithCounterpart = try journal.filter { $0.version == .v2 }.filter { entry in
             try store.events().first { $0.event.id == entry.key }.flatMap { V1AdapterShape.type(of: $0.event) } != nil
         }.count
-        #expect(Set(shapes.map(\.body)).count == v2WithCounterpart, "every V2 notification with a V1 counterpart reached the old backend")
+        #expect(
+            Set(shapes.map(\.body)).count == v2WithCounterpart,
+            "every V2 notification with a V1 counterpart reached the old backend"
+        )
         for request in shapes {
             let body = try #require(JSONParser.parse(request.body).objectValue)
             #expect(body["password"] == .string(SimulatorLifecycleTests.secret), "the secret restored at delivery")
         }
         var perType: [String: Int] = [:]
-        for request in shapes { perType[(try? JSONParser.parse(request.body))?.objectValue?["notification_type"]?.stringValue ?? "?", default: 0] += 1 }
-        print("""
+        for request in shapes {
+            perType[
+                (try? JSONParser.parse(request.body))?.objectValue?["notification_type"]?.stringValue ?? "?",
+                default: 0
+            ] += 1
+        }
+        print(
+            """
             migration e2e: \(journal.count) notifications (\(v1Notifications) V1, \(journal.count - v1Notifications) V2), \
             authoritative events at the new backend \(perNotification.values.reduce(0, +)), V1 bodies at the old backend \
             \(raw.count) as sent by Apple + \(shapes.count) shapes \(perType.sorted { $0.key < $1.key }), \
             migrate --to v2 took \(switchTime) (authority moved after \(toV2.steps.last?["elapsed_ms"]?.int64Value ?? -1) ms)
-            """)
+            """
+        )
     }
 
     @Test func aPATCHHonouredLateStillGivesEveryNotificationOneAuthoritativeEvent() async throws {
@@ -305,10 +389,19 @@ import Glibc
         try await rig.settle()
         // Apple keeps sending V1 for a while after the switch, then mixes both.
         try rig.fake.appStoreConnect.setLag(SimConnectLag(notifications: 6, mixed: true))
-        let switching = Task { try rig.migrate([Self.bundle, "--environment", "sandbox", "--to", "v2", "--force", "--probe-timeout", "90s"]) }
-        guard try await eventually("Apple set to V2", {
-            try rig.fake.appStoreConnect.state(bundleID: Self.bundle, environment: .sandbox).version == .v2
-        }) else { return }
+        let switching = Task {
+            try rig.migrate([
+                Self.bundle, "--environment", "sandbox", "--to", "v2", "--force", "--probe-timeout", "90s",
+            ])
+        }
+        guard
+            try await eventually(
+                "Apple set to V2",
+                {
+                    try rig.fake.appStoreConnect.state(bundleID: Self.bundle, environment: .sandbox).version == .v2
+                }
+            )
+        else { return }
         try await rig.play(["billing-grace-recovery", "upgrade"])
         let run = try await switching.value
         #expect(run.status == 0, "\(run.stderr)")
@@ -326,11 +419,16 @@ import Glibc
         defer { rig.stop() }
         // Apple takes the change but never sends V2 to the gateway.
         try rig.fake.appStoreConnect.setLag(SimConnectLag(notifications: 1_000))
-        let run = try rig.migrate([Self.bundle, "--environment", "sandbox", "--to", "v2", "--force", "--probe-timeout", "2s"])
+        let run = try rig.migrate([
+            Self.bundle, "--environment", "sandbox", "--to", "v2", "--force", "--probe-timeout", "2s",
+        ])
         #expect(run.status == 1)
         #expect(run.stderr.contains("probe_failed"))
         #expect(run.outcomes.contains("probe:failed") && run.outcomes.last == "revert:ok", "\(run.outcomes)")
-        #expect(try rig.fake.appStoreConnect.state(bundleID: Self.bundle, environment: .sandbox).version == .v1, "Apple set back")
+        #expect(
+            try rig.fake.appStoreConnect.state(bundleID: Self.bundle, environment: .sandbox).version == .v1,
+            "Apple set back"
+        )
         #expect(try rig.authority == .v1)
     }
 
@@ -338,7 +436,11 @@ import Glibc
         let rig = try Rig(notificationURL: "https://gateway.example/notifications")
         defer { rig.stop() }
         try await rig.waitForTheGatewaysFirstRead()
-        try rig.fake.appStoreConnect.setURL("https://old-backend.example/apple", bundleID: Self.bundle, environment: .sandbox)
+        try rig.fake.appStoreConnect.setURL(
+            "https://old-backend.example/apple",
+            bundleID: Self.bundle,
+            environment: .sandbox
+        )
         let run = try rig.migrate([Self.bundle, "--environment", "sandbox", "--to", "v2", "--force"])
         #expect(run.status == 1 && run.stderr.contains("url_not_ours"), "\(run.stderr)")
         #expect(try rig.fake.appStoreConnect.state(bundleID: Self.bundle, environment: .sandbox).version == .v1)
@@ -352,23 +454,37 @@ import Glibc
         try rig.fake.appStoreConnect.setLag(SimConnectLag(notifications: 1_000))
         let child = try ChildProcess(
             executable: MultiInstanceProcessTests.binary,
-            arguments: ["migrate", "--config", rig.folder + "/gateway.json", Self.bundle, "--environment", "sandbox", "--to", "v2", "--force",
-                        "--probe-timeout", "5m"],
-            environment: rig.environment)
-        guard try await eventually("the run waits in its probe", {
-            let store = try rig.store()
-            defer { store.close() }
-            return try store.read { try $0.appleSwitch(bundleID: Self.bundle, environment: .sandbox) }?.step == .probing
-        }) else { return }
+            arguments: [
+                "migrate", "--config", rig.folder + "/gateway.json", Self.bundle, "--environment", "sandbox", "--to",
+                "v2", "--force",
+                "--probe-timeout", "5m",
+            ],
+            environment: rig.environment
+        )
+        guard
+            try await eventually(
+                "the run waits in its probe",
+                {
+                    let store = try rig.store()
+                    defer { store.close() }
+                    return try store.read { try $0.appleSwitch(bundleID: Self.bundle, environment: .sandbox) }?.step
+                        == .probing
+                }
+            )
+        else { return }
         #expect(child.terminate(signal: SIGKILL) == 128 + SIGKILL)
         #expect(try rig.authority == .v1)
         // Apple honours the change now; the next run waits out the dead run's lease, then resumes from the probe.
         try rig.fake.appStoreConnect.setLag(nil)
         try rig.fake.appStoreConnect.setVersion(.v2, bundleID: Self.bundle, environment: .sandbox, immediately: true)
-        var resumed = try rig.migrate([Self.bundle, "--environment", "sandbox", "--to", "v2", "--force", "--probe-timeout", "60s"])
+        var resumed = try rig.migrate([
+            Self.bundle, "--environment", "sandbox", "--to", "v2", "--force", "--probe-timeout", "60s",
+        ])
         try await eventually("a run past the dead run's lease", every: .seconds(1)) {
             guard resumed.status != 0 && resumed.stderr.contains("in_progress") else { return true }
-            resumed = try rig.migrate([Self.bundle, "--environment", "sandbox", "--to", "v2", "--force", "--probe-timeout", "60s"])
+            resumed = try rig.migrate([
+                Self.bundle, "--environment", "sandbox", "--to", "v2", "--force", "--probe-timeout", "60s",
+            ])
             return false
         }
         if resumed.status != 0 { print("resumed run: \(resumed.stderr) \(resumed.steps)") }
@@ -378,7 +494,10 @@ import Glibc
         #expect(try rig.authority == .v2)
     }
 
-    @Test(arguments: [(401, "unauthorized"), (403, "forbidden"), (404, "not_found"), (409, "conflict"), (429, "rate_limited"), (500, "unavailable")])
+    @Test(arguments: [
+        (401, "unauthorized"), (403, "forbidden"), (404, "not_found"), (409, "conflict"), (429, "rate_limited"),
+        (500, "unavailable"),
+    ])
     func applesRefusalsAreClearAndChangeNothing(_ status: Int, _ code: String) async throws {
         let rig = try Rig()
         defer { rig.stop() }

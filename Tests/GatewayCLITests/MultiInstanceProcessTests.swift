@@ -5,6 +5,7 @@ import Synchronization
 import TestSupport
 import Testing
 import WireJSON
+
 @testable import Benchmarks
 
 #if canImport(Glibc)
@@ -21,7 +22,8 @@ struct MultiInstanceProcessTests {
         let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? ""
         let beside = URL(filePath: exe).deletingLastPathComponent().appending(path: "iap-gateway").path()
         if FileManager.default.isExecutableFile(atPath: beside) { return beside }
-        return URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        return URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appending(path: ".build/debug/iap-gateway").path()
     }()
 
@@ -43,12 +45,15 @@ struct MultiInstanceProcessTests {
             receiver = try LoopbackHTTPServer { request in webhook.receive(request) }
             rig = try BenchRig(label: "multi", executable: MultiInstanceProcessTests.binary)
             try rig.startGateways(
-                count: 2, store: .postgres(url: schema.url),
+                count: 2,
+                store: .postgres(url: schema.url),
                 downstreams: """
                     [ { "name": "main", "url": "\(receiver.url("/events"))", "environments": ["production", "sandbox"],
                         "shadow": true, "concurrency": 8, "retry_delay": "100ms", "max_retry_delay": "1s" } ]
                     """,
-                appDownstreams: ["main"], limits: #"{ "job_lease": "\#(MultiInstanceProcessTests.lease)" }"#)
+                appDownstreams: ["main"],
+                limits: #"{ "job_lease": "\#(MultiInstanceProcessTests.lease)" }"#
+            )
         }
 
         /// `count` V2 notifications signed by the rig's test PKI (body i's webhook id: `BenchRig.v2NotificationUUID(i)`).
@@ -84,11 +89,15 @@ struct MultiInstanceProcessTests {
         func receive(_ request: LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Action {
             guard request.path == "/events" else { return .respond(status: 404) }
             let id = request.header("webhook-id") ?? ""
-            if case .object(let envelope)? = try? JSONParser.parse(request.body), let eventID = envelope["event"]?.objectValue?["id"]?.stringValue {
+            if case .object(let envelope)? = try? JSONParser.parse(request.body),
+                let eventID = envelope["event"]?.objectValue?["id"]?.stringValue
+            {
                 got.withLock { $0.append((id, eventID)) }
             }
             holding.withLock { $0[id, default: 0] += 1 }
-            eventuallyBlocking("the gate open", every: .milliseconds(2), recordsIssue: false) { !closed.load(ordering: .relaxed) }
+            eventuallyBlocking("the gate open", every: .milliseconds(2), recordsIssue: false) {
+                !closed.load(ordering: .relaxed)
+            }
             holding.withLock { $0[id, default: 0] -= 1 }
             return .respond(status: 200)
         }
@@ -141,7 +150,13 @@ struct MultiInstanceProcessTests {
                             while ContinuousClock.now < deadline {
                                 let target = (i + attempt) % self.urls.count
                                 let r = try? await transport.send(
-                                    HTTPRequest(method: .post, url: self.urls[target], body: bodies[i], timeoutMillis: 20_000))
+                                    HTTPRequest(
+                                        method: .post,
+                                        url: self.urls[target],
+                                        body: bodies[i],
+                                        timeoutMillis: 20_000
+                                    )
+                                )
                                 let status = r?.status ?? 0
                                 self.statuses.withLock { $0[status, default: 0] += 1 }
                                 if status == 200 {
@@ -170,7 +185,10 @@ struct MultiInstanceProcessTests {
     }
 
     @Test func killDashNineOfOneInstanceLosesNothingAndTheSurvivorTakesOverItsClaims() async throws {
-        #expect(FileManager.default.isExecutableFile(atPath: Self.binary), "build the package first (swift build --build-tests)")
+        #expect(
+            FileManager.default.isExecutableFile(atPath: Self.binary),
+            "build the package first (swift build --build-tests)"
+        )
         let pair = try Pair()
         let total = 1_000
         let bodies = try pair.bodies(total)
@@ -179,17 +197,26 @@ struct MultiInstanceProcessTests {
         let victim = pair.instance(0)
 
         // In the middle of the load, with deliveries of the victim held in flight at the webhook (claimed, not settled).
-        guard await eventually("a third of the notifications acknowledged", { poster.acknowledged.count >= total / 3 }) else { return }
+        guard await eventually("a third of the notifications acknowledged", { poster.acknowledged.count >= total / 3 })
+        else { return }
         pair.webhook.close()
         // A delivery the victim claimed and sent, held at the webhook: it reached the webhook, the victim never learns.
-        guard try await eventually("a delivery of the victim held at the webhook", {
-            let held = pair.webhook.held
-            guard !held.isEmpty else { return false }
-            let c = try pair.schema.connect()
-            defer { c.close() }
-            return try c.query("SELECT event_id FROM outbox WHERE claimed_by = $1 AND state = 'pending'", [.text(victim)])
-                .contains { $0.string("event_id").map(held.contains) ?? false }
-        }) else { return }
+        guard
+            try await eventually(
+                "a delivery of the victim held at the webhook",
+                {
+                    let held = pair.webhook.held
+                    guard !held.isEmpty else { return false }
+                    let c = try pair.schema.connect()
+                    defer { c.close() }
+                    return try c.query(
+                        "SELECT event_id FROM outbox WHERE claimed_by = $1 AND state = 'pending'",
+                        [.text(victim)]
+                    )
+                    .contains { $0.string("event_id").map(held.contains) ?? false }
+                }
+            )
+        else { return }
         let killedAt = ContinuousClock.now
         #expect(pair.rig.gateways[0].terminate(signal: SIGKILL) == 128 + SIGKILL)
         let orphans = try pair.ids("SELECT id FROM outbox WHERE claimed_by = $1 AND state = 'pending'", [.text(victim)])
@@ -198,36 +225,61 @@ struct MultiInstanceProcessTests {
 
         // The survivor takes the victim's claims over once their lease ran out, and delivers them.
         let orphanList = orphans.map(String.init).joined(separator: ",")
-        guard try await eventually("the victim's claimed deliveries delivered by the survivor", {
-            try pair.count("SELECT count(*) AS n FROM outbox WHERE id IN (\(orphanList)) AND state = 'delivered'") == orphans.count
-        }) else { return }
+        guard
+            try await eventually(
+                "the victim's claimed deliveries delivered by the survivor",
+                {
+                    try pair.count(
+                        "SELECT count(*) AS n FROM outbox WHERE id IN (\(orphanList)) AND state = 'delivered'"
+                    ) == orphans.count
+                }
+            )
+        else { return }
         let takeover = ContinuousClock.now - killedAt
 
         await posting.value
         let acknowledged = poster.acknowledged
         #expect(acknowledged.count == total, "every body was answered 200 in the end, by the survivor when not before")
-        guard await eventually("every acknowledged notification delivered", {
-            pair.webhook.webhookIDs.isSuperset(of: Self.eventIDs(acknowledged))
-        }) else { return }
-        guard try await eventually("the outbox settled", {
-            try pair.count("SELECT count(*) AS n FROM outbox WHERE state <> 'delivered'") == 0
-        }) else { return }
+        guard
+            await eventually(
+                "every acknowledged notification delivered",
+                {
+                    pair.webhook.webhookIDs.isSuperset(of: Self.eventIDs(acknowledged))
+                }
+            )
+        else { return }
+        guard
+            try await eventually(
+                "the outbox settled",
+                {
+                    try pair.count("SELECT count(*) AS n FROM outbox WHERE state <> 'delivered'") == 0
+                }
+            )
+        else { return }
         let deliveries = pair.webhook.deliveries
         let unique = pair.webhook.webhookIDs
         #expect(unique == Self.eventIDs(acknowledged), "unique webhook ids = the acknowledged notifications' events")
         #expect(pair.webhook.duplicatesOnlyUnderOneID, "a duplicate only ever under the same webhook id")
-        #expect(deliveries.count > unique.count, "the victim's held delivery was sent again by the survivor, under its webhook id")
+        #expect(
+            deliveries.count > unique.count,
+            "the victim's held delivery was sent again by the survivor, under its webhook id"
+        )
         #expect(try pair.count("SELECT count(*) AS n FROM journal") == total)
         let failures = poster.statusCounts.filter { $0.key != 200 }.values.reduce(0, +)
-        print("""
+        print(
+            """
             multi-instance kill -9: acknowledged \(acknowledged.count) (answers other than 200 before a retry: \(failures)), \
             delivered \(unique.count) unique webhook ids in \(deliveries.count) requests (duplicates \(deliveries.count - unique.count)), \
             \(orphans.count) claims of the killed instance taken over \(takeover) after the kill (lease \(Self.lease))
-            """)
+            """
+        )
     }
 
     @Test func postgresStoppedAndStartedUnderLoad() async throws {
-        #expect(FileManager.default.isExecutableFile(atPath: Self.binary), "build the package first (swift build --build-tests)")
+        #expect(
+            FileManager.default.isExecutableFile(atPath: Self.binary),
+            "build the package first (swift build --build-tests)"
+        )
         #expect(TestPostgresServer.ctl != nil, "scripts/with-postgres sets IAPGW_TEST_PG_CTL")
         let pair = try Pair()
         let bodies = try pair.bodies(3_000)
@@ -242,16 +294,26 @@ struct MultiInstanceProcessTests {
         let acknowledgedWhileDown = poster.acknowledged.count
         #expect(try TestPostgresServer.control("start") == 0)
         let okAtStart = (poster.ok(at: 0), poster.ok(at: 1))
-        guard await eventually("both gateways answer 200 again, neither restarted", {
-            poster.ok(at: 0) >= okAtStart.0 + 50 && poster.ok(at: 1) >= okAtStart.1 + 50
-        }) else { return }
+        guard
+            await eventually(
+                "both gateways answer 200 again, neither restarted",
+                {
+                    poster.ok(at: 0) >= okAtStart.0 + 50 && poster.ok(at: 1) >= okAtStart.1 + 50
+                }
+            )
+        else { return }
         poster.stop()
         await posting.value
 
         let acknowledged = poster.acknowledged
-        guard await eventually("every acknowledged notification delivered", {
-            pair.webhook.webhookIDs.isSuperset(of: Self.eventIDs(acknowledged))
-        }) else { return }
+        guard
+            await eventually(
+                "every acknowledged notification delivered",
+                {
+                    pair.webhook.webhookIDs.isSuperset(of: Self.eventIDs(acknowledged))
+                }
+            )
+        else { return }
         let unique = pair.webhook.webhookIDs
         #expect(unique == Self.eventIDs(acknowledged), "unique webhook ids = the acknowledged notifications' events")
         #expect(pair.webhook.duplicatesOnlyUnderOneID)
@@ -260,29 +322,41 @@ struct MultiInstanceProcessTests {
         #expect(unexpected.isEmpty, "only 200 and 503 answered (and no dropped connection): \(unexpected)")
         for gateway in pair.rig.gateways { #expect(kill(gateway.pid, 0) == 0, "the gateway process kept running") }
         let deliveries = pair.webhook.deliveries.count
-        print("""
+        print(
+            """
             multi-instance PostgreSQL restart: acknowledged \(acknowledged.count) (\(okBefore.0 + okBefore.1) before the stop, \
             \(acknowledgedWhileDown) when it started again), 503s \(poster.count(503)), delivered \(unique.count) unique webhook \
             ids in \(deliveries) requests (duplicates \(deliveries - unique.count))
-            """)
+            """
+        )
     }
 
     @Test func twoInstancesStartingTogetherMigrateOnce() async throws {
-        #expect(FileManager.default.isExecutableFile(atPath: Self.binary), "build the package first (swift build --build-tests)")
+        #expect(
+            FileManager.default.isExecutableFile(atPath: Self.binary),
+            "build the package first (swift build --build-tests)"
+        )
         let pair = try Pair()  // both spawned before either is waited for
         let transport = CurlTransport()
         for port in pair.rig.ports {
-            let health = try await transport.send(HTTPRequest(method: .get, url: "http://127.0.0.1:\(port)/healthz", timeoutMillis: 10_000))
+            let health = try await transport.send(
+                HTTPRequest(method: .get, url: "http://127.0.0.1:\(port)/healthz", timeoutMillis: 10_000)
+            )
             #expect(health.status == 200)
         }
         #expect(pair.instance(0) != pair.instance(1))
         let versions = try pair.count("SELECT count(*) AS n FROM schema_migrations")
         #expect(versions > 0)
-        #expect(try pair.count("SELECT max(version) AS n FROM schema_migrations") == versions, "each version applied once, none missing")
+        #expect(
+            try pair.count("SELECT max(version) AS n FROM schema_migrations") == versions,
+            "each version applied once, none missing"
+        )
         // Both serve the one journal.
         let bodies = try pair.bodies(2)
         for (i, url) in pair.rig.notificationsURLs.enumerated() {
-            let r = try await transport.send(HTTPRequest(method: .post, url: url, body: bodies[i], timeoutMillis: 10_000))
+            let r = try await transport.send(
+                HTTPRequest(method: .post, url: url, body: bodies[i], timeoutMillis: 10_000)
+            )
             #expect(r.status == 200)
         }
         #expect(try pair.count("SELECT count(*) AS n FROM journal") == 2)

@@ -1,17 +1,17 @@
 import Canonical
 import Foundation
 import Gateway
-import Reports
 import GatewayCLI
 import HTTPClient
 import HTTPServer
+import Reports
 import Simulator
 import SimulatorServer
 import Store
 import StoreTestSupport
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 import WireJSON
 
 /// Recovery of lost notifications end to end: lifecycles played with 30 % of their notifications lost on the way, the fake Apple still
@@ -34,10 +34,14 @@ import WireJSON
             let path = request.url.split(separator: "?").first.map(String.init) ?? request.url
             let wait = response.retryAfter(maximum: .seconds(86_400), now: at).map { $0.components.seconds * 1000 }
             log.withLock { $0.append((at, path, response.status, wait)) }
-            if path.hasSuffix("/notifications/history") { bodies.withLock { $0.append(request.url + " " + String(decoding: request.body, as: UTF8.self)) } }
+            if path.hasSuffix("/notifications/history") {
+                bodies.withLock { $0.append(request.url + " " + String(decoding: request.body, as: UTF8.self)) }
+            }
             return response
         }
-        func calls(_ fragment: String) -> [(at: Int64, path: String, status: Int, wait: Int64?)] { log.withLock { $0.filter { $0.path.contains(fragment) } } }
+        func calls(_ fragment: String) -> [(at: Int64, path: String, status: Int, wait: Int64?)] {
+            log.withLock { $0.filter { $0.path.contains(fragment) } }
+        }
     }
 
     /// A gateway, the fake Apple and a downstream on one story clock (``CompareEndToEndTests/StoryClock``).
@@ -55,8 +59,15 @@ import WireJSON
         /// `api`: the app has App Store Server API credentials (else it is V1-only and reconciles with verifyReceipt).
         /// `postgres`: the store is this schema (else SQLite); `sharing`: a second instance, with the first one's fake
         /// Apple, downstream and clock.
-        init(authority: String, api: Bool = true, reconcile: String, rateLimit: SimWorld.APIRateLimit? = nil,
-             postgres: TestSchema? = nil, instance: String? = nil, sharing first: Rig? = nil) throws {
+        init(
+            authority: String,
+            api: Bool = true,
+            reconcile: String,
+            rateLimit: SimWorld.APIRateLimit? = nil,
+            postgres: TestSchema? = nil,
+            instance: String? = nil,
+            sharing first: Rig? = nil
+        ) throws {
             owner = first == nil
             folder = try first?.folder ?? Scratch.directory()
             pki = try first?.pki ?? SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
@@ -94,9 +105,15 @@ import WireJSON
                 """
             let config = try GatewayConfig.parse(Array(json.utf8), baseDirectory: folder)
             var deps = GatewayService.Dependencies(
-                environment: ["SIM_SECRET": SimulatorLifecycleTests.secret, "SIM_API_KEY": pki.apiKeyPEM,
-                              "IAPGW_DATABASE_URL": postgres?.url ?? ""], transport: transport, now: now,
-                jitter: { 0 }, logSink: { _ in })
+                environment: [
+                    "SIM_SECRET": SimulatorLifecycleTests.secret, "SIM_API_KEY": pki.apiKeyPEM,
+                    "IAPGW_DATABASE_URL": postgres?.url ?? "",
+                ],
+                transport: transport,
+                now: now,
+                jitter: { 0 },
+                logSink: { _ in }
+            )
             deps.instanceID = instance
             deps.deliveryPolicy.retry.baseDelay = .zero
             deps.deliveryPolicy.pollMillis = 10
@@ -121,15 +138,26 @@ import WireJSON
         }
 
         /// Plays a lifecycle with the drop plan, each step at its own time, waiting for what it causes.
-        func play(_ name: String, version: Simulation.LifecycleOptions.Version) async throws -> Simulation.LifecycleRun {
+        func play(_ name: String, version: Simulation.LifecycleOptions.Version) async throws -> Simulation.LifecycleRun
+        {
             var options = Simulation.LifecycleOptions(
-                name: name, to: "http://127.0.0.1:\(port)/notifications", pkiFolder: pki.folder, bundleID: RecoveryEndToEndTests.bundleID,
-                sharedSecret: SimulatorLifecycleTests.secret)
+                name: name,
+                to: "http://127.0.0.1:\(port)/notifications",
+                pkiFolder: pki.folder,
+                bundleID: RecoveryEndToEndTests.bundleID,
+                sharedSecret: SimulatorLifecycleTests.secret
+            )
             options.version = version
             options.drop = RecoveryEndToEndTests.drop
             return try await Simulation.lifecycle(
-                options, transport: CurlTransport(), now: { WallClock.wallMillis() }, sleep: { _ in }, output: { _ in },
-                beforeStep: { e in self.clock.set(e.at) }, afterStep: { _ in try await self.settle() })
+                options,
+                transport: CurlTransport(),
+                now: { WallClock.wallMillis() },
+                sleep: { _ in },
+                output: { _ in },
+                beforeStep: { e in self.clock.set(e.at) },
+                afterStep: { _ in try await self.settle() }
+            )
         }
 
         /// Moves the clock past every run's next due time, then waits for each run to have run since.
@@ -144,29 +172,46 @@ import WireJSON
         }
 
         func describeRuns(relativeTo time: Int64) -> String {
-            let runs = (try? store.read { (tx: any StoreTransaction) throws -> [ReconcileRun] in try tx.reconcileRuns() }) ?? []
-            return runs.map { "\($0.key) last \(($0.lastRunAt ?? 0) - time) next \($0.nextRunAt - time) \($0.lastError ?? "ok")" }
-                .joined(separator: "; ")
+            let runs =
+                (try? store.read { (tx: any StoreTransaction) throws -> [ReconcileRun] in try tx.reconcileRuns() })
+                ?? []
+            return runs.map {
+                "\($0.key) last \(($0.lastRunAt ?? 0) - time) next \($0.nextRunAt - time) \($0.lastError ?? "ok")"
+            }
+            .joined(separator: "; ")
         }
 
         /// Each subscription's entitlement on `path` at `time`, from its stored state's event.
         func entitlements(_ otids: [String], path: Generation, at time: Int64) async throws -> [Entitlement.State?] {
             var out: [Entitlement.State?] = []
             for otid in otids {
-                let state = try await store.read { tx in try tx.subscriptionStates(originalTransactionID: otid) }.first { $0.path == path }
-                guard let id = state?.eventID,
-                      let event = try await store.read({ tx in try tx.events(id: id, originalTransactionID: nil, limit: 1) }).first?.event
-                else { out.append(nil); continue }
-                out.append(Entitlement.compute(expiresDate: event.expiresDate, revocationDate: event.revocationDate,
-                                               gracePeriodExpiresDate: event.gracePeriodExpiresDate, inBillingRetry: event.inBillingRetry,
-                                               at: time).state)
+                let states = try await store.read { tx in try tx.subscriptionStates(originalTransactionID: otid) }
+                let id = states.first { $0.path == path }?.eventID
+                let events = try await store.read { tx in
+                    try id.map { try tx.events(id: $0, originalTransactionID: nil, limit: 1) } ?? []
+                }
+                guard let event = events.first?.event else {
+                    out.append(nil)
+                    continue
+                }
+                out.append(
+                    Entitlement.compute(
+                        expiresDate: event.expiresDate,
+                        revocationDate: event.revocationDate,
+                        gracePeriodExpiresDate: event.gracePeriodExpiresDate,
+                        inBillingRetry: event.inBillingRetry,
+                        at: time
+                    ).state
+                )
             }
             return out
         }
 
         func recovered(_ mechanism: RecoveryMechanism) async throws -> [CanonicalEvent] {
-            try await store.read { tx in try tx.events(id: nil, originalTransactionID: nil, limit: 100_000) }.map(\.event)
-                .filter { $0.recoveredBy == mechanism }
+            try await store.read { tx in try tx.events(id: nil, originalTransactionID: nil, limit: 100_000) }.map(
+                \.event
+            )
+            .filter { $0.recoveredBy == mechanism }
         }
 
         func stop() async {
@@ -182,7 +227,10 @@ import WireJSON
 
     @Test(arguments: v2Lifecycles)
     func theHistorySweepRecoversEveryDroppedV2NotificationWithItsOriginalTypeOnce(name: String) async throws {
-        let rig = try Rig(authority: "v2", reconcile: #""every": "off", "history_sweep": "1h", "history_first_window": "180d""#)
+        let rig = try Rig(
+            authority: "v2",
+            reconcile: #""every": "off", "history_sweep": "1h", "history_first_window": "180d""#
+        )
         let run = try await rig.play(name, version: .v2)
         try await rig.runRecovery(after: run.plan.end)
 
@@ -200,7 +248,10 @@ import WireJSON
         let sent = run.plan.emissions.compactMap(\.v2NotificationUUID)
         #expect(try await rig.store.read { tx in try tx.counts() }.journal == sent.count)
         let deliveries = SimulatorLifecycleTests.events(rig.receiver)
-        #expect(Set(deliveries.compactMap { $0["id"]?.stringValue }) == Set(sent), "\(name): every notification delivered")
+        #expect(
+            Set(deliveries.compactMap { $0["id"]?.stringValue }) == Set(sent),
+            "\(name): every notification delivered"
+        )
         #expect(deliveries.filter { $0["recovered_by"]?.stringValue == "history" }.count == dropped.count)
         // The report counts them per day and mechanism, in every rendering.
         let report = try rig.gateway.ledger.report(since: 0, until: Int64.max / 2)
@@ -213,14 +264,20 @@ import WireJSON
         }
         // And each subscription ends where Apple says.
         let lifecycle = try #require(Lifecycles.named(name))
-        #expect(try await rig.entitlements(run.plan.originalTransactionIDs, path: .v2, at: run.plan.end) == lifecycle.final.map(Optional.some),
-                "\(name): final state")
+        #expect(
+            try await rig.entitlements(run.plan.originalTransactionIDs, path: .v2, at: run.plan.end)
+                == lifecycle.final.map(Optional.some),
+            "\(name): final state"
+        )
         await rig.stop()
     }
 
     @Test(arguments: v2Lifecycles)
     func subscriptionReconciliationBringsEveryV2StateInLineWithApple(name: String) async throws {
-        let rig = try Rig(authority: "v2", reconcile: #""every": "1h", "history_sweep": "off", "expiring_within": "36500d", "silent_for": "1h""#)
+        let rig = try Rig(
+            authority: "v2",
+            reconcile: #""every": "1h", "history_sweep": "off", "expiring_within": "36500d", "silent_for": "1h""#
+        )
         let run = try await rig.play(name, version: .v2)
         try await rig.runRecovery(after: run.plan.end)
         let lifecycle = try #require(Lifecycles.named(name))
@@ -244,7 +301,11 @@ import WireJSON
 
     @Test(arguments: v1Lifecycles)
     func aV1OnlyAppLosingNotificationsIsBroughtInLineThroughVerifyReceipt(name: String) async throws {
-        let rig = try Rig(authority: "v1", api: false, reconcile: #""every": "1h", "expiring_within": "36500d", "silent_for": "1h""#)
+        let rig = try Rig(
+            authority: "v1",
+            api: false,
+            reconcile: #""every": "1h", "expiring_within": "36500d", "silent_for": "1h""#
+        )
         let run = try await rig.play(name, version: .v1)
         let before = try await rig.entitlements(run.plan.originalTransactionIDs, path: .v1, at: run.plan.end)
         try await rig.runRecovery(after: run.plan.end)
@@ -259,25 +320,45 @@ import WireJSON
         #expect(recovered.allSatisfy { $0.source == .v1Receipt })
         // Nothing lost, nothing to change in the entitlement (a fact V1 notifications never carry — the auto-renew flag
         // of a product removed from sale — may still be brought in line).
-        if run.dropped.isEmpty && lifecycle.v1Complete { #expect(states == before, "\(name): nothing recovered that was not missed") }
+        if run.dropped.isEmpty && lifecycle.v1Complete {
+            #expect(states == before, "\(name): nothing recovered that was not missed")
+        }
         await rig.stop()
     }
 
     /// With the clock running on in 5-minute ticks after the loss, a dropped notification is back within one sweep
     /// period plus the sweep's lag (docs/operations.md: "within about an hour").
     @Test func aDroppedNotificationIsBackWithinTheSweepPeriodPlusItsLag() async throws {
-        let rig = try Rig(authority: "v2", reconcile: #""every": "off", "history_sweep": "1h", "history_first_window": "180d""#)
+        let rig = try Rig(
+            authority: "v2",
+            reconcile: #""every": "off", "history_sweep": "1h", "history_first_window": "180d""#
+        )
         let lifecycle = try #require(Lifecycles.named("auto-renew"))
         var options = Simulation.LifecycleOptions(
-            name: "auto-renew", to: "http://127.0.0.1:\(rig.port)/notifications", pkiFolder: rig.pki.folder, bundleID: Self.bundleID,
-            sharedSecret: SimulatorLifecycleTests.secret)
+            name: "auto-renew",
+            to: "http://127.0.0.1:\(rig.port)/notifications",
+            pkiFolder: rig.pki.folder,
+            bundleID: Self.bundleID,
+            sharedSecret: SimulatorLifecycleTests.secret
+        )
         options.version = .v2
-        let steps = try lifecycle.plan(bundleID: Self.bundleID, sharedSecret: SimulatorLifecycleTests.secret,
-                                       emitter: Emitter(signer: rig.pki.signer), start: 0, monthMillis: 1).emissions.count
+        let steps = try lifecycle.plan(
+            bundleID: Self.bundleID,
+            sharedSecret: SimulatorLifecycleTests.secret,
+            emitter: Emitter(signer: rig.pki.signer),
+            start: 0,
+            monthMillis: 1
+        ).emissions.count
         options.drop = try DropPlan(outage: steps...steps)  // the last renewal is lost
         let run = try await Simulation.lifecycle(
-            options, transport: CurlTransport(), now: { WallClock.wallMillis() }, sleep: { _ in }, output: { _ in },
-            beforeStep: { e in rig.clock.set(e.at) }, afterStep: { _ in try await rig.settle() })
+            options,
+            transport: CurlTransport(),
+            now: { WallClock.wallMillis() },
+            sleep: { _ in },
+            output: { _ in },
+            beforeStep: { e in rig.clock.set(e.at) },
+            afterStep: { _ in try await rig.settle() }
+        )
         let lost = try #require(run.dropped.first?.v2?.notificationUUID)
         let sent = try #require(run.plan.emissions.last?.at)
         var recoveredAfter: Int64?
@@ -294,24 +375,45 @@ import WireJSON
             }
         }
         let after = try #require(recoveredAfter, "not recovered within 2.5 simulated hours")
-        #expect(after <= 3_600_000 + 600_000 + 300_000, "recovered \(after / 60_000) simulated minutes after it was lost")
+        #expect(
+            after <= 3_600_000 + 600_000 + 300_000,
+            "recovered \(after / 60_000) simulated minutes after it was lost"
+        )
         await rig.stop()
     }
 
     @Test func aV1OnlyAppIsReconciledThroughVerifyReceipt() async throws {
-        let rig = try Rig(authority: "v1", api: false,
-                          reconcile: #""every": "1h", "expiring_within": "36500d", "silent_for": "1h""#)
+        let rig = try Rig(
+            authority: "v1",
+            api: false,
+            reconcile: #""every": "1h", "expiring_within": "36500d", "silent_for": "1h""#
+        )
         // auto-renew: buy, then renewals; lose the last renewals on the way.
         var options = Simulation.LifecycleOptions(
-            name: "auto-renew", to: "http://127.0.0.1:\(rig.port)/notifications", pkiFolder: rig.pki.folder, bundleID: Self.bundleID,
-            sharedSecret: SimulatorLifecycleTests.secret)
+            name: "auto-renew",
+            to: "http://127.0.0.1:\(rig.port)/notifications",
+            pkiFolder: rig.pki.folder,
+            bundleID: Self.bundleID,
+            sharedSecret: SimulatorLifecycleTests.secret
+        )
         options.version = .v1
         let plan = try #require(Lifecycles.named("auto-renew")).plan(
-            bundleID: Self.bundleID, sharedSecret: SimulatorLifecycleTests.secret, emitter: Emitter(signer: rig.pki.signer), start: 0, monthMillis: 1)
+            bundleID: Self.bundleID,
+            sharedSecret: SimulatorLifecycleTests.secret,
+            emitter: Emitter(signer: rig.pki.signer),
+            start: 0,
+            monthMillis: 1
+        )
         options.drop = try DropPlan(outage: 2...plan.emissions.count)
         let run = try await Simulation.lifecycle(
-            options, transport: CurlTransport(), now: { WallClock.wallMillis() }, sleep: { _ in }, output: { _ in },
-            beforeStep: { e in rig.clock.set(e.at) }, afterStep: { _ in try await rig.settle() })
+            options,
+            transport: CurlTransport(),
+            now: { WallClock.wallMillis() },
+            sleep: { _ in },
+            output: { _ in },
+            beforeStep: { e in rig.clock.set(e.at) },
+            afterStep: { _ in try await rig.settle() }
+        )
         #expect(!run.dropped.isEmpty)
         let before = try await rig.entitlements(run.plan.originalTransactionIDs, path: .v1, at: run.plan.end)
         try await rig.runRecovery(after: run.plan.end)
@@ -327,8 +429,12 @@ import WireJSON
 
     @Test func aRateLimitedRunWaitsForAppleRetryAfterBeforeAskingAgain() async throws {
         // One request per hour: the sweep's second page request, or the next run, meets the 429.
-        let rig = try Rig(authority: "v2", reconcile: #""every": "1h", "history_sweep": "1h", "history_first_window": "180d", "expiring_within": "36500d", "silent_for": "1h""#,
-                          rateLimit: SimWorld.APIRateLimit(requests: 1, windowSeconds: 3600))
+        let rig = try Rig(
+            authority: "v2",
+            reconcile:
+                #""every": "1h", "history_sweep": "1h", "history_first_window": "180d", "expiring_within": "36500d", "silent_for": "1h""#,
+            rateLimit: SimWorld.APIRateLimit(requests: 1, windowSeconds: 3600)
+        )
         let run = try await rig.play("auto-renew", version: .v2)
         try await rig.runRecovery(after: run.plan.end)
         let calls = rig.transport.calls("/inApps/")
@@ -340,7 +446,9 @@ import WireJSON
             let early = calls.filter { $0.at > hit.at && $0.at < hit.at + wait }
             #expect(early.isEmpty, "requests \(early.map { $0.at - hit.at }) ms after a 429 asking for \(wait) ms")
         }
-        let rateLimited = try await rig.store.read { tx in try tx.reconcileRuns() }.filter { $0.lastError == "rate_limited" }
+        let rateLimited = try await rig.store.read { tx in try tx.reconcileRuns() }.filter {
+            $0.lastError == "rate_limited"
+        }
         for r in rateLimited { #expect(r.nextRunAt > (r.lastRunAt ?? 0)) }
         await rig.stop()
     }
@@ -348,7 +456,8 @@ import WireJSON
     @Test(.enabled(if: TestPostgresServer.url != nil, "needs scripts/with-postgres"))
     func twoInstancesOnPostgreSQLRecoverWithoutDoingTheSameWorkTwice() async throws {
         let schema = try TestSchema()
-        let settings = #""every": "1h", "history_sweep": "1h", "history_first_window": "180d", "expiring_within": "36500d", "silent_for": "1h""#
+        let settings =
+            #""every": "1h", "history_sweep": "1h", "history_first_window": "180d", "expiring_within": "36500d", "silent_for": "1h""#
         let a = try Rig(authority: "v2", reconcile: settings, postgres: schema, instance: "a")
         let b = try Rig(authority: "v2", reconcile: settings, postgres: schema, instance: "b", sharing: a)
         var dropped: [String] = []

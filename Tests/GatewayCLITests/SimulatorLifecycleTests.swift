@@ -3,17 +3,18 @@ import Canonical
 import Crypto
 import Foundation
 import Gateway
-@testable import GatewayCLI
 import HTTPClient
+import HTTPServer
 import Simulator
 import SimulatorServer
-import V2Adapter
+import Store
 import Synchronization
 import TestSupport
-import HTTPServer
-import Store
 import Testing
+import V2Adapter
 import WireJSON
+
+@testable import GatewayCLI
 
 /// Every simulated lifecycle through the real gateway over HTTP — V2 traffic and V1 traffic separately — with the
 /// fake Apple answering verifyReceipt, into a real downstream receiver. Each step is sent by `simulate lifecycle`'s
@@ -27,8 +28,15 @@ import WireJSON
 
     /// The gateway for one generation: authoritative for the simulated app, delivering to `receiver` (shadow events
     /// too), asking the fake Apple on `apple` for receipts and — with the simulator's API key — the App Store Server API.
-    static func startGateway(pki: SimulatorPKI, apple: UInt16, receiver: LoopbackHTTPServer, authority: String, compare: Bool = false,
-                             compareSettings: String = "", now: @escaping @Sendable () -> Int64) throws -> (GatewayService, UInt16) {
+    static func startGateway(
+        pki: SimulatorPKI,
+        apple: UInt16,
+        receiver: LoopbackHTTPServer,
+        authority: String,
+        compare: Bool = false,
+        compareSettings: String = "",
+        now: @escaping @Sendable () -> Int64
+    ) throws -> (GatewayService, UInt16) {
         let directory = try Scratch.directory()
         let json = """
             {
@@ -48,8 +56,12 @@ import WireJSON
             """
         let config = try GatewayConfig.parse(Array(json.utf8), baseDirectory: directory)
         var deps = GatewayService.Dependencies(
-            environment: ["SIM_SECRET": secret, "SIM_API_KEY": pki.apiKeyPEM], transport: CurlTransport(), now: now, jitter: { 0 },
-            logSink: { _ in })
+            environment: ["SIM_SECRET": secret, "SIM_API_KEY": pki.apiKeyPEM],
+            transport: CurlTransport(),
+            now: now,
+            jitter: { 0 },
+            logSink: { _ in }
+        )
         deps.deliveryPolicy.retry.baseDelay = .zero
         deps.deliveryPolicy.pollMillis = 10
         deps.receiptPolicy.pollMillis = 10
@@ -67,7 +79,7 @@ import WireJSON
         var seen = Set<String>()
         return receiver.requests.filter { $0.path == "/events" }.compactMap { r in
             guard let envelope = (try? JSONParser.parse(r.body))?.objectValue, let e = envelope["event"]?.objectValue,
-                  let id = e["id"]?.stringValue, seen.insert(id).inserted
+                let id = e["id"]?.stringValue, seen.insert(id).inserted
             else { return nil }
             if let authoritative, envelope["authoritative"] != .bool(authoritative) { return nil }
             return e
@@ -82,8 +94,10 @@ import WireJSON
     /// The entitlement at `time` from what an event says (the same rule as the gateway's, applied later).
     static func entitlement(of e: JSONObject, at time: Int64) -> Entitlement.State {
         Entitlement.compute(
-            expiresDate: e["expires_date"]?.int64Value, revocationDate: e["revocation_date"]?.int64Value,
-            gracePeriodExpiresDate: e["grace_period_expires_date"]?.int64Value, inBillingRetry: e["in_billing_retry"]?.boolValue,
+            expiresDate: e["expires_date"]?.int64Value,
+            revocationDate: e["revocation_date"]?.int64Value,
+            gracePeriodExpiresDate: e["grace_period_expires_date"]?.int64Value,
+            inBillingRetry: e["in_billing_retry"]?.boolValue,
             at: time
         ).state
     }
@@ -101,21 +115,38 @@ import WireJSON
         // The gateway's clock is the story's: each notification arrives when its step happens, as with Apple.
         let clock = Mutex(WallClock.wallMillis())
         let (gateway, port) = try Self.startGateway(
-            pki: pki, apple: apple.port, receiver: receiver, authority: version, now: { clock.withLock { $0 } })
+            pki: pki,
+            apple: apple.port,
+            receiver: receiver,
+            authority: version,
+            now: { clock.withLock { $0 } }
+        )
 
         var options = Simulation.LifecycleOptions(
-            name: name, to: "http://127.0.0.1:\(port)/notifications", pkiFolder: pki.folder, bundleID: Self.bundleID, sharedSecret: Self.secret)
+            name: name,
+            to: "http://127.0.0.1:\(port)/notifications",
+            pkiFolder: pki.folder,
+            bundleID: Self.bundleID,
+            sharedSecret: Self.secret
+        )
         options.version = version == "v1" ? .v1 : .v2
         let seen = Mutex(0)
         let mismatches = Mutex<[String]>([])
         let run = try await Simulation.lifecycle(
-            options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in }, output: { _ in },
+            options,
+            transport: CurlTransport(),
+            now: WallClock.wallMillis,
+            sleep: { _ in },
+            output: { _ in },
             beforeStep: { e in clock.withLock { $0 = e.at } }
         ) { e in
-            let expected = (version == "v1" ? e.expectedV1 : (e.expectedV2.map { [$0] } ?? [])).map(\.description).sorted()
+            let expected = (version == "v1" ? e.expectedV1 : (e.expectedV2.map { [$0] } ?? [])).map(\.description)
+                .sorted()
             let before = seen.withLock { $0 }
             // Not recorded by the wait: a step that did not cause what it should is reported below, with what came.
-            await eventually("\(e.step)'s events", recordsIssue: false) { Self.events(receiver).count >= before + expected.count }
+            await eventually("\(e.step)'s events", recordsIssue: false) {
+                Self.events(receiver).count >= before + expected.count
+            }
             let all = Self.events(receiver)
             let got = all.dropFirst(before).map(Self.describe).sorted()
             seen.withLock { $0 = all.count }
@@ -128,12 +159,18 @@ import WireJSON
         let delivered = Self.events(receiver)
         // Nothing failed, so nothing was sent twice (a poll racing a finishing delivery once re-sent it).
         #expect(receiver.requests.filter { $0.path == "/events" }.count == delivered.count, "no redelivery")
-        #expect(delivered.allSatisfy { $0["source"]?.stringValue == version && $0["environment"]?.stringValue == "sandbox" })
+        #expect(
+            delivered.allSatisfy { $0["source"]?.stringValue == version && $0["environment"]?.stringValue == "sandbox" }
+        )
         let lifecycle = try #require(Lifecycles.named(name))
         let wanted = version == "v1" ? (lifecycle.v1Final ?? lifecycle.final) : lifecycle.final
         let finals = run.plan.originalTransactionIDs.map { otid -> Entitlement.State? in
             let mine = delivered.enumerated().filter { $0.element["original_transaction_id"]?.stringValue == otid }
-            let last = mine.max { ($0.element["event_date"]?.int64Value ?? 0, $0.offset) < ($1.element["event_date"]?.int64Value ?? 0, $1.offset) }
+            let last = mine.max {
+                ($0.element["event_date"]?.int64Value ?? 0, $0.offset) < (
+                    $1.element["event_date"]?.int64Value ?? 0, $1.offset
+                )
+            }
             return last.map { Self.entitlement(of: $0.element, at: run.plan.end) }
         }
         #expect(finals == wanted.map(Optional.some), "\(name) over \(version): final entitlement")
@@ -147,9 +184,12 @@ import WireJSON
         let names = Lifecycles.all.map(\.name)
         #expect(Set(names).count == names.count)
         for required in [
-            "initial-buy", "initial-buy-free-trial", "initial-buy-intro-offer", "auto-renew", "auto-renew-off-then-expiry",
-            "auto-renew-off-then-on", "billing-grace-recovery", "billing-grace-expired-retry-expired", "upgrade", "downgrade", "crossgrade",
-            "resubscribe-after-expiry", "refund", "refund-declined", "refund-reversed", "family-revoke", "price-increase-accepted",
+            "initial-buy", "initial-buy-free-trial", "initial-buy-intro-offer", "auto-renew",
+            "auto-renew-off-then-expiry",
+            "auto-renew-off-then-on", "billing-grace-recovery", "billing-grace-expired-retry-expired", "upgrade",
+            "downgrade", "crossgrade",
+            "resubscribe-after-expiry", "refund", "refund-declined", "refund-reversed", "family-revoke",
+            "price-increase-accepted",
             "price-increase-expired", "renewal-extension", "consumable-consumption-request",
         ] {
             #expect(names.contains(required), "\(required)")
@@ -169,16 +209,34 @@ import WireJSON
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
         var options = Simulation.LifecycleOptions(
-            name: "upgrade", to: nil, pkiFolder: pki.folder, bundleID: "com.example.sim", sharedSecret: SimulatorLifecycleTests.secret)
+            name: "upgrade",
+            to: nil,
+            pkiFolder: pki.folder,
+            bundleID: "com.example.sim",
+            sharedSecret: SimulatorLifecycleTests.secret
+        )
         options.out = folder + "/out"
         let run = try await Simulation.lifecycle(
-            options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in }, output: { _ in })
+            options,
+            transport: CurlTransport(),
+            now: WallClock.wallMillis,
+            sleep: { _ in },
+            output: { _ in }
+        )
         #expect(run.ok)
         let files = try FileManager.default.contentsOfDirectory(atPath: folder + "/out").sorted()
         // buy: V2 + V1 INITIAL_BUY; upgrade: V2 + V1 DID_CHANGE_RENEWAL_STATUS + INTERACTIVE_RENEWAL.
-        #expect(files == ["01-v1-1-INITIAL_BUY.json", "01-v2-SUBSCRIBED-INITIAL_BUY.json", "02-v1-1-DID_CHANGE_RENEWAL_STATUS.json",
-                          "02-v1-2-INTERACTIVE_RENEWAL.json", "02-v2-DID_CHANGE_RENEWAL_PREF-UPGRADE.json", "lifecycle.json"])
-        let manifest = try #require(try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: folder + "/out/lifecycle.json")))).objectValue)
+        #expect(
+            files == [
+                "01-v1-1-INITIAL_BUY.json", "01-v2-SUBSCRIBED-INITIAL_BUY.json",
+                "02-v1-1-DID_CHANGE_RENEWAL_STATUS.json",
+                "02-v1-2-INTERACTIVE_RENEWAL.json", "02-v2-DID_CHANGE_RENEWAL_PREF-UPGRADE.json", "lifecycle.json",
+            ]
+        )
+        let manifest = try #require(
+            try JSONParser.parse(Array(try Data(contentsOf: URL(fileURLWithPath: folder + "/out/lifecycle.json"))))
+                .objectValue
+        )
         #expect(manifest["final_v2"] == .array([.string("active")]))
         #expect(manifest["steps"]?.arrayValue?.count == 2)
         // The V2 files are what Apple would send: `verify` accepts them when told to trust the simulator's root.
@@ -190,7 +248,10 @@ import WireJSON
             #expect(report.ok, "\(name)")
         }
         // The V1 bodies carry the shared secret and the simulated receipt, as Apple's do.
-        let body = String(decoding: try Data(contentsOf: URL(fileURLWithPath: folder + "/out/01-v1-1-INITIAL_BUY.json")), as: UTF8.self)
+        let body = String(
+            decoding: try Data(contentsOf: URL(fileURLWithPath: folder + "/out/01-v1-1-INITIAL_BUY.json")),
+            as: UTF8.self
+        )
         #expect(body.contains(SimulatorLifecycleTests.secret) && body.contains("\"latest_receipt\""))
     }
 
@@ -200,8 +261,17 @@ import WireJSON
         let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         let (gateway, port) = try SimulatorLifecycleTests.startGateway(
-            pki: pki, apple: 1, receiver: receiver, authority: "v2", now: WallClock.wallMillis)
-        let fake = try FakeAppleServer(pki: pki.folder, notifyURL: "http://127.0.0.1:\(port)/notifications", transport: CurlTransport())
+            pki: pki,
+            apple: 1,
+            receiver: receiver,
+            authority: "v2",
+            now: WallClock.wallMillis
+        )
+        let fake = try FakeAppleServer(
+            pki: pki.folder,
+            notifyURL: "http://127.0.0.1:\(port)/notifications",
+            transport: CurlTransport()
+        )
         // Apple sends test notifications in V2 only: the app's sandbox notifications are V2.
         try fake.appStoreConnect.setVersion(.v2, bundleID: "com.example.sim", environment: .sandbox, immediately: true)
         let apple = HTTPServer(configuration: .init(), handler: fake.handle)
@@ -209,24 +279,44 @@ import WireJSON
         defer { apple.stop() }
 
         let now = WallClock.wallMillis() / 1000
-        let token = try AppStoreAPIToken(keyID: SimulatorPKI.apiKeyID, issuerID: SimulatorPKI.issuerID, bundleID: "com.example.sim",
-                                         issuedAt: now, expiresAt: now + 600).signed(with: pki.apiKey)
+        let token = try AppStoreAPIToken(
+            keyID: SimulatorPKI.apiKeyID,
+            issuerID: SimulatorPKI.issuerID,
+            bundleID: "com.example.sim",
+            issuedAt: now,
+            expiresAt: now + 600
+        ).signed(with: pki.apiKey)
         let auth = [HTTPHeader("Authorization", "Bearer \(token)")]
         let base = "http://127.0.0.1:\(apple.port)"
-        let unauthorized = try await CurlTransport().send(HTTPRequest(method: .post, url: base + "/inApps/v1/notifications/test", timeoutMillis: 10_000))
+        let unauthorized = try await CurlTransport().send(
+            HTTPRequest(method: .post, url: base + "/inApps/v1/notifications/test", timeoutMillis: 10_000)
+        )
         #expect(unauthorized.status == 401)
-        let requested = try await CurlTransport().send(HTTPRequest(
-            method: .post, url: base + "/inApps/v1/notifications/test", headers: auth, timeoutMillis: 10_000))
+        let requested = try await CurlTransport().send(
+            HTTPRequest(
+                method: .post,
+                url: base + "/inApps/v1/notifications/test",
+                headers: auth,
+                timeoutMillis: 10_000
+            )
+        )
         #expect(requested.status == 200)
-        let testToken = try JSONDecoder().decode(SendTestNotificationResponse.self, from: Data(requested.body)).testNotificationToken
+        let testToken = try JSONDecoder().decode(SendTestNotificationResponse.self, from: Data(requested.body))
+            .testNotificationToken
         // The gateway verifies it (sandbox, the simulator's root) and delivers a `test` event.
         await eventually("the test event delivered") { !SimulatorLifecycleTests.events(receiver).isEmpty }
         let event = try #require(SimulatorLifecycleTests.events(receiver).first)
         #expect(event["raw_type"]?.stringValue == "TEST" && event["environment"]?.stringValue == "sandbox")
         var status: CheckTestNotificationResponse?
         try await eventually("the test notification's send attempt") {
-            let r = try await CurlTransport().send(HTTPRequest(
-                method: .get, url: base + "/inApps/v1/notifications/test/\(testToken)", headers: auth, timeoutMillis: 10_000))
+            let r = try await CurlTransport().send(
+                HTTPRequest(
+                    method: .get,
+                    url: base + "/inApps/v1/notifications/test/\(testToken)",
+                    headers: auth,
+                    timeoutMillis: 10_000
+                )
+            )
             status = try JSONDecoder().decode(CheckTestNotificationResponse.self, from: Data(r.body))
             return status?.sendAttempts.isEmpty == false
         }
@@ -240,21 +330,34 @@ import WireJSON
 /// failed send attempt); and the fake Apple over real HTTP, as clients we did not write reach it.
 @Suite struct SimulateLossyTrafficTests {
     /// A fresh PKI folder, a receiver standing in for the gateway, and a lifecycle run into it with `drop`.
-    static func run(_ name: String, version: Simulation.LifecycleOptions.Version = .both, drop: DropPlan?,
-                    _ body: (SimulatorPKI, LoopbackHTTPServer, Simulation.LifecycleRun, [String]) throws -> Void) async throws {
+    static func run(
+        _ name: String,
+        version: Simulation.LifecycleOptions.Version = .both,
+        drop: DropPlan?,
+        _ body: (SimulatorPKI, LoopbackHTTPServer, Simulation.LifecycleRun, [String]) throws -> Void
+    ) async throws {
         let folder = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         defer { receiver.stop() }
         var options = Simulation.LifecycleOptions(
-            name: name, to: receiver.url("/notifications"), pkiFolder: pki.folder, bundleID: SimulatorLifecycleTests.bundleID,
-            sharedSecret: SimulatorLifecycleTests.secret)
+            name: name,
+            to: receiver.url("/notifications"),
+            pkiFolder: pki.folder,
+            bundleID: SimulatorLifecycleTests.bundleID,
+            sharedSecret: SimulatorLifecycleTests.secret
+        )
         options.version = version
         options.drop = drop
         let lines = Mutex<[String]>([])
         let run = try await Simulation.lifecycle(
-            options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in }, output: { line in lines.withLock { $0.append(line) } })
+            options,
+            transport: CurlTransport(),
+            now: WallClock.wallMillis,
+            sleep: { _ in },
+            output: { line in lines.withLock { $0.append(line) } }
+        )
         try body(pki, receiver, run, lines.withLock { $0 })
     }
 
@@ -262,7 +365,10 @@ import WireJSON
     static func describe(_ body: [UInt8]) -> String {
         guard let object = (try? JSONParser.parse(body))?.objectValue else { return "not JSON" }
         if let jws = object["signedPayload"]?.stringValue {
-            let payload = jws.split(separator: ".").dropFirst().first.flatMap { try? Base64.decode(Array($0.utf8), alphabet: .url) } ?? []
+            let payload =
+                jws.split(separator: ".").dropFirst().first.flatMap {
+                    try? Base64.decode(Array($0.utf8), alphabet: .url)
+                } ?? []
             return "v2 " + ((try? JSONParser.parse(payload))?.objectValue?["notificationUUID"]?.stringValue ?? "?")
         }
         return "v1 " + (object["notification_type"]?.stringValue ?? "?")
@@ -270,8 +376,12 @@ import WireJSON
 
     /// A bearer token as Apple's Python library signs it (no `iat`), good for five minutes from `now` (ms).
     static func pythonToken(_ pki: SimulatorPKI, now: Int64) throws -> String {
-        let header = Base64.encode(Array(#"{"alg":"ES256","kid":"\#(SimulatorPKI.apiKeyID)","typ":"JWT"}"#.utf8), alphabet: .url)
-        let claims = #"{"bid":"\#(SimulatorLifecycleTests.bundleID)","iss":"\#(SimulatorPKI.issuerID)","aud":"appstoreconnect-v1","exp":\#(now / 1000 + 300)}"#
+        let header = Base64.encode(
+            Array(#"{"alg":"ES256","kid":"\#(SimulatorPKI.apiKeyID)","typ":"JWT"}"#.utf8),
+            alphabet: .url
+        )
+        let claims =
+            #"{"bid":"\#(SimulatorLifecycleTests.bundleID)","iss":"\#(SimulatorPKI.issuerID)","aud":"appstoreconnect-v1","exp":\#(now / 1000 + 300)}"#
         let input = header + "." + Base64.encode(Array(claims.utf8), alphabet: .url)
         return input + "." + Base64.encode(try pki.apiKey.signES256(Array(input.utf8)), alphabet: .url)
     }
@@ -280,9 +390,14 @@ import WireJSON
     static func history(_ pki: SimulatorPKI, onlyFailures: Bool) throws -> NotificationHistoryResponse {
         let now = WallClock.wallMillis()
         let apple = FakeApple(pki: pki, now: { now })
-        let response = apple.handle(FakeAppleRequest(
-            method: "POST", path: "/inApps/v1/notifications/history", authorization: "Bearer " + (try pythonToken(pki, now: now)),
-            body: Array(#"{"startDate": 0, "endDate": \#(now), "onlyFailures": \#(onlyFailures)}"#.utf8)))
+        let response = apple.handle(
+            FakeAppleRequest(
+                method: "POST",
+                path: "/inApps/v1/notifications/history",
+                authorization: "Bearer " + (try pythonToken(pki, now: now)),
+                body: Array(#"{"startDate": 0, "endDate": \#(now), "onlyFailures": \#(onlyFailures)}"#.utf8)
+            )
+        )
         try #require(response.status == 200)
         return try JSONDecoder().decode(NotificationHistoryResponse.self, from: Data(response.body))
     }
@@ -294,7 +409,9 @@ import WireJSON
             try #require(e.count == 3)
             // Steps 1 and 3 arrive, V2 and V1; step 2 (the first renewal) does not.
             let sent = receiver.requests.map { Self.describe($0.body) }
-            let expected = [0, 2].flatMap { i in ["v2 " + (e[i].v2NotificationUUID ?? "")] + e[i].v1Bodies.map { "v1 " + ($0.notificationType ?? "") } }
+            let expected = [0, 2].flatMap { i in
+                ["v2 " + (e[i].v2NotificationUUID ?? "")] + e[i].v1Bodies.map { "v1 " + ($0.notificationType ?? "") }
+            }
             #expect(sent == expected)
             // The step's line says so, and the lifecycle's last line lists it.
             let stepLine = try #require(try JSONParser.parse(Array(lines[1].utf8)).objectValue)
@@ -313,7 +430,9 @@ import WireJSON
             // The fake Apple holds the truth: all three notifications, step 2's failed; the subscription as it ends.
             let all = try Self.history(pki, onlyFailures: false).notificationHistory
             #expect(all.map(\.signedPayload) == e.compactMap(\.v2SignedPayload))
-            #expect(all.map { $0.sendAttempts.map(\.sendAttemptResult) } == [["SUCCESS"], ["NO_RESPONSE"], ["SUCCESS"]])
+            #expect(
+                all.map { $0.sendAttempts.map(\.sendAttemptResult) } == [["SUCCESS"], ["NO_RESPONSE"], ["SUCCESS"]]
+            )
             let failures = try Self.history(pki, onlyFailures: true).notificationHistory
             #expect(failures.map(\.signedPayload) == [e[1].v2SignedPayload])
             let world = try SimStateStore(folder: pki.folder).read()
@@ -330,7 +449,10 @@ import WireJSON
             let kept = e.indices.filter { !plan.drops(emissionAt: $0, of: "price-increase-accepted") }
             let dropped = e.indices.filter { plan.drops(emissionAt: $0, of: "price-increase-accepted") }
             try #require(!kept.isEmpty && !dropped.isEmpty, "the seed drops some and keeps some of this story")
-            #expect(receiver.requests.map { Self.describe($0.body) } == kept.map { "v2 " + (e[$0].v2NotificationUUID ?? "") })
+            #expect(
+                receiver.requests.map { Self.describe($0.body) }
+                    == kept.map { "v2 " + (e[$0].v2NotificationUUID ?? "") }
+            )
             #expect(run.dropped.map(\.step) == dropped.map { $0 + 1 })
             #expect(run.dropped.allSatisfy { $0.reason == .random && $0.v1.isEmpty && $0.v2 != nil })
             let failures = try Self.history(pki, onlyFailures: true).notificationHistory
@@ -353,23 +475,46 @@ import WireJSON
         let base = ["lifecycle", "refund", "--pki", "/nonexistent", "--bundle-id", "b", "--shared-secret-env", "PATH"]
         let to = ["--to", "http://127.0.0.1:1/notifications"]
         for (flags, message) in [
-            (["--drop", "1.5"], "--drop must be a fraction from 0 to 1"), (["--drop", "x"], "--drop must be a fraction"),
-            (["--drop", "0.1", "--seed", "-1"], "--seed must be a whole number"), (["--seed", "3"], "--seed goes with --drop"),
+            (["--drop", "1.5"], "--drop must be a fraction from 0 to 1"),
+            (["--drop", "x"], "--drop must be a fraction"),
+            (["--drop", "0.1", "--seed", "-1"], "--seed must be a whole number"),
+            (["--seed", "3"], "--seed goes with --drop"),
             (["--outage", "0..2"], "--outage must be FROM..TO"), (["--outage", "3..2"], "--outage must be FROM..TO"),
             (["--outage", "2...4"], "--outage must be FROM..TO"), (["--outage", "a..b"], "--outage must be FROM..TO"),
         ] {
             await CommandLineTests.expectUsage(SimulateCommand.self, base + to + flags, message)
         }
-        await CommandLineTests.expectUsage(SimulateCommand.self, base + ["--out", "/tmp/x", "--drop", "0.5"], "--drop and --outage need --to URL")
-        await CommandLineTests.expectUsage(SimulateCommand.self, ["serve-apple", "--pki", "x", "--rate-limit", "fast"], "--rate-limit must be")
-        await CommandLineTests.expectUsage(SimulateCommand.self, ["serve-apple", "--pki", "x", "--drop", "0.5"], "does not take --drop")
+        await CommandLineTests.expectUsage(
+            SimulateCommand.self,
+            base + ["--out", "/tmp/x", "--drop", "0.5"],
+            "--drop and --outage need --to URL"
+        )
+        await CommandLineTests.expectUsage(
+            SimulateCommand.self,
+            ["serve-apple", "--pki", "x", "--rate-limit", "fast"],
+            "--rate-limit must be"
+        )
+        await CommandLineTests.expectUsage(
+            SimulateCommand.self,
+            ["serve-apple", "--pki", "x", "--drop", "0.5"],
+            "does not take --drop"
+        )
     }
 
     @Test func rateLimitSettings() {
-        #expect(SimulateCommand.rateLimitSetting("10/s") == .some(SimWorld.APIRateLimit(requests: 10, windowSeconds: 1)))
-        #expect(SimulateCommand.rateLimitSetting("50/m") == .some(SimWorld.APIRateLimit(requests: 50, windowSeconds: 60)))
-        #expect(SimulateCommand.rateLimitSetting("3600/h") == .some(SimWorld.APIRateLimit(requests: 3600, windowSeconds: 3600)))
-        #expect(SimulateCommand.rateLimitSetting("5/30") == .some(SimWorld.APIRateLimit(requests: 5, windowSeconds: 30)))
+        #expect(
+            SimulateCommand.rateLimitSetting("10/s") == .some(SimWorld.APIRateLimit(requests: 10, windowSeconds: 1))
+        )
+        #expect(
+            SimulateCommand.rateLimitSetting("50/m") == .some(SimWorld.APIRateLimit(requests: 50, windowSeconds: 60))
+        )
+        #expect(
+            SimulateCommand.rateLimitSetting("3600/h")
+                == .some(SimWorld.APIRateLimit(requests: 3600, windowSeconds: 3600))
+        )
+        #expect(
+            SimulateCommand.rateLimitSetting("5/30") == .some(SimWorld.APIRateLimit(requests: 5, windowSeconds: 30))
+        )
         #expect(SimulateCommand.rateLimitSetting("off") == .some(nil))
         for junk in ["", "10", "0/s", "-1/s", "10/d", "10/0", "10/86401", "ten/s", "10/s/s"] {
             #expect(SimulateCommand.rateLimitSetting(junk) == nil, "\(junk)")
@@ -383,30 +528,52 @@ import WireJSON
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
         var options = Simulation.LifecycleOptions(
-            name: "refund", to: nil, pkiFolder: pki.folder, bundleID: SimulatorLifecycleTests.bundleID, sharedSecret: SimulatorLifecycleTests.secret)
+            name: "refund",
+            to: nil,
+            pkiFolder: pki.folder,
+            bundleID: SimulatorLifecycleTests.bundleID,
+            sharedSecret: SimulatorLifecycleTests.secret
+        )
         options.out = folder + "/out"
-        let run = try await Simulation.lifecycle(options, transport: CurlTransport(), now: WallClock.wallMillis, sleep: { _ in }, output: { _ in })
+        let run = try await Simulation.lifecycle(
+            options,
+            transport: CurlTransport(),
+            now: WallClock.wallMillis,
+            sleep: { _ in },
+            output: { _ in }
+        )
         let now = WallClock.wallMillis()
         let fake = try FakeAppleServer(pki: pki.folder, notifyURL: nil, transport: CurlTransport(), now: { now })
         let apple = HTTPServer(configuration: .init(), handler: fake.handle)
         try apple.start()
         defer { apple.stop() }
         let auth = [HTTPHeader("Authorization", "Bearer " + (try Self.pythonToken(pki, now: now)))]
-        let url = "http://127.0.0.1:\(apple.port)/inApps/v1/subscriptions/\(try #require(run.plan.originalTransactionIDs.first))"
+        let url =
+            "http://127.0.0.1:\(apple.port)/inApps/v1/subscriptions/\(try #require(run.plan.originalTransactionIDs.first))"
         func statuses(_ query: String) async throws -> [Int] {
-            let r = try await CurlTransport().send(HTTPRequest(method: .get, url: url + query, headers: auth, timeoutMillis: 10_000))
+            let r = try await CurlTransport().send(
+                HTTPRequest(method: .get, url: url + query, headers: auth, timeoutMillis: 10_000)
+            )
             try #require(r.status == 200)
-            return try JSONDecoder().decode(StatusResponse.self, from: Data(r.body)).data.flatMap(\.lastTransactions).map(\.status)
+            return try JSONDecoder().decode(StatusResponse.self, from: Data(r.body)).data.flatMap(\.lastTransactions)
+                .map(\.status)
         }
         #expect(try await statuses("?status=1&status=5") == [5], "the second status reaches the fake")
         #expect(try await statuses("?status=1&status=2").isEmpty)
 
-        try SimStateStore(folder: pki.folder).update { $0.apiRateLimit = SimWorld.APIRateLimit(requests: 1, windowSeconds: 60) }
+        try SimStateStore(folder: pki.folder).update {
+            $0.apiRateLimit = SimWorld.APIRateLimit(requests: 1, windowSeconds: 60)
+        }
         _ = try await statuses("")
-        let limited = try await CurlTransport().send(HTTPRequest(method: .get, url: url, headers: auth, timeoutMillis: 10_000))
+        let limited = try await CurlTransport().send(
+            HTTPRequest(method: .get, url: url, headers: auth, timeoutMillis: 10_000)
+        )
         #expect(limited.status == 429)
         #expect(limited.header("Retry-After") == "60")
         #expect(limited.header("Content-Type") == "application/json")
-        #expect(String(decoding: limited.body, as: UTF8.self) == #"{"errorCode":4290000,"errorMessage":"Rate limit exceeded."}"#)
+        #expect(
+            String(decoding: limited.body, as: UTF8.self)
+                == #"{"errorCode":4290000,"errorMessage":"Rate limit exceeded."}"#
+        )
     }
 }

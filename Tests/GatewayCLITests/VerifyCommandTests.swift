@@ -2,8 +2,8 @@ import Canonical
 import FoundationEssentials
 import Gateway
 import GatewayCLI
-import TestSupport
 import Store
+import TestSupport
 import Testing
 
 /// The `verify` command as a user runs it: options and a config file, no test-only trust.
@@ -16,7 +16,9 @@ import Testing
         let command = try VerifyCommand(options: options, now: Self.now)
         let sandbox = await command.run(file: Fixtures.url("v2-synthetic/notif-did-renew.json").path())
         #expect(sandbox.ok && sandbox.events?.first?.kind == .renewal)
-        let production = await command.run(file: Fixtures.url("v2-synthetic/notif-subscribed-initial-buy-production.json").path())
+        let production = await command.run(
+            file: Fixtures.url("v2-synthetic/notif-subscribed-initial-buy-production.json").path()
+        )
         #expect(production.error?.code == "untrusted_root")
     }
 
@@ -33,12 +35,18 @@ import Testing
         options.bundleID = "com.example.other"
         options.environment = .sandbox
         let command = try VerifyCommand(options: options, now: Self.now)
-        #expect(await command.run(file: Fixtures.url("v2/notif-test-sandbox-2025.json").path()).error?.code == "unknown_bundle")
+        #expect(
+            await command.run(file: Fixtures.url("v2/notif-test-sandbox-2025.json").path()).error?.code
+                == "unknown_bundle"
+        )
 
         options.bundleID = "com.loki-project.loki-messenger"
         options.environment = .production
         let production = try VerifyCommand(options: options, now: Self.now)
-        #expect(await production.run(file: Fixtures.url("v2/notif-test-sandbox-2025.json").path()).error?.code == "environment_mismatch")
+        #expect(
+            await production.run(file: Fixtures.url("v2/notif-test-sandbox-2025.json").path()).error?.code
+                == "environment_mismatch"
+        )
     }
 
     @Test func unreadableFilesAndBadRootsAreReported() async throws {
@@ -59,7 +67,11 @@ import Testing
     }
 
     @Test func filesAndUnknownPathsAreKeptAsGiven() {
-        #expect(VerifyCommand.expand(paths: ["/nonexistent/x.json", "a.expected.json"]) == ["/nonexistent/x.json", "a.expected.json"])
+        #expect(
+            VerifyCommand.expand(paths: ["/nonexistent/x.json", "a.expected.json"]) == [
+                "/nonexistent/x.json", "a.expected.json",
+            ]
+        )
     }
 }
 
@@ -81,7 +93,9 @@ import Testing
         #expect(report.ok && report.version == "v1" && report.secretName == "FIXTURE_SECRET")
         #expect(report.events?.first?.verified == false)  // offline: built from the unsigned body
         let wrong = try VerifyCommand(options: options, environment: ["FIXTURE_SECRET": "nope"], now: Self.now)
-        #expect(await wrong.run(file: Fixtures.url("v1-synthetic/did-renew.json").path()).error?.code == "bad_shared_secret")
+        #expect(
+            await wrong.run(file: Fixtures.url("v1-synthetic/did-renew.json").path()).error?.code == "bad_shared_secret"
+        )
         #expect(throws: ConfigError.self) { try VerifyCommand(options: options, environment: [:], now: Self.now) }
     }
 
@@ -92,7 +106,10 @@ import Testing
         var options = VerifyCommand.Options()
         options.sharedSecretEnv = "FIXTURE_SECRET"
         let command = try VerifyCommand(
-            options: options, environment: ["FIXTURE_SECRET": "<redacted: shared secret present in source>"], now: Self.now)
+            options: options,
+            environment: ["FIXTURE_SECRET": "<redacted: shared secret present in source>"],
+            now: Self.now
+        )
         let report = await command.run(file: Fixtures.url("v1/\(name)").path())
         #expect(report.ok, "\(String(describing: report.error))")
         #expect(report.bundleID?.hasPrefix("com.freeramble.") == true)
@@ -101,7 +118,8 @@ import Testing
     @Test func configSecretsComeFromTheEnvironment() async throws {
         var options = VerifyCommand.Options()
         options.configPath = try Self.config(
-            #"{"apps": [{"bundle_id": "com.example.gateway", "app_apple_id": 1234567890, "shared_secret_env": ["APP_SECRET"]}]}"#)
+            #"{"apps": [{"bundle_id": "com.example.gateway", "app_apple_id": 1234567890, "shared_secret_env": ["APP_SECRET"]}]}"#
+        )
         let ok = try VerifyCommand(options: options, environment: ["APP_SECRET": Self.secret], now: Self.now)
         #expect(await ok.run(file: Fixtures.url("v1-synthetic/did-renew.json").path()).ok)
         let unset = try VerifyCommand(options: options, environment: [:], now: Self.now)

@@ -2,10 +2,10 @@ import Canonical
 import FoundationEssentials
 import Gateway
 import GatewayCLI
-import TestSupport
-import Store
-import Testing
 import HTTPClient
+import Store
+import TestSupport
+import Testing
 import V1Adapter
 import V2Adapter
 
@@ -21,7 +21,10 @@ import V2Adapter
 
     /// The test root pinned as if it were Apple's, and the two test apps: the synthetic fixtures' setup.
     static func syntheticCommand() throws -> VerifyCommand {
-        VerifyCommand(v2: V2Adapter(verifier: AppleJWSVerifier(anchors: try TestPKI.anchorsAsApple()), apps: TestPKI.apps), now: now)
+        VerifyCommand(
+            v2: V2Adapter(verifier: AppleJWSVerifier(anchors: try TestPKI.anchorsAsApple()), apps: TestPKI.apps),
+            now: now
+        )
     }
 
     static func report(_ command: VerifyCommand, _ path: String) async throws -> [UInt8] {
@@ -36,7 +39,10 @@ import V2Adapter
             return
         }
         let expected = try Fixtures.bytes(goldenPath)
-        #expect(String(decoding: actual + [0x0A], as: UTF8.self) == String(decoding: expected, as: UTF8.self), "\(name)")
+        #expect(
+            String(decoding: actual + [0x0A], as: UTF8.self) == String(decoding: expected, as: UTF8.self),
+            "\(name)"
+        )
     }
 
     @Test(arguments: Fixtures.names(in: "v2"))
@@ -59,11 +65,22 @@ import V2Adapter
     static func v1Command(for name: String) throws -> VerifyCommand {
         let body = try Fixtures.jsonStrings("v1/\(name)")
         var apps: [V1App] = []
-        if let bundle = V1Adapter.claimedBundle(body: try Fixtures.bytes("v1/\(name)")), let password = body["password"] {
-            apps = [V1App(bundleID: bundle, environments: [.production, .sandbox],
-                          sharedSecrets: [SharedSecret(name: "FIXTURE_SHARED_SECRET", value: password)], verifyReceipt: false)]
+        if let bundle = V1Adapter.claimedBundle(body: try Fixtures.bytes("v1/\(name)")), let password = body["password"]
+        {
+            apps = [
+                V1App(
+                    bundleID: bundle,
+                    environments: [.production, .sandbox],
+                    sharedSecrets: [SharedSecret(name: "FIXTURE_SHARED_SECRET", value: password)],
+                    verifyReceipt: false
+                )
+            ]
         }
-        return VerifyCommand(v2: V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors.apple()), apps: nil), v1Apps: apps, now: now)
+        return VerifyCommand(
+            v2: V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors.apple()), apps: nil),
+            v1Apps: apps,
+            now: now
+        )
     }
 
     @Test(arguments: Fixtures.names(in: "v1"))
@@ -72,7 +89,10 @@ import V2Adapter
         let report = await command.verify(try Fixtures.bytes("v1/\(name)"))
         #expect(report.ok, "\(name): \(String(describing: report.error))")
         if name.hasPrefix("v1-notif-") {
-            #expect(report.events?.count == 1 && report.events?.first?.verified == false && report.events?.first?.source == .v1)
+            #expect(
+                report.events?.count == 1 && report.events?.first?.verified == false
+                    && report.events?.first?.source == .v1
+            )
             #expect(report.eventID?.hasPrefix("v1:") == true)
         }
         try await Self.compareOrUpdate(command, folder: "v1", name: name)
@@ -90,7 +110,10 @@ import V2Adapter
 
     static func expectRejection(_ command: VerifyCommand, folder: String, name: String) async throws {
         let report = await command.verify(try Fixtures.bytes("\(folder)/\(name)"))
-        let expected = try JSONDecoder().decode(Expected.self, from: Data(try Fixtures.bytes("\(folder)/\(Fixtures.goldenName(name))")))
+        let expected = try JSONDecoder().decode(
+            Expected.self,
+            from: Data(try Fixtures.bytes("\(folder)/\(Fixtures.goldenName(name))"))
+        )
         #expect(!report.ok, "\(name) was accepted")
         #expect(report.error?.code == expected.error.code, "\(name): \(report.error?.message ?? "")")
         #expect(report.error?.cause == expected.error.cause, "\(name): \(report.error?.message ?? "")")
@@ -111,11 +134,15 @@ import V2Adapter
         let command = try Self.syntheticCommand()
         var seen: Set<String> = []
         for name in Fixtures.names(in: "v2-synthetic") {
-            for event in await command.verify(try Fixtures.bytes("v2-synthetic/\(name)")).events ?? [] { seen.insert(event.rawType) }
+            for event in await command.verify(try Fixtures.bytes("v2-synthetic/\(name)")).events ?? [] {
+                seen.insert(event.rawType)
+            }
         }
         let apple: Set<String> = [
-            "SUBSCRIBED", "DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS", "OFFER_REDEEMED", "DID_RENEW", "EXPIRED",
-            "DID_FAIL_TO_RENEW", "GRACE_PERIOD_EXPIRED", "PRICE_INCREASE", "REFUND", "REFUND_DECLINED", "CONSUMPTION_REQUEST",
+            "SUBSCRIBED", "DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS", "OFFER_REDEEMED", "DID_RENEW",
+            "EXPIRED",
+            "DID_FAIL_TO_RENEW", "GRACE_PERIOD_EXPIRED", "PRICE_INCREASE", "REFUND", "REFUND_DECLINED",
+            "CONSUMPTION_REQUEST",
             "RENEWAL_EXTENDED", "REVOKE", "TEST", "RENEWAL_EXTENSION", "REFUND_REVERSED", "EXTERNAL_PURCHASE_TOKEN",
             "ONE_TIME_CHARGE", "RESCIND_CONSENT", "METADATA_UPDATE", "MIGRATION", "PRICE_CHANGE",
         ]
@@ -137,24 +164,43 @@ import V2Adapter
         let apple = try LoopbackHTTPServer { _ in .respond(status: 200, body: answer) }
         let client = VerifyReceiptClient(
             transport: CurlTransport(),
-            configuration: .init(productionURL: apple.url("/verifyReceipt"), sandboxURL: apple.url("/sandbox/verifyReceipt")),
-            sleep: { _ in }, jitter: { 0 })
-        let app = V1App(bundleID: "com.example.gateway", environments: [.production, .sandbox], sharedSecrets: [Self.secret])
+            configuration: .init(
+                productionURL: apple.url("/verifyReceipt"),
+                sandboxURL: apple.url("/sandbox/verifyReceipt")
+            ),
+            sleep: { _ in },
+            jitter: { 0 }
+        )
+        let app = V1App(
+            bundleID: "com.example.gateway",
+            environments: [.production, .sandbox],
+            sharedSecrets: [Self.secret]
+        )
         let command = VerifyCommand(
-            v2: V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors.apple()), apps: nil), v1Apps: [app],
-            receiptClient: client, now: { 1_748_739_600_000 })
+            v2: V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors.apple()), apps: nil),
+            v1Apps: [app],
+            receiptClient: client,
+            now: { 1_748_739_600_000 }
+        )
         let report = await command.verify(try Fixtures.bytes("v1-synthetic/\(name)"))
         #expect(report.ok, "\(name): \(String(describing: report.error))")
         #expect(report.events?.first?.verified == true)
         #expect(report.appleStatus == 0)
         #expect(apple.requests.count == 1)
-        #expect(String(decoding: apple.requests[0].body, as: UTF8.self).contains("\"receipt-data\":\"c3ludGhldGljLXJlY2VpcHQtZm9yLXRlc3Rz\""))
+        #expect(
+            String(decoding: apple.requests[0].body, as: UTF8.self).contains(
+                "\"receipt-data\":\"c3ludGhldGljLXJlY2VpcHQtZm9yLXRlc3Rz\""
+            )
+        )
         let actual = JSONOutput.encode(report, pretty: true)
         let goldenPath = "v1-synthetic/\(Fixtures.goldenName(name))"
         if Fixtures.updatingGoldens {
             try Fixtures.writeGolden(goldenPath, actual)
         } else {
-            #expect(String(decoding: actual + [0x0A], as: UTF8.self) == String(decoding: try Fixtures.bytes(goldenPath), as: UTF8.self))
+            #expect(
+                String(decoding: actual + [0x0A], as: UTF8.self)
+                    == String(decoding: try Fixtures.bytes(goldenPath), as: UTF8.self)
+            )
         }
     }
 
@@ -164,12 +210,20 @@ import V2Adapter
         let apple = try LoopbackHTTPServer { _ in .respond(status: 200, body: answer) }
         let client = VerifyReceiptClient(
             transport: CurlTransport(),
-            configuration: .init(productionURL: apple.url("/verifyReceipt"), sandboxURL: apple.url("/sandbox/verifyReceipt")),
-            sleep: { _ in }, jitter: { 0 })
+            configuration: .init(
+                productionURL: apple.url("/verifyReceipt"),
+                sandboxURL: apple.url("/sandbox/verifyReceipt")
+            ),
+            sleep: { _ in },
+            jitter: { 0 }
+        )
         let app = V1App(bundleID: "com.example.gateway", environments: [.production], sharedSecrets: [Self.secret])
         let command = VerifyCommand(
-            v2: V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors.apple()), apps: nil), v1Apps: [app],
-            receiptClient: client, now: { 1_748_739_600_000 })
+            v2: V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors.apple()), apps: nil),
+            v1Apps: [app],
+            receiptClient: client,
+            now: { 1_748_739_600_000 }
+        )
         let report = await command.verify(try Fixtures.bytes("v1-synthetic/did-renew.json"))
         #expect(report.error?.code == "receipt_invalid")
     }

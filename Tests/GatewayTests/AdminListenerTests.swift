@@ -2,8 +2,8 @@ import Foundation
 import Gateway
 import Glibc
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The admin listener against a client on the operator's own address (127.0.0.1, where the Prometheus scraper also
 /// connects from) that opens connections and never finishes a request on them: however many it holds, and however
@@ -25,7 +25,8 @@ import TestSupport
         }
     }
 
-    @Test func anAuthenticatedRequestIsAnsweredWhileThreeHundredIdleConnectionsFromTheSameAddressAreOpen() async throws {
+    @Test func anAuthenticatedRequestIsAnsweredWhileThreeHundredIdleConnectionsFromTheSameAddressAreOpen() async throws
+    {
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         let g = try Service.start(receiver: receiver)
         let adminPort = try #require(g.adminPort)
@@ -46,7 +47,10 @@ import TestSupport
 
         // Connections that never deliver their headers do not stay: every one of the 300 is closed within seconds
         // (the header deadline, or evicted to make room), not after the 30 s of the public listener's deadlines.
-        await eventually("every idle connection closed (\(held.filter { !$0.closedByPeer }.count) of 300 still open)", within: .seconds(15)) {
+        await eventually(
+            "every idle connection closed (\(held.filter { !$0.closedByPeer }.count) of 300 still open)",
+            within: .seconds(15)
+        ) {
             held.allSatisfy(\.closedByPeer)
         }
         #expect(clock.now - start < .seconds(15))
@@ -65,7 +69,10 @@ import TestSupport
         // The operator, from the same address: a few tries within a few seconds are allowed (a try may meet a full
         // backlog), the answer is not.
         var tries = 0
-        await eventually("the operator's answer (\(tries) tries, \(hoard.reopened) reconnections)", within: .seconds(10)) {
+        await eventually(
+            "the operator's answer (\(tries) tries, \(hoard.reopened) reconnections)",
+            within: .seconds(10)
+        ) {
             tries += 1
             guard let client = try? RawHTTPClient(port: adminPort, from: "127.0.0.1") else { return false }
             client.send(Self.statusRequest)

@@ -1,16 +1,20 @@
-@testable import Gateway
 import Store
 import Synchronization
 import Testing
+
+@testable import Gateway
 
 /// The admin API's query parameters, parsed without a server.
 @Suite struct AdminQueryTests {
     static let now: Int64 = 1_748_736_000_000
 
-    @Test(arguments: [
-        (nil, 100), ("", 100), ("ten", 100), ("99999999999999999999", 100),  // absent or not a number: the default
-        ("0", 1), ("-5", 1), ("1", 1), ("250", 250), ("10000", 10_000), ("10001", 10_000), ("9223372036854775807", 10_000),
-    ] as [(String?, Int)])
+    @Test(
+        arguments: [
+            (nil, 100), ("", 100), ("ten", 100), ("99999999999999999999", 100),  // absent or not a number: the default
+            ("0", 1), ("-5", 1), ("1", 1), ("250", 250), ("10000", 10_000), ("10001", 10_000),
+            ("9223372036854775807", 10_000),
+        ] as [(String?, Int)]
+    )
     func limitDefaultsAndClamps(_ text: String?, _ expected: Int) {
         #expect(AdminQuery(text.map { ["limit": $0] } ?? [:]).limit == expected)
     }
@@ -21,21 +25,34 @@ import Testing
             reads.withLock { $0 += 1 }
             return Self.now
         }
-        #expect(try AdminQuery(["id": "e1", "dead_letters": "", "since": "bogus"]).replaySelection(now: clock) == .eventID("e1"))
+        #expect(
+            try AdminQuery(["id": "e1", "dead_letters": "", "since": "bogus"]).replaySelection(now: clock)
+                == .eventID("e1")
+        )
         #expect(try AdminQuery(["dead_letters": "1", "since": "bogus"]).replaySelection(now: clock) == .deadLetters)
         #expect(reads.withLock { $0 } == 0)  // the clock is read only for a time
-        #expect(try AdminQuery(["since": "7d"]).replaySelection(now: clock) == .range(since: Self.now - 7 * 86_400_000, until: .max))
-        #expect(try AdminQuery(["since": "12h", "until": "1750000000000"]).replaySelection(now: clock)
-            == .range(since: Self.now - 12 * 3_600_000, until: 1_750_000_000_000))
-        #expect(try AdminQuery(["since": "2025-06-01T00:00:00Z"]).replaySelection(now: clock) == .range(since: Self.now, until: .max))
+        #expect(
+            try AdminQuery(["since": "7d"]).replaySelection(now: clock)
+                == .range(since: Self.now - 7 * 86_400_000, until: .max)
+        )
+        #expect(
+            try AdminQuery(["since": "12h", "until": "1750000000000"]).replaySelection(now: clock)
+                == .range(since: Self.now - 12 * 3_600_000, until: 1_750_000_000_000)
+        )
+        #expect(
+            try AdminQuery(["since": "2025-06-01T00:00:00Z"]).replaySelection(now: clock)
+                == .range(since: Self.now, until: .max)
+        )
     }
 
-    @Test(arguments: [
-        ([:], "give id, since[/until] or dead_letters"),
-        (["since": "yesterday"], "since is not a time (ISO-8601, 7d, 12h or epoch ms)"),
-        (["since": "999999999999999d"], "since is not a time (ISO-8601, 7d, 12h or epoch ms)"),
-        (["since": "7d", "until": "soon"], "until is not a time (ISO-8601, 7d, 12h or epoch ms)"),
-    ] as [([String: String], String)])
+    @Test(
+        arguments: [
+            ([:], "give id, since[/until] or dead_letters"),
+            (["since": "yesterday"], "since is not a time (ISO-8601, 7d, 12h or epoch ms)"),
+            (["since": "999999999999999d"], "since is not a time (ISO-8601, 7d, 12h or epoch ms)"),
+            (["since": "7d", "until": "soon"], "until is not a time (ISO-8601, 7d, 12h or epoch ms)"),
+        ] as [([String: String], String)]
+    )
     func aBadReplayIsABadRequest(_ parameters: [String: String], _ message: String) {
         #expect {
             try AdminQuery(parameters).replaySelection { Self.now }

@@ -2,8 +2,8 @@ import Foundation
 import Gateway
 import HTTPClient
 import Reports
-import Testing
 import TestSupport
+import Testing
 
 /// What the admin listener's answers tell a browser: never sniff a type, never send the address on, never keep a copy,
 /// and — for the HTML report — run no script and apply only the page's own styles (Content-Security-Policy with a
@@ -11,12 +11,16 @@ import TestSupport
 @Suite(.serialized) struct AdminResponseHeadersTests {
     typealias Service = GatewayServiceTests
 
-    static let fixed = ["X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"]
+    static let fixed = [
+        "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer", "Cache-Control": "no-store",
+    ]
 
     /// The gateway as `serve` runs it: the admin API renders the report with the Reports module.
     static func start(_ receiver: LoopbackHTTPServer) throws -> Service.Running {
         try Service.start(receiver: receiver) { _, deps in
-            deps.reportRenderer = { report, format, nonce in ReportRenderer.render(report, format: format, styleNonce: nonce) }
+            deps.reportRenderer = { report, format, nonce in
+                ReportRenderer.render(report, format: format, styleNonce: nonce)
+            }
         }
     }
 
@@ -30,9 +34,17 @@ import TestSupport
         return out
     }
 
-    static func checkHeaders(_ header: (String) -> String?, _ what: String, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func checkHeaders(
+        _ header: (String) -> String?,
+        _ what: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) {
         for (name, value) in fixed {
-            #expect(header(name) == value, "\(what): \(name) is \(header(name) ?? "missing")", sourceLocation: sourceLocation)
+            #expect(
+                header(name) == value,
+                "\(what): \(name) is \(header(name) ?? "missing")",
+                sourceLocation: sourceLocation
+            )
         }
         let policy = header("Content-Security-Policy") ?? ""
         let d = directives(policy)
@@ -47,7 +59,8 @@ import TestSupport
         let answers: [(String, String?, Int)] = [
             ("/admin/status", Service.adminToken, 200), ("/metrics", Service.adminToken, 200),
             ("/admin/metrics", Service.adminToken, 200), ("/admin/report", Service.adminToken, 200),
-            ("/admin/report?format=html", Service.adminToken, 200), ("/admin/report?format=table", Service.adminToken, 200),
+            ("/admin/report?format=html", Service.adminToken, 200),
+            ("/admin/report?format=table", Service.adminToken, 200),
             ("/admin/status", nil, 401), ("/admin/status", "wrong", 401), ("/admin/nowhere", Service.adminToken, 404),
             ("/admin/quarantine?lane=both", Service.adminToken, 400),
         ]
@@ -78,7 +91,10 @@ import TestSupport
             // No script at all: script-src is 'none', or absent and default-src 'none' stands for it.
             #expect((d["script-src"] ?? d["default-src"]) == ["'none'"], "\(policy)")
             let styleSources = try #require(d["style-src"], "\(policy)")
-            #expect(styleSources.count == 1 && styleSources[0].hasPrefix("'nonce-") && styleSources[0].hasSuffix("'"), "\(policy)")
+            #expect(
+                styleSources.count == 1 && styleSources[0].hasPrefix("'nonce-") && styleSources[0].hasSuffix("'"),
+                "\(policy)"
+            )
             let nonce = String(styleSources[0].dropFirst("'nonce-".count).dropLast())
             #expect(nonce.count >= 22, "a nonce of \(nonce.count) characters")
             nonces.append(nonce)
@@ -121,7 +137,9 @@ import TestSupport
         let policy = try #require(page.header("Content-Security-Policy"))
         // The page exactly as served — body and headers — from a server Chromium can reach without the token, and a
         // control whose policy names another nonce: it must show a violation, or the check below proves nothing.
-        let served = page.headers.filter { $0.name.lowercased() != "content-length" && $0.name.lowercased() != "connection" }
+        let served = page.headers.filter {
+            $0.name.lowercased() != "content-length" && $0.name.lowercased() != "connection"
+        }
         let tampered = served.map { header in
             header.name.lowercased() == "content-security-policy"
                 ? HTTPHeader(header.name, policy.replacingOccurrences(of: "'nonce-", with: "'nonce-x")) : header
@@ -135,10 +153,15 @@ import TestSupport
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         for (path, violates) in [("/report", false), ("/tampered", true)] {
-            let flags = HeadlessChromium.flags(profile: dir.appending(path: "profile").path()) + HeadlessChromium.consoleToStderr
+            let flags =
+                HeadlessChromium.flags(profile: dir.appending(path: "profile").path())
+                + HeadlessChromium.consoleToStderr
             let run = try await HeadlessChromium.run(browser, flags + ["--dump-dom", server.url(path)], in: dir)
             #expect(!run.timedOut && run.status == 0, "chromium failed: \(run.stderr.suffix(2000))")
-            #expect(run.stdout.contains("id=\"verdict-0\"") && run.stdout.contains("</html>"), "\(path): \(run.stdout.prefix(500))")
+            #expect(
+                run.stdout.contains("id=\"verdict-0\"") && run.stdout.contains("</html>"),
+                "\(path): \(run.stdout.prefix(500))"
+            )
             let violations = run.stderr.split(separator: "\n").filter { $0.contains("Content Security Policy") }
             if violates {
                 #expect(!violations.isEmpty, "the control's foreign nonce was not reported: the check is blind")

@@ -1,12 +1,13 @@
 import Canonical
 import Foundation
-@testable import Gateway
 import Reports
 import Store
 import StoreTestSupport
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import Gateway
 
 /// The switch of Apple's notification version (``AppleSwitcher``) against in-memory stand-ins for App Store Connect and
 /// the test notification: every step stored, refusals that change nothing, a failed probe that sets Apple back, a run
@@ -19,7 +20,9 @@ import Testing
     /// App Store Connect: one app, its URL and version per environment; answers can be made to fail.
     final class FakeConnect: AppleNotificationSettings, Sendable {
         struct State {
-            var urls: [AppStoreEnvironment: String] = [.sandbox: AppleSwitcherTests.url, .production: AppleSwitcherTests.url]
+            var urls: [AppStoreEnvironment: String] = [
+                .sandbox: AppleSwitcherTests.url, .production: AppleSwitcherTests.url,
+            ]
             var versions: [AppStoreEnvironment: Generation] = [.sandbox: .v1, .production: .v1]
             var failures: [AppleSettingsError] = []
             var patches: [(Generation, AppStoreEnvironment)] = []
@@ -31,12 +34,18 @@ import Testing
         func app(bundleID: String) async throws(AppleSettingsError) -> AppleAppSettings {
             try state.withLock { s throws(AppleSettingsError) in
                 if !s.failures.isEmpty { throw s.failures.removeFirst() }
-                guard bundleID == AppleSwitcherTests.bundle else { throw AppleSettingsError(code: "not_found", message: "no app") }
+                guard bundleID == AppleSwitcherTests.bundle else {
+                    throw AppleSettingsError(code: "not_found", message: "no app")
+                }
                 return AppleAppSettings(appID: "1234", urls: s.urls, versions: s.versions)
             }
         }
 
-        func setVersion(_ version: Generation, environment: AppStoreEnvironment, appID: String) async throws(AppleSettingsError)
+        func setVersion(
+            _ version: Generation,
+            environment: AppStoreEnvironment,
+            appID: String
+        ) async throws(AppleSettingsError)
             -> AppleAppSettings
         {
             let (answer, hook) = try state.withLock { s throws(AppleSettingsError) in
@@ -71,7 +80,11 @@ import Testing
             return "token-\(requests.load(ordering: .relaxed))"
         }
 
-        func status(bundleID: String, environment: AppStoreEnvironment, token: String) async throws(AppleSettingsError)
+        func status(
+            bundleID: String,
+            environment: AppStoreEnvironment,
+            token: String
+        ) async throws(AppleSettingsError)
             -> (notificationID: String?, attempts: [String])
         {
             ("1f9663b6-e292-5ed5-8aa3-d5be96430eb1", delivers && connect.sandbox == .v2 ? ["SUCCESS"] : [])
@@ -95,15 +108,27 @@ import Testing
             }
             probe = FakeProbe(connect: connect, ingest: h.ingest, delivers: delivers)
             let clock = self.clock
-            var switcher = AppleSwitcher(store: h.store, config: config, ledger: h.service.ledger, settings: connect, probe: probe,
-                                         now: { clock.now }, newID: { "m-1" })
+            var switcher = AppleSwitcher(
+                store: h.store,
+                config: config,
+                ledger: h.service.ledger,
+                settings: connect,
+                probe: probe,
+                now: { clock.now },
+                newID: { "m-1" }
+            )
             switcher.pollMillis = 1
             switcher.retestMillis = 0
             self.switcher = switcher
         }
 
         func request(_ target: Generation, force: Bool = true, timeout: Int64 = 2_000) -> MigrationRequest {
-            var r = MigrationRequest(bundleID: AppleSwitcherTests.bundle, environment: .sandbox, target: target, who: "tester")
+            var r = MigrationRequest(
+                bundleID: AppleSwitcherTests.bundle,
+                environment: .sandbox,
+                target: target,
+                who: "tester"
+            )
             r.force = force
             r.probeTimeoutMillis = timeout
             return r
@@ -114,8 +139,12 @@ import Testing
             return try await switcher.run(request) { steps.append($0) }
         }
 
-        var authority: Generation { (try? h.store.read { try $0.authority(bundleID: AppleSwitcherTests.bundle, environment: .sandbox) }) ?? .v1 }
-        var record: AppleSwitchState? { try? h.store.read { try $0.appleSwitch(bundleID: AppleSwitcherTests.bundle, environment: .sandbox) } }
+        var authority: Generation {
+            (try? h.store.read { try $0.authority(bundleID: AppleSwitcherTests.bundle, environment: .sandbox) }) ?? .v1
+        }
+        var record: AppleSwitchState? {
+            try? h.store.read { try $0.appleSwitch(bundleID: AppleSwitcherTests.bundle, environment: .sandbox) }
+        }
         var outcomes: [String] { steps.all.map { "\($0.step):\($0.outcome)" } }
     }
 
@@ -129,8 +158,20 @@ import Testing
 
     static func seedAuthority(_ rig: Rig, _ authority: Generation) throws {
         _ = try rig.h.store.write { tx in
-            try tx.recordCutover(CutoverRecord(at: 0, bundleID: Self.bundle, environment: "sandbox", from: "v2", to: authority.rawValue,
-                                               who: "test", reason: nil, verdict: "ready", forced: false), to: authority)
+            try tx.recordCutover(
+                CutoverRecord(
+                    at: 0,
+                    bundleID: Self.bundle,
+                    environment: "sandbox",
+                    from: "v2",
+                    to: authority.rawValue,
+                    who: "test",
+                    reason: nil,
+                    verdict: "ready",
+                    forced: false
+                ),
+                to: authority
+            )
         }
     }
 
@@ -143,10 +184,14 @@ import Testing
         #expect(rig.connect.sandbox == .v2)
         #expect(rig.authority == .v2)
         #expect(rig.outcomes == ["preflight:ok", "patch:ok", "probe:requested", "probe:ok", "authority:ok"])
-        let cutover = try #require(try await rig.h.store.read { try $0.cutovers(bundleID: Self.bundle, environment: .sandbox) }.last)
+        let cutover = try #require(
+            try await rig.h.store.read { try $0.cutovers(bundleID: Self.bundle, environment: .sandbox) }.last
+        )
         #expect(cutover.origin == "migrate" && cutover.from == "v1" && cutover.to == "v2" && cutover.forced)
         // Every step is in the switch log, and the status shows what Apple sends.
-        let log = try await rig.h.store.read { try $0.appleSwitchLog(bundleID: Self.bundle, environment: .sandbox, limit: 100) }
+        let log = try await rig.h.store.read {
+            try $0.appleSwitchLog(bundleID: Self.bundle, environment: .sandbox, limit: 100)
+        }
         #expect(log.map(\.step.rawValue) == ["preflight", "patch", "probe", "probe", "authority"])
         let status = try rig.h.service.operations.status()
         #expect(status.objectValue?["apple"]?.arrayValue?.first?.objectValue?["version"] == .string("v2"))
@@ -162,10 +207,16 @@ import Testing
         defer { rig.h.close() }
         rig.connect.state.withLock { $0.versions[.production] = .v2 }
         #expect(await rig.switcher.readAll().isEmpty)
-        let apple = try rig.h.service.operations.status().objectValue?["apple"]?.arrayValue?.compactMap(\.objectValue) ?? []
+        let apple =
+            try rig.h.service.operations.status().objectValue?["apple"]?.arrayValue?.compactMap(\.objectValue) ?? []
         #expect(apple.map { $0["environment"]?.stringValue ?? "" } == ["production", "sandbox"])
         #expect(apple.map { $0["version"]?.stringValue ?? "" } == ["v2", "v1"])
-        #expect(apple.allSatisfy { $0["url"] == .string(Self.url) && $0["read_at"] == .number(String(rig.clock.now)) && $0["switch"] == .null })
+        #expect(
+            apple.allSatisfy {
+                $0["url"] == .string(Self.url) && $0["read_at"] == .number(String(rig.clock.now))
+                    && $0["switch"] == .null
+            }
+        )
         // A read that fails is reported per app, not thrown.
         rig.connect.state.withLock { $0.failures = [AppleSettingsError(code: "unauthorized", message: "no")] }
         #expect(await rig.switcher.readAll() == [Self.bundle: "unauthorized"])
@@ -205,7 +256,8 @@ import Testing
     }
 
     @Test(arguments: [
-        ("unauthorized", 401), ("forbidden", 403), ("not_found", 404), ("conflict", 409), ("rate_limited", 429), ("unavailable", 500),
+        ("unauthorized", 401), ("forbidden", 403), ("not_found", 404), ("conflict", 409), ("rate_limited", 429),
+        ("unavailable", 500),
     ])
     func appleRefusingThePatchChangesNothing(_ code: String, _ status: Int) async throws {
         let rig = try Rig()
@@ -213,12 +265,23 @@ import Testing
         try Self.seedAuthority(rig, .v1)
         // The read of the preflight passes; the PATCH is refused.
         rig.connect.state.withLock { $0.failures = [] }
-        let failing = AppleSettingsError(code: code, message: "Apple says \(status)", retryAfterMillis: code == "rate_limited" ? 3_000 : nil)
+        let failing = AppleSettingsError(
+            code: code,
+            message: "Apple says \(status)",
+            retryAfterMillis: code == "rate_limited" ? 3_000 : nil
+        )
         let connect = rig.connect
         rig.connect.state.withLock { s in s.afterPatch = nil }
         var switcher = rig.switcher
-        switcher = AppleSwitcher(store: rig.h.store, config: switcher.config, ledger: rig.h.service.ledger,
-                                 settings: RefusingPatch(inner: connect, error: failing), probe: rig.probe, now: { GatewayHarness.t }, newID: { "m" })
+        switcher = AppleSwitcher(
+            store: rig.h.store,
+            config: switcher.config,
+            ledger: rig.h.service.ledger,
+            settings: RefusingPatch(inner: connect, error: failing),
+            probe: rig.probe,
+            now: { GatewayHarness.t },
+            newID: { "m" }
+        )
         do {
             try await switcher.run(rig.request(.v2)) { _ in }
             Issue.record("the switch went through")
@@ -234,8 +297,14 @@ import Testing
     struct RefusingPatch: AppleNotificationSettings {
         let inner: FakeConnect
         let error: AppleSettingsError
-        func app(bundleID: String) async throws(AppleSettingsError) -> AppleAppSettings { try await inner.app(bundleID: bundleID) }
-        func setVersion(_ version: Generation, environment: AppStoreEnvironment, appID: String) async throws(AppleSettingsError)
+        func app(bundleID: String) async throws(AppleSettingsError) -> AppleAppSettings {
+            try await inner.app(bundleID: bundleID)
+        }
+        func setVersion(
+            _ version: Generation,
+            environment: AppStoreEnvironment,
+            appID: String
+        ) async throws(AppleSettingsError)
             -> AppleAppSettings
         { throw error }
     }
@@ -244,11 +313,15 @@ import Testing
         // Apple points elsewhere.
         let elsewhere = try Rig(url: "https://other.example/notifications")
         defer { elsewhere.h.close() }
-        await #expect { try await elsewhere.run(elsewhere.request(.v2)) } throws: { ($0 as? MigrationError)?.code == .urlNotOurs }
+        await #expect { try await elsewhere.run(elsewhere.request(.v2)) } throws: {
+            ($0 as? MigrationError)?.code == .urlNotOurs
+        }
         // Not ready, not forced.
         let rig = try Rig()
         defer { rig.h.close() }
-        await #expect { try await rig.run(rig.request(.v2, force: false)) } throws: { ($0 as? MigrationError)?.code == .notReady }
+        await #expect { try await rig.run(rig.request(.v2, force: false)) } throws: {
+            ($0 as? MigrationError)?.code == .notReady
+        }
         #expect(rig.connect.patches.isEmpty && elsewhere.connect.patches.isEmpty)
         #expect(rig.record?.migrationID == nil, "no switch recorded: only what Apple was read to be")
         #expect(rig.record?.appleVersion == .v1)
@@ -264,7 +337,7 @@ import Testing
         defer { rig.h.close() }
         try Self.seedAuthority(rig, .v1)
         // The run dies right after Apple took the PATCH: its record says it was patching.
-        rig.connect.state.withLock { $0.afterPatch = { } }
+        rig.connect.state.withLock { $0.afterPatch = {} }
         var died = AppleSwitchState(bundleID: Self.bundle, environment: .sandbox)
         (died.appID, died.appleVersion, died.migrationID, died.target, died.previous, died.step, died.forced) =
             ("1234", .v1, "m-0", .v2, .v1, .patching, true)

@@ -1,8 +1,8 @@
 import Canonical
 import Foundation
 import Gateway
-import TestSupport
 import Store
+import TestSupport
 import Testing
 import WireJSON
 
@@ -13,8 +13,10 @@ import WireJSON
         for folder in ["v2", "v2-synthetic", "v1", "v1-synthetic"] {
             let urls = (try? FileManager.default.contentsOfDirectory(atPath: Fixtures.url(folder).path())) ?? []
             for name in urls where name.hasSuffix(".expected.json") {
-                guard let bytes = try? Fixtures.bytes("\(folder)/\(name)"), case .object(let o)? = try? JSONParser.parse(bytes),
-                    case .array(let events)? = o["events"] else { continue }
+                guard let bytes = try? Fixtures.bytes("\(folder)/\(name)"),
+                    case .object(let o)? = try? JSONParser.parse(bytes),
+                    case .array(let events)? = o["events"]
+                else { continue }
                 for e in events {
                     if let event = try? JSONValueDecoder().decode(CanonicalEvent.self, from: e) { out.append(event) }
                 }
@@ -32,8 +34,15 @@ import WireJSON
     }
 
     @Test func escapesAndUnusualValuesMatchToo() {
-        var e = CanonicalEvent(id: "a\"b\\c/d\n\u{1}é😀", source: .v1, kind: EventKind(rawValue: "future"), rawType: "T\tX",
-                               eventDate: -5, eventDateSource: .arrival, verified: false)
+        var e = CanonicalEvent(
+            id: "a\"b\\c/d\n\u{1}é😀",
+            source: .v1,
+            kind: EventKind(rawValue: "future"),
+            rawType: "T\tX",
+            eventDate: -5,
+            eventDateSource: .arrival,
+            verified: false
+        )
         e.priceMilli = Int64.max
         e.appAppleID = Int64.min
         e.autoRenew = false

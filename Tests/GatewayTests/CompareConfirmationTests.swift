@@ -1,10 +1,11 @@
 import Canonical
 import Foundation
-@testable import Gateway
-import TestSupport
 import Store
 import StoreTestSupport
+import TestSupport
 import Testing
+
+@testable import Gateway
 
 /// A disagreement between two observations made at different moments may only be the subscription changing in
 /// between (the CI failure of 2026-11-29: verifyReceipt observed a billing retry, the App Store Server API 66 ms later
@@ -32,15 +33,23 @@ import Testing
         func observe(_ snapshot: OutcomeSnapshot, confirms: Int, at time: Int64) throws -> ComparisonRule.Comparison {
             try store.write { tx in
                 try tx.putSnapshot(snapshot, path: snapshot.source.generation)
-                return try ComparisonRule.compareIfReady(Rig.key, tolerance: 600_000, confirms: confirms,
-                                                         confirmDelay: CompareConfirmationTests.delay, at: time, in: tx)
+                return try ComparisonRule.compareIfReady(
+                    Rig.key,
+                    tolerance: 600_000,
+                    confirms: confirms,
+                    confirmDelay: CompareConfirmationTests.delay,
+                    at: time,
+                    in: tx
+                )
             }
         }
 
         /// The ledger's rows: outcome, and the fields that disagreed.
         var ledger: [String] {
             get throws {
-                try store.ledger().map { $0.outcome.rawValue + ($0.fields.isEmpty ? "" : " " + $0.fields.joined(separator: ",")) }
+                try store.ledger().map {
+                    $0.outcome.rawValue + ($0.fields.isEmpty ? "" : " " + $0.fields.joined(separator: ","))
+                }
             }
         }
 
@@ -84,13 +93,18 @@ import Testing
         let store = try Rig()
         let lateV1 = { (t: Int64) in CompareUnitTests.snapshot(.v1Receipt, expires: 2_000 + 86_400_000, observed: t) }
         #expect(try store.observe(lateV1(1_000), confirms: 0, at: 1_000) == .waiting)
-        #expect(try store.observe(CompareUnitTests.snapshot(.v2API, observed: 1_500), confirms: 0, at: 1_500) == .unconfirmed)
+        #expect(
+            try store.observe(CompareUnitTests.snapshot(.v2API, observed: 1_500), confirms: 0, at: 1_500)
+                == .unconfirmed
+        )
         #expect(try store.pending == ["v1 confirms=1 due=\(1_500 + Self.delay)"])
         try store.finishPending()
         #expect(try store.observe(lateV1(31_500), confirms: 1, at: 31_500) == .unconfirmed)
         #expect(try store.pending == ["v2 confirms=2 due=\(31_500 + Self.delay)"])
         try store.finishPending()
-        #expect(try store.observe(CompareUnitTests.snapshot(.v2API, observed: 61_500), confirms: 2, at: 61_500) == .disagree)
+        #expect(
+            try store.observe(CompareUnitTests.snapshot(.v2API, observed: 61_500), confirms: 2, at: 61_500) == .disagree
+        )
         #expect(try store.ledger == ["disagree entitlement,expires_date"])
         #expect(try store.pending == [])
     }
@@ -116,7 +130,11 @@ import Testing
         let store = rig.store
         try store.write { tx in
             for (otid, at) in [("1", Int64(1_000)), ("2", 1_000), ("3", 9_000)] {
-                try tx.enqueueFetch(FetchRequest(subscription: Self.key(otid), fetch: .v1, compare: true), at: at, due: nil)
+                try tx.enqueueFetch(
+                    FetchRequest(subscription: Self.key(otid), fetch: .v1, compare: true),
+                    at: at,
+                    due: nil
+                )
             }
         }
         try store.finishFetches { ["1", "3"].contains($0.originalTransactionID) }

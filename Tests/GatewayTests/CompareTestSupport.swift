@@ -7,8 +7,14 @@ extension GatewayStore {
     func finishFetches(where which: @escaping @Sendable (FetchJob) -> Bool) throws {
         try write { tx in
             for job in try tx.fetchJobs(state: nil) where which(job) {
-                try tx.settleFetch(id: job.id, state: .done, attempts: job.attempts, nextAttemptAt: nil, error: job.lastError,
-                                   now: job.nextAttemptAt)
+                try tx.settleFetch(
+                    id: job.id,
+                    state: .done,
+                    attempts: job.attempts,
+                    nextAttemptAt: nil,
+                    error: job.lastError,
+                    now: job.nextAttemptAt
+                )
             }
         }
     }
@@ -17,7 +23,14 @@ extension GatewayStore {
     func makeFetchesDue(at time: Int64, where which: @escaping @Sendable (FetchJob) -> Bool = { _ in true }) throws {
         try write { tx in
             for job in try tx.fetchJobs(state: .pending) where which(job) {
-                try tx.settleFetch(id: job.id, state: job.state, attempts: job.attempts, nextAttemptAt: time, error: job.lastError, now: time)
+                try tx.settleFetch(
+                    id: job.id,
+                    state: job.state,
+                    attempts: job.attempts,
+                    nextAttemptAt: time,
+                    error: job.lastError,
+                    now: time
+                )
             }
         }
     }

@@ -1,13 +1,14 @@
 import Canonical
 import Foundation
-@testable import Gateway
 import HTTPClient
-import TestSupport
 import Store
-import Synchronization
 import StoreTestSupport
+import Synchronization
+import TestSupport
 import Testing
 import V1Adapter
+
+@testable import Gateway
 
 /// A comparison waiting for the V1 path to know a subscription runs when the receipt is stored, never because its
 /// retry came due. The workers here run on a clock that stands still: a job that is not due now never runs, so only a
@@ -17,7 +18,11 @@ import V1Adapter
     static let now: Int64 = GatewayHarness.t + 3_600_000
     /// The subscription of the synthetic V1 fixtures.
     static let otid = "2000000800020000"
-    static let key = SubscriptionKey(bundleID: "com.example.gateway", environment: .production, originalTransactionID: otid)
+    static let key = SubscriptionKey(
+        bundleID: "com.example.gateway",
+        environment: .production,
+        originalTransactionID: otid
+    )
 
     /// The workers' clock: it stands still at `now` unless a test moves it.
     final class StillClock: Sendable {
@@ -33,34 +38,61 @@ import V1Adapter
     }
 
     static func context(_ h: GatewayHarness, clock: StillClock = StillClock()) -> WorkerContext {
-        WorkerContext(store: h.store, router: h.router, metrics: h.metrics, log: Log(now: { clock.now }, sink: { _ in }),
-                      now: { clock.now }, jitter: { 0 })
+        WorkerContext(
+            store: h.store,
+            router: h.router,
+            metrics: h.metrics,
+            log: Log(now: { clock.now }, sink: { _ in }),
+            now: { clock.now },
+            jitter: { 0 }
+        )
     }
 
     static func receiptClient(_ apple: LoopbackHTTPServer) -> VerifyReceiptClient {
         VerifyReceiptClient(
             transport: CurlTransport(),
-            configuration: .init(productionURL: apple.url("/verifyReceipt"), sandboxURL: apple.url("/sandbox/verifyReceipt"), maxAttempts: 2),
-            sleep: { _ in }, jitter: { 0 })
+            configuration: .init(
+                productionURL: apple.url("/verifyReceipt"),
+                sandboxURL: apple.url("/sandbox/verifyReceipt"),
+                maxAttempts: 2
+            ),
+            sleep: { _ in },
+            jitter: { 0 }
+        )
     }
 
-    static func compareWorker(_ h: GatewayHarness, apple: LoopbackHTTPServer, clock: StillClock = StillClock()) -> CompareWorker {
+    static func compareWorker(
+        _ h: GatewayHarness,
+        apple: LoopbackHTTPServer,
+        clock: StillClock = StillClock()
+    ) -> CompareWorker {
         var policy = CompareWorker.Policy()
         policy.pollMillis = 10
         return CompareWorker(
-            context: context(h, clock: clock), settings: h.config.compareSettings, silenceAlertMillis: 6 * 3_600_000, v2Source: nil,
-            receiptClient: receiptClient(apple), apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps,
-            policy: policy)
+            context: context(h, clock: clock),
+            settings: h.config.compareSettings,
+            silenceAlertMillis: 6 * 3_600_000,
+            v2Source: nil,
+            receiptClient: receiptClient(apple),
+            apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps,
+            policy: policy
+        )
     }
 
     /// A comparison's V1 fetch of the fixtures' subscription, queued at `createdAt` (as a V2 notification queues it).
     static func queueV1Fetch(_ h: GatewayHarness, createdAt: Int64 = now) throws {
-        try h.store.write { tx in try tx.enqueueFetch(FetchRequest(subscription: key, fetch: .v1, compare: true), at: createdAt, due: nil) }
+        try h.store.write { tx in
+            try tx.enqueueFetch(FetchRequest(subscription: key, fetch: .v1, compare: true), at: createdAt, due: nil)
+        }
     }
 
     /// The fetch as the worker starts it at `time`.
     static func claim(_ worker: CompareWorker, _ h: GatewayHarness, at time: Int64 = now) throws -> CompareWorker.Job {
-        try #require(try h.store.read { try worker.due(at: time, lane: "", count: 10, lease: Lease(owner: "test", until: time), in: $0) }.first)
+        try #require(
+            try h.store.read {
+                try worker.due(at: time, lane: "", count: 10, lease: Lease(owner: "test", until: time), in: $0)
+            }.first
+        )
     }
 
     /// What the ReceiptWorker does for the subscription's V1 notification (the part that concerns the comparison).
@@ -89,7 +121,9 @@ import V1Adapter
         let woken = try Self.fetch(h)
         #expect(woken.state == .pending && woken.due == Self.now, "due now, not in \(woken.due - Self.now) ms")
         // And it runs: verifyReceipt of the stored receipt, the V1 snapshot, the fetch done — with the clock standing still.
-        try await GatewayHarness.runUntil(run: { await worker.run() }, stop: { worker.stop() }) { try Self.fetch(h).state == .done }
+        try await GatewayHarness.runUntil(run: { await worker.run() }, stop: { worker.stop() }) {
+            try Self.fetch(h).state == .done
+        }
         #expect(try Self.fetch(h).state == .done)
         #expect(try h.store.snapshot(Self.key, path: .v1)?.source == .v1Receipt)
         #expect(apple.requests.count == 1)
@@ -117,11 +151,16 @@ import V1Adapter
         try Self.queueV1Fetch(h)
         #expect(try await worker.notSeen(try Self.claim(worker, h), by: .v1, time: Self.now, receipt: nil) == .waiting)
         let waiting = try Self.fetch(h)
-        #expect(waiting.state == .pending && waiting.due == Self.now + worker.notSeenRetryMillis && waiting.error == "v1_not_seen_yet")
+        #expect(
+            waiting.state == .pending && waiting.due == Self.now + worker.notSeenRetryMillis
+                && waiting.error == "v1_not_seen_yet"
+        )
         // The grace window has passed since the fetch was queued: its next look records what was seen.
         let end = Self.now + h.config.compareSettings.graceMillis
         clock.set(end)
-        #expect(try await worker.notSeen(try Self.claim(worker, h, at: end), by: .v1, time: end, receipt: nil) == .oneSided)
+        #expect(
+            try await worker.notSeen(try Self.claim(worker, h, at: end), by: .v1, time: end, receipt: nil) == .oneSided
+        )
         #expect(try Self.fetch(h).state == .done)
         #expect(try h.store.ledger().map(\.outcome) == [.v2Only])
         #expect(apple.requests.isEmpty)
@@ -138,14 +177,18 @@ import V1Adapter
         // fail after 50 looks, about four hours, and a longer grace window never recorded the one-sided outcome).
         for _ in 0..<(CompareWorker.Policy().retry.maxAttempts + 10) {
             try h.store.makeFetchesDue(at: Self.now)
-            #expect(try await worker.notSeen(try Self.claim(worker, h), by: .v1, time: Self.now, receipt: nil) == .waiting)
+            #expect(
+                try await worker.notSeen(try Self.claim(worker, h), by: .v1, time: Self.now, receipt: nil) == .waiting
+            )
         }
         #expect(try Self.fetch(h).state == .pending)
         // The last look is due when the window ends, not after it: a look a second before the end.
         let late = Self.now + h.config.compareSettings.graceMillis - 1_000
         clock.set(late)
         try h.store.makeFetchesDue(at: late)
-        #expect(try await worker.notSeen(try Self.claim(worker, h, at: late), by: .v1, time: late, receipt: nil) == .waiting)
+        #expect(
+            try await worker.notSeen(try Self.claim(worker, h, at: late), by: .v1, time: late, receipt: nil) == .waiting
+        )
         #expect(try Self.fetch(h).due == late + 1_000)
     }
 
@@ -162,14 +205,19 @@ import V1Adapter
         #expect(try Self.fetch(h).due == Self.now + waiting.notSeenRetryMillis)
         // The subscription's V1 notification arrives and is verified: its receipt is stored and wakes the fetch.
         #expect(h.ingest.handle(try Fixtures.bytes("v1-synthetic/did-renew.json")).status == 200)
-        let receipts = ReceiptWorker(context: Self.context(h), client: Self.receiptClient(apple),
-                                     apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps)
+        let receipts = ReceiptWorker(
+            context: Self.context(h),
+            client: Self.receiptClient(apple),
+            apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps
+        )
         try await GatewayHarness.runUntil(run: { await receipts.run() }, stop: { receipts.stop() }) {
             try h.store.receiptJobs().filter { $0.state == .done }.count == 1
         }
         #expect(try Self.fetch(h).due == Self.now)
         let compare = Self.compareWorker(h, apple: apple)
-        try await GatewayHarness.runUntil(run: { await compare.run() }, stop: { compare.stop() }) { try Self.fetch(h).state == .done }
+        try await GatewayHarness.runUntil(run: { await compare.run() }, stop: { compare.stop() }) {
+            try Self.fetch(h).state == .done
+        }
         #expect(try Self.fetch(h).state == .done)
     }
 }

@@ -16,7 +16,10 @@ import Testing
     static func documentedKeys(_ markdown: String) -> (keys: [String], problems: [String]) {
         enum Table { case none, keys, other }
         func trimmed(_ s: Substring) -> String {
-            String(s.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" }).reversed())
+            String(
+                s.drop(while: { $0 == " " || $0 == "\t" }).reversed().drop(while: { $0 == " " || $0 == "\t" })
+                    .reversed()
+            )
         }
         var keys: [String] = []
         var problems: [String] = []
@@ -35,10 +38,13 @@ import Testing
                 table = first.lowercased() == "key" ? .keys : .other
                 continue
             }
-            if first.allSatisfy({ $0 == "-" || $0 == ":" }) || table == .other { continue }  // delimiter row, other tables
+            // delimiter row, other tables
+            if first.allSatisfy({ $0 == "-" || $0 == ":" }) || table == .other { continue }
             let inner = first.dropFirst().dropLast()
             guard first.count > 2, first.hasPrefix("`"), first.hasSuffix("`"), !inner.contains("`") else {
-                problems.append("line \(number + 1): the first cell of a key table row must be one `key`, not \"\(first)\"")
+                problems.append(
+                    "line \(number + 1): the first cell of a key table row must be one `key`, not \"\(first)\""
+                )
                 continue
             }
             keys.append(String(inner))
@@ -52,7 +58,10 @@ import Testing
         #expect(problems.isEmpty, "docs/configuration.md: \(problems.joined(separator: "; "))")
 
         let duplicates = Dictionary(grouping: documented, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
-        #expect(duplicates.isEmpty, "docs/configuration.md lists these keys more than once: \(duplicates.joined(separator: ", "))")
+        #expect(
+            duplicates.isEmpty,
+            "docs/configuration.md lists these keys more than once: \(duplicates.joined(separator: ", "))"
+        )
 
         let known = Set(GatewayConfig.knownKeys)
         let listed = Set(documented)
@@ -60,10 +69,12 @@ import Testing
         let unknown = listed.subtracting(known).sorted()
         #expect(
             undocumented.isEmpty,
-            "the parser accepts keys docs/configuration.md does not document (add a row to its tables): \(undocumented.joined(separator: ", "))")
+            "the parser accepts keys docs/configuration.md does not document (add a row to its tables): \(undocumented.joined(separator: ", "))"
+        )
         #expect(
             unknown.isEmpty,
-            "docs/configuration.md documents keys the parser does not accept (remove the rows, or teach GatewayConfig): \(unknown.joined(separator: ", "))")
+            "docs/configuration.md documents keys the parser does not accept (remove the rows, or teach GatewayConfig): \(unknown.joined(separator: ", "))"
+        )
     }
 
     /// The reference's complete example (the first `json` block after its "Complete example" heading) is a valid

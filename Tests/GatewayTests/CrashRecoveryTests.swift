@@ -1,8 +1,8 @@
 import Foundation
 import HTTPClient
+import Store
 import Synchronization
 import TestSupport
-import Store
 import Testing
 import WireJSON
 
@@ -19,7 +19,8 @@ final class AckSet: Sendable {
 }
 
 @Suite(.serialized) struct CrashRecoveryTests {
-    static let binary = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let binary = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
         .appending(path: ".build/debug/iap-gateway").path()
 
     final class Child: Sendable {
@@ -44,7 +45,8 @@ final class AckSet: Sendable {
             let chunk = out.fileHandleForReading.availableData
             if chunk.isEmpty { break }
             buffer.append(chunk)
-            for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n") where line.contains("\"msg\":\"listening\"") {
+            for line in String(decoding: buffer, as: UTF8.self).split(separator: "\n")
+            where line.contains("\"msg\":\"listening\"") {
                 if case .object(let o)? = try? JSONParser.parse(Array(line.utf8)), let port = o["port"]?.int64Value {
                     // Keep draining stdout so the child never blocks on a full pipe.
                     let handle = out.fileHandleForReading
@@ -62,7 +64,8 @@ final class AckSet: Sendable {
         let deliveries = Mutex<[(webhookID: String, eventID: String)]>([])
         let receiver = try LoopbackHTTPServer { r in
             if r.path == "/events", let id = r.header("webhook-id"),
-               case .object(let env)? = try? JSONParser.parse(r.body), let eventID = env["event"]?.objectValue?["id"]?.stringValue
+                case .object(let env)? = try? JSONParser.parse(r.body),
+                let eventID = env["event"]?.objectValue?["id"]?.stringValue
             {
                 deliveries.withLock { $0.append((id, eventID)) }
             }
@@ -70,7 +73,8 @@ final class AckSet: Sendable {
         }
         let dir = try Scratch.directory()
         let configPath = dir + "/config.json"
-        try Data("""
+        try Data(
+            """
             {
               "listen": "127.0.0.1:0",
               "admin": { "listen": "127.0.0.1:0", "token_env": "ADMIN_TOKEN" },
@@ -80,7 +84,8 @@ final class AckSet: Sendable {
                           "authority": "v2", "downstreams": ["main"] } ],
               "downstreams": [ { "name": "main", "url": "\(receiver.url("/events"))", "environments": ["sandbox"] } ]
             }
-            """.utf8).write(to: URL(filePath: configPath))
+            """.utf8
+        ).write(to: URL(filePath: configPath))
         let environment = ["PATH": "/usr/bin:/bin"]
 
         // 300 distinct notifications, signed before the run (fresh: the child checks the wall clock).
@@ -101,9 +106,15 @@ final class AckSet: Sendable {
             await withTaskGroup(of: Void.self) { group in
                 for (uuid, body) in bodies[(wave * 10)..<(wave * 10 + 10)] {
                     group.addTask {
-                        let r = try? await transport.send(HTTPRequest(
-                            method: .post, url: "http://127.0.0.1:\(currentPort)/notifications", body: body, timeoutMillis: 5_000,
-                            connectTimeoutMillis: 1_000))
+                        let r = try? await transport.send(
+                            HTTPRequest(
+                                method: .post,
+                                url: "http://127.0.0.1:\(currentPort)/notifications",
+                                body: body,
+                                timeoutMillis: 5_000,
+                                connectTimeoutMillis: 1_000
+                            )
+                        )
                         if r?.status == 200 { acknowledged.insert(uuid) }
                     }
                 }

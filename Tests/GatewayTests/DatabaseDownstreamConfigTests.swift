@@ -1,7 +1,8 @@
-@testable import Gateway
 import Foundation
-import Testing
 import TestSupport
+import Testing
+
+@testable import Gateway
 
 /// `downstreams[]` of kind `database`: parsing, validation, the connection string read at start, routing.
 @Suite struct DatabaseDownstreamConfigTests {
@@ -13,13 +14,16 @@ import TestSupport
     }
 
     @Test func postgresAndSQLiteTargetsAreRead() throws {
-        let c = try GatewayConfigTests.parse(Self.config(
-            """
-            { "name": "warehouse", "kind": "database", "url_env": "TEAM_DATABASE_URL", "environments": ["production", "sandbox"],
-              "shadow": true, "max_attempts": 30, "concurrency": 2 },
-            { "name": "local", "kind": "database", "sqlite": "team/iap.db", "schema": "iap" },
-            { "name": "archive", "kind": "database", "url_env": "TEAM_DATABASE_URL", "schema": "iap_archive_2" }
-            """))
+        let c = try GatewayConfigTests.parse(
+            Self.config(
+                """
+                { "name": "warehouse", "kind": "database", "url_env": "TEAM_DATABASE_URL", "environments": ["production", "sandbox"],
+                  "shadow": true, "max_attempts": 30, "concurrency": 2 },
+                { "name": "local", "kind": "database", "sqlite": "team/iap.db", "schema": "iap" },
+                { "name": "archive", "kind": "database", "url_env": "TEAM_DATABASE_URL", "schema": "iap_archive_2" }
+                """
+            )
+        )
         let warehouse = try #require(c.downstreams.first)
         #expect(warehouse.kind == .database && warehouse.url.isEmpty && warehouse.shadow && warehouse.maxAttempts == 30)
         #expect(warehouse.database == .postgres(urlEnv: "TEAM_DATABASE_URL", schema: "iap"))
@@ -28,27 +32,72 @@ import TestSupport
         #expect(c.downstreams[2].database == .postgres(urlEnv: "TEAM_DATABASE_URL", schema: "iap_archive_2"))
     }
 
-    @Test(arguments: [
-        (#"{ "name": "d", "kind": "database", "url_env": "U", "sqlite": "x.db" }"#, "downstreams[0].url_env", "exactly one of url_env"),
-        (#"{ "name": "d", "kind": "database" }"#, "downstreams[0].url_env", "exactly one of url_env"),
-        (#"{ "name": "d", "kind": "database", "url_env": "" }"#, "downstreams[0].url_env", "must name an environment variable"),
-        (#"{ "name": "d", "kind": "database", "url_env": "U", "url": "http://127.0.0.1:1/" }"#, "downstreams[0].url", "does not apply"),
-        (#"{ "name": "d", "kind": "database", "sqlite": "x.db", "secret_env": "S" }"#, "downstreams[0].secret_env", "does not apply"),
-        (#"{ "name": "d", "kind": "database", "sqlite": "x.db", "include_raw": true }"#, "downstreams[0].include_raw", "does not apply"),
-        (#"{ "name": "d", "kind": "database", "url_env": "U", "schema": "Billing" }"#, "downstreams[0].schema", "lowercase"),
-        (#"{ "name": "d", "kind": "database", "url_env": "U", "schema": "pg_iap" }"#, "downstreams[0].schema", "lowercase"),
-        (#"{ "name": "d", "kind": "database", "url_env": "U", "schema": "9iap" }"#, "downstreams[0].schema", "lowercase"),
-        (#"{ "name": "d", "kind": "database", "url_env": "U", "schema": "iap;drop" }"#, "downstreams[0].schema", "lowercase"),
-        (#"{ "name": "d", "url": "http://127.0.0.1:1/", "url_env": "U" }"#, "downstreams[0].url_env", "applies only"),
-        (#"{ "name": "d", "kind": "v1_passthrough", "url": "http://127.0.0.1:1/", "sqlite": "x.db" }"#, "downstreams[0].sqlite", "applies only"),
-        (#"{ "name": "d", "url": "http://127.0.0.1:1/", "schema": "iap" }"#, "downstreams[0].schema", "applies only"),
-        (#"{ "name": "d", "kind": "warehouse", "url_env": "U" }"#, "downstreams[0].kind", #""database""#),
-        (#"{ "name": "d", "kind": "database", "sqlite": "data/gateway.db" }"#, "downstreams[0].sqlite", "the gateway's own store"),
-        (#"{ "name": "d", "kind": "database", "sqlite": "x.db" }, { "name": "e", "kind": "database", "sqlite": "/etc/iapgw/x.db" }"#,
-         "downstreams[1].sqlite", "downstream \"d\" already writes these tables"),
-        (#"{ "name": "d", "kind": "database", "url_env": "U" }, { "name": "e", "kind": "database", "url_env": "U", "schema": "iap" }"#,
-         "downstreams[1].url_env", "already writes these tables"),
-    ] as [(String, String, String)])
+    @Test(
+        arguments: [
+            (
+                #"{ "name": "d", "kind": "database", "url_env": "U", "sqlite": "x.db" }"#, "downstreams[0].url_env",
+                "exactly one of url_env"
+            ),
+            (#"{ "name": "d", "kind": "database" }"#, "downstreams[0].url_env", "exactly one of url_env"),
+            (
+                #"{ "name": "d", "kind": "database", "url_env": "" }"#, "downstreams[0].url_env",
+                "must name an environment variable"
+            ),
+            (
+                #"{ "name": "d", "kind": "database", "url_env": "U", "url": "http://127.0.0.1:1/" }"#,
+                "downstreams[0].url", "does not apply"
+            ),
+            (
+                #"{ "name": "d", "kind": "database", "sqlite": "x.db", "secret_env": "S" }"#,
+                "downstreams[0].secret_env", "does not apply"
+            ),
+            (
+                #"{ "name": "d", "kind": "database", "sqlite": "x.db", "include_raw": true }"#,
+                "downstreams[0].include_raw", "does not apply"
+            ),
+            (
+                #"{ "name": "d", "kind": "database", "url_env": "U", "schema": "Billing" }"#, "downstreams[0].schema",
+                "lowercase"
+            ),
+            (
+                #"{ "name": "d", "kind": "database", "url_env": "U", "schema": "pg_iap" }"#, "downstreams[0].schema",
+                "lowercase"
+            ),
+            (
+                #"{ "name": "d", "kind": "database", "url_env": "U", "schema": "9iap" }"#, "downstreams[0].schema",
+                "lowercase"
+            ),
+            (
+                #"{ "name": "d", "kind": "database", "url_env": "U", "schema": "iap;drop" }"#, "downstreams[0].schema",
+                "lowercase"
+            ),
+            (
+                #"{ "name": "d", "url": "http://127.0.0.1:1/", "url_env": "U" }"#, "downstreams[0].url_env",
+                "applies only"
+            ),
+            (
+                #"{ "name": "d", "kind": "v1_passthrough", "url": "http://127.0.0.1:1/", "sqlite": "x.db" }"#,
+                "downstreams[0].sqlite", "applies only"
+            ),
+            (
+                #"{ "name": "d", "url": "http://127.0.0.1:1/", "schema": "iap" }"#, "downstreams[0].schema",
+                "applies only"
+            ),
+            (#"{ "name": "d", "kind": "warehouse", "url_env": "U" }"#, "downstreams[0].kind", #""database""#),
+            (
+                #"{ "name": "d", "kind": "database", "sqlite": "data/gateway.db" }"#, "downstreams[0].sqlite",
+                "the gateway's own store"
+            ),
+            (
+                #"{ "name": "d", "kind": "database", "sqlite": "x.db" }, { "name": "e", "kind": "database", "sqlite": "/etc/iapgw/x.db" }"#,
+                "downstreams[1].sqlite", "downstream \"d\" already writes these tables"
+            ),
+            (
+                #"{ "name": "d", "kind": "database", "url_env": "U" }, { "name": "e", "kind": "database", "url_env": "U", "schema": "iap" }"#,
+                "downstreams[1].url_env", "already writes these tables"
+            ),
+        ] as [(String, String, String)]
+    )
     func aBadDatabaseDownstreamNamesItsField(_ downstreams: String, _ field: String, _ message: String) {
         #expect {
             try GatewayConfigTests.parse(Self.config(downstreams))
@@ -59,8 +108,11 @@ import TestSupport
     }
 
     @Test func differentPrefixesMayShareASQLiteFile() throws {
-        let c = try GatewayConfigTests.parse(Self.config(
-            #"{ "name": "d", "kind": "database", "sqlite": "x.db" }, { "name": "e", "kind": "database", "sqlite": "x.db", "schema": "e" }"#))
+        let c = try GatewayConfigTests.parse(
+            Self.config(
+                #"{ "name": "d", "kind": "database", "sqlite": "x.db" }, { "name": "e", "kind": "database", "sqlite": "x.db", "schema": "e" }"#
+            )
+        )
         #expect(c.downstreams.count == 2)
     }
 
@@ -72,33 +124,48 @@ import TestSupport
         #expect(secrets.databaseURLs == ["warehouse": url])
         #expect(secrets.signers.isEmpty)
         let sqlite = try ServiceSecrets(
-            config: GatewayConfigTests.parse(Self.config(#"{ "name": "w", "kind": "database", "sqlite": "x.db" }"#)), environment: [:])
+            config: GatewayConfigTests.parse(Self.config(#"{ "name": "w", "kind": "database", "sqlite": "x.db" }"#)),
+            environment: [:]
+        )
         #expect(sqlite.databaseURLs.isEmpty)
     }
 
-    @Test(arguments: [
-        ([:], "environment variable TEAM_DB is not set"),
-        (["TEAM_DB": ""], "environment variable TEAM_DB is not set"),
-        (["TEAM_DB": "host=db.internal password=s3cret-value port"], "TEAM_DB is not a PostgreSQL connection string (URI or key=value)"),
-    ] as [([String: String], String)])
+    @Test(
+        arguments: [
+            ([:], "environment variable TEAM_DB is not set"),
+            (["TEAM_DB": ""], "environment variable TEAM_DB is not set"),
+            (
+                ["TEAM_DB": "host=db.internal password=s3cret-value port"],
+                "TEAM_DB is not a PostgreSQL connection string (URI or key=value)"
+            ),
+        ] as [([String: String], String)]
+    )
     func aMissingOrUnparseableConnectionStringStopsTheStart(_ environment: [String: String], _ message: String) throws {
         let config = try GatewayConfigTests.parse(Self.postgres)
         #expect {
             try ServiceSecrets(config: config, environment: environment)
         } throws: { error in
             guard let error = error as? ConfigError else { return false }
-            return error.field == "downstreams[0].url_env" && error.message == message && !error.message.contains("s3cret")
+            return error.field == "downstreams[0].url_env" && error.message == message
+                && !error.message.contains("s3cret")
         }
     }
 
     @Test func databaseDownstreamsTakeEventsNotPassThroughBodies() throws {
-        let router = Router(config: try GatewayConfigTests.parse(Self.config(
-            """
-            { "name": "db", "kind": "database", "url_env": "U", "environments": ["production", "sandbox"] },
-            { "name": "shadowdb", "kind": "database", "sqlite": "x.db", "shadow": true },
-            { "name": "legacy", "kind": "v1_passthrough", "url": "http://127.0.0.1:1/" }
-            """)))
-        #expect(router.eventTargets(bundleID: "a", environment: .production, authoritative: true) == ["db", "shadowdb"])
+        let router = Router(
+            config: try GatewayConfigTests.parse(
+                Self.config(
+                    """
+                    { "name": "db", "kind": "database", "url_env": "U", "environments": ["production", "sandbox"] },
+                    { "name": "shadowdb", "kind": "database", "sqlite": "x.db", "shadow": true },
+                    { "name": "legacy", "kind": "v1_passthrough", "url": "http://127.0.0.1:1/" }
+                    """
+                )
+            )
+        )
+        #expect(
+            router.eventTargets(bundleID: "a", environment: .production, authoritative: true) == ["db", "shadowdb"]
+        )
         #expect(router.eventTargets(bundleID: "a", environment: .production, authoritative: false) == ["shadowdb"])
         #expect(router.eventTargets(bundleID: "a", environment: .sandbox, authoritative: true) == ["db"])
         #expect(router.passthroughTargets(bundleID: "a", environment: .production) == ["legacy"])
@@ -136,7 +203,8 @@ import TestSupport
 
     static let ownStore: [(String, Bool)] = [
         ("sub/../sub/gw.db", false), ("sub/../sub/gw.db", true), ("./sub/./gw.db", false), ("sub//gw.db", true),
-        ("alias.db", false), ("alias.db", true), ("link/gw.db", false), ("link/gw.db", true), ("link/../sub/gw.db", true),
+        ("alias.db", false), ("alias.db", true), ("link/gw.db", false), ("link/gw.db", true),
+        ("link/../sub/gw.db", true),
         ("hard.db", true),
     ]
 
@@ -152,7 +220,9 @@ import TestSupport
         }
     }
 
-    @Test(arguments: [("sub/team.db", false), ("sub/team.db", true), ("link/team.db", true), ("gw.db", true), ("team.db", false)])
+    @Test(arguments: [
+        ("sub/team.db", false), ("sub/team.db", true), ("link/team.db", true), ("gw.db", true), ("team.db", false),
+    ])
     func aDifferentFileIsAccepted(_ path: String, _ storeExists: Bool) throws {
         let base = try Self.folder(storeExists: storeExists)
         defer { try? FileManager.default.removeItem(atPath: base) }
@@ -167,10 +237,12 @@ import TestSupport
         #expect {
             try Self.parse(
                 #"{ "name": "d", "kind": "database", "sqlite": "sub/team.db" }, { "name": "e", "kind": "database", "sqlite": "link/team.db" }"#,
-                base: base)
+                base: base
+            )
         } throws: { error in
             let e = error as? ConfigError
-            return e?.field == "downstreams[1].sqlite" && e?.message.contains("downstream \"d\" already writes these tables") == true
+            return e?.field == "downstreams[1].sqlite"
+                && e?.message.contains("downstream \"d\" already writes these tables") == true
         }
     }
 }

@@ -15,12 +15,18 @@ import Testing
 /// `DeliveryWorker` from the outbox.
 @Suite struct DatabaseDownstreamSQLiteTests {
     @Test func eventsAndStatesLand() async throws { try await DatabaseDownstreamScenarios.eventsAndStatesLand(.sqlite) }
-    @Test func aRedeliveredEventChangesNothing() async throws { try await DatabaseDownstreamScenarios.redeliveryChangesNothing(.sqlite) }
-    @Test func outOfOrderEventsConverge() async throws { try await DatabaseDownstreamScenarios.outOfOrderEventsConverge(.sqlite) }
+    @Test func aRedeliveredEventChangesNothing() async throws {
+        try await DatabaseDownstreamScenarios.redeliveryChangesNothing(.sqlite)
+    }
+    @Test func outOfOrderEventsConverge() async throws {
+        try await DatabaseDownstreamScenarios.outOfOrderEventsConverge(.sqlite)
+    }
     @Test func shadowEventsAreRecordedButDoNotMoveSubscriptions() async throws {
         try await DatabaseDownstreamScenarios.shadowRouting(.sqlite)
     }
-    @Test func aReplayedDeadLetterIsDelivered() async throws { try await DatabaseDownstreamScenarios.replayedDeadLetterIsDelivered(.sqlite) }
+    @Test func aReplayedDeadLetterIsDelivered() async throws {
+        try await DatabaseDownstreamScenarios.replayedDeadLetterIsDelivered(.sqlite)
+    }
     @Test func oddValuesAreWritten() async throws { try await DatabaseDownstreamScenarios.oddValuesAreWritten(.sqlite) }
 
     /// The file's folder is a regular file (the path cannot be opened, even by root): attempts fail and are retried;
@@ -30,13 +36,19 @@ import Testing
         defer { team.cleanup() }
         let h = try DatabaseDownstreamScenarios.harness([team.downstream("warehouse", maxAttempts: 1000)], team: team)
         defer { h.close() }
-        try await DatabaseDownstreamScenarios.store(h, DatabaseDownstreamScenarios.sample("e1", .purchase, at: 1, state: .active))
+        try await DatabaseDownstreamScenarios.store(
+            h,
+            DatabaseDownstreamScenarios.sample("e1", .purchase, at: 1, state: .active)
+        )
         let worker = DatabaseDownstreamScenarios.worker(h, team: team)
         let task = Task { await worker.run() }
         try await eventually("failed attempts") { try h.store.deliveries().first.map { $0.attempts >= 2 } ?? false }
         let pending = try #require(h.store.deliveries().first)
         #expect(pending.state == .pending)
-        #expect(pending.lastError?.contains("downstream warehouse: cannot open the SQLite file") == true, "\(pending.lastError ?? "")")
+        #expect(
+            pending.lastError?.contains("downstream warehouse: cannot open the SQLite file") == true,
+            "\(pending.lastError ?? "")"
+        )
         try team.fixFolder()
         try await eventually("delivered once the folder exists") { try h.store.deliveries().first?.state == .delivered }
         worker.stop()
@@ -61,18 +73,22 @@ import Testing
                 CREATE TABLE events (id TEXT PRIMARY KEY, what TEXT);
                 INSERT INTO events (id, what) VALUES ('team-1', 'signup');
                 CREATE VIEW user_names AS SELECT name FROM users;
-                """)
+                """
+            )
         }
         func teamRows() throws -> [String] {
             try teamDB.read { c in
                 try c.query(
-                    "SELECT 'users:' || id || ':' || name AS r FROM users UNION ALL SELECT 'events:' || id || ':' || what FROM events ORDER BY r")
-                    .compactMap { $0.string("r") }
+                    "SELECT 'users:' || id || ':' || name AS r FROM users UNION ALL SELECT 'events:' || id || ':' || what FROM events ORDER BY r"
+                )
+                .compactMap { $0.string("r") }
             }
         }
         func tables() throws -> [String] {
             try teamDB.read { c in
-                try c.query("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name").compactMap { $0.string("name") }
+                try c.query("SELECT name FROM sqlite_master WHERE type IN ('table', 'view') ORDER BY name").compactMap {
+                    $0.string("name")
+                }
             }
         }
         let before = try teamRows()
@@ -80,7 +96,9 @@ import Testing
         // The same file without a prefix: its `events` is the team's, so the gateway refuses it.
         let refused = TeamDatabase(backend: .sqlite, sqlitePath: team.sqlitePath, schema: "", folder: team.folder)
         let h = try DatabaseDownstreamScenarios.harness(
-            [team.downstream("warehouse"), refused.downstream("refused", maxAttempts: 2)], team: team)
+            [team.downstream("warehouse"), refused.downstream("refused", maxAttempts: 2)],
+            team: team
+        )
         defer { h.close() }
         for name in ["notif-did-renew", "notif-subscribed-initial-buy", "notif-refund"] {
             #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/\(name).json")).status == 200)
@@ -93,11 +111,17 @@ import Testing
         }
         let refusals = try h.store.deliveries().filter { $0.downstream == "refused" }
         #expect(refusals.count == 3)
-        #expect(refusals.allSatisfy { $0.lastError?.contains("a table events exists that iap-gateway did not create") == true },
-                "\(refusals.map { $0.lastError ?? "" })")
+        #expect(
+            refusals.allSatisfy {
+                $0.lastError?.contains("a table events exists that iap-gateway did not create") == true
+            },
+            "\(refusals.map { $0.lastError ?? "" })"
+        )
         #expect(try team.contents().events.count == 3)
         #expect(try teamRows() == before)
-        #expect(try tables() == ["events", "iap_events", "iap_schema_version", "iap_subscriptions", "user_names", "users"])
+        #expect(
+            try tables() == ["events", "iap_events", "iap_schema_version", "iap_subscriptions", "user_names", "users"]
+        )
         // The gateway's own store: the same events and journal; no table of the downstream in it.
         #expect(try h.store.events() == gatewayEvents)
         #expect(try h.store.journal() == gatewayJournal)
@@ -111,28 +135,56 @@ import Testing
 
     /// docs/database-downstream.md shows the DDL the gateway runs, exactly.
     @Test func theDocumentedSchemaIsTheOneCreated() throws {
-        let doc = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let doc = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
             .appending(path: "docs").appending(path: "database-downstream.md")
         let text = String(decoding: try Data(contentsOf: doc), as: UTF8.self)
-        #expect(text.contains("```sql\n" + DownstreamSchema.postgresDDL(schema: "iap") + "\n```"), "the PostgreSQL DDL block differs")
-        #expect(text.contains("```sql\n" + DownstreamSchema.sqliteDDL(prefix: "") + "\n```"), "the SQLite DDL block differs")
+        #expect(
+            text.contains("```sql\n" + DownstreamSchema.postgresDDL(schema: "iap") + "\n```"),
+            "the PostgreSQL DDL block differs"
+        )
+        #expect(
+            text.contains("```sql\n" + DownstreamSchema.sqliteDDL(prefix: "") + "\n```"),
+            "the SQLite DDL block differs"
+        )
     }
 }
 
-@Suite(.serialized, .enabled(if: TeamDatabase.postgresURL != nil, "IAPGW_TEST_DATABASE_URL is not set (run under scripts/with-postgres)"))
+@Suite(
+    .serialized,
+    .enabled(
+        if: TeamDatabase.postgresURL != nil,
+        "IAPGW_TEST_DATABASE_URL is not set (run under scripts/with-postgres)"
+    )
+)
 struct DatabaseDownstreamPostgresTests {
-    @Test func eventsAndStatesLand() async throws { try await DatabaseDownstreamScenarios.eventsAndStatesLand(.postgres) }
-    @Test func aRedeliveredEventChangesNothing() async throws { try await DatabaseDownstreamScenarios.redeliveryChangesNothing(.postgres) }
-    @Test func outOfOrderEventsConverge() async throws { try await DatabaseDownstreamScenarios.outOfOrderEventsConverge(.postgres) }
+    @Test func eventsAndStatesLand() async throws {
+        try await DatabaseDownstreamScenarios.eventsAndStatesLand(.postgres)
+    }
+    @Test func aRedeliveredEventChangesNothing() async throws {
+        try await DatabaseDownstreamScenarios.redeliveryChangesNothing(.postgres)
+    }
+    @Test func outOfOrderEventsConverge() async throws {
+        try await DatabaseDownstreamScenarios.outOfOrderEventsConverge(.postgres)
+    }
     @Test func shadowEventsAreRecordedButDoNotMoveSubscriptions() async throws {
         try await DatabaseDownstreamScenarios.shadowRouting(.postgres)
     }
-    @Test func aReplayedDeadLetterIsDelivered() async throws { try await DatabaseDownstreamScenarios.replayedDeadLetterIsDelivered(.postgres) }
-    @Test func oddValuesAreWritten() async throws { try await DatabaseDownstreamScenarios.oddValuesAreWritten(.postgres) }
+    @Test func aReplayedDeadLetterIsDelivered() async throws {
+        try await DatabaseDownstreamScenarios.replayedDeadLetterIsDelivered(.postgres)
+    }
+    @Test func oddValuesAreWritten() async throws {
+        try await DatabaseDownstreamScenarios.oddValuesAreWritten(.postgres)
+    }
 
     /// The server stops while the gateway holds connections to it: attempts fail fast and are retried; once it is
     /// back, the pool reconnects and everything pending is delivered.
-    @Test(.enabled(if: TeamDatabase.postgresControl != nil, "IAPGW_TEST_PG_CTL is not set (run under scripts/with-postgres)"))
+    @Test(
+        .enabled(
+            if: TeamDatabase.postgresControl != nil,
+            "IAPGW_TEST_PG_CTL is not set (run under scripts/with-postgres)"
+        )
+    )
     func theTeamDatabaseDownIsRetriedUntilItIsBack() async throws {
         let team = try TeamDatabase.make(.postgres)
         defer { team.cleanup() }
@@ -142,18 +194,29 @@ struct DatabaseDownstreamPostgresTests {
         let task = Task { await worker.run() }
         var stopped = false
         defer { if stopped { _ = try? TeamDatabase.control("start") } }
-        try await DatabaseDownstreamScenarios.store(h, DatabaseDownstreamScenarios.sample("e1", .purchase, at: 1, state: .active))
-        try await eventually("the first event delivered") { try h.store.deliveries().allSatisfy { $0.state == .delivered } }
+        try await DatabaseDownstreamScenarios.store(
+            h,
+            DatabaseDownstreamScenarios.sample("e1", .purchase, at: 1, state: .active)
+        )
+        try await eventually("the first event delivered") {
+            try h.store.deliveries().allSatisfy { $0.state == .delivered }
+        }
 
         #expect(try TeamDatabase.control("stop") == 0)
         stopped = true
-        try await DatabaseDownstreamScenarios.store(h, DatabaseDownstreamScenarios.sample("e2", .renewal, at: 2, state: .active))
+        try await DatabaseDownstreamScenarios.store(
+            h,
+            DatabaseDownstreamScenarios.sample("e2", .renewal, at: 2, state: .active)
+        )
         try await eventually("failed attempts while the server is down") {
             try h.store.deliveries().first { $0.eventID == "e2" }.map { $0.attempts >= 2 } ?? false
         }
         let pending = try #require(h.store.deliveries().first { $0.eventID == "e2" })
         #expect(pending.state == .pending)
-        #expect(pending.lastError?.hasPrefix("downstream warehouse: PostgreSQL: ") == true, "\(pending.lastError ?? "")")
+        #expect(
+            pending.lastError?.hasPrefix("downstream warehouse: PostgreSQL: ") == true,
+            "\(pending.lastError ?? "")"
+        )
         #expect(pending.lastError?.contains(TeamDatabase.postgresURL!) == false)
 
         #expect(try TeamDatabase.control("start") == 0)
@@ -186,19 +249,23 @@ struct DatabaseDownstreamPostgresTests {
             CREATE SCHEMA \(foreign.schema);
             CREATE TABLE \(foreign.schema).events (id text PRIMARY KEY, what text);
             INSERT INTO \(foreign.schema).events VALUES ('team-1', 'signup');
-            """)
+            """
+        )
         func teamRows() throws -> String {
             try Psql.run(
                 """
                 SELECT string_agg(r, ',' ORDER BY r) FROM (
                     SELECT 'accounts:' || id || ':' || name AS r FROM \(team.schema).team_accounts
                     UNION ALL SELECT 'events:' || id || ':' || what FROM \(foreign.schema).events) x
-                """)
+                """
+            )
         }
         let before = try teamRows()
         #expect(before == "accounts:1:ada,accounts:2:grace,events:team-1:signup")
         let h = try DatabaseDownstreamScenarios.harness(
-            [team.downstream("warehouse"), foreign.downstream("refused", maxAttempts: 2)], team: team)
+            [team.downstream("warehouse"), foreign.downstream("refused", maxAttempts: 2)],
+            team: team
+        )
         defer { h.close() }
         for name in ["notif-did-renew", "notif-subscribed-initial-buy"] {
             #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/\(name).json")).status == 200)
@@ -207,18 +274,25 @@ struct DatabaseDownstreamPostgresTests {
             $0.filter { $0.downstream == "warehouse" }.allSatisfy { $0.state == .delivered }
                 && $0.filter { $0.downstream == "refused" }.allSatisfy { $0.state == .dead }
         }
-        #expect(try h.store.deliveries().filter { $0.downstream == "refused" }.allSatisfy {
-            $0.lastError?.contains("a table \(foreign.schema).events exists that iap-gateway did not create") == true
-        })
+        #expect(
+            try h.store.deliveries().filter { $0.downstream == "refused" }.allSatisfy {
+                $0.lastError?.contains("a table \(foreign.schema).events exists that iap-gateway did not create")
+                    == true
+            }
+        )
         #expect(try team.contents().events.count == 2)
         #expect(try teamRows() == before)
         let tables = try Psql.run(
             "SELECT string_agg(table_schema || '.' || table_name, ',' ORDER BY table_schema, table_name) FROM information_schema.tables "
-                + "WHERE table_schema IN ('\(team.schema)', '\(foreign.schema)')")
-        #expect(Set(tables.split(separator: ",").map(String.init)) == [
-            "\(foreign.schema).events", "\(team.schema).events", "\(team.schema).schema_version", "\(team.schema).subscriptions",
-            "\(team.schema).team_accounts",
-        ])
+                + "WHERE table_schema IN ('\(team.schema)', '\(foreign.schema)')"
+        )
+        #expect(
+            Set(tables.split(separator: ",").map(String.init)) == [
+                "\(foreign.schema).events", "\(team.schema).events", "\(team.schema).schema_version",
+                "\(team.schema).subscriptions",
+                "\(team.schema).team_accounts",
+            ]
+        )
     }
 }
 
@@ -240,37 +314,78 @@ enum DatabaseDownstreamScenarios {
     }
 
     static func harness(_ downstreams: [String], team: TeamDatabase, url: String? = nil) throws -> GatewayHarness {
-        try GatewayHarness(configJSON: config(downstreams), environment: ["TEAM_DATABASE_URL": url ?? TeamDatabase.postgresURL ?? "unused"])
+        try GatewayHarness(
+            configJSON: config(downstreams),
+            environment: ["TEAM_DATABASE_URL": url ?? TeamDatabase.postgresURL ?? "unused"]
+        )
     }
 
     /// A delivery worker over the harness's store that retries at once (the test's clock does not move).
-    static func worker(_ h: GatewayHarness, team: TeamDatabase, url: String? = nil, clock: Int64 = now,
-                       log: @escaping @Sendable (String) -> Void = { _ in }) -> DeliveryWorker {
+    static func worker(
+        _ h: GatewayHarness,
+        team: TeamDatabase,
+        url: String? = nil,
+        clock: Int64 = now,
+        log: @escaping @Sendable (String) -> Void = { _ in }
+    ) -> DeliveryWorker {
         var policy = DeliveryPolicy()
         policy.retry.baseDelay = .zero
         policy.pollMillis = 20
         let time: @Sendable () -> Int64 = { clock }
         let context = WorkerContext(
-            store: h.store, router: h.router, metrics: h.metrics, log: Log(now: time, sink: log), now: time, jitter: { 0 })
-        let urls = Dictionary(uniqueKeysWithValues: h.config.downstreams.map { ($0.name, url ?? TeamDatabase.postgresURL ?? "") })
+            store: h.store,
+            router: h.router,
+            metrics: h.metrics,
+            log: Log(now: time, sink: log),
+            now: time,
+            jitter: { 0 }
+        )
+        let urls = Dictionary(
+            uniqueKeysWithValues: h.config.downstreams.map { ($0.name, url ?? TeamDatabase.postgresURL ?? "") }
+        )
         return DeliveryWorker(
-            context: context, transport: CurlTransport(), signers: [:], passthroughSecrets: [],
-            databases: DatabaseDownstreams.make(config: h.config, connectionStrings: urls, timeoutMillis: 15_000), policy: policy)
+            context: context,
+            transport: CurlTransport(),
+            signers: [:],
+            passthroughSecrets: [],
+            databases: DatabaseDownstreams.make(config: h.config, connectionStrings: urls, timeoutMillis: 15_000),
+            policy: policy
+        )
     }
 
     /// Runs a worker until `done` holds for the outbox.
-    static func deliver(_ h: GatewayHarness, team: TeamDatabase, url: String? = nil, clock: Int64 = now,
-                        until done: @escaping @Sendable ([Delivery]) -> Bool = { $0.allSatisfy { $0.state == .delivered } }) async throws {
+    static func deliver(
+        _ h: GatewayHarness,
+        team: TeamDatabase,
+        url: String? = nil,
+        clock: Int64 = now,
+        until done: @escaping @Sendable ([Delivery]) -> Bool = { $0.allSatisfy { $0.state == .delivered } }
+    ) async throws {
         let worker = worker(h, team: team, url: url, clock: clock)
-        try await GatewayHarness.runUntil(run: { await worker.run() }, stop: { worker.stop() }) { done(try h.store.deliveries()) }
+        try await GatewayHarness.runUntil(run: { await worker.run() }, stop: { worker.stop() }) {
+            done(try h.store.deliveries())
+        }
     }
 
     /// A subscription event of `otid` in sandbox, `hours` after the fixtures' time, in the state given.
-    static func sample(_ id: String, _ kind: EventKind, at hours: Int64, state: Entitlement.State, source: EventSource = .v2,
-                       otid: String = otid) -> CanonicalEvent {
+    static func sample(
+        _ id: String,
+        _ kind: EventKind,
+        at hours: Int64,
+        state: Entitlement.State,
+        source: EventSource = .v2,
+        otid: String = otid
+    ) -> CanonicalEvent {
         let date = GatewayHarness.t + hours * 3_600_000
-        var e = CanonicalEvent(id: id, source: source, kind: kind, rawType: kind.rawValue.uppercased(), eventDate: date,
-                               eventDateSource: .signedDate, verified: true)
+        var e = CanonicalEvent(
+            id: id,
+            source: source,
+            kind: kind,
+            rawType: kind.rawValue.uppercased(),
+            eventDate: date,
+            eventDateSource: .signedDate,
+            verified: true
+        )
         e.bundleID = "com.example.gateway"
         e.environment = .sandbox
         e.originalTransactionID = otid
@@ -286,7 +401,9 @@ enum DatabaseDownstreamScenarios {
     /// Stores events as the journal does (deliveries queued by the harness's router).
     static func store(_ h: GatewayHarness, _ events: CanonicalEvent...) async throws {
         let router = h.router
-        _ = try await h.store.write { tx in try tx.storeEvents(events, journalID: nil, routing: router, now: now, authority: nil) }
+        _ = try await h.store.write { tx in
+            try tx.storeEvents(events, journalID: nil, routing: router, now: now, authority: nil)
+        }
     }
 
     // MARK: Scenarios
@@ -306,31 +423,53 @@ enum DatabaseDownstreamScenarios {
         try await deliver(h, team: team)
         let contents = try team.contents()
         #expect(contents.schemaVersion == DownstreamSchema.version)
-        #expect(contents.events.map(\.id) == stored.map(\.event.id).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) })
+        #expect(
+            contents.events.map(\.id)
+                == stored.map(\.event.id).sorted { Array($0.utf8).lexicographicallyPrecedes(Array($1.utf8)) }
+        )
         for row in contents.events {
             let event = try #require(stored.first { $0.event.id == row.id })
             #expect(row.event == event.event, "the event column decodes to the stored event")
             #expect(row.kind == event.event.kind.rawValue && row.source == event.event.source.rawValue)
             #expect(row.bundleID == "com.example.gateway" && row.environment == event.event.environment?.rawValue)
-            #expect(row.originalTransactionID == event.event.originalTransactionID && row.productID == event.event.productID)
+            #expect(
+                row.originalTransactionID == event.event.originalTransactionID && row.productID == event.event.productID
+            )
             #expect(row.eventDate == event.event.eventDate && row.expiresDate == event.event.expiresDate)
-            #expect(row.entitlementState == event.event.entitlement?.state.rawValue && row.entitlementUntil == event.event.entitlement?.until)
+            #expect(
+                row.entitlementState == event.event.entitlement?.state.rawValue
+                    && row.entitlementUntil == event.event.entitlement?.until
+            )
             #expect(row.autoRenew == event.event.autoRenew && row.authoritative == event.authoritative)
             #expect(row.deliveredAt == now)
         }
         // One row per subscription and environment: the newest authoritative event's state.
-        let bySubscription = Dictionary(grouping: stored.filter { $0.authoritative && $0.event.originalTransactionID != nil }) {
+        let bySubscription = Dictionary(
+            grouping: stored.filter { $0.authoritative && $0.event.originalTransactionID != nil }
+        ) {
             "\($0.event.originalTransactionID!)|\($0.event.environment!.rawValue)"
         }
         #expect(contents.subscriptions.count == bySubscription.count)
         for row in contents.subscriptions {
             let events = try #require(bySubscription["\(row.originalTransactionID)|\(row.environment)"]).map(\.event)
-            let newest = try #require(events.max { a, b in
-                a.eventDate != b.eventDate ? a.eventDate < b.eventDate : Array(a.id.utf8).lexicographicallyPrecedes(Array(b.id.utf8))
-            })
-            #expect(row.lastEventID == newest.id && row.lastEventKind == newest.kind.rawValue && row.lastEventDate == newest.eventDate)
-            #expect(row.entitlementState == newest.entitlement?.state.rawValue && row.entitlementUntil == newest.entitlement?.until)
-            #expect(row.expiresDate == newest.expiresDate && row.autoRenew == newest.autoRenew && row.productID == newest.productID)
+            let newest = try #require(
+                events.max { a, b in
+                    a.eventDate != b.eventDate
+                        ? a.eventDate < b.eventDate : Array(a.id.utf8).lexicographicallyPrecedes(Array(b.id.utf8))
+                }
+            )
+            #expect(
+                row.lastEventID == newest.id && row.lastEventKind == newest.kind.rawValue
+                    && row.lastEventDate == newest.eventDate
+            )
+            #expect(
+                row.entitlementState == newest.entitlement?.state.rawValue
+                    && row.entitlementUntil == newest.entitlement?.until
+            )
+            #expect(
+                row.expiresDate == newest.expiresDate && row.autoRenew == newest.autoRenew
+                    && row.productID == newest.productID
+            )
             #expect(row.bundleID == newest.bundleID && row.updatedAt == now)
         }
         #expect(h.metrics.counter("iapgw_delivery_attempts_total", ["downstream": "warehouse"]) == 4)
@@ -359,7 +498,9 @@ enum DatabaseDownstreamScenarios {
         let writer = team.writer()
         defer { writer.close() }
         let event = try #require(h.store.events().first { $0.event.id == "b" })
-        let outcome = try writer.write(DownstreamEvent(event: event.event, json: event.json, authoritative: true, deliveredAt: now + 1))
+        let outcome = try writer.write(
+            DownstreamEvent(event: event.event, json: event.json, authoritative: true, deliveredAt: now + 1)
+        )
         #expect(outcome == DownstreamWrite(eventInserted: false, subscriptionUpdated: false))
         #expect(try team.contents() == first)
     }
@@ -384,7 +525,8 @@ enum DatabaseDownstreamScenarios {
 
         // Every order of four events (two of them at the same date) into targets of their own: the same rows.
         let events = [
-            sample("e1-buy", .purchase, at: 1, state: .active), sample("e2-fail", .renewalFailure, at: 3, state: .billingRetry),
+            sample("e1-buy", .purchase, at: 1, state: .active),
+            sample("e2-fail", .renewalFailure, at: 3, state: .billingRetry),
             sample("e3-recover", .renewal, at: 3, state: .active), sample("e4-refund", .refund, at: 2, state: .revoked),
         ].map { DownstreamEvent(event: $0, json: CanonicalJSON.encode($0), authoritative: true, deliveredAt: now) }
         var outcomes: [DownstreamContents] = []
@@ -414,17 +556,31 @@ enum DatabaseDownstreamScenarios {
         }
         let h = try harness([main.downstream("warehouse"), audit.downstream("audit", shadow: true)], team: main)
         defer { h.close() }
-        #expect(h.router.eventTargets(bundleID: "com.example.gateway", environment: .sandbox, authoritative: true) == ["warehouse", "audit"])
-        #expect(h.router.eventTargets(bundleID: "com.example.gateway", environment: .sandbox, authoritative: false) == ["audit"])
+        #expect(
+            h.router.eventTargets(bundleID: "com.example.gateway", environment: .sandbox, authoritative: true) == [
+                "warehouse", "audit",
+            ]
+        )
+        #expect(
+            h.router.eventTargets(bundleID: "com.example.gateway", environment: .sandbox, authoritative: false) == [
+                "audit"
+            ]
+        )
         try await store(
-            h, sample("v2-event", .renewal, at: 1, state: .active), sample("v1-event", .expiration, at: 2, state: .expired, source: .v1))
+            h,
+            sample("v2-event", .renewal, at: 1, state: .active),
+            sample("v1-event", .expiration, at: 2, state: .expired, source: .v1)
+        )
         try await deliver(h, team: main)
         let warehouse = try main.contents()
         #expect(warehouse.events.map(\.id) == ["v2-event"])
         #expect(warehouse.subscriptions.map(\.lastEventID) == ["v2-event"])
         let shadow = try audit.contents()
         #expect(shadow.events.map { "\($0.id):\($0.authoritative)" } == ["v1-event:false", "v2-event:true"])
-        #expect(shadow.subscriptions.map(\.lastEventID) == ["v2-event"], "the newer shadow event does not move the subscription")
+        #expect(
+            shadow.subscriptions.map(\.lastEventID) == ["v2-event"],
+            "the newer shadow event does not move the subscription"
+        )
     }
 
     /// A target that cannot be reached dead-letters after `max_attempts` (its errors and the log carry no connection
@@ -447,7 +603,10 @@ enum DatabaseDownstreamScenarios {
         for error in dead.map({ $0.lastError ?? "" }) + lines.withLock({ $0 }) {
             #expect(!error.contains(password) && !error.contains(broken), "\(error)")
         }
-        #expect(dead.allSatisfy { $0.lastError?.hasPrefix("downstream warehouse: ") == true }, "\(dead.map(\.lastError))")
+        #expect(
+            dead.allSatisfy { $0.lastError?.hasPrefix("downstream warehouse: ") == true },
+            "\(dead.map(\.lastError))"
+        )
         #expect(lines.withLock { $0 }.filter { $0.contains("delivery dead-lettered") }.count == 2)
 
         try team.fixFolder()
@@ -492,7 +651,12 @@ struct TeamDatabase: Sendable {
     let folder: String
 
     /// `folderMissing`/`folderIsAFile`: the SQLite file's folder is not there, or is a regular file, until ``fixFolder()``.
-    static func make(_ backend: Backend, prefix: String = "", folderMissing: Bool = false, folderIsAFile: Bool = false) throws -> TeamDatabase {
+    static func make(
+        _ backend: Backend,
+        prefix: String = "",
+        folderMissing: Bool = false,
+        folderIsAFile: Bool = false
+    ) throws -> TeamDatabase {
         let unique = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased().prefix(16)
         switch backend {
         case .sqlite:
@@ -510,10 +674,11 @@ struct TeamDatabase: Sendable {
 
     /// The downstream's element of `downstreams[]`.
     func downstream(_ name: String, maxAttempts: Int = 12, shadow: Bool = false) -> String {
-        let target = switch backend {
-        case .sqlite: "\"sqlite\": \"\(sqlitePath)\"" + (schema.isEmpty ? "" : ", \"schema\": \"\(schema)\"")
-        case .postgres: "\"url_env\": \"TEAM_DATABASE_URL\", \"schema\": \"\(schema)\""
-        }
+        let target =
+            switch backend {
+            case .sqlite: "\"sqlite\": \"\(sqlitePath)\"" + (schema.isEmpty ? "" : ", \"schema\": \"\(schema)\"")
+            case .postgres: "\"url_env\": \"TEAM_DATABASE_URL\", \"schema\": \"\(schema)\""
+            }
         return """
             { "name": "\(name)", "kind": "database", \(target), "environments": ["production", "sandbox"], "shadow": \(shadow),
               "max_attempts": \(maxAttempts) }
@@ -576,7 +741,9 @@ enum Psql {
     static func run(_ sql: String) throws -> String {
         let process = Process()
         process.executableURL = URL(filePath: "/usr/bin/env")
-        process.arguments = ["psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", TeamDatabase.postgresURL!, "-c", sql]
+        process.arguments = [
+            "psql", "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", TeamDatabase.postgresURL!, "-c", sql,
+        ]
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

@@ -23,12 +23,17 @@ import Testing
 
     /// README.md and the pages of docs/, as paths relative to the root.
     static let pages: [String] = {
-        let docs = (try? FileManager.default.contentsOfDirectory(atPath: root.appending(path: "docs").path(percentEncoded: false))) ?? []
+        let docs =
+            (try? FileManager.default.contentsOfDirectory(
+                atPath: root.appending(path: "docs").path(percentEncoded: false)
+            )) ?? []
         return ["README.md"] + docs.filter { $0.hasSuffix(".md") }.sorted().map { "docs/" + $0 }
     }()
 
     /// The folders a repository path starts with.
-    static let repositoryFolders = ["Sources/", "Tests/", "scripts/", "docs/", "config/", "Fixtures/", "Benchmarks/", "Fuzz/", ".ci/"]
+    static let repositoryFolders = [
+        "Sources/", "Tests/", "scripts/", "docs/", "config/", "Fixtures/", "Benchmarks/", "Fuzz/", ".ci/",
+    ]
 
     // MARK: Reading a page
 
@@ -217,13 +222,16 @@ import Testing
         if target.hasPrefix("//") { return true }
         guard let colon = target.firstIndex(of: ":") else { return false }
         let scheme = target[..<colon]
-        return !scheme.isEmpty && scheme.allSatisfy { $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." }
+        return !scheme.isEmpty
+            && scheme.allSatisfy { $0.isLetter || $0.isNumber || $0 == "+" || $0 == "-" || $0 == "." }
     }
 
     /// The words of `text` that are repository paths: split at white space and at the characters around paths in
     /// prose, shell lines and JSON; trailing punctuation dropped.
     static func repositoryPaths(_ text: String) -> [String] {
-        let separators: Set<Character> = [" ", "\n", "\t", ",", "(", ")", "\"", "'", "=", "@", ";", "|", "[", "]", "{", "}", "`"]
+        let separators: Set<Character> = [
+            " ", "\n", "\t", ",", "(", ")", "\"", "'", "=", "@", ";", "|", "[", "]", "{", "}", "`",
+        ]
         var paths: [String] = []
         for word in text.split(whereSeparator: { separators.contains($0) }) {
             guard repositoryFolders.contains(where: { word.hasPrefix($0) }) else { continue }
@@ -254,7 +262,8 @@ import Testing
                 } else if component == ".." {
                     next.append(folder.deletingLastPathComponent())
                 } else if component.contains("*") || component.contains("?") {
-                    let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path(percentEncoded: false))) ?? []
+                    let names =
+                        (try? FileManager.default.contentsOfDirectory(atPath: folder.path(percentEncoded: false))) ?? []
                     next += names.filter { matches(component, $0) }.sorted().map { folder.appending(path: $0) }
                 } else {
                     next.append(folder.appending(path: component))
@@ -262,7 +271,8 @@ import Testing
             }
             candidates = next.filter { url in
                 var isFolder: ObjCBool = false
-                guard FileManager.default.fileExists(atPath: url.path(percentEncoded: false), isDirectory: &isFolder) else { return false }
+                guard FileManager.default.fileExists(atPath: url.path(percentEncoded: false), isDirectory: &isFolder)
+                else { return false }
                 return last ? (!wantsFolder || isFolder.boolValue) : isFolder.boolValue
             }
             if candidates.isEmpty { return false }
@@ -301,7 +311,8 @@ import Testing
         while let md = rest.range(of: ".md") {
             // the page: the word ending at ".md"
             let before = rest[..<md.lowerBound]
-            let start = before.lastIndex(where: { " \n(`\"".contains($0) }).map { before.index(after: $0) } ?? before.startIndex
+            let start =
+                before.lastIndex(where: { " \n(`\"".contains($0) }).map { before.index(after: $0) } ?? before.startIndex
             let page = String(rest[start..<md.upperBound])
             var after = rest[md.upperBound...]
             rest = after
@@ -390,7 +401,8 @@ import Testing
         for page in Self.pages {
             for (line, paragraph) in try Self.read(page).paragraphs {
                 for (target, heading) in Self.sectionReferences(paragraph) {
-                    let file = Self.repositoryFolders.contains(where: { target.hasPrefix($0) }) || target == "README.md"
+                    let file =
+                        Self.repositoryFolders.contains(where: { target.hasPrefix($0) }) || target == "README.md"
                         ? target : Self.resolve(target, from: page)
                     guard Self.exists(file, under: Self.root) else {
                         problems.append("\(page):\(line): \(target): no such file")
@@ -422,7 +434,8 @@ import Testing
             [b]: ../README.md
             ## Same
             ## Same
-            """)
+            """
+        )
         #expect(page.headings == ["The `iap-gateway verify` command", "Same", "Same"])
         #expect(Self.anchors(of: page.headings) == ["the-iap-gateway-verify-command", "same", "same-1"])
         let code = page.code.map(\.text)
@@ -436,7 +449,11 @@ import Testing
         #expect(Self.repositoryPaths(code.joined(separator: "\n")).contains("Fixtures/v2/a.json"))
         #expect(Self.repositoryPaths(prose) == ["docs/configuration.md#apps"])
         #expect(code.contains("docs/operations.md"))
-        #expect(Self.sectionReferences(page.paragraphs.map(\.text).joined(separator: "\n")).map { "\($0.page)|\($0.heading)" } == ["docs/operations.md|Reconciliation"])
+        #expect(
+            Self.sectionReferences(page.paragraphs.map(\.text).joined(separator: "\n")).map {
+                "\($0.page)|\($0.heading)"
+            } == ["docs/operations.md|Reconciliation"]
+        )
         // Line numbers follow the page: the link is on line 2, the fenced block's lines are 6 and 7.
         #expect(page.prose.first?.line == 1)
         #expect(page.code.first(where: { $0.text.hasPrefix("curl") })?.line == 7)
@@ -447,7 +464,9 @@ import Testing
         #expect(Self.slug("`apps[]`") == "apps")
         #expect(Self.slug("`listen_tls`") == "listen_tls")
         #expect(Self.slug("The store's disk") == "the-stores-disk")
-        #expect(Self.slug("Versions, and what the gateway never touches") == "versions-and-what-the-gateway-never-touches")
+        #expect(
+            Self.slug("Versions, and what the gateway never touches") == "versions-and-what-the-gateway-never-touches"
+        )
         #expect(Self.slug("What \"authenticated\" means for V2") == "what-authenticated-means-for-v2")
         #expect(Self.slug("Limits, and running behind a reverse proxy") == "limits-and-running-behind-a-reverse-proxy")
     }

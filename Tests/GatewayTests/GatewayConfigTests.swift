@@ -1,7 +1,7 @@
 import Canonical
 import Gateway
-import TestSupport
 import Store
+import TestSupport
 import Testing
 
 @Suite struct GatewayConfigTests {
@@ -42,7 +42,8 @@ import Testing
                                  "issuer_id": "x", "key_id": "y", "private_key_env": "APPSTORE_P8_PEM" },
               "max_notification_age": "10d"
             }
-            """)
+            """
+        )
         #expect(c.sqlitePath == "/etc/iapgw/data/gateway.db")
         #expect(c.apps.count == 1 && c.apps[0].appAppleID == 1234 && c.apps[0].environments == [.production, .sandbox])
         #expect(c.apps[0].sharedSecretEnv == ["EXAMPLE_APP_SHARED_SECRET"])
@@ -63,8 +64,14 @@ import Testing
         (#"{"apps": [{"bundle_id": "a"}]}"#, "apps[0].app_apple_id"),
         (#"{"apps": [{"bundle_id": "a", "environments": ["sandbox"], "authority": "v3"}]}"#, "apps[0].authority"),
         (#"{"apps": [{"bundle_id": "a", "environments": ["staging"]}]}"#, "apps[0].environments[0]"),
-        (#"{"apps": [{"bundle_id": "a", "environments": ["sandbox"], "downstreams": ["nope"]}]}"#, "apps[0].downstreams[0]"),
-        (#"{"apps": [{"bundle_id": "a", "environments": ["sandbox"]}, {"bundle_id": "a", "environments": ["sandbox"]}]}"#, "apps[1].bundle_id"),
+        (
+            #"{"apps": [{"bundle_id": "a", "environments": ["sandbox"], "downstreams": ["nope"]}]}"#,
+            "apps[0].downstreams[0]"
+        ),
+        (
+            #"{"apps": [{"bundle_id": "a", "environments": ["sandbox"]}, {"bundle_id": "a", "environments": ["sandbox"]}]}"#,
+            "apps[1].bundle_id"
+        ),
         (#"{"apps": [{"environments": ["sandbox"]}]}"#, "apps[0].bundle_id"),
         (#"{"apps": [{"bundle_id": "a", "app_apple_id": "12"}]}"#, "apps[0].app_apple_id"),
         (#"{"downstreams": [{"name": "d", "url": "ftp://x"}]}"#, "downstreams[0].url"),
@@ -78,8 +85,14 @@ import Testing
         (#"{"limits": {"untrusted_quarantine_bytes": "1KiB"}}"#, "limits.untrusted_quarantine_bytes"),
         (#"{"limits": {"genuine_quarantine_bytes": "99999999999999999999GiB"}}"#, "limits.genuine_quarantine_bytes"),
         (#"{"limits": {"genuine_quarantine_bytes": true}}"#, "limits.genuine_quarantine_bytes"),
-        (#"{"downstreams": [{"name": "d", "url": "http://x", "retry_delay": "1h", "max_retry_delay": "1m"}]}"#, "downstreams[0].retry_delay"),
-        (#"{"downstreams": [{"name": "d", "url": "http://x", "max_retry_delay": "forever"}]}"#, "downstreams[0].max_retry_delay"),
+        (
+            #"{"downstreams": [{"name": "d", "url": "http://x", "retry_delay": "1h", "max_retry_delay": "1m"}]}"#,
+            "downstreams[0].retry_delay"
+        ),
+        (
+            #"{"downstreams": [{"name": "d", "url": "http://x", "max_retry_delay": "forever"}]}"#,
+            "downstreams[0].max_retry_delay"
+        ),
         (#"{"reconcile": {"every": "hourly"}}"#, "reconcile.every"),
         (#"{"reconcile": {"history_sweep": "0s"}}"#, "reconcile.history_sweep"),
         (#"{"reconcile": {"silent_for": "off"}}"#, "reconcile.silent_for"),
@@ -103,10 +116,12 @@ import Testing
         let defaults = try Self.parse("{}").reconcile
         #expect(defaults.everyMillis == 3_600_000 && defaults.historySweepMillis == 3_600_000)
         #expect(defaults.expiringWithinMillis == 48 * 3_600_000 && defaults.silentForMillis == 24 * 3_600_000)
-        let set = try Self.parse(#"""
+        let set = try Self.parse(
+            #"""
             {"reconcile": {"every": "off", "history_sweep": "30m", "expiring_within": "3d", "silent_for": "12h", "history_overlap": "2h",
                            "history_first_window": "180d", "requests_per_hour": 50, "alert_after": 7}}
-            """#).reconcile
+            """#
+        ).reconcile
         #expect(set.everyMillis == nil && set.historySweepMillis == 1_800_000)
         #expect(set.expiringWithinMillis == 3 * 86_400_000 && set.silentForMillis == 12 * 3_600_000)
         #expect(set.historyOverlapMillis == 7_200_000 && set.historyFirstWindowMillis == 180 * 86_400_000)
@@ -125,15 +140,29 @@ import Testing
     }
 
     @Test func theStoreIsSQLiteOrPostgresNeverBoth() throws {
-        let pg = try GatewayConfig.parse(Array(#"{"store": {"postgres": {"url_env": "IAPGW_DATABASE_URL"}}}"#.utf8), baseDirectory: "/tmp")
+        let pg = try GatewayConfig.parse(
+            Array(#"{"store": {"postgres": {"url_env": "IAPGW_DATABASE_URL"}}}"#.utf8),
+            baseDirectory: "/tmp"
+        )
         #expect(pg.postgresURLEnv == "IAPGW_DATABASE_URL")
-        #expect(try GatewayConfig.parse(Array(#"{"store": {"sqlite": "g.db"}}"#.utf8), baseDirectory: "/tmp").postgresURLEnv == nil)
+        #expect(
+            try GatewayConfig.parse(Array(#"{"store": {"sqlite": "g.db"}}"#.utf8), baseDirectory: "/tmp").postgresURLEnv
+                == nil
+        )
         #expect(throws: ConfigError.self) {
-            try GatewayConfig.parse(Array(#"{"store": {"sqlite": "g.db", "postgres": {"url_env": "X"}}}"#.utf8), baseDirectory: "/tmp")
+            try GatewayConfig.parse(
+                Array(#"{"store": {"sqlite": "g.db", "postgres": {"url_env": "X"}}}"#.utf8),
+                baseDirectory: "/tmp"
+            )
         }
-        #expect(throws: ConfigError.self) { try GatewayConfig.parse(Array(#"{"store": {"postgres": {}}}"#.utf8), baseDirectory: "/tmp") }
         #expect(throws: ConfigError.self) {
-            try GatewayConfig.parse(Array(#"{"store": {"postgres": {"url": "postgresql://secret@host/db"}}}"#.utf8), baseDirectory: "/tmp")
+            try GatewayConfig.parse(Array(#"{"store": {"postgres": {}}}"#.utf8), baseDirectory: "/tmp")
+        }
+        #expect(throws: ConfigError.self) {
+            try GatewayConfig.parse(
+                Array(#"{"store": {"postgres": {"url": "postgresql://secret@host/db"}}}"#.utf8),
+                baseDirectory: "/tmp"
+            )
         }
     }
 
@@ -145,10 +174,15 @@ import Testing
     }
 
     @Test func downstreamBackoffAndQuarantineBytesAreRead() throws {
-        let c = try GatewayConfig.parse(Array("""
-            {"limits": {"untrusted_quarantine_bytes": "8MiB", "genuine_quarantine_bytes": 536870912},
-             "downstreams": [{"name": "d", "url": "http://x", "retry_delay": "1s", "max_retry_delay": "30s"}]}
-            """.utf8), baseDirectory: "/")
+        let c = try GatewayConfig.parse(
+            Array(
+                """
+                {"limits": {"untrusted_quarantine_bytes": "8MiB", "genuine_quarantine_bytes": 536870912},
+                 "downstreams": [{"name": "d", "url": "http://x", "retry_delay": "1s", "max_retry_delay": "30s"}]}
+                """.utf8
+            ),
+            baseDirectory: "/"
+        )
         #expect(c.limits.untrustedQuarantineBytes == 8 * 1_048_576 && c.limits.genuineQuarantineBytes == 536_870_912)
         #expect(c.downstreams.first?.retryDelayMillis == 1_000 && c.downstreams.first?.maxRetryDelayMillis == 30_000)
     }

@@ -4,19 +4,25 @@ import Testing
 /// Package.swift's layers: the service (`Gateway`) never reaches up into the command line, the report rendering or
 /// the simulator — those depend on it, and `serve` hands the service what it needs (the report renderer).
 @Suite struct GatewayLayerTests {
-    static let sources = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let sources = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
         .appending(path: "Sources")
 
     /// The modules each Swift file under `Sources/<module>` imports, by file.
     static func imports(of module: String) throws -> [(file: String, module: String)] {
         let folder = sources.appending(path: module)
-        let files = FileManager.default.enumerator(atPath: folder.path())?.compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") } ?? []
+        let files =
+            FileManager.default.enumerator(atPath: folder.path())?.compactMap { $0 as? String }.filter {
+                $0.hasSuffix(".swift")
+            } ?? []
         var out: [(String, String)] = []
         for file in files.sorted() {
             let text = try String(contentsOf: folder.appending(path: file), encoding: .utf8)
             for line in text.split(whereSeparator: \.isNewline) {
                 var words = line.split(whereSeparator: \.isWhitespace)[...]
-                while let first = words.first, first.hasPrefix("@") || ["public", "package", "internal", "fileprivate", "private"].contains(first) {
+                while let first = words.first,
+                    first.hasPrefix("@") || ["public", "package", "internal", "fileprivate", "private"].contains(first)
+                {
                     words = words.dropFirst()
                 }
                 guard words.first == "import", let name = words.dropFirst().last else { continue }
@@ -40,7 +46,10 @@ import Testing
         ("TeamDatabase", ["Gateway", "GatewayCLI", "Reports", "Simulator", "SimulatorServer", "Benchmarks", "Store"]),
         ("V1Adapter", ["Gateway", "GatewayCLI", "Reports", "Simulator", "SimulatorServer", "Benchmarks", "Store"]),
         ("V2Adapter", ["Gateway", "GatewayCLI", "Reports", "Simulator", "SimulatorServer", "Benchmarks", "Store"]),
-        ("Simulator", ["Gateway", "GatewayCLI", "Reports", "SimulatorServer", "Benchmarks", "Store", "HTTPServer", "HTTPClient"]),
+        (
+            "Simulator",
+            ["Gateway", "GatewayCLI", "Reports", "SimulatorServer", "Benchmarks", "Store", "HTTPServer", "HTTPClient"]
+        ),
         ("Gateway", ["SimulatorServer", "Benchmarks"]),
         ("SimulatorServer", ["GatewayCLI", "Reports", "Benchmarks", "Store"]),
         ("Benchmarks", ["GatewayCLI", "Reports", "Simulator", "SimulatorServer"]),
@@ -53,6 +62,8 @@ import Testing
     }
 
     @Test func reportsDoNotImportTheCommands() throws {
-        #expect(try Self.imports(of: "Reports").filter { $0.module == "GatewayCLI" || $0.module == "Simulator" }.isEmpty)
+        #expect(
+            try Self.imports(of: "Reports").filter { $0.module == "GatewayCLI" || $0.module == "Simulator" }.isEmpty
+        )
     }
 }

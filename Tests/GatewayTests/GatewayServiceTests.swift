@@ -4,10 +4,10 @@ import Foundation
 import Gateway
 import HTTPClient
 import Reports
-import Synchronization
-import TestSupport
 import Store
 import StoreTestSupport
+import Synchronization
+import TestSupport
 import Testing
 import WireJSON
 
@@ -29,9 +29,14 @@ import WireJSON
     }
 
     /// Starts a gateway trusting the test root for sandbox, delivering to `receiver`, asking `apple` for receipts.
-    static func start(receiver: LoopbackHTTPServer, apple: LoopbackHTTPServer? = nil, now: Int64 = GatewayHarness.t + 3_600_000,
-                      logs: LogBox = LogBox(), webhookSecret: String = webhookSecret,
-                      configure: (inout GatewayConfig, inout GatewayService.Dependencies) -> Void = { _, _ in }) throws -> Running {
+    static func start(
+        receiver: LoopbackHTTPServer,
+        apple: LoopbackHTTPServer? = nil,
+        now: Int64 = GatewayHarness.t + 3_600_000,
+        logs: LogBox = LogBox(),
+        webhookSecret: String = webhookSecret,
+        configure: (inout GatewayConfig, inout GatewayService.Dependencies) -> Void = { _, _ in }
+    ) throws -> Running {
         let directory = try Scratch.directory()
         let appleURL = apple?.url("") ?? "http://127.0.0.1:1"
         let json = """
@@ -54,8 +59,14 @@ import WireJSON
             """
         var config = try GatewayConfig.parse(Array(json.utf8), baseDirectory: directory)
         var deps = GatewayService.Dependencies(
-            environment: ["ADMIN_TOKEN": adminToken, "WEBHOOK_SECRET": webhookSecret, "APP_SECRET": GatewayHarness.v1Secret],
-            transport: CurlTransport(), now: { now }, jitter: { 0 }, logSink: { line in logs.append(line) })
+            environment: [
+                "ADMIN_TOKEN": adminToken, "WEBHOOK_SECRET": webhookSecret, "APP_SECRET": GatewayHarness.v1Secret,
+            ],
+            transport: CurlTransport(),
+            now: { now },
+            jitter: { 0 },
+            logSink: { line in logs.append(line) }
+        )
         deps.deliveryPolicy.retry.baseDelay = .zero
         deps.deliveryPolicy.pollMillis = 20
         deps.receiptPolicy.pollMillis = 20
@@ -75,12 +86,20 @@ import WireJSON
     }
 
     static func post(_ url: String, _ body: [UInt8], headers: [HTTPHeader] = []) async throws -> HTTPResponse {
-        try await CurlTransport().send(HTTPRequest(method: .post, url: url, headers: headers, body: body, timeoutMillis: 10_000))
+        try await CurlTransport().send(
+            HTTPRequest(method: .post, url: url, headers: headers, body: body, timeoutMillis: 10_000)
+        )
     }
 
     static func get(_ url: String, token: String? = nil) async throws -> HTTPResponse {
-        try await CurlTransport().send(HTTPRequest(
-            method: .get, url: url, headers: token.map { [HTTPHeader("Authorization", "Bearer \($0)")] } ?? [], timeoutMillis: 10_000))
+        try await CurlTransport().send(
+            HTTPRequest(
+                method: .get,
+                url: url,
+                headers: token.map { [HTTPHeader("Authorization", "Bearer \($0)")] } ?? [],
+                timeoutMillis: 10_000
+            )
+        )
     }
 
     @Test func acceptsDeduplicatesAndDeliversOverHTTP() async throws {
@@ -100,7 +119,10 @@ import WireJSON
         #expect(receiver.requests.filter { $0.path == "/events" }.count == 1)
         let health = try await Self.get(g.url("/healthz"))
         #expect(health.status == 200)
-        let metrics = String(decoding: try await Self.get(g.adminURL("/metrics"), token: Self.adminToken).body, as: UTF8.self)
+        let metrics = String(
+            decoding: try await Self.get(g.adminURL("/metrics"), token: Self.adminToken).body,
+            as: UTF8.self
+        )
         #expect(metrics.contains("iapgw_notifications_duplicate_total{version=\"v2\"} 1"))
         #expect(metrics.contains("iapgw_request_seconds_bucket"))
         await g.service.shutdown()
@@ -109,13 +131,18 @@ import WireJSON
     @Test func forgeriesAndWrongSecretsAreRefusedAndQuarantined() async throws {
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         let g = try Self.start(receiver: receiver)
-        let forged = try await Self.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/negative/tampered-payload.json"))
+        let forged = try await Self.post(
+            g.url("/notifications"),
+            try Fixtures.bytes("v2-synthetic/negative/tampered-payload.json")
+        )
         #expect(forged.status == 403)
         let wrong = String(decoding: try Fixtures.bytes("v1-synthetic/did-renew.json"), as: UTF8.self)
             .replacingOccurrences(of: GatewayHarness.v1Secret, with: "ffffffffffffffffffffffffffffffff")
         let v1 = try await Self.post(g.url("/notifications"), Array(wrong.utf8))
         #expect(v1.status == 401)
-        #expect(try JSONParser.parse(v1.body).objectValue?["error"]?.objectValue?["code"] == .string("bad_shared_secret"))
+        #expect(
+            try JSONParser.parse(v1.body).objectValue?["error"]?.objectValue?["code"] == .string("bad_shared_secret")
+        )
         let malformed = try await Self.post(g.url("/notifications"), Array("{not json".utf8))
         #expect(malformed.status == 400)
         let quarantine = try await Self.get(g.adminURL("/admin/quarantine"), token: Self.adminToken)
@@ -126,7 +153,10 @@ import WireJSON
     @Test func oversizedBodiesGet413() async throws {
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         let g = try Self.start(receiver: receiver)
-        let big = try await Self.post(g.url("/notifications"), Array(repeating: UInt8(ascii: "a"), count: 1024 * 1024 + 1))
+        let big = try await Self.post(
+            g.url("/notifications"),
+            Array(repeating: UInt8(ascii: "a"), count: 1024 * 1024 + 1)
+        )
         #expect(big.status == 413)
         await g.service.shutdown()
     }
@@ -137,7 +167,9 @@ import WireJSON
         g.service.store.close()  // the store can no longer commit anything
         let r = try await Self.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json"))
         #expect(r.status == 503)
-        #expect(try JSONParser.parse(r.body).objectValue?["error"]?.objectValue?["code"] == .string("store_unavailable"))
+        #expect(
+            try JSONParser.parse(r.body).objectValue?["error"]?.objectValue?["code"] == .string("store_unavailable")
+        )
         await g.service.shutdown()
     }
 
@@ -161,9 +193,13 @@ import WireJSON
 
     @Test func adminAPIRequiresTheTokenAndReplaysDeadLetters() async throws {
         let up = Mutex(false)
-        let receiver = try LoopbackHTTPServer { _ in up.withLock { $0 } ? .respond(status: 200) : .respond(status: 500) }
+        let receiver = try LoopbackHTTPServer { _ in up.withLock { $0 } ? .respond(status: 200) : .respond(status: 500)
+        }
         let g = try Self.start(receiver: receiver)
-        #expect(try await Self.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
+        #expect(
+            try await Self.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status
+                == 200
+        )
         #expect(try await Self.get(g.adminURL("/admin/status")).status == 401)
         #expect(try await Self.get(g.adminURL("/admin/status"), token: "wrong").status == 401)
         try await eventually("one dead letter") {
@@ -171,8 +207,13 @@ import WireJSON
             return dead?.count == 1
         }
         up.withLock { $0 = true }
-        let replay = try await CurlTransport().send(HTTPRequest(
-            method: .post, url: g.adminURL("/admin/replay?dead_letters=1"), headers: [HTTPHeader("Authorization", "Bearer \(Self.adminToken)")]))
+        let replay = try await CurlTransport().send(
+            HTTPRequest(
+                method: .post,
+                url: g.adminURL("/admin/replay?dead_letters=1"),
+                headers: [HTTPHeader("Authorization", "Bearer \(Self.adminToken)")]
+            )
+        )
         #expect(try JSONParser.parse(replay.body).objectValue?["requeued"] == .number("1"))
         await eventually("four events delivered") { receiver.requests.filter { $0.path == "/events" }.count >= 4 }
         let sub = try await Self.get(g.adminURL("/admin/subscriptions/2000000900010001"), token: Self.adminToken)
@@ -184,20 +225,31 @@ import WireJSON
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         // As `serve` runs it: the admin API renders reports with the Reports module (table, JSON, HTML).
         let g = try Self.start(receiver: receiver) { _, deps in
-            deps.reportRenderer = { report, format, nonce in ReportRenderer.render(report, format: format, styleNonce: nonce) }
+            deps.reportRenderer = { report, format, nonce in
+                ReportRenderer.render(report, format: format, styleNonce: nonce)
+            }
         }
         let auth = [HTTPHeader("Authorization", "Bearer \(Self.adminToken)")]
         #expect(try await Self.get(g.adminURL("/admin/report")).status == 401)
         let json = try await Self.get(g.adminURL("/admin/report"), token: Self.adminToken)
         let bundles = try JSONParser.parse(json.body).objectValue?["bundles"]?.arrayValue ?? []
         #expect(json.status == 200 && bundles.count == 2)  // production and sandbox
-        #expect(bundles.allSatisfy { $0.objectValue?["verdict"] == .string("not_ready") && $0.objectValue?["authority"] == .string("v2") })
-        let html = try await Self.get(g.adminURL("/admin/report?format=html&bundle=com.example.gateway"), token: Self.adminToken)
+        #expect(
+            bundles.allSatisfy {
+                $0.objectValue?["verdict"] == .string("not_ready") && $0.objectValue?["authority"] == .string("v2")
+            }
+        )
+        let html = try await Self.get(
+            g.adminURL("/admin/report?format=html&bundle=com.example.gateway"),
+            token: Self.adminToken
+        )
         #expect(html.status == 200 && html.header("Content-Type")?.hasPrefix("text/html") == true)
         #expect(String(decoding: html.body, as: UTF8.self).contains("com.example.gateway"))
 
         func cutover(_ query: String) async throws -> HTTPResponse {
-            try await CurlTransport().send(HTTPRequest(method: .post, url: g.adminURL("/admin/cutover?" + query), headers: auth))
+            try await CurlTransport().send(
+                HTTPRequest(method: .post, url: g.adminURL("/admin/cutover?" + query), headers: auth)
+            )
         }
         // Back to V1 is always allowed; V2 again needs a ready verdict (nothing was compared) or force.
         let undo = try await cutover("bundle=com.example.gateway&environment=sandbox&to=v1&reason=rollback")
@@ -213,7 +265,9 @@ import WireJSON
         let forcedBody = try JSONParser.parse(forced.body).objectValue
         #expect(forced.status == 200 && forcedBody?["forced"] == .bool(true))
         #expect(try await cutover("bundle=nope&environment=sandbox&to=v2").status == 400)
-        let log = try g.service.ledger.report(since: 0, until: Int64.max / 2).bundles.first { $0.environment == "sandbox" }?.cutovers ?? []
+        let log =
+            try g.service.ledger.report(since: 0, until: Int64.max / 2).bundles.first { $0.environment == "sandbox" }?
+            .cutovers ?? []
         #expect(log.map { "\($0.from)>\($0.to):\($0.forced)" } == ["v2>v1:false", "v1>v2:true"])
         await g.service.shutdown()
     }
@@ -241,8 +295,10 @@ import WireJSON
         let lines = logs.all.filter { $0.contains("\"msg\":\"notification\"") }
         #expect(lines.count == 2)
         let v2 = try #require(lines.first { $0.contains("\"version\":\"v2\"") })
-        for field in ["\"id\":", "\"type\":\"DID_RENEW\"", "\"bundle\":\"com.example.gateway\"", "\"environment\":\"sandbox\"",
-                      "\"leaf_serial\":", "\"outcome\":\"accepted\"", "\"latency_ms\":"] {
+        for field in [
+            "\"id\":", "\"type\":\"DID_RENEW\"", "\"bundle\":\"com.example.gateway\"", "\"environment\":\"sandbox\"",
+            "\"leaf_serial\":", "\"outcome\":\"accepted\"", "\"latency_ms\":",
+        ] {
             #expect(v2.contains(field), "missing \(field)")
         }
         #expect(!logs.all.joined().contains(GatewayHarness.v1Secret))
@@ -258,10 +314,20 @@ import WireJSON
         let now = Int64(Date().timeIntervalSince1970)
         let key = try PrivateKey.generateP256()
         // subjectAltName IP:127.0.0.1 (curl checks the address against it).
-        let san = CertificateExtension(oid: "2.5.29.17", critical: false, derValue: [0x30, 0x06, 0x87, 0x04, 0x7F, 0x00, 0x00, 0x01])
+        let san = CertificateExtension(
+            oid: "2.5.29.17",
+            critical: false,
+            derValue: [0x30, 0x06, 0x87, 0x04, 0x7F, 0x00, 0x00, 0x01]
+        )
         let cert = try CertificateBuilder.make(
-            subject: CertificateSubject(commonName: "127.0.0.1"), issuer: nil, key: key, notBefore: now - 60, notAfter: now + 3600,
-            isCA: false, extensions: [san])
+            subject: CertificateSubject(commonName: "127.0.0.1"),
+            issuer: nil,
+            key: key,
+            notBefore: now - 60,
+            notAfter: now + 3600,
+            isCA: false,
+            extensions: [san]
+        )
         try Data(cert.pem.utf8).write(to: URL(filePath: dir + "/cert.pem"))
         try Data(key.pemPKCS8.utf8).write(to: URL(filePath: dir + "/key.pem"))
         let json = """
@@ -271,15 +337,29 @@ import WireJSON
             """
         let config = try GatewayConfig.parse(Array(json.utf8), baseDirectory: dir)
         let service = try GatewayService(
-            config: config, dependencies: .init(environment: [:], transport: CurlTransport(), now: { 1_759_302_600_000 }, jitter: { 0 },
-                                                logSink: { _ in }))
+            config: config,
+            dependencies: .init(
+                environment: [:],
+                transport: CurlTransport(),
+                now: { 1_759_302_600_000 },
+                jitter: { 0 },
+                logSink: { _ in }
+            )
+        )
         let (port, _) = try service.start()
         let client = CurlTransport(caBundlePath: dir + "/cert.pem")
-        let r = try await client.send(HTTPRequest(
-            method: .post, url: "https://127.0.0.1:\(port)/notifications", body: try Fixtures.bytes("v2/notif-did-renew-sandbox-2025.json")))
+        let r = try await client.send(
+            HTTPRequest(
+                method: .post,
+                url: "https://127.0.0.1:\(port)/notifications",
+                body: try Fixtures.bytes("v2/notif-did-renew-sandbox-2025.json")
+            )
+        )
         #expect(r.status == 200)
         // Plain HTTP to the TLS port does not get an answer from the application.
-        let plain = try? await CurlTransport().send(HTTPRequest(method: .get, url: "http://127.0.0.1:\(port)/healthz", timeoutMillis: 3_000))
+        let plain = try? await CurlTransport().send(
+            HTTPRequest(method: .get, url: "http://127.0.0.1:\(port)/healthz", timeoutMillis: 3_000)
+        )
         #expect(plain?.status != 200)
         await service.shutdown()
     }
@@ -287,6 +367,12 @@ import WireJSON
 
 /// A V2 path that knows no subscription.
 struct UnknownToV2: V2PathSource {
-    func status(bundleID: String, environment: AppStoreEnvironment, originalTransactionID: String, observedAt: Int64)
-        async throws(PathFetchError) -> V2PathStatus? { nil }
+    func status(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        originalTransactionID: String,
+        observedAt: Int64
+    )
+        async throws(PathFetchError) -> V2PathStatus?
+    { nil }
 }

@@ -2,8 +2,8 @@ import Canonical
 import Foundation
 import Gateway
 import HTTPClient
-import TestSupport
 import Store
+import TestSupport
 import Testing
 import V1Adapter
 import V2Adapter
@@ -42,8 +42,11 @@ struct GatewayHarness: Sendable {
     var ingest: NotificationIngest { service.ingest }
     var metrics: Metrics { service.metrics }
 
-    init(now: Int64 = GatewayHarness.t + 3_600_000, configJSON: String = GatewayHarness.configJSON,
-         environment: [String: String] = [:]) throws {
+    init(
+        now: Int64 = GatewayHarness.t + 3_600_000,
+        configJSON: String = GatewayHarness.configJSON,
+        environment: [String: String] = [:]
+    ) throws {
         directory = try Scratch.directory()
         var config = try GatewayConfig.parse(Array(configJSON.utf8), baseDirectory: directory)
         config.sqlitePath = directory + "/gateway.db"
@@ -55,11 +58,21 @@ struct GatewayHarness: Sendable {
     /// like Apple's, the V1 secret is in the environment, the log goes nowhere. `com.example.gateway` is V2-authoritative
     /// and takes V1, which `serve` accepts only with a V2 path (the App Store Server API): here one that is never asked
     /// (no worker runs) and would say so.
-    static func service(config: GatewayConfig, store: any GatewayStore, now: Int64, environment: [String: String] = [:]) throws
+    static func service(
+        config: GatewayConfig,
+        store: any GatewayStore,
+        now: Int64,
+        environment: [String: String] = [:]
+    ) throws
         -> GatewayService
     {
         var dependencies = GatewayService.Dependencies(
-            environment: environment.merging(["APP_SECRET": Self.v1Secret]) { mine, _ in mine }, transport: CurlTransport(), now: { now }, jitter: { 0 }, logSink: { _ in })
+            environment: environment.merging(["APP_SECRET": Self.v1Secret]) { mine, _ in mine },
+            transport: CurlTransport(),
+            now: { now },
+            jitter: { 0 },
+            logSink: { _ in }
+        )
         dependencies.store = store
         dependencies.v2PathSource = NoV2Path()
         dependencies.trustAnchors = try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3, try TestPKI.der("root")])
@@ -76,7 +89,12 @@ struct GatewayHarness: Sendable {
     }
 
     struct NoV2Path: V2PathSource {
-        func status(bundleID: String, environment: AppStoreEnvironment, originalTransactionID: String, observedAt: Int64)
+        func status(
+            bundleID: String,
+            environment: AppStoreEnvironment,
+            originalTransactionID: String,
+            observedAt: Int64
+        )
             async throws(PathFetchError) -> V2PathStatus?
         {
             throw PathFetchError(code: "no_app_store_api", message: "the harness has no V2 path", retryable: false)
@@ -89,8 +107,12 @@ struct GatewayHarness: Sendable {
     }
 
     /// Runs a background worker until `done` holds, then stops it and waits for it.
-    static func runUntil(run: @escaping @Sendable () async -> Void, stop: () -> Void, sourceLocation: SourceLocation = #_sourceLocation,
-                         _ done: @escaping @Sendable () throws -> Bool) async throws {
+    static func runUntil(
+        run: @escaping @Sendable () async -> Void,
+        stop: () -> Void,
+        sourceLocation: SourceLocation = #_sourceLocation,
+        _ done: @escaping @Sendable () throws -> Bool
+    ) async throws {
         let task = Task { await run() }
         do {
             try await eventually("the worker's condition", sourceLocation: sourceLocation, done)

@@ -5,8 +5,8 @@ import HTTPClient
 import Store
 import StoreTestSupport
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 import V2Adapter
 
 /// The notification-history sweep (docs/operations.md, "Reconciliation") against Apple's history as a test scripts it:
@@ -27,14 +27,24 @@ import V2Adapter
 
         func serves(bundleID: String) -> Bool { bundleID == HistorySweepTests.bundleID }
 
-        func notificationHistoryPage(bundleID: String, environment: AppStoreEnvironment, startDate: Int64, endDate: Int64,
-                                     paginationToken: String?) async throws(PathFetchError) -> NotificationHistorySlice {
-            guard environment == .sandbox else { return NotificationHistorySlice(signedPayloads: [], nextPaginationToken: nil) }
+        func notificationHistoryPage(
+            bundleID: String,
+            environment: AppStoreEnvironment,
+            startDate: Int64,
+            endDate: Int64,
+            paginationToken: String?
+        ) async throws(PathFetchError) -> NotificationHistorySlice {
+            guard environment == .sandbox else {
+                return NotificationHistorySlice(signedPayloads: [], nextPaginationToken: nil)
+            }
             requests.withLock { $0.append((startDate, endDate, paginationToken)) }
             let index = paginationToken.flatMap { Int($0.dropFirst("page-".count)) } ?? 0
             observer.withLock { $0 }?(index)
             let answer = page(index, startDate, endDate)
-            return NotificationHistorySlice(signedPayloads: answer.payloads, nextPaginationToken: answer.more ? "page-\(index + 1)" : nil)
+            return NotificationHistorySlice(
+                signedPayloads: answer.payloads,
+                nextPaginationToken: answer.more ? "page-\(index + 1)" : nil
+            )
         }
     }
 
@@ -56,11 +66,16 @@ import V2Adapter
             let lines = Mutex<[String]>([])
         }
 
-        init(reconcile: String, limits: String = "{}", at time: Int64 = GatewayHarness.t + 3_600_000,
-             history page: @escaping @Sendable (Int, Int64, Int64) -> FakeHistory.Page) throws {
+        init(
+            reconcile: String,
+            limits: String = "{}",
+            at time: Int64 = GatewayHarness.t + 3_600_000,
+            history page: @escaping @Sendable (Int, Int64, Int64) -> FakeHistory.Page
+        ) throws {
             directory = try Scratch.directory()
             let base = GatewayHarness.configJSON
-            let json = String(base[..<base.lastIndex(of: "}")!]) + #", "reconcile": {\#(reconcile)}, "limits": \#(limits) }"#
+            let json =
+                String(base[..<base.lastIndex(of: "}")!]) + #", "reconcile": {\#(reconcile)}, "limits": \#(limits) }"#
             var config = try GatewayConfig.parse(Array(json.utf8), baseDirectory: directory)
             config.sqlitePath = directory + "/gateway.db"
             let clock = Clock(time)
@@ -68,12 +83,18 @@ import V2Adapter
             history = FakeHistory(page)
             let log = self.log
             var dependencies = GatewayService.Dependencies(
-                environment: ["APP_SECRET": GatewayHarness.v1Secret], transport: CurlTransport(), now: { clock.time.withLock { $0 } },
-                jitter: { 0 }, logSink: { line in log.lines.withLock { $0.append(line) } })
+                environment: ["APP_SECRET": GatewayHarness.v1Secret],
+                transport: CurlTransport(),
+                now: { clock.time.withLock { $0 } },
+                jitter: { 0 },
+                logSink: { line in log.lines.withLock { $0.append(line) } }
+            )
             dependencies.v2PathSource = GatewayHarness.NoV2Path()
             dependencies.historySource = history
             dependencies.reconcilePolicy.pollMillis = 10
-            dependencies.trustAnchors = try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3, try TestPKI.der("root")])
+            dependencies.trustAnchors = try TrustAnchors(appleRoots: [
+                TrustAnchors.appleRootCAG3, try TestPKI.der("root"),
+            ])
             service = try GatewayService(config: config, dependencies: dependencies)
             try service.seedAuthority()
         }
@@ -94,7 +115,10 @@ import V2Adapter
         }
 
         func skipped(_ code: String) -> Double {
-            service.metrics.counter("iapgw_reconcile_skipped_total", ["bundle": HistorySweepTests.bundleID, "code": code])
+            service.metrics.counter(
+                "iapgw_reconcile_skipped_total",
+                ["bundle": HistorySweepTests.bundleID, "code": code]
+            )
         }
 
         func close() {
@@ -109,8 +133,14 @@ import V2Adapter
             {"notificationType":"TEST","notificationUUID":"\#(uuid)","data":{"bundleId":"\#(bundle)","environment":"Sandbox"},\#
             "version":"2.0","signedDate":\#(date)}
             """#
-        return String(decoding: try TestJWS.sign(headerJSON: try TestJWS.standardHeader(), payloadJSON: payload, key: try TestPKI.key("leaf")),
-                      as: UTF8.self)
+        return String(
+            decoding: try TestJWS.sign(
+                headerJSON: try TestJWS.standardHeader(),
+                payloadJSON: payload,
+                key: try TestPKI.key("leaf")
+            ),
+            as: UTF8.self
+        )
     }
 
     static func uuid(_ n: Int) -> String {
@@ -123,7 +153,10 @@ import V2Adapter
     @Test func anItemForABundleTheConfigDoesNotServeIsSkippedAndTheRestOfTheHistoryRecovered() async throws {
         let missed = [Self.uuid(1), Self.uuid(2), Self.uuid(3)]
         let pages = [
-            [try Self.signed(missed[0]), try Self.signed(Self.uuid(99), bundle: "com.example.unconfigured"), try Self.signed(missed[1])],
+            [
+                try Self.signed(missed[0]), try Self.signed(Self.uuid(99), bundle: "com.example.unconfigured"),
+                try Self.signed(missed[1]),
+            ],
             [try Self.signed(missed[2])],
         ]
         let rig = try Rig(reconcile: #""every": "off""#) { index, _, _ in (pages[index], index + 1 < pages.count) }
@@ -143,7 +176,10 @@ import V2Adapter
         #expect(rig.skipped("unknown_bundle") == 2)
         let rows = try rig.quarantined()
         #expect(rows.count == 1)
-        #expect(rows.first?.lane == .genuine && rows.first?.code == "unknown_bundle" && rows.first?.bundleID == "com.example.unconfigured")
+        #expect(
+            rows.first?.lane == .genuine && rows.first?.code == "unknown_bundle"
+                && rows.first?.bundleID == "com.example.unconfigured"
+        )
         // One warning for the bundle, not one per item met.
         #expect(rig.warnings("com.example.unconfigured").count == 1, "\(rig.warnings("com.example.unconfigured"))")
     }
@@ -152,10 +188,13 @@ import V2Adapter
         // The lane holds one row: the second unservable item cannot be kept, so the run stops before going past it
         // (the next run tries again), as for any write the store cannot make.
         let page = [
-            try Self.signed(Self.uuid(91), bundle: "com.example.unconfigured"), try Self.signed(Self.uuid(92), bundle: "com.example.unconfigured"),
+            try Self.signed(Self.uuid(91), bundle: "com.example.unconfigured"),
+            try Self.signed(Self.uuid(92), bundle: "com.example.unconfigured"),
             try Self.signed(Self.uuid(1)),
         ]
-        let rig = try Rig(reconcile: #""every": "off""#, limits: #"{"genuine_quarantine": 1}"#) { _, _, _ in (page, false) }
+        let rig = try Rig(reconcile: #""every": "off""#, limits: #"{"genuine_quarantine": 1}"#) { _, _, _ in
+            (page, false)
+        }
         defer { rig.close() }
         let report = try await rig.service.reconcile.runNow(bundleID: Self.bundleID, environment: .sandbox)
         #expect(report.map(\.error) == ["unknown_bundle"])
@@ -175,7 +214,9 @@ import V2Adapter
         let store = rig.store
         let journaledBefore = Mutex<[Int]>([])
         rig.history.observer.withLock { observe in
-            observe = { _ in journaledBefore.withLock { $0.append((try? store.read { tx in try tx.counts() }.journal) ?? -1) } }
+            observe = { _ in
+                journaledBefore.withLock { $0.append((try? store.read { tx in try tx.counts() }.journal) ?? -1) }
+            }
         }
         let report = try await rig.service.reconcile.runNow(bundleID: Self.bundleID, environment: .sandbox)
         #expect(report.map(\.calls) == [3] && report.map(\.recovered) == [3] && report.map(\.error) == [nil])
@@ -197,7 +238,10 @@ import V2Adapter
         let start = GatewayHarness.t + 3_600_000
         let sweepAt = start + 3_600_000  // every first run (spread over the hour) is due by then
         let listed = try Self.signed(Self.uuid(7), at: sweepAt - 1_000)
-        let rig = try Rig(reconcile: #""every": "off", "history_sweep": "1h", "history_lag": "0s""#, at: start) { _, from, until in
+        let rig = try Rig(reconcile: #""every": "off", "history_sweep": "1h", "history_lag": "0s""#, at: start) {
+            _,
+            from,
+            until in
             // Apple lists it from the moment it was sent.
             (from <= sweepAt - 1_000 && sweepAt - 1_000 < until ? [listed] : [], false)
         }
@@ -207,7 +251,9 @@ import V2Adapter
         let store = rig.store
         try await Self.runScheduled(rig) { try store.journal().contains { $0.key == Self.uuid(7) } }
         #expect(rig.history.requests.withLock { $0 }.first?.end == sweepAt)
-        let events = try await store.read { tx in try tx.events(id: nil, originalTransactionID: nil, limit: 10) }.map(\.event)
+        let events = try await store.read { tx in try tx.events(id: nil, originalTransactionID: nil, limit: 10) }.map(
+            \.event
+        )
         #expect(events.map(\.recoveredBy) == [.history])
     }
 
@@ -223,7 +269,9 @@ import V2Adapter
         rig.set(sweepAt)
         let store = rig.store
         try await Self.runScheduled(rig) {
-            try store.read { tx in try tx.reconcileRuns() }.filter { $0.key.environment == .sandbox }.allSatisfy { ($0.lastRunAt ?? 0) >= sweepAt }
+            try store.read { tx in try tx.reconcileRuns() }.filter { $0.key.environment == .sandbox }.allSatisfy {
+                ($0.lastRunAt ?? 0) >= sweepAt
+            }
         }
         // The window ended ten minutes ago: what Apple is delivering now is not taken from the history first.
         #expect(rig.history.requests.withLock { $0 }.map(\.end) == [sweepAt - 600_000])

@@ -2,10 +2,10 @@ import Canonical
 import Foundation
 import Gateway
 import HTTPClient
-import Synchronization
-import TestSupport
 import Store
 import StoreTestSupport
+import Synchronization
+import TestSupport
 import Testing
 import WireJSON
 
@@ -17,7 +17,8 @@ import WireJSON
     /// Bytes on disk of the store: the database file and its write-ahead log.
     static func storeBytes(_ directory: String) -> Int64 {
         ["gateway.db", "gateway.db-wal"].reduce(0) { total, name in
-            let size = (try? FileManager.default.attributesOfItem(atPath: directory + "/" + name)[.size] as? NSNumber)?.int64Value
+            let size = (try? FileManager.default.attributesOfItem(atPath: directory + "/" + name)[.size] as? NSNumber)?
+                .int64Value
             return total + (size ?? 0)
         }
     }
@@ -26,10 +27,13 @@ import WireJSON
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         let logs = Service.LogBox()
         let cap: Int64 = 4 * 1_048_576
-        let g = try Service.start(receiver: receiver, logs: logs) { config, _ in config.limits.untrustedQuarantineBytes = cap }
+        let g = try Service.start(receiver: receiver, logs: logs) { config, _ in
+            config.limits.untrustedQuarantineBytes = cap
+        }
         // A V1 body for a bundle nobody configured, just under the 1 MiB limit, its claimed `bid` all of it: no secret is
         // needed to send it. It used to land in the genuine lane, with the bid stored again in a column and logged whole.
-        let body = Array(#"{"notification_type":"DID_RENEW","password":"x","bid":""#.utf8)
+        let body =
+            Array(#"{"notification_type":"DID_RENEW","password":"x","bid":""#.utf8)
             + [UInt8](repeating: UInt8(ascii: "b"), count: 1_040_000) + Array(#""}"#.utf8)
         try g.service.sqliteStore.checkpointAndTruncate()
         let before = Self.storeBytes(g.directory)
@@ -39,7 +43,9 @@ import WireJSON
             for worker in 0..<4 {
                 group.addTask {
                     var seen: [Int] = []
-                    for _ in stride(from: worker, to: 32, by: 4) { seen.append(try await Service.post(url, body).status) }
+                    for _ in stride(from: worker, to: 32, by: 4) {
+                        seen.append(try await Service.post(url, body).status)
+                    }
                     return seen
                 }
             }
@@ -81,7 +87,8 @@ import WireJSON
         let post = try RawHTTPClient(port: g.port, from: "127.0.0.2")
         _ = post.send(
             "POST /notifications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
+                + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
+        )
         let reply = await post.readReply(timeout: .seconds(10))
         #expect(reply?.status == 200, "\(String(describing: reply))")
         #expect(try g.service.store.journal().count == 1)
@@ -101,23 +108,35 @@ import WireJSON
         await g.service.shutdown()
     }
 
-    @Test(arguments: ["since=100000000000000000", "since=106751991167301d", "since=2025-06-01&until=99999999999999999999d",
-                      "since=-5", "since=9223372036854775807s"])
+    @Test(arguments: [
+        "since=100000000000000000", "since=106751991167301d", "since=2025-06-01&until=99999999999999999999d",
+        "since=-5", "since=9223372036854775807s",
+    ])
     func anOutOfRangeReplayTimeIsABadRequestNotACrash(_ query: String) async throws {
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         let g = try Service.start(receiver: receiver)
-        let replay = try await CurlTransport().send(HTTPRequest(
-            method: .post, url: g.adminURL("/admin/replay?\(query)"), headers: [HTTPHeader("Authorization", "Bearer \(Service.adminToken)")]))
+        let replay = try await CurlTransport().send(
+            HTTPRequest(
+                method: .post,
+                url: g.adminURL("/admin/replay?\(query)"),
+                headers: [HTTPHeader("Authorization", "Bearer \(Service.adminToken)")]
+            )
+        )
         #expect(replay.status == 400 || replay.status == 200)
         #expect(try await Service.get(g.url("/healthz")).status == 200)  // still serving
         await g.service.shutdown()
     }
 
     @Test func aDownstreamsHugeRetryAfterIsClampedNotAnOverflow() async throws {
-        let receiver = try LoopbackHTTPServer { _ in .respond(status: 503, headers: [HTTPHeader("Retry-After", "99999999999999999")]) }
+        let receiver = try LoopbackHTTPServer { _ in
+            .respond(status: 503, headers: [HTTPHeader("Retry-After", "99999999999999999")])
+        }
         let now = GatewayHarness.t + 3_600_000
         let g = try Service.start(receiver: receiver, now: now)
-        #expect(try await Service.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
+        #expect(
+            try await Service.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json"))
+                .status == 200
+        )
         try await eventually("the first attempt") {
             try g.service.store.deliveries().first { $0.downstream == "main" }?.attempts == 1
         }
@@ -132,14 +151,18 @@ import WireJSON
         // The official Standard Webhooks libraries accept a whsec_ secret without its base64 padding and derive the same
         // key; the gateway used to refuse to start with one.
         let padded = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"  // 24 bytes: no padding needed
-        let unpaddedText = "whsec_dGVzdC13ZWJob29rLXNlY3JldC0xMjM0NQ"  // "test-webhook-secret-12345": 25 bytes, "==" dropped
+        // "test-webhook-secret-12345": 25 bytes, "==" dropped
+        let unpaddedText = "whsec_dGVzdC13ZWJob29rLXNlY3JldC0xMjM0NQ"
         let unpadded = try #require(WebhookSigner.Secret(name: "S", text: unpaddedText))
         let repadded = try #require(WebhookSigner.Secret(name: "S", text: unpaddedText + "=="))
         #expect(WebhookSigner.Secret(name: "S", text: padded) != nil)
         let body = Array(#"{"a":1}"#.utf8)
-        #expect(WebhookSigner(secrets: [unpadded]).signature(id: "i", timestamp: 1, body: body)
-                == WebhookSigner(secrets: [repadded]).signature(id: "i", timestamp: 1, body: body))
-        #expect(WebhookSigner.Secret(name: "S", text: "whsec_dGVzdC13ZWJob29rLXNlY3JldC0xMjM0NQ=") == nil)  // wrongly padded
+        #expect(
+            WebhookSigner(secrets: [unpadded]).signature(id: "i", timestamp: 1, body: body)
+                == WebhookSigner(secrets: [repadded]).signature(id: "i", timestamp: 1, body: body)
+        )
+        // wrongly padded
+        #expect(WebhookSigner.Secret(name: "S", text: "whsec_dGVzdC13ZWJob29rLXNlY3JldC0xMjM0NQ=") == nil)
 
         let received = Mutex<[String]>([])
         let receiver = try LoopbackHTTPServer { r in
@@ -147,7 +170,10 @@ import WireJSON
             return .respond(status: 200)
         }
         let g = try Service.start(receiver: receiver, webhookSecret: unpaddedText)
-        #expect(try await Service.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
+        #expect(
+            try await Service.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json"))
+                .status == 200
+        )
         await eventually("a signed delivery") { !received.withLock { $0 }.isEmpty }
         await g.service.shutdown()
     }

@@ -1,6 +1,7 @@
-@testable import Gateway
 import Store
 import Testing
+
+@testable import Gateway
 
 /// The guard against starting a job twice: a poll's rows may predate the commit of a job that finished meanwhile.
 @Suite struct InFlightSetTests {
@@ -22,7 +23,10 @@ import Testing
     @Test func claimsCountOnlyJobsInFlight() {
         let set = InFlightSet()
         set.beginRead()
-        set.claim { $0.claim(7); $0.claim(8) }
+        set.claim {
+            $0.claim(7)
+            $0.claim(8)
+        }
         set.finish(7)
         #expect(set.claim { $0.count } == 1)
         #expect(!set.isEmpty)
@@ -31,8 +35,14 @@ import Testing
     @Test func lanesCountTheirOwnJobsOnly() {
         let set = InFlightSet()
         set.beginRead()
-        set.claim { $0.claim(1, lane: "a"); $0.claim(2, lane: "a"); $0.claim(3, lane: "b") }
-        #expect(set.claim { [$0.count(lane: "a"), $0.count(lane: "b"), $0.count(lane: "c"), $0.count] } == [2, 1, 0, 3])
+        set.claim {
+            $0.claim(1, lane: "a")
+            $0.claim(2, lane: "a")
+            $0.claim(3, lane: "b")
+        }
+        #expect(
+            set.claim { [$0.count(lane: "a"), $0.count(lane: "b"), $0.count(lane: "c"), $0.count] } == [2, 1, 0, 3]
+        )
         set.finish(1)
         #expect(set.claim { $0.count(lane: "a") } == 1)
     }

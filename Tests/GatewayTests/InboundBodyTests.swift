@@ -1,6 +1,6 @@
 import Gateway
-import TestSupport
 import Store
+import TestSupport
 import Testing
 
 @Suite struct InboundBodyTests {

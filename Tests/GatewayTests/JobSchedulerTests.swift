@@ -1,9 +1,10 @@
 import Foundation
-@testable import Gateway
 import Store
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import Gateway
 
 /// A finished job's outcome is committed in the same write as the claim of the job that takes its slot
 /// (docs/architecture.md, "Job outcomes ride with the next claim"), and a job still returns only once its outcome is
@@ -15,7 +16,8 @@ import Testing
         let inner: SQLiteStore
         let writes = Atomic<Int>(0)
         init(_ inner: SQLiteStore) { self.inner = inner }
-        func write<T: Sendable>(bytes: Int, _ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T {
+        func write<T: Sendable>(bytes: Int, _ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T
+        {
             try inner.write(bytes: bytes, body)
         }
         func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
@@ -23,7 +25,9 @@ import Testing
             return try await inner.write(body)
         }
         func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T { try inner.read(body) }
-        func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T { try await inner.read(body) }
+        func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+            try await inner.read(body)
+        }
         var isClosing: Bool { inner.isClosing }
         var sharedByInstances: Bool { true }
         func close() { inner.close() }
@@ -87,11 +91,22 @@ import Testing
         }
     }
 
-    static func context(_ store: any GatewayStore, metrics: Metrics = Metrics(), now: @escaping @Sendable () -> Int64 = { 1_000 },
-                        leaseMillis: Int64 = 300_000) throws -> WorkerContext {
+    static func context(
+        _ store: any GatewayStore,
+        metrics: Metrics = Metrics(),
+        now: @escaping @Sendable () -> Int64 = { 1_000 },
+        leaseMillis: Int64 = 300_000
+    ) throws -> WorkerContext {
         let config = try GatewayConfig.parse(Array(#"{"apps":[],"downstreams":[]}"#.utf8), baseDirectory: "/")
-        return WorkerContext(store: store, router: Router(config: config), metrics: metrics, log: Log(now: { 0 }, sink: { _ in }),
-                             now: now, jitter: { 0 }, leaseMillis: leaseMillis)
+        return WorkerContext(
+            store: store,
+            router: Router(config: config),
+            metrics: metrics,
+            log: Log(now: { 0 }, sink: { _ in }),
+            now: now,
+            jitter: { 0 },
+            leaseMillis: leaseMillis
+        )
     }
 
     static func store() throws -> CountingStore {
@@ -123,7 +138,8 @@ import Testing
         let run = Task { await scheduler.run(table) }
         await eventually("three jobs started") { table.started.withLock { $0.count } == 3 }
         scheduler.stop()
-        gate.open()  // the outcomes come while the loop stops: queued before it closed the batch, or written alone after
+        // the outcomes come while the loop stops: queued before it closed the batch, or written alone after
+        gate.open()
         await run.value  // returns only once every job returned, i.e. its outcome committed
         #expect(table.settled.withLock { $0.sorted() } == [1, 2, 3])
     }
@@ -158,8 +174,15 @@ import Testing
         let context = try Self.context(store, metrics: metrics)
         let batch = OutcomeBatch(ring: {})
         struct Refused: Error {}
-        let entry = AuthorityEntry(bundleID: "com.example.good", environment: .production, authority: .v2, origin: .config)
-        func committed() throws -> Bool { try store.read { tx in try tx.authority(bundleID: entry.bundleID, environment: .production) } == .v2 }
+        let entry = AuthorityEntry(
+            bundleID: "com.example.good",
+            environment: .production,
+            authority: .v2,
+            origin: .config
+        )
+        func committed() throws -> Bool {
+            try store.read { tx in try tx.authority(bundleID: entry.bundleID, environment: .production) } == .v2
+        }
         let bad = Task {
             await JobSettlement.$current.withValue(JobSettlement(batch: batch, id: 1, lane: "")) {
                 await context.recordOutcome { _ in throw Refused() }
@@ -178,7 +201,9 @@ import Testing
         await #expect(throws: Refused.self) { try await OutcomeBatch.write(entries, store: store, then: { _ in }) }
         await good.value
         #expect(try committed())
-        await eventually("three failed outcome writes counted") { metrics.render().contains("iapgw_store_failures_total{operation=\"job_outcome\"} 3") }
+        await eventually("three failed outcome writes counted") {
+            metrics.render().contains("iapgw_store_failures_total{operation=\"job_outcome\"} 3")
+        }
         bad.cancel()
         await bad.value
     }

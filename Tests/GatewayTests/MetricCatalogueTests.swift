@@ -1,6 +1,7 @@
 import FoundationEssentials
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 /// The metrics catalogue: one entry per exported metric, each described in the exposition and in
 /// docs/operations.md.
@@ -46,7 +47,9 @@ import Testing
             guard cells.count >= 2 else { continue }
             documented[String(cells[0].dropFirst().dropLast())] = cells[1]
         }
-        let catalogue = Dictionary(uniqueKeysWithValues: Metric.allCases.map { ($0.rawValue, $0.declaration.kind.rawValue) })
+        let catalogue = Dictionary(
+            uniqueKeysWithValues: Metric.allCases.map { ($0.rawValue, $0.declaration.kind.rawValue) }
+        )
         #expect(documented == catalogue)
     }
 }

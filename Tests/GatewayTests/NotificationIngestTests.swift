@@ -1,9 +1,9 @@
 import Canonical
 import Crypto
 import Gateway
-import TestSupport
 import Store
 import StoreTestSupport
+import TestSupport
 import Testing
 import WireJSON
 
@@ -47,8 +47,14 @@ import WireJSON
         ("v2-synthetic/negative/body-unknown-version.json", 400, "unknown_version", "untrusted"),
         ("v2-synthetic/negative/wrong-bundle.json", 503, "unknown_bundle", "genuine"),
         ("v2-synthetic/negative/wrong-environment.json", 503, "environment_mismatch", "genuine"),
-        ("v2-synthetic/negative/nested-transaction-wrong-bundle.json", 503, "nested_jws_invalid:unknown_bundle", "genuine"),
-        ("v2-synthetic/negative/nested-transaction-other-key.json", 403, "nested_jws_invalid:bad_signature", "untrusted"),
+        (
+            "v2-synthetic/negative/nested-transaction-wrong-bundle.json", 503, "nested_jws_invalid:unknown_bundle",
+            "genuine"
+        ),
+        (
+            "v2-synthetic/negative/nested-transaction-other-key.json", 403, "nested_jws_invalid:bad_signature",
+            "untrusted"
+        ),
     ])
     func refusalsGetTheirStatusAndQuarantineLane(_ file: String, _ status: Int, _ code: String, _ lane: String) throws {
         let h = try GatewayHarness()
@@ -84,15 +90,24 @@ import WireJSON
         defer { h.close() }
         var limits = NotificationIngest.Limits()
         limits.demoSandboxVerifyTime = GatewayHarness.t + 60_000
-        let demo = NotificationIngest(v1: h.ingest.v1, v2: h.ingest.v2, store: h.store, router: h.router, limits: limits,
-                                      metrics: Metrics(), now: { now })
+        let demo = NotificationIngest(
+            v1: h.ingest.v1,
+            v2: h.ingest.v2,
+            store: h.store,
+            router: h.router,
+            limits: limits,
+            metrics: Metrics(),
+            now: { now }
+        )
         // A sandbox sample signed a month ago passes as if it had arrived a minute after it was signed...
         #expect(demo.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
         // ...but a payload claiming production is judged by the clock: stale, whatever the override says.
-        let production = try QuarantineReplayTests.v2Body(payload: """
-            {"notificationType":"TEST","notificationUUID":"p","data":{"bundleId":"com.example.gateway","appAppleId":1234567890,\
-            "environment":"Production"},"version":"2.0","signedDate":\(GatewayHarness.t)}
-            """)
+        let production = try QuarantineReplayTests.v2Body(
+            payload: """
+                {"notificationType":"TEST","notificationUUID":"p","data":{"bundleId":"com.example.gateway","appAppleId":1234567890,\
+                "environment":"Production"},"version":"2.0","signedDate":\(GatewayHarness.t)}
+                """
+        )
         #expect(demo.handle(production).code == "stale_notification")
     }
 

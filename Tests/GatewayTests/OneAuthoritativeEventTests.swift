@@ -1,6 +1,5 @@
 import Canonical
 import Foundation
-@testable import Gateway
 import HTTPClient
 import Store
 import StoreTestSupport
@@ -8,6 +7,8 @@ import TestSupport
 import Testing
 import V1Adapter
 import WireJSON
+
+@testable import Gateway
 
 /// Every journaled notification yields exactly one authoritative event, whatever Apple sends and whatever the
 /// authority, and the old backend keeps receiving V1 bodies after Apple sends V2 (docs/architecture.md, "One
@@ -18,9 +19,11 @@ import WireJSON
 
     /// The synthetic V1 renewal, sent for the sandbox like the synthetic V2 one.
     static func v1Sandbox() throws -> [UInt8] {
-        Array(String(decoding: try Fixtures.bytes("v1-synthetic/did-renew.json"), as: UTF8.self)
-            .replacingOccurrences(of: #""environment": "PROD""#, with: #""environment": "Sandbox""#)
-            .replacingOccurrences(of: #""environment": "Production""#, with: #""environment": "Sandbox""#).utf8)
+        Array(
+            String(decoding: try Fixtures.bytes("v1-synthetic/did-renew.json"), as: UTF8.self)
+                .replacingOccurrences(of: #""environment": "PROD""#, with: #""environment": "Sandbox""#)
+                .replacingOccurrences(of: #""environment": "Production""#, with: #""environment": "Sandbox""#).utf8
+        )
     }
 
     static func harness(_ receiver: LoopbackHTTPServer) throws -> GatewayHarness {
@@ -33,8 +36,20 @@ import WireJSON
 
     static func authority(_ h: GatewayHarness, _ authority: Generation, environment: AppStoreEnvironment) throws {
         _ = try h.store.write { tx in
-            try tx.recordCutover(CutoverRecord(at: 0, bundleID: Self.bundle, environment: environment.rawValue, from: "", to: authority.rawValue,
-                                               who: "test", reason: nil, verdict: "ready", forced: false), to: authority)
+            try tx.recordCutover(
+                CutoverRecord(
+                    at: 0,
+                    bundleID: Self.bundle,
+                    environment: environment.rawValue,
+                    from: "",
+                    to: authority.rawValue,
+                    who: "test",
+                    reason: nil,
+                    verdict: "ready",
+                    forced: false
+                ),
+                to: authority
+            )
         }
     }
 
@@ -48,7 +63,9 @@ import WireJSON
 
     /// A V1-authoritative gateway whose Apple the gateway has switched to V2 for the sandbox, with its webhook and
     /// pass-through receiver and a verifyReceipt that is down (no receipt is stored anyway).
-    static func switchedToV2UnderV1Authority() throws -> (receiver: LoopbackHTTPServer, apple: LoopbackHTTPServer, h: GatewayHarness) {
+    static func switchedToV2UnderV1Authority() throws -> (
+        receiver: LoopbackHTTPServer, apple: LoopbackHTTPServer, h: GatewayHarness
+    ) {
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         let apple = try LoopbackHTTPServer { _ in .respond(status: 500) }
         let h = try Self.harness(receiver)
@@ -60,11 +77,23 @@ import WireJSON
     static func delivery(_ h: GatewayHarness) -> DeliveryWorker {
         var policy = DeliveryPolicy()
         policy.pollMillis = 20
-        let context = WorkerContext(store: h.store, router: h.router, metrics: h.metrics, log: Log(now: { now }, sink: { _ in }),
-                                    now: { now }, jitter: { 0 })
+        let context = WorkerContext(
+            store: h.store,
+            router: h.router,
+            metrics: h.metrics,
+            log: Log(now: { now }, sink: { _ in }),
+            now: { now },
+            jitter: { 0 }
+        )
         let apps = h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps
-        return DeliveryWorker(context: context, transport: CurlTransport(), signers: [:], passthroughSecrets: apps.flatMap(\.sharedSecrets),
-                              v1Apps: apps, policy: policy)
+        return DeliveryWorker(
+            context: context,
+            transport: CurlTransport(),
+            signers: [:],
+            passthroughSecrets: apps.flatMap(\.sharedSecrets),
+            v1Apps: apps,
+            policy: policy
+        )
     }
 
     @Test func aV2NotificationUnderV1AuthorityGetsItsV1PathEventAndTheOldBackendItsV1Body() async throws {
@@ -86,8 +115,12 @@ import WireJSON
         let v1 = try #require(authoritative.first)
         #expect(v1.path == .v1 && v1.event.id == "v1-view:" + id && v1.event.source == .v1 && v1.event.verified)
         let v2 = try #require(try h.store.events().first { $0.path == .v2 }?.event)
-        #expect(v1.event.kind == v2.kind && v1.event.entitlement == v2.entitlement && v1.event.expiresDate == v2.expiresDate)
-        #expect(v1.event.transactionID == v2.transactionID && v1.event.originalTransactionID == v2.originalTransactionID)
+        #expect(
+            v1.event.kind == v2.kind && v1.event.entitlement == v2.entitlement && v1.event.expiresDate == v2.expiresDate
+        )
+        #expect(
+            v1.event.transactionID == v2.transactionID && v1.event.originalTransactionID == v2.originalTransactionID
+        )
         // Authoritative events go to the app's webhooks.
         #expect(try h.store.deliveries().filter { $0.eventID == v1.event.id && $0.downstream == "main" }.count == 1)
 
@@ -103,7 +136,8 @@ import WireJSON
         #expect(body["password"] == .string(GatewayHarness.v1Secret))
         #expect(body["bid"] == .string(Self.bundle))
         // It authenticates like any V1 body Apple sent.
-        let read = try V1Adapter(apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps).authenticate(body: legacy.body)
+        let read = try V1Adapter(apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps)
+            .authenticate(body: legacy.body)
         #expect(read.secretName == "APP_SECRET")
     }
 
@@ -116,8 +150,14 @@ import WireJSON
         #expect(h.ingest.handle(try Self.v1Sandbox()).status == 200)
         #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
         let v2Row = try #require(try h.store.journal().first { $0.version == .v2 })
-        #expect(try h.store.receiptJobs().filter { $0.journalID == v2Row.id }.isEmpty, "the V1 notification is the V1 path")
-        #expect(try h.store.deliveries().filter { $0.journalID == v2Row.id }.isEmpty, "the old backend got the V1 body itself")
+        #expect(
+            try h.store.receiptJobs().filter { $0.journalID == v2Row.id }.isEmpty,
+            "the V1 notification is the V1 path"
+        )
+        #expect(
+            try h.store.deliveries().filter { $0.journalID == v2Row.id }.isEmpty,
+            "the old backend got the V1 body itself"
+        )
     }
 
     @Test func aV1NotificationUnderV2AuthorityAfterTheSwitchGetsItsV2APIEventEvenWhileV2Arrives() throws {
@@ -128,13 +168,19 @@ import WireJSON
         try Self.switched(h, environment: .sandbox)
         #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
         #expect(h.ingest.handle(try Self.v1Sandbox()).status == 200)
-        let standsAlone = try h.store.read { tx in try tx.standsAlone(.v1, bundleID: Self.bundle, environment: .sandbox, now: Self.now) }
+        let standsAlone = try h.store.read { tx in
+            try tx.standsAlone(.v1, bundleID: Self.bundle, environment: .sandbox, now: Self.now)
+        }
         #expect(standsAlone, "Apple sends each notification in one version once the gateway switched it")
         // Before the switch, the V2 notification beside it would have made it the paired V1 of a V2 event.
         let other = try Self.harness(receiver)
         defer { other.close() }
         #expect(other.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
-        #expect(try !other.store.read { tx in try tx.standsAlone(.v1, bundleID: Self.bundle, environment: .sandbox, now: Self.now) })
+        #expect(
+            try !other.store.read { tx in
+                try tx.standsAlone(.v1, bundleID: Self.bundle, environment: .sandbox, now: Self.now)
+            }
+        )
     }
 
     @Test func aTypeWithoutAV1CounterpartIsNotSentToTheOldBackendButStillAuthoritativeOnce() async throws {

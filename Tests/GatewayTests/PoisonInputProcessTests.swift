@@ -1,7 +1,7 @@
 import Foundation
 import HTTPClient
-import TestSupport
 import Store
+import TestSupport
 import Testing
 import WireJSON
 
@@ -18,8 +18,13 @@ import Glibc
     /// A TEST notification for the test app at `signedDate`, with a bogus signature (another key signed it).
     static func poison(_ signedDate: String, uuid: String = "poison") throws -> [UInt8] {
         try QuarantineReplayTests.v2Body(
-            payload: QuarantineReplayTests.testPayload(bundle: "com.example.gateway", signedDate: signedDate, uuid: uuid),
-            bogusSignature: true)
+            payload: QuarantineReplayTests.testPayload(
+                bundle: "com.example.gateway",
+                signedDate: signedDate,
+                uuid: uuid
+            ),
+            bogusSignature: true
+        )
     }
 
     /// Runs the executable to completion; returns its exit status (128 + signal when a signal ended it) and stdout.
@@ -33,7 +38,8 @@ import Glibc
         try process.run()
         let data = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
-        let status = process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
+        let status =
+            process.terminationReason == .uncaughtSignal ? 128 + process.terminationStatus : process.terminationStatus
         return (status, String(decoding: data, as: UTF8.self))
     }
 
@@ -58,11 +64,15 @@ import Glibc
     }
 
     @Test func serveQuarantinesAndReplaysThemAndKeepsServing() async throws {
-        #expect(FileManager.default.isExecutableFile(atPath: CrashRecoveryTests.binary), "build the package first (swift build)")
+        #expect(
+            FileManager.default.isExecutableFile(atPath: CrashRecoveryTests.binary),
+            "build the package first (swift build)"
+        )
         let dir = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let configPath = dir + "/config.json"
-        try Data("""
+        try Data(
+            """
             {
               "listen": "127.0.0.1:0",
               "admin": { "listen": "127.0.0.1:0", "token_env": "ADMIN_TOKEN" },
@@ -71,8 +81,12 @@ import Glibc
               "apps": [ { "bundle_id": "com.example.gateway", "app_apple_id": 1234567890, "environments": ["sandbox"],
                           "authority": "v2", "downstreams": [] } ]
             }
-            """.utf8).write(to: URL(filePath: configPath))
-        let child = try CrashRecoveryTests.launch(config: configPath, environment: ["PATH": "/usr/bin:/bin", "ADMIN_TOKEN": "t"])
+            """.utf8
+        ).write(to: URL(filePath: configPath))
+        let child = try CrashRecoveryTests.launch(
+            config: configPath,
+            environment: ["PATH": "/usr/bin:/bin", "ADMIN_TOKEN": "t"]
+        )
         defer {
             kill(child.process.processIdentifier, SIGKILL)
             child.process.waitUntilExit()
@@ -81,9 +95,13 @@ import Glibc
         let base = "http://127.0.0.1:\(child.port)"
         var liveCodes: [String] = []
         for (i, date) in Self.extremes.enumerated() {
-            let r = try await transport.send(HTTPRequest(method: .post, url: base + "/notifications", body: try Self.poison(date, uuid: "p\(i)")))
+            let r = try await transport.send(
+                HTTPRequest(method: .post, url: base + "/notifications", body: try Self.poison(date, uuid: "p\(i)"))
+            )
             #expect(r.status == 403)
-            liveCodes.append(try JSONParser.parse(r.body).objectValue?["error"]?.objectValue?["code"]?.stringValue ?? "")
+            liveCodes.append(
+                try JSONParser.parse(r.body).objectValue?["error"]?.objectValue?["code"]?.stringValue ?? ""
+            )
         }
         // The admin port is in the same "listening" line; the CLI replay runs in its own process against the same store.
         let replay = try Self.run(["quarantine", "--config", configPath, "replay"])

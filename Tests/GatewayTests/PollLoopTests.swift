@@ -1,16 +1,17 @@
 import Foundation
-@testable import Gateway
-import Synchronization
 import Store
-import Testing
+import Synchronization
 import TestSupport
+import Testing
+
+@testable import Gateway
 
 /// The workers' loop runs for the life of the service: what it ran must not stay in memory.
 @Suite struct PollLoopTests {
     /// Resident memory of this process in KiB (VmRSS).
     static func residentKiB() -> Int {
         guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
         else { return 0 }
         return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
     }
@@ -23,7 +24,10 @@ import TestSupport
         let task = Task {
             await loop.run(
                 fetch: { batches.add(1, ordering: .relaxed).newValue <= total / 2_000 ? Array(0..<2_000) : [] },
-                work: { _ in ran.add(1, ordering: .relaxed) }, inFlight: { false }, everySecond: {})
+                work: { _ in ran.add(1, ordering: .relaxed) },
+                inFlight: { false },
+                everySecond: {}
+            )
         }
         // Warm up (allocator, runtime), then measure the growth over the bulk of the jobs.
         await eventually("the warm-up's 20 000 jobs run") { ran.load(ordering: .relaxed) >= 20_000 }
@@ -43,8 +47,15 @@ import TestSupport
         let loop = PollLoop(idlePollMillis: 3_600_000)
         let fetches = Fetches()
         let task = Task {
-            await loop.run(fetch: { fetches.count.add(1, ordering: .relaxed); return [Int]() }, work: { _ in }, inFlight: { false },
-                           everySecond: {})
+            await loop.run(
+                fetch: {
+                    fetches.count.add(1, ordering: .relaxed)
+                    return [Int]()
+                },
+                work: { _ in },
+                inFlight: { false },
+                everySecond: {}
+            )
         }
         for (n, wake) in [(1, false), (2, true), (3, true)] {
             // The third wake comes while the loop may not be waiting yet: it is kept for its next wait.

@@ -4,8 +4,8 @@ import Gateway
 import HTTPClient
 import Store
 import StoreTestSupport
-import Testing
 import TestSupport
+import Testing
 import WireJSON
 
 /// The whole service on PostgreSQL (`store.postgres`), two instances on one database, as a load balancer would run
@@ -14,7 +14,8 @@ import WireJSON
     typealias Service = GatewayServiceTests
 
     /// An instance of the gateway on `schema`'s database, named `instance` in its job claims.
-    static func instance(_ name: String, on schema: TestSchema, receiver: LoopbackHTTPServer) throws -> Service.Running {
+    static func instance(_ name: String, on schema: TestSchema, receiver: LoopbackHTTPServer) throws -> Service.Running
+    {
         try Service.start(receiver: receiver) { config, deps in
             config.postgresURLEnv = "IAPGW_DATABASE_URL"
             deps.environment["IAPGW_DATABASE_URL"] = schema.url
@@ -44,7 +45,8 @@ import WireJSON
         let other = try await Service.post(b.url("/notifications"), v1)
         #expect(other.status == 200)
         try await eventually("every delivery settled") {
-            try a.service.store.deliveries().allSatisfy { $0.state == .delivered } && a.service.store.deliveries().count >= 2
+            try a.service.store.deliveries().allSatisfy { $0.state == .delivered }
+                && a.service.store.deliveries().count >= 2
         }
         let ids = receiver.requests.filter { $0.path == "/events" }.compactMap { $0.header("webhook-id") }
         let events = Set(try a.service.store.deliveries().filter { $0.downstream == "main" }.compactMap(\.eventID))
@@ -52,13 +54,23 @@ import WireJSON
         // A cutover made through one instance's admin API is what the other journals under at once: it reads the
         // authority from the database in the transaction that journals.
         var cutover = URLComponents(string: a.adminURL("/admin/cutover"))!
-        cutover.queryItems = [.init(name: "bundle", value: "com.example.gateway"), .init(name: "environment", value: "sandbox"),
-                              .init(name: "to", value: "v1"), .init(name: "reason", value: "test")]
-        let flipped = try await CurlTransport().send(HTTPRequest(
-            method: .post, url: cutover.string!, headers: [HTTPHeader("Authorization", "Bearer \(Service.adminToken)")], body: [],
-            timeoutMillis: 10_000))
+        cutover.queryItems = [
+            .init(name: "bundle", value: "com.example.gateway"), .init(name: "environment", value: "sandbox"),
+            .init(name: "to", value: "v1"), .init(name: "reason", value: "test"),
+        ]
+        let flipped = try await CurlTransport().send(
+            HTTPRequest(
+                method: .post,
+                url: cutover.string!,
+                headers: [HTTPHeader("Authorization", "Bearer \(Service.adminToken)")],
+                body: [],
+                timeoutMillis: 10_000
+            )
+        )
         #expect(flipped.status == 200, "\(String(decoding: flipped.body, as: UTF8.self))")
-        let seenByB = try await b.service.store.read { tx in try tx.authority(bundleID: "com.example.gateway", environment: .sandbox) }
+        let seenByB = try await b.service.store.read { tx in
+            try tx.authority(bundleID: "com.example.gateway", environment: .sandbox)
+        }
         #expect(seenByB == .v1)
         await a.service.shutdown()
         await b.service.shutdown()

@@ -1,13 +1,18 @@
-@testable import Gateway
 import HTTPServer
 import TestSupport
 import Testing
+
+@testable import Gateway
 
 /// The Apple-facing routes without a listener: what each answers, and what a notification leaves in the metrics
 /// and the log.
 @Suite struct PublicRoutesTests {
     static func routes(_ h: GatewayHarness, logs: GatewayServiceTests.LogBox = .init()) -> PublicRoutes {
-        PublicRoutes(ingest: h.ingest, metrics: h.metrics, log: Log(now: { GatewayHarness.t }, sink: { logs.append($0) }))
+        PublicRoutes(
+            ingest: h.ingest,
+            metrics: h.metrics,
+            log: Log(now: { GatewayHarness.t }, sink: { logs.append($0) })
+        )
     }
 
     @Test(arguments: [
@@ -36,20 +41,30 @@ import Testing
         let first = routes.handle(ServerRequest(method: "POST", path: "/notifications", body: body))
         #expect(first.status == 200)
         #expect(routes.handle(ServerRequest(method: "POST", path: "/notifications", body: body)).status == 200)
-        let forged = routes.handle(ServerRequest(method: "POST", path: "/notifications",
-                                                 body: try Fixtures.bytes("v2-synthetic/negative/tampered-payload.json")))
+        let forged = routes.handle(
+            ServerRequest(
+                method: "POST",
+                path: "/notifications",
+                body: try Fixtures.bytes("v2-synthetic/negative/tampered-payload.json")
+            )
+        )
         #expect(forged.status == 403)
 
         #expect(h.metrics.counter(Metric.notificationsReceivedTotal.rawValue, ["version": "v2"]) == 3)
         #expect(h.metrics.counter(Metric.notificationsAcceptedTotal.rawValue, ["version": "v2"]) == 1)
         #expect(h.metrics.counter(Metric.notificationsDuplicateTotal.rawValue, ["version": "v2"]) == 1)
-        #expect(h.metrics.counter(Metric.notificationsRejectedTotal.rawValue, ["version": "v2", "code": "bad_signature"]) == 1)
+        #expect(
+            h.metrics.counter(Metric.notificationsRejectedTotal.rawValue, ["version": "v2", "code": "bad_signature"])
+                == 1
+        )
         #expect(h.metrics.render().contains(#"iapgw_request_seconds_count{version="v2"} 3"#))
         let lines = logs.all.filter { $0.contains(#""msg":"notification""#) }
         #expect(lines.count == 3)
         #expect(lines.map { $0.contains(#""outcome":"accepted""#) } == [true, false, false])
         #expect(lines.map { $0.contains(#""outcome":"duplicate""#) } == [false, true, false])
-        #expect(lines.last?.contains(#""code":"bad_signature""#) == true && lines.last?.contains(#""status":403"#) == true)
+        #expect(
+            lines.last?.contains(#""code":"bad_signature""#) == true && lines.last?.contains(#""status":403"#) == true
+        )
         #expect(lines.allSatisfy { $0.contains(#""latency_ms":"#) })
     }
 
@@ -59,6 +74,11 @@ import Testing
         let r = Self.routes(h).handle(ServerRequest(method: "POST", path: "/notifications", body: Array("{}".utf8)))
         #expect(r.status == 400)
         #expect(h.metrics.counter(Metric.notificationsReceivedTotal.rawValue, ["version": "unknown"]) == 1)
-        #expect(h.metrics.counter(Metric.notificationsRejectedTotal.rawValue, ["version": "unknown", "code": "unknown_version"]) == 1)
+        #expect(
+            h.metrics.counter(
+                Metric.notificationsRejectedTotal.rawValue,
+                ["version": "unknown", "code": "unknown_version"]
+            ) == 1
+        )
     }
 }

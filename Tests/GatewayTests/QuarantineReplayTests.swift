@@ -2,9 +2,9 @@ import Canonical
 import Crypto
 import Foundation
 import Gateway
-import TestSupport
 import Store
 import StoreTestSupport
+import TestSupport
 import Testing
 import V1Adapter
 import V2Adapter
@@ -34,7 +34,9 @@ import WireJSON
 
     static let fixedConfig = GatewayHarness.configJSON.replacingOccurrences(
         of: #"{ "bundle_id": "com.example.prodonly","#,
-        with: #"{ "bundle_id": "com.example.late", "app_apple_id": 7, "environments": ["sandbox"] }, { "bundle_id": "com.example.prodonly","#)
+        with:
+            #"{ "bundle_id": "com.example.late", "app_apple_id": 7, "environments": ["sandbox"] }, { "bundle_id": "com.example.prodonly","#
+    )
 
     @Test func aRowWithAnExtremeSignedDateNeitherCrashesNorBlocksTheGenuineRowsBehindIt() throws {
         let now = GatewayHarness.t + 3_600_000
@@ -43,11 +45,21 @@ import WireJSON
         // Refused live (its date is far outside the freshness window) and quarantined untrusted; a replay used to skip
         // freshness and trap in the verifier's time arithmetic, killing `serve`, with the row left to do it again.
         let poison = try Self.v2Body(
-            payload: Self.testPayload(bundle: "com.example.gateway", signedDate: "-9223372036854775808", uuid: "poison"),
-            bogusSignature: true)
+            payload: Self.testPayload(
+                bundle: "com.example.gateway",
+                signedDate: "-9223372036854775808",
+                uuid: "poison"
+            ),
+            bogusSignature: true
+        )
         #expect(h.ingest.handle(poison).status == 403)
         let genuine = try Self.v2Body(
-            payload: Self.testPayload(bundle: "com.example.late", signedDate: String(GatewayHarness.t), uuid: "00000000-0000-4000-8000-00000000b0b0"))
+            payload: Self.testPayload(
+                bundle: "com.example.late",
+                signedDate: String(GatewayHarness.t),
+                uuid: "00000000-0000-4000-8000-00000000b0b0"
+            )
+        )
         let live = h.ingest.handle(genuine)
         #expect(live.status == 503 && live.code == "unknown_bundle" && live.quarantine == .stored(lane: .genuine))
 
@@ -58,10 +70,16 @@ import WireJSON
         // The poison row is refused again, as live (no chain is valid at such a date); the genuine one is accepted.
         #expect(results.map { $0.objectValue?["code"] ?? .null } == [.string("certificate_expired"), .null])
         // The genuine row is journaled (as of its arrival) and left the quarantine; the poison row stays, with its outcome.
-        #expect(try h.store.journal().filter { $0.key == "00000000-0000-4000-8000-00000000b0b0" && $0.receivedAt == now }.count == 1)
+        #expect(
+            try h.store.journal().filter { $0.key == "00000000-0000-4000-8000-00000000b0b0" && $0.receivedAt == now }
+                .count == 1
+        )
         let left = try h.store.read { tx in try tx.quarantined(lane: nil, id: nil, limit: 10) }
         #expect(left.count == 1)
-        #expect(left.first?.lastReplayCode == "certificate_expired" && left.first?.replayAttempts == 1 && left.first?.replayStartedAt == nil)
+        #expect(
+            left.first?.lastReplayCode == "certificate_expired" && left.first?.replayAttempts == 1
+                && left.first?.replayStartedAt == nil
+        )
     }
 
     @Test func replayNeverAcceptsABackdatedForgeryThatLiveTrafficRefused() throws {
@@ -86,9 +104,19 @@ import WireJSON
         let h = try GatewayHarness(now: now)
         defer { h.close() }
         let first = try Self.v2Body(
-            payload: Self.testPayload(bundle: "com.example.late", signedDate: String(GatewayHarness.t), uuid: "00000000-0000-4000-8000-0000000000a1"))
+            payload: Self.testPayload(
+                bundle: "com.example.late",
+                signedDate: String(GatewayHarness.t),
+                uuid: "00000000-0000-4000-8000-0000000000a1"
+            )
+        )
         let second = try Self.v2Body(
-            payload: Self.testPayload(bundle: "com.example.late", signedDate: String(GatewayHarness.t), uuid: "00000000-0000-4000-8000-0000000000a2"))
+            payload: Self.testPayload(
+                bundle: "com.example.late",
+                signedDate: String(GatewayHarness.t),
+                uuid: "00000000-0000-4000-8000-0000000000a2"
+            )
+        )
         #expect(h.ingest.handle(first).status == 503 && h.ingest.handle(second).status == 503)
         // A replay of the first row took its process down: the mark it set before running is still there.
         let oldest = try #require(try h.store.quarantined().first?.id)
@@ -100,7 +128,9 @@ import WireJSON
         #expect(try h.store.journal().count == 1)
         // Chosen by id, the operator replays it on purpose.
         let id = try #require(try h.store.read { tx in try tx.quarantined(lane: nil, id: nil, limit: 1) }.first?.id)
-        let again = try #require(try operations.quarantineReplay(ingest: fixed, secrets: [], selection: .init(id: id)).arrayValue)
+        let again = try #require(
+            try operations.quarantineReplay(ingest: fixed, secrets: [], selection: .init(id: id)).arrayValue
+        )
         #expect(again.first?.objectValue?["status"] == .number("200"))
         #expect(try h.store.quarantined().count == 0)
     }
@@ -130,7 +160,9 @@ import WireJSON
         #expect(h.ingest.handle(Array(body.utf8)).status == 503)
         let config = Self.fixedConfig.replacingOccurrences(
             of: #""bundle_id": "com.example.late", "app_apple_id": 7, "environments": ["sandbox"]"#,
-            with: #""bundle_id": "com.example.late", "app_apple_id": 7, "environments": ["production"], "shared_secret_env": ["APP_SECRET"]"#)
+            with:
+                #""bundle_id": "com.example.late", "app_apple_id": 7, "environments": ["production"], "shared_secret_env": ["APP_SECRET"]"#
+        )
         let fixed = try Self.ingest(over: h, configJSON: config, now: GatewayHarness.t + 3_600_000)
         let operations = Operations(store: h.store, now: { GatewayHarness.t + 3_600_000 })
         let secrets = [SharedSecret(name: "APP_SECRET", value: GatewayHarness.v1Secret)]
@@ -144,11 +176,14 @@ import WireJSON
         defer { h.close() }
         let huge = String(repeating: "é", count: 50_000)
         let body = try Self.v2Body(
-            payload: Self.testPayload(bundle: huge, signedDate: String(GatewayHarness.t), uuid: "u"), bogusSignature: true)
+            payload: Self.testPayload(bundle: huge, signedDate: String(GatewayHarness.t), uuid: "u"),
+            bogusSignature: true
+        )
         let r = h.ingest.handle(body)
         #expect(r.status == 403)
         #expect((r.bundleID?.utf8.count ?? .max) <= ClaimedText.maxBytes)
-        #expect(r.bundleID?.unicodeScalars.allSatisfy { $0 == "é" || $0 == "…" } == true)  // cut on a character boundary
+        // cut on a character boundary
+        #expect(r.bundleID?.unicodeScalars.allSatisfy { $0 == "é" || $0 == "…" } == true)
         let row = try #require(try h.store.read { tx in try tx.quarantined(lane: nil, id: nil, limit: 1) }.first)
         #expect((row.bundleID?.utf8.count ?? .max) <= ClaimedText.maxBytes)
     }

@@ -2,9 +2,9 @@ import Canonical
 import Foundation
 import Gateway
 import HTTPClient
-import TestSupport
 import Store
 import StoreTestSupport
+import TestSupport
 import Testing
 import V1Adapter
 import WireJSON
@@ -18,13 +18,28 @@ import WireJSON
         policy.pollMillis = 20
         let client = VerifyReceiptClient(
             transport: CurlTransport(),
-            configuration: .init(productionURL: apple.url("/verifyReceipt"), sandboxURL: apple.url("/sandbox/verifyReceipt"), maxAttempts: 2),
-            sleep: { _ in }, jitter: { 0 })
-        let context = WorkerContext(store: h.store, router: h.router, metrics: h.metrics, log: Log(now: { now }, sink: { _ in }),
-                                    now: { now }, jitter: { 0 })
+            configuration: .init(
+                productionURL: apple.url("/verifyReceipt"),
+                sandboxURL: apple.url("/sandbox/verifyReceipt"),
+                maxAttempts: 2
+            ),
+            sleep: { _ in },
+            jitter: { 0 }
+        )
+        let context = WorkerContext(
+            store: h.store,
+            router: h.router,
+            metrics: h.metrics,
+            log: Log(now: { now }, sink: { _ in }),
+            now: { now },
+            jitter: { 0 }
+        )
         return ReceiptWorker(
-            context: context, client: client, apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps,
-            policy: policy)
+            context: context,
+            client: client,
+            apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps,
+            policy: policy
+        )
     }
 
     static func run(_ worker: ReceiptWorker, until done: @escaping @Sendable () throws -> Bool) async throws {
@@ -37,7 +52,9 @@ import WireJSON
         let h = try GatewayHarness()
         defer { h.close() }
         let r = h.ingest.handle(try Fixtures.bytes("v1-synthetic/did-renew.json"))
-        try await Self.run(Self.worker(h, apple: apple)) { try h.store.receiptJobs().filter { $0.state == .done }.count == 1 }
+        try await Self.run(Self.worker(h, apple: apple)) {
+            try h.store.receiptJobs().filter { $0.state == .done }.count == 1
+        }
         let json = try #require(try h.store.events().first?.json)
         let event = try JSONValueDecoder().decode(CanonicalEvent.self, from: json)
         #expect(event.id == r.id && event.verified && event.kind == .renewal && event.source == .v1)
@@ -46,7 +63,11 @@ import WireJSON
         #expect(try h.store.deliveries().filter { $0.eventID == event.id && $0.downstream == "shadow" }.count == 1)
         #expect(try h.store.deliveries().filter { $0.eventID == event.id && $0.downstream == "main" }.count == 0)
         // Apple got the receipt and the configured secret.
-        #expect(String(decoding: apple.requests[0].body, as: UTF8.self).contains("\"password\":\"\(GatewayHarness.v1Secret)\""))
+        #expect(
+            String(decoding: apple.requests[0].body, as: UTF8.self).contains(
+                "\"password\":\"\(GatewayHarness.v1Secret)\""
+            )
+        )
     }
 
     @Test func anInvalidReceiptEndsTheJobWithoutAnEvent() async throws {
@@ -54,7 +75,9 @@ import WireJSON
         let h = try GatewayHarness()
         defer { h.close() }
         _ = h.ingest.handle(try Fixtures.bytes("v1-synthetic/did-renew.json"))
-        try await Self.run(Self.worker(h, apple: apple)) { try h.store.receiptJobs().filter { $0.state == .failed }.count == 1 }
+        try await Self.run(Self.worker(h, apple: apple)) {
+            try h.store.receiptJobs().filter { $0.state == .failed }.count == 1
+        }
         #expect(try h.store.events().count == 0)
         #expect(try h.store.receiptJobs().first?.lastError == "receipt_invalid")
     }
@@ -65,7 +88,9 @@ import WireJSON
         let h = try GatewayHarness()
         defer { h.close() }
         _ = h.ingest.handle(try Fixtures.bytes("v1-synthetic/did-renew.json"))
-        try await Self.run(Self.worker(h, apple: apple)) { try h.store.receiptJobs().filter { $0.attempts == 1 }.count == 1 }
+        try await Self.run(Self.worker(h, apple: apple)) {
+            try h.store.receiptJobs().filter { $0.attempts == 1 }.count == 1
+        }
         let job = try #require(try h.store.receiptJobs().first)
         #expect(job.state == .pending && job.lastError == code)
         #expect(job.nextAttemptAt > Self.now)

@@ -1,24 +1,37 @@
 import Canonical
-@testable import Gateway
 import Store
 import StoreTestSupport
 import TestSupport
 import Testing
 
+@testable import Gateway
+
 /// Retention on its own: one pass through the store at the injected clock's time.
 @Suite struct RetentionWorkerTests {
     static let retention: Int64 = 86_400_000
 
-    static func worker(_ h: GatewayHarness, at time: Int64, logs: GatewayServiceTests.LogBox = .init()) -> RetentionWorker {
-        RetentionWorker(store: h.store, log: Log(now: { time }, sink: { logs.append($0) }), now: { time },
-                        rawBodyRetentionMillis: retention)
+    static func worker(
+        _ h: GatewayHarness,
+        at time: Int64,
+        logs: GatewayServiceTests.LogBox = .init()
+    ) -> RetentionWorker {
+        RetentionWorker(
+            store: h.store,
+            log: Log(now: { time }, sink: { logs.append($0) }),
+            now: { time },
+            rawBodyRetentionMillis: retention
+        )
     }
 
     /// The harness's gateway without its pass-through downstream, whose pending delivery of the notification's V1
     /// shape would keep the body.
     static func harness() throws -> GatewayHarness {
-        try GatewayHarness(configJSON: GatewayHarness.configJSON.replacingOccurrences(
-            of: #""downstreams": ["main", "shadow", "legacy"]"#, with: #""downstreams": ["main", "shadow"]"#))
+        try GatewayHarness(
+            configJSON: GatewayHarness.configJSON.replacingOccurrences(
+                of: #""downstreams": ["main", "shadow", "legacy"]"#,
+                with: #""downstreams": ["main", "shadow"]"#
+            )
+        )
     }
 
     @Test func rawBodiesArePurgedOnceOlderThanTheRetention() async throws {

@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-@testable import Gateway
 import HTTPServer
 import Postgres
 import SQLite
@@ -9,6 +8,8 @@ import StoreTestSupport
 import TestSupport
 import Testing
 import WireJSON
+
+@testable import Gateway
 
 /// No configured secret is stored or logged, whatever carries it: bodies that are not JSON at all, a V1 password in a
 /// body refused for another reason, a secret in a field where none belongs, a secret written with escapes — on both
@@ -19,11 +20,15 @@ import WireJSON
     /// A shared secret of a bundle nobody configured: only the `password` rule can keep it out.
     static let foreignSecret = "fedcba9876543210fedcba9876543210"
 
-    static var v1: String { String(decoding: (try? Fixtures.bytes("v1-synthetic/did-renew.json")) ?? [], as: UTF8.self) }
+    static var v1: String {
+        String(decoding: (try? Fixtures.bytes("v1-synthetic/did-renew.json")) ?? [], as: UTF8.self)
+    }
     static var wrongBundle: String {
         String(decoding: (try? Fixtures.bytes("v2-synthetic/negative/wrong-bundle.json")) ?? [], as: UTF8.self)
     }
-    static var v2: String { String(decoding: (try? Fixtures.bytes("v2-synthetic/notif-did-renew.json")) ?? [], as: UTF8.self) }
+    static var v2: String {
+        String(decoding: (try? Fixtures.bytes("v2-synthetic/notif-did-renew.json")) ?? [], as: UTF8.self)
+    }
 
     /// `body` with `member` written first in its top-level object.
     static func withFirst(_ member: String, in body: String) -> String { "{" + member + "," + body.dropFirst() }
@@ -39,24 +44,50 @@ import WireJSON
             ("duplicate key", Array(withFirst(#""bvrs":"1""#, in: v1).utf8), "malformed_body"),
             ("trailing bytes", Array((v1 + "}garbage").utf8), "malformed_body"),
             ("invalid UTF-8", invalidUTF8, "malformed_body"),
-            ("nesting deeper than 64",
-             Array(withFirst(#""deep":"# + String(repeating: "[", count: 70) + String(repeating: "]", count: 70), in: v1).utf8),
-             "malformed_body"),
-            ("signedPayload beside it", Array(withFirst(#""signedPayload":"eyJhbGciOiJFUzI1NiJ9.e30.c2ln""#, in: v1).utf8), "malformed"),
-            ("the secret in another field", Array(v1.replacingOccurrences(of: #""bvrs": "42""#, with: #""bvrs": "\#(secret)""#).utf8),
-             "malformed_body"),
-            ("the secret escaped in a body that does not parse",
-             Array((v1.replacingOccurrences(of: secret, with: #"\u0030123456789abcdef0123456789\u0061bcdef"#) + "]").utf8),
-             "malformed_body"),
-            ("the secret as the claimed bundle",
-             Array(v1.replacingOccurrences(of: #""bid": "com.example.gateway""#, with: #""bid": "\#(secret)""#)
-                .replacingOccurrences(of: #""password": "\#(secret)""#, with: #""password": "nope""#).utf8), "unknown_bundle"),
-            ("a V2 body with the secret beside its payload",
-             Array(withFirst(#""note":"\#(secret)""#, in: v2).utf8),
-             "malformed_body"),
-            ("a V2 body of an unconfigured bundle with the secret beside its payload",
-             Array(withFirst(#""note":"\#(secret)""#, in: wrongBundle).utf8),
-             "unknown_bundle"),
+            (
+                "nesting deeper than 64",
+                Array(
+                    withFirst(
+                        #""deep":"# + String(repeating: "[", count: 70) + String(repeating: "]", count: 70),
+                        in: v1
+                    ).utf8
+                ),
+                "malformed_body"
+            ),
+            (
+                "signedPayload beside it",
+                Array(withFirst(#""signedPayload":"eyJhbGciOiJFUzI1NiJ9.e30.c2ln""#, in: v1).utf8), "malformed"
+            ),
+            (
+                "the secret in another field",
+                Array(v1.replacingOccurrences(of: #""bvrs": "42""#, with: #""bvrs": "\#(secret)""#).utf8),
+                "malformed_body"
+            ),
+            (
+                "the secret escaped in a body that does not parse",
+                Array(
+                    (v1.replacingOccurrences(of: secret, with: #"\u0030123456789abcdef0123456789\u0061bcdef"#) + "]")
+                        .utf8
+                ),
+                "malformed_body"
+            ),
+            (
+                "the secret as the claimed bundle",
+                Array(
+                    v1.replacingOccurrences(of: #""bid": "com.example.gateway""#, with: #""bid": "\#(secret)""#)
+                        .replacingOccurrences(of: #""password": "\#(secret)""#, with: #""password": "nope""#).utf8
+                ), "unknown_bundle"
+            ),
+            (
+                "a V2 body with the secret beside its payload",
+                Array(withFirst(#""note":"\#(secret)""#, in: v2).utf8),
+                "malformed_body"
+            ),
+            (
+                "a V2 body of an unconfigured bundle with the secret beside its payload",
+                Array(withFirst(#""note":"\#(secret)""#, in: wrongBundle).utf8),
+                "unknown_bundle"
+            ),
         ]
     }
 
@@ -67,7 +98,9 @@ import WireJSON
 
     static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         guard needle.count <= haystack.count else { return false }
-        return (0...(haystack.count - needle.count)).contains { i in haystack[i] == needle[0] && haystack[i..<(i + needle.count)].elementsEqual(needle) }
+        return (0...(haystack.count - needle.count)).contains { i in
+            haystack[i] == needle[0] && haystack[i..<(i + needle.count)].elementsEqual(needle)
+        }
     }
 
     @Test func theHostileBodiesReallyCarryTheSecret() {
@@ -82,7 +115,11 @@ import WireJSON
     /// its log line, on `store`; returns the log.
     static func ingestAll(_ service: GatewayService) throws -> [String] {
         let logs = GatewayServiceTests.LogBox()
-        let routes = PublicRoutes(ingest: service.ingest, metrics: service.metrics, log: Log(now: { GatewayHarness.t }, sink: { logs.append($0) }))
+        let routes = PublicRoutes(
+            ingest: service.ingest,
+            metrics: service.metrics,
+            log: Log(now: { GatewayHarness.t }, sink: { logs.append($0) })
+        )
         for (name, body, code) in hostileBodies {
             let answer = routes.handle(ServerRequest(method: "POST", path: "/notifications", body: body))
             #expect(answer.status != 200, "\(name)")
@@ -90,9 +127,13 @@ import WireJSON
             #expect(error?["code"]?.stringValue == code, "\(name)")
             #expect(reveals(answer.body) == nil, "\(name): the answer")
         }
-        let foreign = v1.replacingOccurrences(of: "com.example.gateway", with: "com.example.elsewhere")
+        let foreign =
+            v1.replacingOccurrences(of: "com.example.gateway", with: "com.example.elsewhere")
             .replacingOccurrences(of: secret, with: foreignSecret) + "trailing"
-        #expect(routes.handle(ServerRequest(method: "POST", path: "/notifications", body: Array(foreign.utf8))).status == 400)
+        #expect(
+            routes.handle(ServerRequest(method: "POST", path: "/notifications", body: Array(foreign.utf8))).status
+                == 400
+        )
         return logs.all
     }
 
@@ -101,7 +142,10 @@ import WireJSON
         #expect(rows.count == hostileBodies.count + 1, "every refusal quarantined")
         #expect(Set(rows.map(\.lane)) == [.untrusted, .genuine], "both lanes")
         for row in rows {
-            #expect(reveals(row.body) == nil, "quarantine row \(row.id) (\(row.code)) body: \(String(decoding: row.body, as: UTF8.self).prefix(300))")
+            #expect(
+                reveals(row.body) == nil,
+                "quarantine row \(row.id) (\(row.code)) body: \(String(decoding: row.body, as: UTF8.self).prefix(300))"
+            )
             for text in [row.message, row.bundleID ?? "", row.environment ?? "", row.code] {
                 #expect(reveals(Array(text.utf8)) == nil, "quarantine row \(row.id) text")
             }
@@ -144,7 +188,9 @@ import WireJSON
                 """
                 SELECT count(*) AS n FROM quarantine
                 WHERE position(convert_to($1, 'UTF8') IN body) > 0 OR message LIKE '%' || $1 || '%' OR bundle_id LIKE '%' || $1 || '%'
-                """, [.text(s)])?.int64("n")
+                """,
+                [.text(s)]
+            )?.int64("n")
             #expect(hits == 0)
         }
     }
@@ -158,10 +204,21 @@ import WireJSON
         let padding = String(repeating: "p", count: 9_000)  // bodies bigger than a page: overflow pages
         for i in 0..<8 {
             // The password after the padding: in an overflow page, which an eviction frees whole.
-            let body = Array((#"{"notification_type":"DID_RENEW","pad":"\#(padding)","password":"\#(secret)","i":\#(i)}"# + "x").utf8)
-            let record = QuarantineRecord(lane: .untrusted, receivedAt: GatewayHarness.t, version: nil, code: "malformed_body",
-                                          message: "body is not JSON", bundleID: "com.example.gateway", body: body)
-            _ = try store.write { tx in try tx.quarantine(record, cap: QuarantineCap(rows: 1_000, bytes: 1 << 30, evictsOldest: true)) }
+            let body = Array(
+                (#"{"notification_type":"DID_RENEW","pad":"\#(padding)","password":"\#(secret)","i":\#(i)}"# + "x").utf8
+            )
+            let record = QuarantineRecord(
+                lane: .untrusted,
+                receivedAt: GatewayHarness.t,
+                version: nil,
+                code: "malformed_body",
+                message: "body is not JSON",
+                bundleID: "com.example.gateway",
+                body: body
+            )
+            _ = try store.write { tx in
+                try tx.quarantine(record, cap: QuarantineCap(rows: 1_000, bytes: 1 << 30, evictsOldest: true))
+            }
         }
         try evictAndUnredact(Array(try store.quarantined().map(\.id).prefix(5)))
     }
@@ -198,7 +255,10 @@ import WireJSON
         }
         #expect(try store.read { try $0.quarantineUsage() }[.untrusted]?.rows == 3)
         #expect(try store.read { try $0.quarantineUsage() }[.untrusted]?.bytes == rows.reduce(0) { $0 + $1.storedSize })
-        #expect(try store.scrubQuarantine(SecretRedactor([])) == QuarantineScrubReport(), "once: nothing is left to look at")
+        #expect(
+            try store.scrubQuarantine(SecretRedactor([])) == QuarantineScrubReport(),
+            "once: nothing is left to look at"
+        )
         store.close()
         for suffix in ["", "-wal", "-shm"] {
             let bytes = (try? Array(Data(contentsOf: URL(filePath: path + suffix)))) ?? []
@@ -222,13 +282,23 @@ import WireJSON
         let fileBefore = try c.queryOne("SELECT pg_relation_filenode('quarantine') AS f")?.int64("f")
         let store = try PostgresStore(url: schema.url)
         defer { store.close() }
-        let report = try store.scrubQuarantine(SecretRedactor([SecretRedactor.Secret(name: "APP_SECRET", value: Array(Self.secret.utf8))]))
+        let report = try store.scrubQuarantine(
+            SecretRedactor([SecretRedactor.Secret(name: "APP_SECRET", value: Array(Self.secret.utf8))])
+        )
         #expect(report == QuarantineScrubReport(examined: 3, changed: 3))
-        let hits = try c.queryOne("SELECT count(*) AS n FROM quarantine WHERE position(convert_to($1, 'UTF8') IN body) > 0",
-                                  [.text(Self.secret)])?.int64("n")
+        let hits = try c.queryOne(
+            "SELECT count(*) AS n FROM quarantine WHERE position(convert_to($1, 'UTF8') IN body) > 0",
+            [.text(Self.secret)]
+        )?.int64("n")
         #expect(hits == 0)
         #expect(try c.queryOne("SELECT count(*) AS n FROM quarantine WHERE NOT redacted")?.int64("n") == 0)
-        #expect(try c.queryOne("SELECT pg_relation_filenode('quarantine') AS f")?.int64("f") != fileBefore, "VACUUM FULL rewrote it")
-        #expect(try store.read { try $0.quarantineUsage() }[.untrusted]?.bytes == store.quarantined().reduce(0) { $0 + $1.storedSize })
+        #expect(
+            try c.queryOne("SELECT pg_relation_filenode('quarantine') AS f")?.int64("f") != fileBefore,
+            "VACUUM FULL rewrote it"
+        )
+        #expect(
+            try store.read { try $0.quarantineUsage() }[.untrusted]?.bytes
+                == store.quarantined().reduce(0) { $0 + $1.storedSize }
+        )
     }
 }

@@ -1,5 +1,6 @@
-@testable import Gateway
 import Testing
+
+@testable import Gateway
 
 /// The secrets a config names, read from the environment.
 @Suite struct ServiceSecretsTests {
@@ -29,13 +30,20 @@ import Testing
         #expect(try Self.secrets(["B_OLD": "o", "B_NEW": "n", "HOOK": Self.secret, "TOKEN": ""]).adminToken == nil)
     }
 
-    @Test(arguments: [
-        (["B_OLD": "o", "HOOK": secret], "apps[1].shared_secret_env", "environment variable B_NEW is not set"),
-        (["B_OLD": "o", "B_NEW": "n"], "downstreams[1].secret_env", "environment variable HOOK is not set"),
-        (["B_OLD": "o", "B_NEW": "n", "HOOK": ""], "downstreams[1].secret_env", "environment variable HOOK is not set"),
-        (["B_OLD": "o", "B_NEW": "n", "HOOK": "whsec_c2hvcnQ="], "downstreams[1].secret_env",
-         "HOOK is not a whsec_ secret (base64 of at least 16 bytes)"),
-    ] as [([String: String], String, String)])
+    @Test(
+        arguments: [
+            (["B_OLD": "o", "HOOK": secret], "apps[1].shared_secret_env", "environment variable B_NEW is not set"),
+            (["B_OLD": "o", "B_NEW": "n"], "downstreams[1].secret_env", "environment variable HOOK is not set"),
+            (
+                ["B_OLD": "o", "B_NEW": "n", "HOOK": ""], "downstreams[1].secret_env",
+                "environment variable HOOK is not set"
+            ),
+            (
+                ["B_OLD": "o", "B_NEW": "n", "HOOK": "whsec_c2hvcnQ="], "downstreams[1].secret_env",
+                "HOOK is not a whsec_ secret (base64 of at least 16 bytes)"
+            ),
+        ] as [([String: String], String, String)]
+    )
     func aMissingOrBadSecretNamesItsField(_ environment: [String: String], _ field: String, _ message: String) {
         #expect {
             try Self.secrets(environment)

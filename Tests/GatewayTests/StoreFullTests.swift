@@ -1,11 +1,11 @@
 import Foundation
 import Gateway
 import HTTPClient
-import Synchronization
-import TestSupport
 import SQLite
 import Store
 import StoreTestSupport
+import Synchronization
+import TestSupport
 import Testing
 import WireJSON
 
@@ -17,8 +17,10 @@ import WireJSON
 
     /// Distinct notifications signed by the test PKI for sandbox (the one the test gateway trusts).
     static func bodies() throws -> [[UInt8]] {
-        try Fixtures.names(in: "v2-synthetic").filter { $0.hasPrefix("notif-") && !["production", "external-purchase", "rescind"].contains(where: $0.contains) }
-            .map { try Fixtures.bytes("v2-synthetic/\($0)") }
+        try Fixtures.names(in: "v2-synthetic").filter {
+            $0.hasPrefix("notif-") && !["production", "external-purchase", "rescind"].contains(where: $0.contains)
+        }
+        .map { try Fixtures.bytes("v2-synthetic/\($0)") }
     }
 
     @Test func aFullStoreAnswers503LosesNothingAcknowledgedAndRecoversByItself() async throws {
@@ -56,12 +58,17 @@ import WireJSON
                 refused.append(body)
             }
         }
-        #expect(refused.count >= 20, "only \(refused.count) of \(bodies.count - 10) were refused: the store was not full")
+        #expect(
+            refused.count >= 20,
+            "only \(refused.count) of \(bodies.count - 10) were refused: the store was not full"
+        )
         // Acknowledged means committed: every one of them is in the journal, and delivered.
         let journaled = Set(try g.service.store.journal().map(\.key))
         #expect(journaled.isSuperset(of: acknowledged))
         let expectedNow = acknowledged
-        await eventually("the accepted events delivered") { Set(deliveries.withLock { $0 }).isSuperset(of: expectedNow) }
+        await eventually("the accepted events delivered") {
+            Set(deliveries.withLock { $0 }).isSuperset(of: expectedNow)
+        }
 
         // Room again: Apple's retries are accepted, with no restart and no operator action.
         try g.service.sqliteStore.setMaxPageCount(1 << 30)
@@ -75,7 +82,10 @@ import WireJSON
         // Delivered once each: no outcome was lost while the store was full, so nothing was sent again.
         let sent = deliveries.withLock { $0 }
         #expect(sent.count == Set(sent).count, "\(sent.count - Set(sent).count) duplicate deliveries")
-        let metrics = String(decoding: try await Service.get(g.adminURL("/metrics"), token: Service.adminToken).body, as: UTF8.self)
+        let metrics = String(
+            decoding: try await Service.get(g.adminURL("/metrics"), token: Service.adminToken).body,
+            as: UTF8.self
+        )
         #expect(metrics.contains("iapgw_store_failures_total{operation=\"journal\"}"))
         await g.service.shutdown()
     }
@@ -92,7 +102,10 @@ import WireJSON
         }
         let faults = StorageFaults()
         let g = try Service.start(receiver: receiver) { _, deps in deps.sqliteOptions.faults = faults }
-        #expect(try await Service.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
+        #expect(
+            try await Service.post(g.url("/notifications"), try Fixtures.bytes("v2-synthetic/notif-did-renew.json"))
+                .status == 200
+        )
         faults.diskFull = true
         gate.withLock { $0 = true }
         // The outcome is retried with backoff while the delivery stays claimed: three refusals take at least 700 ms,

@@ -1,8 +1,8 @@
 import Foundation
 import Gateway
 import Glibc
-import Testing
 import TestSupport
+import Testing
 import WireJSON
 
 /// `serve` and a store others can read: it says so, path and mode, once per file or folder, and serves anyway.
@@ -28,7 +28,11 @@ import WireJSON
         let g = try Service.start(receiver: receiver, logs: logs) { config, _ in
             let folder = URL(filePath: config.sqlitePath).deletingLastPathComponent().path()
             _ = chmod(folder, 0o755)
-            _ = FileManager.default.createFile(atPath: config.sqlitePath, contents: nil, attributes: [.posixPermissions: 0o644])
+            _ = FileManager.default.createFile(
+                atPath: config.sqlitePath,
+                contents: nil,
+                attributes: [.posixPermissions: 0o644]
+            )
         }
         #expect(try await Service.get(g.url("/healthz")).status == 200)
         let path = g.service.config.sqlitePath
@@ -53,5 +57,7 @@ import WireJSON
     }
 
     /// `path` without a trailing slash (URL's folder paths end with one).
-    static func trimmed(_ path: String) -> String { path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path }
+    static func trimmed(_ path: String) -> String {
+        path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+    }
 }

@@ -1,9 +1,10 @@
 import Canonical
 import Glibc
-@testable import HTTPClient
 import Synchronization
 import TestSupport
 import Testing
+
+@testable import HTTPClient
 
 /// `CurlTransport` against `LoopbackHTTPServer` (a fresh server and transport per test, so tests run in parallel).
 ///
@@ -26,16 +27,24 @@ import Testing
 
     @Test func postWithHeadersAndBodyArrivesByteExactAndTheResponseComesBack() async throws {
         let server = try LoopbackHTTPServer { _ in
-            .respond(status: 201, headers: [HTTPHeader("X-Reply", "yes"), HTTPHeader("Content-Type", "text/plain")],
-                     body: Array("created\r\n\u{0}tail".utf8))
+            .respond(
+                status: 201,
+                headers: [HTTPHeader("X-Reply", "yes"), HTTPHeader("Content-Type", "text/plain")],
+                body: Array("created\r\n\u{0}tail".utf8)
+            )
         }
         let body = (0...255).map(UInt8.init) + Array(#"{"receipt-data":"Zm9v"}"#.utf8) + [0x0D, 0x0A, 0x00]
         let response = try await transport.send(
             HTTPRequest(
-                method: .post, url: server.url("/verifyReceipt?sandbox=1"),
-                headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("X-Trace", "a b:c"),
-                          HTTPHeader("X-Empty", "")],
-                body: body))
+                method: .post,
+                url: server.url("/verifyReceipt?sandbox=1"),
+                headers: [
+                    HTTPHeader("Content-Type", "application/json"), HTTPHeader("X-Trace", "a b:c"),
+                    HTTPHeader("X-Empty", ""),
+                ],
+                body: body
+            )
+        )
 
         let received = try #require(server.requests.first)
         #expect(server.requests.count == 1)
@@ -58,7 +67,8 @@ import Testing
     @Test func getSendsNoBodyEvenWhenTheRequestHasOne() async throws {
         let server = try LoopbackHTTPServer { _ in .respond(status: 200, body: Array("pong".utf8)) }
         let response = try await transport.send(
-            HTTPRequest(method: .get, url: server.url("/ping"), body: Array("ignored".utf8)))
+            HTTPRequest(method: .get, url: server.url("/ping"), body: Array("ignored".utf8))
+        )
         let received = try #require(server.requests.first)
         #expect(received.method == "GET")
         #expect(received.body.isEmpty)
@@ -85,10 +95,14 @@ import Testing
     func everyRequestCarriesTheGatewaysUserAgent(_ method: HTTPRequest.Method) async throws {
         let server = try LoopbackHTTPServer { _ in .respond(status: 200) }
         _ = try await transport.send(HTTPRequest(method: method, url: server.url("/who"), body: Array("x".utf8)))
-        _ = try await transport.send(HTTPRequest(method: method, url: server.url("/who"), headers: [HTTPHeader("user-agent", "probe/1")]))
+        _ = try await transport.send(
+            HTTPRequest(method: method, url: server.url("/who"), headers: [HTTPHeader("user-agent", "probe/1")])
+        )
         let requests = server.requests
         #expect(requests.count == 2)
-        func userAgents(_ r: LoopbackHTTPServer.Request) -> [String] { r.headers.filter { $0.name.lowercased() == "user-agent" }.map { $0.value } }
+        func userAgents(_ r: LoopbackHTTPServer.Request) -> [String] {
+            r.headers.filter { $0.name.lowercased() == "user-agent" }.map { $0.value }
+        }
         #expect(userAgents(requests[0]) == [GatewayVersion.userAgent])
         #expect(GatewayVersion.userAgent == "iap-gateway/\(GatewayVersion.string)")
         #expect(userAgents(requests[1]) == ["probe/1"])
@@ -98,7 +112,8 @@ import Testing
     func putPatchAndDeleteArriveWithTheirMethodAndBody(_ method: HTTPRequest.Method) async throws {
         let server = try LoopbackHTTPServer { _ in .respond(status: 204) }
         let response = try await transport.send(
-            HTTPRequest(method: method, url: server.url("/item/1"), body: Array("payload".utf8)))
+            HTTPRequest(method: method, url: server.url("/item/1"), body: Array("payload".utf8))
+        )
         let received = try #require(server.requests.first)
         #expect(received.method == method.rawValue)
         #expect(received.body == Array("payload".utf8))
@@ -117,7 +132,8 @@ import Testing
     func nonSuccessStatusesAreResponsesNotErrors(_ status: Int) async throws {
         let server = try LoopbackHTTPServer { _ in .respond(status: status, body: Array(#"{"status":21002}"#.utf8)) }
         let response = try await transport.send(
-            HTTPRequest(method: .post, url: server.url("/verifyReceipt"), body: [1]))
+            HTTPRequest(method: .post, url: server.url("/verifyReceipt"), body: [1])
+        )
         #expect(response.status == status)
         #expect(response.body == Array(#"{"status":21002}"#.utf8))
     }
@@ -137,7 +153,8 @@ import Testing
         let server = try LoopbackHTTPServer { request in .respond(status: 200, body: Array(request.path.utf8)) }
         for i in 0..<4 {
             let response = try await transport.send(
-                HTTPRequest(method: .post, url: server.url("/n/\(i)"), body: [UInt8(i)]))
+                HTTPRequest(method: .post, url: server.url("/n/\(i)"), body: [UInt8(i)])
+            )
             #expect(response.body == Array("/n/\(i)".utf8))
         }
         #expect(server.requests.count == 4)
@@ -145,7 +162,8 @@ import Testing
     }
 
     @Test func onlyTheFinalResponsesHeadersAreReturnedAndTrimmed() async throws {
-        let raw = "HTTP/1.1 100 Continue\r\nX-Interim: 1\r\n\r\n"
+        let raw =
+            "HTTP/1.1 100 Continue\r\nX-Interim: 1\r\n\r\n"
             + "HTTP/1.1 200 OK\r\nX-Final:   two words  \r\nContent-Length: 2\r\n\r\nok"
         let server = try LoopbackHTTPServer { _ in .sendRaw(Array(raw.utf8)) }
         let response = try await transport.send(HTTPRequest(method: .get, url: server.url()))
@@ -198,7 +216,10 @@ import Testing
     @Test func transfersInFlightNeverExceedTheConfiguredLimit() async throws {
         let inFlight = Mutex((current: 0, peak: 0))
         let server = try LoopbackHTTPServer { _ in
-            inFlight.withLock { $0.current += 1; $0.peak = max($0.peak, $0.current) }
+            inFlight.withLock {
+                $0.current += 1
+                $0.peak = max($0.peak, $0.current)
+            }
             usleep(100_000)
             inFlight.withLock { $0.current -= 1 }
             return .respond(status: 200)
@@ -223,7 +244,8 @@ import Testing
             for i in 0..<32 {
                 group.addTask {
                     let response = try await transport.send(
-                        HTTPRequest(method: .post, url: server.url("/r\(i)"), body: Array("#\(i)".utf8)))
+                        HTTPRequest(method: .post, url: server.url("/r\(i)"), body: Array("#\(i)".utf8))
+                    )
                     return (i, response.body)
                 }
             }
@@ -250,7 +272,8 @@ import Testing
         let start = clock.now
         task.cancel()
         let error = await task.value
-        #expect(start.duration(to: clock.now) < .seconds(5))  // curl polls its progress callback about once a second; room for load
+        // curl polls its progress callback about once a second; room for load
+        #expect(start.duration(to: clock.now) < .seconds(5))
         #expect(error?.code == .transport)
         #expect(error?.reason.hasPrefix("request cancelled") == true)
     }
@@ -360,8 +383,13 @@ import Testing
         }
         let url = failureMode == "tls" ? "https://127.0.0.1:\(server.port)/verify" : server.url("/verify")
         let request = HTTPRequest(
-            method: .post, url: url, headers: [HTTPHeader("Authorization", "Bearer SECRET")],
-            body: Array(#"{"password":"SECRET"}"#.utf8), timeoutMillis: 300, maxResponseBytes: 10)
+            method: .post,
+            url: url,
+            headers: [HTTPHeader("Authorization", "Bearer SECRET")],
+            body: Array(#"{"password":"SECRET"}"#.utf8),
+            timeoutMillis: 300,
+            maxResponseBytes: 10
+        )
         let error = try #require(await failure(of: request))
         #expect(!error.description.contains("SECRET"))
         #expect(!error.reason.contains("SECRET"))
@@ -374,15 +402,18 @@ import Testing
 
     // MARK: The CURLcode table (codes a loopback server cannot provoke)
 
-    @Test(arguments: [
-        (28, HTTPClientError.Code.timeout), (5, .connectionFailed), (6, .connectionFailed), (7, .connectionFailed),
-        (35, .tlsFailure), (51, .tlsFailure), (53, .tlsFailure), (54, .tlsFailure), (58, .tlsFailure),
-        (59, .tlsFailure), (60, .tlsFailure), (64, .tlsFailure), (66, .tlsFailure), (77, .tlsFailure),
-        (80, .tlsFailure), (82, .tlsFailure), (83, .tlsFailure), (90, .tlsFailure), (91, .tlsFailure),
-        (63, .responseTooLarge), (3, .invalidURL), (1, .protocolError), (8, .protocolError), (18, .protocolError),
-        (52, .protocolError), (55, .protocolError), (56, .protocolError), (16, .protocolError), (92, .protocolError),
-        (23, .transport), (42, .transport), (27, .transport), (2, .transport),
-    ] as [(UInt32, HTTPClientError.Code)])
+    @Test(
+        arguments: [
+            (28, HTTPClientError.Code.timeout), (5, .connectionFailed), (6, .connectionFailed), (7, .connectionFailed),
+            (35, .tlsFailure), (51, .tlsFailure), (53, .tlsFailure), (54, .tlsFailure), (58, .tlsFailure),
+            (59, .tlsFailure), (60, .tlsFailure), (64, .tlsFailure), (66, .tlsFailure), (77, .tlsFailure),
+            (80, .tlsFailure), (82, .tlsFailure), (83, .tlsFailure), (90, .tlsFailure), (91, .tlsFailure),
+            (63, .responseTooLarge), (3, .invalidURL), (1, .protocolError), (8, .protocolError), (18, .protocolError),
+            (52, .protocolError), (55, .protocolError), (56, .protocolError), (16, .protocolError),
+            (92, .protocolError),
+            (23, .transport), (42, .transport), (27, .transport), (2, .transport),
+        ] as [(UInt32, HTTPClientError.Code)]
+    )
     func curlErrorsMapToStableCodes(_ curlCode: UInt32, _ expected: HTTPClientError.Code) {
         #expect(CurlTransport.code(forCurlError: curlCode) == expected)
     }

@@ -14,7 +14,8 @@ import Testing
             let held = await eventually("a condition that never holds", within: .milliseconds(50)) { false }
             #expect(!held)
         } matching: { issue in
-            issue.sourceLocation?.line == line && issue.comments.contains { $0.rawValue.contains("a condition that never holds") }
+            issue.sourceLocation?.line == line
+                && issue.comments.contains { $0.rawValue.contains("a condition that never holds") }
         }
         // Quiet: only false, for a caller that reports the failure itself.
         let held = await eventually(within: .milliseconds(20), recordsIssue: false) { false }
@@ -27,7 +28,9 @@ import Testing
         withKnownIssue {
             eventuallyBlocking("a condition that never holds", within: .milliseconds(50)) { false }
         } matching: { issue in
-            issue.comments.contains { $0.rawValue.contains("timed out after") && $0.rawValue.contains("a condition that never holds") }
+            issue.comments.contains {
+                $0.rawValue.contains("timed out after") && $0.rawValue.contains("a condition that never holds")
+            }
         }
     }
 }

@@ -8,10 +8,16 @@ import Testing
     @Test func deadlinesAtIntsEndsStillCompleteARequest() async throws {
         let server = try LoopbackHTTPServer { _ in .respond(status: 200, body: Array("ok".utf8)) }
         let transport = CurlTransport()
-        for (timeout, connect) in [(Int.max, Int.max), (Int.max, 5_000), (30_000, Int.max), (Int(Int32.max) + 1, Int(Int32.max) + 1)] {
+        for (timeout, connect) in [
+            (Int.max, Int.max), (Int.max, 5_000), (30_000, Int.max), (Int(Int32.max) + 1, Int(Int32.max) + 1),
+        ] {
             let response = try await transport.send(
-                HTTPRequest(method: .get, url: server.url("/"), timeoutMillis: timeout, connectTimeoutMillis: connect))
-            #expect(response.status == 200 && response.body == Array("ok".utf8), "timeout \(timeout), connect \(connect)")
+                HTTPRequest(method: .get, url: server.url("/"), timeoutMillis: timeout, connectTimeoutMillis: connect)
+            )
+            #expect(
+                response.status == 200 && response.body == Array("ok".utf8),
+                "timeout \(timeout), connect \(connect)"
+            )
         }
     }
 
@@ -20,7 +26,9 @@ import Testing
         let transport = CurlTransport()
         for value in [Int.min, -1, 0] {
             do {
-                let response = try await transport.send(HTTPRequest(method: .get, url: server.url("/"), timeoutMillis: value, connectTimeoutMillis: value))
+                let response = try await transport.send(
+                    HTTPRequest(method: .get, url: server.url("/"), timeoutMillis: value, connectTimeoutMillis: value)
+                )
                 #expect(response.status == 200)
             } catch {
                 #expect(error.code == .timeout, "\(value): \(error)")
@@ -40,9 +48,13 @@ import Testing
     }
 
     @Test func sizeLimitsAtIntsEnds() async throws {
-        let server = try LoopbackHTTPServer { r in r.path == "/empty" ? .respond(status: 204) : .respond(status: 200, body: Array("body".utf8)) }
+        let server = try LoopbackHTTPServer { r in
+            r.path == "/empty" ? .respond(status: 204) : .respond(status: 200, body: Array("body".utf8))
+        }
         let transport = CurlTransport()
-        let unlimited = try await transport.send(HTTPRequest(method: .get, url: server.url("/"), maxResponseBytes: .max))
+        let unlimited = try await transport.send(
+            HTTPRequest(method: .get, url: server.url("/"), maxResponseBytes: .max)
+        )
         #expect(unlimited.body == Array("body".utf8))
         for limit in [Int.min, -1, 0] {
             do {
@@ -51,7 +63,9 @@ import Testing
             } catch {
                 #expect(error.code == .responseTooLarge, "\(limit)")
             }
-            let empty = try await transport.send(HTTPRequest(method: .get, url: server.url("/empty"), maxResponseBytes: limit))
+            let empty = try await transport.send(
+                HTTPRequest(method: .get, url: server.url("/empty"), maxResponseBytes: limit)
+            )
             #expect(empty.status == 204 && empty.body.isEmpty)
         }
     }

@@ -39,7 +39,8 @@ import Testing
         let transport = CurlTransport()
         _ = try await transport.send(HTTPRequest(method: .post, url: server.url("/a"), body: [1]))
         _ = try await transport.send(
-            HTTPRequest(method: .post, url: server.url("/b"), headers: [HTTPHeader("Connection", "close")], body: [2]))
+            HTTPRequest(method: .post, url: server.url("/b"), headers: [HTTPHeader("Connection", "close")], body: [2])
+        )
         let last = try await transport.send(HTTPRequest(method: .post, url: server.url("/c"), body: [3]))
         #expect(last.body == [3])
         #expect(server.requests.map(\.path) == ["/a", "/b", "/c"])

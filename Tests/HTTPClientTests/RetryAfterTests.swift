@@ -42,7 +42,9 @@ import Testing
             #expect(RetryAfter.milliseconds(value, maximumMillis: Self.sixHoursMillis) == Self.sixHoursMillis)
         }
         #expect(RetryAfter.milliseconds("9223372036854775", maximumMillis: .max) == 9_223_372_036_854_775_000)
-        #expect(RetryAfter.delay(String(repeating: "9", count: 40), maximum: .seconds(Int64.max)) == .seconds(Int64.max))
+        #expect(
+            RetryAfter.delay(String(repeating: "9", count: 40), maximum: .seconds(Int64.max)) == .seconds(Int64.max)
+        )
     }
 
     @Test func aNegativeMaximumMeansNoWait() {
@@ -62,16 +64,26 @@ import Testing
             #expect(RetryAfter.delay(value, maximum: Self.day) == nil)
         }
         #expect(RetryAfter.delay("Sun, 01 Jun 2025 00:01:30 GMT", maximum: Self.minute, now: Self.now) == Self.minute)
-        #expect(RetryAfter.delay("Sun, 06 Nov 1994 08:49:37 GMT", maximum: Self.day, now: Self.now) == .zero, "a past date: no wait")
+        #expect(
+            RetryAfter.delay("Sun, 06 Nov 1994 08:49:37 GMT", maximum: Self.day, now: Self.now) == .zero,
+            "a past date: no wait"
+        )
         #expect(RetryAfter.delay("Sun, 01 Jun 2025 00:00:00 GMT", maximum: Self.day, now: Self.now + 500) == .zero)
-        #expect(RetryAfter.delay("Sun, 01 Jun 2025 00:00:01 GMT", maximum: Self.day, now: Self.now + 500) == .milliseconds(500))
+        #expect(
+            RetryAfter.delay("Sun, 01 Jun 2025 00:00:01 GMT", maximum: Self.day, now: Self.now + 500)
+                == .milliseconds(500)
+        )
     }
 
     @Test func twoDigitYearsMoreThanFiftyYearsAheadMeanThePast() {
         // From 2025: "70" is 2070 (45 years ahead), "80" would be 2080 (55 years ahead) and so is 1980.
-        #expect(RetryAfter.delay("Thursday, 01-Jan-70 00:00:00 GMT", maximum: .seconds(Int64.max), now: Self.now)
-                == .milliseconds(3_155_760_000_000 - Self.now))
-        #expect(RetryAfter.delay("Tuesday, 01-Jan-80 00:00:00 GMT", maximum: .seconds(Int64.max), now: Self.now) == .zero)
+        #expect(
+            RetryAfter.delay("Thursday, 01-Jan-70 00:00:00 GMT", maximum: .seconds(Int64.max), now: Self.now)
+                == .milliseconds(3_155_760_000_000 - Self.now)
+        )
+        #expect(
+            RetryAfter.delay("Tuesday, 01-Jan-80 00:00:00 GMT", maximum: .seconds(Int64.max), now: Self.now) == .zero
+        )
         // 29 February exists in 2000 but not in 2100 or 1900: the candidate that is no date is skipped.
         #expect(RetryAfter.delay("Tuesday, 29-Feb-00 00:00:00 GMT", maximum: Self.day, now: Self.now) == .zero)
     }
@@ -106,6 +118,10 @@ import Testing
         #expect(r.retryAfter(maximum: Self.minute) == Self.minute)
         #expect(r.retryAfterMillis(maximumMillis: Self.sixHoursMillis) == Self.sixHoursMillis)
         #expect(HTTPResponse(status: 503).retryAfter(maximum: Self.minute) == nil)
-        #expect(HTTPResponse(status: 503, headers: [HTTPHeader("Retry-After", "soon")]).retryAfterMillis(maximumMillis: 1000) == nil)
+        #expect(
+            HTTPResponse(status: 503, headers: [HTTPHeader("Retry-After", "soon")]).retryAfterMillis(
+                maximumMillis: 1000
+            ) == nil
+        )
     }
 }

@@ -20,8 +20,10 @@ import Testing
         #expect(curve == [0.75, 1.5, 3, 6, 12, 22.5, 22.5, 22.5].map { Duration.seconds($0) })
         #expect(p.delay(afterAttempt: 2, jitter: 0) == .seconds(1))
         // At most 2^maxDoublings times the base, whatever the attempt (the Apple clients' 2^20, as before).
-        #expect(Self.policy(base: .nanoseconds(1), cap: .seconds(1), doublings: 20).delay(afterAttempt: 1000, jitter: 0)
-            == .nanoseconds(1 << 19))
+        #expect(
+            Self.policy(base: .nanoseconds(1), cap: .seconds(1), doublings: 20).delay(afterAttempt: 1000, jitter: 0)
+                == .nanoseconds(1 << 19)
+        )
         #expect(RetryPolicy.appStoreAPIClient.delay(afterAttempt: 1000, jitter: 0) == .seconds(15))
     }
 
@@ -32,19 +34,27 @@ import Testing
         #expect(longest.delayMillis(afterAttempt: Self.attempt(exponent: 30), jitter: 1) > century)
         let delivery = Self.policy(base: .milliseconds(5_000), cap: .milliseconds(21_600_000))
         #expect(delivery.delayMillis(afterAttempt: Self.attempt(exponent: 3), jitter: 1) == 39_999)  // 40 s × 0.9999995
-        #expect(delivery.delayMillis(afterAttempt: Self.attempt(exponent: 40), jitter: 0) == 10_800_000)  // the cap, halved by jitter 0
+        // the cap, halved by jitter 0
+        #expect(delivery.delayMillis(afterAttempt: Self.attempt(exponent: 40), jitter: 0) == 10_800_000)
     }
 
     @Test func jitterOutsideZeroToOneIsClamped() {
-        #expect(RetryPolicy.jitterFactor(0) == 0.5 && RetryPolicy.jitterFactor(-3) == 0.5 && RetryPolicy.jitterFactor(-.infinity) == 0.5)
+        #expect(
+            RetryPolicy.jitterFactor(0) == 0.5 && RetryPolicy.jitterFactor(-3) == 0.5
+                && RetryPolicy.jitterFactor(-.infinity) == 0.5
+        )
         #expect(RetryPolicy.jitterFactor(.nan) == 0.75)
-        for above in [0.999_999_9, 1, 2, .infinity] { #expect(abs(RetryPolicy.jitterFactor(above) - 0.999_999_5) < 1e-12, "\(above)") }
+        for above in [0.999_999_9, 1, 2, .infinity] {
+            #expect(abs(RetryPolicy.jitterFactor(above) - 0.999_999_5) < 1e-12, "\(above)")
+        }
     }
 
     // MARK: No trap
 
     @Test func noSettingOrAttemptTraps() {
-        let extremes: [Duration] = [.seconds(Int64.max), .seconds(Int64.min), .zero, .nanoseconds(1), .seconds(-1), .seconds(86_400)]
+        let extremes: [Duration] = [
+            .seconds(Int64.max), .seconds(Int64.min), .zero, .nanoseconds(1), .seconds(-1), .seconds(86_400),
+        ]
         for base in extremes {
             for maximum in extremes {
                 for doublings in [20, 64] {
@@ -64,7 +74,8 @@ import Testing
 
     /// The workers' settings in milliseconds: every base, cap, attempt and jitter gives a delay in `0 ... cap`.
     @Test(arguments: [
-        (Int64(5_000), Int64(21_600_000)), (Int64(3_153_600_000_000), Int64(3_153_600_000_000)), (Int64.max, Int64.max), (0, 0),
+        (Int64(5_000), Int64(21_600_000)), (Int64(3_153_600_000_000), Int64(3_153_600_000_000)), (Int64.max, Int64.max),
+        (0, 0),
         (-5, 1_000), (1_000, -1),
     ])
     func millisecondDelaysStayWithinZeroAndTheCap(_ base: Int64, _ cap: Int64) {
@@ -72,7 +83,10 @@ import Testing
         for exponent in [-1, 0, 1, 29, 30, 31, 62, 63, 64, 1_000, .max] {
             for jitter in [0, 0.5, 0.999_999_9, 1, -3, .infinity, .nan] {
                 let d = p.delayMillis(afterAttempt: Self.attempt(exponent: exponent), jitter: jitter)
-                #expect(d >= 0 && d <= max(0, cap), "base \(base) cap \(cap) exponent \(exponent) jitter \(jitter): \(d)")
+                #expect(
+                    d >= 0 && d <= max(0, cap),
+                    "base \(base) cap \(cap) exponent \(exponent) jitter \(jitter): \(d)"
+                )
             }
         }
     }
@@ -102,7 +116,10 @@ import Testing
         #expect(api.delay(afterAttempt: 1, jitter: 0, retryAfter: .seconds(7)) == .seconds(7))
         #expect(api.delay(afterAttempt: 1, jitter: 0, retryAfter: .seconds(45)) == .seconds(45))
         #expect(api.delay(afterAttempt: 1, jitter: 0, retryAfter: .seconds(3600)) == .seconds(60))
-        #expect(api.delay(afterAttempt: 3, jitter: 0, retryAfter: .zero) == .seconds(2), "a shorter wish leaves the backoff")
+        #expect(
+            api.delay(afterAttempt: 3, jitter: 0, retryAfter: .zero) == .seconds(2),
+            "a shorter wish leaves the backoff"
+        )
         #expect(api.delay(afterAttempt: 1, jitter: 0, retryAfter: .seconds(-5)) == .milliseconds(500))
 
         let delivery = RetryPolicy.deliveryWorker  // honours up to its cap (6 h)
@@ -127,16 +144,27 @@ import Testing
     /// Every caller's defaults, as they were before the policy was one type.
     @Test func presetsKeepEveryCallersDefaults() {
         let api = RetryPolicy.appStoreAPIClient
-        #expect(api.maxAttempts == 4 && api.baseDelay == .seconds(1) && api.maxDelay == .seconds(30) && api.maxDoublings == 20)
+        #expect(
+            api.maxAttempts == 4 && api.baseDelay == .seconds(1) && api.maxDelay == .seconds(30)
+                && api.maxDoublings == 20
+        )
         #expect(api.retryAfterLimit == .seconds(60))
         let v1 = RetryPolicy.verifyReceiptClient
-        #expect(v1.maxAttempts == 4 && v1.baseDelay == .seconds(1) && v1.maxDelay == .seconds(30) && v1.maxDoublings == 20)
+        #expect(
+            v1.maxAttempts == 4 && v1.baseDelay == .seconds(1) && v1.maxDelay == .seconds(30) && v1.maxDoublings == 20
+        )
         let delivery = RetryPolicy.deliveryWorker
-        #expect(delivery.maxAttempts == 12 && delivery.baseDelayMillis == 5_000 && delivery.maxDelayMillis == 6 * 3_600_000)
+        #expect(
+            delivery.maxAttempts == 12 && delivery.baseDelayMillis == 5_000 && delivery.maxDelayMillis == 6 * 3_600_000
+        )
         let receipts = RetryPolicy.receiptWorker
-        #expect(receipts.maxAttempts == 200 && receipts.baseDelayMillis == 60_000 && receipts.maxDelayMillis == 3_600_000)
+        #expect(
+            receipts.maxAttempts == 200 && receipts.baseDelayMillis == 60_000 && receipts.maxDelayMillis == 3_600_000
+        )
         let compare = RetryPolicy.compareWorker
         #expect(compare.maxAttempts == 50 && compare.baseDelayMillis == 30_000 && compare.maxDelayMillis == 3_600_000)
-        for worker in [delivery, receipts, compare] { #expect(worker.maxDoublings == 64 && worker.maxRetryAfter == nil) }
+        for worker in [delivery, receipts, compare] {
+            #expect(worker.maxDoublings == 64 && worker.maxRetryAfter == nil)
+        }
     }
 }

@@ -49,7 +49,8 @@ import Testing
             for i in 0..<64 {
                 group.addTask {
                     let response = try await transport.send(
-                        HTTPRequest(method: .post, url: "https://a.example/", body: [UInt8(i)]))
+                        HTTPRequest(method: .post, url: "https://a.example/", body: [UInt8(i)])
+                    )
                     #expect(response.body == [UInt8(i)])
                 }
             }

@@ -2,8 +2,8 @@ import Dispatch
 import Foundation
 import HTTPServer
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The header deadline (``HTTPServer/Configuration/headerDeadlineSeconds``) and eviction at the connection limits
 /// (``HTTPServer/Configuration/evictsWaitingConnections``): connections that never deliver a request do not stay, and
@@ -17,7 +17,12 @@ import TestSupport
 
     /// Opens `client`s one at a time, each once the server has accepted the one before (so their order is the
     /// server's order too), leaving `text` on each.
-    static func open(_ count: Int, to server: HTTPServer, from address: String = "127.0.0.1", sending text: String? = nil)
+    static func open(
+        _ count: Int,
+        to server: HTTPServer,
+        from address: String = "127.0.0.1",
+        sending text: String? = nil
+    )
         async throws -> [RawHTTPClient]
     {
         var clients: [RawHTTPClient] = []
@@ -76,9 +81,12 @@ import TestSupport
     // MARK: Eviction
 
     @Test func atTheLimitANewConnectionClosesTheOneThatHasWaitedLongestWithoutARequest() async throws {
-        let server = try Policy.start(Policy.Seen(), configure: { c in
-            (c.connectionLimit, c.connectionsPerAddressLimit, c.evictsWaitingConnections) = (4, 4, true)
-        }) { request in .json(200, Array(request.path.utf8)) }
+        let server = try Policy.start(
+            Policy.Seen(),
+            configure: { c in
+                (c.connectionLimit, c.connectionsPerAddressLimit, c.evictsWaitingConnections) = (4, 4, true)
+            }
+        ) { request in .json(200, Array(request.path.utf8)) }
         var waiting = try await Self.open(4, to: server)
         for round in 0..<2 {
             if round > 0 {
@@ -92,15 +100,20 @@ import TestSupport
             #expect(reply?.status == 200, "round \(round): \(String(describing: reply))")
             // The oldest waiting connection made room; the others stay.
             #expect(await waiting[round].readUntilClosed(timeout: .seconds(10)).closed, "round \(round)")
-            for later in waiting[(round + 1)...] { #expect(!later.closedByPeer, "round \(round): a newer connection was closed") }
+            for later in waiting[(round + 1)...] {
+                #expect(!later.closedByPeer, "round \(round): a newer connection was closed")
+            }
             #expect(server.evictedConnections == round + 1)
         }
     }
 
     @Test func aHeadlessConnectionGoesBeforeOneWhoseBodyIsArrivingAndThatOneBeforeTheNewcomer() async throws {
-        let server = try Policy.start(Policy.Seen(), configure: { c in
-            (c.connectionLimit, c.connectionsPerAddressLimit, c.evictsWaitingConnections) = (2, 0, true)
-        }) { request in .json(200, Array(request.path.utf8)) }
+        let server = try Policy.start(
+            Policy.Seen(),
+            configure: { c in
+                (c.connectionLimit, c.connectionsPerAddressLimit, c.evictsWaitingConnections) = (2, 0, true)
+            }
+        ) { request in .json(200, Array(request.path.utf8)) }
         let upload = "POST /upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n\r\nab"
         // The older one has its head in and part of its body; the newer one has sent nothing.
         let olderUpload = try await Self.open(1, to: server, sending: upload)[0]
@@ -125,9 +138,12 @@ import TestSupport
 
     @Test func whenEveryConnectionHasACompleteRequestTheNewOneIsClosed() async throws {
         let release = DispatchSemaphore(value: 0)
-        let server = try Policy.start(Policy.Seen(), configure: { c in
-            (c.connectionLimit, c.connectionsPerAddressLimit, c.evictsWaitingConnections) = (2, 2, true)
-        }) { _ in
+        let server = try Policy.start(
+            Policy.Seen(),
+            configure: { c in
+                (c.connectionLimit, c.connectionsPerAddressLimit, c.evictsWaitingConnections) = (2, 2, true)
+            }
+        ) { _ in
             release.wait()
             return ServerResponse(status: 200)
         }
@@ -146,9 +162,12 @@ import TestSupport
     }
 
     @Test func theAddressLimitEvictsFromTheSameAddressOnly() async throws {
-        let server = try Policy.start(Policy.Seen(), configure: { c in
-            (c.connectionLimit, c.connectionsPerAddressLimit, c.evictsWaitingConnections) = (8, 2, true)
-        }) { request in .json(200, Array(request.remoteAddress.utf8)) }
+        let server = try Policy.start(
+            Policy.Seen(),
+            configure: { c in
+                (c.connectionLimit, c.connectionsPerAddressLimit, c.evictsWaitingConnections) = (8, 2, true)
+            }
+        ) { request in .json(200, Array(request.remoteAddress.utf8)) }
         // The other address's connections are older, yet they are not the ones pushed out.
         let other = try await Self.open(2, to: server, from: "127.0.0.2")
         let same = try await Self.open(2, to: server, from: "127.0.0.1")

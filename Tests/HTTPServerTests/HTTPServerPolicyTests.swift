@@ -1,9 +1,9 @@
 import Foundation
-import HTTPServer
 import Glibc
+import HTTPServer
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// What the server enforces against slow, greedy and oversized clients: connection limits per address, the total
 /// request deadline, the body buffer budget, and refusals (413, 503) that a client writing its whole body first still
@@ -46,7 +46,8 @@ import TestSupport
         let post = try RawHTTPClient(port: server.port, from: "127.0.0.2")
         _ = post.send(
             "POST /notifications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
+                + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
+        )
         let postReply = await post.readReply(timeout: .seconds(10))
         #expect(postReply?.status == 202 && postReply?.body == Array("\(body.utf8.count)".utf8))
         #expect(seen.paths.contains("/notifications") && seen.addresses.contains("127.0.0.2"))
@@ -96,7 +97,8 @@ import TestSupport
         let body = [UInt8](repeating: 0x61, count: 2 << 20)
         for attempt in 0..<20 {
             let client = try RawHTTPClient(port: server.port)
-            let head = "POST /notifications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            let head =
+                "POST /notifications HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                 + "Content-Length: \(body.count)\r\n\r\n"
             client.send(head)
             // The body goes out once the server has the head (as when a client's body comes from a slower source):
@@ -114,7 +116,9 @@ import TestSupport
             #expect(reply.map { Self.errorCode($0.body) } == "body_too_large")
         }
         #expect(seen.count == 0)
-        await eventually("no request in flight and no body buffered") { server.inFlightRequests == 0 && server.bufferedBodyBytes == 0 }
+        await eventually("no request in flight and no body buffered") {
+            server.inFlightRequests == 0 && server.bufferedBodyBytes == 0
+        }
     }
 
     @Test func aChunkedBodyThatGrowsOverTheLimitGetsAComplete413() async throws {
@@ -125,7 +129,8 @@ import TestSupport
             let client = try RawHTTPClient(port: server.port)
             let sent = client.send(
                 "POST /n HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk + chunk + chunk
-                    + "0\r\n\r\n")
+                    + "0\r\n\r\n"
+            )
             #expect(sent)
             let reply = await client.readReply(timeout: .seconds(10))
             #expect(reply?.status == 413 && reply?.complete == true, "\(String(describing: reply))")
@@ -133,7 +138,9 @@ import TestSupport
             #expect(await client.readUntilClosed(timeout: .seconds(10)).closed)
         }
         #expect(seen.count == 0)
-        await eventually("no request in flight and no body buffered") { server.inFlightRequests == 0 && server.bufferedBodyBytes == 0 }
+        await eventually("no request in flight and no body buffered") {
+            server.inFlightRequests == 0 && server.bufferedBodyBytes == 0
+        }
     }
 
     @Test func expectContinueIsRefusedAtOnceAndBodiesPastTheDrainLimitAreCutOff() async throws {
@@ -149,7 +156,8 @@ import TestSupport
         // The client waits for 100 Continue and sends nothing: the 413 comes at once, without the body.
         let waiting = try RawHTTPClient(port: server.port)
         _ = waiting.send(
-            "POST /n HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n")
+            "POST /n HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n"
+        )
         let refused = await waiting.readReply(timeout: .seconds(10))
         #expect(refused?.status == 413 && refused?.complete == true, "\(String(describing: refused))")
 
@@ -158,12 +166,15 @@ import TestSupport
         let chunk = "400\r\n" + String(repeating: "e", count: 1_024) + "\r\n"
         _ = endless.send(
             "POST /n HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: chunked\r\n\r\n"
-                + String(repeating: chunk, count: 16))
+                + String(repeating: chunk, count: 16)
+        )
         let cut = await endless.readUntilClosed(timeout: .seconds(10))
         #expect(cut.closed)
         #expect(!String(decoding: cut.bytes, as: UTF8.self).hasPrefix("HTTP/1.1 2"))
         #expect(seen.count == 0)
-        await eventually("no request in flight and no body buffered") { server.inFlightRequests == 0 && server.bufferedBodyBytes == 0 }
+        await eventually("no request in flight and no body buffered") {
+            server.inFlightRequests == 0 && server.bufferedBodyBytes == 0
+        }
     }
 
     // MARK: Memory
@@ -215,7 +226,9 @@ import TestSupport
         #expect(peak <= budget, "buffered \(peak) bytes against a budget of \(budget)")
         #expect(busy > 0, "1.1 MiB of bodies were all buffered against a 256 KiB budget")
         #expect(accepted > 0)
-        await eventually("no body buffered and no request in flight") { server.bufferedBodyBytes == 0 && server.inFlightRequests == 0 }
+        await eventually("no body buffered and no request in flight") {
+            server.bufferedBodyBytes == 0 && server.inFlightRequests == 0
+        }
     }
 
     // MARK: Configuration
@@ -235,7 +248,8 @@ import TestSupport
 extension HTTPServerPolicyTests {
     /// A started server on 127.0.0.1:0 with two handler threads; the handler's requests go to `seen` first.
     static func start(
-        _ seen: Seen, configure: (inout HTTPServer.Configuration) -> Void = { _ in },
+        _ seen: Seen,
+        configure: (inout HTTPServer.Configuration) -> Void = { _ in },
         handler: @escaping RequestHandler
     ) throws -> HTTPServer {
         var configuration = HTTPServer.Configuration()

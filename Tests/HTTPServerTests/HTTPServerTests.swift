@@ -1,10 +1,10 @@
 import Foundation
-import HTTPServer
 import Glibc
 import HTTPClient
+import HTTPServer
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The live server: each test starts its own `HTTPServer` on 127.0.0.1, port 0, and talks to it with `CurlTransport`
 /// (or a raw POSIX socket where curl cannot say what the test needs: chunked bodies, pipelining, silence, aborts).
@@ -15,15 +15,21 @@ import TestSupport
         let recorder = Recorder()
         let server = try startServer(recorder) { request in
             ServerResponse(
-                status: 201, headers: [(name: "X-Echo-Length", value: "\(request.body.count)")], body: request.body)
+                status: 201,
+                headers: [(name: "X-Echo-Length", value: "\(request.body.count)")],
+                body: request.body
+            )
         }
         var generator = SystemRandomNumberGenerator()
         let body = (0..<200_000).map { _ in UInt8.random(in: 0...255, using: &generator) }  // several upload pieces
         let response = try await CurlTransport().send(
             HTTPRequest(
-                method: .post, url: url(server, "/notifications"),
+                method: .post,
+                url: url(server, "/notifications"),
                 headers: [HTTPHeader("Content-Type", "application/json"), HTTPHeader("Expect", "100-continue")],
-                body: body))
+                body: body
+            )
+        )
         #expect(response.status == 201)
         #expect(response.header("x-echo-length") == "200000")
         #expect(response.body == body)
@@ -38,8 +44,11 @@ import TestSupport
         let server = try startServer(recorder) { _ in .json(200, Array(#"{"ok":true}"#.utf8)) }
         let response = try await CurlTransport().send(
             HTTPRequest(
-                method: .get, url: url(server, "/apple/sub%20dir?a=1&b=hello%20world&c=x+y&flag&a=2"),
-                headers: [HTTPHeader("X-Custom-Header", "Some Value"), HTTPHeader("x-lower", "v")]))
+                method: .get,
+                url: url(server, "/apple/sub%20dir?a=1&b=hello%20world&c=x+y&flag&a=2"),
+                headers: [HTTPHeader("X-Custom-Header", "Some Value"), HTTPHeader("x-lower", "v")]
+            )
+        )
         #expect(response.status == 200)
         #expect(response.header("Content-Type") == "application/json")
         #expect(response.body == Array(#"{"ok":true}"#.utf8))
@@ -81,7 +90,12 @@ import TestSupport
             let headers = expect ? [HTTPHeader("Expect", "100-continue")] : []
             let tooLarge = try await client.send(
                 HTTPRequest(
-                    method: .post, url: url(server, "/n"), headers: headers, body: Array(repeating: 7, count: 1001)))
+                    method: .post,
+                    url: url(server, "/n"),
+                    headers: headers,
+                    body: Array(repeating: 7, count: 1001)
+                )
+            )
             #expect(tooLarge.status == 413)
             #expect(tooLarge.header("Content-Type") == "application/json")
             let text = String(decoding: tooLarge.body, as: UTF8.self)
@@ -93,7 +107,8 @@ import TestSupport
         let socket = try RawHTTPClient(port: server.port)
         socket.send(
             "POST /n HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1001\r\n\r\n"
-                + "GET /smuggled HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + String(repeating: "x", count: 958))
+                + "GET /smuggled HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + String(repeating: "x", count: 958)
+        )
         let reply = await socket.readUntilClosed(timeout: .seconds(5))
         let text = String(decoding: reply.bytes, as: UTF8.self)
         #expect(reply.closed && text.hasPrefix("HTTP/1.1 413 "), "\(text)")
@@ -101,7 +116,8 @@ import TestSupport
         #expect(recorder.count == 0)
 
         let exact = try await client.send(
-            HTTPRequest(method: .post, url: url(server, "/n"), body: Array(repeating: 7, count: 1000)))
+            HTTPRequest(method: .post, url: url(server, "/n"), body: Array(repeating: 7, count: 1000))
+        )
         #expect(exact.status == 200 && exact.body == Array("1000".utf8))
         #expect(recorder.count == 1)
         await eventually("no request in flight") { server.inFlightRequests == 0 }
@@ -142,7 +158,8 @@ import TestSupport
         socket.send("POST /n HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1000\r\n\r\n0123456789")
         await eventually("one request in flight") { server.inFlightRequests == 1 }  // the request state exists …
         socket.close()
-        await eventually("no request in flight") { server.inFlightRequests == 0 }  // … and was released by the completion callback
+        // … and was released by the completion callback
+        await eventually("no request in flight") { server.inFlightRequests == 0 }
         #expect(recorder.count == 0)
     }
 
@@ -154,8 +171,10 @@ import TestSupport
         ("GET /x HTTP/1.1\r\n\r\n", 400),  // no Host
         ("POST /x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: abc\r\n\r\n", 400),
         ("POST /x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400),
-        ("POST /x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
-            + "3\r\nabc\r\n0\r\n\r\n", 400),
+        (
+            "POST /x HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "3\r\nabc\r\n0\r\n\r\n", 400
+        ),
         ("POST /x HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: gzip\r\n\r\nabc", 501),
     ])
     func badRequestsAreRefusedWithoutCallingTheHandler(request: String, status: Int) async throws {
@@ -176,8 +195,11 @@ import TestSupport
         let server = try startServer(recorder) { _ in ServerResponse(status: 200) }
         let response = try await CurlTransport().send(
             HTTPRequest(
-                method: .get, url: url(server, "/"),
-                headers: [HTTPHeader("X-Flood", String(repeating: "a", count: 100_000))]))
+                method: .get,
+                url: url(server, "/"),
+                headers: [HTTPHeader("X-Flood", String(repeating: "a", count: 100_000))]
+            )
+        )
         #expect(response.status == 431)
         #expect(recorder.count == 0)
         let normal = try await CurlTransport().send(HTTPRequest(method: .get, url: url(server, "/")))
@@ -201,10 +223,13 @@ import TestSupport
     }
 
     @Test func defaultHeadersGoOnEveryAnswerUnlessTheResponseHasItsOwn() async throws {
-        let server = try startServer(Recorder(), configure: { c in
-            c.maxBodyBytes = 10
-            c.defaultHeaders = [("Cache-Control", "no-store"), ("X-Frame-Options", "DENY")]
-        }) { request in
+        let server = try startServer(
+            Recorder(),
+            configure: { c in
+                c.maxBodyBytes = 10
+                c.defaultHeaders = [("Cache-Control", "no-store"), ("X-Frame-Options", "DENY")]
+            }
+        ) { request in
             request.path == "/own"
                 ? ServerResponse(status: 200, headers: [(name: "cache-control", value: "max-age=60")])
                 : ServerResponse(status: 200, headers: [(name: "Content-Type", value: "text/plain")])
@@ -218,12 +243,19 @@ import TestSupport
         #expect(own.headers.filter { $0.name.lowercased() == "cache-control" }.map(\.value) == ["max-age=60"])
         #expect(own.header("X-Frame-Options") == "DENY")
         // An answer the server gives itself, without the handler.
-        let tooLarge = try await client.send(HTTPRequest(method: .post, url: url(server, "/plain"), body: Array(repeating: 0x61, count: 11)))
-        #expect(tooLarge.status == 413 && tooLarge.header("Cache-Control") == "no-store" && tooLarge.header("X-Frame-Options") == "DENY")
+        let tooLarge = try await client.send(
+            HTTPRequest(method: .post, url: url(server, "/plain"), body: Array(repeating: 0x61, count: 11))
+        )
+        #expect(
+            tooLarge.status == 413 && tooLarge.header("Cache-Control") == "no-store"
+                && tooLarge.header("X-Frame-Options") == "DENY"
+        )
         // A field that could split the response is refused at start, like a handler's.
         var bad = HTTPServer.Configuration()
         bad.defaultHeaders = [("X-Bad", "a\r\nInjected: yes")]
-        #expect(throws: HTTPServerError(.invalidConfiguration, "")) { try HTTPServer(configuration: bad) { _ in ServerResponse(status: 200) }.start() }
+        #expect(throws: HTTPServerError(.invalidConfiguration, "")) {
+            try HTTPServer(configuration: bad) { _ in ServerResponse(status: 200) }.start()
+        }
     }
 
     @Test func aLargeResponseIsSentWholeAndAClientLeavingMidResponseHarmsNothing() async throws {
@@ -239,7 +271,8 @@ import TestSupport
             request.path == "/big" ? ServerResponse(status: 200, body: big) : ServerResponse(status: 204)
         }
         let whole = try await CurlTransport().send(
-            HTTPRequest(method: .get, url: url(server, "/big"), maxResponseBytes: 17 << 20))
+            HTTPRequest(method: .get, url: url(server, "/big"), maxResponseBytes: 17 << 20)
+        )
         #expect(whole.status == 200 && whole.body == big)
 
         // Read a little, then reset the connection: the server's next send fails with EPIPE/ECONNRESET. If that
@@ -261,7 +294,8 @@ import TestSupport
         let client = CurlTransport(maxConcurrentTransfers: 1)  // one easy handle, so one cached connection
         for i in 0..<5 {
             let response = try await client.send(
-                HTTPRequest(method: .post, url: url(server, "/k"), body: Array("request \(i)".utf8)))
+                HTTPRequest(method: .post, url: url(server, "/k"), body: Array("request \(i)".utf8))
+            )
             #expect(response.status == 200 && response.body == Array("request \(i)".utf8))
         }
         let ports = Set(recorder.requests.map(\.remotePort))
@@ -276,7 +310,8 @@ import TestSupport
         let socket = try RawHTTPClient(port: server.port)
         socket.send(
             "GET /one HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" + "HEAD /two HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-                + "POST /three HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello")
+                + "POST /three HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"
+        )
         let reply = await socket.readUntilClosed(timeout: .seconds(5))
         let text = String(decoding: reply.bytes, as: UTF8.self)
         #expect(reply.closed)
@@ -299,7 +334,8 @@ import TestSupport
             for i in 0..<32 {
                 group.addTask {
                     let response = try await client.send(
-                        HTTPRequest(method: .post, url: target, body: Array("\(i)".utf8)))
+                        HTTPRequest(method: .post, url: target, body: Array("\(i)".utf8))
+                    )
                     return response.status == 200 && response.body == Array("\(i) ok".utf8)
                 }
             }
@@ -316,7 +352,9 @@ import TestSupport
         let server = try startServer(Recorder(), configure: { $0.threads = 8 }) { _ in
             concurrency.enter()
             // On the server's thread, outside the test: the peak below reports handlers that never overlapped.
-            eventuallyBlocking("another handler running", every: .milliseconds(1), recordsIssue: false) { concurrency.peak >= 2 }
+            eventuallyBlocking("another handler running", every: .milliseconds(1), recordsIssue: false) {
+                concurrency.peak >= 2
+            }
             concurrency.leave()
             return ServerResponse(status: 200)
         }
@@ -345,8 +383,10 @@ import TestSupport
                 for i in 0..<64 {
                     group.addTask {
                         // 200, or a transport-level failure once the server is gone; never a wrong answer.
-                        guard let response = try? await client.send(
-                            HTTPRequest(method: .post, url: target, body: Array("\(i)".utf8), timeoutMillis: 5_000))
+                        guard
+                            let response = try? await client.send(
+                                HTTPRequest(method: .post, url: target, body: Array("\(i)".utf8), timeoutMillis: 5_000)
+                            )
                         else { return 0 }
                         return response.status == 200 && response.body == Array("\(i)".utf8) ? 1 : -1000
                     }
@@ -421,7 +461,9 @@ import TestSupport
             let load = Task {
                 await withTaskGroup(of: Int?.self) { group in
                     for _ in 0..<4 {
-                        group.addTask { try? await client.send(HTTPRequest(method: .get, url: target, timeoutMillis: 2_000)).status }
+                        group.addTask {
+                            try? await client.send(HTTPRequest(method: .get, url: target, timeoutMillis: 2_000)).status
+                        }
                     }
                     return await group.reduce(into: [Int]()) { if let status = $1 { $0.append(status) } }
                 }
@@ -432,7 +474,10 @@ import TestSupport
             server.stop()
             // Reaching here is the point (the process was not aborted); and quiescing kept its promise: a request a
             // handler took was answered in full, one that came after was refused, none was left in flight.
-            #expect(statuses == Array(repeating: 200, count: recorder.count), "round \(round): \(recorder.count) handled, answers \(statuses)")
+            #expect(
+                statuses == Array(repeating: 200, count: recorder.count),
+                "round \(round): \(recorder.count) handled, answers \(statuses)"
+            )
             #expect(server.inFlightRequests == 0, "round \(round)")
         }
     }
@@ -468,7 +513,8 @@ import TestSupport
         configuration.threads = 2
         configuration.tls = .init(
             certificatePEM: "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
-            privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n")
+            privateKeyPEM: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"
+        )
         let error = startError(HTTPServer(configuration: configuration) { _ in ServerResponse(status: 200) })
         #expect(error?.code == .badTLSMaterial, "\(String(describing: error))")
     }
@@ -483,7 +529,8 @@ import TestSupport
         }
         let trusted = CurlTransport(caBundlePath: certificate.certificatePath)
         let response = try await trusted.send(
-            HTTPRequest(method: .post, url: "https://127.0.0.1:\(server.port)/tls", body: Array("abc".utf8)))
+            HTTPRequest(method: .post, url: "https://127.0.0.1:\(server.port)/tls", body: Array("abc".utf8))
+        )
         #expect(response.status == 200 && response.body == Array("cba".utf8))
 
         let untrusting = await outcome {
@@ -538,7 +585,8 @@ private final class Concurrency: Sendable {
 
 /// A started server on 127.0.0.1:0 with a small thread pool; the handler's requests go to `recorder` first.
 private func startServer(
-    _ recorder: Recorder, configure: (inout HTTPServer.Configuration) -> Void = { _ in },
+    _ recorder: Recorder,
+    configure: (inout HTTPServer.Configuration) -> Void = { _ in },
     handler: @escaping RequestHandler
 ) throws -> HTTPServer {
     var configuration = HTTPServer.Configuration()
@@ -579,7 +627,6 @@ extension Result {
     }
 }
 
-
 /// A self-signed P-256 certificate for 127.0.0.1 and localhost, made with the openssl CLI in a temporary folder.
 private struct TestCertificate {
     let folder: URL
@@ -606,7 +653,8 @@ private struct TestCertificate {
         try #require(process.terminationStatus == 0, "openssl req failed")
         let tls = HTTPServer.TLS(
             certificatePEM: try String(contentsOf: folder.appending(path: "cert.pem"), encoding: .utf8),
-            privateKeyPEM: try String(contentsOf: folder.appending(path: "key.pem"), encoding: .utf8))
+            privateKeyPEM: try String(contentsOf: folder.appending(path: "key.pem"), encoding: .utf8)
+        )
         return TestCertificate(folder: folder, tls: tls)
     }
 

@@ -2,8 +2,8 @@ import Dispatch
 import Foundation
 import Postgres
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 /// The server the tests use: `scripts/with-postgres swift test --filter PostgresTests` starts a throw-away one and
 /// sets these. Without them the suite is skipped.
@@ -69,7 +69,8 @@ final class Outcome<Value: Sendable>: Sendable {
 
 @Suite(
     .serialized,
-    .enabled(if: TestServer.url != nil, "IAPGW_TEST_DATABASE_URL is not set (run under scripts/with-postgres)"))
+    .enabled(if: TestServer.url != nil, "IAPGW_TEST_DATABASE_URL is not set (run under scripts/with-postgres)")
+)
 struct PostgresTests {
     // MARK: Values
 
@@ -130,7 +131,9 @@ struct PostgresTests {
                 try c.queryOne(
                     "SELECT 1::int2 AS a, 2::int4 AS b, 3::int8 AS c, 1.5::float4 AS d, 12.50::numeric AS e, "
                         + "'2026-01-02T03:04:05Z'::timestamptz AT TIME ZONE 'UTC' AS f, $1::jsonb AS g",
-                    [#"{"k": [1, 2]}"#]))
+                    [#"{"k": [1, 2]}"#]
+                )
+            )
             #expect(typed["a"] == 1 && typed["b"] == 2 && typed["c"] == 3)
             #expect(typed.double("d") == 1.5)
             #expect(typed.string("e") == "12.50")
@@ -288,7 +291,9 @@ struct PostgresTests {
             let b = try TestServer.connect("b")
             defer { b.close() }
             try a.execute("CREATE TABLE \(s).jobs(id int8 PRIMARY KEY, state text NOT NULL)")
-            for id in 1...3 { try a.run("INSERT INTO \(s).jobs(id, state) VALUES ($1, $2)", [.int64(Int64(id)), "due"]) }
+            for id in 1...3 {
+                try a.run("INSERT INTO \(s).jobs(id, state) VALUES ($1, $2)", [.int64(Int64(id)), "due"])
+            }
             let claim = "SELECT id FROM \(s).jobs WHERE state = $1 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED"
             try a.transaction { a in
                 let mine = try a.queryOne(claim, ["due"])?.int64("id")
@@ -316,7 +321,9 @@ struct PostgresTests {
         let url = TestServer.url!
         let ready = DispatchSemaphore(value: 0)
         let done = DispatchSemaphore(value: 0)
-        let outcome = Outcome<(notifications: [PostgresNotification], waited: Duration, error: String?)>(([], .zero, nil))
+        let outcome = Outcome<(notifications: [PostgresNotification], waited: Duration, error: String?)>(
+            ([], .zero, nil)
+        )
         Thread.detachNewThread {
             do {
                 let listener = try PostgresConnection(url, label: "listener")
@@ -448,7 +455,9 @@ struct PostgresTests {
         // A standalone session meets the break as a connection failure, and reset() brings it back.
         let broken = #expect(throws: PostgresError.self) { try standalone.query("SELECT 1") }
         #expect(broken?.isConnectionFailure == true)
-        eventuallyBlocking("the standalone session reset", every: .milliseconds(50)) { (try? standalone.reset()) != nil }
+        eventuallyBlocking("the standalone session reset", every: .milliseconds(50)) {
+            (try? standalone.reset()) != nil
+        }
         #expect(try standalone.queryOne("SELECT 2 AS two")?.int64("two") == 2)
 
         // The pool reconnects its stale sessions before lending them.

@@ -2,8 +2,8 @@ import Foundation
 import Gateway
 import Reports
 import Store
-import Testing
 import TestSupport
+import Testing
 import WireJSON
 
 /// Hand-built reports: one ready bundle, one not ready (disagreements, one-sided observations, a forced cutover whose
@@ -21,16 +21,28 @@ enum SampleReport {
     }
 
     static let ready = BundleReport(
-        bundleID: "com.example.fitness", environment: "production", authority: "v1",
-        eventsBySource: ["v1": 5012, "v2": 4998, "v2-api": 14], pairs: 4980, agreements: 4978,
+        bundleID: "com.example.fitness",
+        environment: "production",
+        authority: "v1",
+        eventsBySource: ["v1": 5012, "v2": 4998, "v2-api": 14],
+        pairs: 4980,
+        agreements: 4978,
         disagreementsByField: ["expires_date": .init(count: 2, examples: ["2000000111", "2000000222"])],
         oneSided: .init(v1Only: 0, v2Only: 0, examples: []),
         daily: days([(700, 700), (712, 711), (698, 698), (730, 729), (705, 705), (720, 720), (715, 715)]),
-        verdict: .ready, rule: ReadinessRule().text, reasons: [], cutovers: [])
+        verdict: .ready,
+        rule: ReadinessRule().text,
+        reasons: [],
+        cutovers: []
+    )
 
     static let notReady = BundleReport(
-        bundleID: "com.example.news", environment: "production", authority: "v2",
-        eventsBySource: ["v2": 247, "v1": 250], pairs: 250, agreements: 249,
+        bundleID: "com.example.news",
+        environment: "production",
+        authority: "v2",
+        eventsBySource: ["v2": 247, "v1": 250],
+        pairs: 250,
+        agreements: 249,
         disagreementsByField: [
             "auto_renew": .init(count: 1, examples: ["1000000042"]),
             "entitlement": .init(count: 3, examples: ["1000000042", "1000000043", "1000000044", "1000000045"]),
@@ -38,20 +50,47 @@ enum SampleReport {
         ],
         oneSided: .init(v1Only: 2, v2Only: 1, examples: ["1000000077", "1000000078", "1000000079"]),
         daily: days([(30, 30), (35, 35), (40, 39), (36, 36), (38, 38), (35, 35), (36, 36)]),
-        verdict: .notReady, rule: ReadinessRule().text,
+        verdict: .notReady,
+        rule: ReadinessRule().text,
         reasons: ["3 one-sided observations (2 V1 only, 1 V2 only) are unexplained"],
         cutovers: [
-            CutoverRecord(at: since + 5 * day + 37_800_000, bundleID: "com.example.news", environment: "production", from: "v1",
-                          to: "v2", who: "alice", reason: hostileReason, verdict: "not_ready", forced: true)
-        ])
+            CutoverRecord(
+                at: since + 5 * day + 37_800_000,
+                bundleID: "com.example.news",
+                environment: "production",
+                from: "v1",
+                to: "v2",
+                who: "alice",
+                reason: hostileReason,
+                verdict: "not_ready",
+                forced: true
+            )
+        ]
+    )
 
     static let fresh = BundleReport(
-        bundleID: "com.example.new", environment: "sandbox", authority: "v1", eventsBySource: ["v1": 3], pairs: 0, agreements: 0,
-        disagreementsByField: [:], oneSided: .init(v1Only: 0, v2Only: 0, examples: []), daily: [], verdict: .notReady,
-        rule: ReadinessRule().text, reasons: ["no pairs compared yet (need at least 200)"], cutovers: [])
+        bundleID: "com.example.new",
+        environment: "sandbox",
+        authority: "v1",
+        eventsBySource: ["v1": 3],
+        pairs: 0,
+        agreements: 0,
+        disagreementsByField: [:],
+        oneSided: .init(v1Only: 0, v2Only: 0, examples: []),
+        daily: [],
+        verdict: .notReady,
+        rule: ReadinessRule().text,
+        reasons: ["no pairs compared yet (need at least 200)"],
+        cutovers: []
+    )
 
     static let report = CompareReport(
-        generatedAt: until + 6 * 3_600_000, since: since, until: until, rule: ReadinessRule(), bundles: [ready, notReady, fresh])
+        generatedAt: until + 6 * 3_600_000,
+        since: since,
+        until: until,
+        rule: ReadinessRule(),
+        bundles: [ready, notReady, fresh]
+    )
 
     /// Every untrusted string replaced by markup that would run or load something if it were not escaped.
     static var hostile: CompareReport {
@@ -66,8 +105,19 @@ enum SampleReport {
         b.daily = [.init(day: "day" + evil, pairs: 2, agreements: 1)]
         b.rule = "rule" + evil
         b.reasons = ["reason" + evil, "see https://example.invalid/x and http://example.invalid"]
-        b.cutovers = [CutoverRecord(at: since, bundleID: b.bundleID, environment: b.environment, from: "v1" + evil, to: "v2" + evil,
-                                    who: "who" + evil, reason: "reason" + evil, verdict: "verdict" + evil, forced: false)]
+        b.cutovers = [
+            CutoverRecord(
+                at: since,
+                bundleID: b.bundleID,
+                environment: b.environment,
+                from: "v1" + evil,
+                to: "v2" + evil,
+                who: "who" + evil,
+                reason: "reason" + evil,
+                verdict: "verdict" + evil,
+                forced: false
+            )
+        ]
         return CompareReport(generatedAt: until, since: since, until: until, rule: ReadinessRule(), bundles: [b])
     }
 }
@@ -78,33 +128,48 @@ enum SampleReport {
         let top = try #require(value.objectValue)
         #expect(top.keys == ["bundles", "generated_at", "rule", "since", "until"])
         #expect(top["since"]?.int64Value == SampleReport.since)
-        #expect(top["rule"]?.objectValue?.keys == ["allow_one_sided", "minimum_agreement_rate", "minimum_pairs", "window_ms"])
+        #expect(
+            top["rule"]?.objectValue?.keys == [
+                "allow_one_sided", "minimum_agreement_rate", "minimum_pairs", "window_ms",
+            ]
+        )
         let bundles = try #require(top["bundles"]?.arrayValue)
         #expect(bundles.count == 3)
         let first = try #require(bundles[0].objectValue)
-        #expect(Set(first.keys) == [
-            "bundle_id", "environment", "authority", "events_by_source", "pairs", "agreements", "agreement_rate",
-            "disagreements_by_field", "one_sided", "daily", "verdict", "rule", "reasons", "cutovers", "recovered", "apple_switches",
-        ])
+        #expect(
+            Set(first.keys) == [
+                "bundle_id", "environment", "authority", "events_by_source", "pairs", "agreements", "agreement_rate",
+                "disagreements_by_field", "one_sided", "daily", "verdict", "rule", "reasons", "cutovers", "recovered",
+                "apple_switches",
+            ]
+        )
         #expect(first.keys == first.keys.sorted())
         #expect(first["verdict"]?.stringValue == "ready")
         #expect(bundles[1].objectValue?["verdict"]?.stringValue == "not_ready")
         #expect(bundles[1].objectValue?["one_sided"]?.objectValue?.keys == ["examples", "v1_only", "v2_only"])
         #expect(bundles[1].objectValue?["events_by_source"]?.objectValue?.keys == ["v1", "v2"])
-        #expect(bundles[1].objectValue?["cutovers"]?.arrayValue?.first?.objectValue?["reason"]?.stringValue == SampleReport.hostileReason)
+        #expect(
+            bundles[1].objectValue?["cutovers"]?.arrayValue?.first?.objectValue?["reason"]?.stringValue
+                == SampleReport.hostileReason
+        )
     }
 
     @Test func agreementRateIsNullOnlyWhenNothingWasCompared() throws {
-        let bundles = try #require(JSONParser.parse(ReportRenderer.json(SampleReport.report)).objectValue?["bundles"]?.arrayValue)
+        let bundles = try #require(
+            JSONParser.parse(ReportRenderer.json(SampleReport.report)).objectValue?["bundles"]?.arrayValue
+        )
         #expect(bundles[2].objectValue?["agreement_rate"]?.isNull == true)
         #expect(bundles[1].objectValue?["agreement_rate"] == .number("0.996"))
     }
 
     @Test func isDeterministicWhateverTheDictionaryOrder() throws {
         var shuffled = SampleReport.report
-        shuffled.bundles[1].eventsBySource = Dictionary(uniqueKeysWithValues: SampleReport.notReady.eventsBySource.reversed())
+        shuffled.bundles[1].eventsBySource = Dictionary(
+            uniqueKeysWithValues: SampleReport.notReady.eventsBySource.reversed()
+        )
         shuffled.bundles[1].disagreementsByField = Dictionary(
-            uniqueKeysWithValues: SampleReport.notReady.disagreementsByField.sorted { $0.key > $1.key })
+            uniqueKeysWithValues: SampleReport.notReady.disagreementsByField.sorted { $0.key > $1.key }
+        )
         #expect(ReportRenderer.json(SampleReport.report) == ReportRenderer.json(SampleReport.report))
         #expect(ReportRenderer.json(shuffled) == ReportRenderer.json(SampleReport.report))
         #expect(ReportRenderer.html(shuffled) == ReportRenderer.html(SampleReport.report))
@@ -124,8 +189,16 @@ enum SampleReport {
         #expect(text.contains("window 2025-06-01 → 2025-06-08 UTC · generated 2025-06-08T06:00:00Z"))
         #expect(text.contains("1 of 3 ready to cut over"))
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-        #expect(lines.contains { $0.hasPrefix("com.example.fitness  (production)") && $0.hasSuffix(" READY") && $0.count == 78 })
-        #expect(lines.contains { $0.hasPrefix("com.example.news  (production)") && $0.hasSuffix(" NOT READY") && $0.count == 78 })
+        #expect(
+            lines.contains {
+                $0.hasPrefix("com.example.fitness  (production)") && $0.hasSuffix(" READY") && $0.count == 78
+            }
+        )
+        #expect(
+            lines.contains {
+                $0.hasPrefix("com.example.news  (production)") && $0.hasSuffix(" NOT READY") && $0.count == 78
+            }
+        )
         #expect(text.contains("agreement        99.6 %  (249 of 250)"))
         #expect(text.contains("agreement        99.9 %  (4978 of 4980)"))  // 99.96 rounds down
         #expect(text.contains("agreement        —  (nothing compared yet)"))
@@ -164,7 +237,9 @@ enum SampleReport {
         #expect(page.hasPrefix("<!DOCTYPE html>\n<html lang=\"en\">"))
         #expect(page.contains("<title>V1 → V2 readiness · 2025-06-01 → 2025-06-08 UTC · iap-gateway</title>"))
         #expect(page.contains("<style>"))
-        for banned in ["<script", "http://", "https://", "<link", "<img", "src=", "url(", "@import", "@font-face", "<iframe"] {
+        for banned in [
+            "<script", "http://", "https://", "<link", "<img", "src=", "url(", "@import", "@font-face", "<iframe",
+        ] {
             #expect(!page.lowercased().contains(banned), "page contains \(banned)")
         }
     }
@@ -176,17 +251,25 @@ enum SampleReport {
         #expect(withNonce == page.replacingOccurrences(of: "<style>", with: "<style nonce=\"abc123\">"))
         for p in [page, withNonce] { #expect(!p.contains(" style=") && !p.contains("<script")) }
         // A nonce is only ever our own hex, but it is escaped like any text all the same.
-        #expect(ReportRenderer.html(SampleReport.report, styleNonce: "\"><script>").contains("<style nonce=\"&quot;&gt;&lt;script&gt;\">"))
+        #expect(
+            ReportRenderer.html(SampleReport.report, styleNonce: "\"><script>").contains(
+                "<style nonce=\"&quot;&gt;&lt;script&gt;\">"
+            )
+        )
     }
 
     @Test func theHostileCutoverReasonAppearsOnlyEscaped() {
         #expect(!page.contains("alert(1)</script>"))
-        #expect(page.contains("ship it &lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quotes&quot; &#39;single&#39;"))
+        #expect(
+            page.contains("ship it &lt;script&gt;alert(1)&lt;/script&gt; &amp; &quot;quotes&quot; &#39;single&#39;")
+        )
     }
 
     @Test func hasBadgesChartsAndTheCutoverLog() {
         #expect(page.contains("<div class=\"badge ready\" id=\"verdict-0\" data-verdict=\"ready\">Ready</div>"))
-        #expect(page.contains("<div class=\"badge failing\" id=\"verdict-1\" data-verdict=\"not_ready\">Not ready</div>"))
+        #expect(
+            page.contains("<div class=\"badge failing\" id=\"verdict-1\" data-verdict=\"not_ready\">Not ready</div>")
+        )
         #expect(page.contains("<div class=\"badge short\" id=\"verdict-2\" data-verdict=\"not_ready\">Not ready</div>"))
         #expect(page.contains("<svg class=\"daily\" id=\"daily-0\""))
         #expect(page.contains("<svg class=\"daily\" id=\"daily-1\""))
@@ -202,15 +285,23 @@ enum SampleReport {
     }
 
     @Test func showsEmptyStates() {
-        #expect(page.contains("<p class=\"empty chart-empty\" id=\"daily-2\">Nothing compared yet — no days in this window.</p>"))
+        #expect(
+            page.contains(
+                "<p class=\"empty chart-empty\" id=\"daily-2\">Nothing compared yet — no days in this window.</p>"
+            )
+        )
         #expect(page.contains("<p class=\"empty chart-empty\" id=\"fields-2\">Nothing compared yet.</p>"))
         #expect(page.contains("agreement: nothing compared yet"))
         var allAgree = SampleReport.ready
         allAgree.disagreementsByField = [:]
-        let one = ReportRenderer.html(CompareReport(generatedAt: 0, since: 0, until: SampleReport.day, rule: ReadinessRule(), bundles: [allAgree]))
+        let one = ReportRenderer.html(
+            CompareReport(generatedAt: 0, since: 0, until: SampleReport.day, rule: ReadinessRule(), bundles: [allAgree])
+        )
         #expect(one.contains("No disagreements: every compared pair matched."))
         #expect(one.contains("No authority change yet"))
-        let none = ReportRenderer.html(CompareReport(generatedAt: 0, since: 0, until: SampleReport.day, rule: ReadinessRule(), bundles: []))
+        let none = ReportRenderer.html(
+            CompareReport(generatedAt: 0, since: 0, until: SampleReport.day, rule: ReadinessRule(), bundles: [])
+        )
         #expect(none.contains("No bundles in this window"))
         #expect(none.contains("0 of 0</strong> ready to cut over"))
     }
@@ -218,9 +309,15 @@ enum SampleReport {
     @Test func labelsLongWindowsSparselyAndBreaksTheLineOnEmptyDays() {
         var b = SampleReport.ready
         b.daily = (0..<30).map { k in
-            BundleReport.DayPoint(day: "2025-06-\(k < 9 ? "0" : "")\(k + 1)", pairs: k == 10 ? 0 : 100, agreements: k == 10 ? 0 : 100 - k % 3)
+            BundleReport.DayPoint(
+                day: "2025-06-\(k < 9 ? "0" : "")\(k + 1)",
+                pairs: k == 10 ? 0 : 100,
+                agreements: k == 10 ? 0 : 100 - k % 3
+            )
         }
-        let page = ReportRenderer.html(CompareReport(generatedAt: 0, since: 0, until: 30 * SampleReport.day, rule: ReadinessRule(), bundles: [b]))
+        let page = ReportRenderer.html(
+            CompareReport(generatedAt: 0, since: 0, until: 30 * SampleReport.day, rule: ReadinessRule(), bundles: [b])
+        )
         let labels = page.components(separatedBy: "text-anchor=\"middle\">").dropFirst().map { String($0.prefix(5)) }
         #expect(labels.first == "06-01" && labels.last == "06-30" && labels.count <= 8, "\(labels)")
         #expect(page.contains("<title>2025-06-11: no pairs</title>"))
@@ -237,8 +334,12 @@ enum SampleReport {
         #expect(!hostile.contains("http://") && !hostile.contains("https://"))
         #expect(hostile.contains("see https&#58;//example.invalid/x and http&#58;//example.invalid"))
         for prefix in ["com.evil", "env", "field", "id", "one", "rule", "reason", "who", "verdict"] {
-            #expect(hostile.contains(prefix + "&quot;&#39;&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;"),
-                    "\(prefix) not escaped")
+            #expect(
+                hostile.contains(
+                    prefix + "&quot;&#39;&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;"
+                ),
+                "\(prefix) not escaped"
+            )
         }
     }
 }
@@ -247,7 +348,11 @@ enum SampleReport {
 /// Chromium is required (Debian's `chromium` package); without it these tests fail rather than skip.
 @Suite(.serialized) struct ReportRendererChromiumTests {
     /// Writes `html` to a fresh folder and runs `body` with the folder, the page's `file://` address and Chromium.
-    static func withPage(_ html: String, keep: Bool = false, _ body: (URL, String, String) async throws -> Void) async throws {
+    static func withPage(
+        _ html: String,
+        keep: Bool = false,
+        _ body: (URL, String, String) async throws -> Void
+    ) async throws {
         let browser = try HeadlessChromium.executable()
         let dir = FileManager.default.temporaryDirectory.appending(path: "iapgw-report-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -257,7 +362,8 @@ enum SampleReport {
         try await body(dir, "file://" + page.path(), browser)
         // IAPGW_REPORT_OUT=/some/folder keeps the page and its screenshot for a person to look at.
         if keep, let out = ProcessInfo.processInfo.environment["IAPGW_REPORT_OUT"] {
-            for name in ["report.html", "report.png"] where FileManager.default.fileExists(atPath: dir.appending(path: name).path()) {
+            for name in ["report.html", "report.png"]
+            where FileManager.default.fileExists(atPath: dir.appending(path: name).path()) {
                 let target = URL(filePath: out).appending(path: name)
                 try? FileManager.default.removeItem(at: target)
                 try FileManager.default.copyItem(at: dir.appending(path: name), to: target)
@@ -268,17 +374,31 @@ enum SampleReport {
     @Test(.timeLimit(.minutes(3))) func chromiumShowsBadgesRuleChartsAndEscapedText() async throws {
         try await Self.withPage(ReportRenderer.html(SampleReport.report), keep: true) { dir, url, browser in
             let profile = dir.appending(path: "profile").path()
-            let dom = try await HeadlessChromium.run(browser, HeadlessChromium.flags(profile: profile) + ["--dump-dom", url], in: dir)
+            let dom = try await HeadlessChromium.run(
+                browser,
+                HeadlessChromium.flags(profile: profile) + ["--dump-dom", url],
+                in: dir
+            )
             #expect(!dom.timedOut, "chromium --dump-dom did not finish within 60 s")
             #expect(dom.status == 0, "chromium exited \(dom.status): \(dom.stderr.suffix(2000))")
             let text = dom.stdout
             #expect(text.contains("<div class=\"badge ready\" id=\"verdict-0\" data-verdict=\"ready\">Ready</div>"))
-            #expect(text.contains("<div class=\"badge failing\" id=\"verdict-1\" data-verdict=\"not_ready\">Not ready</div>"))
-            #expect(text.contains("<div class=\"badge short\" id=\"verdict-2\" data-verdict=\"not_ready\">Not ready</div>"))
+            #expect(
+                text.contains(
+                    "<div class=\"badge failing\" id=\"verdict-1\" data-verdict=\"not_ready\">Not ready</div>"
+                )
+            )
+            #expect(
+                text.contains("<div class=\"badge short\" id=\"verdict-2\" data-verdict=\"not_ready\">Not ready</div>")
+            )
             for bundle in ["com.example.fitness", "com.example.news", "com.example.new"] {
                 #expect(text.contains("<h2>\(bundle)</h2>"))
             }
-            #expect(text.contains("<span id=\"rule\">≥ 99.5 % agreement over ≥ 200 pairs in the last 7 days, and no unexplained one-sided observations</span>"))
+            #expect(
+                text.contains(
+                    "<span id=\"rule\">≥ 99.5 % agreement over ≥ 200 pairs in the last 7 days, and no unexplained one-sided observations</span>"
+                )
+            )
             #expect(text.contains("<svg class=\"daily\" id=\"daily-1\""))
             #expect(text.contains("<svg class=\"fields\" id=\"fields-1\""))
             #expect(text.contains("<circle class=\"pt bad\""))
@@ -289,7 +409,12 @@ enum SampleReport {
 
             let png = dir.appending(path: "report.png")
             let shot = try await HeadlessChromium.run(
-                browser, HeadlessChromium.flags(profile: profile) + ["--screenshot=\(png.path())", "--window-size=1200,1600", url], in: dir)
+                browser,
+                HeadlessChromium.flags(profile: profile) + [
+                    "--screenshot=\(png.path())", "--window-size=1200,1600", url,
+                ],
+                in: dir
+            )
             #expect(!shot.timedOut && shot.status == 0, "chromium --screenshot failed: \(shot.stderr.suffix(2000))")
             let bytes = try [UInt8](Data(contentsOf: png))
             #expect(bytes.count > 10_000, "screenshot is only \(bytes.count) bytes: blank?")
@@ -303,11 +428,19 @@ enum SampleReport {
 
     @Test(.timeLimit(.minutes(2))) func chromiumShowsHostileTextAsText() async throws {
         try await Self.withPage(ReportRenderer.html(SampleReport.hostile)) { dir, url, browser in
-            let dom = try await HeadlessChromium.run(browser, HeadlessChromium.flags(profile: dir.appending(path: "profile").path()) + ["--dump-dom", url], in: dir)
+            let dom = try await HeadlessChromium.run(
+                browser,
+                HeadlessChromium.flags(profile: dir.appending(path: "profile").path()) + ["--dump-dom", url],
+                in: dir
+            )
             #expect(!dom.timedOut && dom.status == 0, "chromium failed: \(dom.stderr.suffix(2000))")
             #expect(dom.stdout.contains("</html>"))
             #expect(!dom.stdout.contains("<script") && !dom.stdout.contains("<img"))
-            #expect(dom.stdout.contains("<h2>com.evil\"'&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;</h2>"))
+            #expect(
+                dom.stdout.contains(
+                    "<h2>com.evil\"'&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;img src=x onerror=alert(2)&gt;</h2>"
+                )
+            )
         }
     }
 }
@@ -326,6 +459,10 @@ enum SampleReport {
 
     @Test func theTableStatesTheVerdictsRate() {
         let b = SampleReport.notReady
-        #expect(ReportRenderer.table(SampleReport.report).contains("\(CompareReport.percentText(b.agreements, of: b.pairs)!)  (249 of 250)"))
+        #expect(
+            ReportRenderer.table(SampleReport.report).contains(
+                "\(CompareReport.percentText(b.agreements, of: b.pairs)!)  (249 of 250)"
+            )
+        )
     }
 }

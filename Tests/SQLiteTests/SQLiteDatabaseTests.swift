@@ -14,7 +14,8 @@ import Testing
 
     /// A database at a fresh path with table `t(id INTEGER PRIMARY KEY, a TEXT, b INTEGER)`, closed at the end.
     static func withDatabase<T>(
-        _ options: SQLiteDatabase.Options = .init(), _ body: (SQLiteDatabase, String) async throws -> T
+        _ options: SQLiteDatabase.Options = .init(),
+        _ body: (SQLiteDatabase, String) async throws -> T
     ) async throws -> T {
         try await withTemporaryDirectory { directory in
             let path = directory + "/gateway.db"
@@ -56,7 +57,8 @@ import Testing
                     """
                     CREATE TABLE parent(id INTEGER PRIMARY KEY);
                     CREATE TABLE child(id INTEGER PRIMARY KEY, parent INTEGER NOT NULL REFERENCES parent(id));
-                    """)
+                    """
+                )
             }
             let error = #expect(throws: SQLiteError.self) {
                 try db.write { try $0.run("INSERT INTO child(parent) VALUES (?)", [42]) }
@@ -115,7 +117,8 @@ import Testing
             }
             #expect(
                 try db.read { try $0.queryOne("SELECT length(CAST(x AS BLOB)) AS n FROM v WHERE id = 10")?.int("n") }
-                    == 4)
+                    == 4
+            )
             #expect(try db.read { try $0.queryOne("SELECT x FROM v WHERE x IS NULL") }?[0] == .null)
         }
     }
@@ -125,7 +128,8 @@ import Testing
             try db.read { c in
                 try c.queryOne(
                     "SELECT ? AS i, ? AS s, ? AS b, ? AS t, ? AS f, ? AS n, ? AS r, ? AS big",
-                    [42, "text", .blob([1, 2]), true, false, nil, 2.5, .integer(.max)])
+                    [42, "text", .blob([1, 2]), true, false, nil, 2.5, .integer(.max)]
+                )
             }
         }
         let r = try #require(row)
@@ -289,11 +293,13 @@ import Testing
                         let changed = try db.write { c in
                             try c.run(
                                 "INSERT INTO t(a, b) VALUES ('task', ?), ('task', ?)",
-                                [.integer(Int64(task)), .integer(Int64(task))])
+                                [.integer(Int64(task)), .integer(Int64(task))]
+                            )
                         }
                         let mine = try db.read {
                             try $0.queryOne("SELECT count(*) AS n FROM t WHERE b = ?", [.integer(Int64(task))])?.int(
-                                "n")
+                                "n"
+                            )
                         }
                         let total = try db.readTransaction { try Self.count($0) }
                         return (changed, mine, total)
@@ -316,7 +322,9 @@ import Testing
         SQLiteMigration(version: 3, sql: "INSERT INTO plans(name, price) VALUES ('gold', 9)"),
         SQLiteMigration(version: 1, sql: "CREATE TABLE plans(name TEXT PRIMARY KEY)"),
         SQLiteMigration(
-            version: 2, sql: "ALTER TABLE plans ADD COLUMN price INTEGER; CREATE INDEX plans_price ON plans(price)"),
+            version: 2,
+            sql: "ALTER TABLE plans ADD COLUMN price INTEGER; CREATE INDEX plans_price ON plans(price)"
+        ),
     ]
 
     static func appliedVersions(_ db: SQLiteDatabase) throws -> [Int] {
@@ -465,7 +473,8 @@ import Testing
                     for i in 0..<20 {
                         try c.run(
                             "INSERT INTO events(id, body) VALUES (?, ?)",
-                            [.integer(Int64(batch * 20 + i)), .blob(body)])
+                            [.integer(Int64(batch * 20 + i)), .blob(body)]
+                        )
                     }
                 }
             }

@@ -28,7 +28,10 @@ import Testing
                 try c.run("INSERT INTO t(a) VALUES (?)", [.text("x")])
             }
             for file in [path, path + "-wal", path + "-shm"] {
-                #expect(Self.mode(file) == 0o600, "\(file) is \(Self.octal(Self.mode(file))) under umask \(Self.octal(mask))")
+                #expect(
+                    Self.mode(file) == 0o600,
+                    "\(file) is \(Self.octal(Self.mode(file))) under umask \(Self.octal(mask))"
+                )
             }
         }
     }

@@ -1,5 +1,5 @@
-public import Simulator
 import Foundation
+public import Simulator
 import TestSupport
 import Testing
 public import V2Adapter
@@ -30,24 +30,47 @@ public enum Sim {
     }
 
     /// The real V2 verifier: Apple's root for everything, the simulator's root (when given) for sandbox only.
-    public static func adapter(sandboxRoots: [[UInt8]], appleRoots: [[UInt8]] = [TrustAnchors.appleRootCAG3], apps: [V2App]? = nil) throws
+    public static func adapter(
+        sandboxRoots: [[UInt8]],
+        appleRoots: [[UInt8]] = [TrustAnchors.appleRootCAG3],
+        apps: [V2App]? = nil
+    ) throws
         -> V2Adapter
     {
-        V2Adapter(verifier: AppleJWSVerifier(anchors: try TrustAnchors(appleRoots: appleRoots, sandboxOnlyRoots: sandboxRoots)), apps: apps)
+        V2Adapter(
+            verifier: AppleJWSVerifier(
+                anchors: try TrustAnchors(appleRoots: appleRoots, sandboxOnlyRoots: sandboxRoots)
+            ),
+            apps: apps
+        )
     }
 
     /// The gateway's view: the simulated app configured for sandbox, the simulator root as an extra root.
     public static func adapter(trusting pki: SimulatorPKI) throws -> V2Adapter {
-        try adapter(sandboxRoots: [pki.root.der], apps: [V2App(bundleID: bundleID, appAppleID: nil, environments: [.sandbox])])
+        try adapter(
+            sandboxRoots: [pki.root.der],
+            apps: [V2App(bundleID: bundleID, appAppleID: nil, environments: [.sandbox])]
+        )
     }
 
-    public static func plan(_ name: String, pki: SimulatorPKI, start: Int64 = t0, firstID: Int64 = 1, appAppleID: Int64? = nil) throws
+    public static func plan(
+        _ name: String,
+        pki: SimulatorPKI,
+        start: Int64 = t0,
+        firstID: Int64 = 1,
+        appAppleID: Int64? = nil
+    ) throws
         -> Lifecycle.Plan
     {
         let lifecycle = try #require(Lifecycles.named(name))
         return try lifecycle.plan(
-            bundleID: bundleID, sharedSecret: secret, emitter: Emitter(signer: pki.signer, appAppleID: appAppleID), start: start,
-            monthMillis: month, firstID: firstID)
+            bundleID: bundleID,
+            sharedSecret: secret,
+            emitter: Emitter(signer: pki.signer, appAppleID: appAppleID),
+            start: start,
+            monthMillis: month,
+            firstID: firstID
+        )
     }
 
     /// A copy of `s` with `count` transactions: the existing ones, then monthly renewals with fresh ids.

@@ -12,8 +12,18 @@ import V2Adapter
         do { return try PrivateKey.generateP256() } catch { fatalError("P-256 key generation failed: \(error)") }
     }()
 
-    static func token(bundleID: String = Sim.bundleID, iat: Int64 = now - 10, exp: Int64 = now + 600) -> AppStoreAPIToken {
-        AppStoreAPIToken(keyID: SimulatorPKI.apiKeyID, issuerID: SimulatorPKI.issuerID, bundleID: bundleID, issuedAt: iat, expiresAt: exp)
+    static func token(
+        bundleID: String = Sim.bundleID,
+        iat: Int64 = now - 10,
+        exp: Int64 = now + 600
+    ) -> AppStoreAPIToken {
+        AppStoreAPIToken(
+            keyID: SimulatorPKI.apiKeyID,
+            issuerID: SimulatorPKI.issuerID,
+            bundleID: bundleID,
+            issuedAt: iat,
+            expiresAt: exp
+        )
     }
 
     static func rejection(_ token: String, key: PrivateKey = key, now: Int64 = now) -> AppStoreAPIToken.Rejection? {
@@ -46,15 +56,27 @@ import V2Adapter
     }
 
     @Test func valuesNeedingJSONEscapesSurvive() throws {
-        let token = AppStoreAPIToken(keyID: "K\"1\\", issuerID: "iss\u{1}", bundleID: "com.example.\"quoted\"", issuedAt: Self.now,
-                                     expiresAt: Self.now + 60)
-        let verified = try AppStoreAPIToken.verify(try token.signed(with: Self.key), publicKey: Self.key.publicKey, now: Self.now)
+        let token = AppStoreAPIToken(
+            keyID: "K\"1\\",
+            issuerID: "iss\u{1}",
+            bundleID: "com.example.\"quoted\"",
+            issuedAt: Self.now,
+            expiresAt: Self.now + 60
+        )
+        let verified = try AppStoreAPIToken.verify(
+            try token.signed(with: Self.key),
+            publicKey: Self.key.publicKey,
+            now: Self.now
+        )
         #expect(verified == token)
     }
 
     @Test func boundariesAreInclusiveWhereAppleIs() throws {
         // An hour exactly, issued up to a minute in the future, expiring a second from now: all fine.
-        #expect(Self.rejection(try Self.token(iat: Self.now - 100, exp: Self.now - 100 + 3_600).signed(with: Self.key)) == nil)
+        #expect(
+            Self.rejection(try Self.token(iat: Self.now - 100, exp: Self.now - 100 + 3_600).signed(with: Self.key))
+                == nil
+        )
         #expect(Self.rejection(try Self.token(iat: Self.now + 60, exp: Self.now + 600).signed(with: Self.key)) == nil)
         #expect(Self.rejection(try Self.token(iat: Self.now - 10, exp: Self.now + 1).signed(with: Self.key)) == nil)
     }
@@ -74,26 +96,46 @@ import V2Adapter
         #expect(Self.rejection(header + "." + array + "." + sig) == .malformed)
         // Well signed but missing claims (or `kid`): malformed, judged after the signature. (`iat` may be missing:
         // AppStoreAPITokenTests.tokenWithoutIatIsJudgedByItsExpiry.)
-        let noExp = try CraftedJWT.make(payload: #"{"iss":"i","iat":\#(Self.now),"aud":"appstoreconnect-v1"}"#, key: Self.key)
+        let noExp = try CraftedJWT.make(
+            payload: #"{"iss":"i","iat":\#(Self.now),"aud":"appstoreconnect-v1"}"#,
+            key: Self.key
+        )
         #expect(Self.rejection(noExp) == .malformed)
-        let noIss = try CraftedJWT.make(payload: #"{"iat":\#(Self.now),"exp":\#(Self.now + 60),"aud":"appstoreconnect-v1"}"#, key: Self.key)
+        let noIss = try CraftedJWT.make(
+            payload: #"{"iat":\#(Self.now),"exp":\#(Self.now + 60),"aud":"appstoreconnect-v1"}"#,
+            key: Self.key
+        )
         #expect(Self.rejection(noIss) == .malformed)
         for iat in [#""\#(Self.now)""#, "null", "true", "{}"] {
-            let odd = try CraftedJWT.make(payload: #"{"iss":"i","iat":\#(iat),"exp":\#(Self.now + 60),"aud":"appstoreconnect-v1"}"#, key: Self.key)
+            let odd = try CraftedJWT.make(
+                payload: #"{"iss":"i","iat":\#(iat),"exp":\#(Self.now + 60),"aud":"appstoreconnect-v1"}"#,
+                key: Self.key
+            )
             #expect(Self.rejection(odd) == .malformed, "iat \(iat): present, so it must be whole seconds")
         }
-        let noKid = try CraftedJWT.make(header: #"{"alg":"ES256","typ":"JWT"}"#,
-                                        payload: CraftedJWT.claims(iat: Self.now, exp: Self.now + 60), key: Self.key)
+        let noKid = try CraftedJWT.make(
+            header: #"{"alg":"ES256","typ":"JWT"}"#,
+            payload: CraftedJWT.claims(iat: Self.now, exp: Self.now + 60),
+            key: Self.key
+        )
         #expect(Self.rejection(noKid) == .malformed)
-        let stringDates = try CraftedJWT.make(payload: #"{"iss":"i","iat":"\#(Self.now)","exp":"\#(Self.now + 60)","aud":"appstoreconnect-v1"}"#,
-                                              key: Self.key)
+        let stringDates = try CraftedJWT.make(
+            payload: #"{"iss":"i","iat":"\#(Self.now)","exp":"\#(Self.now + 60)","aud":"appstoreconnect-v1"}"#,
+            key: Self.key
+        )
         #expect(Self.rejection(stringDates) == .malformed)
     }
 
     @Test func badAlgorithm() throws {
         let claims = CraftedJWT.claims(iat: Self.now, exp: Self.now + 60)
-        for alg in [#"{"alg":"HS256","kid":"K","typ":"JWT"}"#, #"{"alg":"none","kid":"K"}"#, #"{"alg":"es256","kid":"K"}"#, #"{"kid":"K"}"#] {
-            #expect(Self.rejection(try CraftedJWT.make(header: alg, payload: claims, key: Self.key)) == .badAlgorithm, "\(alg)")
+        for alg in [
+            #"{"alg":"HS256","kid":"K","typ":"JWT"}"#, #"{"alg":"none","kid":"K"}"#, #"{"alg":"es256","kid":"K"}"#,
+            #"{"kid":"K"}"#,
+        ] {
+            #expect(
+                Self.rejection(try CraftedJWT.make(header: alg, payload: claims, key: Self.key)) == .badAlgorithm,
+                "\(alg)"
+            )
         }
         // ES256 named, but a DER signature instead of raw R‖S.
         let input = CraftedJWT.segment(#"{"alg":"ES256","kid":"K"}"#) + "." + CraftedJWT.segment(claims)
@@ -106,7 +148,9 @@ import V2Adapter
         let signed = try Self.token().signed(with: Self.key)
         let parts = signed.split(separator: ".").map(String.init)
         // Another payload under the original signature.
-        let tampered = parts[0] + "." + CraftedJWT.segment(CraftedJWT.claims(iat: Self.now - 10, exp: Self.now + 600, bid: "com.example.other"))
+        let tampered =
+            parts[0] + "."
+            + CraftedJWT.segment(CraftedJWT.claims(iat: Self.now - 10, exp: Self.now + 600, bid: "com.example.other"))
             + "." + parts[2]
         #expect(Self.rejection(tampered) == .badSignature)
         // Another header under the original signature.
@@ -116,33 +160,61 @@ import V2Adapter
         // Signed by another key.
         #expect(Self.rejection(signed, key: try PrivateKey.generateP256()) == .badSignature)
         // Zeroed signature of the right length.
-        #expect(Self.rejection(parts[0] + "." + parts[1] + "." + Base64.encode([UInt8](repeating: 0, count: 64), alphabet: .url)) == .badSignature)
+        #expect(
+            Self.rejection(
+                parts[0] + "." + parts[1] + "." + Base64.encode([UInt8](repeating: 0, count: 64), alphabet: .url)
+            ) == .badSignature
+        )
     }
 
     @Test func badAudience() throws {
         for aud in ["appstoreconnect-v2", "", "APPSTORECONNECT-V1"] {
-            let token = try CraftedJWT.make(payload: CraftedJWT.claims(iat: Self.now, exp: Self.now + 60, aud: aud), key: Self.key)
+            let token = try CraftedJWT.make(
+                payload: CraftedJWT.claims(iat: Self.now, exp: Self.now + 60, aud: aud),
+                key: Self.key
+            )
             #expect(Self.rejection(token) == .badAudience, "\(aud)")
         }
-        let missing = try CraftedJWT.make(payload: CraftedJWT.claims(iat: Self.now, exp: Self.now + 60, aud: nil), key: Self.key)
+        let missing = try CraftedJWT.make(
+            payload: CraftedJWT.claims(iat: Self.now, exp: Self.now + 60, aud: nil),
+            key: Self.key
+        )
         #expect(Self.rejection(missing) == .badAudience)
     }
 
     @Test func expired() throws {
         #expect(Self.rejection(try Self.token(iat: Self.now - 600, exp: Self.now).signed(with: Self.key)) == .expired)
-        #expect(Self.rejection(try Self.token(iat: Self.now - 600, exp: Self.now - 1).signed(with: Self.key)) == .expired)
+        #expect(
+            Self.rejection(try Self.token(iat: Self.now - 600, exp: Self.now - 1).signed(with: Self.key)) == .expired
+        )
         // The same token was fine a minute earlier.
-        #expect(Self.rejection(try Self.token(iat: Self.now - 600, exp: Self.now).signed(with: Self.key), now: Self.now - 60) == nil)
+        #expect(
+            Self.rejection(
+                try Self.token(iat: Self.now - 600, exp: Self.now).signed(with: Self.key),
+                now: Self.now - 60
+            ) == nil
+        )
     }
 
     @Test func notYetValid() throws {
-        #expect(Self.rejection(try Self.token(iat: Self.now + 61, exp: Self.now + 600).signed(with: Self.key)) == .notYetValid)
-        #expect(Self.rejection(try Self.token(iat: Self.now + 3_000, exp: Self.now + 3_100).signed(with: Self.key)) == .notYetValid)
+        #expect(
+            Self.rejection(try Self.token(iat: Self.now + 61, exp: Self.now + 600).signed(with: Self.key))
+                == .notYetValid
+        )
+        #expect(
+            Self.rejection(try Self.token(iat: Self.now + 3_000, exp: Self.now + 3_100).signed(with: Self.key))
+                == .notYetValid
+        )
     }
 
     @Test func tooLong() throws {
-        #expect(Self.rejection(try Self.token(iat: Self.now - 10, exp: Self.now - 10 + 3_601).signed(with: Self.key)) == .tooLong)
-        #expect(Self.rejection(try Self.token(iat: Self.now, exp: Self.now + 86_400).signed(with: Self.key)) == .tooLong)
+        #expect(
+            Self.rejection(try Self.token(iat: Self.now - 10, exp: Self.now - 10 + 3_601).signed(with: Self.key))
+                == .tooLong
+        )
+        #expect(
+            Self.rejection(try Self.token(iat: Self.now, exp: Self.now + 86_400).signed(with: Self.key)) == .tooLong
+        )
         #expect(AppStoreAPIToken.maxLifetimeSeconds == 3_600)
     }
 
@@ -161,16 +233,34 @@ import V2Adapter
     /// Apple's Python library (`app-store-server-library` 3.1.2, through PyJWT) signs header
     /// `{"alg":"ES256","kid":KEY_ID,"typ":"JWT"}` and payload `{"bid","iss","aud","exp"}`: no `iat`, `exp` five
     /// minutes ahead. Apple takes it; so must the fake.
-    static func pythonLibraryToken(exp: Int64, header: String = #"{"alg":"ES256","kid":"SIMKEY0001","typ":"JWT"}"#) throws -> String {
+    static func pythonLibraryToken(
+        exp: Int64,
+        header: String = #"{"alg":"ES256","kid":"SIMKEY0001","typ":"JWT"}"#
+    ) throws -> String {
         try CraftedJWT.make(
             header: header,
-            payload: #"{"bid":"\#(Sim.bundleID)","iss":"\#(SimulatorPKI.issuerID)","aud":"appstoreconnect-v1","exp":\#(exp)}"#, key: Self.key)
+            payload:
+                #"{"bid":"\#(Sim.bundleID)","iss":"\#(SimulatorPKI.issuerID)","aud":"appstoreconnect-v1","exp":\#(exp)}"#,
+            key: Self.key
+        )
     }
 
     @Test func tokenOfApplesPythonLibraryVerifies() throws {
-        let verified = try AppStoreAPIToken.verify(try Self.pythonLibraryToken(exp: Self.now + 300), publicKey: Self.key.publicKey, now: Self.now)
-        #expect(verified == AppStoreAPIToken(keyID: SimulatorPKI.apiKeyID, issuerID: SimulatorPKI.issuerID, bundleID: Sim.bundleID,
-                                             issuedAt: nil, expiresAt: Self.now + 300))
+        let verified = try AppStoreAPIToken.verify(
+            try Self.pythonLibraryToken(exp: Self.now + 300),
+            publicKey: Self.key.publicKey,
+            now: Self.now
+        )
+        #expect(
+            verified
+                == AppStoreAPIToken(
+                    keyID: SimulatorPKI.apiKeyID,
+                    issuerID: SimulatorPKI.issuerID,
+                    bundleID: Sim.bundleID,
+                    issuedAt: nil,
+                    expiresAt: Self.now + 300
+                )
+        )
     }
 
     /// Without `iat` the lifetime is counted from now: `exp` in the future and at most 60 minutes ahead.
@@ -183,7 +273,10 @@ import V2Adapter
         #expect(Self.rejection(try Self.pythonLibraryToken(exp: .max)) == .tooLong, "clamped, not trapped")
         #expect(Self.rejection(try Self.pythonLibraryToken(exp: .min)) == .expired)
         // With `iat` the old rules still hold: the same expiry is too long when issued over an hour before it.
-        let early = try CraftedJWT.make(payload: CraftedJWT.claims(iat: Self.now - 3_000, exp: Self.now + 601), key: Self.key)
+        let early = try CraftedJWT.make(
+            payload: CraftedJWT.claims(iat: Self.now - 3_000, exp: Self.now + 601),
+            key: Self.key
+        )
         #expect(Self.rejection(early) == .tooLong)
     }
 
@@ -191,7 +284,15 @@ import V2Adapter
     @Test func headerWithoutTypIsAccepted() throws {
         let bare = #"{"alg":"ES256","kid":"SIMKEY0001"}"#
         #expect(Self.rejection(try Self.pythonLibraryToken(exp: Self.now + 300, header: bare)) == nil)
-        #expect(Self.rejection(try CraftedJWT.make(header: bare, payload: CraftedJWT.claims(iat: Self.now, exp: Self.now + 60), key: Self.key)) == nil)
+        #expect(
+            Self.rejection(
+                try CraftedJWT.make(
+                    header: bare,
+                    payload: CraftedJWT.claims(iat: Self.now, exp: Self.now + 60),
+                    key: Self.key
+                )
+            ) == nil
+        )
         let otherTyp = #"{"typ":"jwt","kid":"SIMKEY0001","alg":"ES256"}"#
         #expect(Self.rejection(try Self.pythonLibraryToken(exp: Self.now + 300, header: otherTyp)) == nil)
     }

@@ -2,8 +2,8 @@ import Canonical
 import Crypto
 import Foundation
 import Simulator
-import TestSupport
 import SimulatorTestSupport
+import TestSupport
 import Testing
 import V1Adapter
 import V2Adapter
@@ -18,8 +18,13 @@ import V2Adapter
             #expect(s.transactions.count == 3)
             let emitter = Emitter(signer: pki.signer)
             let first = s.transactions[0]
-            let p = emitter.transactionPayload(first, bundleID: s.bundleID, appAccountToken: s.appAccountToken,
-                                               product: Catalogue.monthly, signedDate: Sim.t0 + 5)
+            let p = emitter.transactionPayload(
+                first,
+                bundleID: s.bundleID,
+                appAccountToken: s.appAccountToken,
+                product: Catalogue.monthly,
+                signedDate: Sim.t0 + 5
+            )
             #expect(p.environment == "Sandbox")
             #expect(p.transactionID == first.transactionID)
             #expect(p.originalTransactionID == s.originalTransactionID)
@@ -42,8 +47,13 @@ import V2Adapter
             #expect(p.revocationDate == nil && p.revocationReason == nil && p.revocationType == nil)
             #expect(p.isUpgraded == nil)
 
-            let renewal = emitter.transactionPayload(s.transactions[2], bundleID: s.bundleID, appAccountToken: s.appAccountToken,
-                                                     product: Catalogue.monthly, signedDate: Sim.t0)
+            let renewal = emitter.transactionPayload(
+                s.transactions[2],
+                bundleID: s.bundleID,
+                appAccountToken: s.appAccountToken,
+                product: Catalogue.monthly,
+                signedDate: Sim.t0
+            )
             #expect(renewal.transactionReason == "RENEWAL")
             #expect(renewal.originalTransactionID == s.originalTransactionID)
             #expect(renewal.transactionID != s.originalTransactionID)
@@ -57,25 +67,45 @@ import V2Adapter
             let emitter = Emitter(signer: pki.signer)
             let family = try Sim.finalSubscription("family-revoke", pki: pki)
             let latest = try #require(family.latest)
-            let p = emitter.transactionPayload(latest, bundleID: family.bundleID, appAccountToken: family.appAccountToken,
-                                               product: Catalogue.monthly, signedDate: Sim.t0)
+            let p = emitter.transactionPayload(
+                latest,
+                bundleID: family.bundleID,
+                appAccountToken: family.appAccountToken,
+                product: Catalogue.monthly,
+                signedDate: Sim.t0
+            )
             #expect(p.inAppOwnershipType == "FAMILY_SHARED")
             #expect(p.revocationType == "FAMILY_REVOKE")
             #expect(p.revocationDate == Sim.t0 + Int64(Double(Sim.month) * 0.3))
 
             let refunded = try Sim.finalSubscription("refund", pki: pki)
-            let r = emitter.transactionPayload(try #require(refunded.latest), bundleID: refunded.bundleID,
-                                               appAccountToken: refunded.appAccountToken, product: Catalogue.monthly, signedDate: Sim.t0)
+            let r = emitter.transactionPayload(
+                try #require(refunded.latest),
+                bundleID: refunded.bundleID,
+                appAccountToken: refunded.appAccountToken,
+                product: Catalogue.monthly,
+                signedDate: Sim.t0
+            )
             #expect(r.revocationReason == 1)
             #expect(r.revocationType == "REFUND_FULL")
             #expect(r.revocationDate == Sim.t0 + Int64(Double(Sim.month) * 0.2))
 
             let upgraded = try Sim.finalSubscription("upgrade", pki: pki)
             #expect(upgraded.transactions.count == 2)
-            let old = emitter.transactionPayload(upgraded.transactions[0], bundleID: upgraded.bundleID,
-                                                 appAccountToken: upgraded.appAccountToken, product: Catalogue.monthly, signedDate: Sim.t0)
-            let new = emitter.transactionPayload(upgraded.transactions[1], bundleID: upgraded.bundleID,
-                                                 appAccountToken: upgraded.appAccountToken, product: Catalogue.premium, signedDate: Sim.t0)
+            let old = emitter.transactionPayload(
+                upgraded.transactions[0],
+                bundleID: upgraded.bundleID,
+                appAccountToken: upgraded.appAccountToken,
+                product: Catalogue.monthly,
+                signedDate: Sim.t0
+            )
+            let new = emitter.transactionPayload(
+                upgraded.transactions[1],
+                bundleID: upgraded.bundleID,
+                appAccountToken: upgraded.appAccountToken,
+                product: Catalogue.premium,
+                signedDate: Sim.t0
+            )
             #expect(old.isUpgraded == true)
             #expect(new.isUpgraded == nil)
             #expect(new.productID == "sim.premium.monthly")
@@ -89,14 +119,25 @@ import V2Adapter
             func first(_ name: String) throws -> (SimSubscription, TransactionPayload) {
                 let s = try #require(try Sim.plan(name, pki: pki).emissions.first).subscription
                 let t = s.transactions[0]
-                return (s, emitter.transactionPayload(t, bundleID: s.bundleID, appAccountToken: s.appAccountToken,
-                                                      product: Catalogue.product(t.productID), signedDate: Sim.t0))
+                return (
+                    s,
+                    emitter.transactionPayload(
+                        t,
+                        bundleID: s.bundleID,
+                        appAccountToken: s.appAccountToken,
+                        product: Catalogue.product(t.productID),
+                        signedDate: Sim.t0
+                    )
+                )
             }
             let (_, trial) = try first("initial-buy-free-trial")
             #expect(trial.offerType == 1 && trial.offerDiscountType == "FREE_TRIAL" && trial.price == 0)
             #expect(trial.expiresDate == Sim.t0 + Sim.month / 4, "a one-week trial")
             let (_, intro) = try first("initial-buy-intro-offer")
-            #expect(intro.offerType == 1 && intro.offerDiscountType == "PAY_AS_YOU_GO" && intro.price == Catalogue.monthly.priceMilli / 2)
+            #expect(
+                intro.offerType == 1 && intro.offerDiscountType == "PAY_AS_YOU_GO"
+                    && intro.price == Catalogue.monthly.priceMilli / 2
+            )
             let (_, code) = try first("offer-code-buy")
             #expect(code.offerType == 3 && code.offerIdentifier == "SPRING")
             let (coinsSub, coins) = try first("consumable-consumption-request")
@@ -107,10 +148,20 @@ import V2Adapter
             #expect(emitter.renewalPayload(coinsSub, signedDate: Sim.t0) == nil, "no renewal info for a consumable")
 
             let lifetime = try JSONDecoder().decode(
-                SimProduct.self, from: Data(#"{"id":"sim.lifetime","kind":"nonConsumable","level":0,"months":0,"priceMilli":49990}"#.utf8))
+                SimProduct.self,
+                from: Data(
+                    #"{"id":"sim.lifetime","kind":"nonConsumable","level":0,"months":0,"priceMilli":49990}"#.utf8
+                )
+            )
             var t = coinsSub.transactions[0]
             t.productID = lifetime.id
-            let p = emitter.transactionPayload(t, bundleID: coinsSub.bundleID, appAccountToken: "", product: lifetime, signedDate: Sim.t0)
+            let p = emitter.transactionPayload(
+                t,
+                bundleID: coinsSub.bundleID,
+                appAccountToken: "",
+                product: lifetime,
+                signedDate: Sim.t0
+            )
             #expect(p.type == "Non-Consumable")
             #expect(p.subscriptionGroupIdentifier == nil)
         }
@@ -147,9 +198,15 @@ import V2Adapter
             #expect(o.expirationIntent == 1)
 
             let price = try Sim.plan("price-increase-accepted", pki: pki)
-            #expect(emitter.renewalPayload(price.emissions[1].subscription, signedDate: Sim.t0)?.priceIncreaseStatus == 0)
-            #expect(emitter.renewalPayload(price.emissions[2].subscription, signedDate: Sim.t0)?.priceIncreaseStatus == 1)
-            #expect(emitter.renewalPayload(price.emissions[0].subscription, signedDate: Sim.t0)?.priceIncreaseStatus == nil)
+            #expect(
+                emitter.renewalPayload(price.emissions[1].subscription, signedDate: Sim.t0)?.priceIncreaseStatus == 0
+            )
+            #expect(
+                emitter.renewalPayload(price.emissions[2].subscription, signedDate: Sim.t0)?.priceIncreaseStatus == 1
+            )
+            #expect(
+                emitter.renewalPayload(price.emissions[0].subscription, signedDate: Sim.t0)?.priceIncreaseStatus == nil
+            )
         }
     }
 
@@ -159,7 +216,10 @@ import V2Adapter
             let adapter = try Sim.adapter(trusting: pki)
             let s = try Sim.finalSubscription("auto-renew", pki: pki)
             let latest = try #require(s.latest)
-            let t = try adapter.verifyTransaction(Array(try emitter.signedTransaction(s, latest, at: Sim.t0 + 9).utf8), now: Sim.t0)
+            let t = try adapter.verifyTransaction(
+                Array(try emitter.signedTransaction(s, latest, at: Sim.t0 + 9).utf8),
+                now: Sim.t0
+            )
             #expect(t.payload.transactionID == latest.transactionID)
             #expect(t.signedDate == Sim.t0 + 9)
             #expect(t.environment == .sandbox)
@@ -176,8 +236,14 @@ import V2Adapter
             let adapter = try Sim.adapter(trusting: pki)
             let s = try Sim.finalSubscription("auto-renew", pki: pki)
             let at = Sim.t0 + 2 * Sim.month + 10
-            let token = try emitter.notification(type: "DID_RENEW", subtype: nil, uuid: "11111111-2222-4333-8444-555555555555",
-                                                 subscription: s, transaction: nil, at: at)
+            let token = try emitter.notification(
+                type: "DID_RENEW",
+                subtype: nil,
+                uuid: "11111111-2222-4333-8444-555555555555",
+                subscription: s,
+                transaction: nil,
+                at: at
+            )
             let n = try adapter.verifyNotification(signedPayload: Array(token.utf8), now: at)
             #expect(n.payload.notificationType == "DID_RENEW")
             #expect(n.payload.subtype == nil)
@@ -187,19 +253,35 @@ import V2Adapter
             #expect(n.payload.data?.status == 1)
             #expect(n.payload.data?.bundleVersion == "1")
             #expect(n.appAppleID == 1_234_567)
-            #expect(n.transaction?.transactionID == s.latest?.transactionID, "the latest transaction when none is given")
+            #expect(
+                n.transaction?.transactionID == s.latest?.transactionID,
+                "the latest transaction when none is given"
+            )
             #expect(n.renewalInfo?.originalTransactionID == s.originalTransactionID)
 
             // An explicit transaction wins; `extra` edits the data.
             let old = s.transactions[0]
-            let explicit = try emitter.notification(type: "CONSUMPTION_REQUEST", subtype: nil, uuid: "u", subscription: s, transaction: old,
-                                                    at: at) { $0.consumptionRequestReason = "UNINTENDED_PURCHASE" }
+            let explicit = try emitter.notification(
+                type: "CONSUMPTION_REQUEST",
+                subtype: nil,
+                uuid: "u",
+                subscription: s,
+                transaction: old,
+                at: at
+            ) { $0.consumptionRequestReason = "UNINTENDED_PURCHASE" }
             let e = try adapter.verifyNotification(signedPayload: Array(explicit.utf8), now: at)
             #expect(e.transaction?.transactionID == old.transactionID)
             #expect(e.payload.data?.consumptionRequestReason == "UNINTENDED_PURCHASE")
 
             // TEST: no subscription, so no signed info and no status.
-            let test = try emitter.notification(type: "TEST", subtype: nil, uuid: "t", subscription: nil, transaction: nil, at: at)
+            let test = try emitter.notification(
+                type: "TEST",
+                subtype: nil,
+                uuid: "t",
+                subscription: nil,
+                transaction: nil,
+                at: at
+            )
             let tn = try adapter.verifyNotification(signedPayload: Array(test.utf8), now: at)
             #expect(tn.payload.data?.signedTransactionInfo == nil)
             #expect(tn.payload.data?.signedRenewalInfo == nil)
@@ -211,7 +293,13 @@ import V2Adapter
     // MARK: status
 
     /// A subscription in the given state at `Sim.t0 + 10 days` (its only period ran from t0 to t0 + 1 month).
-    static func crafted(_ base: SimSubscription, expires: Int64?, grace: Int64? = nil, retry: Bool = false, revoked: Int64? = nil)
+    static func crafted(
+        _ base: SimSubscription,
+        expires: Int64?,
+        grace: Int64? = nil,
+        retry: Bool = false,
+        revoked: Int64? = nil
+    )
         -> SimSubscription
     {
         var s = base
@@ -229,16 +317,27 @@ import V2Adapter
             let future = at + 86_400_000
             let past = at - 86_400_000
             #expect(Emitter.status(Self.crafted(base, expires: future), at: at) == 1, "active")
-            #expect(Emitter.status(Self.crafted(base, expires: past, grace: future, retry: true), at: at) == 4, "grace period")
+            #expect(
+                Emitter.status(Self.crafted(base, expires: past, grace: future, retry: true), at: at) == 4,
+                "grace period"
+            )
             #expect(Emitter.status(Self.crafted(base, expires: past, retry: true), at: at) == 3, "billing retry")
-            #expect(Emitter.status(Self.crafted(base, expires: past, grace: past, retry: true), at: at) == 3, "grace over, retrying")
+            #expect(
+                Emitter.status(Self.crafted(base, expires: past, grace: past, retry: true), at: at) == 3,
+                "grace over, retrying"
+            )
             #expect(Emitter.status(Self.crafted(base, expires: future, revoked: past), at: at) == 5, "revoked")
             #expect(Emitter.status(Self.crafted(base, expires: past), at: at) == 2, "expired")
             #expect(Emitter.status(Self.crafted(base, expires: at), at: at) == 2, "expiry is exclusive")
             #expect(Emitter.status(Self.crafted(base, expires: nil), at: at) == 1, "no expiry: active")
-            #expect(Emitter.entitlement(Self.crafted(base, expires: future), at: at) == Entitlement(state: .active, until: future))
-            #expect(Emitter.entitlement(Self.crafted(base, expires: past, grace: future, retry: true), at: at)
-                == Entitlement(state: .gracePeriod, until: future))
+            #expect(
+                Emitter.entitlement(Self.crafted(base, expires: future), at: at)
+                    == Entitlement(state: .active, until: future)
+            )
+            #expect(
+                Emitter.entitlement(Self.crafted(base, expires: past, grace: future, retry: true), at: at)
+                    == Entitlement(state: .gracePeriod, until: future)
+            )
         }
     }
 
@@ -311,12 +410,18 @@ import V2Adapter
             #expect(v.quantity?.text == "1")
             #expect(v.cancellationDate == nil && v.isUpgraded == nil)
 
-            let trial = Emitter.v1Transaction(try Sim.plan("initial-buy-free-trial", pki: pki).emissions[0].subscription.transactions[0])
+            let trial = Emitter.v1Transaction(
+                try Sim.plan("initial-buy-free-trial", pki: pki).emissions[0].subscription.transactions[0]
+            )
             #expect(trial.isTrialPeriod?.text == "true")
             #expect(trial.isInIntroOfferPeriod?.text == "false", "a trial is not reported as an intro price")
-            let intro = Emitter.v1Transaction(try Sim.plan("initial-buy-intro-offer", pki: pki).emissions[0].subscription.transactions[0])
+            let intro = Emitter.v1Transaction(
+                try Sim.plan("initial-buy-intro-offer", pki: pki).emissions[0].subscription.transactions[0]
+            )
             #expect(intro.isTrialPeriod?.text == "false" && intro.isInIntroOfferPeriod?.text == "true")
-            let code = Emitter.v1Transaction(try Sim.plan("offer-code-buy", pki: pki).emissions[0].subscription.transactions[0])
+            let code = Emitter.v1Transaction(
+                try Sim.plan("offer-code-buy", pki: pki).emissions[0].subscription.transactions[0]
+            )
             #expect(code.offerCodeRefName == "SPRING" && code.promotionalOfferID == nil)
 
             let refunded = Emitter.v1Transaction(try #require(try Sim.finalSubscription("refund", pki: pki).latest))
@@ -324,9 +429,13 @@ import V2Adapter
             #expect(refunded.cancellationReason?.text == "1")
             let upgraded = Emitter.v1Transaction(try Sim.finalSubscription("upgrade", pki: pki).transactions[0])
             #expect(upgraded.isUpgraded?.text == "true")
-            let family = Emitter.v1Transaction(try #require(try Sim.finalSubscription("family-revoke", pki: pki).latest))
+            let family = Emitter.v1Transaction(
+                try #require(try Sim.finalSubscription("family-revoke", pki: pki).latest)
+            )
             #expect(family.inAppOwnershipType == "FAMILY_SHARED")
-            let coins = Emitter.v1Transaction(try Sim.finalSubscription("consumable-consumption-request", pki: pki).transactions[0])
+            let coins = Emitter.v1Transaction(
+                try Sim.finalSubscription("consumable-consumption-request", pki: pki).transactions[0]
+            )
             #expect(coins.expiresDate == nil && coins.subscriptionGroupIdentifier == nil)
         }
     }
@@ -344,9 +453,16 @@ import V2Adapter
             #expect(g.productID == "sim.monthly" && g.autoRenewProductID == "sim.monthly")
             #expect(g.priceConsentStatus == nil)
 
-            let off = try #require(Emitter.v1Renewal(try Sim.plan("auto-renew-off-then-expiry", pki: pki).emissions[1].subscription))
-            #expect(off.autoRenewStatus?.text == "0" && off.isInBillingRetryPeriod?.text == "0" && off.expirationIntent?.text == "1")
-            let price = try #require(Emitter.v1Renewal(try Sim.plan("price-increase-accepted", pki: pki).emissions[1].subscription))
+            let off = try #require(
+                Emitter.v1Renewal(try Sim.plan("auto-renew-off-then-expiry", pki: pki).emissions[1].subscription)
+            )
+            #expect(
+                off.autoRenewStatus?.text == "0" && off.isInBillingRetryPeriod?.text == "0"
+                    && off.expirationIntent?.text == "1"
+            )
+            let price = try #require(
+                Emitter.v1Renewal(try Sim.plan("price-increase-accepted", pki: pki).emissions[1].subscription)
+            )
             #expect(price.priceConsentStatus?.text == "0")
             #expect(Emitter.v1Renewal(try Sim.finalSubscription("consumable-consumption-request", pki: pki)) == nil)
         }
@@ -355,7 +471,12 @@ import V2Adapter
     @Test func v1BodyRoundTripsAndCarriesTheReceipt() throws {
         try Sim.withPKI { pki throws in
             let s = try Sim.finalSubscription("auto-renew", pki: pki)
-            let body = Emitter.v1Body(type: "DID_RENEW", subscription: s, sharedSecret: Sim.secret, at: Sim.t0 + 2 * Sim.month)
+            let body = Emitter.v1Body(
+                type: "DID_RENEW",
+                subscription: s,
+                sharedSecret: Sim.secret,
+                at: Sim.t0 + 2 * Sim.month
+            )
             let decoded = try JSONDecoder().decode(ResponseBodyV1.self, from: try JSONEncoder().encode(body))
             #expect(decoded == body)
             #expect(decoded.notificationType == "DID_RENEW")
@@ -367,7 +488,10 @@ import V2Adapter
             #expect(decoded.subscriptionID == s.originalTransactionID)
             #expect(decoded.autoRenewStatus?.text == "true")
             #expect(decoded.autoRenewProductID == "sim.monthly")
-            #expect(decoded.autoRenewStatusChangeDateMs == nil, "only DID_CHANGE_RENEWAL_STATUS says when auto-renew changed")
+            #expect(
+                decoded.autoRenewStatusChangeDateMs == nil,
+                "only DID_CHANGE_RENEWAL_STATUS says when auto-renew changed"
+            )
             let receipt = try #require(decoded.unifiedReceipt)
             #expect(receipt.latestReceipt == s.receiptToken)
             #expect(decoded.receiptData == s.receiptToken)
@@ -382,7 +506,10 @@ import V2Adapter
             #expect(receipt.pendingRenewalInfo?.first?.originalTransactionID?.text == s.originalTransactionID)
 
             // The receipt token names the subscription.
-            let token = String(decoding: try Base64.decode(Array(s.receiptToken.utf8), alphabet: .standard), as: UTF8.self)
+            let token = String(
+                decoding: try Base64.decode(Array(s.receiptToken.utf8), alphabet: .standard),
+                as: UTF8.self
+            )
             #expect(token == "sim-receipt:\(s.originalTransactionID)")
         }
     }
@@ -398,7 +525,12 @@ import V2Adapter
             #expect(body.autoRenewStatusChangeDateMs?.int64 == off.at)
             #expect(body.autoRenewStatusChangeDate?.text == Emitter.gmt(off.at))
             let coins = try Sim.finalSubscription("consumable-consumption-request", pki: pki)
-            let c = Emitter.v1Body(type: "CONSUMPTION_REQUEST", subscription: coins, sharedSecret: Sim.secret, at: Sim.t0)
+            let c = Emitter.v1Body(
+                type: "CONSUMPTION_REQUEST",
+                subscription: coins,
+                sharedSecret: Sim.secret,
+                at: Sim.t0
+            )
             #expect(c.autoRenewStatus == nil)
             #expect(c.unifiedReceipt?.pendingRenewalInfo == [])
             #expect(c.unifiedReceipt?.latestReceiptInfo?.count == 1)

@@ -42,8 +42,16 @@ import V2Adapter
     }
 
     /// The transaction ids Get Transaction History answers for `query` (one page), asking for `transactionID`.
-    static func history(_ h: FakeAppleHarness, _ s: SimSubscription, _ query: String, version: String = "v2") throws -> [String] {
-        let response = try h.python("GET", "/inApps/\(version)/history/\(s.originalTransactionID)" + (query.isEmpty ? "" : "?" + query))
+    static func history(
+        _ h: FakeAppleHarness,
+        _ s: SimSubscription,
+        _ query: String,
+        version: String = "v2"
+    ) throws -> [String] {
+        let response = try h.python(
+            "GET",
+            "/inApps/\(version)/history/\(s.originalTransactionID)" + (query.isEmpty ? "" : "?" + query)
+        )
         try #require(response.status == 200, "\(query): \(String(decoding: response.body, as: UTF8.self))")
         return try FakeAppleHarness.transactionIDs(response)
     }
@@ -87,7 +95,11 @@ import V2Adapter
         try Self.withCustomer { h, s throws in
             let ids = s.transactions.map(\.transactionID)
             #expect(try Self.history(h, s, "productId=sim.premium.monthly") == [ids[2]])
-            #expect(try Self.history(h, s, "productId=sim.monthly&productId=sim.coins100") == [ids[0], ids[1], ids[3], ids[4]])
+            #expect(
+                try Self.history(h, s, "productId=sim.monthly&productId=sim.coins100") == [
+                    ids[0], ids[1], ids[3], ids[4],
+                ]
+            )
             #expect(try Self.history(h, s, "productId=sim.unknown").isEmpty)
         }
     }
@@ -108,8 +120,14 @@ import V2Adapter
             let ids = s.transactions.map(\.transactionID)
             #expect(try Self.history(h, s, "subscriptionGroupIdentifier=\(Catalogue.groupID)") == Array(ids[0...2]))
             #expect(try Self.history(h, s, "subscriptionGroupIdentifier=99999999").isEmpty)
-            #expect(try Self.history(h, s, "subscriptionGroupIdentifier=99999999&subscriptionGroupIdentifier=\(Catalogue.groupID)")
-                    == Array(ids[0...2]))
+            #expect(
+                try Self.history(
+                    h,
+                    s,
+                    "subscriptionGroupIdentifier=99999999&subscriptionGroupIdentifier=\(Catalogue.groupID)"
+                )
+                    == Array(ids[0...2])
+            )
         }
     }
 
@@ -139,16 +157,29 @@ import V2Adapter
             #expect(try Self.history(h, s, "startDate=\(dates[1] + 1)&endDate=\(dates[3] + 1)") == [ids[2], ids[3]])
             #expect(try Self.history(h, s, "startDate=\(dates[3])") == [ids[3], ids[4]])
             #expect(try Self.history(h, s, "endDate=\(dates[1])") == [ids[0]])
-            #expect(try Self.history(h, s, "endDate=\(Sim.t0 + 100 * Sim.month)") == ids, "an end date in the future is fine")
+            #expect(
+                try Self.history(h, s, "endDate=\(Sim.t0 + 100 * Sim.month)") == ids,
+                "an end date in the future is fine"
+            )
         }
     }
 
     @Test func filtersCombine() throws {
         try Self.withCustomer { h, s throws in
             let ids = s.transactions.map(\.transactionID)
-            #expect(try Self.history(h, s, "productType=AUTO_RENEWABLE&productType=CONSUMABLE&sort=DESCENDING&revoked=false")
-                    == [ids[3], ids[2], ids[1], ids[0]])
-            #expect(try Self.history(h, s, "productId=sim.monthly&inAppOwnershipType=PURCHASED&startDate=\(Sim.t0)") == [ids[0]])
+            #expect(
+                try Self.history(
+                    h,
+                    s,
+                    "productType=AUTO_RENEWABLE&productType=CONSUMABLE&sort=DESCENDING&revoked=false"
+                )
+                    == [ids[3], ids[2], ids[1], ids[0]]
+            )
+            #expect(
+                try Self.history(h, s, "productId=sim.monthly&inAppOwnershipType=PURCHASED&startDate=\(Sim.t0)") == [
+                    ids[0]
+                ]
+            )
         }
     }
 
@@ -163,13 +194,18 @@ import V2Adapter
         }
     }
 
-    @Test(arguments: [
-        ("sort=random", 4000021), ("sort=descending", 4000021), ("productType=SUBSCRIPTION", 4000022),
-        ("productType=AUTO_RENEWABLE&productType=nope", 4000022), ("productId=", 4000023), ("subscriptionGroupIdentifier=", 4000024),
-        ("inAppOwnershipType=GIFTED", 4000026), ("revoked=maybe", 4000030), ("revoked=", 4000030), ("startDate=yesterday", 4000015),
-        ("startDate=-1", 4000015), ("endDate=1e12", 4000016), ("startDate=2000&endDate=1000", 4000013), ("startDate=1000&endDate=1000", 4000013),
-        ("revision=abc", 4000005),
-    ] as [(String, Int64)])
+    @Test(
+        arguments: [
+            ("sort=random", 4_000_021), ("sort=descending", 4_000_021), ("productType=SUBSCRIPTION", 4_000_022),
+            ("productType=AUTO_RENEWABLE&productType=nope", 4_000_022), ("productId=", 4_000_023),
+            ("subscriptionGroupIdentifier=", 4_000_024),
+            ("inAppOwnershipType=GIFTED", 4_000_026), ("revoked=maybe", 4_000_030), ("revoked=", 4_000_030),
+            ("startDate=yesterday", 4_000_015),
+            ("startDate=-1", 4_000_015), ("endDate=1e12", 4_000_016), ("startDate=2000&endDate=1000", 4_000_013),
+            ("startDate=1000&endDate=1000", 4_000_013),
+            ("revision=abc", 4_000_005),
+        ] as [(String, Int64)]
+    )
     func historyRefusesInvalidFilters(query: String, code: Int64) throws {
         try Self.withCustomer { h, s throws in
             for version in ["v1", "v2"] {
@@ -196,12 +232,18 @@ import V2Adapter
             #expect(try Self.statuses(h, s.originalTransactionID, "status=1&status=2&status=3&status=4").isEmpty)
             #expect(try Self.statuses(h, s.originalTransactionID, "status=5") == [5])
             #expect(try Self.statuses(h, s.originalTransactionID, "status=1&status=5") == [5])
-            let empty = try Sim.decode(StatusResponse.self, try h.python("GET", "/inApps/v1/subscriptions/\(s.originalTransactionID)?status=1"))
+            let empty = try Sim.decode(
+                StatusResponse.self,
+                try h.python("GET", "/inApps/v1/subscriptions/\(s.originalTransactionID)?status=1")
+            )
             #expect(empty.data.isEmpty && empty.bundleID == Sim.bundleID && empty.environment == "Sandbox")
         }
     }
 
-    @Test(arguments: [("initial-buy", 0, 1), ("billing-grace-recovery", 1, 4), ("billing-retry-recovery", 1, 3), ("auto-renew-off-then-expiry", 2, 2)])
+    @Test(arguments: [
+        ("initial-buy", 0, 1), ("billing-grace-recovery", 1, 4), ("billing-retry-recovery", 1, 3),
+        ("auto-renew-off-then-expiry", 2, 2),
+    ])
     func statusFilterKeepsOnlyTheAskedStatus(name: String, step: Int, status: Int) throws {
         try Sim.withPKI { pki throws in
             let e = try Sim.plan(name, pki: pki).emissions[step]
@@ -218,7 +260,7 @@ import V2Adapter
         try Self.withCustomer { h, s throws in
             let response = try h.python("GET", "/inApps/v1/subscriptions/\(s.originalTransactionID)?" + query)
             #expect(response.status == 400)
-            #expect(try FakeAppleHarness.errorCode(response) == 4000031)
+            #expect(try FakeAppleHarness.errorCode(response) == 4_000_031)
         }
     }
 
@@ -227,7 +269,9 @@ import V2Adapter
     /// Sent notifications of the customer, one a second from t0 (see FakeAppleServerAPITests.sentNotifications).
     static func withNotifications(_ body: (FakeAppleHarness, SimSubscription) throws -> Void) throws {
         try Self.withCustomer { h, s throws in
-            try h.store.update { $0.notifications = FakeAppleServerAPITests.sentNotifications(otid: s.originalTransactionID) }
+            try h.store.update {
+                $0.notifications = FakeAppleServerAPITests.sentNotifications(otid: s.originalTransactionID)
+            }
             try body(h, s)
         }
     }
@@ -243,8 +287,18 @@ import V2Adapter
         try Self.withNotifications { h, s throws in
             let window = #""startDate": \#(Sim.t0), "endDate": \#(Sim.t0 + 15_000)"#
             let expected = [0, 3, 6, 9, 12].map { "payload-\($0)" }
-            #expect(try Self.notificationPayloads(h, "{\(window), \"originalTransactionId\": \"\(s.originalTransactionID)\"}") == expected)
-            #expect(try Self.notificationPayloads(h, "{\(window), \"transactionId\": \"\(s.transactions[2].transactionID)\"}") == expected)
+            #expect(
+                try Self.notificationPayloads(
+                    h,
+                    "{\(window), \"originalTransactionId\": \"\(s.originalTransactionID)\"}"
+                ) == expected
+            )
+            #expect(
+                try Self.notificationPayloads(
+                    h,
+                    "{\(window), \"transactionId\": \"\(s.transactions[2].transactionID)\"}"
+                ) == expected
+            )
         }
     }
 
@@ -253,11 +307,18 @@ import V2Adapter
         try Sim.withPKI { pki throws in
             let h = FakeAppleHarness(pki: pki, now: Sim.t0 + 10_500)
             try h.store.update { $0.notifications = FakeAppleServerAPITests.sentNotifications(otid: nil) }
-            let payloads = try Self.notificationPayloads(h, #"{"startDate": \#(Sim.t0), "endDate": \#(Sim.t0 + 100_000)}"#)
+            let payloads = try Self.notificationPayloads(
+                h,
+                #"{"startDate": \#(Sim.t0), "endDate": \#(Sim.t0 + 100_000)}"#
+            )
             #expect(payloads == (0...10).map { "payload-\($0)" })
-            let future = try h.python("POST", "/inApps/v1/notifications/history", body: #"{"startDate": \#(Sim.t0 + 11_000), "endDate": \#(Sim.t0 + 100_000)}"#)
+            let future = try h.python(
+                "POST",
+                "/inApps/v1/notifications/history",
+                body: #"{"startDate": \#(Sim.t0 + 11_000), "endDate": \#(Sim.t0 + 100_000)}"#
+            )
             #expect(future.status == 400)
-            #expect(try FakeAppleHarness.errorCode(future) == 4000013)
+            #expect(try FakeAppleHarness.errorCode(future) == 4_000_013)
         }
     }
 
@@ -266,27 +327,37 @@ import V2Adapter
         try Self.withNotifications { h, _ throws in
             let day: Int64 = 86_400_000
             let body = { (start: Int64) in #"{"startDate": \#(start), "endDate": \#(h.now)}"# }
-            #expect(try h.python("POST", "/inApps/v1/notifications/history", body: body(Sim.t0)).status == 200, "no limit by default")
+            #expect(
+                try h.python("POST", "/inApps/v1/notifications/history", body: body(Sim.t0)).status == 200,
+                "no limit by default"
+            )
             try h.store.update { $0.notificationHistoryDays = 30 }
             let old = try h.python("POST", "/inApps/v1/notifications/history", body: body(h.now - 31 * day))
             #expect(old.status == 400)
-            #expect(try FakeAppleHarness.errorCode(old) == 4000012)
-            #expect(try h.python("POST", "/inApps/v1/notifications/history", body: body(h.now - 30 * day)).status == 200)
+            #expect(try FakeAppleHarness.errorCode(old) == 4_000_012)
+            #expect(
+                try h.python("POST", "/inApps/v1/notifications/history", body: body(h.now - 30 * day)).status == 200
+            )
         }
     }
 
-    @Test(arguments: [
-        (#""notificationSubtype": "RESUBSCRIBE""#, 4000018),  // a subtype needs its type
-        (#""notificationType": "DID_RENEW", "notificationSubtype": "VOLUNTARY""#, 4000018),
-        (#""notificationType": "RENEWED""#, 4000018), (#""notificationType": 7"#, 4000018),
-        (#""notificationType": "DID_RENEW", "transactionId": "2000000000000001""#, 4000019),
-        (#""transactionId": 2000000000000001"#, 4000006), (#""transactionId": """#, 4000006),
-        (#""onlyFailures": "yes""#, 4000000),
-    ] as [(String, Int64)])
+    @Test(
+        arguments: [
+            (#""notificationSubtype": "RESUBSCRIBE""#, 4_000_018),  // a subtype needs its type
+            (#""notificationType": "DID_RENEW", "notificationSubtype": "VOLUNTARY""#, 4_000_018),
+            (#""notificationType": "RENEWED""#, 4_000_018), (#""notificationType": 7"#, 4_000_018),
+            (#""notificationType": "DID_RENEW", "transactionId": "2000000000000001""#, 4_000_019),
+            (#""transactionId": 2000000000000001"#, 4_000_006), (#""transactionId": """#, 4_000_006),
+            (#""onlyFailures": "yes""#, 4_000_000),
+        ] as [(String, Int64)]
+    )
     func notificationHistoryRefusesInvalidFilters(members: String, code: Int64) throws {
         try Self.withNotifications { h, _ throws in
-            let response = try h.python("POST", "/inApps/v1/notifications/history",
-                                        body: #"{"startDate": \#(Sim.t0), "endDate": \#(Sim.t0 + 100_000), \#(members)}"#)
+            let response = try h.python(
+                "POST",
+                "/inApps/v1/notifications/history",
+                body: #"{"startDate": \#(Sim.t0), "endDate": \#(Sim.t0 + 100_000), \#(members)}"#
+            )
             #expect(response.status == 400, "\(members)")
             #expect(try FakeAppleHarness.errorCode(response) == code, "\(members)")
         }
@@ -300,8 +371,12 @@ import V2Adapter
                 for e in try Sim.plan(lifecycle.name, pki: pki).emissions {
                     guard let type = e.v2Type else { continue }
                     let subtype = e.v2Subtype.map { #", "notificationSubtype": "\#($0)""# } ?? ""
-                    let body = #"{"startDate": \#(Sim.t0), "endDate": \#(h.now), "notificationType": "\#(type)"\#(subtype)}"#
-                    #expect(try h.python("POST", "/inApps/v1/notifications/history", body: body).status == 200, "\(type) \(e.v2Subtype ?? "")")
+                    let body =
+                        #"{"startDate": \#(Sim.t0), "endDate": \#(h.now), "notificationType": "\#(type)"\#(subtype)}"#
+                    #expect(
+                        try h.python("POST", "/inApps/v1/notifications/history", body: body).status == 200,
+                        "\(type) \(e.v2Subtype ?? "")"
+                    )
                 }
             }
         }

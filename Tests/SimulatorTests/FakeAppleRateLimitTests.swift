@@ -38,14 +38,26 @@ import V2Adapter
         /// Get All Subscription Statuses for `bundleID`, with a fresh token.
         func ask(bundleID: String = Sim.bundleID) throws -> FakeAppleResponse {
             let seconds = clock.now / 1000
-            let token = try AppStoreAPIToken(keyID: SimulatorPKI.apiKeyID, issuerID: SimulatorPKI.issuerID, bundleID: bundleID,
-                                             issuedAt: seconds - 10, expiresAt: seconds + 600).signed(with: pki.apiKey)
-            return apple.handle(FakeAppleRequest(method: "GET", path: "/inApps/v1/subscriptions/\(s.originalTransactionID)",
-                                                 authorization: "Bearer " + token))
+            let token = try AppStoreAPIToken(
+                keyID: SimulatorPKI.apiKeyID,
+                issuerID: SimulatorPKI.issuerID,
+                bundleID: bundleID,
+                issuedAt: seconds - 10,
+                expiresAt: seconds + 600
+            ).signed(with: pki.apiKey)
+            return apple.handle(
+                FakeAppleRequest(
+                    method: "GET",
+                    path: "/inApps/v1/subscriptions/\(s.originalTransactionID)",
+                    authorization: "Bearer " + token
+                )
+            )
         }
 
         func limit(_ requests: Int, per seconds: Int64) throws {
-            try apple.store.update { $0.apiRateLimit = SimWorld.APIRateLimit(requests: requests, windowSeconds: seconds) }
+            try apple.store.update {
+                $0.apiRateLimit = SimWorld.APIRateLimit(requests: requests, windowSeconds: seconds)
+            }
         }
     }
 
@@ -75,7 +87,10 @@ import V2Adapter
             let limited = try m.ask()
             #expect(limited.status == 429)
             #expect(limited.header("Retry-After") == "1")
-            #expect(String(decoding: limited.body, as: UTF8.self) == #"{"errorCode":4290000,"errorMessage":"Rate limit exceeded."}"#)
+            #expect(
+                String(decoding: limited.body, as: UTF8.self)
+                    == #"{"errorCode":4290000,"errorMessage":"Rate limit exceeded."}"#
+            )
             // Once the first request leaves the one-second window, one more fits.
             m.advance(700)
             #expect(try m.ask().status == 200)
@@ -106,9 +121,14 @@ import V2Adapter
             try m.limit(1, per: 10)
             #expect(try m.ask().status == 200)
             #expect(try m.ask().status == 429)
-            #expect(try m.ask(bundleID: "com.example.other").status == 404, "another app's own first request goes through (to a 404)")
+            #expect(
+                try m.ask(bundleID: "com.example.other").status == 404,
+                "another app's own first request goes through (to a 404)"
+            )
             for _ in 0..<5 { #expect(try m.ask().status == 429) }
-            let anonymous = m.apple.handle(FakeAppleRequest(method: "GET", path: "/inApps/v1/subscriptions/\(m.s.originalTransactionID)"))
+            let anonymous = m.apple.handle(
+                FakeAppleRequest(method: "GET", path: "/inApps/v1/subscriptions/\(m.s.originalTransactionID)")
+            )
             #expect(anonymous.status == 401 && anonymous.header("Retry-After") == nil)
             m.advance(10_000)
             #expect(try m.ask().status == 200, "the 429s did not extend the wait")
@@ -118,7 +138,9 @@ import V2Adapter
     /// A limit read from a hand-edited state file cannot trap the fake.
     @Test func extremeLimitsAreAnsweredNotTrapped() throws {
         try Self.withMoving { m throws in
-            for (requests, seconds) in [(0, 1), (-5, 60), (1, Int64.max), (Int.max, Int64.min), (1, 0)] as [(Int, Int64)] {
+            for (requests, seconds) in [(0, 1), (-5, 60), (1, Int64.max), (Int.max, Int64.min), (1, 0)]
+                as [(Int, Int64)]
+            {
                 try m.limit(requests, per: seconds)
                 let response = try m.ask()
                 #expect(response.status == 200 || response.status == 429, "\(requests)/\(seconds)")

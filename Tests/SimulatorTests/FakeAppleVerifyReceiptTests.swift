@@ -1,8 +1,8 @@
 import Crypto
 import Foundation
 import Simulator
-import TestSupport
 import SimulatorTestSupport
+import TestSupport
 import Testing
 import V1Adapter
 import WireJSON
@@ -52,9 +52,16 @@ import WireJSON
             #expect(pending.first?.autoRenewStatus?.text == "1")
             #expect(answer.isRetryable == nil)
             // Apple's wire names.
-            let raw = try #require(try JSONParser.parse(h.verifyReceipt(sandbox: true, body: try Sim.json(
-                ["receipt-data": s.receiptToken, "password": Sim.secret]))
-                .body).objectValue)
+            let raw = try #require(
+                try JSONParser.parse(
+                    h.verifyReceipt(
+                        sandbox: true,
+                        body: try Sim.json(
+                            ["receipt-data": s.receiptToken, "password": Sim.secret])
+                    )
+                    .body
+                ).objectValue
+            )
             #expect(raw["latest_receipt_info"]?.arrayValue?.count == 3)
             #expect(raw["pending_renewal_info"]?.arrayValue?.count == 1)
             #expect(raw["receipt"]?.objectValue?["bundle_id"]?.stringValue == Sim.bundleID)
@@ -63,9 +70,15 @@ import WireJSON
 
     @Test func wrongOrMissingPasswordAnswers21004() throws {
         try Self.withHarness { h, s throws in
-            #expect(try h.verifyReceipt(sandbox: true, receipt: s.receiptToken, password: "not-the-secret").statusCode == 21004)
+            #expect(
+                try h.verifyReceipt(sandbox: true, receipt: s.receiptToken, password: "not-the-secret").statusCode
+                    == 21004
+            )
             #expect(try h.verifyReceipt(sandbox: true, receipt: s.receiptToken, password: nil).statusCode == 21004)
-            #expect(try h.verifyReceipt(sandbox: true, receipt: s.receiptToken, password: Sim.secret + " ").statusCode == 21004)
+            #expect(
+                try h.verifyReceipt(sandbox: true, receipt: s.receiptToken, password: Sim.secret + " ").statusCode
+                    == 21004
+            )
             #expect(try h.verifyReceipt(sandbox: true, receipt: s.receiptToken).statusCode == 0)
         }
     }
@@ -108,7 +121,10 @@ import WireJSON
     @Test func queuedFaultsAnswerFirstInOrder() throws {
         try Self.withHarness { h, s throws in
             try h.store.update { $0.verifyReceiptFaults = [21005, 21100] }
-            let first = h.verifyReceipt(sandbox: true, body: try Sim.json(["receipt-data": s.receiptToken, "password": Sim.secret]))
+            let first = h.verifyReceipt(
+                sandbox: true,
+                body: try Sim.json(["receipt-data": s.receiptToken, "password": Sim.secret])
+            )
             let firstAnswer = try Sim.decode(VerifyReceiptResponse.self, first)
             #expect(first.status == 200)
             #expect(firstAnswer.statusCode == 21005)
@@ -128,7 +144,10 @@ import WireJSON
     @Test func faultsPreemptEvenMalformedRequestsAndSayIfRetryable() throws {
         try Self.withHarness { h, s throws in
             try h.store.update { $0.verifyReceiptFaults = [21010, 21199, 21009] }
-            let first = try Sim.decode(VerifyReceiptResponse.self, h.verifyReceipt(sandbox: false, body: Array("garbage".utf8)))
+            let first = try Sim.decode(
+                VerifyReceiptResponse.self,
+                h.verifyReceipt(sandbox: false, body: Array("garbage".utf8))
+            )
             #expect(first.statusCode == 21010)
             #expect(first.isRetryable == nil, "21010 is final")
             #expect(first.environment == "Production")
@@ -143,10 +162,19 @@ import WireJSON
     @Test func statusIsAJSONNumberAsApplesIs() throws {
         // Apple writes `"status": 0`, a JSON number, queued faults included.
         try Self.withHarness { h, s throws in
-            let ok = try #require(try JSONParser.parse(h.verifyReceipt(sandbox: true, body: try Sim.json(
-                ["receipt-data": s.receiptToken, "password": Sim.secret])).body).objectValue)
+            let ok = try #require(
+                try JSONParser.parse(
+                    h.verifyReceipt(
+                        sandbox: true,
+                        body: try Sim.json(
+                            ["receipt-data": s.receiptToken, "password": Sim.secret])
+                    ).body
+                ).objectValue
+            )
             #expect(ok["status"]?.int64Value == 0)
-            let bad = try #require(try JSONParser.parse(h.verifyReceipt(sandbox: true, body: Array("x".utf8)).body).objectValue)
+            let bad = try #require(
+                try JSONParser.parse(h.verifyReceipt(sandbox: true, body: Array("x".utf8)).body).objectValue
+            )
             #expect(bad["status"]?.int64Value == 21002)
             try h.store.update { $0.verifyReceiptFaults = [21005] }
             let fault = try #require(try JSONParser.parse(h.verifyReceipt(sandbox: true, body: []).body).objectValue)

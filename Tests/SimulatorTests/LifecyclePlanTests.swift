@@ -2,8 +2,8 @@ import Canonical
 import Crypto
 import Foundation
 import Simulator
-import TestSupport
 import SimulatorTestSupport
+import TestSupport
 import Testing
 import V1Adapter
 import V2Adapter
@@ -70,7 +70,10 @@ import V2Adapter
 
                 // What each generation sends.
                 let v2 = e.v2Type != nil
-                #expect((e.v2SignedPayload != nil) == v2 && (e.v2NotificationUUID != nil) == v2 && (e.expectedV2 != nil) == v2)
+                #expect(
+                    (e.v2SignedPayload != nil) == v2 && (e.v2NotificationUUID != nil) == v2
+                        && (e.expectedV2 != nil) == v2
+                )
                 #expect(e.v2Subtype == nil || v2)
                 #expect(e.v1Bodies.count == e.expectedV1.count, "\(name): '\(e.step)'")
                 for body in e.v1Bodies {
@@ -86,7 +89,10 @@ import V2Adapter
             // Where the story ends (what the gateway's V2 path must conclude).
             #expect(lifecycle.final.count == otids.count)
             let finals = try otids.map { otid in
-                Emitter.entitlement(try #require(emissions.last { $0.originalTransactionID == otid }).subscription, at: plan.end).state
+                Emitter.entitlement(
+                    try #require(emissions.last { $0.originalTransactionID == otid }).subscription,
+                    at: plan.end
+                ).state
             }
             #expect(finals == lifecycle.final, "\(name): final entitlement")
         }
@@ -111,7 +117,10 @@ import V2Adapter
                 #expect(n.transaction?.transactionID == e.subscription.latest?.transactionID)
                 #expect(n.transaction?.signedDate == e.at)
                 let autoRenewable = Catalogue.product(e.subscription.latest?.productID ?? "")?.kind == .autoRenewable
-                #expect(n.payload.data?.status == (autoRenewable ? Emitter.status(e.subscription, at: e.at) : nil), "\(name): '\(e.step)'")
+                #expect(
+                    n.payload.data?.status == (autoRenewable ? Emitter.status(e.subscription, at: e.at) : nil),
+                    "\(name): '\(e.step)'"
+                )
                 #expect((n.renewalInfo != nil) == autoRenewable)
 
                 let event = try #require(n.canonicalEvents().first)
@@ -152,7 +161,10 @@ import V2Adapter
                 #expect(c.emissions.map(\.at) == a.emissions.map(\.at), "ids do not change the timing")
 
                 let later = try Sim.plan(name, pki: pki, start: Sim.t0 + 1)
-                #expect(Set(later.emissions.compactMap(\.v2NotificationUUID)).isDisjoint(with: aUUIDs), "another start gives other UUIDs")
+                #expect(
+                    Set(later.emissions.compactMap(\.v2NotificationUUID)).isDisjoint(with: aUUIDs),
+                    "another start gives other UUIDs"
+                )
             }
         }
     }
@@ -172,19 +184,35 @@ import V2Adapter
             let now = Sim.t0 + 365 * 86_400_000
             let emitter = Emitter(signer: pki.signer)
             for lifecycle in Lifecycles.all {
-                let plan = try lifecycle.planEndingAt(now, margin: margin, bundleID: Sim.bundleID, sharedSecret: Sim.secret, emitter: emitter,
-                                                      monthMillis: Sim.month)
+                let plan = try lifecycle.planEndingAt(
+                    now,
+                    margin: margin,
+                    bundleID: Sim.bundleID,
+                    sharedSecret: Sim.secret,
+                    emitter: emitter,
+                    monthMillis: Sim.month
+                )
                 #expect(plan.end == now - margin, "\(lifecycle.name)")
                 #expect(plan.emissions.allSatisfy { $0.at <= now - margin })
                 // The same story as one started explicitly at that moment.
                 let start = try #require(plan.emissions.first).at
-                let direct = try lifecycle.plan(bundleID: Sim.bundleID, sharedSecret: Sim.secret, emitter: emitter, start: start,
-                                                monthMillis: Sim.month)
+                let direct = try lifecycle.plan(
+                    bundleID: Sim.bundleID,
+                    sharedSecret: Sim.secret,
+                    emitter: emitter,
+                    start: start,
+                    monthMillis: Sim.month
+                )
                 #expect(direct.emissions.map(\.v2NotificationUUID) == plan.emissions.map(\.v2NotificationUUID))
             }
             let lifecycle = try #require(Lifecycles.named("auto-renew"))
-            let defaulted = try lifecycle.planEndingAt(now, bundleID: Sim.bundleID, sharedSecret: Sim.secret, emitter: emitter,
-                                                       monthMillis: Sim.month)
+            let defaulted = try lifecycle.planEndingAt(
+                now,
+                bundleID: Sim.bundleID,
+                sharedSecret: Sim.secret,
+                emitter: emitter,
+                monthMillis: Sim.month
+            )
             #expect(defaulted.end == now - 1_000, "the default margin is one second")
         }
     }
@@ -192,8 +220,13 @@ import V2Adapter
     @Test func planMonthLengthScalesTheStory() throws {
         try Sim.withPKI { pki throws in
             let lifecycle = try #require(Lifecycles.named("auto-renew"))
-            let plan = try lifecycle.plan(bundleID: Sim.bundleID, sharedSecret: Sim.secret, emitter: Emitter(signer: pki.signer), start: Sim.t0,
-                                          monthMillis: 60_000)
+            let plan = try lifecycle.plan(
+                bundleID: Sim.bundleID,
+                sharedSecret: Sim.secret,
+                emitter: Emitter(signer: pki.signer),
+                start: Sim.t0,
+                monthMillis: 60_000
+            )
             #expect(plan.emissions.map(\.at) == [Sim.t0, Sim.t0 + 60_000, Sim.t0 + 120_000])
             #expect(plan.end == Sim.t0 + 120_000)
             #expect(plan.emissions.last?.subscription.latest?.expiresDate == Sim.t0 + 180_000)
@@ -203,7 +236,12 @@ import V2Adapter
     static func play(_ body: @escaping @Sendable (inout LifecycleContext) throws -> Void) throws -> Lifecycle.Plan {
         try Sim.withPKI { pki throws in
             try Lifecycle("custom", "a story written by the test", final: [.active], body).plan(
-                bundleID: Sim.bundleID, sharedSecret: Sim.secret, emitter: Emitter(signer: pki.signer), start: Sim.t0, monthMillis: Sim.month)
+                bundleID: Sim.bundleID,
+                sharedSecret: Sim.secret,
+                emitter: Emitter(signer: pki.signer),
+                start: Sim.t0,
+                monthMillis: Sim.month
+            )
         }
     }
 
@@ -217,7 +255,9 @@ import V2Adapter
         #expect(plan.emissions.map(\.at) == [Sim.t0, Sim.t0 + 1, Sim.t0 + 2, Sim.t0 + 3])
         #expect(plan.end == Sim.t0 + 3)
         #expect(Set(plan.emissions.compactMap(\.v2NotificationUUID)).count == 4)
-        #expect(plan.emissions.map(\.v2Subtype) == ["INITIAL_BUY", "AUTO_RENEW_DISABLED", "AUTO_RENEW_ENABLED", "PENDING"])
+        #expect(
+            plan.emissions.map(\.v2Subtype) == ["INITIAL_BUY", "AUTO_RENEW_DISABLED", "AUTO_RENEW_ENABLED", "PENDING"]
+        )
     }
 
     @Test func customStoriesTrackSeveralSubscriptions() throws {
@@ -229,13 +269,19 @@ import V2Adapter
             try c.refund(b)
         }
         #expect(plan.originalTransactionIDs.count == 2)
-        #expect(plan.emissions.map(\.originalTransactionID) == [plan.originalTransactionIDs[0], plan.originalTransactionIDs[1],
-                                                                 plan.originalTransactionIDs[0], plan.originalTransactionIDs[1]])
+        #expect(
+            plan.emissions.map(\.originalTransactionID) == [
+                plan.originalTransactionIDs[0], plan.originalTransactionIDs[1],
+                plan.originalTransactionIDs[0], plan.originalTransactionIDs[1],
+            ]
+        )
         #expect(plan.emissions[2].subscription.transactions.count == 2)
         #expect(plan.emissions[3].subscription.latest?.familyShared == true)
         #expect(plan.emissions[3].subscription.latest?.revocationType == "REFUND_FULL")
         #expect(plan.emissions[3].v1Bodies.map(\.notificationType) == ["CANCEL", "DID_CHANGE_RENEWAL_STATUS"])
-        #expect(plan.emissions.map(\.at) == [Sim.t0, Sim.t0 + Sim.month / 4, Sim.t0 + Sim.month, Sim.t0 + Sim.month + 1])
+        #expect(
+            plan.emissions.map(\.at) == [Sim.t0, Sim.t0 + Sim.month / 4, Sim.t0 + Sim.month, Sim.t0 + Sim.month + 1]
+        )
     }
 
     @Test func impossibleStepsThrowBadStep() throws {
@@ -259,10 +305,14 @@ import V2Adapter
             let step = upgrade.emissions[1]
             #expect(step.v2Type == "DID_CHANGE_RENEWAL_PREF" && step.v2Subtype == "UPGRADE")
             #expect(step.v1Bodies.map(\.notificationType) == ["DID_CHANGE_RENEWAL_STATUS", "INTERACTIVE_RENEWAL"])
-            #expect(step.expectedV1 == [ExpectedEvent(.autoRenewChanged, .enabled), ExpectedEvent(.planChange, .upgrade)])
+            #expect(
+                step.expectedV1 == [ExpectedEvent(.autoRenewChanged, .enabled), ExpectedEvent(.planChange, .upgrade)]
+            )
 
             let grace = try Sim.plan("billing-grace-expired-retry-expired", pki: pki)
-            #expect(grace.emissions.map(\.v2Type) == ["SUBSCRIBED", "DID_FAIL_TO_RENEW", "GRACE_PERIOD_EXPIRED", "EXPIRED"])
+            #expect(
+                grace.emissions.map(\.v2Type) == ["SUBSCRIBED", "DID_FAIL_TO_RENEW", "GRACE_PERIOD_EXPIRED", "EXPIRED"]
+            )
             #expect(grace.emissions[2].v1Bodies.isEmpty, "V1 says nothing when the grace period ends")
             #expect(grace.emissions.map { $0.v1Bodies.count } == [1, 1, 0, 1])
 

@@ -13,7 +13,9 @@ import WireJSON
 /// same kind, reason, entitlement and expiry as the V2 event.
 @Suite struct LifecycleV1ShapeTests {
     static let secret = SharedSecret(name: "SIM_SHARED_SECRET", value: Sim.secret)
-    static let v1 = V1Adapter(apps: [V1App(bundleID: Sim.bundleID, environments: [.sandbox], sharedSecrets: [secret], verifyReceipt: false)])
+    static let v1 = V1Adapter(apps: [
+        V1App(bundleID: Sim.bundleID, environments: [.sandbox], sharedSecrets: [secret], verifyReceipt: false)
+    ])
 
     /// Bodies synthesized per V1 type, and V2 notifications without a counterpart per type/subtype.
     struct Tally: Equatable {
@@ -62,7 +64,15 @@ import WireJSON
                 guard let v1Type = V1BodySynthesizer.v1NotificationType(for: event) else {
                     tally.skipped[pair, default: 0] += 1
                     #expect(appleSent.isEmpty, "\(step): Apple's V1 sent \(appleSent) for \(pair)")
-                    #expect(V1BodySynthesizer.body(for: event, history: history, latestReceipt: nil, password: marker, bundleVersion: "1") == nil)
+                    #expect(
+                        V1BodySynthesizer.body(
+                            for: event,
+                            history: history,
+                            latestReceipt: nil,
+                            password: marker,
+                            bundleVersion: "1"
+                        ) == nil
+                    )
                     continue
                 }
                 // What Apple's V1 sent for the same step (the simulator's model of it): the shim sends one of those
@@ -71,26 +81,48 @@ import WireJSON
                 if pair == "SUBSCRIBED/RESUBSCRIBE" {
                     #expect(appleSent == ["DID_CHANGE_RENEWAL_STATUS"] && v1Type == "INTERACTIVE_RENEWAL", "\(step)")
                 } else {
-                    #expect(appleSent.contains(v1Type), "\(step): the shim sends \(v1Type), Apple's V1 sent \(appleSent)")
+                    #expect(
+                        appleSent.contains(v1Type),
+                        "\(step): the shim sends \(v1Type), Apple's V1 sent \(appleSent)"
+                    )
                 }
 
                 let body = try #require(
                     V1BodySynthesizer.body(
-                        for: event, history: history, latestReceipt: e.subscription.receiptToken, password: marker, bundleVersion: "1"),
-                    "\(step): \(pair) has a V1 counterpart, so a body")
+                        for: event,
+                        history: history,
+                        latestReceipt: e.subscription.receiptToken,
+                        password: marker,
+                        bundleVersion: "1"
+                    ),
+                    "\(step): \(pair) has a V1 counterpart, so a body"
+                )
                 tally.sent[v1Type, default: 0] += 1
                 try checkShape(body, autoRenewable: event.expiresDate != nil, step)
 
-                let delivered = try #require(V1Adapter.restore(redactedBody: body, secrets: [secret]), "\(step): the marker is restored")
+                let delivered = try #require(
+                    V1Adapter.restore(redactedBody: body, secrets: [secret]),
+                    "\(step): the marker is restored"
+                )
                 let read = try v1.authenticate(body: delivered)
                 #expect(read.redactedBody == body && read.body.notificationType == v1Type, "\(step)")
                 let facts = V1EventBuilder.facts(fromBody: read.body, subscription: read.body.subscriptionID)
-                let back = V1EventBuilder().event(for: read.body, id: read.eventID, facts: facts, arrival: event.eventDate)
-                #expect(back.kind == event.kind && back.reason == event.reason,
-                        "\(step): V1 reads \(back.kind)[\(back.reason?.rawValue ?? "-")], V2 said \(event.kind)[\(event.reason?.rawValue ?? "-")]")
+                let back = V1EventBuilder().event(
+                    for: read.body,
+                    id: read.eventID,
+                    facts: facts,
+                    arrival: event.eventDate
+                )
+                #expect(
+                    back.kind == event.kind && back.reason == event.reason,
+                    "\(step): V1 reads \(back.kind)[\(back.reason?.rawValue ?? "-")], V2 said \(event.kind)[\(event.reason?.rawValue ?? "-")]"
+                )
                 #expect(back.entitlement == event.entitlement, "\(step): entitlement and until")
                 #expect(back.expiresDate == event.expiresDate, "\(step)")
-                #expect(back.originalTransactionID == subscription && back.transactionID == event.transactionID, "\(step)")
+                #expect(
+                    back.originalTransactionID == subscription && back.transactionID == event.transactionID,
+                    "\(step)"
+                )
                 #expect(back.bundleID == Sim.bundleID && back.environment == .sandbox, "\(step)")
             }
         }
@@ -100,16 +132,23 @@ import WireJSON
     /// The members Apple's modern V1 bodies always carry.
     static func checkShape(_ body: [UInt8], autoRenewable: Bool, _ step: String) throws {
         let top = try #require(try JSONParser.parse(body).objectValue)
-        var members: Set<String> = ["notification_type", "password", "environment", "bid", "bvrs", "original_transaction_id", "unified_receipt"]
+        var members: Set<String> = [
+            "notification_type", "password", "environment", "bid", "bvrs", "original_transaction_id", "unified_receipt",
+        ]
         if autoRenewable { members.formUnion(["auto_renew_status", "auto_renew_product_id"]) }
         #expect(members.isSubset(of: top.keys), "\(step): \(members.subtracting(top.keys)) missing")
         let receipt = try #require(top["unified_receipt"]?.objectValue)
-        let receiptMembers: Set<String> = ["status", "environment", "latest_receipt", "latest_receipt_info", "pending_renewal_info"]
+        let receiptMembers: Set<String> = [
+            "status", "environment", "latest_receipt", "latest_receipt_info", "pending_renewal_info",
+        ]
         #expect(receiptMembers.isSubset(of: receipt.keys), "\(step)")
         #expect(receipt["latest_receipt"]?.stringValue?.isEmpty == false, "\(step): the stored receipt is passed on")
         #expect((receipt["pending_renewal_info"]?.arrayValue?.count ?? 0) == (autoRenewable ? 1 : 0), "\(step)")
         for entry in (receipt["latest_receipt_info"]?.arrayValue ?? []).compactMap(\.objectValue) where autoRenewable {
-            #expect(membersOfEveryRealEntry.isSubset(of: entry.keys), "\(step): \(membersOfEveryRealEntry.subtracting(entry.keys)) missing")
+            #expect(
+                membersOfEveryRealEntry.isSubset(of: entry.keys),
+                "\(step): \(membersOfEveryRealEntry.subtracting(entry.keys)) missing"
+            )
         }
     }
 
@@ -118,7 +157,10 @@ import WireJSON
         try Sim.withPKI { pki throws in
             let tally = try Self.roundTrip(name, pki: pki)
             let steps = try Sim.plan(name, pki: pki).emissions.filter { $0.v2SignedPayload != nil }.count
-            #expect(tally.sent.values.reduce(0, +) + tally.skipped.values.reduce(0, +) == steps, "every V2 step is sent or counted")
+            #expect(
+                tally.sent.values.reduce(0, +) + tally.skipped.values.reduce(0, +) == steps,
+                "every V2 step is sent or counted"
+            )
         }
     }
 
@@ -126,15 +168,24 @@ import WireJSON
     @Test func theCatalogueSynthesizesTheseBodiesAndSkipsTheseTypes() throws {
         #expect(Self.membersOfEveryRealEntry.count >= 15, "\(Self.membersOfEveryRealEntry.sorted())")
         let total = try Sim.withPKI { pki throws in
-            try Lifecycles.all.reduce(into: Tally()) { total, lifecycle in total.add(try Self.roundTrip(lifecycle.name, pki: pki)) }
+            try Lifecycles.all.reduce(into: Tally()) { total, lifecycle in
+                total.add(try Self.roundTrip(lifecycle.name, pki: pki))
+            }
         }
-        #expect(total.sent == [
-            "INITIAL_BUY": 22, "DID_RENEW": 8, "DID_CHANGE_RENEWAL_STATUS": 6, "DID_FAIL_TO_RENEW": 3, "INTERACTIVE_RENEWAL": 2,
-            "DID_RECOVER": 2, "DID_CHANGE_RENEWAL_PREF": 2, "CANCEL": 2, "PRICE_INCREASE_CONSENT": 2, "REVOKE": 1, "CONSUMPTION_REQUEST": 1,
-        ])
-        #expect(total.skipped == [
-            "EXPIRED/VOLUNTARY": 2, "EXPIRED/PRODUCT_NOT_FOR_SALE": 1, "GRACE_PERIOD_EXPIRED": 1, "PRICE_INCREASE/ACCEPTED": 1,
-            "REFUND_DECLINED": 1, "REFUND_REVERSED": 1, "RENEWAL_EXTENDED": 1, "ONE_TIME_CHARGE": 1,
-        ])
+        #expect(
+            total.sent == [
+                "INITIAL_BUY": 22, "DID_RENEW": 8, "DID_CHANGE_RENEWAL_STATUS": 6, "DID_FAIL_TO_RENEW": 3,
+                "INTERACTIVE_RENEWAL": 2,
+                "DID_RECOVER": 2, "DID_CHANGE_RENEWAL_PREF": 2, "CANCEL": 2, "PRICE_INCREASE_CONSENT": 2, "REVOKE": 1,
+                "CONSUMPTION_REQUEST": 1,
+            ]
+        )
+        #expect(
+            total.skipped == [
+                "EXPIRED/VOLUNTARY": 2, "EXPIRED/PRODUCT_NOT_FOR_SALE": 1, "GRACE_PERIOD_EXPIRED": 1,
+                "PRICE_INCREASE/ACCEPTED": 1,
+                "REFUND_DECLINED": 1, "REFUND_REVERSED": 1, "RENEWAL_EXTENDED": 1, "ONE_TIME_CHARGE": 1,
+            ]
+        )
     }
 }

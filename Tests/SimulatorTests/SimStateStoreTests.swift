@@ -1,9 +1,9 @@
 import Dispatch
 import Foundation
 import Simulator
+import SimulatorTestSupport
 import Synchronization
 import TestSupport
-import SimulatorTestSupport
 import Testing
 import V2Adapter
 
@@ -30,8 +30,15 @@ import V2Adapter
         try Sim.withPKI { pki throws in
             let store = SimStateStore(folder: pki.folder)
             let s = try Sim.finalSubscription("billing-grace-recovery", pki: pki)
-            var sent = SimSentNotification(notificationUUID: "u1", bundleID: Sim.bundleID, signedDate: Sim.t0, notificationType: "DID_RENEW", subtype: "BILLING_RECOVERY",
-                                           originalTransactionID: s.originalTransactionID, signedPayload: "p")
+            var sent = SimSentNotification(
+                notificationUUID: "u1",
+                bundleID: Sim.bundleID,
+                signedDate: Sim.t0,
+                notificationType: "DID_RENEW",
+                subtype: "BILLING_RECOVERY",
+                originalTransactionID: s.originalTransactionID,
+                signedPayload: "p"
+            )
             sent.sendAttempts = [SendAttempt(attemptDate: Sim.t0 + 1, sendAttemptResult: "SUCCESS")]
             let id = try store.update { world -> String in
                 world.subscriptions[s.originalTransactionID] = s
@@ -50,7 +57,10 @@ import V2Adapter
             #expect(world.testNotifications == ["t": sent])
             #expect(world.verifyReceiptFaults == [21005] && world.apiFaults == [429, 500])
             #expect(FileManager.default.fileExists(atPath: store.path))
-            #expect(!FileManager.default.fileExists(atPath: store.path + ".tmp"), "the temporary file is renamed into place")
+            #expect(
+                !FileManager.default.fileExists(atPath: store.path + ".tmp"),
+                "the temporary file is renamed into place"
+            )
         }
     }
 
@@ -58,7 +68,12 @@ import V2Adapter
         try Self.withStore { store, _ throws in
             try store.update { $0.nextID = 10 }
             struct Boom: Error {}
-            #expect(throws: Boom.self) { try store.update { world in world.nextID = 99; throw Boom() } }
+            #expect(throws: Boom.self) {
+                try store.update { world in
+                    world.nextID = 99
+                    throw Boom()
+                }
+            }
             #expect(try store.read().nextID == 10)
         }
     }
@@ -96,14 +111,24 @@ import V2Adapter
             let all = ids.withLock { $0 }
             #expect(all.count == 40)
             #expect(Set(all).count == 40)
-            #expect(Set(all) == Set((1...40).map { "2" + String(repeating: "0", count: 15 - String($0).count) + String($0) }))
+            #expect(
+                Set(all)
+                    == Set((1...40).map { "2" + String(repeating: "0", count: 15 - String($0).count) + String($0) })
+            )
         }
     }
 
     @Test func recordTestAttemptAppends() throws {
         try Self.withStore { store, _ throws in
-            let sent = SimSentNotification(notificationUUID: "tok", bundleID: Sim.bundleID, signedDate: Sim.t0, notificationType: "TEST", subtype: nil,
-                                           originalTransactionID: nil, signedPayload: "p")
+            let sent = SimSentNotification(
+                notificationUUID: "tok",
+                bundleID: Sim.bundleID,
+                signedDate: Sim.t0,
+                notificationType: "TEST",
+                subtype: nil,
+                originalTransactionID: nil,
+                signedPayload: "p"
+            )
             try store.update { $0.testNotifications["tok"] = sent }
             try store.recordTestAttempt(token: "tok", result: "TIMED_OUT", at: Sim.t0 + 1)
             try store.recordTestAttempt(token: "tok", result: "SUCCESS", at: Sim.t0 + 2)
@@ -138,10 +163,16 @@ import V2Adapter
             #expect(world.subscription(forReceipt: b.receiptToken)?.originalTransactionID == b.originalTransactionID)
             #expect(world.subscription(forReceipt: "nope") == nil)
             for t in a.transactions {
-                #expect(world.subscription(forTransaction: t.transactionID)?.originalTransactionID == a.originalTransactionID)
+                #expect(
+                    world.subscription(forTransaction: t.transactionID)?.originalTransactionID
+                        == a.originalTransactionID
+                )
             }
             #expect(world.subscription(forTransaction: b.originalTransactionID) == b)
-            #expect(world.subscription(forTransaction: a.transactions[0].webOrderLineItemID ?? "") == nil, "web order ids are not transaction ids")
+            #expect(
+                world.subscription(forTransaction: a.transactions[0].webOrderLineItemID ?? "") == nil,
+                "web order ids are not transaction ids"
+            )
             #expect(world.subscription(forTransaction: "2999999999999999") == nil)
         }
     }
@@ -168,8 +199,17 @@ import V2Adapter
             let plan = try Sim.plan("price-increase-accepted", pki: pki)
             for e in plan.emissions { world.subscriptions[e.originalTransactionID] = e.subscription }
             world.nextID = plan.nextID
-            world.notifications = [SimSentNotification(notificationUUID: "u", bundleID: Sim.bundleID, signedDate: 1, notificationType: "T", subtype: nil,
-                                                       originalTransactionID: nil, signedPayload: "p")]
+            world.notifications = [
+                SimSentNotification(
+                    notificationUUID: "u",
+                    bundleID: Sim.bundleID,
+                    signedDate: 1,
+                    notificationType: "T",
+                    subtype: nil,
+                    originalTransactionID: nil,
+                    signedPayload: "p"
+                )
+            ]
             let decoded = try JSONDecoder().decode(SimWorld.self, from: try JSONEncoder().encode(world))
             #expect(decoded.subscriptions == world.subscriptions)
             #expect(decoded.notifications == world.notifications)

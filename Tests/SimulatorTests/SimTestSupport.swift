@@ -57,7 +57,11 @@ struct FakeAppleHarness {
     let apple: FakeApple
     let now: Int64
 
-    init(pki: SimulatorPKI, now: Int64, deliverTest: (@Sendable (_ token: String, _ signedPayload: String) -> Void)? = nil) {
+    init(
+        pki: SimulatorPKI,
+        now: Int64,
+        deliverTest: (@Sendable (_ token: String, _ signedPayload: String) -> Void)? = nil
+    ) {
         self.pki = pki
         self.now = now
         store = SimStateStore(folder: pki.folder)
@@ -71,7 +75,9 @@ struct FakeAppleHarness {
     // MARK: verifyReceipt
 
     func verifyReceipt(sandbox: Bool, body: [UInt8]) -> FakeAppleResponse {
-        apple.handle(FakeAppleRequest(method: "POST", path: sandbox ? "/sandbox/verifyReceipt" : "/verifyReceipt", body: body))
+        apple.handle(
+            FakeAppleRequest(method: "POST", path: sandbox ? "/sandbox/verifyReceipt" : "/verifyReceipt", body: body)
+        )
     }
 
     func verifyReceipt(sandbox: Bool, receipt: String, password: String? = Sim.secret) throws -> VerifyReceiptResponse {
@@ -88,20 +94,43 @@ struct FakeAppleHarness {
     func token(bundleID: String = Sim.bundleID, key: PrivateKey? = nil) throws -> String {
         let seconds = now / 1000
         return try AppStoreAPIToken(
-            keyID: SimulatorPKI.apiKeyID, issuerID: SimulatorPKI.issuerID, bundleID: bundleID, issuedAt: seconds - 10,
+            keyID: SimulatorPKI.apiKeyID,
+            issuerID: SimulatorPKI.issuerID,
+            bundleID: bundleID,
+            issuedAt: seconds - 10,
             expiresAt: seconds + 600
         ).signed(with: key ?? pki.apiKey)
     }
 
-    func api(_ method: String, _ path: String, query: [String: String] = [:], token: String?, body: [UInt8] = []) -> FakeAppleResponse {
-        apple.handle(FakeAppleRequest(method: method, path: path, query: query, authorization: token.map { "Bearer " + $0 }, body: body))
+    func api(
+        _ method: String,
+        _ path: String,
+        query: [String: String] = [:],
+        token: String?,
+        body: [UInt8] = []
+    ) -> FakeAppleResponse {
+        apple.handle(
+            FakeAppleRequest(
+                method: method,
+                path: path,
+                query: query,
+                authorization: token.map { "Bearer " + $0 },
+                body: body
+            )
+        )
     }
 
-    func get(_ path: String, query: [String: String] = [:], bundleID: String = Sim.bundleID) throws -> FakeAppleResponse {
+    func get(_ path: String, query: [String: String] = [:], bundleID: String = Sim.bundleID) throws -> FakeAppleResponse
+    {
         api("GET", path, query: query, token: try token(bundleID: bundleID))
     }
 
-    func post(_ path: String, query: [String: String] = [:], body: [UInt8] = [], bundleID: String = Sim.bundleID) throws -> FakeAppleResponse {
+    func post(
+        _ path: String,
+        query: [String: String] = [:],
+        body: [UInt8] = [],
+        bundleID: String = Sim.bundleID
+    ) throws -> FakeAppleResponse {
         api("POST", path, query: query, token: try token(bundleID: bundleID), body: body)
     }
 
@@ -115,13 +144,22 @@ struct FakeAppleHarness {
 enum CraftedJWT {
     static func segment(_ json: String) -> String { Base64.encode(Array(json.utf8), alphabet: .url) }
 
-    static func make(header: String = #"{"alg":"ES256","kid":"SIMKEY0001","typ":"JWT"}"#, payload: String, key: PrivateKey) throws -> String {
+    static func make(
+        header: String = #"{"alg":"ES256","kid":"SIMKEY0001","typ":"JWT"}"#,
+        payload: String,
+        key: PrivateKey
+    ) throws -> String {
         let input = segment(header) + "." + segment(payload)
         return input + "." + Base64.encode(try key.signES256(Array(input.utf8)), alphabet: .url)
     }
 
-    static func claims(iss: String = SimulatorPKI.issuerID, iat: Int64, exp: Int64, aud: String? = AppStoreAPIToken.audience,
-                       bid: String = Sim.bundleID) -> String {
+    static func claims(
+        iss: String = SimulatorPKI.issuerID,
+        iat: Int64,
+        exp: Int64,
+        aud: String? = AppStoreAPIToken.audience,
+        bid: String = Sim.bundleID
+    ) -> String {
         var members = [#""iss":"\#(iss)""#, #""iat":\#(iat)"#, #""exp":\#(exp)"#]
         if let aud { members.append(#""aud":"\#(aud)""#) }
         members.append(#""bid":"\#(bid)""#)
@@ -138,8 +176,10 @@ enum PythonClient {
     /// minutes after `now` (ms).
     static func token(now: Int64, key: PrivateKey, bundleID: String = Sim.bundleID) throws -> String {
         try CraftedJWT.make(
-            payload: #"{"bid":"\#(bundleID)","iss":"\#(SimulatorPKI.issuerID)","aud":"appstoreconnect-v1","exp":\#(now / 1000 + 300)}"#,
-            key: key)
+            payload:
+                #"{"bid":"\#(bundleID)","iss":"\#(SimulatorPKI.issuerID)","aud":"appstoreconnect-v1","exp":\#(now / 1000 + 300)}"#,
+            key: key
+        )
     }
 
     /// The request for `target` as sent (`/inApps/v2/history/1?productType=A&productType=B`): the query split and
@@ -154,15 +194,32 @@ enum PythonClient {
             let pair = member.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
             items.append(FakeAppleRequest.QueryItem(decoded(pair[0]), pair.count == 2 ? decoded(pair[1]) : ""))
         }
-        return FakeAppleRequest(method: method, path: String(parts[0]), queryItems: items, authorization: "Bearer " + token,
-                                body: Array(body.utf8))
+        return FakeAppleRequest(
+            method: method,
+            path: String(parts[0]),
+            queryItems: items,
+            authorization: "Bearer " + token,
+            body: Array(body.utf8)
+        )
     }
 }
 
 extension FakeAppleHarness {
     /// `target` asked the way Apple's Python library asks it, with its token for `bundleID`.
-    func python(_ method: String, _ target: String, body: String = "", bundleID: String = Sim.bundleID) throws -> FakeAppleResponse {
-        apple.handle(PythonClient.request(method, target, token: try PythonClient.token(now: now, key: pki.apiKey, bundleID: bundleID), body: body))
+    func python(
+        _ method: String,
+        _ target: String,
+        body: String = "",
+        bundleID: String = Sim.bundleID
+    ) throws -> FakeAppleResponse {
+        apple.handle(
+            PythonClient.request(
+                method,
+                target,
+                token: try PythonClient.token(now: now, key: pki.apiKey, bundleID: bundleID),
+                body: body
+            )
+        )
     }
 
     /// The transaction ids of a history page, in the order answered (its signed items decoded without verification).

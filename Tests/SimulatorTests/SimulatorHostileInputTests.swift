@@ -40,8 +40,13 @@ import V2Adapter
             let path = "/inApps/v1/subscriptions/\(s.originalTransactionID)"
             let pairs: [(Int64, Int64)] = [(.min, .max), (.min, 0), (-1, .max), (.max - 1, .max), (.min, .min + 1)]
             for (iat, exp) in pairs {
-                let token = try AppStoreAPIToken(keyID: SimulatorPKI.apiKeyID, issuerID: SimulatorPKI.issuerID, bundleID: Sim.bundleID,
-                                                 issuedAt: iat, expiresAt: exp).signed(with: h.pki.apiKey)
+                let token = try AppStoreAPIToken(
+                    keyID: SimulatorPKI.apiKeyID,
+                    issuerID: SimulatorPKI.issuerID,
+                    bundleID: Sim.bundleID,
+                    issuedAt: iat,
+                    expiresAt: exp
+                ).signed(with: h.pki.apiKey)
                 #expect(h.api("GET", path, token: token).status == 401, "iat \(iat) exp \(exp)")
             }
         }
@@ -49,11 +54,19 @@ import V2Adapter
 
     @Test func tokenVerificationAtAnyClockNeverTraps() throws {
         let key = try PrivateKey.generateP256()
-        let token = try AppStoreAPIToken(keyID: "k", issuerID: "i", bundleID: "b", issuedAt: .min, expiresAt: .max).signed(with: key)
-        #expect(throws: AppStoreAPIToken.Rejection.tooLong) { try AppStoreAPIToken.verify(token, publicKey: key.publicKey, now: 0) }
-        let normal = try AppStoreAPIToken(keyID: "k", issuerID: "i", bundleID: "b", issuedAt: 100, expiresAt: 700).signed(with: key)
-        #expect(throws: AppStoreAPIToken.Rejection.expired) { try AppStoreAPIToken.verify(normal, publicKey: key.publicKey, now: .max) }
-        #expect(throws: AppStoreAPIToken.Rejection.notYetValid) { try AppStoreAPIToken.verify(normal, publicKey: key.publicKey, now: .min) }
+        let token = try AppStoreAPIToken(keyID: "k", issuerID: "i", bundleID: "b", issuedAt: .min, expiresAt: .max)
+            .signed(with: key)
+        #expect(throws: AppStoreAPIToken.Rejection.tooLong) {
+            try AppStoreAPIToken.verify(token, publicKey: key.publicKey, now: 0)
+        }
+        let normal = try AppStoreAPIToken(keyID: "k", issuerID: "i", bundleID: "b", issuedAt: 100, expiresAt: 700)
+            .signed(with: key)
+        #expect(throws: AppStoreAPIToken.Rejection.expired) {
+            try AppStoreAPIToken.verify(normal, publicKey: key.publicKey, now: .max)
+        }
+        #expect(throws: AppStoreAPIToken.Rejection.notYetValid) {
+            try AppStoreAPIToken.verify(normal, publicKey: key.publicKey, now: .min)
+        }
         _ = try AppStoreAPIToken.verify(normal, publicKey: key.publicKey, now: 200)
     }
 
@@ -63,10 +76,17 @@ import V2Adapter
         try Self.withHarness { h, s throws in
             let history = "/inApps/v2/history/\(s.originalTransactionID)"
             let request = try Sim.json(NotificationHistoryRequest(startDate: .min, endDate: .max))
-            for token in ["9223372036854775807", "9223372036854775806", "9223372036854775808", "99999999999999999999999", "-9223372036854775808",
-                          "", " 1", "1e3", "0x10", String(repeating: "9", count: 10_000)] {
+            for token in [
+                "9223372036854775807", "9223372036854775806", "9223372036854775808", "99999999999999999999999",
+                "-9223372036854775808",
+                "", " 1", "1e3", "0x10", String(repeating: "9", count: 10_000),
+            ] {
                 let page = try h.get(history, query: ["revision": token])
-                let notifications = try h.post("/inApps/v1/notifications/history", query: ["paginationToken": token], body: request)
+                let notifications = try h.post(
+                    "/inApps/v1/notifications/history",
+                    query: ["paginationToken": token],
+                    body: request
+                )
                 for response in [page, notifications] {
                     #expect(response.status == 200 || response.status == 400, "\(token.prefix(30))")
                 }
@@ -82,16 +102,24 @@ import V2Adapter
     /// date in the future means now (so a start after now is 4000013), and the widest valid window is fine.
     @Test func notificationHistoryWithDatesAtInt64sEndsIsAnswered() throws {
         try Self.withHarness { h, _ throws in
-            for (start, end, code) in [(Int64.min, Int64.max, 4000015), (Int64.max - 1, Int64.max, 4000013), (Int64.min, Int64.min + 1, 4000015),
-                                       (0, -1, 4000016), (0, Int64.max, 0)] as [(Int64, Int64, Int64)] {
-                let response = try h.post("/inApps/v1/notifications/history",
-                                          body: try Sim.json(NotificationHistoryRequest(startDate: start, endDate: end)))
+            for (start, end, code) in [
+                (Int64.min, Int64.max, 4_000_015), (Int64.max - 1, Int64.max, 4_000_013),
+                (Int64.min, Int64.min + 1, 4_000_015),
+                (0, -1, 4_000_016), (0, Int64.max, 0),
+            ] as [(Int64, Int64, Int64)] {
+                let response = try h.post(
+                    "/inApps/v1/notifications/history",
+                    body: try Sim.json(NotificationHistoryRequest(startDate: start, endDate: end))
+                )
                 #expect(response.status == (code == 0 ? 200 : 400), "\(start)..<\(end)")
                 if code != 0 { #expect(try FakeAppleHarness.errorCode(response) == code, "\(start)..<\(end)") }
             }
             // Retention at Int64's end does not overflow either.
             try h.store.update { $0.notificationHistoryDays = Int.max }
-            let wide = try h.post("/inApps/v1/notifications/history", body: try Sim.json(NotificationHistoryRequest(startDate: 0, endDate: Int64.max)))
+            let wide = try h.post(
+                "/inApps/v1/notifications/history",
+                body: try Sim.json(NotificationHistoryRequest(startDate: 0, endDate: Int64.max))
+            )
             #expect(wide.status == 200)
         }
     }
@@ -130,12 +158,28 @@ import V2Adapter
         try Sim.withPKI { pki throws in
             let lifecycle = try #require(Lifecycles.named("downgrade"))
             let emitter = Emitter(signer: pki.signer)
-            #expect(Self.code {
-                _ = try lifecycle.plan(bundleID: Sim.bundleID, sharedSecret: Sim.secret, emitter: emitter, start: Sim.t0, monthMillis: monthMillis)
-            } == "bad_argument")
-            #expect(Self.code {
-                _ = try lifecycle.planEndingAt(Sim.t0, bundleID: Sim.bundleID, sharedSecret: Sim.secret, emitter: emitter, monthMillis: monthMillis)
-            } == "bad_argument")
+            #expect(
+                Self.code {
+                    _ = try lifecycle.plan(
+                        bundleID: Sim.bundleID,
+                        sharedSecret: Sim.secret,
+                        emitter: emitter,
+                        start: Sim.t0,
+                        monthMillis: monthMillis
+                    )
+                } == "bad_argument"
+            )
+            #expect(
+                Self.code {
+                    _ = try lifecycle.planEndingAt(
+                        Sim.t0,
+                        bundleID: Sim.bundleID,
+                        sharedSecret: Sim.secret,
+                        emitter: emitter,
+                        monthMillis: monthMillis
+                    )
+                } == "bad_argument"
+            )
         }
     }
 
@@ -144,21 +188,50 @@ import V2Adapter
             let emitter = Emitter(signer: pki.signer)
             for lifecycle in Lifecycles.all {
                 for start in [Int64.min, Int64.max, Int64.max - 366 * 86_400_000] {
-                    #expect(Self.code {
-                        _ = try lifecycle.plan(bundleID: Sim.bundleID, sharedSecret: Sim.secret, emitter: emitter, start: start, monthMillis: Sim.month)
-                    } == "bad_argument")
-                    #expect(Self.code {
-                        _ = try lifecycle.planEndingAt(start, margin: 1_000, bundleID: Sim.bundleID, sharedSecret: Sim.secret, emitter: emitter,
-                                                   monthMillis: Sim.month)
-                    } == "bad_argument")
+                    #expect(
+                        Self.code {
+                            _ = try lifecycle.plan(
+                                bundleID: Sim.bundleID,
+                                sharedSecret: Sim.secret,
+                                emitter: emitter,
+                                start: start,
+                                monthMillis: Sim.month
+                            )
+                        } == "bad_argument"
+                    )
+                    #expect(
+                        Self.code {
+                            _ = try lifecycle.planEndingAt(
+                                start,
+                                margin: 1_000,
+                                bundleID: Sim.bundleID,
+                                sharedSecret: Sim.secret,
+                                emitter: emitter,
+                                monthMillis: Sim.month
+                            )
+                        } == "bad_argument"
+                    )
                 }
-                #expect(Self.code {
-                    _ = try lifecycle.planEndingAt(Sim.t0, margin: .min, bundleID: Sim.bundleID, sharedSecret: Sim.secret, emitter: emitter,
-                                               monthMillis: Sim.month)
-                } == "bad_argument")
+                #expect(
+                    Self.code {
+                        _ = try lifecycle.planEndingAt(
+                            Sim.t0,
+                            margin: .min,
+                            bundleID: Sim.bundleID,
+                            sharedSecret: Sim.secret,
+                            emitter: emitter,
+                            monthMillis: Sim.month
+                        )
+                    } == "bad_argument"
+                )
                 // The longest supported month from the last supported moment still plays.
-                _ = try lifecycle.planEndingAt(253_402_300_799_999, bundleID: Sim.bundleID, sharedSecret: Sim.secret, emitter: emitter,
-                                               monthMillis: 366 * 86_400_000)
+                _ = try lifecycle.planEndingAt(
+                    253_402_300_799_999,
+                    bundleID: Sim.bundleID,
+                    sharedSecret: Sim.secret,
+                    emitter: emitter,
+                    monthMillis: 366 * 86_400_000
+                )
             }
         }
     }

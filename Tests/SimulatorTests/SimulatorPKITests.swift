@@ -2,18 +2,23 @@ import Canonical
 import Crypto
 import Foundation
 import Simulator
-import TestSupport
 import SimulatorTestSupport
+import TestSupport
 import Testing
 import V2Adapter
 
 /// The simulator's PKI: what it writes, that it is generated once, and that it is Apple-shaped yet honoured by the
 /// real V2 verifier for sandbox payloads only.
 @Suite struct SimulatorPKITests {
-    static let files = ["root.der", "root.pem", "intermediate.der", "leaf.der", "leaf.key.pem", "api-key.p8", "api-key.pub.der", "asc-key.p8",
-                        "asc-key.pub.der"]
+    static let files = [
+        "root.der", "root.pem", "intermediate.der", "leaf.der", "leaf.key.pem", "api-key.p8", "api-key.pub.der",
+        "asc-key.p8",
+        "asc-key.pub.der",
+    ]
 
-    static func bytes(_ path: String) throws -> [UInt8] { Array(try #require(FileManager.default.contents(atPath: path))) }
+    static func bytes(_ path: String) throws -> [UInt8] {
+        Array(try #require(FileManager.default.contents(atPath: path)))
+    }
 
     static func mode(_ path: String) throws -> Int {
         let attributes = try FileManager.default.attributesOfItem(atPath: path)
@@ -51,7 +56,9 @@ import V2Adapter
 
     @Test func aFolderMadeBeforeTheAppStoreConnectKeyGetsOneAndKeepsTheRest() throws {
         try Sim.withPKI { first throws in
-            for name in ["asc-key.p8", "asc-key.pub.der"] { try FileManager.default.removeItem(atPath: first.folder + "/" + name) }
+            for name in ["asc-key.p8", "asc-key.pub.der"] {
+                try FileManager.default.removeItem(atPath: first.folder + "/" + name)
+            }
             #expect(throws: SimulatorError.self) { try SimulatorPKI.load(folder: first.folder) }
             let second = try SimulatorPKI.loadOrCreate(folder: first.folder, now: Sim.t0)
             #expect(second.root.der == first.root.der && second.apiKeyPEM == first.apiKeyPEM)
@@ -139,10 +146,21 @@ import V2Adapter
 
     // MARK: through the real V2 verifier
 
-    static func testNotification(_ pki: SimulatorPKI, at time: Int64 = Sim.t0, environment: String = "Sandbox") throws -> [UInt8] {
-        Array(try Emitter(signer: pki.signer).notification(
-            type: "TEST", subtype: nil, uuid: "00000000-0000-4000-8000-000000000001", subscription: nil, transaction: nil, at: time
-        ) { $0.environment = environment }.utf8)
+    static func testNotification(
+        _ pki: SimulatorPKI,
+        at time: Int64 = Sim.t0,
+        environment: String = "Sandbox"
+    ) throws -> [UInt8] {
+        Array(
+            try Emitter(signer: pki.signer).notification(
+                type: "TEST",
+                subtype: nil,
+                uuid: "00000000-0000-4000-8000-000000000001",
+                subscription: nil,
+                transaction: nil,
+                at: time
+            ) { $0.environment = environment }.utf8
+        )
     }
 
     @Test func sandboxNotificationVerifiesWithTheSimRootAsAnExtraRoot() throws {
@@ -154,8 +172,13 @@ import V2Adapter
             #expect(verified.leafSerial == pki.leaf.serialNumberHex)
             #expect(verified.canonicalEvents().first?.kind == .test)
             // The configured gateway view accepts it as well.
-            #expect(try Sim.adapter(trusting: pki).verifyNotification(signedPayload: try Self.testNotification(pki), now: Sim.t0).bundleID
-                == Sim.bundleID)
+            #expect(
+                try Sim.adapter(trusting: pki).verifyNotification(
+                    signedPayload: try Self.testNotification(pki),
+                    now: Sim.t0
+                ).bundleID
+                    == Sim.bundleID
+            )
         }
     }
 
@@ -163,7 +186,10 @@ import V2Adapter
         try Sim.withPKI { pki throws in
             let production = try Self.testNotification(pki, environment: "Production")
             let adapter = try Sim.adapter(sandboxRoots: [pki.root.der])
-            #expect(Sim.v2Code { _ = try adapter.verifyNotification(signedPayload: production, now: Sim.t0) } == "untrusted_root")
+            #expect(
+                Sim.v2Code { _ = try adapter.verifyNotification(signedPayload: production, now: Sim.t0) }
+                    == "untrusted_root"
+            )
             // The refusal is about the root's standing: pinned like Apple's, the same token passes.
             let asApple = try Sim.adapter(sandboxRoots: [], appleRoots: [pki.root.der])
             #expect(try asApple.verifyNotification(signedPayload: production, now: Sim.t0).environment == .production)
@@ -175,13 +201,20 @@ import V2Adapter
             let appleOnly = try Sim.adapter(sandboxRoots: [])
             for environment in ["Sandbox", "Production"] {
                 let token = try Self.testNotification(pki, environment: environment)
-                #expect(Sim.v2Code { _ = try appleOnly.verifyNotification(signedPayload: token, now: Sim.t0) } == "untrusted_root")
+                #expect(
+                    Sim.v2Code { _ = try appleOnly.verifyNotification(signedPayload: token, now: Sim.t0) }
+                        == "untrusted_root"
+                )
             }
             // Another simulator's root does not vouch for this one's tokens either.
             try Sim.withPKI { other throws in
                 let adapter = try Sim.adapter(sandboxRoots: [other.root.der])
-                #expect(Sim.v2Code { _ = try adapter.verifyNotification(signedPayload: try Self.testNotification(pki), now: Sim.t0) }
-                    == "untrusted_root")
+                #expect(
+                    Sim.v2Code {
+                        _ = try adapter.verifyNotification(signedPayload: try Self.testNotification(pki), now: Sim.t0)
+                    }
+                        == "untrusted_root"
+                )
             }
         }
     }
@@ -190,9 +223,15 @@ import V2Adapter
         try Sim.withPKI { pki throws in
             let adapter = try Sim.adapter(sandboxRoots: [pki.root.der])
             let before = try Self.testNotification(pki, at: Sim.t0 - 2 * 86_400_000)
-            #expect(Sim.v2Code { _ = try adapter.verifyNotification(signedPayload: before, now: Sim.t0) } == "certificate_expired")
+            #expect(
+                Sim.v2Code { _ = try adapter.verifyNotification(signedPayload: before, now: Sim.t0) }
+                    == "certificate_expired"
+            )
             let late = try Self.testNotification(pki, at: Sim.t0 + 11 * 365 * 86_400_000)
-            #expect(Sim.v2Code { _ = try adapter.verifyNotification(signedPayload: late, now: Sim.t0) } == "certificate_expired")
+            #expect(
+                Sim.v2Code { _ = try adapter.verifyNotification(signedPayload: late, now: Sim.t0) }
+                    == "certificate_expired"
+            )
         }
     }
 }

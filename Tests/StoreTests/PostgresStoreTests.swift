@@ -2,14 +2,18 @@ import Canonical
 import Dispatch
 import Foundation
 import Postgres
-@testable import Store
 import Synchronization
-import Testing
 import TestSupport
+import Testing
+
+@testable import Store
 
 /// What only the PostgreSQL store does: several instances (here: several `PostgresStore`s) on one database, and a
 /// server that goes away and comes back. Each test has a schema of its own.
-@Suite(.serialized, .enabled(if: TestDatabase.url != nil, "IAPGW_TEST_DATABASE_URL is not set (run under scripts/with-postgres)"))
+@Suite(
+    .serialized,
+    .enabled(if: TestDatabase.url != nil, "IAPGW_TEST_DATABASE_URL is not set (run under scripts/with-postgres)")
+)
 struct PostgresStoreTests {
     /// Runs `bodies` on threads of their own (not a pool's: every one runs at once however many block), started
     /// together; their results in order.
@@ -63,7 +67,13 @@ struct PostgresStoreTests {
 
     static func storeEvent(_ store: any GatewayStore, _ id: String) throws {
         _ = try store.write { tx in
-            try tx.storeEvents([StoreTests.event(id, date: 1000)], journalID: nil, routing: TestRouting(), now: 1, authority: nil)
+            try tx.storeEvents(
+                [StoreTests.event(id, date: 1000)],
+                journalID: nil,
+                routing: TestRouting(),
+                now: 1,
+                authority: nil
+            )
         }
     }
 
@@ -73,10 +83,12 @@ struct PostgresStoreTests {
         let schema = try TestSchema()
         let opens = Self.together((0..<4).map { _ in { try PostgresStore(url: schema.url) } })
         let stores = try opens.map { try $0.get() }
-        defer { stores.forEach { $0.close() } }
+        defer { for store in stores { store.close() } }
         let c = try schema.connect()
         defer { c.close() }
-        let versions = try c.query("SELECT version FROM schema_migrations ORDER BY version").compactMap { $0.int("version") }
+        let versions = try c.query("SELECT version FROM schema_migrations ORDER BY version").compactMap {
+            $0.int("version")
+        }
         #expect(versions == PostgresSchema.migrations.map(\.version))
         // Every instance works on the one schema.
         try Self.storeEvent(stores[0], "e1")
@@ -88,7 +100,10 @@ struct PostgresStoreTests {
         try PostgresStore(url: schema.url).close()
         let c = try schema.connect()
         defer { c.close() }
-        try c.run("INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)", [.int64(Int64(PostgresSchema.migrations.count + 1))])
+        try c.run(
+            "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)",
+            [.int64(Int64(PostgresSchema.migrations.count + 1))]
+        )
         let error = #expect(throws: PostgresError.self) { try PostgresStore(url: schema.url) }
         #expect(error?.message.contains("newer gateway") == true)
     }
@@ -98,7 +113,10 @@ struct PostgresStoreTests {
     @Test func theSameNotificationFromTwoInstancesAtOnceIsAcceptedOnce() throws {
         let schema = try TestSchema()
         let (a, b) = (try Self.open(schema), try Self.open(schema))
-        defer { a.close(); b.close() }
+        defer {
+            a.close()
+            b.close()
+        }
         let observer = try schema.connect()
         defer { observer.close() }
 
@@ -126,13 +144,18 @@ struct PostgresStoreTests {
         release.signal()
         done.wait()
         let result = outcomes.withLock { $0 }
-        guard case .accepted(let id) = result["a"] else { Issue.record("A: \(String(describing: result["a"]))"); return }
+        guard case .accepted(let id) = result["a"] else {
+            Issue.record("A: \(String(describing: result["a"]))")
+            return
+        }
         #expect(result["b"] == .duplicate(journalID: id))
 
         // In the middle of a batch B does not wait (it holds rows A might wait for): its journal runs again at the head
         // of its next batch, and waits there.
         let deferred = Self.item("deferred-key")
-        let (held, go, holding) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        let (held, go, holding) = (
+            DispatchSemaphore(value: 0), DispatchSemaphore(value: 0), DispatchSemaphore(value: 0)
+        )
         let later = DispatchGroup()
         Self.run(in: later) {
             let o = try? a.write { tx in
@@ -155,7 +178,13 @@ struct PostgresStoreTests {
         holding.wait()
         Self.run(in: later) {
             _ = try? b.write { tx in
-                try tx.storeEvents([StoreTests.event("b-first", date: 1)], journalID: nil, routing: TestRouting(), now: 1, authority: nil)
+                try tx.storeEvents(
+                    [StoreTests.event("b-first", date: 1)],
+                    journalID: nil,
+                    routing: TestRouting(),
+                    now: 1,
+                    authority: nil
+                )
             }
         }
         eventuallyBlocking("the journal queued on B's writer") { b.writer.queued == 1 }
@@ -168,7 +197,10 @@ struct PostgresStoreTests {
         go.signal()
         later.wait()
         let second = outcomes.withLock { $0 }
-        guard case .accepted(let id2) = second["a2"] else { Issue.record("A: \(String(describing: second["a2"]))"); return }
+        guard case .accepted(let id2) = second["a2"] else {
+            Issue.record("A: \(String(describing: second["a2"]))")
+            return
+        }
         #expect(second["b2"] == .duplicate(journalID: id2))
 
         // And a burst: every key journaled by both instances at the same moment is accepted exactly once.
@@ -176,9 +208,11 @@ struct PostgresStoreTests {
         let journal: @Sendable (any GatewayStore, String) throws -> JournalOutcome = { store, key in
             try store.write { tx in try tx.journal(Self.item(key), routing: TestRouting(), now: 7) }
         }
-        let results = Self.together(keys.flatMap { key -> [@Sendable () throws -> JournalOutcome] in
-            [{ try journal(a, key) }, { try journal(b, key) }]
-        })
+        let results = Self.together(
+            keys.flatMap { key -> [@Sendable () throws -> JournalOutcome] in
+                [{ try journal(a, key) }, { try journal(b, key) }]
+            }
+        )
         let answers = try results.map { try $0.get() }
         for (n, key) in keys.enumerated() {
             let pair = [answers[2 * n], answers[2 * n + 1]]
@@ -192,7 +226,8 @@ struct PostgresStoreTests {
     /// Sessions of the test database waiting for another transaction's lock.
     static func sessionsWaitingOnALock(_ c: PostgresConnection) -> Int {
         (try? c.queryOne(
-            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")?.int("n")) ?? -1
+            "SELECT count(*) AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )?.int("n")) ?? -1
     }
 
     // MARK: Claims and leases
@@ -200,7 +235,10 @@ struct PostgresStoreTests {
     @Test func aJobClaimedByOneInstanceWaitsForItsLeaseBeforeAnotherTakesItOver() throws {
         let schema = try TestSchema()
         let (a, b) = (try Self.open(schema), try Self.open(schema))
-        defer { a.close(); b.close() }
+        defer {
+            a.close()
+            b.close()
+        }
         try Self.storeEvent(a, "e1")
         var v1 = JournalItem(key: "v1-key", version: .v1, receivedAt: 1, body: Array("{}".utf8))
         v1.bundleID = "com.example.gateway"
@@ -208,16 +246,24 @@ struct PostgresStoreTests {
         v1.needsReceipt = true
         let receipt = v1
         _ = try a.write { tx in try tx.journal(receipt, routing: TestRouting(), now: 1) }
-        let key = SubscriptionKey(bundleID: "com.example.gateway", environment: .sandbox, originalTransactionID: "otid-1")
-        try a.write { tx in try tx.enqueueFetch(FetchRequest(subscription: key, fetch: .v2, compare: true), at: 1, due: nil) }
+        let key = SubscriptionKey(
+            bundleID: "com.example.gateway",
+            environment: .sandbox,
+            originalTransactionID: "otid-1"
+        )
+        try a.write { tx in
+            try tx.enqueueFetch(FetchRequest(subscription: key, fetch: .v2, compare: true), at: 1, due: nil)
+        }
 
         /// Each kind of job `store` can claim at `time` for `lease`: (deliveries to main, receipt jobs, fetches).
         func claim(_ store: PostgresStore, at time: Int64, _ owner: String, until: Int64) throws -> [Int] {
             let lease = Lease(owner: owner, until: until)
             return try store.write { tx in
-                [try tx.claimDueDeliveries(downstream: "main", at: time, limit: 10, lease: lease).count,
-                 try tx.claimDueReceiptJobs(at: time, limit: 10, lease: lease).count,
-                 try tx.claimDueFetches(at: time, limit: 10, lease: lease).count]
+                [
+                    try tx.claimDueDeliveries(downstream: "main", at: time, limit: 10, lease: lease).count,
+                    try tx.claimDueReceiptJobs(at: time, limit: 10, lease: lease).count,
+                    try tx.claimDueFetches(at: time, limit: 10, lease: lease).count,
+                ]
             }
         }
         #expect(try claim(a, at: 10, "A", until: 1_000) == [1, 1, 1])
@@ -229,20 +275,47 @@ struct PostgresStoreTests {
         #expect(try claim(a, at: 1_500, "A", until: 3_000) == [0, 0, 0])
 
         // Settling ends the claim: the jobs, due again, are A's to take though B's lease still runs.
-        let deliveryID = try #require(try b.read { tx in try tx.deliveries(state: nil, downstream: "main", eventID: nil, limit: 10) }.first?.id)
+        let deliveryID = try #require(
+            try b.read { tx in try tx.deliveries(state: nil, downstream: "main", eventID: nil, limit: 10) }.first?.id
+        )
         let journalID = try #require(try b.read { tx in try tx.receiptJobs(state: nil) }.first?.journalID)
         let fetchID = try #require(try b.read { tx in try tx.fetchJobs(state: nil) }.first?.id)
         try b.write { tx in
-            try tx.settleDelivery(id: deliveryID, DeliveryOutcome(state: .pending, attempts: 1, nextAttemptAt: 1_100, deliveredAt: nil,
-                                                                  status: 503, error: "HTTP 503"))
-            try tx.settleReceiptJob(journalID: journalID, state: .pending, attempts: 1, nextAttemptAt: 1_100, error: "timeout", appleStatus: nil,
-                                    now: 1_050)
-            try tx.settleFetch(id: fetchID, state: .pending, attempts: 1, nextAttemptAt: 1_100, error: "timeout", now: 1_050)
+            try tx.settleDelivery(
+                id: deliveryID,
+                DeliveryOutcome(
+                    state: .pending,
+                    attempts: 1,
+                    nextAttemptAt: 1_100,
+                    deliveredAt: nil,
+                    status: 503,
+                    error: "HTTP 503"
+                )
+            )
+            try tx.settleReceiptJob(
+                journalID: journalID,
+                state: .pending,
+                attempts: 1,
+                nextAttemptAt: 1_100,
+                error: "timeout",
+                appleStatus: nil,
+                now: 1_050
+            )
+            try tx.settleFetch(
+                id: fetchID,
+                state: .pending,
+                attempts: 1,
+                nextAttemptAt: 1_100,
+                error: "timeout",
+                now: 1_050
+            )
         }
         let c = try schema.connect()
         defer { c.close() }
         for table in ["outbox", "receipt_jobs", "compare_jobs"] {
-            let claimed = try c.queryOne("SELECT count(*) AS n FROM \(table) WHERE claimed_by IS NOT NULL OR claimed_until IS NOT NULL")
+            let claimed = try c.queryOne(
+                "SELECT count(*) AS n FROM \(table) WHERE claimed_by IS NOT NULL OR claimed_until IS NOT NULL"
+            )
             #expect(claimed?.int("n") == 0, "\(table)")
         }
         #expect(try claim(a, at: 1_100, "A", until: 3_000) == [1, 1, 1])
@@ -257,14 +330,23 @@ struct PostgresStoreTests {
         let f = try Fixture(.postgres)
         let store = f.store
         try Self.storeEvent(store, "renewed")
-        let claimed = try store.write { tx in try tx.claimDueDeliveries(downstream: "main", at: 10, limit: 10, lease: Lease(owner: "a", until: 100)) }
+        let claimed = try store.write { tx in
+            try tx.claimDueDeliveries(downstream: "main", at: 10, limit: 10, lease: Lease(owner: "a", until: 100))
+        }
         let ids = claimed.map(\.id)
         #expect(ids.count == 1)
         try store.write { tx in try tx.renewClaims(.deliveries, ids: ids, lease: Lease(owner: "a", until: 500)) }
         try store.write { tx in try tx.renewClaims(.deliveries, ids: ids, lease: Lease(owner: "b", until: 10_000)) }
         let b = Lease(owner: "b", until: 2_000)
-        #expect(try store.write { tx in try tx.claimDueDeliveries(downstream: "main", at: 200, limit: 10, lease: b) }.isEmpty)
-        #expect(try store.write { tx in try tx.claimDueDeliveries(downstream: "main", at: 501, limit: 10, lease: b) }.map(\.id) == ids)
+        #expect(
+            try store.write { tx in try tx.claimDueDeliveries(downstream: "main", at: 200, limit: 10, lease: b) }
+                .isEmpty
+        )
+        #expect(
+            try store.write { tx in try tx.claimDueDeliveries(downstream: "main", at: 501, limit: 10, lease: b) }.map(
+                \.id
+            ) == ids
+        )
         for jobs in ClaimedJobs.allCases {
             try store.write { tx in try tx.renewClaims(jobs, ids: [1, 2], lease: Lease(owner: "c", until: 3_000)) }
         }
@@ -273,20 +355,27 @@ struct PostgresStoreTests {
     @Test func instancesClaimingAtOnceNeverGetTheSameJob() throws {
         let schema = try TestSchema()
         let stores = [try Self.open(schema), try Self.open(schema), try Self.open(schema)]
-        defer { stores.forEach { $0.close() } }
+        defer { for store in stores { store.close() } }
         try stores[0].write { tx in
             let events = (0..<90).map { StoreTests.event("e\($0)", date: 1000 + Int64($0)) }
             try tx.storeEvents(events, journalID: nil, routing: TestRouting(), now: 1, authority: nil)
         }
-        let claims = Self.together(stores.enumerated().flatMap { n, store in
-            (0..<5).map { round in
-                { @Sendable in
-                    try store.write { tx in
-                        try tx.claimDueDeliveries(downstream: "main", at: 10, limit: 7, lease: Lease(owner: "i\(n)-\(round)", until: 1_000)).map(\.id)
+        let claims = Self.together(
+            stores.enumerated().flatMap { n, store in
+                (0..<5).map { round in
+                    { @Sendable in
+                        try store.write { tx in
+                            try tx.claimDueDeliveries(
+                                downstream: "main",
+                                at: 10,
+                                limit: 7,
+                                lease: Lease(owner: "i\(n)-\(round)", until: 1_000)
+                            ).map(\.id)
+                        }
                     }
                 }
             }
-        })
+        )
         let ids = try claims.flatMap { try $0.get() }
         #expect(ids.count == Set(ids).count, "a job was claimed twice")
         #expect(ids.count == 90)
@@ -299,8 +388,14 @@ struct PostgresStoreTests {
     /// A store with an empty table `probe (n bigint UNIQUE)`, and `count` writes `piece(i, connection)` queued on its
     /// writer behind a first write that holds it until they all are, so that they share batches: each write's result,
     /// and the store's commit statistics from before them.
-    static func queuedWrites(count: Int, _ piece: @escaping @Sendable (Int, PostgresConnection) throws -> Void) throws
-        -> (store: PostgresStore, fixture: Fixture, results: [Result<Void, any Error>], before: (batches: Int, items: Int))
+    static func queuedWrites(
+        count: Int,
+        _ piece: @escaping @Sendable (Int, PostgresConnection) throws -> Void
+    ) throws
+        -> (
+            store: PostgresStore, fixture: Fixture, results: [Result<Void, any Error>],
+            before: (batches: Int, items: Int)
+        )
     {
         let f = try Fixture(.postgres)
         let store = try #require(f.store as? PostgresStore)
@@ -308,14 +403,19 @@ struct PostgresStoreTests {
         let before = store.commitStatistics
         let queued = Atomic<Int>(0)
         let holder: @Sendable () throws -> Void = {
-            try store.writer.perform { _ in _ = eventuallyBlocking(recordsIssue: false) { queued.load(ordering: .relaxed) == count } }
-        }
-        let results = Self.together([holder] + (0..<count).map { i in
-            { @Sendable in
-                queued.add(1, ordering: .relaxed)
-                try store.writer.perform { c in try piece(i, c) }
+            try store.writer.perform { _ in
+                _ = eventuallyBlocking(recordsIssue: false) { queued.load(ordering: .relaxed) == count }
             }
-        })
+        }
+        let results = Self.together(
+            [holder]
+                + (0..<count).map { i in
+                    { @Sendable in
+                        queued.add(1, ordering: .relaxed)
+                        try store.writer.perform { c in try piece(i, c) }
+                    }
+                }
+        )
         return (store, f, Array(results.dropFirst()), before)
     }
 
@@ -401,11 +501,14 @@ struct PostgresStoreTests {
                 """
                 SELECT pg_column_compression(body) AS method, 'lz4' = ANY (enumvals) AS supported FROM journal,
                        (SELECT enumvals FROM pg_settings WHERE name = 'default_toast_compression') s WHERE notification_key = 'lz4-body'
-                """)
+                """
+            )
         }
         try #require(row?.bool("supported") == true, "this server has no LZ4")
         #expect(row?.string("method") == "lz4")
-        #expect(try store.read { tx in try tx.journalEntries(id: nil, key: "lz4-body", limit: 1) }.first?.body == item.body)
+        #expect(
+            try store.read { tx in try tx.journalEntries(id: nil, key: "lz4-body", limit: 1) }.first?.body == item.body
+        )
     }
 
     // MARK: The server goes away
@@ -447,15 +550,22 @@ struct PostgresStoreTests {
         #expect(throws: (any Error).self) { try Self.storeEvent(store, "while-down") }
         #expect(throws: (any Error).self) { try store.read { tx in try tx.counts() } }
         eventuallyBlocking("20 more writes failing") { failed.load(ordering: .relaxed) >= 40 }
-        #expect(acknowledged.withLock { $0.count } == acknowledgedWhileDown, "a write was acknowledged while the server was down")
+        #expect(
+            acknowledged.withLock { $0.count } == acknowledgedWhileDown,
+            "a write was acknowledged while the server was down"
+        )
 
         #expect(try TestDatabase.control("start") == 0)
         // The same store, not reopened: writes succeed again by themselves.
-        eventuallyBlocking("20 writes acknowledged after the server came back") { acknowledged.withLock { $0.count } >= acknowledgedWhileDown + 20 }
+        eventuallyBlocking("20 writes acknowledged after the server came back") {
+            acknowledged.withLock { $0.count } >= acknowledgedWhileDown + 20
+        }
         // A restart under load: the batch in flight fails (its session is ended), the next ones go on.
         #expect(try TestDatabase.control("restart") == 0)
         let acknowledgedAfterRestart = acknowledged.withLock { $0.count }
-        eventuallyBlocking("20 writes acknowledged after the restart") { acknowledged.withLock { $0.count } >= acknowledgedAfterRestart + 20 }
+        eventuallyBlocking("20 writes acknowledged after the restart") {
+            acknowledged.withLock { $0.count } >= acknowledgedAfterRestart + 20
+        }
         stop.store(true, ordering: .relaxed)
         writers.wait()
         try Self.storeEvent(store, "after")
@@ -464,6 +574,10 @@ struct PostgresStoreTests {
         let keys = Set(try store.read { tx in try tx.journalEntries(id: nil, key: nil, limit: .max) }.map(\.key))
         let lost = acknowledged.withLock { $0 }.filter { !keys.contains($0) }
         #expect(lost.isEmpty, "acknowledged but not stored: \(lost.prefix(5))")
-        #expect(try store.read { tx in try tx.events(id: nil, originalTransactionID: nil, limit: 10) }.map(\.event.id) == ["before", "after"])
+        #expect(
+            try store.read { tx in try tx.events(id: nil, originalTransactionID: nil, limit: 10) }.map(\.event.id) == [
+                "before", "after",
+            ]
+        )
     }
 }

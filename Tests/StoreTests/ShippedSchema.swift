@@ -1,5 +1,6 @@
 import Postgres
 import SQLite
+
 @testable import Store
 
 /// The migration lists as they shipped before the schema was written once (`StoreSchema`), frozen: the stores on disk
@@ -118,7 +119,8 @@ enum ShippedSchema {
                     updated_at INTEGER NOT NULL,
                     PRIMARY KEY (bundle_id, environment)
                 );
-                """),
+                """
+        ),
         SQLiteMigration(
             version: 2,
             sql: """
@@ -200,14 +202,16 @@ enum ShippedSchema {
                     verdict TEXT NOT NULL,
                     forced INTEGER NOT NULL
                 );
-                """),
+                """
+        ),
         SQLiteMigration(
             version: 3,
             sql: """
                 -- The silence alert asks every minute for each bundle's latest event per path, and the report counts
                 -- events per bundle over a window: without this both scan the whole events table.
                 CREATE INDEX events_bundle_path ON events(bundle_id, environment, path, created_at);
-                """),
+                """
+        ),
         SQLiteMigration(
             version: 4,
             sql: """
@@ -217,7 +221,8 @@ enum ShippedSchema {
                 ALTER TABLE compare_jobs ADD COLUMN confirms INTEGER NOT NULL DEFAULT 0;
                 -- Deliveries are read per downstream, so a slow one never holds back the others.
                 CREATE INDEX outbox_downstream_due ON outbox(downstream, state, next_attempt_at);
-                """),
+                """
+        ),
         SQLiteMigration(
             version: 5,
             sql: """
@@ -253,7 +258,8 @@ enum ShippedSchema {
                     INSERT INTO quarantine_usage (lane, rows, bytes) VALUES (NEW.lane, 1, NEW.size)
                     ON CONFLICT(lane) DO UPDATE SET rows = rows + 1, bytes = bytes + NEW.size;
                 END;
-                """),
+                """
+        ),
         SQLiteMigration(
             version: 6,
             sql: """
@@ -280,14 +286,16 @@ enum ShippedSchema {
                     calls INTEGER NOT NULL DEFAULT 0,
                     UNIQUE (bundle_id, environment, kind)
                 );
-                """),
+                """
+        ),
         SQLiteMigration(
             version: 7,
             sql: """
                 -- A subscription's states by its original transaction id (`iap-gateway subscription`, the admin API):
                 -- the primary key starts with the path and the environment, so the lookup read every state.
                 CREATE INDEX subscription_state_subscription ON subscription_state(original_transaction_id);
-                """),
+                """
+        ),
         SQLiteMigration(
             version: 8,
             sql: """
@@ -295,7 +303,8 @@ enum ShippedSchema {
                 -- (redacted = 0) are scrubbed once with the configured secrets at the next start (QuarantineScrub).
                 ALTER TABLE quarantine ADD COLUMN redacted INTEGER NOT NULL DEFAULT 0;
                 CREATE INDEX quarantine_unredacted ON quarantine(id) WHERE redacted = 0;
-                """),
+                """
+        ),
         SQLiteMigration(
             version: 9,
             sql: """
@@ -334,9 +343,9 @@ enum ShippedSchema {
                 );
                 CREATE INDEX apple_switch_log_app ON apple_switch_log(bundle_id, environment, id);
                 ALTER TABLE cutover_log ADD COLUMN origin TEXT NOT NULL DEFAULT 'cutover';   -- cutover | migrate
-                """),
+                """
+        ),
     ]
-
 
     static let postgres: [PostgresMigration] = [
         PostgresMigration(
@@ -456,7 +465,8 @@ enum ShippedSchema {
                     updated_at bigint NOT NULL,
                     PRIMARY KEY (bundle_id, environment)
                 );
-                """),
+                """
+        ),
         PostgresMigration(
             version: 2,
             sql: """
@@ -545,14 +555,16 @@ enum ShippedSchema {
                     verdict text NOT NULL,
                     forced boolean NOT NULL
                 );
-                """),
+                """
+        ),
         PostgresMigration(
             version: 3,
             sql: """
                 -- The silence alert asks every minute for each bundle's latest event per path, and the report counts
                 -- events per bundle over a window: without this both scan the whole events table.
                 CREATE INDEX events_bundle_path ON events(bundle_id, environment, path, created_at);
-                """),
+                """
+        ),
         PostgresMigration(
             version: 4,
             sql: """
@@ -562,7 +574,8 @@ enum ShippedSchema {
                 ALTER TABLE compare_jobs ADD COLUMN confirms integer NOT NULL DEFAULT 0;
                 -- Deliveries are read per downstream, so a slow one never holds back the others.
                 CREATE INDEX outbox_downstream_due ON outbox(downstream, state, next_attempt_at);
-                """),
+                """
+        ),
         PostgresMigration(
             version: 5,
             sql: """
@@ -607,7 +620,8 @@ enum ShippedSchema {
                     FOR EACH ROW EXECUTE FUNCTION quarantine_usage_count();
                 CREATE TRIGGER quarantine_usage_update AFTER UPDATE OF size, lane ON quarantine
                     FOR EACH ROW EXECUTE FUNCTION quarantine_usage_count();
-                """),
+                """
+        ),
         PostgresMigration(
             version: 6,
             sql: """
@@ -636,7 +650,8 @@ enum ShippedSchema {
                     claimed_until bigint,
                     UNIQUE (bundle_id, environment, kind)
                 );
-                """),
+                """
+        ),
         PostgresMigration(
             version: 7,
             sql: """
@@ -648,14 +663,16 @@ enum ShippedSchema {
                 DROP INDEX outbox_downstream_due;
                 CREATE INDEX receipt_jobs_pending ON receipt_jobs(next_attempt_at, journal_id) WHERE state = 'pending';
                 CREATE INDEX compare_jobs_pending ON compare_jobs(next_attempt_at, id) WHERE state = 'pending';
-                """),
+                """
+        ),
         PostgresMigration(
             version: 8,
             sql: """
                 -- A subscription's states by its original transaction id (`iap-gateway subscription`, the admin API):
                 -- the primary key starts with the path and the environment, so the lookup read every state.
                 CREATE INDEX subscription_state_subscription ON subscription_state(original_transaction_id);
-                """),
+                """
+        ),
         PostgresMigration(
             version: 9,
             sql: """
@@ -663,7 +680,8 @@ enum ShippedSchema {
                 -- (redacted = false) are scrubbed once with the configured secrets at the next start (QuarantineScrub).
                 ALTER TABLE quarantine ADD COLUMN redacted boolean NOT NULL DEFAULT false;
                 CREATE INDEX quarantine_unredacted ON quarantine(id) WHERE NOT redacted;
-                """),
+                """
+        ),
         PostgresMigration(
             version: 10,
             sql: """
@@ -702,7 +720,8 @@ enum ShippedSchema {
                 );
                 CREATE INDEX apple_switch_log_app ON apple_switch_log(bundle_id, environment, id);
                 ALTER TABLE cutover_log ADD COLUMN origin text NOT NULL DEFAULT 'cutover';
-                """),
+                """
+        ),
     ]
 
 }

@@ -2,8 +2,8 @@ import Canonical
 import Foundation
 import Glibc
 import Store
-import Testing
 import TestSupport
+import Testing
 
 /// The SQLite store's files hold every notification body and subscription: a store the gateway creates is readable by
 /// its owner only, whatever the umask — its file, the write-ahead log and shared-memory files, and any folder the
@@ -26,7 +26,9 @@ import TestSupport
         let path = scratch + "/state/data/gw.db"
         let store = try SQLiteStore(path: path)
         defer { store.close() }
-        let wanted = [AuthorityEntry(bundleID: "com.example.gateway", environment: .production, authority: .v2, origin: .config)]
+        let wanted = [
+            AuthorityEntry(bundleID: "com.example.gateway", environment: .production, authority: .v2, origin: .config)
+        ]
         _ = try store.write { tx in try tx.seedAuthority(wanted, now: 1) }
         for file in [path, path + "-wal", path + "-shm"] {
             #expect(Self.mode(file) == 0o600, "\(file) is \(Self.octal(Self.mode(file)))")

@@ -1,9 +1,10 @@
 import Canonical
 import Foundation
 import Postgres
-@testable import Store
-import Testing
 import TestSupport
+import Testing
+
+@testable import Store
 
 /// The implementations the contract runs against: SQLite always, PostgreSQL when a server is given
 /// (`scripts/with-postgres swift test`, which sets `IAPGW_TEST_DATABASE_URL`).

@@ -1,9 +1,10 @@
 import Canonical
 import Foundation
 import Postgres
-@testable import Store
-import Testing
 import TestSupport
+import Testing
+
+@testable import Store
 
 /// `migrate-store`'s copier: an SQLite store with real content, written through the store interface, moved into a
 /// fresh PostgreSQL schema and read back through the interface of a `PostgresStore` on it.
@@ -32,19 +33,28 @@ import TestSupport
             reconcileRuns = try store.read { tx in try tx.reconcileRuns() }
             let key = StoreMigrationTests.subscription
             (journal, events, states, deliveries, receiptJobs, fetches, ledger) = try store.read { tx in
-                (try tx.journalEntries(id: nil, key: nil, limit: .max), try tx.events(id: nil, originalTransactionID: nil, limit: .max),
-                 try tx.subscriptionStates(originalTransactionID: "otid-1"),
-                 try tx.deliveries(state: nil, downstream: nil, eventID: nil, limit: .max), try tx.receiptJobs(state: nil),
-                 try tx.fetchJobs(state: nil), try tx.ledger(bundleID: nil, environment: nil, from: 0, to: .max))
+                (
+                    try tx.journalEntries(id: nil, key: nil, limit: .max),
+                    try tx.events(id: nil, originalTransactionID: nil, limit: .max),
+                    try tx.subscriptionStates(originalTransactionID: "otid-1"),
+                    try tx.deliveries(state: nil, downstream: nil, eventID: nil, limit: .max),
+                    try tx.receiptJobs(state: nil),
+                    try tx.fetchJobs(state: nil), try tx.ledger(bundleID: nil, environment: nil, from: 0, to: .max)
+                )
             }
             (quarantine, usage, authorities, cutovers, receipt, snapshots) = try store.read { tx in
-                (try tx.quarantined(lane: nil, id: nil, limit: .max).map {
-                    "\($0.id) \($0.lane) \($0.receivedAt) \($0.code) \($0.message) \($0.body) \($0.storedSize) \($0.replayAttempts) "
-                        + "\($0.lastReplayCode ?? "-") \($0.passwordFingerprint ?? "-")"
-                 },
-                 try tx.quarantineUsage().sorted { $0.key.rawValue < $1.key.rawValue }.map { "\($0.key) \($0.value.rows) \($0.value.bytes)" },
-                 try tx.authorities(), try tx.cutovers(bundleID: StoreMigrationTests.bundle, environment: .sandbox), try tx.receipt(of: key),
-                 [try tx.snapshot(of: key, path: .v1), try tx.snapshot(of: key, path: .v2)])
+                (
+                    try tx.quarantined(lane: nil, id: nil, limit: .max).map {
+                        "\($0.id) \($0.lane) \($0.receivedAt) \($0.code) \($0.message) \($0.body) \($0.storedSize) \($0.replayAttempts) "
+                            + "\($0.lastReplayCode ?? "-") \($0.passwordFingerprint ?? "-")"
+                    },
+                    try tx.quarantineUsage().sorted { $0.key.rawValue < $1.key.rawValue }.map {
+                        "\($0.key) \($0.value.rows) \($0.value.bytes)"
+                    },
+                    try tx.authorities(), try tx.cutovers(bundleID: StoreMigrationTests.bundle, environment: .sandbox),
+                    try tx.receipt(of: key),
+                    [try tx.snapshot(of: key, path: .v1), try tx.snapshot(of: key, path: .v2)]
+                )
             }
         }
     }
@@ -61,10 +71,20 @@ import TestSupport
             AuthorityEntry(bundleID: bundle, environment: $0, authority: .v2, origin: .config)
         }
         _ = try store.write { tx in try tx.seedAuthority(wanted, now: 1) }
-        var v2 = JournalItem(key: "0b1e5a1c-v2", version: .v2, receivedAt: 100, body: Array("{\"signedPayload\":\"eyJ…\"}".utf8))
+        var v2 = JournalItem(
+            key: "0b1e5a1c-v2",
+            version: .v2,
+            receivedAt: 100,
+            body: Array("{\"signedPayload\":\"eyJ…\"}".utf8)
+        )
         (v2.bundleID, v2.environment, v2.notificationType, v2.leafSerial) = (bundle, .sandbox, "DID_RENEW", "1234")
         v2.events = [event("e-v2-1", date: 2_000)]
-        var v1 = JournalItem(key: "v1:abcdef", version: .v1, receivedAt: 110, body: Array("{\"password\":\"<S>\"}".utf8))
+        var v1 = JournalItem(
+            key: "v1:abcdef",
+            version: .v1,
+            receivedAt: 110,
+            body: Array("{\"password\":\"<S>\"}".utf8)
+        )
         (v1.bundleID, v1.environment, v1.secretName, v1.needsReceipt) = (bundle, .sandbox, "S", true)
         v1.events = [event("e-v1-1", date: 2_000, source: .v1)]
         let (a, b) = (v2, v1)
@@ -72,29 +92,76 @@ import TestSupport
         _ = try store.write { tx in try tx.journal(b, routing: TestRouting(), now: 110) }
         // Same event date: arrival order decides the state (the later one wins) — and must survive the move.
         _ = try store.write { tx in
-            try tx.storeEvents([event("e-same-1", date: 3_000), event("e-same-2", date: 3_000)], journalID: nil, routing: TestRouting(),
-                               now: 120, authority: nil)
+            try tx.storeEvents(
+                [event("e-same-1", date: 3_000), event("e-same-2", date: 3_000)],
+                journalID: nil,
+                routing: TestRouting(),
+                now: 120,
+                authority: nil
+            )
         }
-        let first = try store.read { tx in try tx.deliveries(state: .pending, downstream: "main", eventID: "e-v2-1", limit: 1) }[0]
+        let first = try store.read { tx in
+            try tx.deliveries(state: .pending, downstream: "main", eventID: "e-v2-1", limit: 1)
+        }[0]
         try store.write { tx in
-            try tx.settleDelivery(id: first.id, DeliveryOutcome(state: .delivered, attempts: 1, nextAttemptAt: 130, deliveredAt: 130, status: 200,
-                                                               error: nil))
+            try tx.settleDelivery(
+                id: first.id,
+                DeliveryOutcome(
+                    state: .delivered,
+                    attempts: 1,
+                    nextAttemptAt: 130,
+                    deliveredAt: 130,
+                    status: 200,
+                    error: nil
+                )
+            )
         }
-        let shadow = try store.read { tx in try tx.deliveries(state: .pending, downstream: "shadow", eventID: "e-v2-1", limit: 1) }[0]
+        let shadow = try store.read { tx in
+            try tx.deliveries(state: .pending, downstream: "shadow", eventID: "e-v2-1", limit: 1)
+        }[0]
         try store.write { tx in
-            try tx.settleDelivery(id: shadow.id, DeliveryOutcome(state: .pending, attempts: 2, nextAttemptAt: 5_000, deliveredAt: nil,
-                                                                status: 503, error: "HTTP 503"))
+            try tx.settleDelivery(
+                id: shadow.id,
+                DeliveryOutcome(
+                    state: .pending,
+                    attempts: 2,
+                    nextAttemptAt: 5_000,
+                    deliveredAt: nil,
+                    status: 503,
+                    error: "HTTP 503"
+                )
+            )
         }
         let untrustedCap = QuarantineCap(rows: 2, bytes: .max, evictsOldest: true)
         for i in 0..<3 {
-            let r = QuarantineRecord(lane: .untrusted, receivedAt: 200 + Int64(i), version: .v2, code: "bad_signature", message: "forged \(i)",
-                                     body: [UInt8](repeating: UInt8(i), count: 5_000 * (i + 1)))
+            let r = QuarantineRecord(
+                lane: .untrusted,
+                receivedAt: 200 + Int64(i),
+                version: .v2,
+                code: "bad_signature",
+                message: "forged \(i)",
+                body: [UInt8](repeating: UInt8(i), count: 5_000 * (i + 1))
+            )
             _ = try store.write { tx in try tx.quarantine(r, cap: untrustedCap) }
         }
-        let genuine = QuarantineRecord(lane: .genuine, receivedAt: 210, version: .v1, code: "unknown_bundle", message: "no such bundle",
-                                       bundleID: "com.example.other", environment: "sandbox", passwordFingerprint: "fp", body: Array("{}".utf8))
-        let stored = try store.write { tx in try tx.quarantine(genuine, cap: QuarantineCap(rows: 10, bytes: .max, evictsOldest: false)) }
-        guard case .stored(let genuineID, _) = stored else { Issue.record("\(stored)"); return }
+        let genuine = QuarantineRecord(
+            lane: .genuine,
+            receivedAt: 210,
+            version: .v1,
+            code: "unknown_bundle",
+            message: "no such bundle",
+            bundleID: "com.example.other",
+            environment: "sandbox",
+            passwordFingerprint: "fp",
+            body: Array("{}".utf8)
+        )
+        let stored = try store.write { tx in
+            try tx.quarantine(genuine, cap: QuarantineCap(rows: 10, bytes: .max, evictsOldest: false))
+        }
+        guard case .stored(let genuineID, _) = stored else {
+            Issue.record("\(stored)")
+            return
+        }
         try store.write { tx in
             try tx.beginReplay(id: genuineID, now: 220)
             try tx.finishReplay(id: genuineID, code: "unknown_bundle", now: 221)
@@ -103,22 +170,75 @@ import TestSupport
         try store.write { tx in
             try tx.enqueueFetch(FetchRequest(subscription: key, fetch: .v2, compare: true), at: 300, due: 400)
             try tx.putReceipt(StoredReceipt(receipt: "MIIT…", secretName: "S", updatedAt: 310), of: key)
-            try tx.putSnapshot(OutcomeSnapshot(source: .v2, bundleID: bundle, environment: .sandbox, originalTransactionID: "otid-1",
-                                               productID: "monthly", transactionID: "t-9", expiresDate: 9_000, revocationDate: nil,
-                                               gracePeriodExpiresDate: nil, autoRenew: true, autoRenewProductID: "monthly", inBillingRetry: false,
-                                               expirationIntent: nil, observedAt: 320), path: .v2)
-            try tx.recordComparison(LedgerEntry(subscription: key, comparedAt: 330, outcome: .v2Only, fields: [], v1: nil, v2: nil))
-            try tx.recordCutover(CutoverRecord(at: 340, bundleID: Self.bundle, environment: "sandbox", from: "v2", to: "v1", who: "ops",
-                                               reason: "test", verdict: "ready", forced: false), to: .v1)
+            try tx.putSnapshot(
+                OutcomeSnapshot(
+                    source: .v2,
+                    bundleID: bundle,
+                    environment: .sandbox,
+                    originalTransactionID: "otid-1",
+                    productID: "monthly",
+                    transactionID: "t-9",
+                    expiresDate: 9_000,
+                    revocationDate: nil,
+                    gracePeriodExpiresDate: nil,
+                    autoRenew: true,
+                    autoRenewProductID: "monthly",
+                    inBillingRetry: false,
+                    expirationIntent: nil,
+                    observedAt: 320
+                ),
+                path: .v2
+            )
+            try tx.recordComparison(
+                LedgerEntry(subscription: key, comparedAt: 330, outcome: .v2Only, fields: [], v1: nil, v2: nil)
+            )
+            try tx.recordCutover(
+                CutoverRecord(
+                    at: 340,
+                    bundleID: Self.bundle,
+                    environment: "sandbox",
+                    from: "v2",
+                    to: "v1",
+                    who: "ops",
+                    reason: "test",
+                    verdict: "ready",
+                    forced: false
+                ),
+                to: .v1
+            )
             var apple = AppleSwitchState(bundleID: Self.bundle, environment: .sandbox)
-            (apple.appID, apple.appleVersion, apple.migrationID, apple.target, apple.previous, apple.step) = ("1", .v1, "m", .v1, .v2, .done)
+            (apple.appID, apple.appleVersion, apple.migrationID, apple.target, apple.previous, apple.step) = (
+                "1", .v1, "m", .v1, .v2, .done
+            )
             try tx.putAppleSwitch(apple)
-            try tx.logAppleSwitch(AppleSwitchLogEntry(at: 345, bundleID: Self.bundle, environment: .sandbox, migrationID: "m", step: .done,
-                                                      outcome: "ok", detail: nil))
-            try tx.scheduleReconcileRuns([(ReconcileRunKey(bundleID: Self.bundle, environment: .sandbox, kind: .history), 350)])
+            try tx.logAppleSwitch(
+                AppleSwitchLogEntry(
+                    at: 345,
+                    bundleID: Self.bundle,
+                    environment: .sandbox,
+                    migrationID: "m",
+                    step: .done,
+                    outcome: "ok",
+                    detail: nil
+                )
+            )
+            try tx.scheduleReconcileRuns([
+                (ReconcileRunKey(bundleID: Self.bundle, environment: .sandbox, kind: .history), 350)
+            ])
             let run = try #require(try tx.reconcileRuns().first)
-            try tx.settleReconcileRun(id: run.id, ReconcileRunOutcome(nextRunAt: 3_950, watermark: 340, attempts: 0, error: nil, checked: 3,
-                                                                      recovered: 1, calls: 1), now: 350)
+            try tx.settleReconcileRun(
+                id: run.id,
+                ReconcileRunOutcome(
+                    nextRunAt: 3_950,
+                    watermark: 340,
+                    attempts: 0,
+                    error: nil,
+                    checked: 3,
+                    recovered: 1,
+                    calls: 1
+                ),
+                now: 350
+            )
         }
     }
 
@@ -171,13 +291,28 @@ import TestSupport
         let lease = Lease(owner: "new-instance", until: .max)
         let pendingMain = before.deliveries.filter { $0.state == .pending && $0.downstream == "main" }.map(\.id)
         #expect(!pendingMain.isEmpty)
-        #expect(try postgres.write { tx in try tx.claimDueDeliveries(downstream: "main", at: 10_000, limit: 10, lease: lease) }.map(\.id)
-                    == pendingMain)
-        #expect(try postgres.write { tx in try tx.claimDueDeliveries(downstream: "shadow", at: 4_999, limit: 10, lease: lease) }.count
-                    == before.deliveries.filter { $0.downstream == "shadow" && $0.nextAttemptAt < 4_999 }.count)
-        #expect(try postgres.write { tx in try tx.claimDueReceiptJobs(at: 10_000, limit: 10, lease: lease) }.map(\.journalID)
-                    == before.receiptJobs.map(\.journalID))
-        #expect(try postgres.write { tx in try tx.claimDueFetches(at: 10_000, limit: 10, lease: lease) }.map(\.id) == before.fetches.map(\.id))
+        #expect(
+            try postgres.write { tx in
+                try tx.claimDueDeliveries(downstream: "main", at: 10_000, limit: 10, lease: lease)
+            }.map(\.id)
+                == pendingMain
+        )
+        #expect(
+            try postgres.write { tx in
+                try tx.claimDueDeliveries(downstream: "shadow", at: 4_999, limit: 10, lease: lease)
+            }.count
+                == before.deliveries.filter { $0.downstream == "shadow" && $0.nextAttemptAt < 4_999 }.count
+        )
+        #expect(
+            try postgres.write { tx in try tx.claimDueReceiptJobs(at: 10_000, limit: 10, lease: lease) }.map(
+                \.journalID
+            )
+                == before.receiptJobs.map(\.journalID)
+        )
+        #expect(
+            try postgres.write { tx in try tx.claimDueFetches(at: 10_000, limit: 10, lease: lease) }.map(\.id)
+                == before.fetches.map(\.id)
+        )
 
         // New rows get ids (and arrival order) above the migrated ones.
         var item = JournalItem(key: "new-after-move", version: .v2, receivedAt: 500, body: [1])
@@ -185,25 +320,76 @@ import TestSupport
         item.events = [Self.event("e-new", date: 3_000)]
         let fresh = item
         let outcome = try postgres.write { tx in try tx.journal(fresh, routing: TestRouting(), now: 500) }
-        guard case .accepted(let newID) = outcome else { Issue.record("\(outcome)"); return }
+        guard case .accepted(let newID) = outcome else {
+            Issue.record("\(outcome)")
+            return
+        }
         #expect(newID > before.journal.map(\.id).max()!)
-        #expect(try postgres.read { tx in try tx.events(id: nil, originalTransactionID: nil, limit: .max) }.last?.event.id == "e-new")
+        #expect(
+            try postgres.read { tx in try tx.events(id: nil, originalTransactionID: nil, limit: .max) }.last?.event.id
+                == "e-new"
+        )
         // Same event date as e-same-2, later arrival: the new one wins, as it would have on SQLite.
-        #expect(try postgres.read { tx in try tx.subscriptionStates(originalTransactionID: "otid-1") }.first { $0.path == .v2 }?.eventID
-                    == "e-new")
-        let newDeliveries = try postgres.read { tx in try tx.deliveries(state: nil, downstream: nil, eventID: "e-new", limit: 10) }
+        #expect(
+            try postgres.read { tx in try tx.subscriptionStates(originalTransactionID: "otid-1") }.first {
+                $0.path == .v2
+            }?.eventID
+                == "e-new"
+        )
+        let newDeliveries = try postgres.read { tx in
+            try tx.deliveries(state: nil, downstream: nil, eventID: "e-new", limit: 10)
+        }
         #expect(!newDeliveries.isEmpty && newDeliveries.allSatisfy { $0.id > before.deliveries.map(\.id).max()! })
-        let q = QuarantineRecord(lane: .untrusted, receivedAt: 600, version: nil, code: "malformed", message: "", body: [])
-        let qOutcome = try postgres.write { tx in try tx.quarantine(q, cap: QuarantineCap(rows: 100, bytes: .max, evictsOldest: true)) }
-        guard case .stored(let qID, _) = qOutcome else { Issue.record("\(qOutcome)"); return }
+        let q = QuarantineRecord(
+            lane: .untrusted,
+            receivedAt: 600,
+            version: nil,
+            code: "malformed",
+            message: "",
+            body: []
+        )
+        let qOutcome = try postgres.write { tx in
+            try tx.quarantine(q, cap: QuarantineCap(rows: 100, bytes: .max, evictsOldest: true))
+        }
+        guard case .stored(let qID, _) = qOutcome else {
+            Issue.record("\(qOutcome)")
+            return
+        }
         #expect(qID > before.quarantine.compactMap { Int64($0.split(separator: " ")[0]) }.max()!)
         try postgres.write { tx in
-            try tx.enqueueFetch(FetchRequest(subscription: Self.subscription, fetch: .v1, compare: true), at: 700, due: nil)
-            try tx.recordComparison(LedgerEntry(subscription: Self.subscription, comparedAt: 710, outcome: .agree, fields: [], v1: nil, v2: nil))
-            try tx.recordCutover(CutoverRecord(at: 720, bundleID: Self.bundle, environment: "sandbox", from: "v1", to: "v2", who: "ops",
-                                               reason: nil, verdict: "ready", forced: true), to: .v2)
+            try tx.enqueueFetch(
+                FetchRequest(subscription: Self.subscription, fetch: .v1, compare: true),
+                at: 700,
+                due: nil
+            )
+            try tx.recordComparison(
+                LedgerEntry(
+                    subscription: Self.subscription,
+                    comparedAt: 710,
+                    outcome: .agree,
+                    fields: [],
+                    v1: nil,
+                    v2: nil
+                )
+            )
+            try tx.recordCutover(
+                CutoverRecord(
+                    at: 720,
+                    bundleID: Self.bundle,
+                    environment: "sandbox",
+                    from: "v1",
+                    to: "v2",
+                    who: "ops",
+                    reason: nil,
+                    verdict: "ready",
+                    forced: true
+                ),
+                to: .v2
+            )
         }
-        #expect(try postgres.read { tx in try tx.fetchJobs(state: nil) }.map(\.id).max()! > before.fetches.map(\.id).max()!)
+        #expect(
+            try postgres.read { tx in try tx.fetchJobs(state: nil) }.map(\.id).max()! > before.fetches.map(\.id).max()!
+        )
         #expect(try postgres.read { tx in try tx.cutovers(bundleID: Self.bundle, environment: .sandbox) }.count == 2)
 
         // Twice: the target is not empty any more.
@@ -225,7 +411,10 @@ import TestSupport
         #expect(refusal?.message.contains("is open in another process") == true)
         sqlite.close()
         let missing = #expect(throws: StoreMigration.Refusal.self) {
-            try StoreMigration.sqliteToPostgres(sqlitePath: directory + "/absent.db", postgresURL: "postgresql://nobody@127.0.0.1:1/none")
+            try StoreMigration.sqliteToPostgres(
+                sqlitePath: directory + "/absent.db",
+                postgresURL: "postgresql://nobody@127.0.0.1:1/none"
+            )
         }
         #expect(missing?.message.contains("no SQLite store") == true)
         #expect(!FileManager.default.fileExists(atPath: directory + "/absent.db"))
@@ -237,12 +426,16 @@ import TestSupport
         let sqlite = try SQLiteStore(path: directory + "/gateway.db")
         defer { sqlite.close() }
         let sqliteTables = try sqlite.database.read { c in
-            try c.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").compactMap { $0.string("name") }
+            try c.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").compactMap {
+                $0.string("name")
+            }
         }
         #expect(Set(sqliteTables) == Set(StoreMigration.tables.map(\.name)).union(StoreMigration.notCopied))
         for table in StoreMigration.tables {
             let columns = try sqlite.database.read { c in
-                try c.query("SELECT name FROM pragma_table_info(?)", [.text(table.name)]).compactMap { $0.string("name") }
+                try c.query("SELECT name FROM pragma_table_info(?)", [.text(table.name)]).compactMap {
+                    $0.string("name")
+                }
             }
             #expect(Set(columns) == table.sourceColumns, "\(table.name)")
         }

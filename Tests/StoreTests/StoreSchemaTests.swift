@@ -1,9 +1,10 @@
 import Foundation
 import Postgres
 import SQLite
-@testable import Store
-import Testing
 import TestSupport
+import Testing
+
+@testable import Store
 
 /// The one migration list (`StoreSchema`) against the stores it makes: both databases end with the same tables,
 /// columns and indexes but for the differences named here, and a store at any version the shipped lists left it at
@@ -12,13 +13,17 @@ import TestSupport
     /// Columns only PostgreSQL has: the job tables' claims (several instances share the store) and `events.seq` (the
     /// arrival order SQLite's rowid gives).
     static let postgresOnlyColumns: Set<String> = [
-        "events.seq", "outbox.claimed_by", "outbox.claimed_until", "receipt_jobs.claimed_by", "receipt_jobs.claimed_until",
-        "compare_jobs.claimed_by", "compare_jobs.claimed_until", "reconcile_runs.claimed_by", "reconcile_runs.claimed_until",
+        "events.seq", "outbox.claimed_by", "outbox.claimed_until", "receipt_jobs.claimed_by",
+        "receipt_jobs.claimed_until",
+        "compare_jobs.claimed_by", "compare_jobs.claimed_until", "reconcile_runs.claimed_by",
+        "reconcile_runs.claimed_until",
     ]
     /// Indexes only PostgreSQL has: the claims' indexes of pending rows (its migration 7, which also dropped
     /// `outbox_downstream_due`) and the partial unique index that keeps one plain comparison fetch pending across
     /// instances.
-    static let postgresOnlyIndexes: Set<String> = ["outbox_pending", "receipt_jobs_pending", "compare_jobs_pending", "compare_jobs_one_pending"]
+    static let postgresOnlyIndexes: Set<String> = [
+        "outbox_pending", "receipt_jobs_pending", "compare_jobs_pending", "compare_jobs_one_pending",
+    ]
     static let sqliteOnlyIndexes: Set<String> = ["outbox_downstream_due"]
 
     /// A schema in comparable form: `table.column` → `type, not null, default`; index name → `table(columns) partial`
@@ -42,22 +47,31 @@ import TestSupport
         defer { db.close() }
         return try db.read { c in
             var shape = Shape()
-            let tables = try c.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'").compactMap { $0.string("name") }
+            let tables = try c.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+                .compactMap { $0.string("name") }
             for table in tables {
-                for column in try c.query("SELECT name, type, \"notnull\" AS nn, dflt_value, pk FROM pragma_table_info(?)", [.text(table)]) {
+                for column in try c.query(
+                    "SELECT name, type, \"notnull\" AS nn, dflt_value, pk FROM pragma_table_info(?)",
+                    [.text(table)]
+                ) {
                     let name = column.string("name") ?? ""
                     let notNull = (column.int("nn") ?? 0) != 0 || (column.int("pk") ?? 0) != 0
                     let type = column.string("type") ?? ""
-                    shape.columns["\(table).\(name)"] = portable
+                    shape.columns["\(table).\(name)"] =
+                        portable
                         ? "\(type == "BLOB" ? "bytes" : type.lowercased()) \(notNull)"
                         : "\(column.int("pk") ?? 0) \(type) \(notNull) \(column.string("dflt_value") ?? "-")"
                 }
             }
-            for index in try c.query("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL") {
+            for index in try c.query(
+                "SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL"
+            ) {
                 let name = index.string("name") ?? ""
-                let columns = try c.query("SELECT name FROM pragma_index_info(?) ORDER BY seqno", [.text(name)]).compactMap { $0.string("name") }
+                let columns = try c.query("SELECT name FROM pragma_index_info(?) ORDER BY seqno", [.text(name)])
+                    .compactMap { $0.string("name") }
                 let sql = index.string("sql") ?? ""
-                shape.indexes[name] = portable
+                shape.indexes[name] =
+                    portable
                     ? "\(index.string("tbl_name") ?? "")(\(columns.joined(separator: ", "))) \(sql.contains(" WHERE ") ? "partial" : "")"
                     : folded(sql)
             }
@@ -82,13 +96,18 @@ import TestSupport
         let directory = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         // The schema the shipped list gives, all of it applied (the store then has nothing to do).
-        let shipped = try Self.sqliteShape(try Self.sqliteStore(at: ShippedSchema.sqlite.count, in: directory), portable: false)
+        let shipped = try Self.sqliteShape(
+            try Self.sqliteStore(at: ShippedSchema.sqlite.count, in: directory),
+            portable: false
+        )
         #expect(!shipped.columns.isEmpty)
         for version in 0..<ShippedSchema.sqlite.count {
             let path = try Self.sqliteStore(at: version, in: directory)
             #expect(try Self.sqliteShape(path, portable: false) == shipped, "from version \(version)")
             let db = try SQLiteDatabase(path: path)
-            let versions = try db.read { c in try c.query("SELECT version FROM schema_migrations ORDER BY version").compactMap { $0.int("version") } }
+            let versions = try db.read { c in
+                try c.query("SELECT version FROM schema_migrations ORDER BY version").compactMap { $0.int("version") }
+            }
             db.close()
             #expect(versions == StoreSchema.sqlite.map(\.version), "from version \(version)")
         }
@@ -104,13 +123,15 @@ import TestSupport
             """
             SELECT table_name, column_name, ordinal_position, data_type, is_nullable, column_default FROM information_schema.columns
             WHERE table_schema = current_schema()
-            """)
-        {
+            """
+        ) {
             let key = "\(column.string("table_name") ?? "").\(column.string("column_name") ?? "")"
             let type = column.string("data_type") ?? ""
             let notNull = column.string("is_nullable") == "NO"
-            let portableType = ["bigint", "integer", "boolean"].contains(type) ? "integer" : type == "bytea" ? "bytes" : type
-            shape.columns[key] = portable
+            let portableType =
+                ["bigint", "integer", "boolean"].contains(type) ? "integer" : type == "bytea" ? "bytes" : type
+            shape.columns[key] =
+                portable
                 ? "\(portableType) \(notNull)"
                 : "\(column.int("ordinal_position") ?? 0) \(type) \(notNull) \(column.string("column_default") ?? "-")"
         }
@@ -120,21 +141,23 @@ import TestSupport
             FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
             JOIN pg_namespace n ON n.oid = t.relnamespace
             WHERE n.nspname = current_schema() AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.oid)
-            """)
-        {
+            """
+        ) {
             let def = (index.string("def") ?? "").replacingOccurrences(of: schema + ".", with: "")
             var columns = ""
             if let open = def.range(of: "USING btree ("), let close = def[open.upperBound...].firstIndex(of: ")") {
                 columns = String(def[open.upperBound..<close]).replacingOccurrences(of: "\"", with: "")
             }
-            shape.indexes[index.string("name") ?? ""] = portable
+            shape.indexes[index.string("name") ?? ""] =
+                portable
                 ? "\(index.string("tbl") ?? "")(\(columns)) \(index.bool("partial") == true ? "partial" : "")"
                 : def
         }
         for trigger in try c.query(
-            "SELECT trigger_name, event_manipulation, action_statement FROM information_schema.triggers WHERE trigger_schema = current_schema()")
-        {
-            shape.triggers[trigger.string("trigger_name") ?? ""] = portable
+            "SELECT trigger_name, event_manipulation, action_statement FROM information_schema.triggers WHERE trigger_schema = current_schema()"
+        ) {
+            shape.triggers[trigger.string("trigger_name") ?? ""] =
+                portable
                 ? "" : "\(trigger.string("event_manipulation") ?? "") \(trigger.string("action_statement") ?? "")"
         }
         return shape
@@ -152,14 +175,22 @@ import TestSupport
     @Test(.enabled(if: TestDatabase.url != nil, "IAPGW_TEST_DATABASE_URL is not set (run under scripts/with-postgres)"))
     func aPostgresSchemaAtEveryShippedVersionUpgradesToTheSchemaOfAFreshOne() throws {
         let (reference, rc) = try Self.postgresSchema(at: ShippedSchema.postgres.count)
-        defer { rc.close(); _ = reference }
+        defer {
+            rc.close()
+            _ = reference
+        }
         let shipped = try Self.postgresShape(rc, portable: false)
         #expect(!shipped.columns.isEmpty)
         for version in 0..<ShippedSchema.postgres.count {
             let (schema, c) = try Self.postgresSchema(at: version)
-            defer { c.close(); _ = schema }
+            defer {
+                c.close()
+                _ = schema
+            }
             #expect(try Self.postgresShape(c, portable: false) == shipped, "from version \(version)")
-            let versions = try c.query("SELECT version FROM schema_migrations ORDER BY version").compactMap { $0.int("version") }
+            let versions = try c.query("SELECT version FROM schema_migrations ORDER BY version").compactMap {
+                $0.int("version")
+            }
             #expect(versions == StoreSchema.postgres.map(\.version), "from version \(version)")
         }
         #expect(ShippedSchema.postgres.map(\.version) == StoreSchema.postgres.map(\.version))
@@ -173,14 +204,21 @@ import TestSupport
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let sqlite = try Self.sqliteShape(try Self.sqliteStore(at: 0, in: directory), portable: true)
         let (schema, c) = try Self.postgresSchema(at: 0)
-        defer { c.close(); _ = schema }
+        defer {
+            c.close()
+            _ = schema
+        }
         let postgres = try Self.postgresShape(c, portable: true)
 
         // schema_migrations is each runner's own bookkeeping, not a step of the list.
         let sqliteColumns = sqlite.columns.filter { !$0.key.hasPrefix("schema_migrations.") }
-        let pgColumns = postgres.columns.filter { !Self.postgresOnlyColumns.contains($0.key) && !$0.key.hasPrefix("schema_migrations.") }
+        let pgColumns = postgres.columns.filter {
+            !Self.postgresOnlyColumns.contains($0.key) && !$0.key.hasPrefix("schema_migrations.")
+        }
         #expect(sqliteColumns == pgColumns)
-        for name in Set(sqliteColumns.keys).symmetricDifference(pgColumns.keys).sorted() { Issue.record("column \(name) is in one store only") }
+        for name in Set(sqliteColumns.keys).symmetricDifference(pgColumns.keys).sorted() {
+            Issue.record("column \(name) is in one store only")
+        }
         for (name, shape) in sqliteColumns where pgColumns[name].map({ $0 != shape }) ?? false {
             Issue.record("column \(name): SQLite \(shape), PostgreSQL \(pgColumns[name] ?? "")")
         }

@@ -18,7 +18,7 @@ public enum Patience {
     /// `IAPGW_TEST_PATIENCE_SCALE`, or 1.
     public static let scale: Double = {
         guard let text = ProcessInfo.processInfo.environment["IAPGW_TEST_PATIENCE_SCALE"], let value = Double(text),
-              value.isFinite, value > 0
+            value.isFinite, value > 0
         else { return 1 }
         return value
     }()
@@ -33,9 +33,14 @@ public enum Patience {
 /// steps) and returns false; true as soon as the condition holds. An error the condition throws ends the wait and
 /// reaches the caller. A cancelled task stops waiting (recorded as a timeout).
 @discardableResult
-public func eventually(_ what: @autoclosure () -> String = "the condition", within timeout: Duration = Patience.default,
-                       every interval: Duration = Patience.interval, recordsIssue: Bool = true,
-                       sourceLocation: SourceLocation = #_sourceLocation, _ condition: () async throws -> Bool) async rethrows -> Bool {
+public func eventually(
+    _ what: @autoclosure () -> String = "the condition",
+    within timeout: Duration = Patience.default,
+    every interval: Duration = Patience.interval,
+    recordsIssue: Bool = true,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ condition: () async throws -> Bool
+) async rethrows -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now.advanced(by: timeout)
     while true {
@@ -43,7 +48,9 @@ public func eventually(_ what: @autoclosure () -> String = "the condition", with
         guard clock.now < deadline, !Task.isCancelled else { break }
         try? await Task.sleep(for: min(interval, clock.now.duration(to: deadline)))
     }
-    if recordsIssue { Issue.record(Patience.timedOut(what(), after: timeout, at: sourceLocation), sourceLocation: sourceLocation) }
+    if recordsIssue {
+        Issue.record(Patience.timedOut(what(), after: timeout, at: sourceLocation), sourceLocation: sourceLocation)
+    }
     return false
 }
 
@@ -52,9 +59,14 @@ public func eventually(_ what: @autoclosure () -> String = "the condition", with
 /// `recordsIssue: false`, as it runs outside any test). Not for async code, where it would hold a thread of the pool.
 @available(*, noasync, message: "use eventually(_:within:every:recordsIssue:sourceLocation:_:), which suspends")
 @discardableResult
-public func eventuallyBlocking(_ what: @autoclosure () -> String = "the condition", within timeout: Duration = Patience.default,
-                               every interval: Duration = Patience.interval, recordsIssue: Bool = true,
-                               sourceLocation: SourceLocation = #_sourceLocation, _ condition: () throws -> Bool) rethrows -> Bool {
+public func eventuallyBlocking(
+    _ what: @autoclosure () -> String = "the condition",
+    within timeout: Duration = Patience.default,
+    every interval: Duration = Patience.interval,
+    recordsIssue: Bool = true,
+    sourceLocation: SourceLocation = #_sourceLocation,
+    _ condition: () throws -> Bool
+) rethrows -> Bool {
     let clock = ContinuousClock()
     let deadline = clock.now.advanced(by: timeout)
     while true {
@@ -63,6 +75,8 @@ public func eventuallyBlocking(_ what: @autoclosure () -> String = "the conditio
         let pause = min(interval, clock.now.duration(to: deadline)).components
         Thread.sleep(forTimeInterval: Double(pause.seconds) + Double(pause.attoseconds) / 1e18)
     }
-    if recordsIssue { Issue.record(Patience.timedOut(what(), after: timeout, at: sourceLocation), sourceLocation: sourceLocation) }
+    if recordsIssue {
+        Issue.record(Patience.timedOut(what(), after: timeout, at: sourceLocation), sourceLocation: sourceLocation)
+    }
     return false
 }

@@ -90,7 +90,9 @@ enum JSONSerializationLite {
 /// chains are built in code with ``TestCA``.
 public enum TestPKI {
     public static func der(_ name: String) throws -> [UInt8] { try Fixtures.bytes("test-pki/\(name).der") }
-    public static func key(_ name: String) throws -> PrivateKey { try PrivateKey(pem: try Fixtures.text("test-pki/\(name).key.pem")) }
+    public static func key(_ name: String) throws -> PrivateKey {
+        try PrivateKey(pem: try Fixtures.text("test-pki/\(name).key.pem"))
+    }
 
     /// The verifier setup the synthetic fixtures assume: the test root pinned as if it were Apple's root.
     public static func anchorsAsApple() throws -> TrustAnchors { try TrustAnchors(appleRoots: [try der("root")]) }

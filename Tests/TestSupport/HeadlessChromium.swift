@@ -6,8 +6,12 @@ import Glibc
 public enum HeadlessChromium {
     /// `$CHROMIUM`, else Debian's path.
     public static func executable() throws -> String {
-        let candidates = [ProcessInfo.processInfo.environment["CHROMIUM"], "/usr/bin/chromium", "/usr/bin/chromium-browser"]
-        guard let path = candidates.compactMap({ $0 }).first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+        let candidates = [
+            ProcessInfo.processInfo.environment["CHROMIUM"], "/usr/bin/chromium", "/usr/bin/chromium-browser",
+        ]
+        guard
+            let path = candidates.compactMap({ $0 }).first(where: { FileManager.default.isExecutableFile(atPath: $0) })
+        else {
             throw Missing()
         }
         return path
@@ -32,8 +36,10 @@ public enum HeadlessChromium {
     public static func flags(profile: String) -> [String] {
         [
             "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(profile)", "--no-first-run",
-            "--no-default-browser-check", "--disable-extensions", "--disable-background-networking", "--disable-component-update",
-            "--disable-sync", "--disable-default-apps", "--disable-domain-reliability", "--no-pings", "--disable-breakpad",
+            "--no-default-browser-check", "--disable-extensions", "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync", "--disable-default-apps", "--disable-domain-reliability", "--no-pings",
+            "--disable-breakpad",
             "--disable-dev-shm-usage", "--hide-scrollbars",
         ]
     }
@@ -44,12 +50,19 @@ public enum HeadlessChromium {
 
     /// Runs `executable` with its output in files (so a large DOM never blocks on a pipe), polling without blocking a
     /// thread, and kills it after `timeout`.
-    public static func run(_ executable: String, _ arguments: [String], in dir: URL, timeout: Duration = .seconds(60)) async throws -> Run {
+    public static func run(
+        _ executable: String,
+        _ arguments: [String],
+        in dir: URL,
+        timeout: Duration = .seconds(60)
+    ) async throws -> Run {
         let tag = UUID().uuidString
-        let outURL = dir.appending(path: "stdout-\(tag)"), errURL = dir.appending(path: "stderr-\(tag)")
+        let outURL = dir.appending(path: "stdout-\(tag)")
+        let errURL = dir.appending(path: "stderr-\(tag)")
         _ = FileManager.default.createFile(atPath: outURL.path(), contents: nil)
         _ = FileManager.default.createFile(atPath: errURL.path(), contents: nil)
-        let out = try FileHandle(forWritingTo: outURL), err = try FileHandle(forWritingTo: errURL)
+        let out = try FileHandle(forWritingTo: outURL)
+        let err = try FileHandle(forWritingTo: errURL)
         defer {
             try? out.close()
             try? err.close()
@@ -75,8 +88,12 @@ public enum HeadlessChromium {
             try await Task.sleep(for: .milliseconds(50))
         }
         process.waitUntilExit()
-        return Run(status: process.terminationStatus, timedOut: timedOut,
-                   stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
-                   stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self), elapsed: clock.now - start)
+        return Run(
+            status: process.terminationStatus,
+            timedOut: timedOut,
+            stdout: String(decoding: try Data(contentsOf: outURL), as: UTF8.self),
+            stderr: String(decoding: try Data(contentsOf: errURL), as: UTF8.self),
+            elapsed: clock.now - start
+        )
     }
 }

@@ -130,7 +130,8 @@ private final class ServerCore: Sendable {
     static let maxBodyBytes = 16 * 1024 * 1024
 
     init(
-        handler: @escaping @Sendable (LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Action, stopRead: Int32,
+        handler: @escaping @Sendable (LoopbackHTTPServer.Request) -> LoopbackHTTPServer.Action,
+        stopRead: Int32,
         stopWrite: Int32
     ) {
         (self.handler, self.stopRead, self.stopWrite) = (handler, stopRead, stopWrite)
@@ -382,7 +383,11 @@ private final class ServerCore: Sendable {
             headers.append(HTTPHeader(name, line[line.index(after: colon)...].trimmingSpaces))
         }
         let request = LoopbackHTTPServer.Request(
-            method: String(parts[0]), path: String(parts[1]), headers: headers, body: [])
+            method: String(parts[0]),
+            path: String(parts[1]),
+            headers: headers,
+            body: []
+        )
         if request.header("transfer-encoding") != nil { return nil }  // chunked bodies: not supported
         var contentLength = 0
         if let value = request.header("content-length") {

@@ -30,11 +30,18 @@ public struct RawHTTPReply: Sendable, CustomStringConvertible {
         var headers: [(name: String, value: String)] = []
         for line in lines.dropFirst() {
             guard let colon = line.firstIndex(of: ":") else { continue }
-            headers.append((String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)))
+            headers.append(
+                (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+            )
         }
         let rest = Array(bytes[(end + 4)...])
         let length = headers.first { $0.name.lowercased() == "content-length" }.flatMap { Int($0.value) } ?? 0
-        return RawHTTPReply(status: status, headers: headers, body: Array(rest.prefix(length)), complete: rest.count >= length)
+        return RawHTTPReply(
+            status: status,
+            headers: headers,
+            body: Array(rest.prefix(length)),
+            complete: rest.count >= length
+        )
     }
 }
 
@@ -84,7 +91,9 @@ public final class RawHTTPClient: Sendable {
     @discardableResult public func send(_ bytes: [UInt8]) -> Bool {
         var offset = 0
         while offset < bytes.count {
-            let sent = bytes[offset...].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            let sent = bytes[offset...].withUnsafeBytes {
+                Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL))
+            }
             if sent < 0 && errno == EINTR { continue }
             guard sent > 0 else { return false }
             offset += sent
@@ -99,7 +108,10 @@ public final class RawHTTPClient: Sendable {
         let fd = fd
         return await offPool {
             var received: [UInt8] = []
-            let closed = RawHTTPClient.receive(fd, timeout: timeout) { received.append(contentsOf: $0); return true }
+            let closed = RawHTTPClient.receive(fd, timeout: timeout) {
+                received.append(contentsOf: $0)
+                return true
+            }
             return (received, closed)
         }
     }
@@ -123,7 +135,10 @@ public final class RawHTTPClient: Sendable {
         let fd = fd
         return await offPool {
             var count = 0
-            _ = RawHTTPClient.receive(fd, timeout: timeout) { count += $0.count; return false }
+            _ = RawHTTPClient.receive(fd, timeout: timeout) {
+                count += $0.count
+                return false
+            }
             return count
         }
     }
@@ -180,7 +195,9 @@ public final class Trickler: Sendable {
 
     public init(_ clients: [RawHTTPClient], line: String, every interval: Duration) {
         let bytes = Array(line.utf8)
-        let microseconds = UInt32(interval.components.seconds * 1_000_000 + interval.components.attoseconds / 1_000_000_000_000)
+        let microseconds = UInt32(
+            interval.components.seconds * 1_000_000 + interval.components.attoseconds / 1_000_000_000_000
+        )
         Thread { [self] in
             while !stopped.load(ordering: .relaxed) {
                 for client in clients { client.send(bytes) }

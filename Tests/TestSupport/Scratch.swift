@@ -15,7 +15,9 @@ public enum Scratch {
     /// A new empty folder, removed at the latest when the process exits.
     public static func directory(_ prefix: String = "iapgw") throws -> String {
         _ = removedAtExit
-        let url = FileManager.default.temporaryDirectory.appending(path: "\(prefix)-\(UInt64.random(in: 0...UInt64.max))")
+        let url = FileManager.default.temporaryDirectory.appending(
+            path: "\(prefix)-\(UInt64.random(in: 0...UInt64.max))"
+        )
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         made.withLock { $0.append(url.path()) }
         return url.path()

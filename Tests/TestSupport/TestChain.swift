@@ -48,16 +48,26 @@ public struct TestCA: Sendable {
     public func chain(_ profile: TestChain.Profile) throws -> TestChain {
         let intermediateKey = try PrivateKey.generateP384()
         let intermediate = try CertificateBuilder.make(
-            subject: Self.subject("WWDR CA"), issuer: (pki.root, pki.rootKey), key: intermediateKey,
-            notBefore: Self.notBefore, notAfter: Self.notAfter, isCA: profile.intermediateIsCA,
+            subject: Self.subject("WWDR CA"),
+            issuer: (pki.root, pki.rootKey),
+            key: intermediateKey,
+            notBefore: Self.notBefore,
+            notAfter: Self.notAfter,
+            isCA: profile.intermediateIsCA,
             pathLength: profile.intermediateIsCA ? 0 : nil,
-            extensions: profile.intermediateMarker ? [Self.marker(AppleJWSVerifier.intermediateMarkerOID)] : [])
+            extensions: profile.intermediateMarker ? [Self.marker(AppleJWSVerifier.intermediateMarkerOID)] : []
+        )
         let leafKey = profile.leafCurve == .p384 ? try PrivateKey.generateP384() : try PrivateKey.generateP256()
         let validity = profile.leafValidity ?? Self.notBefore..<Self.notAfter
         let leaf = try CertificateBuilder.make(
-            subject: Self.subject("Receipt Signing"), issuer: (intermediate, intermediateKey), key: leafKey,
-            notBefore: validity.lowerBound, notAfter: validity.upperBound, isCA: profile.leafIsCA,
-            extensions: profile.leafMarker ? [Self.marker(AppleJWSVerifier.leafMarkerOID)] : [])
+            subject: Self.subject("Receipt Signing"),
+            issuer: (intermediate, intermediateKey),
+            key: leafKey,
+            notBefore: validity.lowerBound,
+            notAfter: validity.upperBound,
+            isCA: profile.leafIsCA,
+            extensions: profile.leafMarker ? [Self.marker(AppleJWSVerifier.leafMarkerOID)] : []
+        )
         return TestChain(leaf: leaf, intermediate: intermediate, root: pki.root, leafKey: leafKey)
     }
 
@@ -69,19 +79,31 @@ public struct TestCA: Sendable {
 
     /// How verifying `token` as a notification with ``adapter(apps:)`` fails (nil: it verifies), at `now` (ms; the
     /// chain is judged at the token's signedDate, `now` is only the fallback).
-    public func failure(verifying token: String, apps: [V2App]? = TestPKI.apps, now: Int64 = TestPKI.now) throws -> V2Failure? {
+    public func failure(
+        verifying token: String,
+        apps: [V2App]? = TestPKI.apps,
+        now: Int64 = TestPKI.now
+    ) throws -> V2Failure? {
         let adapter = try adapter(apps: apps)
-        return V2Failure.of { () throws(V2AdapterError) in _ = try adapter.verifyNotification(signedPayload: Array(token.utf8), now: now) }
+        return V2Failure.of { () throws(V2AdapterError) in
+            _ = try adapter.verifyNotification(signedPayload: Array(token.utf8), now: now)
+        }
     }
 
     /// ``GeneratedTestPKI``'s subject for `role`, so issued certificates are look-alikes of the CA's own.
     static func subject(_ role: String) -> CertificateSubject {
         CertificateSubject(
-            commonName: "\(name) \(role)", organizationalUnit: "\(name) test PKI (not Apple)", organization: "iap-gateway", country: "US")
+            commonName: "\(name) \(role)",
+            organizationalUnit: "\(name) test PKI (not Apple)",
+            organization: "iap-gateway",
+            country: "US"
+        )
     }
 
     /// Apple's marker extensions: non-critical, value DER NULL.
-    static func marker(_ oid: String) -> CertificateExtension { CertificateExtension(oid: oid, critical: false, derValue: [0x05, 0x00]) }
+    static func marker(_ oid: String) -> CertificateExtension {
+        CertificateExtension(oid: oid, critical: false, derValue: [0x05, 0x00])
+    }
 }
 
 /// Leaf, intermediate and root as a token's `x5c` names them, and the key that signs with the leaf (made by
@@ -113,10 +135,16 @@ public struct TestChain: Sendable {
         public var intermediateIsCA: Bool
 
         public init(
-            leafValidity: Range<Int64>? = nil, leafMarker: Bool = true, leafIsCA: Bool = false, leafCurve: Curve = .p256,
-            intermediateMarker: Bool = true, intermediateIsCA: Bool = true
+            leafValidity: Range<Int64>? = nil,
+            leafMarker: Bool = true,
+            leafIsCA: Bool = false,
+            leafCurve: Curve = .p256,
+            intermediateMarker: Bool = true,
+            intermediateIsCA: Bool = true
         ) {
-            (self.leafValidity, self.leafMarker, self.leafIsCA, self.leafCurve) = (leafValidity, leafMarker, leafIsCA, leafCurve)
+            (self.leafValidity, self.leafMarker, self.leafIsCA, self.leafCurve) = (
+                leafValidity, leafMarker, leafIsCA, leafCurve
+            )
             (self.intermediateMarker, self.intermediateIsCA) = (intermediateMarker, intermediateIsCA)
         }
 
@@ -149,7 +177,12 @@ public struct TestSigner: Sendable {
     /// Apple's header `{"alg":"ES256","x5c":[leaf,intermediate,root]}` for `chain`, signed with its leaf key.
     public init(chain: TestChain) throws {
         if chain.leafKey.publicKey.isP256 {
-            let apple = try AppleJWSSigner(leaf: chain.leaf, intermediate: chain.intermediate, root: chain.root, leafKey: chain.leafKey)
+            let apple = try AppleJWSSigner(
+                leaf: chain.leaf,
+                intermediate: chain.intermediate,
+                root: chain.root,
+                leafKey: chain.leafKey
+            )
             (self.apple, headerSegment) = (apple, apple.headerSegment)
         } else {
             // AppleJWSSigner refuses a non-P-256 leaf (its tokens could never verify): the same header by hand.

@@ -17,7 +17,9 @@ public enum TestJWS {
 
     /// Signs `payloadJSON` under `headerJSON` with `key` (raw R‖S signature).
     public static func sign(headerJSON: String, payloadJSON: String, key: PrivateKey) throws -> [UInt8] {
-        let input = Base64.encode(Array(headerJSON.utf8), alphabet: .url) + "." + Base64.encode(Array(payloadJSON.utf8), alphabet: .url)
+        let input =
+            Base64.encode(Array(headerJSON.utf8), alphabet: .url) + "."
+            + Base64.encode(Array(payloadJSON.utf8), alphabet: .url)
         return Array(try sign(signingInput: input, key: key).utf8)
     }
 
@@ -26,7 +28,8 @@ public enum TestJWS {
     /// for a P-256 key (ES256), 96 for a P-384 one (which no ES256 verifier may accept).
     public static func sign(signingInput: String, key: PrivateKey) throws -> String {
         let message = Array(signingInput.utf8)
-        let signature = key.publicKey.isP256 ? try key.signES256(message) : try rawSignature(der: key.signDER(message), half: 48)
+        let signature =
+            key.publicKey.isP256 ? try key.signES256(message) : try rawSignature(der: key.signDER(message), half: 48)
         return signingInput + "." + Base64.encode(signature, alphabet: .url)
     }
 
@@ -45,13 +48,19 @@ public enum TestJWS {
     /// `SEQUENCE { r INTEGER, s INTEGER }` → `r‖s`, each left-padded to `half` bytes.
     static func rawSignature(der: [UInt8], half: Int) throws -> [UInt8] {
         var i = 2  // SEQUENCE tag and a short length: a P-384 signature is at most 104 bytes
-        guard der.count > 2, der[0] == 0x30, der[1] < 0x80 else { throw FixtureError(description: "not a DER ECDSA signature") }
+        guard der.count > 2, der[0] == 0x30, der[1] < 0x80 else {
+            throw FixtureError(description: "not a DER ECDSA signature")
+        }
         var out: [UInt8] = []
         for _ in 0..<2 {
-            guard i + 2 <= der.count, der[i] == 0x02 else { throw FixtureError(description: "not a DER ECDSA signature") }
+            guard i + 2 <= der.count, der[i] == 0x02 else {
+                throw FixtureError(description: "not a DER ECDSA signature")
+            }
             let length = Int(der[i + 1])
             let integer = der[(i + 2)..<min(i + 2 + length, der.count)].drop { $0 == 0 }
-            guard integer.count <= half else { throw FixtureError(description: "signature integer longer than \(half) bytes") }
+            guard integer.count <= half else {
+                throw FixtureError(description: "signature integer longer than \(half) bytes")
+            }
             out += [UInt8](repeating: 0, count: half - integer.count) + integer
             i += 2 + length
         }
@@ -60,10 +69,17 @@ public enum TestJWS {
 
     /// A TEST notification for `bundle` in `environment`, signed by the standard test leaf at `signedDate`.
     public static func testNotification(
-        bundle: String = "com.example.gateway", environment: String = "Sandbox", signedDate: Int64 = 1_748_736_000_000,
+        bundle: String = "com.example.gateway",
+        environment: String = "Sandbox",
+        signedDate: Int64 = 1_748_736_000_000,
         uuid: String = "00000000-0000-4000-8000-000000000001"
     ) throws -> [UInt8] {
-        let payload = TestNotification.test(bundleID: bundle, environment: environment, signedDate: signedDate, uuid: uuid).payloadJSON()
+        let payload = TestNotification.test(
+            bundleID: bundle,
+            environment: environment,
+            signedDate: signedDate,
+            uuid: uuid
+        ).payloadJSON()
         return try sign(headerJSON: try standardHeader(), payloadJSON: payload, key: try TestPKI.key("leaf"))
     }
 }

@@ -28,13 +28,25 @@ public struct TestNotification: Sendable {
     public var renewalInfo: TestRenewalInfo?
 
     public init(
-        notificationType: String, subtype: String? = nil, notificationUUID: String = "00000000-0000-4000-8000-000000000001",
-        appAppleID: Int64? = nil, bundleID: String = "com.example.gateway", bundleVersion: String? = nil, environment: String = "Sandbox",
-        status: Int? = nil, signedDate: Int64? = TestCA.signedDate, transaction: TestTransaction? = nil, renewalInfo: TestRenewalInfo? = nil
+        notificationType: String,
+        subtype: String? = nil,
+        notificationUUID: String = "00000000-0000-4000-8000-000000000001",
+        appAppleID: Int64? = nil,
+        bundleID: String = "com.example.gateway",
+        bundleVersion: String? = nil,
+        environment: String = "Sandbox",
+        status: Int? = nil,
+        signedDate: Int64? = TestCA.signedDate,
+        transaction: TestTransaction? = nil,
+        renewalInfo: TestRenewalInfo? = nil
     ) {
         (self.notificationType, self.subtype, self.notificationUUID) = (notificationType, subtype, notificationUUID)
-        (self.appAppleID, self.bundleID, self.bundleVersion, self.environment) = (appAppleID, bundleID, bundleVersion, environment)
-        (self.status, self.signedDate, self.transaction, self.renewalInfo) = (status, signedDate, transaction, renewalInfo)
+        (self.appAppleID, self.bundleID, self.bundleVersion, self.environment) = (
+            appAppleID, bundleID, bundleVersion, environment
+        )
+        (self.status, self.signedDate, self.transaction, self.renewalInfo) = (
+            status, signedDate, transaction, renewalInfo
+        )
     }
 
     /// A monthly subscription renewed a minute before `signedDate` (status 1), for com.example.gateway (appAppleId
@@ -45,22 +57,38 @@ public struct TestNotification: Sendable {
         var renewal = TestRenewalInfo()
         renewal.environment = environment
         return TestNotification(
-            notificationType: "DID_RENEW", notificationUUID: "00000000-0000-4000-8000-00000000d1d2", appAppleID: 1_234_567_890,
-            bundleVersion: "42", environment: environment, status: 1, transaction: transaction, renewalInfo: renewal)
+            notificationType: "DID_RENEW",
+            notificationUUID: "00000000-0000-4000-8000-00000000d1d2",
+            appAppleID: 1_234_567_890,
+            bundleVersion: "42",
+            environment: environment,
+            status: 1,
+            transaction: transaction,
+            renewalInfo: renewal
+        )
     }
 
     /// A TEST notification: `data` has only `bundleId` and `environment`, like Apple's.
     public static func test(
-        bundleID: String = "com.example.gateway", environment: String = "Sandbox", signedDate: Int64 = TestCA.signedDate,
+        bundleID: String = "com.example.gateway",
+        environment: String = "Sandbox",
+        signedDate: Int64 = TestCA.signedDate,
         uuid: String = "00000000-0000-4000-8000-000000000001"
     ) -> TestNotification {
-        TestNotification(notificationType: "TEST", notificationUUID: uuid, bundleID: bundleID, environment: environment, signedDate: signedDate)
+        TestNotification(
+            notificationType: "TEST",
+            notificationUUID: uuid,
+            bundleID: bundleID,
+            environment: environment,
+            signedDate: signedDate
+        )
     }
 
     /// The payload with the given nested tokens in `data` (nil: left out).
     public func payloadJSON(signedTransactionInfo: String? = nil, signedRenewalInfo: String? = nil) -> String {
         let data = TestJSON.object([
-            "appAppleId": appAppleID.map(TestJSON.int), "bundleId": .string(bundleID), "bundleVersion": bundleVersion.map(TestJSON.string),
+            "appAppleId": appAppleID.map(TestJSON.int), "bundleId": .string(bundleID),
+            "bundleVersion": bundleVersion.map(TestJSON.string),
             "environment": .string(environment), "signedTransactionInfo": signedTransactionInfo.map(TestJSON.string),
             "signedRenewalInfo": signedRenewalInfo.map(TestJSON.string), "status": status.map { .int(Int64($0)) },
         ])
@@ -74,13 +102,26 @@ public struct TestNotification: Sendable {
     /// Signs ``transaction`` and ``renewalInfo`` with `nestedSigner` (default: `signer`) unless a token is given for
     /// them, then the payload with `signer`.
     public func signed(
-        by signer: TestSigner, nestedSigner: TestSigner? = nil, transactionToken: String? = nil, renewalToken: String? = nil
+        by signer: TestSigner,
+        nestedSigner: TestSigner? = nil,
+        transactionToken: String? = nil,
+        renewalToken: String? = nil
     ) throws -> String {
-        try signer.sign(payloadJSON(nestedSignedBy: nestedSigner ?? signer, transactionToken: transactionToken, renewalToken: renewalToken))
+        try signer.sign(
+            payloadJSON(
+                nestedSignedBy: nestedSigner ?? signer,
+                transactionToken: transactionToken,
+                renewalToken: renewalToken
+            )
+        )
     }
 
     /// The payload with ``transaction`` and ``renewalInfo`` signed by `signer`, or the tokens given instead.
-    public func payloadJSON(nestedSignedBy signer: TestSigner, transactionToken: String? = nil, renewalToken: String? = nil) throws -> String {
+    public func payloadJSON(
+        nestedSignedBy signer: TestSigner,
+        transactionToken: String? = nil,
+        renewalToken: String? = nil
+    ) throws -> String {
         let tx = try transactionToken ?? transaction.map { try signer.sign($0.json) }
         let renewal = try renewalToken ?? renewalInfo.map { try signer.sign($0.json) }
         return payloadJSON(signedTransactionInfo: tx, signedRenewalInfo: renewal)
@@ -107,11 +148,14 @@ public struct TestTransaction: Sendable {
     public var json: String {
         TestJSON.object([
             "transactionId": .string(transactionID), "originalTransactionId": .string(originalTransactionID),
-            "bundleId": .string(bundleID), "productId": .string(productID), "subscriptionGroupIdentifier": .string("21000001"),
-            "purchaseDate": .int(purchaseDate), "originalPurchaseDate": .int(originalPurchaseDate), "expiresDate": .int(expiresDate),
+            "bundleId": .string(bundleID), "productId": .string(productID),
+            "subscriptionGroupIdentifier": .string("21000001"),
+            "purchaseDate": .int(purchaseDate), "originalPurchaseDate": .int(originalPurchaseDate),
+            "expiresDate": .int(expiresDate),
             "quantity": .int(1), "type": .string(type), "inAppOwnershipType": .string("PURCHASED"),
             "signedDate": signedDate.map(TestJSON.int), "environment": .string(environment),
-            "transactionReason": .string(transactionReason), "storefront": .string("USA"), "storefrontId": .string("143441"),
+            "transactionReason": .string(transactionReason), "storefront": .string("USA"),
+            "storefrontId": .string("143441"),
             "price": .int(price), "currency": .string("USD"),
         ])
     }
@@ -134,7 +178,8 @@ public struct TestRenewalInfo: Sendable {
         TestJSON.object([
             "originalTransactionId": .string(originalTransactionID), "autoRenewProductId": .string(autoRenewProductID),
             "productId": .string(productID), "autoRenewStatus": .int(Int64(autoRenewStatus)),
-            "renewalPrice": autoRenewStatus == 1 ? .int(9990) : nil, "currency": autoRenewStatus == 1 ? .string("USD") : nil,
+            "renewalPrice": autoRenewStatus == 1 ? .int(9990) : nil,
+            "currency": autoRenewStatus == 1 ? .string("USD") : nil,
             "signedDate": signedDate.map(TestJSON.int), "environment": .string(environment),
             "recentSubscriptionStartDate": .int(recentSubscriptionStartDate), "renewalDate": .int(renewalDate),
         ])
@@ -150,7 +195,8 @@ public enum TestJSON: Sendable {
 
     /// `{"name":value,…}` in the given order; nil values are left out.
     public static func object(_ members: KeyValuePairs<String, TestJSON?>) -> String {
-        "{" + members.compactMap { name, value in value.map { quote(name) + ":" + $0.text } }.joined(separator: ",") + "}"
+        "{" + members.compactMap { name, value in value.map { quote(name) + ":" + $0.text } }.joined(separator: ",")
+            + "}"
     }
 
     public var text: String {

@@ -55,7 +55,9 @@ public final class TestSchema: Sendable {
     public func connect() throws -> PostgresConnection { try PostgresConnection(url, label: "test") }
 
     deinit {
-        guard let server = TestPostgresServer.url, let c = try? PostgresConnection(server, label: "test cleanup") else { return }
+        guard let server = TestPostgresServer.url, let c = try? PostgresConnection(server, label: "test cleanup") else {
+            return
+        }
         try? c.execute("DROP SCHEMA IF EXISTS \(name) CASCADE")
         c.close()
     }

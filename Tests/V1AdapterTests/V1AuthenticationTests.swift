@@ -8,9 +8,13 @@ import WireJSON
 @Suite struct V1AuthenticationTests {
     static let secret = "0123456789abcdef0123456789abcdef"
     static let app = V1App(
-        bundleID: "com.example.gateway", environments: [.production, .sandbox],
-        sharedSecrets: [SharedSecret(name: "OLD_SECRET", value: "ffffffffffffffffffffffffffffffff"),
-                        SharedSecret(name: "APP_SHARED_SECRET", value: secret)])
+        bundleID: "com.example.gateway",
+        environments: [.production, .sandbox],
+        sharedSecrets: [
+            SharedSecret(name: "OLD_SECRET", value: "ffffffffffffffffffffffffffffffff"),
+            SharedSecret(name: "APP_SHARED_SECRET", value: secret),
+        ]
+    )
 
     static func body(_ name: String = "did-renew") throws -> [UInt8] { try Fixtures.bytes("v1-synthetic/\(name).json") }
 
@@ -41,21 +45,38 @@ import WireJSON
         let missing = JSONValue.object(JSONObject(object.filter { $0.key != "password" })).canonicalBytes()
         #expect(Self.code { _ = try V1Adapter(apps: [Self.app]).authenticate(body: missing) } == "bad_shared_secret")
         // A prefix of the secret is not the secret.
-        let prefix = JSONValue.object(JSONObject(object.map { $0.key == "password" ? ($0.key, .string(String(Self.secret.prefix(31)))) : $0 })).canonicalBytes()
+        let prefix = JSONValue.object(
+            JSONObject(object.map { $0.key == "password" ? ($0.key, .string(String(Self.secret.prefix(31)))) : $0 })
+        ).canonicalBytes()
         #expect(Self.code { _ = try V1Adapter(apps: [Self.app]).authenticate(body: prefix) } == "bad_shared_secret")
     }
 
     @Test func refusesUnknownBundlesAndUnconfiguredEnvironments() throws {
-        let other = V1App(bundleID: "com.example.other", environments: [.production], sharedSecrets: Self.app.sharedSecrets)
+        let other = V1App(
+            bundleID: "com.example.other",
+            environments: [.production],
+            sharedSecrets: Self.app.sharedSecrets
+        )
         #expect(Self.code { _ = try V1Adapter(apps: [other]).authenticate(body: try Self.body()) } == "unknown_bundle")
-        let sandboxOnly = V1App(bundleID: "com.example.gateway", environments: [.sandbox], sharedSecrets: Self.app.sharedSecrets)
-        #expect(Self.code { _ = try V1Adapter(apps: [sandboxOnly]).authenticate(body: try Self.body()) } == "environment_mismatch")
+        let sandboxOnly = V1App(
+            bundleID: "com.example.gateway",
+            environments: [.sandbox],
+            sharedSecrets: Self.app.sharedSecrets
+        )
+        #expect(
+            Self.code { _ = try V1Adapter(apps: [sandboxOnly]).authenticate(body: try Self.body()) }
+                == "environment_mismatch"
+        )
     }
 
-    @Test(arguments: ["", "[]", "not json", #"{"password":"x"}"#, #"{"notification_type":5,"bid":"com.example.gateway"}"#,
-                      #"{"notification_type":"DID_RENEW","bid":"com.example.gateway","unified_receipt":"x"}"#])
+    @Test(arguments: [
+        "", "[]", "not json", #"{"password":"x"}"#, #"{"notification_type":5,"bid":"com.example.gateway"}"#,
+        #"{"notification_type":"DID_RENEW","bid":"com.example.gateway","unified_receipt":"x"}"#,
+    ])
     func refusesMalformedBodies(_ text: String) {
-        #expect(Self.code { _ = try V1Adapter(apps: [Self.app]).authenticate(body: Array(text.utf8)) } == "malformed_body")
+        #expect(
+            Self.code { _ = try V1Adapter(apps: [Self.app]).authenticate(body: Array(text.utf8)) } == "malformed_body"
+        )
     }
 
     @Test func theSecretNeverLeavesTheAdapter() throws {
@@ -81,8 +102,12 @@ import WireJSON
         let a = try V1Adapter(apps: [Self.app]).authenticate(body: try Self.body())
         // The same body re-serialized with sorted keys, no whitespace, and the other (rotated) secret.
         var members = try #require(JSONParser.parse(try Self.body()).objectValue).members
-        members = members.reversed().map { $0.key == "password" ? ($0.key, .string("ffffffffffffffffffffffffffffffff")) : $0 }
-        let b = try V1Adapter(apps: [Self.app]).authenticate(body: JSONValue.object(JSONObject(members)).canonicalBytes())
+        members = members.reversed().map {
+            $0.key == "password" ? ($0.key, .string("ffffffffffffffffffffffffffffffff")) : $0
+        }
+        let b = try V1Adapter(apps: [Self.app]).authenticate(
+            body: JSONValue.object(JSONObject(members)).canonicalBytes()
+        )
         #expect(a.eventID == b.eventID)
         #expect(a.eventID.hasPrefix("v1:") && a.eventID.count == 3 + 64)
         // A different body (another notification) has another id.
@@ -93,8 +118,11 @@ import WireJSON
     @Test func readsBothBodyShapesAndTheirBundle() throws {
         // Pre-2021 shape: no top-level bid, the transaction's bid counts.
         let old = try Fixtures.bytes("v1/v1-notif-renewal-sandbox-2019.json")
-        let app = V1App(bundleID: "com.freeramble.smsautosenderpro", environments: [.sandbox],
-                        sharedSecrets: [SharedSecret(name: "S", value: "...")])
+        let app = V1App(
+            bundleID: "com.freeramble.smsautosenderpro",
+            environments: [.sandbox],
+            sharedSecrets: [SharedSecret(name: "S", value: "...")]
+        )
         let n = try V1Adapter(apps: [app]).authenticate(body: old)
         #expect(n.environment == .sandbox && n.body.receiptData == "..." && n.body.subscriptionID == "1000000563776136")
     }

@@ -53,24 +53,38 @@ import WireJSON
         // An app configured for the claimed bundle with the body's (placeholder) password accepts it: what
         // `verify --shared-secret-env` does.
         let password = try #require(decoded.password)
-        let app = V1App(bundleID: claim, environments: [.production, .sandbox],
-                        sharedSecrets: [SharedSecret(name: "ADHOC", value: password)], verifyReceipt: false)
+        let app = V1App(
+            bundleID: claim,
+            environments: [.production, .sandbox],
+            sharedSecrets: [SharedSecret(name: "ADHOC", value: password)],
+            verifyReceipt: false
+        )
         let n = try V1Adapter(apps: [app]).authenticate(body: bytes)
         #expect(n.bundleID == claim)
         let event = V1EventBuilder().event(
-            for: n.body, id: n.eventID, facts: V1EventBuilder.facts(fromBody: n.body, subscription: n.body.subscriptionID),
-            arrival: 1_764_000_000_000)
+            for: n.body,
+            id: n.eventID,
+            facts: V1EventBuilder.facts(fromBody: n.body, subscription: n.body.subscriptionID),
+            arrival: 1_764_000_000_000
+        )
         #expect(event.bundleID == claim)
     }
 
     @Test func preTwentyTwentyOneCancelIsAuthenticatedForTheBundleInItsExpiredReceiptInfo() throws {
         let bytes = try Fixtures.bytes("v1/v1-notif-cancel-prod-2019.json")
-        let app = V1App(bundleID: "com.freeramble.smsautosenderpro", environments: [.production],
-                        sharedSecrets: [SharedSecret(name: "S", value: "<redacted: shared secret present in source>")], verifyReceipt: false)
+        let app = V1App(
+            bundleID: "com.freeramble.smsautosenderpro",
+            environments: [.production],
+            sharedSecrets: [SharedSecret(name: "S", value: "<redacted: shared secret present in source>")],
+            verifyReceipt: false
+        )
         let n = try V1Adapter(apps: [app]).authenticate(body: bytes)
         let e = V1EventBuilder().event(
-            for: n.body, id: n.eventID, facts: V1EventBuilder.facts(fromBody: n.body, subscription: n.body.subscriptionID),
-            arrival: 1_764_000_000_000)
+            for: n.body,
+            id: n.eventID,
+            facts: V1EventBuilder.facts(fromBody: n.body, subscription: n.body.subscriptionID),
+            arrival: 1_764_000_000_000
+        )
         #expect(e.kind == .refund && e.entitlement?.state == .revoked && e.eventDate == 1_574_419_054_000)
         #expect(e.originalTransactionID == "90000656077819")
     }
@@ -91,13 +105,19 @@ import WireJSON
 
     @Test func claimSurvivesMistypedMembersOutsideTheRule() {
         // Authentication refuses these as malformed; the log line still names the claimed bundle.
-        #expect(Self.claim("{\"notification_type\":5,\"latest_expired_receipt_info\":{\"bid\":\"c\",\"product_id\":7}}") == "c")
+        #expect(
+            Self.claim("{\"notification_type\":5,\"latest_expired_receipt_info\":{\"bid\":\"c\",\"product_id\":7}}")
+                == "c"
+        )
         #expect(Self.claim("{\"password\":[],\"latest_receipt_info\":[{\"bid\":\"b\",\"quantity\":{}}]}") == "b")
     }
 
     @Test func bodiesThatClaimNothingGiveNil() {
-        for text in ["", "[]", "\"bid\"", "{}", "{\"bid\":5}", "{\"bid\":null}", "{\"latest_receipt_info\":[5]}", "{\"latest_expired_receipt_info\":\"x\"}",
-                     "{\"bid\":\"a\",\"bid\":\"b\"}", String(repeating: "[", count: 10_000)] {
+        for text in [
+            "", "[]", "\"bid\"", "{}", "{\"bid\":5}", "{\"bid\":null}", "{\"latest_receipt_info\":[5]}",
+            "{\"latest_expired_receipt_info\":\"x\"}",
+            "{\"bid\":\"a\",\"bid\":\"b\"}", String(repeating: "[", count: 10_000),
+        ] {
             #expect(Self.claim(text) == nil, "\(text.prefix(40))")
         }
     }

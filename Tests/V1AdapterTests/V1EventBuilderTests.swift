@@ -26,11 +26,16 @@ import WireJSON
     ]
 
     static func body(_ name: String) throws -> ResponseBodyV1 {
-        try V1Adapter(apps: [V1AuthenticationTests.app]).authenticate(body: try Fixtures.bytes("v1-synthetic/\(name).json")).body
+        try V1Adapter(apps: [V1AuthenticationTests.app]).authenticate(
+            body: try Fixtures.bytes("v1-synthetic/\(name).json")
+        ).body
     }
 
     static func receipt(_ name: String) throws -> VerifyReceiptResponse {
-        try JSONValueDecoderShim.decode(VerifyReceiptResponse.self, try Fixtures.bytes("v1-synthetic/\(name).receipt.json"))
+        try JSONValueDecoderShim.decode(
+            VerifyReceiptResponse.self,
+            try Fixtures.bytes("v1-synthetic/\(name).receipt.json")
+        )
     }
 
     @Test(arguments: expected.map(\.0))
@@ -38,10 +43,17 @@ import WireJSON
         let row = try #require(Self.expected.first { $0.0 == name })
         let body = try Self.body(name)
         let fromReceipt = V1EventBuilder().event(
-            for: body, id: "v1:x", facts: V1EventBuilder.facts(fromReceipt: try Self.receipt(name), subscription: body.subscriptionID),
-            arrival: Self.now)
+            for: body,
+            id: "v1:x",
+            facts: V1EventBuilder.facts(fromReceipt: try Self.receipt(name), subscription: body.subscriptionID),
+            arrival: Self.now
+        )
         let fromBody = V1EventBuilder().event(
-            for: body, id: "v1:x", facts: V1EventBuilder.facts(fromBody: body, subscription: body.subscriptionID), arrival: Self.now)
+            for: body,
+            id: "v1:x",
+            facts: V1EventBuilder.facts(fromBody: body, subscription: body.subscriptionID),
+            arrival: Self.now
+        )
         for e in [fromReceipt, fromBody] {
             #expect(e.kind == row.1, "\(name)")
             #expect(e.reason == row.2, "\(name)")
@@ -68,7 +80,13 @@ import WireJSON
         other.purchaseDateMs = "9000"
         let body = ResponseBodyV1(notificationType: "DID_RENEW", password: nil, environment: "PROD")
         for order in [[a, b, other], [other, b, a], [b, other, a]] {
-            let facts = V1EventBuilder.Facts(transactions: [], pendingRenewal: nil, environment: .production, bundleID: "x", verified: true)
+            let facts = V1EventBuilder.Facts(
+                transactions: [],
+                pendingRenewal: nil,
+                environment: .production,
+                bundleID: "x",
+                verified: true
+            )
             var f = facts
             f.transactions = V1EventBuilder.facts(fromReceipt: Self.response(order), subscription: "1").transactions
             let e = V1EventBuilder().event(for: body, id: "v1:x", facts: f, arrival: 5000)
@@ -93,10 +111,21 @@ import WireJSON
         return t
     }
 
-    static func kind(_ type: String, _ txs: [V1Transaction], renewal: V1PendingRenewal? = nil, top: (ResponseBodyV1) -> ResponseBodyV1 = { $0 },
-                     arrival: Int64 = 10_000) -> (EventKind, EventReason?) {
+    static func kind(
+        _ type: String,
+        _ txs: [V1Transaction],
+        renewal: V1PendingRenewal? = nil,
+        top: (ResponseBodyV1) -> ResponseBodyV1 = { $0 },
+        arrival: Int64 = 10_000
+    ) -> (EventKind, EventReason?) {
         let body = top(ResponseBodyV1(notificationType: type, password: nil, environment: "PROD"))
-        let facts = V1EventBuilder.Facts(transactions: txs, pendingRenewal: renewal, environment: .production, bundleID: "b", verified: true)
+        let facts = V1EventBuilder.Facts(
+            transactions: txs,
+            pendingRenewal: renewal,
+            environment: .production,
+            bundleID: "b",
+            verified: true
+        )
         let e = V1EventBuilder().event(for: body, id: "v1:x", facts: facts, arrival: arrival)
         return (e.kind, e.reason)
     }
@@ -104,11 +133,26 @@ import WireJSON
     @Test func interactiveRenewalIsAResubscribeAnUpgradeOrAnInteractiveRenewal() {
         let old = Self.transaction("1", product: "monthly", purchase: 1000, expires: 5000)
         // Expired before the new purchase → resubscribe.
-        #expect(Self.kind("INTERACTIVE_RENEWAL", [old, Self.transaction("2", product: "yearly", purchase: 6000, expires: 9000)]) == (.purchase, .resubscribe))
+        #expect(
+            Self.kind(
+                "INTERACTIVE_RENEWAL",
+                [old, Self.transaction("2", product: "yearly", purchase: 6000, expires: 9000)]
+            ) == (.purchase, .resubscribe)
+        )
         // Still active, another product → upgrade.
-        #expect(Self.kind("INTERACTIVE_RENEWAL", [old, Self.transaction("2", product: "yearly", purchase: 3000, expires: 9000)]) == (.planChange, .upgrade))
+        #expect(
+            Self.kind(
+                "INTERACTIVE_RENEWAL",
+                [old, Self.transaction("2", product: "yearly", purchase: 3000, expires: 9000)]
+            ) == (.planChange, .upgrade)
+        )
         // Still active, same product → an interactive renewal.
-        #expect(Self.kind("INTERACTIVE_RENEWAL", [old, Self.transaction("2", product: "monthly", purchase: 3000, expires: 9000)]) == (.renewal, .interactive))
+        #expect(
+            Self.kind(
+                "INTERACTIVE_RENEWAL",
+                [old, Self.transaction("2", product: "monthly", purchase: 3000, expires: 9000)]
+            ) == (.renewal, .interactive)
+        )
     }
 
     @Test func renewalStatusChangeIsAToggleAResubscribeAChurnOrAPriceIncreaseExpiry() {
@@ -118,24 +162,52 @@ import WireJSON
         off.autoRenewStatus = "0"
         off.expirationIntent = "1"
         let active = Self.transaction("1", product: "m", purchase: 1000, expires: 50_000)
-        let withDate: (ResponseBodyV1) -> ResponseBodyV1 = { var b = $0; b.autoRenewStatusChangeDateMs = "10000"; return b }
-        #expect(Self.kind("DID_CHANGE_RENEWAL_STATUS", [active], renewal: off, top: withDate) == (.autoRenewChanged, .disabled))
-        #expect(Self.kind("DID_CHANGE_RENEWAL_STATUS", [active], renewal: on, top: withDate) == (.autoRenewChanged, .enabled))
+        let withDate: (ResponseBodyV1) -> ResponseBodyV1 = {
+            var b = $0
+            b.autoRenewStatusChangeDateMs = "10000"
+            return b
+        }
+        #expect(
+            Self.kind("DID_CHANGE_RENEWAL_STATUS", [active], renewal: off, top: withDate) == (
+                .autoRenewChanged, .disabled
+            )
+        )
+        #expect(
+            Self.kind("DID_CHANGE_RENEWAL_STATUS", [active], renewal: on, top: withDate) == (
+                .autoRenewChanged, .enabled
+            )
+        )
         // Expired earlier, a new purchase of the same product at the change date → resubscribe.
         let lapsed = Self.transaction("1", product: "m", purchase: 1000, expires: 5000)
         let again = Self.transaction("2", product: "m", purchase: 10_000, expires: 90_000)
-        #expect(Self.kind("DID_CHANGE_RENEWAL_STATUS", [lapsed, again], renewal: on, top: withDate) == (.purchase, .resubscribe))
+        #expect(
+            Self.kind("DID_CHANGE_RENEWAL_STATUS", [lapsed, again], renewal: on, top: withDate) == (
+                .purchase, .resubscribe
+            )
+        )
         // Off after billing retries gave up (intent 2, no longer retrying, expired) → expiration [billing_retry].
         var churn = off
         churn.expirationIntent = "2"
         churn.isInBillingRetryPeriod = "0"
-        #expect(Self.kind("DID_CHANGE_RENEWAL_STATUS", [lapsed], renewal: churn, top: withDate) == (.expiration, .billingRetry))
+        #expect(
+            Self.kind("DID_CHANGE_RENEWAL_STATUS", [lapsed], renewal: churn, top: withDate) == (
+                .expiration, .billingRetry
+            )
+        )
         // Off at the end of a period whose price increase the customer never accepted (intent 3) → expiration
         // [price_increase]; the same intent before the period ends is only the toggle.
         var declined = off
         declined.expirationIntent = "3"
-        #expect(Self.kind("DID_CHANGE_RENEWAL_STATUS", [lapsed], renewal: declined, top: withDate) == (.expiration, .priceIncrease))
-        #expect(Self.kind("DID_CHANGE_RENEWAL_STATUS", [active], renewal: declined, top: withDate) == (.autoRenewChanged, .disabled))
+        #expect(
+            Self.kind("DID_CHANGE_RENEWAL_STATUS", [lapsed], renewal: declined, top: withDate) == (
+                .expiration, .priceIncrease
+            )
+        )
+        #expect(
+            Self.kind("DID_CHANGE_RENEWAL_STATUS", [active], renewal: declined, top: withDate) == (
+                .autoRenewChanged, .disabled
+            )
+        )
     }
 
     @Test func cancelOfAnUpgradedTransactionIsAPlanChange() {
@@ -182,24 +254,52 @@ import WireJSON
 
     @Test func eventDateIsTheDateTheChangeCarriesElseArrival() {
         let t = Self.transaction("1", product: "m", purchase: 1000, expires: 50_000)
-        let facts = V1EventBuilder.Facts(transactions: [t], pendingRenewal: nil, environment: .production, bundleID: "b", verified: true)
-        let renew = V1EventBuilder().event(for: ResponseBodyV1(notificationType: "DID_RENEW", password: nil, environment: "PROD"),
-                                           id: "v1:x", facts: facts, arrival: 77_000)
+        let facts = V1EventBuilder.Facts(
+            transactions: [t],
+            pendingRenewal: nil,
+            environment: .production,
+            bundleID: "b",
+            verified: true
+        )
+        let renew = V1EventBuilder().event(
+            for: ResponseBodyV1(notificationType: "DID_RENEW", password: nil, environment: "PROD"),
+            id: "v1:x",
+            facts: facts,
+            arrival: 77_000
+        )
         #expect(renew.eventDate == 1000 && renew.eventDateSource == .notification)
-        let pref = V1EventBuilder().event(for: ResponseBodyV1(notificationType: "DID_CHANGE_RENEWAL_PREF", password: nil, environment: "PROD"),
-                                          id: "v1:x", facts: facts, arrival: 77_000)
+        let pref = V1EventBuilder().event(
+            for: ResponseBodyV1(notificationType: "DID_CHANGE_RENEWAL_PREF", password: nil, environment: "PROD"),
+            id: "v1:x",
+            facts: facts,
+            arrival: 77_000
+        )
         #expect(pref.eventDate == 77_000 && pref.eventDateSource == .arrival)
     }
 
     @Test func aCarriedDateLaterThanArrivalIsNotBelieved() {
         // verifyReceipt already describes a later period (fetched late): the failure cannot postdate its notification.
         let later = Self.transaction("2", product: "m", purchase: 90_000, expires: 190_000)
-        let facts = V1EventBuilder.Facts(transactions: [later], pendingRenewal: nil, environment: .production, bundleID: "b", verified: true)
-        let failed = V1EventBuilder().event(for: ResponseBodyV1(notificationType: "DID_FAIL_TO_RENEW", password: nil, environment: "PROD"),
-                                            id: "v1:x", facts: facts, arrival: 80_000)
+        let facts = V1EventBuilder.Facts(
+            transactions: [later],
+            pendingRenewal: nil,
+            environment: .production,
+            bundleID: "b",
+            verified: true
+        )
+        let failed = V1EventBuilder().event(
+            for: ResponseBodyV1(notificationType: "DID_FAIL_TO_RENEW", password: nil, environment: "PROD"),
+            id: "v1:x",
+            facts: facts,
+            arrival: 80_000
+        )
         #expect(failed.eventDate == 80_000 && failed.eventDateSource == .arrival)
-        let renew = V1EventBuilder().event(for: ResponseBodyV1(notificationType: "DID_RENEW", password: nil, environment: "PROD"),
-                                           id: "v1:x", facts: facts, arrival: 90_000)
+        let renew = V1EventBuilder().event(
+            for: ResponseBodyV1(notificationType: "DID_RENEW", password: nil, environment: "PROD"),
+            id: "v1:x",
+            facts: facts,
+            arrival: 90_000
+        )
         #expect(renew.eventDate == 90_000 && renew.eventDateSource == .notification)
     }
 }

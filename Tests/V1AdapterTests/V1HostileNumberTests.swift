@@ -29,7 +29,8 @@ import WireJSON
     }
 
     static let extremes: [String] = [
-        "\"-9223372036854775808\"", "\"9223372036854775807\"", "-9223372036854775808", "9223372036854775807", "\"-1\"", "0",
+        "\"-9223372036854775808\"", "\"9223372036854775807\"", "-9223372036854775808", "9223372036854775807", "\"-1\"",
+        "0",
         "\"99999999999-01-01 00:00:00 Etc/GMT\"", "1e999", "-0", "\"\"",
     ]
 
@@ -44,7 +45,8 @@ import WireJSON
             "cancellation_reason":\(v),"quantity":\(v),"app_item_id":\(v),"is_upgraded":"true","is_trial_period":\(v)}
             """
         }
-        return Array("""
+        return Array(
+            """
             {"notification_type":"\(type)","password":"secret","environment":"PROD","auto_renew_status":"true",\
             "auto_renew_status_change_date_ms":\(v),"auto_renew_status_change_date":\(v),"expiration_intent":\(v),\
             "is_in_billing_retry_period":\(v),"auto_renew_product_id":"q","original_transaction_id":"1000",\
@@ -53,7 +55,8 @@ import WireJSON
             "pending_renewal_info":[{"original_transaction_id":"1000","auto_renew_status":"1","expiration_intent":\(v),\
             "grace_period_expires_date_ms":\(v),"grace_period_expires_date":\(v),"is_in_billing_retry_period":\(v),\
             "price_consent_status":\(v)}],"status":0}}
-            """.utf8)
+            """.utf8
+        )
     }
 
     static let types = [
@@ -64,8 +67,14 @@ import WireJSON
 
     @Test(arguments: extremes)
     func everyV1TypeBuildsAWellDefinedEventFromHostileNumbers(_ value: String) throws {
-        let adapter = V1Adapter(apps: [V1App(bundleID: "com.example.gateway", environments: [.production],
-                                             sharedSecrets: [SharedSecret(name: "S", value: "secret")], verifyReceipt: false)])
+        let adapter = V1Adapter(apps: [
+            V1App(
+                bundleID: "com.example.gateway",
+                environments: [.production],
+                sharedSecrets: [SharedSecret(name: "S", value: "secret")],
+                verifyReceipt: false
+            )
+        ])
         for type in Self.types {
             let n = try adapter.authenticate(body: Self.body(type: type, value: value))
             for arrival in [Int64.min, 0, Self.arrival, Int64.max] {
@@ -81,15 +90,22 @@ import WireJSON
     @Test func resubscriptionCheckComparesDatesAtOppositeEndsWithoutOverflow() throws {
         // Latest purchase at Int64.max, auto-renew changed at Int64.min: the distance between the two is 2^64 - 1.
         var previous = V1Transaction()
-        (previous.originalTransactionID, previous.transactionID, previous.purchaseDateMs, previous.expiresDateMs) = ("1", "10", "0", "0")
+        (previous.originalTransactionID, previous.transactionID, previous.purchaseDateMs, previous.expiresDateMs) = (
+            "1", "10", "0", "0"
+        )
         var latest = V1Transaction()
         (latest.originalTransactionID, latest.transactionID, latest.purchaseDateMs, latest.expiresDateMs) =
             ("1", "11", "9223372036854775807", "9223372036854775807")
         var body = ResponseBodyV1(notificationType: "DID_CHANGE_RENEWAL_STATUS", password: nil, environment: "PROD")
         body.autoRenewStatus = "true"
         body.autoRenewStatusChangeDateMs = "-9223372036854775808"
-        let facts = V1EventBuilder.Facts(transactions: [previous, latest], pendingRenewal: nil, environment: .production,
-                                         bundleID: "b", verified: true)
+        let facts = V1EventBuilder.Facts(
+            transactions: [previous, latest],
+            pendingRenewal: nil,
+            environment: .production,
+            bundleID: "b",
+            verified: true
+        )
         let e = V1EventBuilder().event(for: body, id: "v1:x", facts: facts, arrival: Self.arrival)
         #expect(e.eventDate == Int64.min)
         #expect(e.kind == .autoRenewChanged && e.reason == .enabled)
@@ -101,13 +117,15 @@ import WireJSON
 
     @Test func receiptSnapshotsWithHostileNumbersAreWellDefined() throws {
         for value in Self.extremes {
-            let answer = Array("""
+            let answer = Array(
+                """
                 {"status":0,"environment":"Production","receipt":{"bundle_id":"b","adam_id":\(value),"request_date_ms":\(value),\
                 "in_app":[{"original_transaction_id":"1","transaction_id":"1","purchase_date_ms":\(value),"expires_date_ms":\(value),\
                 "cancellation_date_ms":\(value),"quantity":\(value)}]},\
                 "pending_renewal_info":[{"original_transaction_id":"1","expiration_intent":\(value),"auto_renew_status":\(value),\
                 "grace_period_expires_date_ms":\(value)}]}
-                """.utf8)
+                """.utf8
+            )
             let r = try JSONValueDecoder().decode(VerifyReceiptResponse.self, from: answer)
             for observed in [Int64.min, 0, Int64.max] {
                 let snapshots = V1EventBuilder.snapshots(from: r, observedAt: observed)
@@ -117,10 +135,17 @@ import WireJSON
                     // … with the access its own dates give at the time observed, ending after that time if at all,
                     // so that projecting it to that time changes nothing.
                     let expected = Entitlement.compute(
-                        expiresDate: s.expiresDate, revocationDate: s.revocationDate, gracePeriodExpiresDate: s.gracePeriodExpiresDate,
-                        inBillingRetry: s.inBillingRetry, at: observed)
+                        expiresDate: s.expiresDate,
+                        revocationDate: s.revocationDate,
+                        gracePeriodExpiresDate: s.gracePeriodExpiresDate,
+                        inBillingRetry: s.inBillingRetry,
+                        at: observed
+                    )
                     #expect(s.entitlement == expected, "\(value) at \(observed)")
-                    #expect(s.entitlement.until.map { $0 > observed } ?? true, "\(value) at \(observed): \(s.entitlement)")
+                    #expect(
+                        s.entitlement.until.map { $0 > observed } ?? true,
+                        "\(value) at \(observed): \(s.entitlement)"
+                    )
                     #expect(s.entitlement.projected(at: observed) == s.entitlement, "\(value) at \(observed)")
                 }
             }

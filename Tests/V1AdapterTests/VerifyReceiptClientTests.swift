@@ -3,6 +3,7 @@ import HTTPClient
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import V1Adapter
 
 /// verifyReceipt's status semantics (docs/architecture.md, "V1 authentication") against a scripted transport: what is retried, what is
@@ -13,15 +14,26 @@ import Testing
     static let sandbox = "https://sandbox.example/verifyReceipt"
 
     /// A client whose sleeps are recorded instead of slept, with a fixed jitter.
-    static func client(_ transport: ScriptedTransport, attempts: Int = 4, jitter: Double = 0.5)
+    static func client(
+        _ transport: ScriptedTransport,
+        attempts: Int = 4,
+        jitter: Double = 0.5
+    )
         -> (VerifyReceiptClient, SleepBox)
     {
         let box = SleepBox()
         let client = VerifyReceiptClient(
             transport: transport,
-            configuration: .init(productionURL: production, sandboxURL: sandbox, maxAttempts: attempts, baseDelay: .seconds(1),
-                                 maxDelay: .seconds(30)),
-            sleep: { d in box.record(d) }, jitter: { jitter })
+            configuration: .init(
+                productionURL: production,
+                sandboxURL: sandbox,
+                maxAttempts: attempts,
+                baseDelay: .seconds(1),
+                maxDelay: .seconds(30)
+            ),
+            sleep: { d in box.record(d) },
+            jitter: { jitter }
+        )
         return (client, box)
     }
 
@@ -38,7 +50,10 @@ import Testing
         return .success(HTTPResponse(status: 200, body: Array((body + "}").utf8)))
     }
 
-    static func outcome(_ results: [Result<HTTPResponse, HTTPClientError>], attempts: Int = 4) async -> (String, ScriptedTransport) {
+    static func outcome(
+        _ results: [Result<HTTPResponse, HTTPClientError>],
+        attempts: Int = 4
+    ) async -> (String, ScriptedTransport) {
         let transport = ScriptedTransport(results: results)
         let (client, _) = client(transport, attempts: attempts)
         do {
@@ -56,7 +71,10 @@ import Testing
         let request = transport.requests[0]
         #expect(request.url == Self.production && request.method == .post)
         let body = String(decoding: request.body, as: UTF8.self)
-        #expect(body.contains("\"receipt-data\":\"cmVjZWlwdA==\"") && body.contains("\"password\":\"0123456789abcdef0123456789abcdef\""))
+        #expect(
+            body.contains("\"receipt-data\":\"cmVjZWlwdA==\"")
+                && body.contains("\"password\":\"0123456789abcdef0123456789abcdef\"")
+        )
     }
 
     @Test func sandboxReceiptIsResentToTheSandbox() async {
@@ -72,7 +90,9 @@ import Testing
     }
 
     @Test func environmentsThatKeepDisagreeingEndTheLoop() async {
-        let (result, transport) = await Self.outcome([Self.status(21007), Self.status(21008), Self.status(21007), Self.status(21008)])
+        let (result, transport) = await Self.outcome([
+            Self.status(21007), Self.status(21008), Self.status(21007), Self.status(21008),
+        ])
         #expect(result == "receipt_invalid")
         #expect(transport.requests.count == 3)
     }
@@ -99,8 +119,10 @@ import Testing
         #expect(recovered == "ok 0")
     }
 
-    @Test(arguments: [(21003, "receipt_invalid"), (21010, "receipt_invalid"), (21004, "receipt_config_error"),
-                      (21000, "receipt_invalid"), (21299, "apple_unavailable")])
+    @Test(arguments: [
+        (21003, "receipt_invalid"), (21010, "receipt_invalid"), (21004, "receipt_config_error"),
+        (21000, "receipt_invalid"), (21299, "apple_unavailable"),
+    ])
     func finalStatusesAreNotRetried(_ status: Int, _ code: String) async {
         let (result, transport) = await Self.outcome([Self.status(status), Self.status(0)])
         #expect(result == code)
@@ -115,7 +137,8 @@ import Testing
     @Test func transportFailuresHTTPErrorsAndGarbageAreRetriedThenUnavailable() async {
         let failures: [Result<HTTPResponse, HTTPClientError>] = [
             .failure(HTTPClientError(.timeout, "slow")), .success(HTTPResponse(status: 503)),
-            .success(HTTPResponse(status: 200, body: Array("<html>".utf8))), .success(HTTPResponse(status: 200, body: Array("{}".utf8))),
+            .success(HTTPResponse(status: 200, body: Array("<html>".utf8))),
+            .success(HTTPResponse(status: 200, body: Array("{}".utf8))),
         ]
         let (result, transport) = await Self.outcome(failures)
         #expect(result == "apple_unavailable" && transport.requests.count == 4)
@@ -126,12 +149,16 @@ import Testing
     @Test func emptyReceiptIsInvalidWithoutAskingApple() async throws {
         let transport = ScriptedTransport(results: [Self.status(0)])
         let (client, _) = Self.client(transport)
-        await #expect(throws: V1AdapterError(.receiptInvalid, "")) { try await client.verify(receiptData: "", sharedSecret: Self.secret) }
+        await #expect(throws: V1AdapterError(.receiptInvalid, "")) {
+            try await client.verify(receiptData: "", sharedSecret: Self.secret)
+        }
         #expect(transport.requests.isEmpty)
     }
 
     @Test func retriesWaitBetweenAttemptsAndTheEnvironmentHopDoesNot() async throws {
-        let transport = ScriptedTransport(results: [Self.status(21007), Self.status(21005), Self.status(21005), Self.status(0)])
+        let transport = ScriptedTransport(results: [
+            Self.status(21007), Self.status(21005), Self.status(21005), Self.status(0),
+        ])
         let (client, sleeps) = Self.client(transport)
         let answer = try await client.verify(receiptData: "cmVjZWlwdA==", sharedSecret: Self.secret)
         #expect(answer.status == 0 && answer.usedSandbox && answer.attempts == 4)
@@ -154,15 +181,27 @@ import Testing
 
     @Test func absurdConfiguredDelaysDoNotTrapTheBackoff() async throws {
         // Before RetryPolicy's checked doubling, baseDelay · 2^20 overflowed Duration (and trapped) for a large base.
-        for (base, cap) in [(Duration.seconds(Int64.max), Duration.seconds(Int64.max)), (.seconds(Int64.max), .seconds(30)),
-                            (.seconds(-5), .seconds(-5)), (.seconds(1), .seconds(Int64.min))] {
+        for (base, cap) in [
+            (Duration.seconds(Int64.max), Duration.seconds(Int64.max)), (.seconds(Int64.max), .seconds(30)),
+            (.seconds(-5), .seconds(-5)), (.seconds(1), .seconds(Int64.min)),
+        ] {
             let box = SleepBox()
             let client = VerifyReceiptClient(
                 transport: ScriptedTransport(results: [Self.status(21005), Self.status(21005), Self.status(0)]),
-                configuration: .init(productionURL: Self.production, sandboxURL: Self.sandbox, maxAttempts: 3, baseDelay: base, maxDelay: cap),
-                sleep: { d in box.record(d) }, jitter: { 0.5 })
+                configuration: .init(
+                    productionURL: Self.production,
+                    sandboxURL: Self.sandbox,
+                    maxAttempts: 3,
+                    baseDelay: base,
+                    maxDelay: cap
+                ),
+                sleep: { d in box.record(d) },
+                jitter: { 0.5 }
+            )
             for attempt in [1, 2, 21, 1000] {
-                #expect(client.configuration.retry.delay(afterAttempt: attempt, jitter: client.jitter()) <= max(cap, .zero))
+                #expect(
+                    client.configuration.retry.delay(afterAttempt: attempt, jitter: client.jitter()) <= max(cap, .zero)
+                )
             }
             #expect(try await client.verify(receiptData: "cmVjZWlwdA==", sharedSecret: Self.secret).status == 0)
             #expect(box.recorded.count == 2 && box.recorded.allSatisfy { $0 >= .zero && $0 <= max(cap, .zero) })

@@ -10,12 +10,22 @@ import V1Adapter
     static let secret = SharedSecret(name: "APP_SHARED_SECRET", value: "0123456789abcdef0123456789abcdef")
 
     /// A client of the fake: short timeouts, no real sleeping between attempts.
-    static func client(_ server: LoopbackHTTPServer, attempts: Int = 3, timeoutMillis: Int = 2_000) -> VerifyReceiptClient {
+    static func client(
+        _ server: LoopbackHTTPServer,
+        attempts: Int = 3,
+        timeoutMillis: Int = 2_000
+    ) -> VerifyReceiptClient {
         VerifyReceiptClient(
             transport: CurlTransport(),
-            configuration: .init(productionURL: server.url("/verifyReceipt"), sandboxURL: server.url("/sandbox/verifyReceipt"),
-                                 maxAttempts: attempts, timeoutMillis: timeoutMillis),
-            sleep: { _ in }, jitter: { 0 })
+            configuration: .init(
+                productionURL: server.url("/verifyReceipt"),
+                sandboxURL: server.url("/sandbox/verifyReceipt"),
+                maxAttempts: attempts,
+                timeoutMillis: timeoutMillis
+            ),
+            sleep: { _ in },
+            jitter: { 0 }
+        )
     }
 
     static func json(_ text: String) -> LoopbackHTTPServer.Action {
@@ -33,7 +43,8 @@ import V1Adapter
 
     @Test func sandboxReceiptTakesTheProductionThenSandboxRoute() async throws {
         let server = try LoopbackHTTPServer { r in
-            r.path == "/verifyReceipt" ? Self.json(#"{"status":21007}"#)
+            r.path == "/verifyReceipt"
+                ? Self.json(#"{"status":21007}"#)
                 : Self.json(#"{"status":0,"environment":"Sandbox","latest_receipt_info":[]}"#)
         }
         #expect(await Self.code(Self.client(server)) == "ok 0 sandbox")
@@ -57,7 +68,10 @@ import V1Adapter
         // 21007 at production, then 21008 at the sandbox (Apple's routing bounced), then production answers.
         let calls = Mutex(0)
         let server = try LoopbackHTTPServer { r in
-            let n = calls.withLock { c in c += 1; return c }
+            let n = calls.withLock { c in
+                c += 1
+                return c
+            }
             if r.path == "/sandbox/verifyReceipt" { return Self.json(#"{"status":21008}"#) }
             return n == 1 ? Self.json(#"{"status":21007}"#) : Self.json(#"{"status":0,"latest_receipt_info":[]}"#)
         }
@@ -66,7 +80,9 @@ import V1Adapter
     }
 
     @Test func expiredIOS6AnswerAndNonRetryableInternalError() async throws {
-        let expired = try LoopbackHTTPServer { _ in Self.json(#"{"status":21006,"latest_expired_receipt_info":{"product_id":"p"}}"#) }
+        let expired = try LoopbackHTTPServer { _ in
+            Self.json(#"{"status":21006,"latest_expired_receipt_info":{"product_id":"p"}}"#)
+        }
         #expect(await Self.code(Self.client(expired)) == "ok 21006")
         let internalError = try LoopbackHTTPServer { _ in Self.json(#"{"status":21120,"is-retryable":0}"#) }
         #expect(await Self.code(Self.client(internalError)) == "apple_unavailable")
@@ -76,8 +92,13 @@ import V1Adapter
     @Test func retryableInternalErrorThenSuccess() async throws {
         let calls = Mutex(0)
         let server = try LoopbackHTTPServer { _ in
-            let n = calls.withLock { c in c += 1; return c }
-            return n == 1 ? Self.json(#"{"status":21100,"is-retryable":1}"#) : Self.json(#"{"status":0,"latest_receipt_info":[]}"#)
+            let n = calls.withLock { c in
+                c += 1
+                return c
+            }
+            return n == 1
+                ? Self.json(#"{"status":21100,"is-retryable":1}"#)
+                : Self.json(#"{"status":0,"latest_receipt_info":[]}"#)
         }
         #expect(await Self.code(Self.client(server)) == "ok 0")
         #expect(server.requests.count == 2)
@@ -86,7 +107,10 @@ import V1Adapter
     @Test func slowAnswersTimeOutAndAreRetried() async throws {
         let calls = Mutex(0)
         let server = try LoopbackHTTPServer { _ in
-            let n = calls.withLock { c in c += 1; return c }
+            let n = calls.withLock { c in
+                c += 1
+                return c
+            }
             return n == 1 ? .hang(.seconds(20)) : Self.json(#"{"status":0,"latest_receipt_info":[]}"#)
         }
         let clock = ContinuousClock()
@@ -97,7 +121,9 @@ import V1Adapter
     }
 
     @Test func alwaysSlowIsUnavailable() async throws {
-        let server = try LoopbackHTTPServer { _ in .respond(status: 200, body: Array(#"{"status":0}"#.utf8), delay: .seconds(2)) }
+        let server = try LoopbackHTTPServer { _ in
+            .respond(status: 200, body: Array(#"{"status":0}"#.utf8), delay: .seconds(2))
+        }
         #expect(await Self.code(Self.client(server, attempts: 2, timeoutMillis: 200)) == "apple_unavailable")
     }
 
@@ -118,8 +144,11 @@ import V1Adapter
         let url = server.url("/verifyReceipt")
         server.stop()
         let client = VerifyReceiptClient(
-            transport: CurlTransport(), configuration: .init(productionURL: url, sandboxURL: url, maxAttempts: 2),
-            sleep: { _ in }, jitter: { 0 })
+            transport: CurlTransport(),
+            configuration: .init(productionURL: url, sandboxURL: url, maxAttempts: 2),
+            sleep: { _ in },
+            jitter: { 0 }
+        )
         #expect(await Self.code(client) == "apple_unavailable")
     }
 }

@@ -8,6 +8,7 @@ import SimulatorTestSupport
 import Synchronization
 import TestSupport
 import Testing
+
 @testable import V2Adapter
 
 /// Shared by the App Store Server API client tests: the simulator's fake Apple behind a transport (in memory or over
@@ -29,13 +30,18 @@ enum APIFixture {
         if parts.count == 2 {
             for member in parts[1].split(separator: "&") {
                 let pair = member.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                query[String(pair[0]).removingPercentEncoding ?? ""] = pair.count == 2 ? (String(pair[1]).removingPercentEncoding ?? "") : ""
+                query[String(pair[0]).removingPercentEncoding ?? ""] =
+                    pair.count == 2 ? (String(pair[1]).removingPercentEncoding ?? "") : ""
             }
         }
         let authorization = headers.first { $0.name.lowercased() == "authorization" }?.value
         return FakeAppleRequest(
-            method: method, path: String(parts[0]).removingPercentEncoding ?? String(parts[0]), query: query,
-            authorization: authorization, body: body)
+            method: method,
+            path: String(parts[0]).removingPercentEncoding ?? String(parts[0]),
+            query: query,
+            authorization: authorization,
+            body: body
+        )
     }
 
     static func httpResponse(_ r: FakeAppleResponse) -> HTTPResponse {
@@ -45,19 +51,40 @@ enum APIFixture {
     /// `FakeApple.handle` behind the HTTP seam, recording every request.
     static func transport(_ apple: FakeApple) -> ScriptedTransport {
         ScriptedTransport { request throws(HTTPClientError) in
-            httpResponse(apple.handle(fakeRequest(
-                method: request.method.rawValue, target: request.url, headers: request.headers, body: request.body)))
+            httpResponse(
+                apple.handle(
+                    fakeRequest(
+                        method: request.method.rawValue,
+                        target: request.url,
+                        headers: request.headers,
+                        body: request.body
+                    )
+                )
+            )
         }
     }
 
     static func configuration(
-        key: PrivateKey, keyID: String = SimulatorPKI.apiKeyID, production: String = production, sandbox: String = sandbox,
-        maxAttempts: Int = 4, maxPages: Int = 1000
+        key: PrivateKey,
+        keyID: String = SimulatorPKI.apiKeyID,
+        production: String = production,
+        sandbox: String = sandbox,
+        maxAttempts: Int = 4,
+        maxPages: Int = 1000
     ) -> AppStoreAPIClient.Configuration {
         AppStoreAPIClient.Configuration(
-            productionURL: production, sandboxURL: sandbox, keyID: keyID, issuerID: SimulatorPKI.issuerID, bundleID: Sim.bundleID,
-            privateKey: key, maxAttempts: maxAttempts, baseDelay: .seconds(1), maxDelay: .seconds(30), timeoutMillis: 5_000,
-            maxPages: maxPages)
+            productionURL: production,
+            sandboxURL: sandbox,
+            keyID: keyID,
+            issuerID: SimulatorPKI.issuerID,
+            bundleID: Sim.bundleID,
+            privateKey: key,
+            maxAttempts: maxAttempts,
+            baseDelay: .seconds(1),
+            maxDelay: .seconds(30),
+            timeoutMillis: 5_000,
+            maxPages: maxPages
+        )
     }
 
     /// The sleeps a client asked for, recorded instead of slept.
@@ -68,12 +95,21 @@ enum APIFixture {
     }
 
     static func client(
-        _ configuration: AppStoreAPIClient.Configuration, transport: any HTTPTransport, adapter: V2Adapter, now: Int64,
-        sleeps: Sleeps = Sleeps(), jitter: Double = 0.5
+        _ configuration: AppStoreAPIClient.Configuration,
+        transport: any HTTPTransport,
+        adapter: V2Adapter,
+        now: Int64,
+        sleeps: Sleeps = Sleeps(),
+        jitter: Double = 0.5
     ) -> AppStoreAPIClient {
         AppStoreAPIClient(
-            configuration: configuration, transport: transport, adapter: adapter, now: { now }, sleep: { sleeps.record($0) },
-            jitter: { jitter })
+            configuration: configuration,
+            transport: transport,
+            adapter: adapter,
+            now: { now },
+            sleep: { sleeps.record($0) },
+            jitter: { jitter }
+        )
     }
 
     /// The error `body` fails with; an issue is recorded when it succeeds.
@@ -116,15 +152,25 @@ struct FakeAppleAPI {
     let now: Int64
     let client: AppStoreAPIClient
 
-    init(pki: SimulatorPKI, now: Int64, key: PrivateKey? = nil, keyID: String = SimulatorPKI.apiKeyID, maxAttempts: Int = 4) throws {
+    init(
+        pki: SimulatorPKI,
+        now: Int64,
+        key: PrivateKey? = nil,
+        keyID: String = SimulatorPKI.apiKeyID,
+        maxAttempts: Int = 4
+    ) throws {
         self.pki = pki
         self.now = now
         store = SimStateStore(folder: pki.folder)
         apple = FakeApple(pki: pki, now: { now })
         transport = APIFixture.transport(apple)
         client = APIFixture.client(
-            APIFixture.configuration(key: key ?? pki.apiKey, keyID: keyID, maxAttempts: maxAttempts), transport: transport,
-            adapter: try Sim.adapter(trusting: pki), now: now, sleeps: sleeps)
+            APIFixture.configuration(key: key ?? pki.apiKey, keyID: keyID, maxAttempts: maxAttempts),
+            transport: transport,
+            adapter: try Sim.adapter(trusting: pki),
+            now: now,
+            sleeps: sleeps
+        )
     }
 
     func put(_ s: SimSubscription) throws {
@@ -137,7 +183,9 @@ struct FakeAppleAPI {
 @Suite struct AppStoreAPIClientFakeAppleTests {
     /// The fake at the end of `name` with its final subscription stored.
     static func withAPI(
-        _ name: String = "auto-renew", key: PrivateKey? = nil, keyID: String = SimulatorPKI.apiKeyID,
+        _ name: String = "auto-renew",
+        key: PrivateKey? = nil,
+        keyID: String = SimulatorPKI.apiKeyID,
         _ body: (FakeAppleAPI, SimSubscription) async throws -> Void
     ) async throws {
         try await Sim.withPKI { pki in
@@ -153,7 +201,10 @@ struct FakeAppleAPI {
 
     @Test func statusesAreVerifiedAndMatchTheSubscription() async throws {
         try await Self.withAPI { api, s in
-            let answer = try await api.client.subscriptionStatuses(transactionID: s.originalTransactionID, environment: .sandbox)
+            let answer = try await api.client.subscriptionStatuses(
+                transactionID: s.originalTransactionID,
+                environment: .sandbox
+            )
             #expect(answer.environment == .sandbox)
             #expect(answer.bundleID == Sim.bundleID)
             let item = try #require(answer.items.first)
@@ -187,13 +238,17 @@ struct FakeAppleAPI {
         ("refund", 1, 5, .revoked),
         ("auto-renew-off-then-expiry", 2, 2, .expired),
     ])
-    func statusSnapshotsMatchTheEntitlement(name: String, step: Int, status: Int, state: Entitlement.State) async throws {
+    func statusSnapshotsMatchTheEntitlement(name: String, step: Int, status: Int, state: Entitlement.State) async throws
+    {
         try await Sim.withPKI { pki in
             let e = try Sim.plan(name, pki: pki).emissions[step]
             let api = try FakeAppleAPI(pki: pki, now: e.at)
             try api.put(e.subscription)
             let s = e.subscription
-            let answer = try await api.client.subscriptionStatuses(transactionID: s.originalTransactionID, environment: .sandbox)
+            let answer = try await api.client.subscriptionStatuses(
+                transactionID: s.originalTransactionID,
+                environment: .sandbox
+            )
             #expect(answer.items.map(\.status) == [status])
             let snapshots = answer.snapshots(observedAt: e.at)
             let snapshot = try #require(snapshots.first)
@@ -220,7 +275,10 @@ struct FakeAppleAPI {
 
     @Test func voluntaryExpiryCarriesTheExpirationIntent() async throws {
         try await Self.withAPI("auto-renew-off-then-expiry") { api, s in
-            let answer = try await api.client.subscriptionStatuses(transactionID: s.originalTransactionID, environment: .sandbox)
+            let answer = try await api.client.subscriptionStatuses(
+                transactionID: s.originalTransactionID,
+                environment: .sandbox
+            )
             let snapshot = try #require(answer.snapshots(observedAt: api.now).first)
             #expect(s.renewal?.expirationIntent == 1)
             #expect(snapshot.expirationIntent == "customer_cancelled")
@@ -231,7 +289,10 @@ struct FakeAppleAPI {
 
     @Test func anyTransactionIDOfTheSubscriptionFindsIt() async throws {
         try await Self.withAPI { api, s in
-            let answer = try await api.client.subscriptionStatuses(transactionID: s.transactions[1].transactionID, environment: .sandbox)
+            let answer = try await api.client.subscriptionStatuses(
+                transactionID: s.transactions[1].transactionID,
+                environment: .sandbox
+            )
             #expect(answer.items.first?.originalTransactionID == s.originalTransactionID)
         }
     }
@@ -242,10 +303,22 @@ struct FakeAppleAPI {
         try await Self.withAPI { api, base in
             let s = try Sim.withTransactions(base, count: 45)
             try api.put(s)
-            let history = try await api.client.transactionHistory(transactionID: s.originalTransactionID, environment: .sandbox)
-            let expected = s.transactions.sorted { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
-            #expect(history.map(\.payload.transactionID) == expected.map(\.transactionID), "every transaction once, oldest first")
-            #expect(history.allSatisfy { $0.environment == .sandbox && $0.payload.originalTransactionID == s.originalTransactionID })
+            let history = try await api.client.transactionHistory(
+                transactionID: s.originalTransactionID,
+                environment: .sandbox
+            )
+            let expected = s.transactions.sorted {
+                ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID)
+            }
+            #expect(
+                history.map(\.payload.transactionID) == expected.map(\.transactionID),
+                "every transaction once, oldest first"
+            )
+            #expect(
+                history.allSatisfy {
+                    $0.environment == .sandbox && $0.payload.originalTransactionID == s.originalTransactionID
+                }
+            )
             // 45 transactions in pages of 20: three requests, the revision of each page passed to the next.
             let urls = api.transport.requests.map(\.url)
             let path = APIFixture.sandbox + "/inApps/v2/history/" + s.originalTransactionID
@@ -255,7 +328,10 @@ struct FakeAppleAPI {
 
     @Test func shortHistoryIsOneRequest() async throws {
         try await Self.withAPI { api, s in
-            let history = try await api.client.transactionHistory(transactionID: s.transactions[2].transactionID, environment: .sandbox)
+            let history = try await api.client.transactionHistory(
+                transactionID: s.transactions[2].transactionID,
+                environment: .sandbox
+            )
             #expect(history.count == 3)
             #expect(api.transport.requests.count == 1)
         }
@@ -266,13 +342,19 @@ struct FakeAppleAPI {
     @Test func transactionInfoIsVerified() async throws {
         try await Self.withAPI { api, s in
             for t in s.transactions {
-                let verified = try await api.client.transactionInfo(transactionID: t.transactionID, environment: .sandbox)
+                let verified = try await api.client.transactionInfo(
+                    transactionID: t.transactionID,
+                    environment: .sandbox
+                )
                 #expect(verified.payload.transactionID == t.transactionID)
                 #expect(verified.payload.purchaseDate == t.purchaseDate)
                 #expect(verified.payload.expiresDate == t.expiresDate)
                 #expect(verified.bundleID == Sim.bundleID)
             }
-            #expect(api.transport.requests.map(\.url) == s.transactions.map { APIFixture.sandbox + "/inApps/v1/transactions/" + $0.transactionID })
+            #expect(
+                api.transport.requests.map(\.url)
+                    == s.transactions.map { APIFixture.sandbox + "/inApps/v1/transactions/" + $0.transactionID }
+            )
         }
     }
 
@@ -280,27 +362,36 @@ struct FakeAppleAPI {
 
     @Test func unknownTransactionIsNotFoundWithApplesCode() async throws {
         try await Self.withAPI { api, _ in
-            let error = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
-                try await api.client.transactionInfo(transactionID: "2999999999999999", environment: .sandbox)
-            })
+            let error = try #require(
+                await APIFixture.error { () async throws(AppStoreAPIError) in
+                    try await api.client.transactionInfo(transactionID: "2999999999999999", environment: .sandbox)
+                }
+            )
             #expect(error.code == .notFound)
-            #expect(error.appleErrorCode == 4040010)
+            #expect(error.appleErrorCode == 4_040_010)
             #expect(error.httpStatus == 404)
             #expect(error.message.contains("Transaction id not found."))
             #expect(api.transport.requests.count == 1, "not found is final")
-            let statuses = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
-                try await api.client.subscriptionStatuses(transactionID: "2999999999999999", environment: .sandbox)
-            })
-            #expect(statuses.code == .notFound && statuses.appleErrorCode == 4040010)
+            let statuses = try #require(
+                await APIFixture.error { () async throws(AppStoreAPIError) in
+                    try await api.client.subscriptionStatuses(transactionID: "2999999999999999", environment: .sandbox)
+                }
+            )
+            #expect(statuses.code == .notFound && statuses.appleErrorCode == 4_040_010)
         }
     }
 
     @Test func anotherKeyIsUnauthorized() async throws {
         let other = try PrivateKey.generateP256()
         try await Self.withAPI(key: other) { api, s in
-            let error = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
-                try await api.client.subscriptionStatuses(transactionID: s.originalTransactionID, environment: .sandbox)
-            })
+            let error = try #require(
+                await APIFixture.error { () async throws(AppStoreAPIError) in
+                    try await api.client.subscriptionStatuses(
+                        transactionID: s.originalTransactionID,
+                        environment: .sandbox
+                    )
+                }
+            )
             #expect(error.code == .unauthorized)
             #expect(error.httpStatus == 401)
             #expect(error.message.contains("key id, issuer id or private key"))
@@ -311,9 +402,11 @@ struct FakeAppleAPI {
 
     @Test func anotherKeyIDIsUnauthorized() async throws {
         try await Self.withAPI(keyID: "OTHERKEY01") { api, s in
-            let error = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
-                try await api.client.transactionInfo(transactionID: s.originalTransactionID, environment: .sandbox)
-            })
+            let error = try #require(
+                await APIFixture.error { () async throws(AppStoreAPIError) in
+                    try await api.client.transactionInfo(transactionID: s.originalTransactionID, environment: .sandbox)
+                }
+            )
             #expect(error.code == .unauthorized)
         }
     }
@@ -321,9 +414,14 @@ struct FakeAppleAPI {
     @Test func sandboxDataFromTheProductionURLIsRefused() async throws {
         // The fake signs everything as Sandbox: asked as production, the answer names the wrong environment.
         try await Self.withAPI { api, s in
-            let error = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
-                try await api.client.transactionInfo(transactionID: s.originalTransactionID, environment: .production)
-            })
+            let error = try #require(
+                await APIFixture.error { () async throws(AppStoreAPIError) in
+                    try await api.client.transactionInfo(
+                        transactionID: s.originalTransactionID,
+                        environment: .production
+                    )
+                }
+            )
             #expect(error.code == .invalidResponse)
             #expect(api.transport.requests.first?.url.hasPrefix(APIFixture.production + "/inApps/") == true)
         }
@@ -332,11 +430,17 @@ struct FakeAppleAPI {
     @Test func queuedRateLimitsAreRetriedWithGrowingWaits() async throws {
         try await Self.withAPI { api, s in
             try api.store.update { $0.apiFaults = [429, 429, 429] }
-            let answer = try await api.client.subscriptionStatuses(transactionID: s.originalTransactionID, environment: .sandbox)
+            let answer = try await api.client.subscriptionStatuses(
+                transactionID: s.originalTransactionID,
+                environment: .sandbox
+            )
             #expect(answer.items.count == 1)
             #expect(api.transport.requests.count == 4)
             let sleeps = api.sleeps.all
-            #expect(sleeps == [.milliseconds(750), .milliseconds(1500), .milliseconds(3000)], "1 s · 2^n · (0.5 + 0.5 · 0.5)")
+            #expect(
+                sleeps == [.milliseconds(750), .milliseconds(1500), .milliseconds(3000)],
+                "1 s · 2^n · (0.5 + 0.5 · 0.5)"
+            )
             #expect(zip(sleeps, sleeps.dropFirst()).allSatisfy { $0 < $1 })
             #expect(try api.store.read().apiFaults.isEmpty)
         }
@@ -345,11 +449,13 @@ struct FakeAppleAPI {
     @Test func rateLimitOutlastingTheAttemptsIsRateLimited() async throws {
         try await Self.withAPI { api, s in
             try api.store.update { $0.apiFaults = [429, 429, 429, 429, 429] }
-            let error = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
-                try await api.client.transactionInfo(transactionID: s.originalTransactionID, environment: .sandbox)
-            })
+            let error = try #require(
+                await APIFixture.error { () async throws(AppStoreAPIError) in
+                    try await api.client.transactionInfo(transactionID: s.originalTransactionID, environment: .sandbox)
+                }
+            )
             #expect(error.code == .rateLimited)
-            #expect(error.appleErrorCode == 4290000)
+            #expect(error.appleErrorCode == 4_290_000)
             #expect(error.attempts == 4)
             #expect(api.transport.requests.count == 4)
             #expect(try api.store.read().apiFaults == [429])
@@ -362,7 +468,10 @@ struct FakeAppleAPI {
             let s = try Sim.withTransactions(base, count: 25)
             try api.put(s)
             try api.store.update { $0.apiFaults = [503] }
-            let history = try await api.client.transactionHistory(transactionID: s.originalTransactionID, environment: .sandbox)
+            let history = try await api.client.transactionHistory(
+                transactionID: s.originalTransactionID,
+                environment: .sandbox
+            )
             #expect(history.count == 25)
             #expect(api.transport.requests.count == 3)
             #expect(api.sleeps.all.count == 1)
@@ -380,8 +489,13 @@ struct FakeAppleAPI {
             try SimStateStore(folder: pki.folder).update { $0.subscriptions[s.originalTransactionID] = s }
             let transport = APIFixture.transport(apple)
             let client = AppStoreAPIClient(
-                configuration: APIFixture.configuration(key: pki.apiKey), transport: transport,
-                adapter: try Sim.adapter(trusting: pki), now: { clock.withLock { $0 } }, sleep: { _ in }, jitter: { 0 })
+                configuration: APIFixture.configuration(key: pki.apiKey),
+                transport: transport,
+                adapter: try Sim.adapter(trusting: pki),
+                now: { clock.withLock { $0 } },
+                sleep: { _ in },
+                jitter: { 0 }
+            )
 
             _ = try await client.subscriptionStatuses(transactionID: s.originalTransactionID, environment: .sandbox)
             clock.withLock { $0 += 90_000 }
@@ -411,11 +525,26 @@ struct FakeAppleAPI {
 
     @Test func tokenLifetimeIsCappedAtTwentyMinutes() throws {
         let key = try PrivateKey.generateP256()
-        let long = AppStoreAPIClient.Configuration(keyID: "K", issuerID: "I", bundleID: "b", privateKey: key, tokenLifetimeSeconds: 3600)
+        let long = AppStoreAPIClient.Configuration(
+            keyID: "K",
+            issuerID: "I",
+            bundleID: "b",
+            privateKey: key,
+            tokenLifetimeSeconds: 3600
+        )
         #expect(long.tokenLifetimeSeconds == 1200)
-        let short = AppStoreAPIClient.Configuration(keyID: "K", issuerID: "I", bundleID: "b", privateKey: key, tokenLifetimeSeconds: 300)
+        let short = AppStoreAPIClient.Configuration(
+            keyID: "K",
+            issuerID: "I",
+            bundleID: "b",
+            privateKey: key,
+            tokenLifetimeSeconds: 300
+        )
         #expect(short.tokenLifetimeSeconds == 300)
-        #expect(AppStoreAPIClient.Configuration(keyID: "K", issuerID: "I", bundleID: "b", privateKey: key).tokenLifetimeSeconds == 1200)
+        #expect(
+            AppStoreAPIClient.Configuration(keyID: "K", issuerID: "I", bundleID: "b", privateKey: key)
+                .tokenLifetimeSeconds == 1200
+        )
     }
 
     // MARK: Get Notification History
@@ -425,10 +554,17 @@ struct FakeAppleAPI {
     static func sentNotifications(otid: String) -> [SimSentNotification] {
         (0..<45).map { i in
             var n = SimSentNotification(
-                notificationUUID: "uuid-\(i)", bundleID: Sim.bundleID, signedDate: Sim.t0 + Int64(i) * 1_000,
-                notificationType: i % 2 == 0 ? "DID_RENEW" : "SUBSCRIBED", subtype: i % 2 == 0 ? nil : "RESUBSCRIBE",
-                originalTransactionID: i % 3 == 0 ? otid : nil, signedPayload: "payload-\(i)")
-            n.sendAttempts = [SendAttempt(attemptDate: n.signedDate, sendAttemptResult: i % 5 == 0 ? "TIMED_OUT" : "SUCCESS")]
+                notificationUUID: "uuid-\(i)",
+                bundleID: Sim.bundleID,
+                signedDate: Sim.t0 + Int64(i) * 1_000,
+                notificationType: i % 2 == 0 ? "DID_RENEW" : "SUBSCRIBED",
+                subtype: i % 2 == 0 ? nil : "RESUBSCRIBE",
+                originalTransactionID: i % 3 == 0 ? otid : nil,
+                signedPayload: "payload-\(i)"
+            )
+            n.sendAttempts = [
+                SendAttempt(attemptDate: n.signedDate, sendAttemptResult: i % 5 == 0 ? "TIMED_OUT" : "SUCCESS")
+            ]
             return n
         }
     }
@@ -441,10 +577,20 @@ struct FakeAppleAPI {
             #expect(first.items.count == 20)
             #expect(first.nextPaginationToken == "20")
             #expect(first.items.first?.signedPayload == "payload-0")
-            #expect(first.items.first?.sendAttempts == [SendAttempt(attemptDate: Sim.t0, sendAttemptResult: "TIMED_OUT")])
-            let second = try await api.client.notificationHistory(request, environment: .sandbox, paginationToken: first.nextPaginationToken)
+            #expect(
+                first.items.first?.sendAttempts == [SendAttempt(attemptDate: Sim.t0, sendAttemptResult: "TIMED_OUT")]
+            )
+            let second = try await api.client.notificationHistory(
+                request,
+                environment: .sandbox,
+                paginationToken: first.nextPaginationToken
+            )
             #expect(second.items.map(\.signedPayload) == (20..<40).map { "payload-\($0)" })
-            let third = try await api.client.notificationHistory(request, environment: .sandbox, paginationToken: second.nextPaginationToken)
+            let third = try await api.client.notificationHistory(
+                request,
+                environment: .sandbox,
+                paginationToken: second.nextPaginationToken
+            )
             #expect(third.items.count == 5)
             #expect(third.nextPaginationToken == nil)
 
@@ -453,8 +599,11 @@ struct FakeAppleAPI {
             let path = APIFixture.sandbox + "/inApps/v1/notifications/history"
             #expect(sent.map(\.url) == [path, path + "?paginationToken=20", path + "?paginationToken=40"])
             #expect(sent[0].headers.contains(HTTPHeader("Content-Type", "application/json")))
-            #expect(String(decoding: sent[0].body, as: UTF8.self) == "{\"endDate\":\(Sim.t0 + 100_000),\"startDate\":\(Sim.t0)}",
-                    "members that are not set are left out")
+            #expect(
+                String(decoding: sent[0].body, as: UTF8.self)
+                    == "{\"endDate\":\(Sim.t0 + 100_000),\"startDate\":\(Sim.t0)}",
+                "members that are not set are left out"
+            )
         }
     }
 
@@ -466,47 +615,90 @@ struct FakeAppleAPI {
                 var all: [String] = []
                 var token: String?
                 repeat {
-                    let page = try await api.client.notificationHistory(r, environment: .sandbox, paginationToken: token)
+                    let page = try await api.client.notificationHistory(
+                        r,
+                        environment: .sandbox,
+                        paginationToken: token
+                    )
                     all += page.items.map(\.signedPayload)
                     token = page.nextPaginationToken
                 } while token != nil
                 return all
             }
-            #expect(try await payloads(NotificationHistoryRequest(startDate: t0, endDate: t0 + 100_000)) == (0..<45).map { "payload-\($0)" })
-            #expect(try await payloads(NotificationHistoryRequest(startDate: t0 + 10_000, endDate: t0 + 20_000)) == (10..<20).map { "payload-\($0)" })
-            #expect(try await payloads(NotificationHistoryRequest(startDate: t0, endDate: t0 + 100_000, notificationType: "DID_RENEW"))
-                == stride(from: 0, to: 45, by: 2).map { "payload-\($0)" })
-            #expect(try await payloads(NotificationHistoryRequest(
-                startDate: t0, endDate: t0 + 10_000, notificationType: "SUBSCRIBED", notificationSubtype: "RESUBSCRIBE"))
-                == [1, 3, 5, 7, 9].map { "payload-\($0)" })
-            #expect(try await payloads(NotificationHistoryRequest(startDate: t0, endDate: t0 + 100_000, onlyFailures: true))
-                == stride(from: 0, to: 45, by: 5).map { "payload-\($0)" })
-            #expect(try await payloads(NotificationHistoryRequest(
-                startDate: t0, endDate: t0 + 100_000, transactionID: s.transactions[1].transactionID))
-                == stride(from: 0, to: 45, by: 3).map { "payload-\($0)" })
-            #expect(try await payloads(NotificationHistoryRequest(startDate: t0 + 100_000, endDate: t0 + 200_000)).isEmpty)
+            #expect(
+                try await payloads(NotificationHistoryRequest(startDate: t0, endDate: t0 + 100_000))
+                    == (0..<45).map { "payload-\($0)" }
+            )
+            #expect(
+                try await payloads(NotificationHistoryRequest(startDate: t0 + 10_000, endDate: t0 + 20_000))
+                    == (10..<20).map { "payload-\($0)" }
+            )
+            #expect(
+                try await payloads(
+                    NotificationHistoryRequest(startDate: t0, endDate: t0 + 100_000, notificationType: "DID_RENEW")
+                )
+                    == stride(from: 0, to: 45, by: 2).map { "payload-\($0)" }
+            )
+            #expect(
+                try await payloads(
+                    NotificationHistoryRequest(
+                        startDate: t0,
+                        endDate: t0 + 10_000,
+                        notificationType: "SUBSCRIBED",
+                        notificationSubtype: "RESUBSCRIBE"
+                    )
+                )
+                    == [1, 3, 5, 7, 9].map { "payload-\($0)" }
+            )
+            #expect(
+                try await payloads(NotificationHistoryRequest(startDate: t0, endDate: t0 + 100_000, onlyFailures: true))
+                    == stride(from: 0, to: 45, by: 5).map { "payload-\($0)" }
+            )
+            #expect(
+                try await payloads(
+                    NotificationHistoryRequest(
+                        startDate: t0,
+                        endDate: t0 + 100_000,
+                        transactionID: s.transactions[1].transactionID
+                    )
+                )
+                    == stride(from: 0, to: 45, by: 3).map { "payload-\($0)" }
+            )
+            #expect(
+                try await payloads(NotificationHistoryRequest(startDate: t0 + 100_000, endDate: t0 + 200_000)).isEmpty
+            )
 
-            let filtered = try #require(api.transport.requests.first { String(decoding: $0.body, as: UTF8.self).contains("RESUBSCRIBE") })
-            #expect(String(decoding: filtered.body, as: UTF8.self)
-                == "{\"endDate\":\(t0 + 10_000),\"notificationSubtype\":\"RESUBSCRIBE\",\"notificationType\":\"SUBSCRIBED\",\"startDate\":\(t0)}")
+            let filtered = try #require(
+                api.transport.requests.first { String(decoding: $0.body, as: UTF8.self).contains("RESUBSCRIBE") }
+            )
+            #expect(
+                String(decoding: filtered.body, as: UTF8.self)
+                    == "{\"endDate\":\(t0 + 10_000),\"notificationSubtype\":\"RESUBSCRIBE\",\"notificationType\":\"SUBSCRIBED\",\"startDate\":\(t0)}"
+            )
         }
     }
 
     @Test func badNotificationHistoryRequestIsABadRequest() async throws {
         try await Self.withAPI { api, _ in
             let backwards = NotificationHistoryRequest(startDate: Sim.t0 + 10, endDate: Sim.t0)
-            let error = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
-                try await api.client.notificationHistory(backwards, environment: .sandbox)
-            })
+            let error = try #require(
+                await APIFixture.error { () async throws(AppStoreAPIError) in
+                    try await api.client.notificationHistory(backwards, environment: .sandbox)
+                }
+            )
             #expect(error.code == .badRequest)
-            #expect(error.appleErrorCode == 4000013)
+            #expect(error.appleErrorCode == 4_000_013)
             #expect(api.transport.requests.count == 1)
-            let badToken = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
-                try await api.client.notificationHistory(
-                    NotificationHistoryRequest(startDate: Sim.t0, endDate: Sim.t0 + 1), environment: .sandbox,
-                    paginationToken: "next")
-            })
-            #expect(badToken.code == .badRequest && badToken.appleErrorCode == 4000014)
+            let badToken = try #require(
+                await APIFixture.error { () async throws(AppStoreAPIError) in
+                    try await api.client.notificationHistory(
+                        NotificationHistoryRequest(startDate: Sim.t0, endDate: Sim.t0 + 1),
+                        environment: .sandbox,
+                        paginationToken: "next"
+                    )
+                }
+            )
+            #expect(badToken.code == .badRequest && badToken.appleErrorCode == 4_000_014)
         }
     }
 
@@ -515,24 +707,40 @@ struct FakeAppleAPI {
     @Test func testNotificationRequestAndStatus() async throws {
         try await Self.withAPI { api, _ in
             // Apple sends test notifications in V2 only: the app's sandbox notifications are V2.
-            try api.apple.appStoreConnect.setVersion(.v2, bundleID: Sim.bundleID, environment: .sandbox, immediately: true)
+            try api.apple.appStoreConnect.setVersion(
+                .v2,
+                bundleID: Sim.bundleID,
+                environment: .sandbox,
+                immediately: true
+            )
             let token = try await api.client.requestTestNotification(environment: .sandbox)
             #expect(!token.isEmpty)
             try api.store.recordTestAttempt(token: token, result: "SUCCESS", at: api.now + 1)
             let status = try await api.client.testNotificationStatus(token: token, environment: .sandbox)
             #expect(status.sendAttempts == [SendAttempt(attemptDate: api.now + 1, sendAttemptResult: "SUCCESS")])
             // The payload comes back raw; the notification pipeline verifies it.
-            let n = try Sim.adapter(trusting: api.pki).verifyNotification(signedPayload: Array(status.signedPayload.utf8), now: api.now)
+            let n = try Sim.adapter(trusting: api.pki).verifyNotification(
+                signedPayload: Array(status.signedPayload.utf8),
+                now: api.now
+            )
             #expect(n.payload.notificationType == "TEST")
             #expect(n.payload.notificationUUID == token)
             #expect(api.transport.requests.map(\.method) == [.post, .get])
-            #expect(api.transport.requests.map(\.url) == [
-                APIFixture.sandbox + "/inApps/v1/notifications/test", APIFixture.sandbox + "/inApps/v1/notifications/test/" + token,
-            ])
-            let missing = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
-                try await api.client.testNotificationStatus(token: "00000000-0000-4000-8000-000000000000", environment: .sandbox)
-            })
-            #expect(missing.code == .notFound && missing.appleErrorCode == 4040008)
+            #expect(
+                api.transport.requests.map(\.url) == [
+                    APIFixture.sandbox + "/inApps/v1/notifications/test",
+                    APIFixture.sandbox + "/inApps/v1/notifications/test/" + token,
+                ]
+            )
+            let missing = try #require(
+                await APIFixture.error { () async throws(AppStoreAPIError) in
+                    try await api.client.testNotificationStatus(
+                        token: "00000000-0000-4000-8000-000000000000",
+                        environment: .sandbox
+                    )
+                }
+            )
+            #expect(missing.code == .notFound && missing.appleErrorCode == 4_040_008)
         }
     }
 
@@ -547,47 +755,74 @@ struct FakeAppleAPI {
             let server = try LoopbackHTTPServer { r in
                 let fake = APIFixture.fakeRequest(method: r.method, target: r.path, headers: r.headers, body: r.body)
                 let answer = apple.handle(fake)
-                let headers = [HTTPHeader("Content-Type", "application/json")] + (answer.status == 429 ? [HTTPHeader("Retry-After", "2")] : [])
+                let headers =
+                    [HTTPHeader("Content-Type", "application/json")]
+                    + (answer.status == 429 ? [HTTPHeader("Retry-After", "2")] : [])
                 return .respond(status: answer.status, headers: headers, body: answer.body)
             }
             defer { server.stop() }
             let sleeps = APIFixture.Sleeps()
             let client = APIFixture.client(
                 APIFixture.configuration(key: api.pki.apiKey, production: server.url(""), sandbox: server.url("/")),
-                transport: CurlTransport(), adapter: try Sim.adapter(trusting: api.pki), now: api.now, sleeps: sleeps)
+                transport: CurlTransport(),
+                adapter: try Sim.adapter(trusting: api.pki),
+                now: api.now,
+                sleeps: sleeps
+            )
 
-            let statuses = try await client.subscriptionStatuses(transactionID: s.originalTransactionID, environment: .sandbox)
+            let statuses = try await client.subscriptionStatuses(
+                transactionID: s.originalTransactionID,
+                environment: .sandbox
+            )
             #expect(statuses.snapshots(observedAt: api.now).first?.entitlement.state == .active)
             #expect(sleeps.all == [.seconds(2)], "Retry-After over the backoff of 0.75 s")
-            let history = try await client.transactionHistory(transactionID: s.originalTransactionID, environment: .sandbox)
+            let history = try await client.transactionHistory(
+                transactionID: s.originalTransactionID,
+                environment: .sandbox
+            )
             #expect(history.count == 23)
             let token = try await client.requestTestNotification(environment: .sandbox)
             let status = try await client.testNotificationStatus(token: token, environment: .sandbox)
             #expect(!status.signedPayload.isEmpty)
-            let unknown = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
-                try await client.transactionInfo(transactionID: "2999999999999999", environment: .sandbox)
-            })
-            #expect(unknown.code == .notFound && unknown.appleErrorCode == 4040010)
+            let unknown = try #require(
+                await APIFixture.error { () async throws(AppStoreAPIError) in
+                    try await client.transactionInfo(transactionID: "2999999999999999", environment: .sandbox)
+                }
+            )
+            #expect(unknown.code == .notFound && unknown.appleErrorCode == 4_040_010)
 
             let paths = server.requests.map(\.path)
             let otid = s.originalTransactionID
-            #expect(paths == [
-                "/inApps/v1/subscriptions/\(otid)", "/inApps/v1/subscriptions/\(otid)", "/inApps/v2/history/\(otid)",
-                "/inApps/v2/history/\(otid)?revision=20", "/inApps/v1/notifications/test", "/inApps/v1/notifications/test/\(token)",
-                "/inApps/v1/transactions/2999999999999999",
-            ])
+            #expect(
+                paths == [
+                    "/inApps/v1/subscriptions/\(otid)", "/inApps/v1/subscriptions/\(otid)",
+                    "/inApps/v2/history/\(otid)",
+                    "/inApps/v2/history/\(otid)?revision=20", "/inApps/v1/notifications/test",
+                    "/inApps/v1/notifications/test/\(token)",
+                    "/inApps/v1/transactions/2999999999999999",
+                ]
+            )
             #expect(server.requests.allSatisfy { $0.header("Authorization")?.hasPrefix("Bearer ") == true })
             #expect(server.requests.first?.header("Accept") == "application/json")
             #expect(server.requests.allSatisfy { $0.header("User-Agent") == GatewayVersion.userAgent })
 
             // Another key over the wire: 401, once.
             let intruder = APIFixture.client(
-                APIFixture.configuration(key: try PrivateKey.generateP256(), production: server.url(""), sandbox: server.url("")),
-                transport: CurlTransport(), adapter: try Sim.adapter(trusting: api.pki), now: api.now)
+                APIFixture.configuration(
+                    key: try PrivateKey.generateP256(),
+                    production: server.url(""),
+                    sandbox: server.url("")
+                ),
+                transport: CurlTransport(),
+                adapter: try Sim.adapter(trusting: api.pki),
+                now: api.now
+            )
             let before = server.requests.count
-            let refused = try #require(await APIFixture.error { () async throws(AppStoreAPIError) in
-                try await intruder.transactionInfo(transactionID: otid, environment: .sandbox)
-            })
+            let refused = try #require(
+                await APIFixture.error { () async throws(AppStoreAPIError) in
+                    try await intruder.transactionInfo(transactionID: otid, environment: .sandbox)
+                }
+            )
             #expect(refused.code == .unauthorized)
             #expect(server.requests.count == before + 1)
         }

@@ -34,7 +34,12 @@ import V2Adapter
         let expected: V2Failure
         let build: @Sendable (Kit) throws -> String
 
-        init(_ frozen: String, _ code: String, cause: String? = nil, _ build: @escaping @Sendable (Kit) throws -> String) {
+        init(
+            _ frozen: String,
+            _ code: String,
+            cause: String? = nil,
+            _ build: @escaping @Sendable (Kit) throws -> String
+        ) {
             (self.frozen, self.expected, self.build) = (frozen, V2Failure(code, cause: cause), build)
         }
 
@@ -46,28 +51,39 @@ import V2Adapter
         "body-not-json": "request-body level (malformed_body): decided by the gateway's body parser before any JWS",
         "body-unknown-version": "request-body level (unknown_version), no JWS",
         "signedpayload-not-string": "request-body level (malformed_body), no JWS",
-        "alg-rs256": "needs an RSA key; the Crypto module has EC keys only (alg-none/-hs256/-es256-lowercase pin the alg rule)",
+        "alg-rs256":
+            "needs an RSA key; the Crypto module has EC keys only (alg-none/-hs256/-es256-lowercase pin the alg rule)",
     ]
 
     // MARK: the cases
 
     static let certificateCases: [Case] = [
-        Case("leaf-expired-at-signeddate", "certificate_expired") { k in try k.didRenew(signedBy: k.ca.chain(.expiredLeaf).signer()) },
-        Case("leaf-missing-marker", "missing_apple_marker") { k in try k.didRenew(signedBy: k.ca.chain(.leafWithoutMarker).signer()) },
+        Case("leaf-expired-at-signeddate", "certificate_expired") { k in
+            try k.didRenew(signedBy: k.ca.chain(.expiredLeaf).signer())
+        },
+        Case("leaf-missing-marker", "missing_apple_marker") { k in
+            try k.didRenew(signedBy: k.ca.chain(.leafWithoutMarker).signer())
+        },
         Case("intermediate-missing-marker", "missing_apple_marker") { k in
             try k.didRenew(signedBy: k.ca.chain(.intermediateWithoutMarker).signer())
         },
-        Case("intermediate-not-ca", "invalid_certificate") { k in try k.didRenew(signedBy: k.ca.chain(.intermediateNotCA).signer()) },
+        Case("intermediate-not-ca", "invalid_certificate") { k in
+            try k.didRenew(signedBy: k.ca.chain(.intermediateNotCA).signer())
+        },
         Case("leaf-is-ca", "invalid_certificate") { k in try k.didRenew(signedBy: k.ca.chain(.leafIsCA).signer()) },
         Case("leaf-p384-key", "invalid_certificate") { k in try k.didRenew(signedBy: k.ca.chain(.p384Leaf).signer()) },
         // Look-alike intermediate (same names as ca's) under the pinned root's bytes: its signature is not the root's.
         Case("chain-to-other-root", "untrusted_root") { k in
             let o = k.other.chain
-            return try k.didRenew(signedBy: TestSigner(x5c: [o.leaf.der, o.intermediate.der, k.ca.root.der], key: o.leafKey))
+            return try k.didRenew(
+                signedBy: TestSigner(x5c: [o.leaf.der, o.intermediate.der, k.ca.root.der], key: o.leafKey)
+            )
         },
         Case("x5c-root-not-pinned", "untrusted_root") { k in
             let c = k.ca.chain
-            return try k.didRenew(signedBy: TestSigner(x5c: [c.leaf.der, c.intermediate.der, k.other.root.der], key: c.leafKey))
+            return try k.didRenew(
+                signedBy: TestSigner(x5c: [c.leaf.der, c.intermediate.der, k.other.root.der], key: c.leafKey)
+            )
         },
         Case("x5c-one-cert", "invalid_chain_length") { k in try k.didRenew(signedBy: k.x5c { [$0[0]] }) },
         Case("x5c-two-certs", "invalid_chain_length") { k in try k.didRenew(signedBy: k.x5c { [$0[0], $0[1]] }) },
@@ -75,7 +91,9 @@ import V2Adapter
         Case("x5c-garbage-der", "invalid_certificate") { k in
             // 512 bytes that are not DER (first byte 0x5a is not even a SEQUENCE tag), fixed by a hash chain.
             var garbage: [UInt8] = []
-            while garbage.count < 512 { garbage += SHA256.hash(Array("x5c-garbage-der".utf8) + [UInt8(garbage.count / 32)]) }
+            while garbage.count < 512 {
+                garbage += SHA256.hash(Array("x5c-garbage-der".utf8) + [UInt8(garbage.count / 32)])
+            }
             garbage[0] = 0x5A
             return try k.didRenew(signedBy: k.x5c { [garbage, $0[1], $0[2]] })
         },
@@ -101,7 +119,9 @@ import V2Adapter
             // Algorithm confusion: HMAC keyed with the leaf's public key (PEM), which any attacker has.
             let hs256 = TestSigner(alg: "HS256", x5c: k.ca.chain.x5c, key: k.ca.chain.leafKey)
             let input = hs256.headerSegment + "." + TestSigner.segment(try k.payload())
-            let pem = "-----BEGIN PUBLIC KEY-----\n" + Base64.encode(k.ca.chain.leafKey.publicKey.subjectPublicKeyInfo, alphabet: .standard)
+            let pem =
+                "-----BEGIN PUBLIC KEY-----\n"
+                + Base64.encode(k.ca.chain.leafKey.publicKey.subjectPublicKeyInfo, alphabet: .standard)
                 + "\n-----END PUBLIC KEY-----\n"
             let mac = HMACSHA256.authenticationCode(key: Array(pem.utf8), message: Array(input.utf8))
             return input + "." + Base64.encode(mac, alphabet: .url)
@@ -152,7 +172,10 @@ import V2Adapter
             return try n.signed(by: k.signer, transactionToken: try k.signer.sign(payloadSegment: broken))
         },
         Case("nested-transaction-not-json", "nested_jws_invalid", cause: "malformed") { k in
-            try TestNotification.didRenew().signed(by: k.signer, transactionToken: try k.signer.sign("{\"transactionId\":\"2000000"))
+            try TestNotification.didRenew().signed(
+                by: k.signer,
+                transactionToken: try k.signer.sign("{\"transactionId\":\"2000000")
+            )
         },
         Case("nested-transaction-wrong-bundle", "nested_jws_invalid", cause: "unknown_bundle") { k in
             var n = TestNotification.didRenew()
@@ -168,9 +191,13 @@ import V2Adapter
     ]
 
     static let appCases: [Case] = [
-        Case("wrong-bundle", "unknown_bundle") { k in try k.signer.sign(TestNotification.test(bundleID: "com.example.unknown").payloadJSON()) },
+        Case("wrong-bundle", "unknown_bundle") { k in
+            try k.signer.sign(TestNotification.test(bundleID: "com.example.unknown").payloadJSON())
+        },
         Case("wrong-environment", "environment_mismatch") { k in
-            try k.signer.sign(TestNotification.test(bundleID: "com.example.prodonly", environment: "Sandbox").payloadJSON())
+            try k.signer.sign(
+                TestNotification.test(bundleID: "com.example.prodonly", environment: "Sandbox").payloadJSON()
+            )
         },
         Case("wrong-app-apple-id-production", "app_apple_id_mismatch") { k in
             var n = TestNotification.didRenew(environment: "Production")
@@ -184,11 +211,13 @@ import V2Adapter
         },
         Case("external-token-production-wrong-app-apple-id", "app_apple_id_mismatch") { k in
             // No SANDBOX prefix on externalPurchaseId: Production, which requires appAppleId 1234567890.
-            try k.signer.sign("""
+            try k.signer.sign(
+                """
                 {"notificationType":"EXTERNAL_PURCHASE_TOKEN","subtype":"CREATED","notificationUUID":"00000000-0000-4000-8000-00000000e001",\
                 "externalPurchaseToken":{"externalPurchaseId":"6f1e3c55-7f9b-4d2a-9a51-0e4a5c1b2d3e","tokenCreationDate":1748735940000,\
                 "appAppleId":999,"bundleId":"com.example.gateway"},"version":"2.0","signedDate":1748736000000}
-                """)
+                """
+            )
         },
         Case("local-testing-environment", "unsupported_environment") { k in
             try k.signer.sign(TestNotification.test(environment: "LocalTesting").payloadJSON())
@@ -196,11 +225,23 @@ import V2Adapter
         // StoreKit Testing in Xcode: one self-signed certificate, kid Apple_Xcode_Key; refused for what it claims to be.
         Case("xcode-environment", "unsupported_environment") { k in
             let key = try PrivateKey.generateP256()
-            let name = CertificateSubject(commonName: "StoreKit Testing in Xcode", organization: "StoreKit Testing in Xcode")
+            let name = CertificateSubject(
+                commonName: "StoreKit Testing in Xcode",
+                organization: "StoreKit Testing in Xcode"
+            )
             let cert = try CertificateBuilder.make(
-                subject: name, issuer: nil, key: key, notBefore: 1_748_649_600, notAfter: 1_780_185_600, isCA: false)
+                subject: name,
+                issuer: nil,
+                key: key,
+                notBefore: 1_748_649_600,
+                notAfter: 1_780_185_600,
+                isCA: false
+            )
             let x5c = Base64.encode(cert.der, alphabet: .standard)
-            let xcode = TestSigner(headerJSON: "{\"alg\":\"ES256\",\"kid\":\"Apple_Xcode_Key\",\"typ\":\"JWT\",\"x5c\":[\"\(x5c)\"]}", key: key)
+            let xcode = TestSigner(
+                headerJSON: "{\"alg\":\"ES256\",\"kid\":\"Apple_Xcode_Key\",\"typ\":\"JWT\",\"x5c\":[\"\(x5c)\"]}",
+                key: key
+            )
             var n = TestNotification.didRenew(environment: "Xcode")
             (n.notificationType, n.subtype, n.appAppleID) = ("SUBSCRIBED", "INITIAL_BUY", nil)
             return try n.signed(by: xcode)
@@ -208,14 +249,21 @@ import V2Adapter
     ]
 
     static let structureCases: [Case] = [
-        Case("jws-two-segments", "malformed") { k in TestJWS.segments(try k.didRenew(signedBy: k.signer)).prefix(2).joined(separator: ".") },
-        Case("jws-four-segments", "malformed") { k in try k.didRenew(signedBy: k.signer) + "." + TestSigner.segment("extra") },
+        Case("jws-two-segments", "malformed") { k in
+            TestJWS.segments(try k.didRenew(signedBy: k.signer)).prefix(2).joined(separator: ".")
+        },
+        Case("jws-four-segments", "malformed") { k in
+            try k.didRenew(signedBy: k.signer) + "." + TestSigner.segment("extra")
+        },
         Case("header-bad-base64", "malformed") { k in
             let broken = Self.inserting("*", at: 20, in: k.signer.headerSegment)
             return try k.signer.sign(headerSegment: broken, payloadSegment: TestSigner.segment(try k.payload()))
         },
         Case("header-not-json", "malformed") { k in
-            try k.signer.sign(headerSegment: TestSigner.segment("{not json"), payloadSegment: TestSigner.segment(try k.payload()))
+            try k.signer.sign(
+                headerSegment: TestSigner.segment("{not json"),
+                payloadSegment: TestSigner.segment(try k.payload())
+            )
         },
         Case("header-missing-x5c", "malformed") { k in
             try k.didRenew(signedBy: TestSigner(headerJSON: "{\"alg\":\"ES256\"}", key: k.ca.chain.leafKey))
@@ -231,25 +279,31 @@ import V2Adapter
             return parts.joined(separator: ".")
         },
         Case("data-and-summary-both", "malformed") { k in
-            try k.signer.sign("""
+            try k.signer.sign(
+                """
                 {"notificationType":"DID_RENEW","notificationUUID":"00000000-0000-4000-8000-00000000e002","data":{"appAppleId":1234567890,\
                 "bundleId":"com.example.gateway","environment":"Sandbox","status":1},"summary":{"requestIdentifier":\
                 "00000000-0000-4000-8000-00000000e003","environment":"Sandbox","appAppleId":1234567890,"bundleId":"com.example.gateway",\
                 "productId":"com.example.gateway.monthly","storefrontCountryCodes":["USA"],"succeededCount":1,"failedCount":0},\
                 "version":"2.0","signedDate":1748736000000}
-                """)
+                """
+            )
         },
         Case("no-data-summary-or-token", "malformed") { k in
-            try k.signer.sign("""
+            try k.signer.sign(
+                """
                 {"notificationType":"TEST","notificationUUID":"00000000-0000-4000-8000-00000000e004","version":"2.0",\
                 "signedDate":1748736000000}
-                """)
+                """
+            )
         },
         Case("data-not-object", "malformed") { k in
-            try k.signer.sign("""
+            try k.signer.sign(
+                """
                 {"notificationType":"TEST","notificationUUID":"00000000-0000-4000-8000-00000000e005","data":"x","version":"2.0",\
                 "signedDate":1748736000000}
-                """)
+                """
+            )
         },
     ]
 
@@ -286,7 +340,9 @@ import V2Adapter
         let kit = try Kit()
         for chain in [kit.ca.chain, try kit.ca.chain(.clean)] {
             let verified = try kit.ca.adapter().verifyNotification(
-                signedPayload: Array(try TestNotification.didRenew().signed(by: chain.signer()).utf8), now: TestPKI.now)
+                signedPayload: Array(try TestNotification.didRenew().signed(by: chain.signer()).utf8),
+                now: TestPKI.now
+            )
             #expect(verified.leafSerial == chain.leaf.serialNumberHex)
             #expect(verified.signedTime == TestCA.signedDate)
             #expect(verified.bundleID == "com.example.gateway" && verified.environment == .sandbox)
@@ -317,12 +373,18 @@ import V2Adapter
         #expect(clean.intermediate.hasExtension(oid: AppleJWSVerifier.intermediateMarkerOID))
         #expect(clean.leaf.hasExtension(oid: AppleJWSVerifier.leafMarkerOID))
         #expect(try clean.leaf.publicKey().isP256)
-        #expect(clean.leaf.subject == ca.chain.leaf.subject && clean.intermediate.subject == ca.chain.intermediate.subject)
+        #expect(
+            clean.leaf.subject == ca.chain.leaf.subject && clean.intermediate.subject == ca.chain.intermediate.subject
+        )
         #expect(clean.leaf.notAfter == TestCA.notAfter)
 
         #expect(try ca.chain(.expiredLeaf).leaf.notAfter == 1_609_459_200)
         #expect(try !ca.chain(.leafWithoutMarker).leaf.hasExtension(oid: AppleJWSVerifier.leafMarkerOID))
-        #expect(try !ca.chain(.intermediateWithoutMarker).intermediate.hasExtension(oid: AppleJWSVerifier.intermediateMarkerOID))
+        #expect(
+            try !ca.chain(.intermediateWithoutMarker).intermediate.hasExtension(
+                oid: AppleJWSVerifier.intermediateMarkerOID
+            )
+        )
         #expect(try !ca.chain(.intermediateNotCA).intermediate.isCA)
         #expect(try ca.chain(.leafIsCA).leaf.isCA)
         #expect(try ca.chain(.p384Leaf).leaf.publicKey().curveName == "secp384r1")

@@ -17,11 +17,16 @@ import V2Adapter
     }
 
     /// A minimal TEST notification (the shape of `TestJWS.testNotification`).
-    static func testNotification(environment: String = "Sandbox", uuid: String = "00000000-0000-4000-8000-000000000001") -> [UInt8] {
-        Array("""
+    static func testNotification(
+        environment: String = "Sandbox",
+        uuid: String = "00000000-0000-4000-8000-000000000001"
+    ) -> [UInt8] {
+        Array(
+            """
             {"notificationType":"TEST","notificationUUID":"\(uuid)","data":{"bundleId":"com.example.gateway",\
             "environment":"\(environment)"},"version":"2.0","signedDate":\(signedDate)}
-            """.utf8)
+            """.utf8
+        )
     }
 
     static func adapter(_ anchors: TrustAnchors) -> V2Adapter {
@@ -38,7 +43,9 @@ import V2Adapter
         }
     }
 
-    static func segments(_ token: String) -> [Substring] { token.split(separator: ".", omittingEmptySubsequences: false) }
+    static func segments(_ token: String) -> [Substring] {
+        token.split(separator: ".", omittingEmptySubsequences: false)
+    }
 
     @Test func tokenVerifiesWhenTheGeneratedRootIsPinnedLikeApples() throws {
         let pki = try GeneratedTestPKI.generate(notBefore: Self.notBefore, notAfter: Self.notAfter)
@@ -57,7 +64,10 @@ import V2Adapter
         let signer = try Self.signer(pki)
         let adapter = Self.adapter(try TrustAnchors.apple(extraSandboxRoots: [pki.root.der]))
         #expect(Self.code(adapter, try signer.sign(payload: Self.testNotification(environment: "Sandbox"))) == nil)
-        #expect(Self.code(adapter, try signer.sign(payload: Self.testNotification(environment: "Production"))) == "untrusted_root")
+        #expect(
+            Self.code(adapter, try signer.sign(payload: Self.testNotification(environment: "Production")))
+                == "untrusted_root"
+        )
         // Apple's root alone knows nothing of the generated chain.
         let appleOnly = Self.adapter(try TrustAnchors.apple())
         #expect(Self.code(appleOnly, try signer.sign(payload: Self.testNotification())) == "untrusted_root")
@@ -73,8 +83,13 @@ import V2Adapter
         #expect(Self.segments(first)[0] == Substring(signer.headerSegment))
         #expect(Self.segments(first)[1] != Self.segments(second)[1])
 
-        let header = String(decoding: try Base64.decode(Array(signer.headerSegment.utf8), alphabet: .url), as: UTF8.self)
-        let x5c = [pki.leaf, pki.intermediate, pki.root].map { "\"" + Base64.encode($0.der, alphabet: .standard) + "\"" }
+        let header = String(
+            decoding: try Base64.decode(Array(signer.headerSegment.utf8), alphabet: .url),
+            as: UTF8.self
+        )
+        let x5c = [pki.leaf, pki.intermediate, pki.root].map {
+            "\"" + Base64.encode($0.der, alphabet: .standard) + "\""
+        }
         #expect(header == "{\"alg\":\"ES256\",\"x5c\":[" + x5c.joined(separator: ",") + "]}")
         // Payload: the exact bytes, base64url unpadded; signature: raw 64-byte R‖S.
         #expect(try Base64.decode(Array(Self.segments(first)[1].utf8), alphabet: .url) == Self.testNotification())
@@ -84,7 +99,9 @@ import V2Adapter
         // Identical header bytes are what the verifier's chain cache keys on: the second token is a hit.
         let verifier = AppleJWSVerifier(anchors: try TrustAnchors(appleRoots: [pki.root.der]))
         let adapter = V2Adapter(verifier: verifier, apps: nil)
-        for token in [first, second] { _ = try adapter.verifyNotification(signedPayload: Array(token.utf8), now: Self.signedDate) }
+        for token in [first, second] {
+            _ = try adapter.verifyNotification(signedPayload: Array(token.utf8), now: Self.signedDate)
+        }
         #expect(verifier.chainCacheStatistics.misses == 1)
         #expect(verifier.chainCacheStatistics.hits == 1)
     }
@@ -96,7 +113,9 @@ import V2Adapter
         let token = try Self.signer(pki).sign(payload: payload)
         // The uuid's last digit: the payload stays valid JSON with the same dates (a changed signedDate would be
         // judged by the chain's validity first).
-        let start = try #require((0...(payload.count - uuid.count)).first { payload[$0..<($0 + uuid.count)].elementsEqual(uuid) })
+        let start = try #require(
+            (0...(payload.count - uuid.count)).first { payload[$0..<($0 + uuid.count)].elementsEqual(uuid) }
+        )
         var tampered = payload
         tampered[start + uuid.count - 1] = UInt8(ascii: "2")
         let parts = Self.segments(token)

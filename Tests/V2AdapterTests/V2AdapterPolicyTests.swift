@@ -30,7 +30,9 @@ import V2Adapter
     @Test func extraRootVouchesForSandboxPayloads() throws {
         let anchors = try TrustAnchors.apple(extraSandboxRoots: [try TestPKI.der("root")])
         let n = try Self.adapter(anchors).verifyNotification(
-            signedPayload: try Fixtures.token("v2-synthetic/notif-did-renew.json"), now: Self.now)
+            signedPayload: try Fixtures.token("v2-synthetic/notif-did-renew.json"),
+            now: Self.now
+        )
         #expect(n.environment == .sandbox)
         #expect(n.canonicalEvents().first?.kind == .renewal)
     }
@@ -38,7 +40,10 @@ import V2Adapter
     @Test func extraRootNeverVouchesForProductionPayloads() throws {
         let anchors = try TrustAnchors.apple(extraSandboxRoots: [try TestPKI.der("root")])
         let token = try Fixtures.token("v2-synthetic/notif-subscribed-initial-buy-production.json")
-        #expect(Self.code { _ = try Self.adapter(anchors).verifyNotification(signedPayload: token, now: Self.now) } == "untrusted_root")
+        #expect(
+            Self.code { _ = try Self.adapter(anchors).verifyNotification(signedPayload: token, now: Self.now) }
+                == "untrusted_root"
+        )
         // The same token passes when the root is trusted like Apple's: the refusal is about the root's standing.
         _ = try Self.adapter(try TestPKI.anchorsAsApple()).verifyNotification(signedPayload: token, now: Self.now)
     }
@@ -46,24 +51,46 @@ import V2Adapter
     @Test func defaultAnchorsTrustOnlyAppleRootG3() throws {
         let anchors = try TrustAnchors.apple()
         #expect(anchors.roots.count == 1)
-        #expect(SHA256.hex(anchors.roots[0].certificate.der) == "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179")
+        #expect(
+            SHA256.hex(anchors.roots[0].certificate.der)
+                == "63343abfb89a6a03ebb57e9b3f5fa7be7c4f5c756f3017b3a8c488c3653e9179"
+        )
         #expect(anchors.roots[0].trustedForProduction)
         let token = try Fixtures.token("v2-synthetic/notif-test.json")
-        #expect(Self.code { _ = try Self.adapter(anchors, apps: nil).verifyNotification(signedPayload: token, now: Self.now) } == "untrusted_root")
+        #expect(
+            Self.code {
+                _ = try Self.adapter(anchors, apps: nil).verifyNotification(signedPayload: token, now: Self.now)
+            } == "untrusted_root"
+        )
     }
 
     @Test func realAppleNotificationPassesTheConfiguredAppPolicy() throws {
         let token = try Fixtures.token("v2/notif-did-renew-sandbox-2025.json")
         let bundle = "com.loki-project.loki-messenger"
         let anchors = try TrustAnchors.apple()
-        let ok = Self.adapter(anchors, apps: [V2App(bundleID: bundle, appAppleID: 1_470_168_868, environments: [.sandbox])])
+        let ok = Self.adapter(
+            anchors,
+            apps: [V2App(bundleID: bundle, appAppleID: 1_470_168_868, environments: [.sandbox])]
+        )
         #expect(try ok.verifyNotification(signedPayload: token, now: Self.now).bundleID == bundle)
 
-        let productionOnly = Self.adapter(anchors, apps: [V2App(bundleID: bundle, appAppleID: 1_470_168_868, environments: [.production])])
-        #expect(Self.code { _ = try productionOnly.verifyNotification(signedPayload: token, now: Self.now) } == "environment_mismatch")
+        let productionOnly = Self.adapter(
+            anchors,
+            apps: [V2App(bundleID: bundle, appAppleID: 1_470_168_868, environments: [.production])]
+        )
+        #expect(
+            Self.code { _ = try productionOnly.verifyNotification(signedPayload: token, now: Self.now) }
+                == "environment_mismatch"
+        )
 
-        let otherBundle = Self.adapter(anchors, apps: [V2App(bundleID: "com.example.other", appAppleID: 1, environments: [.sandbox])])
-        #expect(Self.code { _ = try otherBundle.verifyNotification(signedPayload: token, now: Self.now) } == "unknown_bundle")
+        let otherBundle = Self.adapter(
+            anchors,
+            apps: [V2App(bundleID: "com.example.other", appAppleID: 1, environments: [.sandbox])]
+        )
+        #expect(
+            Self.code { _ = try otherBundle.verifyNotification(signedPayload: token, now: Self.now) }
+                == "unknown_bundle"
+        )
     }
 
     @Test func bareRenewalInfoWithoutEnvironmentFailsAnEnvironmentPolicy() throws {
@@ -72,7 +99,10 @@ import V2Adapter
         // Authenticate-only mode accepts it and reports no environment…
         #expect(try Self.adapter(anchors, apps: nil).verifyRenewalInfo(token, now: Self.now).environment == nil)
         // …but a configured gateway cannot tell where it belongs.
-        #expect(Self.code { _ = try Self.adapter(anchors).verifyRenewalInfo(token, now: Self.now) } == "environment_mismatch")
+        #expect(
+            Self.code { _ = try Self.adapter(anchors).verifyRenewalInfo(token, now: Self.now) }
+                == "environment_mismatch"
+        )
     }
 
     // MARK: chain cache
@@ -95,9 +125,15 @@ import V2Adapter
         _ = try adapter.verifyNotification(signedPayload: try TestJWS.testNotification(), now: Self.now)
         // Same header bytes, signed by the real leaf key, but dated after the leaf expired (2030-01-01).
         let late = try TestJWS.testNotification(signedDate: 1_924_992_000_000)  // 2031-01-01
-        #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: late, now: 1_924_992_000_000) } == "certificate_expired")
+        #expect(
+            Self.code { _ = try adapter.verifyNotification(signedPayload: late, now: 1_924_992_000_000) }
+                == "certificate_expired"
+        )
         let early = try TestJWS.testNotification(signedDate: 1_672_531_200_000)  // 2023-01-01, before the leaf
-        #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: early, now: Self.now) } == "certificate_expired")
+        #expect(
+            Self.code { _ = try adapter.verifyNotification(signedPayload: early, now: Self.now) }
+                == "certificate_expired"
+        )
     }
 
     /// The leaf expires at 2030-01-01T00:00:00Z: OpenSSL counts that very second as expired and the cache must agree,
@@ -107,8 +143,18 @@ import V2Adapter
         let adapter = Self.adapter(try TestPKI.anchorsAsApple(), cache: cacheCapacity)
         _ = try adapter.verifyNotification(signedPayload: try TestJWS.testNotification(), now: Self.now)
         let notAfter: Int64 = 1_893_456_000_000
-        _ = try adapter.verifyNotification(signedPayload: try TestJWS.testNotification(signedDate: notAfter - 1000), now: notAfter)
-        #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: try TestJWS.testNotification(signedDate: notAfter), now: notAfter) } == "certificate_expired")
+        _ = try adapter.verifyNotification(
+            signedPayload: try TestJWS.testNotification(signedDate: notAfter - 1000),
+            now: notAfter
+        )
+        #expect(
+            Self.code {
+                _ = try adapter.verifyNotification(
+                    signedPayload: try TestJWS.testNotification(signedDate: notAfter),
+                    now: notAfter
+                )
+            } == "certificate_expired"
+        )
     }
 
     @Test func chainCacheStaysWithinItsCapacity() throws {
@@ -118,9 +164,12 @@ import V2Adapter
         for i in 0..<5 {
             // Distinct header bytes (an extra member we ignore) → distinct cache keys.
             let header = "{\"alg\":\"ES256\",\"x5c\":[\(x5c)],\"kid\":\"k\(i)\"}"
-            let payload = "{\"notificationType\":\"TEST\",\"notificationUUID\":\"u\(i)\",\"data\":{\"bundleId\":\"com.example.gateway\",\"environment\":\"Sandbox\"},\"signedDate\":1748736000000}"
+            let payload =
+                "{\"notificationType\":\"TEST\",\"notificationUUID\":\"u\(i)\",\"data\":{\"bundleId\":\"com.example.gateway\",\"environment\":\"Sandbox\"},\"signedDate\":1748736000000}"
             _ = try adapter.verifyNotification(
-                signedPayload: try TestJWS.sign(headerJSON: header, payloadJSON: payload, key: try TestPKI.key("leaf")), now: Self.now)
+                signedPayload: try TestJWS.sign(headerJSON: header, payloadJSON: payload, key: try TestPKI.key("leaf")),
+                now: Self.now
+            )
         }
         let stats = adapter.verifier.chainCacheStatistics
         #expect(stats.entries == 2)
@@ -144,7 +193,14 @@ import V2Adapter
     @Test func oneMebibyteHeaderIsMalformedNotParsed() throws {
         let header = "{\"alg\":\"ES256\",\"x5c\":[],\"pad\":\"" + String(repeating: "A", count: 1024 * 1024) + "\"}"
         let token = Array((Base64.encode(Array(header.utf8), alphabet: .url) + ".e30.AAAA").utf8)
-        #expect(Self.code { _ = try Self.adapter(try TestPKI.anchorsAsApple()).verifyNotification(signedPayload: token, now: Self.now) } == "malformed")
+        #expect(
+            Self.code {
+                _ = try Self.adapter(try TestPKI.anchorsAsApple()).verifyNotification(
+                    signedPayload: token,
+                    now: Self.now
+                )
+            } == "malformed"
+        )
     }
 
     @Test func liveTrafficOutsideTheFreshnessWindowIsStale() throws {
@@ -155,10 +211,18 @@ import V2Adapter
         let fresh = V2Adapter.Freshness()
         // Within 10 days: fine. Beyond: stale — unless the caller is backfilling (no freshness given).
         _ = try adapter.verifyNotification(signedPayload: token, now: signed + 9 * day, freshness: fresh)
-        #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: token, now: signed + 11 * day, freshness: fresh) } == "stale_notification")
+        #expect(
+            Self.code {
+                _ = try adapter.verifyNotification(signedPayload: token, now: signed + 11 * day, freshness: fresh)
+            } == "stale_notification"
+        )
         _ = try adapter.verifyNotification(signedPayload: token, now: signed + 11 * day)
         // Signed more than five minutes in the future.
-        #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: token, now: signed - 10 * 60_000, freshness: fresh) } == "stale_notification")
+        #expect(
+            Self.code {
+                _ = try adapter.verifyNotification(signedPayload: token, now: signed - 10 * 60_000, freshness: fresh)
+            } == "stale_notification"
+        )
         _ = try adapter.verifyNotification(signedPayload: token, now: signed - 60_000, freshness: fresh)
     }
 
@@ -171,7 +235,8 @@ import V2Adapter
         let original = try Fixtures.token("v2/notif-did-renew-sandbox-2025.json")
         let codes: Set<String> = [
             "malformed", "unsupported_algorithm", "invalid_chain_length", "untrusted_root", "invalid_certificate",
-            "certificate_expired", "missing_apple_marker", "bad_signature", "nested_jws_invalid", "unsupported_environment",
+            "certificate_expired", "missing_apple_marker", "bad_signature", "nested_jws_invalid",
+            "unsupported_environment",
         ]
         var state: UInt64 = 0x9E37_79B9_7F4A_7C15
         func next(_ bound: Int) -> Int {

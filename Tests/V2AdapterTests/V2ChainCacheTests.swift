@@ -36,7 +36,8 @@ import V2Adapter
 
     /// `header.payload` with a well-formed 64-byte signature over something else.
     static func forged(header: String, payload: String) throws -> [UInt8] {
-        let input = Base64.encode(Array(header.utf8), alphabet: .url) + "." + Base64.encode(Array(payload.utf8), alphabet: .url)
+        let input =
+            Base64.encode(Array(header.utf8), alphabet: .url) + "." + Base64.encode(Array(payload.utf8), alphabet: .url)
         let unrelated = try TestPKI.key("leaf").signES256(Array("something else".utf8))
         return Array((input + "." + Base64.encode(unrelated, alphabet: .url)).utf8)
     }
@@ -61,12 +62,17 @@ import V2Adapter
 
         for (i, header) in try Self.reencodedHeaders().enumerated() {
             let token = try Self.forged(header: header, payload: Self.payload(uuid: 100 + i))
-            #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: token, now: Self.now) } == "bad_signature")
+            #expect(
+                Self.code { _ = try adapter.verifyNotification(signedPayload: token, now: Self.now) } == "bad_signature"
+            )
         }
         // None of the forgeries took a slot, so the genuine header is still there: the next genuine token is a hit.
         let before = verifier.chainCacheStatistics
         #expect(before.entries == 1)
-        _ = try adapter.verifyNotification(signedPayload: try TestJWS.testNotification(uuid: "00000000-0000-4000-8000-000000000002"), now: Self.now)
+        _ = try adapter.verifyNotification(
+            signedPayload: try TestJWS.testNotification(uuid: "00000000-0000-4000-8000-000000000002"),
+            now: Self.now
+        )
         let after = verifier.chainCacheStatistics
         #expect(after.hits == before.hits + 1)
         #expect(after.misses == before.misses)
@@ -78,7 +84,9 @@ import V2Adapter
         _ = try adapter.verifyNotification(signedPayload: try TestJWS.testNotification(), now: Self.now)
         for (i, header) in try Self.reencodedHeaders().enumerated() {
             let token = try Self.forged(header: header, payload: Self.payload(uuid: 200 + i))
-            #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: token, now: Self.now) } == "bad_signature")
+            #expect(
+                Self.code { _ = try adapter.verifyNotification(signedPayload: token, now: Self.now) } == "bad_signature"
+            )
         }
         // One full validation (the genuine token's); every re-encoded header found its chain by its certificates.
         let chains = verifier.certificateCacheStatistics
@@ -93,7 +101,11 @@ import V2Adapter
         let adapter = V2Adapter(verifier: verifier, apps: TestPKI.apps)
         let header = try Self.reencodedHeaders()[1]
         for i in 0..<2 {
-            let token = try TestJWS.sign(headerJSON: header, payloadJSON: Self.payload(uuid: 300 + i), key: try TestPKI.key("leaf"))
+            let token = try TestJWS.sign(
+                headerJSON: header,
+                payloadJSON: Self.payload(uuid: 300 + i),
+                key: try TestPKI.key("leaf")
+            )
             _ = try adapter.verifyNotification(signedPayload: token, now: Self.now)
         }
         #expect(verifier.chainCacheStatistics.misses == 1)
@@ -108,17 +120,43 @@ import V2Adapter
         let leaf = try TestPKI.key("leaf")
         let headers = try Self.reencodedHeaders()
         // Genuinely signed, new header bytes, dated after the leaf expired (2030-01-01) and before it began (2024).
-        let late = try TestJWS.sign(headerJSON: headers[2], payloadJSON: Self.payload(uuid: 401, signedDate: 1_924_992_000_000), key: leaf)
-        let early = try TestJWS.sign(headerJSON: headers[3], payloadJSON: Self.payload(uuid: 402, signedDate: 1_672_531_200_000), key: leaf)
-        let extreme = try TestJWS.sign(headerJSON: headers[4], payloadJSON: Self.payload(uuid: 403, signedDate: .min), key: leaf)
+        let late = try TestJWS.sign(
+            headerJSON: headers[2],
+            payloadJSON: Self.payload(uuid: 401, signedDate: 1_924_992_000_000),
+            key: leaf
+        )
+        let early = try TestJWS.sign(
+            headerJSON: headers[3],
+            payloadJSON: Self.payload(uuid: 402, signedDate: 1_672_531_200_000),
+            key: leaf
+        )
+        let extreme = try TestJWS.sign(
+            headerJSON: headers[4],
+            payloadJSON: Self.payload(uuid: 403, signedDate: .min),
+            key: leaf
+        )
         for token in [late, early, extreme] {
-            #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: token, now: Self.now) } == "certificate_expired")
+            #expect(
+                Self.code { _ = try adapter.verifyNotification(signedPayload: token, now: Self.now) }
+                    == "certificate_expired"
+            )
         }
         #expect(verifier.certificateCacheStatistics.misses == 1)
         // At the expiry second itself, as OpenSSL counts it.
-        let atExpiry = try TestJWS.sign(headerJSON: headers[5], payloadJSON: Self.payload(uuid: 404, signedDate: 1_893_456_000_000), key: leaf)
-        #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: atExpiry, now: Self.now) } == "certificate_expired")
-        let justBefore = try TestJWS.sign(headerJSON: headers[5], payloadJSON: Self.payload(uuid: 405, signedDate: 1_893_455_999_000), key: leaf)
+        let atExpiry = try TestJWS.sign(
+            headerJSON: headers[5],
+            payloadJSON: Self.payload(uuid: 404, signedDate: 1_893_456_000_000),
+            key: leaf
+        )
+        #expect(
+            Self.code { _ = try adapter.verifyNotification(signedPayload: atExpiry, now: Self.now) }
+                == "certificate_expired"
+        )
+        let justBefore = try TestJWS.sign(
+            headerJSON: headers[5],
+            payloadJSON: Self.payload(uuid: 405, signedDate: 1_893_455_999_000),
+            key: leaf
+        )
         #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: justBefore, now: Self.now) } == nil)
     }
 
@@ -128,37 +166,76 @@ import V2Adapter
         _ = try adapter.verifyNotification(signedPayload: try TestJWS.testNotification(), now: Self.now)
         let leaf = try TestPKI.key("leaf")
         let x5c = try Self.x5c()
-        let es384 = try TestJWS.sign(headerJSON: "{\"alg\":\"ES384\",\"x5c\":[\(x5c)]}", payloadJSON: Self.payload(uuid: 501), key: leaf)
-        #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: es384, now: Self.now) } == "unsupported_algorithm")
-        let crit = try TestJWS.sign(headerJSON: "{\"alg\":\"ES256\",\"crit\":[\"b64\"],\"x5c\":[\(x5c)]}", payloadJSON: Self.payload(uuid: 502), key: leaf)
+        let es384 = try TestJWS.sign(
+            headerJSON: "{\"alg\":\"ES384\",\"x5c\":[\(x5c)]}",
+            payloadJSON: Self.payload(uuid: 501),
+            key: leaf
+        )
+        #expect(
+            Self.code { _ = try adapter.verifyNotification(signedPayload: es384, now: Self.now) }
+                == "unsupported_algorithm"
+        )
+        let crit = try TestJWS.sign(
+            headerJSON: "{\"alg\":\"ES256\",\"crit\":[\"b64\"],\"x5c\":[\(x5c)]}",
+            payloadJSON: Self.payload(uuid: 502),
+            key: leaf
+        )
         #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: crit, now: Self.now) } == "malformed")
-        let twoCerts = try TestJWS.sign(headerJSON: "{\"alg\":\"ES256\",\"x5c\":[\(try Self.x5c(["leaf", "intermediate"]))]}",
-                                        payloadJSON: Self.payload(uuid: 503), key: leaf)
-        #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: twoCerts, now: Self.now) } == "invalid_chain_length")
+        let twoCerts = try TestJWS.sign(
+            headerJSON: "{\"alg\":\"ES256\",\"x5c\":[\(try Self.x5c(["leaf", "intermediate"]))]}",
+            payloadJSON: Self.payload(uuid: 503),
+            key: leaf
+        )
+        #expect(
+            Self.code { _ = try adapter.verifyNotification(signedPayload: twoCerts, now: Self.now) }
+                == "invalid_chain_length"
+        )
     }
 
     @Test func anExtraRootsChainStaysSandboxOnlyWhenFoundByItsCertificates() throws {
         let verifier = AppleJWSVerifier(anchors: try TrustAnchors.apple(extraSandboxRoots: [try TestPKI.der("root")]))
         let adapter = V2Adapter(verifier: verifier, apps: TestPKI.apps)
         _ = try adapter.verifyNotification(signedPayload: try TestJWS.testNotification(), now: Self.now)
-        let production = try TestJWS.sign(headerJSON: try Self.reencodedHeaders()[0], payloadJSON: Self.payload(uuid: 601, environment: "Production"),
-                                          key: try TestPKI.key("leaf"))
-        #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: production, now: Self.now) } == "untrusted_root")
+        let production = try TestJWS.sign(
+            headerJSON: try Self.reencodedHeaders()[0],
+            payloadJSON: Self.payload(uuid: 601, environment: "Production"),
+            key: try TestPKI.key("leaf")
+        )
+        #expect(
+            Self.code { _ = try adapter.verifyNotification(signedPayload: production, now: Self.now) }
+                == "untrusted_root"
+        )
         #expect(verifier.certificateCacheStatistics.hits == 1)
     }
 
     @Test func onlyChainsEndingAtAPinnedRootAreRemembered() throws {
         let verifier = AppleJWSVerifier(anchors: try TestPKI.anchorsAsApple())
         let adapter = V2Adapter(verifier: verifier, apps: TestPKI.apps)
-        let other = try TestJWS.sign(headerJSON: TestJWS.header(certificates: [try TestPKI.der("other-leaf"), try TestPKI.der("other-intermediate"),
-                                                                               try TestPKI.der("other-root")]),
-                                     payloadJSON: Self.payload(uuid: 701), key: try TestPKI.key("other-leaf"))
-        let expired = try TestJWS.sign(headerJSON: TestJWS.header(certificates: [try TestPKI.der("leaf-expired"), try TestPKI.der("intermediate"),
-                                                                                 try TestPKI.der("root")]),
-                                       payloadJSON: Self.payload(uuid: 702), key: try TestPKI.key("leaf-expired"))
+        let other = try TestJWS.sign(
+            headerJSON: TestJWS.header(certificates: [
+                try TestPKI.der("other-leaf"), try TestPKI.der("other-intermediate"),
+                try TestPKI.der("other-root"),
+            ]),
+            payloadJSON: Self.payload(uuid: 701),
+            key: try TestPKI.key("other-leaf")
+        )
+        let expired = try TestJWS.sign(
+            headerJSON: TestJWS.header(certificates: [
+                try TestPKI.der("leaf-expired"), try TestPKI.der("intermediate"),
+                try TestPKI.der("root"),
+            ]),
+            payloadJSON: Self.payload(uuid: 702),
+            key: try TestPKI.key("leaf-expired")
+        )
         for _ in 0..<3 {
-            #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: other, now: Self.now) } == "untrusted_root")
-            #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: expired, now: Self.now) } == "certificate_expired")
+            #expect(
+                Self.code { _ = try adapter.verifyNotification(signedPayload: other, now: Self.now) }
+                    == "untrusted_root"
+            )
+            #expect(
+                Self.code { _ = try adapter.verifyNotification(signedPayload: expired, now: Self.now) }
+                    == "certificate_expired"
+            )
         }
         #expect(verifier.certificateCacheStatistics.entries == 0)
         #expect(verifier.chainCacheStatistics.entries == 0)
@@ -167,9 +244,13 @@ import V2Adapter
     @Test func capacityZeroStillVerifiesEverything() throws {
         let verifier = AppleJWSVerifier(anchors: try TestPKI.anchorsAsApple(), chainCacheCapacity: 0)
         let adapter = V2Adapter(verifier: verifier, apps: TestPKI.apps)
-        for _ in 0..<2 { _ = try adapter.verifyNotification(signedPayload: try TestJWS.testNotification(), now: Self.now) }
+        for _ in 0..<2 {
+            _ = try adapter.verifyNotification(signedPayload: try TestJWS.testNotification(), now: Self.now)
+        }
         let token = try Self.forged(header: try Self.reencodedHeaders()[0], payload: Self.payload(uuid: 801))
-        #expect(Self.code { _ = try adapter.verifyNotification(signedPayload: token, now: Self.now) } == "bad_signature")
+        #expect(
+            Self.code { _ = try adapter.verifyNotification(signedPayload: token, now: Self.now) } == "bad_signature"
+        )
         #expect(verifier.chainCacheStatistics.entries == 0 && verifier.certificateCacheStatistics.entries == 0)
     }
 }

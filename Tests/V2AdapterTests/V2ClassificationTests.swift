@@ -25,8 +25,18 @@ import V2Adapter
         Row(type: "DID_CHANGE_RENEWAL_PREF", subtype: "UPGRADE", kind: .planChange, reason: .upgrade),
         Row(type: "DID_CHANGE_RENEWAL_PREF", subtype: "DOWNGRADE", kind: .planChange, reason: .downgrade),
         Row(type: "DID_CHANGE_RENEWAL_PREF", subtype: nil, kind: .planChange, reason: .reverted),
-        Row(type: "DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_ENABLED", kind: .autoRenewChanged, reason: .enabled),
-        Row(type: "DID_CHANGE_RENEWAL_STATUS", subtype: "AUTO_RENEW_DISABLED", kind: .autoRenewChanged, reason: .disabled),
+        Row(
+            type: "DID_CHANGE_RENEWAL_STATUS",
+            subtype: "AUTO_RENEW_ENABLED",
+            kind: .autoRenewChanged,
+            reason: .enabled
+        ),
+        Row(
+            type: "DID_CHANGE_RENEWAL_STATUS",
+            subtype: "AUTO_RENEW_DISABLED",
+            kind: .autoRenewChanged,
+            reason: .disabled
+        ),
         Row(type: "DID_FAIL_TO_RENEW", subtype: nil, kind: .renewalFailure, reason: .billingRetry),
         Row(type: "DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD", kind: .renewalFailure, reason: .gracePeriod),
         Row(type: "GRACE_PERIOD_EXPIRED", subtype: nil, kind: .gracePeriodExpired, reason: nil),
@@ -68,8 +78,14 @@ import V2Adapter
         on.autoRenewStatus = 1
         var off = RenewalInfoPayload()
         off.autoRenewStatus = 0
-        #expect(VerifiedNotificationV2.classify(type: "DID_CHANGE_RENEWAL_STATUS", subtype: nil, renewalInfo: on).reason == .enabled)
-        #expect(VerifiedNotificationV2.classify(type: "DID_CHANGE_RENEWAL_STATUS", subtype: nil, renewalInfo: off).reason == .disabled)
+        #expect(
+            VerifiedNotificationV2.classify(type: "DID_CHANGE_RENEWAL_STATUS", subtype: nil, renewalInfo: on).reason
+                == .enabled
+        )
+        #expect(
+            VerifiedNotificationV2.classify(type: "DID_CHANGE_RENEWAL_STATUS", subtype: nil, renewalInfo: off).reason
+                == .disabled
+        )
         #expect(VerifiedNotificationV2.classify(type: "DID_CHANGE_RENEWAL_STATUS", subtype: nil).reason == nil)
     }
 }

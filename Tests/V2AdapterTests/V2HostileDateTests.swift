@@ -21,8 +21,14 @@ import V2Adapter
 
     /// `payload` signed by the standard test leaf under the standard header.
     static func signed(_ payload: String) throws -> String {
-        String(decoding: try TestJWS.sign(headerJSON: try TestJWS.standardHeader(), payloadJSON: payload, key: try TestPKI.key("leaf")),
-               as: UTF8.self)
+        String(
+            decoding: try TestJWS.sign(
+                headerJSON: try TestJWS.standardHeader(),
+                payloadJSON: payload,
+                key: try TestPKI.key("leaf")
+            ),
+            as: UTF8.self
+        )
     }
 
     static func notification(signedDate: Int64?, data: String) -> String {
@@ -71,11 +77,17 @@ import V2Adapter
     @Test(arguments: extremes)
     func freshnessWindowNeverTrapsWhateverNowAndTheDateAre(date: Int64) throws {
         let token = try Self.signed(Self.notification(signedDate: date, data: Self.sandboxData))
-        let windows = [V2Adapter.Freshness(), V2Adapter.Freshness(maxAgeMillis: .max, maxFutureMillis: .max), V2Adapter.Freshness(maxAgeMillis: 0, maxFutureMillis: 0)]
+        let windows = [
+            V2Adapter.Freshness(), V2Adapter.Freshness(maxAgeMillis: .max, maxFutureMillis: .max),
+            V2Adapter.Freshness(maxAgeMillis: 0, maxFutureMillis: 0),
+        ]
         for now in [Int64.min, Int64.min + 1, -1, 0, Self.now, Int64.max - 1, Int64.max] {
             for freshness in windows {
                 let code = try Self.code(token, now: now, freshness: freshness)
-                #expect(code == "stale_notification" || code == "certificate_expired", "signedDate \(date), now \(now): \(code ?? "accepted")")
+                #expect(
+                    code == "stale_notification" || code == "certificate_expired",
+                    "signedDate \(date), now \(now): \(code ?? "accepted")"
+                )
             }
         }
     }
@@ -98,12 +110,17 @@ import V2Adapter
         // A genuine token whose payload was replaced: its signature covers other bytes.
         let genuine = try Self.signed(Self.notification(signedDate: Self.goodDate, data: Self.sandboxData))
         let parts = genuine.split(separator: ".")
-        let forged = parts[0] + "." + Base64.encode(Array(Self.notification(signedDate: date, data: Self.sandboxData).utf8), alphabet: .url)
+        let forged =
+            parts[0] + "."
+            + Base64.encode(Array(Self.notification(signedDate: date, data: Self.sandboxData).utf8), alphabet: .url)
             + "." + parts[2]
         for freshness in [nil, V2Adapter.Freshness()] {
             for now in [Int64.min, Self.now, Int64.max] {
                 let code = try Self.code(String(forged), now: now, freshness: freshness)
-                #expect(["certificate_expired", "stale_notification", "bad_signature"].contains(code), "\(date), \(now): \(code ?? "accepted")")
+                #expect(
+                    ["certificate_expired", "stale_notification", "bad_signature"].contains(code),
+                    "\(date), \(now): \(code ?? "accepted")"
+                )
             }
         }
     }
@@ -114,8 +131,15 @@ import V2Adapter
     func nestedSignedDatesAtAnyExtremeAreRefusedAsNested(date: Int64) throws {
         let tx = try Self.signed(Self.transaction(",\"signedDate\":\(date)"))
         let ri = try Self.signed(Self.renewal(",\"signedDate\":\(date)"))
-        let withTx = try Self.signed(Self.notification(signedDate: Self.goodDate, data: Self.sandboxData + ",\"signedTransactionInfo\":\"\(tx)\""))
-        let withRi = try Self.signed(Self.notification(signedDate: Self.goodDate, data: Self.sandboxData + ",\"signedRenewalInfo\":\"\(ri)\""))
+        let withTx = try Self.signed(
+            Self.notification(
+                signedDate: Self.goodDate,
+                data: Self.sandboxData + ",\"signedTransactionInfo\":\"\(tx)\""
+            )
+        )
+        let withRi = try Self.signed(
+            Self.notification(signedDate: Self.goodDate, data: Self.sandboxData + ",\"signedRenewalInfo\":\"\(ri)\"")
+        )
         #expect(try Self.code(withTx) == "nested_jws_invalid(certificate_expired)")
         #expect(try Self.code(withRi) == "nested_jws_invalid(certificate_expired)")
     }
@@ -124,11 +148,16 @@ import V2Adapter
     func transactionDateStandingInForAMissingOuterSignedDateNeverTraps(date: Int64) throws {
         // No outer signedDate (early 2022): the nested transaction's dates the whole notification.
         let tx = try Self.signed(Self.transaction(",\"signedDate\":\(date)"))
-        let token = try Self.signed(Self.notification(signedDate: nil, data: Self.sandboxData + ",\"signedTransactionInfo\":\"\(tx)\""))
+        let token = try Self.signed(
+            Self.notification(signedDate: nil, data: Self.sandboxData + ",\"signedTransactionInfo\":\"\(tx)\"")
+        )
         for now in [Int64.min, Self.now, Int64.max] {
             for freshness in [nil, V2Adapter.Freshness()] {
                 let code = try Self.code(token, now: now, freshness: freshness)
-                #expect(code == "certificate_expired" || code == "stale_notification", "\(date), \(now): \(code ?? "accepted")")
+                #expect(
+                    code == "certificate_expired" || code == "stale_notification",
+                    "\(date), \(now): \(code ?? "accepted")"
+                )
             }
         }
     }
@@ -136,15 +165,19 @@ import V2Adapter
     @Test(arguments: extremes)
     func appTransactionReceiptCreationDateStandingInForSignedDateNeverTraps(date: Int64) throws {
         // RESCIND_CONSENT: an app transaction without signedDate is validated at its receiptCreationDate.
-        let app = try Self.signed("""
+        let app = try Self.signed(
+            """
             {"receiptType":"Sandbox","bundleId":"com.example.gateway","receiptCreationDate":\(date),"originalPurchaseDate":\(date),\
             "preorderDate":\(date)}
-            """)
-        let token = try Self.signed("""
+            """
+        )
+        let token = try Self.signed(
+            """
             {"notificationType":"RESCIND_CONSENT","notificationUUID":"00000000-0000-4000-8000-0000000000ab",\
             "appData":{"bundleId":"com.example.gateway","environment":"Sandbox","signedAppTransactionInfo":"\(app)"},\
             "version":"2.0","signedDate":\(Self.goodDate)}
-            """)
+            """
+        )
         #expect(try Self.code(token) == "nested_jws_invalid(certificate_expired)")
     }
 
@@ -152,23 +185,37 @@ import V2Adapter
 
     @Test(arguments: extremes)
     func extremeTransactionAndRenewalDatesMapToAWellDefinedEvent(date: Int64) throws {
-        let tx = try Self.signed(Self.transaction("""
-            ,"signedDate":\(Self.goodDate),"purchaseDate":\(date),"originalPurchaseDate":\(date),"expiresDate":\(date),\
-            "price":\(date),"quantity":\(date),"offerType":\(date),"offerDiscountType":"FREE_TRIAL",\
-            "revocationReason":\(date),"revocationPercentage":\(date),"currency":"USD"
-            """))
-        let ri = try Self.signed(Self.renewal("""
-            ,"signedDate":\(Self.goodDate),"gracePeriodExpiresDate":\(date),"renewalDate":\(date),"recentSubscriptionStartDate":\(date),\
-            "renewalPrice":\(date),"expirationIntent":\(date),"autoRenewStatus":\(date),"priceIncreaseStatus":\(date),"offerType":\(date),\
-            "isInBillingRetryPeriod":true
-            """))
-        let token = try Self.signed(Self.notification(
-            signedDate: Self.goodDate, data: Self.sandboxData + ",\"signedTransactionInfo\":\"\(tx)\",\"signedRenewalInfo\":\"\(ri)\""))
+        let tx = try Self.signed(
+            Self.transaction(
+                """
+                ,"signedDate":\(Self.goodDate),"purchaseDate":\(date),"originalPurchaseDate":\(date),"expiresDate":\(date),\
+                "price":\(date),"quantity":\(date),"offerType":\(date),"offerDiscountType":"FREE_TRIAL",\
+                "revocationReason":\(date),"revocationPercentage":\(date),"currency":"USD"
+                """
+            )
+        )
+        let ri = try Self.signed(
+            Self.renewal(
+                """
+                ,"signedDate":\(Self.goodDate),"gracePeriodExpiresDate":\(date),"renewalDate":\(date),"recentSubscriptionStartDate":\(date),\
+                "renewalPrice":\(date),"expirationIntent":\(date),"autoRenewStatus":\(date),"priceIncreaseStatus":\(date),"offerType":\(date),\
+                "isInBillingRetryPeriod":true
+                """
+            )
+        )
+        let token = try Self.signed(
+            Self.notification(
+                signedDate: Self.goodDate,
+                data: Self.sandboxData + ",\"signedTransactionInfo\":\"\(tx)\",\"signedRenewalInfo\":\"\(ri)\""
+            )
+        )
         let verified = try Self.adapter().verifyNotification(signedPayload: Array(token.utf8), now: Self.now)
         let events = verified.canonicalEvents()
         let e = try #require(events.first)
         #expect(events.count == 1)
-        #expect(e.expiresDate == date && e.purchaseDate == date && e.priceMilli == date && e.gracePeriodExpiresDate == date)
+        #expect(
+            e.expiresDate == date && e.purchaseDate == date && e.priceMilli == date && e.gracePeriodExpiresDate == date
+        )
         #expect(e.revocationDate == nil)
         let entitlement = try #require(e.entitlement)
         // From the dates alone: a period ending after the event is active until then; otherwise the grace period
@@ -184,9 +231,19 @@ import V2Adapter
 
     @Test(arguments: extremes)
     func extremeRevocationDateStillRevokes(date: Int64) throws {
-        let tx = try Self.signed(Self.transaction(",\"signedDate\":\(Self.goodDate),\"expiresDate\":\(Int64.max),\"revocationDate\":\(date)"))
-        let token = try Self.signed(Self.notification(signedDate: Self.goodDate, data: Self.sandboxData + ",\"signedTransactionInfo\":\"\(tx)\""))
-        let e = try #require(try Self.adapter().verifyNotification(signedPayload: Array(token.utf8), now: Self.now).canonicalEvents().first)
+        let tx = try Self.signed(
+            Self.transaction(",\"signedDate\":\(Self.goodDate),\"expiresDate\":\(Int64.max),\"revocationDate\":\(date)")
+        )
+        let token = try Self.signed(
+            Self.notification(
+                signedDate: Self.goodDate,
+                data: Self.sandboxData + ",\"signedTransactionInfo\":\"\(tx)\""
+            )
+        )
+        let e = try #require(
+            try Self.adapter().verifyNotification(signedPayload: Array(token.utf8), now: Self.now).canonicalEvents()
+                .first
+        )
         #expect(e.entitlement == Entitlement(state: .revoked, until: nil))
     }
 
@@ -196,13 +253,19 @@ import V2Adapter
         let tx = try Self.signed(Self.transaction(",\"signedDate\":\(date)"))
         let ri = try Self.signed(Self.renewal(",\"signedDate\":\(date)"))
         for now in [Int64.min, Self.now, Int64.max] {
-            #expect(throws: V2AdapterError(.certificateExpired, "")) { try adapter.verifyTransaction(Array(tx.utf8), now: now) }
-            #expect(throws: V2AdapterError(.certificateExpired, "")) { try adapter.verifyRenewalInfo(Array(ri.utf8), now: now) }
+            #expect(throws: V2AdapterError(.certificateExpired, "")) {
+                try adapter.verifyTransaction(Array(tx.utf8), now: now)
+            }
+            #expect(throws: V2AdapterError(.certificateExpired, "")) {
+                try adapter.verifyRenewalInfo(Array(ri.utf8), now: now)
+            }
         }
         // Without a signedDate, `now` is the validation time: any `now` is judged, none traps.
         let undated = try Self.signed(Self.transaction(""))
         for now in [Int64.min, -1, Int64.max] {
-            #expect(throws: V2AdapterError(.certificateExpired, "")) { try adapter.verifyTransaction(Array(undated.utf8), now: now) }
+            #expect(throws: V2AdapterError(.certificateExpired, "")) {
+                try adapter.verifyTransaction(Array(undated.utf8), now: now)
+            }
         }
         _ = try adapter.verifyTransaction(Array(undated.utf8), now: Self.goodDate)
     }

@@ -6,16 +6,19 @@ import WireJSON
 @Suite struct HostileNumberTests {
     static func number(_ text: String) throws -> JSONValue { try JSONParser.parse(Array(text.utf8)) }
 
-    @Test(arguments: [
-        ("-9223372036854775808", Int64.min), ("9223372036854775807", Int64.max), ("-0", 0), ("0", 0),
-        ("1.9", 1), ("-1.9", -1), ("1e3", 1000), ("1E+3", 1000), ("12345678901234.5678", 12_345_678_901_234),
-    ] as [(String, Int64)])
+    @Test(
+        arguments: [
+            ("-9223372036854775808", Int64.min), ("9223372036854775807", Int64.max), ("-0", 0), ("0", 0),
+            ("1.9", 1), ("-1.9", -1), ("1e3", 1000), ("1E+3", 1000), ("12345678901234.5678", 12_345_678_901_234),
+        ] as [(String, Int64)]
+    )
     func int64ValueIsExactOrTruncatesFractions(_ text: String, _ value: Int64) throws {
         #expect(try Self.number(text).int64Value == value)
     }
 
     @Test(arguments: [
-        "9223372036854775808", "-9223372036854775809", "1e999", "-1e999", "1e19", "9.3e18", "-9.3e18", "99999999999999999999",
+        "9223372036854775808", "-9223372036854775809", "1e999", "-1e999", "1e19", "9.3e18", "-9.3e18",
+        "99999999999999999999",
         "0.0000000000000000000000001e400",
     ])
     func int64ValueOfNumbersBeyondInt64IsNil(_ text: String) throws {
@@ -27,8 +30,11 @@ import WireJSON
         #expect(try Self.number("-1e-999").int64Value == 0)
     }
 
-    @Test(arguments: [String(repeating: "9", count: 10_000), "1" + String(repeating: "0", count: 64), "-" + String(repeating: "1", count: 64),
-                      "0." + String(repeating: "1", count: 70), "1e" + String(repeating: "9", count: 70)])
+    @Test(arguments: [
+        String(repeating: "9", count: 10_000), "1" + String(repeating: "0", count: 64),
+        "-" + String(repeating: "1", count: 64),
+        "0." + String(repeating: "1", count: 70), "1e" + String(repeating: "9", count: 70),
+    ])
     func numbersLongerThanAnyRealOneAreRefused(_ text: String) {
         #expect(throws: JSONParseError.self) { try Self.number(text) }
     }
@@ -48,7 +54,10 @@ import WireJSON
             do {
                 let m = try decoder.decode(Members.self, from: bytes)
                 // Only exact integers in range decode (2147483648 fits Int64 and Int, not Int32).
-                #expect(text == "2147483648" && key != "i32" && (m.i64 == 2_147_483_648 || m.i == 2_147_483_648), "\(key): \(text)")
+                #expect(
+                    text == "2147483648" && key != "i32" && (m.i64 == 2_147_483_648 || m.i == 2_147_483_648),
+                    "\(key): \(text)"
+                )
             } catch is DecodingError {
             }
         }
@@ -62,7 +71,8 @@ import WireJSON
             let deep = String(repeating: open, count: 100_000)
             #expect(throws: JSONParseError.self) { try JSONParser.parse(Array(deep.utf8)) }
         }
-        let justDeepEnough = String(repeating: "[", count: JSONParser.maxDepth) + String(repeating: "]", count: JSONParser.maxDepth)
+        let justDeepEnough =
+            String(repeating: "[", count: JSONParser.maxDepth) + String(repeating: "]", count: JSONParser.maxDepth)
         #expect((try? JSONParser.parse(Array(justDeepEnough.utf8))) != nil)
     }
 }
@@ -76,12 +86,20 @@ import WireJSON
     }
 
     @Test func everyWidthDecodesAndOutOfRangeIsAMismatch() throws {
-        let ok = try JSONParser.parse(Array(#"{"a":255,"b":-128,"c":-32768,"d":65535,"e":4294967295,"f":1,"g":1.5,"list":[0,7]}"#.utf8))
+        let ok = try JSONParser.parse(
+            Array(#"{"a":255,"b":-128,"c":-32768,"d":65535,"e":4294967295,"f":1,"g":1.5,"list":[0,7]}"#.utf8)
+        )
         let w = try JSONValueDecoder().decode(Widths.self, from: ok)
         #expect(w == Widths(a: 255, b: -128, c: -32768, d: 65535, e: 4_294_967_295, f: 1, g: 1.5, list: [0, 7]))
-        for bad in [#"{"a":256,"b":0,"c":0,"d":0,"e":0,"f":0,"g":0,"list":[]}"#, #"{"a":0,"b":0,"c":0,"d":0,"e":0,"f":0,"g":0,"list":[300]}"#,
-                    #"{"a":0,"b":0,"c":0,"d":0,"e":0,"f":-1,"g":0,"list":[]}"#, #"{"a":"x","b":0,"c":0,"d":0,"e":0,"f":0,"g":0,"list":[]}"#] {
-            #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(Widths.self, from: try JSONParser.parse(Array(bad.utf8))) }
+        for bad in [
+            #"{"a":256,"b":0,"c":0,"d":0,"e":0,"f":0,"g":0,"list":[]}"#,
+            #"{"a":0,"b":0,"c":0,"d":0,"e":0,"f":0,"g":0,"list":[300]}"#,
+            #"{"a":0,"b":0,"c":0,"d":0,"e":0,"f":-1,"g":0,"list":[]}"#,
+            #"{"a":"x","b":0,"c":0,"d":0,"e":0,"f":0,"g":0,"list":[]}"#,
+        ] {
+            #expect(throws: DecodingError.self) {
+                try JSONValueDecoder().decode(Widths.self, from: try JSONParser.parse(Array(bad.utf8)))
+            }
         }
         #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(UInt8.self, from: .string("1")) }
         #expect(try JSONValueDecoder().decode(UInt8.self, from: .number("9")) == 9)

@@ -5,7 +5,9 @@ import WireJSON
     static func parse(_ text: String) throws -> JSONValue { try JSONParser.parse(Array(text.utf8)) }
 
     @Test func parsesEveryValueKind() throws {
-        let v = try Self.parse(#" {"s":"x","n":-12.5e3,"i":1759302518835,"t":true,"f":false,"z":null,"a":[1,[2]],"o":{}} "#)
+        let v = try Self.parse(
+            #" {"s":"x","n":-12.5e3,"i":1759302518835,"t":true,"f":false,"z":null,"a":[1,[2]],"o":{}} "#
+        )
         let o = try #require(v.objectValue)
         #expect(o.keys == ["s", "n", "i", "t", "f", "z", "a", "o"])
         #expect(o["s"] == .string("x"))
@@ -75,18 +77,48 @@ import WireJSON
 
     @Test func decodesSynthesizedCodableModels() throws {
         let m = try JSONValueDecoder().decode(
-            Model.self, from: Array(#"{"id":"a","count":3,"big":1759302518835,"flag":null,"tags":["x","y"],"nested":{"x":7},"raw":{"q":[1]},"unknown":1}"#.utf8))
-        #expect(m == Model(id: "a", count: 3, big: 1_759_302_518_835, flag: nil, tags: ["x", "y"], nested: .init(x: 7),
-                           raw: .object(JSONObject([("q", .array([.number("1")]))]))))
+            Model.self,
+            from: Array(
+                #"{"id":"a","count":3,"big":1759302518835,"flag":null,"tags":["x","y"],"nested":{"x":7},"raw":{"q":[1]},"unknown":1}"#
+                    .utf8
+            )
+        )
+        #expect(
+            m
+                == Model(
+                    id: "a",
+                    count: 3,
+                    big: 1_759_302_518_835,
+                    flag: nil,
+                    tags: ["x", "y"],
+                    nested: .init(x: 7),
+                    raw: .object(JSONObject([("q", .array([.number("1")]))]))
+                )
+        )
     }
 
     @Test func refusesTypeConfusion() {
         // Strict: a string never decodes as a number, a number never as a string or a bool.
-        #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(Model.self, from: Array(#"{"id":"a","count":"3"}"#.utf8)) }
-        #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(Model.self, from: Array(#"{"id":1,"count":3}"#.utf8)) }
-        #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(Model.self, from: Array(#"{"id":"a","count":3,"flag":1}"#.utf8)) }
-        #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(Model.self, from: Array(#"{"id":"a","count":3.5}"#.utf8)) }
-        #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(Model.self, from: Array(#"{"count":3}"#.utf8)) }
-        #expect(throws: DecodingError.self) { try JSONValueDecoder().decode(Model.self, from: Array(#"{"id":"a","count":3,"nested":{"x":4294967296}}"#.utf8)) }
+        #expect(throws: DecodingError.self) {
+            try JSONValueDecoder().decode(Model.self, from: Array(#"{"id":"a","count":"3"}"#.utf8))
+        }
+        #expect(throws: DecodingError.self) {
+            try JSONValueDecoder().decode(Model.self, from: Array(#"{"id":1,"count":3}"#.utf8))
+        }
+        #expect(throws: DecodingError.self) {
+            try JSONValueDecoder().decode(Model.self, from: Array(#"{"id":"a","count":3,"flag":1}"#.utf8))
+        }
+        #expect(throws: DecodingError.self) {
+            try JSONValueDecoder().decode(Model.self, from: Array(#"{"id":"a","count":3.5}"#.utf8))
+        }
+        #expect(throws: DecodingError.self) {
+            try JSONValueDecoder().decode(Model.self, from: Array(#"{"count":3}"#.utf8))
+        }
+        #expect(throws: DecodingError.self) {
+            try JSONValueDecoder().decode(
+                Model.self,
+                from: Array(#"{"id":"a","count":3,"nested":{"x":4294967296}}"#.utf8)
+            )
+        }
     }
 }

@@ -31,7 +31,10 @@ import WireJSON
     }
 
     @Test func leavesBytesWithoutASecretAloneAndSaysSo() {
-        for input in ["", "{}", #"{"password":"nope"}"#, "tiny tiny", "0123456789abcdef0123456789abcde", #"\u00"#, "\\", #"\ud800"#] {
+        for input in [
+            "", "{}", #"{"password":"nope"}"#, "tiny tiny", "0123456789abcdef0123456789abcde", #"\u00"#, "\\",
+            #"\ud800"#,
+        ] {
             #expect(Self.redactor.redacted(Array(input.utf8)) == nil, "\(input)")
             #expect(!Self.redactor.occurs(in: Array(input.utf8)))
         }
@@ -47,22 +50,31 @@ import WireJSON
     }
 
     @Test func aSecretThatIsPartOfAnotherGoesWithTheLongerOne() {
-        let r = SecretRedactor([.init(name: "A", value: Array("abcdefghijklmnop".utf8)),
-                                .init(name: "B", value: Array("abcdefghijklmnopqrstuvwxyz".utf8))])
+        let r = SecretRedactor([
+            .init(name: "A", value: Array("abcdefghijklmnop".utf8)),
+            .init(name: "B", value: Array("abcdefghijklmnopqrstuvwxyz".utf8)),
+        ])
         #expect(r.redact("<abcdefghijklmnopqrstuvwxyz>") == "<iapgw-secret:B>")
         #expect(r.redact("<abcdefghijklmnopq>") == "<iapgw-secret:Aq>")
     }
 
     @Test(arguments: [
         (#"{"password":"fedcba"}"#, #"{"password":"iapgw-redacted"}"#),
-        (#"{"a":1, "password" : "fed\"cba" ,"b":2}trailing"#, #"{"a":1, "password" : "iapgw-redacted" ,"b":2}trailing"#),
+        (
+            #"{"a":1, "password" : "fed\"cba" ,"b":2}trailing"#,
+            #"{"a":1, "password" : "iapgw-redacted" ,"b":2}trailing"#
+        ),
         // Cut off in the middle of the value.
         (#"{"password":"fedcb"#, #"{"password":"iapgw-redacted"#),
-        (#"{"x":{"password":"a"},"password":"b"}"#, #"{"x":{"password":"iapgw-redacted"},"password":"iapgw-redacted"}"#),
+        (
+            #"{"x":{"password":"a"},"password":"b"}"#,
+            #"{"x":{"password":"iapgw-redacted"},"password":"iapgw-redacted"}"#
+        ),
         // A marker names the configured secret that stood there: kept.
         (#"{"password":"iapgw-secret:APP_SECRET"}"#, #"{"password":"iapgw-secret:APP_SECRET"}"#),
         // Not a string value, or no value at all: nothing to drop.
-        (#"{"password":12}"#, #"{"password":12}"#), (#"{"password""#, #"{"password""#), (#""password":"#, #""password":"#),
+        (#"{"password":12}"#, #"{"password":12}"#), (#"{"password""#, #"{"password""#),
+        (#""password":"#, #""password":"#),
     ])
     func dropsEveryPasswordValueLeniently(_ input: String, _ expected: String) {
         #expect(Self.text(SecretRedactor.redactingPasswordValues(Array(input.utf8))) == expected)

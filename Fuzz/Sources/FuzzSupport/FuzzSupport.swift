@@ -1,4 +1,5 @@
 internal import CFuzzDriver
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -57,7 +58,9 @@ public enum FuzzSupport {
 public struct FuzzInput {
     public private(set) var bytes: ArraySlice<UInt8>
 
-    public init(_ data: UnsafePointer<UInt8>, _ size: Int) { bytes = ArraySlice(UnsafeBufferPointer(start: data, count: size)) }
+    public init(_ data: UnsafePointer<UInt8>, _ size: Int) {
+        bytes = ArraySlice(UnsafeBufferPointer(start: data, count: size))
+    }
 
     public var isEmpty: Bool { bytes.isEmpty }
 

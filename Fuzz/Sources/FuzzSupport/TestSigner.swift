@@ -32,7 +32,9 @@ public struct TestSigner: Sendable {
     public func sign(header: [UInt8], payload: [UInt8]) -> [UInt8] {
         let input = Base64.encode(header, alphabet: .url) + "." + Base64.encode(payload, alphabet: .url)
         let signature: [UInt8]
-        do { signature = try leafKey.signES256(Array(input.utf8)) } catch { fatalError("fuzz: signing failed: \(error)") }
+        do { signature = try leafKey.signES256(Array(input.utf8)) } catch {
+            fatalError("fuzz: signing failed: \(error)")
+        }
         return Array((input + "." + Base64.encode(signature, alphabet: .url)).utf8)
     }
 
@@ -52,8 +54,12 @@ public struct TestSigner: Sendable {
             }
             var innerMembers: [(key: String, value: JSONValue)] = []
             for (k, v) in inner {
-                if ["signedTransactionInfo", "signedRenewalInfo", "signedAppTransactionInfo"].contains(k), case .object = v {
-                    innerMembers.append((k, .string(String(decoding: sign(payload: v.canonicalBytes()), as: UTF8.self))))
+                if ["signedTransactionInfo", "signedRenewalInfo", "signedAppTransactionInfo"].contains(k),
+                    case .object = v
+                {
+                    innerMembers.append(
+                        (k, .string(String(decoding: sign(payload: v.canonicalBytes()), as: UTF8.self)))
+                    )
                     changed = true
                 } else {
                     innerMembers.append((k, v))

@@ -6,7 +6,8 @@ import Gateway
 @main enum ConfigFuzzTarget { static func main() { runLibFuzzer(fuzz) } }
 
 private let environment = [
-    "EXAMPLE_APP_SHARED_SECRET": "0123456789abcdef0123456789abcdef", "MAIN_WEBHOOK_SECRET": "whsec_c2VjcmV0c2VjcmV0c2VjcmV0",
+    "EXAMPLE_APP_SHARED_SECRET": "0123456789abcdef0123456789abcdef",
+    "MAIN_WEBHOOK_SECRET": "whsec_c2VjcmV0c2VjcmV0c2VjcmV0",
     "IAPGW_ADMIN_TOKEN": "token",
 ]
 
@@ -14,7 +15,12 @@ private let environment = [
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let data else { return 0 }
     let config: GatewayConfig
-    do { config = try GatewayConfig.parse(Array(UnsafeBufferPointer(start: data, count: size)), baseDirectory: "/nonexistent/fuzz") } catch {
+    do {
+        config = try GatewayConfig.parse(
+            Array(UnsafeBufferPointer(start: data, count: size)),
+            baseDirectory: "/nonexistent/fuzz"
+        )
+    } catch {
         if FuzzSupport.debugging { print("refused: \(error)") }
         return 0
     }

@@ -3,6 +3,7 @@ import Gateway
 import HTTPClient
 import Reports
 import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -49,11 +50,19 @@ private final class Server: Sendable {
         do {
             let config = try GatewayConfig.parse(Array(configText.utf8), baseDirectory: directory)
             var dependencies = GatewayService.Dependencies(
-                environment: ["IAPGW_FUZZ_SECRET": "0123456789abcdef0123456789abcdef", "IAPGW_FUZZ_ADMIN_TOKEN": "fuzz-admin-token"],
-                transport: ScriptedTransport { _ in HTTPResponse(status: 503) }, now: { now }, jitter: { 0.5 },
-                logSink: { _ in })
+                environment: [
+                    "IAPGW_FUZZ_SECRET": "0123456789abcdef0123456789abcdef",
+                    "IAPGW_FUZZ_ADMIN_TOKEN": "fuzz-admin-token",
+                ],
+                transport: ScriptedTransport { _ in HTTPResponse(status: 503) },
+                now: { now },
+                jitter: { 0.5 },
+                logSink: { _ in }
+            )
             // As `serve` runs it: /admin/report renders tables and HTML pages too.
-            dependencies.reportRenderer = { report, format, nonce in ReportRenderer.render(report, format: format, styleNonce: nonce) }
+            dependencies.reportRenderer = { report, format, nonce in
+                ReportRenderer.render(report, format: format, styleNonce: nonce)
+            }
             service = try GatewayService(config: config, dependencies: dependencies)
             let ports = try service.start()
             guard let admin = ports.adminPort else { fatalError("fuzz: the admin listener did not start") }
@@ -124,7 +133,9 @@ private func exchange(_ request: [UInt8], port: UInt16, idleMillis: Int32? = 50)
     address.sin_port = port.bigEndian
     address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
     let connected = withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+        }
     }
     guard connected == 0 else { FuzzSupport.fail("cannot connect to the gateway on port \(port): errno \(errno)") }
 
@@ -145,7 +156,9 @@ private func exchange(_ request: [UInt8], port: UInt16, idleMillis: Int32? = 50)
         // Nagle would cost 40 ms per exchange. (Linux clears the flag again by itself, so it is set every time.)
         _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_QUICKACK, &on, socklen_t(MemoryLayout<Int32>.size))
         let left = deadline - monotonicSeconds()
-        guard left > 0 else { FuzzSupport.fail("the server neither answered nor fell silent within \(answerTimeoutSeconds) s") }
+        guard left > 0 else {
+            FuzzSupport.fail("the server neither answered nor fell silent within \(answerTimeoutSeconds) s")
+        }
         var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let wait = min(Int32(left * 1000) + 1, idleMillis ?? Int32.max)
         let ready = poll(&p, 1, wait)

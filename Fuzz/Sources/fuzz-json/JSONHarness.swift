@@ -1,5 +1,6 @@
 import FuzzSupport
 import WireJSON
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -39,7 +40,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         guard o == object else { FuzzSupport.fail("parseObjectWithValueRanges returned a different object") }
         guard Set(ranges.keys) == Set(object.keys) else { FuzzSupport.fail("ranges do not cover every member") }
         for (key, range) in ranges {
-            guard range.lowerBound >= 0, range.upperBound <= bytes.count else { FuzzSupport.fail("range out of bounds") }
+            guard range.lowerBound >= 0, range.upperBound <= bytes.count else {
+                FuzzSupport.fail("range out of bounds")
+            }
             let member: JSONValue
             do { member = try JSONParser.parse(bytes[range]) } catch {
                 FuzzSupport.fail("the range of \(key) does not hold a JSON value: \(error)")
@@ -47,7 +50,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
             guard member == object[key] else { FuzzSupport.fail("the range of \(key) holds another value") }
         }
     case (.object?, nil): FuzzSupport.fail("parse accepted an object that parseObjectWithValueRanges refused")
-    case (_, _?): if case .object? = value {} else { FuzzSupport.fail("parseObjectWithValueRanges accepted a non-object") }
+    case (_, _?):
+        if case .object? = value {} else { FuzzSupport.fail("parseObjectWithValueRanges accepted a non-object") }
     default: break
     }
 

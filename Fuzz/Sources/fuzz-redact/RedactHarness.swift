@@ -50,7 +50,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     let parsedOut = try? JSONParser.parse(out)
     if let parsedOut {
         forEachString(parsedOut) { s in
-            for (_, secret) in secrets where s.contains(secret) { FuzzSupport.fail("a string of the output holds a secret") }
+            for (_, secret) in secrets where s.contains(secret) {
+                FuzzSupport.fail("a string of the output holds a secret")
+            }
         }
     }
     if jsonSafe, let parsedIn = try? JSONParser.parse(bytes) {
@@ -60,7 +62,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     // Strings read from a body (claims, reasons) go the same way.
     let text = String(decoding: bytes, as: UTF8.self)
     let redactedText = r.redact(text)
-    for (_, secret) in secrets where redactedText.contains(secret) { FuzzSupport.fail("a secret is left in redacted text") }
+    for (_, secret) in secrets where redactedText.contains(secret) {
+        FuzzSupport.fail("a secret is left in redacted text")
+    }
     return 0
 }
 

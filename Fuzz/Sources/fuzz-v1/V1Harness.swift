@@ -20,22 +20,41 @@ private struct Setup: Sendable {
     let notifications: [ResponseBodyV1]
 
     init() {
-        let gateway = [SharedSecret(name: "GATEWAY_SECRET", value: "0123456789abcdef0123456789abcdef"),
-                       SharedSecret(name: "GATEWAY_SECRET_OLD", value: "fedcba9876543210fedcba9876543210")]
-        let educreations = [SharedSecret(name: "EDU_SECRET", value: "asdf"), SharedSecret(name: "EDU_SECRET_2", value: "asdfasdf")]
+        let gateway = [
+            SharedSecret(name: "GATEWAY_SECRET", value: "0123456789abcdef0123456789abcdef"),
+            SharedSecret(name: "GATEWAY_SECRET_OLD", value: "fedcba9876543210fedcba9876543210"),
+        ]
+        let educreations = [
+            SharedSecret(name: "EDU_SECRET", value: "asdf"), SharedSecret(name: "EDU_SECRET_2", value: "asdfasdf"),
+        ]
         let some = [SharedSecret(name: "SOME_SECRET", value: "********")]
         adapter = V1Adapter(apps: [
             V1App(bundleID: "com.example.gateway", environments: [.production, .sandbox], sharedSecrets: gateway),
-            V1App(bundleID: "com.educreations.ios.Educreations", environments: [.production], sharedSecrets: educreations),
-            V1App(bundleID: "com.some.thing", environments: [.production, .sandbox], sharedSecrets: some, verifyReceipt: false),
+            V1App(
+                bundleID: "com.educreations.ios.Educreations",
+                environments: [.production],
+                sharedSecrets: educreations
+            ),
+            V1App(
+                bundleID: "com.some.thing",
+                environments: [.production, .sandbox],
+                sharedSecrets: some,
+                verifyReceipt: false
+            ),
         ])
         secrets = gateway + educreations + some
-        let names = ["cancel", "consumption-request", "did-change-renewal-pref", "did-change-renewal-status", "did-fail-to-renew",
-                     "did-recover", "did-renew", "initial-buy", "interactive-renewal", "price-increase-consent", "refund",
-                     "renewal", "revoke"]
+        let names = [
+            "cancel", "consumption-request", "did-change-renewal-pref", "did-change-renewal-status",
+            "did-fail-to-renew",
+            "did-recover", "did-renew", "initial-buy", "interactive-renewal", "price-increase-consent", "refund",
+            "renewal", "revoke",
+        ]
         notifications = names.map { name in
             do {
-                return try JSONValueDecoder().decode(ResponseBodyV1.self, from: FuzzSupport.fixture("Fixtures/v1-synthetic/\(name).json"))
+                return try JSONValueDecoder().decode(
+                    ResponseBodyV1.self,
+                    from: FuzzSupport.fixture("Fixtures/v1-synthetic/\(name).json")
+                )
             } catch { fatalError("fuzz: Fixtures/v1-synthetic/\(name).json: \(error)") }
         }
     }
@@ -98,6 +117,8 @@ private func receipt(_ bytes: [UInt8], notification: ResponseBodyV1) {
     let facts = V1EventBuilder.facts(fromReceipt: r, subscription: subscription)
     let event = V1EventBuilder().event(for: notification, id: "v1:fuzz", facts: facts, arrival: arrival)
     _ = event.id
-    for t in all.transactions { _ = (t.purchaseMillis, t.originalPurchaseMillis, t.expiresMillis, t.cancellationMillis) }
+    for t in all.transactions {
+        _ = (t.purchaseMillis, t.originalPurchaseMillis, t.expiresMillis, t.cancellationMillis)
+    }
     _ = V1EventBuilder.snapshots(from: r, observedAt: arrival)
 }

@@ -33,13 +33,18 @@ private struct Setup: Sendable {
         do {
             anchors = try TrustAnchors(
                 appleRoots: [TrustAnchors.appleRootCAG3, FuzzSupport.fixture("Fixtures/test-pki/root.der")],
-                sandboxOnlyRoots: [FuzzSupport.fixture("Fixtures/test-pki/other-root.der")])
+                sandboxOnlyRoots: [FuzzSupport.fixture("Fixtures/test-pki/other-root.der")]
+            )
         } catch { fatalError("fuzz: trust anchors: \(error)") }
         // The synthetic fixtures' apps, and the real samples' bundle (sandbox only, as Apple's test app is).
         let apps = [
             V2App(bundleID: "com.example.gateway", appAppleID: 1_234_567_890, environments: [.production, .sandbox]),
             V2App(bundleID: "com.example.prodonly", appAppleID: 2_222_222_222, environments: [.production]),
-            V2App(bundleID: "com.loki-project.loki-messenger", appAppleID: 1_470_168_868, environments: [.production, .sandbox]),
+            V2App(
+                bundleID: "com.loki-project.loki-messenger",
+                appAppleID: 1_470_168_868,
+                environments: [.production, .sandbox]
+            ),
             V2App(bundleID: "Com.VoiceRecording.Telephone", appAppleID: nil, environments: [.sandbox]),
         ]
         let withCache = AppleJWSVerifier(anchors: anchors)
@@ -58,7 +63,8 @@ private let now: Int64 = 1_748_736_060_000
 
 private let fixedPayload = Array(
     #"{"notificationType":"TEST","notificationUUID":"00000000-0000-4000-8000-000000000001","data":{"bundleId":"com.example.gateway","environment":"Sandbox"},"version":"2.0","signedDate":1748736000000}"#
-        .utf8)
+        .utf8
+)
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
@@ -78,8 +84,12 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     switch mode & 0x07 {
     case 0: notification(adapter, input.rest(), freshness: false)
     case 1: notification(adapter, input.rest(), freshness: true)
-    case 2: let t = input.rest(); token { () throws(V2AdapterError) in try adapter.verifyTransaction(t, now: now) }
-    case 3: let t = input.rest(); token { () throws(V2AdapterError) in try adapter.verifyRenewalInfo(t, now: now) }
+    case 2:
+        let t = input.rest()
+        token { () throws(V2AdapterError) in try adapter.verifyTransaction(t, now: now) }
+    case 3:
+        let t = input.rest()
+        token { () throws(V2AdapterError) in try adapter.verifyRenewalInfo(t, now: now) }
     case 4: notification(adapter, signer.sign(payload: signer.signNested(input.rest())), freshness: flag)
     case 5:
         let t = signer.sign(payload: input.rest())
@@ -93,7 +103,11 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         } else {
             var certificates = [signer.leaf, signer.intermediate, signer.root]
             certificates[Int(input.byte() % 3)] = input.rest()
-            notification(adapter, signer.sign(header: TestSigner.header(certificates: certificates), payload: fixedPayload), freshness: false)
+            notification(
+                adapter,
+                signer.sign(header: TestSigner.header(certificates: certificates), payload: fixedPayload),
+                freshness: false
+            )
         }
     }
     return 0
@@ -101,7 +115,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
 
 private func notification(_ adapter: V2Adapter, _ token: [UInt8], freshness: Bool) {
     let verified: VerifiedNotificationV2
-    do { verified = try adapter.verifyNotification(signedPayload: token, now: now, freshness: freshness ? .init() : nil) } catch {
+    do {
+        verified = try adapter.verifyNotification(signedPayload: token, now: now, freshness: freshness ? .init() : nil)
+    } catch {
         debug("refused: \(error)")
         return
     }

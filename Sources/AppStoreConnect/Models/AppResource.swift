@@ -23,8 +23,11 @@ public struct AppResource: Sendable, Hashable, Codable {
         }
 
         public init(
-            bundleID: String?, name: String? = nil, subscriptionStatusURL: String? = nil,
-            subscriptionStatusURLVersion: NotificationVersion? = nil, subscriptionStatusURLForSandbox: String? = nil,
+            bundleID: String?,
+            name: String? = nil,
+            subscriptionStatusURL: String? = nil,
+            subscriptionStatusURLVersion: NotificationVersion? = nil,
+            subscriptionStatusURLForSandbox: String? = nil,
             subscriptionStatusURLVersionForSandbox: NotificationVersion? = nil
         ) {
             self.bundleID = bundleID

@@ -22,5 +22,7 @@ public struct AppsResponse: Sendable, Hashable, Codable {
     public var data: [AppResource]
     public var links: Links?
     public var meta: Meta?
-    public init(data: [AppResource], links: Links? = nil, meta: Meta? = nil) { (self.data, self.links, self.meta) = (data, links, meta) }
+    public init(data: [AppResource], links: Links? = nil, meta: Meta? = nil) {
+        (self.data, self.links, self.meta) = (data, links, meta)
+    }
 }

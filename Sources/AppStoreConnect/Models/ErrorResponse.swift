@@ -6,7 +6,9 @@ public struct ErrorResponse: Sendable, Hashable, Codable {
         public struct Source: Sendable, Hashable, Codable {
             public var pointer: String?
             public var parameter: String?
-            public init(pointer: String? = nil, parameter: String? = nil) { (self.pointer, self.parameter) = (pointer, parameter) }
+            public init(pointer: String? = nil, parameter: String? = nil) {
+                (self.pointer, self.parameter) = (pointer, parameter)
+            }
         }
         public var id: String?
         /// The HTTP status, as a string (`"409"`).
@@ -16,8 +18,17 @@ public struct ErrorResponse: Sendable, Hashable, Codable {
         public var detail: String?
         public var source: Source?
 
-        public init(id: String? = nil, status: String?, code: String?, title: String?, detail: String?, source: Source? = nil) {
-            (self.id, self.status, self.code, self.title, self.detail, self.source) = (id, status, code, title, detail, source)
+        public init(
+            id: String? = nil,
+            status: String?,
+            code: String?,
+            title: String?,
+            detail: String?,
+            source: Source? = nil
+        ) {
+            (self.id, self.status, self.code, self.title, self.detail, self.source) = (
+                id, status, code, title, detail, source
+            )
         }
     }
 

@@ -1,9 +1,9 @@
-internal import HTTPServer
 internal import Crypto
+internal import HTTPServer
 internal import Store
+import Synchronization
 internal import V1Adapter
 internal import WireJSON
-import Synchronization
 
 /// The admin listener's routes, behind the bearer token: `/metrics` (also `/admin/metrics`), `/admin/status`,
 /// dead letters, replay, the quarantine, one subscription, the comparison report and cutover (docs/operations.md).
@@ -28,7 +28,6 @@ struct AdminAPI: Sendable {
         "default-src 'none'; style-src 'nonce-\(styleNonce)'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
     }
 
-
     /// The bearer token every request must present.
     let token: [UInt8]
     /// The token's environment variable: who made a cutover, in its record.
@@ -44,7 +43,8 @@ struct AdminAPI: Sendable {
     let log: Log
     let now: @Sendable () -> Int64
     /// Renders the report: the report, the format asked for, the nonce its inline styles must carry.
-    let reportRenderer: @Sendable (CompareReport, _ format: String, _ styleNonce: String) -> (contentType: String, body: [UInt8])?
+    let reportRenderer:
+        @Sendable (CompareReport, _ format: String, _ styleNonce: String) -> (contentType: String, body: [UInt8])?
     /// Random bytes (injected): the HTML report's nonce is 16 of them, fresh for each response.
     let randomBytes: @Sendable (Int) -> [UInt8]
 
@@ -88,7 +88,11 @@ struct AdminAPI: Sendable {
         let segments = request.path.split(separator: "/").map(String.init)
         switch (request.method, segments) {
         case ("GET", ["metrics"]), ("GET", ["admin", "metrics"]):
-            return ServerResponse(status: 200, headers: [("Content-Type", "text/plain; version=0.0.4")], body: Array(metrics.render().utf8))
+            return ServerResponse(
+                status: 200,
+                headers: [("Content-Type", "text/plain; version=0.0.4")],
+                body: Array(metrics.render().utf8)
+            )
         case ("GET", ["admin", "status"]):
             return .json(200, try operations.status().canonicalBytes())
         case ("GET", ["admin", "dead-letters"]):
@@ -102,7 +106,11 @@ struct AdminAPI: Sendable {
             return .json(200, try operations.quarantineList(lane: lane, limit: query.limit).canonicalBytes())
         case ("POST", ["admin", "quarantine", "replay"]):
             let selection = try checked { () throws(GatewayError) in try query.quarantineSelection() }
-            return .json(200, try operations.quarantineReplay(ingest: ingest, secrets: v1Secrets, selection: selection).canonicalBytes())
+            return .json(
+                200,
+                try operations.quarantineReplay(ingest: ingest, secrets: v1Secrets, selection: selection)
+                    .canonicalBytes()
+            )
         case ("GET", let s) where s.count == 3 && s[0] == "admin" && s[1] == "subscriptions":
             return .json(200, try operations.subscription(s[2]).canonicalBytes())
         case ("GET", ["admin", "report"]):
@@ -133,11 +141,20 @@ struct AdminAPI: Sendable {
     /// over — `{"outcome": "done"|"planned", "steps": [...]}` — or with the refusal's code and status and the steps so
     /// far. The request holds one of the admin listener's threads for up to the probe's timeout.
     private func migrate(_ query: AdminQuery) throws -> ServerResponse {
-        guard let bundle = query["bundle"] else { return .answer(GatewayError(.badRequest, "give bundle, environment and to (v2 or v1)")) }
+        guard let bundle = query["bundle"] else {
+            return .answer(GatewayError(.badRequest, "give bundle, environment and to (v2 or v1)"))
+        }
         let request = try checked { () throws(GatewayError) in
-            try MigrationRequest.parse(bundleID: bundle, environment: query["environment"], to: query["to"], dryRun: query["dry_run"] == "true",
-                                       force: query["force"] == "true", reason: query["reason"], probeTimeout: query["probe_timeout"],
-                                       who: "admin-api (\(tokenEnv))")
+            try MigrationRequest.parse(
+                bundleID: bundle,
+                environment: query["environment"],
+                to: query["to"],
+                dryRun: query["dry_run"] == "true",
+                force: query["force"] == "true",
+                reason: query["reason"],
+                probeTimeout: query["probe_timeout"],
+                who: "admin-api (\(tokenEnv))"
+            )
         }
         let steps = StepCollector()
         let switcher = self.switcher
@@ -153,8 +170,13 @@ struct AdminAPI: Sendable {
         case .success(let state):
             w.string("outcome", request.dryRun ? "planned" : state.step?.rawValue ?? "done")
             w.raw("steps", JSONOutput.encode(steps.all))
-            log.warn("Apple's notification version switched", ["bundle": .string(bundle), "environment": .string(request.environment.rawValue),
-                                                               "to": .string(request.target.rawValue), "dry_run": .bool(request.dryRun)])
+            log.warn(
+                "Apple's notification version switched",
+                [
+                    "bundle": .string(bundle), "environment": .string(request.environment.rawValue),
+                    "to": .string(request.target.rawValue), "dry_run": .bool(request.dryRun),
+                ]
+            )
             return .json(200, w.finish())
         case .failure(let error):
             var e = JSONObjectWriter()
@@ -175,13 +197,27 @@ struct AdminAPI: Sendable {
         }
         do {
             let record = try ledger.cutover(
-                bundleID: bundle, environment: env, to: to, who: "admin-api (\(tokenEnv))", reason: query["reason"],
-                force: query["force"] == "true", now: now())
-            log.warn("authority changed", ["bundle": .string(bundle), "environment": .string(env), "from": .string(record.from),
-                                           "to": .string(record.to), "forced": .bool(record.forced)])
+                bundleID: bundle,
+                environment: env,
+                to: to,
+                who: "admin-api (\(tokenEnv))",
+                reason: query["reason"],
+                force: query["force"] == "true",
+                now: now()
+            )
+            log.warn(
+                "authority changed",
+                [
+                    "bundle": .string(bundle), "environment": .string(env), "from": .string(record.from),
+                    "to": .string(record.to), "forced": .bool(record.forced),
+                ]
+            )
             return .json(200, JSONOutput.encode(record))
         } catch let error as CutoverError {
-            return .json(error.code.status, NotificationIngest.errorBody(code: error.code.rawValue, message: error.description))
+            return .json(
+                error.code.status,
+                NotificationIngest.errorBody(code: error.code.rawValue, message: error.description)
+            )
         }
     }
 }

@@ -21,7 +21,9 @@ struct AdminQuery: Sendable {
     func replaySelection(now: () -> Int64) throws(GatewayError) -> Operations.ReplaySelection {
         if let id = parameters["id"] { return .eventID(id) }
         if parameters["dead_letters"] != nil { return .deadLetters }
-        guard let sinceText = parameters["since"] else { throw GatewayError(.badRequest, "give id, since[/until] or dead_letters") }
+        guard let sinceText = parameters["since"] else {
+            throw GatewayError(.badRequest, "give id, since[/until] or dead_letters")
+        }
         let time = now()
         guard let since = TimeText.milliseconds(sinceText, now: time) else {
             throw GatewayError(.badRequest, "since is not a time (ISO-8601, 7d, 12h or epoch ms)")
@@ -39,7 +41,9 @@ struct AdminQuery: Sendable {
     /// `lane`: `untrusted` or `genuine`; nil when absent.
     func lane() throws(GatewayError) -> QuarantineRecord.Lane? {
         guard let text = parameters["lane"] else { return nil }
-        guard let lane = QuarantineRecord.Lane(rawValue: text) else { throw GatewayError(.badRequest, "lane is untrusted or genuine") }
+        guard let lane = QuarantineRecord.Lane(rawValue: text) else {
+            throw GatewayError(.badRequest, "lane is untrusted or genuine")
+        }
         return lane
     }
 

@@ -14,8 +14,12 @@ public struct ListenerSettings: Sendable {
         var main = HTTPServer.Configuration()
         (main.host, main.port) = try address(config.listen, field: "listen")
         main.threads = config.limits.httpThreads
-        (main.connectionLimit, main.connectionsPerAddressLimit) = (UInt32(config.limits.connections), UInt32(config.limits.connectionsPerAddress))
-        (main.requestDeadlineSeconds, main.bodyBufferBudgetBytes) = (UInt32(config.limits.requestDeadlineSeconds), config.limits.bodyBufferBytes)
+        (main.connectionLimit, main.connectionsPerAddressLimit) = (
+            UInt32(config.limits.connections), UInt32(config.limits.connectionsPerAddress)
+        )
+        (main.requestDeadlineSeconds, main.bodyBufferBudgetBytes) = (
+            UInt32(config.limits.requestDeadlineSeconds), config.limits.bodyBufferBytes
+        )
         main.tls = try TLSFiles(config)?.load()
         return ListenerSettings(field: "listen", address: config.listen, configuration: main)
     }

@@ -34,20 +34,30 @@ struct PublicRoutes: Sendable {
         let outcome: String
         if r.status == 200 {
             outcome = r.duplicate ? "duplicate" : "accepted"
-            metrics.increment(r.duplicate ? .notificationsDuplicateTotal : .notificationsAcceptedTotal, ["version": version])
+            metrics.increment(
+                r.duplicate ? .notificationsDuplicateTotal : .notificationsAcceptedTotal,
+                ["version": version]
+            )
         } else {
             outcome = "rejected"
             metrics.increment(.notificationsRejectedTotal, ["version": version, "code": r.code ?? "unknown"])
         }
         if case .notStored(let lane)? = r.quarantine {
-            log.warn("quarantine lane full: refused body not stored", ["lane": .string(lane.rawValue), "code": r.code.map { .string($0) }])
+            log.warn(
+                "quarantine lane full: refused body not stored",
+                ["lane": .string(lane.rawValue), "code": r.code.map { .string($0) }]
+            )
         }
-        log.info("notification", [
-            "id": r.id.map { .string($0) }, "version": .string(version), "type": r.notificationType.map { .string($0) },
-            "subtype": r.subtype.map { .string($0) }, "bundle": r.bundleID.map { .string($0) },
-            "environment": r.environment.map { .string($0) }, "leaf_serial": r.leafSerial.map { .string($0) },
-            "outcome": .string(outcome), "status": .int(Int64(r.status)), "code": r.code.map { .string($0) },
-            "latency_ms": .double((seconds * 1e6).rounded() / 1e3),
-        ])
+        log.info(
+            "notification",
+            [
+                "id": r.id.map { .string($0) }, "version": .string(version),
+                "type": r.notificationType.map { .string($0) },
+                "subtype": r.subtype.map { .string($0) }, "bundle": r.bundleID.map { .string($0) },
+                "environment": r.environment.map { .string($0) }, "leaf_serial": r.leafSerial.map { .string($0) },
+                "outcome": .string(outcome), "status": .int(Int64(r.status)), "code": r.code.map { .string($0) },
+                "latency_ms": .double((seconds * 1e6).rounded() / 1e3),
+            ]
+        )
     }
 }

@@ -1,6 +1,6 @@
-public import Store
-internal import FoundationEssentials
 internal import Canonical
+internal import FoundationEssentials
+public import Store
 
 /// Why a cutover was refused, with a stable code.
 public struct CutoverError: Error, Sendable, CustomStringConvertible {
@@ -26,7 +26,9 @@ public struct CutoverError: Error, Sendable, CustomStringConvertible {
     public var code: Code
     public var message: String
     public var reasons: [String]
-    public init(_ code: Code, _ message: String, reasons: [String] = []) { (self.code, self.message, self.reasons) = (code, message, reasons) }
+    public init(_ code: Code, _ message: String, reasons: [String] = []) {
+        (self.code, self.message, self.reasons) = (code, message, reasons)
+    }
     public var description: String {
         "\(code.rawValue): \(message)" + (reasons.isEmpty ? "" : " (" + reasons.joined(separator: "; ") + ")")
     }
@@ -52,7 +54,17 @@ public struct CompareLedger: Sendable {
         try store.read { tx in
             for app in config.apps where bundleID == nil || app.bundleID == bundleID {
                 for env in app.environments.sorted(by: { $0.rawValue < $1.rawValue }) {
-                    bundles.append(try bundleReport(app: app, environment: env, since: since, until: until, rule: rule, examples: examples, in: tx))
+                    bundles.append(
+                        try bundleReport(
+                            app: app,
+                            environment: env,
+                            since: since,
+                            until: until,
+                            rule: rule,
+                            examples: examples,
+                            in: tx
+                        )
+                    )
                 }
             }
         }
@@ -69,7 +81,14 @@ public struct CompareLedger: Sendable {
         var daily: [String: (pairs: Int, agreements: Int)] = [:]
     }
 
-    func tally(bundle: String, environment: AppStoreEnvironment, from: Int64, to: Int64, examples: Int, in tx: any StoreTransaction) throws
+    func tally(
+        bundle: String,
+        environment: AppStoreEnvironment,
+        from: Int64,
+        to: Int64,
+        examples: Int,
+        in tx: any StoreTransaction
+    ) throws
         -> Tally
     {
         var t = Tally()
@@ -91,49 +110,97 @@ public struct CompareLedger: Sendable {
                 }
             case .v1Only, .v2Only:
                 if entry.outcome == .v1Only { t.v1Only += 1 } else { t.v2Only += 1 }
-                if t.oneSidedExamples.count < examples, !t.oneSidedExamples.contains(otid) { t.oneSidedExamples.append(otid) }
+                if t.oneSidedExamples.count < examples, !t.oneSidedExamples.contains(otid) {
+                    t.oneSidedExamples.append(otid)
+                }
             }
         }
         return t
     }
 
-    func bundleReport(app: GatewayConfig.App, environment env: AppStoreEnvironment, since: Int64, until: Int64, rule: ReadinessRule,
-                      examples: Int, in tx: any StoreTransaction) throws -> BundleReport {
-        let shown = try tally(bundle: app.bundleID, environment: env, from: since, to: until, examples: examples, in: tx)
-        let window = try tally(bundle: app.bundleID, environment: env, from: until - rule.windowMillis, to: until, examples: 0, in: tx)
+    func bundleReport(
+        app: GatewayConfig.App,
+        environment env: AppStoreEnvironment,
+        since: Int64,
+        until: Int64,
+        rule: ReadinessRule,
+        examples: Int,
+        in tx: any StoreTransaction
+    ) throws -> BundleReport {
+        let shown = try tally(
+            bundle: app.bundleID,
+            environment: env,
+            from: since,
+            to: until,
+            examples: examples,
+            in: tx
+        )
+        let window = try tally(
+            bundle: app.bundleID,
+            environment: env,
+            from: until - rule.windowMillis,
+            to: until,
+            examples: 0,
+            in: tx
+        )
         let (verdict, reasons) = Self.verdict(window, rule: rule, compare: app.compare)
         let events = try tx.eventCountsBySource(bundleID: app.bundleID, environment: env, since: since, until: until)
         let recorded = try tx.authorities().first { $0.bundleID == app.bundleID && $0.environment == env }?.authority
         let authority = recorded ?? app.authority(for: env)
         return BundleReport(
-            bundleID: app.bundleID, environment: env.rawValue, authority: authority.rawValue,
-            eventsBySource: Dictionary(events.map { ($0.key.rawValue, $0.value) }, uniquingKeysWith: +), pairs: shown.pairs,
+            bundleID: app.bundleID,
+            environment: env.rawValue,
+            authority: authority.rawValue,
+            eventsBySource: Dictionary(events.map { ($0.key.rawValue, $0.value) }, uniquingKeysWith: +),
+            pairs: shown.pairs,
             agreements: shown.agreements,
-            disagreementsByField: shown.fields.mapValues { BundleReport.FieldDisagreements(count: $0.count, examples: $0.examples) },
-            oneSided: BundleReport.OneSided(v1Only: shown.v1Only, v2Only: shown.v2Only, examples: shown.oneSidedExamples),
-            daily: shown.daily.keys.sorted().map { BundleReport.DayPoint(day: $0, pairs: shown.daily[$0]!.pairs, agreements: shown.daily[$0]!.agreements) },
-            verdict: verdict, rule: rule.text, reasons: reasons,
+            disagreementsByField: shown.fields.mapValues {
+                BundleReport.FieldDisagreements(count: $0.count, examples: $0.examples)
+            },
+            oneSided: BundleReport.OneSided(
+                v1Only: shown.v1Only,
+                v2Only: shown.v2Only,
+                examples: shown.oneSidedExamples
+            ),
+            daily: shown.daily.keys.sorted().map {
+                BundleReport.DayPoint(day: $0, pairs: shown.daily[$0]!.pairs, agreements: shown.daily[$0]!.agreements)
+            },
+            verdict: verdict,
+            rule: rule.text,
+            reasons: reasons,
             cutovers: try tx.cutovers(bundleID: app.bundleID, environment: env),
             recovered: try tx.recoveredEventCounts(since: since, until: until)
                 .filter { $0.bundleID == app.bundleID && $0.environment == env }
-                .map { BundleReport.RecoveredDay(day: TimeText.day($0.day), mechanism: $0.mechanism.rawValue, count: $0.count) },
-            appleSwitches: try tx.appleSwitchLog(bundleID: app.bundleID, environment: env, limit: 200).compactMap { entry in
+                .map {
+                    BundleReport.RecoveredDay(
+                        day: TimeText.day($0.day),
+                        mechanism: $0.mechanism.rawValue,
+                        count: $0.count
+                    )
+                },
+            appleSwitches: try tx.appleSwitchLog(bundleID: app.bundleID, environment: env, limit: 200).compactMap {
+                entry in
                 switch entry.step.rawValue {
                 case "authority": BundleReport.AppleSwitchEnd(at: entry.at, outcome: "done", detail: entry.detail)
                 case "revert": BundleReport.AppleSwitchEnd(at: entry.at, outcome: "reverted", detail: entry.detail)
                 default: nil
                 }
-            })
+            }
+        )
     }
 
     static func verdict(_ t: Tally, rule: ReadinessRule, compare: Bool) -> (BundleReport.Verdict, [String]) {
         var reasons: [String] = []
         if !compare { reasons.append("compare is off for this bundle: nothing is compared") }
-        if t.pairs < rule.minimumPairs { reasons.append("\(t.pairs) pairs compared in the window; the rule needs \(rule.minimumPairs)") }
+        if t.pairs < rule.minimumPairs {
+            reasons.append("\(t.pairs) pairs compared in the window; the rule needs \(rule.minimumPairs)")
+        }
         if t.pairs > 0 {
             let rate = Double(t.agreements) / Double(t.pairs)
             if rate < rule.minimumAgreementRate {
-                reasons.append("agreement \(CompareReport.percentText(t.agreements, of: t.pairs) ?? "—"); the rule needs \(rule.thresholdText)")
+                reasons.append(
+                    "agreement \(CompareReport.percentText(t.agreements, of: t.pairs) ?? "—"); the rule needs \(rule.thresholdText)"
+                )
             }
         }
         if !rule.allowOneSided, t.v1Only + t.v2Only > 0 {
@@ -149,7 +216,15 @@ public struct CompareLedger: Sendable {
     /// verdict unless `force`; moving back to V1 (the undo) is always allowed. Refused when V2 would have no path
     /// (Apple may send V1 and the App Store Server API is not configured).
     @discardableResult
-    public func cutover(bundleID: String, environment: String, to target: String, who: String, reason: String?, force: Bool, now: Int64) throws
+    public func cutover(
+        bundleID: String,
+        environment: String,
+        to target: String,
+        who: String,
+        reason: String?,
+        force: Bool,
+        now: Int64
+    ) throws
         -> CutoverRecord
     {
         guard let app = config.apps.first(where: { $0.bundleID == bundleID }) else {
@@ -160,21 +235,41 @@ public struct CompareLedger: Sendable {
         }
         guard let target = Generation(rawValue: target) else { throw CutoverError(.badTarget, "--to must be v1 or v2") }
         if target == .v2, app.acceptsV1, !v2PathAvailable {
-            throw CutoverError(.noV2Path, "Apple may send V1 for \(bundleID): V2's path needs app_store_api to be configured")
+            throw CutoverError(
+                .noV2Path,
+                "Apple may send V1 for \(bundleID): V2's path needs app_store_api to be configured"
+            )
         }
-        let report = try self.report(bundleID: bundleID, since: now - config.compareSettings.rule.windowMillis, until: now)
+        let report = try self.report(
+            bundleID: bundleID,
+            since: now - config.compareSettings.rule.windowMillis,
+            until: now
+        )
         let verdict = report.bundles.first { $0.environment == environment }
         let ready = verdict?.verdict == .ready
         if target == .v2, !ready, !force {
-            throw CutoverError(.notReady, "the verdict for \(bundleID) (\(environment)) is not ready; --force overrides",
-                               reasons: verdict?.reasons ?? [])
+            throw CutoverError(
+                .notReady,
+                "the verdict for \(bundleID) (\(environment)) is not ready; --force overrides",
+                reasons: verdict?.reasons ?? []
+            )
         }
         return try store.write { tx in
             let current = try tx.authority(bundleID: bundleID, environment: AppStoreEnvironment(rawValue: environment))
-            guard current != target else { throw CutoverError(.unchanged, "\(bundleID) (\(environment)) is already \(target.rawValue)") }
+            guard current != target else {
+                throw CutoverError(.unchanged, "\(bundleID) (\(environment)) is already \(target.rawValue)")
+            }
             let record = CutoverRecord(
-                at: now, bundleID: bundleID, environment: environment, from: current.rawValue, to: target.rawValue, who: who, reason: reason,
-                verdict: ready ? "ready" : "not_ready", forced: target == .v2 && !ready)
+                at: now,
+                bundleID: bundleID,
+                environment: environment,
+                from: current.rawValue,
+                to: target.rawValue,
+                who: who,
+                reason: reason,
+                verdict: ready ? "ready" : "not_ready",
+                forced: target == .v2 && !ready
+            )
             try tx.recordCutover(record, to: target)
             return record
         }

@@ -1,4 +1,5 @@
 public import Store
+
 /// The side-by-side report (docs/architecture.md, "Authority and comparison", `iap-gateway report`, `GET /admin/report`): per bundle and environment,
 /// what each generation said, how often the two paths agree, where they do not, and whether the bundle is ready to
 /// cut over under the stated rule. Built by ``CompareLedger/report(...)``, rendered by `ReportRenderer` (module Reports).
@@ -15,7 +16,8 @@ public struct CompareReport: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case generatedAt = "generated_at", since, until, rule, bundles
+        case generatedAt = "generated_at"
+        case since, until, rule, bundles
     }
 
     /// `agreements / pairs` as "99.6 %", rounded down to one decimal, so a rate never appears to meet a threshold it
@@ -51,7 +53,9 @@ public struct ReadinessRule: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case minimumAgreementRate = "minimum_agreement_rate", minimumPairs = "minimum_pairs", windowMillis = "window_ms"
+        case minimumAgreementRate = "minimum_agreement_rate"
+        case minimumPairs = "minimum_pairs"
+        case windowMillis = "window_ms"
         case allowOneSided = "allow_one_sided"
     }
 }
@@ -91,10 +95,15 @@ public struct BundleReport: Sendable, Hashable, Codable {
         public var at: Int64
         public var outcome: String
         public var detail: String?
-        public init(at: Int64, outcome: String, detail: String?) { (self.at, self.outcome, self.detail) = (at, outcome, detail) }
+        public init(at: Int64, outcome: String, detail: String?) {
+            (self.at, self.outcome, self.detail) = (at, outcome, detail)
+        }
     }
 
-    public enum Verdict: String, Sendable, Hashable, Codable { case ready, notReady = "not_ready" }
+    public enum Verdict: String, Sendable, Hashable, Codable {
+        case ready
+        case notReady = "not_ready"
+    }
 
     public struct FieldDisagreements: Sendable, Hashable, Codable {
         public var count: Int
@@ -107,8 +116,14 @@ public struct BundleReport: Sendable, Hashable, Codable {
         public var v1Only: Int
         public var v2Only: Int
         public var examples: [String]
-        public init(v1Only: Int, v2Only: Int, examples: [String]) { (self.v1Only, self.v2Only, self.examples) = (v1Only, v2Only, examples) }
-        enum CodingKeys: String, CodingKey { case v1Only = "v1_only", v2Only = "v2_only", examples }
+        public init(v1Only: Int, v2Only: Int, examples: [String]) {
+            (self.v1Only, self.v2Only, self.examples) = (v1Only, v2Only, examples)
+        }
+        enum CodingKeys: String, CodingKey {
+            case v1Only = "v1_only"
+            case v2Only = "v2_only"
+            case examples
+        }
     }
 
     /// Events recovered on one UTC day by one mechanism (docs/operations.md, "Reconciliation").
@@ -118,7 +133,9 @@ public struct BundleReport: Sendable, Hashable, Codable {
         /// `history` or `reconciliation`.
         public var mechanism: String
         public var count: Int
-        public init(day: String, mechanism: String, count: Int) { (self.day, self.mechanism, self.count) = (day, mechanism, count) }
+        public init(day: String, mechanism: String, count: Int) {
+            (self.day, self.mechanism, self.count) = (day, mechanism, count)
+        }
     }
 
     public struct DayPoint: Sendable, Hashable, Codable {
@@ -126,12 +143,28 @@ public struct BundleReport: Sendable, Hashable, Codable {
         public var day: String
         public var pairs: Int
         public var agreements: Int
-        public init(day: String, pairs: Int, agreements: Int) { (self.day, self.pairs, self.agreements) = (day, pairs, agreements) }
+        public init(day: String, pairs: Int, agreements: Int) {
+            (self.day, self.pairs, self.agreements) = (day, pairs, agreements)
+        }
     }
 
-    public init(bundleID: String, environment: String, authority: String, eventsBySource: [String: Int], pairs: Int, agreements: Int,
-                disagreementsByField: [String: FieldDisagreements], oneSided: OneSided, daily: [DayPoint], verdict: Verdict, rule: String,
-                reasons: [String], cutovers: [CutoverRecord], recovered: [RecoveredDay] = [], appleSwitches: [AppleSwitchEnd] = []) {
+    public init(
+        bundleID: String,
+        environment: String,
+        authority: String,
+        eventsBySource: [String: Int],
+        pairs: Int,
+        agreements: Int,
+        disagreementsByField: [String: FieldDisagreements],
+        oneSided: OneSided,
+        daily: [DayPoint],
+        verdict: Verdict,
+        rule: String,
+        reasons: [String],
+        cutovers: [CutoverRecord],
+        recovered: [RecoveredDay] = [],
+        appleSwitches: [AppleSwitchEnd] = []
+    ) {
         self.bundleID = bundleID
         self.environment = environment
         self.authority = authority
@@ -151,9 +184,16 @@ public struct BundleReport: Sendable, Hashable, Codable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case bundleID = "bundle_id", environment, authority, eventsBySource = "events_by_source", pairs, agreements
-        case agreementRate = "agreement_rate", disagreementsByField = "disagreements_by_field", oneSided = "one_sided", daily
-        case verdict, rule, reasons, cutovers, recovered, appleSwitches = "apple_switches"
+        case bundleID = "bundle_id"
+        case environment, authority
+        case eventsBySource = "events_by_source"
+        case pairs, agreements
+        case agreementRate = "agreement_rate"
+        case disagreementsByField = "disagreements_by_field"
+        case oneSided = "one_sided"
+        case daily
+        case verdict, rule, reasons, cutovers, recovered
+        case appleSwitches = "apple_switches"
     }
 
     // `agreement_rate` is always present (null when nothing was compared).
@@ -177,4 +217,3 @@ public struct BundleReport: Sendable, Hashable, Codable {
         try c.encode(appleSwitches, forKey: .appleSwitches)
     }
 }
-

@@ -1,11 +1,11 @@
-internal import Store
 internal import Canonical
 internal import FoundationEssentials
 public import HTTPClient
+internal import Store
+import Synchronization
 public import V1Adapter
 internal import V2Adapter
 internal import WireJSON
-import Synchronization
 
 /// Fetches the other path's view of subscriptions, off the request path (docs/architecture.md):
 /// - `v2` jobs ask the App Store Server API (Get All Subscription Statuses). When V2 is authoritative for a bundle
@@ -34,8 +34,15 @@ public final class CompareWorker: JobTable, ContextualWorker {
     private let silent = Mutex<Set<String>>([])
     private let lastSilenceCheck = Mutex<Int64>(0)
 
-    public init(context: WorkerContext, settings: GatewayConfig.CompareSettings, silenceAlertMillis: Int64, v2Source: (any V2PathSource)?,
-                receiptClient: VerifyReceiptClient, apps: [V1App], policy: Policy = .init()) {
+    public init(
+        context: WorkerContext,
+        settings: GatewayConfig.CompareSettings,
+        silenceAlertMillis: Int64,
+        v2Source: (any V2PathSource)?,
+        receiptClient: VerifyReceiptClient,
+        apps: [V1App],
+        policy: Policy = .init()
+    ) {
         self.context = context
         self.settings = settings
         self.silenceAlertMillis = silenceAlertMillis
@@ -71,7 +78,10 @@ public final class CompareWorker: JobTable, ContextualWorker {
             if error.retryable {
                 await retry(job, error: error.code)
             } else {
-                log.warn("comparison fetch failed", ["bundle": .string(job.bundleID), "path": .string(job.fetch.rawValue), "code": .string(error.code)])
+                log.warn(
+                    "comparison fetch failed",
+                    ["bundle": .string(job.bundleID), "path": .string(job.fetch.rawValue), "code": .string(error.code)]
+                )
                 await settle(job, state: .failed, error: error.code)
             }
         } catch {
@@ -86,8 +96,13 @@ public final class CompareWorker: JobTable, ContextualWorker {
             throw PathFetchError(code: "no_app_store_api", message: "app_store_api is not configured", retryable: false)
         }
         let time = now()
-        guard let status = try await source.status(bundleID: job.bundleID, environment: job.environment,
-                                                   originalTransactionID: job.originalTransactionID, observedAt: time)
+        guard
+            let status = try await source.status(
+                bundleID: job.bundleID,
+                environment: job.environment,
+                originalTransactionID: job.originalTransactionID,
+                observedAt: time
+            )
         else {
             try await notSeen(job, by: .v2, time: time)
             return
@@ -95,13 +110,20 @@ public final class CompareWorker: JobTable, ContextualWorker {
         let router = self.router
         var derivedFrom: CanonicalEvent?
         if let id = job.v1EventID {
-            derivedFrom = try await context.read { tx in try tx.events(id: id, originalTransactionID: nil, limit: 1).first?.event }
+            derivedFrom = try await context.read { tx in
+                try tx.events(id: id, originalTransactionID: nil, limit: 1).first?.event
+            }
         }
         let v1Event = derivedFrom
         let comparison = try await store.write { tx in
             if let v1Event {
-                try tx.storeEvents([Self.v2APIEvent(from: v1Event, status: status)], journalID: nil, routing: router, now: time,
-                                   authority: job.authority)
+                try tx.storeEvents(
+                    [Self.v2APIEvent(from: v1Event, status: status)],
+                    journalID: nil,
+                    routing: router,
+                    now: time,
+                    authority: job.authority
+                )
             }
             try tx.putSnapshot(status.snapshot, path: .v2)
             return try self.finish(job, at: time, in: tx)
@@ -115,8 +137,16 @@ public final class CompareWorker: JobTable, ContextualWorker {
     static func v2APIEvent(from v1: CanonicalEvent, status: V2PathStatus) -> CanonicalEvent {
         let suffix = v1.id.hasPrefix("v1:") ? String(v1.id.dropFirst(3)) : v1.id
         var e = CanonicalEvent(
-            id: "v2-api:" + suffix, source: .v2API, kind: v1.kind, reason: v1.reason, rawType: v1.rawType, rawSubtype: nil,
-            eventDate: v1.eventDate, eventDateSource: v1.eventDateSource, verified: true)
+            id: "v2-api:" + suffix,
+            source: .v2API,
+            kind: v1.kind,
+            reason: v1.reason,
+            rawType: v1.rawType,
+            rawSubtype: nil,
+            eventDate: v1.eventDate,
+            eventDateSource: v1.eventDateSource,
+            verified: true
+        )
         e.bundleID = v1.bundleID
         e.appAppleID = v1.appAppleID
         e.environment = v1.environment
@@ -136,14 +166,28 @@ public final class CompareWorker: JobTable, ContextualWorker {
             try await notSeen(job, by: .v1, time: time, receipt: nil)
             return
         }
-        guard let secret = apps[job.bundleID]?.sharedSecrets.first(where: { $0.name == stored.secretName })
-            ?? apps[job.bundleID]?.sharedSecrets.first
-        else { throw PathFetchError(code: "no_shared_secret", message: "no shared secret configured for \(job.bundleID)", retryable: false) }
+        guard
+            let secret = apps[job.bundleID]?.sharedSecrets.first(where: { $0.name == stored.secretName })
+                ?? apps[job.bundleID]?.sharedSecrets.first
+        else {
+            throw PathFetchError(
+                code: "no_shared_secret",
+                message: "no shared secret configured for \(job.bundleID)",
+                retryable: false
+            )
+        }
         let answer: VerifyReceiptClient.Answer
         do { answer = try await receiptClient.verify(receiptData: stored.receipt, sharedSecret: secret) } catch {
-            throw PathFetchError(code: error.code.rawValue, message: "verifyReceipt", retryable: error.code == .appleUnavailable)
+            throw PathFetchError(
+                code: error.code.rawValue,
+                message: "verifyReceipt",
+                retryable: error.code == .appleUnavailable
+            )
         }
-        guard let snapshot = V1EventBuilder.snapshots(from: answer.response, observedAt: time).first(where: { $0.originalTransactionID == job.originalTransactionID })
+        guard
+            let snapshot = V1EventBuilder.snapshots(from: answer.response, observedAt: time).first(where: {
+                $0.originalTransactionID == job.originalTransactionID
+            })
         else {
             try await notSeen(job, by: .v1, time: time, receipt: stored)
             return
@@ -159,11 +203,23 @@ public final class CompareWorker: JobTable, ContextualWorker {
     /// Marks the job done (first, so a refetch it asks for is not taken for this job still pending) and, for
     /// compared bundles, compares the two paths' snapshots.
     func finish(_ job: Job, at time: Int64, in tx: any StoreTransaction) throws -> ComparisonRule.Comparison? {
-        try tx.settleFetch(id: job.id, state: .done, attempts: job.attempts + 1, nextAttemptAt: nil, error: nil, now: time)
+        try tx.settleFetch(
+            id: job.id,
+            state: .done,
+            attempts: job.attempts + 1,
+            nextAttemptAt: nil,
+            error: nil,
+            now: time
+        )
         guard job.compare else { return nil }
         return try ComparisonRule.compareIfReady(
-            job.subscription, tolerance: settings.toleranceMillis, confirms: job.confirms, confirmDelay: settings.confirmDelayMillis, at: time,
-            in: tx)
+            job.subscription,
+            tolerance: settings.toleranceMillis,
+            confirms: job.confirms,
+            confirmDelay: settings.confirmDelayMillis,
+            at: time,
+            in: tx
+        )
     }
 
     func count(_ comparison: ComparisonRule.Comparison?) {
@@ -209,21 +265,46 @@ public final class CompareWorker: JobTable, ContextualWorker {
                 // window longer than the attempts allow would otherwise fail the job before the one-sided outcome is
                 // ever recorded), and the last look is at the end of the window.
                 let due = min(retryAt, job.createdAt.clampedAdding(graceMillis))
-                try Self.reschedule(job, error: "\(path.rawValue)_not_seen_yet", at: time, due: due, retry: retry, counts: false, in: tx)
+                try Self.reschedule(
+                    job,
+                    error: "\(path.rawValue)_not_seen_yet",
+                    at: time,
+                    due: due,
+                    retry: retry,
+                    counts: false,
+                    in: tx
+                )
                 return .waiting
             }
             if job.compare {
                 let other = try tx.snapshot(of: job.subscription, path: otherPath)
-                try tx.recordComparison(LedgerEntry(subscription: job.subscription, comparedAt: time, outcome: outcome, fields: [],
-                                                    v1: path == .v1 ? nil : other, v2: path == .v2 ? nil : other))
+                try tx.recordComparison(
+                    LedgerEntry(
+                        subscription: job.subscription,
+                        comparedAt: time,
+                        outcome: outcome,
+                        fields: [],
+                        v1: path == .v1 ? nil : other,
+                        v2: path == .v2 ? nil : other
+                    )
+                )
             }
-            try tx.settleFetch(id: job.id, state: .done, attempts: job.attempts + 1, nextAttemptAt: nil, error: outcome.rawValue, now: time)
+            try tx.settleFetch(
+                id: job.id,
+                state: .done,
+                attempts: job.attempts + 1,
+                nextAttemptAt: nil,
+                error: outcome.rawValue,
+                now: time
+            )
             return .oneSided
         }
         if result == .oneSided {
             if job.v1EventID != nil {
-                log.error("V2 is authoritative but the App Store Server API does not know this subscription: no authoritative event",
-                          ["bundle": .string(job.bundleID), "original_transaction_id": .string(job.originalTransactionID)])
+                log.error(
+                    "V2 is authoritative but the App Store Server API does not know this subscription: no authoritative event",
+                    ["bundle": .string(job.bundleID), "original_transaction_id": .string(job.originalTransactionID)]
+                )
             }
             metrics.increment(.compareOneSidedTotal, ["side": outcome.rawValue])
         }
@@ -231,11 +312,24 @@ public final class CompareWorker: JobTable, ContextualWorker {
     }
 
     /// Leaves the job pending, due at `due` (failed once it has had `retry.maxAttempts`, when this attempt `counts`).
-    static func reschedule(_ job: Job, error: String, at time: Int64, due: Int64, retry: RetryPolicy, counts: Bool = true,
-                           in tx: any StoreTransaction) throws {
+    static func reschedule(
+        _ job: Job,
+        error: String,
+        at time: Int64,
+        due: Int64,
+        retry: RetryPolicy,
+        counts: Bool = true,
+        in tx: any StoreTransaction
+    ) throws {
         let attempts = job.attempts + (counts ? 1 : 0)
-        try tx.settleFetch(id: job.id, state: retry.jobState(.pending, attempts: attempts), attempts: attempts, nextAttemptAt: due,
-                           error: error, now: time)
+        try tx.settleFetch(
+            id: job.id,
+            state: retry.jobState(.pending, attempts: attempts),
+            attempts: attempts,
+            nextAttemptAt: due,
+            error: error,
+            now: time
+        )
     }
 
     func retry(_ job: Job, error: String) async {
@@ -249,7 +343,14 @@ public final class CompareWorker: JobTable, ContextualWorker {
         let final = policy.retry.jobState(state, attempts: attempts)
         let id = job.id
         await context.recordOutcome { tx in
-            try tx.settleFetch(id: id, state: final, attempts: attempts, nextAttemptAt: time.clampedAdding(retryIn), error: error, now: time)
+            try tx.settleFetch(
+                id: id,
+                state: final,
+                attempts: attempts,
+                nextAttemptAt: time.clampedAdding(retryIn),
+                error: error,
+                now: time
+            )
         }
     }
 
@@ -275,7 +376,8 @@ public final class CompareWorker: JobTable, ContextualWorker {
             let (bundle, env, authority) = (a.bundleID, a.environment.rawValue, a.authority.rawValue)
             let lastAuthoritative = a.lastAuthoritative ?? 0
             let lastOther = a.lastOther ?? 0
-            let isSilent = lastOther > lastAuthoritative.clampedAdding(silenceAlertMillis)
+            let isSilent =
+                lastOther > lastAuthoritative.clampedAdding(silenceAlertMillis)
                 && time.clampedSubtracting(lastAuthoritative) > silenceAlertMillis
             let key = bundle + "|" + env
             metrics.set(.authoritySilent, ["bundle": bundle, "environment": env], isSilent ? 1 : 0)
@@ -283,10 +385,13 @@ public final class CompareWorker: JobTable, ContextualWorker {
                 isSilent ? set.insert(key).inserted : set.remove(key) != nil
             }
             if changed, isSilent {
-                log.warn("the authoritative path is silent while the other path is not", [
-                    "bundle": .string(bundle), "environment": .string(env), "authority": .string(authority),
-                    "silent_for_ms": .int(time.clampedSubtracting(lastAuthoritative)),
-                ])
+                log.warn(
+                    "the authoritative path is silent while the other path is not",
+                    [
+                        "bundle": .string(bundle), "environment": .string(env), "authority": .string(authority),
+                        "silent_for_ms": .int(time.clampedSubtracting(lastAuthoritative)),
+                    ]
+                )
             }
         }
     }

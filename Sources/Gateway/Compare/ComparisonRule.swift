@@ -25,23 +25,46 @@ enum ComparisonRule {
     /// recorded only once it has survived `maxConfirmations` refetches of the then older side (`confirms` is how many
     /// led here): two observations that straddle a renewal, a billing retry or an expiry are not a disagreement.
     @discardableResult
-    static func compareIfReady(_ key: SubscriptionKey, tolerance: Int64, confirms: Int, confirmDelay: Int64, at time: Int64,
-                               in tx: any StoreTransaction) throws -> Comparison {
-        guard let v1 = try tx.snapshot(of: key, path: .v1), let v2 = try tx.snapshot(of: key, path: .v2) else { return .waiting }
+    static func compareIfReady(
+        _ key: SubscriptionKey,
+        tolerance: Int64,
+        confirms: Int,
+        confirmDelay: Int64,
+        at time: Int64,
+        in tx: any StoreTransaction
+    ) throws -> Comparison {
+        guard let v1 = try tx.snapshot(of: key, path: .v1), let v2 = try tx.snapshot(of: key, path: .v2) else {
+            return .waiting
+        }
         let older: Generation = v1.observedAt < v2.observedAt ? .v1 : .v2
         if v1.observedAt.clampedSubtracting(v2.observedAt).magnitude > UInt64(max(0, tolerance)) {
-            try tx.enqueueFetch(FetchRequest(subscription: key, fetch: older, compare: true, confirms: confirms), at: time, due: nil)
+            try tx.enqueueFetch(
+                FetchRequest(subscription: key, fetch: older, compare: true, confirms: confirms),
+                at: time,
+                due: nil
+            )
             return .stale
         }
         let fields = OutcomeComparison.disagreements(v1: v1, v2: v2)
         if !fields.isEmpty, confirms < maxConfirmations, v1.observedAt != v2.observedAt {
-            try tx.enqueueFetch(FetchRequest(subscription: key, fetch: older, compare: true, confirms: confirms + 1), at: time,
-                                due: time.clampedAdding(confirmDelay))
+            try tx.enqueueFetch(
+                FetchRequest(subscription: key, fetch: older, compare: true, confirms: confirms + 1),
+                at: time,
+                due: time.clampedAdding(confirmDelay)
+            )
             return .unconfirmed
         }
         let outcome: Comparison = fields.isEmpty ? .agree : .disagree
-        try tx.recordComparison(LedgerEntry(subscription: key, comparedAt: time, outcome: fields.isEmpty ? .agree : .disagree, fields: fields,
-                                            v1: v1, v2: v2))
+        try tx.recordComparison(
+            LedgerEntry(
+                subscription: key,
+                comparedAt: time,
+                outcome: fields.isEmpty ? .agree : .disagree,
+                fields: fields,
+                v1: v1,
+                v2: v2
+            )
+        )
         return outcome
     }
 }

@@ -29,7 +29,12 @@ public protocol V2PathSource: Sendable {
     /// Whether it can answer for an app (the App Store Server API: only apps with a client).
     func serves(bundleID: String) -> Bool
     /// nil when Apple's V2 path does not know the subscription.
-    func status(bundleID: String, environment: AppStoreEnvironment, originalTransactionID: String, observedAt: Int64) async throws(PathFetchError)
+    func status(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        originalTransactionID: String,
+        observedAt: Int64
+    ) async throws(PathFetchError)
         -> V2PathStatus?
 }
 
@@ -50,6 +55,11 @@ public struct NotificationHistorySlice: Sendable {
 public protocol NotificationHistorySource: Sendable {
     func serves(bundleID: String) -> Bool
     /// One page of the notifications Apple sent for the app in [startDate, endDate).
-    func notificationHistoryPage(bundleID: String, environment: AppStoreEnvironment, startDate: Int64, endDate: Int64,
-                                 paginationToken: String?) async throws(PathFetchError) -> NotificationHistorySlice
+    func notificationHistoryPage(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        startDate: Int64,
+        endDate: Int64,
+        paginationToken: String?
+    ) async throws(PathFetchError) -> NotificationHistorySlice
 }

@@ -18,7 +18,10 @@ struct ConfigReader {
 
     func rejectUnknown(allowed: Set<String>) throws(ConfigError) {
         for key in object.keys where !allowed.contains(key) {
-            throw ConfigError(field: field(key), "unknown setting (allowed here: \(allowed.sorted().joined(separator: ", ")))")
+            throw ConfigError(
+                field: field(key),
+                "unknown setting (allowed here: \(allowed.sorted().joined(separator: ", ")))"
+            )
         }
     }
 
@@ -42,7 +45,9 @@ struct ConfigReader {
 
     func int64(_ key: String) throws(ConfigError) -> Int64? {
         guard let v = object[key], !v.isNull else { return nil }
-        guard case .number(let n) = v, let i = Int64(n) else { throw ConfigError(field: field(key), "must be an integer") }
+        guard case .number(let n) = v, let i = Int64(n) else {
+            throw ConfigError(field: field(key), "must be an integer")
+        }
         return i
     }
 
@@ -59,7 +64,9 @@ struct ConfigReader {
     /// An integer within `range`, or `current` when the key is absent.
     func int(_ key: String, _ range: ClosedRange<Int64>, _ current: Int) throws(ConfigError) -> Int {
         guard let v = try int64(key) else { return current }
-        guard range.contains(v) else { throw ConfigError(field: field(key), "must be \(range.lowerBound)…\(range.upperBound)") }
+        guard range.contains(v) else {
+            throw ConfigError(field: field(key), "must be \(range.lowerBound)…\(range.upperBound)")
+        }
         return Int(v)
     }
 
@@ -71,7 +78,9 @@ struct ConfigReader {
         case .string(let text): bytes = SizeText.bytes(text)
         default: bytes = nil
         }
-        guard let bytes else { throw ConfigError(field: field(key), "must be a size: bytes, or text such as \"16MiB\"") }
+        guard let bytes else {
+            throw ConfigError(field: field(key), "must be a size: bytes, or text such as \"16MiB\"")
+        }
         guard range.contains(bytes) else {
             throw ConfigError(field: field(key), "must be \(range.lowerBound)…\(range.upperBound) bytes")
         }
@@ -85,7 +94,9 @@ struct ConfigReader {
         guard case .array(let items) = v else { throw ConfigError(field: field(key), "must be a list of strings") }
         var out: [String] = []
         for (i, item) in items.enumerated() {
-            guard case .string(let s) = item else { throw ConfigError(field: "\(field(key))[\(i)]", "must be a string") }
+            guard case .string(let s) = item else {
+                throw ConfigError(field: "\(field(key))[\(i)]", "must be a string")
+            }
             out.append(s)
         }
         return out

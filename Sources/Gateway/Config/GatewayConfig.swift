@@ -1,11 +1,11 @@
-internal import HTTPServer
 public import Canonical
-public import V1Adapter
+internal import FoundationEssentials
 public import HTTPClient
-internal import WireJSON
+internal import HTTPServer
 internal import Store
 internal import TeamDatabase
-internal import FoundationEssentials
+public import V1Adapter
+internal import WireJSON
 
 /// The gateway's configuration file (JSON; docs/architecture.md, "Command line"). Secrets are never inline: the file names environment
 /// variables. Relative paths are resolved against the file's folder. Every problem is reported with its field.
@@ -26,7 +26,9 @@ public struct GatewayConfig: Sendable {
         /// (this gateway's public `/notifications`); the switch refuses to move Apple while Apple's URL differs.
         public var notificationURL: [AppStoreEnvironment: String] = [:]
 
-        public func authority(for environment: AppStoreEnvironment) -> Authority { authorityByEnvironment[environment] ?? authority }
+        public func authority(for environment: AppStoreEnvironment) -> Authority {
+            authorityByEnvironment[environment] ?? authority
+        }
         /// Whether Apple may send this app V1 notifications (a shared secret is configured).
         public var acceptsV1: Bool { !sharedSecretEnv.isEmpty }
     }
@@ -142,8 +144,12 @@ public struct GatewayConfig: Sendable {
     public var apps: [App] = []
     public var downstreams: [Downstream] = []
     public var appStoreAPI = AppStoreAPI(
-        productionURL: "https://api.storekit.apple.com", sandboxURL: "https://api.storekit-sandbox.apple.com",
-        issuerID: nil, keyID: nil, privateKeyEnv: nil)
+        productionURL: "https://api.storekit.apple.com",
+        sandboxURL: "https://api.storekit-sandbox.apple.com",
+        issuerID: nil,
+        keyID: nil,
+        privateKeyEnv: nil
+    )
     /// nil when the file has no `app_store_connect`: the switch cannot move Apple then.
     public var appStoreConnect: AppStoreConnect?
     public var compareSettings = CompareSettings()
@@ -175,7 +181,9 @@ public struct GatewayConfig: Sendable {
     /// the order the checks have always run (so that a file with several mistakes names the same one first).
     public static func parse(_ bytes: [UInt8], baseDirectory: String) throws(ConfigError) -> GatewayConfig {
         let root: JSONValue
-        do { root = try JSONParser.parse(bytes) } catch { throw ConfigError(field: "", "config is not valid JSON: \(error)") }
+        do { root = try JSONParser.parse(bytes) } catch {
+            throw ConfigError(field: "", "config is not valid JSON: \(error)")
+        }
         let r = try ConfigReader(root, path: "")
         try r.rejectUnknown(allowed: Keys.root)
         var c = GatewayConfig()
@@ -215,14 +223,21 @@ public struct GatewayConfig: Sendable {
         if let postgres = try store.object("postgres") {
             try postgres.rejectUnknown(allowed: Keys.storePostgres)
             guard try store.string("sqlite") == nil else {
-                throw ConfigError(field: store.field("postgres"), "give either store.sqlite or store.postgres, not both")
+                throw ConfigError(
+                    field: store.field("postgres"),
+                    "give either store.sqlite or store.postgres, not both"
+                )
             }
             c.postgresURLEnv = try postgres.requiredString("url_env")
         }
     }
 
     /// Apple's side: `trust`, `verify_receipt` and `app_store_api`.
-    private static func parseAppleEndpoints(_ r: ConfigReader, base: String, into c: inout GatewayConfig) throws(ConfigError) {
+    private static func parseAppleEndpoints(
+        _ r: ConfigReader,
+        base: String,
+        into c: inout GatewayConfig
+    ) throws(ConfigError) {
         if let trust = try r.object("trust") {
             try trust.rejectUnknown(allowed: Keys.trust)
             c.extraRoots = (try trust.strings("extra_roots") ?? []).map { resolve($0, base: base) }
@@ -247,15 +262,21 @@ public struct GatewayConfig: Sendable {
         guard let asc = try r.object("app_store_connect") else { return }
         try asc.rejectUnknown(allowed: Keys.appStoreConnect)
         c.appStoreConnect = AppStoreConnect(
-            issuerID: try asc.requiredString("issuer_id"), keyID: try asc.requiredString("key_id"),
-            privateKeyEnv: try asc.requiredString("private_key_env"), url: try url(asc, "url") ?? AppStoreConnect.defaultURL)
+            issuerID: try asc.requiredString("issuer_id"),
+            keyID: try asc.requiredString("key_id"),
+            privateKeyEnv: try asc.requiredString("private_key_env"),
+            url: try url(asc, "url") ?? AppStoreConnect.defaultURL
+        )
     }
 
     /// `max_notification_age` and `raw_body_retention`.
     private static func parseAges(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
         if let age = try r.string("max_notification_age") {
             guard let ms = configDuration(age) else {
-                throw ConfigError(field: "max_notification_age", "must be a duration such as 10d or 12h (at most 100 years)")
+                throw ConfigError(
+                    field: "max_notification_age",
+                    "must be a duration such as 10d or 12h (at most 100 years)"
+                )
             }
             c.maxNotificationAgeMillis = ms
         }
@@ -285,7 +306,10 @@ public struct GatewayConfig: Sendable {
         }
         if let v = compare.object["min_agreement_rate"], !v.isNull {
             guard case .number(let text) = v, let rate = Double(text), rate > 0, rate <= 1 else {
-                throw ConfigError(field: compare.field("min_agreement_rate"), "must be a number in (0, 1], such as 0.995")
+                throw ConfigError(
+                    field: compare.field("min_agreement_rate"),
+                    "must be a number in (0, 1], such as 0.995"
+                )
             }
             c.compareSettings.rule.minimumAgreementRate = rate
         }
@@ -314,7 +338,10 @@ public struct GatewayConfig: Sendable {
         if let lag = try reconcile.string("history_lag") {
             // 0s is allowed (the sweep reaches up to now); more than a day would hold back every recovery that long.
             guard let ms = DurationText.milliseconds(lag), ms <= ReconcileSettings.maxHistoryLagMillis else {
-                throw ConfigError(field: reconcile.field("history_lag"), "must be a duration from 0s to 1d, such as 10m")
+                throw ConfigError(
+                    field: reconcile.field("history_lag"),
+                    "must be a duration from 0s to 1d, such as 10m"
+                )
             }
             c.reconcile.historyLagMillis = ms
         }
@@ -343,20 +370,44 @@ public struct GatewayConfig: Sendable {
     private static func parseLimits(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
         guard let limits = try r.object("limits") else { return }
         try limits.rejectUnknown(allowed: Keys.limits)
-        c.limits.untrustedQuarantine = try limits.int("untrusted_quarantine", 1...1_000_000, c.limits.untrustedQuarantine)
+        c.limits.untrustedQuarantine = try limits.int(
+            "untrusted_quarantine",
+            1...1_000_000,
+            c.limits.untrustedQuarantine
+        )
         c.limits.genuineQuarantine = try limits.int("genuine_quarantine", 1...10_000_000, c.limits.genuineQuarantine)
         // A lane must hold at least one body of the endpoint's 1 MiB limit (plus its row).
         let mebibyte: Int64 = 1_048_576
         c.limits.untrustedQuarantineBytes = try limits.size(
-            "untrusted_quarantine_bytes", 2 * mebibyte...1024 * 1024 * mebibyte, c.limits.untrustedQuarantineBytes)
+            "untrusted_quarantine_bytes",
+            2 * mebibyte...1024 * 1024 * mebibyte,
+            c.limits.untrustedQuarantineBytes
+        )
         c.limits.genuineQuarantineBytes = try limits.size(
-            "genuine_quarantine_bytes", 2 * mebibyte...1024 * 1024 * mebibyte, c.limits.genuineQuarantineBytes)
+            "genuine_quarantine_bytes",
+            2 * mebibyte...1024 * 1024 * mebibyte,
+            c.limits.genuineQuarantineBytes
+        )
         c.limits.httpThreads = try limits.int("http_threads", 1...256, c.limits.httpThreads)
-        c.limits.verifyReceiptConcurrency = try limits.int("verify_receipt_concurrency", 1...64, c.limits.verifyReceiptConcurrency)
+        c.limits.verifyReceiptConcurrency = try limits.int(
+            "verify_receipt_concurrency",
+            1...64,
+            c.limits.verifyReceiptConcurrency
+        )
         c.limits.connections = try limits.int("connections", 1...100_000, c.limits.connections)
-        c.limits.connectionsPerAddress = try limits.int("connections_per_address", 0...100_000, c.limits.connectionsPerAddress)
-        c.limits.requestDeadlineSeconds = try limits.int("request_deadline_seconds", 1...3_600, c.limits.requestDeadlineSeconds)
-        c.limits.bodyBufferBytes = Int(try limits.size("body_buffer_bytes", mebibyte...(1 << 34), Int64(c.limits.bodyBufferBytes)))
+        c.limits.connectionsPerAddress = try limits.int(
+            "connections_per_address",
+            0...100_000,
+            c.limits.connectionsPerAddress
+        )
+        c.limits.requestDeadlineSeconds = try limits.int(
+            "request_deadline_seconds",
+            1...3_600,
+            c.limits.requestDeadlineSeconds
+        )
+        c.limits.bodyBufferBytes = Int(
+            try limits.size("body_buffer_bytes", mebibyte...(1 << 34), Int64(c.limits.bodyBufferBytes))
+        )
         if let lease = try limits.string("job_lease") {
             guard let ms = configDuration(lease), ms >= 1_000, ms <= 86_400_000 else {
                 throw ConfigError(field: limits.field("job_lease"), "must be a duration from 1s to 1d, such as 5m")
@@ -366,7 +417,11 @@ public struct GatewayConfig: Sendable {
     }
 
     /// `downstreams`, each with a name of its own; read after the store (a database downstream must not be it).
-    private static func parseDownstreams(_ r: ConfigReader, base: String, into c: inout GatewayConfig) throws(ConfigError) {
+    private static func parseDownstreams(
+        _ r: ConfigReader,
+        base: String,
+        into c: inout GatewayConfig
+    ) throws(ConfigError) {
         for d in try r.objects("downstreams") ?? [] {
             c.downstreams.append(try downstream(d, base: base, config: c))
         }
@@ -374,7 +429,11 @@ public struct GatewayConfig: Sendable {
 
     /// One element of `downstreams`: its kind and target (a URL, or a database's tables), its delivery settings.
     /// `config`: everything read so far (the store, the downstreams before this one).
-    private static func downstream(_ d: ConfigReader, base: String, config c: GatewayConfig) throws(ConfigError) -> Downstream {
+    private static func downstream(
+        _ d: ConfigReader,
+        base: String,
+        config c: GatewayConfig
+    ) throws(ConfigError) -> Downstream {
         try d.rejectUnknown(allowed: Keys.downstream)
         let name = try d.requiredString("name")
         guard !c.downstreams.contains(where: { $0.name == name }) else {
@@ -387,7 +446,12 @@ public struct GatewayConfig: Sendable {
         var url = ""
         var database: Downstream.Database?
         if kind == .database {
-            database = try databaseTarget(d, base: base, storePath: c.postgresURLEnv == nil ? c.sqlitePath : nil, others: c.downstreams)
+            database = try databaseTarget(
+                d,
+                base: base,
+                storePath: c.postgresURLEnv == nil ? c.sqlitePath : nil,
+                others: c.downstreams
+            )
         } else {
             for key in ["url_env", "sqlite", "schema"] where d.object[key].map({ !$0.isNull }) ?? false {
                 throw ConfigError(field: d.field(key), "applies only to a downstream of kind \"database\"")
@@ -401,17 +465,28 @@ public struct GatewayConfig: Sendable {
         guard (1...256).contains(concurrency) else { throw ConfigError(field: d.field("concurrency"), "must be 1…256") }
         let (retryDelay, maxRetryDelay) = try retryDelays(d)
         return Downstream(
-            name: name, kind: kind, url: url, database: database, secretEnv: try d.strings("secret_env") ?? [],
-            environments: try environments(d, default: [.production]), shadow: try d.bool("shadow") ?? false,
-            includeRaw: try d.bool("include_raw") ?? false, maxAttempts: Int(attempts), concurrency: Int(concurrency),
-            retryDelayMillis: retryDelay, maxRetryDelayMillis: maxRetryDelay)
+            name: name,
+            kind: kind,
+            url: url,
+            database: database,
+            secretEnv: try d.strings("secret_env") ?? [],
+            environments: try environments(d, default: [.production]),
+            shadow: try d.bool("shadow") ?? false,
+            includeRaw: try d.bool("include_raw") ?? false,
+            maxAttempts: Int(attempts),
+            concurrency: Int(concurrency),
+            retryDelayMillis: retryDelay,
+            maxRetryDelayMillis: maxRetryDelay
+        )
     }
 
     /// A downstream's `retry_delay` and `max_retry_delay` (nil: the policy's), the first not longer than the second.
     private static func retryDelays(_ d: ConfigReader) throws(ConfigError) -> (Int64?, Int64?) {
         func delay(_ key: String) throws(ConfigError) -> Int64? {
             guard let text = try d.string(key) else { return nil }
-            guard let ms = configDuration(text) else { throw ConfigError(field: d.field(key), "must be a duration such as 5s or 6h") }
+            guard let ms = configDuration(text) else {
+                throw ConfigError(field: d.field(key), "must be a duration such as 5s or 6h")
+            }
             return ms
         }
         let retryDelay = try delay("retry_delay")
@@ -440,7 +515,9 @@ public struct GatewayConfig: Sendable {
         let appleID = try a.int64("app_apple_id")
         if envs.contains(.production), appleID == nil {
             throw ConfigError(
-                field: a.field("app_apple_id"), "is required when the app accepts production notifications")
+                field: a.field("app_apple_id"),
+                "is required when the app accepts production notifications"
+            )
         }
         let (authority, byEnvironment) = try appAuthority(a)
         let names = try a.strings("downstreams") ?? []
@@ -449,19 +526,31 @@ public struct GatewayConfig: Sendable {
         }
         let notificationURL = try notificationURLs(a, environments: envs)
         return App(
-            bundleID: bundle, appAppleID: appleID, environments: envs,
-            sharedSecretEnv: try a.strings("shared_secret_env") ?? [], authority: authority, authorityByEnvironment: byEnvironment,
-            compare: try a.bool("compare") ?? false, verifyReceipt: try a.bool("verify_receipt") ?? true,
-            downstreams: names, notificationURL: notificationURL)
+            bundleID: bundle,
+            appAppleID: appleID,
+            environments: envs,
+            sharedSecretEnv: try a.strings("shared_secret_env") ?? [],
+            authority: authority,
+            authorityByEnvironment: byEnvironment,
+            compare: try a.bool("compare") ?? false,
+            verifyReceipt: try a.bool("verify_receipt") ?? true,
+            downstreams: names,
+            notificationURL: notificationURL
+        )
     }
 
     /// An app's `authority`: `"v2"`, or per environment: `{"production": "v1", "sandbox": "v2"}` (unnamed ones: v1).
-    private static func appAuthority(_ a: ConfigReader) throws(ConfigError) -> (Authority, [AppStoreEnvironment: Authority]) {
+    private static func appAuthority(
+        _ a: ConfigReader
+    ) throws(ConfigError) -> (Authority, [AppStoreEnvironment: Authority]) {
         var byEnvironment: [AppStoreEnvironment: Authority] = [:]
         guard case .object? = a.object["authority"] else {
             let authorityText = try a.string("authority") ?? Authority.v1.rawValue
             guard let value = Authority(rawValue: authorityText) else {
-                throw ConfigError(field: a.field("authority"), "must be \"v1\" or \"v2\" (or an object per environment)")
+                throw ConfigError(
+                    field: a.field("authority"),
+                    "must be \"v1\" or \"v2\" (or an object per environment)"
+                )
             }
             return (value, byEnvironment)
         }
@@ -469,14 +558,19 @@ public struct GatewayConfig: Sendable {
         try per.rejectUnknown(allowed: Keys.appAuthority)
         for env in ["production", "sandbox"] {
             guard let text = try per.string(env) else { continue }
-            guard let value = Authority(rawValue: text) else { throw ConfigError(field: per.field(env), "must be \"v1\" or \"v2\"") }
+            guard let value = Authority(rawValue: text) else {
+                throw ConfigError(field: per.field(env), "must be \"v1\" or \"v2\"")
+            }
             byEnvironment[AppStoreEnvironment(rawValue: env)] = value
         }
         return (.v1, byEnvironment)
     }
 
     /// An app's `notification_url`: `{"production": URL, "sandbox": URL}`, each for an environment the app accepts.
-    private static func notificationURLs(_ a: ConfigReader, environments envs: Set<AppStoreEnvironment>) throws(ConfigError)
+    private static func notificationURLs(
+        _ a: ConfigReader,
+        environments envs: Set<AppStoreEnvironment>
+    ) throws(ConfigError)
         -> [AppStoreEnvironment: String]
     {
         var notificationURL: [AppStoreEnvironment: String] = [:]
@@ -486,7 +580,10 @@ public struct GatewayConfig: Sendable {
             guard let u = try url(urls, env) else { continue }
             let environment = AppStoreEnvironment(rawValue: env)
             guard envs.contains(environment) else {
-                throw ConfigError(field: urls.field(env), "the app does not accept \(env) notifications (apps[].environments)")
+                throw ConfigError(
+                    field: urls.field(env),
+                    "the app does not accept \(env) notifications (apps[].environments)"
+                )
             }
             notificationURL[environment] = u
         }
@@ -499,7 +596,8 @@ public struct GatewayConfig: Sendable {
     enum Keys {
         static let root: Set<String> = [
             "listen", "admin", "store", "trust", "verify_receipt", "apps", "downstreams", "app_store_api",
-            "max_notification_age", "raw_body_retention", "listen_tls", "limits", "compare", "silence_alert", "$comment",
+            "max_notification_age", "raw_body_retention", "listen_tls", "limits", "compare", "silence_alert",
+            "$comment",
             "reconcile", "app_store_connect",
         ]
         static let admin: Set<String> = ["listen", "token_env"]
@@ -507,19 +605,25 @@ public struct GatewayConfig: Sendable {
         static let storePostgres: Set<String> = ["url_env"]
         static let trust: Set<String> = ["extra_roots"]
         static let verifyReceipt: Set<String> = ["production_url", "sandbox_url"]
-        static let appStoreAPI: Set<String> = ["production_url", "sandbox_url", "issuer_id", "key_id", "private_key_env"]
+        static let appStoreAPI: Set<String> = [
+            "production_url", "sandbox_url", "issuer_id", "key_id", "private_key_env",
+        ]
         static let appStoreConnect: Set<String> = ["issuer_id", "key_id", "private_key_env", "url"]
         static let compare: Set<String> = [
-            "tolerance", "grace", "confirm_delay", "concurrency", "min_pairs", "min_agreement_rate", "window", "allow_one_sided",
+            "tolerance", "grace", "confirm_delay", "concurrency", "min_pairs", "min_agreement_rate", "window",
+            "allow_one_sided",
         ]
         static let reconcile: Set<String> = [
-            "every", "expiring_within", "silent_for", "history_sweep", "history_overlap", "history_lag", "history_first_window",
+            "every", "expiring_within", "silent_for", "history_sweep", "history_overlap", "history_lag",
+            "history_first_window",
             "requests_per_hour", "alert_after",
         ]
         static let listenTLS: Set<String> = ["cert_file", "key_file"]
         static let limits: Set<String> = [
-            "untrusted_quarantine", "genuine_quarantine", "untrusted_quarantine_bytes", "genuine_quarantine_bytes", "http_threads",
-            "verify_receipt_concurrency", "connections", "connections_per_address", "request_deadline_seconds", "body_buffer_bytes",
+            "untrusted_quarantine", "genuine_quarantine", "untrusted_quarantine_bytes", "genuine_quarantine_bytes",
+            "http_threads",
+            "verify_receipt_concurrency", "connections", "connections_per_address", "request_deadline_seconds",
+            "body_buffer_bytes",
             "job_lease",
         ]
         static let downstream: Set<String> = [
@@ -527,7 +631,8 @@ public struct GatewayConfig: Sendable {
             "retry_delay", "max_retry_delay", "url_env", "sqlite", "schema",
         ]
         static let app: Set<String> = [
-            "bundle_id", "app_apple_id", "environments", "shared_secret_env", "authority", "compare", "verify_receipt", "downstreams",
+            "bundle_id", "app_apple_id", "environments", "shared_secret_env", "authority", "compare", "verify_receipt",
+            "downstreams",
             "notification_url",
         ]
         /// `apps[].authority` when it is an object (per environment).
@@ -537,8 +642,10 @@ public struct GatewayConfig: Sendable {
 
         /// Where each set applies: the object's dotted path (`[]`: each element of a list) and its members.
         static let objects: [(path: String, members: Set<String>)] = [
-            ("", root), ("admin", admin), ("store", store), ("store.postgres", storePostgres), ("trust", trust), ("verify_receipt", verifyReceipt),
-            ("app_store_api", appStoreAPI), ("app_store_connect", appStoreConnect), ("compare", compare), ("reconcile", reconcile), ("listen_tls", listenTLS), ("limits", limits),
+            ("", root), ("admin", admin), ("store", store), ("store.postgres", storePostgres), ("trust", trust),
+            ("verify_receipt", verifyReceipt),
+            ("app_store_api", appStoreAPI), ("app_store_connect", appStoreConnect), ("compare", compare),
+            ("reconcile", reconcile), ("listen_tls", listenTLS), ("limits", limits),
             ("downstreams[]", downstream), ("apps[]", app), ("apps[].authority", appAuthority),
             ("apps[].notification_url", appNotificationURL),
         ]
@@ -559,21 +666,30 @@ public struct GatewayConfig: Sendable {
     /// may receive V1 with V2 authoritative needs the App Store Server API for its V2 path, and comparing needs it
     /// for the V2 side of V1 traffic. `authority` is the effective one per (bundle, environment), a stored cutover
     /// included; `v2PathAvailable` says whether the App Store Server API (or a stand-in) is there.
-    public func authorityProblems(effective authority: [(bundle: String, environment: String, authority: Generation)], v2PathAvailable: Bool)
+    public func authorityProblems(
+        effective authority: [(bundle: String, environment: String, authority: Generation)],
+        v2PathAvailable: Bool
+    )
         -> [ConfigError]
     {
         var problems: [ConfigError] = []
         for app in apps where app.acceptsV1 && !v2PathAvailable {
             if app.compare {
-                problems.append(ConfigError(
-                    field: "apps[\(app.bundleID)].compare",
-                    "comparing V1 traffic needs the V2 path: configure app_store_api (issuer_id, key_id, private_key_env)"))
+                problems.append(
+                    ConfigError(
+                        field: "apps[\(app.bundleID)].compare",
+                        "comparing V1 traffic needs the V2 path: configure app_store_api (issuer_id, key_id, private_key_env)"
+                    )
+                )
             }
             for row in authority where row.bundle == app.bundleID && row.authority == .v2 {
-                problems.append(ConfigError(
-                    field: "apps[\(app.bundleID)].authority",
-                    "V2 is authoritative in \(row.environment) while Apple may still send V1: its V2 path comes from the App Store "
-                        + "Server API, so app_store_api (issuer_id, key_id, private_key_env) must be configured"))
+                problems.append(
+                    ConfigError(
+                        field: "apps[\(app.bundleID)].authority",
+                        "V2 is authoritative in \(row.environment) while Apple may still send V1: its V2 path comes from the App Store "
+                            + "Server API, so app_store_api (issuer_id, key_id, private_key_env) must be configured"
+                    )
+                )
             }
         }
         return problems
@@ -589,7 +705,10 @@ public struct GatewayConfig: Sendable {
         return ms
     }
 
-    private static func environments(_ r: ConfigReader, default value: Set<AppStoreEnvironment>) throws(ConfigError)
+    private static func environments(
+        _ r: ConfigReader,
+        default value: Set<AppStoreEnvironment>
+    ) throws(ConfigError)
         -> Set<AppStoreEnvironment>
     {
         guard let list = try r.strings("environments") else { return value }
@@ -607,7 +726,12 @@ public struct GatewayConfig: Sendable {
     /// A `database` downstream's target: exactly one of `url_env` (PostgreSQL, `schema` defaulting to `iap`) and
     /// `sqlite` (a path relative to the config file; `schema`, when given, prefixes the table names). `url`,
     /// `secret_env` and `include_raw` do not apply. Two database downstreams may not write the same tables.
-    private static func databaseTarget(_ d: ConfigReader, base: String, storePath: String?, others: [Downstream]) throws(ConfigError)
+    private static func databaseTarget(
+        _ d: ConfigReader,
+        base: String,
+        storePath: String?,
+        others: [Downstream]
+    ) throws(ConfigError)
         -> Downstream.Database
     {
         for key in ["url", "secret_env", "include_raw"] where d.object[key].map({ !$0.isNull }) ?? false {
@@ -619,12 +743,15 @@ public struct GatewayConfig: Sendable {
         if let schema, !DownstreamNames.isValid(schema) {
             throw ConfigError(
                 field: d.field("schema"),
-                "must be 1 to 48 lowercase letters, digits and underscores, starting with a letter (not pg_…)")
+                "must be 1 to 48 lowercase letters, digits and underscores, starting with a letter (not pg_…)"
+            )
         }
         let target: Downstream.Database
         switch (urlEnv, sqlite) {
         case (let variable?, nil):
-            guard !variable.isEmpty else { throw ConfigError(field: d.field("url_env"), "must name an environment variable") }
+            guard !variable.isEmpty else {
+                throw ConfigError(field: d.field("url_env"), "must name an environment variable")
+            }
             target = .postgres(urlEnv: variable, schema: schema ?? DownstreamNames.defaultSchema)
         case (nil, let path?):
             guard !path.isEmpty else { throw ConfigError(field: d.field("sqlite"), "must be a file path") }
@@ -632,16 +759,23 @@ public struct GatewayConfig: Sendable {
             // By the file, not the text: a path through `..`, a symbolic link or a hard link must not make the store's
             // own file a downstream's (the files may not exist yet: the config is read before the store is opened).
             if let storePath, SQLiteStore.sameFile(resolved, storePath) {
-                throw ConfigError(field: d.field("sqlite"), "is the gateway's own store; a database downstream needs a file of its own")
+                throw ConfigError(
+                    field: d.field("sqlite"),
+                    "is the gateway's own store; a database downstream needs a file of its own"
+                )
             }
             target = .sqlite(path: resolved, prefix: schema ?? "")
         default:
             throw ConfigError(
-                field: d.field("url_env"), "a database downstream needs exactly one of url_env (PostgreSQL) and sqlite (a file)")
+                field: d.field("url_env"),
+                "a database downstream needs exactly one of url_env (PostgreSQL) and sqlite (a file)"
+            )
         }
         if let other = others.first(where: { $0.database.map { sameTables($0, target) } ?? false }) {
             throw ConfigError(
-                field: d.field(urlEnv != nil ? "url_env" : "sqlite"), "downstream \"\(other.name)\" already writes these tables")
+                field: d.field(urlEnv != nil ? "url_env" : "sqlite"),
+                "downstream \"\(other.name)\" already writes these tables"
+            )
         }
         return target
     }
@@ -667,7 +801,9 @@ public struct GatewayConfig: Sendable {
 
     /// The apps as the V1 adapter sees them, their shared secrets read from `environment`; secrets whose variable is
     /// unset are returned separately (the caller decides whether that is fatal).
-    public func v1Apps(environment: [String: String]) -> (apps: [V1App], unresolved: [(bundle: String, variable: String)]) {
+    public func v1Apps(
+        environment: [String: String]
+    ) -> (apps: [V1App], unresolved: [(bundle: String, variable: String)]) {
         var unresolved: [(bundle: String, variable: String)] = []
         let apps = self.apps.map { app in
             let secrets = app.sharedSecretEnv.compactMap { name -> SharedSecret? in
@@ -677,8 +813,12 @@ public struct GatewayConfig: Sendable {
                 }
                 return SharedSecret(name: name, value: value)
             }
-            return V1App(bundleID: app.bundleID, environments: app.environments, sharedSecrets: secrets,
-                         verifyReceipt: app.verifyReceipt)
+            return V1App(
+                bundleID: app.bundleID,
+                environments: app.environments,
+                sharedSecrets: secrets,
+                verifyReceipt: app.verifyReceipt
+            )
         }
         return (apps, unresolved)
     }
@@ -687,7 +827,8 @@ public struct GatewayConfig: Sendable {
     public func verifyReceiptClient(transport: any HTTPTransport) -> VerifyReceiptClient {
         VerifyReceiptClient(
             transport: transport,
-            configuration: .init(productionURL: verifyReceiptProductionURL, sandboxURL: verifyReceiptSandboxURL))
+            configuration: .init(productionURL: verifyReceiptProductionURL, sandboxURL: verifyReceiptSandboxURL)
+        )
     }
 
     static func resolve(_ path: String, base: String) -> String {

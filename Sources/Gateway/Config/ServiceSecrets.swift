@@ -1,5 +1,5 @@
-internal import V1Adapter
 internal import TeamDatabase
+internal import V1Adapter
 public import WireJSON
 
 /// The secrets a config names, read from the environment (the file never holds one; docs/configuration.md): each
@@ -27,7 +27,10 @@ struct ServiceSecrets: Sendable {
         let (v1Apps, unresolved) = config.v1Apps(environment: env)
         if let missing = unresolved.first {
             let index = config.apps.firstIndex { $0.bundleID == missing.bundle } ?? 0
-            throw ConfigError(field: "apps[\(index)].shared_secret_env", "environment variable \(missing.variable) is not set")
+            throw ConfigError(
+                field: "apps[\(index)].shared_secret_env",
+                "environment variable \(missing.variable) is not set"
+            )
         }
         self.v1Apps = v1Apps
         v1Secrets = v1Apps.flatMap(\.sharedSecrets)
@@ -39,7 +42,10 @@ struct ServiceSecrets: Sendable {
                     throw ConfigError(field: "downstreams[\(i)].secret_env", "environment variable \(name) is not set")
                 }
                 guard let secret = WebhookSigner.Secret(name: name, text: text) else {
-                    throw ConfigError(field: "downstreams[\(i)].secret_env", "\(name) is not a whsec_ secret (base64 of at least 16 bytes)")
+                    throw ConfigError(
+                        field: "downstreams[\(i)].secret_env",
+                        "\(name) is not a whsec_ secret (base64 of at least 16 bytes)"
+                    )
                 }
                 secrets.append(secret)
             }
@@ -55,7 +61,10 @@ struct ServiceSecrets: Sendable {
             do throws(DownstreamDatabaseError) {
                 try PostgresDownstream.validate(connectionString: url, label: variable)
             } catch {
-                throw ConfigError(field: "downstreams[\(i)].url_env", "\(variable) is not a PostgreSQL connection string (URI or key=value)")
+                throw ConfigError(
+                    field: "downstreams[\(i)].url_env",
+                    "\(variable) is not a PostgreSQL connection string (URI or key=value)"
+                )
             }
             databaseURLs[d.name] = url
         }

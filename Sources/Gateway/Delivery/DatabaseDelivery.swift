@@ -1,6 +1,6 @@
-public import TeamDatabase
-internal import Store
 internal import Canonical
+internal import Store
+public import TeamDatabase
 internal import WireJSON
 
 /// The writers of a config's `database` downstreams (docs/database-downstream.md).
@@ -9,7 +9,11 @@ public enum DatabaseDownstreams {
     /// write). `connectionStrings`: each PostgreSQL downstream's, by name, as read from its `url_env` at start; one
     /// missing leaves that downstream out, and its deliveries fail (and are retried) until a restart supplies it.
     /// `timeoutMillis`: the longest one write may take (the delivery timeout).
-    public static func make(config: GatewayConfig, connectionStrings: [String: String], timeoutMillis: Int) -> [String: any DownstreamDatabase] {
+    public static func make(
+        config: GatewayConfig,
+        connectionStrings: [String: String],
+        timeoutMillis: Int
+    ) -> [String: any DownstreamDatabase] {
         var out: [String: any DownstreamDatabase] = [:]
         for d in config.downstreams where d.kind == .database {
             let label = "downstream \(d.name)"
@@ -35,7 +39,12 @@ extension DeliveryWorker {
     /// tables and the write are all part of the attempt: any failure is retried with the downstream's backoff.
     func deliverToDatabase(_ job: Job, downstream: GatewayConfig.Downstream) async {
         guard let database = databases[downstream.name] else {
-            await finish(job, status: nil, error: "database downstream without its connection string (restart with url_env set)", dead: false)
+            await finish(
+                job,
+                status: nil,
+                error: "database downstream without its connection string (restart with url_env set)",
+                dead: false
+            )
             return
         }
         let record: DownstreamEvent
@@ -62,6 +71,11 @@ extension DeliveryWorker {
         do { event = try JSONValueDecoder().decode(CanonicalEvent.self, from: payload.eventJSON) } catch {
             throw BuildFailure(description: "the stored event does not decode: \(error)")
         }
-        return DownstreamEvent(event: event, json: payload.eventJSON, authoritative: payload.authoritative, deliveredAt: now())
+        return DownstreamEvent(
+            event: event,
+            json: payload.eventJSON,
+            authoritative: payload.authoritative,
+            deliveredAt: now()
+        )
     }
 }

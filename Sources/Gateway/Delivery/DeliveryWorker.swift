@@ -1,11 +1,11 @@
-public import Store
-public import TeamDatabase
 internal import Canonical
+import Dispatch
 public import HTTPClient
+public import Store
+import Synchronization
+public import TeamDatabase
 public import V1Adapter
 internal import WireJSON
-import Synchronization
-import Dispatch
 
 /// How a downstream is delivered to and retried.
 public struct DeliveryPolicy: Sendable {
@@ -41,14 +41,23 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     private let scheduler: JobScheduler
 
     /// `v1Apps`: the apps whose V2 notifications may reach a pass-through downstream as V1 shapes.
-    public init(context: WorkerContext, transport: any HTTPTransport, signers: [String: WebhookSigner], passthroughSecrets: [SharedSecret],
-                v1Apps: [V1App] = [], databases: [String: any DownstreamDatabase] = [:], policy: DeliveryPolicy = .init()) {
+    public init(
+        context: WorkerContext,
+        transport: any HTTPTransport,
+        signers: [String: WebhookSigner],
+        passthroughSecrets: [SharedSecret],
+        v1Apps: [V1App] = [],
+        databases: [String: any DownstreamDatabase] = [:],
+        policy: DeliveryPolicy = .init()
+    ) {
         self.context = context
         self.transport = transport
         self.signers = signers
         self.passthroughSecrets = passthroughSecrets
         passthroughSecretNames = Dictionary(
-            v1Apps.compactMap { app in app.sharedSecrets.first.map { (app.bundleID, $0.name) } }, uniquingKeysWith: { a, _ in a })
+            v1Apps.compactMap { app in app.sharedSecrets.first.map { (app.bundleID, $0.name) } },
+            uniquingKeysWith: { a, _ in a }
+        )
         self.databases = databases
         self.policy = policy
         self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
@@ -83,7 +92,13 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
 
     /// With each job what it sends, read in the claim's statement: the event (and the notification's body for a
     /// downstream with `include_raw`) for webhooks and databases, nothing for pass-through (its body is the journal's).
-    func due(at time: Int64, lane downstream: String, count: Int, lease: Lease, in tx: any StoreTransaction) throws -> [Job] {
+    func due(
+        at time: Int64,
+        lane downstream: String,
+        count: Int,
+        lease: Lease,
+        in tx: any StoreTransaction
+    ) throws -> [Job] {
         let payload: PayloadRead
         switch router.downstream(downstream) {
         case let d? where d.kind == .webhook: payload = d.includeRaw ? .eventAndBody : .event
@@ -96,7 +111,11 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     /// The job's payload as its claim read it, or — a job claimed without it — read now.
     func payload(of job: Job, eventID: String, withBody: Bool) async throws -> DeliveryPayload {
         if let payload = job.payload, !withBody || payload.rawBody != nil { return payload }
-        guard let payload = try await store.readStatement({ tx in try tx.deliveryPayload(eventID: eventID, withBody: withBody) }) else {
+        guard
+            let payload = try await store.readStatement({ tx in
+                try tx.deliveryPayload(eventID: eventID, withBody: withBody)
+            })
+        else {
             throw BuildFailure(description: "event no longer stored")
         }
         return payload
@@ -133,7 +152,13 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
                 // A downstream's Retry-After is honoured up to the policy's longest delay, never trusted as a number:
                 // `Retry-After: 99999999999999999` once overflowed here and crash-looped the gateway.
                 let retryAfter = retryPolicy(for: downstream).retryAfterMillis(of: response, now: now())
-                await finish(job, status: response.status, error: "HTTP \(response.status)", dead: response.status == 410, minDelay: retryAfter)
+                await finish(
+                    job,
+                    status: response.status,
+                    error: "HTTP \(response.status)",
+                    dead: response.status == 410,
+                    minDelay: retryAfter
+                )
             }
         } catch {
             await finish(job, status: nil, error: error.code.rawValue, dead: false)
@@ -154,7 +179,9 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     func buildRequest(_ job: Job, downstream: GatewayConfig.Downstream) async throws -> HTTPRequest {
         if downstream.kind == .v1Passthrough {
             guard let journalID = job.journalID,
-                let entry = try await context.read({ tx in try tx.journalEntries(id: journalID, key: nil, limit: 1).first }),
+                let entry = try await context.read({ tx in
+                    try tx.journalEntries(id: journalID, key: nil, limit: 1).first
+                }),
                 var redacted = entry.body
             else { throw BuildFailure(description: "V1 body no longer stored") }
             var headers = [HTTPHeader("Content-Type", "application/json")]
@@ -163,7 +190,12 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
                 let journalBody = redacted
                 guard let secret = entry.bundleID.flatMap({ passthroughSecretNames[$0] }),
                     let shape = try await context.read({ tx in
-                        try V1Shape.build(notificationKey: entry.key, journalBody: journalBody, secretName: secret, in: tx)
+                        try V1Shape.build(
+                            notificationKey: entry.key,
+                            journalBody: journalBody,
+                            secretName: secret,
+                            in: tx
+                        )
                     })
                 else { throw BuildFailure(description: "the V1 shape of this notification cannot be built") }
                 redacted = shape.body
@@ -173,18 +205,39 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             guard let body = V1Adapter.restore(redactedBody: redacted, secrets: passthroughSecrets) else {
                 throw BuildFailure(description: "the shared secret of this body is not configured any more")
             }
-            return HTTPRequest(method: .post, url: downstream.url, headers: headers, body: body, timeoutMillis: policy.timeoutMillis)
+            return HTTPRequest(
+                method: .post,
+                url: downstream.url,
+                headers: headers,
+                body: body,
+                timeoutMillis: policy.timeoutMillis
+            )
         }
         guard let eventID = job.eventID else { throw BuildFailure(description: "outbox row without event") }
         let payload = try await payload(of: job, eventID: eventID, withBody: downstream.includeRaw)
         // The event and state are stored as the JSON we deliver: spliced, not decoded and re-encoded.
         let raw = downstream.includeRaw ? payload.rawBody.flatMap(Envelope.rawBody) : nil
-        let body = Envelope.body(authoritative: payload.authoritative, eventJSON: payload.eventJSON, stateJSON: payload.stateJSON, raw: raw)
+        let body = Envelope.body(
+            authoritative: payload.authoritative,
+            eventJSON: payload.eventJSON,
+            stateJSON: payload.stateJSON,
+            raw: raw
+        )
         var headers = [HTTPHeader("Content-Type", "application/json")]
-        for (name, value) in (signers[downstream.name] ?? WebhookSigner(secrets: [])).headers(id: eventID, timestamp: now() / 1000, body: body) {
+        for (name, value) in (signers[downstream.name] ?? WebhookSigner(secrets: [])).headers(
+            id: eventID,
+            timestamp: now() / 1000,
+            body: body
+        ) {
             headers.append(HTTPHeader(name, value))
         }
-        return HTTPRequest(method: .post, url: downstream.url, headers: headers, body: body, timeoutMillis: policy.timeoutMillis)
+        return HTTPRequest(
+            method: .post,
+            url: downstream.url,
+            headers: headers,
+            body: body,
+            timeoutMillis: policy.timeoutMillis
+        )
     }
 
     func finish(_ job: Job, status: Int?, error: String?, dead: Bool, minDelay: Int64? = nil) async {
@@ -193,18 +246,30 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         let attempts = job.attempts + 1
         let delivered = error == nil
         let exhausted = dead || !retry.allowsRetry(afterAttempt: attempts)
-        let next = time.clampedAdding(retry.delayMillis(afterAttempt: attempts, jitter: jitter(), retryAfterMillis: minDelay))
+        let next = time.clampedAdding(
+            retry.delayMillis(afterAttempt: attempts, jitter: jitter(), retryAfterMillis: minDelay)
+        )
         let id = job.id
         let outcome = DeliveryOutcome(
-            state: delivered ? .delivered : (exhausted ? .dead : .pending), attempts: attempts, nextAttemptAt: next,
-            deliveredAt: delivered ? time : nil, status: status, error: error)
+            state: delivered ? .delivered : (exhausted ? .dead : .pending),
+            attempts: attempts,
+            nextAttemptAt: next,
+            deliveredAt: delivered ? time : nil,
+            status: status,
+            error: error
+        )
         await context.recordOutcome { tx in try tx.settleDelivery(id: id, outcome) }
         if !delivered {
             metrics.increment(.deliveryFailuresTotal, ["downstream": job.downstream])
             if exhausted {
                 metrics.increment(.deliveryDeadTotal, ["downstream": job.downstream])
-                log.warn("delivery dead-lettered", ["downstream": .string(job.downstream), "event_id": job.eventID.map { .string($0) },
-                                                    "attempts": .int(Int64(attempts)), "error": error.map { .string($0) }])
+                log.warn(
+                    "delivery dead-lettered",
+                    [
+                        "downstream": .string(job.downstream), "event_id": job.eventID.map { .string($0) },
+                        "attempts": .int(Int64(attempts)), "error": error.map { .string($0) },
+                    ]
+                )
             }
         }
     }
@@ -216,7 +281,11 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         for p in pending {
             seen.insert(p.downstream)
             metrics.set(.deliveryQueueDepth, ["downstream": p.downstream], Double(p.count))
-            metrics.set(.deliveryOldestAgeSeconds, ["downstream": p.downstream], Double(time - p.oldestCreatedAt) / 1000)
+            metrics.set(
+                .deliveryOldestAgeSeconds,
+                ["downstream": p.downstream],
+                Double(time - p.oldestCreatedAt) / 1000
+            )
         }
         for name in router.downstreams.keys where !seen.contains(name) {
             metrics.set(.deliveryQueueDepth, ["downstream": name], 0)

@@ -18,7 +18,9 @@ public struct Router: DeliveryRouting {
         downstreams = Dictionary(config.downstreams.map { ($0.name, $0) }, uniquingKeysWith: { a, _ in a })
         let all = config.downstreams.map(\.name)
         appDownstreams = Dictionary(
-            config.apps.map { ($0.bundleID, $0.downstreams.isEmpty ? all : $0.downstreams) }, uniquingKeysWith: { a, _ in a })
+            config.apps.map { ($0.bundleID, $0.downstreams.isEmpty ? all : $0.downstreams) },
+            uniquingKeysWith: { a, _ in a }
+        )
     }
 
     /// Webhook and database downstreams for an event: authoritative events go to every one of the app's that takes the
@@ -26,7 +28,9 @@ public struct Router: DeliveryRouting {
     public func eventTargets(bundleID: String?, environment: AppStoreEnvironment?, authoritative: Bool) -> [String] {
         guard let bundleID, let environment, let names = appDownstreams[bundleID] else { return [] }
         return names.filter { name in
-            guard let d = downstreams[name], d.kind == .webhook || d.kind == .database, d.environments.contains(environment) else {
+            guard let d = downstreams[name], d.kind == .webhook || d.kind == .database,
+                d.environments.contains(environment)
+            else {
                 return false
             }
             return authoritative || d.shadow

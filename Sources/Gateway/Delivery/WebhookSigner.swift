@@ -29,15 +29,19 @@ public struct WebhookSigner: Sendable {
     /// The three headers for one attempt. `id` and `timestamp` must not contain '.'.
     public func headers(id: String, timestamp: Int64, body: [UInt8]) -> [(name: String, value: String)] {
         var headers: [(name: String, value: String)] = [("webhook-id", id), ("webhook-timestamp", String(timestamp))]
-        if !secrets.isEmpty { headers.append(("webhook-signature", signature(id: id, timestamp: timestamp, body: body))) }
+        if !secrets.isEmpty {
+            headers.append(("webhook-signature", signature(id: id, timestamp: timestamp, body: body)))
+        }
         return headers
     }
 
     /// `v1,<sig>` for each secret, space-separated.
     public func signature(id: String, timestamp: Int64, body: [UInt8]) -> String {
         let content = Array("\(id).\(timestamp).".utf8) + body
-        return secrets.map { "v1," + Base64.encode(HMACSHA256.authenticationCode(key: $0.key, message: content), alphabet: .standard) }
-            .joined(separator: " ")
+        return secrets.map {
+            "v1," + Base64.encode(HMACSHA256.authenticationCode(key: $0.key, message: content), alphabet: .standard)
+        }
+        .joined(separator: " ")
     }
 
     /// What a receiver does: true when any `v1` signature in `header` matches one of `secrets` (constant time).
@@ -47,7 +51,9 @@ public struct WebhookSigner: Sendable {
         var ok = false
         for entry in header.split(separator: " ") {
             let parts = entry.split(separator: ",", maxSplits: 1)
-            guard parts.count == 2, parts[0] == "v1", let sig = try? Base64.decode(Array(parts[1].utf8), alphabet: .standard) else {
+            guard parts.count == 2, parts[0] == "v1",
+                let sig = try? Base64.decode(Array(parts[1].utf8), alphabet: .standard)
+            else {
                 continue
             }
             for e in expected where Bytes.constantTimeEqual(e, sig) { ok = true }

@@ -1,7 +1,7 @@
 public import Canonical
 internal import Crypto
-internal import WireJSON
 internal import V2Adapter
+internal import WireJSON
 
 /// The switch's probe on the App Store Server API: Request a Test Notification and Get Test Notification Status, one
 /// attempt per call (the probe paces itself).
@@ -15,12 +15,18 @@ public struct AppStoreAPITestNotifications: TestNotificationProbe {
         do { return try await client.requestTestNotification(environment: environment) } catch { throw Self.map(error) }
     }
 
-    public func status(bundleID: String, environment: AppStoreEnvironment, token: String) async throws(AppleSettingsError)
+    public func status(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        token: String
+    ) async throws(AppleSettingsError)
         -> (notificationID: String?, attempts: [String])
     {
         let client = try client(bundleID)
         let answer: CheckTestNotificationResponse
-        do { answer = try await client.testNotificationStatus(token: token, environment: environment) } catch { throw Self.map(error) }
+        do { answer = try await client.testNotificationStatus(token: token, environment: environment) } catch {
+            throw Self.map(error)
+        }
         return (Self.notificationID(answer.signedPayload), answer.sendAttempts.map(\.sendAttemptResult))
     }
 
@@ -50,7 +56,9 @@ public struct AppStoreAPITestNotifications: TestNotificationProbe {
         case .appleUnavailable: code = "unavailable"
         default: code = error.code.rawValue
         }
-        let retry = error.retryAfter.map { $0.components.seconds * 1_000 + $0.components.attoseconds / 1_000_000_000_000_000 }
+        let retry = error.retryAfter.map {
+            $0.components.seconds * 1_000 + $0.components.attoseconds / 1_000_000_000_000_000
+        }
         return AppleSettingsError(code: code, message: error.message, retryAfterMillis: retry)
     }
 }

@@ -12,11 +12,21 @@ public struct AppStoreConnectSettings: AppleNotificationSettings {
         do { return Self.settings(try await client.findApp(bundleID: bundleID)) } catch { throw Self.map(error) }
     }
 
-    public func setVersion(_ version: Generation, environment: AppStoreEnvironment, appID: String) async throws(AppleSettingsError)
+    public func setVersion(
+        _ version: Generation,
+        environment: AppStoreEnvironment,
+        appID: String
+    ) async throws(AppleSettingsError)
         -> AppleAppSettings
     {
         do {
-            return Self.settings(try await client.setNotificationVersion(NotificationVersion(version), environment: environment, appID: appID))
+            return Self.settings(
+                try await client.setNotificationVersion(
+                    NotificationVersion(version),
+                    environment: environment,
+                    appID: appID
+                )
+            )
         } catch {
             throw Self.map(error)
         }

@@ -37,7 +37,11 @@ public struct AppleSettingsError: Error, Sendable, CustomStringConvertible {
 public protocol AppleNotificationSettings: Sendable {
     func app(bundleID: String) async throws(AppleSettingsError) -> AppleAppSettings
     /// Sets `environment`'s notification version; returns the settings as Apple answers them.
-    func setVersion(_ version: Generation, environment: AppStoreEnvironment, appID: String) async throws(AppleSettingsError)
+    func setVersion(
+        _ version: Generation,
+        environment: AppStoreEnvironment,
+        appID: String
+    ) async throws(AppleSettingsError)
         -> AppleAppSettings
 }
 
@@ -47,6 +51,10 @@ public protocol TestNotificationProbe: Sendable {
     func request(bundleID: String, environment: AppStoreEnvironment) async throws(AppleSettingsError) -> String
     /// What became of it: the `notificationUUID` of the notification Apple sent (nil while it sent none), and the
     /// results of its delivery attempts.
-    func status(bundleID: String, environment: AppStoreEnvironment, token: String) async throws(AppleSettingsError)
+    func status(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        token: String
+    ) async throws(AppleSettingsError)
         -> (notificationID: String?, attempts: [String])
 }

@@ -1,6 +1,6 @@
 public import Canonical
-public import Store
 internal import FoundationEssentials
+public import Store
 
 /// What `iap-gateway migrate` (and `POST /admin/migrate`) is asked to do.
 public struct MigrationRequest: Sendable {
@@ -22,13 +22,26 @@ public struct MigrationRequest: Sendable {
 
     /// The request from its text form, the same for the command's flags and the admin API's parameters: `environment`
     /// `production` or `sandbox`, `to` `v1` or `v2`, `probeTimeout` a duration from 1 s to 1 h (default 2 m).
-    public static func parse(bundleID: String, environment: String?, to: String?, dryRun: Bool, force: Bool, reason: String?,
-                             probeTimeout: String?, who: String) throws(GatewayError) -> MigrationRequest {
+    public static func parse(
+        bundleID: String,
+        environment: String?,
+        to: String?,
+        dryRun: Bool,
+        force: Bool,
+        reason: String?,
+        probeTimeout: String?,
+        who: String
+    ) throws(GatewayError) -> MigrationRequest {
         guard let environment, environment == "production" || environment == "sandbox" else {
             throw GatewayError(.badRequest, "environment is production or sandbox (sandbox first: docs/operations.md)")
         }
         guard let to, let target = Generation(rawValue: to) else { throw GatewayError(.badRequest, "to is v2 or v1") }
-        var request = MigrationRequest(bundleID: bundleID, environment: AppStoreEnvironment(rawValue: environment), target: target, who: who)
+        var request = MigrationRequest(
+            bundleID: bundleID,
+            environment: AppStoreEnvironment(rawValue: environment),
+            target: target,
+            who: who
+        )
         (request.dryRun, request.force, request.reason) = (dryRun, force, reason)
         if let probeTimeout {
             guard let millis = DurationText.milliseconds(probeTimeout), (1_000...3_600_000).contains(millis) else {
@@ -63,9 +76,20 @@ public struct MigrationStepReport: Sendable, Encodable, Equatable {
     public var message: String?
 
     enum CodingKeys: String, CodingKey {
-        case at, bundleID = "bundle_id", environment, migrationID = "migration_id", step, outcome, appleVersion = "apple_version"
-        case appleURL = "apple_url", target, previous, verdict, testNotification = "test_notification", notificationID = "notification_id"
-        case authorityFrom = "authority_from", authorityTo = "authority_to", elapsedMillis = "elapsed_ms", code, message
+        case at
+        case bundleID = "bundle_id"
+        case environment
+        case migrationID = "migration_id"
+        case step, outcome
+        case appleVersion = "apple_version"
+        case appleURL = "apple_url"
+        case target, previous, verdict
+        case testNotification = "test_notification"
+        case notificationID = "notification_id"
+        case authorityFrom = "authority_from"
+        case authorityTo = "authority_to"
+        case elapsedMillis = "elapsed_ms"
+        case code, message
     }
 }
 
@@ -149,16 +173,28 @@ public struct AppleSwitcher: Sendable {
     public var pollMillis: Int64 = 250
     public var retestMillis: Int64 = 10_000
 
-    public init(store: any GatewayStore, config: GatewayConfig, ledger: CompareLedger, settings: (any AppleNotificationSettings)?,
-                probe: (any TestNotificationProbe)?, now: @escaping @Sendable () -> Int64, newID: (@Sendable () -> String)? = nil) {
-        (self.store, self.config, self.ledger, self.settings, self.probe, self.now) = (store, config, ledger, settings, probe, now)
+    public init(
+        store: any GatewayStore,
+        config: GatewayConfig,
+        ledger: CompareLedger,
+        settings: (any AppleNotificationSettings)?,
+        probe: (any TestNotificationProbe)?,
+        now: @escaping @Sendable () -> Int64,
+        newID: (@Sendable () -> String)? = nil
+    ) {
+        (self.store, self.config, self.ledger, self.settings, self.probe, self.now) = (
+            store, config, ledger, settings, probe, now
+        )
         self.newID = newID ?? { UUID().uuidString.lowercased() }
     }
 
     /// Runs (or resumes) the switch; `emit` gets each step as it happens. Returns the final record; throws a refusal
     /// (nothing changed) or a failure (Apple set back).
     @discardableResult
-    public func run(_ request: MigrationRequest, emit: @escaping @Sendable (MigrationStepReport) -> Void) async throws(MigrationError)
+    public func run(
+        _ request: MigrationRequest,
+        emit: @escaping @Sendable (MigrationStepReport) -> Void
+    ) async throws(MigrationError)
         -> AppleSwitchState
     {
         let run = Run(switcher: self, request: request, emit: emit)
@@ -176,7 +212,8 @@ public struct AppleSwitcher: Sendable {
                 let time = now()
                 try await store.write { tx in
                     for environment in app.environments {
-                        var s = try tx.appleSwitch(bundleID: app.bundleID, environment: environment)
+                        var s =
+                            try tx.appleSwitch(bundleID: app.bundleID, environment: environment)
                             ?? AppleSwitchState(bundleID: app.bundleID, environment: environment)
                         Self.record(read, environment, at: time, in: &s)
                         try tx.putAppleSwitch(s)
@@ -203,7 +240,12 @@ public struct AppleSwitcher: Sendable {
         }
     }
 
-    static func record(_ read: AppleAppSettings, _ environment: AppStoreEnvironment, at time: Int64, in s: inout AppleSwitchState) {
+    static func record(
+        _ read: AppleAppSettings,
+        _ environment: AppStoreEnvironment,
+        at time: Int64,
+        in s: inout AppleSwitchState
+    ) {
         s.appID = read.appID
         s.appleVersion = read.version(environment)
         s.appleURL = read.urls[environment]
@@ -235,10 +277,16 @@ private struct Run: Sendable {
             throw refuse(.unknownEnvironment, "\(bundle) does not take \(environment.rawValue) notifications")
         }
         guard let url = app.notificationURL[environment] else {
-            throw refuse(.noNotificationURL, "\(bundle) has no notification_url.\(environment.rawValue): the URL Apple must point at")
+            throw refuse(
+                .noNotificationURL,
+                "\(bundle) has no notification_url.\(environment.rawValue): the URL Apple must point at"
+            )
         }
         guard let settings = switcher.settings else {
-            throw refuse(.noCredentials, "moving Apple needs app_store_connect (issuer_id, key_id, private_key_env) in the config")
+            throw refuse(
+                .noCredentials,
+                "moving Apple needs app_store_connect (issuer_id, key_id, private_key_env) in the config"
+            )
         }
         if request.target == .v2, switcher.probe == nil {
             throw refuse(.noCredentials, "proving that Apple sends V2 needs app_store_api (its test notification)")
@@ -251,7 +299,10 @@ private struct Run: Sendable {
         // An earlier run that did not finish: alive (leave it), or dead (resume it, or set Apple back first).
         if let step = state.step, !step.isFinished {
             if let updated = state.updatedAt, switcher.now() - updated < switcher.leaseMillis {
-                throw refuse(.inProgress, "a switch of \(bundle) (\(environment.rawValue)) to \(state.target?.rawValue ?? "?") is running")
+                throw refuse(
+                    .inProgress,
+                    "a switch of \(bundle) (\(environment.rawValue)) to \(state.target?.rawValue ?? "?") is running"
+                )
             }
             if step == .reverting || state.target != request.target {
                 state = try await revert(state, settings: settings, why: step == .reverting ? "resumed" : "superseded")
@@ -268,13 +319,21 @@ private struct Run: Sendable {
         try save(state)
         let previous = read.version(environment)
         guard read.urls[environment] == url else {
-            throw refuse(.urlNotOurs, "Apple sends \(bundle)'s \(environment.rawValue) notifications to \(read.urls[environment] ?? "no URL"), "
-                            + "not to notification_url \(url)", state: state)
+            throw refuse(
+                .urlNotOurs,
+                "Apple sends \(bundle)'s \(environment.rawValue) notifications to \(read.urls[environment] ?? "no URL"), "
+                    + "not to notification_url \(url)",
+                state: state
+            )
         }
         let verdict = try verdict()
         if request.target == .v2, verdict.ready == false, !request.force {
-            throw refuse(.notReady, "the verdict for \(bundle) (\(environment.rawValue)) is not ready; --force overrides"
-                            + (verdict.reasons.isEmpty ? "" : " (" + verdict.reasons.joined(separator: "; ") + ")"), state: state)
+            throw refuse(
+                .notReady,
+                "the verdict for \(bundle) (\(environment.rawValue)) is not ready; --force overrides"
+                    + (verdict.reasons.isEmpty ? "" : " (" + verdict.reasons.joined(separator: "; ") + ")"),
+                state: state
+            )
         }
         if request.target == .v2, app.acceptsV1, !switcher.ledger.v2PathAvailable {
             throw refuse(.noPath, "Apple may still send V1 for \(bundle): V2's path needs app_store_api", state: state)
@@ -284,7 +343,9 @@ private struct Run: Sendable {
                 $0.target = request.target.rawValue
                 $0.previous = previous.rawValue
                 $0.verdict = verdict.text
-                $0.message = previous == request.target ? "Apple sends \(previous.rawValue) already: probe, then authority"
+                $0.message =
+                    previous == request.target
+                    ? "Apple sends \(previous.rawValue) already: probe, then authority"
                     : "set Apple to \(request.target.rawValue), probe, then move the authority"
             }
             return state
@@ -307,7 +368,11 @@ private struct Run: Sendable {
     }
 
     /// Runs the steps from `step` on.
-    func proceed(_ initial: AppleSwitchState, from step: AppleSwitchStep, settings: any AppleNotificationSettings) async throws(MigrationError)
+    func proceed(
+        _ initial: AppleSwitchState,
+        from step: AppleSwitchStep,
+        settings: any AppleNotificationSettings
+    ) async throws(MigrationError)
         -> AppleSwitchState
     {
         var state = initial
@@ -333,18 +398,25 @@ private struct Run: Sendable {
         return try moveAuthority(state)
     }
 
-    func patch(_ initial: AppleSwitchState, settings: any AppleNotificationSettings) async throws(MigrationError) -> AppleSwitchState {
+    func patch(
+        _ initial: AppleSwitchState,
+        settings: any AppleNotificationSettings
+    ) async throws(MigrationError) -> AppleSwitchState {
         var state = initial
         guard let target = state.target, let appID = state.appID else { return state }
         // A resumed run does not know whether its PATCH reached Apple: it reads first.
         if initial.step == .patching {
-            let read = try await apple { () async throws(AppleSettingsError) in try await settings.app(bundleID: bundle) }
+            let read = try await apple { () async throws(AppleSettingsError) in try await settings.app(bundleID: bundle)
+            }
             AppleSwitcher.record(read, environment, at: switcher.now(), in: &state)
         }
         if state.appleVersion == target {
             state.step = .patching
             try save(state)
-            report(state, "patch", "skipped") { $0.appleVersion = target.rawValue; $0.message = "Apple sends \(target.rawValue) already" }
+            report(state, "patch", "skipped") {
+                $0.appleVersion = target.rawValue
+                $0.message = "Apple sends \(target.rawValue) already"
+            }
             return state
         }
         state.step = .patching
@@ -357,8 +429,14 @@ private struct Run: Sendable {
             state.step = .reverted
             state.error = "apple_refused:\(error.code)"
             try save(state)
-            throw refuse(.appleRefused, "App Store Connect refused to set \(target.rawValue): \(error.message)", cause: error.code,
-                         retryAfterMillis: error.retryAfterMillis, state: state, step: "patch")
+            throw refuse(
+                .appleRefused,
+                "App Store Connect refused to set \(target.rawValue): \(error.message)",
+                cause: error.code,
+                retryAfterMillis: error.retryAfterMillis,
+                state: state,
+                step: "patch"
+            )
         }
         AppleSwitcher.record(answer, environment, at: switcher.now(), in: &state)
         try save(state)
@@ -367,25 +445,38 @@ private struct Run: Sendable {
     }
 
     /// The probe: proof that Apple sends the target version, within the timeout.
-    func prove(_ initial: AppleSwitchState, settings: any AppleNotificationSettings) async throws(MigrationError) -> AppleSwitchState {
+    func prove(
+        _ initial: AppleSwitchState,
+        settings: any AppleNotificationSettings
+    ) async throws(MigrationError) -> AppleSwitchState {
         var state = initial
         let deadline = switcher.now().clampedAdding(request.probeTimeoutMillis)
         if state.target == .v1 {
             // Apple has no V1 test notification: App Store Connect must read V1.
             while true {
-                let read = try await apple { () async throws(AppleSettingsError) in try await settings.app(bundleID: bundle) }
+                let read = try await apple { () async throws(AppleSettingsError) in
+                    try await settings.app(bundleID: bundle)
+                }
                 AppleSwitcher.record(read, environment, at: switcher.now(), in: &state)
                 try save(state)
                 if read.version(environment) == .v1 {
-                    report(state, "probe", "ok") { $0.appleVersion = "v1"; $0.message = "App Store Connect reads V1" }
+                    report(state, "probe", "ok") {
+                        $0.appleVersion = "v1"
+                        $0.message = "App Store Connect reads V1"
+                    }
                     return state
                 }
                 guard switcher.now() < deadline else { break }
                 await pause(switcher.pollMillis)
             }
-            throw MigrationError(.probeFailed, "App Store Connect still reads \(state.appleVersion?.rawValue ?? "?") after the timeout")
+            throw MigrationError(
+                .probeFailed,
+                "App Store Connect still reads \(state.appleVersion?.rawValue ?? "?") after the timeout"
+            )
         }
-        guard let probe = switcher.probe else { throw MigrationError(.noCredentials, "no App Store Server API for the probe") }
+        guard let probe = switcher.probe else {
+            throw MigrationError(.noCredentials, "no App Store Server API for the probe")
+        }
         var token: String?
         var askedAt: Int64 = 0
         var attempts: [String] = []
@@ -397,10 +488,14 @@ private struct Run: Sendable {
                 askedAt = time
                 do {
                     token = try await probe.request(bundleID: bundle, environment: environment)
-                } catch where error.code == "rate_limited" || error.code == "unavailable" {
+                } catch  where error.code == "rate_limited" || error.code == "unavailable" {
                     // Asked again at the next round.
                 } catch {
-                    throw MigrationError(.probeFailed, "Apple refused the test notification: \(error.message)", cause: error.code)
+                    throw MigrationError(
+                        .probeFailed,
+                        "Apple refused the test notification: \(error.message)",
+                        cause: error.code
+                    )
                 }
                 if let token, token != state.probeToken {
                     state.probeToken = token
@@ -408,7 +503,8 @@ private struct Run: Sendable {
                     report(state, "probe", "requested") { $0.testNotification = token }
                 }
             }
-            if let token, let status = try? await probe.status(bundleID: bundle, environment: environment, token: token) {
+            if let token, let status = try? await probe.status(bundleID: bundle, environment: environment, token: token)
+            {
                 attempts = status.attempts
                 if let id = status.notificationID, try journaled(id) {
                     report(state, "probe", "ok") {
@@ -427,12 +523,18 @@ private struct Run: Sendable {
             await pause(switcher.pollMillis)
         }
         throw MigrationError(
-            .probeFailed, "no test notification reached this gateway within \(request.probeTimeoutMillis / 1_000) s"
-                + (attempts.isEmpty ? "" : " (Apple's attempts: \(attempts.joined(separator: ", ")))"))
+            .probeFailed,
+            "no test notification reached this gateway within \(request.probeTimeoutMillis / 1_000) s"
+                + (attempts.isEmpty ? "" : " (Apple's attempts: \(attempts.joined(separator: ", ")))")
+        )
     }
 
     /// Sets Apple back to the version it had before the switch; the authority is left as it is.
-    func revert(_ initial: AppleSwitchState, settings: any AppleNotificationSettings, why: String) async throws(MigrationError)
+    func revert(
+        _ initial: AppleSwitchState,
+        settings: any AppleNotificationSettings,
+        why: String
+    ) async throws(MigrationError)
         -> AppleSwitchState
     {
         var state = initial
@@ -462,8 +564,17 @@ private struct Run: Sendable {
         try save(state)
         let time = switcher.now()
         let record = CutoverRecord(
-            at: time, bundleID: bundle, environment: environment.rawValue, from: "", to: target.rawValue, who: state.who ?? request.who,
-            reason: state.reason, verdict: state.forced ? "not_ready" : "ready", forced: state.forced, origin: "migrate")
+            at: time,
+            bundleID: bundle,
+            environment: environment.rawValue,
+            from: "",
+            to: target.rawValue,
+            who: state.who ?? request.who,
+            reason: state.reason,
+            verdict: state.forced ? "not_ready" : "ready",
+            forced: state.forced,
+            origin: "migrate"
+        )
         let (from, moved) = try storeWrite { tx -> (Generation, Bool) in
             let current = try tx.authority(bundleID: self.bundle, environment: self.environment)
             guard current != target else { return (current, false) }
@@ -489,7 +600,11 @@ private struct Run: Sendable {
     func verdict() throws(MigrationError) -> (ready: Bool, text: String, reasons: [String]) {
         let time = switcher.now()
         do {
-            let report = try switcher.ledger.report(bundleID: bundle, since: time - switcher.config.compareSettings.rule.windowMillis, until: time)
+            let report = try switcher.ledger.report(
+                bundleID: bundle,
+                since: time - switcher.config.compareSettings.rule.windowMillis,
+                until: time
+            )
             let verdict = report.bundles.first { $0.environment == environment.rawValue }
             let ready = verdict?.verdict == .ready
             return (ready, ready ? "ready" : "not_ready", verdict?.reasons ?? [])
@@ -506,7 +621,10 @@ private struct Run: Sendable {
 
     func load() throws(MigrationError) -> AppleSwitchState {
         let (b, e) = (bundle, environment)
-        do { return try store.read { tx in try tx.appleSwitch(bundleID: b, environment: e) } ?? AppleSwitchState(bundleID: b, environment: e) } catch {
+        do {
+            return try store.read { tx in try tx.appleSwitch(bundleID: b, environment: e) }
+                ?? AppleSwitchState(bundleID: b, environment: e)
+        } catch {
             throw MigrationError(.storeUnavailable, "the switch record could not be read")
         }
     }
@@ -519,36 +637,68 @@ private struct Run: Sendable {
         _ = try storeWrite { tx in try tx.putAppleSwitch(record) }
     }
 
-    func storeWrite<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws(MigrationError) -> T {
-        do { return try store.write(body) } catch { throw MigrationError(.storeUnavailable, "the switch could not be stored") }
+    func storeWrite<T: Sendable>(
+        _ body: @escaping @Sendable (any StoreTransaction) throws -> T
+    ) throws(MigrationError) -> T {
+        do { return try store.write(body) } catch {
+            throw MigrationError(.storeUnavailable, "the switch could not be stored")
+        }
     }
 
     func apple<T>(_ call: () async throws(AppleSettingsError) -> T) async throws(MigrationError) -> T {
         do { return try await call() } catch {
-            throw MigrationError(.appleRefused, "App Store Connect: \(error.message)", cause: error.code, retryAfterMillis: error.retryAfterMillis)
+            throw MigrationError(
+                .appleRefused,
+                "App Store Connect: \(error.message)",
+                cause: error.code,
+                retryAfterMillis: error.retryAfterMillis
+            )
         }
     }
 
     func pause(_ millis: Int64) async { try? await Task.sleep(for: .milliseconds(millis)) }
 
     /// Reports and logs one step.
-    func report(_ state: AppleSwitchState, _ step: String, _ outcome: String, detail: (inout MigrationStepReport) -> Void = { _ in }) {
+    func report(
+        _ state: AppleSwitchState,
+        _ step: String,
+        _ outcome: String,
+        detail: (inout MigrationStepReport) -> Void = { _ in }
+    ) {
         var r = MigrationStepReport(
-            at: switcher.now(), bundleID: bundle, environment: environment.rawValue, migrationID: state.migrationID, step: step,
-            outcome: outcome, target: (state.target ?? request.target).rawValue)
+            at: switcher.now(),
+            bundleID: bundle,
+            environment: environment.rawValue,
+            migrationID: state.migrationID,
+            step: step,
+            outcome: outcome,
+            target: (state.target ?? request.target).rawValue
+        )
         r.appleURL = state.appleURL
         detail(&r)
         emit(r)
         guard let id = state.migrationID else { return }
         let entry = AppleSwitchLogEntry(
-            at: r.at, bundleID: bundle, environment: environment, migrationID: id, step: AppleSwitchStep(rawValue: step), outcome: outcome,
-            detail: r.message ?? r.code)
+            at: r.at,
+            bundleID: bundle,
+            environment: environment,
+            migrationID: id,
+            step: AppleSwitchStep(rawValue: step),
+            outcome: outcome,
+            detail: r.message ?? r.code
+        )
         _ = try? store.write { tx in try tx.logAppleSwitch(entry) }
     }
 
     /// A refusal: reported as the failed step, returned to throw.
-    func refuse(_ code: MigrationError.Code, _ message: String, cause: String? = nil, retryAfterMillis: Int64? = nil,
-                state: AppleSwitchState? = nil, step: String = "preflight") -> MigrationError {
+    func refuse(
+        _ code: MigrationError.Code,
+        _ message: String,
+        cause: String? = nil,
+        retryAfterMillis: Int64? = nil,
+        state: AppleSwitchState? = nil,
+        step: String = "preflight"
+    ) -> MigrationError {
         let error = MigrationError(code, message, cause: cause, retryAfterMillis: retryAfterMillis)
         report(state ?? AppleSwitchState(bundleID: bundle, environment: environment), step, "refused") {
             $0.code = error.wireCode

@@ -1,6 +1,6 @@
 internal import FoundationEssentials
-internal import WireJSON
 import Synchronization
+internal import WireJSON
 
 #if canImport(Glibc)
 import Glibc
@@ -16,7 +16,8 @@ public final class Log: Sendable {
     public let minimum: Level
 
     /// `sink` receives each line without its newline (tests capture; production writes to stdout).
-    public init(minimum: Level = .info, now: @escaping @Sendable () -> Int64, sink: (@Sendable (String) -> Void)? = nil) {
+    public init(minimum: Level = .info, now: @escaping @Sendable () -> Int64, sink: (@Sendable (String) -> Void)? = nil)
+    {
         self.minimum = minimum
         self.now = now
         self.sink = sink ?? { line in Log.writeStdout(line + "\n") }
@@ -78,7 +79,9 @@ public final class Log: Sendable {
     }
 }
 
-public enum LogValue: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral {
+public enum LogValue: Sendable, Hashable, ExpressibleByStringLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByBooleanLiteral
+{
     case string(String)
     case int(Int64)
     case double(Double)

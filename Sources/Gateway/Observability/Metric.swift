@@ -57,9 +57,13 @@ enum Metric: String, CaseIterable, Sendable {
         case .notificationsRejectedTotal: (.counter, "Notifications refused, by version and error code")
         case .notificationsDuplicateTotal: (.counter, "Apple retries of already journaled notifications")
         case .quarantinedTotal: (.counter, "Bodies quarantined, by lane")
-        case .quarantineDroppedTotal: (.counter, "Quarantined bodies evicted (oldest first) by the untrusted lane's caps")
+        case .quarantineDroppedTotal:
+            (.counter, "Quarantined bodies evicted (oldest first) by the untrusted lane's caps")
         case .storeFailuresTotal:
-            (.counter, "Writes the store refused (a full disk), by operation: journal (answered 503) or job_outcome (retried)")
+            (
+                .counter,
+                "Writes the store refused (a full disk), by operation: journal (answered 503) or job_outcome (retried)"
+            )
         case .quarantineFullTotal: (.counter, "Refused bodies not stored because their lane was full, by lane")
         case .quarantineLaneFull: (.gauge, "1 while a lane refuses new rows (the genuine lane never evicts)")
         case .quarantineStoreFailuresTotal: (.counter, "Refused bodies that could not be stored, by lane")
@@ -73,24 +77,46 @@ enum Metric: String, CaseIterable, Sendable {
         case .compareFetchesTotal: (.counter, "Fetches of one path's view for a comparison, by path")
         case .compareFetchFailuresTotal: (.counter, "Failed comparison fetches, by path and code")
         case .compareComparisonsTotal:
-            (.counter, "Comparisons, by result: agree, disagree, unconfirmed (refetching to confirm), stale (refetching the older side)")
+            (
+                .counter,
+                "Comparisons, by result: agree, disagree, unconfirmed (refetching to confirm), stale (refetching the older side)"
+            )
         case .compareOneSidedTotal: (.counter, "Subscriptions one path did not know after the grace window, by side")
         case .compareJobsPending: (.gauge, "Comparison fetches waiting")
         case .authoritySilent: (.gauge, "1 while the authoritative path is silent and the other is not")
         case .reconcileCheckedTotal:
-            (.counter, "Subscriptions checked against Apple (reconciliation) or history notifications looked at (history), by bundle and mechanism")
-        case .recoveredEventsTotal: (.counter, "Events recovered that Apple's notifications did not bring, by bundle and mechanism")
+            (
+                .counter,
+                "Subscriptions checked against Apple (reconciliation) or history notifications looked at (history), by bundle and mechanism"
+            )
+        case .recoveredEventsTotal:
+            (.counter, "Events recovered that Apple's notifications did not bring, by bundle and mechanism")
         case .reconcileAPICallsTotal:
-            (.counter, "Apple requests made by recovery runs, by bundle and endpoint (subscription_statuses, notification_history, verify_receipt)")
-        case .reconcileBudgetRemaining: (.gauge, "Apple requests the last recovery run of a bundle and kind left unspent of its budget")
-        case .reconcileRateLimitedTotal: (.counter, "Recovery runs ended by Apple's 429 (due again after its Retry-After), by bundle")
+            (
+                .counter,
+                "Apple requests made by recovery runs, by bundle and endpoint (subscription_statuses, notification_history, verify_receipt)"
+            )
+        case .reconcileBudgetRemaining:
+            (.gauge, "Apple requests the last recovery run of a bundle and kind left unspent of its budget")
+        case .reconcileRateLimitedTotal:
+            (.counter, "Recovery runs ended by Apple's 429 (due again after its Retry-After), by bundle")
         case .reconcileSkippedTotal:
-            (.counter, "History notifications the gateway cannot serve (quarantined once), skipped by the sweep, by bundle and code")
+            (
+                .counter,
+                "History notifications the gateway cannot serve (quarantined once), skipped by the sweep, by bundle and code"
+            )
         case .v1ShapesTotal:
-            (.counter, "V1 shapes built from V2 notifications, by use (passthrough: sent to a v1_passthrough downstream; event: the V1 path's event) and V1 type")
-        case .v1ShapesUnsentTotal: (.counter, "V2 notifications a v1_passthrough downstream did not get: V1 has no counterpart, by V2 type")
+            (
+                .counter,
+                "V1 shapes built from V2 notifications, by use (passthrough: sent to a v1_passthrough downstream; event: the V1 path's event) and V1 type"
+            )
+        case .v1ShapesUnsentTotal:
+            (.counter, "V2 notifications a v1_passthrough downstream did not get: V1 has no counterpart, by V2 type")
         case .notificationsMissed:
-            (.gauge, "1 while recovery keeps finding notifications Apple's delivery missed (reconcile.alert_after over a day), by bundle and environment")
+            (
+                .gauge,
+                "1 while recovery keeps finding notifications Apple's delivery missed (reconcile.alert_after over a day), by bundle and environment"
+            )
         case .verifySeconds: (.histogram, "V2 verification time")
         case .requestSeconds: (.histogram, "POST /notifications handling time, journaling included")
         }

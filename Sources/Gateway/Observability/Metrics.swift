@@ -37,18 +37,27 @@ public final class Metrics: Sendable {
     private let state = Mutex(State())
 
     /// Latency buckets in seconds: 0.5 ms … 10 s.
-    public static let latencyBuckets: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
+    public static let latencyBuckets: [Double] = [
+        0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+    ]
 
     public init() {}
 
     static func key(_ name: String, _ labels: [String: String]) -> Key {
         if labels.isEmpty { return Key(name: name, labels: []) }
-        if labels.count == 1, let (k, v) = labels.first { return Key(name: name, labels: [k + "=\"" + escape(v) + "\""]) }
-        return Key(name: name, labels: labels.sorted { $0.key < $1.key }.map { $0.key + "=\"" + escape($0.value) + "\"" })
+        if labels.count == 1, let (k, v) = labels.first {
+            return Key(name: name, labels: [k + "=\"" + escape(v) + "\""])
+        }
+        return Key(
+            name: name,
+            labels: labels.sorted { $0.key < $1.key }.map { $0.key + "=\"" + escape($0.value) + "\"" }
+        )
     }
 
     static func escape(_ v: String) -> String {
-        guard v.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == 0x0A }) else { return v }
+        guard v.utf8.contains(where: { $0 == UInt8(ascii: "\\") || $0 == UInt8(ascii: "\"") || $0 == 0x0A }) else {
+            return v
+        }
         var out = ""
         for c in v {
             switch c {
@@ -76,13 +85,19 @@ public final class Metrics: Sendable {
         state.withLock { $0.gauges[k] = value }
     }
 
-    public func observe(_ name: String, _ labels: [String: String] = [:], _ value: Double, buckets: [Double] = Metrics.latencyBuckets) {
+    public func observe(
+        _ name: String,
+        _ labels: [String: String] = [:],
+        _ value: Double,
+        buckets: [Double] = Metrics.latencyBuckets
+    ) {
         let k = Self.key(name, labels)
         // Only the bucket index is found under the lock's hold, and the histogram is updated in place (a copy out and
         // back would allocate while every request thread waits).
         let index = buckets.firstIndex { value <= $0 } ?? buckets.count
         state.withLock { s in
-            s.histograms[k, default: Histogram(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))].record(index, value)
+            s.histograms[k, default: Histogram(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))]
+                .record(index, value)
         }
     }
 
@@ -104,7 +119,9 @@ public final class Metrics: Sendable {
             var described: Set<String> = []
             func header(_ name: String, _ fallback: String) {
                 guard described.insert(name).inserted else { return }
-                if let h = s.help[name] { out += "# HELP \(name) \(h.text)\n# TYPE \(name) \(h.type)\n" } else {
+                if let h = s.help[name] {
+                    out += "# HELP \(name) \(h.text)\n# TYPE \(name) \(h.type)\n"
+                } else {
                     out += "# TYPE \(name) \(fallback)\n"
                 }
             }

@@ -1,9 +1,9 @@
-internal import Store
 public import Canonical
 internal import Crypto
+internal import Store
+import Synchronization
 public import V1Adapter
 internal import V2Adapter
-import Synchronization
 
 /// Recovers what Apple's notifications did not bring (docs/operations.md, "Reconciliation"), as scheduled runs per
 /// app and environment, claimed like every job so that on several instances one runs each:
@@ -52,9 +52,17 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
     /// The (app, code, bundle named) of the history items skipped so far, each logged once (``skip(_:key:)``).
     private let warnedSkips = Mutex<Set<String>>([])
 
-    public init(context: WorkerContext, settings: ReconcileSettings, apps: [GatewayConfig.App], statusSource: (any V2PathSource)?,
-                historySource: (any NotificationHistorySource)?, receiptClient: VerifyReceiptClient, v1Apps: [V1App],
-                ingest: NotificationIngest, policy: Policy = .init()) {
+    public init(
+        context: WorkerContext,
+        settings: ReconcileSettings,
+        apps: [GatewayConfig.App],
+        statusSource: (any V2PathSource)?,
+        historySource: (any NotificationHistorySource)?,
+        receiptClient: VerifyReceiptClient,
+        v1Apps: [V1App],
+        ingest: NotificationIngest,
+        policy: Policy = .init()
+    ) {
         self.context = context
         self.settings = settings
         self.apps = apps
@@ -104,7 +112,9 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
             if let v1 = v1Apps[bundleID], v1.verifyReceipt, !v1.sharedSecrets.isEmpty { kinds.append(.receipts) }
             if statusSource?.serves(bundleID: bundleID) == true { kinds.append(.subscriptions) }
         }
-        if settings.historySweepMillis != nil, historySource?.serves(bundleID: bundleID) == true { kinds.append(.history) }
+        if settings.historySweepMillis != nil, historySource?.serves(bundleID: bundleID) == true {
+            kinds.append(.history)
+        }
         return kinds
     }
 
@@ -127,7 +137,10 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         public var recovered: Int
         public var calls: Int
         public var error: String?
-        enum CodingKeys: String, CodingKey { case bundleID = "bundle_id", environment, kind, checked, recovered, calls, error }
+        enum CodingKeys: String, CodingKey {
+            case bundleID = "bundle_id"
+            case environment, kind, checked, recovered, calls, error
+        }
     }
 
     /// Runs every scheduled run of the app (or all apps) now, whatever their schedule — `iap-gateway reconcile` —
@@ -137,10 +150,22 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         try schedule()
         let runs = try await store.read { tx in try tx.reconcileRuns() }
         var reports: [RunReport] = []
-        for run in runs where (bundleID == nil || run.key.bundleID == bundleID) && (environment == nil || run.key.environment == environment) {
+        for run in runs
+        where (bundleID == nil || run.key.bundleID == bundleID)
+            && (environment == nil || run.key.environment == environment)
+        {
             let outcome = await perform(run)
-            reports.append(RunReport(bundleID: run.key.bundleID, environment: run.key.environment.rawValue, kind: run.key.kind.rawValue,
-                                     checked: outcome.checked, recovered: outcome.recovered, calls: outcome.calls, error: outcome.error))
+            reports.append(
+                RunReport(
+                    bundleID: run.key.bundleID,
+                    environment: run.key.environment.rawValue,
+                    kind: run.key.kind.rawValue,
+                    checked: outcome.checked,
+                    recovered: outcome.recovered,
+                    calls: outcome.calls,
+                    error: outcome.error
+                )
+            )
         }
         return reports
     }
@@ -175,10 +200,17 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         let time = now()
         // A run of an app or kind the config no longer has: looked at again in a day (the row stays for its history).
         guard let period = period(of: run.key.kind), kinds(for: run.key.bundleID).contains(run.key.kind),
-              apps.contains(where: { $0.bundleID == run.key.bundleID && $0.environments.contains(run.key.environment) })
+            apps.contains(where: { $0.bundleID == run.key.bundleID && $0.environments.contains(run.key.environment) })
         else {
-            let outcome = ReconcileRunOutcome(nextRunAt: time.clampedAdding(86_400_000), watermark: nil, attempts: 0,
-                                              error: "not configured", checked: 0, recovered: 0, calls: 0)
+            let outcome = ReconcileRunOutcome(
+                nextRunAt: time.clampedAdding(86_400_000),
+                watermark: nil,
+                attempts: 0,
+                error: "not configured",
+                checked: 0,
+                recovered: 0,
+                calls: 0
+            )
             await settle(run, outcome, at: time)
             return outcome
         }
@@ -211,16 +243,27 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
                 let until = next
                 blockedUntil.withLock { $0[Self.blockKey(run.key)] = max($0[Self.blockKey(run.key)] ?? 0, until) }
             }
-            log.warn("reconciliation run failed", [
-                "bundle": .string(run.key.bundleID), "environment": .string(run.key.environment.rawValue),
-                "kind": .string(run.key.kind.rawValue), "code": .string(failure.code), "retry_in_ms": .int(next - now()),
-            ])
+            log.warn(
+                "reconciliation run failed",
+                [
+                    "bundle": .string(run.key.bundleID), "environment": .string(run.key.environment.rawValue),
+                    "kind": .string(run.key.kind.rawValue), "code": .string(failure.code),
+                    "retry_in_ms": .int(next - now()),
+                ]
+            )
         } else {
             attempts = 0
             next = time.clampedAdding(period)
         }
-        let outcome = ReconcileRunOutcome(nextRunAt: next, watermark: watermark, attempts: attempts, error: failure?.code,
-                                          checked: tally.checked, recovered: tally.recovered, calls: tally.calls)
+        let outcome = ReconcileRunOutcome(
+            nextRunAt: next,
+            watermark: watermark,
+            attempts: attempts,
+            error: failure?.code,
+            checked: tally.checked,
+            recovered: tally.recovered,
+            calls: tally.calls
+        )
         await settle(run, outcome, at: time, rateLimited: failure?.code == "rate_limited")
         return outcome
     }
@@ -231,7 +274,13 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         await context.recordOutcome { tx in
             try tx.settleReconcileRun(id: id, outcome, now: time)
             // Apple's wait holds for the app's other runs too (its limits count the whole key's requests).
-            if rateLimited { try tx.deferReconcileRuns(bundleID: key.bundleID, environment: key.environment, until: outcome.nextRunAt) }
+            if rateLimited {
+                try tx.deferReconcileRuns(
+                    bundleID: key.bundleID,
+                    environment: key.environment,
+                    until: outcome.nextRunAt
+                )
+            }
         }
     }
 
@@ -241,8 +290,12 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
     func checkNotBlocked(_ key: ReconcileRunKey) throws(PathFetchError) {
         let time = now()
         guard let until = blockedUntil.withLock({ $0[Self.blockKey(key)] }), until > time else { return }
-        throw PathFetchError(code: "rate_limited", message: "waiting for Apple's Retry-After", retryable: true,
-                             retryAfterMillis: until - time)
+        throw PathFetchError(
+            code: "rate_limited",
+            message: "waiting for Apple's Retry-After",
+            retryable: true,
+            retryAfterMillis: until - time
+        )
     }
 
     /// What one run spent and found.
@@ -256,12 +309,22 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
 
     // MARK: Subscriptions: Get All Subscription Statuses (V2 path) and verifyReceipt (V1 path)
 
-    func candidates(_ key: ReconcileRunKey, path: Generation, at time: Int64, limit: Int) async throws -> [ReconcileCandidate] {
+    func candidates(
+        _ key: ReconcileRunKey,
+        path: Generation,
+        at time: Int64,
+        limit: Int
+    ) async throws -> [ReconcileCandidate] {
         let selection = ReconcileSelection(
-            bundleID: key.bundleID, environment: key.environment, path: path,
-            expiresFrom: time.clampedSubtracting(settings.expiringWithinMillis), expiresUntil: time.clampedAdding(settings.expiringWithinMillis),
-            silentSince: time.clampedSubtracting(settings.silentForMillis), checkedBefore: time.clampedSubtracting(settings.silentForMillis),
-            limit: limit)
+            bundleID: key.bundleID,
+            environment: key.environment,
+            path: path,
+            expiresFrom: time.clampedSubtracting(settings.expiringWithinMillis),
+            expiresUntil: time.clampedAdding(settings.expiringWithinMillis),
+            silentSince: time.clampedSubtracting(settings.silentForMillis),
+            checkedBefore: time.clampedSubtracting(settings.silentForMillis),
+            limit: limit
+        )
         return try await context.read { tx in try tx.reconcileCandidates(selection) }
     }
 
@@ -272,12 +335,23 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
             try checkNotBlocked(key)
             tally.calls += 1
             metrics.increment(.reconcileAPICallsTotal, ["bundle": key.bundleID, "endpoint": "subscription_statuses"])
-            let status = try await source.status(bundleID: key.bundleID, environment: key.environment,
-                                                 originalTransactionID: candidate.originalTransactionID, observedAt: time)
+            let status = try await source.status(
+                bundleID: key.bundleID,
+                environment: key.environment,
+                originalTransactionID: candidate.originalTransactionID,
+                observedAt: time
+            )
             var recovered: CanonicalEvent?
             if let status, let stored = try await storedSnapshot(candidate, source: .v2, at: time),
-               let change = Reconciliation.change(stored: stored, apple: status.snapshot, at: time) {
-                var e = Self.recoveredEvent(snapshot: status.snapshot, source: .v2API, kind: change.kind, reason: change.reason, at: time)
+                let change = Reconciliation.change(stored: stored, apple: status.snapshot, at: time)
+            {
+                var e = Self.recoveredEvent(
+                    snapshot: status.snapshot,
+                    source: .v2API,
+                    kind: change.kind,
+                    reason: change.reason,
+                    at: time
+                )
                 e.apply(status.transaction)
                 if let renewal = status.renewal { e.apply(renewal) }
                 e.computeEntitlement()
@@ -291,15 +365,21 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         guard let app = v1Apps[key.bundleID] else { return }
         for candidate in try await candidates(key, path: .v1, at: time, limit: tally.budget) {
             guard !tally.exhausted else { break }
-            let subscription = SubscriptionKey(bundleID: key.bundleID, environment: key.environment,
-                                               originalTransactionID: candidate.originalTransactionID)
+            let subscription = SubscriptionKey(
+                bundleID: key.bundleID,
+                environment: key.environment,
+                originalTransactionID: candidate.originalTransactionID
+            )
             var recovered: CanonicalEvent?
             if let receipt = try await context.read({ tx in try tx.receipt(of: subscription) }),
-               let secret = app.sharedSecrets.first(where: { $0.name == receipt.secretName }) ?? app.sharedSecrets.first {
+                let secret = app.sharedSecrets.first(where: { $0.name == receipt.secretName })
+                    ?? app.sharedSecrets.first
+            {
                 tally.calls += 1
                 metrics.increment(.reconcileAPICallsTotal, ["bundle": key.bundleID, "endpoint": "verify_receipt"])
                 let answer: VerifyReceiptClient.Answer
-                do { answer = try await receiptClient.verify(receiptData: receipt.receipt, sharedSecret: secret) } catch {
+                do { answer = try await receiptClient.verify(receiptData: receipt.receipt, sharedSecret: secret) } catch
+                {
                     guard error.code == .appleUnavailable else {
                         // This receipt cannot be checked (Apple calls it invalid): noted, the run goes on.
                         try await record(candidate, key: key, path: .v1, event: nil, at: time, tally: &tally)
@@ -309,9 +389,16 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
                 }
                 if let apple = V1EventBuilder.snapshots(from: answer.response, observedAt: time)
                     .first(where: { $0.originalTransactionID == candidate.originalTransactionID }),
-                   let stored = try await storedSnapshot(candidate, source: .v1, at: time),
-                   let change = Reconciliation.change(stored: stored, apple: apple, at: time) {
-                    var e = Self.recoveredEvent(snapshot: apple, source: .v1Receipt, kind: change.kind, reason: change.reason, at: time)
+                    let stored = try await storedSnapshot(candidate, source: .v1, at: time),
+                    let change = Reconciliation.change(stored: stored, apple: apple, at: time)
+                {
+                    var e = Self.recoveredEvent(
+                        snapshot: apple,
+                        source: .v1Receipt,
+                        kind: change.kind,
+                        reason: change.reason,
+                        at: time
+                    )
                     e.computeEntitlement()
                     recovered = e
                 }
@@ -321,9 +408,17 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
     }
 
     /// The facts of the stored state: its event's.
-    func storedSnapshot(_ candidate: ReconcileCandidate, source: EventSource, at time: Int64) async throws -> OutcomeSnapshot? {
+    func storedSnapshot(
+        _ candidate: ReconcileCandidate,
+        source: EventSource,
+        at time: Int64
+    ) async throws -> OutcomeSnapshot? {
         let id = candidate.eventID
-        guard let event = try await context.read({ tx in try tx.events(id: id, originalTransactionID: nil, limit: 1).first?.event }) else {
+        guard
+            let event = try await context.read({ tx in
+                try tx.events(id: id, originalTransactionID: nil, limit: 1).first?.event
+            })
+        else {
             return nil
         }
         return OutcomeSnapshot(event: event, source: source, observedAt: time)
@@ -331,41 +426,76 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
 
     /// Stores the recovered event (if any) — delivered like any other, its state the path's from now on — and marks
     /// the subscription checked.
-    func record(_ candidate: ReconcileCandidate, key: ReconcileRunKey, path: Generation, event: CanonicalEvent?, at time: Int64,
-                tally: inout Tally) async throws {
+    func record(
+        _ candidate: ReconcileCandidate,
+        key: ReconcileRunKey,
+        path: Generation,
+        event: CanonicalEvent?,
+        at time: Int64,
+        tally: inout Tally
+    ) async throws {
         let router = self.router
         let otid = candidate.originalTransactionID
         let stored = try await store.write { tx -> Bool in
-            let new = try event.map { try tx.storeEvents([$0], journalID: nil, routing: router, now: time, authority: nil) } ?? 0
+            let new =
+                try event.map { try tx.storeEvents([$0], journalID: nil, routing: router, now: time, authority: nil) }
+                ?? 0
             try tx.markReconciled(path: path, environment: key.environment, originalTransactionID: otid, at: time)
             return new > 0
         }
         tally.checked += 1
-        metrics.increment(.reconcileCheckedTotal, ["bundle": key.bundleID, "mechanism": RecoveryMechanism.reconciliation.rawValue])
+        metrics.increment(
+            .reconcileCheckedTotal,
+            ["bundle": key.bundleID, "mechanism": RecoveryMechanism.reconciliation.rawValue]
+        )
         if stored, let event {
             tally.recovered += 1
-            metrics.increment(.recoveredEventsTotal, ["bundle": key.bundleID, "mechanism": RecoveryMechanism.reconciliation.rawValue])
-            log.info("subscription reconciled: Apple's state differed", [
-                "bundle": .string(key.bundleID), "environment": .string(key.environment.rawValue), "path": .string(path.rawValue),
-                "original_transaction_id": .string(otid), "kind": .string(event.kind.rawValue), "event_id": .string(event.id),
-            ])
+            metrics.increment(
+                .recoveredEventsTotal,
+                ["bundle": key.bundleID, "mechanism": RecoveryMechanism.reconciliation.rawValue]
+            )
+            log.info(
+                "subscription reconciled: Apple's state differed",
+                [
+                    "bundle": .string(key.bundleID), "environment": .string(key.environment.rawValue),
+                    "path": .string(path.rawValue),
+                    "original_transaction_id": .string(otid), "kind": .string(event.kind.rawValue),
+                    "event_id": .string(event.id),
+                ]
+            )
         }
     }
 
     /// The event that brings a path in line with what Apple says now. Its id is fixed by the facts it carries, so two
     /// instances (or two runs) that find the same difference store it once.
-    static func recoveredEvent(snapshot s: OutcomeSnapshot, source: EventSource, kind: EventKind, reason: EventReason?, at time: Int64)
+    static func recoveredEvent(
+        snapshot s: OutcomeSnapshot,
+        source: EventSource,
+        kind: EventKind,
+        reason: EventReason?,
+        at time: Int64
+    )
         -> CanonicalEvent
     {
         func text<T>(_ v: T?) -> String { v.map { "\($0)" } ?? "" }
         let parts: [String] = [
-            s.originalTransactionID, text(s.transactionID), text(s.productID), text(s.expiresDate), text(s.revocationDate),
+            s.originalTransactionID, text(s.transactionID), text(s.productID), text(s.expiresDate),
+            text(s.revocationDate),
             text(s.gracePeriodExpiresDate), text(s.autoRenew), text(s.autoRenewProductID), text(s.inBillingRetry),
         ]
         let facts = parts.joined(separator: "|")
-        let id = "reconciliation:" + source.rawValue + ":" + Hex.encode(Array(SHA256.hash(Array(facts.utf8)).prefix(16)))
-        var e = CanonicalEvent(id: id, source: source, kind: kind, reason: reason, rawType: "RECONCILIATION", eventDate: time,
-                               eventDateSource: .arrival, verified: true)
+        let id =
+            "reconciliation:" + source.rawValue + ":" + Hex.encode(Array(SHA256.hash(Array(facts.utf8)).prefix(16)))
+        var e = CanonicalEvent(
+            id: id,
+            source: source,
+            kind: kind,
+            reason: reason,
+            rawType: "RECONCILIATION",
+            eventDate: time,
+            eventDateSource: .arrival,
+            verified: true
+        )
         e.recoveredBy = .reconciliation
         e.bundleID = s.bundleID
         e.environment = s.environment
@@ -398,8 +528,11 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         let end = time.clampedSubtracting(settings.historyLagMillis)
         // Apple keeps 180 days of history and refuses a window starting earlier (a minute's margin for clock skew).
         let oldest = max(0, time.clampedSubtracting(Self.appleHistoryRetentionMillis - 60_000))
-        let start = max(oldest, run.watermark.map { $0.clampedSubtracting(settings.historyOverlapMillis) }
-            ?? end.clampedSubtracting(settings.historyFirstWindowMillis))
+        let start = max(
+            oldest,
+            run.watermark.map { $0.clampedSubtracting(settings.historyOverlapMillis) }
+                ?? end.clampedSubtracting(settings.historyFirstWindowMillis)
+        )
         guard start < end else { return run.watermark }
         var token: String?
         repeat {
@@ -408,23 +541,43 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
             tally.calls += 1
             metrics.increment(.reconcileAPICallsTotal, ["bundle": key.bundleID, "endpoint": "notification_history"])
             let page = try await source.notificationHistoryPage(
-                bundleID: key.bundleID, environment: key.environment, startDate: start, endDate: end, paginationToken: token)
+                bundleID: key.bundleID,
+                environment: key.environment,
+                startDate: start,
+                endDate: end,
+                paginationToken: token
+            )
             for payload in page.signedPayloads {
                 let ingest = self.ingest
-                let result = try await Blocking.run { ingest.handle(InboundBody.v2(signedPayload: payload), origin: .historySweep) }
+                let result = try await Blocking.run {
+                    ingest.handle(InboundBody.v2(signedPayload: payload), origin: .historySweep)
+                }
                 tally.checked += 1
-                metrics.increment(.reconcileCheckedTotal, ["bundle": key.bundleID, "mechanism": RecoveryMechanism.history.rawValue])
+                metrics.increment(
+                    .reconcileCheckedTotal,
+                    ["bundle": key.bundleID, "mechanism": RecoveryMechanism.history.rawValue]
+                )
                 if result.status == 200, !result.duplicate {
                     tally.recovered += 1
-                    metrics.increment(.recoveredEventsTotal, ["bundle": key.bundleID, "mechanism": RecoveryMechanism.history.rawValue])
-                    log.info("missed notification recovered from Apple's history", [
-                        "bundle": .string(key.bundleID), "environment": .string(key.environment.rawValue), "id": result.id.map { .string($0) },
-                        "type": result.notificationType.map { .string($0) },
-                    ])
+                    metrics.increment(
+                        .recoveredEventsTotal,
+                        ["bundle": key.bundleID, "mechanism": RecoveryMechanism.history.rawValue]
+                    )
+                    log.info(
+                        "missed notification recovered from Apple's history",
+                        [
+                            "bundle": .string(key.bundleID), "environment": .string(key.environment.rawValue),
+                            "id": result.id.map { .string($0) },
+                            "type": result.notificationType.map { .string($0) },
+                        ]
+                    )
                 } else if result.mustComeAgain {
                     // Kept nowhere (the store failed, or the genuine lane is full): the next run must meet it again.
-                    throw PathFetchError(code: result.code ?? "store_unavailable", message: "the store refused a recovered notification",
-                                         retryable: true)
+                    throw PathFetchError(
+                        code: result.code ?? "store_unavailable",
+                        message: "the store refused a recovered notification",
+                        retryable: true
+                    )
                 } else if result.status != 200 {
                     skip(result, key: key)
                 }
@@ -447,10 +600,15 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
             return seen.insert([key.bundleID, code, result.bundleID ?? ""].joined(separator: "|")).inserted
         }
         guard first else { return }
-        log.warn("a notification in Apple's history cannot be served: skipped, quarantined once (more are counted, not logged)", [
-            "bundle": .string(key.bundleID), "environment": .string(key.environment.rawValue), "code": .string(code),
-            "notification_bundle": result.bundleID.map { .string($0) }, "notification_environment": result.environment.map { .string($0) },
-        ])
+        log.warn(
+            "a notification in Apple's history cannot be served: skipped, quarantined once (more are counted, not logged)",
+            [
+                "bundle": .string(key.bundleID), "environment": .string(key.environment.rawValue),
+                "code": .string(code),
+                "notification_bundle": result.bundleID.map { .string($0) },
+                "notification_environment": result.environment.map { .string($0) },
+            ]
+        )
     }
 
     static let maxWarnedSkips = 1_000
@@ -462,7 +620,11 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
     /// notifications are not reaching the gateway, whatever the recovery makes good.
     func checkRecoveryAlert(at time: Int64) async {
         let since = time.clampedSubtracting(86_400_000)
-        guard let counts = try? await context.read({ tx in try tx.recoveredEventCounts(since: since, until: time.clampedAdding(1)) }) else {
+        guard
+            let counts = try? await context.read({ tx in
+                try tx.recoveredEventCounts(since: since, until: time.clampedAdding(1))
+            })
+        else {
             return
         }
         var perApp: [String: Int] = [:]
@@ -472,13 +634,20 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
                 let key = app.bundleID + "|" + environment.rawValue
                 let recovered = perApp[key] ?? 0
                 let raised = recovered >= settings.alertAfter
-                metrics.set(.notificationsMissed, ["bundle": app.bundleID, "environment": environment.rawValue], raised ? 1 : 0)
+                metrics.set(
+                    .notificationsMissed,
+                    ["bundle": app.bundleID, "environment": environment.rawValue],
+                    raised ? 1 : 0
+                )
                 let changed = alerting.withLock { set in raised ? set.insert(key).inserted : set.remove(key) != nil }
                 if changed, raised {
-                    log.warn("notifications are being missed: recovery keeps finding them (check the App Store Connect URL, proxies, WAF)", [
-                        "bundle": .string(app.bundleID), "environment": .string(environment.rawValue),
-                        "recovered_last_day": .int(Int64(recovered)),
-                    ])
+                    log.warn(
+                        "notifications are being missed: recovery keeps finding them (check the App Store Connect URL, proxies, WAF)",
+                        [
+                            "bundle": .string(app.bundleID), "environment": .string(environment.rawValue),
+                            "recovered_last_day": .int(Int64(recovered)),
+                        ]
+                    )
                 }
             }
         }

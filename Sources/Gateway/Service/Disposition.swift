@@ -1,5 +1,5 @@
-public import Store
 public import Canonical
+public import Store
 
 /// What the gateway answers for an error, and where the body goes (docs/architecture.md, "error codes"). The one
 /// place that maps codes to HTTP statuses: 400 malformed; 401 V1 secret mismatch; 403 V2 signature/chain failure;
@@ -28,7 +28,8 @@ public struct Disposition: Sendable, Equatable {
             self.init(status: 413, lane: nil)  // never stored: the point of the limit
         case .badSharedSecret:
             self.init(status: 401, lane: .untrusted)
-        case .unsupportedAlgorithm, .invalidChainLength, .untrustedRoot, .invalidCertificate, .certificateExpired, .missingAppleMarker,
+        case .unsupportedAlgorithm, .invalidChainLength, .untrustedRoot, .invalidCertificate, .certificateExpired,
+            .missingAppleMarker,
             .badSignature, .unsupportedEnvironment, .staleNotification:
             self.init(status: 403, lane: .untrusted)
         case .nestedJWSInvalid:

@@ -47,7 +47,9 @@ public struct GatewayError: Error, Hashable, CustomStringConvertible {
     public var cause: Code?
     public var reason: String
 
-    public init(_ code: Code, _ reason: String, cause: Code? = nil) { (self.code, self.reason, self.cause) = (code, reason, cause) }
+    public init(_ code: Code, _ reason: String, cause: Code? = nil) {
+        (self.code, self.reason, self.cause) = (code, reason, cause)
+    }
 
     /// An adapter code without a case here is a bug (a test holds every adapter code mapped); it is treated as a
     /// malformed body, refused and kept in the untrusted lane, never accepted.
@@ -56,8 +58,11 @@ public struct GatewayError: Error, Hashable, CustomStringConvertible {
     }
 
     public init(_ e: V2AdapterError) {
-        self.init(Code(rawValue: e.code.rawValue) ?? .malformed, e.reason,
-                  cause: e.cause.map { Code(rawValue: $0.rawValue) ?? .malformed })
+        self.init(
+            Code(rawValue: e.code.rawValue) ?? .malformed,
+            e.reason,
+            cause: e.cause.map { Code(rawValue: $0.rawValue) ?? .malformed }
+        )
     }
 
     public init(_ e: BodyError) {

@@ -1,12 +1,12 @@
-internal import HTTPServer
 internal import AppStoreConnect
-public import Store
 internal import Canonical
 internal import Crypto
 public import HTTPClient
+internal import HTTPServer
+public import Store
+import Synchronization
 public import V1Adapter
 public import V2Adapter
-import Synchronization
 
 /// `iap-gateway serve`: the whole service assembled from a config — the notification endpoint and `/healthz`
 /// (``PublicRoutes``), the admin API and `/metrics` on their own listener (``AdminAPI``), the verifyReceipt stage,
@@ -48,15 +48,21 @@ public final class GatewayService: Sendable {
         /// (answered with JSON, the API's default). An HTML page must give its inline styles the `styleNonce` (a fresh
         /// one per response, which the answer's Content-Security-Policy names) and have no script. This default offers
         /// JSON alone; `serve` passes the Reports module's renderer (table, JSON, HTML).
-        public var reportRenderer: @Sendable (CompareReport, _ format: String, _ styleNonce: String)
-            -> (contentType: String, body: [UInt8])? = { report, format, _ in
-            format == "json" ? ("application/json", JSONOutput.encode(report)) : nil
-        }
+        public var reportRenderer:
+            @Sendable (CompareReport, _ format: String, _ styleNonce: String)
+                -> (contentType: String, body: [UInt8])? = { report, format, _ in
+                    format == "json" ? ("application/json", JSONOutput.encode(report)) : nil
+                }
         /// Cryptographically secure random bytes: the admin report page's nonce. Tests inject their own.
         public var randomBytes: @Sendable (Int) -> [UInt8] = { Bytes.random(count: $0) }
 
-        public init(environment: [String: String], transport: any HTTPTransport, now: @escaping @Sendable () -> Int64,
-                    jitter: @escaping @Sendable () -> Double, logSink: (@Sendable (String) -> Void)? = nil) {
+        public init(
+            environment: [String: String],
+            transport: any HTTPTransport,
+            now: @escaping @Sendable () -> Int64,
+            jitter: @escaping @Sendable () -> Double,
+            logSink: (@Sendable (String) -> Void)? = nil
+        ) {
             self.environment = environment
             self.transport = transport
             self.now = now
@@ -66,8 +72,12 @@ public final class GatewayService: Sendable {
 
         /// The real process: its environment, libcurl, the wall clock, system randomness, stdout.
         public static func live() -> Dependencies {
-            Dependencies(environment: ProcessEnvironment.variables, transport: CurlTransport(), now: WallClock.wallMillis,
-                         jitter: { Double.random(in: 0..<1) })
+            Dependencies(
+                environment: ProcessEnvironment.variables,
+                transport: CurlTransport(),
+                now: WallClock.wallMillis,
+                jitter: { Double.random(in: 0..<1) }
+            )
         }
 
         /// The same for a one-shot command (`quarantine replay`, `backfill`): its log goes to standard error, so that
@@ -132,15 +142,23 @@ public final class GatewayService: Sendable {
         let anchors = try dependencies.trustAnchors ?? TrustAnchorLoader.anchors(extraRootPaths: config.extraRoots)
         let v2 = V2Adapter(
             verifier: AppleJWSVerifier(anchors: anchors),
-            apps: config.apps.map { V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments) })
+            apps: config.apps.map {
+                V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments)
+            }
+        )
         let v1 = V1Adapter(apps: v1Apps)
-        store = try dependencies.store ?? Self.openStore(config: config, environment: env, sqliteOptions: dependencies.sqliteOptions)
+        store =
+            try dependencies.store
+            ?? Self.openStore(config: config, environment: env, sqliteOptions: dependencies.sqliteOptions)
         // Quarantine rows stored before bodies were redacted are scrubbed once, before anything else reads them.
         let scrub = try store.scrubQuarantine(secrets.redactor)
         if scrub.changed > 0 {
-            log.warn("quarantined bodies stored before redaction held a secret or a password: replaced (rotate that secret)", [
-                "rows_examined": .int(Int64(scrub.examined)), "rows_changed": .int(Int64(scrub.changed)),
-            ])
+            log.warn(
+                "quarantined bodies stored before redaction held a secret or a password: replaced (rotate that secret)",
+                [
+                    "rows_examined": .int(Int64(scrub.examined)), "rows_changed": .int(Int64(scrub.changed)),
+                ]
+            )
         }
         router = Router(config: config)
         var limits = NotificationIngest.Limits()
@@ -150,70 +168,158 @@ public final class GatewayService: Sendable {
         limits.genuineQuarantineBytes = config.limits.genuineQuarantineBytes
         limits.maxNotificationAgeMillis = config.maxNotificationAgeMillis
         limits.demoSandboxVerifyTime = dependencies.demoSandboxVerifyTime
-        ingest = NotificationIngest(v1: v1, v2: v2, store: store, router: router, limits: limits, metrics: metrics,
-                                    redactor: secrets.redactor, now: dependencies.now)
+        ingest = NotificationIngest(
+            v1: v1,
+            v2: v2,
+            store: store,
+            router: router,
+            limits: limits,
+            metrics: metrics,
+            redactor: secrets.redactor,
+            now: dependencies.now
+        )
         operations = Operations(store: store, now: dependencies.now)
         let deliveryPolicy = dependencies.deliveryPolicy
         let workers = WorkerContext(
-            store: store, router: router, metrics: metrics, log: log, now: dependencies.now, jitter: dependencies.jitter,
+            store: store,
+            router: router,
+            metrics: metrics,
+            log: log,
+            now: dependencies.now,
+            jitter: dependencies.jitter,
             instance: dependencies.instanceID ?? (store.sharedByInstances ? ProcessEnvironment.instanceName : "local"),
-            leaseMillis: config.limits.jobLeaseMillis)
+            leaseMillis: config.limits.jobLeaseMillis
+        )
         delivery = DeliveryWorker(
-            context: workers, transport: dependencies.transport, signers: secrets.signers, passthroughSecrets: v1Secrets, v1Apps: v1Apps,
-            databases: DatabaseDownstreams.make(config: config, connectionStrings: secrets.databaseURLs, timeoutMillis: deliveryPolicy.timeoutMillis),
-            policy: deliveryPolicy)
+            context: workers,
+            transport: dependencies.transport,
+            signers: secrets.signers,
+            passthroughSecrets: v1Secrets,
+            v1Apps: v1Apps,
+            databases: DatabaseDownstreams.make(
+                config: config,
+                connectionStrings: secrets.databaseURLs,
+                timeoutMillis: deliveryPolicy.timeoutMillis
+            ),
+            policy: deliveryPolicy
+        )
         var receiptPolicy = dependencies.receiptPolicy
         receiptPolicy.concurrency = config.limits.verifyReceiptConcurrency
         let verifyReceipt = VerifyReceiptClient(
             transport: dependencies.transport,
-            configuration: .init(productionURL: config.verifyReceiptProductionURL, sandboxURL: config.verifyReceiptSandboxURL,
-                                 baseDelay: dependencies.verifyReceiptBaseDelay),
-            jitter: dependencies.jitter)
+            configuration: .init(
+                productionURL: config.verifyReceiptProductionURL,
+                sandboxURL: config.verifyReceiptSandboxURL,
+                baseDelay: dependencies.verifyReceiptBaseDelay
+            ),
+            jitter: dependencies.jitter
+        )
         receipts = ReceiptWorker(context: workers, client: verifyReceipt, apps: v1Apps, policy: receiptPolicy)
-        let v2Source = try dependencies.v2PathSource
-            ?? AppStoreAPIPathSource.make(config: config, environment: env, transport: dependencies.transport, adapter: v2,
-                                          now: dependencies.now, jitter: dependencies.jitter)
+        let v2Source =
+            try dependencies.v2PathSource
+            ?? AppStoreAPIPathSource.make(
+                config: config,
+                environment: env,
+                transport: dependencies.transport,
+                adapter: v2,
+                now: dependencies.now,
+                jitter: dependencies.jitter
+            )
         ledger = CompareLedger(store: store, config: config, v2PathAvailable: v2Source != nil)
-        let probe = dependencies.testNotificationProbe ?? (v2Source as? AppStoreAPIPathSource).map(AppStoreAPITestNotifications.init(source:))
-        let appleSettings = try dependencies.appleSettings
-            ?? AppStoreConnectClient.make(config: config, environment: env, transport: dependencies.transport, now: dependencies.now)
-                .map(AppStoreConnectSettings.init(client:))
-        switcher = AppleSwitcher(store: store, config: config, ledger: ledger, settings: appleSettings, probe: probe, now: dependencies.now)
+        let probe =
+            dependencies.testNotificationProbe
+            ?? (v2Source as? AppStoreAPIPathSource).map(AppStoreAPITestNotifications.init(source:))
+        let appleSettings =
+            try dependencies.appleSettings
+            ?? AppStoreConnectClient.make(
+                config: config,
+                environment: env,
+                transport: dependencies.transport,
+                now: dependencies.now
+            )
+            .map(AppStoreConnectSettings.init(client:))
+        switcher = AppleSwitcher(
+            store: store,
+            config: config,
+            ledger: ledger,
+            settings: appleSettings,
+            probe: probe,
+            now: dependencies.now
+        )
         compare = CompareWorker(
-            context: workers, settings: config.compareSettings, silenceAlertMillis: config.silenceAlertMillis, v2Source: v2Source,
-            receiptClient: verifyReceipt, apps: v1Apps, policy: dependencies.comparePolicy)
+            context: workers,
+            settings: config.compareSettings,
+            silenceAlertMillis: config.silenceAlertMillis,
+            v2Source: v2Source,
+            receiptClient: verifyReceipt,
+            apps: v1Apps,
+            policy: dependencies.comparePolicy
+        )
         // Recovery runs reschedule themselves on a 429: their App Store Server API clients never wait inside a call.
-        let recoverySource = dependencies.v2PathSource == nil ? (v2Source as? AppStoreAPIPathSource)?.oneAttemptPerCall : nil
+        let recoverySource =
+            dependencies.v2PathSource == nil ? (v2Source as? AppStoreAPIPathSource)?.oneAttemptPerCall : nil
         reconcile = ReconcileWorker(
-            context: workers, settings: config.reconcile, apps: config.apps, statusSource: recoverySource ?? v2Source,
-            historySource: dependencies.historySource ?? recoverySource, receiptClient: verifyReceipt, v1Apps: v1Apps, ingest: ingest,
-            policy: dependencies.reconcilePolicy)
+            context: workers,
+            settings: config.reconcile,
+            apps: config.apps,
+            statusSource: recoverySource ?? v2Source,
+            historySource: dependencies.historySource ?? recoverySource,
+            receiptClient: verifyReceipt,
+            v1Apps: v1Apps,
+            ingest: ingest,
+            policy: dependencies.reconcilePolicy
+        )
         publicRoutes = PublicRoutes(ingest: ingest, metrics: metrics, log: log)
         if let token = secrets.adminToken {
             adminAPI = AdminAPI(
-                token: token, tokenEnv: config.adminTokenEnv, reportWindowMillis: config.compareSettings.rule.windowMillis,
-                metrics: metrics, operations: operations, ledger: ledger, switcher: switcher, ingest: ingest, v1Secrets: v1Secrets, log: log,
-                now: dependencies.now, reportRenderer: dependencies.reportRenderer, randomBytes: dependencies.randomBytes)
+                token: token,
+                tokenEnv: config.adminTokenEnv,
+                reportWindowMillis: config.compareSettings.rule.windowMillis,
+                metrics: metrics,
+                operations: operations,
+                ledger: ledger,
+                switcher: switcher,
+                ingest: ingest,
+                v1Secrets: v1Secrets,
+                log: log,
+                now: dependencies.now,
+                reportRenderer: dependencies.reportRenderer,
+                randomBytes: dependencies.randomBytes
+            )
         } else {
             adminAPI = nil
         }
-        retention = RetentionWorker(store: store, log: log, now: dependencies.now, rawBodyRetentionMillis: config.rawBodyRetentionMillis)
+        retention = RetentionWorker(
+            store: store,
+            log: log,
+            now: dependencies.now,
+            rawBodyRetentionMillis: config.rawBodyRetentionMillis
+        )
         servers = Servers()
         Metric.describeAll(in: metrics)
     }
 
     /// The store and operator actions alone, for CLI commands that need no other secret (`replay`, `subscription`).
-    public static func maintenance(config: GatewayConfig, now: @escaping @Sendable () -> Int64) throws -> (Operations, any GatewayStore) {
+    public static func maintenance(
+        config: GatewayConfig,
+        now: @escaping @Sendable () -> Int64
+    ) throws -> (Operations, any GatewayStore) {
         let store = try openStore(config: config, environment: ProcessEnvironment.variables)
         return (Operations(store: store, now: now), store)
     }
 
     /// The store the config names: its SQLite file, or the PostgreSQL database whose connection string is in the
     /// variable `store.postgres.url_env` names (never logged, never in an error).
-    public static func openStore(config: GatewayConfig, environment: [String: String], sqliteOptions: SQLiteStore.Options = .init())
+    public static func openStore(
+        config: GatewayConfig,
+        environment: [String: String],
+        sqliteOptions: SQLiteStore.Options = .init()
+    )
         throws -> any GatewayStore
     {
-        guard let variable = config.postgresURLEnv else { return try SQLiteStore(path: config.sqlitePath, options: sqliteOptions) }
+        guard let variable = config.postgresURLEnv else {
+            return try SQLiteStore(path: config.sqlitePath, options: sqliteOptions)
+        }
         guard let url = environment[variable], !url.isEmpty else {
             throw ConfigError(field: "store.postgres.url_env", "environment variable \(variable) is not set")
         }
@@ -221,15 +327,19 @@ public final class GatewayService: Sendable {
     }
 
     /// Where the store is, for the log: the SQLite file, or `postgres` (the connection string is a secret).
-    var storeDescription: String { config.postgresURLEnv == nil ? config.sqlitePath : "postgres (\(config.postgresURLEnv ?? ""))" }
+    var storeDescription: String {
+        config.postgresURLEnv == nil ? config.sqlitePath : "postgres (\(config.postgresURLEnv ?? ""))"
+    }
 
     /// Seeds authority, starts the workers and both listeners. Returns the bound (public, admin) ports.
     /// Call once; not concurrently with `shutdown()`.
     @discardableResult
     public func start() throws -> (port: UInt16, adminPort: UInt16?) {
         if let demo = ingest.limits.demoSandboxVerifyTime {
-            log.warn("DEMO: sandbox notifications are judged fresh as of a fixed time, not the clock (--demo-verify-time)",
-                     ["verify_time": .string(TimeText.iso8601(demo))])
+            log.warn(
+                "DEMO: sandbox notifications are judged fresh as of a fixed time, not the clock (--demo-verify-time)",
+                ["verify_time": .string(TimeText.iso8601(demo))]
+            )
         }
         warnAboutStorePermissions()
         try seedAuthority()
@@ -260,10 +370,18 @@ public final class GatewayService: Sendable {
             servers.admin = adminServer
             adminPort = adminServer.port
         } else {
-            log.warn("admin API disabled: its bearer token variable is not set", ["variable": .string(config.adminTokenEnv)])
+            log.warn(
+                "admin API disabled: its bearer token variable is not set",
+                ["variable": .string(config.adminTokenEnv)]
+            )
         }
-        log.info("listening", ["port": .int(Int64(server.port)), "admin_port": adminPort.map { .int(Int64($0)) },
-                               "store": .string(storeDescription), "instance": .string(delivery.context.instance)])
+        log.info(
+            "listening",
+            [
+                "port": .int(Int64(server.port)), "admin_port": adminPort.map { .int(Int64($0)) },
+                "store": .string(storeDescription), "instance": .string(delivery.context.instance),
+            ]
+        )
         return (server.port, adminPort)
     }
 
@@ -274,8 +392,13 @@ public final class GatewayService: Sendable {
         guard let sqlite = store as? SQLiteStore else { return }
         for (path, mode) in SQLiteStore.readableByOthers(path: sqlite.path) {
             let isFolder = !path.hasPrefix(sqlite.path)  // the database, -wal and -shm start with its path
-            log.warn("store readable by others", ["path": .string(path), "mode": .string("0" + String(mode, radix: 8)),
-                                                  "fix": .string("chmod \(isFolder ? "700" : "600") \(path)")])
+            log.warn(
+                "store readable by others",
+                [
+                    "path": .string(path), "mode": .string("0" + String(mode, radix: 8)),
+                    "fix": .string("chmod \(isFolder ? "700" : "600") \(path)"),
+                ]
+            )
         }
     }
 
@@ -285,15 +408,28 @@ public final class GatewayService: Sendable {
     public func seedAuthority() throws {
         let time = now()
         let wanted = config.apps.flatMap { app in
-            app.environments.map { AuthorityEntry(bundleID: app.bundleID, environment: $0, authority: app.authority(for: $0), origin: .config) }
+            app.environments.map {
+                AuthorityEntry(
+                    bundleID: app.bundleID,
+                    environment: $0,
+                    authority: app.authority(for: $0),
+                    origin: .config
+                )
+            }
         }
         let effective = try store.write { tx in try tx.seedAuthority(wanted, now: time) }
         for row in effective {
-            log.info("authority", ["bundle": .string(row.bundleID), "environment": .string(row.environment.rawValue),
-                                   "authority": .string(row.authority.rawValue), "origin": .string(row.origin.rawValue)])
+            log.info(
+                "authority",
+                [
+                    "bundle": .string(row.bundleID), "environment": .string(row.environment.rawValue),
+                    "authority": .string(row.authority.rawValue), "origin": .string(row.origin.rawValue),
+                ]
+            )
         }
         if let problem = config.authorityProblems(
-            effective: effective.map { ($0.bundleID, $0.environment.rawValue, $0.authority) }, v2PathAvailable: compare.v2Source != nil
+            effective: effective.map { ($0.bundleID, $0.environment.rawValue, $0.authority) },
+            v2PathAvailable: compare.v2Source != nil
         ).first {
             throw problem
         }

@@ -1,6 +1,6 @@
-public import Store
 internal import Canonical
 internal import HTTPClient
+public import Store
 import Synchronization
 
 /// What every background worker is built on: the store, who receives what, metrics and log, and the injected clock
@@ -17,9 +17,19 @@ public struct WorkerContext: Sendable {
     /// How long a claimed job stays this instance's before another may take it over: longer than any job runs.
     public let leaseMillis: Int64
 
-    public init(store: any GatewayStore, router: Router, metrics: Metrics, log: Log, now: @escaping @Sendable () -> Int64,
-                jitter: @escaping @Sendable () -> Double, instance: String = "local", leaseMillis: Int64 = 300_000) {
-        (self.store, self.router, self.metrics, self.log, self.now, self.jitter) = (store, router, metrics, log, now, jitter)
+    public init(
+        store: any GatewayStore,
+        router: Router,
+        metrics: Metrics,
+        log: Log,
+        now: @escaping @Sendable () -> Int64,
+        jitter: @escaping @Sendable () -> Double,
+        instance: String = "local",
+        leaseMillis: Int64 = 300_000
+    ) {
+        (self.store, self.router, self.metrics, self.log, self.now, self.jitter) = (
+            store, router, metrics, log, now, jitter
+        )
         (self.instance, self.leaseMillis) = (instance, leaseMillis)
     }
 
@@ -29,7 +39,10 @@ public struct WorkerContext: Sendable {
     }
 
     /// Sets the gauge `metric` to the number of pending jobs `count` reads.
-    func gaugePending(as metric: Metric, _ count: @escaping @Sendable (any StoreTransaction) throws -> [JobState: Int]) async {
+    func gaugePending(
+        as metric: Metric,
+        _ count: @escaping @Sendable (any StoreTransaction) throws -> [JobState: Int]
+    ) async {
         if let counts = try? await read(count) {
             metrics.set(metric, [:], Double(counts[.pending] ?? 0))
         }
@@ -105,12 +118,14 @@ final class JobScheduler: Sendable {
                 await self.renewLeases(table)
                 await table.housekeeping()
             },
-            stopped: { await self.flush(outcomes.close()) })
+            stopped: { await self.flush(outcomes.close()) }
+        )
     }
 
     /// Outcomes queued when the loop stopped: committed on their own, their jobs still waiting for them.
     private func flush(_ entries: [OutcomeBatch.Entry]) async {
-        guard !entries.isEmpty, (try? await OutcomeBatch.write(entries, store: context.store, then: { _ in })) != nil else { return }
+        guard !entries.isEmpty, (try? await OutcomeBatch.write(entries, store: context.store, then: { _ in })) != nil
+        else { return }
         for entry in entries { entry.done.resume(returning: true) }
     }
 
@@ -169,13 +184,16 @@ final class JobScheduler: Sendable {
         if !settling.isEmpty {
             candidates = try await OutcomeBatch.write(settling, store: context.store, then: claim)
         } else {
-            candidates = context.store.sharedByInstances ? try await context.store.write(claim) : try await context.read(claim)
+            candidates =
+                context.store.sharedByInstances ? try await context.store.write(claim) : try await context.read(claim)
         }
         defer { for entry in settling { entry.done.resume(returning: true) } }
         return inFlight.claim { claims in
             for entry in settling { claims.finish(entry.id) }
             return candidates.filter { job in
-                guard !claims.isBusy(job.id), claims.count(lane: job.lane) < table.limit(lane: job.lane) else { return false }
+                guard !claims.isBusy(job.id), claims.count(lane: job.lane) < table.limit(lane: job.lane) else {
+                    return false
+                }
                 claims.claim(job.id, lane: job.lane)
                 return true
             }
@@ -202,8 +220,10 @@ final class PollLoop: Sendable {
     func wake() { doorbell.ring() }
 
     func run<Job: Sendable>(
-        fetch: @escaping @Sendable () async -> [Job], work: @escaping @Sendable (Job) async -> Void,
-        inFlight: @escaping @Sendable () -> Bool, everySecond: @escaping @Sendable () async -> Void,
+        fetch: @escaping @Sendable () async -> [Job],
+        work: @escaping @Sendable (Job) async -> Void,
+        inFlight: @escaping @Sendable () -> Bool,
+        everySecond: @escaping @Sendable () async -> Void,
         stopped: @escaping @Sendable () async -> Void = {}
     ) async {
         // A discarding group: a plain task group keeps every finished child until its result is collected, so a

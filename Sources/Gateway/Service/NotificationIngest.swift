@@ -1,9 +1,9 @@
 public import Canonical
 internal import Crypto
 internal import FoundationEssentials
+public import Store
 public import V1Adapter
 public import V2Adapter
-public import Store
 public import WireJSON
 
 /// `POST /notifications` (docs/architecture.md): detect the version, authenticate with what is local and fast, journal the
@@ -70,11 +70,23 @@ public final class NotificationIngest: Sendable {
         /// A request on the endpoint.
         public static let live = Origin(name: .live, arrivedAt: nil, checksFreshness: true, quarantinesRefusals: true)
         /// Get Notification History, fetched by `backfill`: what it finds was missed.
-        public static let backfill = Origin(name: .backfill, arrivedAt: nil, checksFreshness: false, quarantinesRefusals: true,
-                                            recoveredBy: .history, quarantinesOnce: true)
+        public static let backfill = Origin(
+            name: .backfill,
+            arrivedAt: nil,
+            checksFreshness: false,
+            quarantinesRefusals: true,
+            recoveredBy: .history,
+            quarantinesOnce: true
+        )
         /// Get Notification History, fetched by the scheduled sweep (docs/operations.md, "Reconciliation").
-        public static let historySweep = Origin(name: .historySweep, arrivedAt: nil, checksFreshness: false, quarantinesRefusals: true,
-                                                recoveredBy: .history, quarantinesOnce: true)
+        public static let historySweep = Origin(
+            name: .historySweep,
+            arrivedAt: nil,
+            checksFreshness: false,
+            quarantinesRefusals: true,
+            recoveredBy: .history,
+            quarantinesOnce: true
+        )
         /// A quarantined body run again: judged as it would have been when it arrived, never more leniently.
         public static func quarantineReplay(arrivedAt: Int64) -> Origin {
             Origin(name: .quarantineReplay, arrivedAt: arrivedAt, checksFreshness: true, quarantinesRefusals: false)
@@ -96,7 +108,8 @@ public final class NotificationIngest: Sendable {
 
         func cap(_ lane: Disposition.Lane) -> QuarantineCap {
             switch lane {
-            case .untrusted: QuarantineCap(rows: untrustedQuarantineCap, bytes: untrustedQuarantineBytes, evictsOldest: true)
+            case .untrusted:
+                QuarantineCap(rows: untrustedQuarantineCap, bytes: untrustedQuarantineBytes, evictsOldest: true)
             case .genuine: QuarantineCap(rows: genuineQuarantineCap, bytes: genuineQuarantineBytes, evictsOldest: false)
             }
         }
@@ -113,8 +126,16 @@ public final class NotificationIngest: Sendable {
     let redactor: SecretRedactor
 
     /// `redactor`: every configured secret; nil: the V1 adapter's shared secrets.
-    public init(v1: V1Adapter, v2: V2Adapter, store: any GatewayStore, router: Router, limits: Limits, metrics: Metrics,
-                redactor: SecretRedactor? = nil, now: @escaping @Sendable () -> Int64) {
+    public init(
+        v1: V1Adapter,
+        v2: V2Adapter,
+        store: any GatewayStore,
+        router: Router,
+        limits: Limits,
+        metrics: Metrics,
+        redactor: SecretRedactor? = nil,
+        now: @escaping @Sendable () -> Int64
+    ) {
         self.v1 = v1
         self.v2 = v2
         self.store = store
@@ -122,9 +143,13 @@ public final class NotificationIngest: Sendable {
         self.limits = limits
         self.metrics = metrics
         self.now = now
-        self.redactor = redactor ?? SecretRedactor(v1.apps.values.flatMap(\.sharedSecrets).map {
-            SecretRedactor.Secret(name: $0.name, value: Array($0.revealedValue.utf8))
-        })
+        self.redactor =
+            redactor
+            ?? SecretRedactor(
+                v1.apps.values.flatMap(\.sharedSecrets).map {
+                    SecretRedactor.Secret(name: $0.name, value: Array($0.revealedValue.utf8))
+                }
+            )
     }
 
     /// Handles one body.
@@ -140,7 +165,13 @@ public final class NotificationIngest: Sendable {
         case .v1Notification:
             return handleV1(bytes, origin: origin, received: received)
         case .signedTransaction, .signedRenewalInfo, .verifyReceiptResponse:
-            return refuse(GatewayError(.unknownVersion, "not a notification"), version: nil, bytes: bytes, at: received, origin: origin)
+            return refuse(
+                GatewayError(.unknownVersion, "not a notification"),
+                version: nil,
+                bytes: bytes,
+                at: received,
+                origin: origin
+            )
         }
     }
 
@@ -155,16 +186,33 @@ public final class NotificationIngest: Sendable {
         let reference = claim?.1 == "Sandbox" ? limits.demoSandboxVerifyTime ?? received : received
         do {
             verified = try v2.verifyNotification(
-                signedPayload: token, now: reference,
-                freshness: origin.checksFreshness ? V2Adapter.Freshness(maxAgeMillis: limits.maxNotificationAgeMillis) : nil)
+                signedPayload: token,
+                now: reference,
+                freshness: origin.checksFreshness
+                    ? V2Adapter.Freshness(maxAgeMillis: limits.maxNotificationAgeMillis) : nil
+            )
         } catch {
             metrics.observe(.verifySeconds, ["version": Generation.v2.rawValue], seconds(since: started))
-            return refuse(GatewayError(error), version: .v2, bytes: bytes,
-                          at: received, origin: origin, claimedBundle: claim?.0, claimedEnvironment: claim?.1)
+            return refuse(
+                GatewayError(error),
+                version: .v2,
+                bytes: bytes,
+                at: received,
+                origin: origin,
+                claimedBundle: claim?.0,
+                claimedEnvironment: claim?.1
+            )
         }
         metrics.observe(.verifySeconds, ["version": Generation.v2.rawValue], seconds(since: started))
-        if redactor.occurs(in: bytes) { return refuseCarriedSecret(version: .v2, bytes: bytes, at: received, origin: origin) }
-        var item = JournalItem(key: verified.payload.notificationUUID ?? "", version: .v2, receivedAt: received, body: bytes)
+        if redactor.occurs(in: bytes) {
+            return refuseCarriedSecret(version: .v2, bytes: bytes, at: received, origin: origin)
+        }
+        var item = JournalItem(
+            key: verified.payload.notificationUUID ?? "",
+            version: .v2,
+            receivedAt: received,
+            body: bytes
+        )
         item.origin = origin.name
         item.bundleID = verified.bundleID
         item.environment = verified.environment
@@ -178,12 +226,19 @@ public final class NotificationIngest: Sendable {
         }
         // Whether a V1 backend can be told of it (docs/architecture.md, "The V1 shape of a V2 notification").
         item.v1NotificationType = item.events.first.flatMap(V1BodySynthesizer.v1NotificationType(for:))
-        if item.v1NotificationType == nil, !router.passthroughTargets(bundleID: item.bundleID, environment: item.environment).isEmpty {
+        if item.v1NotificationType == nil,
+            !router.passthroughTargets(bundleID: item.bundleID, environment: item.environment).isEmpty
+        {
             metrics.increment(.v1ShapesUnsentTotal, ["type": ClaimedText.clip(item.notificationType ?? "", limit: 64)])
         }
         guard !item.key.isEmpty else {
-            return refuse(GatewayError(.malformed, "notification has no notificationUUID"), version: .v2, bytes: bytes, at: received,
-                          origin: origin)
+            return refuse(
+                GatewayError(.malformed, "notification has no notificationUUID"),
+                version: .v2,
+                bytes: bytes,
+                at: received,
+                origin: origin
+            )
         }
         var r = commit(item)
         r.leafSerial = verified.leafSerial
@@ -205,10 +260,18 @@ public final class NotificationIngest: Sendable {
     private func handleV1(_ bytes: [UInt8], origin: Origin, received: Int64) -> Result {
         let n: AuthenticatedV1Notification
         do { n = try v1.authenticate(body: bytes) } catch {
-            return refuse(GatewayError(error), version: .v1, bytes: bytes, at: received, origin: origin,
-                          claimedBundle: V1Adapter.claimedBundle(body: bytes))
+            return refuse(
+                GatewayError(error),
+                version: .v1,
+                bytes: bytes,
+                at: received,
+                origin: origin,
+                claimedBundle: V1Adapter.claimedBundle(body: bytes)
+            )
         }
-        if redactor.occurs(in: n.redactedBody) { return refuseCarriedSecret(version: .v1, bytes: bytes, at: received, origin: origin) }
+        if redactor.occurs(in: n.redactedBody) {
+            return refuseCarriedSecret(version: .v1, bytes: bytes, at: received, origin: origin)
+        }
         var item = JournalItem(key: n.eventID, version: .v1, receivedAt: received, body: n.redactedBody)
         item.origin = origin.name
         item.bundleID = n.bundleID
@@ -236,9 +299,12 @@ public final class NotificationIngest: Sendable {
         r.notificationType = item.notificationType
         r.subtype = item.subtype
         do {
-            let outcome = try store.write(bytes: item.body.count) { tx in try tx.journal(item, routing: router, now: time) }
+            let outcome = try store.write(bytes: item.body.count) { tx in
+                try tx.journal(item, routing: router, now: time)
+            }
             if case .duplicate = outcome { r.duplicate = true }
-            r.body = Array("{\"ok\":true,\"id\":".utf8) + JSONValue.quoted(item.key)
+            r.body =
+                Array("{\"ok\":true,\"id\":".utf8) + JSONValue.quoted(item.key)
                 + Array(",\"duplicate\":\(r.duplicate)}".utf8)
             return r
         } catch {
@@ -255,9 +321,15 @@ public final class NotificationIngest: Sendable {
     /// A body that authenticated but carries a configured secret where no secret belongs (anywhere but a V1 body's
     /// `password`): Apple never sends one, and journaling it would store the secret. Refused as malformed; its
     /// quarantined copy has the secret replaced.
-    private func refuseCarriedSecret(version: Generation, bytes: [UInt8], at received: Int64, origin: Origin) -> Result {
-        refuse(GatewayError(.malformedBody, "the body carries a configured secret outside a V1 password member"), version: version,
-               bytes: bytes, at: received, origin: origin)
+    private func refuseCarriedSecret(version: Generation, bytes: [UInt8], at received: Int64, origin: Origin) -> Result
+    {
+        refuse(
+            GatewayError(.malformedBody, "the body carries a configured secret outside a V1 password member"),
+            version: version,
+            bytes: bytes,
+            at: received,
+            origin: origin
+        )
     }
 
     /// Answers a refusal and quarantines the body in the lane its code says (docs/architecture.md). Every configured
@@ -265,8 +337,15 @@ public final class NotificationIngest: Sendable {
     /// before anything is stored, logged or answered; claims and message are then clipped. The value of any
     /// `password` member is dropped too — a V1 body for a bundle not configured carries a secret the gateway does not
     /// know — keeping only its SHA-256, so that a replay can match a secret configured later.
-    private func refuse(_ error: GatewayError, version: Generation?, bytes: [UInt8], at received: Int64, origin: Origin,
-                        claimedBundle: String? = nil, claimedEnvironment: String? = nil) -> Result {
+    private func refuse(
+        _ error: GatewayError,
+        version: Generation?,
+        bytes: [UInt8],
+        at received: Int64,
+        origin: Origin,
+        claimedBundle: String? = nil,
+        claimedEnvironment: String? = nil
+    ) -> Result {
         var error = error
         error.reason = ClaimedText.clip(redactor.redact(error.reason), limit: 300)
         let disposition = Disposition(error, version: version)
@@ -277,8 +356,15 @@ public final class NotificationIngest: Sendable {
         r.environment = ClaimedText.clip(claimedEnvironment.map(redactor.redact))
         guard let lane = disposition.lane, origin.quarantinesRefusals else { return r }
         var record = QuarantineRecord(
-            lane: lane == .genuine ? .genuine : .untrusted, receivedAt: received, version: version, code: fullCode, message: message,
-            bundleID: r.bundleID, environment: r.environment, body: bytes)
+            lane: lane == .genuine ? .genuine : .untrusted,
+            receivedAt: received,
+            version: version,
+            code: fullCode,
+            message: message,
+            bundleID: r.bundleID,
+            environment: r.environment,
+            body: bytes
+        )
         if version == .v1 {
             record.passwordFingerprint = V1Adapter.passwordFingerprint(body: bytes)
             record.body = Envelope.rawBody(bytes).map { $0.canonicalBytes() } ?? []

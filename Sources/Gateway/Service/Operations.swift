@@ -1,6 +1,6 @@
-public import Store
 internal import Canonical
 internal import Crypto
+public import Store
 public import V1Adapter
 public import WireJSON
 
@@ -25,14 +25,21 @@ public struct Operations: Sendable {
     /// Dead-lettered deliveries, oldest first.
     public func deadLetters(limit: Int = 100) throws -> JSONValue {
         let rows = try store.read { tx in try tx.deliveries(state: .dead, downstream: nil, eventID: nil, limit: limit) }
-        return .array(rows.map { d in
-            .object(JSONObject([
-                ("id", .number(String(d.id))), ("downstream", .string(d.downstream)), ("event_id", d.eventID.map { .string($0) } ?? .null),
-                ("journal_id", d.journalID.map { .number(String($0)) } ?? .null), ("attempts", .number(String(d.attempts))),
-                ("last_status", d.lastStatus.map { .number(String($0)) } ?? .null), ("last_error", d.lastError.map { .string($0) } ?? .null),
-                ("created_at", .number(String(d.createdAt))),
-            ]))
-        })
+        return .array(
+            rows.map { d in
+                .object(
+                    JSONObject([
+                        ("id", .number(String(d.id))), ("downstream", .string(d.downstream)),
+                        ("event_id", d.eventID.map { .string($0) } ?? .null),
+                        ("journal_id", d.journalID.map { .number(String($0)) } ?? .null),
+                        ("attempts", .number(String(d.attempts))),
+                        ("last_status", d.lastStatus.map { .number(String($0)) } ?? .null),
+                        ("last_error", d.lastError.map { .string($0) } ?? .null),
+                        ("created_at", .number(String(d.createdAt))),
+                    ])
+                )
+            }
+        )
     }
 
     /// One subscription: its state on each path (with which one is authoritative) and its event history.
@@ -50,20 +57,37 @@ public struct Operations: Sendable {
                     members.append(("state", v))
                     // Where the subscription stands now if nothing has happened since its latest event.
                     if let e = v.objectValue?["entitlement"]?.objectValue, let state = e["state"]?.stringValue {
-                        let now = Entitlement(state: Entitlement.State(rawValue: state), until: e["until"]?.int64Value).projected(at: time)
-                        members.append(("entitlement_now", .object(JSONObject([
-                            ("state", .string(now.state.rawValue)), ("until", now.until.map { .number(String($0)) } ?? .null),
-                        ]))))
+                        let now = Entitlement(state: Entitlement.State(rawValue: state), until: e["until"]?.int64Value)
+                            .projected(at: time)
+                        members.append(
+                            (
+                                "entitlement_now",
+                                .object(
+                                    JSONObject([
+                                        ("state", .string(now.state.rawValue)),
+                                        ("until", now.until.map { .number(String($0)) } ?? .null),
+                                    ])
+                                )
+                            )
+                        )
                     }
                 }
                 return .object(JSONObject(members))
             }
             let eventValues: [JSONValue] = events.compactMap { row in
                 guard let v = try? JSONParser.parse(row.json) else { return nil }
-                return .object(JSONObject([("path", .string(row.path.rawValue)), ("authoritative", .bool(row.authoritative)), ("event", v)]))
+                return .object(
+                    JSONObject([
+                        ("path", .string(row.path.rawValue)), ("authoritative", .bool(row.authoritative)), ("event", v),
+                    ])
+                )
             }
-            return .object(JSONObject([("original_transaction_id", .string(otid)), ("states", .array(stateValues)),
-                                       ("events", .array(eventValues))]))
+            return .object(
+                JSONObject([
+                    ("original_transaction_id", .string(otid)), ("states", .array(stateValues)),
+                    ("events", .array(eventValues)),
+                ])
+            )
         }
     }
 
@@ -78,49 +102,100 @@ public struct Operations: Sendable {
             let apple = try tx.appleSwitches()
             func number(_ n: some BinaryInteger) -> JSONValue { .number(String(n)) }
             func text(_ s: String?) -> JSONValue { s.map { .string($0) } ?? .null }
-            return .object(JSONObject([
-                ("version", .string(GatewayVersion.string)),
-                ("journal", number(counts.journal)),
-                ("events", number(counts.events)),
-                ("outbox", .object(JSONObject(outbox.map { ($0.key.rawValue, number($0.value)) }.sorted { $0.0 < $1.0 }))),
-                ("receipt_jobs", .object(JSONObject(receipts.map { ($0.key.rawValue, number($0.value)) }.sorted { $0.0 < $1.0 }))),
-                ("quarantine", .object(JSONObject(lanes.filter { $0.value.rows > 0 }.map { ($0.key.rawValue, number($0.value.rows)) }
-                    .sorted { $0.0 < $1.0 }))),
-                ("authority", .array(authority.map { a in
-                    .object(JSONObject([
-                        ("bundle_id", .string(a.bundleID)), ("environment", .string(a.environment.rawValue)),
-                        ("authority", .string(a.authority.rawValue)), ("origin", .string(a.origin.rawValue)),
-                    ]))
-                })),
-                // What Apple sends, per app and environment, as the gateway last read it from App Store Connect, and the
-                // switch in progress or last finished (docs/operations.md, "Migrating a bundle").
-                ("apple", .array(apple.map { a in
-                    .object(JSONObject([
-                        ("bundle_id", .string(a.bundleID)), ("environment", .string(a.environment.rawValue)),
-                        ("version", text(a.appleVersion?.rawValue)), ("url", text(a.appleURL)), ("read_at", a.readAt.map(number) ?? .null),
-                        ("switch", a.migrationID == nil ? .null : .object(JSONObject([
-                            ("migration_id", text(a.migrationID)), ("target", text(a.target?.rawValue)), ("previous", text(a.previous?.rawValue)),
-                            ("step", text(a.step?.rawValue)), ("updated_at", a.updatedAt.map(number) ?? .null), ("error", text(a.error)),
-                        ]))),
-                    ]))
-                })),
-            ]))
+            return .object(
+                JSONObject([
+                    ("version", .string(GatewayVersion.string)),
+                    ("journal", number(counts.journal)),
+                    ("events", number(counts.events)),
+                    (
+                        "outbox",
+                        .object(JSONObject(outbox.map { ($0.key.rawValue, number($0.value)) }.sorted { $0.0 < $1.0 }))
+                    ),
+                    (
+                        "receipt_jobs",
+                        .object(JSONObject(receipts.map { ($0.key.rawValue, number($0.value)) }.sorted { $0.0 < $1.0 }))
+                    ),
+                    (
+                        "quarantine",
+                        .object(
+                            JSONObject(
+                                lanes.filter { $0.value.rows > 0 }.map { ($0.key.rawValue, number($0.value.rows)) }
+                                    .sorted { $0.0 < $1.0 }
+                            )
+                        )
+                    ),
+                    (
+                        "authority",
+                        .array(
+                            authority.map { a in
+                                .object(
+                                    JSONObject([
+                                        ("bundle_id", .string(a.bundleID)),
+                                        ("environment", .string(a.environment.rawValue)),
+                                        ("authority", .string(a.authority.rawValue)),
+                                        ("origin", .string(a.origin.rawValue)),
+                                    ])
+                                )
+                            }
+                        )
+                    ),
+                    // What Apple sends, per app and environment, as the gateway last read it from App Store Connect, and the
+                    // switch in progress or last finished (docs/operations.md, "Migrating a bundle").
+                    (
+                        "apple",
+                        .array(
+                            apple.map { a in
+                                .object(
+                                    JSONObject([
+                                        ("bundle_id", .string(a.bundleID)),
+                                        ("environment", .string(a.environment.rawValue)),
+                                        ("version", text(a.appleVersion?.rawValue)), ("url", text(a.appleURL)),
+                                        ("read_at", a.readAt.map(number) ?? .null),
+                                        (
+                                            "switch",
+                                            a.migrationID == nil
+                                                ? .null
+                                                : .object(
+                                                    JSONObject([
+                                                        ("migration_id", text(a.migrationID)),
+                                                        ("target", text(a.target?.rawValue)),
+                                                        ("previous", text(a.previous?.rawValue)),
+                                                        ("step", text(a.step?.rawValue)),
+                                                        ("updated_at", a.updatedAt.map(number) ?? .null),
+                                                        ("error", text(a.error)),
+                                                    ])
+                                                )
+                                        ),
+                                    ])
+                                )
+                            }
+                        )
+                    ),
+                ])
+            )
         }
     }
 
     /// Quarantined rows (without bodies), with each lane's usage.
     public func quarantineList(lane: QuarantineRecord.Lane? = nil, limit: Int = 100) throws -> JSONValue {
         let rows = try store.read { tx in try tx.quarantined(lane: lane, id: nil, limit: limit) }
-        return .array(rows.map { r in
-            .object(JSONObject([
-                ("id", .number(String(r.id))), ("lane", .string(r.lane.rawValue)), ("received_at", .number(String(r.receivedAt))),
-                ("version", r.version.map { .string($0.rawValue) } ?? .null), ("code", .string(r.code)), ("message", .string(r.message)),
-                ("bundle_id", r.bundleID.map { .string($0) } ?? .null), ("environment", r.environment.map { .string($0) } ?? .null),
-                ("size", .number(String(r.storedSize))), ("replay_attempts", .number(String(r.replayAttempts))),
-                ("last_replay_at", r.lastReplayAt.map { .number(String($0)) } ?? .null),
-                ("last_replay_code", r.lastReplayCode.map { .string($0) } ?? .null),
-            ]))
-        })
+        return .array(
+            rows.map { r in
+                .object(
+                    JSONObject([
+                        ("id", .number(String(r.id))), ("lane", .string(r.lane.rawValue)),
+                        ("received_at", .number(String(r.receivedAt))),
+                        ("version", r.version.map { .string($0.rawValue) } ?? .null), ("code", .string(r.code)),
+                        ("message", .string(r.message)),
+                        ("bundle_id", r.bundleID.map { .string($0) } ?? .null),
+                        ("environment", r.environment.map { .string($0) } ?? .null),
+                        ("size", .number(String(r.storedSize))), ("replay_attempts", .number(String(r.replayAttempts))),
+                        ("last_replay_at", r.lastReplayAt.map { .number(String($0)) } ?? .null),
+                        ("last_replay_code", r.lastReplayCode.map { .string($0) } ?? .null),
+                    ])
+                )
+            }
+        )
     }
 
     /// Which quarantined rows a replay runs: one row, one lane, or every row.
@@ -142,10 +217,16 @@ public struct Operations: Sendable {
     /// Each row is marked as being replayed, durably, before it runs. A row still marked from an earlier replay
     /// took that process down: it is skipped (`replay_interrupted`) unless selected by id, so one poisonous row can
     /// never block the others for good.
-    public func quarantineReplay(ingest: NotificationIngest, secrets: [SharedSecret], selection: QuarantineSelection = .init())
+    public func quarantineReplay(
+        ingest: NotificationIngest,
+        secrets: [SharedSecret],
+        selection: QuarantineSelection = .init()
+    )
         throws -> JSONValue
     {
-        let rows = try store.read { tx in try tx.quarantined(lane: selection.lane, id: selection.id, limit: selection.limit) }
+        let rows = try store.read { tx in
+            try tx.quarantined(lane: selection.lane, id: selection.id, limit: selection.limit)
+        }
         var results: [JSONValue] = []
         for row in rows {
             let id = row.id
@@ -163,7 +244,8 @@ public struct Operations: Sendable {
                     results.append(Self.replayResult(id, status: nil, code: "no_matching_secret"))
                     continue
                 }
-                body = JSONValue.object(JSONObject(o.members + [("password", .string(secret.revealedValue))])).canonicalBytes()
+                body = JSONValue.object(JSONObject(o.members + [("password", .string(secret.revealedValue))]))
+                    .canonicalBytes()
             }
             let started = now()
             do {
@@ -193,7 +275,11 @@ public struct Operations: Sendable {
     }
 
     static func replayResult(_ id: Int64, status: Int?, code: String?) -> JSONValue {
-        .object(JSONObject([("id", .number(String(id))), ("status", status.map { .number(String($0)) } ?? .null),
-                            ("code", code.map { .string($0) } ?? .null)]))
+        .object(
+            JSONObject([
+                ("id", .number(String(id))), ("status", status.map { .number(String($0)) } ?? .null),
+                ("code", code.map { .string($0) } ?? .null),
+            ])
+        )
     }
 }

@@ -58,8 +58,11 @@ final class OutcomeBatch: Sendable {
     }
 
     /// Commits `entries` with `then` in one write, or reports the write's error to each of them.
-    static func write<T: Sendable>(_ entries: [Entry], store: any GatewayStore,
-                                   then: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+    static func write<T: Sendable>(
+        _ entries: [Entry],
+        store: any GatewayStore,
+        then: @escaping @Sendable (any StoreTransaction) throws -> T
+    ) async throws -> T {
         let works = entries.map(\.work)
         do {
             let value = try await store.write { tx in

@@ -1,9 +1,9 @@
-internal import Store
 internal import Canonical
 public import HTTPClient
+internal import Store
+import Synchronization
 public import V1Adapter
 internal import WireJSON
-import Synchronization
 
 /// The V1 stage after the `200` (docs/architecture.md): each journaled V1 body's receipt goes to verifyReceipt, and the
 /// event built from Apple's answer is stored and queued for delivery. Apple being down only delays it; an invalid
@@ -53,7 +53,9 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
 
     var claimedJobs: ClaimedJobs { .receiptJobs }
 
-    func housekeeping() async { await context.gaugePending(as: .receiptJobsPending) { tx in try tx.receiptJobCounts() } }
+    func housekeeping() async {
+        await context.gaugePending(as: .receiptJobsPending) { tx in try tx.receiptJobCounts() }
+    }
 
     func process(_ job: Job) async {
         if job.version == .v2 {
@@ -66,12 +68,23 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         }
         guard let secret = apps[job.bundleID]?.sharedSecrets.first(where: { $0.name == job.secretName }) else {
             // The secret that authenticated this body is no longer configured: wait for the configuration.
-            await settle(job, state: .pending, error: "shared secret \(job.secretName) not configured", status: nil,
-                         retryIn: policy.configErrorDelayMillis)
+            await settle(
+                job,
+                state: .pending,
+                error: "shared secret \(job.secretName) not configured",
+                status: nil,
+                retryIn: policy.configErrorDelayMillis
+            )
             return
         }
         guard let receipt = body.receiptData else {
-            await settle(job, state: .failed, error: "receipt_invalid: no receipt in the body", status: nil, retryIn: nil)
+            await settle(
+                job,
+                state: .failed,
+                error: "receipt_invalid: no receipt in the body",
+                status: nil,
+                retryIn: nil
+            )
             return
         }
         do {
@@ -79,7 +92,13 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
             let facts = V1EventBuilder.facts(fromReceipt: answer.response, subscription: body.subscriptionID)
             guard !facts.transactions.isEmpty else {
                 metrics.increment(.verifyReceiptTotal, ["outcome": "receipt_invalid"])
-                await settle(job, state: .failed, error: "receipt_invalid: answer lacks the subscription", status: answer.status, retryIn: nil)
+                await settle(
+                    job,
+                    state: .failed,
+                    error: "receipt_invalid: answer lacks the subscription",
+                    status: answer.status,
+                    retryIn: nil
+                )
                 return
             }
             let event = V1EventBuilder().event(for: body, id: job.key, facts: facts, arrival: job.receivedAt)
@@ -90,9 +109,24 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
             let job = job
             try await store.write { tx in
                 try tx.storeEvents([event], journalID: id, routing: router, now: time, authority: job.authority)
-                try Self.followUp(event: event, answer: answer.response, receipt: receipt, job: job, router: router, at: time, in: tx)
-                try tx.settleReceiptJob(journalID: id, state: .done, attempts: job.attempts + 1, nextAttemptAt: time, error: nil,
-                                        appleStatus: status, now: time)
+                try Self.followUp(
+                    event: event,
+                    answer: answer.response,
+                    receipt: receipt,
+                    job: job,
+                    router: router,
+                    at: time,
+                    in: tx
+                )
+                try tx.settleReceiptJob(
+                    journalID: id,
+                    state: .done,
+                    attempts: job.attempts + 1,
+                    nextAttemptAt: time,
+                    error: nil,
+                    appleStatus: status,
+                    now: time
+                )
             }
             metrics.increment(.verifyReceiptTotal, ["outcome": "ok"])
         } catch let error as V1AdapterError {
@@ -100,18 +134,40 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
             switch error.code {
             case .appleUnavailable:
                 let delay = policy.retry.delayMillis(afterAttempt: job.attempts + 1, jitter: jitter())
-                await settle(job, state: .pending, error: error.code.rawValue, status: error.appleStatus, retryIn: delay)
+                await settle(
+                    job,
+                    state: .pending,
+                    error: error.code.rawValue,
+                    status: error.appleStatus,
+                    retryIn: delay
+                )
             case .receiptConfigError:
-                log.error("verifyReceipt says the shared secret differs (21004): check App Store Connect and the config",
-                          ["bundle": .string(job.bundleID), "secret": .string(job.secretName)])
-                await settle(job, state: .pending, error: error.code.rawValue, status: error.appleStatus, retryIn: policy.configErrorDelayMillis)
+                log.error(
+                    "verifyReceipt says the shared secret differs (21004): check App Store Connect and the config",
+                    ["bundle": .string(job.bundleID), "secret": .string(job.secretName)]
+                )
+                await settle(
+                    job,
+                    state: .pending,
+                    error: error.code.rawValue,
+                    status: error.appleStatus,
+                    retryIn: policy.configErrorDelayMillis
+                )
             default:
-                log.warn("V1 notification dropped: its receipt is invalid",
-                         ["id": .string(job.key), "bundle": .string(job.bundleID), "code": .string(error.code.rawValue)])
+                log.warn(
+                    "V1 notification dropped: its receipt is invalid",
+                    ["id": .string(job.key), "bundle": .string(job.bundleID), "code": .string(error.code.rawValue)]
+                )
                 await settle(job, state: .failed, error: error.code.rawValue, status: error.appleStatus, retryIn: nil)
             }
         } catch {
-            await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.storeRetryMillis)
+            await settle(
+                job,
+                state: .pending,
+                error: "store_unavailable",
+                status: nil,
+                retryIn: policy.storeRetryMillis
+            )
         }
     }
 
@@ -123,18 +179,34 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
     /// authoritative on the V1 path as the notification arrived under V1 authority.
     func processV1View(_ job: Job) async {
         guard let app = apps[job.bundleID], let secret = app.sharedSecrets.first else {
-            await settle(job, state: .failed, error: "no V1 path: the app has no shared secret", status: nil, retryIn: nil)
+            await settle(
+                job,
+                state: .failed,
+                error: "no V1 path: the app has no shared secret",
+                status: nil,
+                retryIn: nil
+            )
             return
         }
         let (key, body) = (job.key, job.body)
         let built: V1Shape?
         do {
-            built = try await context.read { tx in try V1Shape.build(notificationKey: key, journalBody: body, secretName: secret.name, in: tx) }
+            built = try await context.read { tx in
+                try V1Shape.build(notificationKey: key, journalBody: body, secretName: secret.name, in: tx)
+            }
         } catch {
-            await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.storeRetryMillis)
+            await settle(
+                job,
+                state: .pending,
+                error: "store_unavailable",
+                status: nil,
+                retryIn: policy.storeRetryMillis
+            )
             return
         }
-        guard let shape = built, let v1 = try? JSONValueDecoder().decode(ResponseBodyV1.self, from: JSONParser.parse(shape.body)) else {
+        guard let shape = built,
+            let v1 = try? JSONValueDecoder().decode(ResponseBodyV1.self, from: JSONParser.parse(shape.body))
+        else {
             await storeV1View(of: job)
             return
         }
@@ -156,17 +228,46 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         let verified = answer
         do {
             try await store.write { tx in
-                try tx.storeEvents([stored], journalID: job.journalID, routing: router, now: time, authority: job.authority)
+                try tx.storeEvents(
+                    [stored],
+                    journalID: job.journalID,
+                    routing: router,
+                    now: time,
+                    authority: job.authority
+                )
                 if let answer = verified, let otid = stored.originalTransactionID, let env = stored.environment {
-                    let subscription = SubscriptionKey(bundleID: job.bundleID, environment: env, originalTransactionID: otid)
-                    try tx.putReceipt(StoredReceipt(receipt: answer.response.latestReceipt ?? shape.receipt?.receipt ?? "", secretName: secret.name,
-                                                    updatedAt: time), of: subscription)
+                    let subscription = SubscriptionKey(
+                        bundleID: job.bundleID,
+                        environment: env,
+                        originalTransactionID: otid
+                    )
+                    try tx.putReceipt(
+                        StoredReceipt(
+                            receipt: answer.response.latestReceipt ?? shape.receipt?.receipt ?? "",
+                            secretName: secret.name,
+                            updatedAt: time
+                        ),
+                        of: subscription
+                    )
                 }
-                try tx.settleReceiptJob(journalID: job.journalID, state: .done, attempts: job.attempts + 1, nextAttemptAt: time, error: nil,
-                                        appleStatus: verified?.status, now: time)
+                try tx.settleReceiptJob(
+                    journalID: job.journalID,
+                    state: .done,
+                    attempts: job.attempts + 1,
+                    nextAttemptAt: time,
+                    error: nil,
+                    appleStatus: verified?.status,
+                    now: time
+                )
             }
         } catch {
-            await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.storeRetryMillis)
+            await settle(
+                job,
+                state: .pending,
+                error: "store_unavailable",
+                status: nil,
+                retryIn: policy.storeRetryMillis
+            )
         }
     }
 
@@ -175,12 +276,28 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
     func storeV1View(of job: Job) async {
         let key = job.key
         let found: CanonicalEvent?
-        do { found = try await context.read { tx in try tx.events(id: key, originalTransactionID: nil, limit: 1).first?.event } } catch {
-            await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.storeRetryMillis)
+        do {
+            found = try await context.read { tx in
+                try tx.events(id: key, originalTransactionID: nil, limit: 1).first?.event
+            }
+        } catch {
+            await settle(
+                job,
+                state: .pending,
+                error: "store_unavailable",
+                status: nil,
+                retryIn: policy.storeRetryMillis
+            )
             return
         }
         guard var event = found else {
-            await settle(job, state: .failed, error: "the notification's event is not stored", status: nil, retryIn: nil)
+            await settle(
+                job,
+                state: .failed,
+                error: "the notification's event is not stored",
+                status: nil,
+                retryIn: nil
+            )
             return
         }
         event.id = "v1-view:" + job.key
@@ -190,26 +307,59 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         let stored = event
         do {
             try await store.write { tx in
-                try tx.storeEvents([stored], journalID: job.journalID, routing: router, now: time, authority: job.authority)
-                try tx.settleReceiptJob(journalID: job.journalID, state: .done, attempts: job.attempts + 1, nextAttemptAt: time, error: nil,
-                                        appleStatus: nil, now: time)
+                try tx.storeEvents(
+                    [stored],
+                    journalID: job.journalID,
+                    routing: router,
+                    now: time,
+                    authority: job.authority
+                )
+                try tx.settleReceiptJob(
+                    journalID: job.journalID,
+                    state: .done,
+                    attempts: job.attempts + 1,
+                    nextAttemptAt: time,
+                    error: nil,
+                    appleStatus: nil,
+                    now: time
+                )
             }
         } catch {
-            await settle(job, state: .pending, error: "store_unavailable", status: nil, retryIn: policy.storeRetryMillis)
+            await settle(
+                job,
+                state: .pending,
+                error: "store_unavailable",
+                status: nil,
+                retryIn: policy.storeRetryMillis
+            )
         }
     }
 
     /// After a V1 event: keep the receipt (the V1 path's view of this subscription later), and for compared bundles
     /// the V1 snapshot; ask for the V2 path's view when comparing, or when V2 is authoritative (its event then comes
     /// from the App Store Server API, authoritative in this notification's place).
-    static func followUp(event: CanonicalEvent, answer: VerifyReceiptResponse, receipt: String, job: Job, router: Router, at time: Int64,
-                         in tx: any StoreTransaction) throws {
+    static func followUp(
+        event: CanonicalEvent,
+        answer: VerifyReceiptResponse,
+        receipt: String,
+        job: Job,
+        router: Router,
+        at time: Int64,
+        in tx: any StoreTransaction
+    ) throws {
         guard let otid = event.originalTransactionID, let env = event.environment else { return }
         let key = SubscriptionKey(bundleID: job.bundleID, environment: env, originalTransactionID: otid)
         // Also wakes the comparisons waiting for it.
-        try tx.putReceipt(StoredReceipt(receipt: answer.latestReceipt ?? receipt, secretName: job.secretName, updatedAt: time), of: key)
+        try tx.putReceipt(
+            StoredReceipt(receipt: answer.latestReceipt ?? receipt, secretName: job.secretName, updatedAt: time),
+            of: key
+        )
         let compare = router.compares(job.bundleID) && event.isSubscription
-        if compare, let snapshot = V1EventBuilder.snapshots(from: answer, observedAt: time).first(where: { $0.originalTransactionID == otid }) {
+        if compare,
+            let snapshot = V1EventBuilder.snapshots(from: answer, observedAt: time).first(where: {
+                $0.originalTransactionID == otid
+            })
+        {
             try tx.putSnapshot(snapshot, path: .v1)
         }
         // The V2 path's event stands in for this V1 notification when it is the only notification of its event (always
@@ -219,8 +369,17 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
             derive = try tx.standsAlone(.v1, bundleID: job.bundleID, environment: env, now: time)
         }
         if compare || derive {
-            try tx.enqueueFetch(FetchRequest(subscription: key, fetch: .v2, v1EventID: derive ? event.id : nil, authority: job.authority,
-                                             compare: compare), at: time, due: nil)
+            try tx.enqueueFetch(
+                FetchRequest(
+                    subscription: key,
+                    fetch: .v2,
+                    v1EventID: derive ? event.id : nil,
+                    authority: job.authority,
+                    compare: compare
+                ),
+                at: time,
+                due: nil
+            )
         }
     }
 
@@ -230,8 +389,15 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         let final = policy.retry.jobState(state, attempts: attempts)
         let id = job.journalID
         await context.recordOutcome { tx in
-            try tx.settleReceiptJob(journalID: id, state: final, attempts: attempts, nextAttemptAt: time.clampedAdding(retryIn ?? 0),
-                                    error: error, appleStatus: status, now: time)
+            try tx.settleReceiptJob(
+                journalID: id,
+                state: final,
+                attempts: attempts,
+                nextAttemptAt: time.clampedAdding(retryIn ?? 0),
+                error: error,
+                appleStatus: status,
+                now: time
+            )
         }
     }
 }

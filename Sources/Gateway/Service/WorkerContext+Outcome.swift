@@ -1,4 +1,5 @@
 internal import Store
+
 /// Recording a background job's outcome when the store refuses writes (a full disk).
 extension WorkerContext {
     /// Commits `work` — a job's outcome — retrying with backoff (100 ms doubling to 5 s) for as long as the store
@@ -28,7 +29,10 @@ extension WorkerContext {
                 guard !Task.isCancelled, !store.isClosing else { return }
                 metrics.increment(.storeFailuresTotal, ["operation": "job_outcome"])
                 if !logged {
-                    log.error("store refuses writes: job outcomes wait", ["error": .string(String(describing: error).prefix(300).description)])
+                    log.error(
+                        "store refuses writes: job outcomes wait",
+                        ["error": .string(String(describing: error).prefix(300).description)]
+                    )
                     logged = true
                 }
                 try? await Task.sleep(for: delay)

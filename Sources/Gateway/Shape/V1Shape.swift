@@ -21,20 +21,33 @@ struct V1Shape: Sendable {
     var eventDate: Int64
 
     /// Nil when the notification's event is not stored (any more) or its type has no V1 counterpart.
-    static func build(notificationKey: String, journalBody: [UInt8], secretName: String, in tx: any StoreTransaction) throws -> V1Shape? {
+    static func build(
+        notificationKey: String,
+        journalBody: [UInt8],
+        secretName: String,
+        in tx: any StoreTransaction
+    ) throws -> V1Shape? {
         guard let event = try tx.events(id: notificationKey, originalTransactionID: nil, limit: 1).first?.event,
             let type = V1BodySynthesizer.v1NotificationType(for: event)
         else { return nil }
         var history: [CanonicalEvent] = []
         var receipt: StoredReceipt?
         if let otid = event.originalTransactionID, let bundle = event.bundleID, let environment = event.environment {
-            history = try tx.events(id: nil, originalTransactionID: otid, limit: V1BodySynthesizer.maxTransactions * 2).map(\.event)
+            history = try tx.events(id: nil, originalTransactionID: otid, limit: V1BodySynthesizer.maxTransactions * 2)
+                .map(\.event)
                 .filter { $0.bundleID == bundle && $0.environment == environment && $0.id != event.id }
-            receipt = try tx.receipt(of: SubscriptionKey(bundleID: bundle, environment: environment, originalTransactionID: otid))
+            receipt = try tx.receipt(
+                of: SubscriptionKey(bundleID: bundle, environment: environment, originalTransactionID: otid)
+            )
         }
-        guard let body = V1BodySynthesizer.body(
-            for: event, history: history, latestReceipt: receipt?.receipt, password: V1Adapter.secretMarker(secretName),
-            bundleVersion: bundleVersion(journalBody))
+        guard
+            let body = V1BodySynthesizer.body(
+                for: event,
+                history: history,
+                latestReceipt: receipt?.receipt,
+                password: V1Adapter.secretMarker(secretName),
+                bundleVersion: bundleVersion(journalBody)
+            )
         else { return nil }
         return V1Shape(body: body, type: type, receipt: receipt, eventDate: event.eventDate)
     }
@@ -42,11 +55,14 @@ struct V1Shape: Sendable {
     /// `data.bundleVersion` of a journaled V2 body's payload, read without verifying it again (it was verified when it
     /// was journaled).
     static func bundleVersion(_ journalBody: [UInt8]) -> String? {
-        guard case .object(let outer)? = try? JSONParser.parse(journalBody), case .string(let token)? = outer["signedPayload"] else {
+        guard case .object(let outer)? = try? JSONParser.parse(journalBody),
+            case .string(let token)? = outer["signedPayload"]
+        else {
             return nil
         }
         let parts = Array(token.utf8).split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3, let bytes = try? Base64.decode(parts[1], alphabet: .url), case .object(let payload)? = try? JSONParser.parse(bytes),
+        guard parts.count == 3, let bytes = try? Base64.decode(parts[1], alphabet: .url),
+            case .object(let payload)? = try? JSONParser.parse(bytes),
             case .object(let data)? = payload["data"]
         else { return nil }
         return data["bundleVersion"]?.stringValue

@@ -6,7 +6,8 @@ internal import FoundationEssentials
 public enum JSONOutput {
     public static func encode<T: Encodable>(_ value: T, pretty: Bool = false) -> [UInt8] {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = pretty ? [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted] : [.sortedKeys, .withoutEscapingSlashes]
+        encoder.outputFormatting =
+            pretty ? [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted] : [.sortedKeys, .withoutEscapingSlashes]
         // Every value we encode is built from JSON-representable members; failure would be a programming error.
         do { return Array(try encoder.encode(value)) } catch { preconditionFailure("JSON encoding failed: \(error)") }
     }

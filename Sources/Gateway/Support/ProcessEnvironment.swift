@@ -17,7 +17,8 @@ public enum ProcessEnvironment {
     /// This process's name among gateway instances: the host name and the process id.
     public static var instanceName: String {
         var host = [CChar](repeating: 0, count: 256)
-        let name = gethostname(&host, host.count - 1) == 0
+        let name =
+            gethostname(&host, host.count - 1) == 0
             ? String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : "host"
         return "\(name)-\(getpid())"
     }

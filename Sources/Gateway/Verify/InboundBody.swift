@@ -38,7 +38,9 @@ public enum InboundBody: Sendable {
         guard bytes.count <= maxBytes else { throw BodyError(.bodyTooLarge, "body larger than 1 MiB") }
         if allowBareTokens, let token = rawJWS(bytes) { return try classifyRawJWS(token) }
         let value: JSONValue
-        do { value = try JSONParser.parse(bytes) } catch { throw BodyError(.malformedBody, "body is not JSON (\(error))") }
+        do { value = try JSONParser.parse(bytes) } catch {
+            throw BodyError(.malformedBody, "body is not JSON (\(error))")
+        }
         guard case .object(let o) = value else { throw BodyError(.malformedBody, "body is not a JSON object") }
         if let v = o["signedPayload"] {
             guard case .string(let s) = v else { throw BodyError(.malformedBody, "signedPayload is not a string") }
@@ -46,8 +48,10 @@ public enum InboundBody: Sendable {
         }
         if o["notification_type"] != nil { return .v1Notification(o) }
         if allowBareTokens {
-            for (key, make) in [("signedTransaction", Self.signedTransaction), ("signedTransactionInfo", Self.signedTransaction),
-                                ("signedRenewalInfo", Self.signedRenewalInfo)] as [(String, ([UInt8]) -> InboundBody)] {
+            for (key, make) in [
+                ("signedTransaction", Self.signedTransaction), ("signedTransactionInfo", Self.signedTransaction),
+                ("signedRenewalInfo", Self.signedRenewalInfo),
+            ] as [(String, ([UInt8]) -> InboundBody)] {
                 if let v = o[key] {
                     guard case .string(let s) = v else { throw BodyError(.malformedBody, "\(key) is not a string") }
                     return make(Array(s.utf8))
@@ -63,7 +67,9 @@ public enum InboundBody: Sendable {
     /// The trimmed text when `bytes` look like a bare compact JWS (`eyJ…` with two dots), else nil.
     private static func rawJWS(_ bytes: [UInt8]) -> [UInt8]? {
         let ws: Set<UInt8> = [0x20, 0x0A, 0x0D, 0x09]
-        let trimmed = Array(bytes.drop(while: { ws.contains($0) }).reversed().drop(while: { ws.contains($0) }).reversed())
+        let trimmed = Array(
+            bytes.drop(while: { ws.contains($0) }).reversed().drop(while: { ws.contains($0) }).reversed()
+        )
         guard trimmed.starts(with: Array("eyJ".utf8)), trimmed.filter({ $0 == UInt8(ascii: ".") }).count == 2 else {
             return nil
         }
@@ -75,7 +81,7 @@ public enum InboundBody: Sendable {
     private static func classifyRawJWS(_ token: [UInt8]) throws(BodyError) -> InboundBody {
         let parts = token.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         if parts.count == 3, let bytes = try? Base64.decode(parts[1], alphabet: .url),
-           case .object(let p)? = try? JSONParser.parse(bytes)
+            case .object(let p)? = try? JSONParser.parse(bytes)
         {
             if p["notificationType"] != nil { return .v2Notification(signedPayload: token) }
             if p["transactionId"] != nil || p["bundleId"] != nil { return .signedTransaction(token) }

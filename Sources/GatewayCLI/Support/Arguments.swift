@@ -100,14 +100,21 @@ struct Arguments {
     func size(_ name: String, default defaultValue: Int64, _ range: ClosedRange<Int64>) throws(CommandError) -> Int64 {
         guard let text = value(name) else { return defaultValue }
         guard let bytes = SizeText.bytes(text), range.contains(bytes) else {
-            throw .usage("--\(name) must be a size from \(range.lowerBound) to \(range.upperBound) bytes, such as 64MiB")
+            throw .usage(
+                "--\(name) must be a size from \(range.lowerBound) to \(range.upperBound) bytes, such as 64MiB"
+            )
         }
         return bytes
     }
 
     /// A number flag (`--seconds 3`), or `defaultValue` when absent; the usage error `problem` when it is not a number
     /// or not `valid`.
-    func number<T: LosslessStringConvertible>(_ name: String, default defaultValue: T, valid: (T) -> Bool, _ problem: String)
+    func number<T: LosslessStringConvertible>(
+        _ name: String,
+        default defaultValue: T,
+        valid: (T) -> Bool,
+        _ problem: String
+    )
         throws(CommandError) -> T
     {
         guard let text = value(name) else { return defaultValue }

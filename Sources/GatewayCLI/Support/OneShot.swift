@@ -22,7 +22,9 @@ func withStore<T>(_ config: GatewayConfig, _ body: (MaintenanceStore) throws -> 
 /// build (a secret's variable unset, say) is a config error: exit 2.
 func withService<T>(_ config: GatewayConfig, _ body: (GatewayService) async throws -> T) async throws -> T {
     let service: GatewayService
-    do { service = try GatewayService(config: config, dependencies: .command()) } catch { throw CommandError.usage("config: \(error)") }
+    do { service = try GatewayService(config: config, dependencies: .command()) } catch {
+        throw CommandError.usage("config: \(error)")
+    }
     do {
         let result = try await body(service)
         await service.shutdown()

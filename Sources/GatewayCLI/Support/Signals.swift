@@ -30,7 +30,8 @@ enum Signals {
 
 /// Keeps the signal sources alive for the life of the process.
 private enum SignalSources {
-    nonisolated(unsafe) static var retained: [any DispatchSourceSignal] = []  // written once, before any signal can fire
+    // written once, before any signal can fire
+    nonisolated(unsafe) static var retained: [any DispatchSourceSignal] = []
     static func keep(_ s: [any DispatchSourceSignal]) { retained = s }
 }
 

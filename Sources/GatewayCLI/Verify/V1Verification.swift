@@ -21,23 +21,39 @@ struct V1Verification: Sendable {
             // --shared-secret-env: the secret is accepted for the body's own bundle (or --bundle-id's).
             let claimed = bundleOverride ?? V1Adapter.claimedBundle(body: bytes) ?? ""
             apps.removeAll { $0.bundleID == claimed }
-            apps.append(V1App(bundleID: claimed, environments: environmentsOverride ?? [.production, .sandbox],
-                              sharedSecrets: [secret], verifyReceipt: receiptClient != nil))
+            apps.append(
+                V1App(
+                    bundleID: claimed,
+                    environments: environmentsOverride ?? [.production, .sandbox],
+                    sharedSecrets: [secret],
+                    verifyReceipt: receiptClient != nil
+                )
+            )
         }
         let n: AuthenticatedV1Notification
         do { n = try V1Adapter(apps: apps).authenticate(body: bytes) } catch {
             // The password may be the secret whose variable is unset: say that rather than "bad secret".
             if error.code == .badSharedSecret, let bundle = V1Adapter.claimedBundle(body: bytes),
-               let missing = unresolvedSecrets.first(where: { $0.bundle == bundle })
+                let missing = unresolvedSecrets.first(where: { $0.bundle == bundle })
             {
-                return .failure("config_error", "environment variable \(missing.variable) (a shared secret of \(bundle)) is not set")
+                return .failure(
+                    "config_error",
+                    "environment variable \(missing.variable) (a shared secret of \(bundle)) is not set"
+                )
             }
             return .failure(error.code.rawValue, error.reason)
         }
         let builder = V1EventBuilder()
         var report = VerifyReport(
-            ok: true, version: Generation.v1.rawValue, kind: "notification", bundleID: n.bundleID, environment: n.environment,
-            leafSerial: nil, signedDate: nil, events: [])
+            ok: true,
+            version: Generation.v1.rawValue,
+            kind: "notification",
+            bundleID: n.bundleID,
+            environment: n.environment,
+            leafSerial: nil,
+            signedDate: nil,
+            events: []
+        )
         report.eventID = n.eventID
         report.secretName = n.secretName
         let subscription = n.body.subscriptionID
@@ -46,7 +62,9 @@ struct V1Verification: Sendable {
             report.events = [builder.event(for: n.body, id: n.eventID, facts: facts, arrival: now)]
             return report
         }
-        guard let receipt = n.body.receiptData, let secret = n.app.sharedSecrets.first(where: { $0.name == n.secretName }) else {
+        guard let receipt = n.body.receiptData,
+            let secret = n.app.sharedSecrets.first(where: { $0.name == n.secretName })
+        else {
             return .failure("receipt_invalid", "the body carries no receipt to verify")
         }
         do {
@@ -74,12 +92,20 @@ struct V1Verification: Sendable {
         }
         let observed = response.receipt?.requestDateMs?.int64 ?? now
         var report = VerifyReport(
-            ok: true, version: Generation.v1.rawValue, kind: "verify_receipt_response", bundleID: nil, environment: nil, leafSerial: nil,
-            signedDate: nil, events: [])
+            ok: true,
+            version: Generation.v1.rawValue,
+            kind: "verify_receipt_response",
+            bundleID: nil,
+            environment: nil,
+            leafSerial: nil,
+            signedDate: nil,
+            events: []
+        )
         report.appleStatus = response.statusCode
         report.snapshots = V1EventBuilder.snapshots(from: response, observedAt: observed)
         report.bundleID = report.snapshots?.first?.bundleID
-        report.environment = report.snapshots?.first?.environment ?? response.environment.flatMap(AppStoreEnvironment.init(appleValue:))
+        report.environment =
+            report.snapshots?.first?.environment ?? response.environment.flatMap(AppStoreEnvironment.init(appleValue:))
         return report
     }
 }

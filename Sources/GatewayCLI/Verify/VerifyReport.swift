@@ -1,6 +1,6 @@
 public import Canonical
-public import WireJSON
 internal import V2Adapter
+public import WireJSON
 
 /// One line of `iap-gateway verify` output (docs/architecture.md, "Command line").
 public struct VerifyReport: Encodable, Sendable {
@@ -81,5 +81,7 @@ public struct VerifyReport: Encodable, Sendable {
         VerifyReport(ok: false, error: ErrorBody(code: code, cause: cause, message: message))
     }
 
-    static func failure(_ e: V2AdapterError) -> VerifyReport { failure(e.code.rawValue, cause: e.cause?.rawValue, e.reason) }
+    static func failure(_ e: V2AdapterError) -> VerifyReport {
+        failure(e.code.rawValue, cause: e.cause?.rawValue, e.reason)
+    }
 }

@@ -1,12 +1,12 @@
-internal import SQLite
-internal import Postgres
 internal import FoundationEssentials
+internal import Postgres
+internal import SQLite
 public import WireJSON
 
 #if canImport(Glibc)
-    internal import Glibc
+internal import Glibc
 #elseif canImport(Darwin)
-    internal import Darwin
+internal import Darwin
 #endif
 
 /// Moves an installation's SQLite store into an empty PostgreSQL database (`iap-gateway migrate-store`,
@@ -74,53 +74,121 @@ public enum StoreMigration {
     /// Every table of the gateway, parents before the tables that reference them.
     static let claims: Set<String> = ["claimed_by", "claimed_until"]
     static let tables: [Table] = [
-        Table(name: "journal",
-              columns: ["id", "notification_key", "version", "received_at", "origin", "bundle_id", "environment", "notification_type",
-                        "subtype", "secret_name", "leaf_serial", "body", "body_purged_at", "authority"],
-              serial: "id"),
-        Table(name: "events",
-              columns: ["id", "seq", "journal_id", "path", "source", "kind", "reason", "bundle_id", "environment", "original_transaction_id",
-                        "event_date", "authoritative", "created_at", "json", "recovered_by"],
-              sourceExpressions: ["seq": "rowid"], serial: "seq"),
-        Table(name: "subscription_state",
-              columns: ["path", "environment", "original_transaction_id", "bundle_id", "event_id", "event_date", "event_seq", "json",
-                        "updated_at", "expires_date", "reconciled_at"]),
-        Table(name: "outbox",
-              columns: ["id", "downstream", "event_id", "journal_id", "state", "attempts", "next_attempt_at", "created_at", "delivered_at",
-                        "last_status", "last_error"],
-              targetOnly: claims, serial: "id"),
-        Table(name: "receipt_jobs",
-              columns: ["journal_id", "state", "attempts", "next_attempt_at", "last_error", "apple_status", "updated_at"],
-              targetOnly: claims),
+        Table(
+            name: "journal",
+            columns: [
+                "id", "notification_key", "version", "received_at", "origin", "bundle_id", "environment",
+                "notification_type",
+                "subtype", "secret_name", "leaf_serial", "body", "body_purged_at", "authority",
+            ],
+            serial: "id"
+        ),
+        Table(
+            name: "events",
+            columns: [
+                "id", "seq", "journal_id", "path", "source", "kind", "reason", "bundle_id", "environment",
+                "original_transaction_id",
+                "event_date", "authoritative", "created_at", "json", "recovered_by",
+            ],
+            sourceExpressions: ["seq": "rowid"],
+            serial: "seq"
+        ),
+        Table(
+            name: "subscription_state",
+            columns: [
+                "path", "environment", "original_transaction_id", "bundle_id", "event_id", "event_date", "event_seq",
+                "json",
+                "updated_at", "expires_date", "reconciled_at",
+            ]
+        ),
+        Table(
+            name: "outbox",
+            columns: [
+                "id", "downstream", "event_id", "journal_id", "state", "attempts", "next_attempt_at", "created_at",
+                "delivered_at",
+                "last_status", "last_error",
+            ],
+            targetOnly: claims,
+            serial: "id"
+        ),
+        Table(
+            name: "receipt_jobs",
+            columns: [
+                "journal_id", "state", "attempts", "next_attempt_at", "last_error", "apple_status", "updated_at",
+            ],
+            targetOnly: claims
+        ),
         // quarantine_usage is not copied: the PostgreSQL trigger counts every row copied here (and is checked).
-        Table(name: "quarantine",
-              columns: ["id", "lane", "received_at", "version", "code", "message", "bundle_id", "environment", "password_fingerprint",
-                        "body", "size", "replay_attempts", "replay_started_at", "last_replay_at", "last_replay_code", "redacted"],
-              serial: "id"),
+        Table(
+            name: "quarantine",
+            columns: [
+                "id", "lane", "received_at", "version", "code", "message", "bundle_id", "environment",
+                "password_fingerprint",
+                "body", "size", "replay_attempts", "replay_started_at", "last_replay_at", "last_replay_code",
+                "redacted",
+            ],
+            serial: "id"
+        ),
         Table(name: "authority", columns: ["bundle_id", "environment", "authority", "origin", "updated_at"]),
-        Table(name: "v1_receipts", columns: ["bundle_id", "environment", "original_transaction_id", "receipt", "secret_name", "updated_at"]),
-        Table(name: "snapshots", columns: ["bundle_id", "environment", "original_transaction_id", "path", "source", "observed_at", "json"]),
-        Table(name: "compare_jobs",
-              columns: ["id", "bundle_id", "environment", "original_transaction_id", "fetch", "v1_event_id", "authority", "compare", "state",
-                        "attempts", "next_attempt_at", "created_at", "updated_at", "last_error", "confirms"],
-              targetOnly: claims, serial: "id"),
-        Table(name: "compare_ledger",
-              columns: ["id", "bundle_id", "environment", "original_transaction_id", "compared_at", "outcome", "fields", "v1_json",
-                        "v2_json"],
-              serial: "id"),
-        Table(name: "cutover_log",
-              columns: ["id", "at", "bundle_id", "environment", "from_authority", "to_authority", "who", "reason", "verdict", "forced",
-                        "origin"],
-              serial: "id"),
-        Table(name: "apple_switches",
-              columns: ["bundle_id", "environment", "app_id", "apple_version", "apple_url", "read_at", "migration_id", "target", "previous",
-                        "step", "probe_token", "who", "reason", "forced", "started_at", "updated_at", "error"]),
-        Table(name: "apple_switch_log",
-              columns: ["id", "at", "bundle_id", "environment", "migration_id", "step", "outcome", "detail"], serial: "id"),
-        Table(name: "reconcile_runs",
-              columns: ["id", "bundle_id", "environment", "kind", "next_run_at", "watermark", "attempts", "last_run_at", "last_error",
-                        "checked", "recovered", "calls"],
-              targetOnly: claims, serial: "id"),
+        Table(
+            name: "v1_receipts",
+            columns: ["bundle_id", "environment", "original_transaction_id", "receipt", "secret_name", "updated_at"]
+        ),
+        Table(
+            name: "snapshots",
+            columns: ["bundle_id", "environment", "original_transaction_id", "path", "source", "observed_at", "json"]
+        ),
+        Table(
+            name: "compare_jobs",
+            columns: [
+                "id", "bundle_id", "environment", "original_transaction_id", "fetch", "v1_event_id", "authority",
+                "compare", "state",
+                "attempts", "next_attempt_at", "created_at", "updated_at", "last_error", "confirms",
+            ],
+            targetOnly: claims,
+            serial: "id"
+        ),
+        Table(
+            name: "compare_ledger",
+            columns: [
+                "id", "bundle_id", "environment", "original_transaction_id", "compared_at", "outcome", "fields",
+                "v1_json",
+                "v2_json",
+            ],
+            serial: "id"
+        ),
+        Table(
+            name: "cutover_log",
+            columns: [
+                "id", "at", "bundle_id", "environment", "from_authority", "to_authority", "who", "reason", "verdict",
+                "forced",
+                "origin",
+            ],
+            serial: "id"
+        ),
+        Table(
+            name: "apple_switches",
+            columns: [
+                "bundle_id", "environment", "app_id", "apple_version", "apple_url", "read_at", "migration_id", "target",
+                "previous",
+                "step", "probe_token", "who", "reason", "forced", "started_at", "updated_at", "error",
+            ]
+        ),
+        Table(
+            name: "apple_switch_log",
+            columns: ["id", "at", "bundle_id", "environment", "migration_id", "step", "outcome", "detail"],
+            serial: "id"
+        ),
+        Table(
+            name: "reconcile_runs",
+            columns: [
+                "id", "bundle_id", "environment", "kind", "next_run_at", "watermark", "attempts", "last_run_at",
+                "last_error",
+                "checked", "recovered", "calls",
+            ],
+            targetOnly: claims,
+            serial: "id"
+        ),
     ]
     /// Tables of both schemas that are not copied: each side's own migration record, and the usage the trigger keeps.
     static let notCopied: Set<String> = ["schema_migrations", "quarantine_usage"]
@@ -133,14 +201,21 @@ public enum StoreMigration {
     /// string's `search_path`) `postgresURL` names. Throws a ``Refusal`` when the source is in use or missing, the
     /// target is not empty, or the schemas hold something this copier does not know; any other error is the
     /// database's. Nothing is left half-copied either way.
-    public static func sqliteToPostgres(sqlitePath: String, postgresURL: String, redactor: SecretRedactor = SecretRedactor([])) throws
+    public static func sqliteToPostgres(
+        sqlitePath: String,
+        postgresURL: String,
+        redactor: SecretRedactor = SecretRedactor([])
+    ) throws
         -> Report
     {
         let started = ContinuousClock.now
-        guard FileManager.default.fileExists(atPath: sqlitePath) else { throw Refusal("no SQLite store at \(sqlitePath)") }
+        guard FileManager.default.fileExists(atPath: sqlitePath) else {
+            throw Refusal("no SQLite store at \(sqlitePath)")
+        }
         if let holder = otherProcessHoldsOpen(sqlitePath) {
             throw Refusal(
-                "\(sqlitePath) is open in another process\(holder): stop the gateway (and every command using the store) first")
+                "\(sqlitePath) is open in another process\(holder): stop the gateway (and every command using the store) first"
+            )
         }
         // Quarantine rows stored before bodies were redacted are scrubbed in the SQLite file before they are copied, so
         // that no secret reaches the PostgreSQL database (or its log).
@@ -179,7 +254,9 @@ public enum StoreMigration {
         // Instances starting now wait for this transaction (they migrate under the same lock); writers of an instance
         // already running wait for the table locks, and then find the rows copied.
         try PostgresSchema.lock(p)
-        try p.execute("LOCK TABLE \((tables.map(\.name) + ["quarantine_usage"]).map(quoted).joined(separator: ", ")) IN EXCLUSIVE MODE")
+        try p.execute(
+            "LOCK TABLE \((tables.map(\.name) + ["quarantine_usage"]).map(quoted).joined(separator: ", ")) IN EXCLUSIVE MODE"
+        )
         let types = try checkSchemas(s, p)
         let occupied = try (tables.map(\.name) + ["quarantine_usage"]).filter { name in
             try p.queryOne("SELECT EXISTS (SELECT 1 FROM \(quoted(name))) AS y")?.bool("y") == true
@@ -187,14 +264,17 @@ public enum StoreMigration {
         guard occupied.isEmpty else {
             throw Refusal(
                 "the PostgreSQL target already holds gateway data (\(occupied.joined(separator: ", "))): migrate-store copies only into "
-                    + "an empty store, nothing was changed")
+                    + "an empty store, nothing was changed"
+            )
         }
         var sourceCounts: [String: Int64] = [:]
         for table in tables {
             sourceCounts[table.name] = try copyTable(table, types: types[table.name] ?? [:], from: s, to: p)
             let copied = try rowCount(table.name, in: p)
             guard copied == sourceCounts[table.name] else {
-                throw Refusal("\(table.name): \(sourceCounts[table.name] ?? 0) rows read but \(copied ?? 0) stored; rolled back")
+                throw Refusal(
+                    "\(table.name): \(sourceCounts[table.name] ?? 0) rows read but \(copied ?? 0) stored; rolled back"
+                )
             }
         }
         guard try usage(s) == usage(p) else {
@@ -207,7 +287,9 @@ public enum StoreMigration {
                 """
                 SELECT setval(pg_get_serial_sequence($1, $2), COALESCE((SELECT max(\(quoted(column))) FROM \(quoted(table.name))), 0) + 1, false)
                     AS next
-                """, [.text(table.name), .text(column)])?.int64("next")
+                """,
+                [.text(table.name), .text(column)]
+            )?.int64("next")
             sequences["\(table.name).\(column)"] = next ?? 0
         }
         return (sourceCounts, sequences)
@@ -219,29 +301,41 @@ public enum StoreMigration {
         // Only the SQLite side's tables matter: what is there is copied or known not to need it. (The PostgreSQL schema
         // may hold tables of its own; the gateway's are checked column by column below.)
         let known = Set(tables.map(\.name)).union(notCopied)
-        let sqliteTables = Set(try s.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
-            .compactMap { $0.string("name") })
+        let sqliteTables = Set(
+            try s.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+                .compactMap { $0.string("name") }
+        )
         let unknown = sqliteTables.subtracting(known).sorted()
         guard unknown.isEmpty else {
-            throw Refusal("the SQLite store has tables this gateway's migrate-store does not copy: \(unknown.joined(separator: ", "))")
+            throw Refusal(
+                "the SQLite store has tables this gateway's migrate-store does not copy: \(unknown.joined(separator: ", "))"
+            )
         }
         var types: [String: [String: String]] = [:]
         for table in tables {
-            let sqliteColumns = Set(try s.query("SELECT name FROM pragma_table_info(?)", [.text(table.name)]).compactMap { $0.string("name") })
+            let sqliteColumns = Set(
+                try s.query("SELECT name FROM pragma_table_info(?)", [.text(table.name)]).compactMap {
+                    $0.string("name")
+                }
+            )
             let postgresRows = try p.query(
                 "SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1",
-                [.text(table.name)])
+                [.text(table.name)]
+            )
             var columnTypes: [String: String] = [:]
             for row in postgresRows {
                 if let name = row.string("column_name"), let type = row.string("data_type") { columnTypes[name] = type }
             }
             if sqliteColumns != table.sourceColumns {
-                throw Refusal("SQLite table \(table.name) has columns \(sqliteColumns.sorted()), migrate-store copies \(table.sourceColumns.sorted())")
+                throw Refusal(
+                    "SQLite table \(table.name) has columns \(sqliteColumns.sorted()), migrate-store copies \(table.sourceColumns.sorted())"
+                )
             }
             if Set(columnTypes.keys) != Set(table.columns).union(table.targetOnly) {
                 throw Refusal(
                     "PostgreSQL table \(table.name) has columns \(columnTypes.keys.sorted()), migrate-store fills "
-                        + "\(Set(table.columns).union(table.targetOnly).sorted())")
+                        + "\(Set(table.columns).union(table.targetOnly).sorted())"
+                )
             }
             types[table.name] = columnTypes
         }
@@ -249,8 +343,14 @@ public enum StoreMigration {
     }
 
     /// Copies one table in rowid order, a page at a time; returns the rows read.
-    static func copyTable(_ table: Table, types: [String: String], from s: SQLiteConnection, to p: PostgresConnection) throws -> Int64 {
-        let select = "SELECT rowid AS \"_rowid\", "
+    static func copyTable(
+        _ table: Table,
+        types: [String: String],
+        from s: SQLiteConnection,
+        to p: PostgresConnection
+    ) throws -> Int64 {
+        let select =
+            "SELECT rowid AS \"_rowid\", "
             + table.columns.map { column in table.sourceExpressions[column] ?? quoted(column) }.joined(separator: ", ")
             + " FROM \(quoted(table.name)) WHERE rowid > ? ORDER BY rowid LIMIT ?"
         let rowsPerInsert = min(pageRows, 60_000 / table.columns.count)
@@ -263,7 +363,13 @@ public enum StoreMigration {
             var (rows, bytes) = (0, 0)
             for row in page {
                 for (i, column) in table.columns.enumerated() {
-                    let value = try convert(row[i + 1], to: types[column] ?? "", table: table.name, column: column, rowid: row.int64("_rowid"))
+                    let value = try convert(
+                        row[i + 1],
+                        to: types[column] ?? "",
+                        table: table.name,
+                        column: column,
+                        rowid: row.int64("_rowid")
+                    )
                     if case .bytea(let b) = value { bytes += b.count }
                     if case .text(let t) = value { bytes += t.utf8.count }
                     batch.append(value)
@@ -282,17 +388,31 @@ public enum StoreMigration {
     }
 
     /// One multi-row INSERT of `rows` rows (`values` holds them, row after row).
-    static func insert(_ table: Table, rows: Int, _ values: [PostgresValue], into p: PostgresConnection, prepared: Bool) throws {
+    static func insert(
+        _ table: Table,
+        rows: Int,
+        _ values: [PostgresValue],
+        into p: PostgresConnection,
+        prepared: Bool
+    ) throws {
         let width = table.columns.count
-        let tuples = (0..<rows).map { r in "(" + (1...width).map { "$\(r * width + $0)" }.joined(separator: ", ") + ")" }
-        let sql = "INSERT INTO \(quoted(table.name)) (\(table.columns.map(quoted).joined(separator: ", "))) VALUES "
+        let tuples = (0..<rows).map { r in "(" + (1...width).map { "$\(r * width + $0)" }.joined(separator: ", ") + ")"
+        }
+        let sql =
+            "INSERT INTO \(quoted(table.name)) (\(table.columns.map(quoted).joined(separator: ", "))) VALUES "
             + tuples.joined(separator: ", ")
         _ = try p.query(sql, values, prepared: prepared)
     }
 
     /// An SQLite value as the PostgreSQL column of type `type` takes it: integers as `bigint`/`integer`, 0 and 1 as
     /// `boolean`, blobs (or text) as `bytea`, text as `text`. The error names the row by rowid, never its content.
-    static func convert(_ value: SQLiteValue, to type: String, table: String, column: String, rowid: Int64?) throws -> PostgresValue {
+    static func convert(
+        _ value: SQLiteValue,
+        to type: String,
+        table: String,
+        column: String,
+        rowid: Int64?
+    ) throws -> PostgresValue {
         switch (type, value) {
         case (_, .null): return .null
         case ("bigint", .integer(let v)), ("integer", .integer(let v)), ("smallint", .integer(let v)): return .int64(v)
@@ -305,14 +425,17 @@ public enum StoreMigration {
         case ("text", .integer(let v)): return .text(String(v))
         default: break
         }
-        let kind = switch value {
-        case .null: "NULL"
-        case .integer: "an integer"
-        case .real: "a real"
-        case .text: "text"
-        case .blob: "a blob"
-        }
-        throw Refusal("\(table).\(column) of rowid \(rowid.map(String.init) ?? "?"): \(kind) cannot go into a PostgreSQL \(type) column")
+        let kind =
+            switch value {
+            case .null: "NULL"
+            case .integer: "an integer"
+            case .real: "a real"
+            case .text: "text"
+            case .blob: "a blob"
+            }
+        throw Refusal(
+            "\(table).\(column) of rowid \(rowid.map(String.init) ?? "?"): \(kind) cannot go into a PostgreSQL \(type) column"
+        )
     }
 
     /// Each lane's (rows, bytes), lanes with rows only: of either store.
@@ -324,7 +447,9 @@ public enum StoreMigration {
         return usage
     }
 
-    private static let usageStatement = SQL("SELECT lane, rows, bytes FROM quarantine_usage WHERE rows <> 0 OR bytes <> 0")
+    private static let usageStatement = SQL(
+        "SELECT lane, rows, bytes FROM quarantine_usage WHERE rows <> 0 OR bytes <> 0"
+    )
 
     /// The rows of a table of the lists above in the PostgreSQL store.
     static func rowCount(_ table: String, in p: PostgresConnection) throws -> Int64? {
@@ -350,9 +475,9 @@ public enum StoreMigration {
         lock.l_start = 128
         lock.l_len = 1
         #if os(Linux)
-            let query: Int32 = 36  // F_OFD_GETLK (linux/fcntl.h)
+        let query: Int32 = 36  // F_OFD_GETLK (linux/fcntl.h)
         #else
-            let query = F_GETLK
+        let query = F_GETLK
         #endif
         guard fcntl(fd, query, &lock) == 0 else { return nil }
         guard lock.l_type != Int16(F_UNLCK) else { return nil }

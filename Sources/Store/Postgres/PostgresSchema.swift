@@ -20,7 +20,10 @@ enum PostgresSchema {
     /// Takes the migrations' lock for the rest of the transaction: what else changes the whole schema (`migrate-store`)
     /// takes it too.
     static func lock(_ c: PostgresConnection) throws {
-        try c.run("SELECT pg_advisory_xact_lock($1::integer, hashtext(COALESCE(current_schema(), '')))", [.int64(lockClass)])
+        try c.run(
+            "SELECT pg_advisory_xact_lock($1::integer, hashtext(COALESCE(current_schema(), '')))",
+            [.int64(lockClass)]
+        )
     }
 
     /// Applies the migrations not applied yet, in one transaction holding `pg_advisory_xact_lock`: an instance that
@@ -33,21 +36,26 @@ enum PostgresSchema {
         }
         try c.transaction { c in
             try lock(c)
-            try c.execute("CREATE TABLE IF NOT EXISTS schema_migrations (version bigint PRIMARY KEY, applied_at bigint NOT NULL)")
+            try c.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version bigint PRIMARY KEY, applied_at bigint NOT NULL)"
+            )
             let applied = Set(try c.query("SELECT version FROM schema_migrations").compactMap { $0.int("version") })
             let known = ordered.last?.version ?? 0
             if let newest = applied.max(), newest > known {
                 throw PostgresError(
                     code: "XX000",
-                    message: "migrate: the database is at schema version \(newest) but this gateway knows versions up to "
-                        + "\(known): a newer gateway wrote it; refusing to use it")
+                    message:
+                        "migrate: the database is at schema version \(newest) but this gateway knows versions up to "
+                        + "\(known): a newer gateway wrote it; refusing to use it"
+                )
             }
             for migration in ordered where !applied.contains(migration.version) {
                 do {
                     try c.execute(migration.sql)
                     try c.run(
                         "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
-                        [.int64(Int64(migration.version))])
+                        [.int64(Int64(migration.version))]
+                    )
                 } catch var error as PostgresError {
                     error.message = "migration \(migration.version): \(error.message)"
                     throw error

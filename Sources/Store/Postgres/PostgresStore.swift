@@ -1,5 +1,5 @@
-internal import Postgres
 import Dispatch
+internal import Postgres
 import Synchronization
 
 /// The store on PostgreSQL, for several gateway instances behind a load balancer: a few writer threads, each with its
@@ -95,10 +95,15 @@ public final class PostgresStore: GatewayStore {
         readerOptions.label = options.label
         readerOptions.sessionSetup = Self.readerSessionSetup
         readers = try PostgresPool(url, options: readerOptions)
-        writers = writerPools.map { JournalWriter(db: $0, maxBatch: options.maxBatch, maxBatchBytes: options.maxBatchBytes) }
+        writers = writerPools.map {
+            JournalWriter(db: $0, maxBatch: options.maxBatch, maxBatchBytes: options.maxBatchBytes)
+        }
     }
 
-    public func write<T: Sendable>(bytes: Int, _ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T {
+    public func write<T: Sendable>(
+        bytes: Int,
+        _ body: @escaping @Sendable (any StoreTransaction) throws -> T
+    ) throws -> T {
         try nextWriter.perform(bytes: bytes) { c in try body(PostgresTransaction(c)) }
     }
 
@@ -107,7 +112,9 @@ public final class PostgresStore: GatewayStore {
     }
 
     /// On a reader session, without a transaction around it: one round trip instead of three.
-    public func readStatement<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+    public func readStatement<T: Sendable>(
+        _ body: @escaping @Sendable (any StoreTransaction) throws -> T
+    ) async throws -> T {
         let readers = self.readers
         return try await Blocking.run { try readers.withConnection { c in try body(PostgresTransaction(c)) } }
     }
@@ -157,7 +164,8 @@ extension PostgresPool: GroupCommitDatabase {
     func commitBatch(opening: String?, _ body: (PostgresConnection) throws -> Void) throws {
         // A 200 means committed to disk: never acknowledge on a server configured with synchronous_commit = off. One
         // round trip with the BEGIN.
-        let durable = "SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'"
+        let durable =
+            "SELECT set_config('synchronous_commit', 'on', true) WHERE current_setting('synchronous_commit') = 'off'"
         try transaction(isolation: .readCommitted, opening: opening.map { durable + "; " + $0 } ?? durable, body)
     }
 

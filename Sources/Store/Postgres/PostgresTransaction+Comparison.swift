@@ -1,5 +1,5 @@
-internal import Postgres
 internal import Canonical
+internal import Postgres
 
 extension PostgresTransaction {
     /// A plain comparison fetch already pending for the subscription and path conflicts with the partial unique
@@ -11,8 +11,11 @@ extension PostgresTransaction {
                                       next_attempt_at, created_at, updated_at)
             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10) ON CONFLICT DO NOTHING
             """,
-            keyValues(r.subscription).map(\.postgres) + [.text(r.fetch.rawValue), PostgresValue(r.v1EventID), PostgresValue(r.authority?.rawValue),
-                                         .bool(r.compare), .int64(Int64(r.confirms)), .int64(due ?? time), .int64(time)])
+            keyValues(r.subscription).map(\.postgres) + [
+                .text(r.fetch.rawValue), PostgresValue(r.v1EventID), PostgresValue(r.authority?.rawValue),
+                .bool(r.compare), .int64(Int64(r.confirms)), .int64(due ?? time), .int64(time),
+            ]
+        )
     }
 
     /// Claimed like deliveries (``claimDueDeliveries(downstream:at:limit:lease:)``).
@@ -26,7 +29,11 @@ extension PostgresTransaction {
                   AND NOT (id = ANY ($5::bigint[]))
                 ORDER BY next_attempt_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
             RETURNING \(SQL.fetchColumns)
-            """, [.text(lease.owner), .int64(lease.until), .int64(time), StoreValue.limit(limit).postgres, .bigintArray(lease.running)]
+            """,
+            [
+                .text(lease.owner), .int64(lease.until), .int64(time), StoreValue.limit(limit).postgres,
+                .bigintArray(lease.running),
+            ]
         ).sorted(by: dueFirst("id")).compactMap(FetchJob.init(row:))
     }
 }

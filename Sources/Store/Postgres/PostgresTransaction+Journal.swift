@@ -1,5 +1,5 @@
-internal import Postgres
 internal import Canonical
+internal import Postgres
 
 extension PostgresTransaction: JournalRows {
     /// The authority, the key's advisory lock and the journal row in one statement (each statement is a round trip,
@@ -27,15 +27,23 @@ extension PostgresTransaction: JournalRows {
             )
             SELECT l.locked, a.authority, (SELECT id FROM j) AS id FROM a, l
             """,
-            [.text(item.key), .text(item.version.rawValue), .int64(item.receivedAt), .text(item.origin.rawValue),
-             PostgresValue(item.bundleID), PostgresValue(item.environment?.rawValue), PostgresValue(item.notificationType),
-             PostgresValue(item.subtype), PostgresValue(item.secretName), PostgresValue(item.leafSerial), .bytea(item.body),
-             .int64(LockClass.journalKey.rawValue)])
+            [
+                .text(item.key), .text(item.version.rawValue), .int64(item.receivedAt), .text(item.origin.rawValue),
+                PostgresValue(item.bundleID), PostgresValue(item.environment?.rawValue),
+                PostgresValue(item.notificationType),
+                PostgresValue(item.subtype), PostgresValue(item.secretName), PostgresValue(item.leafSerial),
+                .bytea(item.body),
+                .int64(LockClass.journalKey.rawValue),
+            ]
+        )
         try Self.deferUnless(row?.bool("locked"), .journalKey)
         let authority = row?.generation("authority") ?? .v1
         if let id = row?.int64("id") { return (.accepted(journalID: id), authority) }
         guard let id = try journalID(key: item.key) else {
-            throw PostgresError(code: "XX000", message: "journal: the notification key conflicts but its row is not found")
+            throw PostgresError(
+                code: "XX000",
+                message: "journal: the notification key conflicts but its row is not found"
+            )
         }
         return (.duplicate(journalID: id), authority)
     }
@@ -44,14 +52,26 @@ extension PostgresTransaction: JournalRows {
     /// written only when the event is (`FROM e`), with the `seq` it was given. The upsert locks the state's row and
     /// compares with its latest committed version, so instances writing at once converge on the same state whatever
     /// order they commit in.
-    func storeEvent(_ event: CanonicalEvent, journalID: Int64?, path: Generation, authoritative: Bool, targets: [String], now: Int64) throws -> Bool {
-        let state = event.originalTransactionID != nil && event.environment != nil ? SubscriptionState(path: path, event: event) : nil
+    func storeEvent(
+        _ event: CanonicalEvent,
+        journalID: Int64?,
+        path: Generation,
+        authoritative: Bool,
+        targets: [String],
+        now: Int64
+    ) throws -> Bool {
+        let state =
+            event.originalTransactionID != nil && event.environment != nil
+            ? SubscriptionState(path: path, event: event) : nil
         let values: [PostgresValue] = [
-            .text(event.id), PostgresValue(journalID), .text(path.rawValue), .text(event.source.rawValue), .text(event.kind.rawValue),
-            PostgresValue(event.reason?.rawValue), PostgresValue(event.bundleID), PostgresValue(event.environment?.rawValue),
+            .text(event.id), PostgresValue(journalID), .text(path.rawValue), .text(event.source.rawValue),
+            .text(event.kind.rawValue),
+            PostgresValue(event.reason?.rawValue), PostgresValue(event.bundleID),
+            PostgresValue(event.environment?.rawValue),
             PostgresValue(event.originalTransactionID), .int64(event.eventDate), .bool(authoritative), .int64(now),
             .bytea(CanonicalJSON.encode(event)), PostgresValue(event.recoveredBy?.rawValue),
-            state.map { .bytea(CanonicalJSON.encode($0)) } ?? .null, PostgresValue(state?.expiresDate), .textArray(targets),
+            state.map { .bytea(CanonicalJSON.encode($0)) } ?? .null, PostgresValue(state?.expiresDate),
+            .textArray(targets),
         ]
         return try c.queryOne(
             """
@@ -75,6 +95,8 @@ extension PostgresTransaction: JournalRows {
                 ON CONFLICT DO NOTHING
             )
             SELECT seq FROM e
-            """, values) != nil
+            """,
+            values
+        ) != nil
     }
 }

@@ -6,7 +6,13 @@ extension PostgresTransaction {
     /// are not due, and the owner's own claims are due to it again at once.
     /// The payloads come from the same statement: the claimed rows joined with their events (and the notification's
     /// body only for `.eventAndBody`).
-    func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease, payload: PayloadRead) throws -> [DeliveryJob] {
+    func claimDueDeliveries(
+        downstream: String,
+        at time: Int64,
+        limit: Int,
+        lease: Lease,
+        payload: PayloadRead
+    ) throws -> [DeliveryJob] {
         try c.query(
             """
             WITH o AS (
@@ -24,8 +30,11 @@ extension PostgresTransaction {
             LEFT JOIN events e ON $7 AND e.id = o.event_id
             LEFT JOIN journal j ON $8 AND j.id = e.journal_id
             """,
-            [.text(lease.owner), .int64(lease.until), .text(downstream), .int64(time), StoreValue.limit(limit).postgres, .bigintArray(lease.running),
-             .bool(payload.wantsEvent), .bool(payload.wantsBody)]
+            [
+                .text(lease.owner), .int64(lease.until), .text(downstream), .int64(time),
+                StoreValue.limit(limit).postgres, .bigintArray(lease.running),
+                .bool(payload.wantsEvent), .bool(payload.wantsBody),
+            ]
         ).sorted(by: dueFirst("id")).compactMap { DeliveryJob(row: $0, payload: payload) }
     }
 }

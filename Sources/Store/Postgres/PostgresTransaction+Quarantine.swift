@@ -1,5 +1,5 @@
-internal import Postgres
 internal import Canonical
+internal import Postgres
 
 extension PostgresTransaction: QuarantineRows {
     /// Takes the lane's advisory lock first (``lockOrDefer(_:_:)``): every instance's quarantine insert into the lane

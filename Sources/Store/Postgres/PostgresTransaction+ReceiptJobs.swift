@@ -14,7 +14,11 @@ extension PostgresTransaction {
                 ORDER BY next_attempt_at, journal_id LIMIT $4 FOR UPDATE SKIP LOCKED)
             RETURNING r.journal_id, r.attempts, r.next_attempt_at, j.body, j.bundle_id, j.secret_name, j.received_at, j.notification_key,
                       j.authority, j.version, j.environment
-            """, [.text(lease.owner), .int64(lease.until), .int64(time), StoreValue.limit(limit).postgres, .bigintArray(lease.running)]
+            """,
+            [
+                .text(lease.owner), .int64(lease.until), .int64(time), StoreValue.limit(limit).postgres,
+                .bigintArray(lease.running),
+            ]
         ).sorted(by: dueFirst("journal_id")).compactMap { ReceiptJob(row: $0, time: time) }
     }
 }

@@ -1,5 +1,5 @@
-internal import Postgres
 internal import Canonical
+internal import Postgres
 
 extension PostgresTransaction {
     /// As ``claimDueDeliveries(downstream:at:limit:lease:)``: one instance runs each due run.
@@ -13,7 +13,11 @@ extension PostgresTransaction {
                   AND NOT (id = ANY ($5::bigint[]))
                 ORDER BY next_run_at, id LIMIT $4 FOR UPDATE SKIP LOCKED)
             RETURNING \(reconcileRunColumns)
-            """, [.text(lease.owner), .int64(lease.until), .int64(time), StoreValue.limit(limit).postgres, .bigintArray(lease.running)]
+            """,
+            [
+                .text(lease.owner), .int64(lease.until), .int64(time), StoreValue.limit(limit).postgres,
+                .bigintArray(lease.running),
+            ]
         ).compactMap(ReconcileRun.init(row:)).sorted { ($0.nextRunAt, $0.id) < ($1.nextRunAt, $1.id) }
     }
 
@@ -21,14 +25,16 @@ extension PostgresTransaction {
     /// row). Both are names from this switch, never a value.
     func renewClaims(_ jobs: ClaimedJobs, ids: [Int64], lease: Lease) throws {
         guard !ids.isEmpty else { return }
-        let (table, key) = switch jobs {
-        case .deliveries: ("outbox", "id")
-        case .receiptJobs: ("receipt_jobs", "journal_id")
-        case .fetches: ("compare_jobs", "id")
-        case .reconcileRuns: ("reconcile_runs", "id")
-        }
+        let (table, key) =
+            switch jobs {
+            case .deliveries: ("outbox", "id")
+            case .receiptJobs: ("receipt_jobs", "journal_id")
+            case .fetches: ("compare_jobs", "id")
+            case .reconcileRuns: ("reconcile_runs", "id")
+            }
         try c.run(
             "UPDATE \(table) SET claimed_until = $1 WHERE \(key) = ANY ($2::bigint[]) AND claimed_by = $3 AND claimed_until < $1",
-            [.int64(lease.until), .bigintArray(ids), .text(lease.owner)])
+            [.int64(lease.until), .bigintArray(ids), .text(lease.owner)]
+        )
     }
 }

@@ -1,5 +1,5 @@
-internal import Postgres
 internal import Canonical
+internal import Postgres
 
 /// ``StoreTransaction`` on one PostgreSQL session. The operations both databases run alike are written once
 /// (``SQLTransaction``, `Sources/Store/Transaction/`); the `PostgresTransaction+*.swift` files hold only PostgreSQL's
@@ -50,7 +50,9 @@ extension PostgresTransaction {
     /// later in a batch it only tries. Every writer of the key takes this lock before writing it.
     func lockOrDefer(_ lockClass: LockClass, _ key: String) throws {
         let locked = try c.queryOne(
-            "SELECT \(Self.lockOrDefer(class: "$1", key: "$2")) AS locked", [.int64(lockClass.rawValue), .text(key)])?.bool("locked")
+            "SELECT \(Self.lockOrDefer(class: "$1", key: "$2")) AS locked",
+            [.int64(lockClass.rawValue), .text(key)]
+        )?.bool("locked")
         try Self.deferUnless(locked, lockClass)
     }
 
@@ -69,11 +71,13 @@ extension PostgresTransaction {
     /// Throws ``busyCode`` unless `locked` is true.
     static func deferUnless(_ locked: Bool?, _ lockClass: LockClass) throws {
         guard locked == true else {
-            throw PostgresError(code: busyCode, message: "another instance is writing the same \(lockClass) now: run again in the next batch")
+            throw PostgresError(
+                code: busyCode,
+                message: "another instance is writing the same \(lockClass) now: run again in the next batch"
+            )
         }
     }
 
     /// `lock_not_available`: what ``lockOrDefer(_:_:)`` throws when the lock is taken.
     static let busyCode = "55P03"
 }
-

@@ -1,5 +1,5 @@
-public import SQLite
 import Dispatch
+public import SQLite
 
 /// The store on SQLite, the embedded default: one file in WAL mode, one writer thread with group commit
 /// (``JournalWriter``), reader connections for everything else.
@@ -51,7 +51,10 @@ public final class SQLiteStore: GatewayStore {
         SQLiteDatabase.Options().walSizeLimitBytes + Int64(JournalWriter<SQLiteDatabase>.defaultMaxBatchBytes)
     }
 
-    public func write<T: Sendable>(bytes: Int, _ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T {
+    public func write<T: Sendable>(
+        bytes: Int,
+        _ body: @escaping @Sendable (any StoreTransaction) throws -> T
+    ) throws -> T {
         try writer.perform(bytes: bytes) { c in try body(SQLiteTransaction(c)) }
     }
 

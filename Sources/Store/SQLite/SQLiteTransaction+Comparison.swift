@@ -1,5 +1,5 @@
-internal import SQLite
 internal import Canonical
+internal import SQLite
 
 extension SQLiteTransaction {
     /// A plain comparison fetch (no `v1EventID`) is not queued again while one for the subscription and path is
@@ -11,7 +11,9 @@ extension SQLiteTransaction {
                 """
                 SELECT id FROM compare_jobs WHERE state = 'pending' AND bundle_id = ? AND environment = ? AND original_transaction_id = ?
                   AND fetch = ? AND v1_event_id IS NULL
-                """, keyValues(r.subscription).map(\.sqlite) + [.text(r.fetch.rawValue)])
+                """,
+                keyValues(r.subscription).map(\.sqlite) + [.text(r.fetch.rawValue)]
+            )
             if pending != nil { return }
         }
         try c.run(
@@ -20,9 +22,12 @@ extension SQLiteTransaction {
                                       next_attempt_at, created_at, updated_at)
             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             """,
-            keyValues(r.subscription).map(\.sqlite) + [.text(r.fetch.rawValue), SQLiteValue(r.v1EventID), SQLiteValue(r.authority?.rawValue),
-                                         .integer(r.compare ? 1 : 0), .integer(Int64(r.confirms)), .integer(due ?? time), .integer(time),
-                                         .integer(time)])
+            keyValues(r.subscription).map(\.sqlite) + [
+                .text(r.fetch.rawValue), SQLiteValue(r.v1EventID), SQLiteValue(r.authority?.rawValue),
+                .integer(r.compare ? 1 : 0), .integer(Int64(r.confirms)), .integer(due ?? time), .integer(time),
+                .integer(time),
+            ]
+        )
     }
 
     // One process owns an SQLite store (`sharedByInstances` is false): the lease is not recorded.
@@ -31,7 +36,8 @@ extension SQLiteTransaction {
             """
             SELECT \(SQL.fetchColumns) FROM compare_jobs
             WHERE state = 'pending' AND next_attempt_at <= ? AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at, id LIMIT ?
-            """, [.integer(time), StoreValue.ids(lease.running).sqlite, StoreValue.limit(limit).sqlite]
+            """,
+            [.integer(time), StoreValue.ids(lease.running).sqlite, StoreValue.limit(limit).sqlite]
         ).compactMap(FetchJob.init(row:))
     }
 }

@@ -2,7 +2,13 @@ internal import SQLite
 
 extension SQLiteTransaction {
     // One process owns an SQLite store (`sharedByInstances` is false): the lease is not recorded.
-    func claimDueDeliveries(downstream: String, at time: Int64, limit: Int, lease: Lease, payload: PayloadRead) throws -> [DeliveryJob] {
+    func claimDueDeliveries(
+        downstream: String,
+        at time: Int64,
+        limit: Int,
+        lease: Lease,
+        payload: PayloadRead
+    ) throws -> [DeliveryJob] {
         try c.query(
             """
             SELECT o.id, o.downstream, o.attempts, o.event_id, o.journal_id, o.created_at,
@@ -14,8 +20,11 @@ extension SQLiteTransaction {
             WHERE o.state = 'pending' AND o.downstream = ? AND o.next_attempt_at <= ? AND o.id NOT IN (SELECT value FROM json_each(?))
             ORDER BY o.next_attempt_at, o.id LIMIT ?
             """,
-            [.integer(payload.wantsEvent ? 1 : 0), .integer(payload.wantsBody ? 1 : 0), .text(downstream), .integer(time),
-             StoreValue.ids(lease.running).sqlite, StoreValue.limit(limit).sqlite]
+            [
+                .integer(payload.wantsEvent ? 1 : 0), .integer(payload.wantsBody ? 1 : 0), .text(downstream),
+                .integer(time),
+                StoreValue.ids(lease.running).sqlite, StoreValue.limit(limit).sqlite,
+            ]
         ).compactMap { DeliveryJob(row: $0, payload: payload) }
     }
 }

@@ -1,5 +1,5 @@
-internal import SQLite
 internal import Canonical
+internal import SQLite
 
 extension SQLiteTransaction: QuarantineRows {
     /// One writer at a time: the write transaction is the lock.

@@ -10,7 +10,8 @@ extension SQLiteTransaction {
             FROM receipt_jobs r JOIN journal j ON j.id = r.journal_id
             WHERE r.state = 'pending' AND r.next_attempt_at <= ? AND r.journal_id NOT IN (SELECT value FROM json_each(?))
             ORDER BY r.next_attempt_at LIMIT ?
-            """, [.integer(time), StoreValue.ids(lease.running).sqlite, StoreValue.limit(limit).sqlite]
+            """,
+            [.integer(time), StoreValue.ids(lease.running).sqlite, StoreValue.limit(limit).sqlite]
         ).compactMap { ReceiptJob(row: $0, time: time) }
     }
 }

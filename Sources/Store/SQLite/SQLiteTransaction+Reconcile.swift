@@ -1,5 +1,5 @@
-internal import SQLite
 internal import Canonical
+internal import SQLite
 
 extension SQLiteTransaction {
     /// No claims are recorded here: nothing to renew.

@@ -1,5 +1,5 @@
-internal import SQLite
 internal import Canonical
+internal import SQLite
 
 /// ``StoreTransaction`` on one SQLite connection. The operations both databases run alike are written once
 /// (``SQLTransaction``, `Sources/Store/Transaction/`); the `SQLiteTransaction+*.swift` files hold only SQLite's own:
@@ -9,4 +9,3 @@ struct SQLiteTransaction: SQLTransaction {
     let c: SQLiteConnection
     init(_ c: SQLiteConnection) { self.c = c }
 }
-

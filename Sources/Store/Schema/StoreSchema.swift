@@ -408,7 +408,9 @@ enum StoreSchema {
         """
 
     /// SQLite's migrations: the steps it runs, under its versions.
-    static let sqlite: [SQLiteMigration] = steps.compactMap { step in step.sqlite.map { SQLiteMigration(version: $0, sql: step.sql(.sqlite)) } }
+    static let sqlite: [SQLiteMigration] = steps.compactMap { step in
+        step.sqlite.map { SQLiteMigration(version: $0, sql: step.sql(.sqlite)) }
+    }
 
     /// PostgreSQL's migrations: the steps it runs, under its versions.
     static let postgres: [PostgresMigration] = steps.compactMap { step in

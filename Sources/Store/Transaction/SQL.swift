@@ -76,7 +76,9 @@ struct SQL: Sendable {
             case ":" where chars.first == ":":
                 chars.removeFirst()
                 while let c = chars.first, c == " " { chars.removeFirst() }
-                while let c = chars.first, c.properties.isAlphabetic || c == "_" || ("0"..."9").contains(c) { chars.removeFirst() }
+                while let c = chars.first, c.properties.isAlphabetic || c == "_" || ("0"..."9").contains(c) {
+                    chars.removeFirst()
+                }
                 if chars.starts(with: "[]".unicodeScalars) { chars.removeFirst(2) }
             default:
                 out.unicodeScalars.append(ch)
@@ -164,8 +166,12 @@ extension SQLiteConnection: StoreConnection {
 
     @discardableResult
     func run(_ sql: SQL, _ values: [StoreValue] = []) throws -> Int { try run(sql.sqlite, values.map(\.sqlite)) }
-    func query(_ sql: SQL, _ values: [StoreValue] = []) throws -> [SQLiteRow] { try query(sql.sqlite, values.map(\.sqlite)) }
-    func queryOne(_ sql: SQL, _ values: [StoreValue] = []) throws -> SQLiteRow? { try queryOne(sql.sqlite, values.map(\.sqlite)) }
+    func query(_ sql: SQL, _ values: [StoreValue] = []) throws -> [SQLiteRow] {
+        try query(sql.sqlite, values.map(\.sqlite))
+    }
+    func queryOne(_ sql: SQL, _ values: [StoreValue] = []) throws -> SQLiteRow? {
+        try queryOne(sql.sqlite, values.map(\.sqlite))
+    }
 }
 
 extension PostgresConnection: StoreConnection {
@@ -173,8 +179,12 @@ extension PostgresConnection: StoreConnection {
 
     @discardableResult
     func run(_ sql: SQL, _ values: [StoreValue] = []) throws -> Int { try run(sql.postgres, values.map(\.postgres)) }
-    func query(_ sql: SQL, _ values: [StoreValue] = []) throws -> [PostgresRow] { try query(sql.postgres, values.map(\.postgres)) }
-    func queryOne(_ sql: SQL, _ values: [StoreValue] = []) throws -> PostgresRow? { try queryOne(sql.postgres, values.map(\.postgres)) }
+    func query(_ sql: SQL, _ values: [StoreValue] = []) throws -> [PostgresRow] {
+        try query(sql.postgres, values.map(\.postgres))
+    }
+    func queryOne(_ sql: SQL, _ values: [StoreValue] = []) throws -> PostgresRow? {
+        try queryOne(sql.postgres, values.map(\.postgres))
+    }
 }
 
 /// A ``StoreTransaction`` on a ``StoreConnection``: the operations that are the same on both databases are written

@@ -2,7 +2,9 @@ internal import Canonical
 
 extension SQLTransaction {
     func appleSwitch(bundleID: String, environment: AppStoreEnvironment) throws -> AppleSwitchState? {
-        try c.queryOne(.appleSwitch, [.text(bundleID), .text(environment.rawValue)]).flatMap(AppleSwitchState.init(row:))
+        try c.queryOne(.appleSwitch, [.text(bundleID), .text(environment.rawValue)]).flatMap(
+            AppleSwitchState.init(row:)
+        )
     }
 
     func appleSwitches() throws -> [AppleSwitchState] {
@@ -12,21 +14,34 @@ extension SQLTransaction {
     func putAppleSwitch(_ s: AppleSwitchState) throws {
         try c.run(
             .putAppleSwitch,
-            [.text(s.bundleID), .text(s.environment.rawValue), StoreValue(s.appID), StoreValue(s.appleVersion), StoreValue(s.appleURL),
-             StoreValue(s.readAt), StoreValue(s.migrationID), StoreValue(s.target), StoreValue(s.previous), StoreValue(s.step?.rawValue),
-             StoreValue(s.probeToken), StoreValue(s.who), StoreValue(s.reason), .bool(s.forced), StoreValue(s.startedAt),
-             StoreValue(s.updatedAt), StoreValue(s.error)])
+            [
+                .text(s.bundleID), .text(s.environment.rawValue), StoreValue(s.appID), StoreValue(s.appleVersion),
+                StoreValue(s.appleURL),
+                StoreValue(s.readAt), StoreValue(s.migrationID), StoreValue(s.target), StoreValue(s.previous),
+                StoreValue(s.step?.rawValue),
+                StoreValue(s.probeToken), StoreValue(s.who), StoreValue(s.reason), .bool(s.forced),
+                StoreValue(s.startedAt),
+                StoreValue(s.updatedAt), StoreValue(s.error),
+            ]
+        )
     }
 
     func logAppleSwitch(_ e: AppleSwitchLogEntry) throws {
         try c.run(
             .logAppleSwitch,
-            [.int64(e.at), .text(e.bundleID), .text(e.environment.rawValue), .text(e.migrationID), .text(e.step.rawValue), .text(e.outcome),
-             StoreValue(e.detail)])
+            [
+                .int64(e.at), .text(e.bundleID), .text(e.environment.rawValue), .text(e.migrationID),
+                .text(e.step.rawValue), .text(e.outcome),
+                StoreValue(e.detail),
+            ]
+        )
     }
 
-    func appleSwitchLog(bundleID: String, environment: AppStoreEnvironment, limit: Int) throws -> [AppleSwitchLogEntry] {
-        try c.query(.appleSwitchLog, [.text(bundleID), .text(environment.rawValue), .limit(limit)]).compactMap(AppleSwitchLogEntry.init(row:))
+    func appleSwitchLog(bundleID: String, environment: AppStoreEnvironment, limit: Int) throws -> [AppleSwitchLogEntry]
+    {
+        try c.query(.appleSwitchLog, [.text(bundleID), .text(environment.rawValue), .limit(limit)]).compactMap(
+            AppleSwitchLogEntry.init(row:)
+        )
     }
 }
 
@@ -46,13 +61,16 @@ extension SQL {
             previous = excluded.previous, step = excluded.step, probe_token = excluded.probe_token, who = excluded.who,
             reason = excluded.reason, forced = excluded.forced, started_at = excluded.started_at, updated_at = excluded.updated_at,
             error = excluded.error
-        """)
+        """
+    )
 
     fileprivate static let logAppleSwitch = SQL(
-        "INSERT INTO apple_switch_log (at, bundle_id, environment, migration_id, step, outcome, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)")
+        "INSERT INTO apple_switch_log (at, bundle_id, environment, migration_id, step, outcome, detail) VALUES ($1, $2, $3, $4, $5, $6, $7)"
+    )
 
     fileprivate static let appleSwitchLog = SQL(
         """
         SELECT * FROM (SELECT * FROM apple_switch_log WHERE bundle_id = $1 AND environment = $2 ORDER BY id DESC LIMIT $3) l ORDER BY id
-        """)
+        """
+    )
 }

@@ -3,12 +3,19 @@ internal import Canonical
 extension SQLTransaction {
     func authority(bundleID: String?, environment: AppStoreEnvironment?) throws -> Generation {
         guard let bundleID, let environment else { return .v1 }
-        return try c.queryOne(.authority, [.text(bundleID), .text(environment.rawValue)])?.generation("authority") ?? .v1
+        return try c.queryOne(.authority, [.text(bundleID), .text(environment.rawValue)])?.generation("authority")
+            ?? .v1
     }
 
     func seedAuthority(_ wanted: [AuthorityEntry], now: Int64) throws -> [AuthorityEntry] {
         for entry in wanted {
-            try c.run(.seedAuthority, [.text(entry.bundleID), .text(entry.environment.rawValue), .text(entry.authority.rawValue), .int64(now)])
+            try c.run(
+                .seedAuthority,
+                [
+                    .text(entry.bundleID), .text(entry.environment.rawValue), .text(entry.authority.rawValue),
+                    .int64(now),
+                ]
+            )
         }
         return try authorities()
     }
@@ -18,11 +25,18 @@ extension SQLTransaction {
     }
 
     func recordCutover(_ record: CutoverRecord, to authority: Generation) throws {
-        try c.run(.setAuthority, [.text(record.bundleID), .text(record.environment), .text(authority.rawValue), .int64(record.at)])
+        try c.run(
+            .setAuthority,
+            [.text(record.bundleID), .text(record.environment), .text(authority.rawValue), .int64(record.at)]
+        )
         try c.run(
             .logCutover,
-            [.int64(record.at), .text(record.bundleID), .text(record.environment), .text(record.from), .text(record.to), .text(record.who),
-             StoreValue(record.reason), .text(record.verdict), .bool(record.forced), .text(record.origin)])
+            [
+                .int64(record.at), .text(record.bundleID), .text(record.environment), .text(record.from),
+                .text(record.to), .text(record.who),
+                StoreValue(record.reason), .text(record.verdict), .bool(record.forced), .text(record.origin),
+            ]
+        )
     }
 
     func cutovers(bundleID: String, environment: AppStoreEnvironment) throws -> [CutoverRecord] {
@@ -44,23 +58,30 @@ extension SQL {
         INSERT INTO authority AS a (bundle_id, environment, authority, origin, updated_at) VALUES ($1, $2, $3, 'config', $4)
         ON CONFLICT (bundle_id, environment) DO UPDATE SET authority = excluded.authority, updated_at = excluded.updated_at
         WHERE a.origin = 'config'
-        """)
+        """
+    )
 
-    fileprivate static let authorities = SQL("SELECT bundle_id, environment, authority, origin FROM authority ORDER BY bundle_id, environment")
+    fileprivate static let authorities = SQL(
+        "SELECT bundle_id, environment, authority, origin FROM authority ORDER BY bundle_id, environment"
+    )
 
     fileprivate static let setAuthority = SQL(
         """
         INSERT INTO authority (bundle_id, environment, authority, origin, updated_at) VALUES ($1, $2, $3, 'cutover', $4)
         ON CONFLICT (bundle_id, environment) DO UPDATE SET authority = excluded.authority, origin = 'cutover', updated_at = excluded.updated_at
-        """)
+        """
+    )
 
     fileprivate static let logCutover = SQL(
         """
         INSERT INTO cutover_log (at, bundle_id, environment, from_authority, to_authority, who, reason, verdict, forced, origin)
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
-        """)
+        """
+    )
 
-    fileprivate static let cutovers = SQL("SELECT * FROM cutover_log WHERE bundle_id = $1 AND environment = $2 ORDER BY at, id")
+    fileprivate static let cutovers = SQL(
+        "SELECT * FROM cutover_log WHERE bundle_id = $1 AND environment = $2 ORDER BY at, id"
+    )
 
     fileprivate static let authorityActivity = SQL(
         """
@@ -70,5 +91,6 @@ extension SQL {
                (SELECT MAX(created_at) FROM events e WHERE e.bundle_id = a.bundle_id AND e.environment = a.environment
                     AND e.path <> a.authority) AS last_other
         FROM authority a
-        """)
+        """
+    )
 }

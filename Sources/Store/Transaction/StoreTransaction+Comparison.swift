@@ -10,8 +10,12 @@ extension SQLTransaction {
         guard let bundle = s.bundleID, let env = s.environment, !s.originalTransactionID.isEmpty else { return }
         try c.run(
             .putSnapshot,
-            [.text(bundle), .text(env.rawValue), .text(s.originalTransactionID), .text(path.rawValue), .text(s.source.rawValue),
-             .int64(s.observedAt), .bytes(SnapshotJSON.encode(s))])
+            [
+                .text(bundle), .text(env.rawValue), .text(s.originalTransactionID), .text(path.rawValue),
+                .text(s.source.rawValue),
+                .int64(s.observedAt), .bytes(SnapshotJSON.encode(s)),
+            ]
+        )
     }
 
     func snapshot(of k: SubscriptionKey, path: Generation) throws -> OutcomeSnapshot? {
@@ -37,23 +41,38 @@ extension SQLTransaction {
         stateCounts(try c.query(.fetchJobCounts, []), as: JobState.self)
     }
 
-    func settleFetch(id: Int64, state: JobState, attempts: Int, nextAttemptAt: Int64?, error: String?, now: Int64) throws {
+    func settleFetch(
+        id: Int64,
+        state: JobState,
+        attempts: Int,
+        nextAttemptAt: Int64?,
+        error: String?,
+        now: Int64
+    ) throws {
         try c.run(
             .settleFetch,
-            [.text(state.rawValue), .int64(Int64(attempts)), StoreValue(nextAttemptAt), StoreValue(error), .int64(now), .int64(id)])
+            [
+                .text(state.rawValue), .int64(Int64(attempts)), StoreValue(nextAttemptAt), StoreValue(error),
+                .int64(now), .int64(id),
+            ]
+        )
     }
 
     func recordComparison(_ e: LedgerEntry) throws {
         try c.run(
             .recordComparison,
             keyValues(e.subscription) + [
-                .int64(e.comparedAt), .text(e.outcome.rawValue), e.fields.isEmpty ? .null : .text(e.fields.joined(separator: ",")),
+                .int64(e.comparedAt), .text(e.outcome.rawValue),
+                e.fields.isEmpty ? .null : .text(e.fields.joined(separator: ",")),
                 StoreValue(e.v1.map(SnapshotJSON.encode)), StoreValue(e.v2.map(SnapshotJSON.encode)),
-            ])
+            ]
+        )
     }
 
     func ledger(bundleID: String?, environment: AppStoreEnvironment?, from: Int64, to: Int64) throws -> [LedgerEntry] {
-        try c.query(.ledger, [StoreValue(bundleID), StoreValue(environment), .int64(from), .int64(to)]).compactMap(LedgerEntry.init(row:))
+        try c.query(.ledger, [StoreValue(bundleID), StoreValue(environment), .int64(from), .int64(to)]).compactMap(
+            LedgerEntry.init(row:)
+        )
     }
 }
 
@@ -72,13 +91,16 @@ extension SQL {
         ON CONFLICT (bundle_id, environment, original_transaction_id, path) DO UPDATE SET
             source = excluded.source, observed_at = excluded.observed_at, json = excluded.json
         WHERE excluded.observed_at >= s.observed_at
-        """)
+        """
+    )
 
     fileprivate static let snapshot = SQL(
-        "SELECT json FROM snapshots WHERE bundle_id = $1 AND environment = $2 AND original_transaction_id = $3 AND path = $4")
+        "SELECT json FROM snapshots WHERE bundle_id = $1 AND environment = $2 AND original_transaction_id = $3 AND path = $4"
+    )
 
     fileprivate static let receipt = SQL(
-        "SELECT receipt, secret_name, updated_at FROM v1_receipts WHERE bundle_id = $1 AND environment = $2 AND original_transaction_id = $3")
+        "SELECT receipt, secret_name, updated_at FROM v1_receipts WHERE bundle_id = $1 AND environment = $2 AND original_transaction_id = $3"
+    )
 
     fileprivate static let putReceipt = SQL(
         """
@@ -86,16 +108,20 @@ extension SQL {
         VALUES ($1, $2, $3, $4, $5, $6)
         ON CONFLICT (bundle_id, environment, original_transaction_id) DO UPDATE SET
             receipt = excluded.receipt, secret_name = excluded.secret_name, updated_at = excluded.updated_at
-        """)
+        """
+    )
 
     /// The subscription's pending V1 fetches, due now.
     fileprivate static let wakeV1Fetches = SQL(
         """
         UPDATE compare_jobs SET next_attempt_at = $1 WHERE state = 'pending' AND "fetch" = 'v1' AND bundle_id = $2 AND environment = $3
           AND original_transaction_id = $4 AND next_attempt_at > $1
-        """)
+        """
+    )
 
-    fileprivate static let fetchJobs = SQL("SELECT \(fetchColumns) FROM compare_jobs WHERE ($1::text IS NULL OR state = $1) ORDER BY id")
+    fileprivate static let fetchJobs = SQL(
+        "SELECT \(fetchColumns) FROM compare_jobs WHERE ($1::text IS NULL OR state = $1) ORDER BY id"
+    )
 
     fileprivate static let fetchJobCounts = SQL("SELECT state, COUNT(*) AS n FROM compare_jobs GROUP BY state")
 
@@ -111,12 +137,14 @@ extension SQL {
         """
         INSERT INTO compare_ledger (bundle_id, environment, original_transaction_id, compared_at, outcome, fields, v1_json, v2_json)
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-        """)
+        """
+    )
 
     fileprivate static let ledger = SQL(
         """
         SELECT bundle_id, environment, original_transaction_id, compared_at, outcome, fields, v1_json, v2_json FROM compare_ledger
         WHERE ($1::text IS NULL OR bundle_id = $1) AND ($2::text IS NULL OR environment = $2) AND compared_at >= $3 AND compared_at < $4
         ORDER BY compared_at, id
-        """)
+        """
+    )
 }

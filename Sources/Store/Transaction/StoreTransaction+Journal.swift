@@ -20,21 +20,39 @@ extension SQLTransaction {
         try c.query(.journalEntries, [StoreValue(id), StoreValue(key), .limit(limit)]).map(JournalEntry.init(row:))
     }
 
-    func receives(_ version: Generation, bundleID: String, environment: AppStoreEnvironment, since: Int64) throws -> Bool {
-        try c.queryOne(.receives, [.text(bundleID), .text(environment.rawValue), .text(version.rawValue), .int64(since)]) != nil
+    func receives(
+        _ version: Generation,
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        since: Int64
+    ) throws -> Bool {
+        try c.queryOne(
+            .receives,
+            [.text(bundleID), .text(environment.rawValue), .text(version.rawValue), .int64(since)]
+        ) != nil
     }
 
     func events(id: String?, originalTransactionID: String?, limit: Int) throws -> [StoredEvent] {
-        try c.query(.events, [StoreValue(id), StoreValue(originalTransactionID), .limit(limit)]).compactMap(StoredEvent.init(row:))
+        try c.query(.events, [StoreValue(id), StoreValue(originalTransactionID), .limit(limit)]).compactMap(
+            StoredEvent.init(row:)
+        )
     }
 
     func subscriptionStates(originalTransactionID otid: String) throws -> [StoredSubscriptionState] {
         try c.query(.subscriptionStates, [.text(otid)]).map(StoredSubscriptionState.init(row:))
     }
 
-    func eventCountsBySource(bundleID: String, environment: AppStoreEnvironment, since: Int64, until: Int64) throws -> [EventSource: Int] {
+    func eventCountsBySource(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        since: Int64,
+        until: Int64
+    ) throws -> [EventSource: Int] {
         var counts: [EventSource: Int] = [:]
-        for row in try c.query(.eventCountsBySource, [.text(bundleID), .text(environment.rawValue), .int64(since), .int64(until)]) {
+        for row in try c.query(
+            .eventCountsBySource,
+            [.text(bundleID), .text(environment.rawValue), .int64(since), .int64(until)]
+        ) {
             counts[EventSource(rawValue: row.string("source") ?? "")] = row.int("n") ?? 0
         }
         return counts
@@ -62,9 +80,12 @@ extension SQL {
         """
         INSERT INTO outbox (downstream, event_id, journal_id, next_attempt_at, created_at) VALUES ($1, $2, $3, $4, $4)
         ON CONFLICT DO NOTHING
-        """)
+        """
+    )
 
-    fileprivate static let insertReceiptJob = SQL("INSERT INTO receipt_jobs (journal_id, next_attempt_at, updated_at) VALUES ($1, $2, $2)")
+    fileprivate static let insertReceiptJob = SQL(
+        "INSERT INTO receipt_jobs (journal_id, next_attempt_at, updated_at) VALUES ($1, $2, $2)"
+    )
 
     fileprivate static let journalID = SQL("SELECT id FROM journal WHERE notification_key = $1")
 
@@ -72,10 +93,12 @@ extension SQL {
         """
         SELECT id, notification_key, version, received_at, origin, bundle_id, environment, secret_name, authority, body FROM journal
         WHERE ($1::bigint IS NULL OR id = $1) AND ($2::text IS NULL OR notification_key = $2) ORDER BY id LIMIT $3
-        """)
+        """
+    )
 
     fileprivate static let receives = SQL(
-        "SELECT 1 AS y FROM journal WHERE bundle_id = $1 AND environment = $2 AND version = $3 AND received_at >= $4 LIMIT 1")
+        "SELECT 1 AS y FROM journal WHERE bundle_id = $1 AND environment = $2 AND version = $3 AND received_at >= $4 LIMIT 1"
+    )
 
     /// All events, or one, in arrival order; a subscription's by event date, then arrival.
     fileprivate static let events = SQL { d in
@@ -91,13 +114,15 @@ extension SQL {
         SELECT s.path, s.environment, s.bundle_id, s.event_id, s.json, s.updated_at,
                (SELECT authority FROM authority a WHERE a.bundle_id = s.bundle_id AND a.environment = s.environment) AS authority
         FROM subscription_state s WHERE s.original_transaction_id = $1 ORDER BY s.environment, s.path
-        """)
+        """
+    )
 
     fileprivate static let eventCountsBySource = SQL(
         """
         SELECT source, COUNT(*) AS n FROM events WHERE bundle_id = $1 AND environment = $2 AND created_at >= $3 AND created_at < $4
         GROUP BY source
-        """)
+        """
+    )
 
     fileprivate static let countJournal = SQL("SELECT COUNT(*) AS n FROM journal")
     fileprivate static let countEvents = SQL("SELECT COUNT(*) AS n FROM events")
@@ -108,7 +133,10 @@ extension SQL {
         UPDATE journal SET body = NULL, body_purged_at = $1 WHERE body IS NOT NULL AND received_at < $2
           AND id NOT IN (SELECT journal_id FROM receipt_jobs WHERE state = 'pending')
           AND id NOT IN (SELECT journal_id FROM outbox WHERE journal_id IS NOT NULL AND state = 'pending')
-        """)
+        """
+    )
 
-    fileprivate static let purgeFinishedFetches = SQL("DELETE FROM compare_jobs WHERE state IN ('done', 'failed') AND next_attempt_at < $1")
+    fileprivate static let purgeFinishedFetches = SQL(
+        "DELETE FROM compare_jobs WHERE state IN ('done', 'failed') AND next_attempt_at < $1"
+    )
 }

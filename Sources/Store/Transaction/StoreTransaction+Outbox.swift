@@ -9,8 +9,12 @@ extension SQLTransaction {
     func settleDelivery(id: Int64, _ o: DeliveryOutcome) throws {
         try c.run(
             .settleDelivery,
-            [.text(o.state.rawValue), .int64(Int64(o.attempts)), .int64(o.nextAttemptAt), StoreValue(o.deliveredAt), StoreValue(o.status),
-             StoreValue(o.error), .int64(id)])
+            [
+                .text(o.state.rawValue), .int64(Int64(o.attempts)), .int64(o.nextAttemptAt), StoreValue(o.deliveredAt),
+                StoreValue(o.status),
+                StoreValue(o.error), .int64(id),
+            ]
+        )
     }
 
     func deadLetterDeliveries(notTo configured: [String], error: String) throws -> Int {
@@ -26,8 +30,11 @@ extension SQLTransaction {
     }
 
     func deliveries(state: DeliveryState?, downstream: String?, eventID: String?, limit: Int) throws -> [Delivery] {
-        try c.query(.deliveries, [StoreValue(state?.rawValue), StoreValue(downstream), StoreValue(eventID), .limit(limit)])
-            .map(Delivery.init(row:))
+        try c.query(
+            .deliveries,
+            [StoreValue(state?.rawValue), StoreValue(downstream), StoreValue(eventID), .limit(limit)]
+        )
+        .map(Delivery.init(row:))
     }
 
     func pendingDeliveries() throws -> [PendingDeliveries] {
@@ -45,7 +52,8 @@ extension SQL {
         SELECT e.json, e.authoritative, CASE WHEN $2 THEN j.body END AS body,
                \(authoritativeStateColumn)
         FROM events e LEFT JOIN journal j ON j.id = e.journal_id WHERE e.id = $1
-        """)
+        """
+    )
 
     /// A row no longer pending (replayed or dead-lettered meanwhile) is left alone.
     fileprivate static let settleDelivery = SQL { d in
@@ -63,7 +71,9 @@ extension SQL {
         "UPDATE outbox SET state = 'pending', attempts = 0, next_attempt_at = $1, last_error = NULL\(d.clearClaim) WHERE \(condition)"
     }
 
-    fileprivate static let redeliverEvent = SQL { d in rearm(d, where: "event_id = $2 OR journal_id = (SELECT journal_id FROM events WHERE id = $2)") }
+    fileprivate static let redeliverEvent = SQL { d in
+        rearm(d, where: "event_id = $2 OR journal_id = (SELECT journal_id FROM events WHERE id = $2)")
+    }
     fileprivate static let redeliverRange = SQL { d in rearm(d, where: "created_at >= $2 AND created_at < $3") }
     fileprivate static let redeliverDead = SQL { d in rearm(d, where: "state = 'dead'") }
 
@@ -72,10 +82,12 @@ extension SQL {
         SELECT id, downstream, event_id, journal_id, state, attempts, next_attempt_at, created_at, delivered_at, last_status, last_error
         FROM outbox WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR downstream = $2) AND ($3::text IS NULL OR event_id = $3)
         ORDER BY id LIMIT $4
-        """)
+        """
+    )
 
     fileprivate static let pendingDeliveries = SQL(
-        "SELECT downstream, COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox WHERE state = 'pending' GROUP BY downstream")
+        "SELECT downstream, COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox WHERE state = 'pending' GROUP BY downstream"
+    )
 
     fileprivate static let deliveryCounts = SQL("SELECT state, COUNT(*) AS n FROM outbox GROUP BY state")
 }

@@ -10,7 +10,9 @@ extension SQLTransaction {
     }
 
     func quarantinePage(_ lane: QuarantineRecord.Lane, after id: Int64) throws -> [(id: Int64, size: Int64)] {
-        try c.query(.quarantinePage, [.text(lane.rawValue), .int64(id)]).map { (id: $0.int64("id") ?? id, size: $0.int64("size") ?? 0) }
+        try c.query(.quarantinePage, [.text(lane.rawValue), .int64(id)]).map {
+            (id: $0.int64("id") ?? id, size: $0.int64("size") ?? 0)
+        }
     }
 
     func deleteQuarantined(_ lane: QuarantineRecord.Lane, through id: Int64) throws {
@@ -20,18 +22,29 @@ extension SQLTransaction {
     func insertQuarantined(_ r: QuarantineRecord, size: Int64) throws -> Int64 {
         try c.queryOne(
             .insertQuarantined,
-            [.text(r.lane.rawValue), .int64(r.receivedAt), StoreValue(r.version), .text(r.code), .text(r.message), StoreValue(r.bundleID),
-             StoreValue(r.environment), StoreValue(r.passwordFingerprint), .bytes(r.body), .int64(size)]
+            [
+                .text(r.lane.rawValue), .int64(r.receivedAt), StoreValue(r.version), .text(r.code), .text(r.message),
+                StoreValue(r.bundleID),
+                StoreValue(r.environment), StoreValue(r.passwordFingerprint), .bytes(r.body), .int64(size),
+            ]
         )?.int64("id") ?? 0
     }
 
     func quarantinedID(sameAs r: QuarantineRecord) throws -> Int64? {
-        try c.queryOne(.quarantinedID, [.text(r.lane.rawValue), .text(r.code), StoreValue(r.bundleID), .int64(Int64(r.body.count)), .bytes(r.body)])?
-            .int64("id")
+        try c.queryOne(
+            .quarantinedID,
+            [
+                .text(r.lane.rawValue), .text(r.code), StoreValue(r.bundleID), .int64(Int64(r.body.count)),
+                .bytes(r.body),
+            ]
+        )?
+        .int64("id")
     }
 
     func quarantined(lane: QuarantineRecord.Lane?, id: Int64?, limit: Int) throws -> [QuarantineRecord] {
-        try c.query(.quarantined, [StoreValue(lane?.rawValue), StoreValue(id), .limit(limit)]).map(QuarantineRecord.init(row:))
+        try c.query(.quarantined, [StoreValue(lane?.rawValue), StoreValue(id), .limit(limit)]).map(
+            QuarantineRecord.init(row:)
+        )
     }
 
     func quarantineUsage() throws -> [QuarantineRecord.Lane: (rows: Int64, bytes: Int64)] {
@@ -57,15 +70,23 @@ extension SQLTransaction {
 
     /// The update of ``StoreTransaction/rewriteQuarantined(_:)``.
     func updateRewritten(_ r: QuarantineRecord) throws {
-        try c.run(.rewriteQuarantined, [.bytes(r.body), .text(r.message), StoreValue(r.bundleID), StoreValue(r.environment), .int64(r.storedSize),
-                                        .int64(r.id)])
+        try c.run(
+            .rewriteQuarantined,
+            [
+                .bytes(r.body), .text(r.message), StoreValue(r.bundleID), StoreValue(r.environment),
+                .int64(r.storedSize),
+                .int64(r.id),
+            ]
+        )
     }
 }
 
 extension SQL {
     fileprivate static let laneUsage = SQL("SELECT rows, bytes FROM quarantine_usage WHERE lane = $1")
 
-    fileprivate static let quarantinePage = SQL("SELECT id, size FROM quarantine WHERE lane = $1 AND id > $2 ORDER BY id LIMIT 64")
+    fileprivate static let quarantinePage = SQL(
+        "SELECT id, size FROM quarantine WHERE lane = $1 AND id > $2 ORDER BY id LIMIT 64"
+    )
 
     fileprivate static let deleteQuarantined = SQL("DELETE FROM quarantine WHERE lane = $1 AND id <= $2")
 
@@ -73,7 +94,8 @@ extension SQL {
         """
         INSERT INTO quarantine (lane, received_at, version, code, message, bundle_id, environment, password_fingerprint, body, size, redacted)
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, true) RETURNING id
-        """)
+        """
+    )
 
     /// Rows of another length are passed over without reading their body.
     fileprivate static let quarantinedID = SQL { d in
@@ -84,18 +106,26 @@ extension SQL {
     }
 
     fileprivate static let quarantined = SQL(
-        "SELECT * FROM quarantine WHERE ($1::text IS NULL OR lane = $1) AND ($2::bigint IS NULL OR id = $2) ORDER BY id LIMIT $3")
+        "SELECT * FROM quarantine WHERE ($1::text IS NULL OR lane = $1) AND ($2::bigint IS NULL OR id = $2) ORDER BY id LIMIT $3"
+    )
 
     fileprivate static let quarantineUsage = SQL("SELECT lane, rows, bytes FROM quarantine_usage")
 
     fileprivate static let removeQuarantined = SQL("DELETE FROM quarantine WHERE id = $1")
 
-    fileprivate static let beginReplay = SQL("UPDATE quarantine SET replay_started_at = $1, replay_attempts = replay_attempts + 1 WHERE id = $2")
+    fileprivate static let beginReplay = SQL(
+        "UPDATE quarantine SET replay_started_at = $1, replay_attempts = replay_attempts + 1 WHERE id = $2"
+    )
 
-    fileprivate static let finishReplay = SQL("UPDATE quarantine SET replay_started_at = NULL, last_replay_at = $1, last_replay_code = $2 WHERE id = $3")
+    fileprivate static let finishReplay = SQL(
+        "UPDATE quarantine SET replay_started_at = NULL, last_replay_at = $1, last_replay_code = $2 WHERE id = $3"
+    )
 
-    fileprivate static let unredactedQuarantine = SQL { d in "SELECT * FROM quarantine WHERE \(d.unredacted) ORDER BY id LIMIT $1" }
+    fileprivate static let unredactedQuarantine = SQL { d in
+        "SELECT * FROM quarantine WHERE \(d.unredacted) ORDER BY id LIMIT $1"
+    }
 
     fileprivate static let rewriteQuarantined = SQL(
-        "UPDATE quarantine SET body = $1, message = $2, bundle_id = $3, environment = $4, size = $5, redacted = true WHERE id = $6")
+        "UPDATE quarantine SET body = $1, message = $2, bundle_id = $3, environment = $4, size = $5, redacted = true WHERE id = $6"
+    )
 }

@@ -2,12 +2,23 @@ internal import Canonical
 
 // The claim (`claimDueReceiptJobs`) differs by database: each store's `*Transaction+ReceiptJobs.swift`.
 extension SQLTransaction {
-    func settleReceiptJob(journalID: Int64, state: JobState, attempts: Int, nextAttemptAt: Int64, error: String?, appleStatus: Int?,
-                          now: Int64) throws {
+    func settleReceiptJob(
+        journalID: Int64,
+        state: JobState,
+        attempts: Int,
+        nextAttemptAt: Int64,
+        error: String?,
+        appleStatus: Int?,
+        now: Int64
+    ) throws {
         try c.run(
             .settleReceiptJob,
-            [.text(state.rawValue), .int64(Int64(attempts)), .int64(nextAttemptAt), StoreValue(error), StoreValue(appleStatus), .int64(now),
-             .int64(journalID)])
+            [
+                .text(state.rawValue), .int64(Int64(attempts)), .int64(nextAttemptAt), StoreValue(error),
+                StoreValue(appleStatus), .int64(now),
+                .int64(journalID),
+            ]
+        )
     }
 
     func receiptJobs(state: JobState?) throws -> [ReceiptJobStatus] {
@@ -31,7 +42,8 @@ extension SQL {
         """
         SELECT journal_id, state, attempts, next_attempt_at, last_error, apple_status FROM receipt_jobs
         WHERE ($1::text IS NULL OR state = $1) ORDER BY journal_id
-        """)
+        """
+    )
 
     fileprivate static let receiptJobCounts = SQL("SELECT state, COUNT(*) AS n FROM receipt_jobs GROUP BY state")
 }

@@ -68,7 +68,8 @@ public struct ResponseBodyV1: Sendable, Hashable, Codable {
     /// The subscription the notification is about: top-level `original_transaction_id`, else the body's latest one.
     public var subscriptionID: String? {
         originalTransactionID?.text ?? unifiedReceipt?.latestReceiptInfo?.first?.originalTransactionIDText
-            ?? latestReceiptInfo?.items.first?.originalTransactionIDText ?? latestExpiredReceiptInfo?.originalTransactionIDText
+            ?? latestReceiptInfo?.items.first?.originalTransactionIDText
+            ?? latestExpiredReceiptInfo?.originalTransactionIDText
     }
 }
 
@@ -81,8 +82,13 @@ public struct UnifiedReceipt: Sendable, Hashable, Codable {
     public var pendingRenewalInfo: [V1PendingRenewal]?
     public var status: V1Scalar?
 
-    public init(environment: String?, latestReceipt: String?, latestReceiptInfo: [V1Transaction]?,
-                pendingRenewalInfo: [V1PendingRenewal]?, status: V1Scalar? = 0) {
+    public init(
+        environment: String?,
+        latestReceipt: String?,
+        latestReceiptInfo: [V1Transaction]?,
+        pendingRenewalInfo: [V1PendingRenewal]?,
+        status: V1Scalar? = 0
+    ) {
         self.environment = environment
         self.latestReceipt = latestReceipt
         self.latestReceiptInfo = latestReceiptInfo

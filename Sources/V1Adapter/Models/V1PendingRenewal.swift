@@ -33,5 +33,7 @@ public struct V1PendingRenewal: Sendable, Hashable, Codable {
         case promotionalOfferID = "promotional_offer_id"
     }
 
-    public var gracePeriodExpiresMillis: Int64? { V1Transaction.millis(gracePeriodExpiresDateMs, gracePeriodExpiresDate) }
+    public var gracePeriodExpiresMillis: Int64? {
+        V1Transaction.millis(gracePeriodExpiresDateMs, gracePeriodExpiresDate)
+    }
 }

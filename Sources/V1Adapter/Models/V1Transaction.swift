@@ -93,7 +93,9 @@ public struct V1Transaction: Sendable, Hashable, Codable {
 
     public var purchaseMillis: Int64? { Self.millis(purchaseDateMs, purchaseDate) }
     public var originalPurchaseMillis: Int64? { Self.millis(originalPurchaseDateMs, originalPurchaseDate) }
-    public var expiresMillis: Int64? { Self.millis(expiresDateMs, expiresDate) ?? expiresDateFormatted.flatMap { AppleDateText.millis($0.text) } }
+    public var expiresMillis: Int64? {
+        Self.millis(expiresDateMs, expiresDate) ?? expiresDateFormatted.flatMap { AppleDateText.millis($0.text) }
+    }
     public var cancellationMillis: Int64? { Self.millis(cancellationDateMs, cancellationDate) }
     public var originalTransactionIDText: String? { originalTransactionID?.text }
     public var transactionIDText: String? { transactionID?.text }
@@ -108,7 +110,9 @@ public enum AppleDateText {
     public static func millis(_ text: String) -> Int64? {
         let parts = text.split(separator: " ")
         guard parts.count >= 2 else { return nil }
-        if parts.count == 3 { guard parts[2] == "Etc/GMT" || parts[2] == "GMT" || parts[2] == "UTC" else { return nil } }
+        if parts.count == 3 {
+            guard parts[2] == "Etc/GMT" || parts[2] == "GMT" || parts[2] == "UTC" else { return nil }
+        }
         let d = parts[0].split(separator: "-").compactMap { Int64($0) }
         let t = parts[1].split(separator: ":").compactMap { Int64($0) }
         guard d.count == 3, t.count == 3 else { return nil }

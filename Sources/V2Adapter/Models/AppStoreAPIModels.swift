@@ -20,7 +20,12 @@ public struct StatusResponse: Sendable, Hashable, Codable {
             case status, signedTransactionInfo, signedRenewalInfo
             case originalTransactionID = "originalTransactionId"
         }
-        public init(status: Int, originalTransactionID: String, signedTransactionInfo: String, signedRenewalInfo: String?) {
+        public init(
+            status: Int,
+            originalTransactionID: String,
+            signedTransactionInfo: String,
+            signedRenewalInfo: String?
+        ) {
             (self.status, self.originalTransactionID, self.signedTransactionInfo, self.signedRenewalInfo) =
                 (status, originalTransactionID, signedTransactionInfo, signedRenewalInfo)
         }
@@ -52,7 +57,14 @@ public struct HistoryResponse: Sendable, Hashable, Codable {
         case bundleID = "bundleId"
         case appAppleID = "appAppleId"
     }
-    public init(revision: String?, hasMore: Bool, bundleID: String?, appAppleID: Int64?, environment: String?, signedTransactions: [String]) {
+    public init(
+        revision: String?,
+        hasMore: Bool,
+        bundleID: String?,
+        appAppleID: Int64?,
+        environment: String?,
+        signedTransactions: [String]
+    ) {
         (self.revision, self.hasMore, self.bundleID, self.appAppleID, self.environment, self.signedTransactions) =
             (revision, hasMore, bundleID, appAppleID, environment, signedTransactions)
     }
@@ -76,9 +88,18 @@ public struct NotificationHistoryRequest: Sendable, Hashable, Codable {
         case startDate, endDate, notificationType, notificationSubtype, onlyFailures
         case transactionID = "transactionId"
     }
-    public init(startDate: Int64, endDate: Int64, notificationType: String? = nil, notificationSubtype: String? = nil,
-                onlyFailures: Bool? = nil, transactionID: String? = nil) {
-        (self.startDate, self.endDate, self.notificationType, self.notificationSubtype, self.onlyFailures, self.transactionID) =
+    public init(
+        startDate: Int64,
+        endDate: Int64,
+        notificationType: String? = nil,
+        notificationSubtype: String? = nil,
+        onlyFailures: Bool? = nil,
+        transactionID: String? = nil
+    ) {
+        (
+            self.startDate, self.endDate, self.notificationType, self.notificationSubtype, self.onlyFailures,
+            self.transactionID
+        ) =
             (startDate, endDate, notificationType, notificationSubtype, onlyFailures, transactionID)
     }
 }
@@ -89,14 +110,18 @@ public struct SendAttempt: Sendable, Hashable, Codable {
     /// `SUCCESS`, `TIMED_OUT`, `SSL_ISSUE`, `CIRCULAR_REDIRECT`, `NO_RESPONSE`, `SOCKET_ISSUE`, `UNSUPPORTED_CHARSET`,
     /// `INVALID_RESPONSE`, `PREMATURE_CLOSE`, `UNSUCCESSFUL_HTTP_RESPONSE_CODE`, `OTHER`.
     public var sendAttemptResult: String
-    public init(attemptDate: Int64, sendAttemptResult: String) { (self.attemptDate, self.sendAttemptResult) = (attemptDate, sendAttemptResult) }
+    public init(attemptDate: Int64, sendAttemptResult: String) {
+        (self.attemptDate, self.sendAttemptResult) = (attemptDate, sendAttemptResult)
+    }
 }
 
 public struct NotificationHistoryResponse: Sendable, Hashable, Codable {
     public struct Item: Sendable, Hashable, Codable {
         public var signedPayload: String
         public var sendAttempts: [SendAttempt]
-        public init(signedPayload: String, sendAttempts: [SendAttempt]) { (self.signedPayload, self.sendAttempts) = (signedPayload, sendAttempts) }
+        public init(signedPayload: String, sendAttempts: [SendAttempt]) {
+            (self.signedPayload, self.sendAttempts) = (signedPayload, sendAttempts)
+        }
     }
     public var paginationToken: String?
     public var hasMore: Bool
@@ -116,12 +141,16 @@ public struct SendTestNotificationResponse: Sendable, Hashable, Codable {
 public struct CheckTestNotificationResponse: Sendable, Hashable, Codable {
     public var signedPayload: String
     public var sendAttempts: [SendAttempt]
-    public init(signedPayload: String, sendAttempts: [SendAttempt]) { (self.signedPayload, self.sendAttempts) = (signedPayload, sendAttempts) }
+    public init(signedPayload: String, sendAttempts: [SendAttempt]) {
+        (self.signedPayload, self.sendAttempts) = (signedPayload, sendAttempts)
+    }
 }
 
 /// Apple's error body: `{"errorCode": 4040010, "errorMessage": "Transaction id not found."}`.
 public struct AppStoreAPIErrorBody: Sendable, Hashable, Codable {
     public var errorCode: Int64
     public var errorMessage: String
-    public init(errorCode: Int64, errorMessage: String) { (self.errorCode, self.errorMessage) = (errorCode, errorMessage) }
+    public init(errorCode: Int64, errorMessage: String) {
+        (self.errorCode, self.errorMessage) = (errorCode, errorMessage)
+    }
 }

@@ -14,9 +14,15 @@ public struct NotificationPayloadV2: Codable, Sendable, Hashable {
     public var signedDate: Int64?
 
     public init(
-        notificationType: String?, subtype: String? = nil, notificationUUID: String?, data: NotificationData? = nil,
-        summary: NotificationSummary? = nil, externalPurchaseToken: ExternalPurchaseToken? = nil,
-        appData: AppData? = nil, version: String? = "2.0", signedDate: Int64?
+        notificationType: String?,
+        subtype: String? = nil,
+        notificationUUID: String?,
+        data: NotificationData? = nil,
+        summary: NotificationSummary? = nil,
+        externalPurchaseToken: ExternalPurchaseToken? = nil,
+        appData: AppData? = nil,
+        version: String? = "2.0",
+        signedDate: Int64?
     ) {
         self.notificationType = notificationType
         self.subtype = subtype
@@ -43,8 +49,13 @@ public struct NotificationData: Codable, Sendable, Hashable {
     public var consumptionRequestReason: String?
 
     public init(
-        appAppleID: Int64? = nil, bundleID: String?, bundleVersion: String? = nil, environment: String?,
-        signedTransactionInfo: String? = nil, signedRenewalInfo: String? = nil, status: Int? = nil,
+        appAppleID: Int64? = nil,
+        bundleID: String?,
+        bundleVersion: String? = nil,
+        environment: String?,
+        signedTransactionInfo: String? = nil,
+        signedRenewalInfo: String? = nil,
+        status: Int? = nil,
         consumptionRequestReason: String? = nil
     ) {
         self.appAppleID = appAppleID
@@ -76,8 +87,14 @@ public struct NotificationSummary: Codable, Sendable, Hashable {
     public var failedCount: Int64?
 
     public init(
-        environment: String?, appAppleID: Int64?, bundleID: String?, productID: String?, requestIdentifier: String?,
-        storefrontCountryCodes: [String]?, succeededCount: Int64?, failedCount: Int64?
+        environment: String?,
+        appAppleID: Int64?,
+        bundleID: String?,
+        productID: String?,
+        requestIdentifier: String?,
+        storefrontCountryCodes: [String]?,
+        succeededCount: Int64?,
+        failedCount: Int64?
     ) {
         self.environment = environment
         self.appAppleID = appAppleID
