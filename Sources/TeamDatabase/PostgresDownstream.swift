@@ -84,7 +84,7 @@ public final class PostgresDownstream: DownstreamDatabase {
         let names = self.names
         return try use { pool in
             try pool.transaction(isolation: .repeatableRead) { c in
-                let version = try c.queryOne("SELECT MAX(version) AS v FROM \(names.schemaVersion)")?.int("v")
+                let version = try c.queryOne(DownstreamSchema.selectVersion(from: names.schemaVersion))?.int("v")
                 let events = try c.query(
                     DownstreamSchema.selectEvents(
                         from: names.events,
@@ -223,7 +223,7 @@ public final class PostgresDownstream: DownstreamDatabase {
             ).compactMap { $0.string("relname") }
         )
         if present.contains("schema_version") {
-            return try c.queryOne("SELECT MAX(version) AS v FROM \(names.schemaVersion)")?.int("v") ?? 0
+            return try c.queryOne(DownstreamSchema.selectVersion(from: names.schemaVersion))?.int("v") ?? 0
         }
         if let foreign = ["events", "subscriptions"].first(where: present.contains) {
             throw DownstreamDatabaseError(

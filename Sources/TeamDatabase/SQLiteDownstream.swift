@@ -54,7 +54,7 @@ public final class SQLiteDownstream: DownstreamDatabase {
         let names = self.names
         return try use { db in
             try db.readTransaction { c in
-                let version = try c.queryOne("SELECT MAX(version) AS v FROM \(names.schemaVersion)")?.int("v")
+                let version = try c.queryOne(DownstreamSchema.selectVersion(from: names.schemaVersion))?.int("v")
                 let events = try c.query(
                     DownstreamSchema.selectEvents(from: names.events, eventAsText: "event", collate: "")
                 ).map { r in
@@ -167,7 +167,7 @@ public final class SQLiteDownstream: DownstreamDatabase {
             )
             var current = 0
             if present.contains(names.bare.schemaVersion) {
-                current = try c.queryOne("SELECT MAX(version) AS v FROM \(names.schemaVersion)")?.int("v") ?? 0
+                current = try c.queryOne(DownstreamSchema.selectVersion(from: names.schemaVersion))?.int("v") ?? 0
             } else if let foreign = [names.bare.events, names.bare.subscriptions].first(where: present.contains) {
                 throw DownstreamDatabaseError(
                     "a table \(foreign) exists that iap-gateway did not create (no \(names.bare.schemaVersion) beside it); "
