@@ -91,49 +91,11 @@ public final class PostgresDownstream: DownstreamDatabase {
                         eventAsText: "event::text",
                         collate: " COLLATE \"C\""
                     )
-                ).map { r in
-                    DownstreamEventRow(
-                        id: r.string("id") ?? "",
-                        source: r.string("source") ?? "",
-                        kind: r.string("kind") ?? "",
-                        reason: r.string("reason"),
-                        bundleID: r.string("bundle_id"),
-                        environment: r.string("environment"),
-                        originalTransactionID: r.string("original_transaction_id"),
-                        transactionID: r.string("transaction_id"),
-                        productID: r.string("product_id"),
-                        eventDate: r.int64("event_date") ?? 0,
-                        expiresDate: r.int64("expires_date"),
-                        entitlementState: r.string("entitlement_state"),
-                        entitlementUntil: r.int64("entitlement_until"),
-                        autoRenew: r.bool("auto_renew"),
-                        authoritative: r.bool("authoritative") ?? false,
-                        event: r.string("event").flatMap {
-                            try? JSONValueDecoder().decode(CanonicalEvent.self, from: Array($0.utf8))
-                        },
-                        deliveredAt: r.int64("delivered_at") ?? 0
-                    )
-                }
+                ).map(DownstreamEventRow.init(row:))
                 let subscriptions = try c.query(
                     DownstreamSchema.selectSubscriptions(from: names.subscriptions, collate: " COLLATE \"C\"")
                 )
-                .map { r in
-                    DownstreamSubscriptionRow(
-                        originalTransactionID: r.string("original_transaction_id") ?? "",
-                        environment: r.string("environment") ?? "",
-                        bundleID: r.string("bundle_id"),
-                        productID: r.string("product_id"),
-                        entitlementState: r.string("entitlement_state"),
-                        entitlementUntil: r.int64("entitlement_until"),
-                        expiresDate: r.int64("expires_date"),
-                        autoRenew: r.bool("auto_renew"),
-                        autoRenewProductID: r.string("auto_renew_product_id"),
-                        lastEventID: r.string("last_event_id") ?? "",
-                        lastEventKind: r.string("last_event_kind") ?? "",
-                        lastEventDate: r.int64("last_event_date") ?? 0,
-                        updatedAt: r.int64("updated_at") ?? 0
-                    )
-                }
+                .map(DownstreamSubscriptionRow.init(row:))
                 return DownstreamContents(schemaVersion: version, events: events, subscriptions: subscriptions)
             }
         }
