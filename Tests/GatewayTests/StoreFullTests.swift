@@ -110,8 +110,10 @@ import WireJSON
         gate.withLock { $0 = true }
         // The outcome is retried with backoff while the delivery stays claimed: three refusals take at least 700 ms,
         // in which the old code (releasing the job as still due) sent it again every few milliseconds.
+        // At least three: the text "… 3" also matched 30 to 39, so a count that passed 3 between two looks was only
+        // seen some 45 s later.
         await eventually("three failed outcome writes counted") {
-            g.service.metrics.render().contains("iapgw_store_failures_total{operation=\"job_outcome\"} 3")
+            g.service.metrics.counter("iapgw_store_failures_total", ["operation": "job_outcome"]) >= 3
         }
         #expect(sent.withLock { $0 } == 1)
         faults.diskFull = false
