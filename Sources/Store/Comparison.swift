@@ -144,3 +144,40 @@ public struct CutoverRecord: Sendable, Hashable, Codable {
         try c.encode(origin, forKey: .origin)
     }
 }
+
+/// A bundle's ledger over a time range, counted in the store (index range counts: nothing proportional to the
+/// number of pairs is held in memory).
+public struct LedgerTally: Sendable, Hashable {
+    /// Rows per outcome.
+    public var outcomes: [CompareOutcome: Int] = [:]
+    /// Agreements and disagreements per UTC day (the day's first millisecond), oldest first; days without a pair are
+    /// left out.
+    public var daily: [Day] = []
+    /// Disagreements per set of disagreeing fields (`fields` as the ledger stores it: comma-separated).
+    public var fieldSets: [String: Int] = [:]
+
+    public struct Day: Sendable, Hashable {
+        public var start: Int64
+        public var agreements: Int
+        public var disagreements: Int
+        public init(start: Int64, agreements: Int, disagreements: Int) {
+            (self.start, self.agreements, self.disagreements) = (start, agreements, disagreements)
+        }
+    }
+
+    public init() {}
+}
+
+/// One ledger row as the report's examples read it, and the place a page of them stops.
+public struct LedgerExample: Sendable, Hashable {
+    public var id: Int64
+    public var comparedAt: Int64
+    public var originalTransactionID: String
+    /// The disagreeing fields (empty for agreements and one-sided rows).
+    public var fields: [String]
+    public init(id: Int64, comparedAt: Int64, originalTransactionID: String, fields: [String]) {
+        (self.id, self.comparedAt, self.originalTransactionID, self.fields) = (
+            id, comparedAt, originalTransactionID, fields
+        )
+    }
+}

@@ -125,8 +125,10 @@ public protocol StoreTransaction {
         since: Int64,
         until: Int64
     ) throws -> [EventSource: Int]
-    /// Rows in the journal and in the events table.
+    /// Rows in the journal and in the events table (counted: proportional to the rows).
     func counts() throws -> (journal: Int, events: Int)
+    /// What `/admin/status` shows, read without counting the big tables (``StatusCounts``).
+    func statusCounts() throws -> StatusCounts
 
     // MARK: Authority
 
@@ -200,6 +202,17 @@ public protocol StoreTransaction {
     func deadLetterDeliveries(notTo configured: [String], error: String) throws -> Int
     /// Re-arms the selected deliveries (attempts reset, due at `now`); returns how many.
     func redeliver(_ selection: RedeliverySelection, now: Int64) throws -> Int
+    /// Re-arms up to `limit` deliveries created in [since, until) after `after`, in creation order (created_at,
+    /// id): how many, and where the page ended (nil: nothing is left).
+    func redeliverPage(
+        since: Int64,
+        until: Int64,
+        after: (createdAt: Int64, id: Int64),
+        limit: Int,
+        now: Int64
+    ) throws -> (count: Int, last: (createdAt: Int64, id: Int64)?)
+    /// Re-arms up to `limit` dead letters, oldest first; returns how many.
+    func redeliverDeadLetters(limit: Int, now: Int64) throws -> Int
     /// Outbox rows, oldest first, optionally of one state, downstream or event.
     func deliveries(state: DeliveryState?, downstream: String?, eventID: String?, limit: Int) throws -> [Delivery]
     /// Pending deliveries per downstream.
@@ -226,6 +239,8 @@ public protocol StoreTransaction {
     func receiptJobs(state: JobState?) throws -> [ReceiptJobStatus]
     /// verifyReceipt jobs per state.
     func receiptJobCounts() throws -> [JobState: Int]
+    /// Pending verifyReceipt jobs, counted on the index of pending rows (the gauge reads it every pass).
+    func pendingReceiptJobs() throws -> Int
 
     // MARK: Comparison
 
@@ -255,8 +270,29 @@ public protocol StoreTransaction {
     func fetchJobs(state: JobState?) throws -> [FetchJob]
     /// Fetches per state.
     func fetchJobCounts() throws -> [JobState: Int]
+    /// Pending fetches, counted on the index of pending rows (the gauge reads it every pass).
+    func pendingFetches() throws -> Int
     /// Records a comparison (or a one-sided observation) in the ledger.
     func recordComparison(_ entry: LedgerEntry) throws
+    /// A bundle's ledger over [from, to) counted in the store: rows per outcome, agreements and disagreements per UTC
+    /// day (`byDay`), disagreements per set of fields. Index range counts: bounded whatever the ledger holds.
+    func ledgerTally(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        from: Int64,
+        to: Int64,
+        byDay: Bool
+    ) throws
+        -> LedgerTally
+    /// Up to `limit` rows of one outcome compared before `to` and after `after` (ledger order: compared_at, id).
+    func ledgerExamples(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        outcome: CompareOutcome,
+        to: Int64,
+        after: (comparedAt: Int64, id: Int64),
+        limit: Int
+    ) throws -> [LedgerExample]
     /// Ledger rows of a bundle and environment compared in [from, to), oldest first (all bundles when nil).
     func ledger(bundleID: String?, environment: AppStoreEnvironment?, from: Int64, to: Int64) throws -> [LedgerEntry]
 
@@ -293,6 +329,8 @@ public protocol StoreTransaction {
     /// Drops raw bodies received before `cutoff` whose jobs and pass-through deliveries are finished; their events
     /// and delivery history stay. Returns how many.
     func purgeBodies(olderThan cutoff: Int64, now: Int64) throws -> Int
+    /// The same for at most `limit` bodies, oldest first (`journal_unpurged`): a page of the retention pass.
+    func purgeBodies(olderThan cutoff: Int64, now: Int64, limit: Int) throws -> Int
     /// Deletes finished fetches last due before `cutoff` (bookkeeping only: each outcome is in the ledger).
     func purgeFinishedFetches(olderThan cutoff: Int64) throws -> Int
 }

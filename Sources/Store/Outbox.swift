@@ -87,3 +87,18 @@ public struct PendingDeliveries: Sendable, Hashable {
     public var count: Int
     public var oldestCreatedAt: Int64
 }
+
+/// The journal's, the events' and the outbox's sizes as `/admin/status` shows them, read in constant time whatever the
+/// store holds: those rows are never deleted, so each table's newest id counts them, and only the few pending and
+/// dead deliveries are counted (on their index). Exact on SQLite, where a rowid is only ever taken by a committed
+/// row; on PostgreSQL a bound from above, as a sequence value is also used up by an insert that met a duplicate.
+public struct StatusCounts: Sendable, Hashable {
+    public var journal: Int
+    public var events: Int
+    public var deliveries: [DeliveryState: Int]
+    /// False where the figures are bounds from above (PostgreSQL).
+    public var exact: Bool
+    public init(journal: Int, events: Int, deliveries: [DeliveryState: Int], exact: Bool) {
+        (self.journal, self.events, self.deliveries, self.exact) = (journal, events, deliveries, exact)
+    }
+}

@@ -81,6 +81,9 @@ public struct CompareLedger: Sendable {
         var daily: [String: (pairs: Int, agreements: Int)] = [:]
     }
 
+    /// The ledger of a bundle over [from, to): counts from the store (``StoreTransaction/ledgerTally``), and up to
+    /// `examples` original transaction ids per disagreeing field and for one-sided rows — the first in ledger order,
+    /// read a page at a time, so memory stays bounded whatever the ledger holds.
     func tally(
         bundle: String,
         environment: AppStoreEnvironment,
@@ -91,31 +94,81 @@ public struct CompareLedger: Sendable {
     ) throws
         -> Tally
     {
+        let counts = try tx.ledgerTally(
+            bundleID: bundle,
+            environment: environment,
+            from: from,
+            to: to,
+            byDay: examples > 0
+        )
         var t = Tally()
-        for entry in try tx.ledger(bundleID: bundle, environment: environment, from: from, to: to) {
-            let otid = entry.subscription.originalTransactionID
-            let day = TimeText.day(entry.comparedAt)
-            switch entry.outcome {
-            case .agree, .disagree:
-                let agree = entry.outcome == .agree
-                t.pairs += 1
-                if agree { t.agreements += 1 }
-                t.daily[day, default: (0, 0)].pairs += 1
-                if agree { t.daily[day, default: (0, 0)].agreements += 1 }
-                for field in entry.fields {
+        t.agreements = counts.outcomes[.agree] ?? 0
+        t.pairs = t.agreements + (counts.outcomes[.disagree] ?? 0)
+        t.v1Only = counts.outcomes[.v1Only] ?? 0
+        t.v2Only = counts.outcomes[.v2Only] ?? 0
+        for day in counts.daily {
+            t.daily[TimeText.day(day.start)] = (day.agreements + day.disagreements, day.agreements)
+        }
+        for (set, n) in counts.fieldSets {
+            for field in set.split(separator: ",").map(String.init) { t.fields[field, default: (0, [])].count += n }
+        }
+        guard examples > 0 else { return t }
+        // Each field's first `examples` subscriptions among the disagreements, in ledger order.
+        var wanted = Set(t.fields.keys)
+        if !wanted.isEmpty {
+            try page(.disagree, bundle, environment, from, to, in: tx) { row in
+                for field in row.fields where wanted.contains(field) {
                     var e = t.fields[field] ?? (0, [])
-                    e.count += 1
-                    if e.examples.count < examples, !e.examples.contains(otid) { e.examples.append(otid) }
+                    if !e.examples.contains(row.originalTransactionID) { e.examples.append(row.originalTransactionID) }
                     t.fields[field] = e
+                    if e.examples.count >= examples { wanted.remove(field) }
                 }
-            case .v1Only, .v2Only:
-                if entry.outcome == .v1Only { t.v1Only += 1 } else { t.v2Only += 1 }
-                if t.oneSidedExamples.count < examples, !t.oneSidedExamples.contains(otid) {
-                    t.oneSidedExamples.append(otid)
-                }
+                return !wanted.isEmpty
             }
         }
+        // The first `examples` subscriptions seen by one path only: each outcome's first ones, merged in ledger order.
+        var oneSided: [LedgerExample] = []
+        for outcome in [CompareOutcome.v1Only, .v2Only] where (counts.outcomes[outcome] ?? 0) > 0 {
+            var seen: [String] = []
+            try page(outcome, bundle, environment, from, to, in: tx) { row in
+                if !seen.contains(row.originalTransactionID) {
+                    seen.append(row.originalTransactionID)
+                    oneSided.append(row)
+                }
+                return seen.count < examples
+            }
+        }
+        for row in oneSided.sorted(by: { ($0.comparedAt, $0.id) < ($1.comparedAt, $1.id) })
+        where t.oneSidedExamples.count < examples && !t.oneSidedExamples.contains(row.originalTransactionID) {
+            t.oneSidedExamples.append(row.originalTransactionID)
+        }
         return t
+    }
+
+    /// Walks one outcome's ledger rows in [from, to) in ledger order, a page at a time, while `each` returns true.
+    private func page(
+        _ outcome: CompareOutcome,
+        _ bundle: String,
+        _ environment: AppStoreEnvironment,
+        _ from: Int64,
+        _ to: Int64,
+        in tx: any StoreTransaction,
+        _ each: (LedgerExample) -> Bool
+    ) throws {
+        var after = (comparedAt: from, id: Int64.min)
+        while true {
+            let rows = try tx.ledgerExamples(
+                bundleID: bundle,
+                environment: environment,
+                outcome: outcome,
+                to: to,
+                after: after,
+                limit: 500
+            )
+            for row in rows where !each(row) { return }
+            guard let last = rows.last, rows.count == 500 else { return }
+            after = (last.comparedAt, last.id)
+        }
     }
 
     func bundleReport(
@@ -135,14 +188,17 @@ public struct CompareLedger: Sendable {
             examples: examples,
             in: tx
         )
-        let window = try tally(
-            bundle: app.bundleID,
-            environment: env,
-            from: until - rule.windowMillis,
-            to: until,
-            examples: 0,
-            in: tx
-        )
+        let window =
+            since == until - rule.windowMillis
+            ? shown
+            : try tally(
+                bundle: app.bundleID,
+                environment: env,
+                from: until - rule.windowMillis,
+                to: until,
+                examples: 0,
+                in: tx
+            )
         let (verdict, reasons) = Self.verdict(window, rule: rule, compare: app.compare)
         let events = try tx.eventCountsBySource(bundleID: app.bundleID, environment: env, since: since, until: until)
         let recorded = try tx.authorities().first { $0.bundleID == app.bundleID && $0.environment == env }?.authority

@@ -359,7 +359,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
     var claimedJobs: ClaimedJobs { .fetches }
 
     func housekeeping() async {
-        await context.gaugePending(as: .compareJobsPending) { tx in try tx.fetchJobCounts() }
+        await context.gaugePending(as: .compareJobsPending) { tx in try tx.pendingFetches() }
         let time = now()
         let due = lastSilenceCheck.withLock { last -> Bool in
             guard time - last >= 60_000 else { return false }

@@ -41,10 +41,10 @@ public struct WorkerContext: Sendable {
     /// Sets the gauge `metric` to the number of pending jobs `count` reads.
     func gaugePending(
         as metric: Metric,
-        _ count: @escaping @Sendable (any StoreTransaction) throws -> [JobState: Int]
+        _ count: @escaping @Sendable (any StoreTransaction) throws -> Int
     ) async {
-        if let counts = try? await read(count) {
-            metrics.set(metric, [:], Double(counts[.pending] ?? 0))
+        if let pending = try? await read(count) {
+            metrics.set(metric, [:], Double(pending))
         }
     }
 }

@@ -17,9 +17,32 @@ public struct Operations: Sendable {
 
     /// Queues the selected deliveries again (attempts reset): returns how many outbox rows were re-armed.
     /// Delivered events are sent again too when selected by id or time — replay means "send again".
+    /// A range or the dead letters are re-armed a page at a time, each its own transaction: memory and the writer's
+    /// hold stay bounded whatever the range holds.
     public func replay(_ selection: ReplaySelection) throws -> Int {
         let time = now()
-        return try store.write { tx in try tx.redeliver(selection, now: time) }
+        let page = 5_000
+        switch selection {
+        case .eventID: return try store.write { tx in try tx.redeliver(selection, now: time) }
+        case .deadLetters:
+            var total = 0
+            while true {
+                let n = try store.write { tx in try tx.redeliverDeadLetters(limit: page, now: time) }
+                total += n
+                if n < page { return total }
+            }
+        case .range(let since, let until):
+            var (total, after) = (0, (createdAt: since, id: Int64.min))
+            while true {
+                let cursor = after
+                let (n, last) = try store.write { tx in
+                    try tx.redeliverPage(since: since, until: until, after: cursor, limit: page, now: time)
+                }
+                total += n
+                guard let last else { return total }
+                after = last
+            }
+        }
     }
 
     /// Dead-lettered deliveries, oldest first.
@@ -94,8 +117,8 @@ public struct Operations: Sendable {
     /// Counts for `GET /admin/status`, with the gateway's version (``GatewayVersion``).
     public func status() throws -> JSONValue {
         try store.read { tx in
-            let counts = try tx.counts()
-            let outbox = try tx.deliveryCounts()
+            let counts = try tx.statusCounts()
+            let outbox = counts.deliveries
             let receipts = try tx.receiptJobCounts()
             let lanes = try tx.quarantineUsage()
             let authority = try tx.authorities()
@@ -107,6 +130,8 @@ public struct Operations: Sendable {
                     ("version", .string(GatewayVersion.string)),
                     ("journal", number(counts.journal)),
                     ("events", number(counts.events)),
+                    // journal, events and outbox are read off the newest ids: bounds from above on PostgreSQL.
+                    ("counts", .string(counts.exact ? "exact" : "upper_bound")),
                     (
                         "outbox",
                         .object(JSONObject(outbox.map { ($0.key.rawValue, number($0.value)) }.sorted { $0.0 < $1.0 }))

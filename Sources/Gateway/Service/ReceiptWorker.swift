@@ -54,7 +54,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
     var claimedJobs: ClaimedJobs { .receiptJobs }
 
     func housekeeping() async {
-        await context.gaugePending(as: .receiptJobsPending) { tx in try tx.receiptJobCounts() }
+        await context.gaugePending(as: .receiptJobsPending) { tx in try tx.pendingReceiptJobs() }
     }
 
     func process(_ job: Job) async {

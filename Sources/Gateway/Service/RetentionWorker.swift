@@ -6,6 +6,8 @@ internal import Store
 struct RetentionWorker: Sendable {
     /// How long finished comparison fetches are kept.
     static let finishedFetchRetentionMillis: Int64 = 7 * 86_400_000
+    /// Bodies dropped per transaction.
+    static let page = 5_000
 
     let store: any GatewayStore
     let log: Log
@@ -29,7 +31,20 @@ struct RetentionWorker: Sendable {
     func purge() async -> (bodies: Int?, fetches: Int?) {
         let time = now()
         let cutoff = time - rawBodyRetentionMillis
-        let bodies = try? await store.write { tx in try tx.purgeBodies(olderThan: cutoff, now: time) }
+        // A page at a time, each its own transaction: the writer is never held for long, whatever the backlog.
+        var bodies: Int? = 0
+        while let done = bodies {
+            guard
+                let n = try? await store.write({ tx in
+                    try tx.purgeBodies(olderThan: cutoff, now: time, limit: Self.page)
+                })
+            else {
+                bodies = done > 0 ? done : nil
+                break
+            }
+            bodies = done + n
+            if n < Self.page { break }
+        }
         if let bodies, bodies > 0 {
             log.info("raw bodies purged", ["count": .int(Int64(bodies))])
         }

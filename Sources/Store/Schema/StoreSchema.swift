@@ -359,6 +359,19 @@ enum StoreSchema {
             ALTER TABLE cutover_log ADD COLUMN origin TEXT NOT NULL DEFAULT 'cutover';   -- cutover | migrate
             """
         },
+        SchemaStep(sqlite: 10, postgres: 11) { _ in
+            """
+            -- Every read over a big table is bounded by an index that answers it (docs/operations.md, "Size").
+            -- The report counts a bundle's pairs per outcome and day and its events per source as index range
+            -- counts, groups only the disagreements by field, and reads examples in order, a page at a time.
+            CREATE INDEX compare_ledger_outcome ON compare_ledger(bundle_id, environment, outcome, compared_at, id, fields);
+            CREATE INDEX events_bundle_source ON events(bundle_id, environment, source, created_at);
+            -- `replay --since` re-arms deliveries by creation time, in pages.
+            CREATE INDEX outbox_created ON outbox(created_at, id);
+            -- Retention drops raw bodies in pages, oldest first, reading only the rows that still hold one.
+            CREATE INDEX journal_unpurged ON journal(received_at, id) WHERE body IS NOT NULL;
+            """
+        },
     ]
 
     /// PostgreSQL only: a plain comparison fetch is queued once per subscription and path while one is pending, also

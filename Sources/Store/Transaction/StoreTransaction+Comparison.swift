@@ -41,6 +41,10 @@ extension SQLTransaction {
         stateCounts(try c.query(.fetchJobCounts, []), as: JobState.self)
     }
 
+    func pendingFetches() throws -> Int {
+        try c.queryOne(.pendingFetches, [])?.int("n") ?? 0
+    }
+
     func settleFetch(
         id: Int64,
         state: JobState,
@@ -67,6 +71,67 @@ extension SQLTransaction {
                 StoreValue(e.v1.map(SnapshotJSON.encode)), StoreValue(e.v2.map(SnapshotJSON.encode)),
             ]
         )
+    }
+
+    func ledgerTally(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        from: Int64,
+        to: Int64,
+        byDay: Bool
+    ) throws
+        -> LedgerTally
+    {
+        var tally = LedgerTally()
+        let key: [StoreValue] = [.text(bundleID), .text(environment.rawValue)]
+        func count(_ outcome: CompareOutcome, _ lower: Int64, _ upper: Int64) throws -> Int {
+            try c.queryOne(.ledgerCount, key + [.text(outcome.rawValue), .int64(lower), .int64(upper)])?.int("n") ?? 0
+        }
+        guard from < to else { return tally }
+        for outcome in CompareOutcome.allCases { tally.outcomes[outcome] = try count(outcome, from, to) }
+        if byDay, (tally.outcomes[.agree] ?? 0) + (tally.outcomes[.disagree] ?? 0) > 0 {
+            let dayMillis: Int64 = 86_400_000
+            var day = from >= 0 ? from / dayMillis * dayMillis : (from - dayMillis + 1) / dayMillis * dayMillis
+            while day < to {
+                let (lower, upper) = (max(from, day), min(to, day.clampedAdding(dayMillis)))
+                let d = LedgerTally.Day(
+                    start: day,
+                    agreements: try count(.agree, lower, upper),
+                    disagreements: try count(.disagree, lower, upper)
+                )
+                if d.agreements + d.disagreements > 0 { tally.daily.append(d) }
+                day = upper
+            }
+        }
+        if (tally.outcomes[.disagree] ?? 0) > 0 {
+            for row in try c.query(.ledgerFieldSets, key + [.int64(from), .int64(to)]) {
+                if let fields = row.string("fields") { tally.fieldSets[fields] = row.int("n") ?? 0 }
+            }
+        }
+        return tally
+    }
+
+    func ledgerExamples(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        outcome: CompareOutcome,
+        to: Int64,
+        after: (comparedAt: Int64, id: Int64),
+        limit: Int
+    ) throws -> [LedgerExample] {
+        try c.query(
+            .ledgerExamples,
+            [
+                .text(bundleID), .text(environment.rawValue), .text(outcome.rawValue), .int64(after.comparedAt),
+                .int64(after.id), .int64(to), .limit(limit),
+            ]
+        ).compactMap { row in
+            guard let id = row.int64("id"), let at = row.int64("compared_at"),
+                let otid = row.string("original_transaction_id")
+            else { return nil }
+            let fields = row.string("fields").map { $0.split(separator: ",").map(String.init) } ?? []
+            return LedgerExample(id: id, comparedAt: at, originalTransactionID: otid, fields: fields)
+        }
     }
 
     func ledger(bundleID: String?, environment: AppStoreEnvironment?, from: Int64, to: Int64) throws -> [LedgerEntry] {
@@ -124,6 +189,7 @@ extension SQL {
     )
 
     fileprivate static let fetchJobCounts = SQL("SELECT state, COUNT(*) AS n FROM compare_jobs GROUP BY state")
+    fileprivate static let pendingFetches = SQL("SELECT COUNT(*) AS n FROM compare_jobs WHERE state = 'pending'")
 
     fileprivate static let settleFetch = SQL { d in
         """
@@ -137,6 +203,34 @@ extension SQL {
         """
         INSERT INTO compare_ledger (bundle_id, environment, original_transaction_id, compared_at, outcome, fields, v1_json, v2_json)
         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+        """
+    )
+
+    /// Index range counts (`compare_ledger_outcome`): the index alone answers them.
+    static let ledgerCount = SQL(
+        """
+        SELECT COUNT(*) AS n FROM compare_ledger
+        WHERE bundle_id = $1 AND environment = $2 AND outcome = $3 AND compared_at >= $4 AND compared_at < $5
+        """
+    )
+
+    /// The disagreements alone, grouped by their set of fields.
+    static let ledgerFieldSets = SQL(
+        """
+        SELECT fields, COUNT(*) AS n FROM compare_ledger
+        WHERE bundle_id = $1 AND environment = $2 AND outcome = 'disagree' AND compared_at >= $3 AND compared_at < $4
+          AND fields IS NOT NULL
+        GROUP BY fields
+        """
+    )
+
+    /// One outcome's rows in ledger order after a cursor, a page at a time.
+    static let ledgerExamples = SQL(
+        """
+        SELECT id, compared_at, original_transaction_id, fields FROM compare_ledger
+        WHERE bundle_id = $1 AND environment = $2 AND outcome = $3 AND compared_at >= $4 AND (compared_at > $4 OR id > $5)
+          AND compared_at < $6
+        ORDER BY compared_at, id LIMIT $7
         """
     )
 

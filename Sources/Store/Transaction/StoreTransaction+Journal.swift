@@ -48,14 +48,31 @@ extension SQLTransaction {
         since: Int64,
         until: Int64
     ) throws -> [EventSource: Int] {
+        // One index range count per source the gateway writes (`events_bundle_source`): bounded by the index, not
+        // by reading every event of the window.
         var counts: [EventSource: Int] = [:]
-        for row in try c.query(
-            .eventCountsBySource,
-            [.text(bundleID), .text(environment.rawValue), .int64(since), .int64(until)]
-        ) {
-            counts[EventSource(rawValue: row.string("source") ?? "")] = row.int("n") ?? 0
+        for source in [EventSource.v1, .v2, .v2API, .v1Receipt] {
+            let n =
+                try c.queryOne(
+                    .eventCountBySource,
+                    [
+                        .text(bundleID), .text(environment.rawValue), .text(source.rawValue), .int64(since),
+                        .int64(until),
+                    ]
+                )?
+                .int("n") ?? 0
+            if n > 0 { counts[source] = n }
         }
         return counts
+    }
+
+    func statusCounts() throws -> StatusCounts {
+        StatusCounts(
+            journal: try c.queryOne(.newestJournal, [])?.int("n") ?? 0,
+            events: try c.queryOne(.newestEvent, [])?.int("n") ?? 0,
+            deliveries: try deliveryCountsByNewestID(),
+            exact: dialect == .sqlite
+        )
     }
 
     func counts() throws -> (journal: Int, events: Int) {
@@ -67,7 +84,11 @@ extension SQLTransaction {
     // MARK: Retention
 
     func purgeBodies(olderThan cutoff: Int64, now: Int64) throws -> Int {
-        try c.run(.purgeBodies, [.int64(now), .int64(cutoff)])
+        try purgeBodies(olderThan: cutoff, now: now, limit: .max)
+    }
+
+    func purgeBodies(olderThan cutoff: Int64, now: Int64, limit: Int) throws -> Int {
+        try c.run(.purgeBodies, [.int64(now), .int64(cutoff), .limit(limit)])
     }
 
     func purgeFinishedFetches(olderThan cutoff: Int64) throws -> Int {
@@ -117,22 +138,26 @@ extension SQL {
         """
     )
 
-    fileprivate static let eventCountsBySource = SQL(
+    static let eventCountBySource = SQL(
         """
-        SELECT source, COUNT(*) AS n FROM events WHERE bundle_id = $1 AND environment = $2 AND created_at >= $3 AND created_at < $4
-        GROUP BY source
+        SELECT COUNT(*) AS n FROM events
+        WHERE bundle_id = $1 AND environment = $2 AND source = $3 AND created_at >= $4 AND created_at < $5
         """
     )
 
     fileprivate static let countJournal = SQL("SELECT COUNT(*) AS n FROM journal")
     fileprivate static let countEvents = SQL("SELECT COUNT(*) AS n FROM events")
+    static let newestJournal = SQL("SELECT COALESCE(MAX(id), 0) AS n FROM journal")
+    fileprivate static let newestEvent = SQL { d in "SELECT COALESCE(MAX(\(d.arrival)), 0) AS n FROM events" }
 
     /// Bodies a pending verifyReceipt job or pass-through delivery still needs are kept.
-    fileprivate static let purgeBodies = SQL(
+    static let purgeBodies = SQL(
         """
-        UPDATE journal SET body = NULL, body_purged_at = $1 WHERE body IS NOT NULL AND received_at < $2
-          AND id NOT IN (SELECT journal_id FROM receipt_jobs WHERE state = 'pending')
-          AND id NOT IN (SELECT journal_id FROM outbox WHERE journal_id IS NOT NULL AND state = 'pending')
+        UPDATE journal SET body = NULL, body_purged_at = $1 WHERE id IN (
+            SELECT id FROM journal WHERE body IS NOT NULL AND received_at < $2
+              AND id NOT IN (SELECT journal_id FROM receipt_jobs WHERE state = 'pending')
+              AND id NOT IN (SELECT journal_id FROM outbox WHERE journal_id IS NOT NULL AND state = 'pending')
+            ORDER BY received_at, id LIMIT $3)
         """
     )
 

@@ -29,6 +29,26 @@ extension SQLTransaction {
         }
     }
 
+    func redeliverPage(
+        since: Int64,
+        until: Int64,
+        after: (createdAt: Int64, id: Int64),
+        limit: Int,
+        now time: Int64
+    ) throws -> (count: Int, last: (createdAt: Int64, id: Int64)?) {
+        let range: [StoreValue] = [.int64(since), .int64(until), .int64(after.createdAt), .int64(after.id)]
+        let page = try c.query(.redeliveryPage, range + [.limit(limit)])
+        guard let last = page.last, let lastAt = last.int64("created_at"), let lastID = last.int64("id") else {
+            return (0, nil)
+        }
+        let n = try c.run(.redeliverPage, [.int64(time)] + range + [.int64(lastAt), .int64(lastID)])
+        return (n, page.count < limit ? nil : (lastAt, lastID))
+    }
+
+    func redeliverDeadLetters(limit: Int, now time: Int64) throws -> Int {
+        try c.run(.redeliverDeadPage, [.int64(time), .limit(limit)])
+    }
+
     func deliveries(state: DeliveryState?, downstream: String?, eventID: String?, limit: Int) throws -> [Delivery] {
         try c.query(
             .deliveries,
@@ -43,6 +63,20 @@ extension SQLTransaction {
 
     func deliveryCounts() throws -> [DeliveryState: Int] {
         stateCounts(try c.query(.deliveryCounts, []), as: DeliveryState.self)
+    }
+
+    /// Pending and dead rows are counted on the index (few); delivered ones — nearly every row — are the rest of the
+    /// newest id, since outbox rows are never deleted.
+    func deliveryCountsByNewestID() throws -> [DeliveryState: Int] {
+        var counts: [DeliveryState: Int] = [:]
+        for state in [DeliveryState.pending, .dead] {
+            let n = try c.queryOne(.deliveriesInState, [.text(state.rawValue)])?.int("n") ?? 0
+            if n > 0 { counts[state] = n }
+        }
+        let rows = try c.queryOne(.newestDelivery, [])?.int("n") ?? 0
+        let delivered = rows - counts.values.reduce(0, +)
+        if delivered > 0 { counts[.delivered] = delivered }
+        return counts
     }
 }
 
@@ -77,6 +111,28 @@ extension SQL {
     fileprivate static let redeliverRange = SQL { d in rearm(d, where: "created_at >= $2 AND created_at < $3") }
     fileprivate static let redeliverDead = SQL { d in rearm(d, where: "state = 'dead'") }
 
+    /// A page of the deliveries created in [$1, $2) after the cursor ($3, $4), in creation order (`outbox_created`).
+    static let redeliveryPage = SQL(
+        """
+        SELECT created_at, id FROM outbox
+        WHERE created_at >= $1 AND created_at < $2 AND created_at >= $3 AND (created_at > $3 OR id > $4)
+        ORDER BY created_at, id LIMIT $5
+        """
+    )
+    /// Re-arms that page: from the cursor ($4, $5) to its last row ($6, $7).
+    fileprivate static let redeliverPage = SQL { d in
+        rearm(
+            d,
+            where: """
+                created_at >= $2 AND created_at < $3 AND created_at >= $4 AND (created_at > $4 OR id > $5)
+                  AND created_at <= $6 AND (created_at < $6 OR id <= $7)
+                """
+        )
+    }
+    fileprivate static let redeliverDeadPage = SQL { d in
+        rearm(d, where: "id IN (SELECT id FROM outbox WHERE state = 'dead' ORDER BY id LIMIT $2)")
+    }
+
     fileprivate static let deliveries = SQL(
         """
         SELECT id, downstream, event_id, journal_id, state, attempts, next_attempt_at, created_at, delivered_at, last_status, last_error
@@ -90,4 +146,6 @@ extension SQL {
     )
 
     fileprivate static let deliveryCounts = SQL("SELECT state, COUNT(*) AS n FROM outbox GROUP BY state")
+    fileprivate static let deliveriesInState = SQL("SELECT COUNT(*) AS n FROM outbox WHERE state = $1")
+    fileprivate static let newestDelivery = SQL("SELECT COALESCE(MAX(id), 0) AS n FROM outbox")
 }

@@ -28,6 +28,10 @@ extension SQLTransaction {
     func receiptJobCounts() throws -> [JobState: Int] {
         stateCounts(try c.query(.receiptJobCounts, []), as: JobState.self)
     }
+
+    func pendingReceiptJobs() throws -> Int {
+        try c.queryOne(.pendingReceiptJobs, [])?.int("n") ?? 0
+    }
 }
 
 extension SQL {
@@ -46,4 +50,5 @@ extension SQL {
     )
 
     fileprivate static let receiptJobCounts = SQL("SELECT state, COUNT(*) AS n FROM receipt_jobs GROUP BY state")
+    fileprivate static let pendingReceiptJobs = SQL("SELECT COUNT(*) AS n FROM receipt_jobs WHERE state = 'pending'")
 }
