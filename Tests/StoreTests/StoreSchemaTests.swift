@@ -111,7 +111,13 @@ import Testing
             db.close()
             #expect(versions == StoreSchema.sqlite.map(\.version), "from version \(version)")
         }
-        #expect(ShippedSchema.sqlite.map(\.version) == StoreSchema.sqlite.map(\.version))
+        // The shipped versions are kept as they are; steps added since come after them (11: compressing the rows of an
+        // older store, which changes no table).
+        #expect(
+            Array(StoreSchema.sqlite.map(\.version).prefix(ShippedSchema.sqlite.count))
+                == ShippedSchema.sqlite.map(\.version)
+        )
+        #expect(StoreSchema.sqlite.map(\.version).dropFirst(ShippedSchema.sqlite.count) == [11])
     }
 
     // MARK: PostgreSQL
