@@ -23,11 +23,12 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     if mode & 4 != 0 {
         guard let stream = try? Deflate.compress(bytes) else { FuzzSupport.fail("compress failed") }
         if stream.first != Deflate.headerByte { FuzzSupport.fail("a stream that does not start with 0x78") }
-        do {
-            let out = try Deflate.decompress(stream, limit: limit)
+        switch Result(catching: { () throws(DeflateError) -> [UInt8] in try Deflate.decompress(stream, limit: limit) })
+        {
+        case .success(let out):
             if out != bytes { FuzzSupport.fail("the round trip changed the bytes") }
             if bytes.count > limit { FuzzSupport.fail("more bytes than the limit came out") }
-        } catch {
+        case .failure(let error):
             if error.code != .tooLarge || bytes.count <= limit {
                 FuzzSupport.fail("a valid stream within the limit failed: \(error)")
             }
@@ -36,9 +37,9 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     }
 
     let out: [UInt8]
-    do {
-        out = try Deflate.decompress(bytes, limit: limit)
-    } catch {
+    switch Result(catching: { () throws(DeflateError) -> [UInt8] in try Deflate.decompress(bytes, limit: limit) }) {
+    case .success(let bytes): out = bytes
+    case .failure(let error):
         if FuzzSupport.debugging { print("error: \(error)") }
         return 0
     }
