@@ -16,7 +16,18 @@ import Testing
     static let directory = ProcessInfo.processInfo.environment["IAPGW_MEASURE_STORE_DIR"]
     static let count = ProcessInfo.processInfo.environment["IAPGW_MEASURE_STORE_COUNT"].flatMap(Int.init) ?? 3_000
 
+    /// `IAPGW_MEASURE_UPGRADE=FILE`: opens an SQLite store whose rows are plain (schema 9 or 10), which compresses them.
+    static let upgrade = ProcessInfo.processInfo.environment["IAPGW_MEASURE_UPGRADE"]
+
     struct Golden: Decodable { var events: [CanonicalEvent] }
+
+    @Test(.enabled(if: upgrade != nil, "IAPGW_MEASURE_UPGRADE is not set"))
+    func upgradeOfALargeStore() throws {
+        let path = try #require(Self.upgrade)
+        let started = ContinuousClock.now
+        try SQLiteStore(path: path).close()
+        print("measure: \(path) upgraded in \(ContinuousClock.now - started)")
+    }
 
     /// (body, events) of each fixture.
     static func samples(_ folder: String, body: (String) throws -> [UInt8]) throws -> [([UInt8], [CanonicalEvent])] {
