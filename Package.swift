@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "HTTPClient", targets: ["HTTPClient"]),
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "SQLite", targets: ["SQLite"]),
+        .library(name: "Zlib", targets: ["Zlib"]),
         .library(name: "Postgres", targets: ["Postgres"]),
         .library(name: "Store", targets: ["Store"]),
         .library(name: "TeamDatabase", targets: ["TeamDatabase"]),
@@ -35,6 +36,7 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         // Pure model: no imports beyond the standard library.
         .target(name: "Canonical", swiftSettings: strict),
@@ -44,13 +46,15 @@ let package = Package(
         .target(name: "HTTPClient", dependencies: ["CCurl", "Canonical"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
+        // zlib streams with a bounded decompression: the SQLite store's compressed bodies and event JSON.
+        .target(name: "Zlib", dependencies: ["CZlib"], swiftSettings: strict),
         // The one place an operating-system thread is started (pthreads).
         .target(name: "Threads", swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Threads"], swiftSettings: strict),
         // Every table of the gateway behind one interface; all SQL of the gateway's own store lives here.
         .target(
             name: "Store",
-            dependencies: ["Canonical", "SQLite", "Postgres", "WireJSON", "Threads"],
+            dependencies: ["Canonical", "SQLite", "Postgres", "WireJSON", "Threads", "Zlib"],
             swiftSettings: strict
         ),
         // The database downstream's writers: the team's own tables (public schema, versions) in PostgreSQL or SQLite.
@@ -190,7 +194,7 @@ let package = Package(
         // The store contract against each implementation: SQLite always, PostgreSQL when IAPGW_TEST_DATABASE_URL is set.
         .testTarget(
             name: "StoreTests",
-            dependencies: ["Store", "Canonical", "Postgres", "TestSupport"],
+            dependencies: ["Store", "Canonical", "Postgres", "SQLite", "Zlib", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -178,6 +178,19 @@ seed("redact", "v2-beside.json", b"\x00" + read("v2-synthetic/notif-did-renew.js
     b"{", b'{"note":"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",', 1))
 seed("redact", "unicode.json", b"\x01" + '{"a":"s\\u00e9cret-\u00fcn\u00efcode-v\u00e4lue-\\ud83d\\ude00-2025","b":"quote\\"and\\\\backslash\\/secret"}'.encode())
 
+# --- deflate: mode byte (bits 0-1 the limit: 0, 64, 4096, 65536; bit 2 compress first) + bytes -----------------------
+import zlib
+v2renew = read("v2-synthetic/notif-did-renew.json")
+seed("deflate", "v1-body.z", b"\x03" + zlib.compress(v1renew))
+seed("deflate", "v2-body.z", b"\x03" + zlib.compress(v2renew))
+seed("deflate", "v2-body-level9.z", b"\x03" + zlib.compress(v2renew, 9))
+seed("deflate", "v2-body-over-limit.z", b"\x01" + zlib.compress(v2renew))
+seed("deflate", "v1-body-truncated.z", b"\x02" + zlib.compress(v1renew)[:-7])
+seed("deflate", "empty.z", b"\x00" + zlib.compress(b""))
+seed("deflate", "zeros.z", b"\x03" + zlib.compress(bytes(200000), 9))
+seed("deflate", "stored-block.z", b"\x02" + zlib.compress(b"{\"a\":1}", 0))
+seed("deflate", "roundtrip.json", b"\x07" + v1renew)
+
 # --- write ----------------------------------------------------------------------------------------------------------
 for target, files in targets.items():
     d = os.path.join(HERE, target)

@@ -35,6 +35,8 @@ public final class SQLiteDatabase: Sendable {
         public var maxPageCount: Int64?
         /// Injected storage faults, for tests (nil in production).
         public var faults: StorageFaults?
+        /// SQL functions registered on every connection (the writer's migrations call them).
+        public var functions: [SQLiteFunction] = []
 
         public init() {}
     }
@@ -83,6 +85,7 @@ public final class SQLiteDatabase: Sendable {
                 + "PRAGMA journal_size_limit=\(max(0, options.walSizeLimitBytes))"
         )
         if let pages = options.maxPageCount { try writer.execute("PRAGMA max_page_count=\(max(1, pages))") }
+        for function in options.functions { try writer.register(function) }
         // The writer has made the file (and its -wal and -shm) exist, so read-only connections can open it.
         var readers: [ConnectionSlot] = []
         for number in 1...max(1, options.readerCount) {
@@ -93,6 +96,7 @@ public final class SQLiteDatabase: Sendable {
                 label: "reader \(number)"
             )
             try reader.execute("PRAGMA foreign_keys=ON")
+            for function in options.functions { try reader.register(function) }
             readers.append(ConnectionSlot(reader))
         }
         self.writer = ConnectionSlot(writer)

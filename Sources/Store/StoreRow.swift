@@ -12,13 +12,19 @@ protocol StoreRow {
     /// SQLite: an integer other than 0; PostgreSQL: a `boolean`.
     func bool(_ column: String) -> Bool?
     func bytes(_ column: String) -> [UInt8]?
+    /// A column written as ``StoreValue/compressible(_:)``, plain: SQLite's compressed values decompressed (nil when
+    /// one does not: a damaged file), PostgreSQL's as they are.
+    func compressible(_ column: String) -> [UInt8]?
 }
 
 extension SQLiteRow: StoreRow {
     func bytes(_ column: String) -> [UInt8]? { blob(column) }
+    func compressible(_ column: String) -> [UInt8]? { blob(column).flatMap(StoredBlob.unpack) }
 }
 
-extension PostgresRow: StoreRow {}
+extension PostgresRow: StoreRow {
+    func compressible(_ column: String) -> [UInt8]? { bytes(column) }
+}
 
 extension StoreRow {
     func generation(_ column: String) -> Generation? { string(column).flatMap(Generation.init(rawValue:)) }
@@ -61,7 +67,7 @@ extension JournalEntry {
             environment: row.environment("environment"),
             secretName: row.string("secret_name"),
             authority: row.generation("authority"),
-            body: row.bytes("body")
+            body: row.compressible("body")
         )
     }
 }
@@ -69,7 +75,8 @@ extension JournalEntry {
 extension StoredEvent {
     /// nil when the stored JSON does not decode.
     init?(row: some StoreRow) {
-        guard let json = row.bytes("json"), let event = try? JSONDecoder().decode(CanonicalEvent.self, from: Data(json))
+        guard let json = row.compressible("json"),
+            let event = try? JSONDecoder().decode(CanonicalEvent.self, from: Data(json))
         else { return nil }
         self.init(
             event: event,
@@ -91,7 +98,7 @@ extension StoredSubscriptionState {
             environment: row.environment("environment") ?? .production,
             bundleID: row.string("bundle_id"),
             eventID: row.string("event_id") ?? "",
-            json: row.bytes("json") ?? [],
+            json: row.compressible("json") ?? [],
             authoritative: row.generation("authority") == path,
             updatedAt: row.int64("updated_at") ?? 0
         )
@@ -207,12 +214,12 @@ let authoritativeStateColumn = """
 extension DeliveryPayload {
     /// `(json, authoritative, body, state)`: the event, its notification's body and the authoritative path's state.
     init?(row: some StoreRow) {
-        guard let json = row.bytes("json") else { return nil }
+        guard let json = row.compressible("json") else { return nil }
         self.init(
             eventJSON: json,
             authoritative: row.bool("authoritative") ?? false,
-            stateJSON: row.bytes("state"),
-            rawBody: row.bytes("body")
+            stateJSON: row.compressible("state"),
+            rawBody: row.compressible("body")
         )
     }
 }
@@ -251,7 +258,7 @@ extension ReceiptJob {
         self.init(
             journalID: id,
             attempts: row.int("attempts") ?? 0,
-            body: row.bytes("body") ?? [],
+            body: row.compressible("body") ?? [],
             bundleID: row.string("bundle_id") ?? "",
             secretName: row.string("secret_name") ?? "",
             receivedAt: row.int64("received_at") ?? time,
@@ -313,8 +320,8 @@ extension LedgerEntry {
             comparedAt: row.int64("compared_at") ?? 0,
             outcome: outcome,
             fields: (row.string("fields") ?? "").split(separator: ",").map(String.init),
-            v1: SnapshotJSON.decode(row.bytes("v1_json")),
-            v2: SnapshotJSON.decode(row.bytes("v2_json"))
+            v1: SnapshotJSON.decode(row.compressible("v1_json")),
+            v2: SnapshotJSON.decode(row.compressible("v2_json"))
         )
     }
 }

@@ -111,8 +111,13 @@ import Testing
             db.close()
             #expect(versions == StoreSchema.sqlite.map(\.version), "from version \(version)")
         }
-        // Steps added since the lists were frozen come after them.
-        #expect(StoreSchema.sqlite.map(\.version).starts(with: ShippedSchema.sqlite.map(\.version)))
+        // The shipped versions are kept as they are; steps added since come after them (10: the indexes of the bounded
+        // reads; 11, SQLite only: compressing the rows of an older store, which changes no table).
+        #expect(
+            Array(StoreSchema.sqlite.map(\.version).prefix(ShippedSchema.sqlite.count))
+                == ShippedSchema.sqlite.map(\.version)
+        )
+        #expect(StoreSchema.sqlite.map(\.version).dropFirst(ShippedSchema.sqlite.count) == [10, 11])
     }
 
     // MARK: PostgreSQL

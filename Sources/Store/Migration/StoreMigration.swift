@@ -67,6 +67,8 @@ public enum StoreMigration {
         var targetOnly: Set<String> = []
         /// The `bigserial` column whose sequence is set past the largest value copied.
         var serial: String?
+        /// Columns SQLite stores compressed (``StoredBlob``): copied plain (PostgreSQL compresses them itself).
+        var compressed: Set<String> = []
 
         var sourceColumns: Set<String> { Set(columns.filter { sourceExpressions[$0] == nil }) }
     }
@@ -81,7 +83,8 @@ public enum StoreMigration {
                 "notification_type",
                 "subtype", "secret_name", "leaf_serial", "body", "body_purged_at", "authority",
             ],
-            serial: "id"
+            serial: "id",
+            compressed: ["body"]
         ),
         Table(
             name: "events",
@@ -91,7 +94,8 @@ public enum StoreMigration {
                 "event_date", "authoritative", "created_at", "json", "recovered_by",
             ],
             sourceExpressions: ["seq": "rowid"],
-            serial: "seq"
+            serial: "seq",
+            compressed: ["json"]
         ),
         Table(
             name: "subscription_state",
@@ -99,7 +103,8 @@ public enum StoreMigration {
                 "path", "environment", "original_transaction_id", "bundle_id", "event_id", "event_date", "event_seq",
                 "json",
                 "updated_at", "expires_date", "reconciled_at",
-            ]
+            ],
+            compressed: ["json"]
         ),
         Table(
             name: "outbox",
@@ -136,7 +141,8 @@ public enum StoreMigration {
         ),
         Table(
             name: "snapshots",
-            columns: ["bundle_id", "environment", "original_transaction_id", "path", "source", "observed_at", "json"]
+            columns: ["bundle_id", "environment", "original_transaction_id", "path", "source", "observed_at", "json"],
+            compressed: ["json"]
         ),
         Table(
             name: "compare_jobs",
@@ -155,7 +161,8 @@ public enum StoreMigration {
                 "v1_json",
                 "v2_json",
             ],
-            serial: "id"
+            serial: "id",
+            compressed: ["v1_json", "v2_json"]
         ),
         Table(
             name: "cutover_log",
@@ -364,7 +371,9 @@ public enum StoreMigration {
             for row in page {
                 for (i, column) in table.columns.enumerated() {
                     let value = try convert(
-                        row[i + 1],
+                        table.compressed.contains(column)
+                            ? try plain(row[i + 1], table: table.name, column: column, rowid: row.int64("_rowid"))
+                            : row[i + 1],
                         to: types[column] ?? "",
                         table: table.name,
                         column: column,
@@ -402,6 +411,19 @@ public enum StoreMigration {
             "INSERT INTO \(quoted(table.name)) (\(table.columns.map(quoted).joined(separator: ", "))) VALUES "
             + tuples.joined(separator: ", ")
         _ = try p.query(sql, values, prepared: prepared)
+    }
+
+    /// A value of a column SQLite stores compressed, plain. A value that does not decompress stops the migration
+    /// (nothing is copied): the error names the row by rowid, never its content.
+    static func plain(_ value: SQLiteValue, table: String, column: String, rowid: Int64?) throws -> SQLiteValue {
+        guard case .blob(let stored) = value else { return value }
+        guard let plain = StoredBlob.unpack(stored) else {
+            throw Refusal(
+                "\(table).\(column) of rowid \(rowid.map(String.init) ?? "?"): a compressed value that does not "
+                    + "decompress (the SQLite file is damaged); nothing was copied"
+            )
+        }
+        return .blob(plain)
     }
 
     /// An SQLite value as the PostgreSQL column of type `type` takes it: integers as `bigint`/`integer`, 0 and 1 as

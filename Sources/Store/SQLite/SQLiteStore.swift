@@ -27,6 +27,7 @@ public final class SQLiteStore: GatewayStore {
         o.synchronous = options.synchronous
         o.faults = options.faults
         o.maxPageCount = options.maxPageCount
+        o.functions = [StoredBlob.sqliteFunction]
         database = try SQLiteDatabase(path: path, options: o)
         try database.migrate(StoreSchema.sqlite)
         writer = JournalWriter(db: database)

@@ -43,7 +43,8 @@ extension SQLiteTransaction: JournalRows {
                 .text(item.key), .text(item.version.rawValue), .integer(item.receivedAt), .text(item.origin.rawValue),
                 SQLiteValue(item.bundleID),
                 SQLiteValue(item.environment?.rawValue), SQLiteValue(item.notificationType), SQLiteValue(item.subtype),
-                SQLiteValue(item.secretName), SQLiteValue(item.leafSerial), .blob(item.body), .text(authority.rawValue),
+                SQLiteValue(item.secretName), SQLiteValue(item.leafSerial), .blob(StoredBlob.pack(item.body)),
+                .text(authority.rawValue),
             ]
         )
         if inserted == 0 {
@@ -73,7 +74,7 @@ extension SQLiteTransaction: JournalRows {
                 SQLiteValue(event.environment?.rawValue),
                 SQLiteValue(event.originalTransactionID), .integer(event.eventDate), SQLiteValue(authoritative),
                 .integer(now),
-                .blob(CanonicalJSON.encode(event)), SQLiteValue(event.recoveredBy?.rawValue),
+                .blob(StoredBlob.pack(CanonicalJSON.encode(event))), SQLiteValue(event.recoveredBy?.rawValue),
             ]
         )
         return inserted > 0 ? c.lastInsertRowID : nil  // the rowid: the arrival order
@@ -101,7 +102,8 @@ extension SQLiteTransaction: JournalRows {
             [
                 .text(state.path.rawValue), .text(environment.rawValue), .text(state.originalTransactionID),
                 SQLiteValue(bundleID),
-                .text(state.eventID), .integer(state.eventDate), .integer(seq), .blob(CanonicalJSON.encode(state)),
+                .text(state.eventID), .integer(state.eventDate), .integer(seq),
+                .blob(StoredBlob.pack(CanonicalJSON.encode(state))),
                 .integer(now),
                 SQLiteValue(state.expiresDate),
             ]

@@ -372,7 +372,22 @@ enum StoreSchema {
             CREATE INDEX journal_unpurged ON journal(received_at, id) WHERE body IS NOT NULL;
             """
         },
+        // SQLite only: PostgreSQL compresses these values itself (TOAST).
+        SchemaStep(sqlite: 11, postgres: nil) { _ in sqliteCompressRows },
     ]
+
+    /// SQLite stores bodies and JSON compressed (``StoredBlob``): the rows written before are compressed once, by
+    /// `iapgw_deflate` (registered on the store's connections). A value that starts with 0x78 is compressed already.
+    /// Each UPDATE streams its rows, one value in memory at a time, whatever the size of the store.
+    private static let sqliteCompressRows = """
+        -- Bodies and JSON are stored compressed (zlib, when smaller): the rows stored before are compressed once.
+        UPDATE journal SET body = iapgw_deflate(body) WHERE substr(body, 1, 1) <> x'78';
+        UPDATE events SET json = iapgw_deflate(json) WHERE substr(json, 1, 1) <> x'78';
+        UPDATE subscription_state SET json = iapgw_deflate(json) WHERE substr(json, 1, 1) <> x'78';
+        UPDATE snapshots SET json = iapgw_deflate(json) WHERE substr(json, 1, 1) <> x'78';
+        UPDATE compare_ledger SET v1_json = iapgw_deflate(v1_json), v2_json = iapgw_deflate(v2_json)
+            WHERE substr(v1_json, 1, 1) <> x'78' OR substr(v2_json, 1, 1) <> x'78';
+        """
 
     /// PostgreSQL only: a plain comparison fetch is queued once per subscription and path while one is pending, also
     /// when two instances queue it at the same moment (INSERT … ON CONFLICT DO NOTHING). SQLite looks first.

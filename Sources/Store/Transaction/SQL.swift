@@ -96,6 +96,9 @@ enum StoreValue: Sendable, Hashable {
     case int64(Int64)
     case bool(Bool)
     case bytes([UInt8])
+    /// One of the store's large blobs (a body, an event's JSON): SQLite stores it compressed when that is smaller
+    /// (``StoredBlob``), PostgreSQL as it is. Read back with ``StoreRow/compressible(_:)``.
+    case compressible([UInt8])
     /// Lists for ``Dialect/notIn(_:_:_:)``: SQLite binds one as a JSON array, PostgreSQL as an array literal.
     case texts([String])
     case ids([Int64])
@@ -118,6 +121,7 @@ enum StoreValue: Sendable, Hashable {
         case .int64(let v): .integer(v)
         case .bool(let v): .integer(v ? 1 : 0)
         case .bytes(let v): .blob(v)
+        case .compressible(let v): .blob(StoredBlob.pack(v))
         case .texts(let items): .text("[" + items.map(Self.jsonString).joined(separator: ",") + "]")
         case .ids(let ids): .text("[" + ids.map(String.init).joined(separator: ",") + "]")
         }
@@ -129,7 +133,7 @@ enum StoreValue: Sendable, Hashable {
         case .text(let v): .text(v)
         case .int64(let v): .int64(v)
         case .bool(let v): .bool(v)
-        case .bytes(let v): .bytea(v)
+        case .bytes(let v), .compressible(let v): .bytea(v)
         case .texts(let items): .textArray(items)
         case .ids(let ids): .bigintArray(ids)
         }

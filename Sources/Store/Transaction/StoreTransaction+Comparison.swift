@@ -13,13 +13,13 @@ extension SQLTransaction {
             [
                 .text(bundle), .text(env.rawValue), .text(s.originalTransactionID), .text(path.rawValue),
                 .text(s.source.rawValue),
-                .int64(s.observedAt), .bytes(SnapshotJSON.encode(s)),
+                .int64(s.observedAt), .compressible(SnapshotJSON.encode(s)),
             ]
         )
     }
 
     func snapshot(of k: SubscriptionKey, path: Generation) throws -> OutcomeSnapshot? {
-        SnapshotJSON.decode(try c.queryOne(.snapshot, keyValues(k) + [.text(path.rawValue)])?.bytes("json"))
+        SnapshotJSON.decode(try c.queryOne(.snapshot, keyValues(k) + [.text(path.rawValue)])?.compressible("json"))
     }
 
     func receipt(of k: SubscriptionKey) throws -> StoredReceipt? {
@@ -68,7 +68,8 @@ extension SQLTransaction {
             keyValues(e.subscription) + [
                 .int64(e.comparedAt), .text(e.outcome.rawValue),
                 e.fields.isEmpty ? .null : .text(e.fields.joined(separator: ",")),
-                StoreValue(e.v1.map(SnapshotJSON.encode)), StoreValue(e.v2.map(SnapshotJSON.encode)),
+                e.v1.map { .compressible(SnapshotJSON.encode($0)) } ?? .null,
+                e.v2.map { .compressible(SnapshotJSON.encode($0)) } ?? .null,
             ]
         )
     }

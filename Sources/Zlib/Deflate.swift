@@ -1,0 +1,138 @@
+internal import CZlib
+
+/// zlib streams (RFC 1950: a two-byte header, DEFLATE data, an Adler-32 trailer), the one place the gateway calls
+/// zlib. A stream this writes starts with the byte 0x78 (DEFLATE with a 32 KiB window), which is how a reader tells
+/// it from stored JSON (never 'x').
+///
+/// Decompression is bounded: it stops with ``DeflateError/Code/tooLarge`` before the output exceeds its limit, and
+/// input that is corrupt, truncated or followed by other bytes throws, whatever the bytes are — it never traps and
+/// never loops without consuming input.
+public enum Deflate {
+    /// The first byte of every stream ``compress(_:level:)`` writes.
+    public static let headerByte: UInt8 = 0x78
+
+    /// The default level (6): most of level 9's ratio on short JSON at a fraction of its time.
+    public static let defaultLevel: Int32 = 6
+
+    /// `bytes` as one zlib stream. Throws only when zlib cannot allocate its state (``DeflateError/Code/outOfMemory``)
+    /// or the input is beyond zlib's sizes.
+    public static func compress(_ bytes: [UInt8], level: Int32 = defaultLevel) throws(DeflateError) -> [UInt8] {
+        guard (0...9).contains(level) else { throw DeflateError(.invalidArgument, zlib: Z_STREAM_ERROR) }
+        guard let sourceLength = uLong(exactly: bytes.count) else { throw DeflateError(.tooLarge, zlib: Z_BUF_ERROR) }
+        let bound = compressBound(sourceLength)
+        guard let capacity = Int(exactly: bound) else { throw DeflateError(.tooLarge, zlib: Z_BUF_ERROR) }
+        var out = [UInt8](repeating: 0, count: capacity)
+        var length = bound
+        let rc = out.withUnsafeMutableBufferPointer { dst in
+            bytes.withUnsafeBufferPointer { src in
+                // An empty array's buffer may have no address; zlib takes a length of 0 with any pointer.
+                var empty: UInt8 = 0
+                return withUnsafePointer(to: &empty) { fallback in
+                    compress2(dst.baseAddress, &length, src.baseAddress ?? fallback, sourceLength, level)
+                }
+            }
+        }
+        guard rc == Z_OK, let count = Int(exactly: length), count <= capacity else { throw DeflateError(rc) }
+        out.removeSubrange(count...)
+        return out
+    }
+
+    /// The bytes of the one zlib stream `bytes` holds, at most `limit` of them. Throws ``DeflateError``:
+    /// `corrupt` (not a zlib stream, a bad checksum, bytes after the stream's end, a preset dictionary),
+    /// `truncated` (the input ends inside the stream), `tooLarge` (the output would exceed `limit`), `outOfMemory`.
+    public static func decompress(_ bytes: [UInt8], limit: Int) throws(DeflateError) -> [UInt8] {
+        guard limit >= 0 else { throw DeflateError(.invalidArgument, zlib: Z_STREAM_ERROR) }
+        guard let inputLength = UInt32(exactly: bytes.count) else { throw DeflateError(.tooLarge, zlib: Z_BUF_ERROR) }
+        guard !bytes.isEmpty else { throw DeflateError(.truncated, zlib: Z_BUF_ERROR) }
+        var stream = z_stream()
+        let initRC = gateway_inflate_init(&stream)
+        guard initRC == Z_OK else { throw DeflateError(initRC) }
+        defer { inflateEnd(&stream) }
+
+        // Output grows by doubling from a guess (JSON deflates to about a fifth), never past limit + 1: one byte more
+        // than the limit is enough to know that the stream is larger.
+        let ceiling = limit == Int.max ? limit : limit + 1
+        var out = [UInt8](
+            repeating: 0,
+            count: min(ceiling, max(256, bytes.count.multipliedReportingOverflow(by: 4).partialValue))
+        )
+        var produced = 0
+        let result: Result<Void, DeflateError> = bytes.withUnsafeBufferPointer { src in
+            guard let base = src.baseAddress else { return .failure(DeflateError(.truncated, zlib: Z_BUF_ERROR)) }
+            stream.next_in = UnsafeMutablePointer(mutating: base)
+            stream.avail_in = inputLength
+            while true {
+                if produced == out.count {
+                    guard out.count < ceiling else { return .failure(DeflateError(.tooLarge, zlib: Z_BUF_ERROR)) }
+                    let grown = out.count > ceiling / 2 ? ceiling : out.count * 2
+                    out.append(contentsOf: repeatElement(0, count: grown - out.count))
+                }
+                let room = min(out.count - produced, Int(UInt32.max))
+                let rc = out.withUnsafeMutableBufferPointer { dst in
+                    stream.next_out = dst.baseAddress.map { $0 + produced }
+                    stream.avail_out = UInt32(room)
+                    let rc = inflate(&stream, Z_NO_FLUSH)
+                    stream.next_out = nil
+                    return rc
+                }
+                produced += room - Int(stream.avail_out)
+                switch rc {
+                case Z_STREAM_END:
+                    if produced > limit { return .failure(DeflateError(.tooLarge, zlib: rc)) }
+                    if stream.avail_in != 0 { return .failure(DeflateError(.corrupt, zlib: Z_DATA_ERROR)) }
+                    return .success(())
+                case Z_OK:
+                    continue
+                case Z_BUF_ERROR where stream.avail_out == 0:
+                    continue  // the output is full: grow it
+                case Z_BUF_ERROR:
+                    return .failure(DeflateError(.truncated, zlib: rc))  // no input left inside the stream
+                default:
+                    return .failure(DeflateError(rc))
+                }
+            }
+        }
+        try result.get()
+        out.removeSubrange(produced...)
+        return out
+    }
+
+    /// Whether `bytes` starts like a stream ``compress(_:level:)`` writes (its first byte): what a reader of stored
+    /// values that may be compressed looks at.
+    public static func looksCompressed(_ bytes: some Collection<UInt8>) -> Bool { bytes.first == headerByte }
+}
+
+/// A zlib failure: ``code`` is stable (tests and callers match on it); ``zlibCode`` is zlib's own return code. The
+/// description names the failure only, never any of the bytes.
+public struct DeflateError: Error, Hashable, CustomStringConvertible, Sendable {
+    public enum Code: String, Sendable, Hashable {
+        /// Not a zlib stream, a checksum that does not match, bytes after the stream's end, a preset dictionary.
+        case corrupt = "deflate.corrupt"
+        /// The input ends inside the stream.
+        case truncated = "deflate.truncated"
+        /// The output would exceed the limit (or the input exceeds zlib's sizes).
+        case tooLarge = "deflate.too_large"
+        case outOfMemory = "deflate.out_of_memory"
+        /// A level outside 0...9 or a negative limit.
+        case invalidArgument = "deflate.invalid_argument"
+        /// A return code zlib documents for none of the above (a version mismatch, an inconsistent stream state).
+        case zlib = "deflate.zlib"
+    }
+
+    public var code: Code
+    public var zlibCode: Int32
+
+    init(_ code: Code, zlib: Int32) { (self.code, self.zlibCode) = (code, zlib) }
+
+    /// The stable code of a zlib return code.
+    init(_ rc: Int32) {
+        switch rc {
+        case Z_DATA_ERROR, Z_NEED_DICT: self.init(.corrupt, zlib: rc)
+        case Z_MEM_ERROR: self.init(.outOfMemory, zlib: rc)
+        case Z_BUF_ERROR: self.init(.truncated, zlib: rc)
+        default: self.init(.zlib, zlib: rc)
+        }
+    }
+
+    public var description: String { "\(code.rawValue) (zlib \(zlibCode))" }
+}
