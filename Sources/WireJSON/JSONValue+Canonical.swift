@@ -35,9 +35,15 @@ extension JSONValue {
         }
     }
 
-    static func writeString(_ s: String, into out: inout [UInt8]) {
-        let hex = Array("0123456789abcdef".utf8)
+    /// Appends `s` as a JSON string literal (with the canonical escapes) to `out`. A string with nothing to escape
+    /// (nearly all) is copied in one step.
+    public static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            out.append(contentsOf: s.utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for c in s.utf8 {
             switch c {
             case UInt8(ascii: "\""): out.append(contentsOf: [0x5C, 0x22])
@@ -48,13 +54,17 @@ extension JSONValue {
             case 0x0D: out.append(contentsOf: [0x5C, UInt8(ascii: "r")])
             case 0x09: out.append(contentsOf: [0x5C, UInt8(ascii: "t")])
             case 0..<0x20:
-                out.append(contentsOf: Array("\\u00".utf8))
-                out.append(hex[Int(c >> 4)])
-                out.append(hex[Int(c & 0x0F)])
+                out.append(contentsOf: [0x5C, UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
+                out.append(hexDigit(c >> 4))
+                out.append(hexDigit(c & 0x0F))
             default: out.append(c)
             }
         }
         out.append(UInt8(ascii: "\""))
+    }
+
+    @inline(__always) private static func hexDigit(_ v: UInt8) -> UInt8 {
+        v < 10 ? UInt8(ascii: "0") + v : UInt8(ascii: "a") + v - 10
     }
 
     /// `s` as a JSON string literal (with the canonical escapes).

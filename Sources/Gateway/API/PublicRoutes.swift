@@ -1,3 +1,4 @@
+internal import Canonical
 internal import HTTPServer
 
 /// The Apple-facing listener's routes: `POST /notifications` (ingest, then its metrics and log line) and
@@ -7,6 +8,41 @@ struct PublicRoutes: Sendable {
     let ingest: NotificationIngest
     let metrics: Metrics
     let log: Log
+    /// Each version's series (and "unknown"'s), resolved once: a request counts without the metrics' lock.
+    private let series: [VersionSeries]
+
+    private struct VersionSeries: Sendable {
+        let version: String
+        let received: Metrics.CounterSeries
+        let accepted: Metrics.CounterSeries
+        let duplicate: Metrics.CounterSeries
+        let seconds: Metrics.HistogramSeries
+
+        init(_ version: String, _ metrics: Metrics) {
+            let labels = ["version": version]
+            self.version = version
+            received = metrics.counterSeries(.notificationsReceivedTotal, labels)
+            accepted = metrics.counterSeries(.notificationsAcceptedTotal, labels)
+            duplicate = metrics.counterSeries(.notificationsDuplicateTotal, labels)
+            seconds = metrics.histogramSeries(.requestSeconds, labels)
+        }
+    }
+
+    init(ingest: NotificationIngest, metrics: Metrics, log: Log) {
+        self.ingest = ingest
+        self.metrics = metrics
+        self.log = log
+        // Indexed as `index(of:)` says: v1, v2, unknown.
+        series = [Generation.v1.rawValue, Generation.v2.rawValue, "unknown"].map { VersionSeries($0, metrics) }
+    }
+
+    private static func index(of version: Generation?) -> Int {
+        switch version {
+        case .v1?: 0
+        case .v2?: 1
+        case nil: 2
+        }
+    }
 
     func handle(_ request: ServerRequest) -> ServerResponse {
         let started = ContinuousClock.now
@@ -28,16 +64,14 @@ struct PublicRoutes: Sendable {
 
     /// One notification's metrics and log line.
     private func record(_ r: NotificationIngest.Result, seconds: Double) {
-        let version = r.version?.rawValue ?? "unknown"
-        metrics.increment(.notificationsReceivedTotal, ["version": version])
-        metrics.observe(.requestSeconds, ["version": version], seconds)
+        let counted = series[Self.index(of: r.version)]
+        let version = counted.version
+        counted.received.increment(by: 1)
+        counted.seconds.observe(seconds)
         let outcome: String
         if r.status == 200 {
             outcome = r.duplicate ? "duplicate" : "accepted"
-            metrics.increment(
-                r.duplicate ? .notificationsDuplicateTotal : .notificationsAcceptedTotal,
-                ["version": version]
-            )
+            (r.duplicate ? counted.duplicate : counted.accepted).increment(by: 1)
         } else {
             outcome = "rejected"
             metrics.increment(.notificationsRejectedTotal, ["version": version, "code": r.code ?? "unknown"])

@@ -26,9 +26,21 @@ public final class Log: Sendable {
     /// Logs `message` with `fields` (strings, integers, doubles, booleans; nil values omitted).
     public func log(_ level: Level, _ message: String, _ fields: [String: LogValue?] = [:]) {
         guard Self.rank(level) >= Self.rank(minimum) else { return }
-        var object: [String: LogValue] = ["ts": .int(now()), "level": .string(level.rawValue), "msg": .string(message)]
-        for (k, v) in fields { if let v { object[k] = v } }
-        sink(Self.encode(object))
+        var members: [(key: String, value: LogValue)] = [
+            ("ts", .int(now())), ("level", .string(level.rawValue)), ("msg", .string(message)),
+        ]
+        members.reserveCapacity(fields.count + 3)
+        for (k, v) in fields {
+            guard let v else { continue }
+            // A field named like one of the three above replaces it (field names are a dictionary's: unique).
+            switch k {
+            case "ts": members[0].value = v
+            case "level": members[1].value = v
+            case "msg": members[2].value = v
+            default: members.append((k, v))
+            }
+        }
+        sink(Self.encode(members))
     }
 
     public func info(_ message: String, _ fields: [String: LogValue?] = [:]) { log(.info, message, fields) }
@@ -45,17 +57,22 @@ public final class Log: Sendable {
     }
 
     static func encode(_ object: [String: LogValue]) -> String {
+        encode(object.map { ($0.key, $0.value) })
+    }
+
+    /// One line: the members sorted by name (names are unique), written into one buffer.
+    static func encode(_ members: [(key: String, value: LogValue)]) -> String {
         var out: [UInt8] = [UInt8(ascii: "{")]
         out.reserveCapacity(512)
-        for (i, key) in object.keys.sorted().enumerated() {
+        for (i, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            out += JSONValue.quoted(key)
+            JSONValue.writeString(member.key, into: &out)
             out.append(UInt8(ascii: ":"))
-            switch object[key]! {
-            case .string(let s): out += JSONValue.quoted(s)
-            case .int(let n): out += Array(String(n).utf8)
-            case .double(let d): out += Array((d.isFinite ? String(d) : "null").utf8)
-            case .bool(let b): out += Array((b ? "true" : "false").utf8)
+            switch member.value {
+            case .string(let s): JSONValue.writeString(s, into: &out)
+            case .int(let n): out.append(contentsOf: String(n).utf8)
+            case .double(let d): out.append(contentsOf: (d.isFinite ? String(d) : "null").utf8)
+            case .bool(let b): out.append(contentsOf: (b ? "true" : "false").utf8)
             }
         }
         out.append(UInt8(ascii: "}"))
@@ -67,13 +84,15 @@ public final class Log: Sendable {
     /// Writes `text` to standard output whole, never interleaved with a log line or another caller's text
     /// (`iap-gateway receive` prints its lines through it).
     public static func writeStdout(_ text: String) {
-        stdoutLock.withLock { _ in
-            var bytes = Array(text.utf8)
-            var offset = 0
-            while offset < bytes.count {
-                let n = bytes.withUnsafeMutableBytes { write(1, $0.baseAddress! + offset, $0.count - offset) }
-                if n <= 0 { return }
-                offset += n
+        var text = text
+        text.withUTF8 { bytes in
+            stdoutLock.withLock { _ in
+                var offset = 0
+                while offset < bytes.count {
+                    let n = write(1, bytes.baseAddress! + offset, bytes.count - offset)
+                    if n <= 0 { return }
+                    offset += n
+                }
             }
         }
     }

@@ -132,6 +132,17 @@ enum Metric: String, CaseIterable, Sendable {
 
 /// Counting through the catalogue (debug builds check the metric's type).
 extension Metrics {
+    /// A series to hold and count into without the registry's lock (the request path resolves its own at startup).
+    func counterSeries(_ metric: Metric, _ labels: [String: String] = [:]) -> CounterSeries {
+        assert(metric.declaration.kind == .counter, "\(metric.rawValue) is not a counter")
+        return counterSeries(metric.rawValue, labels)
+    }
+
+    func histogramSeries(_ metric: Metric, _ labels: [String: String] = [:]) -> HistogramSeries {
+        assert(metric.declaration.kind == .histogram, "\(metric.rawValue) is not a histogram")
+        return histogramSeries(metric.rawValue, labels)
+    }
+
     func increment(_ metric: Metric, _ labels: [String: String] = [:], by value: Double = 1) {
         assert(metric.declaration.kind == .counter, "\(metric.rawValue) is not a counter")
         increment(metric.rawValue, labels, by: value)

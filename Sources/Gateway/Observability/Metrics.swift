@@ -2,6 +2,11 @@ import Synchronization
 
 /// Counters, gauges and histograms, rendered in Prometheus' text format for `GET /metrics`. Label values are our
 /// own vocabulary (versions, error codes, downstream names), never request data.
+///
+/// Each series (a metric and its labels) is a set of atomic cells, created once and never removed. Recording is
+/// lock-free: the request path holds its series (``CounterSeries``, ``HistogramSeries``), resolved at startup, and
+/// adds to their cells; the lock guards only the registry of series — taken to find or create one by name and labels
+/// (rare paths: workers, refusals) and to render `/metrics`.
 public final class Metrics: Sendable {
     struct Key: Hashable, Comparable {
         let name: String
@@ -9,32 +14,97 @@ public final class Metrics: Sendable {
         static func < (a: Key, b: Key) -> Bool { (a.name, a.labels.joined()) < (b.name, b.labels.joined()) }
     }
 
-    struct Histogram {
-        var buckets: [Double]
-        var counts: [Int]
-        var sum: Double = 0
-        var count: Int = 0
+    /// One counter. Whole increments are one atomic add; a fractional one (no caller makes one today) goes to a
+    /// second cell holding a `Double`, added by compare-and-exchange. Shown in `/metrics` once recorded.
+    public final class CounterSeries: Sendable {
+        fileprivate let whole = Atomic<UInt64>(0)
+        fileprivate let fraction = Atomic<UInt64>(0)  // a Double's bit pattern
+        fileprivate let recorded = Atomic<Bool>(false)
 
-        /// Counts `value`, whose first bucket (the smallest bound ≥ value) is `index`; counts are cumulative.
-        mutating func record(_ index: Int, _ value: Double) {
-            var i = index
-            while i < counts.count {
-                counts[i] += 1
-                i += 1
+        fileprivate init() {}
+
+        public func increment(by value: Double = 1) {
+            if value >= 0, value < 1.8e19, value == value.rounded(.towardZero) {
+                whole.wrappingAdd(UInt64(value), ordering: .relaxed)
+            } else {
+                fraction.add(value)
             }
-            sum += value
-            count += 1
+            recorded.markSet()
+        }
+
+        public func increment(by count: Int) {
+            guard count >= 0 else { return increment(by: Double(count)) }
+            whole.wrappingAdd(UInt64(count), ordering: .relaxed)
+            recorded.markSet()
+        }
+
+        var value: Double {
+            Double(whole.load(ordering: .relaxed)) + Double(bitPattern: fraction.load(ordering: .relaxed))
         }
     }
 
-    private struct State {
-        var counters: [Key: Double] = [:]
-        var gauges: [Key: Double] = [:]
-        var histograms: [Key: Histogram] = [:]
+    /// One gauge: the last value set. Shown in `/metrics` once set.
+    public final class GaugeSeries: Sendable {
+        fileprivate let bits = Atomic<UInt64>(0)
+        fileprivate let recorded = Atomic<Bool>(false)
+
+        fileprivate init() {}
+
+        public func set(_ value: Double) {
+            bits.store(value.bitPattern, ordering: .relaxed)
+            recorded.markSet()
+        }
+
+        var value: Double { Double(bitPattern: bits.load(ordering: .relaxed)) }
+    }
+
+    /// One histogram: a count per bucket (not cumulative: one atomic add per observation; `/metrics` sums them up) and
+    /// the sum of the values. The total count is the buckets' sum, so `_count` always equals the `+Inf` bucket.
+    public final class HistogramSeries: Sendable {
+        final class Cell: Sendable {
+            let count = Atomic<UInt64>(0)
+        }
+
+        let bounds: [Double]
+        /// One per bound, then the one above the last bound.
+        let cells: [Cell]
+        fileprivate let sum = Atomic<UInt64>(0)  // a Double's bit pattern
+        fileprivate let recorded = Atomic<Bool>(false)
+
+        fileprivate init(bounds: [Double]) {
+            self.bounds = bounds
+            cells = (0...bounds.count).map { _ in Cell() }
+        }
+
+        public func observe(_ value: Double) {
+            var index = 0
+            while index < bounds.count, !(value <= bounds[index]) { index += 1 }
+            cells[index].count.wrappingAdd(1, ordering: .relaxed)
+            sum.add(value)
+            recorded.markSet()
+        }
+
+        /// The cumulative counts (one per bound, then `+Inf`) and the sum.
+        func snapshot() -> (cumulative: [UInt64], sum: Double) {
+            var total: UInt64 = 0
+            var cumulative: [UInt64] = []
+            cumulative.reserveCapacity(cells.count)
+            for cell in cells {
+                total &+= cell.count.load(ordering: .relaxed)
+                cumulative.append(total)
+            }
+            return (cumulative, Double(bitPattern: sum.load(ordering: .relaxed)))
+        }
+    }
+
+    private struct Registry {
+        var counters: [Key: CounterSeries] = [:]
+        var gauges: [Key: GaugeSeries] = [:]
+        var histograms: [Key: HistogramSeries] = [:]
         var help: [String: (type: String, text: String)] = [:]
     }
 
-    private let state = Mutex(State())
+    private let registry = Mutex(Registry())
 
     /// Latency buckets in seconds: 0.5 ms … 10 s.
     public static let latencyBuckets: [Double] = [
@@ -72,17 +142,56 @@ public final class Metrics: Sendable {
 
     /// Declares a metric's type and help text (shown once in the exposition).
     public func describe(_ name: String, type: String, _ text: String) {
-        state.withLock { $0.help[name] = (type, text) }
+        registry.withLock { $0.help[name] = (type, text) }
     }
 
-    public func increment(_ name: String, _ labels: [String: String] = [:], by value: Double = 1) {
+    // MARK: Series: found or created under the lock, then recorded into without it
+
+    /// The counter `name` with `labels`, created (at zero, not shown until incremented) if new. Hold it to count on a
+    /// hot path without the lock.
+    public func counterSeries(_ name: String, _ labels: [String: String] = [:]) -> CounterSeries {
         let k = Self.key(name, labels)
-        state.withLock { $0.counters[k, default: 0] += value }
+        return registry.withLock { r in
+            if let series = r.counters[k] { return series }
+            let series = CounterSeries()
+            r.counters[k] = series
+            return series
+        }
+    }
+
+    public func gaugeSeries(_ name: String, _ labels: [String: String] = [:]) -> GaugeSeries {
+        let k = Self.key(name, labels)
+        return registry.withLock { r in
+            if let series = r.gauges[k] { return series }
+            let series = GaugeSeries()
+            r.gauges[k] = series
+            return series
+        }
+    }
+
+    /// The histogram `name` with `labels`; `buckets` apply when it is created (the first caller's stay).
+    public func histogramSeries(
+        _ name: String,
+        _ labels: [String: String] = [:],
+        buckets: [Double] = Metrics.latencyBuckets
+    ) -> HistogramSeries {
+        let k = Self.key(name, labels)
+        return registry.withLock { r in
+            if let series = r.histograms[k] { return series }
+            let series = HistogramSeries(bounds: buckets)
+            r.histograms[k] = series
+            return series
+        }
+    }
+
+    // MARK: Recording by name (a look-up under the lock, then the series' atomics)
+
+    public func increment(_ name: String, _ labels: [String: String] = [:], by value: Double = 1) {
+        counterSeries(name, labels).increment(by: value)
     }
 
     public func set(_ name: String, _ labels: [String: String] = [:], _ value: Double) {
-        let k = Self.key(name, labels)
-        state.withLock { $0.gauges[k] = value }
+        gaugeSeries(name, labels).set(value)
     }
 
     public func observe(
@@ -91,66 +200,90 @@ public final class Metrics: Sendable {
         _ value: Double,
         buckets: [Double] = Metrics.latencyBuckets
     ) {
-        let k = Self.key(name, labels)
-        // Only the bucket index is found under the lock's hold, and the histogram is updated in place (a copy out and
-        // back would allocate while every request thread waits).
-        let index = buckets.firstIndex { value <= $0 } ?? buckets.count
-        state.withLock { s in
-            s.histograms[k, default: Histogram(buckets: buckets, counts: Array(repeating: 0, count: buckets.count))]
-                .record(index, value)
-        }
+        histogramSeries(name, labels, buckets: buckets).observe(value)
     }
 
     /// A counter's current value (tests, status endpoint).
     public func counter(_ name: String, _ labels: [String: String] = [:]) -> Double {
         let k = Self.key(name, labels)
-        return state.withLock { $0.counters[k] ?? 0 }
+        return registry.withLock { $0.counters[k] }?.value ?? 0
     }
 
     public func gauge(_ name: String, _ labels: [String: String] = [:]) -> Double? {
         let k = Self.key(name, labels)
-        return state.withLock { $0.gauges[k] }
+        guard let series = registry.withLock({ $0.gauges[k] }), series.recorded.load(ordering: .acquiring) else {
+            return nil
+        }
+        return series.value
     }
 
-    /// Prometheus text exposition format 0.0.4.
+    /// Prometheus text exposition format 0.0.4. Series created but never recorded into are left out.
     public func render() -> String {
-        state.withLock { s in
-            var out = ""
-            var described: Set<String> = []
-            func header(_ name: String, _ fallback: String) {
-                guard described.insert(name).inserted else { return }
-                if let h = s.help[name] {
-                    out += "# HELP \(name) \(h.text)\n# TYPE \(name) \(h.type)\n"
-                } else {
-                    out += "# TYPE \(name) \(fallback)\n"
-                }
-            }
-            func series(_ k: Key, suffix: String = "", extra: [String] = []) -> String {
-                let labels = k.labels + extra
-                return k.name + suffix + (labels.isEmpty ? "" : "{" + labels.joined(separator: ",") + "}")
-            }
-            for (k, v) in s.counters.sorted(by: { $0.key < $1.key }) {
-                header(k.name, "counter")
-                out += "\(series(k)) \(format(v))\n"
-            }
-            for (k, v) in s.gauges.sorted(by: { $0.key < $1.key }) {
-                header(k.name, "gauge")
-                out += "\(series(k)) \(format(v))\n"
-            }
-            for (k, h) in s.histograms.sorted(by: { $0.key < $1.key }) {
-                header(k.name, "histogram")
-                for (i, b) in h.buckets.enumerated() {
-                    out += "\(series(k, suffix: "_bucket", extra: ["le=\"\(format(b))\""])) \(h.counts[i])\n"
-                }
-                out += "\(series(k, suffix: "_bucket", extra: ["le=\"+Inf\""])) \(h.count)\n"
-                out += "\(series(k, suffix: "_sum")) \(format(h.sum))\n"
-                out += "\(series(k, suffix: "_count")) \(h.count)\n"
-            }
-            return out
+        let (counters, gauges, histograms, help) = registry.withLock { r in
+            (
+                r.counters.filter { $0.value.recorded.load(ordering: .acquiring) }.sorted { $0.key < $1.key },
+                r.gauges.filter { $0.value.recorded.load(ordering: .acquiring) }.sorted { $0.key < $1.key },
+                r.histograms.filter { $0.value.recorded.load(ordering: .acquiring) }.sorted { $0.key < $1.key },
+                r.help
+            )
         }
+        var out = ""
+        var described: Set<String> = []
+        func header(_ name: String, _ fallback: String) {
+            guard described.insert(name).inserted else { return }
+            if let h = help[name] {
+                out += "# HELP \(name) \(h.text)\n# TYPE \(name) \(h.type)\n"
+            } else {
+                out += "# TYPE \(name) \(fallback)\n"
+            }
+        }
+        func series(_ k: Key, suffix: String = "", extra: [String] = []) -> String {
+            let labels = k.labels + extra
+            return k.name + suffix + (labels.isEmpty ? "" : "{" + labels.joined(separator: ",") + "}")
+        }
+        for (k, c) in counters {
+            header(k.name, "counter")
+            out += "\(series(k)) \(format(c.value))\n"
+        }
+        for (k, g) in gauges {
+            header(k.name, "gauge")
+            out += "\(series(k)) \(format(g.value))\n"
+        }
+        for (k, h) in histograms {
+            header(k.name, "histogram")
+            let (cumulative, sum) = h.snapshot()
+            for (i, b) in h.bounds.enumerated() {
+                out += "\(series(k, suffix: "_bucket", extra: ["le=\"\(format(b))\""])) \(cumulative[i])\n"
+            }
+            let count = cumulative[h.bounds.count]
+            out += "\(series(k, suffix: "_bucket", extra: ["le=\"+Inf\""])) \(count)\n"
+            out += "\(series(k, suffix: "_sum")) \(format(sum))\n"
+            out += "\(series(k, suffix: "_count")) \(count)\n"
+        }
+        return out
     }
 
     private func format(_ v: Double) -> String {
         v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : String(v)
+    }
+}
+
+extension Atomic where Value == UInt64 {
+    /// Adds `value` to the `Double` whose bit pattern this holds.
+    fileprivate func add(_ value: Double) {
+        var old = load(ordering: .relaxed)
+        while true {
+            let new = (Double(bitPattern: old) + value).bitPattern
+            let (exchanged, original) = weakCompareExchange(expected: old, desired: new, ordering: .relaxed)
+            if exchanged { return }
+            old = original
+        }
+    }
+}
+
+extension Atomic where Value == Bool {
+    /// Sets the flag, writing only the first time (a load, not a store, on every later call).
+    fileprivate func markSet() {
+        if !load(ordering: .relaxed) { store(true, ordering: .releasing) }
     }
 }

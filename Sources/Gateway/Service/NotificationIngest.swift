@@ -121,6 +121,8 @@ public final class NotificationIngest: Sendable {
     let router: Router
     let limits: Limits
     let metrics: Metrics
+    /// `iapgw_verify_seconds{version="v2"}`, resolved once: recorded on every V2 body without the metrics' lock.
+    private let verifySeconds: Metrics.HistogramSeries
     let now: @Sendable () -> Int64
     /// The configured secrets, kept out of every stored body, column and log line (docs/threat-model.md).
     let redactor: SecretRedactor
@@ -142,6 +144,7 @@ public final class NotificationIngest: Sendable {
         self.router = router
         self.limits = limits
         self.metrics = metrics
+        verifySeconds = metrics.histogramSeries(.verifySeconds, ["version": Generation.v2.rawValue])
         self.now = now
         self.redactor =
             redactor
@@ -180,10 +183,11 @@ public final class NotificationIngest: Sendable {
     private func handleV2(_ token: [UInt8], bytes: [UInt8], origin: Origin, received: Int64) -> Result {
         let started = ContinuousClock.now
         let verified: VerifiedNotificationV2
-        let claim = Self.claimedIdentity(token)
         // `received` is the reference: for a replay, the row's arrival (a refusal never becomes an acceptance). The demo
         // override applies to payloads claiming the sandbox only; the claim is signed, so verification holds it to that.
-        let reference = claim?.1 == "Sandbox" ? limits.demoSandboxVerifyTime ?? received : received
+        // The claim is read (a second decoding of the payload) only where it is used: the demo, and a refusal.
+        var reference = received
+        if let demo = limits.demoSandboxVerifyTime, Self.claimedIdentity(token)?.1 == "Sandbox" { reference = demo }
         do {
             verified = try v2.verifyNotification(
                 signedPayload: token,
@@ -192,7 +196,8 @@ public final class NotificationIngest: Sendable {
                     ? V2Adapter.Freshness(maxAgeMillis: limits.maxNotificationAgeMillis) : nil
             )
         } catch {
-            metrics.observe(.verifySeconds, ["version": Generation.v2.rawValue], seconds(since: started))
+            verifySeconds.observe(seconds(since: started))
+            let claim = Self.claimedIdentity(token)
             return refuse(
                 GatewayError(error),
                 version: .v2,
@@ -203,7 +208,7 @@ public final class NotificationIngest: Sendable {
                 claimedEnvironment: claim?.1
             )
         }
-        metrics.observe(.verifySeconds, ["version": Generation.v2.rawValue], seconds(since: started))
+        verifySeconds.observe(seconds(since: started))
         if redactor.occurs(in: bytes) {
             return refuseCarriedSecret(version: .v2, bytes: bytes, at: received, origin: origin)
         }
