@@ -318,7 +318,9 @@ public enum ScaleBenchmark {
             keepSchema = true
             schema?.keep()
         } else if !options.postgres {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: config.sqlitePath + suffix) }
+            for suffix in ["", "-wal", "-shm"] {
+                try? FileManager.default.removeItem(atPath: config.sqlitePath + suffix)
+            }
         }
         return Result(
             store: options.postgres ? "postgres" : "sqlite",
@@ -464,7 +466,12 @@ public enum ScaleBenchmark {
 
     /// The retention purge as the hourly pass runs it, with its clock set so that the oldest day's bodies are past
     /// the retention.
-    static func purge(config: GatewayConfig, environment: [String: String], cutoff: Int64, now: Int64) async throws
+    static func purge(
+        config: GatewayConfig,
+        environment: [String: String],
+        cutoff: Int64,
+        now: Int64
+    ) async throws
         -> Step
     {
         let store = try GatewayService.openStore(config: config, environment: environment)

@@ -141,7 +141,10 @@ struct ScaleStoreBuilder: Sendable {
 
     /// Journals the notifications as ingest does, completes the V1 ones as the verifyReceipt stage does, and settles
     /// the deliveries they queued as the delivery worker would have.
-    private func write(_ prepared: [Prepared], leavePending: Bool) async throws -> (
+    private func write(
+        _ prepared: [Prepared],
+        leavePending: Bool
+    ) async throws -> (
         delivered: Int, dead: Int, pending: Int
     ) {
         let router = self.router
@@ -220,7 +223,14 @@ struct ScaleStoreBuilder: Sendable {
         Kind(v1: "DID_RENEW", v2: "DID_RENEW", kind: .renewal, autoRenew: true),
         Kind(v1: "DID_RENEW", v2: "DID_RENEW", kind: .renewal, autoRenew: true),
         Kind(v1: "DID_RENEW", v2: "DID_RENEW", kind: .renewal, autoRenew: true),
-        Kind(v1: "INITIAL_BUY", v2: "SUBSCRIBED", subtype: "INITIAL_BUY", kind: .purchase, reason: .initial, autoRenew: true),
+        Kind(
+            v1: "INITIAL_BUY",
+            v2: "SUBSCRIBED",
+            subtype: "INITIAL_BUY",
+            kind: .purchase,
+            reason: .initial,
+            autoRenew: true
+        ),
         Kind(
             v1: "DID_CHANGE_RENEWAL_STATUS",
             v2: "DID_CHANGE_RENEWAL_STATUS",
@@ -237,7 +247,13 @@ struct ScaleStoreBuilder: Sendable {
             reason: .enabled,
             autoRenew: true
         ),
-        Kind(v1: "DID_FAIL_TO_RENEW", v2: "DID_FAIL_TO_RENEW", kind: .renewalFailure, reason: .billingRetry, autoRenew: true),
+        Kind(
+            v1: "DID_FAIL_TO_RENEW",
+            v2: "DID_FAIL_TO_RENEW",
+            kind: .renewalFailure,
+            reason: .billingRetry,
+            autoRenew: true
+        ),
     ]
 
     func prepare(_ i: Int, template: TokenTemplate) -> Prepared {
@@ -492,9 +508,11 @@ struct ScaleStoreBuilder: Sendable {
             fields = Self.disagreements[(p / 100) % Self.disagreements.count]
             for field in fields {
                 switch field {
-                case "expires_date": v2 = snapshot(.v2, product: "p.monthly", expires: expires + 3 * Self.day, autoRenew: true)
+                case "expires_date":
+                    v2 = snapshot(.v2, product: "p.monthly", expires: expires + 3 * Self.day, autoRenew: true)
                 case "auto_renew": v2 = snapshot(.v2, product: "p.monthly", expires: expires, autoRenew: false)
-                case "entitlement": v1 = snapshot(.v1Receipt, product: "p.monthly", expires: at - Self.day, autoRenew: true)
+                case "entitlement":
+                    v1 = snapshot(.v1Receipt, product: "p.monthly", expires: at - Self.day, autoRenew: true)
                 default: v2 = snapshot(.v2, product: "p.yearly", expires: expires, autoRenew: true)
                 }
             }

@@ -42,7 +42,9 @@ enum BenchCommand: Command {
 
     static func run(_ arguments: [String]) async throws -> Int32 {
         let all = flags.values.reduce(into: Set<String>()) { $0.formUnion($1) }
-        let a = try Arguments(arguments, valueFlags: all.subtracting(["no-delivery", "keep"]),
+        let a = try Arguments(
+            arguments,
+            valueFlags: all.subtracting(["no-delivery", "keep"]),
             switchFlags: ["no-delivery", "keep"]
         )
         guard let target = try a.positionals(atMost: 1, for: name).first, let allowed = flags[target] else {
