@@ -4,6 +4,7 @@ internal import Gateway
 internal import HTTPClient
 internal import HTTPServer
 internal import Store
+internal import WireJSON
 
 #if canImport(Glibc)
 import Glibc
@@ -200,7 +201,15 @@ public enum ScaleBenchmark {
         progress("built in \(buildSeconds) s: \(storeBytes) bytes")
 
         var steps: [String: Step] = [:]
-        func cli(_ name: String, _ arguments: [String], environment: [String: String] = childEnvironment) throws {
+        /// Runs a command as its own process; its step, and the lines it printed (the first 64).
+        @discardableResult
+        func cli(
+            _ name: String,
+            _ arguments: [String],
+            environment: [String: String] = childEnvironment
+        ) throws
+            -> [String]
+        {
             progress("\(name)…")
             let start = clock.now
             let child = try ChildProcess(executable: executable, arguments: arguments, environment: environment)
@@ -212,6 +221,7 @@ public enum ScaleBenchmark {
                 outputBytes: child.stdoutBytes
             )
             if status != 0 { progress("\(name) exited with status \(status)") }
+            return child.keptLines
         }
 
         // 2. The report, as the CLI renders it.
@@ -233,6 +243,8 @@ public enum ScaleBenchmark {
             gateway.terminate(signal: SIGKILL)
             throw Failure(description: "serve did not start on the big store")
         }
+        // Stopped below; killed if a step fails first.
+        defer { gateway.terminate(signal: SIGKILL) }
         let port = gateway.listeningPort(timeout: 1) ?? 0
         let startSeconds = seconds(clock.now - serveStart)
         let rssAfterStart = gateway.rssMB
@@ -274,7 +286,12 @@ public enum ScaleBenchmark {
         try cli("subscription", ["subscription", "--config", configPath, ScaleStoreBuilder.sampleSubscription])
         steps["reconcile_candidates"] = try await reconcileSelection(config: config, environment: env)
         try cli("reconcile", ["reconcile", "--config", configPath])
-        try cli("replay_since_1d", ["replay", "--config", configPath, "--since", "1d"])
+        let replayed = try cli("replay_since_1d", ["replay", "--config", configPath, "--since", "1d"])
+        if let line = replayed.first, case .object(let o)? = try? JSONParser.parse(Array(line.utf8)),
+            let n = o["requeued"]?.int64Value
+        {
+            steps["replay_since_1d"]?.rows = Int(n)
+        }
         steps["retention_purge"] = try await purge(
             config: config,
             environment: env,
@@ -297,9 +314,14 @@ public enum ScaleBenchmark {
             )
         }
 
-        // 5. The same ingest on an empty store, in the same run.
+        // 5. The same ingest on an empty store of the same kind, in the same run.
         progress("ingest at \(options.rate)/s on an empty store…")
-        try rig.startGateway(
+        // On PostgreSQL, a fresh schema of the same database.
+        let emptySchema = options.postgres ? try BenchSchema(environment: ProcessEnvironment.variables) : nil
+        defer { emptySchema?.drop() }
+        try rig.startGateways(
+            count: 1,
+            store: emptySchema.map { .postgres(url: $0.url) } ?? .sqlite,
             downstreams: """
                 [ { "name": "main", "url": "http://127.0.0.1:\(sink.port)/events", "environments": ["production", "sandbox"],
                     "shadow": true, "concurrency": 8 } ]
@@ -313,6 +335,7 @@ public enum ScaleBenchmark {
             options: options,
             transport: transport
         )
+        _ = rig.finish()  // before its schema is dropped
 
         if options.keep {
             keepSchema = true
@@ -483,7 +506,9 @@ public enum ScaleBenchmark {
 
     /// Times `work` in this process, with this process's peak RSS during it (the peak is reset first).
     static func inProcess(_ work: () async throws -> Int) async throws -> Step {
-        if let fd = Optional(open("/proc/self/clear_refs", O_WRONLY)), fd >= 0 {
+        // "5" resets the peak (VmHWM) to the resident set now (proc(5), clear_refs).
+        let fd = open("/proc/self/clear_refs", O_WRONLY)
+        if fd >= 0 {
             _ = write(fd, "5", 1)
             close(fd)
         }
