@@ -22,6 +22,8 @@ final class BenchRig {
     let directory: String
     let now: Int64
     let signer: AppleJWSSigner
+    /// The leaf certificate's serial in hex, as the gateway records it for a V2 notification.
+    let leafSerial: String
     let apple: HTTPServer
     /// The `iap-gateway` executable the gateways run: this one (`/proc/self/exe`), or the built one for tests.
     let executable: String
@@ -46,6 +48,7 @@ final class BenchRig {
             name: "iap-gateway Bench"
         )
         try Data(pki.root.der).write(to: URL(filePath: directory + "/root.der"))
+        leafSerial = pki.leaf.serialNumberHex
         signer = try AppleJWSSigner(
             leaf: pki.leaf,
             intermediate: pki.intermediate,

@@ -35,6 +35,22 @@ final class BenchSchema {
         return url + " options='-csearch_path=\(schema)'"
     }
 
+    /// Leaves the schema in place: neither ``drop()`` nor the deinit drops it (`bench scale --keep`).
+    func keep() { dropped = true }
+
+    /// Bytes the schema's tables take, indexes and TOAST included (`pg_total_relation_size`).
+    func totalBytes() throws -> Int64 {
+        let c = try PostgresConnection(server, label: "bench size")
+        defer { c.close() }
+        return try c.queryOne(
+            """
+            SELECT COALESCE(SUM(pg_total_relation_size(format('%I.%I', schemaname, tablename)::regclass)), 0)::bigint AS n
+            FROM pg_tables WHERE schemaname = $1
+            """,
+            [.text(name)]
+        )?.int64("n") ?? 0
+    }
+
     /// Drops the schema and everything in it. Once.
     func drop() {
         guard !dropped else { return }

@@ -135,6 +135,31 @@ final class ChildProcess: Sendable {
         }
     }
 
+    /// Waits for the child to exit on its own (a one-shot command): its exit status (or 128 + signal) and its peak
+    /// resident set in MB, the largest VmHWM read while it ran (every 5 ms). Not `wait4`'s `ru_maxrss`: Linux counts
+    /// in it the memory of the process that spawned the child (its address space until the exec), this bench's. A
+    /// child already waited for answers its status and 0.
+    func waitForExit() -> (status: Int32, peakRSSMB: Double) {
+        var peak = 0.0
+        let status = exitStatus.withLock { known -> Int32 in
+            if let known { return known }
+            var status: Int32 = 0
+            while true {
+                let hwm = statusField("VmHWM:")
+                let done = waitpid(pid, &status, WNOHANG)
+                if done == pid || done < 0 { break }
+                peak = max(peak, hwm)
+                usleep(5_000)
+            }
+            readerDone.wait()
+            let exited = (status & 0x7F) == 0
+            let result = exited ? (status >> 8) & 0xFF : 128 + (status & 0x7F)
+            known = result
+            return result
+        }
+        return (status, peak)
+    }
+
     /// A field of the first `"msg":"listening"` log line (`port`, `instance`, `store`), as text.
     func listeningField(_ name: String) -> String? {
         for line in keptLines where line.contains("\"msg\":\"listening\"") {

@@ -191,25 +191,14 @@ public enum IngestBenchmark {
         let latencyBodies = Array(bodies.suffix(latencyCount))
         let (openCPUBefore, machineBefore) = (cpuSeconds(), MachineCPU.now())
         let probe = FsyncProbe(directory: rig.directory)
-        let openStart = clock.now
-        await withTaskGroup(of: Void.self) { group in
-            for (i, body) in latencyBodies.enumerated() {
-                let scheduled = openStart.advanced(by: .microseconds(Int64(i) * 1_000_000 / Int64(rate)))
-                try? await Task.sleep(until: scheduled, clock: clock)
-                let url = urls[i % urls.count]
-                group.addTask {
-                    let r = try? await transport.send(
-                        HTTPRequest(method: .post, url: url, body: body, timeoutMillis: 10_000)
-                    )
-                    let d = clock.now - scheduled
-                    if r?.status == 200 {
-                        latencies.append(d.milliseconds)
-                    } else {
-                        failures.add(1)
-                    }
-                }
-            }
-        }
+        await openLoop(
+            urls: urls,
+            bodies: latencyBodies,
+            rate: rate,
+            transport: transport,
+            latencies: latencies,
+            failures: failures
+        )
         let machine = MachineCPU.now().since(machineBefore)
         let fsync = probe?.finish() ?? (p50: 0, max: 0)
         let openCPU = latencies.count > 0 ? (cpuSeconds() - openCPUBefore) / Double(latencies.count) * 1000 : 0
@@ -260,6 +249,38 @@ public enum IngestBenchmark {
             openLoopFsyncP50Ms: fsync.p50,
             openLoopFsyncMaxMs: fsync.max
         )
+    }
+
+    /// Open loop: body i sent to `urls[i % urls.count]` at i/rate s, each timed from its scheduled send to its answer
+    /// (a 200 adds its latency in ms to `latencies`, anything else counts in `failures`).
+    static func openLoop(
+        urls: [String],
+        bodies: [[UInt8]],
+        rate: Int,
+        transport: CurlTransport,
+        latencies: Samples,
+        failures: Counter
+    ) async {
+        let clock = ContinuousClock()
+        let openStart = clock.now
+        await withTaskGroup(of: Void.self) { group in
+            for (i, body) in bodies.enumerated() {
+                let scheduled = openStart.advanced(by: .microseconds(Int64(i) * 1_000_000 / Int64(rate)))
+                try? await Task.sleep(until: scheduled, clock: clock)
+                let url = urls[i % urls.count]
+                group.addTask {
+                    let r = try? await transport.send(
+                        HTTPRequest(method: .post, url: url, body: body, timeoutMillis: 10_000)
+                    )
+                    let d = clock.now - scheduled
+                    if r?.status == 200 {
+                        latencies.append(d.milliseconds)
+                    } else {
+                        failures.add(1)
+                    }
+                }
+            }
+        }
     }
 
     /// Closed loop: `concurrency` clients send `bodies` as fast as they are answered, body i to `urls[i % urls.count]`,

@@ -2,7 +2,7 @@ internal import Benchmarks
 internal import FoundationEssentials
 internal import Gateway
 
-/// `iap-gateway bench verify|ingest|soak|flood|fsync`: the benchmarks (`Bench/`), each printing one JSON line.
+/// `iap-gateway bench verify|ingest|soak|flood|fsync|scale`: the benchmarks (`Bench/`), each printing one JSON line.
 enum BenchCommand: Command {
     static let name = "bench"
     static let usage = """
@@ -21,6 +21,15 @@ enum BenchCommand: Command {
           iap-gateway bench fsync [--seconds N] [--folder DIR]
               For N seconds (30), how long the disk under DIR (the temporary folder) takes to make 8 KiB durable,
               every 50 ms: the wait under every commit, and so the floor of p99. Run it where the store will live.
+          iap-gateway bench scale --out DIR --notifications N --pairs P --subscriptions M [--store sqlite|postgres]
+                                  [--keep] [--ingest-seconds S]
+              Builds a store of that size in DIR (a week of V1 and V2 notifications with their events and deliveries,
+              M subscriptions, P compared pairs) and DIR/gateway.json for it, then times report (table, json, html),
+              GET /admin/status and /admin/report on a running serve (its RSS), subscription, replay --since 1d,
+              the reconciliation selection, the retention purge and migrate-store (to a fresh PostgreSQL schema when
+              IAPGW_BENCH_DATABASE_URL or IAPGW_TEST_DATABASE_URL is set), and ingest p50/p99 at 500/s on the big
+              store and on an empty one (S seconds each, 10). --store postgres: the data in a fresh schema of that database. The store is
+              deleted afterwards unless --keep; the config stays (the JSON line's env names what serve needs).
         """
 
     /// Each target's flags (`--no-delivery` takes no value).
@@ -28,13 +37,18 @@ enum BenchCommand: Command {
         "verify": ["seconds"], "ingest": ["seconds", "no-delivery", "store", "instances"], "soak": ["minutes", "rate"],
         "flood": ["count"],
         "fsync": ["seconds", "folder"],
+        "scale": ["store", "out", "notifications", "pairs", "subscriptions", "keep", "ingest-seconds"],
     ]
 
     static func run(_ arguments: [String]) async throws -> Int32 {
         let all = flags.values.reduce(into: Set<String>()) { $0.formUnion($1) }
-        let a = try Arguments(arguments, valueFlags: all.subtracting(["no-delivery"]), switchFlags: ["no-delivery"])
+        let a = try Arguments(
+            arguments,
+            valueFlags: all.subtracting(["no-delivery", "keep"]),
+            switchFlags: ["no-delivery", "keep"]
+        )
         guard let target = try a.positionals(atMost: 1, for: name).first, let allowed = flags[target] else {
-            throw CommandError.usage("bench needs a target: verify, ingest, soak, flood or fsync")
+            throw CommandError.usage("bench needs a target: verify, ingest, soak, flood, fsync or scale")
         }
         try a.only(allowed, for: "bench \(target)")
         let seconds = try a.number(
@@ -74,6 +88,7 @@ enum BenchCommand: Command {
         guard instances == 1 || store == "postgres" else {
             throw CommandError.usage("--instances above 1 needs --store postgres (one process owns an SQLite store)")
         }
+        let scale = target == "scale" ? try scaleOptions(a, postgres: store == "postgres") : nil
         let line: String
         do {
             switch target {
@@ -93,6 +108,11 @@ enum BenchCommand: Command {
                         FileHandleOutput.stderr("soak: \(progress)\n")
                     }
                 )
+            case "scale":
+                guard let scale else { return 2 }
+                line = JSONOutput.string(
+                    try await ScaleBenchmark.run(scale) { progress in FileHandleOutput.stderr("scale: \(progress)\n") }
+                )
             case "fsync":
                 let folder = a.value("folder") ?? FileManager.default.temporaryDirectory.path()
                 line = JSONOutput.string(try await FsyncBenchmark.run(seconds: seconds, folder: folder))
@@ -103,5 +123,34 @@ enum BenchCommand: Command {
         }
         print(line)
         return 0
+    }
+
+    /// `bench scale`'s flags: `--out`, `--notifications`, `--pairs` and `--subscriptions` are required.
+    static func scaleOptions(_ a: Arguments, postgres: Bool) throws -> ScaleBenchmark.Options {
+        guard let out = a.value("out"), !out.isEmpty else { throw CommandError.usage("bench scale needs --out DIR") }
+        func count(_ name: String, _ range: ClosedRange<Int>) throws -> Int {
+            guard a.value(name) != nil else { throw CommandError.usage("bench scale needs --\(name) N") }
+            return try a.number(
+                name,
+                default: 0,
+                valid: { range.contains($0) },
+                "--\(name) must be \(range.lowerBound)...\(range.upperBound)"
+            )
+        }
+        var options = ScaleBenchmark.Options(
+            out: out,
+            notifications: try count("notifications", 1...100_000_000),
+            pairs: try count("pairs", 0...100_000_000),
+            subscriptions: try count("subscriptions", 1...100_000_000)
+        )
+        options.postgres = postgres
+        options.keep = a.has("keep")
+        options.ingestSeconds = try a.number(
+            "ingest-seconds",
+            default: 10.0,
+            valid: { $0 > 0 && $0 <= 3_600 },
+            "--ingest-seconds must be a number of seconds in (0, 3600]"
+        )
+        return options
     }
 }
