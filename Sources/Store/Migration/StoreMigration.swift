@@ -21,7 +21,8 @@ internal import Darwin
 ///    snapshot, in rowid order (`events.seq` is the SQLite rowid: the arrival order); checks the row counts of both
 ///    sides and the quarantine usage the PostgreSQL trigger counted; sets every `bigserial` sequence past the
 ///    largest id copied; commits. Any failure rolls all of it back.
-/// 4. Counts every table again on a fresh session, for the report.
+/// 4. Vacuums and analyzes every table (statistics for the planner, the visibility map for index-only scans) and
+///    counts it again on a fresh session, for the report.
 ///
 /// Claims (`claimed_by`, `claimed_until`) start empty: every pending job is due to any instance. One generic copier
 /// walks the table list below; a column or table of either schema the list does not name stops the migration before
@@ -239,6 +240,9 @@ public enum StoreMigration {
         }
         var counts: [TableCount] = []
         for table in tables {
+            // The planner's statistics and the visibility map of the tables just filled, as autovacuum would make
+            // them later: the first queries on the new store already read the indexes made for them.
+            try target.execute("VACUUM (ANALYZE) \(quoted(table.name))")
             let n = try rowCount(table.name, in: target) ?? -1
             counts.append(TableCount(table: table.name, source: sourceCounts[table.name] ?? -1, target: n))
         }
