@@ -204,7 +204,7 @@ import Zlib
         #expect(stateJSON.count == 1 && stateJSON[0] == StoredBlob.pack(states[0].json))
     }
 
-    /// A store as the gateway left it before compression: every large value plain, schema version 9.
+    /// A store as the gateway left it before compression: every large value plain, schema version 10.
     static func decompressInPlace(_ path: String) throws {
         let db = try SQLiteDatabase(path: path)
         defer { db.close() }
@@ -219,7 +219,7 @@ import Zlib
                     try c.run("UPDATE \(table) SET \(column) = ? WHERE rowid = ?", [.blob(plain), .integer(rowid)])
                 }
             }
-            try c.run("DELETE FROM schema_migrations WHERE version > 9")
+            try c.run("DELETE FROM schema_migrations WHERE version > 10")
         }
     }
 
