@@ -54,7 +54,7 @@ let package = Package(
         // Every table of the gateway behind one interface; all SQL of the gateway's own store lives here.
         .target(
             name: "Store",
-            dependencies: ["Canonical", "SQLite", "Postgres", "WireJSON", "Threads", "Zlib"],
+            dependencies: ["Canonical", "Crypto", "SQLite", "Postgres", "WireJSON", "Threads", "Zlib"],
             swiftSettings: strict
         ),
         // The database downstream's writers: the team's own tables (public schema, versions) in PostgreSQL or SQLite.

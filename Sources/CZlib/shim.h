@@ -5,5 +5,7 @@
 
 /* inflateInit is a macro (it passes ZLIB_VERSION and sizeof(z_stream)): it does not import. */
 static inline int gateway_inflate_init(z_streamp stream) { return inflateInit(stream); }
+/* deflateInit is a macro too. */
+static inline int gateway_deflate_init(z_streamp stream, int level) { return deflateInit(stream, level); }
 
 #endif

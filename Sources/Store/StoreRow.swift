@@ -19,7 +19,7 @@ protocol StoreRow {
 
 extension SQLiteRow: StoreRow {
     func bytes(_ column: String) -> [UInt8]? { blob(column) }
-    func compressible(_ column: String) -> [UInt8]? { blob(column).flatMap(StoredBlob.unpack) }
+    func compressible(_ column: String) -> [UInt8]? { blob(column).flatMap { StoredBlob.unpack($0) } }
 }
 
 extension PostgresRow: StoreRow {

@@ -37,17 +37,80 @@ public enum Deflate {
         return out
     }
 
+    /// The most bytes of a preset dictionary that reach the start of the data: zlib's window (32 KiB) less its
+    /// lookahead (262 bytes). A longer dictionary's start is never used (zlib keeps only its end).
+    public static let maxDictionaryBytes = 32_768 - 262
+
+    /// `bytes` as one zlib stream with the preset dictionary `dictionary` (RFC 1950's FDICT: the stream names the
+    /// dictionary by its Adler-32 and reads back only with ``decompress(_:dictionary:limit:)`` given the same bytes).
+    /// Its first byte is 0x78 too. An empty dictionary gives the stream ``compress(_:level:)`` writes.
+    public static func compress(
+        _ bytes: [UInt8],
+        dictionary: [UInt8],
+        level: Int32 = defaultLevel
+    ) throws(DeflateError) -> [UInt8] {
+        guard !dictionary.isEmpty else { return try compress(bytes, level: level) }
+        guard (0...9).contains(level) else { throw DeflateError(.invalidArgument, zlib: Z_STREAM_ERROR) }
+        guard let sourceLength = uLong(exactly: bytes.count), let inputLength = UInt32(exactly: bytes.count),
+            let dictionaryLength = UInt32(exactly: dictionary.count)
+        else { throw DeflateError(.tooLarge, zlib: Z_BUF_ERROR) }
+        var stream = z_stream()
+        let initRC = gateway_deflate_init(&stream, level)
+        guard initRC == Z_OK else { throw DeflateError(initRC) }
+        defer { deflateEnd(&stream) }
+        let dictionaryRC = dictionary.withUnsafeBufferPointer { d in
+            deflateSetDictionary(&stream, d.baseAddress, dictionaryLength)
+        }
+        guard dictionaryRC == Z_OK else { throw DeflateError(dictionaryRC) }
+        // compressBound plus the dictionary's id (4 bytes): one call to deflate with Z_FINISH ends the stream.
+        let bound = deflateBound(&stream, sourceLength) + 4
+        guard let capacity = Int(exactly: bound), let outputLength = UInt32(exactly: bound) else {
+            throw DeflateError(.tooLarge, zlib: Z_BUF_ERROR)
+        }
+        var out = [UInt8](repeating: 0, count: capacity)
+        let rc = out.withUnsafeMutableBufferPointer { dst in
+            bytes.withUnsafeBufferPointer { src in
+                var empty: UInt8 = 0
+                return withUnsafeMutablePointer(to: &empty) { fallback in
+                    stream.next_in = src.baseAddress.map { UnsafeMutablePointer(mutating: $0) } ?? fallback
+                    stream.avail_in = inputLength
+                    stream.next_out = dst.baseAddress
+                    stream.avail_out = outputLength
+                    let rc = deflate(&stream, Z_FINISH)
+                    (stream.next_in, stream.next_out) = (nil, nil)
+                    return rc
+                }
+            }
+        }
+        guard rc == Z_STREAM_END, let count = Int(exactly: stream.total_out), count <= capacity else {
+            throw DeflateError(rc == Z_OK ? Z_BUF_ERROR : rc)
+        }
+        out.removeSubrange(count...)
+        return out
+    }
+
     /// The bytes of the one zlib stream `bytes` holds, at most `limit` of them. Throws ``DeflateError``:
     /// `corrupt` (not a zlib stream, a bad checksum, bytes after the stream's end, a preset dictionary),
     /// `truncated` (the input ends inside the stream), `tooLarge` (the output would exceed `limit`), `outOfMemory`.
     public static func decompress(_ bytes: [UInt8], limit: Int) throws(DeflateError) -> [UInt8] {
+        try decompress(bytes, dictionary: nil, limit: limit)
+    }
+
+    /// As ``decompress(_:limit:)``, for a stream written with the preset dictionary `dictionary`
+    /// (``compress(_:dictionary:level:)``). A stream that names another dictionary (its Adler-32 differs) is
+    /// `corrupt`, as is one that names none when `dictionary` is given — so are its bytes with the wrong dictionary.
+    public static func decompress(_ bytes: [UInt8], dictionary: [UInt8]?, limit: Int) throws(DeflateError) -> [UInt8] {
         guard limit >= 0 else { throw DeflateError(.invalidArgument, zlib: Z_STREAM_ERROR) }
         guard let inputLength = UInt32(exactly: bytes.count) else { throw DeflateError(.tooLarge, zlib: Z_BUF_ERROR) }
         guard !bytes.isEmpty else { throw DeflateError(.truncated, zlib: Z_BUF_ERROR) }
+        guard dictionary.map({ UInt32(exactly: $0.count) != nil }) ?? true else {
+            throw DeflateError(.tooLarge, zlib: Z_BUF_ERROR)
+        }
         var stream = z_stream()
         let initRC = gateway_inflate_init(&stream)
         guard initRC == Z_OK else { throw DeflateError(initRC) }
         defer { inflateEnd(&stream) }
+        var dictionaryUsed = false
 
         // Output grows by doubling from a guess (JSON deflates to about a fifth), never past limit + 1: one byte more
         // than the limit is enough to know that the stream is larger.
@@ -80,7 +143,20 @@ public enum Deflate {
                 case Z_STREAM_END:
                     if produced > limit { return .failure(DeflateError(.tooLarge, zlib: rc)) }
                     if stream.avail_in != 0 { return .failure(DeflateError(.corrupt, zlib: Z_DATA_ERROR)) }
+                    if dictionary != nil && !dictionaryUsed {
+                        return .failure(DeflateError(.corrupt, zlib: Z_DATA_ERROR))
+                    }
                     return .success(())
+                case Z_NEED_DICT:
+                    // Once only, and only the dictionary the caller named: inflateSetDictionary checks its Adler-32
+                    // against the stream's (Z_DATA_ERROR when they differ).
+                    guard let dictionary, !dictionaryUsed else { return .failure(DeflateError(rc)) }
+                    dictionaryUsed = true
+                    let setRC = dictionary.withUnsafeBufferPointer { d in
+                        inflateSetDictionary(&stream, d.baseAddress, UInt32(d.count))
+                    }
+                    guard setRC == Z_OK else { return .failure(DeflateError(.corrupt, zlib: setRC)) }
+                    continue
                 case Z_OK:
                     continue
                 case Z_BUF_ERROR where stream.avail_out == 0:

@@ -204,21 +204,24 @@ import Zlib
         #expect(stateJSON.count == 1 && stateJSON[0] == StoredBlob.pack(states[0].json))
     }
 
-    /// A store as the gateway left it before compression: every large value plain, schema version 10.
+    /// A store as the gateway left it before compression: every large value plain (also those compressed with a
+    /// preset dictionary), no `blob_dictionaries`, schema version 10.
     static func decompressInPlace(_ path: String) throws {
         let db = try SQLiteDatabase(path: path)
         defer { db.close() }
         try db.write { c in
+            let dictionaries = try BlobDictionaries.all(on: c)
             for (table, column) in [
                 ("journal", "body"), ("events", "json"), ("subscription_state", "json"), ("snapshots", "json"),
                 ("compare_ledger", "v1_json"), ("compare_ledger", "v2_json"),
             ] {
                 for row in try c.query("SELECT rowid AS r, \(column) AS v FROM \(table) WHERE \(column) IS NOT NULL") {
                     guard let stored = row.blob("v"), let rowid = row.int64("r") else { continue }
-                    let plain = try #require(StoredBlob.unpack(stored))
+                    let plain = try #require(StoredBlob.unpack(stored, dictionaries: dictionaries))
                     try c.run("UPDATE \(table) SET \(column) = ? WHERE rowid = ?", [.blob(plain), .integer(rowid)])
                 }
             }
+            try c.execute("DROP TABLE IF EXISTS blob_dictionaries")
             try c.run("DELETE FROM schema_migrations WHERE version > 10")
         }
     }
@@ -247,7 +250,7 @@ import Zlib
         #expect(after.ledger.last?.v1 != nil && after.ledger.last?.v2 != nil)
         upgraded.close()
         let versions = try Self.raw(path, "SELECT CAST(version AS BLOB) FROM schema_migrations ORDER BY version")
-        #expect(versions.last == Array("11".utf8))
+        #expect(versions.last == Array("12".utf8))
 
         let bodies = try Self.raw(path, "SELECT body FROM journal WHERE body IS NOT NULL ORDER BY id")
         #expect(zip(bodies, plainBodies).allSatisfy { $0 == StoredBlob.pack($1) })

@@ -199,7 +199,8 @@ public enum StoreMigration {
         ),
     ]
     /// Tables of both schemas that are not copied: each side's own migration record, and the usage the trigger keeps.
-    static let notCopied: Set<String> = ["schema_migrations", "quarantine_usage"]
+    /// `blob_dictionaries` is SQLite's only: the bodies that use one are copied plain.
+    static let notCopied: Set<String> = ["schema_migrations", "quarantine_usage", "blob_dictionaries"]
 
     /// Rows read from SQLite at a time, and most rows and bytes per INSERT.
     static let pageRows = 256
@@ -279,8 +280,15 @@ public enum StoreMigration {
             )
         }
         var sourceCounts: [String: Int64] = [:]
+        let dictionaries = try BlobDictionaries.all(on: s)
         for table in tables {
-            sourceCounts[table.name] = try copyTable(table, types: types[table.name] ?? [:], from: s, to: p)
+            sourceCounts[table.name] = try copyTable(
+                table,
+                types: types[table.name] ?? [:],
+                dictionaries: dictionaries,
+                from: s,
+                to: p
+            )
             let copied = try rowCount(table.name, in: p)
             guard copied == sourceCounts[table.name] else {
                 throw Refusal(
@@ -357,6 +365,7 @@ public enum StoreMigration {
     static func copyTable(
         _ table: Table,
         types: [String: String],
+        dictionaries: [Int64: [UInt8]] = [:],
         from s: SQLiteConnection,
         to p: PostgresConnection
     ) throws -> Int64 {
@@ -376,7 +385,13 @@ public enum StoreMigration {
                 for (i, column) in table.columns.enumerated() {
                     let value = try convert(
                         table.compressed.contains(column)
-                            ? try plain(row[i + 1], table: table.name, column: column, rowid: row.int64("_rowid"))
+                            ? try plain(
+                                row[i + 1],
+                                table: table.name,
+                                column: column,
+                                rowid: row.int64("_rowid"),
+                                dictionaries: dictionaries
+                            )
                             : row[i + 1],
                         to: types[column] ?? "",
                         table: table.name,
@@ -419,9 +434,15 @@ public enum StoreMigration {
 
     /// A value of a column SQLite stores compressed, plain. A value that does not decompress stops the migration
     /// (nothing is copied): the error names the row by rowid, never its content.
-    static func plain(_ value: SQLiteValue, table: String, column: String, rowid: Int64?) throws -> SQLiteValue {
+    static func plain(
+        _ value: SQLiteValue,
+        table: String,
+        column: String,
+        rowid: Int64?,
+        dictionaries: [Int64: [UInt8]] = [:]
+    ) throws -> SQLiteValue {
         guard case .blob(let stored) = value else { return value }
-        guard let plain = StoredBlob.unpack(stored) else {
+        guard let plain = StoredBlob.unpack(stored, dictionaries: dictionaries) else {
             throw Refusal(
                 "\(table).\(column) of rowid \(rowid.map(String.init) ?? "?"): a compressed value that does not "
                     + "decompress (the SQLite file is damaged); nothing was copied"

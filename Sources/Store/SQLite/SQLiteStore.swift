@@ -16,6 +16,8 @@ public final class SQLiteStore: GatewayStore {
 
     let database: SQLiteDatabase
     let writer: JournalWriter<SQLiteDatabase>
+    /// The V2 bodies' preset dictionaries, shared by the writer and the readers.
+    let dictionaries = BlobDictionaries()
 
     /// Opens (creating it and its folder) the store file and applies the schema's migrations. A file or folder created
     /// here is its owner's alone (files 0600, folders 0700, whatever the umask); existing ones keep their mode
@@ -56,20 +58,31 @@ public final class SQLiteStore: GatewayStore {
         bytes: Int,
         _ body: @escaping @Sendable (any StoreTransaction) throws -> T
     ) throws -> T {
-        try writer.perform(bytes: bytes) { c in try body(SQLiteTransaction(c)) }
+        let dictionaries = self.dictionaries
+        return try writer.perform(bytes: bytes) { c in
+            try body(SQLiteTransaction(c, dictionaries: dictionaries, committed: false))
+        }
     }
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
-        try await writer.performAsync { c in try body(SQLiteTransaction(c)) }
+        let dictionaries = self.dictionaries
+        return try await writer.performAsync { c in
+            try body(SQLiteTransaction(c, dictionaries: dictionaries, committed: false))
+        }
     }
 
     public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
-        try database.readTransaction { c in try body(SQLiteTransaction(c)) }
+        try database.readTransaction { c in try body(SQLiteTransaction(c, dictionaries: dictionaries, committed: true))
+        }
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
-        let database = self.database
-        return try await Blocking.run { try database.readTransaction { c in try body(SQLiteTransaction(c)) } }
+        let (database, dictionaries) = (self.database, self.dictionaries)
+        return try await Blocking.run {
+            try database.readTransaction { c in
+                try body(SQLiteTransaction(c, dictionaries: dictionaries, committed: true))
+            }
+        }
     }
 
     public var isClosing: Bool { writer.isStopping }

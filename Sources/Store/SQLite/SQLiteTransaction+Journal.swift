@@ -33,6 +33,8 @@ extension SQLiteTransaction: JournalRows {
     }
 
     private func insertJournal(_ item: JournalItem, authority: Generation) throws -> JournalOutcome {
+        // A V2 body with its header's preset dictionary (its row inserted in this transaction when new).
+        let body = try c.dictionaries.pack(item.body, on: c.raw)
         let inserted = try c.run(
             """
             INSERT INTO journal (notification_key, version, received_at, origin, bundle_id, environment, notification_type,
@@ -43,7 +45,7 @@ extension SQLiteTransaction: JournalRows {
                 .text(item.key), .text(item.version.rawValue), .integer(item.receivedAt), .text(item.origin.rawValue),
                 SQLiteValue(item.bundleID),
                 SQLiteValue(item.environment?.rawValue), SQLiteValue(item.notificationType), SQLiteValue(item.subtype),
-                SQLiteValue(item.secretName), SQLiteValue(item.leafSerial), .blob(StoredBlob.pack(item.body)),
+                SQLiteValue(item.secretName), SQLiteValue(item.leafSerial), .blob(body),
                 .text(authority.rawValue),
             ]
         )

@@ -10,7 +10,7 @@ extension SQLiteTransaction: QuarantineRows {
     /// With `secure_delete` on for the update: SQLite then zeroes the space the old body and text leave behind (in the
     /// row's page and its freed overflow pages) instead of leaving their bytes in free space.
     func rewriteQuarantined(_ r: QuarantineRecord) throws {
-        try c.withSecureDelete { try updateRewritten(r) }
+        try c.raw.withSecureDelete { try updateRewritten(r) }
     }
 }
 

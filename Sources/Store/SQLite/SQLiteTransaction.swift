@@ -6,6 +6,9 @@ internal import SQLite
 /// the claims (reads: one process owns the store), the journal's inserts (the rowid is the arrival order) and the
 /// quarantine's `secure_delete`. Valid only inside the closure the connection was lent to.
 struct SQLiteTransaction: SQLTransaction {
-    let c: SQLiteConnection
-    init(_ c: SQLiteConnection) { self.c = c }
+    let c: SQLiteStoreConnection
+    /// `committed`: a reader's connection (``SQLiteStoreConnection/committed``).
+    init(_ c: SQLiteConnection, dictionaries: BlobDictionaries, committed: Bool) {
+        self.c = SQLiteStoreConnection(raw: c, dictionaries: dictionaries, committed: committed)
+    }
 }

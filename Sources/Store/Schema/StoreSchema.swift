@@ -374,6 +374,17 @@ enum StoreSchema {
         },
         // SQLite only: PostgreSQL compresses these values itself (TOAST).
         SchemaStep(sqlite: 11, postgres: nil) { _ in sqliteCompressRows },
+        // SQLite only: the outer JWS headers whose preset zlib dictionaries V2 bodies are compressed with
+        // (``BlobDictionaries``). Rows are only added, never changed or deleted: a body names its header's id.
+        SchemaStep(sqlite: 12, postgres: nil) { _ in
+            """
+            CREATE TABLE blob_dictionaries (
+                id INTEGER PRIMARY KEY,
+                header_digest BLOB NOT NULL UNIQUE,
+                header BLOB NOT NULL
+            );
+            """
+        },
     ]
 
     /// SQLite stores bodies and JSON compressed (``StoredBlob``): the rows written before are compressed once, by

@@ -1,0 +1,177 @@
+internal import Crypto
+internal import SQLite
+internal import Synchronization
+internal import Zlib
+
+/// The preset zlib dictionaries of the SQLite store's V2 bodies (``StoredBlob``), one per outer JWS header.
+///
+/// A V2 body `{"signedPayload":"H.P.S"}` carries Apple's certificate chain three times: in its header H, and in the
+/// headers of `signedTransactionInfo` and `signedRenewalInfo` — the same text, base64url-encoded a second time as
+/// part of P, at one of three byte alignments. zlib sees none of them as repeats of H; with H and its three encodings
+/// as a preset dictionary it sees all three. Only H is stored (`blob_dictionaries`, SQLite only): the dictionary is
+/// rebuilt from it.
+///
+/// One per store, shared by the writer and the reader connections. It learns an id → dictionary only from what a
+/// reader connection read (committed rows) and never from the writer's own uncommitted rows: a batch that rolls back
+/// gives its ids back, and the next insert may reuse one for another header. What is learnt from a header's own bytes
+/// (its dictionary, by digest) is true whatever happens to the row.
+final class BlobDictionaries: Sendable {
+    struct Entry: Sendable {
+        var id: Int64
+        var digest: [UInt8]
+        var dictionary: [UInt8]
+    }
+
+    private struct State {
+        /// Committed rows: id → entry, digest → id.
+        var byID: [Int64: Entry] = [:]
+        var idByDigest: [[UInt8]: Int64] = [:]
+        /// Dictionaries built from a header, by its digest (whether or not its row is committed).
+        var built: [[UInt8]: [UInt8]] = [:]
+    }
+
+    private let state = Mutex(State())
+
+    /// Most headers whose dictionary is kept (a store sees a handful: Apple's chain changes rarely).
+    static let maxEntries = 256
+
+    init() {}
+
+    // MARK: Writing
+
+    /// `body` as the writer stores it: a V2 body with its header's dictionary (inserting the header's row in the
+    /// transaction on `c` when it is new), any other value as ``StoredBlob/pack(_:)`` does.
+    func pack(_ body: [UInt8], on c: SQLiteConnection) throws -> [UInt8] {
+        guard let header = StoredBlob.v2Header(body) else { return StoredBlob.pack(body) }
+        let digest = SHA256.hash(header)
+        let (known, built) = state.withLock { ($0.idByDigest[digest], $0.built[digest]) }
+        let dictionary = built ?? StoredBlob.dictionary(header: header)
+        if built == nil { state.withLock { if $0.built.count < Self.maxEntries { $0.built[digest] = dictionary } } }
+        let id: Int64
+        if let known {
+            id = known
+        } else if let row = try c.queryOne(
+            "SELECT id, header FROM blob_dictionaries WHERE header_digest = ?",
+            [.blob(digest)]
+        ) {
+            // A row of another header under this digest (a damaged file): the body is stored without a dictionary.
+            guard let rowID = row.int64("id"), row.blob("header") == header else { return StoredBlob.pack(body) }
+            id = rowID
+        } else {
+            try c.run(
+                "INSERT INTO blob_dictionaries (header_digest, header) VALUES (?, ?)",
+                [.blob(digest), .blob(header)]
+            )
+            id = c.lastInsertRowID
+        }
+        return StoredBlob.pack(body, dictionaryID: id, dictionary: dictionary)
+    }
+
+    // MARK: Reading
+
+    /// The dictionaries that the values of `rows` name, by id: known ones from the cache, others read on `c` (a
+    /// reader's committed rows are remembered; the writer's may still roll back, so are not). An id that has no row
+    /// is left out: its value reads as missing.
+    func resolve(_ rows: [SQLiteRow], on c: SQLiteConnection, committed: Bool) -> [Int64: [UInt8]] {
+        var ids: Set<Int64> = []
+        for row in rows {
+            for value in row.values {
+                if case .blob(let b) = value, let id = StoredBlob.dictionaryID(b) { ids.insert(id) }
+            }
+        }
+        guard !ids.isEmpty else { return [:] }
+        var found: [Int64: [UInt8]] = state.withLock { s in
+            var found: [Int64: [UInt8]] = [:]
+            for id in ids { if let e = s.byID[id] { found[id] = e.dictionary } }
+            return found
+        }
+        for id in ids where found[id] == nil {
+            guard let entry = try? Self.load(id, on: c) else { continue }
+            found[id] = entry.dictionary
+            if committed {
+                state.withLock { s in
+                    guard s.byID.count < Self.maxEntries else { return }
+                    s.byID[id] = entry
+                    s.idByDigest[entry.digest] = id
+                }
+            }
+        }
+        return found
+    }
+
+    /// The row `id` of `blob_dictionaries` with its dictionary; nil when there is none (or no such table).
+    static func load(_ id: Int64, on c: SQLiteConnection) throws -> Entry? {
+        guard
+            let row = try c.queryOne(
+                "SELECT header_digest, header FROM blob_dictionaries WHERE id = ?",
+                [.integer(id)]
+            ),
+            let digest = row.blob("header_digest"), let header = row.blob("header")
+        else { return nil }
+        return Entry(id: id, digest: digest, dictionary: StoredBlob.dictionary(header: header[...]))
+    }
+
+    /// Every dictionary of the store at `c`, by id (`migrate-store`: the table is small); empty when it has none.
+    static func all(on c: SQLiteConnection) throws -> [Int64: [UInt8]] {
+        let exists = try c.queryOne(
+            "SELECT 1 AS y FROM sqlite_master WHERE type = 'table' AND name = 'blob_dictionaries'"
+        )
+        guard exists != nil else { return [:] }
+        var all: [Int64: [UInt8]] = [:]
+        for row in try c.query("SELECT id, header FROM blob_dictionaries") {
+            guard let id = row.int64("id"), let header = row.blob("header") else { continue }
+            all[id] = StoredBlob.dictionary(header: header[...])
+        }
+        return all
+    }
+}
+
+/// The connection a ``SQLiteTransaction`` works on: the SQLite connection and its store's ``BlobDictionaries``. Its
+/// rows carry the dictionaries their values name, so that ``StoreRow/compressible(_:)`` reads every stored format.
+struct SQLiteStoreConnection: StoreConnection {
+    let raw: SQLiteConnection
+    let dictionaries: BlobDictionaries
+    /// A reader's connection (it sees committed rows only); false for the writer's.
+    let committed: Bool
+
+    static var dialect: Dialect { .sqlite }
+
+    @discardableResult
+    func run(_ sql: SQL, _ values: [StoreValue]) throws -> Int { try raw.run(sql.sqlite, values.map(\.sqlite)) }
+    func query(_ sql: SQL, _ values: [StoreValue]) throws -> [SQLiteStoreRow] {
+        try query(sql.sqlite, values.map(\.sqlite))
+    }
+    func queryOne(_ sql: SQL, _ values: [StoreValue]) throws -> SQLiteStoreRow? {
+        try queryOne(sql.sqlite, values.map(\.sqlite))
+    }
+
+    @discardableResult
+    func run(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> Int { try raw.run(sql, bindings) }
+    func query(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> [SQLiteStoreRow] {
+        try wrap(raw.query(sql, bindings))
+    }
+    func queryOne(_ sql: String, _ bindings: [SQLiteValue] = []) throws -> SQLiteStoreRow? {
+        try wrap(raw.queryOne(sql, bindings).map { [$0] } ?? []).first
+    }
+    var lastInsertRowID: Int64 { raw.lastInsertRowID }
+
+    private func wrap(_ rows: [SQLiteRow]) -> [SQLiteStoreRow] {
+        let found = dictionaries.resolve(rows, on: raw, committed: committed)
+        return rows.map { SQLiteStoreRow(row: $0, dictionaries: found) }
+    }
+}
+
+/// An SQLite row with the dictionaries its values name (``BlobDictionaries/resolve(_:on:committed:)``).
+struct SQLiteStoreRow: StoreRow, Sendable {
+    let row: SQLiteRow
+    let dictionaries: [Int64: [UInt8]]
+
+    func string(_ column: String) -> String? { row.string(column) }
+    func int64(_ column: String) -> Int64? { row.int64(column) }
+    func int(_ column: String) -> Int? { row.int(column) }
+    func bool(_ column: String) -> Bool? { row.bool(column) }
+    func bytes(_ column: String) -> [UInt8]? { row.blob(column) }
+    func compressible(_ column: String) -> [UInt8]? {
+        row.blob(column).flatMap { StoredBlob.unpack($0, dictionaries: dictionaries) }
+    }
+}

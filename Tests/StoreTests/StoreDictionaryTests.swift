@@ -1,0 +1,184 @@
+import Canonical
+import Foundation
+import Postgres
+import SQLite
+import TestSupport
+import Testing
+import Zlib
+
+@testable import Store
+
+/// V2 bodies compressed with a preset dictionary built from their outer JWS header (``BlobDictionaries``): the
+/// certificate chain they carry three times is stored once per store, in `blob_dictionaries`.
+@Suite struct StoreDictionaryTests {
+    /// Apple's real sandbox V2 bodies, as the gateway journals them.
+    static func v2Bodies() -> [(name: String, body: [UInt8])] {
+        Fixtures.names(in: "v2").filter { !$0.hasSuffix(".receipt.json") }.compactMap { name in
+            guard let token = try? Fixtures.token("v2/" + name) else { return nil }
+            return (name, Array(#"{"signedPayload":""#.utf8) + token + Array(#""}"#.utf8))
+        }
+    }
+
+    static func journal(_ store: SQLiteStore, _ bodies: [[UInt8]], prefix: String = "dict") throws {
+        _ = try store.write { tx in
+            try tx.seedAuthority(
+                [
+                    AuthorityEntry(
+                        bundleID: StoreCompressionTests.bundle,
+                        environment: .sandbox,
+                        authority: .v2,
+                        origin: .config
+                    )
+                ],
+                now: 1
+            )
+        }
+        _ = try store.write { tx in
+            for (n, body) in bodies.enumerated() {
+                var item = JournalItem(key: "\(prefix)-\(n)", version: .v2, receivedAt: 100 + Int64(n), body: body)
+                (item.bundleID, item.environment) = (StoreCompressionTests.bundle, .sandbox)
+                _ = try tx.journal(item, routing: TestRouting(), now: 100)
+            }
+        }
+    }
+
+    @Test func aStreamWithADictionaryReadsBackOnlyWithThatDictionary() throws {
+        let dictionary = Array(
+            String(repeating: "MIIEMTCCA7agAwIBAgIQaPoPldvpSoEH0lBrjDPv9jAKBggqhkjOPQQDAzB1", count: 40).utf8
+        )
+        let text = Array(
+            ("{\"x5c\":\""
+                + String(repeating: "MIIEMTCCA7agAwIBAgIQaPoPldvpSoEH0lBrjDPv9jAKBggqhkjOPQQDAzB1", count: 30) + "\"}")
+                .utf8
+        )
+        let packed = try Deflate.compress(text, dictionary: dictionary, level: 1)
+        #expect(packed.first == Deflate.headerByte)
+        #expect(packed.count < (try Deflate.compress(text, level: 1)).count)
+        #expect(try Deflate.decompress(packed, dictionary: dictionary, limit: text.count) == text)
+        #expect(StoreCompressionTests.code { try Deflate.decompress(packed, limit: 1 << 20) } == .corrupt)
+        var other = dictionary
+        other[0] ^= 1
+        #expect(
+            StoreCompressionTests.code { try Deflate.decompress(packed, dictionary: other, limit: 1 << 20) } == .corrupt
+        )
+        #expect(
+            StoreCompressionTests.code { try Deflate.decompress(packed, dictionary: dictionary, limit: 10) }
+                == .tooLarge
+        )
+        // A stream without a dictionary does not read as one that had it.
+        let plainStream = try Deflate.compress(text)
+        #expect(
+            StoreCompressionTests.code { try Deflate.decompress(plainStream, dictionary: dictionary, limit: 1 << 20) }
+                == .corrupt
+        )
+        for n in 0..<packed.count {
+            #expect(
+                StoreCompressionTests.code {
+                    try Deflate.decompress(Array(packed.prefix(n)), dictionary: dictionary, limit: 1 << 20)
+                } != nil
+            )
+        }
+        // The stored format: marker, id, stream; unknown ids read as missing.
+        let body =
+            Array(#"{"signedPayload":""#.utf8)
+            + Array(String(repeating: "eyJhbGciOiJFUzI1NiIsIng1YyI6WyJNSUlF", count: 20).utf8)
+            + Array(".eyJub3RpZmljYXRpb25UeXBlIjoiVEVTVCJ9.c2ln\"}".utf8)
+        let header = try #require(StoredBlob.v2Header(body))
+        let stored = StoredBlob.pack(body, dictionaryID: 7, dictionary: StoredBlob.dictionary(header: header))
+        #expect(stored.first == StoredBlob.dictionaryMarker && StoredBlob.dictionaryID(stored) == 7)
+        #expect(StoredBlob.unpack(stored, dictionaries: [7: StoredBlob.dictionary(header: header)]) == body)
+        #expect(StoredBlob.unpack(stored) == nil)
+        #expect(StoredBlob.unpack(stored, dictionaries: [7: Array("other".utf8)]) == nil)
+        #expect(StoredBlob.v2Header(Array(#"{"signedPayload":"abc.def"}"#.utf8)) == nil)  // too short
+        #expect(StoredBlob.v2Header(Array(#"{"other":"x"}"#.utf8)) == nil)
+        #expect(StoredBlob.base64URL(Array("hello?>".utf8)) == Array("aGVsbG8_Pg".utf8))
+    }
+
+    @Test func everyRealV2BodyIsStoredSmallAndReadsBackIdentical() throws {
+        let samples = Self.v2Bodies()
+        #expect(samples.count >= 10)
+        let directory = try Scratch.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/store.db"
+        let store = try SQLiteStore(path: path)
+        try Self.journal(store, samples.map(\.body))
+        let entries = try store.read { tx in try tx.journalEntries(id: nil, key: nil, limit: 1_000) }
+        store.close()
+        #expect(Set(entries.compactMap(\.body)) == Set(samples.map(\.body)))
+        #expect(entries.count == samples.count)
+
+        let stored = try StoreCompressionTests.raw(path, "SELECT body FROM journal ORDER BY id")
+        let headers = try StoreCompressionTests.raw(path, "SELECT header FROM blob_dictionaries")
+        #expect(!headers.isEmpty && headers.count <= 3)
+        for (sample, value) in zip(samples, stored) {
+            let zlibOnly = StoredBlob.pack(sample.body).count
+            print("dictionary: \(sample.name): \(sample.body.count) bytes, zlib \(zlibOnly), dictionary \(value.count)")
+            #expect(value.first == StoredBlob.dictionaryMarker, "\(sample.name)")
+            #expect(value.count < 2_200 && value.count * 3 < zlibOnly, "\(sample.name): \(value.count)")
+        }
+
+        // Opened again (an empty cache): the readers load the dictionaries from the table.
+        let reopened = try SQLiteStore(path: path)
+        let again = try reopened.read { tx in try tx.journalEntries(id: nil, key: nil, limit: 1_000) }
+        reopened.close()
+        #expect(again.map(\.body) == entries.map(\.body))
+    }
+
+    @Test func aDamagedOrMissingDictionaryReadsAsAMissingBody() throws {
+        let samples = Self.v2Bodies()
+        let directory = try Scratch.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/store.db"
+        let store = try SQLiteStore(path: path)
+        try Self.journal(store, Array(samples.prefix(2).map(\.body)))
+        store.close()
+
+        let db = try SQLiteDatabase(path: path)
+        try db.write { c in
+            try c.run("UPDATE blob_dictionaries SET header = substr(header, 2) || 'A'")
+        }
+        db.close()
+        let damaged = try SQLiteStore(path: path)
+        let entries = try damaged.read { tx in try tx.journalEntries(id: nil, key: nil, limit: 10) }
+        damaged.close()
+        #expect(entries.count == 2 && entries.allSatisfy { $0.body == nil })
+
+        let db2 = try SQLiteDatabase(path: path)
+        try db2.write { c in try c.run("DELETE FROM blob_dictionaries") }
+        db2.close()
+        let missing = try SQLiteStore(path: path)
+        let none = try missing.read { tx in try tx.journalEntries(id: nil, key: nil, limit: 10) }
+        // The writer, in the transaction that stores a body, adds its header again (under a new id).
+        try Self.journal(missing, [samples[0].body + Array(" ".utf8)], prefix: "later")
+        let later = try missing.read { tx in try tx.journalEntries(id: nil, key: nil, limit: 10) }
+        missing.close()
+        #expect(none.count == 2 && none.allSatisfy { $0.body == nil })
+        // The header came back under the id the bodies name (SQLite reuses the largest rowid + 1): they read again.
+        #expect(later.compactMap(\.body).count == 3)
+        #expect(later.compactMap(\.body).contains(samples[0].body + Array(" ".utf8)))
+    }
+
+    @Test(.enabled(if: TestDatabase.url != nil, "IAPGW_TEST_DATABASE_URL is not set (run under scripts/with-postgres)"))
+    func migrateStoreCopiesDictionaryBodiesPlain() throws {
+        let samples = Self.v2Bodies()
+        let directory = try Scratch.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/gateway.db"
+        let sqlite = try SQLiteStore(path: path)
+        try Self.journal(sqlite, samples.map(\.body))
+        sqlite.close()
+        #expect(
+            try StoreCompressionTests.raw(path, "SELECT body FROM journal").allSatisfy {
+                $0.first == StoredBlob.dictionaryMarker
+            }
+        )
+
+        let schema = try TestSchema()
+        let report = try StoreMigration.sqliteToPostgres(sqlitePath: path, postgresURL: schema.url)
+        #expect(report.verified)
+        let c = try PostgresConnection(schema.url, label: "dictionary test")
+        defer { c.close() }
+        let bodies = try c.query("SELECT body FROM journal ORDER BY id").compactMap { $0.bytes("body") }
+        #expect(bodies == samples.map(\.body))
+    }
+}
