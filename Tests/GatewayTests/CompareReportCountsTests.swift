@@ -117,9 +117,16 @@ import Testing
         }
         // The whole report, as `report` and `/admin/report` build it, over the rule's window.
         let report = try ledger.report(since: 20_002 * Self.day, until: 20_009 * Self.day)
-        let production = try #require(report.bundles.first { $0.bundleID == "com.example.gateway" && $0.environment == "production" })
+        let production = try #require(
+            report.bundles.first { $0.bundleID == "com.example.gateway" && $0.environment == "production" }
+        )
         let all = try h.store.read { tx in
-            try tx.ledger(bundleID: "com.example.gateway", environment: .production, from: 20_002 * Self.day, to: 20_009 * Self.day)
+            try tx.ledger(
+                bundleID: "com.example.gateway",
+                environment: .production,
+                from: 20_002 * Self.day,
+                to: 20_009 * Self.day
+            )
         }
         let reference = Self.walked(all, examples: 3)
         #expect(production.pairs == reference.pairs && production.pairs > 500)

@@ -199,8 +199,9 @@ extension StoreTests {
         let store = try #require(f.store as? SQLiteStore)
         let expected: [(SQL, parameters: Int, String)] = [
             (.ledgerCount, 5, "USING COVERING INDEX compare_ledger_outcome"),
+            (.ledgerNext, 5, "USING COVERING INDEX compare_ledger_outcome"),
             (.ledgerFieldSets, 4, "USING COVERING INDEX compare_ledger_outcome"),
-            (.ledgerExamples, 7, "USING COVERING INDEX compare_ledger_outcome"),
+            (.ledgerExamples, 7, "USING INDEX compare_ledger_outcome"),
             (.eventCountBySource, 5, "USING COVERING INDEX events_bundle_source"),
             (.redeliveryPage, 5, "USING COVERING INDEX outbox_created"),
             (.purgeBodies, 3, "journal_unpurged"),

@@ -91,9 +91,16 @@ extension SQLTransaction {
         guard from < to else { return tally }
         for outcome in CompareOutcome.allCases { tally.outcomes[outcome] = try count(outcome, from, to) }
         if byDay, (tally.outcomes[.agree] ?? 0) + (tally.outcomes[.disagree] ?? 0) > 0 {
+            // Only the days that hold a pair are visited: each step finds the next pair on the index (two MIN
+            // lookups), so a window of years with a few busy days costs those days, not every day in between.
             let dayMillis: Int64 = 86_400_000
-            var day = from >= 0 ? from / dayMillis * dayMillis : (from - dayMillis + 1) / dayMillis * dayMillis
-            while day < to {
+            var cursor = from
+            while cursor < to {
+                let next = try [CompareOutcome.agree, .disagree].compactMap {
+                    try c.queryOne(.ledgerNext, key + [.text($0.rawValue), .int64(cursor), .int64(to)])?.int64("t")
+                }.min()
+                guard let next else { break }
+                let day = next >= 0 ? next / dayMillis * dayMillis : (next - dayMillis + 1) / dayMillis * dayMillis
                 let (lower, upper) = (max(from, day), min(to, day.clampedAdding(dayMillis)))
                 let d = LedgerTally.Day(
                     start: day,
@@ -101,7 +108,7 @@ extension SQLTransaction {
                     disagreements: try count(.disagree, lower, upper)
                 )
                 if d.agreements + d.disagreements > 0 { tally.daily.append(d) }
-                day = upper
+                cursor = upper
             }
         }
         if (tally.outcomes[.disagree] ?? 0) > 0 {
@@ -211,6 +218,14 @@ extension SQL {
     static let ledgerCount = SQL(
         """
         SELECT COUNT(*) AS n FROM compare_ledger
+        WHERE bundle_id = $1 AND environment = $2 AND outcome = $3 AND compared_at >= $4 AND compared_at < $5
+        """
+    )
+
+    /// The first pair of one outcome compared in [$4, $5): one step down the index.
+    static let ledgerNext = SQL(
+        """
+        SELECT MIN(compared_at) AS t FROM compare_ledger
         WHERE bundle_id = $1 AND environment = $2 AND outcome = $3 AND compared_at >= $4 AND compared_at < $5
         """
     )
