@@ -1,5 +1,6 @@
 import Canonical
 import Store
+import TestSupport
 import Testing
 
 @testable import Gateway
@@ -8,14 +9,6 @@ import Testing
 /// walk over every ledger row of the window says — counts, rates per day, disagreements per field with their first
 /// examples, one-sided rows with theirs — for windows on and off day boundaries.
 @Suite struct CompareReportCountsTests {
-    struct Generator {
-        var state: UInt64
-        mutating func next(_ n: Int) -> Int {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Int((state >> 33) % UInt64(n))
-        }
-    }
-
     static let day: Int64 = 86_400_000
 
     /// What the report said when it walked every row (the reference).
@@ -50,7 +43,7 @@ import Testing
     @Test func theCountedReportIsTheReportOfEveryRow() throws {
         let h = try GatewayHarness()
         defer { h.close() }
-        var g = Generator(state: 7)
+        var g = SeededGenerator(state: 7)
         let fieldSets = [
             ["expires_date"], ["auto_renew"], ["entitlement", "expires_date"], ["product_id"], ["revocation_date"],
         ]

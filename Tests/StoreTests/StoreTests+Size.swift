@@ -1,5 +1,6 @@
 import Canonical
 import Foundation
+import TestSupport
 import Testing
 
 @testable import Store
@@ -8,20 +9,11 @@ import Testing
 /// examples, replay and retention a page at a time, and the status read off the newest ids — each checked against the
 /// rows it stands for, and the statements against the indexes that answer them.
 extension StoreTests {
-    /// A small deterministic generator (the same ledger every run).
-    struct Generator {
-        var state: UInt64
-        mutating func next(_ n: Int) -> Int {
-            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
-            return Int((state >> 33) % UInt64(n))
-        }
-    }
-
     static let day: Int64 = 86_400_000
 
     /// 700 ledger rows over two bundles, both environments and nine days, many sharing a millisecond.
     static func seedLedger(_ f: Fixture) throws {
-        var g = Generator(state: 42)
+        var g = SeededGenerator(state: 42)
         let fieldSets = [["expires_date"], ["auto_renew"], ["entitlement", "expires_date"], ["product_id"]]
         var entries: [LedgerEntry] = []
         for _ in 0..<700 {
