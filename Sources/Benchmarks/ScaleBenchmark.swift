@@ -93,10 +93,16 @@ public enum ScaleBenchmark {
         public var v1: Int
         public var v2: Int
         public var events: Int
+        /// Of `events`: the V1 path's events of V2 notifications that stand alone (their receipt jobs settled).
+        public var v1Views: Int
         public var ledger: Int
         public var delivered: Int
         public var dead: Int
         public var pending: Int
+        enum CodingKeys: String, CodingKey {
+            case journal, v1, v2, events, ledger, delivered, dead, pending
+            case v1Views = "v1_views"
+        }
     }
 
     public struct Result: Encodable, Sendable {
@@ -397,6 +403,7 @@ public enum ScaleBenchmark {
                 v1: counts.v1,
                 v2: counts.v2,
                 events: events,
+                v1Views: counts.v1Views,
                 ledger: counts.ledger,
                 delivered: counts.delivered,
                 dead: counts.dead,

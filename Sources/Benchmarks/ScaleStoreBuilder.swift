@@ -48,6 +48,8 @@ struct ScaleStoreBuilder: Sendable {
         var delivered = 0
         var dead = 0
         var pending = 0
+        /// V1 path events of V2 notifications that stand alone (``JournalRows``'s V1 view).
+        var v1Views = 0
     }
 
     /// The pieces of a token signed once by the bench PKI: `header.` and `.signature`.
@@ -118,6 +120,7 @@ struct ScaleStoreBuilder: Sendable {
             counts.delivered += settled.delivered
             counts.dead += settled.dead
             counts.pending += settled.pending
+            counts.v1Views += settled.v1Views
             from = to
             progress("notifications \(to)/\(notifications) (\(Self.seconds(clock.now - began)) s)")
         }
@@ -145,7 +148,7 @@ struct ScaleStoreBuilder: Sendable {
         _ prepared: [Prepared],
         leavePending: Bool
     ) async throws -> (
-        delivered: Int, dead: Int, pending: Int
+        delivered: Int, dead: Int, pending: Int, v1Views: Int
     ) {
         let router = self.router
         let names = router.downstreamNames
@@ -153,13 +156,36 @@ struct ScaleStoreBuilder: Sendable {
         let bundle = Self.bundle
         let secretName = Self.secretName
         return try await store.write { tx in
+            var v1Views = 0
             for p in prepared {
                 guard case .accepted(let journalID) = try tx.journal(p.item, routing: router, now: p.time) else {
                     continue
                 }
                 guard let event = p.v1Event, let receipt = p.receipt, let otid = event.originalTransactionID,
                     let environment = event.environment
-                else { continue }
+                else {
+                    // A V2 notification that stands alone under V1 authority (no V1 traffic for its environment): its
+                    // V1 path's event, as the receipt stage stores it, so the service starts on no backlog.
+                    guard let v2 = p.item.events.first, let environment = v2.environment,
+                        try tx.standsAlone(.v2, bundleID: bundle, environment: environment, now: p.time)
+                    else { continue }
+                    var view = v2
+                    view.id = "v1-view:" + p.item.key
+                    view.source = .v1
+                    let settled = p.time + 500
+                    try tx.storeEvents([view], journalID: journalID, routing: router, now: settled, authority: .v1)
+                    try tx.settleReceiptJob(
+                        journalID: journalID,
+                        state: .done,
+                        attempts: 1,
+                        nextAttemptAt: settled,
+                        error: nil,
+                        appleStatus: nil,
+                        now: settled
+                    )
+                    v1Views += 1
+                    continue
+                }
                 let verified = p.time + 1_500
                 try tx.storeEvents([event], journalID: journalID, routing: router, now: verified, authority: .v1)
                 try tx.putReceipt(
@@ -199,7 +225,7 @@ struct ScaleStoreBuilder: Sendable {
                     if failed { dead += 1 } else { delivered += 1 }
                 }
             }
-            return (delivered, dead, pending)
+            return (delivered, dead, pending, v1Views)
         }
     }
 

@@ -237,7 +237,8 @@ public protocol StoreTransaction {
     ) throws
     /// verifyReceipt jobs, oldest first, optionally of one state.
     func receiptJobs(state: JobState?) throws -> [ReceiptJobStatus]
-    /// verifyReceipt jobs per state.
+    /// verifyReceipt jobs still owed work, per state (pending, failed), each counted on its index: the done ones, one per
+    /// verified V1 notification, grow with the journal and are not counted.
     func receiptJobCounts() throws -> [JobState: Int]
     /// Pending verifyReceipt jobs, counted on the index of pending rows (the gauge reads it every pass).
     func pendingReceiptJobs() throws -> Int

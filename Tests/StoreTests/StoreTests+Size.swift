@@ -197,6 +197,12 @@ extension StoreTests {
             (.eventCountBySource, 5, "USING COVERING INDEX events_bundle_source"),
             (.redeliveryPage, 5, "USING COVERING INDEX outbox_created"),
             (.purgeBodies, 3, "journal_unpurged"),
+            // One row by its key, on the hot paths (a pass-through delivery, a V1 view, a comparison, reconciliation).
+            (.eventByID, 2, "USING INDEX sqlite_autoindex_events_1 (id=?)"),
+            (.subscriptionEvents, 2, "USING INDEX events_subscription (original_transaction_id=?)"),
+            (.journalEntryByID, 2, "USING INTEGER PRIMARY KEY (rowid=?)"),
+            (.journalEntryByKey, 2, "USING INDEX sqlite_autoindex_journal_1 (notification_key=?)"),
+            (.receiptJobsInState, 1, "USING COVERING INDEX receipt_jobs_due (state=?)"),
         ]
         for (sql, parameters, index) in expected {
             let plan = try store.writer.perform { c in
@@ -204,6 +210,20 @@ extension StoreTests {
                     .compactMap { $0.string("detail") }.joined(separator: "\n")
             }
             #expect(plan.contains(index), "\(sql.sqlite)\n\(plan)")
+            // Never a walk over a whole table.
+            #expect(
+                !plan.split(separator: "\n").contains { $0.hasPrefix("SCAN") && !$0.contains("USING") },
+                "\(sql.sqlite)\n\(plan)"
+            )
         }
+        // The silence check's last event of each path: a lookup on the index for both paths, never a walk over the
+        // bundle's events.
+        let activity = try store.writer.perform { c in
+            try c.query("EXPLAIN QUERY PLAN " + SQL.authorityActivity.sqlite, []).compactMap { $0.string("detail") }
+        }
+        #expect(
+            activity.filter { $0.contains("events_bundle_path (bundle_id=? AND environment=? AND path=?)") }.count == 2,
+            "\(activity)"
+        )
     }
 }

@@ -83,13 +83,13 @@ extension SQL {
         "SELECT * FROM cutover_log WHERE bundle_id = $1 AND environment = $2 ORDER BY at, id"
     )
 
-    fileprivate static let authorityActivity = SQL(
+    static let authorityActivity = SQL(
         """
         SELECT a.bundle_id, a.environment, a.authority,
                (SELECT MAX(created_at) FROM events e WHERE e.bundle_id = a.bundle_id AND e.environment = a.environment
                     AND e.path = a.authority) AS last_authoritative,
                (SELECT MAX(created_at) FROM events e WHERE e.bundle_id = a.bundle_id AND e.environment = a.environment
-                    AND e.path <> a.authority) AS last_other
+                    AND e.path = CASE a.authority WHEN 'v1' THEN 'v2' ELSE 'v1' END) AS last_other
         FROM authority a
         """
     )

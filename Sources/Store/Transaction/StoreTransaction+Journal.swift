@@ -17,7 +17,15 @@ extension SQLTransaction {
     }
 
     func journalEntries(id: Int64?, key: String?, limit: Int) throws -> [JournalEntry] {
-        try c.query(.journalEntries, [StoreValue(id), StoreValue(key), .limit(limit)]).map(JournalEntry.init(row:))
+        // One statement per filter, each on its own index: a `$1 IS NULL OR …` filter would scan the table.
+        let rows =
+            switch (id, key) {
+            case (let id?, let key?): try c.query(.journalEntryByIDAndKey, [.int64(id), .text(key), .limit(limit)])
+            case (let id?, nil): try c.query(.journalEntryByID, [.int64(id), .limit(limit)])
+            case (nil, let key?): try c.query(.journalEntryByKey, [.text(key), .limit(limit)])
+            case (nil, nil): try c.query(.journalEntries, [.limit(limit)])
+            }
+        return rows.map(JournalEntry.init(row:))
     }
 
     func receives(
@@ -33,9 +41,15 @@ extension SQLTransaction {
     }
 
     func events(id: String?, originalTransactionID: String?, limit: Int) throws -> [StoredEvent] {
-        try c.query(.events, [StoreValue(id), StoreValue(originalTransactionID), .limit(limit)]).compactMap(
-            StoredEvent.init(row:)
-        )
+        // One statement per filter, each on its own index: a `$1 IS NULL OR …` filter would scan the table.
+        let rows =
+            switch (id, originalTransactionID) {
+            case (let id?, let otid?): try c.query(.eventByIDOfSubscription, [.text(id), .text(otid), .limit(limit)])
+            case (let id?, nil): try c.query(.eventByID, [.text(id), .limit(limit)])
+            case (nil, let otid?): try c.query(.subscriptionEvents, [.text(otid), .limit(limit)])
+            case (nil, nil): try c.query(.events, [.limit(limit)])
+            }
+        return rows.compactMap(StoredEvent.init(row:))
     }
 
     func subscriptionStates(originalTransactionID otid: String) throws -> [StoredSubscriptionState] {
@@ -110,23 +124,32 @@ extension SQL {
 
     fileprivate static let journalID = SQL("SELECT id FROM journal WHERE notification_key = $1")
 
-    fileprivate static let journalEntries = SQL(
-        """
-        SELECT id, notification_key, version, received_at, origin, bundle_id, environment, secret_name, authority, body FROM journal
-        WHERE ($1::bigint IS NULL OR id = $1) AND ($2::text IS NULL OR notification_key = $2) ORDER BY id LIMIT $3
-        """
+    fileprivate static let journalColumns =
+        "id, notification_key, version, received_at, origin, bundle_id, environment, secret_name, authority, body"
+    fileprivate static let journalEntries = SQL("SELECT \(journalColumns) FROM journal ORDER BY id LIMIT $1")
+    static let journalEntryByID = SQL("SELECT \(journalColumns) FROM journal WHERE id = $1 LIMIT $2")
+    static let journalEntryByKey = SQL(
+        "SELECT \(journalColumns) FROM journal WHERE notification_key = $1 LIMIT $2"
+    )
+    fileprivate static let journalEntryByIDAndKey = SQL(
+        "SELECT \(journalColumns) FROM journal WHERE id = $1 AND notification_key = $2 LIMIT $3"
     )
 
     fileprivate static let receives = SQL(
         "SELECT 1 AS y FROM journal WHERE bundle_id = $1 AND environment = $2 AND version = $3 AND received_at >= $4 LIMIT 1"
     )
 
-    /// All events, or one, in arrival order; a subscription's by event date, then arrival.
-    fileprivate static let events = SQL { d in
+    fileprivate static let eventColumns = "json, path, authoritative, journal_id, created_at"
+    /// All events in arrival order.
+    fileprivate static let events = SQL { d in "SELECT \(eventColumns) FROM events ORDER BY \(d.arrival) LIMIT $1" }
+    static let eventByID = SQL("SELECT \(eventColumns) FROM events WHERE id = $1 LIMIT $2")
+    fileprivate static let eventByIDOfSubscription = SQL(
+        "SELECT \(eventColumns) FROM events WHERE id = $1 AND original_transaction_id = $2 LIMIT $3"
+    )
+    /// A subscription's events by event date, then arrival (index `events_subscription`).
+    static let subscriptionEvents = SQL { d in
         """
-        SELECT json, path, authoritative, journal_id, created_at FROM events
-        WHERE ($1::text IS NULL OR id = $1) AND ($2::text IS NULL OR original_transaction_id = $2)
-        ORDER BY CASE WHEN $2::text IS NULL THEN \(d.arrival) ELSE event_date END, \(d.arrival) LIMIT $3
+        SELECT \(eventColumns) FROM events WHERE original_transaction_id = $1 ORDER BY event_date, \(d.arrival) LIMIT $2
         """
     }
 

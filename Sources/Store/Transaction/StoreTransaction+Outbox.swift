@@ -50,8 +50,9 @@ extension SQLTransaction {
     }
 
     func deliveries(state: DeliveryState?, downstream: String?, eventID: String?, limit: Int) throws -> [Delivery] {
+        // One state's (dead letters: the operators' listing) on the state's index; without a state, the table in order.
         try c.query(
-            .deliveries,
+            state != nil ? .deliveryListInState : .deliveries,
             [StoreValue(state?.rawValue), StoreValue(downstream), StoreValue(eventID), .limit(limit)]
         )
         .map(Delivery.init(row:))
@@ -133,10 +134,19 @@ extension SQL {
         rearm(d, where: "id IN (SELECT id FROM outbox WHERE state = 'dead' ORDER BY id LIMIT $2)")
     }
 
+    fileprivate static let deliveryColumns =
+        "id, downstream, event_id, journal_id, state, attempts, next_attempt_at, created_at, delivered_at, last_status, last_error"
     fileprivate static let deliveries = SQL(
         """
-        SELECT id, downstream, event_id, journal_id, state, attempts, next_attempt_at, created_at, delivered_at, last_status, last_error
-        FROM outbox WHERE ($1::text IS NULL OR state = $1) AND ($2::text IS NULL OR downstream = $2) AND ($3::text IS NULL OR event_id = $3)
+        SELECT \(deliveryColumns) FROM outbox
+        WHERE $1::text IS NULL AND ($2::text IS NULL OR downstream = $2) AND ($3::text IS NULL OR event_id = $3)
+        ORDER BY id LIMIT $4
+        """
+    )
+    fileprivate static let deliveryListInState = SQL(
+        """
+        SELECT \(deliveryColumns) FROM outbox
+        WHERE state = $1 AND ($2::text IS NULL OR downstream = $2) AND ($3::text IS NULL OR event_id = $3)
         ORDER BY id LIMIT $4
         """
     )
