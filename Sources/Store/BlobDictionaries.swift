@@ -3,13 +3,21 @@ internal import SQLite
 internal import Synchronization
 internal import Zlib
 
-/// The preset zlib dictionaries of the SQLite store's V2 bodies (``StoredBlob``), one per outer JWS header.
+/// The preset zlib dictionaries of the SQLite store (``StoredBlob``): one per outer JWS header of the V2 bodies, and
+/// one learned for the gateway's own JSON values.
 ///
 /// A V2 body `{"signedPayload":"H.P.S"}` carries Apple's certificate chain three times: in its header H, and in the
 /// headers of `signedTransactionInfo` and `signedRenewalInfo` — the same text, base64url-encoded a second time as
 /// part of P, at one of three byte alignments. zlib sees none of them as repeats of H; with H and its three encodings
 /// as a preset dictionary it sees all three. Only H is stored (`blob_dictionaries`, SQLite only): the dictionary is
 /// rebuilt from it.
+///
+/// The JSON the gateway writes itself — events, subscription states, snapshots, the comparison ledger's — is a few
+/// hundred bytes a value, mostly the same keys and the app's own bundle and product ids: too short for zlib to find
+/// its repeats within one value. Its dictionary is the first few such values the store's writer compressed, stored
+/// as they are (a row whose source starts with `{`, which no JWS header does) and found again by every later process
+/// on the file; each value then stores about a quarter of what zlib alone makes of it. Only values the gateway made
+/// are learned from, never a body it received.
 ///
 /// One per store, shared by the writer and the reader connections. It learns an id → dictionary only from what a
 /// reader connection read (committed rows) and never from the writer's own uncommitted rows: a batch that rolls back
@@ -28,7 +36,23 @@ final class BlobDictionaries: Sendable {
         var idByDigest: [[UInt8]: Int64] = [:]
         /// Dictionaries built from a header, by its digest (whether or not its row is committed).
         var built: [[UInt8]: [UInt8]] = [:]
+        var json = JSONDictionary.unknown
     }
+
+    /// Where the store's JSON dictionary stands in this process.
+    private enum JSONDictionary {
+        /// Not looked for yet in the store.
+        case unknown
+        /// None in the store: the values the writer compressed so far, until there are ``jsonSamples``.
+        case learning([[UInt8]])
+        /// Its source (the dictionary itself) and the source's digest.
+        case ready(digest: [UInt8], dictionary: [UInt8])
+    }
+
+    /// How many JSON values make the dictionary (a notification's event, its state, and the next ones), and its most
+    /// bytes (more makes every compression slower for little gain).
+    static let jsonSamples = 4
+    static let maxJSONDictionaryBytes = 4_096
 
     private let state = Mutex(State())
 
@@ -44,27 +68,66 @@ final class BlobDictionaries: Sendable {
     func pack(_ body: [UInt8], on c: SQLiteConnection) throws -> [UInt8] {
         guard let header = StoredBlob.v2Header(body) else { return StoredBlob.pack(body) }
         let digest = SHA256.hash(header)
-        let (known, built) = state.withLock { ($0.idByDigest[digest], $0.built[digest]) }
+        let built = state.withLock { $0.built[digest] }
         let dictionary = built ?? StoredBlob.dictionary(header: header)
         if built == nil { state.withLock { if $0.built.count < Self.maxEntries { $0.built[digest] = dictionary } } }
-        let id: Int64
-        if let known {
-            id = known
-        } else if let row = try c.queryOne(
-            "SELECT id, header FROM blob_dictionaries WHERE header_digest = ?",
-            [.blob(digest)]
-        ) {
-            // A row of another header under this digest (a damaged file): the body is stored without a dictionary.
-            guard let rowID = row.int64("id"), row.blob("header") == header else { return StoredBlob.pack(body) }
-            id = rowID
-        } else {
-            try c.run(
-                "INSERT INTO blob_dictionaries (header_digest, header) VALUES (?, ?)",
-                [.blob(digest), .blob(header)]
-            )
-            id = c.lastInsertRowID
-        }
+        guard let id = try rowID(digest: digest, source: header, on: c) else { return StoredBlob.pack(body) }
         return StoredBlob.pack(body, dictionaryID: id, dictionary: dictionary)
+    }
+
+    /// A JSON value the gateway wrote (an event, a state, a snapshot) as the writer stores it: with the store's JSON
+    /// dictionary once there is one (learned from the first values, its row inserted in the transaction on `c`), as
+    /// ``StoredBlob/pack(_:)`` does before.
+    func packJSON(_ value: [UInt8], on c: SQLiteConnection) throws -> [UInt8] {
+        guard value.first == UInt8(ascii: "{"), let (digest, dictionary) = try jsonDictionary(learning: value, on: c),
+            let id = try rowID(digest: digest, source: dictionary, on: c)
+        else { return StoredBlob.pack(value) }
+        return StoredBlob.pack(value, dictionaryID: id, dictionary: dictionary)
+    }
+
+    /// The row id of the dictionary whose source has `digest`: known from a committed read, found, or inserted now
+    /// in the writer's transaction; nil when the row under that digest holds another source (a damaged file).
+    private func rowID(digest: [UInt8], source: [UInt8], on c: SQLiteConnection) throws -> Int64? {
+        if let known = state.withLock({ $0.idByDigest[digest] }) { return known }
+        if let row = try c.queryOne("SELECT id, header FROM blob_dictionaries WHERE header_digest = ?", [.blob(digest)])
+        {
+            guard let id = row.int64("id"), row.blob("header") == source else { return nil }
+            return id
+        }
+        try c.run(
+            "INSERT INTO blob_dictionaries (header_digest, header) VALUES (?, ?)",
+            [.blob(digest), .blob(source)]
+        )
+        return c.lastInsertRowID
+    }
+
+    /// The JSON dictionary to compress with (its digest and bytes): the store's newest, looked for once; else, once
+    /// `value` completes the samples, the one they make. Nil while learning.
+    private func jsonDictionary(learning value: [UInt8], on c: SQLiteConnection) throws -> ([UInt8], [UInt8])? {
+        switch state.withLock({ $0.json }) {
+        case .ready(let digest, let dictionary):
+            return (digest, dictionary)
+        case .unknown:
+            let row = try c.queryOne(
+                "SELECT header FROM blob_dictionaries WHERE substr(header, 1, 1) = x'7B' ORDER BY id DESC LIMIT 1"
+            )
+            if let source = row?.blob("header") {
+                let digest = SHA256.hash(source)
+                state.withLock { $0.json = .ready(digest: digest, dictionary: source) }
+                return (digest, source)
+            }
+            state.withLock { $0.json = .learning([value]) }
+            return nil
+        case .learning(let samples):
+            guard samples.count + 1 >= Self.jsonSamples else {
+                state.withLock { $0.json = .learning(samples + [value]) }
+                return nil
+            }
+            let source = Array((samples + [value]).joined().prefix(Self.maxJSONDictionaryBytes))
+            let digest = SHA256.hash(source)
+            state.withLock { $0.json = .ready(digest: digest, dictionary: source) }
+            return (digest, source)
+        }
     }
 
     // MARK: Reading
@@ -137,12 +200,18 @@ struct SQLiteStoreConnection: StoreConnection {
     static var dialect: Dialect { .sqlite }
 
     @discardableResult
-    func run(_ sql: SQL, _ values: [StoreValue]) throws -> Int { try raw.run(sql.sqlite, values.map(\.sqlite)) }
+    func run(_ sql: SQL, _ values: [StoreValue]) throws -> Int { try raw.run(sql.sqlite, values.map(bound)) }
     func query(_ sql: SQL, _ values: [StoreValue]) throws -> [SQLiteStoreRow] {
-        try query(sql.sqlite, values.map(\.sqlite))
+        try query(sql.sqlite, values.map(bound))
     }
     func queryOne(_ sql: SQL, _ values: [StoreValue]) throws -> SQLiteStoreRow? {
-        try queryOne(sql.sqlite, values.map(\.sqlite))
+        try queryOne(sql.sqlite, values.map(bound))
+    }
+
+    /// A value as this store binds it: the gateway's JSON compressed with the store's JSON dictionary.
+    private func bound(_ value: StoreValue) throws -> SQLiteValue {
+        guard case .compressible(let json) = value else { return value.sqlite }
+        return .blob(try dictionaries.packJSON(json, on: raw))
     }
 
     @discardableResult

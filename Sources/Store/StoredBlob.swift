@@ -57,11 +57,11 @@ enum StoredBlob {
     /// `body` compressed with `dictionary` (the dictionary of the row `id`), marked as such; as ``pack(_:)`` when
     /// that is not smaller (or the id does not fit the marker's 4 bytes).
     static func pack(_ body: [UInt8], dictionaryID id: Int64, dictionary: [UInt8]) -> [UInt8] {
-        let plain = pack(body)
+        // With its dictionary a value is smaller than with zlib alone: the one compression, unless it does not pay.
         guard let id32 = UInt32(exactly: id),
             let stream = try? Deflate.compress(body, dictionary: dictionary, level: level),
-            stream.count + dictionaryHeaderBytes < plain.count
-        else { return plain }
+            stream.count + dictionaryHeaderBytes < body.count
+        else { return pack(body) }
         return [
             dictionaryMarker, UInt8(id32 >> 24), UInt8(id32 >> 16 & 0xFF), UInt8(id32 >> 8 & 0xFF), UInt8(id32 & 0xFF),
         ]
@@ -89,6 +89,8 @@ enum StoredBlob {
     /// have inside P (`a` filler bytes before H, a = 0, 1, 2, and for a > 0 the first 4 characters, which depend on
     /// the filler, dropped) — the inner JWS headers as they appear in the payload. At most zlib's window, its end kept.
     static func dictionary(header: ArraySlice<UInt8>) -> [UInt8] {
+        // A JSON dictionary (``BlobDictionaries/packJSON(_:on:)``) is its own source.
+        if header.first == UInt8(ascii: "{") { return Array(header.suffix(Deflate.maxDictionaryBytes)) }
         var out = Array(header)
         for a in 0..<3 {
             let encoded = base64URL([UInt8](repeating: 0, count: a) + header)

@@ -124,6 +124,101 @@ import Zlib
         #expect(again.map(\.body) == entries.map(\.body))
     }
 
+    static func seed(_ store: SQLiteStore) throws {
+        _ = try store.write { tx in
+            try tx.seedAuthority(
+                [
+                    AuthorityEntry(
+                        bundleID: StoreCompressionTests.bundle,
+                        environment: .sandbox,
+                        authority: .v2,
+                        origin: .config
+                    )
+                ],
+                now: 1
+            )
+        }
+    }
+
+    /// The gateway's own JSON (events, states, the ledger's snapshots) is compressed with a dictionary learned from
+    /// the first values the store wrote: stored once, found again by a later process on the file, a fraction of what
+    /// zlib alone makes of each value, and every value reads back identical.
+    @Test func theGatewaysJSONIsStoredWithADictionaryLearnedFromItsFirstValues() throws {
+        let directory = try Scratch.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/store.db"
+        let items = (0..<20).map(StoreCompressionTests.notification)
+        let store = try SQLiteStore(path: path)
+        try Self.seed(store)
+        _ = try store.write { tx in
+            for item in items.prefix(10) { _ = try tx.journal(item, routing: TestRouting(), now: 100) }
+        }
+        store.close()
+        // Another process on the file finds the dictionary; it does not learn one of its own.
+        let again = try SQLiteStore(path: path)
+        _ = try again.write { tx in
+            for item in items.suffix(10) { _ = try tx.journal(item, routing: TestRouting(), now: 100) }
+        }
+        try StoreCompressionTests.recordComparison(again)
+        let (events, states, ledger) = try again.read { tx in
+            (
+                try tx.events(id: nil, originalTransactionID: nil, limit: 100),
+                try tx.subscriptionStates(originalTransactionID: "otid-1"),
+                try tx.ledger(bundleID: nil, environment: nil, from: 0, to: 1_000)
+            )
+        }
+        again.close()
+        #expect(events.map(\.event) == items.flatMap(\.events))
+        #expect(states.count == 1 && states[0].json.first == UInt8(ascii: "{"))
+        #expect(ledger.count == 1 && ledger[0].v1 != nil && ledger[0].v2 != nil)
+
+        let sources = try StoreCompressionTests.raw(
+            path,
+            "SELECT header FROM blob_dictionaries WHERE substr(header, 1, 1) = x'7B'"
+        )
+        #expect(sources.count == 1 && sources[0].count <= BlobDictionaries.maxJSONDictionaryBytes)
+        // The samples (an event and a state per notification, two notifications) are stored with zlib alone; every
+        // value after them with the dictionary, in a third of what zlib alone makes of it or less.
+        let stored = try StoreCompressionTests.raw(path, "SELECT json FROM events ORDER BY rowid")
+        #expect(stored.count == 20 && stored[0].first == Deflate.headerByte)
+        for (value, event) in zip(stored, events).dropFirst(2) {
+            #expect(StoredBlob.dictionaryID(value) != nil)
+            #expect(value.count * 3 <= StoredBlob.pack(event.json).count, "\(value.count)")
+        }
+        let snapshots =
+            try StoreCompressionTests.raw(path, "SELECT v1_json FROM compare_ledger")
+            + StoreCompressionTests.raw(path, "SELECT json FROM subscription_state")
+        #expect(snapshots.count == 2 && snapshots.allSatisfy { StoredBlob.dictionaryID($0) != nil })
+    }
+
+    /// A dictionary learned in a transaction that rolled back is not in the store: the next value that uses it
+    /// stores it again, and what was written reads back.
+    @Test func aDictionaryLearnedInATransactionThatRolledBackIsStoredAgain() throws {
+        struct Abandon: Error {}
+        let directory = try Scratch.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/store.db"
+        let items = (0..<6).map(StoreCompressionTests.notification)
+        let store = try SQLiteStore(path: path)
+        try Self.seed(store)
+        #expect(throws: Abandon.self) {
+            try store.write { tx in
+                for item in items.prefix(3) { _ = try tx.journal(item, routing: TestRouting(), now: 100) }
+                throw Abandon()
+            }
+        }
+        #expect(try StoreCompressionTests.raw(path, "SELECT header FROM blob_dictionaries").isEmpty)
+        _ = try store.write { tx in
+            for item in items.suffix(3) { _ = try tx.journal(item, routing: TestRouting(), now: 100) }
+        }
+        let events = try store.read { tx in try tx.events(id: nil, originalTransactionID: nil, limit: 100) }
+        store.close()
+        #expect(events.map(\.event) == items.suffix(3).flatMap(\.events))
+        let stored = try StoreCompressionTests.raw(path, "SELECT json FROM events ORDER BY rowid")
+        #expect(stored.allSatisfy { StoredBlob.dictionaryID($0) != nil })
+        #expect(try StoreCompressionTests.raw(path, "SELECT header FROM blob_dictionaries").count == 1)
+    }
+
     @Test func aDamagedOrMissingDictionaryReadsAsAMissingBody() throws {
         let samples = Self.v2Bodies()
         let directory = try Scratch.directory()
@@ -166,10 +261,19 @@ import Zlib
         let path = directory + "/gateway.db"
         let sqlite = try SQLiteStore(path: path)
         try Self.journal(sqlite, samples.map(\.body))
+        // And events whose JSON is stored with the learned dictionary.
+        let items = (0..<6).map(StoreCompressionTests.notification)
+        _ = try sqlite.write { tx in
+            for item in items { _ = try tx.journal(item, routing: TestRouting(), now: 100) }
+        }
         sqlite.close()
         #expect(
-            try StoreCompressionTests.raw(path, "SELECT body FROM journal").allSatisfy {
-                $0.first == StoredBlob.dictionaryMarker
+            try StoreCompressionTests.raw(path, "SELECT body FROM journal WHERE notification_key LIKE 'dict-%'")
+                .allSatisfy { $0.first == StoredBlob.dictionaryMarker }
+        )
+        #expect(
+            try StoreCompressionTests.raw(path, "SELECT json FROM events ORDER BY rowid").suffix(3).allSatisfy {
+                StoredBlob.dictionaryID($0) != nil
             }
         )
 
@@ -179,6 +283,8 @@ import Zlib
         let c = try PostgresConnection(schema.url, label: "dictionary test")
         defer { c.close() }
         let bodies = try c.query("SELECT body FROM journal ORDER BY id").compactMap { $0.bytes("body") }
-        #expect(bodies == samples.map(\.body))
+        #expect(bodies == samples.map(\.body) + items.map(\.body))
+        let events = try c.query("SELECT json FROM events ORDER BY seq").compactMap { $0.bytes("json") }
+        #expect(events == items.flatMap(\.events).map(CanonicalJSON.encode))
     }
 }

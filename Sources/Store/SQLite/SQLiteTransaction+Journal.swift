@@ -76,7 +76,8 @@ extension SQLiteTransaction: JournalRows {
                 SQLiteValue(event.environment?.rawValue),
                 SQLiteValue(event.originalTransactionID), .integer(event.eventDate), SQLiteValue(authoritative),
                 .integer(now),
-                .blob(StoredBlob.pack(CanonicalJSON.encode(event))), SQLiteValue(event.recoveredBy?.rawValue),
+                .blob(try c.dictionaries.packJSON(CanonicalJSON.encode(event), on: c.raw)),
+                SQLiteValue(event.recoveredBy?.rawValue),
             ]
         )
         return inserted > 0 ? c.lastInsertRowID : nil  // the rowid: the arrival order
@@ -105,7 +106,7 @@ extension SQLiteTransaction: JournalRows {
                 .text(state.path.rawValue), .text(environment.rawValue), .text(state.originalTransactionID),
                 SQLiteValue(bundleID),
                 .text(state.eventID), .integer(state.eventDate), .integer(seq),
-                .blob(StoredBlob.pack(CanonicalJSON.encode(state))),
+                .blob(try c.dictionaries.packJSON(CanonicalJSON.encode(state), on: c.raw)),
                 .integer(now),
                 SQLiteValue(state.expiresDate),
             ]

@@ -96,8 +96,9 @@ enum StoreValue: Sendable, Hashable {
     case int64(Int64)
     case bool(Bool)
     case bytes([UInt8])
-    /// One of the store's large blobs (a body, an event's JSON): SQLite stores it compressed when that is smaller
-    /// (``StoredBlob``), PostgreSQL as it is. Read back with ``StoreRow/compressible(_:)``.
+    /// JSON the gateway wrote (a snapshot, a ledger entry): SQLite stores it compressed when that is smaller, with the
+    /// store's JSON dictionary (``BlobDictionaries/packJSON(_:on:)``, learned from these values: never a received
+    /// body), PostgreSQL as it is. Read back with ``StoreRow/compressible(_:)``.
     case compressible([UInt8])
     /// Lists for ``Dialect/notIn(_:_:_:)``: SQLite binds one as a JSON array, PostgreSQL as an array literal.
     case texts([String])
