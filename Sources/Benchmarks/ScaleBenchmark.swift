@@ -543,7 +543,13 @@ public enum ScaleBenchmark {
         let store = try GatewayService.openStore(config: config, environment: environment)
         defer { store.close() }
         return try await inProcess {
-            try await store.write { tx in try tx.purgeBodies(olderThan: cutoff, now: now) }
+            // A page at a time, each its own transaction, as the hourly pass does.
+            var purged = 0
+            while true {
+                let n = try await store.write { tx in try tx.purgeBodies(olderThan: cutoff, now: now, limit: 5_000) }
+                purged += n
+                if n < 5_000 { return purged }
+            }
         }
     }
 
