@@ -51,28 +51,6 @@ extension GatewayStore {
 }
 
 extension StoreTransaction {
-    /// Whether a notification of `version` is the only notification of its event, so that it must yield an authoritative
-    /// event (and a V1 body for the old backend) whatever the authority (docs/architecture.md, "One authoritative event
-    /// per notification"). Apple sends each notification in one version: once the gateway has switched Apple for the
-    /// app and environment (`migrate`), always. Before that the gateway cannot tell Apple's traffic from the
-    /// simulator's paired traffic (each event in both versions), so only while the other version has been silent for
-    /// a day.
-    public func standsAlone(
-        _ version: Generation,
-        bundleID: String,
-        environment: AppStoreEnvironment,
-        now: Int64
-    ) throws -> Bool {
-        if try appleSwitch(bundleID: bundleID, environment: environment)?.migrationID != nil { return true }
-        let other: Generation = version == .v1 ? .v2 : .v1
-        return try !receives(
-            other,
-            bundleID: bundleID,
-            environment: environment,
-            since: now.clampedSubtracting(86_400_000)
-        )
-    }
-
     /// Adds a row to its lane within `cap`, whatever the lane holds already.
     public func quarantine(_ record: QuarantineRecord, cap: QuarantineCap) throws -> QuarantineOutcome {
         try quarantine(record, cap: cap, once: false)
@@ -107,6 +85,18 @@ public protocol StoreTransaction {
     ) throws -> Int
     /// Journaled notifications, oldest first (bodies included); optionally one row or those with a key.
     func journalEntries(id: Int64?, key: String?, limit: Int) throws -> [JournalEntry]
+    /// Whether a notification of `version` is the only notification of its event, so that it must yield an authoritative
+    /// event (and a V1 body for the old backend) whatever the authority (docs/architecture.md, "One authoritative event
+    /// per notification"). Apple sends each notification in one version: once the gateway has switched Apple for the
+    /// app and environment (`migrate`), always. Before that the gateway cannot tell Apple's traffic from the
+    /// simulator's paired traffic (each event in both versions), so only while the other version has been silent for
+    /// a day. One statement (a round trip on PostgreSQL, on the path of every such notification).
+    func standsAlone(
+        _ version: Generation,
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        now: Int64
+    ) throws -> Bool
     /// Whether Apple sent a notification of `version` for the bundle and environment at or after `since`.
     func receives(
         _ version: Generation,

@@ -40,6 +40,23 @@ extension SQLTransaction {
         ) != nil
     }
 
+    func standsAlone(
+        _ version: Generation,
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        now: Int64
+    ) throws -> Bool {
+        let other: Generation = version == .v1 ? .v2 : .v1
+        return try c.queryOne(
+            .standsAlone,
+            [
+                .text(bundleID), .text(environment.rawValue), .text(other.rawValue),
+                .int64(now.clampedSubtracting(86_400_000)),
+            ]
+        )?
+        .bool("alone") ?? false
+    }
+
     func events(id: String?, originalTransactionID: String?, limit: Int) throws -> [StoredEvent] {
         // One statement per filter, each on its own index: a `$1 IS NULL OR …` filter would scan the table.
         let rows =
@@ -133,6 +150,15 @@ extension SQL {
     )
     fileprivate static let journalEntryByIDAndKey = SQL(
         "SELECT \(journalColumns) FROM journal WHERE id = $1 AND notification_key = $2 LIMIT $3"
+    )
+
+    /// Switched (a migration on record), or the other version silent since $4: both lookups on their index.
+    static let standsAlone = SQL(
+        """
+        SELECT EXISTS (SELECT 1 FROM apple_switches WHERE bundle_id = $1 AND environment = $2 AND migration_id IS NOT NULL)
+            OR NOT EXISTS (SELECT 1 FROM journal WHERE bundle_id = $1 AND environment = $2 AND version = $3 AND received_at >= $4)
+            AS alone
+        """
     )
 
     fileprivate static let receives = SQL(
