@@ -97,13 +97,6 @@ public protocol StoreTransaction {
         environment: AppStoreEnvironment,
         now: Int64
     ) throws -> Bool
-    /// Whether Apple sent a notification of `version` for the bundle and environment at or after `since`.
-    func receives(
-        _ version: Generation,
-        bundleID: String,
-        environment: AppStoreEnvironment,
-        since: Int64
-    ) throws -> Bool
     /// Stored events in arrival order: one by id, one subscription's, or all (`limit` newest-last).
     func events(id: String?, originalTransactionID: String?, limit: Int) throws -> [StoredEvent]
     /// A subscription's state on each path it has one on.

@@ -55,7 +55,7 @@ enum StoredBlob {
     }
 
     /// `body` compressed with `dictionary` (the dictionary of the row `id`), marked as such; as ``pack(_:)`` when
-    /// that is not smaller (or the id does not fit the marker's 4 bytes).
+    /// that is not smaller than `body` (or the id does not fit the marker's 4 bytes).
     static func pack(_ body: [UInt8], dictionaryID id: Int64, dictionary: [UInt8]) -> [UInt8] {
         // With its dictionary a value is smaller than with zlib alone: the one compression, unless it does not pay.
         guard let id32 = UInt32(exactly: id),

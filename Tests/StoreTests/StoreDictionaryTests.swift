@@ -19,7 +19,8 @@ import Zlib
         }
     }
 
-    static func journal(_ store: SQLiteStore, _ bodies: [[UInt8]], prefix: String = "dict") throws {
+    /// V2 authoritative for the test bundle in the sandbox.
+    static func seed(_ store: SQLiteStore) throws {
         _ = try store.write { tx in
             try tx.seedAuthority(
                 [
@@ -33,6 +34,10 @@ import Zlib
                 now: 1
             )
         }
+    }
+
+    static func journal(_ store: SQLiteStore, _ bodies: [[UInt8]], prefix: String = "dict") throws {
+        try seed(store)
         _ = try store.write { tx in
             for (n, body) in bodies.enumerated() {
                 var item = JournalItem(key: "\(prefix)-\(n)", version: .v2, receivedAt: 100 + Int64(n), body: body)
@@ -122,22 +127,6 @@ import Zlib
         let again = try reopened.read { tx in try tx.journalEntries(id: nil, key: nil, limit: 1_000) }
         reopened.close()
         #expect(again.map(\.body) == entries.map(\.body))
-    }
-
-    static func seed(_ store: SQLiteStore) throws {
-        _ = try store.write { tx in
-            try tx.seedAuthority(
-                [
-                    AuthorityEntry(
-                        bundleID: StoreCompressionTests.bundle,
-                        environment: .sandbox,
-                        authority: .v2,
-                        origin: .config
-                    )
-                ],
-                now: 1
-            )
-        }
     }
 
     /// The gateway's own JSON (events, states, the ledger's snapshots) is compressed with a dictionary learned from

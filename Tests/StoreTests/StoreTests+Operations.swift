@@ -54,14 +54,24 @@ extension StoreTests {
         )
         #expect(try f.store.read { tx in try tx.journalEntries(id: nil, key: "uuid-1", limit: 10) }.map(\.id) == [id])
         #expect(try f.store.read { tx in try tx.journalEntries(id: nil, key: "other", limit: 10) }.isEmpty)
+        #expect(try f.store.read { tx in try tx.journalEntries(id: id, key: "uuid-1", limit: 10) }.map(\.id) == [id])
+        #expect(try f.store.read { tx in try tx.journalEntries(id: id, key: "other", limit: 10) }.isEmpty)
+        // A V1 notification stands alone while no V2 one arrived in the day before it, per environment.
+        let day: Int64 = 86_400_000
         #expect(
-            try f.store.read { tx in try tx.receives(.v2, bundleID: Self.bundle, environment: .sandbox, since: 100) }
+            try !f.store.read { tx in
+                try tx.standsAlone(.v1, bundleID: Self.bundle, environment: .sandbox, now: 100 + day)
+            }
         )
         #expect(
-            try !f.store.read { tx in try tx.receives(.v2, bundleID: Self.bundle, environment: .sandbox, since: 101) }
+            try f.store.read { tx in
+                try tx.standsAlone(.v1, bundleID: Self.bundle, environment: .sandbox, now: 101 + day)
+            }
         )
         #expect(
-            try !f.store.read { tx in try tx.receives(.v2, bundleID: Self.bundle, environment: .production, since: 0) }
+            try f.store.read { tx in
+                try tx.standsAlone(.v1, bundleID: Self.bundle, environment: .production, now: 100 + day)
+            }
         )
 
         let stored = try #require(

@@ -28,18 +28,6 @@ extension SQLTransaction {
         return rows.map(JournalEntry.init(row:))
     }
 
-    func receives(
-        _ version: Generation,
-        bundleID: String,
-        environment: AppStoreEnvironment,
-        since: Int64
-    ) throws -> Bool {
-        try c.queryOne(
-            .receives,
-            [.text(bundleID), .text(environment.rawValue), .text(version.rawValue), .int64(since)]
-        ) != nil
-    }
-
     func standsAlone(
         _ version: Generation,
         bundleID: String,
@@ -159,10 +147,6 @@ extension SQL {
             OR NOT EXISTS (SELECT 1 FROM journal WHERE bundle_id = $1 AND environment = $2 AND version = $3 AND received_at >= $4)
             AS alone
         """
-    )
-
-    fileprivate static let receives = SQL(
-        "SELECT 1 AS y FROM journal WHERE bundle_id = $1 AND environment = $2 AND version = $3 AND received_at >= $4 LIMIT 1"
     )
 
     fileprivate static let eventColumns = "json, path, authoritative, journal_id, created_at"
