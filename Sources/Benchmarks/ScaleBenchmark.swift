@@ -543,12 +543,13 @@ public enum ScaleBenchmark {
         let store = try GatewayService.openStore(config: config, environment: environment)
         defer { store.close() }
         return try await inProcess {
-            // A page at a time, each its own transaction, as the hourly pass does.
+            // A page at a time, each its own transaction, as the hourly pass does (5,000 bodies a page).
+            let page = 5_000
             var purged = 0
             while true {
-                let n = try await store.write { tx in try tx.purgeBodies(olderThan: cutoff, now: now, limit: 5_000) }
+                let n = try await store.write { tx in try tx.purgeBodies(olderThan: cutoff, now: now, limit: page) }
                 purged += n
-                if n < 5_000 { return purged }
+                if n < page { return purged }
             }
         }
     }

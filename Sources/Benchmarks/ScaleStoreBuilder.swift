@@ -169,9 +169,7 @@ struct ScaleStoreBuilder: Sendable {
                     guard let v2 = p.item.events.first, let environment = v2.environment,
                         try tx.standsAlone(.v2, bundleID: bundle, environment: environment, now: p.time)
                     else { continue }
-                    var view = v2
-                    view.id = "v1-view:" + p.item.key
-                    view.source = .v1
+                    let view = V1View.event(of: v2, notificationKey: p.item.key)
                     let settled = p.time + 500
                     try tx.storeEvents([view], journalID: journalID, routing: router, now: settled, authority: .v1)
                     try tx.settleReceiptJob(

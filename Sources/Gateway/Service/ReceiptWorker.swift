@@ -219,7 +219,12 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
                 if !fromApple.transactions.isEmpty { (facts, answer) = (fromApple, verified) }
             }
         }
-        var event = V1EventBuilder().event(for: v1, id: "v1-view:" + job.key, facts: facts, arrival: shape.eventDate)
+        var event = V1EventBuilder().event(
+            for: v1,
+            id: V1View.eventID(notificationKey: job.key),
+            facts: facts,
+            arrival: shape.eventDate
+        )
         event.verified = true
         metrics.increment(.v1ShapesTotal, ["use": "event", "type": shape.type])
         let router = self.router
@@ -290,7 +295,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
             )
             return
         }
-        guard var event = found else {
+        guard let found else {
             await settle(
                 job,
                 state: .failed,
@@ -300,8 +305,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
             )
             return
         }
-        event.id = "v1-view:" + job.key
-        event.source = .v1
+        let event = V1View.event(of: found, notificationKey: job.key)
         let router = self.router
         let time = now()
         let stored = event
