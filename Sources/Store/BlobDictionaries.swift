@@ -36,17 +36,14 @@ final class BlobDictionaries: Sendable {
         var idByDigest: [[UInt8]: Int64] = [:]
         /// Dictionaries built from a header, by its digest (whether or not its row is committed).
         var built: [[UInt8]: [UInt8]] = [:]
-        var json = JSONDictionary.unknown
-    }
-
-    /// Where the store's JSON dictionary stands in this process.
-    private enum JSONDictionary {
-        /// Not looked for yet in the store.
-        case unknown
-        /// None in the store: the values the writer compressed so far, until there are ``jsonSamples``.
-        case learning([[UInt8]])
-        /// Its source (the dictionary itself) and the source's digest.
-        case ready(digest: [UInt8], dictionary: [UInt8])
+        /// Where the store's JSON dictionary stands in this process: not looked for in the store yet; learning (none
+        /// there: the values the writer compressed so far, until there are ``jsonSamples``); or ready (its source, the
+        /// dictionary itself, not empty, and the source's digest). Plain fields, not an enum with payloads: Swift keeps
+        /// such an enum's case in the spare bits of its pointers, where LeakSanitizer no longer sees them as pointers.
+        var jsonLookedFor = false
+        var jsonSamples: [[UInt8]] = []
+        var jsonDictionary: [UInt8] = []
+        var jsonDigest: [UInt8] = []
     }
 
     /// How many JSON values make the dictionary (a notification's event, its state, and the next ones), and its most
@@ -104,29 +101,27 @@ final class BlobDictionaries: Sendable {
     /// The JSON dictionary to compress with (its digest and bytes): the store's newest, looked for once; else, once
     /// `value` completes the samples, the one they make. Nil while learning.
     private func jsonDictionary(learning value: [UInt8], on c: SQLiteConnection) throws -> ([UInt8], [UInt8])? {
-        switch state.withLock({ $0.json }) {
-        case .ready(let digest, let dictionary):
-            return (digest, dictionary)
-        case .unknown:
+        let (lookedFor, ready) = state.withLock { s in
+            (s.jsonLookedFor, s.jsonDictionary.isEmpty ? nil : (s.jsonDigest, s.jsonDictionary))
+        }
+        if let ready { return ready }
+        if !lookedFor {
             let row = try c.queryOne(
                 "SELECT header FROM blob_dictionaries WHERE substr(header, 1, 1) = x'7B' ORDER BY id DESC LIMIT 1"
             )
-            if let source = row?.blob("header") {
+            state.withLock { $0.jsonLookedFor = true }
+            if let source = row?.blob("header"), !source.isEmpty {
                 let digest = SHA256.hash(source)
-                state.withLock { $0.json = .ready(digest: digest, dictionary: source) }
+                state.withLock { ($0.jsonDigest, $0.jsonDictionary) = (digest, source) }
                 return (digest, source)
             }
-            state.withLock { $0.json = .learning([value]) }
-            return nil
-        case .learning(let samples):
-            guard samples.count + 1 >= Self.jsonSamples else {
-                state.withLock { $0.json = .learning(samples + [value]) }
-                return nil
-            }
-            let source = Array((samples + [value]).joined().prefix(Self.maxJSONDictionaryBytes))
-            let digest = SHA256.hash(source)
-            state.withLock { $0.json = .ready(digest: digest, dictionary: source) }
-            return (digest, source)
+        }
+        return state.withLock { s -> ([UInt8], [UInt8])? in
+            s.jsonSamples.append(value)
+            guard s.jsonSamples.count >= Self.jsonSamples else { return nil }
+            let source = Array(s.jsonSamples.joined().prefix(Self.maxJSONDictionaryBytes))
+            (s.jsonDigest, s.jsonDictionary, s.jsonSamples) = (SHA256.hash(source), source, [])
+            return (s.jsonDigest, s.jsonDictionary)
         }
     }
 
