@@ -44,7 +44,12 @@ final class BlobDictionaries: Sendable {
         var jsonSamples: [[UInt8]] = []
         var jsonDictionary: [UInt8] = []
         var jsonDigest: [UInt8] = []
+        /// Compressors primed with the dictionaries the writer used lately, by the dictionary's digest.
+        var primed: [[UInt8]: Deflate.Primed] = [:]
     }
+
+    /// Most primed compressors kept (about 270 KB each): the JSON dictionary and a few of Apple's chains.
+    static let maxPrimed = 8
 
     /// How many JSON values make the dictionary (a notification's event, its state, and the next ones), and its most
     /// bytes (more makes every compression slower for little gain).
@@ -69,7 +74,7 @@ final class BlobDictionaries: Sendable {
         let dictionary = built ?? StoredBlob.dictionary(header: header)
         if built == nil { state.withLock { if $0.built.count < Self.maxEntries { $0.built[digest] = dictionary } } }
         guard let id = try rowID(digest: digest, source: header, on: c) else { return StoredBlob.pack(body) }
-        return StoredBlob.pack(body, dictionaryID: id, dictionary: dictionary)
+        return pack(body, id: id, digest: digest, dictionary: dictionary)
     }
 
     /// A JSON value the gateway wrote (an event, a state, a snapshot) as the writer stores it: with the store's JSON
@@ -79,7 +84,20 @@ final class BlobDictionaries: Sendable {
         guard value.first == UInt8(ascii: "{"), let (digest, dictionary) = try jsonDictionary(learning: value, on: c),
             let id = try rowID(digest: digest, source: dictionary, on: c)
         else { return StoredBlob.pack(value) }
-        return StoredBlob.pack(value, dictionaryID: id, dictionary: dictionary)
+        return pack(value, id: id, digest: digest, dictionary: dictionary)
+    }
+
+    /// `value` compressed with the dictionary of the row `id`, by a compressor primed with it (made once, kept while
+    /// there is room for it).
+    private func pack(_ value: [UInt8], id: Int64, digest: [UInt8], dictionary: [UInt8]) -> [UInt8] {
+        if let compressor = state.withLock({ $0.primed[digest] }) {
+            return StoredBlob.pack(value, dictionaryID: id, compressor: compressor)
+        }
+        guard let compressor = StoredBlob.primed(dictionary) else {
+            return StoredBlob.pack(value, dictionaryID: id, dictionary: dictionary)
+        }
+        state.withLock { if $0.primed.count < Self.maxPrimed { $0.primed[digest] = compressor } }
+        return StoredBlob.pack(value, dictionaryID: id, compressor: compressor)
     }
 
     /// The row id of the dictionary whose source has `digest`: known from a committed read, found, or inserted now

@@ -13,16 +13,11 @@ protocol GroupCommitDatabase: Sendable {
     /// Whether a piece of work that threw `error` lost a race with another writer of the database (a deadlock
     /// between two instances' batches): it is then run again in the next batch, once this batch's locks are gone.
     func isTransient(_ error: any Error) -> Bool
-    /// Whether a batch of several pieces of work is first tried without a savepoint per piece
-    /// (``JournalWriter``): where each savepoint statement is a round trip to a server, and pieces rarely fail.
-    var batchesWithoutSavepointsFirst: Bool { get }
 }
 
 extension GroupCommitDatabase {
     /// One writer of the database (SQLite): nothing to lose a race to.
     func isTransient(_ error: any Error) -> Bool { false }
-    /// An embedded database's savepoint costs no round trip.
-    var batchesWithoutSavepointsFirst: Bool { false }
 }
 
 /// A connection that runs parameterless SQL: `SAVEPOINT`, `RELEASE`, `ROLLBACK TO` (the same words in SQLite and
@@ -254,9 +249,11 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
         }
     }
 
-    /// Where savepoints cost round trips (``GroupCommitDatabase/batchesWithoutSavepointsFirst``), a batch is first run
-    /// as one plain transaction (a batch of one as well: its savepoint costs the server a subtransaction); only when a
-    /// piece throws is it rolled back whole and run again, piece by piece in savepoints (below). Every piece of work
+    /// A batch is first run as one plain transaction (a batch of one as well), since pieces rarely fail (a duplicate
+    /// is an answer, not an error) and savepoints are not free: each savepoint statement is a round trip to a server
+    /// and a subtransaction there, and SQLite copies every page a piece changes into its statement journal, a file
+    /// once it passes 64 KiB — more bytes written than the log itself. Only when a piece throws is the batch rolled
+    /// back whole and run again, piece by piece in savepoints (below). Every piece of work
     /// may run more than once — a transient failure runs it again in the next batch already — so it must do nothing
     /// outside the transaction it is given.
     ///
@@ -264,7 +261,7 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
     /// find it still busy with the batch that answered it (``backlog``), and wait behind it while another writer is
     /// idle.
     private func run(_ batch: [Job]) {
-        let settled = (db.batchesWithoutSavepointsFirst ? runWithoutSavepoints(batch) : nil) ?? runInSavepoints(batch)
+        let settled = runWithoutSavepoints(batch) ?? runInSavepoints(batch)
         state.withLock { s in
             if settled.committed { s.batches += 1 }
             s.committed += settled.stored

@@ -57,9 +57,28 @@ enum StoredBlob {
     /// `body` compressed with `dictionary` (the dictionary of the row `id`), marked as such; as ``pack(_:)`` when
     /// that is not smaller than `body` (or the id does not fit the marker's 4 bytes).
     static func pack(_ body: [UInt8], dictionaryID id: Int64, dictionary: [UInt8]) -> [UInt8] {
+        pack(body, dictionaryID: id) { (b) throws(DeflateError) in
+            try Deflate.compress(b, dictionary: dictionary, level: level)
+        }
+    }
+
+    /// As ``pack(_:dictionaryID:dictionary:)``, with a compressor primed with the dictionary (``primed(_:)``).
+    static func pack(_ body: [UInt8], dictionaryID id: Int64, compressor: Deflate.Primed) -> [UInt8] {
+        pack(body, dictionaryID: id) { (b) throws(DeflateError) in try compressor.compress(b) }
+    }
+
+    /// A compressor primed with `dictionary` at the store's level; nil when zlib cannot make one (no memory).
+    static func primed(_ dictionary: [UInt8]) -> Deflate.Primed? {
+        try? Deflate.Primed(dictionary: dictionary, level: level)
+    }
+
+    private static func pack(
+        _ body: [UInt8],
+        dictionaryID id: Int64,
+        compress: ([UInt8]) throws(DeflateError) -> [UInt8]
+    ) -> [UInt8] {
         // With its dictionary a value is smaller than with zlib alone: the one compression, unless it does not pay.
-        guard let id32 = UInt32(exactly: id),
-            let stream = try? Deflate.compress(body, dictionary: dictionary, level: level),
+        guard let id32 = UInt32(exactly: id), let stream = try? compress(body),
             stream.count + dictionaryHeaderBytes < body.count
         else { return pack(body) }
         return [

@@ -82,6 +82,43 @@ import Zlib
         #expect(DeflateError.Code.corrupt.rawValue == "deflate.corrupt")
     }
 
+    /// A primed compressor writes the stream a fresh one with the same dictionary and level writes, byte for byte,
+    /// however many values it compressed before and from however many threads; the stream reads back only with the
+    /// dictionary.
+    @Test func aPrimedCompressorWritesWhatAFreshOneWrites() async throws {
+        let dictionary = Array(
+            String(repeating: #"{"bundle_id":"com.example.app","product_id":"monthly"}"#, count: 8).utf8
+        )
+        let values: [[UInt8]] = [
+            [], Self.hello, Array(#"{"bundle_id":"com.example.app","product_id":"yearly","n":1}"#.utf8),
+            (0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) },
+        ]
+        for level: Int32 in [1, 6] {
+            let primed = try Deflate.Primed(dictionary: dictionary, level: level)
+            #expect(primed.dictionaryBytes == dictionary.count)
+            for _ in 0..<2 {
+                for value in values {
+                    let stream = try primed.compress(value)
+                    #expect(stream == (try Deflate.compress(value, dictionary: dictionary, level: level)))
+                    #expect(try Deflate.decompress(stream, dictionary: dictionary, limit: value.count) == value)
+                    #expect(Self.code { try Deflate.decompress(stream, limit: value.count) } == .corrupt)
+                }
+            }
+            let expected = try Deflate.compress(values[2], dictionary: dictionary, level: level)
+            let same = await withTaskGroup(of: Bool.self) { group in
+                for _ in 0..<4 {
+                    group.addTask { (0..<50).allSatisfy { _ in (try? primed.compress(values[2])) == expected } }
+                }
+                return await group.reduce(true) { $0 && $1 }
+            }
+            #expect(same)
+        }
+        #expect(Self.code { try Deflate.Primed(dictionary: [], level: 1).compress(Self.hello) } == .invalidArgument)
+        #expect(
+            Self.code { try Deflate.Primed(dictionary: dictionary, level: 10).compress(Self.hello) } == .invalidArgument
+        )
+    }
+
     @Test func storedBlobsAreCompressedOnlyWhenSmallerAndAlwaysReadBack() throws {
         let json = Array(String(repeating: #"{"signedPayload":"eyJhbGciOiJFUzI1NiJ9"}"#, count: 40).utf8)
         let packed = StoredBlob.pack(json)

@@ -400,5 +400,28 @@ import Testing
         #expect(try store.database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM probe")?.int("n") } == 56)
         #expect(after.items - before.items == 64)
         #expect(after.batches - before.batches < 64)  // several items per transaction
+        // Tried first as one plain transaction, each batch with a failing write was rolled back whole and run again
+        // in savepoints.
+        #expect(store.writer.rerunInSavepoints > 0)
+    }
+
+    /// Writes that all succeed run once each, in plain transactions: no savepoint, whose statement journal would copy
+    /// every page they change.
+    @Test func writesThatSucceedRunOnceWithoutSavepoints() async throws {
+        let f = try Fixture(.sqlite)
+        let store = try #require(f.store as? SQLiteStore)
+        try store.writer.perform { c in try c.execute("CREATE TABLE probe (n INTEGER UNIQUE)") }
+        let (writer, reruns) = (store.writer, store.writer.rerunInSavepoints)
+        await withTaskGroup(of: Void.self) { group in
+            for i in 0..<64 {
+                group.addTask {
+                    _ = try? await writer.performAsync { c in
+                        try c.run("INSERT INTO probe (n) VALUES (?)", [.integer(Int64(i))])
+                    }
+                }
+            }
+        }
+        #expect(store.writer.rerunInSavepoints == reruns)
+        #expect(try store.database.read { try $0.queryOne("SELECT COUNT(*) AS n FROM probe")?.int("n") } == 64)
     }
 }

@@ -169,10 +169,6 @@ extension PostgresPool: GroupCommitDatabase {
         try transaction(isolation: .readCommitted, opening: opening.map { durable + "; " + $0 } ?? durable, body)
     }
 
-    /// Each savepoint statement is a round trip, and a piece of work rarely fails (a duplicate is an answer, not an
-    /// error): a batch runs as one plain transaction first.
-    var batchesWithoutSavepointsFirst: Bool { true }
-
     /// A write that met another instance's batch: a key that batch is writing (``PostgresTransaction/busyCode``,
     /// thrown rather than waiting in the middle of a batch), or a deadlock PostgreSQL broke by failing one statement
     /// (`40P01`). The writer rolls the write back to its savepoint — which lets the other batch go on — and runs it
