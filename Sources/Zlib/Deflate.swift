@@ -279,11 +279,12 @@ public struct DeflateError: Error, Hashable, CustomStringConvertible, Sendable {
 /// Where zlib's streams get their memory: a deflate stream allocates about 270 KB (its window, hash chains, hash
 /// table and pending buffer, 64 KiB each) and an inflate stream about 40 KB, and the store makes one for every value
 /// it writes or reads. From malloc, blocks that large went back to the system when freed (glibc trims the heap and
-/// its threads' arenas) and came back as page faults on the next value: a fifth of the writer's time at 500
-/// notifications/s. Freed blocks are kept instead, a few of each size, for the next stream.
+/// its threads' arenas) and came back as page faults on the next value: in some `bench ingest` runs a fifth of the
+/// writer thread's time. Freed blocks are kept instead, a few of each size, for the next stream.
 ///
-/// zlib never needs its blocks zeroed (its own default allocator is `malloc`), and it never reads what a block held
-/// before into what it writes.
+/// zlib never needs its blocks zeroed (its own default allocator is `malloc`, which does not zero them either), and
+/// what a block held before never reaches a stream: the output is the same as from fresh memory (the tests compare
+/// streams written one after another with fixed vectors and with each other).
 enum ZlibMemory {
     /// A stream that allocates here (`deflateCopy` copies its allocator to the copy).
     static func stream() -> z_stream {
