@@ -88,12 +88,12 @@ final class BlobDictionaries: Sendable {
     }
 
     /// `value` compressed with the dictionary of the row `id`, by a compressor primed with it (made once, kept while
-    /// there is room for it).
+    /// there is room for it). With no room left, a dictionary that has none is read into zlib for each value, as
+    /// before: priming one only to drop it would cost a copy more.
     private func pack(_ value: [UInt8], id: Int64, digest: [UInt8], dictionary: [UInt8]) -> [UInt8] {
-        if let compressor = state.withLock({ $0.primed[digest] }) {
-            return StoredBlob.pack(value, dictionaryID: id, compressor: compressor)
-        }
-        guard let compressor = StoredBlob.primed(dictionary) else {
+        let (primed, room) = state.withLock { ($0.primed[digest], $0.primed.count < Self.maxPrimed) }
+        if let primed { return StoredBlob.pack(value, dictionaryID: id, compressor: primed) }
+        guard room, let compressor = StoredBlob.primed(dictionary) else {
             return StoredBlob.pack(value, dictionaryID: id, dictionary: dictionary)
         }
         state.withLock { if $0.primed.count < Self.maxPrimed { $0.primed[digest] = compressor } }

@@ -129,6 +129,37 @@ import Zlib
         #expect(again.map(\.body) == entries.map(\.body))
     }
 
+    /// More chains than the writer keeps primed compressors for: the values of the others are compressed with their
+    /// dictionary all the same (read into zlib for each), and everything reads back identical.
+    @Test func moreDictionariesThanPrimedCompressorsAreAllUsed() throws {
+        let body = try #require(Self.v2Bodies().first?.body)
+        let prefix = StoredBlob.v2Prefix.count
+        let dot = try #require(body[prefix...].firstIndex(of: UInt8(ascii: ".")))
+        // Distinct headers: one base64url character of the real one changed (a value never verified here).
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+        let chains = BlobDictionaries.maxPrimed + 3
+        let bodies = (0..<chains * 2).map { n -> [UInt8] in
+            var b = body
+            b[dot - 10] = alphabet[n % chains]
+            return b
+        }
+        let directory = try Scratch.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/store.db"
+        let store = try SQLiteStore(path: path)
+        try Self.journal(store, bodies)
+        let entries = try store.read { tx in try tx.journalEntries(id: nil, key: nil, limit: 1_000) }
+        store.close()
+        #expect(
+            entries.compactMap(\.body).sorted { $0.lexicographicallyPrecedes($1) }
+                == bodies.sorted { $0.lexicographicallyPrecedes($1) }
+        )
+        let stored = try StoreCompressionTests.raw(path, "SELECT body FROM journal ORDER BY id")
+        #expect(stored.count == bodies.count)
+        #expect(stored.allSatisfy { $0.first == StoredBlob.dictionaryMarker && $0.count < 2_200 })
+        #expect(try StoreCompressionTests.raw(path, "SELECT header FROM blob_dictionaries").count == chains)
+    }
+
     /// The gateway's own JSON (events, states, the ledger's snapshots) is compressed with a dictionary learned from
     /// the first values the store wrote: stored once, found again by a later process on the file, a fraction of what
     /// zlib alone makes of each value, and every value reads back identical.
