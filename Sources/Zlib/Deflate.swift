@@ -69,7 +69,6 @@ public enum Deflate {
         private let template: UnsafeMutablePointer<z_stream>
         /// The dictionary's size in bytes.
         public let dictionaryBytes: Int
-        public let level: Int32
 
         /// Throws ``DeflateError``: `invalidArgument` (a level outside 0...9, an empty dictionary), `outOfMemory`.
         public init(dictionary: [UInt8], level: Int32 = defaultLevel) throws(DeflateError) {
@@ -95,7 +94,7 @@ public enum Deflate {
                 throw DeflateError(rc)
             }
             self.template = template
-            (dictionaryBytes, self.level) = (dictionary.count, level)
+            dictionaryBytes = dictionary.count
         }
 
         deinit {
