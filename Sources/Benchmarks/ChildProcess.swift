@@ -7,6 +7,9 @@ internal import WireJSON
 import Glibc
 #endif
 
+/// The log line a gateway writes last.
+private let stoppedMarker = Array(#""msg":"stopped""#.utf8)
+
 /// A child process started with `posix_spawn`, its standard output read line by line on a dedicated thread
 /// (so the child never blocks on a full pipe). Used by `bench ingest` to run the gateway in its own process.
 final class ChildProcess: Sendable {
@@ -48,12 +51,20 @@ final class ChildProcess: Sendable {
                 if n <= 0 { break }
                 outputBytes.add(n, ordering: .relaxed)
                 pending += buffer[0..<n]
-                while let nl = pending.firstIndex(of: 0x0A) {
-                    let line = String(decoding: pending[..<nl], as: UTF8.self)
-                    pending.removeSubrange(...nl)
-                    // first lines + the last
-                    lines.withLock { if $0.count < 64 || line.contains("\"msg\":\"stopped\"") { $0.append(line) } }
+                // The lines of this read, then what is left of the last one moved to the front once: removing each
+                // line from the front of `pending` moved the rest every time, and this reader (a log line per
+                // notification) shares the cores with the gateway it measures.
+                var start = 0
+                while let nl = pending[start...].firstIndex(of: 0x0A) {
+                    // The first lines and the last ("stopped"), each decoded only when it is kept.
+                    let bytes = pending[start..<nl]
+                    start = nl + 1
+                    let wanted = lines.withLock { $0.count < 64 } || bytes.contains(stoppedMarker)
+                    guard wanted else { continue }
+                    let line = String(decoding: bytes, as: UTF8.self)
+                    lines.withLock { $0.append(line) }
                 }
+                pending.removeSubrange(..<start)
             }
             close(fd)
             readerDone.signal()

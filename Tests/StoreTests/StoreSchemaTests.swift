@@ -18,13 +18,13 @@ import Testing
         "compare_jobs.claimed_by", "compare_jobs.claimed_until", "reconcile_runs.claimed_by",
         "reconcile_runs.claimed_until",
     ]
-    /// Indexes only PostgreSQL has: the claims' indexes of pending rows (its migration 7, which also dropped
-    /// `outbox_downstream_due`) and the partial unique index that keeps one plain comparison fetch pending across
-    /// instances.
+    /// Indexes only PostgreSQL has: the claims' indexes of pending rows of the job tables (its migration 7; the
+    /// outbox's came to SQLite with its step 13) and the partial unique index that keeps one plain comparison fetch
+    /// pending across instances.
     static let postgresOnlyIndexes: Set<String> = [
-        "outbox_pending", "receipt_jobs_pending", "compare_jobs_pending", "compare_jobs_one_pending",
+        "receipt_jobs_pending", "compare_jobs_pending", "compare_jobs_one_pending",
     ]
-    static let sqliteOnlyIndexes: Set<String> = ["outbox_downstream_due"]
+    static let sqliteOnlyIndexes: Set<String> = []
 
     /// A schema in comparable form: `table.column` → `type, not null, default`; index name → `table(columns) partial`
     /// or its whole definition; trigger names (with their SQL where one database is compared with itself).
@@ -112,12 +112,13 @@ import Testing
             #expect(versions == StoreSchema.sqlite.map(\.version), "from version \(version)")
         }
         // The shipped versions are kept as they are; steps added since come after them (10: the indexes of the bounded
-        // reads; 11, SQLite only: compressing the rows of an older store, which changes no table).
+        // reads; 11, SQLite only: compressing the rows of an older store, which changes no table; 12, SQLite only: the
+        // dictionaries' table; 13: only the indexes a statement reads).
         #expect(
             Array(StoreSchema.sqlite.map(\.version).prefix(ShippedSchema.sqlite.count))
                 == ShippedSchema.sqlite.map(\.version)
         )
-        #expect(StoreSchema.sqlite.map(\.version).dropFirst(ShippedSchema.sqlite.count) == [10, 11, 12])
+        #expect(StoreSchema.sqlite.map(\.version).dropFirst(ShippedSchema.sqlite.count) == [10, 11, 12, 13])
     }
 
     // MARK: PostgreSQL

@@ -203,6 +203,11 @@ extension StoreTests {
             (.journalEntryByID, 2, "USING INTEGER PRIMARY KEY (rowid=?)"),
             (.journalEntryByKey, 2, "USING INDEX sqlite_autoindex_journal_1 (notification_key=?)"),
             (.receiptJobsInState, 1, "USING COVERING INDEX receipt_jobs_due (state=?)"),
+            // The status's queue counts and the dead letters' listing, on the outbox's partial indexes.
+            (.pendingDeliveryCount, 0, "USING INDEX outbox_pending"),
+            (.deadDeliveryCount, 0, "USING INDEX outbox_dead"),
+            (.deadDeliveryList, 3, "USING INDEX outbox_dead"),
+            (.pendingDeliveryList, 3, "USING INDEX outbox_pending"),
             // Per V2 notification that may stand alone: the switch by its key, the other version's newest on its index.
             (
                 .standsAlone, 4,
@@ -223,6 +228,17 @@ extension StoreTests {
                 "\(sql.sqlite)\n\(plan)"
             )
         }
+        // A delivery claim reads the due rows of its downstream in order, on the pending rows' index.
+        let claim = try store.writer.perform { c in
+            try c.query(
+                "EXPLAIN QUERY PLAN " + SQLiteTransaction.claimDueDeliveries,
+                [.integer(1), .integer(1), .text("d"), .integer(1), .text("[]"), .integer(1)]
+            ).compactMap { $0.string("detail") }
+        }
+        #expect(
+            claim.contains { $0.contains("SEARCH o USING INDEX outbox_pending (downstream=? AND next_attempt_at<?)") }
+        )
+        #expect(!claim.contains { $0.contains("TEMP B-TREE") }, "\(claim)")
         // The silence check's last event of each path: a lookup on the index for both paths, never a walk over the
         // bundle's events.
         let activity = try store.writer.perform { c in

@@ -1,6 +1,19 @@
 internal import SQLite
 
 extension SQLiteTransaction {
+    /// Due rows of one downstream in the order they are due, on `outbox_pending` (the partial index of the pending
+    /// rows), with their payload: the claim reads the rows it takes, not the queue.
+    static let claimDueDeliveries = """
+        SELECT o.id, o.downstream, o.attempts, o.event_id, o.journal_id, o.created_at,
+               e.json, e.authoritative, j.body,
+               \(authoritativeStateColumn)
+        FROM outbox o
+        LEFT JOIN events e ON ? AND e.id = o.event_id
+        LEFT JOIN journal j ON ? AND j.id = e.journal_id
+        WHERE o.state = 'pending' AND o.downstream = ? AND o.next_attempt_at <= ? AND o.id NOT IN (SELECT value FROM json_each(?))
+        ORDER BY o.next_attempt_at, o.id LIMIT ?
+        """
+
     // One process owns an SQLite store (`sharedByInstances` is false): the lease is not recorded.
     func claimDueDeliveries(
         downstream: String,
@@ -10,16 +23,7 @@ extension SQLiteTransaction {
         payload: PayloadRead
     ) throws -> [DeliveryJob] {
         try c.query(
-            """
-            SELECT o.id, o.downstream, o.attempts, o.event_id, o.journal_id, o.created_at,
-                   e.json, e.authoritative, j.body,
-                   \(authoritativeStateColumn)
-            FROM outbox o
-            LEFT JOIN events e ON ? AND e.id = o.event_id
-            LEFT JOIN journal j ON ? AND j.id = e.journal_id
-            WHERE o.state = 'pending' AND o.downstream = ? AND o.next_attempt_at <= ? AND o.id NOT IN (SELECT value FROM json_each(?))
-            ORDER BY o.next_attempt_at, o.id LIMIT ?
-            """,
+            Self.claimDueDeliveries,
             [
                 .integer(payload.wantsEvent ? 1 : 0), .integer(payload.wantsBody ? 1 : 0), .text(downstream),
                 .integer(time),

@@ -385,6 +385,25 @@ enum StoreSchema {
             );
             """
         },
+        SchemaStep(sqlite: 13, postgres: 12) { d in
+            """
+            -- Each index is written with every notification, and at 500/s each notification is its own commit: one
+            -- page more of the log, and on PostgreSQL one index insert more, per index. No statement reads these
+            -- four: the events by creation time (the report counts on events_bundle_source, the recovered ones on
+            -- events_recovered) or by journal row, the journal by arrival time (retention reads journal_unpurged),
+            -- the outbox by state.
+            DROP INDEX journal_received;
+            DROP INDEX events_created;
+            DROP INDEX events_journal;
+            DROP INDEX outbox_due;
+            -- The outbox's rows by state only where a state is looked for, so that a delivered row (nearly every
+            -- row) is in no state index: the pending ones in the claim's order (PostgreSQL has had it since its
+            -- step 7), the dead letters in id order (listing and replaying them).
+            \(d.sqliteOnly("DROP INDEX outbox_downstream_due;"))
+            \(d.sqliteOnly("CREATE INDEX outbox_pending ON outbox(downstream, next_attempt_at, id) WHERE state = 'pending';"))
+            CREATE INDEX outbox_dead ON outbox(id) WHERE state = 'dead';
+            """
+        },
     ]
 
     /// SQLite stores bodies and JSON compressed (``StoredBlob``): the rows written before are compressed once, by
@@ -473,4 +492,5 @@ extension Dialect {
     var claims: String { self == .sqlite ? "" : ",\n    claimed_by TEXT,\n    claimed_until bigint" }
     /// `text` on PostgreSQL only.
     func postgresOnly(_ text: String) -> String { self == .postgres ? text : "" }
+    func sqliteOnly(_ text: String) -> String { self == .sqlite ? text : "" }
 }

@@ -50,12 +50,16 @@ extension SQLTransaction {
     }
 
     func deliveries(state: DeliveryState?, downstream: String?, eventID: String?, limit: Int) throws -> [Delivery] {
-        // One state's (dead letters: the operators' listing) on the state's index; without a state, the table in order.
-        try c.query(
-            state != nil ? .deliveryListInState : .deliveries,
-            [StoreValue(state?.rawValue), StoreValue(downstream), StoreValue(eventID), .limit(limit)]
-        )
-        .map(Delivery.init(row:))
+        // Pending rows and dead letters (the operators' listing) on their partial indexes, which a statement uses only
+        // when it names the state as they do; delivered rows (nearly all of them) and all rows: the table in order.
+        let sql: SQL =
+            switch state {
+            case .pending?: .pendingDeliveryList
+            case .dead?: .deadDeliveryList
+            case .delivered?: .deliveredDeliveryList
+            case nil: .deliveries
+            }
+        return try c.query(sql, [StoreValue(downstream), StoreValue(eventID), .limit(limit)]).map(Delivery.init(row:))
     }
 
     func pendingDeliveries() throws -> [PendingDeliveries] {
@@ -70,8 +74,8 @@ extension SQLTransaction {
     /// newest id, since outbox rows are never deleted.
     func deliveryCountsByNewestID() throws -> [DeliveryState: Int] {
         var counts: [DeliveryState: Int] = [:]
-        for state in [DeliveryState.pending, .dead] {
-            let n = try c.queryOne(.deliveriesInState, [.text(state.rawValue)])?.int("n") ?? 0
+        for (state, sql) in [(DeliveryState.pending, SQL.pendingDeliveryCount), (.dead, .deadDeliveryCount)] {
+            let n = try c.queryOne(sql, [])?.int("n") ?? 0
             if n > 0 { counts[state] = n }
         }
         let rows = try c.queryOne(.newestDelivery, [])?.int("n") ?? 0
@@ -136,26 +140,29 @@ extension SQL {
 
     fileprivate static let deliveryColumns =
         "id, downstream, event_id, journal_id, state, attempts, next_attempt_at, created_at, delivered_at, last_status, last_error"
-    fileprivate static let deliveries = SQL(
-        """
-        SELECT \(deliveryColumns) FROM outbox
-        WHERE $1::text IS NULL AND ($2::text IS NULL OR downstream = $2) AND ($3::text IS NULL OR event_id = $3)
-        ORDER BY id LIMIT $4
-        """
-    )
-    fileprivate static let deliveryListInState = SQL(
-        """
-        SELECT \(deliveryColumns) FROM outbox
-        WHERE state = $1 AND ($2::text IS NULL OR downstream = $2) AND ($3::text IS NULL OR event_id = $3)
-        ORDER BY id LIMIT $4
-        """
-    )
+    /// The rows in `state` (a literal: `nil` for every row), filtered by downstream ($1) and event ($2), in id order.
+    /// The pending rows are read from their index and sorted (`+id`: SQLite would otherwise walk the whole table in
+    /// id order to find the few pending ones); the dead letters' index is in id order already.
+    private static func deliveryList(state: DeliveryState?) -> SQL {
+        SQL(
+            """
+            SELECT \(deliveryColumns) FROM outbox
+            WHERE \(state.map { "state = '\($0.rawValue)' AND " } ?? "")($1::text IS NULL OR downstream = $1) AND ($2::text IS NULL OR event_id = $2)
+            ORDER BY \(state == .pending ? "+id" : "id") LIMIT $3
+            """
+        )
+    }
+    fileprivate static let deliveries = deliveryList(state: nil)
+    static let pendingDeliveryList = deliveryList(state: .pending)
+    static let deadDeliveryList = deliveryList(state: .dead)
+    fileprivate static let deliveredDeliveryList = deliveryList(state: .delivered)
 
     fileprivate static let pendingDeliveries = SQL(
         "SELECT downstream, COUNT(*) AS n, MIN(created_at) AS oldest FROM outbox WHERE state = 'pending' GROUP BY downstream"
     )
 
     fileprivate static let deliveryCounts = SQL("SELECT state, COUNT(*) AS n FROM outbox GROUP BY state")
-    fileprivate static let deliveriesInState = SQL("SELECT COUNT(*) AS n FROM outbox WHERE state = $1")
+    static let pendingDeliveryCount = SQL("SELECT COUNT(*) AS n FROM outbox WHERE state = 'pending'")
+    static let deadDeliveryCount = SQL("SELECT COUNT(*) AS n FROM outbox WHERE state = 'dead'")
     fileprivate static let newestDelivery = SQL("SELECT COALESCE(MAX(id), 0) AS n FROM outbox")
 }
