@@ -492,5 +492,6 @@ extension Dialect {
     var claims: String { self == .sqlite ? "" : ",\n    claimed_by TEXT,\n    claimed_until bigint" }
     /// `text` on PostgreSQL only.
     func postgresOnly(_ text: String) -> String { self == .postgres ? text : "" }
+    /// `text` on SQLite only.
     func sqliteOnly(_ text: String) -> String { self == .sqlite ? text : "" }
 }
