@@ -59,10 +59,10 @@ final class ChildProcess: Sendable {
                     // The first lines and the last ("stopped"), each decoded only when it is kept.
                     let bytes = pending[start..<nl]
                     start = nl + 1
-                    let wanted = lines.withLock { $0.count < 64 } || bytes.contains(stoppedMarker)
-                    guard wanted else { continue }
-                    let line = String(decoding: bytes, as: UTF8.self)
-                    lines.withLock { $0.append(line) }
+                    lines.withLock { kept in
+                        guard kept.count < 64 || bytes.contains(stoppedMarker) else { return }
+                        kept.append(String(decoding: bytes, as: UTF8.self))
+                    }
                 }
                 pending.removeSubrange(..<start)
             }
