@@ -108,13 +108,32 @@ final class ChildProcess: Sendable {
 
     /// CPU time (user + system, all threads) the child has used so far, in seconds: fields 14 and 15 of
     /// `/proc/PID/stat`, in the kernel's fixed USER_HZ of 100 ticks per second.
-    var cpuSeconds: Double {
-        guard let data = try? Data(contentsOf: URL(filePath: "/proc/\(pid)/stat")) else { return 0 }
+    var cpuSeconds: Double { Self.cpuSeconds(statPath: "/proc/\(pid)/stat") ?? 0 }
+
+    /// CPU seconds so far of each of the child's threads that is still running, summed by thread name (`comm`: the
+    /// gateway names its own threads, `iapgw-handler`, `iapgw-writer`; libmicrohttpd's are `MHD-worker`).
+    var cpuSecondsByThreadName: [String: Double] {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task") else { return [:] }
+        var sums: [String: Double] = [:]
+        for task in tasks {
+            let dir = "/proc/\(pid)/task/\(task)"
+            guard let comm = try? Data(contentsOf: URL(filePath: dir + "/comm")),
+                let seconds = Self.cpuSeconds(statPath: dir + "/stat")
+            else { continue }  // the thread ended meanwhile
+            let name = String(decoding: comm.prefix { $0 != UInt8(ascii: "\n") }, as: UTF8.self)
+            sums[name, default: 0] += seconds
+        }
+        return sums
+    }
+
+    /// User + system seconds from a `stat` file of `/proc` (a process's or a thread's).
+    private static func cpuSeconds(statPath: String) -> Double? {
+        guard let data = try? Data(contentsOf: URL(filePath: statPath)) else { return nil }
         let text = String(decoding: data, as: UTF8.self)
         // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
-        guard let close = text.lastIndex(of: ")") else { return 0 }
+        guard let close = text.lastIndex(of: ")") else { return nil }
         let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return nil }
         return (user + system) / 100
     }
 

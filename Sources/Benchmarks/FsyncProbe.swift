@@ -21,7 +21,7 @@ final class FsyncProbe: Sendable {
         path = directory + "/fsync-probe"
         let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
         guard fd >= 0 else { return nil }
-        let started = OSThread.start { [self] in
+        let started = OSThread.start(name: "iapgw-fsprobe") { [self] in
             let block = [UInt8](repeating: 0x5a, count: 8192)
             let clock = ContinuousClock()
             while !stopping.load(ordering: .relaxed) {

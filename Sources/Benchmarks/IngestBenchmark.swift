@@ -66,6 +66,22 @@ public enum IngestBenchmark {
         /// fsync was set by the disk.
         public var openLoopFsyncP50Ms: Double
         public var openLoopFsyncMaxMs: Double
+        /// `gateway_cpu_ms_per_notification` (closed loop) and its open-loop twin, by the gateway's threads:
+        /// `handlers` (verification, mapping, answers), `writer` (the store's transactions and commits), `http`
+        /// (libmicrohttpd's I/O threads) and `other` (deliveries, verifyReceipt calls, the rest).
+        public var gatewayCPUMsPerNotificationByThread: ThreadCPU
+        public var openLoopGatewayCPUMsPerNotificationByThread: ThreadCPU
+        /// libcrypto's own P-256 signature check (one verify over a precomputed digest, its context reused: the loop
+        /// `openssl speed ecdsap256` times), measured in this run just before each loop, in ms. On a shared machine the
+        /// CPU's speed drifts between runs; the gateway's CPU per notification in units of this verify does not.
+        public var p256VerifyMs: Double
+        /// `gateway_cpu_ms_per_notification` / `p256_verify_ms`, and the same for the open loop.
+        public var gatewayCPUPerNotificationInP256Verifies: Double
+        public var openLoopGatewayCPUPerNotificationInP256Verifies: Double
+        /// Every process's CPU time on the machine during the closed loop, per notification answered: the gateways, the
+        /// bench's client and downstream, and a PostgreSQL server. Where the machine is saturated, its throughput is
+        /// about the cores' time divided by this.
+        public var machineCPUMsPerNotification: Double
 
         enum CodingKeys: String, CodingKey {
             case notificationsPerSecond = "notifications_per_second"
@@ -89,6 +105,50 @@ public enum IngestBenchmark {
             case openLoopMachineSteal = "open_loop_machine_steal"
             case openLoopFsyncP50Ms = "open_loop_fsync_p50_ms"
             case openLoopFsyncMaxMs = "open_loop_fsync_max_ms"
+            case gatewayCPUMsPerNotificationByThread = "gateway_cpu_ms_per_notification_by_thread"
+            case openLoopGatewayCPUMsPerNotificationByThread = "open_loop_gateway_cpu_ms_per_notification_by_thread"
+            case p256VerifyMs = "p256_verify_ms"
+            case gatewayCPUPerNotificationInP256Verifies = "gateway_cpu_per_notification_in_p256_verifies"
+            case openLoopGatewayCPUPerNotificationInP256Verifies =
+                "open_loop_gateway_cpu_per_notification_in_p256_verifies"
+            case machineCPUMsPerNotification = "machine_cpu_ms_per_notification"
+        }
+    }
+
+    /// A share of the gateways' CPU time per notification, in ms, by thread.
+    public struct ThreadCPU: Codable, Sendable, Equatable {
+        public var handlers: Double
+        public var writer: Double
+        public var http: Double
+        public var other: Double
+
+        /// The gateways' threads' CPU seconds between two readings, per notification: a thread named by the gateway
+        /// counts under its name; everything else — threads of other names, and those that ended between the
+        /// readings — is `other` (the process's total less the named ones).
+        static func between(
+            _ before: [(total: Double, threads: [String: Double])],
+            _ after: [(total: Double, threads: [String: Double])],
+            notifications: Int
+        ) -> ThreadCPU {
+            guard notifications > 0 else { return ThreadCPU(handlers: 0, writer: 0, http: 0, other: 0) }
+            var named: [String: Double] = [:]
+            var total = 0.0
+            for (b, a) in zip(before, after) {
+                total += a.total - b.total
+                for name in ["iapgw-handler", "iapgw-writer", "MHD-worker"] {
+                    named[name, default: 0] += (a.threads[name] ?? 0) - (b.threads[name] ?? 0)
+                }
+            }
+            func ms(_ seconds: Double) -> Double { (seconds / Double(notifications) * 1_000_000).rounded() / 1000 }
+            let handlers = named["iapgw-handler"] ?? 0
+            let writer = named["iapgw-writer"] ?? 0
+            let http = named["MHD-worker"] ?? 0
+            return ThreadCPU(
+                handlers: ms(handlers),
+                writer: ms(writer),
+                http: ms(http),
+                other: ms(max(0, total - handlers - writer - http))
+            )
         }
     }
 
@@ -160,7 +220,12 @@ public enum IngestBenchmark {
         echo.stopAccepting()
         echo.stop()
         func cpuSeconds() -> Double { gateways.reduce(0) { $0 + $1.cpuSeconds } }
-        let cpuBefore = cpuSeconds()
+        func cpuByThread() -> [(total: Double, threads: [String: Double])] {
+            gateways.map { ($0.cpuSeconds, $0.cpuSecondsByThreadName) }
+        }
+        let verify = try P256VerifyBaseline()
+        var verifyMs = [verify.measure(seconds: 0.5)]
+        let (cpuBefore, threadsBefore, machineClosedBefore) = (cpuSeconds(), cpuByThread(), MachineCPU.now())
         let measured = await closedLoop(
             urls: urls,
             bodies: throughputBodies,
@@ -170,6 +235,10 @@ public enum IngestBenchmark {
         )
         let cpuPerNotification =
             measured.accepted > 0 ? (cpuSeconds() - cpuBefore) / Double(measured.accepted) * 1000 : 0
+        let closedThreads = ThreadCPU.between(threadsBefore, cpuByThread(), notifications: measured.accepted)
+        let machineClosed = MachineCPU.now().busy - machineClosedBefore.busy
+        let machinePerNotification =
+            measured.accepted > 0 ? (machineClosed / 100 / Double(measured.accepted) * 1_000_000).rounded() / 1000 : 0
         let throughput = measured.perSecond
         let failures = Counter()
         failures.add(measured.failures)
@@ -189,7 +258,8 @@ public enum IngestBenchmark {
         // Open loop: one request every 1/rate s, each timed from its scheduled send to its answer.
         let latencies = Samples()
         let latencyBodies = Array(bodies.suffix(latencyCount))
-        let (openCPUBefore, machineBefore) = (cpuSeconds(), MachineCPU.now())
+        verifyMs.append(verify.measure(seconds: 0.5))
+        let (openCPUBefore, openThreadsBefore, machineBefore) = (cpuSeconds(), cpuByThread(), MachineCPU.now())
         let probe = FsyncProbe(directory: rig.directory)
         await openLoop(
             urls: urls,
@@ -202,6 +272,9 @@ public enum IngestBenchmark {
         let machine = MachineCPU.now().since(machineBefore)
         let fsync = probe?.finish() ?? (p50: 0, max: 0)
         let openCPU = latencies.count > 0 ? (cpuSeconds() - openCPUBefore) / Double(latencies.count) * 1000 : 0
+        let openThreads = ThreadCPU.between(openThreadsBefore, cpuByThread(), notifications: latencies.count)
+        let p256 = verifyMs.reduce(0, +) / Double(verifyMs.count)
+        func inVerifies(_ ms: Double) -> Double { p256 > 0 ? (ms / p256 * 100).rounded() / 100 : 0 }
         let rssPerInstance = gateways.map(\.peakRSSMB)
         let stopped = rig.finishAll()
         if let failed = stopped.first(where: { $0.status != 0 }) {
@@ -247,7 +320,13 @@ public enum IngestBenchmark {
             openLoopMachineBusy: machine.busy,
             openLoopMachineSteal: machine.steal,
             openLoopFsyncP50Ms: fsync.p50,
-            openLoopFsyncMaxMs: fsync.max
+            openLoopFsyncMaxMs: fsync.max,
+            gatewayCPUMsPerNotificationByThread: closedThreads,
+            openLoopGatewayCPUMsPerNotificationByThread: openThreads,
+            p256VerifyMs: (p256 * 10_000).rounded() / 10_000,
+            gatewayCPUPerNotificationInP256Verifies: inVerifies(cpuPerNotification),
+            openLoopGatewayCPUPerNotificationInP256Verifies: inVerifies(openCPU),
+            machineCPUMsPerNotification: machinePerNotification
         )
     }
 

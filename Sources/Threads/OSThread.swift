@@ -9,14 +9,15 @@ import Glibc
 public struct OSThread: Sendable {
     private let handle: pthread_t
 
-    /// Starts a joinable thread running `body`; nil when the system refuses a thread.
-    public static func start(_ body: @escaping @Sendable () -> Void) -> OSThread? {
-        spawn(body).map(OSThread.init(handle:))
+    /// Starts a joinable thread running `body`; nil when the system refuses a thread. `name` (at most 15 bytes are
+    /// kept) is what `top -H`, `ps -L` and `perf` show for the thread.
+    public static func start(name: String, _ body: @escaping @Sendable () -> Void) -> OSThread? {
+        spawn(name: name, body).map(OSThread.init(handle:))
     }
 
     /// Starts a thread running `body` that nobody joins (it ends when `body` returns); false when the system refuses.
-    public static func detach(_ body: @escaping @Sendable () -> Void) -> Bool {
-        guard let handle = spawn(body) else { return false }
+    public static func detach(name: String, _ body: @escaping @Sendable () -> Void) -> Bool {
+        guard let handle = spawn(name: name, body) else { return false }
         pthread_detach(handle)
         return true
     }
@@ -27,19 +28,24 @@ public struct OSThread: Sendable {
     /// Whether this is the thread calling (which must not join itself).
     public var isCurrent: Bool { pthread_equal(handle, pthread_self()) != 0 }
 
-    private static func spawn(_ body: @escaping @Sendable () -> Void) -> pthread_t? {
+    private static func spawn(name: String, _ body: @escaping @Sendable () -> Void) -> pthread_t? {
         final class Start: Sendable {
+            let name: String
             let body: @Sendable () -> Void
-            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+            init(_ name: String, _ body: @escaping @Sendable () -> Void) { (self.name, self.body) = (name, body) }
+            func run() {
+                nameCurrentThread(name)
+                body()
+            }
         }
-        let start = Unmanaged.passRetained(Start(body)).toOpaque()
+        let start = Unmanaged.passRetained(Start(name, body)).toOpaque()
         var thread = pthread_t()
         let rc = pthread_create(
             &thread,
             nil,
             { raw in
                 guard let raw else { return nil }
-                Unmanaged<Start>.fromOpaque(raw).takeRetainedValue().body()
+                Unmanaged<Start>.fromOpaque(raw).takeRetainedValue().run()
                 return nil
             },
             start
@@ -50,4 +56,15 @@ public struct OSThread: Sendable {
         }
         return thread
     }
+
+}
+
+/// Names the calling thread, best effort: the kernel keeps 15 bytes (`pthread_setname_np` is not in Swift's Glibc
+/// module; its Linux implementation writes this same file).
+private func nameCurrentThread(_ name: String) {
+    let fd = open("/proc/thread-self/comm", O_WRONLY)
+    guard fd >= 0 else { return }
+    let bytes = Array(name.utf8.prefix(15))
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+    close(fd)
 }

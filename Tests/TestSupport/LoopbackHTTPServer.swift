@@ -78,7 +78,7 @@ public final class LoopbackHTTPServer: Sendable {
         port = UInt16(bigEndian: address.sin_port)
         let core = ServerCore(handler: handler, stopRead: stopPipe[0], stopWrite: stopPipe[1])
         self.core = core
-        guard let thread = OSThread.start({ core.acceptLoop(listenFD) }) else {
+        guard let thread = OSThread.start(name: "test-accept", { core.acceptLoop(listenFD) }) else {
             close(listenFD)
             throw LoopbackServerError("pthread_create", EAGAIN)
         }
@@ -192,7 +192,7 @@ private final class ServerCore: Sendable {
                 close(fd)
                 return
             }
-            if !OSThread.detach({ self.serve(fd) }) {
+            if !OSThread.detach(name: "test-serve", { self.serve(fd) }) {
                 closeConnection(fd)
             }
         }
