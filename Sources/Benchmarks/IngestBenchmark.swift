@@ -73,7 +73,7 @@ public enum IngestBenchmark {
         public var openLoopGatewayCPUMsPerNotificationByThread: ThreadCPU
         /// libcrypto's own P-256 signature check (one verify over a precomputed digest, its context reused: the loop
         /// `openssl speed ecdsap256` times), measured in this run just before each loop, in ms. On a shared machine the
-        /// CPU's speed drifts between runs; the gateway's CPU per notification in units of this verify does not.
+        /// CPU's speed drifts between runs; the gateway's CPU per notification in units of this verify drifts less.
         public var p256VerifyMs: Double
         /// `gateway_cpu_ms_per_notification` / `p256_verify_ms`, and the same for the open loop.
         public var gatewayCPUPerNotificationInP256Verifies: Double
