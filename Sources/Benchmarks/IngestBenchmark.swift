@@ -5,6 +5,7 @@ internal import Gateway
 internal import HTTPClient
 internal import HTTPServer
 import Synchronization
+internal import Threads
 internal import V2Adapter
 internal import WireJSON
 
@@ -131,18 +132,15 @@ public enum IngestBenchmark {
             notifications: Int
         ) -> ThreadCPU {
             guard notifications > 0 else { return ThreadCPU(handlers: 0, writer: 0, http: 0, other: 0) }
-            var named: [String: Double] = [:]
-            var total = 0.0
+            var (total, handlers, writer, http) = (0.0, 0.0, 0.0, 0.0)
             for (b, a) in zip(before, after) {
+                func delta(_ name: String) -> Double { (a.threads[name] ?? 0) - (b.threads[name] ?? 0) }
                 total += a.total - b.total
-                for name in ["iapgw-handler", "iapgw-writer", "MHD-worker"] {
-                    named[name, default: 0] += (a.threads[name] ?? 0) - (b.threads[name] ?? 0)
-                }
+                handlers += delta(ThreadName.handler)
+                writer += delta(ThreadName.writer)
+                http += delta(ThreadName.http)
             }
             func ms(_ seconds: Double) -> Double { (seconds / Double(notifications) * 1_000_000).rounded() / 1000 }
-            let handlers = named["iapgw-handler"] ?? 0
-            let writer = named["iapgw-writer"] ?? 0
-            let http = named["MHD-worker"] ?? 0
             return ThreadCPU(
                 handlers: ms(handlers),
                 writer: ms(writer),

@@ -332,7 +332,7 @@ public final class HTTPServer {
         self.context = context
         boundPort = gateway_mhd_bound_port(started)
         if tracker.needsWatchdog {
-            guard let thread = OSThread.start(name: "iapgw-watchdog", { tracker.runWatchdog() }) else {
+            guard let thread = OSThread.start(name: ThreadName.watchdog, { tracker.runWatchdog() }) else {
                 stop()
                 throw HTTPServerError(.startFailed, "cannot create the deadlines' watchdog thread")
             }

@@ -16,7 +16,7 @@ final class HandlerPool: Sendable {
         let core = Core()
         var threads: [OSThread] = []
         for _ in 0..<count {
-            guard let thread = OSThread.start(name: "iapgw-handler", { core.run() }) else {
+            guard let thread = OSThread.start(name: ThreadName.handler, { core.run() }) else {
                 core.stop(threads)
                 return nil
             }

@@ -99,7 +99,7 @@ final class JournalWriter<Database: GroupCommitDatabase>: Sendable {
         // A dedicated thread: the commit's fsync (or round trip) must not block Swift's cooperative pool, and the loop
         // must not wait for a Dispatch thread that its own blocked callers hold (a deadlock seen with many stores open
         // in one process).
-        if !OSThread.detach(name: "iapgw-writer", { [self] in loop() }) {
+        if !OSThread.detach(name: ThreadName.writer, { [self] in loop() }) {
             DispatchQueue(label: "iap-gateway.journal-writer").async { [self] in loop() }
         }
     }

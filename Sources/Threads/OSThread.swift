@@ -59,6 +59,19 @@ public struct OSThread: Sendable {
 
 }
 
+/// The names the gateway gives its threads (at most 15 bytes each: what the kernel keeps), which `top -H`, `ps -L`,
+/// `perf` and `bench ingest`'s CPU by thread show. libmicrohttpd names its own I/O threads ``http``.
+public enum ThreadName {
+    /// The HTTP servers' request handlers.
+    public static let handler = "iapgw-handler"
+    /// A store's writer: its transactions and commits.
+    public static let writer = "iapgw-writer"
+    /// The HTTP servers' deadline watchdog.
+    public static let watchdog = "iapgw-watchdog"
+    /// libmicrohttpd's I/O threads, named by libmicrohttpd.
+    public static let http = "MHD-worker"
+}
+
 /// Names the calling thread, best effort: the kernel keeps 15 bytes (`pthread_setname_np` is not in Swift's Glibc
 /// module; its Linux implementation writes this same file).
 private func nameCurrentThread(_ name: String) {

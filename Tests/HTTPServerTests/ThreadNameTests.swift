@@ -39,5 +39,6 @@ import Threads
             HTTPRequest(method: .get, url: "http://127.0.0.1:\(server.port)/name")
         )
         #expect(String(decoding: response.body, as: UTF8.self) == "iapgw-handler")
+        #expect(ThreadName.handler == "iapgw-handler")
     }
 }
