@@ -217,13 +217,16 @@ public enum IngestBenchmark {
         )
         echo.stopAccepting()
         echo.stop()
-        func cpuSeconds() -> Double { gateways.reduce(0) { $0 + $1.cpuSeconds } }
-        func cpuByThread() -> [(total: Double, threads: [String: Double])] {
+        // One reading of the gateways' CPU serves both the totals and the split by thread.
+        func cpuReading() -> [(total: Double, threads: [String: Double])] {
             gateways.map { ($0.cpuSeconds, $0.cpuSecondsByThreadName) }
+        }
+        func total(_ reading: [(total: Double, threads: [String: Double])]) -> Double {
+            reading.reduce(0) { $0 + $1.total }
         }
         let verify = try P256VerifyBaseline()
         var verifyMs = [verify.measure(seconds: 0.5)]
-        let (cpuBefore, threadsBefore, machineClosedBefore) = (cpuSeconds(), cpuByThread(), MachineCPU.now())
+        let (closedBefore, machineClosedBefore) = (cpuReading(), MachineCPU.now())
         let measured = await closedLoop(
             urls: urls,
             bodies: throughputBodies,
@@ -231,9 +234,11 @@ public enum IngestBenchmark {
             concurrency: concurrency,
             transport: transport
         )
+        let closedAfter = cpuReading()
         let cpuPerNotification =
-            measured.accepted > 0 ? (cpuSeconds() - cpuBefore) / Double(measured.accepted) * 1000 : 0
-        let closedThreads = ThreadCPU.between(threadsBefore, cpuByThread(), notifications: measured.accepted)
+            measured.accepted > 0
+            ? (total(closedAfter) - total(closedBefore)) / Double(measured.accepted) * 1000 : 0
+        let closedThreads = ThreadCPU.between(closedBefore, closedAfter, notifications: measured.accepted)
         let machineClosed = MachineCPU.now().busy - machineClosedBefore.busy
         let machinePerNotification =
             measured.accepted > 0 ? (machineClosed / 100 / Double(measured.accepted) * 1_000_000).rounded() / 1000 : 0
@@ -257,7 +262,7 @@ public enum IngestBenchmark {
         let latencies = Samples()
         let latencyBodies = Array(bodies.suffix(latencyCount))
         verifyMs.append(verify.measure(seconds: 0.5))
-        let (openCPUBefore, openThreadsBefore, machineBefore) = (cpuSeconds(), cpuByThread(), MachineCPU.now())
+        let (openBefore, machineBefore) = (cpuReading(), MachineCPU.now())
         let probe = FsyncProbe(directory: rig.directory)
         await openLoop(
             urls: urls,
@@ -269,8 +274,10 @@ public enum IngestBenchmark {
         )
         let machine = MachineCPU.now().since(machineBefore)
         let fsync = probe?.finish() ?? (p50: 0, max: 0)
-        let openCPU = latencies.count > 0 ? (cpuSeconds() - openCPUBefore) / Double(latencies.count) * 1000 : 0
-        let openThreads = ThreadCPU.between(openThreadsBefore, cpuByThread(), notifications: latencies.count)
+        let openAfter = cpuReading()
+        let openCPU =
+            latencies.count > 0 ? (total(openAfter) - total(openBefore)) / Double(latencies.count) * 1000 : 0
+        let openThreads = ThreadCPU.between(openBefore, openAfter, notifications: latencies.count)
         let p256 = verifyMs.reduce(0, +) / Double(verifyMs.count)
         func inVerifies(_ ms: Double) -> Double { p256 > 0 ? (ms / p256 * 100).rounded() / 100 : 0 }
         let rssPerInstance = gateways.map(\.peakRSSMB)

@@ -56,7 +56,6 @@ public struct OSThread: Sendable {
         }
         return thread
     }
-
 }
 
 /// The names the gateway gives its threads (at most 15 bytes each: what the kernel keeps), which `top -H`, `ps -L`,
