@@ -19,6 +19,7 @@ let package = Package(
         .library(name: "HTTPServer", targets: ["HTTPServer"]),
         .library(name: "SQLite", targets: ["SQLite"]),
         .library(name: "Zlib", targets: ["Zlib"]),
+        .library(name: "Zstd", targets: ["Zstd"]),
         .library(name: "Postgres", targets: ["Postgres"]),
         .library(name: "Store", targets: ["Store"]),
         .library(name: "TeamDatabase", targets: ["TeamDatabase"]),
@@ -37,6 +38,7 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CPostgres", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CZstd", pkgConfig: "libzstd", providers: [.apt(["libzstd-dev"])]),
 
         // Pure model: no imports beyond the standard library.
         .target(name: "Canonical", swiftSettings: strict),
@@ -46,15 +48,17 @@ let package = Package(
         .target(name: "HTTPClient", dependencies: ["CCurl", "Canonical"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
-        // zlib streams with a bounded decompression: the SQLite store's compressed bodies and event JSON.
+        // zlib streams with a bounded decompression: the SQLite store's values written before zstd, still read.
         .target(name: "Zlib", dependencies: ["CZlib"], swiftSettings: strict),
+        // Zstandard frames with a bounded decompression: the SQLite store's compressed bodies and event JSON.
+        .target(name: "Zstd", dependencies: ["CZstd"], swiftSettings: strict),
         // The one place an operating-system thread is started (pthreads).
         .target(name: "Threads", swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Threads"], swiftSettings: strict),
         // Every table of the gateway behind one interface; all SQL of the gateway's own store lives here.
         .target(
             name: "Store",
-            dependencies: ["Canonical", "Crypto", "SQLite", "Postgres", "WireJSON", "Threads", "Zlib"],
+            dependencies: ["Canonical", "Crypto", "SQLite", "Postgres", "WireJSON", "Threads", "Zlib", "Zstd"],
             swiftSettings: strict
         ),
         // The database downstream's writers: the team's own tables (public schema, versions) in PostgreSQL or SQLite.
@@ -194,7 +198,7 @@ let package = Package(
         // The store contract against each implementation: SQLite always, PostgreSQL when IAPGW_TEST_DATABASE_URL is set.
         .testTarget(
             name: "StoreTests",
-            dependencies: ["Store", "Canonical", "Postgres", "SQLite", "Zlib", "TestSupport"],
+            dependencies: ["Store", "Canonical", "Postgres", "SQLite", "Zlib", "Zstd", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(

@@ -191,6 +191,33 @@ seed("deflate", "zeros.z", b"\x03" + zlib.compress(bytes(200000), 9))
 seed("deflate", "stored-block.z", b"\x02" + zlib.compress(b"{\"a\":1}", 0))
 seed("deflate", "roundtrip.json", b"\x07" + v1renew)
 
+# --- zstd: mode byte (bits 0-1 the limit as deflate's; bit 2 compress first; bit 3 the harness's dictionary) + bytes --
+# Frames from Debian's `zstd` command (level 1, with the content checksum, as the store writes them).
+import subprocess, tempfile
+zstd_dictionary = (b'{"bundle_id":"com.example.app","product_id":"monthly","signedPayload":"eyJhbGciOiJFUzI1NiJ9"}' * 4)
+def zstd(data, level=1, dictionary=None, piped=False):
+    with tempfile.TemporaryDirectory() as t:
+        src, dct = os.path.join(t, "in"), os.path.join(t, "dict")
+        open(src, "wb").write(data)
+        args = ["zstd", "-q", "-c", "--check", "-%d" % level]
+        if dictionary is not None:
+            open(dct, "wb").write(dictionary)
+            args += ["-D", dct]
+        if piped:
+            return subprocess.run(args, input=data, capture_output=True, check=True).stdout
+        return subprocess.run(args + [src], capture_output=True, check=True).stdout
+seed("zstd", "v1-body.zst", b"\x03" + zstd(v1renew))
+seed("zstd", "v2-body.zst", b"\x03" + zstd(v2renew))
+seed("zstd", "v2-body-level19.zst", b"\x03" + zstd(v2renew, 19))
+seed("zstd", "v2-body-over-limit.zst", b"\x01" + zstd(v2renew))
+seed("zstd", "v1-body-truncated.zst", b"\x02" + zstd(v1renew)[:-7])
+seed("zstd", "v1-body-unsized.zst", b"\x03" + zstd(v1renew, piped=True))
+seed("zstd", "empty.zst", b"\x00" + zstd(b""))
+seed("zstd", "zeros.zst", b"\x03" + zstd(bytes(200000), 19))
+seed("zstd", "dictionary.zst", b"\x0b" + zstd(b'{"bundle_id":"com.example.app","product_id":"yearly"}', dictionary=zstd_dictionary))
+seed("zstd", "roundtrip.json", b"\x07" + v1renew)
+seed("zstd", "roundtrip-dictionary.json", b"\x0f" + v1renew)
+
 # --- write ----------------------------------------------------------------------------------------------------------
 for target, files in targets.items():
     d = os.path.join(HERE, target)

@@ -1,22 +1,22 @@
 internal import Crypto
 internal import SQLite
 internal import Synchronization
-internal import Zlib
+internal import Zstd
 
-/// The preset zlib dictionaries of the SQLite store (``StoredBlob``): one per outer JWS header of the V2 bodies, and
+/// The preset dictionaries of the SQLite store (``StoredBlob``): one per outer JWS header of the V2 bodies, and
 /// one learned for the gateway's own JSON values.
 ///
 /// A V2 body `{"signedPayload":"H.P.S"}` carries Apple's certificate chain three times: in its header H, and in the
 /// headers of `signedTransactionInfo` and `signedRenewalInfo` — the same text, base64url-encoded a second time as
-/// part of P, at one of three byte alignments. zlib sees none of them as repeats of H; with H and its three encodings
+/// part of P, at one of three byte alignments. a compressor sees none of them as repeats of H; with H and its three encodings
 /// as a preset dictionary it sees all three. Only H is stored (`blob_dictionaries`, SQLite only): the dictionary is
 /// rebuilt from it.
 ///
 /// The JSON the gateway writes itself — events, subscription states, snapshots, the comparison ledger's — is a few
-/// hundred bytes a value, mostly the same keys and the app's own bundle and product ids: too short for zlib to find
+/// hundred bytes a value, mostly the same keys and the app's own bundle and product ids: too short for a compressor to find
 /// its repeats within one value. Its dictionary is the first few such values the store's writer compressed, stored
 /// as they are (a row whose source starts with `{`, which no JWS header does) and found again by every later process
-/// on the file; each value then stores about a quarter of what zlib alone makes of it. Only values the gateway made
+/// on the file; each value then stores about a quarter of what compression alone makes of it. Only values the gateway made
 /// are learned from, never a body it received.
 ///
 /// One per store, shared by the writer and the reader connections. It learns an id → dictionary only from what a
@@ -44,11 +44,12 @@ final class BlobDictionaries: Sendable {
         var jsonSamples: [[UInt8]] = []
         var jsonDictionary: [UInt8] = []
         var jsonDigest: [UInt8] = []
-        /// Compressors primed with the dictionaries the writer used lately, by the dictionary's digest.
-        var primed: [[UInt8]: Deflate.Primed] = [:]
+        /// Compressors made with the dictionaries the writer used lately, by the dictionary's digest.
+        var primed: [[UInt8]: Zstd.Compressor] = [:]
     }
 
-    /// Most primed compressors kept (about 270 KB each): the JSON dictionary and a few of Apple's chains.
+    /// Most compressors kept (each a zstd context and its digested dictionary, a few hundred KB): the JSON dictionary
+    /// and a few of Apple's chains.
     static let maxPrimed = 8
 
     /// How many JSON values make the dictionary (a notification's event, its state, and the next ones), and its most
@@ -87,13 +88,12 @@ final class BlobDictionaries: Sendable {
         return pack(value, id: id, digest: digest, dictionary: dictionary)
     }
 
-    /// `value` compressed with the dictionary of the row `id`, by a compressor primed with it (made once, kept while
-    /// there is room for it). With no room left, a dictionary that has none is read into zlib for each value, as
-    /// before: priming one only to drop it would cost a copy more.
+    /// `value` compressed with the dictionary of the row `id`, by a compressor made with it (made once, kept while
+    /// there is room for it). With no room left, a dictionary that has none is digested for each value.
     private func pack(_ value: [UInt8], id: Int64, digest: [UInt8], dictionary: [UInt8]) -> [UInt8] {
         let (primed, room) = state.withLock { ($0.primed[digest], $0.primed.count < Self.maxPrimed) }
         if let primed { return StoredBlob.pack(value, dictionaryID: id, compressor: primed) }
-        guard room, let compressor = StoredBlob.primed(dictionary) else {
+        guard room, let compressor = StoredBlob.compressor(dictionary) else {
             return StoredBlob.pack(value, dictionaryID: id, dictionary: dictionary)
         }
         state.withLock { if $0.primed.count < Self.maxPrimed { $0.primed[digest] = compressor } }

@@ -3,8 +3,9 @@ import Glibc
 import Synchronization
 
 /// zlib streams (RFC 1950: a two-byte header, DEFLATE data, an Adler-32 trailer), the one place the gateway calls
-/// zlib. A stream this writes starts with the byte 0x78 (DEFLATE with a 32 KiB window), which is how a reader tells
-/// it from stored JSON (never 'x').
+/// zlib. The SQLite store wrote its values as zlib streams before it wrote Zstandard frames, and still reads them;
+/// writing them is kept for the tests that make such a store. A stream this writes starts with the byte 0x78
+/// (DEFLATE with a 32 KiB window), which is how a reader tells it from stored JSON (never 'x').
 ///
 /// Decompression is bounded: it stops with ``DeflateError/Code/tooLarge`` before the output exceeds its limit, and
 /// input that is corrupt, truncated or followed by other bytes throws, whatever the bytes are — it never traps and
@@ -55,65 +56,6 @@ public enum Deflate {
         }
         guard dictionaryRC == Z_OK else { throw DeflateError(dictionaryRC) }
         return try finish(&stream, bytes, sourceLength: sourceLength, inputLength: inputLength)
-    }
-
-    /// A compressor primed with one preset dictionary: what ``compress(_:dictionary:level:)`` writes, without
-    /// reading the dictionary into zlib's hash table again for each value. Priming costs as much as compressing the
-    /// dictionary's bytes (22 KB for a V2 body's, more than half of that body's compression at level 1); each value
-    /// then starts from a copy of the primed state (`deflateCopy`, about 270 KB of memory copied).
-    ///
-    /// Owns its zlib state (about 270 KB) until deinit. `@unchecked Sendable`: after `init` the primed state is only
-    /// read, by `deflateCopy`, and every read holds the lock.
-    public final class Primed: @unchecked Sendable {
-        private let lock = Mutex(())
-        private let template: UnsafeMutablePointer<z_stream>
-        /// The dictionary's size in bytes.
-        public let dictionaryBytes: Int
-
-        /// Throws ``DeflateError``: `invalidArgument` (a level outside 0...9, an empty dictionary), `outOfMemory`.
-        public init(dictionary: [UInt8], level: Int32 = defaultLevel) throws(DeflateError) {
-            guard (0...9).contains(level), !dictionary.isEmpty else {
-                throw DeflateError(.invalidArgument, zlib: Z_STREAM_ERROR)
-            }
-            guard let dictionaryLength = UInt32(exactly: dictionary.count) else {
-                throw DeflateError(.tooLarge, zlib: Z_BUF_ERROR)
-            }
-            let template = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
-            template.initialize(to: ZlibMemory.stream())
-            let initRC = gateway_deflate_init(template, level)
-            guard initRC == Z_OK else {
-                template.deallocate()
-                throw DeflateError(initRC)
-            }
-            let rc = dictionary.withUnsafeBufferPointer { d in
-                deflateSetDictionary(template, d.baseAddress, dictionaryLength)
-            }
-            guard rc == Z_OK else {
-                deflateEnd(template)
-                template.deallocate()
-                throw DeflateError(rc)
-            }
-            self.template = template
-            dictionaryBytes = dictionary.count
-        }
-
-        deinit {
-            deflateEnd(template)
-            template.deallocate()
-        }
-
-        /// `bytes` as ``Deflate/compress(_:dictionary:level:)`` writes them with this dictionary and level: the same
-        /// stream, byte for byte.
-        public func compress(_ bytes: [UInt8]) throws(DeflateError) -> [UInt8] {
-            guard let sourceLength = uLong(exactly: bytes.count), let inputLength = UInt32(exactly: bytes.count) else {
-                throw DeflateError(.tooLarge, zlib: Z_BUF_ERROR)
-            }
-            var stream = z_stream()
-            let copyRC = lock.withLock { _ in deflateCopy(&stream, template) }
-            guard copyRC == Z_OK else { throw DeflateError(copyRC) }
-            defer { deflateEnd(&stream) }
-            return try Deflate.finish(&stream, bytes, sourceLength: sourceLength, inputLength: inputLength)
-        }
     }
 
     /// Runs `stream` (initialized, its dictionary set) over all of `bytes` to the stream's end, in one call.
@@ -285,7 +227,7 @@ public struct DeflateError: Error, Hashable, CustomStringConvertible, Sendable {
 /// what a block held before never reaches a stream: the output is the same as from fresh memory (the tests compare
 /// streams written one after another with fixed vectors and with each other).
 enum ZlibMemory {
-    /// A stream that allocates here (`deflateCopy` copies its allocator to the copy).
+    /// A stream that allocates here.
     static func stream() -> z_stream {
         var stream = z_stream()
         stream.zalloc = { _, items, size in ZlibMemory.allocate(Int(items) * Int(size)) }

@@ -5,11 +5,13 @@ import SQLite
 import TestSupport
 import Testing
 import Zlib
+import Zstd
 
 @testable import Store
 
-/// The zlib wrapper (`Deflate`) and what the SQLite store does with it: bodies and JSON compressed on disk, read back
-/// plain; rows of an older store compressed once by the migration; PostgreSQL (and `migrate-store` into it) plain.
+/// The zlib wrapper (`Deflate`, what older stores hold) and what the SQLite store does with compression: bodies and
+/// JSON compressed on disk (zstd), read back plain; rows of an older store compressed once by the migration; rows an
+/// older gateway compressed with zlib read back; PostgreSQL (and `migrate-store` into it) plain.
 @Suite struct StoreCompressionTests {
     // MARK: The wrapper
 
@@ -82,55 +84,25 @@ import Zlib
         #expect(DeflateError.Code.corrupt.rawValue == "deflate.corrupt")
     }
 
-    /// A primed compressor writes the stream a fresh one with the same dictionary and level writes, byte for byte,
-    /// however many values it compressed before and from however many threads; the stream reads back only with the
-    /// dictionary.
-    @Test func aPrimedCompressorWritesWhatAFreshOneWrites() async throws {
-        let dictionary = Array(
-            String(repeating: #"{"bundle_id":"com.example.app","product_id":"monthly"}"#, count: 8).utf8
-        )
-        let values: [[UInt8]] = [
-            [], Self.hello, Array(#"{"bundle_id":"com.example.app","product_id":"yearly","n":1}"#.utf8),
-            (0..<20_000).map { UInt8(truncatingIfNeeded: $0 &* 2_654_435_761 >> 13) },
-        ]
-        for level: Int32 in [1, 6] {
-            let primed = try Deflate.Primed(dictionary: dictionary, level: level)
-            #expect(primed.dictionaryBytes == dictionary.count)
-            for _ in 0..<2 {
-                for value in values {
-                    let stream = try primed.compress(value)
-                    #expect(stream == (try Deflate.compress(value, dictionary: dictionary, level: level)))
-                    #expect(try Deflate.decompress(stream, dictionary: dictionary, limit: value.count) == value)
-                    #expect(Self.code { try Deflate.decompress(stream, limit: value.count) } == .corrupt)
-                }
-            }
-            let expected = try Deflate.compress(values[2], dictionary: dictionary, level: level)
-            let same = await withTaskGroup(of: Bool.self) { group in
-                for _ in 0..<4 {
-                    group.addTask { (0..<50).allSatisfy { _ in (try? primed.compress(values[2])) == expected } }
-                }
-                return await group.reduce(true) { $0 && $1 }
-            }
-            #expect(same)
-        }
-        #expect(Self.code { try Deflate.Primed(dictionary: [], level: 1).compress(Self.hello) } == .invalidArgument)
-        #expect(
-            Self.code { try Deflate.Primed(dictionary: dictionary, level: 10).compress(Self.hello) } == .invalidArgument
-        )
-    }
-
     @Test func storedBlobsAreCompressedOnlyWhenSmallerAndAlwaysReadBack() throws {
         let json = Array(String(repeating: #"{"signedPayload":"eyJhbGciOiJFUzI1NiJ9"}"#, count: 40).utf8)
         let packed = StoredBlob.pack(json)
-        #expect(packed.first == 0x78 && packed.count < json.count / 4)
+        #expect(packed.starts(with: Zstd.magic) && packed.count < json.count / 4)
         #expect(StoredBlob.unpack(packed) == json)
         // Too short to gain: stored as it is.
         #expect(StoredBlob.pack(Array("{}".utf8)) == Array("{}".utf8))
         #expect(StoredBlob.pack([]) == [])
         #expect(StoredBlob.unpack(Array("{}".utf8)) == Array("{}".utf8))
-        // A plain value that starts with 'x' is always compressed, so that it never reads as a stream.
-        #expect(StoredBlob.pack(Array("x".utf8)).first == 0x78)
-        #expect(StoredBlob.unpack(StoredBlob.pack(Array("x".utf8))) == Array("x".utf8))
+        // A plain value that starts like a compressed one is always compressed, so that it never reads as one.
+        for start: [UInt8] in [
+            Array("x".utf8), [0x28, 0xB5, 0x2F, 0xFD], [0xD1, 0, 0, 0, 1, 2], [0xD2, 0, 0, 0, 1, 2],
+        ] {
+            #expect(StoredBlob.pack(start).starts(with: Zstd.magic))
+            #expect(StoredBlob.unpack(StoredBlob.pack(start)) == start)
+        }
+        // zlib streams, as a gateway wrote them before zstd, read back.
+        #expect(StoredBlob.unpack(Self.helloStream) == Self.hello)
+        #expect(StoredBlob.unpack(Array(Self.helloStream.dropLast())) == nil)
         // A damaged stream reads as missing, never as compressed bytes.
         #expect(StoredBlob.unpack(Array(packed.dropLast(3))) == nil)
         #expect(StoreValue.compressible(json).sqlite == .blob(packed))
@@ -233,10 +205,10 @@ import Zlib
         #expect(payload?.stateJSON == states.first?.json)
 
         let body = try Self.raw(path, "SELECT body FROM journal")
-        #expect(body.count == 1 && body[0].first == 0x78 && body[0].count < item.body.count / 2)
+        #expect(body.count == 1 && body[0].starts(with: Zstd.magic) && body[0].count < item.body.count / 2)
         let eventJSON = try Self.raw(path, "SELECT json FROM events")
-        #expect(eventJSON.count == 1 && eventJSON[0].first == 0x78 && eventJSON[0].count < json.count)
-        #expect(try Deflate.decompress(eventJSON[0], limit: 1 << 20) == json)
+        #expect(eventJSON.count == 1 && eventJSON[0].starts(with: Zstd.magic) && eventJSON[0].count < json.count)
+        #expect(try Zstd.decompress(eventJSON[0], limit: 1 << 20) == json)
         let stateJSON = try Self.raw(path, "SELECT json FROM subscription_state")
         #expect(stateJSON.count == 1 && stateJSON[0] == StoredBlob.pack(states[0].json))
     }
@@ -272,6 +244,83 @@ import Zlib
         }
     }
 
+    /// Every compressed value of the store at `path` as a gateway wrote it before zstd: a zlib stream, with the preset
+    /// dictionary (marker 0xD1) where the value had one. Returns how many of each it wrote.
+    static func recompressWithZlib(_ path: String) throws -> (plain: Int, dictionary: Int) {
+        let db = try SQLiteDatabase(path: path)
+        defer { db.close() }
+        var counts = (plain: 0, dictionary: 0)
+        try db.write { c in
+            let dictionaries = try BlobDictionaries.all(on: c)
+            for (table, column) in [
+                ("journal", "body"), ("events", "json"), ("subscription_state", "json"), ("snapshots", "json"),
+                ("compare_ledger", "v1_json"), ("compare_ledger", "v2_json"),
+            ] {
+                for row in try c.query("SELECT rowid AS r, \(column) AS v FROM \(table) WHERE \(column) IS NOT NULL") {
+                    guard let stored = row.blob("v"), let rowid = row.int64("r") else { continue }
+                    let plain = try #require(StoredBlob.unpack(stored, dictionaries: dictionaries))
+                    let old: [UInt8]
+                    if let (id, zstd) = StoredBlob.dictionaryReference(stored) {
+                        #expect(zstd)
+                        let dictionary = try #require(dictionaries[id])
+                        old =
+                            Array(stored.prefix(StoredBlob.dictionaryHeaderBytes))
+                            + (try Deflate.compress(plain, dictionary: dictionary, level: 1))
+                        counts.dictionary += 1
+                    } else if Zstd.looksCompressed(stored) {
+                        old = try Deflate.compress(plain, level: 1)
+                        counts.plain += 1
+                    } else {
+                        continue
+                    }
+                    var rewritten = old
+                    if rewritten.first == StoredBlob.zstdDictionaryMarker {
+                        rewritten[0] = StoredBlob.zlibDictionaryMarker
+                    }
+                    try c.run("UPDATE \(table) SET \(column) = ? WHERE rowid = ?", [.blob(rewritten), .integer(rowid)])
+                }
+            }
+        }
+        return counts
+    }
+
+    /// A store an older gateway wrote, its values zlib streams with and without a dictionary, reads back identical;
+    /// the values written after it are zstd frames beside them.
+    @Test func valuesAnOlderGatewayCompressedWithZlibReadBack() throws {
+        let directory = try Scratch.directory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/zlib.db"
+        let store = try SQLiteStore(path: path)
+        try StoreMigrationTests.populate(store)
+        _ = try store.write { tx in
+            for n in 0..<8 { _ = try tx.journal(Self.notification(n), routing: TestRouting(), now: 100) }
+        }
+        try Self.recordComparison(store)
+        let before = try StoreMigrationTests.Contents(store)
+        store.close()
+
+        let counts = try Self.recompressWithZlib(path)
+        #expect(counts.plain > 0 && counts.dictionary > 0, "\(counts)")
+        let values =
+            try Self.raw(path, "SELECT body FROM journal WHERE body IS NOT NULL")
+            + Self.raw(path, "SELECT json FROM events")
+        #expect(!values.contains { $0.starts(with: Zstd.magic) || $0.first == StoredBlob.zstdDictionaryMarker })
+        #expect(values.contains { $0.first == StoredBlob.zlibDictionaryMarker })
+
+        let reopened = try SQLiteStore(path: path)
+        #expect(try StoreMigrationTests.Contents(reopened) == before)
+        _ = try reopened.write { tx in try tx.journal(Self.notification(8), routing: TestRouting(), now: 200) }
+        let entries = try reopened.read { tx in try tx.journalEntries(id: nil, key: nil, limit: 100) }
+        reopened.close()
+        #expect(entries.count == before.journal.count + 1)
+        #expect(entries.contains { $0.body == Self.notification(8).body })
+        let newest = try Self.raw(path, "SELECT body FROM journal ORDER BY id DESC LIMIT 1")
+        #expect(
+            newest.count == 1
+                && (newest[0].starts(with: Zstd.magic) || newest[0].first == StoredBlob.zstdDictionaryMarker)
+        )
+    }
+
     @Test func anOldPlainStoreIsCompressedByTheMigrationAndReadsBackIdentical() throws {
         let directory = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -300,7 +349,8 @@ import Zlib
 
         let bodies = try Self.raw(path, "SELECT body FROM journal WHERE body IS NOT NULL ORDER BY id")
         #expect(zip(bodies, plainBodies).allSatisfy { $0 == StoredBlob.pack($1) })
-        #expect(bodies.filter { $0.first == 0x78 }.count == 5)  // the five large ones; the two short ones gain nothing
+        // The five large ones; the two short ones gain nothing.
+        #expect(bodies.filter { $0.starts(with: Zstd.magic) }.count == 5)
         for (table, column) in [
             ("events", "json"), ("subscription_state", "json"), ("snapshots", "json"), ("compare_ledger", "v1_json"),
             ("compare_ledger", "v2_json"),
@@ -327,7 +377,7 @@ import Zlib
         try Self.recordComparison(sqlite)
         let before = try StoreMigrationTests.Contents(sqlite)
         sqlite.close()
-        #expect(try Self.raw(path, "SELECT body FROM journal").filter { $0.first == 0x78 }.count == 3)
+        #expect(try Self.raw(path, "SELECT body FROM journal").filter { $0.starts(with: Zstd.magic) }.count == 3)
 
         let schema = try TestSchema()
         let report = try StoreMigration.sqliteToPostgres(sqlitePath: path, postgresURL: schema.url)

@@ -5,6 +5,7 @@ import SQLite
 import TestSupport
 import Testing
 import Zlib
+import Zstd
 
 @testable import Store
 
@@ -90,7 +91,7 @@ import Zlib
             + Array(".eyJub3RpZmljYXRpb25UeXBlIjoiVEVTVCJ9.c2ln\"}".utf8)
         let header = try #require(StoredBlob.v2Header(body))
         let stored = StoredBlob.pack(body, dictionaryID: 7, dictionary: StoredBlob.dictionary(header: header))
-        #expect(stored.first == StoredBlob.dictionaryMarker && StoredBlob.dictionaryID(stored) == 7)
+        #expect(stored.first == StoredBlob.zstdDictionaryMarker && StoredBlob.dictionaryID(stored) == 7)
         #expect(StoredBlob.unpack(stored, dictionaries: [7: StoredBlob.dictionary(header: header)]) == body)
         #expect(StoredBlob.unpack(stored) == nil)
         #expect(StoredBlob.unpack(stored, dictionaries: [7: Array("other".utf8)]) == nil)
@@ -116,10 +117,10 @@ import Zlib
         let headers = try StoreCompressionTests.raw(path, "SELECT header FROM blob_dictionaries")
         #expect(!headers.isEmpty && headers.count <= 3)
         for (sample, value) in zip(samples, stored) {
-            let zlibOnly = StoredBlob.pack(sample.body).count
-            print("dictionary: \(sample.name): \(sample.body.count) bytes, zlib \(zlibOnly), dictionary \(value.count)")
-            #expect(value.first == StoredBlob.dictionaryMarker, "\(sample.name)")
-            #expect(value.count < 2_200 && value.count * 3 < zlibOnly, "\(sample.name): \(value.count)")
+            let alone = StoredBlob.pack(sample.body).count
+            print("dictionary: \(sample.name): \(sample.body.count) bytes, alone \(alone), dictionary \(value.count)")
+            #expect(value.first == StoredBlob.zstdDictionaryMarker, "\(sample.name)")
+            #expect(value.count < 2_200 && value.count * 3 < alone, "\(sample.name): \(value.count)")
         }
 
         // Opened again (an empty cache): the readers load the dictionaries from the table.
@@ -156,7 +157,7 @@ import Zlib
         )
         let stored = try StoreCompressionTests.raw(path, "SELECT body FROM journal ORDER BY id")
         #expect(stored.count == bodies.count)
-        #expect(stored.allSatisfy { $0.first == StoredBlob.dictionaryMarker && $0.count < 2_200 })
+        #expect(stored.allSatisfy { $0.first == StoredBlob.zstdDictionaryMarker && $0.count < 2_200 })
         #expect(try StoreCompressionTests.raw(path, "SELECT header FROM blob_dictionaries").count == chains)
     }
 
@@ -197,10 +198,10 @@ import Zlib
             "SELECT header FROM blob_dictionaries WHERE substr(header, 1, 1) = x'7B'"
         )
         #expect(sources.count == 1 && sources[0].count <= BlobDictionaries.maxJSONDictionaryBytes)
-        // The samples (an event and a state per notification, two notifications) are stored with zlib alone; every
-        // value after them with the dictionary, in a third of what zlib alone makes of it or less.
+        // The samples (an event and a state per notification, two notifications) are compressed alone; every value
+        // after them with the dictionary, in a third of what compression alone makes of it or less.
         let stored = try StoreCompressionTests.raw(path, "SELECT json FROM events ORDER BY rowid")
-        #expect(stored.count == 20 && stored[0].first == Deflate.headerByte)
+        #expect(stored.count == 20 && stored[0].starts(with: Zstd.magic))
         for (value, event) in zip(stored, events).dropFirst(2) {
             #expect(StoredBlob.dictionaryID(value) != nil)
             #expect(value.count * 3 <= StoredBlob.pack(event.json).count, "\(value.count)")
@@ -289,7 +290,7 @@ import Zlib
         sqlite.close()
         #expect(
             try StoreCompressionTests.raw(path, "SELECT body FROM journal WHERE notification_key LIKE 'dict-%'")
-                .allSatisfy { $0.first == StoredBlob.dictionaryMarker }
+                .allSatisfy { $0.first == StoredBlob.zstdDictionaryMarker }
         )
         #expect(
             try StoreCompressionTests.raw(path, "SELECT json FROM events ORDER BY rowid").suffix(3).allSatisfy {

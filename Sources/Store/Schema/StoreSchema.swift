@@ -374,7 +374,7 @@ enum StoreSchema {
         },
         // SQLite only: PostgreSQL compresses these values itself (TOAST).
         SchemaStep(sqlite: 11, postgres: nil) { _ in sqliteCompressRows },
-        // SQLite only: the outer JWS headers whose preset zlib dictionaries V2 bodies are compressed with
+        // SQLite only: the outer JWS headers whose preset dictionaries V2 bodies are compressed with
         // (``BlobDictionaries``). Rows are only added, never changed or deleted: a body names its header's id.
         SchemaStep(sqlite: 12, postgres: nil) { _ in
             """
@@ -410,7 +410,7 @@ enum StoreSchema {
     /// `iapgw_deflate` (registered on the store's connections). A value that starts with 0x78 is compressed already.
     /// Each UPDATE streams its rows, one value in memory at a time, whatever the size of the store.
     private static let sqliteCompressRows = """
-        -- Bodies and JSON are stored compressed (zlib, when smaller): the rows stored before are compressed once.
+        -- Bodies and JSON are stored compressed (when smaller): the rows stored before are compressed once.
         UPDATE journal SET body = iapgw_deflate(body) WHERE substr(body, 1, 1) <> x'78';
         UPDATE events SET json = iapgw_deflate(json) WHERE substr(json, 1, 1) <> x'78';
         UPDATE subscription_state SET json = iapgw_deflate(json) WHERE substr(json, 1, 1) <> x'78';
