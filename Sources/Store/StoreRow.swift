@@ -135,17 +135,28 @@ extension CutoverRecord {
     }
 }
 
+extension EventSource {
+    /// Every source of the events the gateway stores.
+    static let written: [EventSource] = [.v1, .v2, .v2API, .v1Receipt]
+}
+
 extension AuthorityActivity {
+    /// From a row of `SQL.authorityActivity`.
     init?(row: some StoreRow) {
         guard let bundle = row.string("bundle_id"), let env = row.environment("environment"),
             let authority = row.generation("authority")
         else { return nil }
+        var newest: [Generation: Int64] = [:]
+        for (i, source) in EventSource.written.enumerated() {
+            guard let at = row.int64("last_\(i)") else { continue }
+            newest[source.generation] = max(newest[source.generation] ?? at, at)
+        }
         self.init(
             bundleID: bundle,
             environment: env,
             authority: authority,
-            lastAuthoritative: row.int64("last_authoritative"),
-            lastOther: row.int64("last_other")
+            lastAuthoritative: newest[authority],
+            lastOther: newest[authority.other]
         )
     }
 }

@@ -231,10 +231,12 @@ import Zstd
                 }
             }
             try c.execute("DROP TABLE IF EXISTS blob_dictionaries")
-            // Version 10's indexes (step 13 dropped four and made the outbox's state indexes partial).
+            // Version 10's indexes (step 13 dropped four and made the outbox's state indexes partial, step 14 dropped
+            // the events by path).
             try c.execute(
                 """
                 DROP INDEX outbox_pending; DROP INDEX outbox_dead;
+                CREATE INDEX events_bundle_path ON events(bundle_id, environment, path, created_at);
                 CREATE INDEX journal_received ON journal(received_at); CREATE INDEX events_created ON events(created_at);
                 CREATE INDEX events_journal ON events(journal_id); CREATE INDEX outbox_due ON outbox(state, next_attempt_at);
                 CREATE INDEX outbox_downstream_due ON outbox(downstream, state, next_attempt_at);
@@ -345,7 +347,7 @@ import Zstd
         #expect(after.ledger.last?.v1 != nil && after.ledger.last?.v2 != nil)
         upgraded.close()
         let versions = try Self.raw(path, "SELECT CAST(version AS BLOB) FROM schema_migrations ORDER BY version")
-        #expect(versions.last == Array("13".utf8))
+        #expect(versions.last == Array("14".utf8))
 
         let bodies = try Self.raw(path, "SELECT body FROM journal WHERE body IS NOT NULL ORDER BY id")
         #expect(zip(bodies, plainBodies).allSatisfy { $0 == StoredBlob.pack($1) })

@@ -692,6 +692,34 @@ extension StoreTests {
         )
         let production = try #require(activity.first { $0.environment == .production })
         #expect(production.lastAuthoritative == nil && production.lastOther == nil)
+        // A path's newest event is the newest of its sources': a verifyReceipt answer's on V1, the Server API's on V2.
+        try f.store.write { tx in
+            try tx.storeEvents(
+                [Self.event("receipt-event", date: 2, source: .v1Receipt)],
+                journalID: nil,
+                routing: Routing(),
+                now: 9,
+                authority: nil
+            )
+            try tx.storeEvents(
+                [Self.event("api-event", date: 2, source: .v2API)],
+                journalID: nil,
+                routing: Routing(),
+                now: 11,
+                authority: nil
+            )
+            try tx.storeEvents(
+                [Self.event("older-v1-event", date: 3, source: .v1)],
+                journalID: nil,
+                routing: Routing(),
+                now: 8,
+                authority: nil
+            )
+        }
+        let later = try #require(
+            try f.store.read { tx in try tx.authorityActivity() }.first { $0.environment == .sandbox }
+        )
+        #expect(later.lastAuthoritative == 11 && later.lastOther == 9)
         #expect(try f.store.read { tx in try tx.authority(bundleID: Self.bundle, environment: .sandbox) } == .v2)
         #expect(
             try f.store.read { tx in try tx.authority(bundleID: "com.example.unknown", environment: .sandbox) } == .v1

@@ -239,13 +239,14 @@ extension StoreTests {
             claim.contains { $0.contains("SEARCH o USING INDEX outbox_pending (downstream=? AND next_attempt_at<?)") }
         )
         #expect(!claim.contains { $0.contains("TEMP B-TREE") }, "\(claim)")
-        // The silence check's last event of each path: a lookup on the index for both paths, never a walk over the
+        // The silence check's last event of each path: a lookup on the index for each source, never a walk over the
         // bundle's events.
         let activity = try store.writer.perform { c in
             try c.query("EXPLAIN QUERY PLAN " + SQL.authorityActivity.sqlite, []).compactMap { $0.string("detail") }
         }
         #expect(
-            activity.filter { $0.contains("events_bundle_path (bundle_id=? AND environment=? AND path=?)") }.count == 2,
+            activity.filter { $0.contains("events_bundle_source (bundle_id=? AND environment=? AND source=?)") }.count
+                == EventSource.written.count,
             "\(activity)"
         )
     }

@@ -404,6 +404,13 @@ enum StoreSchema {
             CREATE INDEX outbox_dead ON outbox(id) WHERE state = 'dead';
             """
         },
+        SchemaStep(sqlite: 14, postgres: 13) { _ in
+            """
+            -- An event's path is its source's generation, so the newest event of a path is the newest of its
+            -- sources, each found on events_bundle_source: one index fewer written with every event.
+            DROP INDEX events_bundle_path;
+            """
+        },
     ]
 
     /// SQLite stores bodies and JSON compressed (``StoredBlob``): the rows written before are compressed once, by

@@ -83,14 +83,17 @@ extension SQL {
         "SELECT * FROM cutover_log WHERE bundle_id = $1 AND environment = $2 ORDER BY at, id"
     )
 
+    /// Each app's newest event of each source the gateway writes, `last_0`… in the order of `EventSource.written`
+    /// (a source's path is its `generation`; ``AuthorityActivity/init(row:)`` takes each path's newest): one lookup
+    /// per source at the end of its range of `events_bundle_source`, never a walk over the app's events.
     static let authorityActivity = SQL(
-        """
-        SELECT a.bundle_id, a.environment, a.authority,
-               (SELECT MAX(created_at) FROM events e WHERE e.bundle_id = a.bundle_id AND e.environment = a.environment
-                    AND e.path = a.authority) AS last_authoritative,
-               (SELECT MAX(created_at) FROM events e WHERE e.bundle_id = a.bundle_id AND e.environment = a.environment
-                    AND e.path = CASE a.authority WHEN 'v1' THEN 'v2' ELSE 'v1' END) AS last_other
-        FROM authority a
-        """
+        "SELECT a.bundle_id, a.environment, a.authority, "
+            + EventSource.written.enumerated().map { i, source in
+                """
+                (SELECT MAX(created_at) FROM events e WHERE e.bundle_id = a.bundle_id AND e.environment = a.environment
+                     AND e.source = '\(source.rawValue)') AS last_\(i)
+                """
+            }
+            .joined(separator: ", ") + " FROM authority a"
     )
 }

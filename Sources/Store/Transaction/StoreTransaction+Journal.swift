@@ -70,7 +70,7 @@ extension SQLTransaction {
         // One index range count per source the gateway writes (`events_bundle_source`): bounded by the index, not
         // by reading every event of the window.
         var counts: [EventSource: Int] = [:]
-        for source in [EventSource.v1, .v2, .v2API, .v1Receipt] {
+        for source in EventSource.written {
             let n =
                 try c.queryOne(
                     .eventCountBySource,
