@@ -26,10 +26,8 @@ enum StoredBlob {
     /// writes, and a bound on what a corrupt file can make a read allocate.
     static let maxPlainBytes = 64 * 1_048_576
 
-    /// zstd's fastest standard level: the values are compressed on the store's one writer thread. On a V2 body (mostly
-    /// base64 of signatures and certificates) with its dictionary, zstd level 1 writes about 8 % fewer bytes than zlib
-    /// level 1 did, about three times as fast; on the gateway's own JSON with its dictionary, as few bytes, about three
-    /// times as fast.
+    /// zstd's fastest standard level: the values are compressed on the store's one writer thread (docs/performance.md
+    /// compares the writer's CPU per notification with zlib's level 1 and with this).
     static let level = Zstd.defaultLevel
 
     /// The compressor of values without a dictionary (V1 bodies, values written before the JSON dictionary exists).
