@@ -219,17 +219,7 @@ import Zstd
         let db = try SQLiteDatabase(path: path)
         defer { db.close() }
         try db.write { c in
-            let dictionaries = try BlobDictionaries.all(on: c)
-            for (table, column) in [
-                ("journal", "body"), ("events", "json"), ("subscription_state", "json"), ("snapshots", "json"),
-                ("compare_ledger", "v1_json"), ("compare_ledger", "v2_json"),
-            ] {
-                for row in try c.query("SELECT rowid AS r, \(column) AS v FROM \(table) WHERE \(column) IS NOT NULL") {
-                    guard let stored = row.blob("v"), let rowid = row.int64("r") else { continue }
-                    let plain = try #require(StoredBlob.unpack(stored, dictionaries: dictionaries))
-                    try c.run("UPDATE \(table) SET \(column) = ? WHERE rowid = ?", [.blob(plain), .integer(rowid)])
-                }
-            }
+            try rewriteValues(on: c) { _, plain, _ in plain }
             try c.execute("DROP TABLE IF EXISTS blob_dictionaries")
             // Version 10's indexes (step 13 dropped four and made the outbox's state indexes partial, step 14 dropped
             // the events by path).
@@ -253,37 +243,43 @@ import Zstd
         defer { db.close() }
         var counts = (plain: 0, dictionary: 0)
         try db.write { c in
-            let dictionaries = try BlobDictionaries.all(on: c)
-            for (table, column) in [
-                ("journal", "body"), ("events", "json"), ("subscription_state", "json"), ("snapshots", "json"),
-                ("compare_ledger", "v1_json"), ("compare_ledger", "v2_json"),
-            ] {
-                for row in try c.query("SELECT rowid AS r, \(column) AS v FROM \(table) WHERE \(column) IS NOT NULL") {
-                    guard let stored = row.blob("v"), let rowid = row.int64("r") else { continue }
-                    let plain = try #require(StoredBlob.unpack(stored, dictionaries: dictionaries))
-                    let old: [UInt8]
-                    if let (id, zstd) = StoredBlob.dictionaryReference(stored) {
-                        #expect(zstd)
-                        let dictionary = try #require(dictionaries[id])
-                        old =
-                            Array(stored.prefix(StoredBlob.dictionaryHeaderBytes))
-                            + (try Deflate.compress(plain, dictionary: dictionary, level: 1))
-                        counts.dictionary += 1
-                    } else if Zstd.looksCompressed(stored) {
-                        old = try Deflate.compress(plain, level: 1)
-                        counts.plain += 1
-                    } else {
-                        continue
-                    }
-                    var rewritten = old
-                    if rewritten.first == StoredBlob.zstdDictionaryMarker {
-                        rewritten[0] = StoredBlob.zlibDictionaryMarker
-                    }
-                    try c.run("UPDATE \(table) SET \(column) = ? WHERE rowid = ?", [.blob(rewritten), .integer(rowid)])
+            try rewriteValues(on: c) { stored, plain, dictionaries in
+                if let (id, zstd) = StoredBlob.dictionaryReference(stored) {
+                    #expect(zstd)
+                    let dictionary = try #require(dictionaries[id])
+                    counts.dictionary += 1
+                    return [StoredBlob.zlibDictionaryMarker] + stored[1..<StoredBlob.dictionaryHeaderBytes]
+                        + (try Deflate.compress(plain, dictionary: dictionary, level: 1))
                 }
+                guard Zstd.looksCompressed(stored) else { return nil }
+                counts.plain += 1
+                return try Deflate.compress(plain, level: 1)
             }
         }
         return counts
+    }
+
+    /// The columns SQLite stores compressed.
+    static let compressedColumns = [
+        ("journal", "body"), ("events", "json"), ("subscription_state", "json"), ("snapshots", "json"),
+        ("compare_ledger", "v1_json"), ("compare_ledger", "v2_json"),
+    ]
+
+    /// Every value of `compressedColumns` on `c` replaced by what `rewrite` makes of it (the value as stored, as
+    /// read, and the store's dictionaries); nil leaves it as it is.
+    static func rewriteValues(
+        on c: SQLiteConnection,
+        _ rewrite: (_ stored: [UInt8], _ plain: [UInt8], _ dictionaries: [Int64: [UInt8]]) throws -> [UInt8]?
+    ) throws {
+        let dictionaries = try BlobDictionaries.all(on: c)
+        for (table, column) in compressedColumns {
+            for row in try c.query("SELECT rowid AS r, \(column) AS v FROM \(table) WHERE \(column) IS NOT NULL") {
+                guard let stored = row.blob("v"), let rowid = row.int64("r") else { continue }
+                let plain = try #require(StoredBlob.unpack(stored, dictionaries: dictionaries))
+                guard let value = try rewrite(stored, plain, dictionaries) else { continue }
+                try c.run("UPDATE \(table) SET \(column) = ? WHERE rowid = ?", [.blob(value), .integer(rowid)])
+            }
+        }
     }
 
     /// A store an older gateway wrote, its values zlib streams with and without a dictionary, reads back identical;
