@@ -136,8 +136,8 @@ public enum Zstd {
         guard declared != contentSizeError, declared != contentSizeUnknown else { throw ZstdError(.corrupt) }
         guard declared <= UInt64(limit) else { throw ZstdError(.tooLarge) }
         let size = Int(declared)
-        guard let context = ZSTD_createDCtx() else { throw ZstdError(.outOfMemory) }
-        defer { ZSTD_freeDCtx(context) }
+        guard let context = DecompressionContexts.shared.checkOut() else { throw ZstdError(.outOfMemory) }
+        defer { DecompressionContexts.shared.checkIn(context) }
         var produced = 0
         var scratch: UInt8 = 0
         let out = [UInt8](unsafeUninitializedCapacity: size) { dst, initialized in
@@ -152,6 +152,33 @@ public enum Zstd {
         if ZSTD_isError(produced) != 0 { throw ZstdError(zstd: produced) }
         guard produced == size else { throw ZstdError(.corrupt) }
         return out
+    }
+}
+
+/// Idle decompression contexts, so that a read does not make and free one: a `ZSTD_DCtx` is about 160 KB, which the
+/// C library gets from `mmap` and returns with `munmap` (with its page faults in between) — more than decompressing a
+/// stored value costs. A context serves one call at a time; every decompression starts it afresh (whatever the call
+/// before it left), and at most ``capacity`` idle ones are kept (beyond that a returned context is freed).
+private final class DecompressionContexts: Sendable {
+    static let shared = DecompressionContexts()
+    static let capacity = 8
+
+    /// A `ZSTD_DCtx*` parked here: owned by the pool while idle, by one caller while checked out.
+    private struct Idle: @unchecked Sendable { let context: OpaquePointer }
+    private let idle = Mutex<[Idle]>([])
+
+    /// An idle context or a new one; nil when libzstd cannot allocate one.
+    func checkOut() -> OpaquePointer? {
+        idle.withLock { $0.popLast()?.context } ?? ZSTD_createDCtx()
+    }
+
+    func checkIn(_ context: OpaquePointer) {
+        let kept = idle.withLock { pool in
+            guard pool.count < Self.capacity else { return false }
+            pool.append(Idle(context: context))
+            return true
+        }
+        if !kept { ZSTD_freeDCtx(context) }
     }
 }
 

@@ -148,4 +148,34 @@ import Zstd
         }
         #expect(same)
     }
+
+    /// Reads reuse their decompression contexts: a context a failed read (truncated, corrupt, another dictionary,
+    /// over the limit) or a dictionary read leaves behind reads the next frame as a fresh one would, from several
+    /// threads at once.
+    @Test func readsAfterFailuresAndOtherDictionariesReadBack() async throws {
+        let compressor = try Zstd.Compressor(dictionary: Self.dictionary)
+        let withDictionary = try compressor.compress(Self.dictionaryValue)
+        let plain = try Zstd.compress(Self.dictionaryValue)
+        let rounds = await withTaskGroup(of: Bool.self) { group in
+            for task in 0..<4 {
+                group.addTask {
+                    (0..<200).allSatisfy { round in
+                        // A failure of one kind or another, then one good read of each kind.
+                        switch (round + task) % 4 {
+                        case 0: _ = try? Zstd.decompress(Array(withDictionary.dropLast(3)), limit: 100)
+                        case 1: _ = try? Zstd.decompress(withDictionary, limit: 100)
+                        case 2: _ = try? Zstd.decompress(plain, dictionary: Self.dictionary, limit: 5)
+                        default: _ = try? Zstd.decompress(Array(plain.prefix(plain.count - 1)) + [0], limit: 100)
+                        }
+                        return (try? Zstd.decompress(withDictionary, dictionary: Self.dictionary, limit: 100))
+                            == Self.dictionaryValue
+                            && (try? Zstd.decompress(plain, limit: 100)) == Self.dictionaryValue
+                            && (try? Zstd.decompress(Self.helloFrame, limit: 5)) == Self.hello
+                    }
+                }
+            }
+            return await group.reduce(true) { $0 && $1 }
+        }
+        #expect(rounds)
+    }
 }
