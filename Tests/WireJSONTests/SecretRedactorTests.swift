@@ -79,4 +79,32 @@ import WireJSON
     func dropsEveryPasswordValueLeniently(_ input: String, _ expected: String) {
         #expect(Self.text(SecretRedactor.redactingPasswordValues(Array(input.utf8))) == expected)
     }
+
+    /// The scan looks at eight bytes at a time: a secret is found at every offset from the start to the very end of
+    /// a body, whether or not a backslash stands somewhere (which switches the scan to the decoded bytes), and a
+    /// body of lone candidates (bytes that start a secret) is left alone.
+    @Test func findsASecretAtEveryOffsetOfABody() {
+        let filler = Array(String(repeating: "Zy-_", count: 12).utf8)
+        for escape in [nil, 0, 7, 8, 47] as [Int?] {
+            for offset in 0...filler.count {
+                var body = filler
+                body.insert(contentsOf: Self.secret.utf8, at: offset)
+                var expected = filler
+                expected.insert(contentsOf: "iapgw-secret:APP_SECRET".utf8, at: offset)
+                if let escape {
+                    // A `\/` in the filler, before or after the secret.
+                    let at = escape < offset ? escape : escape + Self.secret.utf8.count
+                    body.insert(contentsOf: #"\/"#.utf8, at: at)
+                    expected.insert(contentsOf: #"\/"#.utf8, at: escape < offset ? escape : escape + 23)
+                }
+                #expect(
+                    Self.text(Self.redactor.redact(body)) == Self.text(expected),
+                    "offset \(offset), \(escape ?? -1)"
+                )
+            }
+        }
+        let candidates = Array(String(repeating: "0w", count: 40).utf8)
+        #expect(Self.redactor.redacted(candidates) == nil)
+        #expect(Self.redactor.redacted(Array(candidates.prefix(79)) + Array(Self.secret.utf8.prefix(31))) == nil)
+    }
 }
