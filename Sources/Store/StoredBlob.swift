@@ -121,8 +121,10 @@ enum StoredBlob {
         let rest = body[v2Prefix.count...]
         guard let dot = rest.prefix(maxHeaderBytes + 1).firstIndex(of: UInt8(ascii: ".")) else { return nil }
         let header = rest[..<dot]
-        guard header.count >= minHeaderBytes, header.allSatisfy({ base64URLValue[Int($0)] != 0xFF }) else { return nil }
-        return Array(header)
+        guard header.count >= minHeaderBytes else { return nil }
+        let values = base64URLValue  // once, not behind the static's once-check for every byte
+        let isBase64URL = values.withUnsafeBufferPointer { v in header.allSatisfy { v[Int($0)] != 0xFF } }
+        return isBase64URL ? Array(header) : nil
     }
 
     static let v2Prefix = Array(#"{"signedPayload":""#.utf8)

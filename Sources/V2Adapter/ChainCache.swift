@@ -40,17 +40,16 @@ final class VerifiedChain: Sendable {
 final class ChainCache: Sendable {
     struct Key: Hashable {
         let bytes: [UInt8]
-        // Hashing only the head (which holds the leaf's serial) and the tail keeps lookups cheap on ~6 KB headers;
-        // equality still compares every byte.
-        func hash(into h: inout Hasher) {
-            h.combine(bytes.count)
-            bytes.prefix(320).withUnsafeBytes { h.combine(bytes: $0) }
-            bytes.suffix(64).withUnsafeBytes { h.combine(bytes: $0) }
-        }
+        /// Hashed once, when the key is made (outside the lock every handler thread looks up under): only the head
+        /// (which holds the leaf's serial) and the tail, which keeps that cheap on ~6 KB headers; equality still
+        /// compares every byte.
+        private let digest: Int
+
+        func hash(into h: inout Hasher) { h.combine(digest) }
 
         static func == (a: Key, b: Key) -> Bool {
             // Empty keys have no base address to compare (and are all equal).
-            a.bytes.count == b.bytes.count
+            a.digest == b.digest && a.bytes.count == b.bytes.count
                 && a.bytes.withUnsafeBytes { pa in
                     b.bytes.withUnsafeBytes { pb in
                         guard let x = pa.baseAddress, let y = pb.baseAddress else { return true }
@@ -62,10 +61,17 @@ final class ChainCache: Sendable {
         /// The key of a chain by its `x5c` strings (standard base64 is strict here, so equal strings mean equal
         /// DER); `,` never occurs in base64, so the join is unambiguous.
         init(certificates: [String]) {
-            bytes = Array(certificates.joined(separator: ",").utf8)
+            self.init(bytes: Array(certificates.joined(separator: ",").utf8))
         }
 
-        init(bytes: [UInt8]) { self.bytes = bytes }
+        init(bytes: [UInt8]) {
+            self.bytes = bytes
+            var h = Hasher()
+            h.combine(bytes.count)
+            bytes.prefix(320).withUnsafeBytes { h.combine(bytes: $0) }
+            bytes.suffix(64).withUnsafeBytes { h.combine(bytes: $0) }
+            digest = h.finalize()
+        }
     }
 
     /// One bounded first-in-first-out map with its hit and miss counts.

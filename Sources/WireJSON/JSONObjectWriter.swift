@@ -3,41 +3,74 @@
 /// nulls — without `Encoder`'s per-value boxing. For the hot paths (events, envelopes) only; values that are
 /// already JSON (a stored event) are spliced in as raw bytes.
 public struct JSONObjectWriter {
-    private var members: [(key: String, value: [UInt8])] = []
+    /// `,"name":value` for every member, in the order they were added.
+    private var body: [UInt8] = []
+    /// Every member's name as UTF-8, one after the other: what the order is decided on.
+    private var names: [UInt8] = []
+    /// Per member: its name in ``names`` and its `,"name":value` in ``body``.
+    private var members: [(name: Range<Int>, bytes: Range<Int>)] = []
+    /// Whether every member so far came after the one before it: then ``finish()`` copies ``body`` as it is, and
+    /// a writer that adds its members in order (the canonical types do) sorts nothing and allocates little.
+    private var inOrder = true
 
     public init() {}
 
     public mutating func string(_ key: String, _ value: String?) {
-        members.append((key, value.map(JSONValue.quoted) ?? Self.null))
+        member(key) { out in
+            if let value { JSONValue.writeString(value, into: &out) } else { out += Self.null }
+        }
     }
 
     public mutating func int(_ key: String, _ value: Int64?) {
-        members.append((key, value.map { Array(String($0).utf8) } ?? Self.null))
+        member(key) { out in
+            if let value { out += String(value).utf8 } else { out += Self.null }
+        }
     }
 
     public mutating func int(_ key: String, _ value: Int?) { int(key, value.map(Int64.init)) }
 
     public mutating func bool(_ key: String, _ value: Bool?) {
-        members.append((key, value.map { Array(($0 ? "true" : "false").utf8) } ?? Self.null))
+        member(key) { out in
+            if let value { out += value ? Self.true : Self.false } else { out += Self.null }
+        }
     }
 
     /// `value` must be one complete JSON value.
     public mutating func raw(_ key: String, _ value: [UInt8]?) {
-        members.append((key, value ?? Self.null))
+        member(key) { out in out += value ?? Self.null }
     }
 
     public func finish() -> [UInt8] {
         var out: [UInt8] = [UInt8(ascii: "{")]
-        out.reserveCapacity(members.reduce(2) { $0 + $1.key.utf8.count + $1.value.count + 4 })
-        for (i, m) in members.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }).enumerated() {
-            if i > 0 { out.append(UInt8(ascii: ",")) }
-            out += JSONValue.quoted(m.key)
-            out.append(UInt8(ascii: ":"))
-            out += m.value
+        out.reserveCapacity(body.count + 2)
+        if inOrder {
+            out += body.dropFirst()  // the first member's comma
+        } else {
+            let sorted = members.sorted { names[$0.name].lexicographicallyPrecedes(names[$1.name]) }
+            for (i, m) in sorted.enumerated() {
+                out += body[(i == 0 ? m.bytes.lowerBound + 1 : m.bytes.lowerBound)..<m.bytes.upperBound]
+            }
         }
         out.append(UInt8(ascii: "}"))
         return out
     }
 
+    private mutating func member(_ key: String, _ writeValue: (inout [UInt8]) -> Void) {
+        let nameStart = names.count
+        names += key.utf8
+        let name = nameStart..<names.count
+        if inOrder, let last = members.last, !names[last.name].lexicographicallyPrecedes(names[name]) {
+            inOrder = false
+        }
+        let start = body.count
+        body.append(UInt8(ascii: ","))
+        JSONValue.writeString(key, into: &body)
+        body.append(UInt8(ascii: ":"))
+        writeValue(&body)
+        members.append((name, start..<body.count))
+    }
+
     static let null: [UInt8] = Array("null".utf8)
+    static let `true`: [UInt8] = Array("true".utf8)
+    static let `false`: [UInt8] = Array("false".utf8)
 }

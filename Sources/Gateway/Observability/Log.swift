@@ -60,11 +60,11 @@ public final class Log: Sendable {
         encode(object.map { ($0.key, $0.value) })
     }
 
-    /// One line: the members sorted by name (names are unique), written into one buffer.
+    /// One line: the members sorted by the bytes of their names (names are unique), written into one buffer.
     static func encode(_ members: [(key: String, value: LogValue)]) -> String {
         var out: [UInt8] = [UInt8(ascii: "{")]
         out.reserveCapacity(512)
-        for (i, member) in members.sorted(by: { $0.key < $1.key }).enumerated() {
+        for (i, member) in members.sorted(by: { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }).enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
             JSONValue.writeString(member.key, into: &out)
             out.append(UInt8(ascii: ":"))
