@@ -282,20 +282,26 @@ import Zstd
         }
     }
 
+    /// A store at `path` with the migration tests' contents, `notifications` real-bodied notifications and a
+    /// comparison, closed; what it held.
+    static func populatedStore(at path: String, notifications: Int) throws -> StoreMigrationTests.Contents {
+        let store = try SQLiteStore(path: path)
+        defer { store.close() }
+        try StoreMigrationTests.populate(store)
+        _ = try store.write { tx in
+            for n in 0..<notifications { _ = try tx.journal(Self.notification(n), routing: TestRouting(), now: 100) }
+        }
+        try Self.recordComparison(store)
+        return try StoreMigrationTests.Contents(store)
+    }
+
     /// A store an older gateway wrote, its values zlib streams with and without a dictionary, reads back identical;
     /// the values written after it are zstd frames beside them.
     @Test func valuesAnOlderGatewayCompressedWithZlibReadBack() throws {
         let directory = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/zlib.db"
-        let store = try SQLiteStore(path: path)
-        try StoreMigrationTests.populate(store)
-        _ = try store.write { tx in
-            for n in 0..<8 { _ = try tx.journal(Self.notification(n), routing: TestRouting(), now: 100) }
-        }
-        try Self.recordComparison(store)
-        let before = try StoreMigrationTests.Contents(store)
-        store.close()
+        let before = try Self.populatedStore(at: path, notifications: 8)
 
         let counts = try Self.recompressWithZlib(path)
         #expect(counts.plain > 0 && counts.dictionary > 0, "\(counts)")
@@ -323,14 +329,7 @@ import Zstd
         let directory = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/old.db"
-        let store = try SQLiteStore(path: path)
-        try StoreMigrationTests.populate(store)
-        _ = try store.write { tx in
-            for n in 0..<5 { _ = try tx.journal(Self.notification(n), routing: TestRouting(), now: 100) }
-        }
-        try Self.recordComparison(store)
-        let before = try StoreMigrationTests.Contents(store)
-        store.close()
+        let before = try Self.populatedStore(at: path, notifications: 5)
 
         try Self.decompressInPlace(path)
         let plainBodies = try Self.raw(path, "SELECT body FROM journal WHERE body IS NOT NULL ORDER BY id")
