@@ -35,6 +35,8 @@ public enum IngestBenchmark {
         public var offeredRatePerSecond: Int
         public var latencySamples: Int
         public var failures: Int
+        /// The failures by answer: an HTTP status, or `transport` (no answer).
+        public var failuresByAnswer: [String: Int]
         /// The largest peak RSS of the gateway processes.
         public var peakRSSMB: Double
         /// Each gateway process's peak RSS, in the order they were started.
@@ -94,6 +96,7 @@ public enum IngestBenchmark {
             case offeredRatePerSecond = "offered_rate_per_second"
             case latencySamples = "latency_samples"
             case failures
+            case failuresByAnswer = "failures_by_answer"
             case peakRSSMB = "peak_rss_mb"
             case peakRSSMBPerInstance = "peak_rss_mb_per_instance"
             case writesPerCommit = "writes_per_commit"
@@ -243,8 +246,7 @@ public enum IngestBenchmark {
         let machinePerNotification =
             measured.accepted > 0 ? (machineClosed / 100 / Double(measured.accepted) * 1_000_000).rounded() / 1000 : 0
         let throughput = measured.perSecond
-        let failures = Counter()
-        failures.add(measured.failures)
+        let failures = measured.failures
         let clock = ContinuousClock()
 
         // The closed loop leaves deliveries (and verifyReceipt jobs) queued behind it: the open loop starts once every
@@ -308,6 +310,7 @@ public enum IngestBenchmark {
             offeredRatePerSecond: rate,
             latencySamples: sorted.count,
             failures: failures.value,
+            failuresByAnswer: failures.byAnswer,
             peakRSSMB: rssPerInstance.max() ?? 0,
             peakRSSMBPerInstance: rssPerInstance,
             writesPerCommit: writesPerTransaction,
@@ -343,7 +346,7 @@ public enum IngestBenchmark {
         rate: Int,
         transport: CurlTransport,
         latencies: Samples,
-        failures: Counter
+        failures: FailureTally
     ) async {
         let clock = ContinuousClock()
         let openStart = clock.now
@@ -360,7 +363,7 @@ public enum IngestBenchmark {
                     if r?.status == 200 {
                         latencies.append(d.milliseconds)
                     } else {
-                        failures.add(1)
+                        failures.add(r)
                     }
                 }
             }
@@ -368,7 +371,7 @@ public enum IngestBenchmark {
     }
 
     /// Closed loop: `concurrency` clients send `bodies` as fast as they are answered, body i to `urls[i % urls.count]`,
-    /// for `seconds` (or until the bodies run out). Returns the 200s per second and the count of anything else.
+    /// for `seconds` (or until the bodies run out). Returns the 200s per second and the tally of anything else.
     static func closedLoop(
         urls: [String],
         bodies: [[UInt8]],
@@ -376,11 +379,11 @@ public enum IngestBenchmark {
         concurrency: Int,
         transport: CurlTransport
     ) async
-        -> (perSecond: Double, accepted: Int, failures: Int)
+        -> (perSecond: Double, accepted: Int, failures: FailureTally)
     {
         let next = Counter()
         let ok = Counter()
-        let failures = Counter()
+        let failures = FailureTally()
         let clock = ContinuousClock()
         let start = clock.now
         let deadline = start.advanced(by: .milliseconds(Int64(seconds * 1000)))
@@ -398,7 +401,7 @@ public enum IngestBenchmark {
                                 timeoutMillis: 10_000
                             )
                         )
-                        if r?.status == 200 { ok.add(1) } else { failures.add(1) }
+                        if r?.status == 200 { ok.add(1) } else { failures.add(r) }
                     }
                 }
             }
@@ -407,7 +410,7 @@ public enum IngestBenchmark {
         return (
             Double(ok.value) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18),
             ok.value,
-            failures.value
+            failures
         )
     }
 
@@ -422,6 +425,20 @@ final class Samples: Sendable {
 }
 
 /// A thread-safe counter.
+/// Requests answered with anything but a 200, by answer: the status (`"503"`), or `"transport"` when none came
+/// (refused, reset, timed out).
+final class FailureTally: Sendable {
+    private let counts = Mutex<[String: Int]>([:])
+
+    func add(_ response: HTTPResponse?) {
+        let answer = response.map { String($0.status) } ?? "transport"
+        counts.withLock { $0[answer, default: 0] += 1 }
+    }
+
+    var value: Int { counts.withLock { $0.values.reduce(0, +) } }
+    var byAnswer: [String: Int] { counts.withLock { $0 } }
+}
+
 final class Counter: Sendable {
     private let n = Mutex(0)
     @discardableResult func add(_ k: Int) -> Int {

@@ -481,7 +481,7 @@ public enum ScaleBenchmark {
         bodies.reserveCapacity(count)
         for i in offset..<(offset + count) { bodies.append(i % 5 == 4 ? BenchRig.v1Body(i) : try rig.v2Body(i)) }
         let latencies = Samples()
-        let failures = Counter()
+        let failures = FailureTally()
         await IngestBenchmark.openLoop(
             urls: [url],
             bodies: bodies,
