@@ -52,6 +52,42 @@ public enum FuzzSupport {
         text.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
         abort()
     }
+
+    // MARK: Codecs (deflate, zstd)
+
+    /// Judges the decompression of what a codec's compressor made of `original`: the same bytes when they fit
+    /// `limit`; over it, only the refusal `isTooLarge` recognises.
+    public static func judgeRoundTrip<E: Error>(
+        of original: [UInt8],
+        limit: Int,
+        _ result: Result<[UInt8], E>,
+        isTooLarge: (E) -> Bool,
+        file: StaticString = #fileID,
+        line: UInt = #line
+    ) {
+        switch result {
+        case .success(let out):
+            if out != original { fail("the round trip changed the bytes", file: file, line: line) }
+            if original.count > limit { fail("more bytes than the limit came out", file: file, line: line) }
+        case .failure(let error):
+            if !isTooLarge(error) || original.count <= limit {
+                fail("a valid compressed value within the limit failed: \(error)", file: file, line: line)
+            }
+        }
+    }
+
+    /// Judges what a codec decompressed from arbitrary bytes: no more than `limit`, and compressed and
+    /// decompressed again (`roundTrip`, nil on failure) the same bytes.
+    public static func judgeDecompressed(
+        _ out: [UInt8],
+        limit: Int,
+        roundTrip: ([UInt8]) -> [UInt8]?,
+        file: StaticString = #fileID,
+        line: UInt = #line
+    ) {
+        if out.count > limit { fail("more bytes than the limit came out", file: file, line: line) }
+        if roundTrip(out) != out { fail("the output does not round-trip", file: file, line: line) }
+    }
 }
 
 /// The input, consumed from the front: a mode byte or two, then the rest.
