@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "Canonical", swiftSettings: strict),
         // Strict, fast JSON parser and a Decoder over its values (no imports).
         .target(name: "WireJSON", swiftSettings: strict),
-        .target(name: "Crypto", dependencies: ["COpenSSL"], swiftSettings: strict),
+        .target(name: "Crypto", dependencies: ["COpenSSL", "Threads"], swiftSettings: strict),
         .target(name: "HTTPClient", dependencies: ["CCurl", "Canonical"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
@@ -74,7 +74,7 @@ let package = Package(
         ),
         .target(
             name: "V2Adapter",
-            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"],
+            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "Threads"],
             swiftSettings: strict
         ),
         // The App Store Connect API client (the switch between V1 and V2: the app's notification version).
@@ -153,7 +153,7 @@ let package = Package(
             name: "V2AdapterTests",
             dependencies: [
                 "V2Adapter", "Canonical", "Crypto", "HTTPClient", "Simulator", "AppStoreConnect", "WireJSON",
-                "TestSupport",
+                "TestSupport", "Threads",
                 "SimulatorTestSupport",
             ],
             swiftSettings: strict
@@ -186,7 +186,7 @@ let package = Package(
         .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "HTTPServerTests",
-            dependencies: ["HTTPServer", "HTTPClient", "TestSupport"],
+            dependencies: ["HTTPServer", "HTTPClient", "TestSupport", "Threads"],
             swiftSettings: strict
         ),
         .target(

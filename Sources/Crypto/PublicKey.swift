@@ -1,17 +1,19 @@
 internal import COpenSSL
 import Synchronization
+internal import Threads
 
 /// An EC public key (`EVP_PKEY`). The key is immutable after creation and OpenSSL allows concurrent verification
-/// with one key; the only mutable state is a pool of initialized verify contexts behind a `Mutex` — hence
+/// with one key; the only mutable state is pools of initialized verify contexts, each behind a `Mutex` — hence
 /// `@unchecked Sendable`.
 public final class PublicKey: @unchecked Sendable {
     let pkey: OpaquePointer
     /// Curve name, read once (nil for a non-EC key).
     public let curveName: String?
     /// Verify contexts already past `EVP_PKEY_verify_init`: in OpenSSL 3.0 that call fetches the algorithm from
-    /// the provider, which costs about as much as half a P-256 verify. A context serves one thread at a time.
-    private let contexts = Mutex<[VerifyContext]>([])
-    private static let maxPooledContexts = 8
+    /// the provider, which costs about as much as half a P-256 verify. A context serves one thread at a time. One
+    /// pool per thread stripe: every handler thread verifies with the same leaf key, and one lock made them queue.
+    private let pools = Striped<[VerifyContext]>(count: 8) { [] }
+    private static let maxPooledContextsPerStripe = 2
 
     /// Takes ownership of one reference to `pkey`.
     init(owning pkey: OpaquePointer) {
@@ -20,7 +22,7 @@ public final class PublicKey: @unchecked Sendable {
     }
 
     deinit {
-        contexts.withLock { pool in for c in pool { EVP_PKEY_CTX_free(c.ctx) } }
+        pools.forEach { idle in for c in idle { EVP_PKEY_CTX_free(c.ctx) } }
         EVP_PKEY_free(pkey)
     }
 
@@ -67,13 +69,13 @@ public final class PublicKey: @unchecked Sendable {
 
     /// Verifies a DER ECDSA signature over a precomputed digest (what `openssl speed ecdsap256` measures).
     public func verify(digest: [UInt8], derSignature: [UInt8]) -> Bool {
-        guard let ctx = contexts.withLock({ $0.popLast()?.ctx }) ?? newContext() else { return false }
+        guard let ctx = pools.withOwn({ $0.popLast()?.ctx }) ?? newContext() else { return false }
         let rc = derSignature.withUnsafeBufferPointer { s in
             digest.withUnsafeBufferPointer { d in EVP_PKEY_verify(ctx, s.baseAddress, s.count, d.baseAddress, d.count) }
         }
         if rc != 1 { ERR_clear_error() }
-        let keep = contexts.withLock { pool in
-            guard pool.count < Self.maxPooledContexts else { return false }
+        let keep = pools.withOwn { pool in
+            guard pool.count < Self.maxPooledContextsPerStripe else { return false }
             pool.append(VerifyContext(ctx: ctx))
             return true
         }

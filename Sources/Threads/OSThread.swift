@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -79,4 +81,38 @@ private func nameCurrentThread(_ name: String) {
     let bytes = Array(name.utf8.prefix(15))
     _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     close(fd)
+}
+
+/// One copy of a value per thread stripe, each behind its own lock: for a structure that every request handler
+/// reads (a cache, a pool). With dozens of handler threads on a few cores, a thread preempted while holding one
+/// shared lock makes every other one queue behind it; striped, a thread takes the lock of its own stripe
+/// (always the same for a thread, spread across threads), and handlers seldom meet.
+public final class Striped<Value: Sendable>: Sendable {
+    private final class Stripe: Sendable {
+        let mutex: Mutex<Value>
+        init(_ value: sending Value) { mutex = Mutex(value) }
+    }
+    private let stripes: [Stripe]
+
+    /// `count` stripes (at least one), each starting from `make()`.
+    public init(count: Int, _ make: () -> Value) {
+        stripes = (0..<max(1, count)).map { _ in Stripe(make()) }
+    }
+
+    /// Runs `body` on the calling thread's stripe, under its lock.
+    public func withOwn<R>(_ body: (inout sending Value) -> sending R) -> sending R {
+        stripes[Self.current(of: stripes.count)].mutex.withLock(body)
+    }
+
+    /// Runs `body` on every stripe in turn, each under its lock.
+    public func forEach(_ body: (inout sending Value) -> Void) {
+        for stripe in stripes { stripe.mutex.withLock { body(&$0) } }
+    }
+
+    /// Which of `count` stripes the calling thread uses.
+    static func current(of count: Int) -> Int {
+        // The thread's descriptor address: distinct per live thread; its low bits carry little.
+        let mixed = (UInt64(pthread_self()) >> 12) &* 0x9E37_79B9_7F4A_7C15
+        return Int(truncatingIfNeeded: mixed >> 32) % count
+    }
 }

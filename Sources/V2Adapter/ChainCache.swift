@@ -1,5 +1,6 @@
 internal import Crypto
 import Synchronization
+internal import Threads
 
 #if canImport(Glibc)
 import Glibc
@@ -109,37 +110,50 @@ final class ChainCache: Sendable {
     }
 
     let capacity: Int
-    private let state = Mutex(State())
+    /// One copy of both maps per stripe, each behind its own lock: every V2 token is looked up here, from every
+    /// handler thread, and a single lock made them queue (a handler preempted while holding it stalls the others).
+    /// A thread looks up in its own stripe; an insert goes to every stripe, so each holds the same chains.
+    private let stripes = Striped<State>(count: 8) { State() }
 
     init(capacity: Int) { self.capacity = max(0, capacity) }
 
     /// The chain of a header whose bytes already carried a verified signature.
     func lookup(header key: Key) -> VerifiedChain? {
         guard capacity > 0 else { return nil }
-        return state.withLock { $0.headers.lookup(key) }
+        return stripes.withOwn { $0.headers.lookup(key) }
     }
 
     /// Call only once the token's signature has verified under `chain`.
     func insert(header key: Key, _ chain: VerifiedChain) {
         guard capacity > 0 else { return }
-        state.withLock { $0.headers.insert(key, chain, capacity: capacity) }
+        stripes.forEach { $0.headers.insert(key, chain, capacity: capacity) }
     }
 
     /// A chain that passed full validation, by its certificates.
     func lookup(certificates key: Key) -> VerifiedChain? {
         guard capacity > 0 else { return nil }
-        return state.withLock { $0.chains.lookup(key) }
+        return stripes.withOwn { $0.chains.lookup(key) }
     }
 
     /// Call only once the chain has validated to a pinned root.
     func insert(certificates key: Key, _ chain: VerifiedChain) {
         guard capacity > 0 else { return }
-        state.withLock { $0.chains.insert(key, chain, capacity: capacity) }
+        stripes.forEach { $0.chains.insert(key, chain, capacity: capacity) }
     }
 
     /// (hits, misses, entries) of the header map since creation, for metrics and tests.
-    var statistics: (hits: Int, misses: Int, entries: Int) { state.withLock { $0.headers.statistics } }
+    var statistics: (hits: Int, misses: Int, entries: Int) { total(\.headers) }
 
     /// (hits, misses, entries) of the certificate map since creation.
-    var certificateStatistics: (hits: Int, misses: Int, entries: Int) { state.withLock { $0.chains.statistics } }
+    var certificateStatistics: (hits: Int, misses: Int, entries: Int) { total(\.chains) }
+
+    /// Hits and misses summed over the stripes; the entries of one (every stripe holds the same).
+    private func total(_ map: KeyPath<State, BoundedMap>) -> (hits: Int, misses: Int, entries: Int) {
+        var sum = (hits: 0, misses: 0, entries: 0)
+        stripes.forEach { state in
+            let s = state[keyPath: map].statistics
+            sum = (sum.hits + s.hits, sum.misses + s.misses, max(sum.entries, s.entries))
+        }
+        return sum
+    }
 }

@@ -1,7 +1,9 @@
 import Canonical
 import Crypto
+import Synchronization
 import TestSupport
 import Testing
+import Threads
 import V2Adapter
 
 /// The verified-chain cache under a flush attack: anyone can re-encode the protected header of a genuine token
@@ -51,6 +53,36 @@ import V2Adapter
         } catch {
             return "not a V2AdapterError"
         }
+    }
+
+    /// The cache keeps a copy per thread stripe: a chain verified on one thread is a hit on every other.
+    @Test func aChainVerifiedOnOneThreadIsAHitOnEveryOther() throws {
+        let verifier = AppleJWSVerifier(anchors: try TestPKI.anchorsAsApple(), chainCacheCapacity: 4)
+        let adapter = V2Adapter(verifier: verifier, apps: TestPKI.apps)
+        _ = try adapter.verifyNotification(signedPayload: try TestJWS.testNotification(), now: Self.now)
+        let first = verifier.chainCacheStatistics
+        #expect(first.misses == 1)
+        #expect(first.entries == 1)
+
+        let tokens = try (0..<16).map { i in
+            try TestJWS.testNotification(uuid: "00000000-0000-4000-8000-0000000001\(i < 10 ? "0" : "")\(i)")
+        }
+        let failures = Atomic<Int>(0)
+        let threads = tokens.compactMap { token in
+            OSThread.start(name: "iapgw-test") {
+                do { _ = try adapter.verifyNotification(signedPayload: token, now: Self.now) } catch {
+                    failures.add(1, ordering: .relaxed)
+                }
+            }
+        }
+        #expect(threads.count == 16)
+        for thread in threads { thread.join() }
+        #expect(failures.load(ordering: .relaxed) == 0)
+        let after = verifier.chainCacheStatistics
+        #expect(after.misses == 1)
+        #expect(after.hits == first.hits + 16)
+        #expect(after.entries == 1)
+        #expect(verifier.certificateCacheStatistics.entries == 1)
     }
 
     @Test func reencodedHeadersWithBogusSignaturesDoNotEvictTheGenuineEntry() throws {
