@@ -26,9 +26,9 @@ public enum IngestBenchmark {
         /// `notificationsPerSecond / httpBaselinePerSecond`: how much of what loopback HTTP allows right now the
         /// durable ingest keeps — the figure to compare across runs on a noisy machine.
         public var fractionOfHTTPBaseline: Double
-        /// The gateway process's CPU time (all threads, user + system) during the closed loop, per notification
-        /// accepted: ingest and the deliveries and verifyReceipt calls running meanwhile. Steadier than throughput on a
-        /// machine shared with noisy neighbours.
+        /// The gateway process's CPU time (all threads, user + system) from the closed loop's start until every
+        /// notification it accepted was delivered, per notification accepted: ingest, its deliveries and verifyReceipt
+        /// calls. Steadier than throughput on a machine shared with noisy neighbours.
         public var gatewayCPUMsPerNotification: Double
         public var p50Ms: Double
         public var p99Ms: Double
@@ -81,7 +81,7 @@ public enum IngestBenchmark {
         /// `gateway_cpu_ms_per_notification` / `p256_verify_ms`, and the same for the open loop.
         public var gatewayCPUPerNotificationInP256Verifies: Double
         public var openLoopGatewayCPUPerNotificationInP256Verifies: Double
-        /// Every process's CPU time on the machine during the closed loop, per notification answered: the gateways, the
+        /// Every process's CPU time on the machine over the same span, per notification answered: the gateways, the
         /// bench's client and downstream, and a PostgreSQL server. Where the machine is saturated, its throughput is
         /// about the cores' time divided by this.
         public var machineCPUMsPerNotification: Double
@@ -237,6 +237,21 @@ public enum IngestBenchmark {
             concurrency: concurrency,
             transport: transport
         )
+        let throughput = measured.perSecond
+        let failures = measured.failures
+        let clock = ContinuousClock()
+
+        // The closed loop leaves deliveries (and verifyReceipt jobs) queued behind it. Its CPU is read once every
+        // notification it accepted reached the downstream — what each one cost, deliveries included, and not less the
+        // faster the loop ran ahead of them — and the open loop starts then, so that it measures the gateway at `rate`,
+        // not at `rate` plus the previous phase's backlog.
+        let drainStart = clock.now
+        if deliver {
+            while received.counts.deliveries < measured.accepted, clock.now - drainStart < .seconds(300) {
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+        }
+        let drained = clock.now - drainStart
         let closedAfter = cpuReading()
         let cpuPerNotification =
             measured.accepted > 0
@@ -245,20 +260,6 @@ public enum IngestBenchmark {
         let machineClosed = MachineCPU.now().busy - machineClosedBefore.busy
         let machinePerNotification =
             measured.accepted > 0 ? (machineClosed / 100 / Double(measured.accepted) * 1_000_000).rounded() / 1000 : 0
-        let throughput = measured.perSecond
-        let failures = measured.failures
-        let clock = ContinuousClock()
-
-        // The closed loop leaves deliveries (and verifyReceipt jobs) queued behind it: the open loop starts once every
-        // notification it accepted reached the downstream, so that it measures the gateway at `rate`, not at `rate` plus
-        // the previous phase's backlog.
-        let drainStart = clock.now
-        if deliver {
-            while received.counts.deliveries < measured.accepted, clock.now - drainStart < .seconds(300) {
-                try? await Task.sleep(for: .milliseconds(20))
-            }
-        }
-        let drained = clock.now - drainStart
 
         // Open loop: one request every 1/rate s, each timed from its scheduled send to its answer.
         let latencies = Samples()
@@ -424,7 +425,6 @@ final class Samples: Sendable {
     var count: Int { values.withLock { $0.count } }
 }
 
-/// A thread-safe counter.
 /// Requests answered with anything but a 200, by answer: the status (`"503"`), or `"transport"` when none came
 /// (refused, reset, timed out).
 final class FailureTally: Sendable {
@@ -439,6 +439,7 @@ final class FailureTally: Sendable {
     var byAnswer: [String: Int] { counts.withLock { $0 } }
 }
 
+/// A thread-safe counter.
 final class Counter: Sendable {
     private let n = Mutex(0)
     @discardableResult func add(_ k: Int) -> Int {
