@@ -22,7 +22,7 @@ public final class PublicKey: @unchecked Sendable {
     }
 
     deinit {
-        pools.forEach { idle in for c in idle { EVP_PKEY_CTX_free(c.ctx) } }
+        pools.withEach { idle in for c in idle { EVP_PKEY_CTX_free(c.ctx) } }
         EVP_PKEY_free(pkey)
     }
 

@@ -105,7 +105,7 @@ public final class Striped<Value: Sendable>: Sendable {
     }
 
     /// Runs `body` on every stripe in turn, each under its lock.
-    public func forEach(_ body: (inout sending Value) -> Void) {
+    public func withEach(_ body: (inout sending Value) -> Void) {
         for stripe in stripes { stripe.mutex.withLock { body(&$0) } }
     }
 

@@ -126,7 +126,7 @@ final class ChainCache: Sendable {
     /// Call only once the token's signature has verified under `chain`.
     func insert(header key: Key, _ chain: VerifiedChain) {
         guard capacity > 0 else { return }
-        stripes.forEach { $0.headers.insert(key, chain, capacity: capacity) }
+        stripes.withEach { $0.headers.insert(key, chain, capacity: capacity) }
     }
 
     /// A chain that passed full validation, by its certificates.
@@ -138,7 +138,7 @@ final class ChainCache: Sendable {
     /// Call only once the chain has validated to a pinned root.
     func insert(certificates key: Key, _ chain: VerifiedChain) {
         guard capacity > 0 else { return }
-        stripes.forEach { $0.chains.insert(key, chain, capacity: capacity) }
+        stripes.withEach { $0.chains.insert(key, chain, capacity: capacity) }
     }
 
     /// (hits, misses, entries) of the header map since creation, for metrics and tests.
@@ -150,7 +150,7 @@ final class ChainCache: Sendable {
     /// Hits and misses summed over the stripes; the entries of one (every stripe holds the same).
     private func total(_ map: KeyPath<State, BoundedMap>) -> (hits: Int, misses: Int, entries: Int) {
         var sum = (hits: 0, misses: 0, entries: 0)
-        stripes.forEach { state in
+        stripes.withEach { state in
             let s = state[keyPath: map].statistics
             sum = (sum.hits + s.hits, sum.misses + s.misses, max(sum.entries, s.entries))
         }

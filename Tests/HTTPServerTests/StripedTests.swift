@@ -3,7 +3,7 @@ import Testing
 import Threads
 
 /// `Striped` keeps one copy of a value per thread stripe: a thread always finds its own copy, no update is lost
-/// when many threads work at once, and `forEach` reaches every copy.
+/// when many threads work at once, and `withEach` reaches every copy.
 @Suite struct StripedTests {
     @Test func aThreadAlwaysWorksOnItsOwnStripe() {
         let striped = Striped<[Int]>(count: 8) { [] }
@@ -19,7 +19,7 @@ import Threads
         var stripesOfThread: [Int: Set<Int>] = [:]
         var all: [Int] = []
         var index = 0
-        striped.forEach { values in
+        striped.withEach { values in
             for v in values { stripesOfThread[v / 1_000, default: []].insert(index) }
             all += values
             index += 1
@@ -41,7 +41,7 @@ import Threads
         #expect(threads.count == 32)
         for thread in threads { thread.join() }
         var total = 0
-        striped.forEach { total += $0 }
+        striped.withEach { total += $0 }
         #expect(total == 64_000)
     }
 
