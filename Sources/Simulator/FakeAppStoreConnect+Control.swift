@@ -48,8 +48,18 @@ extension FakeAppStoreConnect {
                 }
                 let retryAfter = try Self.number(r, "retry_after", 0...86_400)
                 let count = try Self.number(r, "count", 0...1000) ?? 1
-                try failNext(status: status, retryAfterSeconds: retryAfter, count: count)
+                try failNext(
+                    status: status,
+                    retryAfterSeconds: retryAfter,
+                    count: count,
+                    applied: try Self.flag(r, "applied"),
+                    method: try Self.method(r)
+                )
                 return Self.object([("queued", .number(String(try store.read().appStoreConnect.failures.count)))])
+            case ("POST", "/fake/asc/delay"):
+                let millis = try Self.number(r, "ms", 0...600_000) ?? 0
+                try setDelay(millis: millis)
+                return Self.object([("delay_ms", .number(String(millis)))])
             case ("DELETE", "/fake/asc/failures"):
                 try clearFailures()
                 return Self.object([("queued", .number("0"))])
@@ -89,6 +99,13 @@ extension FakeAppStoreConnect {
             throw ControlError("\(name) must be a whole number from \(range.lowerBound) to \(range.upperBound)")
         }
         return n
+    }
+
+    /// `method`: `GET` or `PATCH`, or absent.
+    static func method(_ r: FakeAppleRequest) throws(ControlError) -> String? {
+        guard let method = r.value("method") else { return nil }
+        guard method == "GET" || method == "PATCH" else { throw ControlError("method must be GET or PATCH") }
+        return method
     }
 
     static func flag(_ r: FakeAppleRequest, _ name: String) throws(ControlError) -> Bool {

@@ -33,7 +33,8 @@ internal import WireJSON
 /// | `POST /fake/asc/version?bundle_id=B&environment=E&version=V2[&immediately=true]` | sets the version as a PATCH does (under the lag unless `immediately`) |
 /// | `POST /fake/asc/url?bundle_id=B&environment=E&url=U` | sets the URL (`url` absent: back to the default) |
 /// | `POST /fake/asc/apps?bundle_id=B` | makes the app known |
-/// | `POST /fake/asc/failures?status=429[&retry_after=3][&count=1]` | queues failures; `DELETE /fake/asc/failures` clears them |
+/// | `POST /fake/asc/failures?status=429[&retry_after=3][&count=1][&applied=true][&method=PATCH]` | queues failures (`applied`: the call is made, its answer lost; `method`: for calls of that method only); `DELETE /fake/asc/failures` clears them |
+/// | `POST /fake/asc/delay?ms=N` | every API answer takes N ms from now on (0: at once) |
 /// | `POST /fake/asc/lag?notifications=N[&mode=late\|mixed]` | the lag of later changes; `notifications=0` honours them at once |
 public struct FakeAppStoreConnect: Sendable {
     public let store: SimStateStore
@@ -113,13 +114,29 @@ public struct FakeAppStoreConnect: Sendable {
 
     /// The next `count` authenticated App Store Connect API calls answer `status` (with `Retry-After` for a 429
     /// when `retryAfterSeconds` is given) instead of their real answer.
-    public func failNext(status: Int, retryAfterSeconds: Int? = nil, count: Int = 1) throws {
+    /// With `applied` each call is carried out first and only its answer is lost (a 5xx after Apple made the change);
+    /// with `method` only calls of that method fail (`PATCH`).
+    public func failNext(
+        status: Int,
+        retryAfterSeconds: Int? = nil,
+        count: Int = 1,
+        applied: Bool = false,
+        method: String? = nil
+    ) throws {
+        let failure = SimConnectFailure(
+            status: status,
+            retryAfterSeconds: retryAfterSeconds,
+            applied: applied,
+            method: method
+        )
         try store.update { world in
-            world.appStoreConnect.failures += Array(
-                repeating: SimConnectFailure(status: status, retryAfterSeconds: retryAfterSeconds),
-                count: max(0, count)
-            )
+            world.appStoreConnect.failures += Array(repeating: failure, count: max(0, count))
         }
+    }
+
+    /// Every API answer from now on takes `millis` (0: at once).
+    public func setDelay(millis: Int) throws {
+        try store.update { $0.appStoreConnect.delayMillis = max(0, millis) }
     }
 
     public func clearFailures() throws {
@@ -207,14 +224,21 @@ public struct FakeAppStoreConnect: Sendable {
 
     /// `/v1/apps…` (the API) and `/fake/asc/…` (the control endpoints).
     public func handle(_ r: FakeAppleRequest) -> FakeAppleResponse {
-        do {
-            if r.path.hasPrefix("/fake/asc/") { return try control(r) }
-            return try api(r)
-        } catch let refusal as ConnectRefusal {
-            return Self.error(refusal)
-        } catch {
-            return Self.error(ConnectRefusal(500, "UNEXPECTED_ERROR", "An unexpected error occurred.", "\(error)"))
+        if r.path.hasPrefix("/fake/asc/") {
+            do { return try control(r) } catch {
+                return Self.error(ConnectRefusal(500, "UNEXPECTED_ERROR", "An unexpected error occurred.", "\(error)"))
+            }
         }
+        var response: FakeAppleResponse
+        do {
+            response = try api(r)
+        } catch let refusal as ConnectRefusal {
+            response = Self.error(refusal)
+        } catch {
+            response = Self.error(ConnectRefusal(500, "UNEXPECTED_ERROR", "An unexpected error occurred.", "\(error)"))
+        }
+        response.delayMillis = (try? store.read().appStoreConnect.delayMillis) ?? 0
+        return response
     }
 
     func api(_ r: FakeAppleRequest) throws -> FakeAppleResponse {
@@ -230,14 +254,24 @@ public struct FakeAppStoreConnect: Sendable {
         guard token.keyID == SimulatorPKI.ascKeyID, token.issuerID == SimulatorPKI.issuerID else {
             throw ConnectRefusal.notAuthorized
         }
-        var world = try store.read()
-        if !world.appStoreConnect.failures.isEmpty {
-            let failure = try store.update { w in
-                w.appStoreConnect.failures.isEmpty ? nil : w.appStoreConnect.failures.removeFirst()
+        let world = try store.read()
+        if world.appStoreConnect.failures.contains(where: { $0.answers(r.method) }) {
+            let failure = try store.update { w -> SimConnectFailure? in
+                guard let i = w.appStoreConnect.failures.firstIndex(where: { $0.answers(r.method) }) else { return nil }
+                return w.appStoreConnect.failures.remove(at: i)
             }
-            if let failure { throw ConnectRefusal.queued(failure) }
-            world = try store.read()
+            if let failure {
+                // Carried out, its answer lost: the call is made and the failure answers instead.
+                if failure.applied { _ = try? answer(r, store.read()) }
+                throw ConnectRefusal.queued(failure)
+            }
+            return try answer(r, store.read())
         }
+        return try answer(r, world)
+    }
+
+    /// The API's answer to an authenticated call.
+    func answer(_ r: FakeAppleRequest, _ world: SimWorld) throws -> FakeAppleResponse {
         // ["", "v1", "apps", id]
         let parts = r.path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
         guard parts.count >= 3, parts[1] == "v1", parts[2] == "apps" else { throw ConnectRefusal.pathNotFound(r.path) }

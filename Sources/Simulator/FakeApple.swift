@@ -63,6 +63,8 @@ public struct FakeAppleResponse: Sendable {
     /// Header fields beyond `Content-Type` (which whoever serves the fake sets for a JSON body): `Retry-After` on a 429.
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// How long whoever serves the fake waits before answering (an App Store Connect that is slow to answer).
+    public var delayMillis = 0
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8]) {
         (self.status, self.headers, self.body) = (status, headers, body)
     }

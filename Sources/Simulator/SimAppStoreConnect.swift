@@ -14,10 +14,15 @@ public struct SimAppStoreConnect: Sendable, Codable, Hashable {
     public var lag: SimConnectLag?
     /// Bundles registered without a setting of their own (``FakeAppStoreConnect/registerApp(bundleID:)``).
     public var registered: Set<String> = []
+    /// How long each API answer takes, in milliseconds (0: at once): an App Store Connect that is slow to answer.
+    public var delayMillis = 0
 
     public init() {}
 
-    enum CodingKeys: String, CodingKey { case apps, failures, lag, registered }
+    enum CodingKeys: String, CodingKey {
+        case apps, failures, lag, registered
+        case delayMillis = "delay_ms"
+    }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -25,6 +30,7 @@ public struct SimAppStoreConnect: Sendable, Codable, Hashable {
         failures = try c.decodeIfPresent([SimConnectFailure].self, forKey: .failures) ?? []
         lag = try c.decodeIfPresent(SimConnectLag.self, forKey: .lag)
         registered = try c.decodeIfPresent(Set<String>.self, forKey: .registered) ?? []
+        delayMillis = try c.decodeIfPresent(Int.self, forKey: .delayMillis) ?? 0
     }
 }
 
@@ -133,11 +139,28 @@ public struct SimConnectLag: Sendable, Codable, Hashable {
 }
 
 /// An answer queued for an App Store Connect API call: an HTTP status (401, 403, 404, 409, 429, 500, …) with
-/// Apple's JSON:API error body, and `Retry-After` seconds for a 429 when given.
+/// Apple's JSON:API error body, and `Retry-After` seconds for a 429 when given. With ``applied`` the call is carried
+/// out first and only its answer is lost: a change Apple made whose answer never arrived. With ``method`` it answers
+/// the next call of that method only (`PATCH`: the change, not the reads before it).
 public struct SimConnectFailure: Sendable, Codable, Hashable {
     public var status: Int
     public var retryAfterSeconds: Int?
-    public init(status: Int, retryAfterSeconds: Int? = nil) {
-        (self.status, self.retryAfterSeconds) = (status, retryAfterSeconds)
+    public var applied = false
+    public var method: String?
+    public init(status: Int, retryAfterSeconds: Int? = nil, applied: Bool = false, method: String? = nil) {
+        (self.status, self.retryAfterSeconds, self.applied, self.method) = (status, retryAfterSeconds, applied, method)
     }
+
+    enum CodingKeys: String, CodingKey { case status, retryAfterSeconds, applied, method }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        status = try c.decode(Int.self, forKey: .status)
+        retryAfterSeconds = try c.decodeIfPresent(Int.self, forKey: .retryAfterSeconds)
+        applied = try c.decodeIfPresent(Bool.self, forKey: .applied) ?? false
+        method = try c.decodeIfPresent(String.self, forKey: .method)
+    }
+
+    /// Whether it answers a call of `method`.
+    func answers(_ method: String) -> Bool { self.method.map { $0 == method } ?? true }
 }

@@ -3,6 +3,10 @@ public import HTTPClient
 public import HTTPServer
 public import Simulator
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The fake Apple behind an ``HTTPServer`` handler: request in, ``FakeApple`` answer out, one log line per request.
 /// Test notifications go to the app's sandbox URL in the fake App Store Connect (by default `notifyURL`).
 public final class FakeAppleServer: Sendable {
@@ -89,6 +93,7 @@ public final class FakeAppleServer: Sendable {
                 body: request.body
             )
         )
+        if r.delayMillis > 0 { usleep(useconds_t(min(r.delayMillis, 600_000)) * 1_000) }
         var response = r.body.isEmpty ? ServerResponse(status: r.status) : .json(r.status, r.body)
         response.headers += r.headers
         return response

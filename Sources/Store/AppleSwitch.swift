@@ -7,6 +7,9 @@ public struct AppleSwitchStep: RawRepresentable, Sendable, Hashable, Codable, Cu
     public init(rawValue: String) { self.rawValue = rawValue }
     public var description: String { rawValue }
 
+    /// A run holds the app and environment (taken in one write before any call to Apple) and reads what Apple has;
+    /// nothing changed yet.
+    public static let starting = Self(rawValue: "starting")
     /// The checks passed and Apple's version was recorded; nothing changed yet.
     public static let preflight = Self(rawValue: "preflight")
     /// Apple is being set to the target version (a run found here does not know whether Apple took it: it reads).
@@ -22,8 +25,10 @@ public struct AppleSwitchStep: RawRepresentable, Sendable, Hashable, Codable, Cu
     /// Finished: Apple is back on its earlier version, the authority unchanged.
     public static let reverted = Self(rawValue: "reverted")
 
-    /// Whether the switch is over (nothing to resume).
-    public var isFinished: Bool { self == .done || self == .reverted || self == .preflight }
+    /// Whether the switch is over (nothing to resume, nobody holds the record).
+    public var isFinished: Bool { self == .done || self == .reverted }
+    /// Whether a run that stopped here changed nothing yet: the next run starts afresh instead of resuming it.
+    public var changedNothing: Bool { self == .starting || self == .preflight }
 }
 
 /// One app and environment as the switch knows it: Apple's notification settings as last read (or set) through the

@@ -228,6 +228,29 @@ import Glibc
         /// The store as the gateway process left it (another process may read it at any time).
         func store() throws -> SQLiteStore { try SQLiteStore(path: folder + "/gateway.db") }
 
+        /// The switch's record of the app's sandbox, as stored now.
+        func record() throws -> AppleSwitchState? {
+            let store = try store()
+            defer { store.close() }
+            return try store.read { try $0.appleSwitch(bundleID: MigrationEndToEndTests.bundle, environment: .sandbox) }
+        }
+
+        /// An admin API call to the gateway process, with its token: the status and the JSON answer.
+        func admin(
+            _ method: HTTPRequest.Method,
+            _ pathAndQuery: String
+        ) async throws -> (status: Int, body: JSONObject?) {
+            let response = try await CurlTransport().send(
+                HTTPRequest(
+                    method: method,
+                    url: "http://127.0.0.1:\(adminPort)" + pathAndQuery,
+                    headers: [HTTPHeader("Authorization", "Bearer " + (environment["ADMIN_TOKEN"] ?? ""))],
+                    timeoutMillis: 120_000
+                )
+            )
+            return (response.status, try? JSONParser.parse(response.body).objectValue)
+        }
+
         /// Until the gateway has nothing pending: receipt jobs, comparison fetches, deliveries.
         func settle() async throws {
             let store = try store()
@@ -507,8 +530,100 @@ import Glibc
         let run = try rig.migrate([Self.bundle, "--environment", "sandbox", "--to", "v2", "--force"])
         #expect(run.status == 1, "\(run.stderr)")
         #expect(run.stderr.contains("apple_refused:\(code)"), "\(run.stderr)")
+        // One JSON line for the step that failed, as for every other step.
+        #expect(run.outcomes == ["preflight:refused"], "\(run.outcomes)")
+        #expect(run.steps.first?["code"]?.stringValue == "apple_refused:\(code)")
         #expect(try rig.fake.appStoreConnect.state(bundleID: Self.bundle, environment: .sandbox).version == .v1)
         #expect(try rig.authority == .v1)
+        #expect(try rig.record()?.migrationID == nil, "nothing held after the refusal")
+    }
+
+    @Test func twoRunsOfOneAppAtOnceOneIsRefusedAndTheStatusTellsTheTruth() async throws {
+        let rig = try Rig()
+        defer { rig.stop() }
+        try await rig.waitForTheGatewaysFirstRead()
+        // App Store Connect answers slowly; the command to V2 starts, then the admin API is asked for V1.
+        try rig.fake.appStoreConnect.setDelay(millis: 1_500)
+        let command = Task {
+            try rig.migrate([
+                Self.bundle, "--environment", "sandbox", "--to", "v2", "--force", "--probe-timeout", "60s",
+            ])
+        }
+        guard try await eventually("the command holds the switch", { try rig.record()?.step == .starting }) else {
+            return
+        }
+        let started = ContinuousClock.now
+        let admin = try await rig.admin(
+            .post,
+            "/admin/migrate?bundle=\(Self.bundle)&environment=sandbox&to=v1&probe_timeout=30s"
+        )
+        let refusedAfter = ContinuousClock.now - started
+        #expect(admin.status == 409, "\(admin)")
+        #expect(admin.body?["error"]?.objectValue?["code"] == .string("in_progress"))
+        let adminSteps = admin.body?["steps"]?.arrayValue?.compactMap(\.objectValue) ?? []
+        #expect(
+            adminSteps.map { "\($0["step"]?.stringValue ?? ""):\($0["outcome"]?.stringValue ?? "")" } == [
+                "preflight:refused"
+            ]
+        )
+        #expect(!adminSteps.contains { $0["step"]?.stringValue == "revert" }, "no set-back that sent nothing")
+
+        let run = try await command.value
+        try rig.fake.appStoreConnect.setDelay(millis: 0)
+        #expect(run.status == 0, "\(run.stderr)")
+        #expect(
+            run.outcomes == ["preflight:ok", "patch:ok", "probe:requested", "probe:ok", "authority:ok"],
+            "\(run.outcomes)"
+        )
+        // Apple sends V2, and the gateway says so.
+        #expect(try rig.fake.appStoreConnect.state(bundleID: Self.bundle, environment: .sandbox).version == .v2)
+        #expect(try rig.authority == .v2)
+        let status = try await rig.admin(.get, "/admin/status")
+        let apple = status.body?["apple"]?.arrayValue?.compactMap(\.objectValue).first {
+            $0["environment"]?.stringValue == "sandbox"
+        }
+        #expect(apple?["version"] == .string("v2"), "\(String(describing: apple))")
+        #expect(apple?["switch"]?.objectValue?["target"] == .string("v2"))
+        #expect(apple?["switch"]?.objectValue?["step"] == .string("done"))
+        print("concurrent migrate: the second run was refused in \(refusedAfter) while Apple took 1.5 s per answer")
+    }
+
+    @Test(arguments: [true, false])
+    func aPATCHWhoseAnswerIsLostIsReadBackBeforeAnythingIsSaid(_ applied: Bool) async throws {
+        let rig = try Rig()
+        defer { rig.stop() }
+        try await rig.waitForTheGatewaysFirstRead()
+        // App Store Connect answers the PATCH with a 503: having made the change (or not).
+        try rig.fake.appStoreConnect.failNext(status: 503, applied: applied, method: "PATCH")
+        let run = try rig.migrate([
+            Self.bundle, "--environment", "sandbox", "--to", "v2", "--force", "--probe-timeout", "60s",
+        ])
+        let apple = try rig.fake.appStoreConnect.state(bundleID: Self.bundle, environment: .sandbox).version
+        if applied {
+            // Read back: Apple took it; the switch goes on and proves it.
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(
+                run.outcomes == ["preflight:ok", "patch:ok", "probe:requested", "probe:ok", "authority:ok"],
+                "\(run.outcomes)"
+            )
+            let patch = run.steps.first { $0["step"]?.stringValue == "patch" }
+            #expect(
+                patch?["message"]?.stringValue?.contains("read back, it sends v2") == true,
+                "\(String(describing: patch))"
+            )
+            let authority = try rig.authority
+            #expect(apple == .v2 && authority == .v2)
+            #expect(try rig.record()?.appleVersion == .v2)
+        } else {
+            // Read back: Apple did not take it; it is set back explicitly, and the run says so.
+            #expect(run.status == 1 && run.stderr.contains("apple_unanswered:unavailable"), "\(run.stderr)")
+            #expect(run.outcomes == ["preflight:ok", "patch:failed", "revert:ok"], "\(run.outcomes)")
+            let authority = try rig.authority
+            #expect(apple == .v1 && authority == .v1)
+            let record = try rig.record()
+            #expect(record?.step == .reverted && record?.appleVersion == .v1)
+            #expect(record?.error == "apple_unanswered:unavailable")
+        }
     }
 }
 

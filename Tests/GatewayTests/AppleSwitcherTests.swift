@@ -26,13 +26,19 @@ import Testing
             var versions: [AppStoreEnvironment: Generation] = [.sandbox: .v1, .production: .v1]
             var failures: [AppleSettingsError] = []
             var patches: [(Generation, AppStoreEnvironment)] = []
+            /// Reads of the app begun.
+            var reads = 0
+            /// While set, a read waits (App Store Connect slow to answer) until it is cleared.
+            var holdsReads = false
             /// Called after each PATCH (the test's crash point).
             var afterPatch: (@Sendable () -> Void)? = nil
         }
         let state = Mutex(State())
 
         func app(bundleID: String) async throws(AppleSettingsError) -> AppleAppSettings {
-            try state.withLock { s throws(AppleSettingsError) in
+            state.withLock { $0.reads += 1 }
+            while state.withLock({ $0.holdsReads }) { try? await Task.sleep(for: .milliseconds(1)) }
+            return try state.withLock { s throws(AppleSettingsError) in
                 if !s.failures.isEmpty { throw s.failures.removeFirst() }
                 guard bundleID == AppleSwitcherTests.bundle else {
                     throw AppleSettingsError(code: "not_found", message: "no app")
@@ -59,6 +65,7 @@ import Testing
         }
 
         var sandbox: Generation { state.withLock { $0.versions[.sandbox] ?? .v1 } }
+        var reads: Int { state.withLock { $0.reads } }
         var patches: [(Generation, AppStoreEnvironment)] { state.withLock { $0.patches } }
     }
 
@@ -98,6 +105,7 @@ import Testing
         let probe: FakeProbe
         let clock = TestClock(GatewayHarness.t + 3_600_000)
         let steps = StepCollector()
+        let ids = IDs()
         let switcher: AppleSwitcher
 
         init(delivers: Bool = true, url: String = AppleSwitcherTests.url) throws {
@@ -115,7 +123,7 @@ import Testing
                 settings: connect,
                 probe: probe,
                 now: { clock.now },
-                newID: { "m-1" }
+                newID: { [ids] in ids.next() }
             )
             switcher.pollMillis = 1
             switcher.retestMillis = 0
@@ -146,6 +154,12 @@ import Testing
             try? h.store.read { try $0.appleSwitch(bundleID: AppleSwitcherTests.bundle, environment: .sandbox) }
         }
         var outcomes: [String] { steps.all.map { "\($0.step):\($0.outcome)" } }
+    }
+
+    /// Each run's migration id: `m-1`, `m-2`, …
+    final class IDs: Sendable {
+        private let count = Atomic<Int>(0)
+        func next() -> String { "m-\(count.add(1, ordering: .relaxed).newValue)" }
     }
 
     /// Time as the test moves it.
@@ -257,7 +271,7 @@ import Testing
 
     @Test(arguments: [
         ("unauthorized", 401), ("forbidden", 403), ("not_found", 404), ("conflict", 409), ("rate_limited", 429),
-        ("unavailable", 500),
+        ("bad_request", 400),
     ])
     func appleRefusingThePatchChangesNothing(_ code: String, _ status: Int) async throws {
         let rig = try Rig()
@@ -344,7 +358,7 @@ import Testing
         died.updatedAt = rig.clock.now
         rig.connect.state.withLock { $0.versions[.sandbox] = .v2 }
         let record = died
-        _ = try await rig.h.store.write { tx in try tx.putAppleSwitch(record) }
+        _ = try await rig.h.store.write { tx in _ = try tx.replaceAppleSwitch(record, ifMigrationIs: nil) }
         // Still within its lease: the next run leaves it alone.
         await #expect { try await rig.run(rig.request(.v2)) } throws: { ($0 as? MigrationError)?.code == .inProgress }
         // Past it: the same target resumes (Apple is read, not patched again), the proof comes, the authority moves.
@@ -358,10 +372,291 @@ import Testing
         defer { other.h.close() }
         try Self.seedAuthority(other, .v1)
         other.connect.state.withLock { $0.versions[.sandbox] = .v2 }
-        _ = try await other.h.store.write { tx in try tx.putAppleSwitch(record) }
+        _ = try await other.h.store.write { tx in _ = try tx.replaceAppleSwitch(record, ifMigrationIs: nil) }
         other.clock.advance(other.switcher.leaseMillis + 1)
         _ = try await other.run(other.request(.v1))
         #expect(other.connect.sandbox == .v1 && other.authority == .v1)
         #expect(other.outcomes.first == "revert:ok")
+    }
+
+    // MARK: One run at a time, and what Apple did
+
+    @Test func aSecondRunIsRefusedBeforeAnyCallToAppleWhileTheFirstWaitsForApple() async throws {
+        let rig = try Rig()
+        defer { rig.h.close() }
+        try Self.seedAuthority(rig, .v1)
+        var switcher = rig.switcher
+        switcher.leaseMillis = 200
+        let clock = rig.clock
+        // App Store Connect is slow: the first run's preflight read does not come back until released.
+        rig.connect.state.withLock { $0.holdsReads = true }
+        let first = Task { [switcher] in try await switcher.run(rig.request(.v2)) { _ in } }
+        await eventually("the first run holds the switch") { rig.record?.step == .starting }
+        #expect(rig.connect.reads == 1)
+
+        // The other direction, started meanwhile: refused at once, Apple not asked, one line saying why.
+        let second = StepCollector()
+        await #expect { try await switcher.run(rig.request(.v1)) { second.append($0) } } throws: {
+            ($0 as? MigrationError)?.code == .inProgress
+        }
+        #expect(rig.connect.reads == 1, "the refused run did not call Apple")
+        #expect(second.all.map { "\($0.step):\($0.outcome)" } == ["preflight:refused"])
+        #expect(second.all.first?.code == "in_progress")
+
+        // Apple slower than the lease: the waiting run renews it, so it still holds the switch.
+        clock.advance(1_000)
+        await eventually("the lease renewed while Apple is slow") { rig.record?.updatedAt == clock.now }
+        await #expect { try await switcher.run(rig.request(.v1)) { _ in } } throws: {
+            ($0 as? MigrationError)?.code == .inProgress
+        }
+
+        rig.connect.state.withLock { $0.holdsReads = false }
+        let state = try await first.value
+        #expect(state.step == .done && rig.connect.sandbox == .v2 && rig.authority == .v2)
+        #expect(rig.record?.migrationID == state.migrationID && rig.record?.target == .v2)
+        #expect(rig.connect.patches.map(\.0) == [.v2], "one PATCH, the first run's")
+    }
+
+    @Test func aRunRefusedInItsPreflightGivesTheSwitchBack() async throws {
+        let rig = try Rig()
+        defer { rig.h.close() }
+        try Self.seedAuthority(rig, .v1)
+        _ = try await rig.run(rig.request(.v2))
+        let done = try #require(rig.record)
+        // Apple now points elsewhere: refused, and the record is the finished switch again, not a held one.
+        rig.connect.state.withLock { $0.urls[.sandbox] = "https://other.example/notifications" }
+        await #expect { try await rig.run(rig.request(.v1)) } throws: { ($0 as? MigrationError)?.code == .urlNotOurs }
+        #expect(rig.record?.migrationID == done.migrationID && rig.record?.step == .done)
+        // So the next run is not kept waiting for a lease.
+        rig.connect.state.withLock { $0.urls[.sandbox] = Self.url }
+        _ = try await rig.run(rig.request(.v1))
+        #expect(rig.connect.sandbox == .v1 && rig.authority == .v1)
+    }
+
+    @Test(arguments: ["rate_limited", "malformed", "not_found", "unavailable"])
+    func aPreflightReadAppleFailsPrintsOneLine(_ code: String) async throws {
+        let rig = try Rig()
+        defer { rig.h.close() }
+        rig.connect.state.withLock { $0.failures = [AppleSettingsError(code: code, message: "Apple says \(code)")] }
+        await #expect { try await rig.run(rig.request(.v2)) } throws: {
+            ($0 as? MigrationError)?.wireCode == "apple_refused:\(code)"
+        }
+        #expect(rig.outcomes == ["preflight:refused"])
+        #expect(rig.steps.all.first?.code == "apple_refused:\(code)")
+        #expect(rig.steps.all.first?.message?.contains("Apple says \(code)") == true)
+        #expect(rig.record?.migrationID == nil && rig.connect.patches.isEmpty, "nothing held, nothing changed")
+    }
+
+    /// App Store Connect takes the PATCH (or not), and its answer is lost the first time.
+    final class LosingPatch: AppleNotificationSettings {
+        let inner: FakeConnect
+        let error: AppleSettingsError
+        let applies: Bool
+        let lost = Atomic<Bool>(false)
+        init(inner: FakeConnect, error: AppleSettingsError, applies: Bool) {
+            (self.inner, self.error, self.applies) = (inner, error, applies)
+        }
+        func app(bundleID: String) async throws(AppleSettingsError) -> AppleAppSettings {
+            try await inner.app(bundleID: bundleID)
+        }
+        func setVersion(
+            _ version: Generation,
+            environment: AppStoreEnvironment,
+            appID: String
+        ) async throws(AppleSettingsError)
+            -> AppleAppSettings
+        {
+            guard !lost.exchange(true, ordering: .relaxed) else {
+                return try await inner.setVersion(version, environment: environment, appID: appID)
+            }
+            if applies { _ = try await inner.setVersion(version, environment: environment, appID: appID) }
+            throw error
+        }
+    }
+
+    func switcher(_ rig: Rig, settings: any AppleNotificationSettings) -> AppleSwitcher {
+        var switcher = AppleSwitcher(
+            store: rig.h.store,
+            config: rig.switcher.config,
+            ledger: rig.h.service.ledger,
+            settings: settings,
+            probe: rig.probe,
+            now: { [clock = rig.clock] in clock.now },
+            newID: { "m-lost" }
+        )
+        (switcher.pollMillis, switcher.retestMillis) = (1, 0)
+        return switcher
+    }
+
+    @Test(arguments: ["unavailable", "malformed"])
+    func aPatchAppleTookWhoseAnswerWasLostGoesOnToTheProbe(_ code: String) async throws {
+        let rig = try Rig()
+        defer { rig.h.close() }
+        try Self.seedAuthority(rig, .v1)
+        let settings = LosingPatch(inner: rig.connect, error: .init(code: code, message: "lost"), applies: true)
+        let state = try await switcher(rig, settings: settings).run(rig.request(.v2)) { rig.steps.append($0) }
+        #expect(state.step == .done && rig.connect.sandbox == .v2 && rig.authority == .v2)
+        #expect(rig.outcomes == ["preflight:ok", "patch:ok", "probe:requested", "probe:ok", "authority:ok"])
+        let patch = try #require(rig.steps.all.first { $0.step == "patch" })
+        #expect(patch.message?.contains("answer was lost (\(code)); read back, it sends v2") == true)
+        #expect(rig.record?.appleVersion == .v2 && rig.record?.error == nil)
+    }
+
+    @Test(arguments: ["unavailable", "malformed"])
+    func aPatchAppleDidNotTakeWhoseAnswerWasLostIsSetBackAndSaysSo(_ code: String) async throws {
+        let rig = try Rig()
+        defer { rig.h.close() }
+        try Self.seedAuthority(rig, .v1)
+        let settings = LosingPatch(inner: rig.connect, error: .init(code: code, message: "lost"), applies: false)
+        await #expect {
+            try await switcher(rig, settings: settings).run(rig.request(.v2)) { rig.steps.append($0) }
+        } throws: {
+            ($0 as? MigrationError)?.wireCode == "apple_unanswered:\(code)"
+        }
+        // The change may still land: Apple is set to its earlier version explicitly, and the record says so.
+        #expect(rig.connect.patches.map(\.0) == [.v1])
+        #expect(rig.connect.sandbox == .v1 && rig.authority == .v1)
+        #expect(rig.outcomes == ["preflight:ok", "patch:failed", "revert:ok"])
+        #expect(rig.record?.step == .reverted && rig.record?.error == "apple_unanswered:\(code)")
+        #expect(rig.record?.appleVersion == .v1)
+    }
+
+    @Test func aLostAnswerThatCannotBeReadBackSetsAppleBack() async throws {
+        let rig = try Rig()
+        defer { rig.h.close() }
+        try Self.seedAuthority(rig, .v1)
+        let settings = LosingPatch(
+            inner: rig.connect,
+            error: .init(code: "unavailable", message: "lost"),
+            applies: true
+        )
+        // The PATCH went through; then App Store Connect cannot be read (three tries).
+        let unreadable = AppleSettingsError(code: "unavailable", message: "down")
+        let switcher = switcher(rig, settings: settings)
+        let armed = LosingPatch.Armed(connect: rig.connect, failures: [unreadable, unreadable, unreadable])
+        rig.connect.state.withLock { $0.afterPatch = armed.arm }
+        await #expect { try await switcher.run(rig.request(.v2)) { rig.steps.append($0) } } throws: {
+            ($0 as? MigrationError)?.code == .appleUnanswered
+        }
+        #expect(rig.connect.sandbox == .v1, "set back")
+        #expect(rig.connect.patches.map(\.0) == [.v2, .v1])
+        #expect(rig.outcomes == ["preflight:ok", "patch:failed", "revert:ok"])
+        #expect(rig.steps.all.first { $0.step == "patch" }?.message?.contains("could not be read back") == true)
+        #expect(rig.record?.step == .reverted && rig.authority == .v1)
+    }
+
+    @Test func aSetBackAppleRefusesLeavesTheSwitchRevertingForTheNextRun() async throws {
+        let rig = try Rig(delivers: false)
+        defer { rig.h.close() }
+        try Self.seedAuthority(rig, .v1)
+        let clock = rig.clock
+        // The probe never comes; when the run sets Apple back, App Store Connect refuses.
+        let armed = LosingPatch.Armed(
+            connect: rig.connect,
+            failures: [AppleSettingsError(code: "conflict", message: "not now")]
+        )
+        rig.connect.state.withLock { $0.afterPatch = armed.arm }
+        let run = Task { try await rig.run(rig.request(.v2, timeout: 1_000)) }
+        await eventually("the run tried to set Apple back", every: .milliseconds(1)) {
+            guard !rig.steps.all.contains(where: { $0.step == "revert" }) else { return true }
+            clock.advance(100)
+            return false
+        }
+        await #expect { try await run.value } throws: {
+            ($0 as? MigrationError)?.wireCode == "apple_refused:conflict"
+        }
+        #expect(rig.connect.sandbox == .v2 && rig.authority == .v1)
+        #expect(rig.outcomes.suffix(2) == ["probe:failed", "revert:failed"])
+        #expect(rig.steps.all.last?.message?.contains("run migrate again") == true)
+        #expect(rig.record?.step == .reverting)
+        // The next run, past the lease, finishes the set-back, then does what it was asked.
+        rig.connect.state.withLock { $0.afterPatch = nil }
+        clock.advance(rig.switcher.leaseMillis + 1)
+        let earlier = rig.steps.all.count
+        _ = try await rig.run(rig.request(.v1))
+        #expect(rig.outcomes.dropFirst(earlier).first == "revert:ok")
+        #expect(rig.connect.sandbox == .v1 && rig.authority == .v1)
+    }
+
+    @Test func aRunThatChangedNothingNeverSaysItSetAppleBack() async throws {
+        let rig = try Rig(delivers: false)
+        defer { rig.h.close() }
+        try Self.seedAuthority(rig, .v1)
+        // Apple sends V2 already, and the proof never comes: nothing was changed, so nothing is set back.
+        rig.connect.state.withLock { $0.versions[.sandbox] = .v2 }
+        let clock = rig.clock
+        let run = Task { try await rig.run(rig.request(.v2, timeout: 1_000)) }
+        await eventually("the run ended", every: .milliseconds(1)) {
+            guard !rig.steps.all.contains(where: { $0.step == "revert" }) else { return true }
+            clock.advance(100)
+            return false
+        }
+        await #expect(throws: MigrationError.self) { try await run.value }
+        #expect(rig.connect.patches.isEmpty)
+        #expect(rig.outcomes.suffix(2) == ["probe:failed", "revert:skipped"])
+        let revert = try #require(rig.steps.all.last)
+        #expect(revert.message?.contains("nothing to set back") == true)
+        #expect(revert.message?.contains("set back to") == false)
+        #expect(rig.record?.step == .reverted && rig.connect.sandbox == .v2)
+    }
+
+    @Test func aTestNotificationOfAnotherAppEnvironmentOrTypeIsNoProof() async throws {
+        // Apple's status names a notification the gateway journaled, but not a TEST of this app and environment.
+        let rig = try Rig()
+        defer { rig.h.close() }
+        try Self.seedAuthority(rig, .v1)
+        #expect(rig.h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
+        let renewal = "ea8d9865-7f9c-57bd-8176-e0c3843815a6"
+        let probe = NamingProbe(connect: rig.connect, notificationID: renewal)
+        var switcher = AppleSwitcher(
+            store: rig.h.store,
+            config: rig.switcher.config,
+            ledger: rig.h.service.ledger,
+            settings: rig.connect,
+            probe: probe,
+            now: { [clock = rig.clock] in clock.now },
+            newID: { "m-probe" }
+        )
+        (switcher.pollMillis, switcher.retestMillis) = (1, 0)
+        let clock = rig.clock
+        let run = Task { [switcher] in try await switcher.run(rig.request(.v2, timeout: 1_000)) { rig.steps.append($0) }
+        }
+        await eventually("the run ended", every: .milliseconds(1)) {
+            guard !rig.steps.all.contains(where: { $0.step == "revert" }) else { return true }
+            clock.advance(100)
+            return false
+        }
+        await #expect { try await run.value } throws: { ($0 as? MigrationError)?.code == .probeFailed }
+        #expect(rig.connect.sandbox == .v1 && rig.authority == .v1)
+    }
+
+    /// Apple's test notification status naming a fixed notification.
+    struct NamingProbe: TestNotificationProbe {
+        let connect: FakeConnect
+        let notificationID: String
+        func request(bundleID: String, environment: AppStoreEnvironment) async throws(AppleSettingsError) -> String {
+            "token"
+        }
+        func status(
+            bundleID: String,
+            environment: AppStoreEnvironment,
+            token: String
+        ) async throws(AppleSettingsError)
+            -> (notificationID: String?, attempts: [String])
+        { (notificationID, ["SUCCESS"]) }
+    }
+}
+
+extension AppleSwitcherTests.LosingPatch {
+    /// Queues failures for App Store Connect's next calls once armed (from the fake's after-PATCH hook).
+    struct Armed: Sendable {
+        let connect: AppleSwitcherTests.FakeConnect
+        let failures: [AppleSettingsError]
+        func arm() {
+            connect.state.withLock { s in
+                s.failures += failures
+                s.afterPatch = nil
+            }
+        }
     }
 }

@@ -58,7 +58,7 @@ import WireJSON
         var s = AppleSwitchState(bundleID: Self.bundle, environment: environment)
         (s.migrationID, s.appleVersion, s.step) = ("m", .v2, .done)
         let record = s
-        _ = try h.store.write { tx in try tx.putAppleSwitch(record) }
+        _ = try h.store.write { tx in _ = try tx.replaceAppleSwitch(record, ifMigrationIs: nil) }
     }
 
     /// A V1-authoritative gateway whose Apple the gateway has switched to V2 for the sandbox, with its webhook and

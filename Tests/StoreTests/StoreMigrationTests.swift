@@ -210,7 +210,7 @@ import Testing
             (apple.appID, apple.appleVersion, apple.migrationID, apple.target, apple.previous, apple.step) = (
                 "1", .v1, "m", .v1, .v2, .done
             )
-            try tx.putAppleSwitch(apple)
+            _ = try tx.replaceAppleSwitch(apple, ifMigrationIs: nil)
             try tx.logAppleSwitch(
                 AppleSwitchLogEntry(
                     at: 345,

@@ -29,6 +29,17 @@ public struct AppleSettingsError: Error, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(code): \(message)" }
+
+    /// Whether Apple certainly did not act on the request: it refused it (a 4xx: `unauthorized`, `forbidden`,
+    /// `not_found`, `conflict`, `rate_limited`, `bad_request`) or it was never sent (`invalid_key`,
+    /// `no_credentials`). After any other failure — no answer, a 5xx, an answer that is not Apple's or names another
+    /// app — a change may have been made: only reading the app back tells.
+    public var leavesAppleUnchanged: Bool { Self.unchangedCodes.contains(code) }
+
+    static let unchangedCodes: Set<String> = [
+        "unauthorized", "forbidden", "not_found", "conflict", "rate_limited", "bad_request", "invalid_key",
+        "no_credentials",
+    ]
 }
 
 /// The App Store Connect API as the switch needs it (docs/operations.md, "Migrating a bundle"): read an app's

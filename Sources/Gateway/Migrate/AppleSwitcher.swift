@@ -1,6 +1,7 @@
 public import Canonical
 internal import FoundationEssentials
 public import Store
+import Synchronization
 
 /// What `iap-gateway migrate` (and `POST /admin/migrate`) is asked to do.
 public struct MigrationRequest: Sendable {
@@ -113,6 +114,9 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
         case inProgress = "in_progress"
         /// App Store Connect refused or failed (`cause` says how: `unauthorized`, `forbidden`, `not_found`, …).
         case appleRefused = "apple_refused"
+        /// App Store Connect did not answer a change (no answer, a 5xx, an answer that is not Apple's): the switch
+        /// read the app back and set Apple back to the version it had (`cause` says how the answer was lost).
+        case appleUnanswered = "apple_unanswered"
         /// Apple did not prove it sends the target version in time: it was set back, the authority unchanged.
         case probeFailed = "probe_failed"
         case storeUnavailable = "store_unavailable"
@@ -122,7 +126,7 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
             switch self {
             case .unknownBundle, .unknownEnvironment, .noNotificationURL, .noCredentials, .noPath: 400
             case .urlNotOurs, .notReady, .inProgress: 409
-            case .appleRefused, .probeFailed: 502
+            case .appleRefused, .appleUnanswered, .probeFailed: 502
             case .storeUnavailable: 503
             }
         }
@@ -133,6 +137,8 @@ public struct MigrationError: Error, Sendable, CustomStringConvertible {
     public var cause: String?
     public var message: String
     public var retryAfterMillis: Int64?
+    /// Whether a step line already said it (every failure is one line of `migrate`'s output, once).
+    var reported = false
 
     public init(_ code: Code, _ message: String, cause: String? = nil, retryAfterMillis: Int64? = nil) {
         (self.code, self.message, self.cause, self.retryAfterMillis) = (code, message, cause, retryAfterMillis)
@@ -210,13 +216,17 @@ public struct AppleSwitcher: Sendable {
             do {
                 let read = try await settings.app(bundleID: app.bundleID)
                 let time = now()
+                // Apple's settings alone: a switch in progress keeps its record.
                 try await store.write { tx in
                     for environment in app.environments {
-                        var s =
-                            try tx.appleSwitch(bundleID: app.bundleID, environment: environment)
-                            ?? AppleSwitchState(bundleID: app.bundleID, environment: environment)
-                        Self.record(read, environment, at: time, in: &s)
-                        try tx.putAppleSwitch(s)
+                        try tx.recordAppleRead(
+                            bundleID: app.bundleID,
+                            environment: environment,
+                            appID: read.appID,
+                            version: read.version(environment),
+                            url: read.urls[environment],
+                            at: time
+                        )
                     }
                 }
             } catch let error as AppleSettingsError {
@@ -254,15 +264,48 @@ public struct AppleSwitcher: Sendable {
 }
 
 /// One run of ``AppleSwitcher/run(_:emit:)``.
+///
+/// The run holds the app and environment from its first write — the claim, taken before any call to Apple — to its
+/// last: every save of its record is conditional on the record still naming the run's migration id
+/// (``StoreTransaction/replaceAppleSwitch(_:ifMigrationIs:)``), and the lease is renewed while Apple is slow to
+/// answer. A run that finds another holding it is refused `in_progress`; one that lost its hold stops.
 private struct Run: Sendable {
     let switcher: AppleSwitcher
     let request: MigrationRequest
     let emit: @Sendable (MigrationStepReport) -> Void
     let started: Int64
+    let progress = Progress()
 
     init(switcher: AppleSwitcher, request: MigrationRequest, emit: @escaping @Sendable (MigrationStepReport) -> Void) {
         (self.switcher, self.request, self.emit) = (switcher, request, emit)
         started = switcher.now()
+    }
+
+    /// What the run holds and where it is: what a failure is reported with, and given back with.
+    final class Progress: Sendable {
+        struct Value {
+            /// The record as the run last stored it (nil before its claim).
+            var held: AppleSwitchState?
+            /// The record as the claim found it, finished: what a run that changed nothing gives back.
+            var before: AppleSwitchState?
+            /// The step a failure is reported as.
+            var step = "preflight"
+        }
+        private let value = Mutex(Value())
+        var current: Value { value.withLock { $0 } }
+        func hold(_ state: AppleSwitchState) { value.withLock { $0.held = state } }
+        func enter(_ step: String) { value.withLock { $0.step = step } }
+        func setBefore(_ state: AppleSwitchState) { value.withLock { $0.before = state } }
+    }
+
+    /// How the claim went.
+    enum Claim: Sendable {
+        /// Another run holds the app and environment and is alive.
+        case busy(AppleSwitchState)
+        /// Taken afresh; `before` is the record as it was.
+        case fresh(AppleSwitchState, before: AppleSwitchState)
+        /// Taken over from a run that died after it may have changed Apple: resumed or reverted.
+        case dead(AppleSwitchState, from: AppleSwitchState)
     }
 
     var store: any GatewayStore { switcher.store }
@@ -270,6 +313,18 @@ private struct Run: Sendable {
     var environment: AppStoreEnvironment { request.environment }
 
     func start() async throws(MigrationError) -> AppleSwitchState {
+        let (app, url, settings) = try configured()
+        if request.dryRun { return try await plan(app: app, url: url, settings: settings) }
+        let claim = try claim()
+        do {
+            return try await run(claim, app: app, url: url, settings: settings)
+        } catch {
+            throw ended(error)
+        }
+    }
+
+    /// The checks that need neither Apple nor the store.
+    func configured() throws(MigrationError) -> (GatewayConfig.App, String, any AppleNotificationSettings) {
         guard let app = switcher.config.apps.first(where: { $0.bundleID == bundle }) else {
             throw refuse(.unknownBundle, "\(bundle) is not configured")
         }
@@ -294,29 +349,149 @@ private struct Run: Sendable {
         if request.target == .v1, !app.acceptsV1 {
             throw refuse(.noPath, "\(bundle) has no shared_secret_env: the gateway could not read V1 notifications")
         }
+        return (app, url, settings)
+    }
 
-        var state = try load()
-        // An earlier run that did not finish: alive (leave it), or dead (resume it, or set Apple back first).
-        if let step = state.step, !step.isFinished {
-            if let updated = state.updatedAt, switcher.now() - updated < switcher.leaseMillis {
-                throw refuse(
-                    .inProgress,
-                    "a switch of \(bundle) (\(environment.rawValue)) to \(state.target?.rawValue ?? "?") is running"
-                )
+    /// Takes the app and environment for this run in one write, before any call to Apple: refused when a live run
+    /// holds it; a dead one is taken over (and then resumed or reverted) when it may have changed Apple, replaced
+    /// when it had not.
+    func claim() throws(MigrationError) -> Claim {
+        let (b, e, id, time, lease) = (bundle, environment, switcher.newID(), switcher.now(), switcher.leaseMillis)
+        let request = self.request
+        let claim = try storeWrite { tx -> Claim in
+            let current =
+                try tx.appleSwitch(bundleID: b, environment: e) ?? AppleSwitchState(bundleID: b, environment: e)
+            var before = current
+            if let step = current.step, !step.isFinished {
+                if let updated = current.updatedAt, time - updated < lease { return .busy(current) }
+                if !step.changedNothing {
+                    var s = current
+                    (s.migrationID, s.updatedAt) = (id, time)
+                    return try tx.replaceAppleSwitch(s, ifMigrationIs: current.migrationID)
+                        ? .dead(s, from: current) : .busy(current)
+                }
+                // It stopped before it changed anything: what it leaves behind is a run that ended.
+                (before.step, before.error) = (.reverted, current.error ?? "stopped before any change")
             }
-            if step == .reverting || state.target != request.target {
-                state = try await revert(state, settings: settings, why: step == .reverting ? "resumed" : "superseded")
-            } else {
-                report(state, "resume", "ok", detail: { $0.message = "resuming from \(step.rawValue)" })
-                return try await proceed(state, from: step, settings: settings)
+            let s = Self.fresh(current, id: id, request: request, at: time)
+            return try tx.replaceAppleSwitch(s, ifMigrationIs: current.migrationID)
+                ? .fresh(s, before: before) : .busy(current)
+        }
+        switch claim {
+        case .busy(let other):
+            throw refuse(
+                .inProgress,
+                "a switch of \(bundle) (\(environment.rawValue)) to \(other.target?.rawValue ?? "?") is running"
+                    + (other.migrationID.map { " (\($0))" } ?? "")
+            )
+        case .fresh(let s, let before):
+            progress.hold(s)
+            progress.setBefore(before)
+        case .dead(let s, _):
+            progress.hold(s)
+        }
+        return claim
+    }
+
+    /// `record` taken by the run `id` for this request: its switch fields new, Apple's as they were.
+    static func fresh(
+        _ record: AppleSwitchState,
+        id: String,
+        request: MigrationRequest,
+        at time: Int64
+    )
+        -> AppleSwitchState
+    {
+        var s = record
+        (s.migrationID, s.target, s.previous, s.step, s.probeToken) = (id, request.target, nil, .starting, nil)
+        (s.who, s.reason, s.forced, s.startedAt, s.updatedAt, s.error) =
+            (request.who, request.reason, false, time, time, nil)
+        return s
+    }
+
+    func run(
+        _ claim: Claim,
+        app: GatewayConfig.App,
+        url: String,
+        settings: any AppleNotificationSettings
+    ) async throws(MigrationError) -> AppleSwitchState {
+        var state: AppleSwitchState
+        switch claim {
+        case .busy:
+            preconditionFailure("a busy claim is refused before the run")
+        case .fresh(let s, _):
+            state = s
+        case .dead(let s, let from):
+            // A run that died after it may have changed Apple: resumed to the same target, or Apple set back first.
+            let step = from.step ?? .patching
+            guard step == .reverting || s.target != request.target else {
+                report(s, "resume", "ok") {
+                    $0.message = "resuming \(from.migrationID ?? "a run") from \(step.rawValue)"
+                }
+                return try await proceed(s, from: step, settings: settings)
             }
+            let reverted = try await revert(s, settings: settings, why: step == .reverting ? "resumed" : "superseded")
+            progress.setBefore(reverted)
+            state = Self.fresh(reverted, id: reverted.migrationID ?? "", request: request, at: switcher.now())
+            try save(state)
         }
 
-        // Preflight: what Apple has now, and whether this switch may happen.
-        let read = try await apple { () async throws(AppleSettingsError) in try await settings.app(bundleID: bundle) }
-        let time = switcher.now()
-        AppleSwitcher.record(read, environment, at: time, in: &state)
+        let (previous, verdict) = try await preflight(&state, app: app, url: url, settings: settings)
+        state.previous = previous
+        state.forced = request.target == .v2 && !verdict.ready
+        state.step = .preflight
         try save(state)
+        report(state, "preflight", "ok") {
+            $0.previous = previous.rawValue
+            $0.verdict = verdict.text
+        }
+        return try await proceed(state, from: .patching, settings: settings)
+    }
+
+    /// A dry run: the preflight's reads and checks, nothing held or changed.
+    func plan(
+        app: GatewayConfig.App,
+        url: String,
+        settings: any AppleNotificationSettings
+    ) async throws(MigrationError) -> AppleSwitchState {
+        var state = try load()
+        if let step = state.step, !step.isFinished, let updated = state.updatedAt,
+            switcher.now() - updated < switcher.leaseMillis
+        {
+            throw refuse(
+                .inProgress,
+                "a switch of \(bundle) (\(environment.rawValue)) to \(state.target?.rawValue ?? "?") is running"
+            )
+        }
+        let planned = state
+        let (previous, verdict) = try await preflight(&state, app: app, url: url, settings: settings)
+        report(planned, "preflight", "planned") {
+            $0.target = request.target.rawValue
+            $0.previous = previous.rawValue
+            $0.verdict = verdict.text
+            $0.message =
+                previous == request.target
+                ? "Apple sends \(previous.rawValue) already: probe, then authority"
+                : "set Apple to \(request.target.rawValue), probe, then move the authority"
+        }
+        return state
+    }
+
+    /// Preflight: what Apple has now (recorded), and whether this switch may happen.
+    func preflight(
+        _ state: inout AppleSwitchState,
+        app: GatewayConfig.App,
+        url: String,
+        settings: any AppleNotificationSettings
+    ) async throws(MigrationError) -> (previous: Generation, verdict: (ready: Bool, text: String, reasons: [String])) {
+        progress.enter("preflight")
+        let read = try await apple { () async throws(AppleSettingsError) in try await settings.app(bundleID: bundle) }
+        AppleSwitcher.record(read, environment, at: switcher.now(), in: &state)
+        if state.migrationID != nil, progress.current.held?.migrationID == state.migrationID {
+            try save(state)
+        } else {
+            try recordRead(read)
+        }
         let previous = read.version(environment)
         guard read.urls[environment] == url else {
             throw refuse(
@@ -338,33 +513,33 @@ private struct Run: Sendable {
         if request.target == .v2, app.acceptsV1, !switcher.ledger.v2PathAvailable {
             throw refuse(.noPath, "Apple may still send V1 for \(bundle): V2's path needs app_store_api", state: state)
         }
-        if request.dryRun {
-            report(state, "preflight", "planned") {
-                $0.target = request.target.rawValue
-                $0.previous = previous.rawValue
-                $0.verdict = verdict.text
-                $0.message =
-                    previous == request.target
-                    ? "Apple sends \(previous.rawValue) already: probe, then authority"
-                    : "set Apple to \(request.target.rawValue), probe, then move the authority"
-            }
-            return state
+        return (previous, verdict)
+    }
+
+    /// A run that ends with an error: the record given back when the run changed nothing yet, and the step it failed
+    /// in reported when no line said so yet (one JSON line per step, failures included).
+    func ended(_ error: MigrationError) -> MigrationError {
+        let current = progress.current
+        if let held = current.held, let step = held.step, step.changedNothing { release(held, to: current.before) }
+        guard !error.reported else { return error }
+        report(current.held, current.step, current.step == "preflight" ? "refused" : "failed") {
+            $0.code = error.wireCode
+            $0.message = error.message
         }
-        state.migrationID = switcher.newID()
-        state.target = request.target
-        state.previous = previous
-        state.who = request.who
-        state.reason = request.reason
-        state.forced = request.target == .v2 && !verdict.ready
-        state.startedAt = time
-        state.error = nil
-        state.step = .preflight
-        try save(state)
-        report(state, "preflight", "ok") {
-            $0.previous = previous.rawValue
-            $0.verdict = verdict.text
-        }
-        return try await proceed(state, from: .patching, settings: settings)
+        var reported = error
+        reported.reported = true
+        return reported
+    }
+
+    /// Gives the record back as the claim found it (with Apple's settings as this run read them), when this run still
+    /// holds it.
+    func release(_ held: AppleSwitchState, to before: AppleSwitchState?) {
+        guard let id = held.migrationID, var back = before else { return }
+        (back.appID, back.appleVersion, back.appleURL, back.readAt) = (
+            held.appID, held.appleVersion, held.appleURL, held.readAt
+        )
+        let record = back
+        _ = try? store.write { tx in try tx.replaceAppleSwitch(record, ifMigrationIs: id) }
     }
 
     /// Runs the steps from `step` on.
@@ -376,7 +551,7 @@ private struct Run: Sendable {
         -> AppleSwitchState
     {
         var state = initial
-        if step == .patching || step == .preflight {
+        if step == .patching || step == .preflight || step == .starting {
             state = try await patch(state, settings: settings)
         }
         if step != .authority {
@@ -392,16 +567,21 @@ private struct Run: Sendable {
                 var reverted = try await revert(state, settings: settings, why: failure.wireCode)
                 reverted.error = failure.wireCode
                 try save(reverted)
-                throw failure
+                var reported = failure
+                reported.reported = true
+                throw reported
             }
         }
         return try moveAuthority(state)
     }
 
+    /// Sets Apple to the target. Only a refusal (a 4xx) means Apple did not change; after any other failure the app is
+    /// read back: the run goes on when Apple took the change, and sets Apple back when it did not or cannot tell.
     func patch(
         _ initial: AppleSwitchState,
         settings: any AppleNotificationSettings
     ) async throws(MigrationError) -> AppleSwitchState {
+        progress.enter("patch")
         var state = initial
         guard let target = state.target, let appID = state.appID else { return state }
         // A resumed run does not know whether its PATCH reached Apple: it reads first.
@@ -421,27 +601,110 @@ private struct Run: Sendable {
         }
         state.step = .patching
         try save(state)
-        let answer: AppleAppSettings
-        do {
-            answer = try await settings.setVersion(target, environment: environment, appID: appID)
-        } catch {
-            // Apple refused: it did not change. The switch ends here, nothing moved.
-            state.step = .reverted
-            state.error = "apple_refused:\(error.code)"
+        let previous = state.previous?.rawValue ?? "its earlier version"
+        switch await set(target, appID: appID, settings: settings) {
+        case .set(let answer, let lost):
+            AppleSwitcher.record(answer, environment, at: switcher.now(), in: &state)
             try save(state)
-            throw refuse(
-                .appleRefused,
-                "App Store Connect refused to set \(target.rawValue): \(error.message)",
-                cause: error.code,
-                retryAfterMillis: error.retryAfterMillis,
-                state: state,
-                step: "patch"
-            )
+            report(state, "patch", "ok") {
+                $0.appleVersion = answer.version(environment).rawValue
+                if let lost {
+                    $0.message =
+                        "App Store Connect's answer was lost (\(lost.code)); read back, it sends \(target.rawValue)"
+                }
+            }
+            return state
+        case .unchanged(let error, let read):
+            if let read { AppleSwitcher.record(read, environment, at: switcher.now(), in: &state) }
+            guard let read, !error.leavesAppleUnchanged else {
+                // Apple refused: it did not change. The switch ends here, nothing moved.
+                state.step = .reverted
+                state.error = "apple_refused:\(error.code)"
+                try save(state)
+                throw refuse(
+                    .appleRefused,
+                    "App Store Connect refused to set \(target.rawValue): \(error.message)",
+                    cause: error.code,
+                    retryAfterMillis: error.retryAfterMillis,
+                    state: state,
+                    step: "patch"
+                )
+            }
+            // No answer, and the app still reads the earlier version: the change may yet be applied, so it is set
+            // back explicitly.
+            try save(state)
+            report(state, "patch", "failed") {
+                $0.code = "apple_unanswered:\(error.code)"
+                $0.appleVersion = read.version(environment).rawValue
+                $0.message =
+                    "App Store Connect did not answer the change (\(error.message)); read back, it still sends "
+                    + "\(read.version(environment).rawValue): setting it to \(previous) to be sure"
+            }
+            return try await unanswered(state, error, settings: settings)
+        case .unknown(let error):
+            report(state, "patch", "failed") {
+                $0.code = "apple_unanswered:\(error.code)"
+                $0.message =
+                    "App Store Connect did not answer the change (\(error.message)) and could not be read back: "
+                    + "setting Apple back to \(previous)"
+            }
+            return try await unanswered(state, error, settings: settings)
         }
-        AppleSwitcher.record(answer, environment, at: switcher.now(), in: &state)
-        try save(state)
-        report(state, "patch", "ok") { $0.appleVersion = answer.version(environment).rawValue }
-        return state
+    }
+
+    /// After a change App Store Connect did not answer and that the run does not go on with: Apple set back, the run
+    /// ended with `apple_unanswered`.
+    func unanswered(
+        _ state: AppleSwitchState,
+        _ error: AppleSettingsError,
+        settings: any AppleNotificationSettings
+    ) async throws(MigrationError) -> AppleSwitchState {
+        let why = "apple_unanswered:\(error.code)"
+        var reverted = try await revert(state, settings: settings, why: why, force: true)
+        reverted.error = why
+        try save(reverted)
+        var failure = MigrationError(
+            .appleUnanswered,
+            "App Store Connect did not answer the change: \(error.message)",
+            cause: error.code,
+            retryAfterMillis: error.retryAfterMillis
+        )
+        failure.reported = true
+        throw failure
+    }
+
+    /// What became of a change asked of App Store Connect.
+    enum SetOutcome {
+        /// Apple holds the version: its answer, or (`lost` the failure) the app read back after the answer was lost.
+        case set(AppleAppSettings, lost: AppleSettingsError?)
+        /// Apple refused (`read` nil), or did not answer and reads otherwise (`read`).
+        case unchanged(AppleSettingsError, read: AppleAppSettings?)
+        /// Apple did not answer and could not be read back.
+        case unknown(AppleSettingsError)
+    }
+
+    /// Sets `environment`'s version, reading the app back when the answer is lost (no answer, a 5xx, an answer that
+    /// is not Apple's): only a refusal means Apple did not change.
+    func set(_ version: Generation, appID: String, settings: any AppleNotificationSettings) async -> SetOutcome {
+        let environment = self.environment
+        let failure: AppleSettingsError
+        switch await outcome({ () async throws(AppleSettingsError) in
+            try await settings.setVersion(version, environment: environment, appID: appID)
+        }) {
+        case .success(let answer): return .set(answer, lost: nil)
+        case .failure(let error): failure = error
+        }
+        if failure.leavesAppleUnchanged { return .unchanged(failure, read: nil) }
+        for attempt in 0..<3 {
+            if attempt > 0 { await pause(switcher.pollMillis) }
+            if case .success(let read) = await outcome({ () async throws(AppleSettingsError) in
+                try await settings.app(bundleID: bundle)
+            }) {
+                return read.version(environment) == version
+                    ? .set(read, lost: failure) : .unchanged(failure, read: read)
+            }
+        }
+        return .unknown(failure)
     }
 
     /// The probe: proof that Apple sends the target version, within the timeout.
@@ -449,7 +712,9 @@ private struct Run: Sendable {
         _ initial: AppleSwitchState,
         settings: any AppleNotificationSettings
     ) async throws(MigrationError) -> AppleSwitchState {
+        progress.enter("probe")
         var state = initial
+        let (bundle, environment) = (self.bundle, self.environment)
         let deadline = switcher.now().clampedAdding(request.probeTimeoutMillis)
         if state.target == .v1 {
             // Apple has no V1 test notification: App Store Connect must read V1.
@@ -486,11 +751,13 @@ private struct Run: Sendable {
             if token == nil || time - askedAt >= switcher.retestMillis {
                 // Apple may not honour the change at once: a test notification that did not arrive is asked for again.
                 askedAt = time
-                do {
-                    token = try await probe.request(bundleID: bundle, environment: environment)
-                } catch  where error.code == "rate_limited" || error.code == "unavailable" {
-                    // Asked again at the next round.
-                } catch {
+                switch await outcome({ () async throws(AppleSettingsError) in
+                    try await probe.request(bundleID: bundle, environment: environment)
+                }) {
+                case .success(let asked): token = asked
+                case .failure(let error) where error.code == "rate_limited" || error.code == "unavailable":
+                    break  // Asked again at the next round.
+                case .failure(let error):
                     throw MigrationError(
                         .probeFailed,
                         "Apple refused the test notification: \(error.message)",
@@ -503,7 +770,10 @@ private struct Run: Sendable {
                     report(state, "probe", "requested") { $0.testNotification = token }
                 }
             }
-            if let token, let status = try? await probe.status(bundleID: bundle, environment: environment, token: token)
+            if let token,
+                case .success(let status) = await outcome({ () async throws(AppleSettingsError) in
+                    try await probe.status(bundleID: bundle, environment: environment, token: token)
+                })
             {
                 attempts = status.attempts
                 if let id = status.notificationID, try journaled(id) {
@@ -529,35 +799,81 @@ private struct Run: Sendable {
         )
     }
 
-    /// Sets Apple back to the version it had before the switch; the authority is left as it is.
+    /// Sets Apple back to the version it had before the switch; the authority is left as it is. Nothing is sent (and
+    /// the step says so) when this run never changed Apple; `force` sends the earlier version even when Apple is
+    /// believed to have it (a change whose answer was lost may still be applied). A set-back Apple does not take
+    /// leaves the record `reverting`: the next run finishes it.
     func revert(
         _ initial: AppleSwitchState,
         settings: any AppleNotificationSettings,
-        why: String
+        why: String,
+        force: Bool = false
     ) async throws(MigrationError)
         -> AppleSwitchState
     {
+        progress.enter("revert")
         var state = initial
         state.step = .reverting
         try save(state)
-        // Nothing to set back when Apple already sent the target before the switch (it was never changed).
-        if let previous = state.previous, previous != state.target, let appID = state.appID {
-            let answer = try await apple { () async throws(AppleSettingsError) in
-                try await settings.setVersion(previous, environment: environment, appID: appID)
+        guard let previous = state.previous, previous != state.target || force, let appID = state.appID else {
+            // Apple sent the target before the switch (or the run never learnt what it sent): it was never changed.
+            state.step = .reverted
+            state.error = why
+            try save(state)
+            report(state, "revert", "skipped") {
+                $0.appleVersion = state.appleVersion?.rawValue
+                $0.message =
+                    "nothing to set back: this run did not change Apple"
+                    + (state.appleVersion.map { ", which sends \($0.rawValue)" } ?? "") + " (\(why))"
             }
+            return state
+        }
+        switch await set(previous, appID: appID, settings: settings) {
+        case .set(let answer, let lost):
             AppleSwitcher.record(answer, environment, at: switcher.now(), in: &state)
+            state.step = .reverted
+            state.error = why
+            try save(state)
+            report(state, "revert", "ok") {
+                $0.appleVersion = state.appleVersion?.rawValue
+                $0.message =
+                    "Apple set back to \(previous.rawValue) (\(why))"
+                    + (lost.map { "; its answer was lost (\($0.code)), read back" } ?? "")
+            }
+            return state
+        case .unchanged(let error, let read):
+            if let read { AppleSwitcher.record(read, environment, at: switcher.now(), in: &state) }
+            try save(state)
+            throw revertFailed(state, previous, error)
+        case .unknown(let error):
+            throw revertFailed(state, previous, error)
         }
-        state.step = .reverted
-        state.error = why
-        try save(state)
-        report(state, "revert", "ok") {
+    }
+
+    /// A set-back that did not happen: reported, the record left `reverting` for the next run.
+    func revertFailed(_ state: AppleSwitchState, _ previous: Generation, _ error: AppleSettingsError) -> MigrationError
+    {
+        let message =
+            "Apple could not be set back to \(previous.rawValue) (\(error.message)); it sends "
+            + "\(state.appleVersion?.rawValue ?? "an unknown version") as last read. The switch stays 'reverting': "
+            + "run migrate again for \(bundle) (\(environment.rawValue)) to finish it"
+        report(state, "revert", "failed") {
+            $0.code = "apple_refused:\(error.code)"
             $0.appleVersion = state.appleVersion?.rawValue
-            $0.message = "Apple set back to \(state.previous?.rawValue ?? "?") (\(why))"
+            $0.message = message
         }
-        return state
+        var failure = MigrationError(
+            error.leavesAppleUnchanged ? .appleRefused : .appleUnanswered,
+            message,
+            cause: error.code,
+            retryAfterMillis: error.retryAfterMillis
+        )
+        failure.reported = true
+        return failure
     }
 
     func moveAuthority(_ initial: AppleSwitchState) throws(MigrationError) -> AppleSwitchState {
+        progress.enter("authority")
         var state = initial
         guard let target = state.target else { return state }
         state.step = .authority
@@ -575,19 +891,23 @@ private struct Run: Sendable {
             forced: state.forced,
             origin: "migrate"
         )
-        let (from, moved) = try storeWrite { tx -> (Generation, Bool) in
-            let current = try tx.authority(bundleID: self.bundle, environment: self.environment)
+        let (b, e, id) = (bundle, environment, state.migrationID)
+        let moved: (Generation, Bool)? = try storeWrite { tx -> (Generation, Bool)? in
+            // Only while this run still holds the app and environment.
+            guard try tx.appleSwitch(bundleID: b, environment: e)?.migrationID == id else { return nil }
+            let current = try tx.authority(bundleID: b, environment: e)
             guard current != target else { return (current, false) }
             var r = record
             r.from = current.rawValue
             try tx.recordCutover(r, to: target)
             return (current, true)
         }
+        guard let (from, changed) = moved else { throw lostHold() }
         state.step = .done
         state.appleVersion = target
         state.error = nil
         try save(state)
-        report(state, "authority", moved ? "ok" : "skipped") {
+        report(state, "authority", changed ? "ok" : "skipped") {
             $0.authorityFrom = from.rawValue
             $0.authorityTo = target.rawValue
             $0.elapsedMillis = switcher.now() - started
@@ -613,8 +933,19 @@ private struct Run: Sendable {
         }
     }
 
+    /// Whether the gateway journaled Apple's test notification `id` for this app and environment: a V2 notification of
+    /// this bundle and environment whose type is TEST. Apple's status names the notification; the journal must say it
+    /// is the one asked for, not another notification that happens to carry the id.
     func journaled(_ id: String) throws(MigrationError) -> Bool {
-        do { return try store.read { tx in try !tx.journalEntries(id: nil, key: id, limit: 1).isEmpty } } catch {
+        let (b, e) = (bundle, environment)
+        do {
+            return try store.read { tx in
+                guard let entry = try tx.journalEntries(id: nil, key: id, limit: 1).first, entry.version == .v2,
+                    entry.bundleID == b, entry.environment == e
+                else { return false }
+                return try tx.events(id: id, originalTransactionID: nil, limit: 1).first?.event.rawType == "TEST"
+            }
+        } catch {
             throw MigrationError(.storeUnavailable, "the journal could not be read")
         }
     }
@@ -629,12 +960,39 @@ private struct Run: Sendable {
         }
     }
 
-    /// Stores the record, which renews the run's lease.
+    /// Stores the record, which renews the run's lease; only while the run holds it (its migration id is the one on
+    /// record): a run that lost it stops here.
     func save(_ state: AppleSwitchState) throws(MigrationError) {
         var s = state
         s.updatedAt = switcher.now()
         let record = s
-        _ = try storeWrite { tx in try tx.putAppleSwitch(record) }
+        guard try storeWrite({ tx in try tx.replaceAppleSwitch(record, ifMigrationIs: record.migrationID) }) else {
+            throw lostHold()
+        }
+        progress.hold(record)
+    }
+
+    /// Apple's settings as a dry run read them: recorded without holding the record.
+    func recordRead(_ read: AppleAppSettings) throws(MigrationError) {
+        let (b, e, time) = (bundle, environment, switcher.now())
+        try storeWrite { tx in
+            try tx.recordAppleRead(
+                bundleID: b,
+                environment: e,
+                appID: read.appID,
+                version: read.version(e),
+                url: read.urls[e],
+                at: time
+            )
+        }
+    }
+
+    func lostHold() -> MigrationError {
+        MigrationError(
+            .inProgress,
+            "another run took over the switch of \(bundle) (\(environment.rawValue)) after this one's lease ran out: "
+                + "this one stops"
+        )
     }
 
     func storeWrite<T: Sendable>(
@@ -645,8 +1003,11 @@ private struct Run: Sendable {
         }
     }
 
-    func apple<T>(_ call: () async throws(AppleSettingsError) -> T) async throws(MigrationError) -> T {
-        do { return try await call() } catch {
+    /// One call to App Store Connect, a failure as the switch's `apple_refused`.
+    func apple<T: Sendable>(_ call: () async throws(AppleSettingsError) -> T) async throws(MigrationError) -> T {
+        switch await outcome(call) {
+        case .success(let value): return value
+        case .failure(let error):
             throw MigrationError(
                 .appleRefused,
                 "App Store Connect: \(error.message)",
@@ -656,11 +1017,39 @@ private struct Run: Sendable {
         }
     }
 
+    /// One call to Apple, while the run's lease is renewed beside it: an App Store Connect that is slow to answer
+    /// never makes a live run look dead to the next.
+    func outcome<T: Sendable>(
+        _ call: () async throws(AppleSettingsError) -> T
+    ) async -> Result<T, AppleSettingsError> {
+        let (store, b, e, now) = (switcher.store, bundle, environment, switcher.now)
+        let every = max(1, switcher.leaseMillis / 4)
+        guard let id = progress.current.held?.migrationID else {
+            do { return .success(try await call()) } catch { return .failure(error) }
+        }
+        return await withTaskGroup(of: Void.self, returning: Result<T, AppleSettingsError>.self) { group in
+            group.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: .milliseconds(every))
+                    guard !Task.isCancelled else { return }
+                    let renewed = try? await store.write { tx in
+                        try tx.renewAppleSwitch(bundleID: b, environment: e, migrationID: id, at: now())
+                    }
+                    if renewed == false { return }
+                }
+            }
+            let result: Result<T, AppleSettingsError>
+            do throws(AppleSettingsError) { result = .success(try await call()) } catch { result = .failure(error) }
+            group.cancelAll()
+            return result
+        }
+    }
+
     func pause(_ millis: Int64) async { try? await Task.sleep(for: .milliseconds(millis)) }
 
     /// Reports and logs one step.
     func report(
-        _ state: AppleSwitchState,
+        _ state: AppleSwitchState?,
         _ step: String,
         _ outcome: String,
         detail: (inout MigrationStepReport) -> Void = { _ in }
@@ -669,15 +1058,15 @@ private struct Run: Sendable {
             at: switcher.now(),
             bundleID: bundle,
             environment: environment.rawValue,
-            migrationID: state.migrationID,
+            migrationID: state?.migrationID,
             step: step,
             outcome: outcome,
-            target: (state.target ?? request.target).rawValue
+            target: (state?.target ?? request.target).rawValue
         )
-        r.appleURL = state.appleURL
+        r.appleURL = state?.appleURL
         detail(&r)
         emit(r)
-        guard let id = state.migrationID else { return }
+        guard let id = state?.migrationID else { return }
         let entry = AppleSwitchLogEntry(
             at: r.at,
             bundleID: bundle,
@@ -699,11 +1088,12 @@ private struct Run: Sendable {
         state: AppleSwitchState? = nil,
         step: String = "preflight"
     ) -> MigrationError {
-        let error = MigrationError(code, message, cause: cause, retryAfterMillis: retryAfterMillis)
-        report(state ?? AppleSwitchState(bundleID: bundle, environment: environment), step, "refused") {
+        var error = MigrationError(code, message, cause: cause, retryAfterMillis: retryAfterMillis)
+        report(state, step, "refused") {
             $0.code = error.wireCode
             $0.message = message
         }
+        error.reported = true
         return error
     }
 }

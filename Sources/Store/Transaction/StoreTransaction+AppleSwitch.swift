@@ -11,9 +11,9 @@ extension SQLTransaction {
         try c.query(.appleSwitches, []).compactMap(AppleSwitchState.init(row:))
     }
 
-    func putAppleSwitch(_ s: AppleSwitchState) throws {
+    func replaceAppleSwitch(_ s: AppleSwitchState, ifMigrationIs expected: String?) throws -> Bool {
         try c.run(
-            .putAppleSwitch,
+            .replaceAppleSwitch,
             [
                 .text(s.bundleID), .text(s.environment.rawValue), StoreValue(s.appID), StoreValue(s.appleVersion),
                 StoreValue(s.appleURL),
@@ -21,9 +21,37 @@ extension SQLTransaction {
                 StoreValue(s.step?.rawValue),
                 StoreValue(s.probeToken), StoreValue(s.who), StoreValue(s.reason), .bool(s.forced),
                 StoreValue(s.startedAt),
-                StoreValue(s.updatedAt), StoreValue(s.error),
+                StoreValue(s.updatedAt), StoreValue(s.error), StoreValue(expected),
+            ]
+        ) > 0
+    }
+
+    func recordAppleRead(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        appID: String?,
+        version: Generation?,
+        url: String?,
+        at: Int64
+    ) throws {
+        try c.run(
+            .recordAppleRead,
+            [
+                .text(bundleID), .text(environment.rawValue), StoreValue(appID), StoreValue(version), StoreValue(url),
+                .int64(at),
             ]
         )
+    }
+
+    func renewAppleSwitch(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        migrationID: String,
+        at: Int64
+    ) throws
+        -> Bool
+    {
+        try c.run(.renewAppleSwitch, [.text(bundleID), .text(environment.rawValue), .text(migrationID), .int64(at)]) > 0
     }
 
     func logAppleSwitch(_ e: AppleSwitchLogEntry) throws {
@@ -50,8 +78,10 @@ extension SQL {
 
     fileprivate static let appleSwitches = SQL("SELECT * FROM apple_switches ORDER BY bundle_id, environment")
 
-    /// Replaces the app and environment's record whole.
-    fileprivate static let putAppleSwitch = SQL(
+    /// Replaces the app and environment's record whole, when the migration on record is still `$18` (null: none). An
+    /// upsert whose update is conditional: on PostgreSQL a concurrent claim waits for the other's row and then finds
+    /// it changed; SQLite runs one writer at a time.
+    fileprivate static let replaceAppleSwitch = SQL { d in
         """
         INSERT INTO apple_switches (bundle_id, environment, app_id, apple_version, apple_url, read_at, migration_id, target,
             previous, step, probe_token, who, reason, forced, started_at, updated_at, error)
@@ -61,7 +91,22 @@ extension SQL {
             previous = excluded.previous, step = excluded.step, probe_token = excluded.probe_token, who = excluded.who,
             reason = excluded.reason, forced = excluded.forced, started_at = excluded.started_at, updated_at = excluded.updated_at,
             error = excluded.error
+        WHERE apple_switches.migration_id \(d.nullSafeEquals) $18::text
         """
+    }
+
+    /// Apple's settings alone: a run's own columns are left as they are.
+    fileprivate static let recordAppleRead = SQL(
+        """
+        INSERT INTO apple_switches (bundle_id, environment, app_id, apple_version, apple_url, read_at)
+        VALUES ($1, $2, $3, $4, $5, $6)
+        ON CONFLICT (bundle_id, environment) DO UPDATE SET app_id = excluded.app_id, apple_version = excluded.apple_version,
+            apple_url = excluded.apple_url, read_at = excluded.read_at
+        """
+    )
+
+    fileprivate static let renewAppleSwitch = SQL(
+        "UPDATE apple_switches SET updated_at = $4 WHERE bundle_id = $1 AND environment = $2 AND migration_id = $3"
     )
 
     fileprivate static let logAppleSwitch = SQL(
