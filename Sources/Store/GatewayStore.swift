@@ -99,6 +99,9 @@ public protocol StoreTransaction {
     ) throws -> Bool
     /// Stored events in arrival order: one by id, one subscription's, or all (`limit` newest-last).
     func events(id: String?, originalTransactionID: String?, limit: Int) throws -> [StoredEvent]
+    /// A subscription's events dated at or before `through`, newest first (event date, then arrival), at most `limit`:
+    /// what was known of it at that moment.
+    func subscriptionEvents(originalTransactionID: String, through: Int64, limit: Int) throws -> [StoredEvent]
     /// A subscription's state on each path it has one on.
     func subscriptionStates(originalTransactionID: String) throws -> [StoredSubscriptionState]
     /// Events per source of a bundle and environment created in [since, until).

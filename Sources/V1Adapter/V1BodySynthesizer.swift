@@ -129,13 +129,18 @@ public enum V1BodySynthesizer {
         return top.finish()
     }
 
-    /// The notification's transaction and the subscription's other known ones: each transaction id once — the
-    /// notification's own view of its transaction, else the view of the newest event about it (by event date, the
-    /// later in `history` on a tie) — newest purchase first, at most ``maxTransactions``, the notification's always in.
+    /// The notification's transaction and the subscription's other ones known at its moment: each transaction id
+    /// once — the notification's own view of its transaction, else the view of the newest event about it (by event
+    /// date, the later in `history` on a tie) — newest purchase first, at most ``maxTransactions``, the notification's
+    /// always in. Events dated after the notification, and transactions bought after it, are left out: a body is true
+    /// to its notification's moment, whenever it is built.
     static func receiptTransactions(_ event: CanonicalEvent, history: [CanonicalEvent]) -> [CanonicalEvent] {
+        let moment = max(event.eventDate, event.purchaseDate ?? .min)
         var views: [String: CanonicalEvent] = [:]
-        for e in history where e.originalTransactionID == event.originalTransactionID {
-            guard let id = e.transactionID, id != event.transactionID else { continue }
+        for e in history where e.originalTransactionID == event.originalTransactionID && e.eventDate <= moment {
+            guard let id = e.transactionID, id != event.transactionID, (e.purchaseDate ?? .min) <= moment else {
+                continue
+            }
             if let seen = views[id], seen.eventDate > e.eventDate { continue }
             views[id] = e
         }

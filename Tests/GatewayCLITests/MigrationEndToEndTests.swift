@@ -405,6 +405,70 @@ import Glibc
         )
     }
 
+    @Test func everyLifecycleAfterTheSwitchGivesTheOldBackendOneV1BodyTrueToItsMoment() async throws {
+        let rig = try Rig()
+        defer { rig.stop() }
+        let toV2 = try rig.migrate([
+            Self.bundle, "--environment", "sandbox", "--to", "v2", "--force", "--probe-timeout", "60s",
+        ])
+        #expect(toV2.status == 0, "\(toV2.stderr)")
+        try await rig.play(Lifecycles.all.map(\.name))
+        try await rig.settle()
+
+        // The old backend's V1 shapes, by their delivery id.
+        var shapes: [String: [JSONObject]] = [:]
+        for request in rig.oldBackend.requests where request.header("X-IAP-Gateway-Source") == "v2" {
+            guard let id = request.header("webhook-id"), let body = try? JSONParser.parse(request.body).objectValue
+            else {
+                Issue.record("a V1 shape without a delivery id or JSON body")
+                continue
+            }
+            shapes[id, default: []].append(body)
+        }
+        let store = try rig.store()
+        defer { store.close() }
+        let events = try store.events()
+        var problems: [String] = []
+        var checked = 0
+        for entry in try store.journal() where entry.version == .v2 {
+            guard
+                let event = events.first(where: { $0.event.id == entry.key || $0.event.id.hasPrefix(entry.key + ":") })?
+                    .event
+            else { continue }
+            let name = "\(event.rawType)/\(event.rawSubtype ?? "-") \(entry.key)"
+            let got = shapes[entry.key] ?? []
+            guard V1AdapterShape.type(of: event) != nil else {
+                if !got.isEmpty { problems.append("\(name): \(got.count) bodies for a type V1 never had") }
+                continue
+            }
+            guard got.count == 1, let body = got.first else {
+                problems.append("\(name): \(got.count) V1 bodies")
+                continue
+            }
+            checked += 1
+            // True to its moment: nothing bought after the notification, newest purchase first, its own transaction
+            // in, and the newest of them unless the notification is about an earlier period (a refund, a revocation).
+            let infos =
+                body["unified_receipt"]?.objectValue?["latest_receipt_info"]?.arrayValue?.compactMap(\.objectValue)
+                ?? []
+            let purchases = infos.compactMap { $0["purchase_date_ms"]?.stringValue.flatMap { Int64($0) } }
+            let moment = max(event.eventDate, event.purchaseDate ?? .min)
+            if let late = purchases.first(where: { $0 > moment }) {
+                problems.append("\(name): a transaction bought at \(late), after the notification (\(moment))")
+            }
+            if purchases != purchases.sorted(by: >) { problems.append("\(name): not newest first") }
+            let ids = infos.compactMap { $0["transaction_id"]?.stringValue }
+            if let own = event.transactionID, !ids.contains(own) {
+                problems.append("\(name): its own transaction \(own) missing")
+            } else if let own = event.transactionID, ids.first != own, event.revocationDate == nil {
+                problems.append("\(name): newest is \(ids.first ?? "-"), not its own \(own)")
+            }
+        }
+        #expect(checked > 20, "\(checked) V1 shapes checked")
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+        print("V1 shapes after the switch: \(checked) checked, \(problems.count) problems")
+    }
+
     @Test func aPATCHHonouredLateStillGivesEveryNotificationOneAuthoritativeEvent() async throws {
         let rig = try Rig()
         defer { rig.stop() }

@@ -154,6 +154,9 @@ import WireJSON
         }
         let legacy = try #require(receiver.requests.first { $0.path == "/apple/v1" })
         #expect(legacy.body == body)
+        // A stable delivery id: the notification's key, the same on every attempt (a repeat after a crash included).
+        let key = try #require(try h.store.journal().first?.key)
+        #expect(key.hasPrefix("v1:") && legacy.header("webhook-id") == key)
     }
 
     @Test func gone410DeadLettersAtOnceAndRetryAfterIsHonoured() async throws {

@@ -285,14 +285,14 @@ import WireJSON
     }
 
     @Test func latestReceiptInfoIsNewestFirstEachTransactionOnceAtMostAHundred() throws {
-        // 150 monthly periods; the notification is about the 11th (a late retry); another subscription's event and a
-        // newer, stale view of the notification's own transaction are in the history too.
+        // 150 monthly periods; the notification is about the 141st; another subscription's event and a newer, stale
+        // view of the notification's own transaction are in the history too.
         let periods = (0..<150).map { i in Story.renewal(i) }
-        let notification = periods[10]
+        let notification = periods[140]
         var stale = notification
         stale.revocationDate = Story.t0
-        stale.eventDate = .max
-        var other = periods[20]
+        stale.eventDate = notification.eventDate
+        var other = periods[120]
         other.originalTransactionID = "9999"
         other.transactionID = "9999"
         let history = periods.filter { $0.transactionID != notification.transactionID } + [stale, other]
@@ -309,14 +309,14 @@ import WireJSON
         #expect(ids.count == V1BodySynthesizer.maxTransactions)
         #expect(Set(ids).count == ids.count, "each transaction once")
         #expect(!ids.contains("9999"), "only the notification's subscription")
-        #expect(ids.last == notification.transactionID, "the notification's transaction is always in, here the oldest")
+        #expect(ids.first == notification.transactionID, "the notification's transaction, the newest at its moment")
         #expect(
-            Array(ids.prefix(99)) == periods.suffix(99).reversed().map { $0.transactionID ?? "" },
-            "the newest 99 others, newest first"
+            Array(ids.dropFirst()) == periods[41..<140].reversed().map { $0.transactionID ?? "" },
+            "the 99 before it, newest first; none bought after it"
         )
         let object = try #require(try JSONParser.parse(body).objectValue)
         let own = try #require(
-            object["unified_receipt"]?.objectValue?["latest_receipt_info"]?.arrayValue?.last?.objectValue
+            object["unified_receipt"]?.objectValue?["latest_receipt_info"]?.arrayValue?.first?.objectValue
         )
         #expect(own["cancellation_date"] == nil, "the notification's own view of its transaction wins")
         #expect(
@@ -329,6 +329,35 @@ import WireJSON
             )
                 == body,
             "the history's order does not matter"
+        )
+    }
+
+    @Test func aBodyBuiltLateIsTrueToItsNotificationsMoment() throws {
+        // The notification is about the 11th period; the body is built (a retried delivery, a replay) after 139 more
+        // renewals and a refund of an earlier period dated after the notification.
+        let periods = (0..<150).map { i in Story.renewal(i) }
+        let notification = periods[10]
+        var laterRefund = periods[5]
+        laterRefund.eventDate = periods[20].eventDate
+        laterRefund.revocationDate = laterRefund.eventDate
+        let history = periods.filter { $0.transactionID != notification.transactionID } + [laterRefund]
+        let body = try #require(
+            V1BodySynthesizer.body(
+                for: notification,
+                history: history,
+                latestReceipt: nil,
+                password: Self.marker,
+                bundleVersion: nil
+            )
+        )
+        let ids = try Self.transactionIDs(body)
+        #expect(ids == periods[0...10].reversed().map { $0.transactionID ?? "" })
+        let entries = try #require(
+            try JSONParser.parse(body).objectValue?["unified_receipt"]?.objectValue?["latest_receipt_info"]?.arrayValue
+        )
+        #expect(
+            entries.allSatisfy { $0.objectValue?["cancellation_date_ms"] == nil },
+            "a refund dated after the notification is not in its body"
         )
     }
 

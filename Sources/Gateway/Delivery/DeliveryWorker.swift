@@ -184,7 +184,9 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
                 }),
                 var redacted = entry.body
             else { throw BuildFailure(description: "V1 body no longer stored") }
-            var headers = [HTTPHeader("Content-Type", "application/json")]
+            // The notification's key (Apple's UUID, or `v1:` and the body's hash): the same on every attempt, so the old
+            // backend can drop the copy a delivery repeated after a crash sends (docs/configuration.md, downstreams).
+            var headers = [HTTPHeader("Content-Type", "application/json"), HTTPHeader("webhook-id", entry.key)]
             if entry.version == .v2 {
                 // A V2 notification reaches the old backend as its V1 shape, built now from what the store holds.
                 let journalBody = redacted

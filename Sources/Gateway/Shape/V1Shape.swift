@@ -4,9 +4,10 @@ internal import Store
 internal import V1Adapter
 internal import WireJSON
 
-/// The V1 shape of a journaled V2 notification (docs/architecture.md, "The V1 shape of a V2 notification"), built from
-/// what the store holds at this moment: the notification's canonical event, the subscription's other known
-/// transactions, the latest receipt stored for it, and the app version the signed payload names. Its `password` is the
+/// The V1 shape of a journaled V2 notification (docs/architecture.md, "The V1 shape of a V2 notification"), as of the
+/// notification's moment: its canonical event, the subscription's transactions known then (its events dated at or
+/// before the notification's, newest first — never a later renewal, never only the oldest events of a long-lived
+/// subscription), the latest receipt stored for it, and the app version the signed payload names. Its `password` is the
 /// marker of the app's first shared secret: a pass-through delivery restores the secret, the V1 adapter reads it as
 /// it is.
 struct V1Shape: Sendable {
@@ -33,9 +34,13 @@ struct V1Shape: Sendable {
         var history: [CanonicalEvent] = []
         var receipt: StoredReceipt?
         if let otid = event.originalTransactionID, let bundle = event.bundleID, let environment = event.environment {
-            history = try tx.events(id: nil, originalTransactionID: otid, limit: V1BodySynthesizer.maxTransactions * 2)
-                .map(\.event)
-                .filter { $0.bundleID == bundle && $0.environment == environment && $0.id != event.id }
+            history = try tx.subscriptionEvents(
+                originalTransactionID: otid,
+                through: event.eventDate,
+                limit: V1BodySynthesizer.maxTransactions * 2
+            )
+            .map(\.event)
+            .filter { $0.bundleID == bundle && $0.environment == environment && $0.id != event.id }
             receipt = try tx.receipt(
                 of: SubscriptionKey(bundleID: bundle, environment: environment, originalTransactionID: otid)
             )

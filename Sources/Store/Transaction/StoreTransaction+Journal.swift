@@ -57,6 +57,11 @@ extension SQLTransaction {
         return rows.compactMap(StoredEvent.init(row:))
     }
 
+    func subscriptionEvents(originalTransactionID otid: String, through: Int64, limit: Int) throws -> [StoredEvent] {
+        try c.query(.subscriptionEventsThrough, [.text(otid), .int64(through), .limit(limit)])
+            .compactMap(StoredEvent.init(row:))
+    }
+
     func subscriptionStates(originalTransactionID otid: String) throws -> [StoredSubscriptionState] {
         try c.query(.subscriptionStates, [.text(otid)]).map(StoredSubscriptionState.init(row:))
     }
@@ -160,6 +165,14 @@ extension SQL {
     static let subscriptionEvents = SQL { d in
         """
         SELECT \(eventColumns) FROM events WHERE original_transaction_id = $1 ORDER BY event_date, \(d.arrival) LIMIT $2
+        """
+    }
+
+    /// A subscription's events up to a date, newest first: the same index, read backwards from the date.
+    fileprivate static let subscriptionEventsThrough = SQL { d in
+        """
+        SELECT \(eventColumns) FROM events WHERE original_transaction_id = $1 AND event_date <= $2
+        ORDER BY event_date DESC, \(d.arrival) DESC LIMIT $3
         """
     }
 
