@@ -382,6 +382,67 @@ import Testing
     }
 }
 
+/// Commands that read or act on an existing store never create one: a mistyped `store.sqlite` is refused with its path,
+/// and nothing is made on disk (only `serve`, and `migrate-store`'s target, create a store).
+@Suite struct MissingStoreTests {
+    static func config(_ folder: String) throws -> (config: String, store: String) {
+        let store = folder + "/nowhere/gateway.db"
+        let json = """
+            { "store": { "sqlite": "\(store)" },
+              "apps": [ { "bundle_id": "com.example.app", "environments": ["sandbox"],
+                          "notification_url": { "sandbox": "https://gw.example/notifications" } } ] }
+            """
+        try Data(json.utf8).write(to: URL(filePath: folder + "/gateway.json"))
+        return (folder + "/gateway.json", store)
+    }
+
+    static var commands: [(any Command.Type, [String])] {
+        [
+            (ReportCommand.self, []),
+            (SubscriptionCommand.self, ["2000000000000001"]),
+            (QuarantineCommand.self, ["list"]),
+            (QuarantineCommand.self, ["replay"]),
+            (ReplayCommand.self, ["--since", "1d"]),
+            (CutoverCommand.self, ["com.example.app", "--environment", "sandbox", "--to", "v2"]),
+            (MigrateCommand.self, ["com.example.app", "--environment", "sandbox", "--to", "v2", "--dry-run"]),
+            (BackfillCommand.self, ["--since", "1d"]),
+            (ReconcileCommand.self, []),
+            (TestNotificationCommand.self, ["--bundle", "com.example.app", "--environment", "sandbox"]),
+        ]
+    }
+
+    @Test(arguments: commands.indices)
+    func aStoreThatDoesNotExistIsRefusedNotCreated(_ i: Int) async throws {
+        let (command, arguments) = Self.commands[i]
+        let folder = try Scratch.directory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (config, store) = try Self.config(folder)
+        let error = await CommandLineTests.error(command, ["--config", config] + arguments)
+        #expect(error?.status == 2, "\(command.name): \(error?.message ?? "no error")")
+        #expect(error?.message.contains("no store at \(store)") == true, "\(command.name): \(error?.message ?? "-")")
+        #expect(!FileManager.default.fileExists(atPath: folder + "/nowhere"), "\(command.name) made the folder")
+    }
+
+    @Test func theReportCommandAsAProcessSaysSoAndExits2() throws {
+        let folder = try Scratch.directory()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let (config, store) = try Self.config(folder)
+        let process = Process()
+        process.executableURL = URL(filePath: MultiInstanceProcessTests.binary)
+        process.arguments = ["report", "--config", config]
+        let (out, err) = (Pipe(), Pipe())
+        (process.standardOutput, process.standardError) = (out, err)
+        try process.run()
+        let printed = out.fileHandleForReading.readDataToEndOfFile()
+        let said = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 2)
+        #expect(printed.isEmpty, "no report of an empty store")
+        #expect(said.contains("no store at \(store)"), "\(said)")
+        #expect(!FileManager.default.fileExists(atPath: folder + "/nowhere"))
+    }
+}
+
 /// `replay`'s selection: exactly one of `--id`, `--since [--until]` and `--dead-letters`.
 @Suite struct ReplaySelectionTests {
     static let now: Int64 = 1_748_736_000_000
@@ -429,6 +490,7 @@ import Testing
         do {
             var config = GatewayConfig()
             config.sqlitePath = folder + "/gateway.db"
+            try SQLiteStore(path: config.sqlitePath).close()  // as `serve` leaves it
             struct Boom: Error {}
             var kept: MaintenanceStore?
             #expect(throws: Boom.self) {

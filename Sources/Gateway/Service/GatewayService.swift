@@ -81,10 +81,12 @@ public final class GatewayService: Sendable {
         }
 
         /// The same for a one-shot command (`quarantine replay`, `backfill`): its log goes to standard error, so that
-        /// standard output holds the command's result alone.
+        /// standard output holds the command's result alone, and its store must exist (a mistyped path is refused, not
+        /// created empty).
         public static func command() -> Dependencies {
             var d = live()
             d.logSink = { line in FileHandleOutput.stderr(line + "\n") }
+            d.sqliteOptions.createsMissing = false
             return d
         }
     }
@@ -299,12 +301,15 @@ public final class GatewayService: Sendable {
         Metric.describeAll(in: metrics)
     }
 
-    /// The store and operator actions alone, for CLI commands that need no other secret (`replay`, `subscription`).
+    /// The store and operator actions alone, for CLI commands that need no other secret (`replay`, `subscription`):
+    /// an existing store (``StoreNotFound`` otherwise).
     public static func maintenance(
         config: GatewayConfig,
         now: @escaping @Sendable () -> Int64
     ) throws -> (Operations, any GatewayStore) {
-        let store = try openStore(config: config, environment: ProcessEnvironment.variables)
+        var existing = SQLiteStore.Options()
+        existing.createsMissing = false
+        let store = try openStore(config: config, environment: ProcessEnvironment.variables, sqliteOptions: existing)
         return (Operations(store: store, now: now), store)
     }
 

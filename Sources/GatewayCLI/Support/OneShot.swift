@@ -9,9 +9,14 @@ struct MaintenanceStore {
 }
 
 /// Opens the config's store for a one-shot command, runs `body`, and always closes the store again (committing
-/// what is queued) however `body` ends.
+/// what is queued) however `body` ends. A store that does not exist is a config error (exit 2), never created.
 func withStore<T>(_ config: GatewayConfig, _ body: (MaintenanceStore) throws -> T) throws -> T {
-    let (operations, store) = try GatewayService.maintenance(config: config, now: WallClock.wallMillis)
+    let (operations, store): (Operations, any GatewayStore)
+    do {
+        (operations, store) = try GatewayService.maintenance(config: config, now: WallClock.wallMillis)
+    } catch let missing as StoreNotFound {
+        throw CommandError.usage("config: \(missing)")
+    }
     defer { store.close() }
     return try body(MaintenanceStore(operations: operations, store: store))
 }

@@ -1,4 +1,5 @@
 import Dispatch
+internal import FoundationEssentials
 public import SQLite
 
 /// The store on SQLite, the embedded default: one file in WAL mode, one writer thread with group commit
@@ -11,6 +12,10 @@ public final class SQLiteStore: GatewayStore {
         public var faults: StorageFaults?
         /// Most pages the file may grow to (nil: SQLite's default).
         public var maxPageCount: Int64?
+        /// Whether a missing file (and folder) is created: `serve`'s store and `migrate-store`'s target are; every
+        /// other command opens a store that exists or refuses (``StoreNotFound``), so a mistyped path never answers
+        /// from an empty store made on the spot.
+        public var createsMissing = true
         public init() {}
     }
 
@@ -23,6 +28,9 @@ public final class SQLiteStore: GatewayStore {
     /// here is its owner's alone (files 0600, folders 0700, whatever the umask); existing ones keep their mode
     /// (``readableByOthers(path:)`` names those that others can read).
     public init(path: String, options: Options = .init()) throws {
+        guard options.createsMissing || FileManager.default.fileExists(atPath: path) else {
+            throw StoreNotFound(path: path)
+        }
         // A folder that cannot be made is reported by the open below, in SQLite's words.
         try? SQLiteFiles.createFolder(SQLiteFiles.folder(of: path))
         var o = SQLiteDatabase.Options()
@@ -143,5 +151,13 @@ public enum Blocking {
         try await withCheckedThrowingContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
         }
+    }
+}
+
+/// A store that was to be opened, not created, and is not there: `PATH` names no file.
+public struct StoreNotFound: Error, CustomStringConvertible {
+    public var path: String
+    public var description: String {
+        "no store at \(path): only serve creates one (is store.sqlite in the config the store's path?)"
     }
 }
