@@ -14,8 +14,11 @@ final class ServerContext: Sendable {
     let connections: ConnectionTracker
     /// Added to every response that lacks a field of the same name (``HTTPServer/Configuration/defaultHeaders``).
     let defaultHeaders: [(name: String, value: String)]
-    /// Request-body bytes held in memory now, across all requests: the sum of their ``RequestState/charged``.
-    private let bufferedBodyBytes = Atomic<Int>(0)
+    /// Request-body bytes held in memory now: across all requests (the sum of their ``RequestState/charged``), and by
+    /// client address while there is a share per address (``BodyLimits/perAddressBytes``).
+    private let held = Mutex(HeldBodies())
+    /// Bodies refused because their address held its share of the budget (``Refusal/addressBusy``).
+    private let addressRefusals = Atomic<Int>(0)
     /// Requests whose first access-handler call has happened and whose completion callback has not: exactly the
     /// live ``RequestState`` objects.
     private let activeRequests = Atomic<Int>(0)
@@ -46,30 +49,50 @@ final class ServerContext: Sendable {
     func requestStarted() { activeRequests.add(1, ordering: .relaxed) }
     func requestFinished() { activeRequests.subtract(1, ordering: .releasing) }
 
-    var bufferedBodies: Int { bufferedBodyBytes.load(ordering: .relaxed) }
+    var bufferedBodies: Int { held.withLock { $0.total } }
 
-    /// Takes `count` bytes of the body buffer budget; false (taking nothing) when that would pass it.
-    func reserveBodyBytes(_ count: Int) -> Bool {
-        var current = bufferedBodyBytes.load(ordering: .relaxed)
-        while true {
-            guard count <= bodies.bufferBudgetBytes - current else { return false }
-            let (done, seen) = bufferedBodyBytes.compareExchange(
-                expected: current,
-                desired: current + count,
-                ordering: .relaxed
-            )
-            if done { return true }
-            current = seen
+    /// Body bytes held now for requests from `address`.
+    func bufferedBodies(from address: String) -> Int { held.withLock { $0.byAddress[address] ?? 0 } }
+
+    var addressShareRefusals: Int { addressRefusals.load(ordering: .relaxed) }
+
+    /// Takes `count` bytes of the body buffer budget for a request from `address`: nil when taken, otherwise why not
+    /// (and nothing is taken). The address's share is looked at first: when it is full, the refusal is the address's
+    /// doing, whatever room the budget has.
+    func reserveBodyBytes(_ count: Int, from address: String) -> Refusal? {
+        held.withLock { held in
+            let share = bodies.perAddressBytes
+            let mine = share > 0 ? held.byAddress[address, default: 0] : 0
+            if share > 0, count > share - mine { return .addressBusy }
+            guard count <= bodies.bufferBudgetBytes - held.total else { return .busy }
+            held.total += count
+            if share > 0 { held.byAddress[address] = mine + count }
+            return nil
         }
     }
 
-    /// Whether `count` more bytes would fit in the budget now (a guess: nothing is taken).
-    func bodyBudgetHasRoom(for count: Int) -> Bool {
-        count <= bodies.bufferBudgetBytes - bufferedBodyBytes.load(ordering: .relaxed)
+    /// Why `count` more bytes from `address` would not fit now, if they would not (a guess: nothing is taken).
+    func bodyBudgetRefusal(for count: Int, from address: String) -> Refusal? {
+        held.withLock { held in
+            let share = bodies.perAddressBytes
+            if share > 0, count > share - held.byAddress[address, default: 0] { return .addressBusy }
+            return count <= bodies.bufferBudgetBytes - held.total ? nil : .busy
+        }
     }
 
-    func releaseBodyBytes(_ count: Int) {
-        if count > 0 { bufferedBodyBytes.subtract(count, ordering: .relaxed) }
+    func releaseBodyBytes(_ count: Int, from address: String) {
+        guard count > 0 else { return }
+        held.withLock { held in
+            held.total -= count
+            guard bodies.perAddressBytes > 0 else { return }
+            let left = held.byAddress[address, default: 0] - count
+            held.byAddress[address] = left > 0 ? left : nil
+        }
+    }
+
+    /// Counts a body refused for its address's share.
+    func countRefusal(_ refusal: Refusal) {
+        if case .addressBusy = refusal { addressRefusals.add(1, ordering: .relaxed) }
     }
 
     var isQuiescing: Bool { quiescing.load(ordering: .relaxed) }
@@ -89,12 +112,21 @@ final class ServerContext: Sendable {
     var suspendedConnections: Int { dispatch.withLock { $0.suspended } }
 }
 
+/// The body bytes a server holds now (``ServerContext``), under one lock.
+struct HeldBodies {
+    var total = 0
+    /// By client address; only kept while there is a share per address. An address holding nothing has no entry.
+    var byAddress: [String: Int] = [:]
+}
+
 /// How request bodies are held, limited and refused (from ``HTTPServer/Configuration``).
 struct BodyLimits: Sendable {
     /// The largest body accepted.
     var maxBodyBytes: Int
     /// Body bytes the server holds at once, across all requests.
     var bufferBudgetBytes: Int
+    /// Body bytes the server holds at once for the requests of one client address; 0: no share per address.
+    var perAddressBytes: Int = 0
     /// A refused body is read (and dropped) up to this size so that its client reads the answer.
     var drainLimitBytes: Int
 }
@@ -105,6 +137,8 @@ enum Refusal {
     case tooLarge
     /// Its body did not fit in the server's buffer budget: 503, to be retried.
     case busy
+    /// Its body did not fit in its client address's share of the buffer budget: 503, to be retried.
+    case addressBusy
 
     /// The answer, in the shape of every error the server gives itself.
     func response(_ bodies: BodyLimits) -> ServerResponse {
@@ -120,6 +154,14 @@ enum Refusal {
                 503,
                 code: "server_busy",
                 message: "too many request bodies are arriving at once; retry later"
+            )
+            response.headers.append((name: "Retry-After", value: "5"))
+            return response
+        case .addressBusy:
+            var response = ServerResponse.serverError(
+                503,
+                code: "address_busy",
+                message: "too many request bodies are arriving from this client address at once; retry later"
             )
             response.headers.append((name: "Retry-After", value: "5"))
             return response
@@ -184,6 +226,9 @@ final class ServerLog: Sendable {
 /// connection, one call at a time.
 final class RequestState {
     var headers: [(name: String, value: String)] = []
+    /// The client's numeric address ("" when unknown) and port: its share of the body budget is charged to it.
+    var address = ""
+    var port: UInt16 = 0
     var body: [UInt8] = []
     /// Bytes of the server's body buffer budget this request holds (the capacity reserved for `body`). Kept until the
     /// completion callback, after the handler has let go of the body; released early when the body is refused.
@@ -226,6 +271,7 @@ func gatewayAccessHandler(
         context.requestStarted()
         context.connections.requestArriving(connection)
         state.headers = fields(connection, .HEADER_KIND)
+        state.address = clientAddress(connection, port: &state.port)
         if let (status, code, problem) = framingProblem(state.headers) {
             // libmicrohttpd 0.9.75 frames by the first Content-Length, and waits for the close after an unknown
             // transfer coding; a proxy in front may frame such a request differently (request smuggling), so it is
@@ -246,8 +292,9 @@ func gatewayAccessHandler(
                 state.declaredLength = Int(declared)
                 // A client waiting for `100 Continue` can be told to come back later before it sends anything. (Room
                 // is not reserved here: a Content-Length is only a claim, and the buffer grows as bytes arrive.)
-                if waitsForContinue && !context.bodyBudgetHasRoom(for: Int(declared)) {
-                    return answerEarly(Refusal.busy.response(limits), state, connection, context)
+                if waitsForContinue, let refusal = context.bodyBudgetRefusal(for: Int(declared), from: state.address) {
+                    context.countRefusal(refusal)
+                    return answerEarly(refusal.response(limits), state, connection, context)
                 }
             }
         }
@@ -269,7 +316,9 @@ func gatewayAccessHandler(
             // refused at its end; until then it is read and dropped.
             if state.received > context.bodies.maxBodyBytes {
                 refuse(state, .tooLarge, context)
-            } else if let uploadData, makeRoom(for: size, in: state, context) {
+            } else if let refusal = makeRoom(for: size, in: state, context) {
+                refuse(state, refusal, context)
+            } else if let uploadData {
                 state.body.append(contentsOf: UnsafeRawBufferPointer(start: uploadData, count: size))
                 return .YES
             } else {
@@ -303,7 +352,6 @@ func gatewayAccessHandler(
     }
     let body = state.body
     state.body = []
-    var remotePort: UInt16 = 0
     let arguments = fields(connection, .GET_ARGUMENT_KIND)
     let request = ServerRequest(
         method: method.map { String(cString: $0) } ?? "",
@@ -311,8 +359,8 @@ func gatewayAccessHandler(
         query: firstValues(arguments),
         headers: state.headers,
         body: body,
-        remoteAddress: clientAddress(connection, port: &remotePort),
-        remotePort: remotePort,
+        remoteAddress: state.address,
+        remotePort: state.port,
         queryItems: arguments
     )
     state.headers = []
@@ -349,7 +397,7 @@ func gatewayRequestCompleted(
     let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
     // The handler has returned (the response is sent, or the connection is gone), so the body is released now.
-    context.releaseBodyBytes(state.charged)
+    context.releaseBodyBytes(state.charged, from: state.address)
     state.charged = 0
     context.requestFinished()
     if let connection { context.connections.requestCompleted(connection) }
@@ -418,27 +466,28 @@ private func answerEarly(
 /// Switches `state` to drain mode: the body kept so far is dropped (and its budget returned), the rest is read and
 /// dropped, and `refusal` answers at the end.
 private func refuse(_ state: RequestState, _ refusal: Refusal, _ context: ServerContext) {
+    context.countRefusal(refusal)
     state.refusal = refusal
     state.body = []
-    context.releaseBodyBytes(state.charged)
+    context.releaseBodyBytes(state.charged, from: state.address)
     state.charged = 0
 }
 
-/// Grows the body buffer to hold `extra` more bytes, taking the growth from the server's buffer budget first; false
-/// when the budget has no room. The capacity at most doubles per step (from 4 KiB) and never passes the declared
-/// `Content-Length` or the body limit, so it stays within about twice what has arrived: memory follows the bytes
-/// received, not the size a client announces.
-private func makeRoom(for extra: Int, in state: RequestState, _ context: ServerContext) -> Bool {
+/// Grows the body buffer to hold `extra` more bytes, taking the growth from the server's buffer budget (and the
+/// client address's share of it) first; the refusal when there is no room, nil otherwise. The capacity at most
+/// doubles per step (from 4 KiB) and never passes the declared `Content-Length` or the body limit, so it stays within
+/// about twice what has arrived: memory follows the bytes received, not the size a client announces.
+private func makeRoom(for extra: Int, in state: RequestState, _ context: ServerContext) -> Refusal? {
     let needed = state.body.count + extra
-    guard needed > state.charged else { return true }
+    guard needed > state.charged else { return nil }
     let ceiling = max(state.declaredLength ?? context.bodies.maxBodyBytes, needed)
     let target = min(max(needed, 2 * state.charged, 4_096), ceiling)
-    guard context.reserveBodyBytes(target - state.charged) else { return false }
+    if let refusal = context.reserveBodyBytes(target - state.charged, from: state.address) { return refusal }
     // An exact reservation: the array allocates `target` (rounded up by malloc at most), and appends within it never
     // reallocate behind the budget's back.
     state.body.reserveCapacity(target)
     state.charged = target
-    return true
+    return nil
 }
 
 /// Whether the client waits for `100 Continue` before sending its body (libmicrohttpd sends one only to HTTP/1.1).
