@@ -34,7 +34,11 @@ internal import Threads
 ///   clients can hold: a slot, a deadline's worth of time, and budgeted memory.
 /// - libmicrohttpd answers malformed HTTP itself (400), headers larger than
 ///   ``Configuration/headerMemoryLimitBytes`` with 431, and handles keep-alive, pipelining, chunked bodies and
-///   `Expect: 100-continue`.
+///   `Expect: 100-continue`. A chunked body it refuses while decoding it (a chunk-size line longer than its buffer, as
+///   with a huge chunk extension; a malformed one; a chunk size past 2^64) is answered by the server instead, 400
+///   `bad_request` or 413 `body_too_large` in the JSON shape, on its connection closed after it (over TLS: closed
+///   without an answer); only when several chunked bodies arrive at once on the same I/O thread does libmicrohttpd's
+///   own page go out (see `ChunkedBodyRefusal`).
 /// - Its error messages go to ``Configuration/errorLog`` (or are only counted), never to stderr.
 /// - SIGPIPE: libmicrohttpd blocks SIGPIPE on every thread it starts and sends with `MSG_NOSIGNAL`
 ///   (``suppressesSIGPIPE``), so a client that disconnects mid-response cannot kill the process; the service needs
@@ -293,7 +297,8 @@ public final class HTTPServer {
             log: log,
             pool: pool,
             connections: tracker,
-            defaultHeaders: c.defaultHeaders
+            defaultHeaders: c.defaultHeaders,
+            plainText: c.tls == nil
         )
         let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         let ioThreads = min(c.threads, cores)

@@ -14,6 +14,8 @@ final class ServerContext: Sendable {
     let connections: ConnectionTracker
     /// Added to every response that lacks a field of the same name (``HTTPServer/Configuration/defaultHeaders``).
     let defaultHeaders: [(name: String, value: String)]
+    /// Plain HTTP (not TLS): the server may write an answer on a socket itself (``ChunkedBodyRefusal``).
+    let plainText: Bool
     /// Request-body bytes held in memory now: across all requests (the sum of their ``RequestState/charged``), and by
     /// client address while there is a share per address (``BodyLimits/perAddressBytes``).
     private let held = Mutex(HeldBodies())
@@ -35,7 +37,8 @@ final class ServerContext: Sendable {
         log: ServerLog,
         pool: HandlerPool,
         connections: ConnectionTracker,
-        defaultHeaders: [(name: String, value: String)] = []
+        defaultHeaders: [(name: String, value: String)] = [],
+        plainText: Bool = true
     ) {
         self.handler = handler
         self.bodies = bodies
@@ -43,6 +46,7 @@ final class ServerContext: Sendable {
         self.pool = pool
         self.connections = connections
         self.defaultHeaders = defaultHeaders
+        self.plainText = plainText
     }
 
     var inFlight: Int { activeRequests.load(ordering: .acquiring) }
@@ -269,10 +273,12 @@ func gatewayAccessHandler(
         let state = RequestState()
         conCls.pointee = Unmanaged.passRetained(state).toOpaque()
         context.requestStarted()
-        context.connections.requestArriving(connection)
         state.headers = fields(connection, .HEADER_KIND)
         state.address = clientAddress(connection, port: &state.port)
-        if let (status, code, problem) = framingProblem(state.headers) {
+        let framing = framingProblem(state.headers)
+        let chunked = framing == nil && state.headers.contains { $0.name.lowercased() == "transfer-encoding" }
+        context.connections.requestArriving(connection, chunkedBody: chunked)
+        if let (status, code, problem) = framing {
             // libmicrohttpd 0.9.75 frames by the first Content-Length, and waits for the close after an unknown
             // transfer coding; a proxy in front may frame such a request differently (request smuggling), so it is
             // refused before any body byte is read (RFC 9112 §6.1, §6.3).
@@ -419,18 +425,87 @@ func gatewayConnectionNotice(
     }
 }
 
-/// `MHD_LogCallback`: formats the message in C (Swift never walks the `va_list`) and records it.
+/// `MHD_LogCallback`: formats the message in C (Swift never walks the `va_list`) and records it. A message saying
+/// that libmicrohttpd is about to refuse a chunked body with a page of its own is acted on first
+/// (``ChunkedBodyRefusal``).
 func gatewayLog(cls: UnsafeMutableRawPointer?, format: UnsafePointer<CChar>?, args: CVaListPointer?) {
     guard let cls, let format, let args else { return }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
-    let message = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 512) { buffer -> String in
+    let message = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 1024) { buffer -> String in
         guard let base = buffer.baseAddress else { return "" }
         let length = gateway_mhd_format_log(base, buffer.count, format, args)
         guard length >= 0 else { return "unformattable libmicrohttpd message" }
         let used = min(Int(length), buffer.count - 1)
         return String(decoding: UnsafeRawBufferPointer(start: base, count: used), as: UTF8.self)
     }
+    if let refusal = ChunkedBodyRefusal(libmicrohttpdMessage: message) {
+        let response = refusal.response(context.bodies)
+        let answer = context.plainText ? rawResponse(response, defaults: context.defaultHeaders) : nil
+        if context.connections.takeOverChunkedBody(answer: answer) {
+            context.log.record("a chunked body refused (\(refusal.reason)): answered \(response.status) by the server")
+            return
+        }
+    }
     context.log.record(String(trimmed(message)))
+}
+
+/// The refusals of a chunked body that libmicrohttpd 0.9.75 makes while decoding it, after the access handler has
+/// seen the request's headers, each with an HTML page of its own that no option replaces: a chunk-size line (chunk
+/// extensions included) longer than its read buffer (what is left of
+/// ``HTTPServer/Configuration/headerMemoryLimitBytes`` after the headers: under 64 KB) gets "500 Internal Server
+/// Error"; a malformed chunk-size line 400; a chunk size past 2^64 413. libmicrohttpd logs each (with its page)
+/// just before it queues the page, on the thread that serves the connection: that is when the server answers
+/// instead, in the JSON shape of its own errors (``ConnectionTracker/takeOverChunkedBody(answer:)``). The pages are
+/// libmicrohttpd's fixed strings (its messages are not translated), each used for these refusals only. Refusals it
+/// makes before the access handler runs (malformed HTTP, oversized headers) and in the trailer fields after a chunked
+/// body share their pages with other cases, and stay its own (docs/reverse-proxy.md).
+enum ChunkedBodyRefusal {
+    case lineTooLong
+    case malformed
+    case chunkTooLarge
+
+    init?(libmicrohttpdMessage message: String) {
+        guard message.hasPrefix("Error processing request (HTTP response code is ") else { return nil }
+        if message.contains("carefully read the GNU libmicrohttpd documentation about connection management") {
+            self = .lineTooLong
+        } else if message.contains("Your HTTP chunked encoding was syntactically incorrect.") {
+            self = .malformed
+        } else if message.contains("The chunk size used in your HTTP chunked encoded request is too large.") {
+            self = .chunkTooLarge
+        } else {
+            return nil
+        }
+    }
+
+    var reason: String {
+        switch self {
+        case .lineTooLong: "a chunk-size line longer than the read buffer"
+        case .malformed: "malformed chunked encoding"
+        case .chunkTooLarge: "a chunk size past 2^64"
+        }
+    }
+
+    /// The answer, in the shape of every error the server gives itself.
+    func response(_ bodies: BodyLimits) -> ServerResponse {
+        switch self {
+        case .lineTooLong:
+            .serverError(400, code: "bad_request", message: "a chunk-size line or its chunk extensions are too long")
+        case .malformed: .serverError(400, code: "bad_request", message: "malformed chunked encoding")
+        case .chunkTooLarge: Refusal.tooLarge.response(bodies)
+        }
+    }
+}
+
+/// `response` as the bytes of an HTTP/1.1 response that closes its connection, with the `defaults` it has no field of
+/// (for the few answers the server writes on a socket itself, ``ChunkedBodyRefusal``).
+func rawResponse(_ response: ServerResponse, defaults: [(name: String, value: String)]) -> [UInt8] {
+    let reason = MHD_get_reason_phrase_for(UInt32(response.status)).map { String(cString: $0) } ?? ""
+    var head = "HTTP/1.1 \(response.status) \(reason)\r\n"
+    var fields = response.headers.filter { $0.name.lowercased() != "content-length" }
+    for field in defaults where response.header(field.name) == nil { fields.append(field) }
+    for field in fields { head += "\(field.name): \(field.value)\r\n" }
+    head += "Content-Length: \(response.body.count)\r\nConnection: close\r\n\r\n"
+    return Array(head.utf8) + response.body
 }
 
 /// `MHD_KeyValueIteratorN`: appends one field to the `[(name:, value:)]` that `cls` points at.
