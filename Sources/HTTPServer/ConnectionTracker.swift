@@ -211,14 +211,14 @@ final class ConnectionTracker: Sendable {
     func takeOverChunkedBody(answer: [UInt8]?) -> Bool {
         let reader = pthread_self()
         return table.withLock { entries in
+            // Counted whatever their phase: one a deadline has just shut down may be the one refused, and must not
+            // leave another looking like the only candidate.
             let arriving = entries.filter { item in
-                guard let thread = item.value.chunkedBodyReader, pthread_equal(thread, reader) != 0 else {
-                    return false
-                }
-                if case .receiving = item.value.phase { return true }
-                return false
+                item.value.chunkedBodyReader.map { pthread_equal($0, reader) != 0 } ?? false
             }
             guard arriving.count == 1, let (connection, entry) = arriving.first else { return false }
+            // Already shut down (by a deadline): libmicrohttpd's answer cannot go out either.
+            guard entry.isLive else { return true }
             if let answer {
                 // Non-blocking: a small answer on an idle socket goes out whole; if it did not, the client gets a cut
                 // answer, never libmicrohttpd's.
