@@ -70,6 +70,8 @@ final class ConnectionTracker: Sendable {
         /// Since when the connection has waited for the complete head of its current request: its accept, or the end
         /// of its previous request. nil once the head is in.
         var awaitingHeadSince: ContinuousClock.Instant?
+        /// While a chunked body arrives: the libmicrohttpd I/O thread that reads it (see ``takeOverChunkedBody(answer:)``).
+        var chunkedBodyReader: pthread_t?
 
         var isLive: Bool {
             if case .expired = phase { return false }
@@ -170,12 +172,15 @@ final class ConnectionTracker: Sendable {
         _ = table.withLock { $0.removeValue(forKey: key(connection)) }
     }
 
-    /// The request's headers are complete (first access-handler call). Its clock runs from here at the latest; the
-    /// header deadline no longer applies to it.
-    func requestArriving(_ connection: OpaquePointer) {
+    /// The request's headers are complete (first access-handler call, on the I/O thread that serves the connection).
+    /// Its clock runs from here at the latest; the header deadline no longer applies to it. `chunkedBody`: its body
+    /// comes in `Transfer-Encoding: chunked`, decoded by libmicrohttpd on this thread.
+    func requestArriving(_ connection: OpaquePointer, chunkedBody: Bool) {
+        let reader: pthread_t? = chunkedBody ? pthread_self() : nil
         table.withLock { entries in
             guard let entry = entries[key(connection)], entry.isLive else { return }
             entries[key(connection)]?.awaitingHeadSince = nil
+            entries[key(connection)]?.chunkedBodyReader = reader
             guard case .idle = entry.phase else { return }
             entries[key(connection)]?.phase = .receiving(since: .now)
         }
@@ -188,6 +193,43 @@ final class ConnectionTracker: Sendable {
             guard let phase = entries[key(connection)]?.phase else { return }
             if case .expired = phase { return }
             entries[key(connection)]?.phase = .answering
+            entries[key(connection)]?.chunkedBodyReader = nil
+        }
+    }
+
+    /// libmicrohttpd, on the calling I/O thread, is refusing a chunked body it is decoding with an answer of its own
+    /// (an HTML page; see ``HTTPServer``): it says so in its log before it queues that answer, and names no
+    /// connection. When exactly one connection's chunked body arrives on this thread, that is the one: `answer` (a
+    /// complete HTTP response, nil for none, as over TLS) is written on its socket and the socket is shut down, so
+    /// libmicrohttpd's own answer can no longer be sent; it then closes the connection its usual way. With several
+    /// chunked bodies arriving on the thread at once the server cannot tell which, and leaves the answer to
+    /// libmicrohttpd: false.
+    ///
+    /// The socket is libmicrohttpd's and idle for writing: the request has sent nothing back yet (a `100 Continue` is
+    /// sent whole before body bytes are read), and the calling thread, which alone sends on it, is inside the log
+    /// call. The fd is open while its entry is in the table (see the type's documentation).
+    func takeOverChunkedBody(answer: [UInt8]?) -> Bool {
+        let reader = pthread_self()
+        return table.withLock { entries in
+            // Counted whatever their phase: one a deadline has just shut down may be the one refused, and must not
+            // leave another looking like the only candidate.
+            let arriving = entries.filter { item in
+                item.value.chunkedBodyReader.map { pthread_equal($0, reader) != 0 } ?? false
+            }
+            guard arriving.count == 1, let (connection, entry) = arriving.first else { return false }
+            // Already shut down (by a deadline): libmicrohttpd's answer cannot go out either.
+            guard entry.isLive else { return true }
+            if let answer {
+                // Non-blocking: a small answer on an idle socket goes out whole; if it did not, the client gets a cut
+                // answer, never libmicrohttpd's.
+                _ = answer.withUnsafeBytes {
+                    send(entry.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT))
+                }
+            }
+            _ = shutdown(entry.fd, Int32(SHUT_RDWR))
+            entries[connection]?.phase = .expired
+            entries[connection]?.chunkedBodyReader = nil
+            return true
         }
     }
 
@@ -203,6 +245,7 @@ final class ConnectionTracker: Sendable {
             let now = ContinuousClock.now
             entries[key(connection)]?.phase = .idle(since: now, baseline: baseline)
             entries[key(connection)]?.awaitingHeadSince = now
+            entries[key(connection)]?.chunkedBodyReader = nil
         }
     }
 

@@ -18,9 +18,11 @@ internal import Threads
 ///   bodies declared larger than ``Configuration/drainLimitBytes``; a chunked body that passes that limit too is cut
 ///   off without an answer. Every refusal closes its connection (`Connection: close`).
 /// - Memory: bodies are buffered as their bytes arrive (never ahead of them, whatever the `Content-Length` says),
-///   within a budget shared by all requests, ``Configuration/bodyBufferBudgetBytes``. A request whose body would pass
-///   it is answered 503 (`{"error":{"code":"server_busy",…}}`, `Retry-After`) the same way a 413 is; its bytes are held
-///   until its response has gone out. ``bufferedBodyBytes`` is the amount held now.
+///   within a budget shared by all requests, ``Configuration/bodyBufferBudgetBytes``, of which the requests of one
+///   client address may hold at most ``Configuration/bodyBufferPerAddressBytes``. A request whose body would pass the
+///   budget is answered 503 (`{"error":{"code":"server_busy",…}}`, `Retry-After`) the same way a 413 is, and one whose
+///   body would pass its address's share 503 `address_busy`; its bytes are held until its response has gone out.
+///   ``bufferedBodyBytes`` is the amount held now.
 /// - Connections: at most ``Configuration/connectionLimit`` at once, and ``Configuration/connectionsPerAddressLimit``
 ///   from one client address; more are closed as soon as they are accepted — or, with
 ///   ``Configuration/evictsWaitingConnections``, each new one closes the connection that has waited longest without
@@ -32,7 +34,11 @@ internal import Threads
 ///   clients can hold: a slot, a deadline's worth of time, and budgeted memory.
 /// - libmicrohttpd answers malformed HTTP itself (400), headers larger than
 ///   ``Configuration/headerMemoryLimitBytes`` with 431, and handles keep-alive, pipelining, chunked bodies and
-///   `Expect: 100-continue`.
+///   `Expect: 100-continue`. A chunked body it refuses while decoding it (a chunk-size line longer than its buffer, as
+///   with a huge chunk extension; a malformed one; a chunk size past 2^64) is answered by the server instead, 400
+///   `bad_request` or 413 `body_too_large` in the JSON shape, on its connection closed after it (over TLS: closed
+///   without an answer); only when several chunked bodies arrive at once on the same I/O thread does libmicrohttpd's
+///   own page go out (see `ChunkedBodyRefusal`).
 /// - Its error messages go to ``Configuration/errorLog`` (or are only counted), never to stderr.
 /// - SIGPIPE: libmicrohttpd blocks SIGPIPE on every thread it starts and sends with `MSG_NOSIGNAL`
 ///   (``suppressesSIGPIPE``), so a client that disconnects mid-response cannot kill the process; the service needs
@@ -65,8 +71,18 @@ public final class HTTPServer {
         public var maxBodyBytes: Int = 1_048_576
         /// Request-body bytes held in memory at once, across all requests (at least ``maxBodyBytes``). A request
         /// whose body would pass it is answered 503 `server_busy` with `Retry-After`. The default holds 64 bodies of
-        /// the largest size; what one client address can take of it is bounded by ``connectionsPerAddressLimit``.
+        /// the largest size; what one client address can take of it is bounded by ``bodyBufferPerAddressBytes``.
         public var bodyBufferBudgetBytes: Int = 64 << 20
+        /// Request-body bytes held in memory at once for the requests of one client address: its share of
+        /// ``bodyBufferBudgetBytes`` (0: no share, any address may take the whole budget; otherwise at least
+        /// ``maxBodyBytes``). A request whose body would pass it is answered 503 `address_busy` with `Retry-After`,
+        /// whatever room the budget has, so that one address holding bodies open on many connections cannot leave
+        /// the others without room. The default, an eighth of the default budget, holds 8 bodies of the largest size,
+        /// or some 400 of Apple's notifications (about 20 KB each: more than the 128 connections one address may
+        /// open); seven addresses holding theirs still leave the others 8 MiB. Behind a reverse proxy every request
+        /// comes from the proxy's address: raise this to ``bodyBufferBudgetBytes`` (or set 0) there, and limit clients
+        /// at the proxy (docs/reverse-proxy.md).
+        public var bodyBufferPerAddressBytes: Int = 8 << 20
         /// How much of a refused body (413, or 503 for the budget) is read and dropped so that the client, still
         /// writing it, gets to read the answer. A `Content-Length` above this is answered at once instead (the client
         /// may then see a reset rather than the answer); a chunked body that passes it is cut off without an answer.
@@ -109,7 +125,8 @@ public final class HTTPServer {
         /// that makes room; connections closed this way stay open for a moment, until their I/O thread sees them.
         public var evictsWaitingConnections: Bool = false
         /// Header fields added to every response this server sends — the handler's, and the answers it gives itself
-        /// (413, 503 `server_busy`, 400 and 501 for ambiguous framing, 500 for a bad handler response) — unless the
+        /// (413, 503 `server_busy` and `address_busy`, 400 and 501 for ambiguous framing, 500 for a bad handler
+        /// response) — unless the
         /// response already has a field of that name (compared case-insensitively): a handler can override one for a
         /// response of its own. The admin listener sends its security headers this way. Not added to the few answers
         /// libmicrohttpd gives on its own before any of this code runs (400 for malformed HTTP, 431). Names and values
@@ -162,6 +179,15 @@ public final class HTTPServer {
     /// Request-body bytes held in memory now, across all requests (at most ``Configuration/bodyBufferBudgetBytes``).
     public var bufferedBodyBytes: Int { context?.bufferedBodies ?? 0 }
 
+    /// Request-body bytes held in memory now for the requests of `address` (a numeric address, as
+    /// ``ServerRequest/remoteAddress`` gives it); counted only while there is a share per address
+    /// (``Configuration/bodyBufferPerAddressBytes``), 0 otherwise.
+    public func bufferedBodyBytes(from address: String) -> Int { context?.bufferedBodies(from: address) ?? 0 }
+
+    /// Requests answered 503 `address_busy` so far: their body did not fit in their address's share of the budget
+    /// (``Configuration/bodyBufferPerAddressBytes``).
+    public var addressShareRefusals: Int { context?.addressShareRefusals ?? 0 }
+
     /// Connections open now: accepted and not yet closed.
     public var openConnections: Int { context?.connections.openConnections ?? 0 }
 
@@ -196,6 +222,12 @@ public final class HTTPServer {
         }
         guard c.bodyBufferBudgetBytes >= c.maxBodyBytes else {
             throw HTTPServerError(.invalidConfiguration, "bodyBufferBudgetBytes must be at least maxBodyBytes")
+        }
+        guard c.bodyBufferPerAddressBytes == 0 || c.bodyBufferPerAddressBytes >= c.maxBodyBytes else {
+            throw HTTPServerError(
+                .invalidConfiguration,
+                "bodyBufferPerAddressBytes must be 0 or at least maxBodyBytes"
+            )
         }
         guard c.drainLimitBytes >= 0 else {
             throw HTTPServerError(.invalidConfiguration, "drainLimitBytes must not be negative")
@@ -244,6 +276,8 @@ public final class HTTPServer {
         let bodies = BodyLimits(
             maxBodyBytes: c.maxBodyBytes,
             bufferBudgetBytes: c.bodyBufferBudgetBytes,
+            // A share as large as the budget would only cost the bookkeeping.
+            perAddressBytes: c.bodyBufferPerAddressBytes < c.bodyBufferBudgetBytes ? c.bodyBufferPerAddressBytes : 0,
             drainLimitBytes: c.drainLimitBytes
         )
         let deadline: Duration? = c.requestDeadlineSeconds > 0 ? .seconds(Int(c.requestDeadlineSeconds)) : nil
@@ -263,7 +297,8 @@ public final class HTTPServer {
             log: log,
             pool: pool,
             connections: tracker,
-            defaultHeaders: c.defaultHeaders
+            defaultHeaders: c.defaultHeaders,
+            plainText: c.tls == nil
         )
         let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         let ioThreads = min(c.threads, cores)

@@ -14,8 +14,13 @@ final class ServerContext: Sendable {
     let connections: ConnectionTracker
     /// Added to every response that lacks a field of the same name (``HTTPServer/Configuration/defaultHeaders``).
     let defaultHeaders: [(name: String, value: String)]
-    /// Request-body bytes held in memory now, across all requests: the sum of their ``RequestState/charged``.
-    private let bufferedBodyBytes = Atomic<Int>(0)
+    /// Plain HTTP (not TLS): the server may write an answer on a socket itself (``ChunkedBodyRefusal``).
+    let plainText: Bool
+    /// Request-body bytes held in memory now: across all requests (the sum of their ``RequestState/charged``), and by
+    /// client address while there is a share per address (``BodyLimits/perAddressBytes``).
+    private let held = Mutex(HeldBodies())
+    /// Bodies refused because their address held its share of the budget (``Refusal/addressBusy``).
+    private let addressRefusals = Atomic<Int>(0)
     /// Requests whose first access-handler call has happened and whose completion callback has not: exactly the
     /// live ``RequestState`` objects.
     private let activeRequests = Atomic<Int>(0)
@@ -32,7 +37,8 @@ final class ServerContext: Sendable {
         log: ServerLog,
         pool: HandlerPool,
         connections: ConnectionTracker,
-        defaultHeaders: [(name: String, value: String)] = []
+        defaultHeaders: [(name: String, value: String)] = [],
+        plainText: Bool = true
     ) {
         self.handler = handler
         self.bodies = bodies
@@ -40,36 +46,57 @@ final class ServerContext: Sendable {
         self.pool = pool
         self.connections = connections
         self.defaultHeaders = defaultHeaders
+        self.plainText = plainText
     }
 
     var inFlight: Int { activeRequests.load(ordering: .acquiring) }
     func requestStarted() { activeRequests.add(1, ordering: .relaxed) }
     func requestFinished() { activeRequests.subtract(1, ordering: .releasing) }
 
-    var bufferedBodies: Int { bufferedBodyBytes.load(ordering: .relaxed) }
+    var bufferedBodies: Int { held.withLock { $0.total } }
 
-    /// Takes `count` bytes of the body buffer budget; false (taking nothing) when that would pass it.
-    func reserveBodyBytes(_ count: Int) -> Bool {
-        var current = bufferedBodyBytes.load(ordering: .relaxed)
-        while true {
-            guard count <= bodies.bufferBudgetBytes - current else { return false }
-            let (done, seen) = bufferedBodyBytes.compareExchange(
-                expected: current,
-                desired: current + count,
-                ordering: .relaxed
-            )
-            if done { return true }
-            current = seen
+    /// Body bytes held now for requests from `address`.
+    func bufferedBodies(from address: String) -> Int { held.withLock { $0.byAddress[address] ?? 0 } }
+
+    var addressShareRefusals: Int { addressRefusals.load(ordering: .relaxed) }
+
+    /// Takes `count` bytes of the body buffer budget for a request from `address`: nil when taken, otherwise why not
+    /// (and nothing is taken). The address's share is looked at first: when it is full, the refusal is the address's
+    /// doing, whatever room the budget has.
+    func reserveBodyBytes(_ count: Int, from address: String) -> Refusal? {
+        held.withLock { held in
+            let share = bodies.perAddressBytes
+            let mine = share > 0 ? held.byAddress[address, default: 0] : 0
+            if share > 0, count > share - mine { return .addressBusy }
+            guard count <= bodies.bufferBudgetBytes - held.total else { return .busy }
+            held.total += count
+            if share > 0 { held.byAddress[address] = mine + count }
+            return nil
         }
     }
 
-    /// Whether `count` more bytes would fit in the budget now (a guess: nothing is taken).
-    func bodyBudgetHasRoom(for count: Int) -> Bool {
-        count <= bodies.bufferBudgetBytes - bufferedBodyBytes.load(ordering: .relaxed)
+    /// Why `count` more bytes from `address` would not fit now, if they would not (a guess: nothing is taken).
+    func bodyBudgetRefusal(for count: Int, from address: String) -> Refusal? {
+        held.withLock { held in
+            let share = bodies.perAddressBytes
+            if share > 0, count > share - held.byAddress[address, default: 0] { return .addressBusy }
+            return count <= bodies.bufferBudgetBytes - held.total ? nil : .busy
+        }
     }
 
-    func releaseBodyBytes(_ count: Int) {
-        if count > 0 { bufferedBodyBytes.subtract(count, ordering: .relaxed) }
+    func releaseBodyBytes(_ count: Int, from address: String) {
+        guard count > 0 else { return }
+        held.withLock { held in
+            held.total -= count
+            guard bodies.perAddressBytes > 0 else { return }
+            let left = held.byAddress[address, default: 0] - count
+            held.byAddress[address] = left > 0 ? left : nil
+        }
+    }
+
+    /// Counts a body refused for its address's share.
+    func countRefusal(_ refusal: Refusal) {
+        if case .addressBusy = refusal { addressRefusals.add(1, ordering: .relaxed) }
     }
 
     var isQuiescing: Bool { quiescing.load(ordering: .relaxed) }
@@ -89,12 +116,21 @@ final class ServerContext: Sendable {
     var suspendedConnections: Int { dispatch.withLock { $0.suspended } }
 }
 
+/// The body bytes a server holds now (``ServerContext``), under one lock.
+struct HeldBodies {
+    var total = 0
+    /// By client address; only kept while there is a share per address. An address holding nothing has no entry.
+    var byAddress: [String: Int] = [:]
+}
+
 /// How request bodies are held, limited and refused (from ``HTTPServer/Configuration``).
 struct BodyLimits: Sendable {
     /// The largest body accepted.
     var maxBodyBytes: Int
     /// Body bytes the server holds at once, across all requests.
     var bufferBudgetBytes: Int
+    /// Body bytes the server holds at once for the requests of one client address; 0: no share per address.
+    var perAddressBytes: Int = 0
     /// A refused body is read (and dropped) up to this size so that its client reads the answer.
     var drainLimitBytes: Int
 }
@@ -105,6 +141,8 @@ enum Refusal {
     case tooLarge
     /// Its body did not fit in the server's buffer budget: 503, to be retried.
     case busy
+    /// Its body did not fit in its client address's share of the buffer budget: 503, to be retried.
+    case addressBusy
 
     /// The answer, in the shape of every error the server gives itself.
     func response(_ bodies: BodyLimits) -> ServerResponse {
@@ -120,6 +158,14 @@ enum Refusal {
                 503,
                 code: "server_busy",
                 message: "too many request bodies are arriving at once; retry later"
+            )
+            response.headers.append((name: "Retry-After", value: "5"))
+            return response
+        case .addressBusy:
+            var response = ServerResponse.serverError(
+                503,
+                code: "address_busy",
+                message: "too many request bodies are arriving from this client address at once; retry later"
             )
             response.headers.append((name: "Retry-After", value: "5"))
             return response
@@ -184,6 +230,9 @@ final class ServerLog: Sendable {
 /// connection, one call at a time.
 final class RequestState {
     var headers: [(name: String, value: String)] = []
+    /// The client's numeric address ("" when unknown) and port: its share of the body budget is charged to it.
+    var address = ""
+    var port: UInt16 = 0
     var body: [UInt8] = []
     /// Bytes of the server's body buffer budget this request holds (the capacity reserved for `body`). Kept until the
     /// completion callback, after the handler has let go of the body; released early when the body is refused.
@@ -224,9 +273,12 @@ func gatewayAccessHandler(
         let state = RequestState()
         conCls.pointee = Unmanaged.passRetained(state).toOpaque()
         context.requestStarted()
-        context.connections.requestArriving(connection)
         state.headers = fields(connection, .HEADER_KIND)
-        if let (status, code, problem) = framingProblem(state.headers) {
+        state.address = clientAddress(connection, port: &state.port)
+        let framing = framingProblem(state.headers)
+        let chunked = framing == nil && state.headers.contains { $0.name.lowercased() == "transfer-encoding" }
+        context.connections.requestArriving(connection, chunkedBody: chunked)
+        if let (status, code, problem) = framing {
             // libmicrohttpd 0.9.75 frames by the first Content-Length, and waits for the close after an unknown
             // transfer coding; a proxy in front may frame such a request differently (request smuggling), so it is
             // refused before any body byte is read (RFC 9112 §6.1, §6.3).
@@ -246,8 +298,9 @@ func gatewayAccessHandler(
                 state.declaredLength = Int(declared)
                 // A client waiting for `100 Continue` can be told to come back later before it sends anything. (Room
                 // is not reserved here: a Content-Length is only a claim, and the buffer grows as bytes arrive.)
-                if waitsForContinue && !context.bodyBudgetHasRoom(for: Int(declared)) {
-                    return answerEarly(Refusal.busy.response(limits), state, connection, context)
+                if waitsForContinue, let refusal = context.bodyBudgetRefusal(for: Int(declared), from: state.address) {
+                    context.countRefusal(refusal)
+                    return answerEarly(refusal.response(limits), state, connection, context)
                 }
             }
         }
@@ -269,7 +322,9 @@ func gatewayAccessHandler(
             // refused at its end; until then it is read and dropped.
             if state.received > context.bodies.maxBodyBytes {
                 refuse(state, .tooLarge, context)
-            } else if let uploadData, makeRoom(for: size, in: state, context) {
+            } else if let refusal = makeRoom(for: size, in: state, context) {
+                refuse(state, refusal, context)
+            } else if let uploadData {
                 state.body.append(contentsOf: UnsafeRawBufferPointer(start: uploadData, count: size))
                 return .YES
             } else {
@@ -303,7 +358,6 @@ func gatewayAccessHandler(
     }
     let body = state.body
     state.body = []
-    var remotePort: UInt16 = 0
     let arguments = fields(connection, .GET_ARGUMENT_KIND)
     let request = ServerRequest(
         method: method.map { String(cString: $0) } ?? "",
@@ -311,8 +365,8 @@ func gatewayAccessHandler(
         query: firstValues(arguments),
         headers: state.headers,
         body: body,
-        remoteAddress: clientAddress(connection, port: &remotePort),
-        remotePort: remotePort,
+        remoteAddress: state.address,
+        remotePort: state.port,
         queryItems: arguments
     )
     state.headers = []
@@ -349,7 +403,7 @@ func gatewayRequestCompleted(
     let state = Unmanaged<RequestState>.fromOpaque(raw).takeRetainedValue()
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
     // The handler has returned (the response is sent, or the connection is gone), so the body is released now.
-    context.releaseBodyBytes(state.charged)
+    context.releaseBodyBytes(state.charged, from: state.address)
     state.charged = 0
     context.requestFinished()
     if let connection { context.connections.requestCompleted(connection) }
@@ -371,18 +425,87 @@ func gatewayConnectionNotice(
     }
 }
 
-/// `MHD_LogCallback`: formats the message in C (Swift never walks the `va_list`) and records it.
+/// `MHD_LogCallback`: formats the message in C (Swift never walks the `va_list`) and records it. A message saying
+/// that libmicrohttpd is about to refuse a chunked body with a page of its own is acted on first
+/// (``ChunkedBodyRefusal``).
 func gatewayLog(cls: UnsafeMutableRawPointer?, format: UnsafePointer<CChar>?, args: CVaListPointer?) {
     guard let cls, let format, let args else { return }
     let context = Unmanaged<ServerContext>.fromOpaque(cls).takeUnretainedValue()
-    let message = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 512) { buffer -> String in
+    let message = withUnsafeTemporaryAllocation(of: CChar.self, capacity: 1024) { buffer -> String in
         guard let base = buffer.baseAddress else { return "" }
         let length = gateway_mhd_format_log(base, buffer.count, format, args)
         guard length >= 0 else { return "unformattable libmicrohttpd message" }
         let used = min(Int(length), buffer.count - 1)
         return String(decoding: UnsafeRawBufferPointer(start: base, count: used), as: UTF8.self)
     }
+    if let refusal = ChunkedBodyRefusal(libmicrohttpdMessage: message) {
+        let response = refusal.response(context.bodies)
+        let answer = context.plainText ? rawResponse(response, defaults: context.defaultHeaders) : nil
+        if context.connections.takeOverChunkedBody(answer: answer) {
+            context.log.record("a chunked body refused (\(refusal.reason)): answered \(response.status) by the server")
+            return
+        }
+    }
     context.log.record(String(trimmed(message)))
+}
+
+/// The refusals of a chunked body that libmicrohttpd 0.9.75 makes while decoding it, after the access handler has
+/// seen the request's headers, each with an HTML page of its own that no option replaces: a chunk-size line (chunk
+/// extensions included) longer than its read buffer (what is left of
+/// ``HTTPServer/Configuration/headerMemoryLimitBytes`` after the headers: under 64 KB) gets "500 Internal Server
+/// Error"; a malformed chunk-size line 400; a chunk size past 2^64 413. libmicrohttpd logs each (with its page)
+/// just before it queues the page, on the thread that serves the connection: that is when the server answers
+/// instead, in the JSON shape of its own errors (``ConnectionTracker/takeOverChunkedBody(answer:)``). The pages are
+/// libmicrohttpd's fixed strings (its messages are not translated), each used for these refusals only. Refusals it
+/// makes before the access handler runs (malformed HTTP, oversized headers) and in the trailer fields after a chunked
+/// body share their pages with other cases, and stay its own (docs/reverse-proxy.md).
+enum ChunkedBodyRefusal {
+    case lineTooLong
+    case malformed
+    case chunkTooLarge
+
+    init?(libmicrohttpdMessage message: String) {
+        guard message.hasPrefix("Error processing request (HTTP response code is ") else { return nil }
+        if message.contains("carefully read the GNU libmicrohttpd documentation about connection management") {
+            self = .lineTooLong
+        } else if message.contains("Your HTTP chunked encoding was syntactically incorrect.") {
+            self = .malformed
+        } else if message.contains("The chunk size used in your HTTP chunked encoded request is too large.") {
+            self = .chunkTooLarge
+        } else {
+            return nil
+        }
+    }
+
+    var reason: String {
+        switch self {
+        case .lineTooLong: "a chunk-size line longer than the read buffer"
+        case .malformed: "malformed chunked encoding"
+        case .chunkTooLarge: "a chunk size past 2^64"
+        }
+    }
+
+    /// The answer, in the shape of every error the server gives itself.
+    func response(_ bodies: BodyLimits) -> ServerResponse {
+        switch self {
+        case .lineTooLong:
+            .serverError(400, code: "bad_request", message: "a chunk-size line or its chunk extensions are too long")
+        case .malformed: .serverError(400, code: "bad_request", message: "malformed chunked encoding")
+        case .chunkTooLarge: Refusal.tooLarge.response(bodies)
+        }
+    }
+}
+
+/// `response` as the bytes of an HTTP/1.1 response that closes its connection, with the `defaults` it has no field of
+/// (for the few answers the server writes on a socket itself, ``ChunkedBodyRefusal``).
+func rawResponse(_ response: ServerResponse, defaults: [(name: String, value: String)]) -> [UInt8] {
+    let reason = MHD_get_reason_phrase_for(UInt32(response.status)).map { String(cString: $0) } ?? ""
+    var head = "HTTP/1.1 \(response.status) \(reason)\r\n"
+    var fields = response.headers.filter { $0.name.lowercased() != "content-length" }
+    for field in defaults where response.header(field.name) == nil { fields.append(field) }
+    for field in fields { head += "\(field.name): \(field.value)\r\n" }
+    head += "Content-Length: \(response.body.count)\r\nConnection: close\r\n\r\n"
+    return Array(head.utf8) + response.body
 }
 
 /// `MHD_KeyValueIteratorN`: appends one field to the `[(name:, value:)]` that `cls` points at.
@@ -418,27 +541,28 @@ private func answerEarly(
 /// Switches `state` to drain mode: the body kept so far is dropped (and its budget returned), the rest is read and
 /// dropped, and `refusal` answers at the end.
 private func refuse(_ state: RequestState, _ refusal: Refusal, _ context: ServerContext) {
+    context.countRefusal(refusal)
     state.refusal = refusal
     state.body = []
-    context.releaseBodyBytes(state.charged)
+    context.releaseBodyBytes(state.charged, from: state.address)
     state.charged = 0
 }
 
-/// Grows the body buffer to hold `extra` more bytes, taking the growth from the server's buffer budget first; false
-/// when the budget has no room. The capacity at most doubles per step (from 4 KiB) and never passes the declared
-/// `Content-Length` or the body limit, so it stays within about twice what has arrived: memory follows the bytes
-/// received, not the size a client announces.
-private func makeRoom(for extra: Int, in state: RequestState, _ context: ServerContext) -> Bool {
+/// Grows the body buffer to hold `extra` more bytes, taking the growth from the server's buffer budget (and the
+/// client address's share of it) first; the refusal when there is no room, nil otherwise. The capacity at most
+/// doubles per step (from 4 KiB) and never passes the declared `Content-Length` or the body limit, so it stays within
+/// about twice what has arrived: memory follows the bytes received, not the size a client announces.
+private func makeRoom(for extra: Int, in state: RequestState, _ context: ServerContext) -> Refusal? {
     let needed = state.body.count + extra
-    guard needed > state.charged else { return true }
+    guard needed > state.charged else { return nil }
     let ceiling = max(state.declaredLength ?? context.bodies.maxBodyBytes, needed)
     let target = min(max(needed, 2 * state.charged, 4_096), ceiling)
-    guard context.reserveBodyBytes(target - state.charged) else { return false }
+    if let refusal = context.reserveBodyBytes(target - state.charged, from: state.address) { return refusal }
     // An exact reservation: the array allocates `target` (rounded up by malloc at most), and appends within it never
     // reallocate behind the budget's back.
     state.body.reserveCapacity(target)
     state.charged = target
-    return true
+    return nil
 }
 
 /// Whether the client waits for `100 Continue` before sending its body (libmicrohttpd sends one only to HTTP/1.1).

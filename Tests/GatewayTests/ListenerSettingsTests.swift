@@ -42,6 +42,7 @@ import Testing
             main.configuration.requestDeadlineSeconds == 7
                 && main.configuration.bodyBufferBudgetBytes == config.limits.bodyBufferBytes
         )
+        #expect(main.configuration.bodyBufferPerAddressBytes == config.limits.effectiveBodyBufferPerAddressBytes)
         #expect(main.configuration.tls == nil)
         let admin = try ListenerSettings.admin(config)
         #expect(
@@ -53,6 +54,8 @@ import Testing
         let a = admin.configuration
         #expect(a.connectionLimit == 32 && a.connectionsPerAddressLimit == 32 && a.evictsWaitingConnections)
         #expect(a.headerDeadlineSeconds == 5 && a.requestDeadlineSeconds == 10 && a.connectionTimeoutSeconds == 10)
+        // Its clients share one address: no share of the body budget per address there.
+        #expect(a.bodyBufferPerAddressBytes == 0)
         #expect(!main.configuration.evictsWaitingConnections && main.configuration.headerDeadlineSeconds == 0)
         // The admin API's security headers also go on the answers the admin listener gives itself (413, 503).
         #expect(

@@ -23,4 +23,26 @@ import Testing
             try GatewayConfig.parse(Array(#"{"limits":{"body_buffer_bytes":1000}}"#.utf8), baseDirectory: "/tmp")
         }
     }
+
+    @Test func anAddressShareOfTheBodyBudgetIsAnEighthOfItUnlessTheFileSaysOtherwise() throws {
+        func limits(_ text: String) throws -> GatewayConfig.Limits {
+            try GatewayConfig.parse(Array(#"{"limits":{\#(text)}}"#.utf8), baseDirectory: "/tmp").limits
+        }
+        // The default follows the budget, and is the server's own with the default budget.
+        #expect(GatewayConfig().limits.effectiveBodyBufferPerAddressBytes == 8 << 20)
+        #expect(
+            GatewayConfig().limits.effectiveBodyBufferPerAddressBytes
+                == HTTPServer.Configuration().bodyBufferPerAddressBytes
+        )
+        #expect(try limits(#""body_buffer_bytes":"256MiB""#).effectiveBodyBufferPerAddressBytes == 32 << 20)
+        // Never less than one body of the largest size.
+        #expect(try limits(#""body_buffer_bytes":"2MiB""#).effectiveBodyBufferPerAddressBytes == 1 << 20)
+        // Set, in either order with the budget; 0 switches it off (behind a reverse proxy).
+        let set = try limits(#""body_buffer_per_address_bytes":"24MiB","body_buffer_bytes":"32MiB""#)
+        #expect(set.effectiveBodyBufferPerAddressBytes == 24 << 20 && set.bodyBufferBytes == 32 << 20)
+        #expect(try limits(#""body_buffer_per_address_bytes":0"#).effectiveBodyBufferPerAddressBytes == 0)
+        for bad in [#""body_buffer_per_address_bytes":1000"#, #""body_buffer_per_address_bytes":-1"#] {
+            #expect(throws: ConfigError.self, "\(bad)") { try limits(bad) }
+        }
+    }
 }

@@ -231,12 +231,69 @@ import Testing
         }
     }
 
+    @Test func oneAddressHoldsAtMostItsShareOfTheBodyBudgetAndAnotherAddressIsStillServed() async throws {
+        let (body, share) = (64 << 10, 256 << 10)
+        let server = try Self.start(
+            Seen(),
+            configure: {
+                $0.maxBodyBytes = body
+                $0.bodyBufferBudgetBytes = 1 << 20
+                $0.bodyBufferPerAddressBytes = share
+            }
+        ) { request in .json(200, Array("\(request.body.count)".utf8)) }
+        // Ten uploads from 127.0.0.2 that stop a byte short, one after the other once the one before is taken in:
+        // 640 KiB of bodies against its 256 KiB share (the budget would hold them all). The first four fill the
+        // share, the others are refused.
+        let head = "POST /n HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: \(body)\r\n\r\n"
+        var uploads: [RawHTTPClient] = []
+        for index in 0..<10 {
+            let upload = try RawHTTPClient(port: server.port, from: "127.0.0.2")
+            upload.send(head + String(repeating: "u", count: body - 1))
+            uploads.append(upload)
+            await eventually("upload \(index) held or refused") {
+                server.bufferedBodyBytes(from: "127.0.0.2") == min(index + 1, 4) * body
+                    && server.addressShareRefusals == max(0, index + 1 - 4)
+            }
+        }
+        #expect(server.bufferedBodyBytes(from: "127.0.0.2") == share && server.bufferedBodyBytes == share)
+        // Another address still has room …
+        let other = try RawHTTPClient(port: server.port, from: "127.0.0.1")
+        other.send(head.replacingOccurrences(of: "\r\n\r\n", with: "\r\nConnection: close\r\n\r\n"))
+        other.send(String(repeating: "o", count: body))
+        let served = await other.readReply(timeout: .seconds(10))
+        #expect(served?.status == 200 && served?.body == Array("\(body)".utf8), "\(String(describing: served))")
+        // … and the refused ones, once they have sent their last byte, read why.
+        for upload in uploads { upload.send("u") }
+        var refused = 0
+        for upload in uploads {
+            guard let reply = await upload.readReply(timeout: .seconds(10)) else { continue }
+            if reply.status == 503 {
+                #expect(Self.errorCode(reply.body) == "address_busy" && reply.header("retry-after") == "5")
+                refused += 1
+            } else {
+                #expect(reply.status == 200, "\(reply)")
+            }
+        }
+        #expect(refused == 6)
+        await eventually("no body buffered and no request in flight") {
+            server.bufferedBodyBytes == 0 && server.bufferedBodyBytes(from: "127.0.0.2") == 0
+                && server.inFlightRequests == 0
+        }
+    }
+
     // MARK: Configuration
 
     @Test func theLimitsAreValidatedAndComeFromTheConfigFile() throws {
         var configuration = HTTPServer.Configuration()
         configuration.threads = 2
         configuration.bodyBufferBudgetBytes = configuration.maxBodyBytes - 1
+        #expect(throws: HTTPServerError(.invalidConfiguration, "")) {
+            try HTTPServer(configuration: configuration) { _ in ServerResponse(status: 200) }.start()
+        }
+        // An address's share must hold one body of the largest size (or be 0: no share).
+        configuration = HTTPServer.Configuration()
+        configuration.threads = 2
+        configuration.bodyBufferPerAddressBytes = configuration.maxBodyBytes - 1
         #expect(throws: HTTPServerError(.invalidConfiguration, "")) {
             try HTTPServer(configuration: configuration) { _ in ServerResponse(status: 200) }.start()
         }

@@ -20,6 +20,7 @@ public struct ListenerSettings: Sendable {
         (main.requestDeadlineSeconds, main.bodyBufferBudgetBytes) = (
             UInt32(config.limits.requestDeadlineSeconds), config.limits.bodyBufferBytes
         )
+        main.bodyBufferPerAddressBytes = config.limits.effectiveBodyBufferPerAddressBytes
         main.tls = try TLSFiles(config)?.load()
         return ListenerSettings(field: "listen", address: config.listen, configuration: main)
     }
@@ -53,6 +54,8 @@ public struct ListenerSettings: Sendable {
         admin.headerDeadlineSeconds = AdminBudget.headerDeadlineSeconds
         admin.requestDeadlineSeconds = AdminBudget.requestDeadlineSeconds
         admin.connectionTimeoutSeconds = AdminBudget.idleTimeoutSeconds
+        // Its clients share one address (127.0.0.1, most often), and 32 connections cannot fill its body budget.
+        admin.bodyBufferPerAddressBytes = 0
         // The answers the server gives itself (a 413, a 503) carry the admin API's security headers too.
         admin.defaultHeaders = AdminAPI.securityHeaders
         return ListenerSettings(field: "admin.listen", address: config.adminListen, configuration: admin)

@@ -99,6 +99,21 @@ public struct GatewayConfig: Sendable {
         public var connectionsPerAddress = 128
         public var requestDeadlineSeconds = 30
         public var bodyBufferBytes = 64 << 20
+        /// `limits.body_buffer_per_address_bytes`: one client address's share of ``bodyBufferBytes``; 0: no share.
+        /// nil: ``defaultBodyBufferPerAddressBytes``.
+        public var bodyBufferPerAddressBytes: Int? = nil
+
+        /// The share when the file sets none: an eighth of the budget (as 128 connections are of 1,024), and never less
+        /// than one body of the largest size (docs/reverse-proxy.md).
+        public var defaultBodyBufferPerAddressBytes: Int { max(Self.maxBodyBytes, bodyBufferBytes / 8) }
+
+        /// The share the public listener keeps (0: none).
+        public var effectiveBodyBufferPerAddressBytes: Int {
+            bodyBufferPerAddressBytes ?? defaultBodyBufferPerAddressBytes
+        }
+
+        /// The public listener's largest request body (not in the file).
+        static var maxBodyBytes: Int { HTTPServer.Configuration().maxBodyBytes }
         /// `limits.job_lease`: how long a background job (a delivery, a verifyReceipt call, a comparison fetch) claimed
         /// by one instance of a shared (PostgreSQL) store stays its own before another instance may take it over; renewed
         /// while the job runs (``JobScheduler/renewLeases(_:)``).
@@ -408,6 +423,18 @@ public struct GatewayConfig: Sendable {
         c.limits.bodyBufferBytes = Int(
             try limits.size("body_buffer_bytes", mebibyte...(1 << 34), Int64(c.limits.bodyBufferBytes))
         )
+        // -1: not in the file (the share stays derived from the budget, whatever order the keys come in).
+        let share = try limits.size("body_buffer_per_address_bytes", 0...(1 << 34), -1)
+        if share >= 0 {
+            // 0 switches the share off; any other value must hold one body of the largest size.
+            guard share == 0 || share >= mebibyte else {
+                throw ConfigError(
+                    field: limits.field("body_buffer_per_address_bytes"),
+                    "must be 0 (no share) or 1048576…\(1 << 34) bytes"
+                )
+            }
+            c.limits.bodyBufferPerAddressBytes = Int(share)
+        }
         if let lease = try limits.string("job_lease") {
             guard let ms = configDuration(lease), ms >= 1_000, ms <= 86_400_000 else {
                 throw ConfigError(field: limits.field("job_lease"), "must be a duration from 1s to 1d, such as 5m")
@@ -623,7 +650,7 @@ public struct GatewayConfig: Sendable {
             "untrusted_quarantine", "genuine_quarantine", "untrusted_quarantine_bytes", "genuine_quarantine_bytes",
             "http_threads",
             "verify_receipt_concurrency", "connections", "connections_per_address", "request_deadline_seconds",
-            "body_buffer_bytes",
+            "body_buffer_bytes", "body_buffer_per_address_bytes",
             "job_lease",
         ]
         static let downstream: Set<String> = [

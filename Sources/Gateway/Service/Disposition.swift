@@ -43,7 +43,7 @@ public struct Disposition: Sendable, Equatable {
             case nil:
                 self.init(status: 403, lane: .untrusted)
             }
-        case .storeUnavailable, .serverBusy, .appleUnavailable, .receiptConfigError:
+        case .storeUnavailable, .serverBusy, .addressBusy, .appleUnavailable, .receiptConfigError:
             // Nothing is kept: Apple (or the client) sends it again.
             self.init(status: 503, lane: nil)
         case .notFound:

@@ -35,6 +35,7 @@ public struct GatewayError: Error, Hashable, CustomStringConvertible {
         // The service.
         case storeUnavailable = "store_unavailable"
         case serverBusy = "server_busy"
+        case addressBusy = "address_busy"
         // The HTTP API.
         case notFound = "not_found"
         case methodNotAllowed = "method_not_allowed"
