@@ -4,17 +4,28 @@ internal import Gateway
 enum CutoverCommand: Command {
     static let name = "cutover"
     static let usage = """
-          iap-gateway cutover --config FILE BUNDLE [--environment E] --to v2|v1 [--reason TEXT] [--force]
-              Make V2 (or V1 again) authoritative for BUNDLE's new notifications; stored, logged with who and why.
-              Moving to V2 needs a ready verdict unless --force; moving back to V1 is always allowed.
+          iap-gateway cutover --config FILE BUNDLE [--environment E] (--to v2|v1 | --receipts api|shadow|apple)
+                              [--reason TEXT] [--force]
+              --to: make V2 (or V1 again) authoritative for BUNDLE's new notifications. --receipts: answer BUNDLE's
+              verifyReceipt requests from the App Store Server API (api), with Apple's answer compared (shadow), or by
+              Apple (apple). Stored, logged with who and why. V2 and api need a ready verdict unless --force; the
+              way back is always allowed.
         """
 
     static func run(_ arguments: [String]) async throws -> Int32 {
-        let a = try Arguments(arguments, valueFlags: ["config", "environment", "to", "reason"], switchFlags: ["force"])
+        let a = try Arguments(
+            arguments,
+            valueFlags: ["config", "environment", "to", "receipts", "reason"],
+            switchFlags: ["force"]
+        )
         guard let bundle = try a.positionals(atMost: 1, for: name).first else {
             throw CommandError.usage("cutover needs a BUNDLE")
         }
-        guard let to = a.value("to") else { throw CommandError.usage("cutover needs --to v2 or --to v1") }
+        let receipts = a.value("receipts")
+        guard (a.value("to") == nil) != (receipts == nil) else {
+            throw CommandError.usage("cutover needs --to v2|v1 or --receipts api|shadow|apple (one of them)")
+        }
+        let to = a.value("to") ?? receipts ?? ""
         let given = try a.environment()
         let config = try a.config(for: name)
         guard let app = config.apps.first(where: { $0.bundleID == bundle }) else {
@@ -31,14 +42,16 @@ enum CutoverCommand: Command {
         let now = WallClock.wallMillis()
         // A refusal (`not_ready: …`, `unchanged: …`) is a CutoverError: exit 1 with its description.
         let record = try withStore(config) { store in
-            try CompareLedger(store: store.store, config: config).cutover(
-                bundleID: bundle,
-                environment: environment,
-                to: to,
-                who: ProcessEnvironment.userName,
-                reason: a.value("reason"),
-                force: a.has("force"),
-                now: now
+            let ledger = CompareLedger(store: store.store, config: config)
+            let move = receipts == nil ? ledger.cutover : ledger.cutoverReceipts
+            return try move(
+                bundle,
+                environment,
+                to,
+                ProcessEnvironment.userName,
+                a.value("reason"),
+                a.has("force"),
+                now
             )
         }
         print(JSONOutput.string(record))

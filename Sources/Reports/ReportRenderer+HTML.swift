@@ -164,6 +164,7 @@ extension ReportRenderer {
                 h.raw("<tr><td class=\"nowrap\">\(escape(utcDateTime(c.at)))</td>")
                 h.raw("<td class=\"nowrap\">\(escape(c.from.uppercased())) → \(escape(c.to.uppercased()))")
                 if c.origin == "migrate" { h.raw(" <span class=\"muted\">with Apple</span>") }
+                if c.origin == "receipts" { h.raw(" <span class=\"muted\">receipts</span>") }
                 h.raw("</td>")
                 h.raw("<td>\(escape(c.who))</td><td>\(escape(c.verdict == "not_ready" ? "not ready" : c.verdict))")
                 if c.forced { h.raw(" <span class=\"forced\">forced</span>") }
@@ -187,7 +188,58 @@ extension ReportRenderer {
             )
             h.raw("</p>\n")
         }
+        if let r = b.receipts { receiptSection(&h, r, rule: rule, index: i) }
         h.raw("</section>\n")
+    }
+
+    /// The receipt path: how verifyReceipt is answered, Apple's answers compared with the gateway's, its verdict.
+    static func receiptSection(
+        _ h: inout HTMLWriter,
+        _ r: BundleReport.ReceiptsSection,
+        rule: ReadinessRule,
+        index i: Int
+    ) {
+        h.raw("<h3>Receipts</h3>\n<div class=\"stats\">\n")
+        stat(&h, r.mode, "verifyReceipt answered by", cls: "")
+        if let rate = percentText(r.agreements, of: r.pairs) {
+            let below = Double(r.agreements) < rule.minimumAgreementRate * Double(r.pairs)
+            stat(
+                &h,
+                rate,
+                "receipt agreement (\(grouped(r.agreements)) of \(grouped(r.pairs)))",
+                cls: below ? "bad" : "good",
+                id: "receipt-rate-\(i)"
+            )
+        } else {
+            stat(&h, "—", "receipt agreement: nothing compared yet", cls: "muted", id: "receipt-rate-\(i)")
+        }
+        stat(&h, grouped(r.appleOnly), "only in Apple's answers", cls: r.appleOnly > 0 ? "bad" : "")
+        stat(&h, grouped(r.gatewayOnly), "only in the gateway's", cls: r.gatewayOnly > 0 ? "bad" : "")
+        stat(
+            &h,
+            r.verdict == .ready ? "ready" : "not ready",
+            "receipt verdict",
+            cls: r.verdict == .ready ? "good" : "warn"
+        )
+        h.raw("</div>\n")
+        let fields = r.disagreementsByField.sorted {
+            $0.value.count != $1.value.count ? $0.value.count > $1.value.count : $0.key < $1.key
+        }
+        if !fields.isEmpty {
+            h.raw("<table class=\"cutovers\" id=\"receipt-fields-\(i)\">\n<thead><tr><th>Field</th><th>Pairs</th>")
+            h.raw("<th>Examples</th></tr></thead>\n<tbody>\n")
+            for (name, d) in fields {
+                h.raw("<tr><td>\(escape(name))</td><td>\(d.count)</td><td>")
+                h.raw(d.examples.prefix(3).map { "<code>\(escape($0))</code>" }.joined(separator: " "))
+                h.raw("</td></tr>\n")
+            }
+            h.raw("</tbody>\n</table>\n")
+        }
+        if !r.reasons.isEmpty {
+            h.raw("<ul class=\"reasons\">\n")
+            for reason in r.reasons { h.raw("<li>\(escape(reason))</li>\n") }
+            h.raw("</ul>\n")
+        }
     }
 
     static func stat(_ h: inout HTMLWriter, _ number: String, _ label: String, cls: String, id: String? = nil) {

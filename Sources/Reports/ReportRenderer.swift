@@ -121,8 +121,9 @@ public enum ReportRenderer {
             row("cutovers", "none")
         } else {
             for (i, c) in b.cutovers.enumerated() {
+                let how = c.origin == "migrate" ? " with Apple (migrate)" : c.origin == "receipts" ? " receipts" : ""
                 var text =
-                    "\(utcDateTime(c.at))  \(plain(c.from)) → \(plain(c.to))\(c.origin == "migrate" ? " with Apple (migrate)" : "")  by \(plain(c.who))  (verdict \(plain(c.verdict))"
+                    "\(utcDateTime(c.at))  \(plain(c.from)) → \(plain(c.to))\(how)  by \(plain(c.who))  (verdict \(plain(c.verdict))"
                 text += c.forced ? ", forced)" : ")"
                 if let reason = c.reason, !reason.isEmpty { text += "  \"\(plain(reason))\"" }
                 if i == 0 { row("cutovers", text) } else { more(text) }
@@ -132,7 +133,34 @@ public enum ReportRenderer {
             let text = "\(utcDateTime(s.at))  Apple set back: \(plain(s.detail ?? "reverted"))"
             if i == 0 { row("switches reverted", text) } else { more(text) }
         }
+        if let r = b.receipts { receiptRows(r, row: row, more: more) }
         return lines
+    }
+
+    /// The receipt path's rows: its mode, the shadow comparison and its own verdict.
+    static func receiptRows(
+        _ r: BundleReport.ReceiptsSection,
+        row: (String, String) -> Void,
+        more: (String) -> Void
+    ) {
+        let verdict = r.verdict == .ready ? "READY" : "NOT READY"
+        let agreement = percentText(r.agreements, of: r.pairs).map { "\($0) (\(r.agreements) of \(r.pairs))" } ?? "—"
+        row("receipts", "\(plain(r.mode))   pairs \(r.pairs)   agreement \(agreement)   verdict \(verdict)")
+        let fields = r.disagreementsByField.sorted {
+            $0.value.count != $1.value.count ? $0.value.count > $1.value.count : $0.key < $1.key
+        }
+        for (name, d) in fields {
+            let examples = d.examples.prefix(3).map(plain).joined(separator: ", ")
+            more("\(plain(name)) \(d.count)" + (examples.isEmpty ? "" : "  e.g. " + examples))
+        }
+        if r.appleOnly + r.gatewayOnly > 0 {
+            more(
+                "Apple's only \(r.appleOnly)   the gateway's only \(r.gatewayOnly)"
+                    + (r.oneSidedExamples.isEmpty
+                        ? "" : "  e.g. " + r.oneSidedExamples.prefix(3).map(plain).joined(separator: ", "))
+            )
+        }
+        for reason in r.reasons { more("- " + plain(reason)) }
     }
 
     // MARK: - Shared helpers (table and HTML)

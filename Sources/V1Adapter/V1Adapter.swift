@@ -12,6 +12,9 @@ public struct SharedSecret: Sendable, Hashable, CustomStringConvertible {
     public var description: String { "SharedSecret(\(name))" }
     /// The secret's text, for verifyReceipt's `password` and the legacy pass-through only.
     public var revealedValue: String { String(decoding: value, as: UTF8.self) }
+
+    /// Whether `presented` is this secret, compared in constant time.
+    public func matches(_ presented: String) -> Bool { Bytes.constantTimeEqual(Array(presented.utf8), value) }
 }
 
 /// One configured app, as far as V1 needs it.

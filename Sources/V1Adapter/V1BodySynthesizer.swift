@@ -148,6 +148,52 @@ public enum V1BodySynthesizer {
         return ([event] + others).sorted(by: isNewer)
     }
 
+    // MARK: A customer's verifyReceipt answer
+
+    /// `latest_receipt_info` and `pending_renewal_info` of a verifyReceipt answer (JSON arrays, Apple's V1 formats), from
+    /// what is known of one customer's transactions (docs/architecture.md, "The receipt path"):
+    ///
+    /// - `transactions` may hold several views of a transaction (the App Store Server API's, then notifications'): the
+    ///   newest by event date describes it, the later in the array on a tie.
+    /// - Consumables are left out: Apple listed only those not yet finished, which the API cannot tell.
+    /// - With `excludeOld`, only each subscription's newest transaction, as Apple did.
+    /// - Newest purchase first (Apple's own order varied over the years; readers do not depend on it).
+    /// - `pending_renewal_info`: one entry per auto-renewable subscription, from its newest event with renewal facts.
+    public static func receiptInfo(
+        transactions: [CanonicalEvent],
+        excludeOld: Bool
+    ) -> (latestReceiptInfo: [UInt8], pendingRenewalInfo: [UInt8]) {
+        var views: [String: CanonicalEvent] = [:]
+        for e in transactions where e.productType != .consumable {
+            guard let id = e.transactionID else { continue }
+            if let seen = views[id], seen.eventDate > e.eventDate { continue }
+            views[id] = e
+        }
+        var bySubscription: [String: [CanonicalEvent]] = [:]
+        for e in views.values {
+            bySubscription[e.originalTransactionID ?? e.transactionID ?? "", default: []].append(e)
+        }
+        var latest: [(CanonicalEvent, Bool)] = []
+        var pending: [(String, [UInt8])] = []
+        for (otid, group) in bySubscription {
+            let kept = excludeOld ? Array(group.sorted(by: isNewer).prefix(1)) : group
+            for t in kept { latest.append((t, isUpgraded(t, among: group))) }
+            // The renewal facts: the newest event of the subscription that carries them.
+            let withRenewal = transactions.filter {
+                $0.originalTransactionID == otid && ($0.autoRenew != nil || $0.autoRenewProductID != nil)
+                    && isAutoRenewable($0)
+            }
+            if let newest = withRenewal.max(by: { $0.eventDate < $1.eventDate }),
+                let entry = pendingRenewal(newest, history: transactions.filter { $0.originalTransactionID == otid })
+            {
+                pending.append((otid, entry))
+            }
+        }
+        latest.sort { isNewer($0.0, $1.0) }
+        pending.sort { $0.0 < $1.0 }
+        return (array(latest.map { transaction($0.0, upgraded: $0.1) }), array(pending.map(\.1)))
+    }
+
     /// Purchase date, then transaction id: a total order (ids are unique in the list).
     static func isNewer(_ a: CanonicalEvent, _ b: CanonicalEvent) -> Bool {
         (a.purchaseDate ?? .min, a.transactionID ?? "") > (b.purchaseDate ?? .min, b.transactionID ?? "")

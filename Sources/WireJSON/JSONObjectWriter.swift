@@ -12,8 +12,14 @@ public struct JSONObjectWriter {
     /// Whether every member so far came after the one before it: then ``finish()`` copies ``body`` as it is, and
     /// a writer that adds its members in order (the canonical types do) sorts nothing and allocates little.
     private var inOrder = true
+    /// Members are written in the order they were added, not sorted.
+    private var keepsOrder = false
 
     public init() {}
+
+    /// A writer that keeps its members in the order they are added: for an object whose member order is another
+    /// system's (Apple's verifyReceipt answers).
+    public init(keepingOrder: Bool) { keepsOrder = keepingOrder }
 
     public mutating func string(_ key: String, _ value: String?) {
         member(key) { out in
@@ -43,7 +49,7 @@ public struct JSONObjectWriter {
     public func finish() -> [UInt8] {
         var out: [UInt8] = [UInt8(ascii: "{")]
         out.reserveCapacity(body.count + 2)
-        if inOrder {
+        if inOrder || keepsOrder {
             out += body.dropFirst()  // the first member's comma
         } else {
             let sorted = members.sorted { names[$0.name].lexicographicallyPrecedes(names[$1.name]) }

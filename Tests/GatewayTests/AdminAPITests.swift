@@ -104,7 +104,7 @@ import WireJSON
             ),
             (
                 "POST", "/admin/cutover", ["bundle": "b", "to": "v2"], 400,
-                #"{"error":{"code":"bad_request","message":"give bundle, environment and to (v1 or v2)"}}"#
+                #"{"error":{"code":"bad_request","message":"give bundle, environment and to (v1 or v2) or receipts"}}"#
             ),
             ("GET", "/admin/replay", [:], 404, #"{"error":{"code":"not_found","message":"no such admin endpoint"}}"#),
             (

@@ -10,6 +10,7 @@ import Testing
     static func routes(_ h: GatewayHarness, logs: GatewayServiceTests.LogBox = .init()) -> PublicRoutes {
         PublicRoutes(
             ingest: h.ingest,
+            receipts: h.service.receiptEndpoint,
             metrics: h.metrics,
             log: Log(now: { GatewayHarness.t }, sink: { logs.append($0) })
         )

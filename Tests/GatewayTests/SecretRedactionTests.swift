@@ -117,6 +117,7 @@ import WireJSON
         let logs = GatewayServiceTests.LogBox()
         let routes = PublicRoutes(
             ingest: service.ingest,
+            receipts: service.receiptEndpoint,
             metrics: service.metrics,
             log: Log(now: { GatewayHarness.t }, sink: { logs.append($0) })
         )

@@ -140,7 +140,7 @@ enum SampleReport {
             Set(first.keys) == [
                 "bundle_id", "environment", "authority", "events_by_source", "pairs", "agreements", "agreement_rate",
                 "disagreements_by_field", "one_sided", "daily", "verdict", "rule", "reasons", "cutovers", "recovered",
-                "apple_switches",
+                "apple_switches", "receipts",
             ]
         )
         #expect(first.keys == first.keys.sorted())

@@ -79,3 +79,110 @@ extension StoreTests {
         #expect(try Self.appleSwitch(f)?.migrationID?.hasPrefix("run-") == true)
     }
 }
+
+/// The receipt path's tables: modes seeded and moved, one claim of a customer's fetch at a time, the ledger counted.
+extension StoreTests {
+    @Test(arguments: StoreKind.available) func receiptModesAreSeededAndACutoverWins(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
+        let seed = [ReceiptModeEntry(bundleID: Self.bundle, environment: .sandbox, mode: .shadow, origin: .config)]
+        _ = try f.store.write { tx in try tx.seedReceiptModes(seed, now: 1) }
+        #expect(try f.store.read { tx in try tx.receiptMode(bundleID: Self.bundle, environment: .sandbox) } == .shadow)
+        #expect(
+            try f.store.read { tx in try tx.receiptMode(bundleID: Self.bundle, environment: .production) } == .apple
+        )
+        let record = CutoverRecord(
+            at: 2,
+            bundleID: Self.bundle,
+            environment: "sandbox",
+            from: "shadow",
+            to: "api",
+            who: "test",
+            reason: nil,
+            verdict: "ready",
+            forced: false
+        )
+        try f.store.write { tx in try tx.recordReceiptCutover(record, to: .api) }
+        // A restart seeds the config's mode again: the cutover wins.
+        let modes = try f.store.write { tx in try tx.seedReceiptModes(seed, now: 3) }
+        #expect(modes.map(\.mode) == [.api] && modes.map(\.origin) == [.cutover])
+        let logged = try f.store.read { tx in try tx.cutovers(bundleID: Self.bundle, environment: .sandbox) }
+        #expect(logged.map(\.origin) == ["receipts"] && logged.first?.to == "api")
+    }
+
+    @Test(arguments: StoreKind.available) func aCustomersFetchIsClaimedByOneOwnerAtATime(_ kind: StoreKind) throws {
+        let f = try Fixture(kind)
+        let key = ReceiptHistoryKey(bundleID: Self.bundle, environment: .sandbox, customer: "1000")
+        #expect(try f.store.write { tx in try tx.claimReceiptHistory(key, owner: "a", until: 100, now: 10) })
+        #expect(try !f.store.write { tx in try tx.claimReceiptHistory(key, owner: "b", until: 100, now: 50) })
+        // Past its claim, another owner may take it; a settle by an owner that lost it changes nothing.
+        #expect(try f.store.write { tx in try tx.claimReceiptHistory(key, owner: "b", until: 300, now: 150) })
+        try f.store.write { tx in try tx.settleReceiptHistory(key, json: nil, fetchedAt: 0, owner: "a") }
+        #expect(try f.store.read { tx in try tx.receiptHistory(key) }?.claimedBy == "b")
+        try f.store.write { tx in try tx.settleReceiptHistory(key, json: Array("{}".utf8), fetchedAt: 160, owner: "b") }
+        let stored = try #require(try f.store.read { tx in try tx.receiptHistory(key) })
+        #expect(stored.json == Array("{}".utf8) && stored.fetchedAt == 160 && stored.claimedBy == nil)
+        #expect(try f.store.write { tx in try tx.purgeReceiptHistories(fetchedBefore: 100, limit: 10) } == 0)
+        #expect(try f.store.write { tx in try tx.purgeReceiptHistories(fetchedBefore: 200, limit: 10) } == 1)
+        #expect(try f.store.read { tx in try tx.receiptHistory(key) } == nil)
+    }
+
+    @Test(arguments: StoreKind.available) func theReceiptLedgerIsCountedApartFromTheNotificationsOne(
+        _ kind: StoreKind
+    ) throws {
+        let f = try Fixture(kind)
+        @Sendable func entry(
+            _ otid: String,
+            _ outcome: CompareOutcome,
+            at: Int64,
+            fields: [String] = []
+        ) -> ReceiptLedgerEntry {
+            var o = ReceiptOutcome(status: 0, originalTransactionID: otid)
+            o.expiresDate = at
+            return ReceiptLedgerEntry(
+                subscription: SubscriptionKey(
+                    bundleID: Self.bundle,
+                    environment: .sandbox,
+                    originalTransactionID: otid
+                ),
+                comparedAt: at,
+                outcome: outcome,
+                fields: fields,
+                apple: outcome == .v2Only ? nil : o,
+                api: outcome == .v1Only ? nil : o
+            )
+        }
+        try f.store.write { tx in
+            try tx.recordReceiptComparison(entry("1", .agree, at: 10))
+            try tx.recordReceiptComparison(entry("2", .disagree, at: 20, fields: ["expires_date", "is_trial"]))
+            try tx.recordReceiptComparison(entry("3", .v1Only, at: 30))
+        }
+        let tally = try f.store.read { tx in
+            try tx.ledgerTally(
+                bundleID: Self.bundle,
+                environment: .sandbox,
+                from: 0,
+                to: 100,
+                byDay: true,
+                in: .receipts
+            )
+        }
+        #expect(tally.outcomes[.agree] == 1 && tally.outcomes[.disagree] == 1 && tally.outcomes[.v1Only] == 1)
+        #expect(tally.fieldSets == ["expires_date,is_trial": 1])
+        let notifications = try f.store.read { tx in
+            try tx.ledgerTally(
+                bundleID: Self.bundle,
+                environment: .sandbox,
+                from: 0,
+                to: 100,
+                byDay: false,
+                in: .notifications
+            )
+        }
+        #expect(notifications.outcomes.values.allSatisfy { $0 == 0 })
+        let rows = try f.store.read { tx in
+            try tx.receiptLedger(bundleID: Self.bundle, environment: .sandbox, from: 0, to: 100)
+        }
+        #expect(rows.map(\.subscription.originalTransactionID) == ["1", "2", "3"])
+        #expect(rows[1].apple?.expiresDate == 20 && rows[2].api == nil)
+    }
+}

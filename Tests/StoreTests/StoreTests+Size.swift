@@ -52,7 +52,14 @@ extension StoreTests {
                         try tx.ledger(bundleID: bundle, environment: env, from: from, to: to)
                     }
                     let tally = try f.store.read { tx in
-                        try tx.ledgerTally(bundleID: bundle, environment: env, from: from, to: to, byDay: true)
+                        try tx.ledgerTally(
+                            bundleID: bundle,
+                            environment: env,
+                            from: from,
+                            to: to,
+                            byDay: true,
+                            in: .notifications
+                        )
                     }
                     for outcome in CompareOutcome.allCases {
                         #expect(
@@ -99,7 +106,8 @@ extension StoreTests {
                         outcome: outcome,
                         to: to,
                         after: cursor,
-                        limit: 7
+                        limit: 7,
+                        in: .notifications
                     )
                 }
                 seen += page
@@ -190,10 +198,14 @@ extension StoreTests {
         let f = try Fixture(.sqlite)
         let store = try #require(f.store as? SQLiteStore)
         let expected: [(SQL, parameters: Int, String)] = [
-            (.ledgerCount, 5, "USING COVERING INDEX compare_ledger_outcome"),
-            (.ledgerNext, 5, "USING COVERING INDEX compare_ledger_outcome"),
-            (.ledgerFieldSets, 4, "USING COVERING INDEX compare_ledger_outcome"),
-            (.ledgerExamples, 7, "USING INDEX compare_ledger_outcome"),
+            (LedgerStatements.notifications.count, 5, "USING COVERING INDEX compare_ledger_outcome"),
+            (LedgerStatements.notifications.next, 5, "USING COVERING INDEX compare_ledger_outcome"),
+            (LedgerStatements.notifications.fieldSets, 4, "USING COVERING INDEX compare_ledger_outcome"),
+            (LedgerStatements.notifications.examples, 7, "USING INDEX compare_ledger_outcome"),
+            (LedgerStatements.receipts.count, 5, "USING COVERING INDEX receipt_ledger_outcome"),
+            (LedgerStatements.receipts.next, 5, "USING COVERING INDEX receipt_ledger_outcome"),
+            (LedgerStatements.receipts.fieldSets, 4, "USING COVERING INDEX receipt_ledger_outcome"),
+            (LedgerStatements.receipts.examples, 7, "USING INDEX receipt_ledger_outcome"),
             (.eventCountBySource, 5, "USING COVERING INDEX events_bundle_source"),
             (.redeliveryPage, 5, "USING COVERING INDEX outbox_created"),
             (.purgeBodies, 3, "journal_unpurged"),

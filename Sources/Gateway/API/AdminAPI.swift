@@ -189,24 +189,29 @@ struct AdminAPI: Sendable {
         }
     }
 
-    /// `POST /admin/cutover?bundle=…&environment=…&to=v1|v2[&reason=…][&force=true]`: its record, or the refusal with
-    /// its own code and status (``CutoverError``).
+    /// `POST /admin/cutover?bundle=…&environment=…&to=v1|v2[&reason=…][&force=true]` (the authority), or with
+    /// `receipts=api|shadow|apple` instead of `to` (how verifyReceipt is answered): its record, or the refusal with its
+    /// own code and status (``CutoverError``).
     private func cutover(_ query: AdminQuery) throws -> ServerResponse {
-        guard let bundle = query["bundle"], let env = query["environment"], let to = query["to"] else {
-            return .answer(GatewayError(.badRequest, "give bundle, environment and to (v1 or v2)"))
+        let receipts = query["receipts"]
+        guard let bundle = query["bundle"], let env = query["environment"], let to = query["to"] ?? receipts,
+            query["to"] == nil || receipts == nil
+        else {
+            return .answer(GatewayError(.badRequest, "give bundle, environment and to (v1 or v2) or receipts"))
         }
         do {
-            let record = try ledger.cutover(
-                bundleID: bundle,
-                environment: env,
-                to: to,
-                who: "admin-api (\(tokenEnv))",
-                reason: query["reason"],
-                force: query["force"] == "true",
-                now: now()
+            let move = receipts == nil ? ledger.cutover : ledger.cutoverReceipts
+            let record = try move(
+                bundle,
+                env,
+                to,
+                "admin-api (\(tokenEnv))",
+                query["reason"],
+                query["force"] == "true",
+                now()
             )
             log.warn(
-                "authority changed",
+                receipts == nil ? "authority changed" : "receipt mode changed",
                 [
                     "bundle": .string(bundle), "environment": .string(env), "from": .string(record.from),
                     "to": .string(record.to), "forced": .bool(record.forced),

@@ -6,6 +6,7 @@ internal import HTTPServer
 /// queue depths.
 struct PublicRoutes: Sendable {
     let ingest: NotificationIngest
+    let receipts: ReceiptEndpoint
     let metrics: Metrics
     let log: Log
     /// Each version's series (and "unknown"'s), resolved once: a request counts without the metrics' lock.
@@ -28,8 +29,9 @@ struct PublicRoutes: Sendable {
         }
     }
 
-    init(ingest: NotificationIngest, metrics: Metrics, log: Log) {
+    init(ingest: NotificationIngest, receipts: ReceiptEndpoint, metrics: Metrics, log: Log) {
         self.ingest = ingest
+        self.receipts = receipts
         self.metrics = metrics
         self.log = log
         // Indexed as `index(of:)` says: v1, v2, unknown.
@@ -55,7 +57,12 @@ struct PublicRoutes: Sendable {
             return .json(r.status, r.body)
         case ("GET", "/healthz"):
             return .json(200, Array(#"{"ok":true}"#.utf8))
-        case (_, "/notifications"), (_, "/healthz"):
+        case ("POST", "/verifyReceipt"), ("POST", "/sandbox/verifyReceipt"):
+            // Apple's verifyReceipt, answered per bundle (docs/operations.md, "Moving the receipt path"): HTTP 200
+            // whatever the status, as Apple does. The handler thread waits; the work runs off it.
+            let (receipts, body, sandbox) = (self.receipts, request.body, request.path.hasPrefix("/sandbox/"))
+            return .json(200, BlockingTask.wait { await receipts.handle(body, sandboxURL: sandbox) })
+        case (_, "/notifications"), (_, "/healthz"), (_, "/verifyReceipt"), (_, "/sandbox/verifyReceipt"):
             return .answer(GatewayError(.methodNotAllowed, "method not allowed"))
         default:
             return .answer(GatewayError(.notFound, "no such endpoint"))

@@ -90,6 +90,7 @@ public struct CompareLedger: Sendable {
         from: Int64,
         to: Int64,
         examples: Int,
+        ledger: ComparisonLedger = .notifications,
         in tx: any StoreTransaction
     ) throws
         -> Tally
@@ -99,7 +100,8 @@ public struct CompareLedger: Sendable {
             environment: environment,
             from: from,
             to: to,
-            byDay: examples > 0
+            byDay: examples > 0,
+            in: ledger
         )
         var t = Tally()
         t.agreements = counts.outcomes[.agree] ?? 0
@@ -116,7 +118,7 @@ public struct CompareLedger: Sendable {
         // Each field's first `examples` subscriptions among the disagreements, in ledger order.
         var wanted = Set(t.fields.keys)
         if !wanted.isEmpty {
-            try page(.disagree, bundle, environment, from, to, in: tx) { row in
+            try page(.disagree, bundle, environment, from, to, ledger, in: tx) { row in
                 for field in row.fields where wanted.contains(field) {
                     var e = t.fields[field] ?? (0, [])
                     if !e.examples.contains(row.originalTransactionID) { e.examples.append(row.originalTransactionID) }
@@ -130,7 +132,7 @@ public struct CompareLedger: Sendable {
         var oneSided: [LedgerExample] = []
         for outcome in [CompareOutcome.v1Only, .v2Only] where (counts.outcomes[outcome] ?? 0) > 0 {
             var seen: [String] = []
-            try page(outcome, bundle, environment, from, to, in: tx) { row in
+            try page(outcome, bundle, environment, from, to, ledger, in: tx) { row in
                 if !seen.contains(row.originalTransactionID) {
                     seen.append(row.originalTransactionID)
                     oneSided.append(row)
@@ -152,6 +154,7 @@ public struct CompareLedger: Sendable {
         _ environment: AppStoreEnvironment,
         _ from: Int64,
         _ to: Int64,
+        _ ledger: ComparisonLedger,
         in tx: any StoreTransaction,
         _ each: (LedgerExample) -> Bool
     ) throws {
@@ -163,7 +166,8 @@ public struct CompareLedger: Sendable {
                 outcome: outcome,
                 to: to,
                 after: after,
-                limit: 500
+                limit: 500,
+                in: ledger
             )
             for row in rows where !each(row) { return }
             guard let last = rows.last, rows.count == 500 else { return }
@@ -200,6 +204,15 @@ public struct CompareLedger: Sendable {
                 in: tx
             )
         let (verdict, reasons) = Self.verdict(window, rule: rule, compare: app.compare)
+        let receipts = try receiptsSection(
+            app: app,
+            environment: env,
+            since: since,
+            until: until,
+            rule: rule,
+            examples: examples,
+            in: tx
+        )
         let events = try tx.eventCountsBySource(bundleID: app.bundleID, environment: env, since: since, until: until)
         let recorded = try tx.authorities().first { $0.bundleID == app.bundleID && $0.environment == env }?.authority
         let authority = recorded ?? app.authority(for: env)
@@ -241,8 +254,83 @@ public struct CompareLedger: Sendable {
                 case "revert": BundleReport.AppleSwitchEnd(at: entry.at, outcome: "reverted", detail: entry.detail)
                 default: nil
                 }
-            }
+            },
+            receipts: receipts
         )
+    }
+
+    /// The receipt comparison of a bundle and environment: counts over [since, until) and the verdict over the rule's
+    /// window, from the receipt ledger.
+    func receiptsSection(
+        app: GatewayConfig.App,
+        environment env: AppStoreEnvironment,
+        since: Int64,
+        until: Int64,
+        rule: ReadinessRule,
+        examples: Int,
+        in tx: any StoreTransaction
+    ) throws -> BundleReport.ReceiptsSection {
+        let shown = try tally(
+            bundle: app.bundleID,
+            environment: env,
+            from: since,
+            to: until,
+            examples: examples,
+            ledger: .receipts,
+            in: tx
+        )
+        let window =
+            since == until - rule.windowMillis
+            ? shown
+            : try tally(
+                bundle: app.bundleID,
+                environment: env,
+                from: until - rule.windowMillis,
+                to: until,
+                examples: 0,
+                ledger: .receipts,
+                in: tx
+            )
+        let mode =
+            try tx.receiptModes().first { $0.bundleID == app.bundleID && $0.environment == env }?.mode
+            ?? app.receipts(for: env)
+        let (verdict, reasons) = Self.receiptVerdict(window, rule: rule)
+        return BundleReport.ReceiptsSection(
+            mode: mode.rawValue,
+            pairs: shown.pairs,
+            agreements: shown.agreements,
+            disagreementsByField: shown.fields.mapValues {
+                BundleReport.FieldDisagreements(count: $0.count, examples: $0.examples)
+            },
+            appleOnly: shown.v1Only,
+            gatewayOnly: shown.v2Only,
+            oneSidedExamples: shown.oneSidedExamples,
+            daily: shown.daily.keys.sorted().map {
+                BundleReport.DayPoint(day: $0, pairs: shown.daily[$0]!.pairs, agreements: shown.daily[$0]!.agreements)
+            },
+            verdict: verdict,
+            reasons: reasons
+        )
+    }
+
+    /// The receipt path's readiness: the comparison rule's thresholds over the receipt ledger.
+    static func receiptVerdict(_ t: Tally, rule: ReadinessRule) -> (BundleReport.Verdict, [String]) {
+        var reasons: [String] = []
+        if t.pairs < rule.minimumPairs {
+            reasons.append(
+                "\(t.pairs) receipt answers compared in the window (shadow); the rule needs \(rule.minimumPairs)"
+            )
+        }
+        if t.pairs > 0, Double(t.agreements) / Double(t.pairs) < rule.minimumAgreementRate {
+            reasons.append(
+                "receipt agreement \(CompareReport.percentText(t.agreements, of: t.pairs) ?? "—"); the rule needs "
+                    + rule.thresholdText
+            )
+        }
+        if !rule.allowOneSided, t.v1Only + t.v2Only > 0 {
+            reasons.append("\(t.v1Only) subscriptions only Apple's answers listed and \(t.v2Only) only the gateway's")
+        }
+        return (reasons.isEmpty ? .ready : .notReady, reasons)
     }
 
     static func verdict(_ t: Tally, rule: ReadinessRule, compare: Bool) -> (BundleReport.Verdict, [String]) {
@@ -327,6 +415,77 @@ public struct CompareLedger: Sendable {
                 forced: target == .v2 && !ready
             )
             try tx.recordCutover(record, to: target)
+            return record
+        }
+    }
+
+    /// Moves how verifyReceipt is answered for `bundleID` in `environment` (docs/operations.md, "Moving the receipt
+    /// path"), stored so it survives restarts and logged in the cutover log (`origin: receipts`) with who, why and the
+    /// receipt verdict at the time. Moving to `api` needs a `ready` receipt verdict unless `force`; `apple` (the undo)
+    /// and `shadow` are always allowed. `shadow` and `api` need the App Store Server API.
+    @discardableResult
+    public func cutoverReceipts(
+        bundleID: String,
+        environment: String,
+        to target: String,
+        who: String,
+        reason: String?,
+        force: Bool,
+        now: Int64
+    ) throws -> CutoverRecord {
+        guard let app = config.apps.first(where: { $0.bundleID == bundleID }) else {
+            throw CutoverError(.unknownBundle, "\(bundleID) is not configured")
+        }
+        let env = AppStoreEnvironment(rawValue: environment)
+        guard app.environments.contains(env) else {
+            throw CutoverError(.unknownEnvironment, "\(bundleID) does not take \(environment) receipts")
+        }
+        guard let mode = ReceiptMode(rawValue: target) else {
+            throw CutoverError(.badTarget, "--receipts must be apple, shadow or api")
+        }
+        if mode != .apple, !v2PathAvailable {
+            throw CutoverError(
+                .noV2Path,
+                "\(mode.rawValue) answers from the App Store Server API: configure app_store_api"
+            )
+        }
+        let section = try store.read { tx in
+            try receiptsSection(
+                app: app,
+                environment: env,
+                since: now - config.compareSettings.rule.windowMillis,
+                until: now,
+                rule: config.compareSettings.rule,
+                examples: 0,
+                in: tx
+            )
+        }
+        let ready = section.verdict == .ready
+        if mode == .api, !ready, !force {
+            throw CutoverError(
+                .notReady,
+                "the receipt verdict for \(bundleID) (\(environment)) is not ready; --force overrides",
+                reasons: section.reasons
+            )
+        }
+        return try store.write { tx in
+            let current = try tx.receiptMode(bundleID: bundleID, environment: env)
+            guard current != mode else {
+                throw CutoverError(.unchanged, "\(bundleID) (\(environment)) receipts are already \(mode.rawValue)")
+            }
+            let record = CutoverRecord(
+                at: now,
+                bundleID: bundleID,
+                environment: environment,
+                from: current.rawValue,
+                to: mode.rawValue,
+                who: who,
+                reason: reason,
+                verdict: ready ? "ready" : "not_ready",
+                forced: mode == .api && !ready,
+                origin: "receipts"
+            )
+            try tx.recordReceiptCutover(record, to: mode)
             return record
         }
     }

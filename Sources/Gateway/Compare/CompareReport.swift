@@ -88,6 +88,72 @@ public struct BundleReport: Sendable, Hashable, Codable {
     /// How each switch of Apple's notification version (`migrate`) ended, oldest first: its authority change is in
     /// ``cutovers`` (`origin: migrate`); a switch Apple was set back from is here alone.
     public var appleSwitches: [AppleSwitchEnd]
+    /// The receipt path (docs/operations.md, "Moving the receipt path"): how verifyReceipt is answered, and Apple's
+    /// answers compared with the gateway's in `shadow`, with a verdict of their own.
+    public var receipts: ReceiptsSection?
+
+    /// The receipt comparison of a bundle and environment over the report's window, and its verdict.
+    public struct ReceiptsSection: Sendable, Hashable, Codable {
+        /// `apple`, `shadow` or `api`: how verifyReceipt is answered now.
+        public var mode: String
+        public var pairs: Int
+        public var agreements: Int
+        public var agreementRate: Double?
+        /// Field (`status`, `expires_date`, `product_id`, `is_trial`, `cancellation_date`, `auto_renew`,
+        /// `in_billing_retry`, `expiration_intent`) → pairs that disagreed on it, with examples.
+        public var disagreementsByField: [String: FieldDisagreements]
+        /// Subscriptions only Apple's answer listed, or only the gateway's.
+        public var appleOnly: Int
+        public var gatewayOnly: Int
+        public var oneSidedExamples: [String]
+        public var daily: [DayPoint]
+        public var verdict: Verdict
+        public var reasons: [String]
+
+        public init(
+            mode: String,
+            pairs: Int,
+            agreements: Int,
+            disagreementsByField: [String: FieldDisagreements],
+            appleOnly: Int,
+            gatewayOnly: Int,
+            oneSidedExamples: [String],
+            daily: [DayPoint],
+            verdict: Verdict,
+            reasons: [String]
+        ) {
+            (self.mode, self.pairs, self.agreements, self.disagreementsByField) =
+                (mode, pairs, agreements, disagreementsByField)
+            agreementRate = pairs > 0 ? Double(agreements) / Double(pairs) : nil
+            (self.appleOnly, self.gatewayOnly, self.oneSidedExamples, self.daily, self.verdict, self.reasons) =
+                (appleOnly, gatewayOnly, oneSidedExamples, daily, verdict, reasons)
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case mode, pairs, agreements
+            case agreementRate = "agreement_rate"
+            case disagreementsByField = "disagreements_by_field"
+            case appleOnly = "apple_only"
+            case gatewayOnly = "gateway_only"
+            case oneSidedExamples = "one_sided_examples"
+            case daily, verdict, reasons
+        }
+
+        public func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(mode, forKey: .mode)
+            try c.encode(pairs, forKey: .pairs)
+            try c.encode(agreements, forKey: .agreements)
+            try c.encode(agreementRate, forKey: .agreementRate)
+            try c.encode(disagreementsByField, forKey: .disagreementsByField)
+            try c.encode(appleOnly, forKey: .appleOnly)
+            try c.encode(gatewayOnly, forKey: .gatewayOnly)
+            try c.encode(oneSidedExamples, forKey: .oneSidedExamples)
+            try c.encode(daily, forKey: .daily)
+            try c.encode(verdict, forKey: .verdict)
+            try c.encode(reasons, forKey: .reasons)
+        }
+    }
 
     /// A switch of Apple's notification version that ended: `done` (Apple and the authority on the target) or
     /// `reverted` (Apple set back, the authority unchanged), with what the switch said.
@@ -163,7 +229,8 @@ public struct BundleReport: Sendable, Hashable, Codable {
         reasons: [String],
         cutovers: [CutoverRecord],
         recovered: [RecoveredDay] = [],
-        appleSwitches: [AppleSwitchEnd] = []
+        appleSwitches: [AppleSwitchEnd] = [],
+        receipts: ReceiptsSection? = nil
     ) {
         self.bundleID = bundleID
         self.environment = environment
@@ -181,6 +248,7 @@ public struct BundleReport: Sendable, Hashable, Codable {
         self.cutovers = cutovers
         self.recovered = recovered
         self.appleSwitches = appleSwitches
+        self.receipts = receipts
     }
 
     enum CodingKeys: String, CodingKey {
@@ -194,6 +262,7 @@ public struct BundleReport: Sendable, Hashable, Codable {
         case daily
         case verdict, rule, reasons, cutovers, recovered
         case appleSwitches = "apple_switches"
+        case receipts
     }
 
     // `agreement_rate` is always present (null when nothing was compared).
@@ -215,5 +284,6 @@ public struct BundleReport: Sendable, Hashable, Codable {
         try c.encode(cutovers, forKey: .cutovers)
         try c.encode(recovered, forKey: .recovered)
         try c.encode(appleSwitches, forKey: .appleSwitches)
+        try c.encode(receipts, forKey: .receipts)
     }
 }

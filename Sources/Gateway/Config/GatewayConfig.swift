@@ -25,9 +25,20 @@ public struct GatewayConfig: Sendable {
         /// `notification_url`: per environment, the URL App Store Connect must send this app's notifications to
         /// (this gateway's public `/notifications`); the switch refuses to move Apple while Apple's URL differs.
         public var notificationURL: [AppStoreEnvironment: String] = [:]
+        /// How `POST /verifyReceipt` is answered for this app's receipts, as the config seeds it (a cutover stored in
+        /// the database wins over it): `receipts` in the file, a string or per environment.
+        public var receipts: ReceiptMode = .apple
+        public var receiptsByEnvironment: [AppStoreEnvironment: ReceiptMode] = [:]
+        /// `legacy_transaction_receipts`: the iOS 6 transaction receipt is answered (its signature cannot be chained to
+        /// a pinned root; docs/threat-model.md).
+        public var legacyTransactionReceipts = false
 
         public func authority(for environment: AppStoreEnvironment) -> Authority {
             authorityByEnvironment[environment] ?? authority
+        }
+
+        public func receipts(for environment: AppStoreEnvironment) -> ReceiptMode {
+            receiptsByEnvironment[environment] ?? receipts
         }
         /// Whether Apple may send this app V1 notifications (a shared secret is configured).
         public var acceptsV1: Bool { !sharedSecretEnv.isEmpty }
@@ -154,6 +165,10 @@ public struct GatewayConfig: Sendable {
     public var postgresURLEnv: String?
     /// Extra roots (absolute paths), trusted for sandbox payloads only.
     public var extraRoots: [String] = []
+    /// `trust.extra_receipt_roots`: extra roots of app receipts (absolute paths, DER), trusted for sandbox receipts only.
+    public var extraReceiptRoots: [String] = []
+    /// `receipts`: the verifyReceipt endpoint's settings.
+    public var receiptSettings = ReceiptSettings()
     public var verifyReceiptProductionURL = "https://buy.itunes.apple.com/verifyReceipt"
     public var verifyReceiptSandboxURL = "https://sandbox.itunes.apple.com/verifyReceipt"
     public var apps: [App] = []
@@ -256,6 +271,11 @@ public struct GatewayConfig: Sendable {
         if let trust = try r.object("trust") {
             try trust.rejectUnknown(allowed: Keys.trust)
             c.extraRoots = (try trust.strings("extra_roots") ?? []).map { resolve($0, base: base) }
+            c.extraReceiptRoots = (try trust.strings("extra_receipt_roots") ?? []).map { resolve($0, base: base) }
+        }
+        if let receipts = try r.object("receipts") {
+            try receipts.rejectUnknown(allowed: Keys.receipts)
+            c.receiptSettings = try ReceiptSettings.parse(receipts)
         }
         if let vr = try r.object("verify_receipt") {
             try vr.rejectUnknown(allowed: Keys.verifyReceipt)
@@ -552,7 +572,7 @@ public struct GatewayConfig: Sendable {
             throw ConfigError(field: "\(a.field("downstreams"))[\(i)]", "no downstream is named \"\(n)\"")
         }
         let notificationURL = try notificationURLs(a, environments: envs)
-        return App(
+        var app = App(
             bundleID: bundle,
             appAppleID: appleID,
             environments: envs,
@@ -564,6 +584,35 @@ public struct GatewayConfig: Sendable {
             downstreams: names,
             notificationURL: notificationURL
         )
+        (app.receipts, app.receiptsByEnvironment) = try appReceipts(a)
+        app.legacyTransactionReceipts = try a.bool("legacy_transaction_receipts") ?? false
+        return app
+    }
+
+    /// An app's `receipts`: `"api"`, or per environment: `{"production": "apple", "sandbox": "api"}` (unnamed ones:
+    /// apple).
+    private static func appReceipts(
+        _ a: ConfigReader
+    ) throws(ConfigError) -> (ReceiptMode, [AppStoreEnvironment: ReceiptMode]) {
+        let allowed = "\"apple\", \"shadow\" or \"api\""
+        guard case .object? = a.object["receipts"] else {
+            let text = try a.string("receipts") ?? ReceiptMode.apple.rawValue
+            guard let mode = ReceiptMode(rawValue: text) else {
+                throw ConfigError(field: a.field("receipts"), "must be \(allowed) (or an object per environment)")
+            }
+            return (mode, [:])
+        }
+        let per = try a.object("receipts")!
+        try per.rejectUnknown(allowed: Keys.appReceipts)
+        var byEnvironment: [AppStoreEnvironment: ReceiptMode] = [:]
+        for env in ["production", "sandbox"] {
+            guard let text = try per.string(env) else { continue }
+            guard let mode = ReceiptMode(rawValue: text) else {
+                throw ConfigError(field: per.field(env), "must be \(allowed)")
+            }
+            byEnvironment[AppStoreEnvironment(rawValue: env)] = mode
+        }
+        return (.apple, byEnvironment)
     }
 
     /// An app's `authority`: `"v2"`, or per environment: `{"production": "v1", "sandbox": "v2"}` (unnamed ones: v1).
@@ -625,12 +674,13 @@ public struct GatewayConfig: Sendable {
             "listen", "admin", "store", "trust", "verify_receipt", "apps", "downstreams", "app_store_api",
             "max_notification_age", "raw_body_retention", "listen_tls", "limits", "compare", "silence_alert",
             "$comment",
-            "reconcile", "app_store_connect",
+            "reconcile", "app_store_connect", "receipts",
         ]
         static let admin: Set<String> = ["listen", "token_env"]
         static let store: Set<String> = ["sqlite", "postgres"]
         static let storePostgres: Set<String> = ["url_env"]
-        static let trust: Set<String> = ["extra_roots"]
+        static let trust: Set<String> = ["extra_roots", "extra_receipt_roots"]
+        static let receipts: Set<String> = ["history_max_age", "fetch_timeout", "shadow_concurrency"]
         static let verifyReceipt: Set<String> = ["production_url", "sandbox_url"]
         static let appStoreAPI: Set<String> = [
             "production_url", "sandbox_url", "issuer_id", "key_id", "private_key_env",
@@ -660,8 +710,10 @@ public struct GatewayConfig: Sendable {
         static let app: Set<String> = [
             "bundle_id", "app_apple_id", "environments", "shared_secret_env", "authority", "compare", "verify_receipt",
             "downstreams",
-            "notification_url",
+            "notification_url", "receipts", "legacy_transaction_receipts",
         ]
+        /// `apps[].receipts` when it is an object (per environment).
+        static let appReceipts: Set<String> = ["production", "sandbox"]
         /// `apps[].authority` when it is an object (per environment).
         static let appAuthority: Set<String> = ["production", "sandbox"]
         /// `apps[].notification_url`.
@@ -674,7 +726,7 @@ public struct GatewayConfig: Sendable {
             ("app_store_api", appStoreAPI), ("app_store_connect", appStoreConnect), ("compare", compare),
             ("reconcile", reconcile), ("listen_tls", listenTLS), ("limits", limits),
             ("downstreams[]", downstream), ("apps[]", app), ("apps[].authority", appAuthority),
-            ("apps[].notification_url", appNotificationURL),
+            ("apps[].notification_url", appNotificationURL), ("apps[].receipts", appReceipts), ("receipts", receipts),
         ]
     }
 

@@ -41,6 +41,11 @@ enum Metric: String, CaseIterable, Sendable {
     // The V1 side of V2 notifications
     case v1ShapesTotal = "iapgw_v1_shapes_total"
     case v1ShapesUnsentTotal = "iapgw_v1_shapes_unsent_total"
+    // The receipt path (`POST /verifyReceipt`)
+    case receiptAnswersTotal = "iapgw_receipt_answers_total"
+    case receiptHistoryTotal = "iapgw_receipt_history_total"
+    case receiptComparisonsTotal = "iapgw_receipt_comparisons_total"
+    case receiptSeconds = "iapgw_receipt_seconds"
     // Latency
     case verifySeconds = "iapgw_verify_seconds"
     case requestSeconds = "iapgw_request_seconds"
@@ -117,6 +122,19 @@ enum Metric: String, CaseIterable, Sendable {
                 .gauge,
                 "1 while recovery keeps finding notifications Apple's delivery missed (reconcile.alert_after over a day), by bundle and environment"
             )
+        case .receiptAnswersTotal:
+            (
+                .counter,
+                "verifyReceipt answers, by mode (apple, shadow, api; none: not a configured app's receipt) and status"
+            )
+        case .receiptHistoryTotal:
+            (
+                .counter,
+                "Customer histories the receipt path needed, by result (fresh, fetched, shared, failed, rate_limited)"
+            )
+        case .receiptComparisonsTotal:
+            (.counter, "Shadow comparisons of Apple's verifyReceipt answers with the gateway's, by outcome")
+        case .receiptSeconds: (.histogram, "Seconds to answer a verifyReceipt request, by mode")
         case .verifySeconds: (.histogram, "V2 verification time")
         case .requestSeconds: (.histogram, "POST /notifications handling time, journaling included")
         }

@@ -42,6 +42,11 @@ public final class GatewayService: Sendable {
         public var appleSettings: (any AppleNotificationSettings)? = nil
         /// The switch's proof that Apple sends V2; nil: the App Store Server API's test notification (`app_store_api`).
         public var testNotificationProbe: (any TestNotificationProbe)? = nil
+        /// Where the receipt path gets customers' histories; nil: the App Store Server API from `app_store_api`.
+        public var receiptHistorySource: (any ReceiptHistorySource)? = nil
+        /// Reads `receipt-data` for the receipt path; nil: the receipt reader with Apple's receipt root and the
+        /// config's `trust.extra_receipt_roots` (sandbox only).
+        public var receiptReader: (@Sendable ([UInt8]) -> ReceiptReading)? = nil
         /// `serve --demo-verify-time` (see ``NotificationIngest/Limits/demoSandboxVerifyTime``); nil in production.
         public var demoSandboxVerifyTime: Int64? = nil
         /// Renders `GET /admin/report?format=…`: the content type and bytes, or nil for a format it does not offer
@@ -108,6 +113,8 @@ public final class GatewayService: Sendable {
     public let ledger: CompareLedger
     /// Switching Apple's notification version (`migrate`, CLI and admin API).
     public let switcher: AppleSwitcher
+    /// `POST /verifyReceipt` and `POST /sandbox/verifyReceipt`.
+    public let receiptEndpoint: ReceiptEndpoint
     /// The App Store Server API clients, when `app_store_api` is configured.
     public var appStoreAPI: AppStoreAPIPathSource? { compare.v2Source as? AppStoreAPIPathSource }
     /// `POST /notifications` and `/healthz`.
@@ -271,7 +278,29 @@ public final class GatewayService: Sendable {
             ingest: ingest,
             policy: dependencies.reconcilePolicy
         )
-        publicRoutes = PublicRoutes(ingest: ingest, metrics: metrics, log: log)
+        let historySource: (any ReceiptHistorySource)? =
+            dependencies.receiptHistorySource ?? (v2Source as? AppStoreAPIPathSource)?.oneAttemptPerCall
+        let histories = historySource.map { [store] source in
+            ReceiptHistories(
+                store: store,
+                source: source,
+                settings: config.receiptSettings,
+                now: dependencies.now,
+                owner: workers.instance
+            )
+        }
+        receiptEndpoint = ReceiptEndpoint(
+            config: config,
+            store: store,
+            read: try dependencies.receiptReader ?? ReceiptReaderLoader.reader(config: config),
+            histories: histories,
+            apple: dependencies.transport,
+            secrets: Dictionary(v1Apps.map { ($0.bundleID, $0.sharedSecrets) }, uniquingKeysWith: +),
+            metrics: metrics,
+            log: log,
+            now: dependencies.now
+        )
+        publicRoutes = PublicRoutes(ingest: ingest, receipts: receiptEndpoint, metrics: metrics, log: log)
         if let token = secrets.adminToken {
             adminAPI = AdminAPI(
                 token: token,
@@ -437,6 +466,37 @@ public final class GatewayService: Sendable {
             v2PathAvailable: compare.v2Source != nil
         ).first {
             throw problem
+        }
+        try seedReceiptModes()
+    }
+
+    /// Seeds each app and environment's receipt mode from the config (a cutover stored in the database wins) and logs
+    /// the mode in force; a mode that needs the App Store Server API without it is refused.
+    func seedReceiptModes() throws {
+        let time = now()
+        let wanted = config.apps.flatMap { app in
+            app.environments.map {
+                ReceiptModeEntry(bundleID: app.bundleID, environment: $0, mode: app.receipts(for: $0), origin: .config)
+            }
+        }
+        let effective = try store.write { tx in try tx.seedReceiptModes(wanted, now: time) }
+        for row in effective where row.mode != .apple || row.origin != .config {
+            log.info(
+                "receipts",
+                [
+                    "bundle": .string(row.bundleID), "environment": .string(row.environment.rawValue),
+                    "mode": .string(row.mode.rawValue), "origin": .string(row.origin.rawValue),
+                ]
+            )
+        }
+        if receiptEndpoint.histories == nil,
+            let row = effective.first(where: { !$0.mode.asksApple || $0.mode == .shadow })
+        {
+            throw ConfigError(
+                field: "apps[\(row.bundleID)].receipts",
+                "\(row.mode.rawValue) answers receipts from the App Store Server API: configure app_store_api "
+                    + "(issuer_id, key_id, private_key_env)"
+            )
         }
     }
 

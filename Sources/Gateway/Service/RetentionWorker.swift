@@ -1,11 +1,15 @@
 internal import Store
 
 /// Retention, hourly (docs/configuration.md, `raw_body_retention`): raw bodies older than the retention whose work
-/// is finished are dropped (their events and delivery history stay), and finished comparison fetches older than a
-/// week are deleted (bookkeeping only: each outcome is in the ledger). Times come from the injected clock.
+/// is finished are dropped (their events and delivery history stay), finished comparison fetches older than a week
+/// are deleted (bookkeeping only: each outcome is in the ledger), and so are the receipt path's customer histories
+/// fetched more than a day ago (a history older than `receipts.history_max_age`, at most a day, is fetched again
+/// anyway). Times come from the injected clock.
 struct RetentionWorker: Sendable {
     /// How long finished comparison fetches are kept.
     static let finishedFetchRetentionMillis: Int64 = 7 * 86_400_000
+    /// How long a customer's history is kept: the longest `receipts.history_max_age`.
+    static let receiptHistoryRetentionMillis: Int64 = 86_400_000
     /// Bodies dropped per transaction.
     static let page = 5_000
 
@@ -50,6 +54,10 @@ struct RetentionWorker: Sendable {
         }
         let week = time - Self.finishedFetchRetentionMillis
         let fetches = try? await store.write { tx in try tx.purgeFinishedFetches(olderThan: week) }
+        let day = time - Self.receiptHistoryRetentionMillis
+        while let n = try? await store.write({ tx in
+            try tx.purgeReceiptHistories(fetchedBefore: day, limit: Self.page)
+        }), n == Self.page {}
         return (bodies, fetches)
     }
 }

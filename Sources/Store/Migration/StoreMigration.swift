@@ -140,6 +140,21 @@ public enum StoreMigration {
             name: "v1_receipts",
             columns: ["bundle_id", "environment", "original_transaction_id", "receipt", "secret_name", "updated_at"]
         ),
+        Table(name: "receipt_modes", columns: ["bundle_id", "environment", "mode", "origin", "updated_at"]),
+        Table(
+            name: "receipt_histories",
+            columns: ["bundle_id", "environment", "customer", "fetched_at", "json", "claimed_by", "claimed_until"],
+            compressed: ["json"]
+        ),
+        Table(
+            name: "receipt_ledger",
+            columns: [
+                "id", "bundle_id", "environment", "original_transaction_id", "compared_at", "outcome", "fields",
+                "v1_json", "v2_json",
+            ],
+            serial: "id",
+            compressed: ["v1_json", "v2_json"]
+        ),
         Table(
             name: "snapshots",
             columns: ["bundle_id", "environment", "original_transaction_id", "path", "source", "observed_at", "json"],

@@ -411,6 +411,44 @@ enum StoreSchema {
             DROP INDEX events_bundle_path;
             """
         },
+        SchemaStep(sqlite: 15, postgres: 14) { d in
+            """
+            -- The verifyReceipt endpoint (docs/operations.md, "Moving the receipt path"): how each bundle and
+            -- environment is answered, each customer's history as the App Store Server API last gave it, and the
+            -- comparison of Apple's answers with the gateway's.
+            CREATE TABLE receipt_modes (
+                bundle_id TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                mode TEXT NOT NULL,                      -- apple | shadow | api
+                origin TEXT NOT NULL,                    -- config | cutover
+                updated_at \(d.bigint) NOT NULL,
+                PRIMARY KEY (bundle_id, environment)
+            );
+            CREATE TABLE receipt_histories (
+                bundle_id TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                customer TEXT NOT NULL,                  -- the original transaction id the history was asked for
+                fetched_at \(d.bigint),
+                json \(d.bytes),                         -- the verified transactions and renewal infos
+                claimed_by TEXT,                         -- the instance asking Apple now, until claimed_until
+                claimed_until \(d.bigint),
+                PRIMARY KEY (bundle_id, environment, customer)
+            );
+            CREATE INDEX receipt_histories_fetched ON receipt_histories(fetched_at);
+            CREATE TABLE receipt_ledger (
+                id \(d.id),
+                bundle_id TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                original_transaction_id TEXT NOT NULL,
+                compared_at \(d.bigint) NOT NULL,
+                outcome TEXT NOT NULL,                   -- agree | disagree | v1_only (Apple's alone) | v2_only (the gateway's)
+                fields TEXT,                             -- disagreeing fields, comma-separated
+                v1_json \(d.bytes),                      -- what Apple's verifyReceipt said
+                v2_json \(d.bytes)                       -- what the gateway's answer said
+            );
+            CREATE INDEX receipt_ledger_outcome ON receipt_ledger(bundle_id, environment, outcome, compared_at, id, fields);
+            """
+        },
     ]
 
     /// SQLite stores bodies and JSON compressed (``StoredBlob``): the rows written before are compressed once, by

@@ -29,6 +29,11 @@ extension SQLTransaction {
             .setAuthority,
             [.text(record.bundleID), .text(record.environment), .text(authority.rawValue), .int64(record.at)]
         )
+        try logCutover(record)
+    }
+
+    /// Appends to the cutover log (authority changes, and receipt mode changes with `origin` `receipts`).
+    func logCutover(_ record: CutoverRecord) throws {
         try c.run(
             .logCutover,
             [

@@ -79,14 +79,16 @@ extension SQLTransaction {
         environment: AppStoreEnvironment,
         from: Int64,
         to: Int64,
-        byDay: Bool
+        byDay: Bool,
+        in ledger: ComparisonLedger
     ) throws
         -> LedgerTally
     {
         var tally = LedgerTally()
+        let sql = LedgerStatements.of(ledger)
         let key: [StoreValue] = [.text(bundleID), .text(environment.rawValue)]
         func count(_ outcome: CompareOutcome, _ lower: Int64, _ upper: Int64) throws -> Int {
-            try c.queryOne(.ledgerCount, key + [.text(outcome.rawValue), .int64(lower), .int64(upper)])?.int("n") ?? 0
+            try c.queryOne(sql.count, key + [.text(outcome.rawValue), .int64(lower), .int64(upper)])?.int("n") ?? 0
         }
         guard from < to else { return tally }
         for outcome in CompareOutcome.allCases { tally.outcomes[outcome] = try count(outcome, from, to) }
@@ -97,7 +99,7 @@ extension SQLTransaction {
             var cursor = from
             while cursor < to {
                 let next = try [CompareOutcome.agree, .disagree].compactMap {
-                    try c.queryOne(.ledgerNext, key + [.text($0.rawValue), .int64(cursor), .int64(to)])?.int64("t")
+                    try c.queryOne(sql.next, key + [.text($0.rawValue), .int64(cursor), .int64(to)])?.int64("t")
                 }.min()
                 guard let next else { break }
                 let day = next >= 0 ? next / dayMillis * dayMillis : (next - dayMillis + 1) / dayMillis * dayMillis
@@ -112,7 +114,7 @@ extension SQLTransaction {
             }
         }
         if (tally.outcomes[.disagree] ?? 0) > 0 {
-            for row in try c.query(.ledgerFieldSets, key + [.int64(from), .int64(to)]) {
+            for row in try c.query(sql.fieldSets, key + [.int64(from), .int64(to)]) {
                 if let fields = row.string("fields") { tally.fieldSets[fields] = row.int("n") ?? 0 }
             }
         }
@@ -125,10 +127,11 @@ extension SQLTransaction {
         outcome: CompareOutcome,
         to: Int64,
         after: (comparedAt: Int64, id: Int64),
-        limit: Int
+        limit: Int,
+        in ledger: ComparisonLedger
     ) throws -> [LedgerExample] {
         try c.query(
-            .ledgerExamples,
+            LedgerStatements.of(ledger).examples,
             [
                 .text(bundleID), .text(environment.rawValue), .text(outcome.rawValue), .int64(after.comparedAt),
                 .int64(after.id), .int64(to), .limit(limit),
@@ -214,42 +217,63 @@ extension SQL {
         """
     )
 
-    /// Index range counts (`compare_ledger_outcome`): the index alone answers them.
-    static let ledgerCount = SQL(
-        """
-        SELECT COUNT(*) AS n FROM compare_ledger
-        WHERE bundle_id = $1 AND environment = $2 AND outcome = $3 AND compared_at >= $4 AND compared_at < $5
-        """
-    )
+}
 
+/// The report's statements over one comparison ledger, written once for both (the notifications' `compare_ledger`
+/// and the receipts' `receipt_ledger` have the same columns and index).
+struct LedgerStatements: Sendable {
+    /// Index range counts (`…_outcome`): the index alone answers them.
+    let count: SQL
     /// The first pair of one outcome compared in [$4, $5): one step down the index.
-    static let ledgerNext = SQL(
-        """
-        SELECT MIN(compared_at) AS t FROM compare_ledger
-        WHERE bundle_id = $1 AND environment = $2 AND outcome = $3 AND compared_at >= $4 AND compared_at < $5
-        """
-    )
-
+    let next: SQL
     /// The disagreements alone, grouped by their set of fields.
-    static let ledgerFieldSets = SQL(
-        """
-        SELECT fields, COUNT(*) AS n FROM compare_ledger
-        WHERE bundle_id = $1 AND environment = $2 AND outcome = 'disagree' AND compared_at >= $3 AND compared_at < $4
-          AND fields IS NOT NULL
-        GROUP BY fields
-        """
-    )
-
+    let fieldSets: SQL
     /// One outcome's rows in ledger order after a cursor, a page at a time.
-    static let ledgerExamples = SQL(
-        """
-        SELECT id, compared_at, original_transaction_id, fields FROM compare_ledger
-        WHERE bundle_id = $1 AND environment = $2 AND outcome = $3 AND compared_at >= $4 AND (compared_at > $4 OR id > $5)
-          AND compared_at < $6
-        ORDER BY compared_at, id LIMIT $7
-        """
-    )
+    let examples: SQL
 
+    init(table: String) {
+        count = SQL(
+            """
+            SELECT COUNT(*) AS n FROM \(table)
+            WHERE bundle_id = $1 AND environment = $2 AND outcome = $3 AND compared_at >= $4 AND compared_at < $5
+            """
+        )
+        next = SQL(
+            """
+            SELECT MIN(compared_at) AS t FROM \(table)
+            WHERE bundle_id = $1 AND environment = $2 AND outcome = $3 AND compared_at >= $4 AND compared_at < $5
+            """
+        )
+        fieldSets = SQL(
+            """
+            SELECT fields, COUNT(*) AS n FROM \(table)
+            WHERE bundle_id = $1 AND environment = $2 AND outcome = 'disagree' AND compared_at >= $3 AND compared_at < $4
+              AND fields IS NOT NULL
+            GROUP BY fields
+            """
+        )
+        examples = SQL(
+            """
+            SELECT id, compared_at, original_transaction_id, fields FROM \(table)
+            WHERE bundle_id = $1 AND environment = $2 AND outcome = $3 AND compared_at >= $4 AND (compared_at > $4 OR id > $5)
+              AND compared_at < $6
+            ORDER BY compared_at, id LIMIT $7
+            """
+        )
+    }
+
+    static let notifications = LedgerStatements(table: "compare_ledger")
+    static let receipts = LedgerStatements(table: "receipt_ledger")
+
+    static func of(_ ledger: ComparisonLedger) -> LedgerStatements {
+        switch ledger {
+        case .notifications: notifications
+        case .receipts: receipts
+        }
+    }
+}
+
+extension SQL {
     fileprivate static let ledger = SQL(
         """
         SELECT bundle_id, environment, original_transaction_id, compared_at, outcome, fields, v1_json, v2_json FROM compare_ledger

@@ -1,0 +1,272 @@
+internal import Canonical
+internal import HTTPClient
+internal import Store
+import Synchronization
+internal import V1Adapter
+
+/// `POST /verifyReceipt` and `POST /sandbox/verifyReceipt` (docs/operations.md, "Moving the receipt path"): the old
+/// backend's verifyReceipt, answered per bundle and environment by Apple (`apple`: a transparent proxy), by Apple with
+/// the gateway's own answer compared beside it (`shadow`), or by the gateway from the App Store Server API (`api`).
+/// Every answer is Apple's shape with Apple's status codes, HTTP 200. The `password` is compared and forwarded, never
+/// logged, stored or put in an error.
+public final class ReceiptEndpoint: Sendable {
+    let config: GatewayConfig
+    let store: any GatewayStore
+    let read: @Sendable ([UInt8]) -> ReceiptReading
+    /// Customers' histories; nil without the App Store Server API (then `shadow` and `api` cannot answer).
+    let histories: ReceiptHistories?
+    /// Apple's verifyReceipt, for `apple` and `shadow`.
+    let apple: any HTTPTransport
+    /// Each bundle's shared secrets.
+    let secrets: [String: [SharedSecret]]
+    let metrics: Metrics
+    let log: Log
+    let now: @Sendable () -> Int64
+    /// Shadow comparisons running now (at most ``ReceiptSettings/shadowConcurrency``).
+    private let shadows = Atomic<Int>(0)
+    private let shadowTasks = Mutex<[Int: Task<Void, Never>]>([:])
+    private let shadowIDs = Atomic<Int>(0)
+
+    init(
+        config: GatewayConfig,
+        store: any GatewayStore,
+        read: @escaping @Sendable ([UInt8]) -> ReceiptReading,
+        histories: ReceiptHistories?,
+        apple: any HTTPTransport,
+        secrets: [String: [SharedSecret]],
+        metrics: Metrics,
+        log: Log,
+        now: @escaping @Sendable () -> Int64
+    ) {
+        (self.config, self.store, self.read, self.histories, self.apple, self.secrets) =
+            (config, store, read, histories, apple, secrets)
+        (self.metrics, self.log, self.now) = (metrics, log, now)
+    }
+
+    /// The answer to one request; `sandboxURL`: it came to `/sandbox/verifyReceipt`.
+    public func handle(_ body: [UInt8], sandboxURL: Bool) async -> [UInt8] {
+        let started = ContinuousClock.now
+        let (mode, answer) = await answer(body, sandboxURL: sandboxURL)
+        metrics.increment(.receiptAnswersTotal, ["mode": mode, "status": String(Self.status(of: answer))])
+        let elapsed = ContinuousClock.now - started
+        metrics.observe(
+            .receiptSeconds,
+            ["mode": mode],
+            Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+        )
+        return answer
+    }
+
+    /// Shadow comparisons still running (tests and shutdown wait for them).
+    public func waitForShadows() async {
+        while true {
+            let running = shadowTasks.withLock { Array($0.values) }
+            guard !running.isEmpty else { return }
+            for task in running { await task.value }
+        }
+    }
+
+    private func answer(_ body: [UInt8], sandboxURL: Bool) async -> (mode: String, answer: [UInt8]) {
+        guard let request = VerifyReceiptRequest.parse(body) else {
+            return ("none", ReceiptAnswer.status(ReceiptAnswer.Status.unreadable))
+        }
+        guard case .receipt(let receipt) = read(request.receiptData) else {
+            return ("none", ReceiptAnswer.status(ReceiptAnswer.Status.malformed))
+        }
+        let environment = receipt.environment
+        guard let bundle = receipt.bundleID, let app = config.apps.first(where: { $0.bundleID == bundle }),
+            app.environments.contains(environment)
+        else {
+            return ("none", ReceiptAnswer.status(ReceiptAnswer.Status.notAuthorized))
+        }
+        // The mode the store holds (a cutover), else the config's; a store that cannot be read falls back to the
+        // config rather than failing the request.
+        let mode =
+            (try? await store.readStatement { tx in try tx.receiptMode(bundleID: bundle, environment: environment) })
+            ?? app.receipts(for: environment)
+        switch mode {
+        case .api:
+            return (mode.rawValue, await own(request, receipt, app: app, sandboxURL: sandboxURL))
+        case .apple, .shadow:
+            let (answer, answered) = await askApple(body, sandboxURL: sandboxURL)
+            if mode == .shadow, answered { shadow(apple: answer, request, receipt, app: app, sandboxURL: sandboxURL) }
+            return (mode.rawValue, answer)
+        }
+    }
+
+    /// Apple's answer to the same bytes, unchanged; `answered` false when Apple gave none (then a retryable 21005).
+    private func askApple(_ body: [UInt8], sandboxURL: Bool) async -> (answer: [UInt8], answered: Bool) {
+        let url = sandboxURL ? config.verifyReceiptSandboxURL : config.verifyReceiptProductionURL
+        var request = HTTPRequest(
+            method: .post,
+            url: url,
+            headers: [HTTPHeader("Content-Type", "application/json")],
+            body: body,
+            timeoutMillis: Int(config.receiptSettings.fetchTimeoutMillis)
+        )
+        request.maxResponseBytes = 16 << 20
+        do {
+            let response = try await apple.send(request)
+            guard response.status == 200 else {
+                log.warn("Apple's verifyReceipt answered HTTP \(response.status)", ["url": .string(url)])
+                return (ReceiptAnswer.status(ReceiptAnswer.Status.unavailable, retryable: true), false)
+            }
+            return (response.body, true)
+        } catch {
+            log.warn(
+                "Apple's verifyReceipt did not answer",
+                ["url": .string(url), "code": .string(error.code.rawValue)]
+            )
+            return (ReceiptAnswer.status(ReceiptAnswer.Status.unavailable, retryable: true), false)
+        }
+    }
+
+    /// The gateway's own answer (`api`, and the other side of `shadow`).
+    func own(
+        _ request: VerifyReceiptRequest,
+        _ receipt: SubmittedReceipt,
+        app: GatewayConfig.App,
+        sandboxURL: Bool
+    ) async -> [UInt8] {
+        typealias Status = ReceiptAnswer.Status
+        let environment = receipt.environment
+        switch receipt.kind {
+        case .xcode: return ReceiptAnswer.status(Status.notAuthenticated)
+        case .transaction where !app.legacyTransactionReceipts: return ReceiptAnswer.status(Status.notAuthenticated)
+        case .transaction: break
+        case .app: guard receipt.authenticated else { return ReceiptAnswer.status(Status.notAuthenticated) }
+        }
+        // Apple's own routing: the old backend asks production first and sandbox on 21007.
+        if receipt.isSandbox && !sandboxURL { return ReceiptAnswer.status(Status.sandboxReceipt) }
+        if !receipt.isSandbox && sandboxURL { return ReceiptAnswer.status(Status.productionReceipt) }
+        let withHistory: Bool
+        if let password = request.password {
+            guard (secrets[app.bundleID] ?? []).contains(where: { $0.matches(password) }) else {
+                return ReceiptAnswer.status(Status.wrongSecret)
+            }
+            withHistory = true
+        } else {
+            // Without the shared secret Apple answered the receipt alone.
+            withHistory = false
+        }
+        let time = now()
+        let object = receipt.receiptObject(time)
+        guard withHistory, let customer = receipt.lookupTransactionID else {
+            return ReceiptAnswer.answer(
+                environment: environment,
+                receipt: object,
+                latestReceipt: withHistory ? request.receiptData : nil,
+                transactions: withHistory ? [] : nil,
+                excludeOld: request.excludeOldTransactions
+            )
+        }
+        guard let histories else {
+            return ReceiptAnswer.status(Status.unavailable, environment: environment, retryable: true)
+        }
+        let key = ReceiptHistoryKey(bundleID: app.bundleID, environment: environment, customer: customer)
+        let (result, outcome) = await histories.history(key)
+        let history: CustomerHistory
+        switch result {
+        case .success(let h):
+            history = h
+            metrics.increment(.receiptHistoryTotal, ["result": outcome.rawValue])
+        case .failure(let failure):
+            metrics.increment(
+                .receiptHistoryTotal,
+                ["result": failure.code == "rate_limited" ? "rate_limited" : "failed"]
+            )
+            log.warn(
+                "a customer's history could not be had from the App Store Server API",
+                ["bundle": .string(app.bundleID), "code": .string(failure.code)]
+            )
+            return ReceiptAnswer.status(Status.unavailable, environment: environment, retryable: true)
+        }
+        var transactions = history.events(bundleID: app.bundleID, environment: environment)
+        transactions += await journaledSince(history, bundleID: app.bundleID, environment: environment)
+        return ReceiptAnswer.answer(
+            environment: environment,
+            receipt: object,
+            latestReceipt: request.receiptData,
+            transactions: transactions,
+            excludeOld: request.excludeOldTransactions
+        )
+    }
+
+    /// The events the gateway journaled for the history's subscriptions since it was fetched (notifications,
+    /// reconciliation), laid over it: each subscription's newest 200, read newest first on its index.
+    private func journaledSince(
+        _ history: CustomerHistory,
+        bundleID: String,
+        environment: AppStoreEnvironment
+    ) async -> [CanonicalEvent] {
+        let otids = history.originalTransactionIDs
+        guard !otids.isEmpty else { return [] }
+        let events = try? await store.read { tx in
+            try otids.flatMap { otid in
+                try tx.subscriptionEvents(originalTransactionID: otid, through: .max, limit: 200)
+                    .filter { $0.createdAt > history.fetchedAt }
+                    .map(\.event)
+            }
+        }
+        return (events ?? []).filter { $0.verified && $0.bundleID == bundleID && $0.environment == environment }
+    }
+
+    /// Starts the shadow comparison of one request, unless as many run already (then counted as skipped).
+    private func shadow(
+        apple: [UInt8],
+        _ request: VerifyReceiptRequest,
+        _ receipt: SubmittedReceipt,
+        app: GatewayConfig.App,
+        sandboxURL: Bool
+    ) {
+        let limit = config.receiptSettings.shadowConcurrency
+        guard shadows.add(1, ordering: .relaxed).newValue <= limit else {
+            shadows.subtract(1, ordering: .relaxed)
+            metrics.increment(.receiptComparisonsTotal, ["outcome": "skipped"])
+            return
+        }
+        let id = shadowIDs.add(1, ordering: .relaxed).newValue
+        // Registered under the lock its own end takes to unregister it: never left behind.
+        shadowTasks.withLock { tasks in
+            tasks[id] = Task {
+                await compare(apple: apple, request, receipt, app: app, sandboxURL: sandboxURL)
+                shadows.subtract(1, ordering: .relaxed)
+                _ = shadowTasks.withLock { $0.removeValue(forKey: id) }
+            }
+        }
+    }
+
+    private func compare(
+        apple: [UInt8],
+        _ request: VerifyReceiptRequest,
+        _ receipt: SubmittedReceipt,
+        app: GatewayConfig.App,
+        sandboxURL: Bool
+    ) async {
+        let ours = await own(request, receipt, app: app, sandboxURL: sandboxURL)
+        // The gateway could not answer now (Apple's API down or rate limiting): no comparison, not a disagreement.
+        guard Self.status(of: ours) != ReceiptAnswer.Status.unavailable else {
+            metrics.increment(.receiptComparisonsTotal, ["outcome": "unavailable"])
+            return
+        }
+        let entries = ReceiptComparison.entries(
+            apple: apple,
+            api: ours,
+            bundleID: app.bundleID,
+            environment: receipt.environment,
+            at: now()
+        )
+        guard !entries.isEmpty else { return }
+        do {
+            try await store.write { tx in for e in entries { try tx.recordReceiptComparison(e) } }
+            for e in entries { metrics.increment(.receiptComparisonsTotal, ["outcome": e.outcome.rawValue]) }
+        } catch {
+            metrics.increment(.receiptComparisonsTotal, ["outcome": "store_unavailable"])
+        }
+    }
+
+    /// An answer's `status` (-1 when it has none).
+    static func status(of answer: [UInt8]) -> Int {
+        ReceiptComparison.status(answer) ?? -1
+    }
+}

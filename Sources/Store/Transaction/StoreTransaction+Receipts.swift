@@ -1,0 +1,188 @@
+internal import Canonical
+
+extension SQLTransaction {
+    func receiptMode(bundleID: String, environment: AppStoreEnvironment) throws -> ReceiptMode {
+        try c.queryOne(.receiptMode, [.text(bundleID), .text(environment.rawValue)])?.string("mode")
+            .flatMap(ReceiptMode.init(rawValue:)) ?? .apple
+    }
+
+    func seedReceiptModes(_ wanted: [ReceiptModeEntry], now: Int64) throws -> [ReceiptModeEntry] {
+        for entry in wanted {
+            try c.run(
+                .seedReceiptMode,
+                [.text(entry.bundleID), .text(entry.environment.rawValue), .text(entry.mode.rawValue), .int64(now)]
+            )
+        }
+        return try receiptModes()
+    }
+
+    func receiptModes() throws -> [ReceiptModeEntry] {
+        try c.query(.receiptModes, []).compactMap { row in
+            guard let bundle = row.string("bundle_id"), let environment = row.string("environment"),
+                let mode = row.string("mode").flatMap(ReceiptMode.init(rawValue:)),
+                let origin = row.string("origin").flatMap(AuthorityOrigin.init(rawValue:))
+            else { return nil }
+            return ReceiptModeEntry(
+                bundleID: bundle,
+                environment: AppStoreEnvironment(rawValue: environment),
+                mode: mode,
+                origin: origin
+            )
+        }
+    }
+
+    func recordReceiptCutover(_ record: CutoverRecord, to mode: ReceiptMode) throws {
+        try c.run(
+            .setReceiptMode,
+            [.text(record.bundleID), .text(record.environment), .text(mode.rawValue), .int64(record.at)]
+        )
+        var logged = record
+        logged.origin = "receipts"
+        try logCutover(logged)
+    }
+
+    func receiptHistory(_ key: ReceiptHistoryKey) throws -> StoredReceiptHistory? {
+        try c.queryOne(.receiptHistory, historyKey(key)).map { row in
+            StoredReceiptHistory(
+                json: row.compressible("json"),
+                fetchedAt: row.int64("fetched_at"),
+                claimedBy: row.string("claimed_by"),
+                claimedUntil: row.int64("claimed_until")
+            )
+        }
+    }
+
+    func claimReceiptHistory(_ key: ReceiptHistoryKey, owner: String, until: Int64, now: Int64) throws -> Bool {
+        try c.run(.claimReceiptHistory, historyKey(key) + [.text(owner), .int64(until), .int64(now)]) > 0
+    }
+
+    func settleReceiptHistory(_ key: ReceiptHistoryKey, json: [UInt8]?, fetchedAt: Int64, owner: String) throws {
+        if let json {
+            try c.run(.putReceiptHistory, historyKey(key) + [.compressible(json), .int64(fetchedAt)])
+        } else {
+            try c.run(.releaseReceiptHistory, historyKey(key) + [.text(owner)])
+        }
+    }
+
+    func purgeReceiptHistories(fetchedBefore before: Int64, limit: Int) throws -> Int {
+        try c.run(.purgeReceiptHistories, [.int64(before), .limit(limit)])
+    }
+
+    func recordReceiptComparison(_ e: ReceiptLedgerEntry) throws {
+        try c.run(
+            .recordReceiptComparison,
+            keyValues(e.subscription) + [
+                .int64(e.comparedAt), .text(e.outcome.rawValue),
+                e.fields.isEmpty ? .null : .text(e.fields.joined(separator: ",")),
+                e.apple.map { .compressible(ReceiptOutcomeJSON.encode($0)) } ?? .null,
+                e.api.map { .compressible(ReceiptOutcomeJSON.encode($0)) } ?? .null,
+            ]
+        )
+    }
+
+    func receiptLedger(
+        bundleID: String?,
+        environment: AppStoreEnvironment?,
+        from: Int64,
+        to: Int64
+    ) throws -> [ReceiptLedgerEntry] {
+        try c.query(.receiptLedger, [StoreValue(bundleID), StoreValue(environment), .int64(from), .int64(to)])
+            .compactMap { row in
+                guard let outcome = row.string("outcome").flatMap(CompareOutcome.init(rawValue:)) else { return nil }
+                return ReceiptLedgerEntry(
+                    subscription: row.subscriptionKey,
+                    comparedAt: row.int64("compared_at") ?? 0,
+                    outcome: outcome,
+                    fields: (row.string("fields") ?? "").split(separator: ",").map(String.init),
+                    apple: ReceiptOutcomeJSON.decode(row.compressible("v1_json")),
+                    api: ReceiptOutcomeJSON.decode(row.compressible("v2_json"))
+                )
+            }
+    }
+
+    private func historyKey(_ key: ReceiptHistoryKey) -> [StoreValue] {
+        [.text(key.bundleID), .text(key.environment.rawValue), .text(key.customer)]
+    }
+}
+
+extension SQL {
+    fileprivate static let receiptMode = SQL(
+        "SELECT mode FROM receipt_modes WHERE bundle_id = $1 AND environment = $2"
+    )
+
+    /// Rows set by a cutover are kept.
+    fileprivate static let seedReceiptMode = SQL(
+        """
+        INSERT INTO receipt_modes AS m (bundle_id, environment, mode, origin, updated_at) VALUES ($1, $2, $3, 'config', $4)
+        ON CONFLICT (bundle_id, environment) DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at
+        WHERE m.origin = 'config'
+        """
+    )
+
+    fileprivate static let receiptModes = SQL(
+        "SELECT bundle_id, environment, mode, origin FROM receipt_modes ORDER BY bundle_id, environment"
+    )
+
+    fileprivate static let setReceiptMode = SQL(
+        """
+        INSERT INTO receipt_modes (bundle_id, environment, mode, origin, updated_at) VALUES ($1, $2, $3, 'cutover', $4)
+        ON CONFLICT (bundle_id, environment) DO UPDATE SET mode = excluded.mode, origin = 'cutover', updated_at = excluded.updated_at
+        """
+    )
+
+    fileprivate static let receiptHistory = SQL(
+        """
+        SELECT json, fetched_at, claimed_by, claimed_until FROM receipt_histories
+        WHERE bundle_id = $1 AND environment = $2 AND customer = $3
+        """
+    )
+
+    /// The row is made when missing; the claim is taken when nobody holds it now.
+    fileprivate static let claimReceiptHistory = SQL(
+        """
+        INSERT INTO receipt_histories AS h (bundle_id, environment, customer, claimed_by, claimed_until) VALUES ($1, $2, $3, $4, $5)
+        ON CONFLICT (bundle_id, environment, customer) DO UPDATE SET claimed_by = excluded.claimed_by,
+            claimed_until = excluded.claimed_until
+        WHERE h.claimed_until IS NULL OR h.claimed_until <= $6 OR h.claimed_by = $4
+        """
+    )
+
+    fileprivate static let putReceiptHistory = SQL(
+        """
+        UPDATE receipt_histories SET json = $4, fetched_at = $5, claimed_by = NULL, claimed_until = NULL
+        WHERE bundle_id = $1 AND environment = $2 AND customer = $3
+        """
+    )
+
+    fileprivate static let releaseReceiptHistory = SQL(
+        """
+        UPDATE receipt_histories SET claimed_by = NULL, claimed_until = NULL
+        WHERE bundle_id = $1 AND environment = $2 AND customer = $3 AND claimed_by = $4
+        """
+    )
+
+    /// Oldest first, on `receipt_histories_fetched`; rows never fetched (a claim that failed) go too once old.
+    fileprivate static let purgeReceiptHistories = SQL(
+        """
+        DELETE FROM receipt_histories WHERE (bundle_id, environment, customer) IN (
+            SELECT bundle_id, environment, customer FROM receipt_histories
+            WHERE fetched_at < $1 OR (fetched_at IS NULL AND (claimed_until IS NULL OR claimed_until < $1))
+            ORDER BY fetched_at LIMIT $2)
+        """
+    )
+
+    fileprivate static let recordReceiptComparison = SQL(
+        """
+        INSERT INTO receipt_ledger (bundle_id, environment, original_transaction_id, compared_at, outcome, fields, v1_json, v2_json)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+        """
+    )
+
+    fileprivate static let receiptLedger = SQL(
+        """
+        SELECT bundle_id, environment, original_transaction_id, compared_at, outcome, fields, v1_json, v2_json FROM receipt_ledger
+        WHERE ($1::text IS NULL OR bundle_id = $1) AND ($2::text IS NULL OR environment = $2) AND compared_at >= $3 AND compared_at < $4
+        ORDER BY compared_at, id
+        """
+    )
+}

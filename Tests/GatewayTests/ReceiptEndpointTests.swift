@@ -1,0 +1,414 @@
+import Canonical
+import Foundation
+import HTTPClient
+import Store
+import Synchronization
+import TestSupport
+import Testing
+import V2Adapter
+import WireJSON
+
+@testable import Gateway
+
+/// The verifyReceipt endpoint's rules with stand-ins for the receipt reader and the App Store Server API: statuses,
+/// the password, the answer's shape, one fetch per customer at a time, freshness, notifications laid over a fetched
+/// history, Apple's 429, and the `apple` and `shadow` modes against a local Apple. The reader itself is tested in
+/// ReceiptsTests; the whole path with real receipts and real processes in ReceiptPathEndToEndTests.
+@Suite struct ReceiptEndpointTests {
+    static let bundle = "com.example.gateway"
+    static let secret = GatewayHarness.v1Secret
+    static let t = GatewayHarness.t
+    static let customer = "2000000900001000"
+
+    /// `receipt-data` for the stand-in reader: `kind|sandbox|authenticated|bundle|lookup id`.
+    static func receiptData(
+        kind: SubmittedReceipt.Kind = .app,
+        sandbox: Bool = true,
+        authenticated: Bool = true,
+        bundle: String = bundle,
+        id: String? = customer
+    ) -> String {
+        "\(kind.rawValue)|\(sandbox)|\(authenticated)|\(bundle)|\(id ?? "")"
+    }
+
+    /// Reads the stand-in `receipt-data`; anything else is not a receipt.
+    static let reader: @Sendable ([UInt8]) -> ReceiptReading = { bytes in
+        let parts = String(decoding: bytes, as: UTF8.self).split(separator: "|", omittingEmptySubsequences: false)
+            .map(String.init)
+        guard parts.count == 5, let kind = SubmittedReceipt.Kind(rawValue: parts[0]) else {
+            return .notAReceipt(code: "malformed")
+        }
+        let bundle = parts[3]
+        return .receipt(
+            SubmittedReceipt(
+                kind: kind,
+                bundleID: bundle,
+                isSandbox: parts[1] == "true",
+                authenticated: parts[2] == "true",
+                lookupTransactionID: parts[4].isEmpty ? nil : parts[4],
+                receiptObject: { time in
+                    .object(
+                        JSONObject([
+                            ("receipt_type", .string(parts[1] == "true" ? "ProductionSandbox" : "Production")),
+                            ("bundle_id", .string(bundle)), ("request_date_ms", .string(String(time))),
+                        ])
+                    )
+                }
+            )
+        )
+    }
+
+    /// The App Store Server API as the receipt path asks it: one history per customer, every call counted.
+    final class FakeHistory: ReceiptHistorySource, Sendable {
+        struct State {
+            var histories: [String: CustomerHistory] = [:]
+            var calls = 0
+            var failure: PathFetchError?
+            var holds = false
+        }
+        let state = Mutex(State())
+
+        func history(
+            bundleID: String,
+            environment: AppStoreEnvironment,
+            transactionID: String,
+            now: Int64
+        ) async throws(PathFetchError) -> CustomerHistory {
+            state.withLock { $0.calls += 1 }
+            while state.withLock({ $0.holds }) { try? await Task.sleep(for: .milliseconds(1)) }
+            return try state.withLock { s throws(PathFetchError) in
+                if let failure = s.failure { throw failure }
+                var h = s.histories[transactionID] ?? CustomerHistory(fetchedAt: 0, transactions: [], renewals: [])
+                h.fetchedAt = now
+                return h
+            }
+        }
+        var calls: Int { state.withLock { $0.calls } }
+    }
+
+    static func transaction(
+        _ id: String,
+        otid: String = customer,
+        product: String = "com.example.gateway.monthly",
+        purchase: Int64,
+        expires: Int64?,
+        type: String = "Auto-Renewable Subscription",
+        signed: Int64 = t
+    ) -> TransactionPayload {
+        var tx = TransactionPayload()
+        (tx.transactionID, tx.originalTransactionID, tx.productID, tx.bundleID) = (id, otid, product, bundle)
+        (tx.purchaseDate, tx.originalPurchaseDate, tx.expiresDate, tx.type) = (
+            purchase, t - 90 * 86_400_000, expires, type
+        )
+        (tx.quantity, tx.inAppOwnershipType, tx.signedDate, tx.environment) = (1, "PURCHASED", signed, "Sandbox")
+        if expires != nil {
+            (tx.webOrderLineItemID, tx.subscriptionGroupIdentifier) = ("3" + id.dropFirst(), "21000001")
+        }
+        return tx
+    }
+
+    /// A customer with two monthly periods, a consumable and a non-consumable; auto-renew on.
+    static func history() -> CustomerHistory {
+        let day: Int64 = 86_400_000
+        var renewal = RenewalInfoPayload()
+        (renewal.originalTransactionID, renewal.productID, renewal.autoRenewProductID) = (
+            customer, "com.example.gateway.monthly", "com.example.gateway.monthly"
+        )
+        (renewal.autoRenewStatus, renewal.signedDate) = (1, t)
+        return CustomerHistory(
+            fetchedAt: t,
+            transactions: [
+                transaction(customer, purchase: t - 40 * day, expires: t - 10 * day),
+                transaction("2000000900001001", purchase: t - 10 * day, expires: t + 20 * day),
+                transaction(
+                    "2000000900002000",
+                    otid: "2000000900002000",
+                    product: "com.example.gateway.coins",
+                    purchase: t - 5 * day,
+                    expires: nil,
+                    type: "Consumable"
+                ),
+                transaction(
+                    "2000000900003000",
+                    otid: "2000000900003000",
+                    product: "com.example.gateway.lifetime",
+                    purchase: t - 60 * day,
+                    expires: nil,
+                    type: "Non-Consumable"
+                ),
+            ],
+            renewals: [renewal]
+        )
+    }
+
+    /// The service with the stand-ins, `com.example.gateway` answered in `mode`, Apple's verifyReceipt at `apple`.
+    final class Rig: Sendable {
+        let h: GatewayHarness
+        let service: GatewayService
+        let source = FakeHistory()
+        let clock = AppleSwitcherTests.TestClock(ReceiptEndpointTests.t)
+
+        init(mode: ReceiptMode, apple: String = "http://127.0.0.1:1", maxAgeMillis: Int64 = 3_600_000) throws {
+            h = try GatewayHarness()
+            source.state.withLock { $0.histories[ReceiptEndpointTests.customer] = ReceiptEndpointTests.history() }
+            var config = h.config
+            let i = try #require(config.apps.firstIndex { $0.bundleID == ReceiptEndpointTests.bundle })
+            config.apps[i].receipts = mode
+            (config.verifyReceiptProductionURL, config.verifyReceiptSandboxURL) = (
+                apple + "/verifyReceipt", apple + "/sandbox/verifyReceipt"
+            )
+            config.receiptSettings.historyMaxAgeMillis = maxAgeMillis
+            var d = GatewayService.Dependencies(
+                environment: ["APP_SECRET": GatewayHarness.v1Secret],
+                transport: CurlTransport(),
+                now: { [clock] in clock.now },
+                jitter: { 0 },
+                logSink: { _ in }
+            )
+            d.store = h.store
+            d.v2PathSource = GatewayHarness.NoV2Path()
+            d.trustAnchors = try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3, try TestPKI.der("root")])
+            d.receiptReader = ReceiptEndpointTests.reader
+            d.receiptHistorySource = source
+            service = try GatewayService(config: config, dependencies: d)
+            try service.seedAuthority()
+        }
+
+        func ask(
+            _ data: String = ReceiptEndpointTests.receiptData(),
+            password: String? = ReceiptEndpointTests.secret,
+            exclude: Bool = false,
+            sandboxURL: Bool = true
+        ) async throws -> JSONObject {
+            var w = JSONObjectWriter()
+            w.string("receipt-data", data)
+            w.string("password", password)
+            if exclude { w.bool("exclude-old-transactions", true) }
+            let answer = await service.receiptEndpoint.handle(w.finish(), sandboxURL: sandboxURL)
+            return try #require(try JSONParser.parse(answer).objectValue)
+        }
+
+        func advance(_ millis: Int64) { clock.advance(millis) }
+        func close() { h.close() }
+    }
+
+    static func ids(_ answer: JSONObject) -> [String] {
+        (answer["latest_receipt_info"]?.arrayValue ?? []).compactMap { $0.objectValue?["transaction_id"]?.stringValue }
+    }
+
+    @Test func anAPIAnswerIsApplesShapeFromTheCustomersHistory() async throws {
+        let rig = try Rig(mode: .api)
+        defer { rig.close() }
+        let answer = try await rig.ask()
+        #expect(
+            answer.keys == [
+                "status", "environment", "receipt", "latest_receipt_info", "latest_receipt", "pending_renewal_info",
+            ]
+        )
+        #expect(answer["status"] == .number("0") && answer["environment"] == .string("Sandbox"))
+        #expect(answer["receipt"]?.objectValue?["bundle_id"] == .string(Self.bundle))
+        #expect(answer["latest_receipt"] == .string(Self.receiptData()), "the receipt sent, echoed")
+        // Newest purchase first; the consumable left out, the non-consumable kept.
+        #expect(Self.ids(answer) == ["2000000900001001", Self.customer, "2000000900003000"])
+        let newest = try #require(answer["latest_receipt_info"]?.arrayValue?.first?.objectValue)
+        #expect(newest["expires_date_ms"] == .string(String(Self.t + 20 * 86_400_000)))
+        #expect(newest["is_trial_period"] == .string("false") && newest["quantity"] == .string("1"))
+        #expect(newest.keys.allSatisfy { newest[$0]?.stringValue != nil }, "every value a string, as Apple's")
+        let renewal = try #require(answer["pending_renewal_info"]?.arrayValue)
+        #expect(renewal.count == 1)
+        #expect(renewal.first?.objectValue?["auto_renew_status"] == .string("1"))
+        #expect(renewal.first?.objectValue?["original_transaction_id"] == .string(Self.customer))
+        // exclude-old-transactions: each subscription's newest alone.
+        let newestOnly = try await rig.ask(exclude: true)
+        #expect(Self.ids(newestOnly) == ["2000000900001001", "2000000900003000"])
+        #expect(rig.source.calls == 1, "the second answer came from the store")
+    }
+
+    @Test func statusesAreApples() async throws {
+        let rig = try Rig(mode: .api)
+        defer { rig.close() }
+        func status(_ answer: JSONObject) -> String? {
+            answer["status"].map { String(decoding: $0.canonicalBytes(), as: UTF8.self) }
+        }
+        #expect(status(try await rig.ask(password: "not-the-secret")) == "21004")
+        #expect(status(try await rig.ask(sandboxURL: false)) == "21007", "a sandbox receipt on the production URL")
+        #expect(status(try await rig.ask(Self.receiptData(sandbox: false))) == "21008")
+        #expect(status(try await rig.ask(Self.receiptData(authenticated: false))) == "21003")
+        #expect(status(try await rig.ask(Self.receiptData(kind: .xcode))) == "21003")
+        #expect(status(try await rig.ask(Self.receiptData(kind: .transaction))) == "21003", "not allowed for the app")
+        #expect(status(try await rig.ask(Self.receiptData(bundle: "com.example.other"))) == "21010")
+        #expect(status(try await rig.ask("garbage")) == "21002")
+        let unreadable = await rig.service.receiptEndpoint.handle(Array("{".utf8), sandboxURL: true)
+        #expect(unreadable == Array(#"{"status":21000}"#.utf8))
+        // Without the password: the receipt alone, as Apple answered.
+        let bare = try await rig.ask(password: nil)
+        #expect(bare.keys == ["status", "environment", "receipt"])
+        #expect(rig.source.calls == 0, "none of these needed a history")
+        // A receipt without purchases: no lookup, an empty list.
+        let empty = try await rig.ask(Self.receiptData(id: nil))
+        #expect(empty["latest_receipt_info"] == .array([]) && rig.source.calls == 0)
+    }
+
+    @Test func concurrentRequestsForOneCustomerMakeOneCall() async throws {
+        let rig = try Rig(mode: .api)
+        defer { rig.close() }
+        rig.source.state.withLock { $0.holds = true }
+        let answers = Task {
+            try await withThrowingTaskGroup(of: [String].self) { group in
+                for _ in 0..<20 { group.addTask { Self.ids(try await rig.ask()) } }
+                return try await group.reduce(into: [[String]]()) { $0.append($1) }
+            }
+        }
+        await eventually("the first request is asking Apple") { rig.source.calls == 1 }
+        rig.source.state.withLock { $0.holds = false }
+        let all = try await answers.value
+        #expect(all.count == 20 && Set(all).count == 1 && all.first?.count == 3)
+        #expect(rig.source.calls == 1)
+    }
+
+    @Test func aFreshHistoryIsNotAskedAgainAndAStaleOneIs() async throws {
+        let rig = try Rig(mode: .api, maxAgeMillis: 600_000)
+        defer { rig.close() }
+        _ = try await rig.ask()
+        rig.advance(9 * 60_000)
+        _ = try await rig.ask()
+        #expect(rig.source.calls == 1)
+        rig.advance(2 * 60_000)
+        _ = try await rig.ask()
+        #expect(rig.source.calls == 2)
+    }
+
+    @Test func aNotificationJournaledAfterTheFetchAnswersWithoutAskingApple() async throws {
+        let rig = try Rig(mode: .api)
+        defer { rig.close() }
+        _ = try await rig.ask()
+        // A renewal arrives as a V2 notification: its event, stored after the fetch, is laid over the history.
+        rig.advance(1_000)
+        var renewal = CanonicalEvent(
+            id: "renewal-after-fetch",
+            source: .v2,
+            kind: .renewal,
+            reason: .auto,
+            rawType: "DID_RENEW",
+            eventDate: Self.t + 1_000,
+            eventDateSource: .signedDate,
+            verified: true
+        )
+        (renewal.bundleID, renewal.environment, renewal.productType) = (Self.bundle, .sandbox, .autoRenewable)
+        renewal.apply(Self.transaction("2000000900001002", purchase: Self.t + 900, expires: Self.t + 30 * 86_400_000))
+        (renewal.autoRenew, renewal.autoRenewProductID) = (false, "com.example.gateway.monthly")
+        renewal.computeEntitlement()
+        let event = renewal
+        let router = rig.service.router
+        _ = try await rig.h.store.write { tx in
+            try tx.storeEvents([event], journalID: nil, routing: router, now: Self.t + 1_000, authority: .v2)
+        }
+        let answer = try await rig.ask()
+        #expect(Self.ids(answer).first == "2000000900001002")
+        #expect(answer["pending_renewal_info"]?.arrayValue?.first?.objectValue?["auto_renew_status"] == .string("0"))
+        #expect(rig.source.calls == 1)
+    }
+
+    @Test func applesRateLimitIsARetryableStatusAndPausesTheApp() async throws {
+        let rig = try Rig(mode: .api)
+        defer { rig.close() }
+        rig.source.state.withLock {
+            $0.failure = PathFetchError(code: "rate_limited", message: "429", retryable: true, retryAfterMillis: 60_000)
+        }
+        let answer = try await rig.ask()
+        #expect(answer["status"] == .number("21005") && answer["is-retryable"] == .bool(true))
+        // Within Apple's Retry-After nothing is asked, and nothing was stored as if it were an answer.
+        rig.advance(30_000)
+        _ = try await rig.ask()
+        #expect(rig.source.calls == 1)
+        let key = ReceiptHistoryKey(bundleID: Self.bundle, environment: .sandbox, customer: Self.customer)
+        let stored = try await rig.h.store.read { tx in try tx.receiptHistory(key) }
+        #expect(stored?.json == nil && stored?.claimedBy == nil)
+        // After it, Apple answers again.
+        rig.source.state.withLock { $0.failure = nil }
+        rig.advance(31_000)
+        #expect(try await rig.ask()["status"] == .number("0"))
+        #expect(rig.source.calls == 2)
+    }
+
+    @Test func anotherInstancesFetchIsWaitedForNotRepeated() async throws {
+        let rig = try Rig(mode: .api)
+        defer { rig.close() }
+        let key = ReceiptHistoryKey(bundleID: Self.bundle, environment: .sandbox, customer: Self.customer)
+        // Another instance claimed this customer's fetch.
+        let claimed = try await rig.h.store.write { tx in
+            try tx.claimReceiptHistory(key, owner: "other", until: .max, now: Self.t)
+        }
+        #expect(claimed)
+        let answer = Task { try await rig.ask() }
+        let json = Self.history().encoded()
+        try await Task.sleep(for: .milliseconds(50))
+        _ = try await rig.h.store.write { tx in
+            try tx.settleReceiptHistory(key, json: json, fetchedAt: Self.t, owner: "other")
+        }
+        #expect(Self.ids(try await answer.value).count == 3)
+        #expect(rig.source.calls == 0)
+    }
+
+    /// Apple's verifyReceipt answer for the stand-in customer: what the gateway's own answer says, or with `expires`
+    /// moved (a disagreement).
+    static func applesAnswer(shiftingExpiryBy shift: Int64 = 0) async throws -> [UInt8] {
+        let rig = try Rig(mode: .api)
+        defer { rig.close() }
+        let ours = try await rig.ask()
+        guard shift != 0 else { return JSONValue.object(ours).orderedBytes() }
+        var items = ours["latest_receipt_info"]?.arrayValue ?? []
+        if case .object(let first)? = items.first {
+            let moved = String((Int64(first["expires_date_ms"]?.stringValue ?? "0") ?? 0) + shift)
+            items[0] = .object(
+                JSONObject(first.members.map { $0.key == "expires_date_ms" ? ($0.key, .string(moved)) : $0 })
+            )
+        }
+        return JSONValue.object(
+            JSONObject(ours.members.map { $0.key == "latest_receipt_info" ? ($0.key, .array(items)) : $0 })
+        )
+        .orderedBytes()
+    }
+
+    @Test func appleModeIsATransparentProxy() async throws {
+        let reply = Array(#"{"status":0,"environment":"Sandbox","receipt":{"from":"apple"}}"#.utf8)
+        let apple = try LoopbackHTTPServer { _ in .respond(status: 200, body: reply) }
+        let rig = try Rig(mode: .apple, apple: String(apple.url("/").dropLast()))
+        defer { rig.close() }
+        var w = JSONObjectWriter()
+        w.string("receipt-data", Self.receiptData())
+        w.string("password", Self.secret)
+        let body = w.finish()
+        let answer = await rig.service.receiptEndpoint.handle(body, sandboxURL: true)
+        #expect(String(decoding: answer, as: UTF8.self) == String(decoding: reply, as: UTF8.self), "Apple's bytes")
+        #expect(apple.requests.map(\.path) == ["/sandbox/verifyReceipt"])
+        #expect(apple.requests.first.map { $0.body == body } == true, "the request's bytes, unchanged")
+        #expect(rig.source.calls == 0)
+        // Apple unreachable: a retryable status, never an invented answer.
+        let down = try Rig(mode: .apple, apple: "http://127.0.0.1:1")
+        defer { down.close() }
+        #expect(try await down.ask()["is-retryable"] == .bool(true))
+    }
+
+    @Test(arguments: [0, 86_400_000] as [Int64])
+    func shadowModeAnswersWithApplesAndRecordsTheComparison(_ shift: Int64) async throws {
+        let reply = try await Self.applesAnswer(shiftingExpiryBy: shift)
+        let apple = try LoopbackHTTPServer { _ in .respond(status: 200, body: reply) }
+        let rig = try Rig(mode: .shadow, apple: String(apple.url("/").dropLast()))
+        defer { rig.close() }
+        let answer = try await rig.ask()
+        #expect(JSONValue.object(answer) == (try JSONParser.parse(reply)), "Apple's answer is the one returned")
+        await rig.service.receiptEndpoint.waitForShadows()
+        let rows = try await rig.h.store.read { tx in
+            try tx.receiptLedger(bundleID: Self.bundle, environment: .sandbox, from: 0, to: .max)
+        }
+        #expect(rows.count == 2, "one row per subscription in the answers")
+        let subscription = try #require(rows.first { $0.subscription.originalTransactionID == Self.customer })
+        if shift == 0 {
+            #expect(rows.allSatisfy { $0.outcome == .agree })
+        } else {
+            #expect(subscription.outcome == .disagree && subscription.fields == ["expires_date"])
+            #expect(subscription.apple?.expiresDate == (subscription.api?.expiresDate ?? 0) + shift)
+        }
+    }
+}
