@@ -132,6 +132,10 @@ public final class HTTPServer {
         /// libmicrohttpd gives on its own before any of this code runs (400 for malformed HTTP, 431). Names and values
         /// are checked at ``HTTPServer/start()`` like a handler's.
         public var defaultHeaders: [(name: String, value: String)] = []
+        /// Per path, the answer to a body over ``maxBodyBytes`` instead of 413 `body_too_large`: for an endpoint with
+        /// a protocol of its own (verifyReceipt answers HTTP 200 with its status `21002`). Given the same way — at
+        /// once, or after the body is drained — on a connection that closes after it.
+        public var tooLargeAnswers: [String: ServerResponse] = [:]
         /// HTTPS when set.
         public var tls: TLS? = nil
         /// Per-connection memory for the request line and headers (`MHD_OPTION_CONNECTION_MEMORY_LIMIT`); a request
@@ -298,7 +302,8 @@ public final class HTTPServer {
             pool: pool,
             connections: tracker,
             defaultHeaders: c.defaultHeaders,
-            plainText: c.tls == nil
+            plainText: c.tls == nil,
+            tooLargeAnswers: c.tooLargeAnswers
         )
         let cores = max(1, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
         let ioThreads = min(c.threads, cores)

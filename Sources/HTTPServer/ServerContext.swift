@@ -16,6 +16,8 @@ final class ServerContext: Sendable {
     let defaultHeaders: [(name: String, value: String)]
     /// Plain HTTP (not TLS): the server may write an answer on a socket itself (``ChunkedBodyRefusal``).
     let plainText: Bool
+    /// Per path, the answer to a body too large (``HTTPServer/Configuration/tooLargeAnswers``).
+    let tooLargeAnswers: [String: ServerResponse]
     /// Request-body bytes held in memory now: across all requests (the sum of their ``RequestState/charged``), and by
     /// client address while there is a share per address (``BodyLimits/perAddressBytes``).
     private let held = Mutex(HeldBodies())
@@ -38,7 +40,8 @@ final class ServerContext: Sendable {
         pool: HandlerPool,
         connections: ConnectionTracker,
         defaultHeaders: [(name: String, value: String)] = [],
-        plainText: Bool = true
+        plainText: Bool = true,
+        tooLargeAnswers: [String: ServerResponse] = [:]
     ) {
         self.handler = handler
         self.bodies = bodies
@@ -47,6 +50,13 @@ final class ServerContext: Sendable {
         self.connections = connections
         self.defaultHeaders = defaultHeaders
         self.plainText = plainText
+        self.tooLargeAnswers = tooLargeAnswers
+    }
+
+    /// The answer to `refusal` of a request to `path`: a path's own answer to a body too large, else the server's.
+    func response(to refusal: Refusal, path: String) -> ServerResponse {
+        if case .tooLarge = refusal, let own = tooLargeAnswers[path] { return own }
+        return refusal.response(bodies)
     }
 
     var inFlight: Int { activeRequests.load(ordering: .acquiring) }
@@ -230,6 +240,8 @@ final class ServerLog: Sendable {
 /// connection, one call at a time.
 final class RequestState {
     var headers: [(name: String, value: String)] = []
+    /// The request's path (without its query).
+    var path = ""
     /// The client's numeric address ("" when unknown) and port: its share of the body budget is charged to it.
     var address = ""
     var port: UInt16 = 0
@@ -275,6 +287,7 @@ func gatewayAccessHandler(
         context.requestStarted()
         state.headers = fields(connection, .HEADER_KIND)
         state.address = clientAddress(connection, port: &state.port)
+        state.path = url.map { String(cString: $0) } ?? ""
         let framing = framingProblem(state.headers)
         let chunked = framing == nil && state.headers.contains { $0.name.lowercased() == "transfer-encoding" }
         context.connections.requestArriving(connection, chunkedBody: chunked)
@@ -291,7 +304,7 @@ func gatewayAccessHandler(
                 // Answered at once when the client waits for `100 Continue` (it has sent nothing to drain), or when
                 // the body is more than is worth reading; otherwise the body is drained first (see RequestState).
                 if waitsForContinue || declared > UInt64(limits.drainLimitBytes) {
-                    return answerEarly(Refusal.tooLarge.response(limits), state, connection, context)
+                    return answerEarly(context.response(to: .tooLarge, path: state.path), state, connection, context)
                 }
                 state.refusal = .tooLarge
             } else {
@@ -354,14 +367,14 @@ func gatewayAccessHandler(
         // Drained: the client has sent everything, so it reads this answer. The connection closes after it (what
         // follows on it was never parsed as requests).
         state.answered = true
-        return queue(refusal.response(context.bodies), on: connection, context, close: true)
+        return queue(context.response(to: refusal, path: state.path), on: connection, context, close: true)
     }
     let body = state.body
     state.body = []
     let arguments = fields(connection, .GET_ARGUMENT_KIND)
     let request = ServerRequest(
         method: method.map { String(cString: $0) } ?? "",
-        path: url.map { String(cString: $0) } ?? "",
+        path: state.path,
         query: firstValues(arguments),
         headers: state.headers,
         body: body,

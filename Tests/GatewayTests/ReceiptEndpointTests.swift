@@ -411,4 +411,26 @@ import WireJSON
             #expect(subscription.apple?.expiresDate == (subscription.api?.expiresDate ?? 0) + shift)
         }
     }
+
+    @Test func overTheListenersBodyLimitAReceiptIsAnsweredLikeApple() async throws {
+        // On the real listener: a 2 MiB body to verifyReceipt gets verifyReceipt's own answer, HTTP 200 and 21002,
+        // where every other path gets 413.
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let g = try GatewayServiceTests.start(receiver: receiver) { _, d in d.receiptReader = Self.reader }
+        let big =
+            Array(#"{"receipt-data":""#.utf8) + [UInt8](repeating: UInt8(ascii: "M"), count: 2 << 20)
+            + Array(#""}"#.utf8)
+        for path in ["/verifyReceipt", "/sandbox/verifyReceipt"] {
+            let answer = try await GatewayServiceTests.post(g.url(path), big)
+            #expect(answer.status == 200, "\(path)")
+            #expect(String(decoding: answer.body, as: UTF8.self) == #"{"status":21002}"#, "\(path)")
+        }
+        #expect(try await GatewayServiceTests.post(g.url("/notifications"), big).status == 413)
+        // Under the limit, the endpoint itself answers.
+        var w = JSONObjectWriter()
+        w.string("receipt-data", Self.receiptData(bundle: "com.example.unknown"))
+        let small = try await GatewayServiceTests.post(g.url("/verifyReceipt"), w.finish())
+        #expect(small.status == 200 && String(decoding: small.body, as: UTF8.self) == #"{"status":21010}"#)
+        await g.service.shutdown()
+    }
 }

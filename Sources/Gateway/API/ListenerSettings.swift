@@ -21,6 +21,10 @@ public struct ListenerSettings: Sendable {
             UInt32(config.limits.requestDeadlineSeconds), config.limits.bodyBufferBytes
         )
         main.bodyBufferPerAddressBytes = config.limits.effectiveBodyBufferPerAddressBytes
+        // verifyReceipt's own answer to a receipt past the body limit: its status 21002, HTTP 200 (docs/operations.md,
+        // "Moving the receipt path").
+        let notAReceipt = ServerResponse.json(200, ReceiptAnswer.status(ReceiptAnswer.Status.malformed))
+        main.tooLargeAnswers = ["/verifyReceipt": notAReceipt, "/sandbox/verifyReceipt": notAReceipt]
         main.tls = try TLSFiles(config)?.load()
         return ListenerSettings(field: "listen", address: config.listen, configuration: main)
     }
