@@ -127,7 +127,7 @@ let package = Package(
             dependencies: [
                 "Gateway", "Reports", "Simulator", "SimulatorServer", "Benchmarks", "Store", "Canonical", "Crypto",
                 "WireJSON", "HTTPClient", "HTTPServer",
-                "V1Adapter", "V2Adapter", "AppStoreConnect",
+                "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts",
             ],
             swiftSettings: strict
         ),
@@ -228,7 +228,7 @@ let package = Package(
             dependencies: [
                 "GatewayCLI", "Benchmarks", "SimulatorServer", "Gateway", "Reports", "Store", "StoreTestSupport",
                 "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
-                "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport",
+                "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport", "Receipts",
             ],
             swiftSettings: strict
         ),
