@@ -25,6 +25,7 @@ let package = Package(
         .library(name: "TeamDatabase", targets: ["TeamDatabase"]),
         .library(name: "V1Adapter", targets: ["V1Adapter"]),
         .library(name: "V2Adapter", targets: ["V2Adapter"]),
+        .library(name: "Receipts", targets: ["Receipts"]),
         .library(name: "AppStoreConnect", targets: ["AppStoreConnect"]),
         .library(name: "Gateway", targets: ["Gateway"]),
         .library(name: "Reports", targets: ["Reports"]),
@@ -77,6 +78,8 @@ let package = Package(
             dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "Threads"],
             swiftSettings: strict
         ),
+        // App receipts (PKCS#7) and iOS 6 transaction receipts read, their signature judged, verifyReceipt's `receipt`.
+        .target(name: "Receipts", dependencies: ["Canonical", "Crypto", "WireJSON"], swiftSettings: strict),
         // The App Store Connect API client (the switch between V1 and V2: the app's notification version).
         .target(
             name: "AppStoreConnect",
@@ -124,7 +127,7 @@ let package = Package(
             dependencies: [
                 "Gateway", "Reports", "Simulator", "SimulatorServer", "Benchmarks", "Store", "Canonical", "Crypto",
                 "WireJSON", "HTTPClient", "HTTPServer",
-                "V1Adapter", "V2Adapter", "AppStoreConnect",
+                "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts",
             ],
             swiftSettings: strict
         ),
@@ -149,6 +152,11 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
+        .testTarget(
+            name: "ReceiptsTests",
+            dependencies: ["Receipts", "Canonical", "Crypto", "WireJSON", "TestSupport"],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "V2AdapterTests",
             dependencies: [
@@ -220,7 +228,7 @@ let package = Package(
             dependencies: [
                 "GatewayCLI", "Benchmarks", "SimulatorServer", "Gateway", "Reports", "Store", "StoreTestSupport",
                 "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
-                "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport",
+                "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport", "Receipts",
             ],
             swiftSettings: strict
         ),

@@ -52,13 +52,7 @@ let package = Package(
         fuzzTarget("deflate", [.product(name: "Zlib", package: "iap-gateway")]),
         fuzzTarget("zstd", [.product(name: "Zstd", package: "iap-gateway")]),
         fuzzTarget("config", [.product(name: "Gateway", package: "iap-gateway")]),
-        fuzzTarget(
-            "time",
-            [
-                .product(name: "V1Adapter", package: "iap-gateway"),
-                .product(name: "Canonical", package: "iap-gateway"),
-            ]
-        ),
+        fuzzTarget("time", [.product(name: "Canonical", package: "iap-gateway")]),
         fuzzTarget(
             "http",
             [

@@ -4,23 +4,36 @@ internal import COpenSSL
 import Glibc
 #endif
 
-/// The distinguished name of a built certificate, written in the order Apple's certificates use:
-/// `CN, OU, O, C` (CN as UTF8String, C as a two-letter PrintableString).
+/// The distinguished name of a built certificate, written in one of the two orders Apple's certificates use:
+/// `CN, OU, O, C` (its leaves and newer intermediates) or `C, O, OU, CN` (Apple Root CA, the first WWDR
+/// intermediate). CN as UTF8String, C as a two-letter PrintableString.
 public struct CertificateSubject: Sendable, Hashable {
+    /// The order of the name's attributes in the encoding (names compare by encoding, so a look-alike of an Apple
+    /// name needs Apple's order).
+    public enum Order: Sendable, Hashable {
+        /// `CN, OU, O, C`.
+        case commonNameFirst
+        /// `C, O, OU, CN`.
+        case countryFirst
+    }
+
     public var commonName: String
     public var organizationalUnit: String?
     public var organization: String?
     /// ISO 3166 two-letter code.
     public var country: String?
+    public var order: Order
 
     public init(
         commonName: String,
         organizationalUnit: String? = nil,
         organization: String? = nil,
-        country: String? = nil
+        country: String? = nil,
+        order: Order = .commonNameFirst
     ) {
         (self.commonName, self.organizationalUnit, self.organization, self.country) =
             (commonName, organizationalUnit, organization, country)
+        self.order = order
     }
 }
 
@@ -35,9 +48,17 @@ public struct CertificateExtension: Sendable, Hashable {
     }
 }
 
-/// Builds and signs X.509 v3 certificates (ECDSA with SHA-384, as Apple's App Store chain is signed): the test and
-/// simulator PKI. Never used to verify anything; the product's trust decisions stay in ``X509TrustStore``.
+/// Builds and signs X.509 v3 certificates (ECDSA with SHA-384, as Apple's App Store chain is signed; or with an RSA
+/// issuer key, RSA PKCS#1 v1.5 as Apple's receipt chain is): the test and simulator PKI. Never used to verify
+/// anything; the product's trust decisions stay in ``X509TrustStore``.
 public enum CertificateBuilder {
+    /// The digest of the issuer's signature: SHA-384 (`ecdsa-with-SHA384` / `sha384WithRSAEncryption`), or SHA-256
+    /// (`sha256WithRSAEncryption`, as Apple signs its receipt certificates today).
+    public enum SignatureDigest: Sendable, Hashable {
+        case sha256
+        case sha384
+    }
+
     /// Builds one certificate for `subject` and the public half of `key`.
     ///
     /// - `issuer`: the signing CA's certificate and key; `nil` makes a self-signed certificate signed with `key`.
@@ -50,6 +71,7 @@ public enum CertificateBuilder {
     /// - The serial number is 16 random bytes with the top bit cleared (positive, at most 128 bits).
     /// - The issuer is not judged (a non-CA issuer is allowed: negative tests need such chains); only its key must
     ///   match its certificate.
+    /// - `signatureDigest`: SHA-384 unless asked otherwise; any key kind (EC or RSA) signs with it.
     public static func make(
         subject: CertificateSubject,
         issuer: (certificate: X509Certificate, key: PrivateKey)?,
@@ -58,7 +80,8 @@ public enum CertificateBuilder {
         notAfter: Int64,
         isCA: Bool,
         pathLength: Int? = nil,
-        extensions: [CertificateExtension] = []
+        extensions: [CertificateExtension] = [],
+        signatureDigest: SignatureDigest = .sha384
     ) throws(CryptoError) -> X509Certificate {
         guard notAfter > notBefore else { throw CryptoError(.invalidArgument, "notAfter is not after notBefore") }
         guard notBefore >= earliestTime, notAfter <= latestTime else {
@@ -123,7 +146,8 @@ public enum CertificateBuilder {
         }
         for e in extensions { try addCustomExtension(x, e) }
 
-        let signed = withExtendedLifetime(signingKey) { X509_sign(x, signingKey.pkey, EVP_sha384()) }
+        let md = signatureDigest == .sha256 ? EVP_sha256() : EVP_sha384()
+        let signed = withExtendedLifetime(signingKey) { X509_sign(x, signingKey.pkey, md) }
         guard signed > 0 else { throw CryptoError(.invalidKey, "X509_sign: \(CryptoError.drainOpenSSLErrors())") }
 
         let n = i2d_X509(x, nil)
@@ -158,12 +182,13 @@ public enum CertificateBuilder {
 
     private static func makeName(_ subject: CertificateSubject) throws(CryptoError) -> OpaquePointer {
         guard let name = X509_NAME_new() else { throw CryptoError(.internalFailure, "X509_NAME_new") }
-        let entries: [(Int32, String, String?)] = [
+        var entries: [(Int32, String, String?)] = [
             (NID_commonName, "commonName", subject.commonName),
             (NID_organizationalUnitName, "organizationalUnit", subject.organizationalUnit),
             (NID_organizationName, "organization", subject.organization),
             (NID_countryName, "country", subject.country),
         ]
+        if subject.order == .countryFirst { entries.reverse() }
         for (nid, field, value) in entries {
             guard let value else { continue }
             let bytes = Array(value.utf8)

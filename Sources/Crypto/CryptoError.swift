@@ -19,6 +19,13 @@ public struct CryptoError: Error, Hashable, CustomStringConvertible {
         /// extension, an empty name field, a country that is not two letters, a path length without CA, an empty
         /// validity window.
         public static let invalidArgument = Self(rawValue: "invalid_argument")
+        /// Bytes that are not a CMS (PKCS#7) SignedData with its content embedded, in DER or BER.
+        public static let invalidCMS = Self(rawValue: "invalid_cms")
+        /// A signature made with an algorithm outside what the operation accepts (a CMS signer digest other than
+        /// SHA-1 or SHA-256, a key that is not RSA of at least 2048 bits, more than one signer).
+        public static let unsupportedAlgorithm = Self(rawValue: "unsupported_algorithm")
+        /// A well-formed signature that does not verify with its signer's key (or whose signer is not embedded).
+        public static let badSignature = Self(rawValue: "bad_signature")
         /// OpenSSL failed an operation that should not fail (allocation, encoding).
         public static let internalFailure = Self(rawValue: "internal_failure")
     }

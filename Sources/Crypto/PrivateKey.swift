@@ -1,6 +1,7 @@
 internal import COpenSSL
 
-/// A P-256 private key for ES256 signing (App Store Server API tokens, the simulator's test PKI, test vectors).
+/// A private key: P-256 for ES256 signing (App Store Server API tokens, the simulator's test PKI, test vectors), P-384
+/// for the test CAs, RSA for the receipt-signing test PKI (``CMSSignedData/sign(content:signer:key:chain:digest:)``).
 /// Signing with one `EVP_PKEY` from several threads is allowed by OpenSSL; the key is never mutated.
 public final class PrivateKey: @unchecked Sendable {
     let pkey: OpaquePointer
@@ -17,6 +18,25 @@ public final class PrivateKey: @unchecked Sendable {
     public static func generateP384() throws(CryptoError) -> PrivateKey {
         try generate(curve: "P-384")
     }
+
+    /// A fresh RSA key of `bits` bits (public exponent 65537), 2048 to 8192: the size of Apple's receipt-signing keys
+    /// and up. Generation takes tens to hundreds of milliseconds.
+    public static func generateRSA(bits: Int = 2048) throws(CryptoError) -> PrivateKey {
+        guard (2048...8192).contains(bits) else { throw CryptoError(.invalidArgument, "RSA keys of 2048 to 8192 bits") }
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil) else {
+            throw CryptoError(.internalFailure, "RSA keygen context")
+        }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        guard EVP_PKEY_keygen_init(ctx) == 1, EVP_PKEY_CTX_set_rsa_keygen_bits(ctx, Int32(bits)) == 1 else {
+            throw CryptoError(.internalFailure, "RSA keygen init")
+        }
+        var key: OpaquePointer?
+        guard EVP_PKEY_keygen(ctx, &key) == 1, let key else { throw CryptoError(.internalFailure, "RSA keygen") }
+        return PrivateKey(owning: key)
+    }
+
+    /// True for an RSA key.
+    public var isRSA: Bool { EVP_PKEY_get_base_id(pkey) == EVP_PKEY_RSA }
 
     private static func generate(curve: String) throws(CryptoError) -> PrivateKey {
         guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {

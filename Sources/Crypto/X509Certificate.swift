@@ -33,6 +33,25 @@ public final class X509Certificate: @unchecked Sendable {
         _ = X509_get_extension_flags(cert)
     }
 
+    /// Takes over one reference to `cert` (a certificate OpenSSL parsed inside another structure, such as a CMS
+    /// SignedData's certificate bag), without parsing it again; ``der`` is its encoding as OpenSSL holds it.
+    init(taking cert: OpaquePointer) throws(CryptoError) {
+        let n = i2d_X509(cert, nil)
+        guard n > 0 else {
+            ERR_clear_error()
+            X509_free(cert)
+            throw CryptoError(.invalidCertificate, "certificate does not encode")
+        }
+        var der = [UInt8](repeating: 0, count: Int(n))
+        der.withUnsafeMutableBufferPointer { buf in
+            var p = buf.baseAddress
+            _ = i2d_X509(cert, &p)
+        }
+        self.x509 = cert
+        self.der = der
+        _ = X509_get_extension_flags(cert)
+    }
+
     deinit { X509_free(x509) }
 
     /// Start of validity, seconds since the epoch.
@@ -58,6 +77,40 @@ public final class X509Certificate: @unchecked Sendable {
 
     /// The subject as a one-line RFC 2253 string.
     public var subject: String { Self.rfc2253(X509_get_subject_name(x509)) }
+
+    /// The subject's (last) common name, nil when it has none or it does not decode as UTF-8.
+    public var commonName: String? {
+        guard let name = X509_get_subject_name(x509) else { return nil }
+        let index = X509_NAME_get_index_by_NID(name, NID_commonName, -1)
+        guard index >= 0 else { return nil }
+        var last = index
+        while true {
+            let next = X509_NAME_get_index_by_NID(name, NID_commonName, last)
+            if next < 0 { break }
+            last = next
+        }
+        guard let entry = X509_NAME_get_entry(name, last), let data = X509_NAME_ENTRY_get_data(entry) else {
+            return nil
+        }
+        var utf8: UnsafeMutablePointer<UInt8>?
+        let n = ASN1_STRING_to_UTF8(&utf8, data)
+        guard n >= 0, let utf8 else {
+            ERR_clear_error()
+            return nil
+        }
+        defer { gateway_openssl_free(utf8) }
+        return String(decoding: UnsafeBufferPointer(start: utf8, count: Int(n)), as: UTF8.self)
+    }
+
+    /// True when the subject and issuer names are equal (a self-issued certificate, such as a root).
+    public var isSelfIssued: Bool { X509_NAME_cmp(X509_get_subject_name(x509), X509_get_issuer_name(x509)) == 0 }
+
+    /// True when this certificate's issuer name equals `other`'s subject name (X.509 name comparison).
+    public func isIssued(byName other: X509Certificate) -> Bool {
+        withExtendedLifetime(other) {
+            X509_NAME_cmp(X509_get_issuer_name(x509), X509_get_subject_name(other.x509)) == 0
+        }
+    }
 
     /// The issuer as a one-line RFC 2253 string (equal to the issuing certificate's ``subject``).
     public var issuer: String { Self.rfc2253(X509_get_issuer_name(x509)) }

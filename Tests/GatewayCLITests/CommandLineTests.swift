@@ -53,7 +53,8 @@ import Testing
         #expect(Set(names).count == names.count)
         #expect(
             names == [
-                "verify", "serve", "replay", "quarantine", "subscription", "report", "cutover", "migrate", "backfill",
+                "verify", "receipt", "serve", "replay", "quarantine", "subscription", "report", "cutover", "migrate",
+                "backfill",
                 "reconcile", "migrate-store",
                 "test-notification", "receive", "bench", "simulate",
             ]

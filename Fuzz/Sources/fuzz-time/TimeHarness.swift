@@ -1,6 +1,5 @@
 import Canonical
 import FuzzSupport
-import V1Adapter
 
 /// The text durations, sizes and times read from the config, the CLI and the admin API (`DurationText.milliseconds`,
 /// `SizeText.bytes`, `TimeText.milliseconds(_:now:)`), and V1's text dates (`AppleDateText.millis`), each on the input

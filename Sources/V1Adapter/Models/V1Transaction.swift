@@ -100,22 +100,3 @@ public struct V1Transaction: Sendable, Hashable, Codable {
     public var originalTransactionIDText: String? { originalTransactionID?.text }
     public var transactionIDText: String? { transactionID?.text }
 }
-
-/// Apple's V1 text dates: `2019-11-24 17:42:49 Etc/GMT` (also `… GMT`, `…Z`). Only UTC forms are read; the `_pst`
-/// renderings are never used.
-public enum AppleDateText {
-    /// Milliseconds since the epoch, or nil for text that is not such a date — including dates whose milliseconds
-    /// do not fit `Int64` (`99999999999-01-01 …`): the conversion is ``UTCTime/milliseconds(year:month:day:hour:minute:second:)``,
-    /// which refuses rather than overflows.
-    public static func millis(_ text: String) -> Int64? {
-        let parts = text.split(separator: " ")
-        guard parts.count >= 2 else { return nil }
-        if parts.count == 3 {
-            guard parts[2] == "Etc/GMT" || parts[2] == "GMT" || parts[2] == "UTC" else { return nil }
-        }
-        let d = parts[0].split(separator: "-").compactMap { Int64($0) }
-        let t = parts[1].split(separator: ":").compactMap { Int64($0) }
-        guard d.count == 3, t.count == 3 else { return nil }
-        return UTCTime.milliseconds(year: d[0], month: d[1], day: d[2], hour: t[0], minute: t[1], second: t[2])
-    }
-}

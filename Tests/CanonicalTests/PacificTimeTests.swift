@@ -1,11 +1,8 @@
 import Canonical
-import TestSupport
 import Testing
-import V1Adapter
-import WireJSON
 
 /// Apple's V1 date renderings: `Etc/GMT` and Cupertino's wall clock (`America/Los_Angeles`, daylight saving time
-/// included), checked against the tz database and against the dates of Apple's own bodies.
+/// included), checked against the tz database (against the dates of Apple's own bodies: V1AdapterTests' AppleDateFixtureTests).
 @Suite struct PacificTimeTests {
     /// America/Los_Angeles in the tz database (Python's `zoneinfo`, 2024 data): the day daylight time starts and ends,
     /// (year, start month, start day, end month, end day); every start is at 10:00 UTC, every end at 09:00 UTC.
@@ -103,36 +100,6 @@ import WireJSON
                 "the reader reads what the writer wrote"
             )
         }
-    }
-
-    /// Every date Apple wrote in the real bodies and verifyReceipt answers of `Fixtures/v1` in all three renderings
-    /// (`x`, `x_ms`, `x_pst`) comes out the same from its milliseconds.
-    @Test func rendersEveryDateOfApplesOwnBodiesAsApple() throws {
-        var checked = 0
-        func visit(_ value: JSONValue, _ file: String) {
-            switch value {
-            case .object(let o):
-                for (key, member) in o where key.hasSuffix("_ms") {
-                    let base = String(key.dropLast(3))
-                    guard case .string(let ms) = member, let millis = Int64(ms),
-                        case .string(let gmt)? = o[base], gmt.hasSuffix(" Etc/GMT"),
-                        case .string(let pst)? = o[base + "_pst"]
-                    else { continue }
-                    #expect(AppleDateText.gmt(millis) == gmt, "\(file): \(base)")
-                    #expect(AppleDateText.pst(millis) == pst, "\(file): \(base)")
-                    checked += 1
-                }
-                for (_, member) in o { visit(member, file) }
-            case .array(let items):
-                for item in items { visit(item, file) }
-            default:
-                break
-            }
-        }
-        for name in Fixtures.names(in: "v1") {
-            visit(try JSONParser.parse(try Fixtures.bytes("v1/\(name)")), name)
-        }
-        #expect(checked > 300, "the fixtures hold hundreds of dated members (\(checked))")
     }
 
     @Test func beforeNineteenSixtySevenEveryInstantIsStandardTime() {

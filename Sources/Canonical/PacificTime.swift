@@ -1,5 +1,3 @@
-internal import Canonical
-
 /// America/Los_Angeles, the zone of Apple's V1 `_pst` dates: UTC−8 (PST), UTC−7 (PDT) while daylight saving time
 /// runs. Pure arithmetic on the United States rules as the tz database records them for this zone since 1967 — no
 /// time-zone files, no Foundation:
