@@ -98,7 +98,7 @@ let package = Package(
             dependencies: [
                 "Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Store",
                 "TeamDatabase",
-                "HTTPServer",
+                "HTTPServer", "Receipts",
             ],
             swiftSettings: strict
         ),

@@ -319,9 +319,17 @@ public protocol StoreTransaction {
     func recordReceiptCutover(_ record: CutoverRecord, to mode: ReceiptMode) throws
     /// A customer's history as last fetched (nil when never asked).
     func receiptHistory(_ key: ReceiptHistoryKey) throws -> StoredReceiptHistory?
-    /// Takes the fetch of a customer's history for `owner` until `until`, unless another owner holds it now: several
-    /// instances (or requests) asking about one customer at once make one call to Apple.
-    func claimReceiptHistory(_ key: ReceiptHistoryKey, owner: String, until: Int64, now: Int64) throws -> Bool
+    /// Takes the fetch of a customer's history for `owner` until `until`, unless another owner holds it now or a
+    /// history fetched at or after `freshSince` is there (another instance just fetched it): several instances (or
+    /// requests) asking about one customer at once make one call to Apple.
+    func claimReceiptHistory(
+        _ key: ReceiptHistoryKey,
+        owner: String,
+        until: Int64,
+        now: Int64,
+        freshSince: Int64
+    )
+        throws -> Bool
     /// Stores a fetched history and ends the claim (`json` nil: the fetch failed; the history stays as it was).
     func settleReceiptHistory(_ key: ReceiptHistoryKey, json: [UInt8]?, fetchedAt: Int64, owner: String) throws
     /// Drops histories fetched before `before`, at most `limit`; how many.

@@ -9,15 +9,7 @@ extension JSONValue {
         return out
     }
 
-    /// The same compact serialization with object members in their own order (an answer whose member order is
-    /// another system's, such as Apple's verifyReceipt).
-    public func orderedBytes() -> [UInt8] {
-        var out: [UInt8] = []
-        write(into: &out, sorted: false)
-        return out
-    }
-
-    private func write(into out: inout [UInt8], sorted: Bool = true) {
+    private func write(into out: inout [UInt8]) {
         switch self {
         case .null: out.append(contentsOf: Array("null".utf8))
         case .bool(let b): out.append(contentsOf: Array((b ? "true" : "false").utf8))
@@ -27,17 +19,17 @@ extension JSONValue {
             out.append(UInt8(ascii: "["))
             for (i, item) in items.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
-                item.write(into: &out, sorted: sorted)
+                item.write(into: &out)
             }
             out.append(UInt8(ascii: "]"))
         case .object(let o):
             out.append(UInt8(ascii: "{"))
-            let members = sorted ? o.members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) } : o.members
-            for (i, m) in members.enumerated() {
+            let sorted = o.members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+            for (i, m) in sorted.enumerated() {
                 if i > 0 { out.append(UInt8(ascii: ",")) }
                 Self.writeString(m.key, into: &out)
                 out.append(UInt8(ascii: ":"))
-                m.value.write(into: &out, sorted: sorted)
+                m.value.write(into: &out)
             }
             out.append(UInt8(ascii: "}"))
         }

@@ -148,7 +148,12 @@ import WireJSON
         let source = FakeHistory()
         let clock = AppleSwitcherTests.TestClock(ReceiptEndpointTests.t)
 
-        init(mode: ReceiptMode, apple: String = "http://127.0.0.1:1", maxAgeMillis: Int64 = 3_600_000) throws {
+        init(
+            mode: ReceiptMode,
+            apple: String = "http://127.0.0.1:1",
+            maxAgeMillis: Int64 = 3_600_000,
+            realReader: Bool = false
+        ) throws {
             h = try GatewayHarness()
             source.state.withLock { $0.histories[ReceiptEndpointTests.customer] = ReceiptEndpointTests.history() }
             var config = h.config
@@ -158,6 +163,19 @@ import WireJSON
                 apple + "/verifyReceipt", apple + "/sandbox/verifyReceipt"
             )
             config.receiptSettings.historyMaxAgeMillis = maxAgeMillis
+            if realReader {
+                // RevenueCat's sample app, sandbox: the app of a real Apple-signed receipt.
+                var sample = config.apps[i]
+                (sample.bundleID, sample.environments, sample.appAppleID) = (
+                    "com.revenuecat.sampleapp", [.sandbox], nil
+                )
+                config.apps.append(sample)
+                // The app of Apple's Xcode (StoreKit testing) receipts, both environments.
+                (sample.bundleID, sample.environments, sample.appAppleID) = (
+                    "com.example.naturelab.backyardbirds.example", [.sandbox, .production], 1
+                )
+                config.apps.append(sample)
+            }
             var d = GatewayService.Dependencies(
                 environment: ["APP_SECRET": GatewayHarness.v1Secret],
                 transport: CurlTransport(),
@@ -168,7 +186,7 @@ import WireJSON
             d.store = h.store
             d.v2PathSource = GatewayHarness.NoV2Path()
             d.trustAnchors = try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3, try TestPKI.der("root")])
-            d.receiptReader = ReceiptEndpointTests.reader
+            d.receiptReader = realReader ? nil : ReceiptEndpointTests.reader
             d.receiptHistorySource = source
             service = try GatewayService(config: config, dependencies: d)
             try service.seedAuthority()
@@ -337,7 +355,7 @@ import WireJSON
         let key = ReceiptHistoryKey(bundleID: Self.bundle, environment: .sandbox, customer: Self.customer)
         // Another instance claimed this customer's fetch.
         let claimed = try await rig.h.store.write { tx in
-            try tx.claimReceiptHistory(key, owner: "other", until: .max, now: Self.t)
+            try tx.claimReceiptHistory(key, owner: "other", until: .max, now: Self.t, freshSince: 0)
         }
         #expect(claimed)
         let answer = Task { try await rig.ask() }
@@ -356,7 +374,7 @@ import WireJSON
         let rig = try Rig(mode: .api)
         defer { rig.close() }
         let ours = try await rig.ask()
-        guard shift != 0 else { return JSONValue.object(ours).orderedBytes() }
+        guard shift != 0 else { return JSONValue.object(ours).text() }
         var items = ours["latest_receipt_info"]?.arrayValue ?? []
         if case .object(let first)? = items.first {
             let moved = String((Int64(first["expires_date_ms"]?.stringValue ?? "0") ?? 0) + shift)
@@ -367,7 +385,7 @@ import WireJSON
         return JSONValue.object(
             JSONObject(ours.members.map { $0.key == "latest_receipt_info" ? ($0.key, .array(items)) : $0 })
         )
-        .orderedBytes()
+        .text()
     }
 
     @Test func appleModeIsATransparentProxy() async throws {
@@ -432,5 +450,92 @@ import WireJSON
         let small = try await GatewayServiceTests.post(g.url("/verifyReceipt"), w.finish())
         #expect(small.status == 200 && String(decoding: small.body, as: UTF8.self) == #"{"status":21010}"#)
         await g.service.shutdown()
+    }
+
+    // MARK: A real receipt, read by the real reader
+
+    /// The service answering RevenueCat's real 2020 sandbox receipt (its app configured, `api`), its history as the
+    /// App Store Server API would give it: the transactions and renewal Apple's own verifyReceipt answer lists.
+    static func realReceiptRig() throws -> (Rig, apple: JSONObject) {
+        let apple = try #require(
+            try JSONParser.parse(Fixtures.bytes("receipts/revenuecat-receiptsample1-sandbox-2020.verifyreceipt.json"))
+                .objectValue
+        )
+        let rig = try Rig(mode: .api, realReader: true)
+        let signed: Int64 = 1_595_440_486_402  // Apple's request_date
+        var history = CustomerHistory(fetchedAt: signed, transactions: [], renewals: [])
+        for case .object(let t) in apple["latest_receipt_info"]?.arrayValue ?? [] {
+            func ms(_ key: String) -> Int64? { t[key]?.stringValue.flatMap { Int64($0) } }
+            var tx = TransactionPayload()
+            (tx.transactionID, tx.originalTransactionID, tx.productID) = (
+                t["transaction_id"]?.stringValue, t["original_transaction_id"]?.stringValue,
+                t["product_id"]?.stringValue
+            )
+            (tx.purchaseDate, tx.originalPurchaseDate, tx.expiresDate) = (
+                ms("purchase_date_ms"), ms("original_purchase_date_ms"), ms("expires_date_ms")
+            )
+            (tx.webOrderLineItemID, tx.subscriptionGroupIdentifier) = (
+                t["web_order_line_item_id"]?.stringValue, t["subscription_group_identifier"]?.stringValue
+            )
+            (tx.quantity, tx.type, tx.bundleID, tx.signedDate) = (
+                1, "Auto-Renewable Subscription", "com.revenuecat.sampleapp", signed
+            )
+            if t["is_trial_period"] == .string("true") { (tx.offerType, tx.offerDiscountType) = (1, "FREE_TRIAL") }
+            history.transactions.append(tx)
+        }
+        for case .object(let r) in apple["pending_renewal_info"]?.arrayValue ?? [] {
+            var ri = RenewalInfoPayload()
+            (ri.originalTransactionID, ri.productID, ri.autoRenewProductID) = (
+                r["original_transaction_id"]?.stringValue, r["product_id"]?.stringValue,
+                r["auto_renew_product_id"]?.stringValue
+            )
+            (ri.autoRenewStatus, ri.signedDate) = (r["auto_renew_status"] == .string("1") ? 1 : 0, signed)
+            history.renewals.append(ri)
+        }
+        let customer = "1000000692878476"
+        rig.source.state.withLock { $0.histories = [customer: history] }
+        rig.clock.advance(signed - rig.clock.now)
+        return (rig, apple)
+    }
+
+    @Test func aRealReceiptIsAnsweredAsApplesOwnVerifyReceiptAnsweredIt() async throws {
+        let (rig, apple) = try Self.realReceiptRig()
+        defer { rig.close() }
+        let data = String(
+            decoding: try Fixtures.bytes("receipts/revenuecat-receiptsample1-sandbox-2020.b64"),
+            as: UTF8.self
+        )
+        let answer = try await rig.ask(data)
+        #expect(answer["status"] == .number("0") && answer["environment"] == apple["environment"])
+        #expect(answer["receipt"] == apple["receipt"], "the receipt object, request date included, key by key")
+        // latest_receipt_info: every entry Apple gave, key by key and value by value (the order is the gateway's own).
+        func entries(_ o: JSONObject, _ key: String) -> Set<JSONValue> {
+            Set(
+                (o[key]?.arrayValue ?? []).map { v in
+                    .object(JSONObject((v.objectValue?.members ?? []).sorted { $0.key < $1.key }))
+                }
+            )
+        }
+        #expect(entries(answer, "latest_receipt_info") == entries(apple, "latest_receipt_info"))
+        #expect(entries(answer, "pending_renewal_info") == entries(apple, "pending_renewal_info"))
+        #expect(
+            answer["latest_receipt"] == .string(data.trimmingCharacters(in: .whitespacesAndNewlines))
+                || answer["latest_receipt"] == .string(data)
+        )
+        // The same receipt on the production URL: 21007, as Apple answers a sandbox receipt there.
+        #expect(try await rig.ask(data, sandboxURL: false)["status"] == .number("21007"))
+    }
+
+    @Test(arguments: [
+        ("apple-xcode-app-receipt-with-transaction.b64", "21003"),
+        ("revenuecat-legacy-transaction-receipt-sandbox-2015.b64", "21010"),
+        ("tpinappreceipt-receipt-production-2024.b64", "21010"),
+    ])
+    func realReceiptsOfOtherKindsAndAppsGetApplesStatuses(_ name: String, _ status: String) async throws {
+        let (rig, _) = try Self.realReceiptRig()
+        defer { rig.close() }
+        let data = String(decoding: try Fixtures.bytes("receipts/" + name), as: UTF8.self)
+        let answer = try await rig.ask(data)
+        #expect(String(decoding: (answer["status"] ?? .null).canonicalBytes(), as: UTF8.self) == status, "\(name)")
     }
 }

@@ -112,15 +112,32 @@ extension StoreTests {
     @Test(arguments: StoreKind.available) func aCustomersFetchIsClaimedByOneOwnerAtATime(_ kind: StoreKind) throws {
         let f = try Fixture(kind)
         let key = ReceiptHistoryKey(bundleID: Self.bundle, environment: .sandbox, customer: "1000")
-        #expect(try f.store.write { tx in try tx.claimReceiptHistory(key, owner: "a", until: 100, now: 10) })
-        #expect(try !f.store.write { tx in try tx.claimReceiptHistory(key, owner: "b", until: 100, now: 50) })
+        #expect(
+            try f.store.write { tx in try tx.claimReceiptHistory(key, owner: "a", until: 100, now: 10, freshSince: 0) }
+        )
+        #expect(
+            try !f.store.write { tx in try tx.claimReceiptHistory(key, owner: "b", until: 100, now: 50, freshSince: 0) }
+        )
         // Past its claim, another owner may take it; a settle by an owner that lost it changes nothing.
-        #expect(try f.store.write { tx in try tx.claimReceiptHistory(key, owner: "b", until: 300, now: 150) })
+        #expect(
+            try f.store.write { tx in try tx.claimReceiptHistory(key, owner: "b", until: 300, now: 150, freshSince: 0) }
+        )
         try f.store.write { tx in try tx.settleReceiptHistory(key, json: nil, fetchedAt: 0, owner: "a") }
         #expect(try f.store.read { tx in try tx.receiptHistory(key) }?.claimedBy == "b")
         try f.store.write { tx in try tx.settleReceiptHistory(key, json: Array("{}".utf8), fetchedAt: 160, owner: "b") }
         let stored = try #require(try f.store.read { tx in try tx.receiptHistory(key) })
         #expect(stored.json == Array("{}".utf8) && stored.fetchedAt == 160 && stored.claimedBy == nil)
+        // A history fetched since the caller looked is not fetched again; an older one is.
+        #expect(
+            try !f.store.write { tx in
+                try tx.claimReceiptHistory(key, owner: "c", until: 400, now: 170, freshSince: 100)
+            }
+        )
+        #expect(
+            try f.store.write { tx in try tx.claimReceiptHistory(key, owner: "c", until: 400, now: 170, freshSince: 165)
+            }
+        )
+        try f.store.write { tx in try tx.settleReceiptHistory(key, json: nil, fetchedAt: 0, owner: "c") }
         #expect(try f.store.write { tx in try tx.purgeReceiptHistories(fetchedBefore: 100, limit: 10) } == 0)
         #expect(try f.store.write { tx in try tx.purgeReceiptHistories(fetchedBefore: 200, limit: 10) } == 1)
         #expect(try f.store.read { tx in try tx.receiptHistory(key) } == nil)

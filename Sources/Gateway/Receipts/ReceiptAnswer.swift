@@ -48,7 +48,7 @@ enum ReceiptAnswer {
         var w = JSONObjectWriter(keepingOrder: true)
         w.int("status", Int64(Status.ok))
         w.string("environment", name(environment))
-        w.raw("receipt", receipt.orderedBytes())
+        w.raw("receipt", receipt.text())
         if let transactions, let latestReceipt {
             let info = V1BodySynthesizer.receiptInfo(transactions: transactions, excludeOld: excludeOld)
             w.raw("latest_receipt_info", info.latestReceiptInfo)

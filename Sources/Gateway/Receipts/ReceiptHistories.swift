@@ -77,9 +77,12 @@ final class ReceiptHistories: Sendable {
         let deadline = started.clampedAdding(settings.fetchTimeoutMillis)
         // The claim outlives the fetch's own deadline a little, so a crashed instance's claim frees itself soon.
         let (owner, until) = (self.owner, deadline.clampedAdding(settings.fetchTimeoutMillis))
+        // Not claimed when a fresh history landed since the look at the store (another instance's fetch).
+        let fresh = started.clampedSubtracting(settings.historyMaxAgeMillis)
         let claimed =
-            (try? await store.write { tx in try tx.claimReceiptHistory(key, owner: owner, until: until, now: started) })
-            ?? false
+            (try? await store.write { tx in
+                try tx.claimReceiptHistory(key, owner: owner, until: until, now: started, freshSince: fresh)
+            }) ?? false
         guard claimed else { return await waitForOther(key, deadline: deadline) }
         let result = await fetchWithin(key, deadline: deadline)
         switch result {

@@ -52,8 +52,17 @@ extension SQLTransaction {
         }
     }
 
-    func claimReceiptHistory(_ key: ReceiptHistoryKey, owner: String, until: Int64, now: Int64) throws -> Bool {
-        try c.run(.claimReceiptHistory, historyKey(key) + [.text(owner), .int64(until), .int64(now)]) > 0
+    func claimReceiptHistory(
+        _ key: ReceiptHistoryKey,
+        owner: String,
+        until: Int64,
+        now: Int64,
+        freshSince: Int64
+    ) throws -> Bool {
+        try c.run(
+            .claimReceiptHistory,
+            historyKey(key) + [.text(owner), .int64(until), .int64(now), .int64(freshSince)]
+        ) > 0
     }
 
     func settleReceiptHistory(_ key: ReceiptHistoryKey, json: [UInt8]?, fetchedAt: Int64, owner: String) throws {
@@ -137,13 +146,14 @@ extension SQL {
         """
     )
 
-    /// The row is made when missing; the claim is taken when nobody holds it now.
+    /// The row is made when missing; the claim is taken when nobody holds it now and no fresh history is there.
     fileprivate static let claimReceiptHistory = SQL(
         """
         INSERT INTO receipt_histories AS h (bundle_id, environment, customer, claimed_by, claimed_until) VALUES ($1, $2, $3, $4, $5)
         ON CONFLICT (bundle_id, environment, customer) DO UPDATE SET claimed_by = excluded.claimed_by,
             claimed_until = excluded.claimed_until
-        WHERE h.claimed_until IS NULL OR h.claimed_until <= $6 OR h.claimed_by = $4
+        WHERE (h.claimed_until IS NULL OR h.claimed_until <= $6 OR h.claimed_by = $4)
+          AND (h.fetched_at IS NULL OR h.fetched_at < $7)
         """
     )
 
