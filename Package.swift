@@ -89,7 +89,7 @@ let package = Package(
         // The simulated App Store: test PKI, lifecycles, paired V1/V2 traffic, fake Apple endpoints.
         .target(
             name: "Simulator",
-            dependencies: ["Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter", "AppStoreConnect"],
+            dependencies: ["Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts"],
             swiftSettings: strict
         ),
         // The service: authenticate, normalize, journal, deliver, compare; its HTTP endpoints and admin API.

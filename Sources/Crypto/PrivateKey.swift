@@ -56,6 +56,17 @@ public final class PrivateKey: @unchecked Sendable {
     /// Reads a PEM private key (PKCS#8 `PRIVATE KEY`, as in an App Store Connect `.p8`, or SEC1 `EC PRIVATE KEY`).
     /// The error never repeats the key text.
     public convenience init(pem: String) throws(CryptoError) {
+        self.init(owning: try Self.read(pem: pem, type: EVP_PKEY_EC, what: "EC"))
+    }
+
+    /// Reads a PEM RSA private key (PKCS#8 `PRIVATE KEY`): a receipt-signing key of a test or simulator PKI
+    /// (``pemPKCS8`` of ``generateRSA(bits:)``). The error never repeats the key text.
+    public convenience init(rsaPEM pem: String) throws(CryptoError) {
+        self.init(owning: try Self.read(pem: pem, type: EVP_PKEY_RSA, what: "RSA"))
+    }
+
+    /// The key of PEM text, when it is of `type`.
+    private static func read(pem: String, type: Int32, what: String) throws(CryptoError) -> OpaquePointer {
         let bytes = Array(pem.utf8)
         let key: OpaquePointer? = bytes.withUnsafeBufferPointer { buf in
             // OpenSSL takes an `int` length: text past 2 GiB is no key, and must not trap the conversion.
@@ -66,11 +77,11 @@ public final class PrivateKey: @unchecked Sendable {
             return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
         }
         ERR_clear_error()
-        guard let key, EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else {
+        guard let key, EVP_PKEY_get_base_id(key) == type else {
             if let key { EVP_PKEY_free(key) }
-            throw CryptoError(.invalidKey, "not a PEM EC private key")
+            throw CryptoError(.invalidKey, "not a PEM \(what) private key")
         }
-        self.init(owning: key)
+        return key
     }
 
     /// PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`), the `.p8` format.

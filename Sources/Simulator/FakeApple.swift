@@ -2,6 +2,7 @@ internal import AppStoreConnect
 internal import Canonical
 internal import Crypto
 internal import FoundationEssentials
+internal import Receipts
 internal import V1Adapter
 internal import V2Adapter
 internal import WireJSON
@@ -98,6 +99,8 @@ public struct FakeApple: Sendable {
     public let appStoreConnect: FakeAppStoreConnect
     let emitter: Emitter
     let apiKey: PublicKey
+    /// Signs the receipts the fake issues and judges the ones it is sent (docs/simulator.md).
+    let pki: SimulatorPKI
     let now: @Sendable () -> Int64
     /// Sends a test notification to `url`, the app's sandbox URL (nil: none is set), for whoever serves the fake;
     /// the result is recorded with ``SimStateStore/recordTestAttempt(token:result:at:)``.
@@ -133,6 +136,7 @@ public struct FakeApple: Sendable {
         appStoreConnect = FakeAppStoreConnect(pki: pki, notifyURL: notifyURL, now: now)
         emitter = Emitter(signer: pki.signer)
         apiKey = pki.apiKey.publicKey
+        self.pki = pki
         self.now = now
         self.deliverTest = sendTest
     }
@@ -142,6 +146,7 @@ public struct FakeApple: Sendable {
             switch (r.method, r.path) {
             case ("POST", "/verifyReceipt"): return try verifyReceipt(r.body, sandbox: false)
             case ("POST", "/sandbox/verifyReceipt"): return try verifyReceipt(r.body, sandbox: true)
+            case ("GET", "/fake/receipt"): return try receiptControl(r)
             case (_, let path) where path.hasPrefix("/inApps/"): return try api(r)
             case (_, let path) where path == "/v1/apps" || path.hasPrefix("/v1/apps/") || path.hasPrefix("/fake/asc/"):
                 return appStoreConnect.handle(r)
@@ -170,7 +175,7 @@ public struct FakeApple: Sendable {
         else {
             return try Self.json(200, VerifyReceiptResponse(status: 21002))
         }
-        guard var s = world.subscription(forReceipt: token) else {
+        guard var s = try world.subscription(forReceipt: token) ?? subscription(ofAppReceipt: token, in: world) else {
             return try Self.json(200, VerifyReceiptResponse(status: 21003))
         }
         // Everything the simulator signs is Sandbox: production sends it on, as Apple does.
@@ -199,11 +204,54 @@ public struct FakeApple: Sendable {
         receipt.requestDateMs = V1Scalar(time)
         answer.receipt = receipt
         answer.latestReceipt = s.receiptToken
+        // Consumables are left out, as Apple leaves out those the app has finished (every simulated one is).
         answer.latestReceiptInfo = OneOrMany(
-            s.transactions.sorted { $0.purchaseDate > $1.purchaseDate }.map(Emitter.v1Transaction)
+            s.transactions.filter { SimSubscription.receiptProductType($0) != 1 }
+                .sorted { $0.purchaseDate > $1.purchaseDate }.map(Emitter.v1Transaction)
         )
         answer.pendingRenewalInfo = Emitter.v1Renewal(s).map { [$0] }
         return try Self.json(200, answer)
+    }
+
+    // MARK: App receipts
+
+    /// The app receipt of the subscription with `originalTransactionID` as its device holds it now, base64: signed by
+    /// the simulator's receipt chain, what an app sends its backend (docs/simulator.md).
+    public func receipt(originalTransactionID: String) throws -> String {
+        let world = try store.read()
+        guard let s = world.subscriptions[originalTransactionID] else {
+            throw SimulatorError("unknown_subscription", "no simulated subscription \(originalTransactionID)")
+        }
+        return try pki.signedReceipt(s.appReceipt(createdAt: now()))
+    }
+
+    /// `GET /fake/receipt?original_transaction_id=ID`: `{"receipt_data": BASE64}`, the subscription's receipt now.
+    func receiptControl(_ r: FakeAppleRequest) throws -> FakeAppleResponse {
+        guard let otid = r.value("original_transaction_id"), !otid.isEmpty else {
+            return FakeAppleResponse(status: 400, body: Array(#"{"error":"original_transaction_id is required"}"#.utf8))
+        }
+        do {
+            let data = try receipt(originalTransactionID: otid)
+            return FakeAppleResponse(
+                status: 200,
+                body: JSONValue.object(JSONObject([("receipt_data", .string(data))])).canonicalBytes()
+            )
+        } catch let e as SimulatorError {
+            return FakeAppleResponse(
+                status: 404,
+                body: JSONValue.object(JSONObject([("error", .string(e.reason))])).canonicalBytes()
+            )
+        }
+    }
+
+    /// The subscription an app receipt the simulator signed is about (any of its purchases' original transaction
+    /// ids); nil for a receipt that is not one, or not signed by the simulator's chain.
+    func subscription(ofAppReceipt text: String, in world: SimWorld) throws -> SimSubscription? {
+        guard let receipt = try? ReceiptReader.read(Array(text.utf8), trust: pki.receiptTrust), receipt.isAuthenticated,
+            let purchases = receipt.app?.inApp
+        else { return nil }
+        return purchases.lazy.compactMap { $0.originalTransactionID ?? $0.transactionID }
+            .compactMap { world.subscription(forTransaction: $0) }.first
     }
 
     // MARK: App Store Server API

@@ -9,7 +9,8 @@ import Glibc
 /// The simulator's keys and certificates, kept in one folder so that every `simulate` command (and the gateway's
 /// `trust.extra_roots`) uses the same ones: an Apple-shaped test PKI (`root.der` is what the gateway trusts, for
 /// sandbox only), an App Store Server API key (`api-key.p8`, PEM, with `api-key.pub.der` for the fake API) and an App
-/// Store Connect API team key (`asc-key.p8`, PEM, with `asc-key.pub.der`: what the fake App Store Connect checks).
+/// Store Connect API team key (`asc-key.p8`, PEM, with `asc-key.pub.der`: what the fake App Store Connect checks), and a
+/// receipt chain (`receipt-root.der`, for `trust.extra_receipt_roots`) that signs the app receipts it issues.
 /// Generated once; later commands load it. Nothing here is ever Apple's: the real Apple root is embedded in the
 /// gateway and never written anywhere.
 public struct SimulatorPKI: Sendable {
@@ -22,6 +23,12 @@ public struct SimulatorPKI: Sendable {
     /// The App Store Connect API team key (`asc-key.p8`): a different key from ``apiKey``, as with Apple.
     public let ascKey: PrivateKey
     public let signer: AppleJWSSigner
+    /// The receipt chain (RSA, Apple's marker OIDs): `receipt-root.der` is what the gateway trusts for sandbox
+    /// receipts (`trust.extra_receipt_roots`); the leaf signs every receipt the simulator issues.
+    public let receiptRoot: X509Certificate
+    public let receiptIntermediate: X509Certificate
+    public let receiptLeaf: X509Certificate
+    public let receiptLeafKey: PrivateKey
     /// The key id the fake App Store Server API expects in bearer tokens (`kid`).
     public static let apiKeyID = "SIMKEY0001"
     /// The issuer id the fake expects (`iss`): the team's, the same for both keys, as with Apple.
@@ -52,6 +59,18 @@ public struct SimulatorPKI: Sendable {
             try write(folder + "/leaf.der", pki.leaf.der)
             try write(folder + "/root.pem", Array(pki.root.pem.utf8))
             try write(folder + "/root.der", pki.root.der)
+        }
+        // A folder made before the receipt chain existed gets one now; the rest stays. Its root is written last.
+        if !fm.fileExists(atPath: folder + "/receipt-root.der") {
+            let seconds = now / 1000
+            let receipts = try GeneratedReceiptPKI.generate(
+                notBefore: seconds - 86_400,
+                notAfter: seconds + 10 * 365 * 86_400
+            )
+            try write(folder + "/receipt-leaf.key.pem", Array(receipts.leafKey.pemPKCS8.utf8), secret: true)
+            try write(folder + "/receipt-leaf.der", receipts.leaf.der)
+            try write(folder + "/receipt-intermediate.der", receipts.intermediate.der)
+            try write(folder + "/receipt-root.der", receipts.root.der)
         }
         // A folder made before the App Store Connect key existed gets one now; the rest stays.
         if !fm.fileExists(atPath: folder + "/asc-key.p8") {
@@ -87,7 +106,11 @@ public struct SimulatorPKI: Sendable {
             leafKey: leafKey,
             apiKey: apiKey,
             ascKey: ascKey,
-            signer: signer
+            signer: signer,
+            receiptRoot: try X509Certificate(der: try read("receipt-root.der")),
+            receiptIntermediate: try X509Certificate(der: try read("receipt-intermediate.der")),
+            receiptLeaf: try X509Certificate(der: try read("receipt-leaf.der")),
+            receiptLeafKey: try PrivateKey(rsaPEM: String(decoding: try read("receipt-leaf.key.pem"), as: UTF8.self))
         )
     }
 

@@ -15,6 +15,11 @@ public final class FakeAppleServer: Sendable {
     /// The fake App Store Connect behind it, for in-process tests (the same state the control endpoints change).
     public var appStoreConnect: FakeAppStoreConnect { fake.appStoreConnect }
 
+    /// A subscription's app receipt as its device holds it now (the same as `GET /fake/receipt`).
+    public func receipt(originalTransactionID: String) throws -> String {
+        try fake.receipt(originalTransactionID: originalTransactionID)
+    }
+
     /// `now` is the fake's clock (tests pass the story's clock so bearer tokens and answers share one time).
     public init(
         pki folder: String,

@@ -1,3 +1,5 @@
+internal import Canonical
+
 /// `receipts` in the config (docs/configuration.md): how the verifyReceipt endpoint builds its own answers
 /// (docs/operations.md, "Moving the receipt path").
 public struct ReceiptSettings: Sendable, Hashable {
@@ -14,7 +16,12 @@ public struct ReceiptSettings: Sendable, Hashable {
 
     static func parse(_ r: ConfigReader) throws(ConfigError) -> ReceiptSettings {
         var s = ReceiptSettings()
-        s.historyMaxAgeMillis = try r.duration("history_max_age", s.historyMaxAgeMillis, example: "1h")
+        // `0s` is a setting here (ask Apple for every request), where most durations must be positive.
+        if let text = try r.string("history_max_age"), DurationText.milliseconds(text) == 0 {
+            s.historyMaxAgeMillis = 0
+        } else {
+            s.historyMaxAgeMillis = try r.duration("history_max_age", s.historyMaxAgeMillis, example: "1h")
+        }
         guard (0...86_400_000).contains(s.historyMaxAgeMillis) else {
             throw ConfigError(field: r.field("history_max_age"), "must be 0s…24h")
         }
