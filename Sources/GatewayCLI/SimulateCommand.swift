@@ -16,8 +16,13 @@ public enum SimulateCommand: Command {
     static let usage = """
           iap-gateway simulate pki --out DIR
               Create the simulator's Apple-shaped test PKI (DIR/root.der: trust it with trust.extra_roots, sandbox only),
-              App Store Server API key (DIR/api-key.p8) and App Store Connect API key (DIR/asc-key.p8) once; later runs
-              keep them (a folder without asc-key.p8 gets one). Prints the files and the keys' ids.
+              App Store Server API key (DIR/api-key.p8), App Store Connect API key (DIR/asc-key.p8) and receipt chain
+              (DIR/receipt-root.der: trust it with trust.extra_receipt_roots) once; later runs keep them (a folder
+              without asc-key.p8 or receipt-root.der gets one). Prints the files and the keys' ids.
+          iap-gateway simulate receipt ORIGINAL_TRANSACTION_ID --pki DIR
+              The app receipt the simulated subscription's device holds now (base64 of a PKCS#7 receipt signed by the
+              receipt chain): what an app sends its backend, for POST /verifyReceipt. Also GET /fake/receipt on
+              serve-apple.
           iap-gateway simulate list
               The lifecycles, one per line, name first.
           iap-gateway simulate lifecycle NAME|all --pki DIR --bundle-id B --shared-secret-env VAR (--to URL | --out FOLDER)
@@ -54,12 +59,13 @@ public enum SimulateCommand: Command {
             "pki", "bundle-id", "shared-secret-env", "to", "out", "version", "apple", "speed", "drop", "seed", "outage",
         ],
         "serve-apple": ["listen", "pki", "notify", "rate-limit"],
+        "receipt": ["pki"],
     ]
 
     static func run(_ arguments: [String]) async throws -> Int32 {
         let a = try Arguments(arguments, valueFlags: flags.values.reduce(into: Set<String>()) { $0.formUnion($1) })
         guard let action = a.positionals.first, let allowed = flags[action] else {
-            throw CommandError.usage("simulate needs pki, list, lifecycle or serve-apple")
+            throw CommandError.usage("simulate needs pki, list, lifecycle, receipt or serve-apple")
         }
         try a.only(allowed, for: "simulate \(action)")
         switch action {
@@ -74,6 +80,18 @@ public enum SimulateCommand: Command {
             return 0
         case "lifecycle":
             return try await lifecycle(a)
+        case "receipt":
+            guard a.positionals.count == 2 else {
+                throw CommandError.usage("simulate receipt needs one ORIGINAL_TRANSACTION_ID")
+            }
+            guard let pki = a.value("pki") else { throw CommandError.usage("simulate receipt needs --pki DIR") }
+            let fake = try FakeAppleServer(pki: pki, notifyURL: nil, transport: CurlTransport())
+            do {
+                print(try fake.receipt(originalTransactionID: a.positionals[1]))
+            } catch let e as SimulatorError {
+                throw CommandError.failure("simulate receipt: \(e.reason)")
+            }
+            return 0
         default:
             _ = try a.positionals(atMost: 1, for: "simulate serve-apple")
             guard let pki = a.value("pki") else { throw CommandError.usage("simulate serve-apple needs --pki DIR") }
@@ -209,6 +227,7 @@ public enum SimulateCommand: Command {
             ("key_id", .string(SimulatorPKI.apiKeyID)), ("issuer_id", .string(SimulatorPKI.issuerID)),
             ("asc_key", .string(pki.folder + "/asc-key.p8")), ("asc_key_id", .string(SimulatorPKI.ascKeyID)),
             ("root_sha256", .string(Hex.encode(SHA256.hash(pki.root.der)))),
+            ("receipt_root", .string(pki.folder + "/receipt-root.der")),
         ]
         return String(decoding: JSONValue.object(JSONObject(line)).canonicalBytes(), as: UTF8.self)
     }
