@@ -56,7 +56,7 @@ public struct CustomerHistory: Codable, Sendable, Hashable {
         return events
     }
 
-    func encoded() -> [UInt8] {
+    public func encoded() -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return (try? encoder.encode(self)).map(Array.init) ?? []

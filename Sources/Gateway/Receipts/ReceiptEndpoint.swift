@@ -265,8 +265,8 @@ public final class ReceiptEndpoint: Sendable {
         }
     }
 
-    /// An answer's `status` (-1 when it has none).
-    static func status(of answer: [UInt8]) -> Int {
+    /// An answer's `status` (-1 when it has none): what the answers are counted by.
+    public static func status(of answer: [UInt8]) -> Int {
         ReceiptComparison.status(answer) ?? -1
     }
 }
