@@ -112,12 +112,13 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        // The benchmarks of `iap-gateway bench` (verify, ingest, soak, flood, fsync): each runs and returns its result.
+        // The benchmarks of `iap-gateway bench` (verify, receipts, ingest, soak, flood, fsync): each runs and returns its
+        // result.
         .target(
             name: "Benchmarks",
             dependencies: [
                 "Gateway", "Store", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
-                "V2Adapter", "Threads",
+                "V2Adapter", "Threads", "Receipts",
             ],
             swiftSettings: strict
         ),

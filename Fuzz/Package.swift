@@ -48,6 +48,13 @@ let package = Package(
                 .product(name: "Canonical", package: "iap-gateway"),
             ]
         ),
+        fuzzTarget(
+            "receipt",
+            [
+                .product(name: "Receipts", package: "iap-gateway"), .product(name: "Crypto", package: "iap-gateway"),
+                .product(name: "WireJSON", package: "iap-gateway"),
+            ]
+        ),
         fuzzTarget("redact", [.product(name: "WireJSON", package: "iap-gateway")]),
         fuzzTarget("deflate", [.product(name: "Zlib", package: "iap-gateway")]),
         fuzzTarget("zstd", [.product(name: "Zstd", package: "iap-gateway")]),

@@ -218,6 +218,116 @@ seed("zstd", "dictionary.zst", b"\x0b" + zstd(b'{"bundle_id":"com.example.app","
 seed("zstd", "roundtrip.json", b"\x07" + v1renew)
 seed("zstd", "roundtrip-dictionary.json", b"\x0f" + v1renew)
 
+# --- receipt: mode byte (bits 0-1: 0 text, 1 decoded bytes, 2 a payload the harness signs, 3 a property list;
+# bit 2: the harness's test root as an extra sandbox root; bit 3: sign with SHA-1) + bytes ----------------------------
+def der_header(b, i):
+    """(tag, content start, content length or None) of the BER element at i."""
+    tag = b[i]
+    i += 1
+    first = b[i]
+    i += 1
+    if first == 0x80:
+        return tag, i, None
+    if first & 0x80:
+        n = first & 0x7F
+        return tag, i + n, int.from_bytes(b[i:i + n], "big")
+    return tag, i, first
+
+
+def ber_end(b, i):
+    tag, start, length = der_header(b, i)
+    if length is not None:
+        return start + length
+    j = start
+    while b[j:j + 2] != b"\x00\x00":
+        j = ber_end(b, j)
+    return j + 2
+
+
+def ber_children(b, i):
+    tag, start, length = der_header(b, i)
+    end = start + length if length is not None else ber_end(b, i) - 2
+    out, j = [], start
+    while j < end:
+        out.append(j)
+        j = ber_end(b, j)
+    return out
+
+
+def receipt_payload(der):
+    """The eContent of an app receipt (a constructed OCTET STRING flattened)."""
+    signed = ber_children(der, ber_children(der, 0)[1])[0]
+    encap = ber_children(der, signed)[2]
+    octets = ber_children(der, ber_children(der, encap)[1])[0]
+    def flatten(i):
+        tag, start, length = der_header(der, i)
+        if tag == 0x04:
+            return der[start:start + length]
+        return b"".join(flatten(k) for k in ber_children(der, i))
+    return flatten(octets)
+
+
+def der_tlv(tag, content):
+    n = len(content)
+    if n < 0x80:
+        return bytes([tag, n]) + content
+    size = n.to_bytes((n.bit_length() + 7) // 8, "big")
+    return bytes([tag, 0x80 | len(size)]) + size + content
+
+
+def der_int(v):
+    return der_tlv(0x02, v.to_bytes(max(1, (v.bit_length() + 8) // 8), "big", signed=True))
+
+
+def der_attribute(kind, value):
+    return der_tlv(0x30, der_int(kind) + der_int(1) + der_tlv(0x04, value))
+
+
+def der_set(items):
+    return der_tlv(0x31, b"".join(sorted(items)))
+
+
+receipt_names = ["apple-legacyTransaction", "apple-xcode-app-receipt-empty", "apple-xcode-app-receipt-with-transaction",
+                 "revenuecat-legacy-transaction-receipt-sandbox-2015", "revenuecat-receiptsample1-sandbox-2020",
+                 "tpinappreceipt-receipt-production-2024"]
+for name in receipt_names:
+    text = read("receipts/%s.b64" % name)
+    decoded = base64.b64decode(text)
+    seed("receipt", "text-%s.b64" % name, b"\x00" + text)
+    seed("receipt", "decoded-%s.bin" % name, b"\x01" + decoded)
+    if decoded[:1] == b"\x30":
+        seed("receipt", "payload-%s.der" % name, b"\x06" + receipt_payload(decoded))
+    else:
+        outer = decoded.decode()
+        info = base64.b64decode(outer.split('"purchase-info" = "')[1].split('"')[0])
+        seed("receipt", "plist-%s.txt" % name, b"\x03" + outer.encode())
+        seed("receipt", "purchase-info-%s.txt" % name, b"\x07" + info)
+# A small sandbox receipt as ReceiptBuilder writes it (created 2025-06-01, one subscription purchase): authenticated
+# in mode 2 with the test root, so mutations start from a valid receipt.
+purchase = der_set([der_attribute(1701, der_int(1)), der_attribute(1702, der_tlv(0x0C, b"com.example.monthly")),
+                    der_attribute(1703, der_tlv(0x0C, b"2000000000000002")), der_attribute(1705, der_tlv(0x0C, b"2000000000000001")),
+                    der_attribute(1704, der_tlv(0x16, b"2025-05-31T23:59:00Z")), der_attribute(1707, der_int(3)),
+                    der_attribute(1708, der_tlv(0x16, b"2025-07-01T00:00:00Z")), der_attribute(1711, der_int(2000000000000100)),
+                    der_attribute(1712, der_tlv(0x16, b"")), der_attribute(1713, der_int(0)), der_attribute(1719, der_int(1)),
+                    der_attribute(1721, der_tlv(0x0C, b"com.example.offer"))])
+def built_payload(receipt_type):
+    return der_set([der_attribute(0, der_tlv(0x0C, receipt_type)), der_attribute(1, der_int(0)),
+                    der_attribute(2, der_tlv(0x0C, b"com.example.gateway")), der_attribute(3, der_tlv(0x0C, b"7")),
+                    der_attribute(12, der_tlv(0x16, b"2025-06-01T00:00:00Z")), der_attribute(15, der_int(0)),
+                    der_attribute(16, der_int(0)), der_attribute(17, purchase),
+                    der_attribute(18, der_tlv(0x16, b"2013-08-01T07:00:00Z")), der_attribute(19, der_tlv(0x0C, b"1.0")),
+                    der_attribute(21, der_tlv(0x16, b"2026-06-01T00:00:00+0100"))])
+seed("receipt", "payload-built-sandbox.der", b"\x06" + built_payload(b"ProductionSandbox"))
+seed("receipt", "payload-built-sandbox-sha1.der", b"\x0e" + built_payload(b"ProductionSandbox"))
+seed("receipt", "payload-built-production.der", b"\x06" + built_payload(b"Production"))
+# Hostile shapes: a nesting bomb, a huge declared length, a StoreKit 2 JWS, form-decoded and wrapped base64.
+seed("receipt", "bomb.bin", b"\x01" + b"\x30\x80" * 64 + b"\x00\x00" * 64)
+seed("receipt", "huge-length.bin", b"\x01" + b"\x30\x84\xff\xff\xff\xff\x06\x09\x2a\x86\x48\x86\xf7\x0d\x01\x07\x02")
+seed("receipt", "jws.txt", b"\x00" + b"eyJhbGciOiJFUzI1NiJ9.eyJ0cmFuc2FjdGlvbklkIjoiMSJ9.c2ln")
+prod = read("receipts/tpinappreceipt-receipt-production-2024.b64")
+seed("receipt", "text-wrapped-indented.txt", b"\x00" + b"\r\n  ".join(prod[i:i + 64] for i in range(0, len(prod), 64)))
+seed("receipt", "text-form-decoded.txt", b"\x00" + prod.replace(b"+", b" "))
+
 # --- write ----------------------------------------------------------------------------------------------------------
 for target, files in targets.items():
     d = os.path.join(HERE, target)

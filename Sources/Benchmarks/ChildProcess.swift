@@ -20,7 +20,13 @@ final class ChildProcess: Sendable {
 
     struct SpawnFailure: Error, CustomStringConvertible { var description: String }
 
-    init(executable: String, arguments: [String], environment: [String: String]) throws {
+    /// `discardStandardError`: the child's standard error goes to /dev/null instead of this process's.
+    init(
+        executable: String,
+        arguments: [String],
+        environment: [String: String],
+        discardStandardError: Bool = false
+    ) throws {
         var fds: [Int32] = [0, 0]
         guard pipe(&fds) == 0 else { throw SpawnFailure(description: "pipe failed") }
         var actions = posix_spawn_file_actions_t()
@@ -28,14 +34,24 @@ final class ChildProcess: Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1)
         posix_spawn_file_actions_addclose(&actions, fds[0])
+        if discardStandardError { posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0) }
         let argv: [UnsafeMutablePointer<CChar>?] = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp: [UnsafeMutablePointer<CChar>?] = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer {
             for p in argv { free(p) }
             for p in envp { free(p) }
         }
+        // The child starts with no signal blocked, as from a shell: this process's threads block signals (SIGALRM,
+        // SIGTERM, …) that a child inherits through posix_spawn, and `openssl speed` times itself with SIGALRM.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
         var child: pid_t = 0
-        let rc = posix_spawn(&child, executable, &actions, nil, argv, envp)
+        let rc = posix_spawn(&child, executable, &actions, &attributes, argv, envp)
         close(fds[1])
         guard rc == 0 else {
             close(fds[0])

@@ -100,14 +100,20 @@ private struct VerifyContext: @unchecked Sendable {
 }
 
 /// A verification context bound to one key, reused across calls: the loop `openssl speed` runs. Not thread-safe
-/// (one per thread); used by the benchmark to measure libcrypto's own bound in the same process.
+/// (one per thread); used by the benchmarks to measure libcrypto's own bound in the same process.
 public final class ReusableVerifyContext {
     private let key: PublicKey
     private let ctx: OpaquePointer
 
-    public init(key: PublicKey) throws(CryptoError) {
+    /// `digestIsSHA256`: the signature is PKCS#1 v1.5 over a SHA-256 digest (an RSA key: the digest is wrapped in
+    /// its DigestInfo before comparing); ECDSA verifies a digest without being told which.
+    public init(key: PublicKey, digestIsSHA256: Bool = false) throws(CryptoError) {
         guard let ctx = EVP_PKEY_CTX_new(key.pkey, nil), EVP_PKEY_verify_init(ctx) == 1 else {
             throw CryptoError(.internalFailure, "EVP_PKEY_verify_init failed")
+        }
+        if digestIsSHA256, EVP_PKEY_CTX_set_signature_md(ctx, EVP_sha256()) != 1 {
+            EVP_PKEY_CTX_free(ctx)
+            throw CryptoError(.internalFailure, "EVP_PKEY_CTX_set_signature_md failed")
         }
         (self.key, self.ctx) = (key, ctx)
     }

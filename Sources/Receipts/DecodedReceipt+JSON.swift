@@ -15,17 +15,19 @@ extension DecodedReceipt {
     /// the receipt does not carry is left out, never null.
     ///
     /// A transaction receipt: its `purchase-info` entries with `-` spelled `_`, in their order, every value a string
-    /// — the flat `receipt` object verifyReceipt answered iOS 6 receipts with.
+    /// (a key met again is left out) — the flat `receipt` object verifyReceipt answered iOS 6 receipts with.
     public func receiptObject(requestDate: Int64) -> JSONValue {
         if let app { return Self.receiptObject(app, requestDate: requestDate) }
         if let transaction {
-            return .object(
-                JSONObject(
-                    transaction.purchaseInfo.map { f in
-                        (String(decoding: f.key.utf8.map { $0 == 0x2D ? 0x5F : $0 }, as: UTF8.self), .string(f.value))
-                    }
-                )
-            )
+            // A key written twice (or as both `a-b` and `a_b`) appears once, with its first value: JSON objects
+            // have unique keys.
+            var seen = Set<String>()
+            var members: [(key: String, value: JSONValue)] = []
+            for f in transaction.purchaseInfo {
+                let key = String(decoding: f.key.utf8.map { $0 == 0x2D ? 0x5F : $0 }, as: UTF8.self)
+                if seen.insert(key).inserted { members.append((key, .string(f.value))) }
+            }
+            return .object(JSONObject(members))
         }
         return .object(JSONObject())
     }

@@ -32,18 +32,41 @@ enum ReceiptPayload {
         }
     }
 
-    /// The attributes of a SET element of `b`.
+    /// The attributes of a SET element of `b`. The three fields of each are read in place (a receipt of a few
+    /// hundred purchases has thousands of attributes: no array per attribute).
     static func attributes(_ b: [UInt8], set: BER.Element) throws(ReceiptError) -> [Attribute] {
         var out: [Attribute] = []
         for child in try BER.children(b, of: set, depth: 0) where child.identifier == BER.Tag.sequence {
-            let fields = try BER.children(b, of: child, depth: 1)
-            guard fields.count >= 3, fields[0].identifier == BER.Tag.integer, fields[1].identifier == BER.Tag.integer,
-                let type = BER.int64(b[fields[0].contents]),
-                fields[2].identifier == BER.Tag.octetString || fields[2].identifier == BER.Tag.constructedOctetString
+            let fields = child.contents
+            guard fields.count >= 3 else { continue }
+            let type = try BER.element(b, at: fields.lowerBound, limit: fields.upperBound, depth: 2)
+            guard type.end < fields.upperBound else { continue }
+            let version = try BER.element(b, at: type.end, limit: fields.upperBound, depth: 2)
+            guard version.end < fields.upperBound else { continue }
+            let value = try BER.element(b, at: version.end, limit: fields.upperBound, depth: 2)
+            guard type.identifier == BER.Tag.integer, version.identifier == BER.Tag.integer,
+                let number = BER.int64(b[type.contents]),
+                value.identifier == BER.Tag.octetString || value.identifier == BER.Tag.constructedOctetString
             else { continue }
-            out.append(Attribute(type: type, value: try BER.octets(b, fields[2], depth: 2)))
+            out.append(Attribute(type: number, value: try BER.octets(b, value, depth: 2)))
         }
         return out
+    }
+
+    /// Which attribute types of `base ..< base + 64` were met already (the first of each wins); types outside that
+    /// range are not read, so never need remembering.
+    struct Seen {
+        let base: Int64
+        var bits: UInt64 = 0
+
+        /// True the first time `type` is met.
+        mutating func first(_ type: Int64) -> Bool {
+            let offset = type &- base
+            guard offset >= 0, offset < 64 else { return true }
+            let bit: UInt64 = 1 << UInt64(offset)
+            defer { bits |= bit }
+            return bits & bit == 0
+        }
     }
 
     /// A UTF8String or IA5String value; nil when it is another type, empty, or not alone in its OCTET STRING.
@@ -64,13 +87,13 @@ enum ReceiptPayload {
 
     private static func receipt(_ attributes: [Attribute]) throws(ReceiptError) -> AppReceipt {
         var r = AppReceipt()
-        var seen = Set<Int64>()
+        var seen = Seen(base: 0)
         for a in attributes {
             if a.type == 17 {
                 r.inApp.append(try purchase(a.value))
                 continue
             }
-            guard seen.insert(a.type).inserted else { continue }
+            guard seen.first(a.type) else { continue }
             switch a.type {
             case 0: r.receiptType = string(a.value)
             case 1: r.appItemID = integer(a.value)
@@ -94,8 +117,8 @@ enum ReceiptPayload {
         guard !value.range.isEmpty else { return p }
         let set = try BER.element(value.array, at: value.range.lowerBound, limit: value.range.upperBound, depth: 1)
         guard set.identifier == BER.Tag.set, set.end == value.range.upperBound else { return p }
-        var seen = Set<Int64>()
-        for a in try attributes(value.array, set: set) where seen.insert(a.type).inserted {
+        var seen = Seen(base: 1700)
+        for a in try attributes(value.array, set: set) where seen.first(a.type) {
             switch a.type {
             case 1701: p.quantity = integer(a.value)
             case 1702: p.productID = string(a.value)

@@ -18,8 +18,8 @@ internal import Crypto
 public enum ReceiptReader {
     /// 4 MiB of decoded receipt. Apple's receipts grow by about 400 bytes per purchase they list (a long-lived
     /// subscription renewing monthly for ten years lists about 120); the largest seen in public samples are around
-    /// 100 KB. 4 MiB is forty times that — room for ten thousand purchases — while keeping the worst case at a few
-    /// tens of milliseconds of reading (docs/performance.md). The endpoint caps the request body separately.
+    /// 100 KB. 4 MiB is forty times that — room for ten thousand purchases — while keeping the worst case at about
+    /// 60 ms of reading (docs/performance.md, `bench receipts`). The endpoint caps the request body separately.
     public static let defaultMaxBytes = 4 * 1024 * 1024
 
     /// BER nesting accepted anywhere in a receipt (``BER/maxDepth``): Apple's nest ten levels.

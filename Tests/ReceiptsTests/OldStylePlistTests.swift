@@ -1,5 +1,6 @@
 import Receipts
 import Testing
+import WireJSON
 
 /// The old-style property lists of iOS 6 transaction receipts: what Apple wrote reads, the rest is a clean error.
 @Suite struct OldStylePlistTests {
@@ -52,5 +53,18 @@ import Testing
         let inner = Array(ReceiptBuilder.base64(Array(#"{ "purchase-info" = "e30"; }"#.utf8)).utf8)
         let r = try? ReceiptReader.read(inner, trust: TestReceipts.apple)
         #expect(r?.transaction == TransactionReceipt() && r?.lookupTransactionID == nil)
+    }
+
+    /// Fuzz/Regressions/receipt/transaction-receipt-repeated-key-in-receipt-json.txt: a key written twice (here once
+    /// as `transaction-id`, once as `transaction_id`) made a `receipt` object with a repeated key, which no strict
+    /// JSON parser reads. The first value counts.
+    @Test func aRepeatedKeyAppearsOnceInTheReceiptObject() throws {
+        let info = #"{ "transaction-id" = "1"; "transaction_id" = "2"; "transaction-id" = "3"; }"#
+        let outer = #"{ "purchase-info" = ""# + ReceiptBuilder.base64(Array(info.utf8)) + #""; }"#
+        let r = try ReceiptReader.read(decoded: Array(outer.utf8), trust: TestReceipts.apple)
+        #expect(r.transaction?.purchaseInfo.count == 3 && r.transaction?.transactionID == "1")
+        let object = r.receiptObject(requestDate: TestReceipts.june2025)
+        #expect(object == .object(JSONObject([("transaction_id", .string("1"))])))
+        #expect(try JSONParser.parse(object.text()) == object)
     }
 }
