@@ -134,7 +134,9 @@ public enum ReceiptAnswerBenchmark {
             )
             let data = ReceiptBuilder.base64(try ReceiptBuilder.build(receipt, pki: pki))
             receiptBytes = max(receiptBytes, data.utf8.count)
-            bodies.append(Array(#"{"receipt-data":""#.utf8) + Array(data.utf8) + Array(#"","password":"\#(secret)"}"#.utf8))
+            bodies.append(
+                Array(#"{"receipt-data":""#.utf8) + Array(data.utf8) + Array(#"","password":"\#(secret)"}"#.utf8)
+            )
             let history = CustomerHistory(fetchedAt: now, transactions: transactions, renewals: [renewal]).encoded()
             let key = ReceiptHistoryKey(bundleID: bundle, environment: .sandbox, customer: otid)
             _ = try await store.write { tx in
@@ -175,7 +177,9 @@ public enum ReceiptAnswerBenchmark {
         let transport = CurlTransport(maxConcurrentTransfers: concurrency)
 
         // Warm: every customer once (and a check that the answers are answers).
-        let check = try await transport.send(HTTPRequest(method: .post, url: url, body: bodies[0], timeoutMillis: 10_000))
+        let check = try await transport.send(
+            HTTPRequest(method: .post, url: url, body: bodies[0], timeoutMillis: 10_000)
+        )
         guard check.status == 200, ReceiptEndpoint.status(of: check.body) == 0 else {
             throw IngestBenchmark.Failure(
                 description: "the gateway answered \(String(decoding: check.body.prefix(200), as: UTF8.self))"

@@ -30,9 +30,8 @@ public enum ReceiptBenchmark {
         /// `openssl speed -seconds 2 rsa2048`'s verify/s, run after the timed loops; nil without the command.
         public var opensslSpeedRSA2048VerifiesPerSecond: Double?
         public var rsaBoundReceiptsPerSecond: Double
-        /// `/verifyReceipt` answers per second (``VerifyReceiptEndpointPhase``): nil (left out) until the endpoint
-        /// exists.
-        public var verifyReceiptAnswersPerSecond: Double?
+        /// `POST /verifyReceipt` of the real service from a fresh store (``ReceiptAnswerBenchmark``).
+        public var verifyReceipt: ReceiptAnswerBenchmark.Result?
         public var seconds: Double
         public var build: String
         public var samples: String
@@ -50,7 +49,7 @@ public enum ReceiptBenchmark {
             case libcryptoRSA2048VerifiesPerSecond = "libcrypto_rsa2048_verifies_per_second"
             case opensslSpeedRSA2048VerifiesPerSecond = "openssl_speed_rsa2048_verifies_per_second"
             case rsaBoundReceiptsPerSecond = "rsa_bound_receipts_per_second"
-            case verifyReceiptAnswersPerSecond = "verify_receipt_answers_per_second"
+            case verifyReceipt = "verify_receipt"
             case seconds, build, samples
         }
     }
@@ -63,8 +62,15 @@ public enum ReceiptBenchmark {
     static let created: Int64 = 1_748_736_000_000
     static let purchases = 187
 
+    /// The reader's phase, then the endpoint's (``ReceiptAnswerBenchmark``, a `serve` child process).
+    public static func run(secondsPerPhase: Double) async throws -> Result {
+        var result = try read(secondsPerPhase: secondsPerPhase)
+        result.verifyReceipt = try await ReceiptAnswerBenchmark.run(seconds: secondsPerPhase)
+        return result
+    }
+
     /// Runs for about `secondsPerPhase` (receipts and baseline interleaved), then `openssl speed` (about 4 s).
-    public static func run(secondsPerPhase: Double) throws -> Result {
+    static func read(secondsPerPhase: Double) throws -> Result {
         let small = ReceiptBenchSample.text
         let apple = ReceiptTrust()
         let pki = try GeneratedReceiptPKI.generate(
@@ -119,7 +125,7 @@ public enum ReceiptBenchmark {
             libcryptoRSA2048VerifiesPerSecond: round1(verifies),
             opensslSpeedRSA2048VerifiesPerSecond: speed.map(round1),
             rsaBoundReceiptsPerSecond: round1(verifies / 3),
-            verifyReceiptAnswersPerSecond: VerifyReceiptEndpointPhase.answersPerSecond(seconds: secondsPerPhase),
+            verifyReceipt: nil,
             seconds: secondsPerPhase,
             build: VerifyBenchmark.buildKind,
             samples:
@@ -169,10 +175,6 @@ public enum ReceiptBenchmark {
 /// The `/verifyReceipt` endpoint's answers per second — a receipt read, its purchases looked up through the App Store
 /// Server API (a local fake), verifyReceipt's answer built — to be measured here once the endpoint exists, beside
 /// the reader's own rate. Until then it measures nothing and the result leaves the figure out.
-enum VerifyReceiptEndpointPhase {
-    static func answersPerSecond(seconds: Double) -> Double? { nil }
-}
-
 /// libcrypto's RSA-2048 verify, timed: PKCS#1 v1.5 over a precomputed SHA-256 digest with its context reused — what
 /// `openssl speed rsa2048` times for its verify column. Measured in the same run as the receipts.
 struct RSA2048VerifyBaseline {

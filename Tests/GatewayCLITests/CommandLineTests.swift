@@ -225,7 +225,11 @@ import Testing
             "quarantine needs list or replay"
         )
         await Self.expectUsage(BenchCommand.self, ["fast"], "bench needs a target")
-        await Self.expectUsage(SimulateCommand.self, ["play"], "simulate needs pki, list, lifecycle, receipt or serve-apple")
+        await Self.expectUsage(
+            SimulateCommand.self,
+            ["play"],
+            "simulate needs pki, list, lifecycle, receipt or serve-apple"
+        )
     }
 
     @Test func valuesAreCheckedWhereverTheFlagIs() async {

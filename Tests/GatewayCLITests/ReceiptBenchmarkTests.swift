@@ -30,7 +30,17 @@ import Testing
         #expect(r.signature.valid && r.app?.bundleID == "com.revenuecat.sampleapp" && r.app?.inApp.count == 9)
     }
 
-    @Test func theEndpointPhaseWaitsForTheEndpoint() {
-        #expect(VerifyReceiptEndpointPhase.answersPerSecond(seconds: 1) == nil)
+    @Test func theEndpointPhaseAnswersEveryReceiptFromAFreshStore() async throws {
+        // A short run of the built binary: every request answered status 0, none asked Apple (the API is unreachable).
+        let r = try await ReceiptAnswerBenchmark.run(
+            seconds: 0.3,
+            rate: 100,
+            customers: 10,
+            purchases: 4,
+            concurrency: 4,
+            executable: MultiInstanceProcessTests.binary
+        )
+        #expect(r.failures == 0 && r.answersPerSecond > 0 && r.latencySamples > 0, "\(r)")
+        #expect(r.peakRSSMB > 0 && r.receiptBytes > 0)
     }
 }
