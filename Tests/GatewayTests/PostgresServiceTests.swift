@@ -75,4 +75,47 @@ import WireJSON
         await a.service.shutdown()
         await b.service.shutdown()
     }
+
+    @Test func twoInstancesAskAppleOnceForOneCustomer() async throws {
+        // Receipts of one customer reaching both instances at once: one instance claims the fetch, the other waits for
+        // its result in the shared store; Apple is asked once.
+        let schema = try TestSchema()
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let apple = ReceiptEndpointTests.FakeHistory()
+        apple.state.withLock {
+            $0.histories[ReceiptEndpointTests.customer] = ReceiptEndpointTests.history()
+            $0.holds = true
+        }
+        func instance(_ name: String) throws -> Service.Running {
+            try Service.start(receiver: receiver) { config, deps in
+                config.postgresURLEnv = "IAPGW_DATABASE_URL"
+                config.apps[0].receipts = .api
+                deps.environment["IAPGW_DATABASE_URL"] = schema.url
+                deps.instanceID = name
+                deps.receiptReader = ReceiptEndpointTests.reader
+                deps.receiptHistorySource = apple
+            }
+        }
+        let (a, b) = (try instance("a"), try instance("b"))
+        var w = JSONObjectWriter()
+        w.string("receipt-data", ReceiptEndpointTests.receiptData())
+        w.string("password", GatewayHarness.v1Secret)
+        let body = w.finish()
+        let answers = Task {
+            await withTaskGroup(of: Int.self) { group in
+                for i in 0..<20 {
+                    let endpoint = (i % 2 == 0 ? a : b).service.receiptEndpoint
+                    group.addTask { ReceiptEndpoint.status(of: await endpoint.handle(body, sandboxURL: true)) }
+                }
+                return await group.reduce(into: [Int]()) { $0.append($1) }
+            }
+        }
+        await eventually("one instance is asking Apple") { apple.calls == 1 }
+        apple.state.withLock { $0.holds = false }
+        let statuses = await answers.value
+        #expect(statuses.count == 20 && statuses.allSatisfy { $0 == 0 }, "\(statuses)")
+        #expect(apple.calls == 1)
+        await a.service.shutdown()
+        await b.service.shutdown()
+    }
 }

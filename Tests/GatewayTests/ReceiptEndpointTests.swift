@@ -535,4 +535,40 @@ import WireJSON
         let answer = try await rig.ask(data)
         #expect(String(decoding: (answer["status"] ?? .null).canonicalBytes(), as: UTF8.self) == status, "\(name)")
     }
+
+    @Test func thePasswordReachesNoLogNoStoreNoAnswer() async throws {
+        // Every outcome that involves the password: right, wrong, Apple's API failing.
+        let logs = GatewayServiceTests.LogBox()
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let source = FakeHistory()
+        source.state.withLock { $0.histories[Self.customer] = Self.history() }
+        let g = try GatewayServiceTests.start(receiver: receiver, logs: logs) { config, d in
+            config.apps[0].receipts = .api
+            d.receiptReader = Self.reader
+            d.receiptHistorySource = source
+        }
+        let wrong = "a-wrong-password-that-must-not-be-logged-0123456789"
+        var answers: [[UInt8]] = []
+        for password in [Self.secret, wrong] {
+            var w = JSONObjectWriter()
+            w.string("receipt-data", Self.receiptData())
+            w.string("password", password)
+            answers.append(try await GatewayServiceTests.post(g.url("/sandbox/verifyReceipt"), w.finish()).body)
+        }
+        source.state.withLock { $0.failure = PathFetchError(code: "unavailable", message: "503", retryable: true) }
+        var w = JSONObjectWriter()
+        w.string("receipt-data", Self.receiptData(id: "2000000900009999"))
+        w.string("password", Self.secret)
+        answers.append(try await GatewayServiceTests.post(g.url("/sandbox/verifyReceipt"), w.finish()).body)
+        #expect(answers.map(ReceiptEndpoint.status(of:)) == [0, 21004, 21005])
+        await g.service.shutdown()
+        let stored =
+            try Data(contentsOf: URL(filePath: g.directory + "/gateway.db"))
+            + ((try? Data(contentsOf: URL(filePath: g.directory + "/gateway.db-wal"))) ?? Data())
+        for secret in [Self.secret, wrong] {
+            #expect(!logs.all.contains { $0.contains(secret) }, "a log line holds a password")
+            #expect(!answers.contains { String(decoding: $0, as: UTF8.self).contains(secret) })
+            #expect(stored.range(of: Data(secret.utf8)) == nil, "the store holds a password")
+        }
+    }
 }
