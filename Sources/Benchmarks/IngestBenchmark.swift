@@ -347,7 +347,8 @@ public enum IngestBenchmark {
         rate: Int,
         transport: CurlTransport,
         latencies: Samples,
-        failures: FailureTally
+        failures: FailureTally,
+        judge: @escaping @Sendable (HTTPResponse) -> String? = FailureTally.httpStatus
     ) async {
         let clock = ContinuousClock()
         let openStart = clock.now
@@ -361,10 +362,10 @@ public enum IngestBenchmark {
                         HTTPRequest(method: .post, url: url, body: body, timeoutMillis: 10_000)
                     )
                     let d = clock.now - scheduled
-                    if r?.status == 200 {
-                        latencies.append(d.milliseconds)
+                    if let failure = r.map(judge) ?? "transport" {
+                        failures.add(failure)
                     } else {
-                        failures.add(r)
+                        latencies.append(d.milliseconds)
                     }
                 }
             }
@@ -372,13 +373,15 @@ public enum IngestBenchmark {
     }
 
     /// Closed loop: `concurrency` clients send `bodies` as fast as they are answered, body i to `urls[i % urls.count]`,
-    /// for `seconds` (or until the bodies run out). Returns the 200s per second and the tally of anything else.
+    /// for `seconds` (or until the bodies run out). Returns the answers `judge` accepts (by default: 200s) per second
+    /// and the tally of anything else.
     static func closedLoop(
         urls: [String],
         bodies: [[UInt8]],
         seconds: Double,
         concurrency: Int,
-        transport: CurlTransport
+        transport: CurlTransport,
+        judge: @escaping @Sendable (HTTPResponse) -> String? = FailureTally.httpStatus
     ) async
         -> (perSecond: Double, accepted: Int, failures: FailureTally)
     {
@@ -402,7 +405,7 @@ public enum IngestBenchmark {
                                 timeoutMillis: 10_000
                             )
                         )
-                        if r?.status == 200 { ok.add(1) } else { failures.add(r) }
+                        if let failure = r.map(judge) ?? "transport" { failures.add(failure) } else { ok.add(1) }
                     }
                 }
             }
@@ -430,9 +433,13 @@ final class Samples: Sendable {
 final class FailureTally: Sendable {
     private let counts = Mutex<[String: Int]>([:])
 
-    func add(_ response: HTTPResponse?) {
-        let answer = response.map { String($0.status) } ?? "transport"
-        counts.withLock { $0[answer, default: 0] += 1 }
+    func add(_ response: HTTPResponse?) { add(response.map { String($0.status) } ?? "transport") }
+
+    func add(_ answer: String) { counts.withLock { $0[answer, default: 0] += 1 } }
+
+    /// The loops' default judgement: anything but a 200 is a failure, named by its status.
+    @Sendable static func httpStatus(_ response: HTTPResponse) -> String? {
+        response.status == 200 ? nil : String(response.status)
     }
 
     var value: Int { counts.withLock { $0.values.reduce(0, +) } }

@@ -82,7 +82,40 @@ public struct UTCTime: Sendable, Hashable {
         "\(Self.two(secondOfDay / 3600)):\(Self.two(secondOfDay / 60 % 60)):\(Self.two(secondOfDay % 60))"
     }
     /// `YYYY-MM-DDTHH:MM:SSZ`.
-    public var iso8601: String { date + "T" + time + "Z" }
+    public var iso8601: String { text(separator: UInt8(ascii: "T"), suffix: "Z") }
+
+    /// `YYYY-MM-DD` `separator` `HH:MM:SS` `suffix`, written in one buffer: dates are rendered by the thousand in a
+    /// verifyReceipt answer. A year outside 0…9999 is written as ``date`` writes it.
+    public func text(separator: UInt8, suffix: String) -> String {
+        guard (0...9999).contains(year) else {
+            return date + String(decoding: [separator], as: UTF8.self) + time + suffix
+        }
+        var suffix = suffix
+        return suffix.withUTF8 { tail in
+            String(unsafeUninitializedCapacity: 19 + tail.count) { out in
+                func digits(_ v: Int64, _ count: Int, at i: Int) {
+                    var v = v
+                    for k in stride(from: i + count - 1, through: i, by: -1) {
+                        out[k] = UInt8(ascii: "0") + UInt8(v % 10)
+                        v /= 10
+                    }
+                }
+                digits(year, 4, at: 0)
+                out[4] = UInt8(ascii: "-")
+                digits(month, 2, at: 5)
+                out[7] = UInt8(ascii: "-")
+                digits(day, 2, at: 8)
+                out[10] = separator
+                digits(secondOfDay / 3600, 2, at: 11)
+                out[13] = UInt8(ascii: ":")
+                digits(secondOfDay / 60 % 60, 2, at: 14)
+                out[16] = UInt8(ascii: ":")
+                digits(secondOfDay % 60, 2, at: 17)
+                for (k, c) in tail.enumerated() { out[19 + k] = c }
+                return 19 + tail.count
+            }
+        }
+    }
 
     static func two(_ v: Int64) -> String { v < 10 ? "0\(v)" : "\(v)" }
     static func year(_ y: Int64) -> String {

@@ -102,6 +102,9 @@ public protocol StoreTransaction {
     /// A subscription's events dated at or before `through`, newest first (event date, then arrival), at most `limit`:
     /// what was known of it at that moment.
     func subscriptionEvents(originalTransactionID: String, through: Int64, limit: Int) throws -> [StoredEvent]
+    /// A subscription's events stored after `createdAfter` (arrival time), newest first (event date, then arrival), at
+    /// most `limit`: what the gateway learnt of it since a moment.
+    func subscriptionEvents(originalTransactionID: String, createdAfter: Int64, limit: Int) throws -> [StoredEvent]
     /// A subscription's state on each path it has one on.
     func subscriptionStates(originalTransactionID: String) throws -> [StoredSubscriptionState]
     /// Events per source of a bundle and environment created in [since, until).

@@ -173,11 +173,19 @@ public enum V1BodySynthesizer {
         for e in views.values {
             bySubscription[e.originalTransactionID ?? e.transactionID ?? "", default: []].append(e)
         }
-        var latest: [(CanonicalEvent, Bool)] = []
+        // Each entry written at once and sorted by its key alone: sorting the events themselves moves large values.
+        var latest: [(key: (Int64, String), json: [UInt8])] = []
         var pending: [(String, [UInt8])] = []
         for (otid, group) in bySubscription {
-            let kept = excludeOld ? Array(group.sorted(by: isNewer).prefix(1)) : group
-            for t in kept { latest.append((t, isUpgraded(t, among: group))) }
+            let kept = excludeOld ? group.max { isNewer($1, $0) }.map { [$0] } ?? [] : group
+            for t in kept {
+                latest.append(
+                    (
+                        (t.purchaseDate ?? .min, t.transactionID ?? ""),
+                        transaction(t, upgraded: isUpgraded(t, among: group))
+                    )
+                )
+            }
             // The renewal facts: the newest event of the subscription that carries them.
             let withRenewal = transactions.filter {
                 $0.originalTransactionID == otid && ($0.autoRenew != nil || $0.autoRenewProductID != nil)
@@ -189,9 +197,9 @@ public enum V1BodySynthesizer {
                 pending.append((otid, entry))
             }
         }
-        latest.sort { isNewer($0.0, $1.0) }
+        latest.sort { $0.key > $1.key }
         pending.sort { $0.0 < $1.0 }
-        return (array(latest.map { transaction($0.0, upgraded: $0.1) }), array(pending.map(\.1)))
+        return (array(latest.map(\.json)), array(pending.map(\.1)))
     }
 
     /// Purchase date, then transaction id: a total order (ids are unique in the list).

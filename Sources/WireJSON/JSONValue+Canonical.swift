@@ -39,8 +39,15 @@ extension JSONValue {
     /// (nearly all) is copied in one step.
     public static func writeString(_ s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        if !s.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            out.append(contentsOf: s.utf8)
+        // Most strings need no escape: one pass over their contiguous UTF-8, then one copy.
+        let plain =
+            s.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+                for c in bytes where c < 0x20 || c == UInt8(ascii: "\"") || c == UInt8(ascii: "\\") { return false }
+                out.append(contentsOf: bytes)
+                return true
+            }
+            ?? false
+        if plain {
             out.append(UInt8(ascii: "\""))
             return
         }

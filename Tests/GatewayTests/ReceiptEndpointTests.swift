@@ -368,6 +368,30 @@ import WireJSON
         #expect(rig.source.calls == 0)
     }
 
+    /// A history is decoded once and kept; when another instance stores a newer fetch of the customer, that one answers.
+    @Test func aHistoryAnotherInstanceFetchedAgainIsTheOneAnswered() async throws {
+        let rig = try Rig(mode: .api)
+        defer { rig.close() }
+        #expect(Self.ids(try await rig.ask()).count == 3)
+        #expect(Self.ids(try await rig.ask()).count == 3)
+        let key = ReceiptHistoryKey(bundleID: Self.bundle, environment: .sandbox, customer: Self.customer)
+        var newer = Self.history()
+        newer.fetchedAt = Self.t + 1_000
+        newer.transactions.append(
+            Self.transaction("2000000900001002", purchase: Self.t + 500, expires: Self.t + 30 * 86_400_000)
+        )
+        let json = newer.encoded()
+        _ = try await rig.h.store.write { tx in
+            _ = try tx.claimReceiptHistory(key, owner: "other", until: .max, now: Self.t + 1_000, freshSince: 0)
+            try tx.settleReceiptHistory(key, json: json, fetchedAt: Self.t + 1_000, owner: "other")
+        }
+        rig.advance(2_000)
+        let answer = try await rig.ask()
+        #expect(Self.ids(answer).first == "2000000900001002")
+        #expect(Self.ids(answer).count == 4)
+        #expect(rig.source.calls == 1)
+    }
+
     /// Apple's verifyReceipt answer for the stand-in customer: what the gateway's own answer says, or with `expires`
     /// moved (a disagreement).
     static func applesAnswer(shiftingExpiryBy shift: Int64 = 0) async throws -> [UInt8] {

@@ -212,6 +212,7 @@ extension StoreTests {
             // One row by its key, on the hot paths (a pass-through delivery, a V1 view, a comparison, reconciliation).
             (.eventByID, 2, "USING INDEX sqlite_autoindex_events_1 (id=?)"),
             (.subscriptionEvents, 2, "USING INDEX events_subscription (original_transaction_id=?)"),
+            (.subscriptionEventsCreatedAfter, 3, "USING INDEX events_subscription (original_transaction_id=?)"),
             (.journalEntryByID, 2, "USING INTEGER PRIMARY KEY (rowid=?)"),
             (.journalEntryByKey, 2, "USING INDEX sqlite_autoindex_journal_1 (notification_key=?)"),
             (.receiptJobsInState, 1, "USING COVERING INDEX receipt_jobs_due (state=?)"),

@@ -193,7 +193,7 @@ public final class ReceiptEndpoint: Sendable {
     }
 
     /// The events the gateway journaled for the history's subscriptions since it was fetched (notifications,
-    /// reconciliation), laid over it: each subscription's newest 200, read newest first on its index.
+    /// reconciliation), laid over it: each subscription's newest 200 stored after the fetch, read on its index.
     private func journaledSince(
         _ history: CustomerHistory,
         bundleID: String,
@@ -203,8 +203,7 @@ public final class ReceiptEndpoint: Sendable {
         guard !otids.isEmpty else { return [] }
         let events = try? await store.read { tx in
             try otids.flatMap { otid in
-                try tx.subscriptionEvents(originalTransactionID: otid, through: .max, limit: 200)
-                    .filter { $0.createdAt > history.fetchedAt }
+                try tx.subscriptionEvents(originalTransactionID: otid, createdAfter: history.fetchedAt, limit: 200)
                     .map(\.event)
             }
         }

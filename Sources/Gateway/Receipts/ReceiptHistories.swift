@@ -34,6 +34,12 @@ final class ReceiptHistories: Sendable {
     private let inFlight = Mutex<[ReceiptHistoryKey: Task<Result<CustomerHistory, Failure>, Never>]>([:])
     /// Per app and environment (`bundle|environment`): no fetch before this time (Apple's `Retry-After`).
     private let pausedUntil = Mutex<[String: Int64]>([:])
+    /// Histories already decoded, by customer, with the fetch time and size of the stored JSON they were decoded from:
+    /// a stored history is decoded again only when another fetch replaced it. At most 4,096, from 16 MiB of JSON.
+    private let decoded = BoundedCache<ReceiptHistoryKey, (fetchedAt: Int64, bytes: Int, history: CustomerHistory)>(
+        maxEntries: 4_096,
+        maxCost: 16 << 20
+    )
 
     init(
         store: any GatewayStore,
@@ -65,7 +71,10 @@ final class ReceiptHistories: Sendable {
         guard let row = try await store.readStatement({ tx in try tx.receiptHistory(key) }), let json = row.json,
             let fetched = row.fetchedAt, fetched >= oldest
         else { return nil }
-        return CustomerHistory.decode(json)
+        if let known = decoded[key], known.fetchedAt == fetched, known.bytes == json.count { return known.history }
+        guard let history = CustomerHistory.decode(json) else { return nil }
+        decoded.insert((fetched, json.count, history), for: key, cost: json.count)
+        return history
     }
 
     private func fetch(_ key: ReceiptHistoryKey) async -> Result<CustomerHistory, Failure> {
@@ -91,6 +100,7 @@ final class ReceiptHistories: Sendable {
             _ = try? await store.write { tx in
                 try tx.settleReceiptHistory(key, json: json, fetchedAt: history.fetchedAt, owner: owner)
             }
+            decoded.insert((history.fetchedAt, json.count, history), for: key, cost: json.count)
             return .success(history)
         case .failure(let error):
             _ = try? await store.write { tx in try tx.settleReceiptHistory(key, json: nil, fetchedAt: 0, owner: owner) }

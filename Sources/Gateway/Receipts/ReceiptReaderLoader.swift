@@ -1,3 +1,4 @@
+internal import Crypto
 internal import Receipts
 
 /// The receipt reader the endpoint uses (docs/architecture.md, "The receipt path"): Apple Inc. Root pinned, the
@@ -10,12 +11,31 @@ enum ReceiptReaderLoader {
                 field: "trust.extra_receipt_roots"
             )
         )
-        return { bytes in
+        return caching { bytes in
             do throws(ReceiptError) {
                 return .receipt(SubmittedReceipt(try ReceiptReader.read(bytes, trust: trust)))
             } catch {
                 return .notAReceipt(code: error.code.rawValue)
             }
+        }
+    }
+
+    /// `read` behind a cache of the receipts it read. Apps send the same receipt again and again (every launch, every
+    /// restore) until a purchase or a refresh changes it, and what reading one gives depends on its bytes alone (the
+    /// signature is judged at the receipt's own creation date): so a receipt is read once while it is kept — by the
+    /// SHA-256 of `receipt-data` as sent, costed by its size; what is not a receipt is not kept.
+    static func caching(
+        maxEntries: Int = 4_096,
+        maxBytes: Int = 16 << 20,
+        _ read: @escaping @Sendable ([UInt8]) -> ReceiptReading
+    ) -> @Sendable ([UInt8]) -> ReceiptReading {
+        let known = BoundedCache<[UInt8], SubmittedReceipt>(maxEntries: maxEntries, maxCost: maxBytes)
+        return { bytes in
+            let digest = SHA256.hash(bytes)
+            if let receipt = known[digest] { return .receipt(receipt) }
+            let reading = read(bytes)
+            if case .receipt(let receipt) = reading { known.insert(receipt, for: digest, cost: bytes.count) }
+            return reading
         }
     }
 }

@@ -62,6 +62,12 @@ extension SQLTransaction {
             .compactMap(StoredEvent.init(row:))
     }
 
+    func subscriptionEvents(originalTransactionID otid: String, createdAfter: Int64, limit: Int) throws -> [StoredEvent]
+    {
+        try c.query(.subscriptionEventsCreatedAfter, [.text(otid), .int64(createdAfter), .limit(limit)])
+            .compactMap(StoredEvent.init(row:))
+    }
+
     func subscriptionStates(originalTransactionID otid: String) throws -> [StoredSubscriptionState] {
         try c.query(.subscriptionStates, [.text(otid)]).map(StoredSubscriptionState.init(row:))
     }
@@ -172,6 +178,15 @@ extension SQL {
     fileprivate static let subscriptionEventsThrough = SQL { d in
         """
         SELECT \(eventColumns) FROM events WHERE original_transaction_id = $1 AND event_date <= $2
+        ORDER BY event_date DESC, \(d.arrival) DESC LIMIT $3
+        """
+    }
+
+    /// A subscription's events that arrived after a moment, newest first: the same index, the arrival time checked on
+    /// each of the subscription's rows (a subscription's events are few; only those that pass are decoded).
+    static let subscriptionEventsCreatedAfter = SQL { d in
+        """
+        SELECT \(eventColumns) FROM events WHERE original_transaction_id = $1 AND created_at > $2
         ORDER BY event_date DESC, \(d.arrival) DESC LIMIT $3
         """
     }
