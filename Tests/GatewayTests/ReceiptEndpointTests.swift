@@ -560,6 +560,31 @@ import WireJSON
         #expect(String(decoding: (answer["status"] ?? .null).canonicalBytes(), as: UTF8.self) == status, "\(name)")
     }
 
+    /// What is no receipt, through the real reader: Apple's 21002, nothing asked of Apple, nothing kept.
+    @Test func whatIsNoReceiptIs21002ThroughTheRealReader() async throws {
+        let (rig, _) = try Self.realReceiptRig()
+        defer { rig.close() }
+        let calls = rig.source.calls
+        func base64(_ bytes: [UInt8]) -> String { Data(bytes).base64EncodedString() }
+        // 500,000 nested indefinite-length SEQUENCEs, closed: a nesting bomb of 2 MB.
+        let bomb: [UInt8] = (0..<2_000_000).map { i in i < 1_000_000 ? (i % 2 == 0 ? 0x30 : 0x80) : 0x00 }
+        let inputs: [(String, String)] = [
+            ("empty", ""),
+            ("garbage", "garbage!"),
+            ("white space", " \n\t "),
+            ("base64 of text", base64(Array("not a receipt".utf8))),
+            ("StoreKit 2 JWS", "eyJhbGciOiJFUzI1NiIsIng1YyI6WyJNSUlCIl19.eyJ0cmFuc2FjdGlvbklkIjoiMSJ9.c2ln"),
+            ("nesting bomb", base64(Array(bomb.prefix(1_000_000)))),
+            ("closed nesting bomb", base64(bomb)),
+        ]
+        for (name, data) in inputs {
+            let answer = try await rig.ask(data)
+            #expect(answer["status"] == .number("21002"), "\(name)")
+            #expect(answer["latest_receipt_info"] == nil, "\(name)")
+        }
+        #expect(rig.source.calls == calls)
+    }
+
     @Test func thePasswordReachesNoLogNoStoreNoAnswer() async throws {
         // Every outcome that involves the password: right, wrong, Apple's API failing.
         let logs = GatewayServiceTests.LogBox()
