@@ -61,6 +61,51 @@ extension SQLTransaction {
         try c.query(.subscriptionStates, [.text(otid)]).map(StoredSubscriptionState.init(row:))
     }
 
+    func subscriptionHistory(
+        originalTransactionID otid: String,
+        maxEvents: Int,
+        maxBytes: Int
+    ) throws
+        -> SubscriptionHistory
+    {
+        var history = SubscriptionHistory()
+        history.states = try subscriptionStates(originalTransactionID: otid)
+        history.bytes = history.states.reduce(0) { $0 + $1.json.count + SubscriptionHistory.rowBytes }
+        // A page at a time after the last row read (event date, then arrival: `events_subscription`), so that what a
+        // page holds before its values are read — compressed on SQLite, capped on PostgreSQL — is bounded too.
+        var after = (date: Int64.min, arrival: Int64.min)
+        while history.stoppedBy == nil {
+            let page = try c.query(
+                .subscriptionHistoryPage,
+                [
+                    .text(otid), .int64(after.date), .int64(after.arrival),
+                    .limit(min(Self.historyPageRows, maxEvents - history.events.count + 1)),
+                ]
+            )
+            for row in page {
+                guard history.events.count < maxEvents else {
+                    history.stoppedBy = .maxEvents
+                    break
+                }
+                let event = SubscriptionHistory.Row(row: row)
+                let bytes = (event.event?.json.count ?? 0) + SubscriptionHistory.rowBytes
+                guard history.bytes + bytes <= maxBytes else {
+                    history.stoppedBy = .maxBytes
+                    break
+                }
+                history.events.append(event)
+                history.bytes += bytes
+                after = (row.int64("event_date") ?? .max, row.int64("arrival") ?? .max)
+            }
+            if page.count < Self.historyPageRows { break }
+        }
+        return history
+    }
+
+    /// Rows of a subscription's history read at once: at most this many values of a column's cap in memory before
+    /// the budget is looked at.
+    static var historyPageRows: Int { 64 }
+
     func eventCountsBySource(
         bundleID: String,
         environment: AppStoreEnvironment,
@@ -163,13 +208,24 @@ extension SQL {
         """
     }
 
-    fileprivate static let subscriptionStates = SQL(
+    /// A page of a subscription's events after ($2, $3) (event date, arrival), each value over its cap left in a
+    /// PostgreSQL database (``Dialect/capped(_:as:_:)``).
+    fileprivate static let subscriptionHistoryPage = SQL { d in
         """
-        SELECT s.path, s.environment, s.bundle_id, s.event_id, s.json, s.updated_at,
+        SELECT id, \(d.capped("json", as: "json", StoredColumn.event.maxPlainBytes)), path, authoritative, journal_id,
+               created_at, event_date, \(d.arrival) AS arrival
+        FROM events WHERE original_transaction_id = $1 AND (event_date, \(d.arrival)) > ($2::bigint, $3::bigint)
+        ORDER BY event_date, \(d.arrival) LIMIT $4
+        """
+    }
+
+    fileprivate static let subscriptionStates = SQL { d in
+        """
+        SELECT s.path, s.environment, s.bundle_id, s.event_id, \(d.capped("s.json", as: "json", StoredColumn.state.maxPlainBytes)), s.updated_at,
                (SELECT authority FROM authority a WHERE a.bundle_id = s.bundle_id AND a.environment = s.environment) AS authority
         FROM subscription_state s WHERE s.original_transaction_id = $1 ORDER BY s.environment, s.path
         """
-    )
+    }
 
     static let eventCountBySource = SQL(
         """
