@@ -31,7 +31,7 @@ extension SQLiteRow: StoreRow {
 }
 
 extension PostgresRow: StoreRow {
-    /// A value over the cap is damaged. A statement that selects the column through ``Dialect/capped(_:_:)`` leaves
+    /// A value over the cap is damaged. A statement that selects the column through ``Dialect/capped(_:as:_:)`` leaves
     /// such a value in the database: the column reads NULL, and its `<column>_bytes` tells it from a missing one.
     func stored(_ column: String, as kind: StoredColumn) -> StoredRead {
         guard let value = bytes(column) else { return int64(column + "_bytes") == nil ? .missing : .damaged(.tooLarge) }

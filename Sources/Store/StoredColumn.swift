@@ -2,7 +2,7 @@
 /// value of it may hold, plain (docs/architecture.md, "Capped values"). Both stores refuse to write a value over its
 /// column's cap (``StoreValueTooLarge``), and a value read over it — a damaged or hostile file or row — reads as
 /// damaged (``StoredValueDamage/tooLarge``) without its bytes being made: a compressed value stops decompressing at the
-/// cap, and PostgreSQL's reads of one subscription leave it in the database (``Dialect/capped(_:_:)``).
+/// cap, and PostgreSQL's reads of one subscription leave it in the database (``Dialect/capped(_:as:_:)``).
 public enum StoredColumn: Sendable, Hashable, CaseIterable {
     /// `journal.body`: a notification as it arrived (a V1 body with its password replaced by the secret's name).
     case body

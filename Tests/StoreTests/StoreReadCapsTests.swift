@@ -240,6 +240,7 @@ import Zstd
         #expect(byBytes.events.count > 60 && byBytes.events.count < 70)
         #expect(byBytes.events.map(\.id) == all.prefix(byBytes.events.count).map(\.id))
         #expect(try history(0, 8 * 1_048_576).events.isEmpty)
+        #expect(try history(.max, .max).events.count == 150 && history(.min, .min).events.isEmpty)
     }
 
     /// PostgreSQL stores values plainly: a row holding JSON far over its column's cap (a damaged or hostile row) is

@@ -75,11 +75,13 @@ extension SQLTransaction {
         // page holds before its values are read — compressed on SQLite, capped on PostgreSQL — is bounded too.
         var after = (date: Int64.min, arrival: Int64.min)
         while history.stoppedBy == nil {
+            let left = maxEvents - history.events.count
             let page = try c.query(
                 .subscriptionHistoryPage,
                 [
                     .text(otid), .int64(after.date), .int64(after.arrival),
-                    .limit(min(Self.historyPageRows, maxEvents - history.events.count + 1)),
+                    // One row past `maxEvents` tells a history cut short from one that ends there.
+                    .limit(left < Self.historyPageRows ? left + 1 : Self.historyPageRows),
                 ]
             )
             for row in page {
