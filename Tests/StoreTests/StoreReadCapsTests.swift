@@ -244,7 +244,8 @@ import Zstd
     }
 
     /// PostgreSQL stores values plainly: a row holding JSON far over its column's cap (a damaged or hostile row) is
-    /// left in the database by the subscription's read — its length alone comes back — and shown as too large.
+    /// left in the database by the reads of a subscription and of events — its length alone comes back — and shown as
+    /// too large.
     @Test(.enabled(if: TestDatabase.url != nil, "IAPGW_TEST_DATABASE_URL is not set (run under scripts/with-postgres)"))
     func aHugePlainValueInPostgreSQLStaysInTheDatabase() throws {
         let f = try Fixture(.postgres)
@@ -265,7 +266,7 @@ import Zstd
         #expect(history.events.map(\.damage) == [.tooLarge, nil])
         #expect(history.states.map(\.damage) == [.tooLarge])
         #expect(history.bytes < 8_192)
-        // Elsewhere the row is read, and refused over its cap: never handed on.
+        // The reads of events leave it in the database too, and go on without it.
         let events = try f.store.read { tx in try tx.events(id: nil, originalTransactionID: Self.otid, limit: 10) }
         #expect(events.map(\.event.id) == ["e-2"])
     }

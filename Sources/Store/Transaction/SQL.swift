@@ -20,13 +20,13 @@ enum Dialect: Sendable {
     /// A blob's length in bytes, read from the row's header without fetching the value.
     func byteLength(_ column: String) -> String { self == .sqlite ? "length(\(column))" : "octet_length(\(column))" }
 
-    /// The large value `column` selected as `name` for a read of many rows, with `<name>_bytes` beside it, the value's
-    /// stored length: PostgreSQL leaves a value over `bytes` in the database (it reads NULL; its length, from the
-    /// value's header, tells it from a missing one: ``StoreRow/stored(_:as:)``). SQLite reads its compressed value,
-    /// whose plain size only decompressing tells (``StoredBlob/read(_:as:dictionaries:)`` stops at the cap).
+    /// The large value `column` selected as `name`, bounded: PostgreSQL, which stores the value as it is, leaves one
+    /// over `bytes` in the database — it reads NULL, and `<name>_bytes`, its length from the value's header, tells it
+    /// from a missing one (``StoreRow/stored(_:as:)``). SQLite reads its value, compressed: only decompressing tells
+    /// its plain size, and ``StoredBlob/read(_:as:dictionaries:)`` stops at the cap.
     func capped(_ column: String, as name: String, _ bytes: Int) -> String {
         switch self {
-        case .sqlite: "\(column) AS \(name), length(\(column)) AS \(name)_bytes"
+        case .sqlite: "\(column) AS \(name)"
         case .postgres:
             "CASE WHEN octet_length(\(column)) <= \(bytes) THEN \(column) END AS \(name), octet_length(\(column)) AS \(name)_bytes"
         }

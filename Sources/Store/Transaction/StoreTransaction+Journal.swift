@@ -196,17 +196,22 @@ extension SQL {
         """
     )
 
-    fileprivate static let eventColumns = "json, path, authoritative, journal_id, created_at"
+    /// An event's columns, its JSON over the cap left in a PostgreSQL database (``Dialect/capped(_:as:_:)``).
+    fileprivate static func eventColumns(_ d: Dialect) -> String {
+        "\(d.capped("json", as: "json", StoredColumn.event.maxPlainBytes)), path, authoritative, journal_id, created_at"
+    }
     /// All events in arrival order.
-    fileprivate static let events = SQL { d in "SELECT \(eventColumns) FROM events ORDER BY \(d.arrival) LIMIT $1" }
-    static let eventByID = SQL("SELECT \(eventColumns) FROM events WHERE id = $1 LIMIT $2")
-    fileprivate static let eventByIDOfSubscription = SQL(
-        "SELECT \(eventColumns) FROM events WHERE id = $1 AND original_transaction_id = $2 LIMIT $3"
-    )
+    fileprivate static let events = SQL { d in
+        "SELECT \(eventColumns(d)) FROM events ORDER BY \(d.arrival) LIMIT $1"
+    }
+    static let eventByID = SQL { d in "SELECT \(eventColumns(d)) FROM events WHERE id = $1 LIMIT $2" }
+    fileprivate static let eventByIDOfSubscription = SQL { d in
+        "SELECT \(eventColumns(d)) FROM events WHERE id = $1 AND original_transaction_id = $2 LIMIT $3"
+    }
     /// A subscription's events by event date, then arrival (index `events_subscription`).
     static let subscriptionEvents = SQL { d in
         """
-        SELECT \(eventColumns) FROM events WHERE original_transaction_id = $1 ORDER BY event_date, \(d.arrival) LIMIT $2
+        SELECT \(eventColumns(d)) FROM events WHERE original_transaction_id = $1 ORDER BY event_date, \(d.arrival) LIMIT $2
         """
     }
 
