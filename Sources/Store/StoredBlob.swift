@@ -61,7 +61,16 @@ enum StoredBlob {
         as column: StoredColumn,
         dictionaries: [Int64: [UInt8]] = [:]
     ) -> StoredRead {
-        let limit = column.maxPlainBytes
+        read(stored, limit: column.maxPlainBytes, dictionaries: dictionaries)
+    }
+
+    /// What `migrate-store` reads a value within: it moves every value as it is, one within its column's cap or not
+    /// (a row an older gateway wrote before the caps), and refuses only what could not be a value at all. The bound
+    /// every value had before the caps.
+    static let maxCopiedBytes = 64 * 1_048_576
+
+    /// As ``read(_:as:dictionaries:)``, within `limit` bytes.
+    static func read(_ stored: [UInt8], limit: Int, dictionaries: [Int64: [UInt8]] = [:]) -> StoredRead {
         if let (id, zstd) = dictionaryReference(stored) {
             guard let dictionary = dictionaries[id] else { return .damaged(.corrupt) }
             let rest = Array(stored[dictionaryHeaderBytes...])

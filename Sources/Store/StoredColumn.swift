@@ -42,17 +42,6 @@ public enum StoredColumn: Sendable, Hashable, CaseIterable {
         }
     }
 
-    /// The class of a compressed column, by table and column (`migrate-store`); nil for any other column.
-    static func of(table: String, column: String) -> StoredColumn? {
-        switch (table, column) {
-        case ("journal", "body"): .body
-        case ("events", "json"): .event
-        case ("subscription_state", "json"): .state
-        case ("snapshots", "json"), ("compare_ledger", "v1_json"), ("compare_ledger", "v2_json"): .snapshot
-        default: nil
-        }
-    }
-
     /// `value`, when it is within the cap; ``StoreValueTooLarge`` otherwise: the store never writes a value it
     /// would read back as damaged.
     func checked(_ value: [UInt8]) throws(StoreValueTooLarge) -> [UInt8] {

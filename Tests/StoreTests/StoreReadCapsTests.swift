@@ -94,6 +94,25 @@ import Zstd
         for column in StoredColumn.allCases { #expect(StoredBlob.read(unsized, as: column) == .damaged(.corrupt)) }
     }
 
+    /// `migrate-store` moves values, it does not judge them: one over its column's cap (an older gateway may have
+    /// written it) is copied as it is; only a value that does not decompress, or would expand past the bound every
+    /// value once had (64 MiB), stops the move, naming its row.
+    @Test func migrateStoreCopiesAValueOverItsCapAndRefusesOnlyWhatIsNoValue() throws {
+        let large = Self.frame(StoredColumn.maxJSONBytes + 1)
+        #expect(
+            try StoreMigration.plain(.blob(large), table: "events", column: "json", rowid: 7)
+                == .blob(Self.json(StoredColumn.maxJSONBytes + 1))
+        )
+        for value in [Self.frame(64 * 1_048_576 + 1), Array(StoredBlob.pack(Self.json(2_000)).dropLast(2))] {
+            do {
+                _ = try StoreMigration.plain(.blob(value), table: "events", column: "json", rowid: 7)
+                Issue.record("a value that is no value was copied")
+            } catch {
+                #expect("\(error)".contains("events.json of rowid 7") && "\(error)".contains("nothing was copied"))
+            }
+        }
+    }
+
     // MARK: Writing
 
     /// The store never writes a value it would read back as damaged: an event (and so its state) or a body over its

@@ -442,15 +442,14 @@ public enum StoreMigration {
         dictionaries: [Int64: [UInt8]] = [:]
     ) throws -> SQLiteValue {
         guard case .blob(let stored) = value else { return value }
-        let kind = StoredColumn.of(table: table, column: column) ?? .body
-        switch StoredBlob.read(stored, as: kind, dictionaries: dictionaries) {
+        switch StoredBlob.read(stored, limit: StoredBlob.maxCopiedBytes, dictionaries: dictionaries) {
         case .value(let plain): return .blob(plain)
         case .missing: return .null
         case .damaged(let damage):
             throw Refusal(
                 "\(table).\(column) of rowid \(rowid.map(String.init) ?? "?"): "
                     + (damage == .tooLarge
-                        ? "a value larger than the store keeps (\(kind.maxPlainBytes) bytes)"
+                        ? "a compressed value that would expand past \(StoredBlob.maxCopiedBytes) bytes"
                         : "a compressed value that does not decompress")
                     + " (the SQLite file is damaged); nothing was copied"
             )
