@@ -200,14 +200,16 @@ let package = Package(
         ),
         .target(
             name: "StoreTestSupport",
-            dependencies: ["Store", "Canonical"],
+            dependencies: ["Store", "Canonical", "SQLite", "TestSupport"],
             path: "Tests/StoreTestSupport",
             swiftSettings: strict
         ),
         // The store contract against each implementation: SQLite always, PostgreSQL when IAPGW_TEST_DATABASE_URL is set.
         .testTarget(
             name: "StoreTests",
-            dependencies: ["Store", "Canonical", "Postgres", "SQLite", "Zlib", "Zstd", "TestSupport"],
+            dependencies: [
+                "Store", "StoreTestSupport", "Canonical", "Postgres", "SQLite", "Zlib", "Zstd", "TestSupport",
+            ],
             swiftSettings: strict
         ),
         .testTarget(

@@ -203,7 +203,7 @@ final class BlobDictionaries: Sendable {
 }
 
 /// The connection a ``SQLiteTransaction`` works on: the SQLite connection and its store's ``BlobDictionaries``. Its
-/// rows carry the dictionaries their values name, so that ``StoreRow/compressible(_:)`` reads every stored format.
+/// rows carry the dictionaries their values name, so that ``StoreRow/stored(_:as:)`` reads every stored format.
 struct SQLiteStoreConnection: StoreConnection {
     let raw: SQLiteConnection
     let dictionaries: BlobDictionaries
@@ -223,8 +223,8 @@ struct SQLiteStoreConnection: StoreConnection {
 
     /// A value as this store binds it: the gateway's JSON compressed with the store's JSON dictionary.
     private func bound(_ value: StoreValue) throws -> SQLiteValue {
-        guard case .compressible(let json) = value else { return value.sqlite }
-        return .blob(try dictionaries.packJSON(json, on: raw))
+        guard case .compressible(let json, let column) = value else { return value.sqlite }
+        return .blob(try dictionaries.packJSON(try column.checked(json), on: raw))
     }
 
     @discardableResult
@@ -253,7 +253,7 @@ struct SQLiteStoreRow: StoreRow, Sendable {
     func int(_ column: String) -> Int? { row.int(column) }
     func bool(_ column: String) -> Bool? { row.bool(column) }
     func bytes(_ column: String) -> [UInt8]? { row.blob(column) }
-    func compressible(_ column: String) -> [UInt8]? {
-        row.blob(column).flatMap { StoredBlob.unpack($0, dictionaries: dictionaries) }
+    func stored(_ column: String, as kind: StoredColumn) -> StoredRead {
+        row.blob(column).map { StoredBlob.read($0, as: kind, dictionaries: dictionaries) } ?? .missing
     }
 }

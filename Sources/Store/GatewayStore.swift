@@ -107,6 +107,16 @@ public protocol StoreTransaction {
     func subscriptionEvents(originalTransactionID: String, createdAfter: Int64, limit: Int) throws -> [StoredEvent]
     /// A subscription's state on each path it has one on.
     func subscriptionStates(originalTransactionID: String) throws -> [StoredSubscriptionState]
+    /// A subscription's states and its events (in ``events(id:originalTransactionID:limit:)``'s order) for an
+    /// operator: the events read a page at a time until `maxEvents` rows or `maxBytes` of JSON (each row counting
+    /// ``SubscriptionHistory/rowBytes`` more), whichever comes first; a value that reads as damaged is a row with its
+    /// ``StoredValueDamage``, never left out. On PostgreSQL a value over its column's cap stays in the database.
+    func subscriptionHistory(
+        originalTransactionID: String,
+        maxEvents: Int,
+        maxBytes: Int
+    ) throws
+        -> SubscriptionHistory
     /// Events per source of a bundle and environment created in [since, until).
     func eventCountsBySource(
         bundleID: String,

@@ -120,8 +120,53 @@ public struct StoredSubscriptionState: Sendable, Hashable {
     public var environment: AppStoreEnvironment
     public var bundleID: String?
     public var eventID: String
-    /// ``SubscriptionState`` as stored and delivered.
+    /// ``SubscriptionState`` as stored and delivered; empty when the stored value reads as damaged.
     public var json: [UInt8]
     public var authoritative: Bool
     public var updatedAt: Int64
+    /// How the stored JSON is damaged (``StoredValueDamage``); nil when it was read.
+    public var damage: StoredValueDamage? = nil
+}
+
+/// One subscription's states and events as ``StoreTransaction/subscriptionHistory(originalTransactionID:maxEvents:maxBytes:)``
+/// reads them for an operator (`subscription`, `GET /admin/subscriptions/{id}`): within a number of events and a
+/// byte budget, each row an event or a damaged value, and why the history stops short when it does.
+public struct SubscriptionHistory: Sendable, Hashable {
+    /// What makes an operator's answer stop short of a subscription's whole history (docs/commands.md,
+    /// "subscription"): `max_events` rows, or `max_bytes` of stored JSON read.
+    public enum Cap: String, Sendable, Hashable {
+        case maxEvents = "max_events"
+        case maxBytes = "max_bytes"
+    }
+
+    /// A subscription's events, about a kilobyte each: thousands of years of monthly renewals on both paths.
+    public static let defaultMaxEvents = 100_000
+    /// 8 MiB of the JSON of states and events: about eight thousand events. With the caps of each value
+    /// (``StoredColumn``), what one answer makes stays within a few times this, whatever the store holds.
+    public static let defaultMaxBytes = 8 * 1_048_576
+    /// What each row counts beside its JSON: a damaged row has none, and is still a line of the answer.
+    public static let rowBytes = 256
+
+    /// The state on each path and environment (at most four rows, all read), damaged ones with their
+    /// ``StoredSubscriptionState/damage``.
+    public var states: [StoredSubscriptionState] = []
+    /// The events in event-date order, then arrival: as many as the caps allowed.
+    public var events: [Row] = []
+    /// The cap that left events unread; nil when the history is whole.
+    public var stoppedBy: Cap?
+    /// The bytes counted against the budget: each row's JSON plus ``rowBytes``.
+    public var bytes = 0
+
+    public init() {}
+
+    /// An event row: the event, or how its stored JSON is damaged (``StoredValueDamage``) with the row's own columns.
+    public struct Row: Sendable, Hashable {
+        public var id: String
+        public var path: Generation
+        public var authoritative: Bool
+        public var createdAt: Int64
+        /// nil when ``damage`` is set.
+        public var event: StoredEvent?
+        public var damage: StoredValueDamage?
+    }
 }

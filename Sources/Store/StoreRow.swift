@@ -12,18 +12,31 @@ protocol StoreRow {
     /// SQLite: an integer other than 0; PostgreSQL: a `boolean`.
     func bool(_ column: String) -> Bool?
     func bytes(_ column: String) -> [UInt8]?
-    /// A column written as ``StoreValue/compressible(_:)``, plain: SQLite's compressed values decompressed (nil when
-    /// one does not: a damaged file), PostgreSQL's as they are.
-    func compressible(_ column: String) -> [UInt8]?
+    /// A column of `kind` (written as ``StoreValue/compressible(_:)`` or by the journal's inserts) as a read finds it:
+    /// SQLite's compressed values decompressed, PostgreSQL's as they are, either damaged when over the column's cap
+    /// (``StoredColumn/maxPlainBytes``) or, compressed, when it does not decompress (``StoredBlob/read(_:as:dictionaries:)``).
+    func stored(_ column: String, as kind: StoredColumn) -> StoredRead
+}
+
+extension StoreRow {
+    /// ``stored(_:as:)``'s plain bytes; nil when the value is missing or damaged.
+    func compressible(_ column: String, as kind: StoredColumn) -> [UInt8]? { stored(column, as: kind).bytes }
 }
 
 extension SQLiteRow: StoreRow {
     func bytes(_ column: String) -> [UInt8]? { blob(column) }
-    func compressible(_ column: String) -> [UInt8]? { blob(column).flatMap { StoredBlob.unpack($0) } }
+    func stored(_ column: String, as kind: StoredColumn) -> StoredRead {
+        blob(column).map { StoredBlob.read($0, as: kind) } ?? .missing
+    }
 }
 
 extension PostgresRow: StoreRow {
-    func compressible(_ column: String) -> [UInt8]? { bytes(column) }
+    /// A value over the cap is damaged. A statement that selects the column through ``Dialect/capped(_:as:_:)`` leaves
+    /// such a value in the database: the column reads NULL, and its `<column>_bytes` tells it from a missing one.
+    func stored(_ column: String, as kind: StoredColumn) -> StoredRead {
+        guard let value = bytes(column) else { return int64(column + "_bytes") == nil ? .missing : .damaged(.tooLarge) }
+        return value.count <= kind.maxPlainBytes ? .value(value) : .damaged(.tooLarge)
+    }
 }
 
 extension StoreRow {
@@ -67,7 +80,7 @@ extension JournalEntry {
             environment: row.environment("environment"),
             secretName: row.string("secret_name"),
             authority: row.generation("authority"),
-            body: row.compressible("body")
+            body: row.compressible("body", as: .body)
         )
     }
 }
@@ -75,16 +88,54 @@ extension JournalEntry {
 extension StoredEvent {
     /// nil when the stored JSON does not decode.
     init?(row: some StoreRow) {
-        guard let json = row.compressible("json"),
-            let event = try? JSONDecoder().decode(CanonicalEvent.self, from: Data(json))
-        else { return nil }
+        guard case .event(let event) = Self.read(row) else { return nil }
+        self = event
+    }
+
+    /// The row's event, or how its stored JSON is damaged.
+    static func read(_ row: some StoreRow) -> Read {
+        let json: [UInt8]
+        switch row.stored("json", as: .event) {
+        case .value(let bytes): json = bytes
+        case .damaged(let damage): return .damaged(damage)
+        case .missing: return .damaged(.unreadable)
+        }
+        guard let event = try? JSONDecoder().decode(CanonicalEvent.self, from: Data(json)) else {
+            return .damaged(.unreadable)
+        }
+        return .event(
+            StoredEvent(
+                event: event,
+                json: json,
+                path: row.generation("path") ?? .v1,
+                authoritative: row.bool("authoritative") ?? false,
+                journalID: row.int64("journal_id"),
+                createdAt: row.int64("created_at") ?? 0
+            )
+        )
+    }
+
+    enum Read {
+        case event(StoredEvent)
+        case damaged(StoredValueDamage)
+    }
+}
+
+extension SubscriptionHistory.Row {
+    /// A row of `SQL.subscriptionHistoryPage`.
+    init(row: some StoreRow) {
+        let (event, damage): (StoredEvent?, StoredValueDamage?) =
+            switch StoredEvent.read(row) {
+            case .event(let e): (e, nil)
+            case .damaged(let d): (nil, d)
+            }
         self.init(
-            event: event,
-            json: json,
+            id: row.string("id") ?? "",
             path: row.generation("path") ?? .v1,
             authoritative: row.bool("authoritative") ?? false,
-            journalID: row.int64("journal_id"),
-            createdAt: row.int64("created_at") ?? 0
+            createdAt: row.int64("created_at") ?? 0,
+            event: event,
+            damage: damage
         )
     }
 }
@@ -93,14 +144,18 @@ extension StoredSubscriptionState {
     /// A `subscription_state` row with the bundle's current `authority`.
     init(row: some StoreRow) {
         let path = row.generation("path") ?? .v1
+        let json = row.stored("json", as: .state)
+        var damage: StoredValueDamage?
+        if case .damaged(let d) = json { damage = d }
         self.init(
             path: path,
             environment: row.environment("environment") ?? .production,
             bundleID: row.string("bundle_id"),
             eventID: row.string("event_id") ?? "",
-            json: row.compressible("json") ?? [],
+            json: json.bytes ?? [],
             authoritative: row.generation("authority") == path,
-            updatedAt: row.int64("updated_at") ?? 0
+            updatedAt: row.int64("updated_at") ?? 0,
+            damage: damage
         )
     }
 }
@@ -225,12 +280,12 @@ let authoritativeStateColumn = """
 extension DeliveryPayload {
     /// `(json, authoritative, body, state)`: the event, its notification's body and the authoritative path's state.
     init?(row: some StoreRow) {
-        guard let json = row.compressible("json") else { return nil }
+        guard let json = row.compressible("json", as: .event) else { return nil }
         self.init(
             eventJSON: json,
             authoritative: row.bool("authoritative") ?? false,
-            stateJSON: row.compressible("state"),
-            rawBody: row.compressible("body")
+            stateJSON: row.compressible("state", as: .state),
+            rawBody: row.compressible("body", as: .body)
         )
     }
 }
@@ -269,7 +324,7 @@ extension ReceiptJob {
         self.init(
             journalID: id,
             attempts: row.int("attempts") ?? 0,
-            body: row.compressible("body") ?? [],
+            body: row.compressible("body", as: .body) ?? [],
             bundleID: row.string("bundle_id") ?? "",
             secretName: row.string("secret_name") ?? "",
             receivedAt: row.int64("received_at") ?? time,
@@ -331,8 +386,8 @@ extension LedgerEntry {
             comparedAt: row.int64("compared_at") ?? 0,
             outcome: outcome,
             fields: (row.string("fields") ?? "").split(separator: ",").map(String.init),
-            v1: SnapshotJSON.decode(row.compressible("v1_json")),
-            v2: SnapshotJSON.decode(row.compressible("v2_json"))
+            v1: SnapshotJSON.decode(row.compressible("v1_json", as: .snapshot)),
+            v2: SnapshotJSON.decode(row.compressible("v2_json", as: .snapshot))
         )
     }
 }

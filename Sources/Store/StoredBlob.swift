@@ -5,7 +5,7 @@ internal import Zstd
 /// The large blobs of the SQLite store — `journal.body`, `events.json`, `subscription_state.json`, `snapshots.json`,
 /// `compare_ledger.v1_json` and `v2_json` — as they are on disk: compressed when that is smaller, as they are
 /// otherwise. PostgreSQL stores them as they are (its TOAST compresses them): the difference is the dialect's
-/// (``StoreValue/compressible(_:)``, ``StoreRow/compressible(_:)``), and every reader above the rows — deliveries,
+/// (``StoreValue/compressible(_:)``, ``StoreRow/stored(_:as:)``), and every reader above the rows — deliveries,
 /// the team's database, replay, `subscription`, `migrate-store` — sees the plain bytes.
 ///
 /// A stored value is told by its first bytes; the plain values are JSON, which starts with none of them (and a plain
@@ -22,10 +22,6 @@ internal import Zstd
 /// Rows of every format are read: a store is never rewritten to change format (the dictionaries, by id, are the same
 /// for both: ``BlobDictionaries``).
 enum StoredBlob {
-    /// The most a stored value decompresses to: far above any body the gateway accepts (1 MiB) or any event it
-    /// writes, and a bound on what a corrupt file can make a read allocate.
-    static let maxPlainBytes = 64 * 1_048_576
-
     /// zstd's fastest standard level: the values are compressed on the store's one writer thread (docs/performance.md
     /// compares the writer's CPU per notification with zlib's level 1 and with this).
     static let level = Zstd.defaultLevel
@@ -47,20 +43,58 @@ enum StoredBlob {
             || value.first == zstdDictionaryMarker || value.first == zlibDictionaryMarker
     }
 
-    /// The plain value of a stored one; nil when it is compressed and does not decompress (a damaged file) or names a
-    /// dictionary that is not in `dictionaries` (by id, ``BlobDictionaries``): the row then reads as if the value
-    /// were missing, never as compressed bytes.
-    static func unpack(_ stored: [UInt8], dictionaries: [Int64: [UInt8]] = [:]) -> [UInt8]? {
+    /// The plain value of a stored one; nil when it reads as damaged (``read(_:as:dictionaries:)``).
+    static func unpack(
+        _ stored: [UInt8],
+        as column: StoredColumn = .body,
+        dictionaries: [Int64: [UInt8]] = [:]
+    ) -> [UInt8]? {
+        read(stored, as: column, dictionaries: dictionaries).bytes
+    }
+
+    /// The plain value of a stored value of `column`, or how it is damaged: compressed and larger than the column's
+    /// cap (``StoredColumn/maxPlainBytes``: decompression stops there, so a small frame that would expand to
+    /// gigabytes costs at most the cap), plain and larger than the cap, compressed and not decompressing, or naming a
+    /// dictionary that is not in `dictionaries` (by id, ``BlobDictionaries``) — never the compressed bytes.
+    static func read(
+        _ stored: [UInt8],
+        as column: StoredColumn,
+        dictionaries: [Int64: [UInt8]] = [:]
+    ) -> StoredRead {
+        read(stored, limit: column.maxPlainBytes, dictionaries: dictionaries)
+    }
+
+    /// What `migrate-store` reads a value within: it moves every value as it is, one within its column's cap or not
+    /// (a row an older gateway wrote before the caps), and refuses only what could not be a value at all. The bound
+    /// every value had before the caps.
+    static let maxCopiedBytes = 64 * 1_048_576
+
+    /// As ``read(_:as:dictionaries:)``, within `limit` bytes.
+    static func read(_ stored: [UInt8], limit: Int, dictionaries: [Int64: [UInt8]] = [:]) -> StoredRead {
         if let (id, zstd) = dictionaryReference(stored) {
-            guard let dictionary = dictionaries[id] else { return nil }
+            guard let dictionary = dictionaries[id] else { return .damaged(.corrupt) }
             let rest = Array(stored[dictionaryHeaderBytes...])
             return zstd
-                ? try? Zstd.decompress(rest, dictionary: dictionary, limit: maxPlainBytes)
-                : try? Deflate.decompress(rest, dictionary: dictionary, limit: maxPlainBytes)
+                ? zstdRead { () throws(ZstdError) in try Zstd.decompress(rest, dictionary: dictionary, limit: limit) }
+                : zlibRead { () throws(DeflateError) in
+                    try Deflate.decompress(rest, dictionary: dictionary, limit: limit)
+                }
         }
-        if Zstd.looksCompressed(stored) { return try? Zstd.decompress(stored, limit: maxPlainBytes) }
-        if Deflate.looksCompressed(stored) { return try? Deflate.decompress(stored, limit: maxPlainBytes) }
-        return stored
+        if Zstd.looksCompressed(stored) {
+            return zstdRead { () throws(ZstdError) in try Zstd.decompress(stored, limit: limit) }
+        }
+        if Deflate.looksCompressed(stored) {
+            return zlibRead { () throws(DeflateError) in try Deflate.decompress(stored, limit: limit) }
+        }
+        return stored.count <= limit ? .value(stored) : .damaged(.tooLarge)
+    }
+
+    private static func zstdRead(_ body: () throws(ZstdError) -> [UInt8]) -> StoredRead {
+        do { return .value(try body()) } catch { return .damaged(error.code == .tooLarge ? .tooLarge : .corrupt) }
+    }
+
+    private static func zlibRead(_ body: () throws(DeflateError) -> [UInt8]) -> StoredRead {
+        do { return .value(try body()) } catch { return .damaged(error.code == .tooLarge ? .tooLarge : .corrupt) }
     }
 
     // MARK: Preset dictionaries

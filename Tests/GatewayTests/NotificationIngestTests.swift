@@ -159,4 +159,23 @@ import WireJSON
         #expect(event.verified == false && event.kind == .renewal)
         #expect(try h.store.receiptJobs().count == 0)
     }
+
+    /// An opted-out V1 body (its events made from the body itself) whose product ids are 140 KB each: its event would be
+    /// larger than the store keeps (docs/architecture.md, "Capped values"), so the notification is refused and
+    /// quarantined, never answered 503 for a retry that would fail the same way, and nothing of it is stored.
+    @Test func anEventLargerThanTheStoreKeepsIsRefusedAndQuarantined() throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let body = String(decoding: try Fixtures.bytes("v1-synthetic/did-renew.json"), as: UTF8.self)
+            .replacingOccurrences(of: "\"bid\": \"com.example.gateway\"", with: "\"bid\": \"com.example.optout\"")
+            .replacingOccurrences(of: "com.example.gateway.monthly", with: String(repeating: "P", count: 140_000))
+        #expect(body.utf8.count < 1_048_576)
+        let r = h.ingest.handle(Array(body.utf8))
+        #expect(r.status == 400 && r.code == "malformed_body")
+        #expect(String(decoding: r.body, as: UTF8.self).contains("value_too_large"))
+        #expect(try h.store.journal().isEmpty && h.store.events().isEmpty)
+        let row = try #require(try h.store.quarantined().first)
+        #expect(row.code == "malformed_body" && row.bundleID == "com.example.optout")
+        #expect(!String(decoding: row.body, as: UTF8.self).contains(GatewayHarness.v1Secret))
+    }
 }

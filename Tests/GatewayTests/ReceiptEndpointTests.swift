@@ -368,6 +368,34 @@ import WireJSON
         #expect(rig.source.calls == 0)
     }
 
+    /// A customer with a thousand transactions (a history far over the store's cap for the gateway's own JSON) is
+    /// kept like any other: the second answer needs no call.
+    @Test func aLongHistoryIsKeptToo() async throws {
+        let rig = try Rig(mode: .api)
+        defer { rig.close() }
+        var long = Self.history()
+        let day: Int64 = 86_400_000
+        for k in 0..<1_000 {
+            long.transactions.append(
+                Self.transaction(
+                    String(2_000_000_900_100_000 + k),
+                    otid: String(2_000_000_900_100_000 + k),
+                    product: "com.example.gateway.lifetime\(k)",
+                    purchase: Self.t - Int64(k) * day,
+                    expires: nil,
+                    type: "Non-Consumable"
+                )
+            )
+        }
+        #expect(long.encoded().count > 262_144)
+        let history = long
+        rig.source.state.withLock { $0.histories[Self.customer] = history }
+        #expect(Self.ids(try await rig.ask()).count == 1_003)
+        rig.advance(1_000)
+        #expect(Self.ids(try await rig.ask()).count == 1_003)
+        #expect(rig.source.calls == 1)
+    }
+
     /// A history is decoded once and kept; when another instance stores a newer fetch of the customer, that one answers.
     @Test func aHistoryAnotherInstanceFetchedAgainIsTheOneAnswered() async throws {
         let rig = try Rig(mode: .api)

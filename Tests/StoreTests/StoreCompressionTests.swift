@@ -2,6 +2,7 @@ import Canonical
 import Foundation
 import Postgres
 import SQLite
+import StoreTestSupport
 import TestSupport
 import Testing
 import Zlib
@@ -274,11 +275,9 @@ import Zstd
     ) throws {
         let dictionaries = try BlobDictionaries.all(on: c)
         for (table, column) in compressedColumns {
-            for row in try c.query("SELECT rowid AS r, \(column) AS v FROM \(table) WHERE \(column) IS NOT NULL") {
-                guard let stored = row.blob("v"), let rowid = row.int64("r") else { continue }
+            try StoredValueRewriter.rewrite(on: c, table: table, column: column) { _, stored in
                 let plain = try #require(StoredBlob.unpack(stored, dictionaries: dictionaries))
-                guard let value = try rewrite(stored, plain, dictionaries) else { continue }
-                try c.run("UPDATE \(table) SET \(column) = ? WHERE rowid = ?", [.blob(value), .integer(rowid)])
+                return try rewrite(stored, plain, dictionaries)
             }
         }
     }

@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 import Zstd
 
@@ -99,6 +100,26 @@ import Zstd
             flipped[i] ^= 0x5A
             _ = try? Zstd.decompress(flipped, limit: 1_000)
         }
+    }
+
+    /// A frame that does not say its size (a streaming compressor's: the gateway writes none) is refused before
+    /// anything is decompressed, however much it would expand to; one that says a size smaller than what it holds
+    /// never writes past that size. The frames are written by hand (``ZstdFrames``), so any size costs nothing.
+    @Test func framesThatDoNotSayTheirSizeOrUnderstateItAreRefused() throws {
+        let parts: [ZstdFrames.Part] = [.bytes(Self.hello), .repeated(0x61, count: 1_000)]
+        let content = Self.hello + [UInt8](repeating: 0x61, count: 1_000)
+        #expect(try Zstd.decompress(ZstdFrames.frame(parts), limit: 1_005) == content)
+        #expect(Self.code { try Zstd.decompress(ZstdFrames.frame(parts), limit: 1_004) } == .tooLarge)
+        #expect(
+            Self.code { try Zstd.decompress(ZstdFrames.frame(parts, declaresSize: false), limit: 1 << 20) } == .corrupt
+        )
+        let streamed = ZstdFrames.frame([.repeated(0x41, count: 60 * 1_048_576)], declaresSize: false)
+        #expect(streamed.count < 3_000)
+        #expect(Self.code { try Zstd.decompress(streamed, limit: 64 * 1_048_576) } == .corrupt)
+        // A header that says 5 bytes in front of 60 MiB of content: decoding stops at the 5 bytes.
+        var understated = ZstdFrames.frame([.bytes(Self.hello), .repeated(0x41, count: 60 * 1_048_576)])
+        understated.replaceSubrange(6..<14, with: [5, 0, 0, 0, 0, 0, 0, 0])
+        #expect(Self.code { try Zstd.decompress(understated, limit: 64 * 1_048_576) } == .corrupt)
     }
 
     /// A frame written with a dictionary reads back with it only: without one, or with another, it is corrupt.

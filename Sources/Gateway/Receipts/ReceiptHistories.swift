@@ -97,8 +97,15 @@ final class ReceiptHistories: Sendable {
         switch result {
         case .success(let history):
             let json = history.encoded()
-            _ = try? await store.write { tx in
+            let kept: Void? = try? await store.write { tx in
                 try tx.settleReceiptHistory(key, json: json, fetchedAt: history.fetchedAt, owner: owner)
+            }
+            if kept == nil {
+                // Not kept (the store refused or failed): the claim is given up, so the next request fetches again
+                // rather than waiting for it to lapse.
+                _ = try? await store.write { tx in
+                    try tx.settleReceiptHistory(key, json: nil, fetchedAt: 0, owner: owner)
+                }
             }
             decoded.insert((history.fetchedAt, json.count, history), for: key, cost: json.count)
             return .success(history)

@@ -245,7 +245,7 @@ public final class NotificationIngest: Sendable {
                 origin: origin
             )
         }
-        var r = commit(item)
+        var r = commit(item, bytes: bytes, origin: origin)
         r.leafSerial = verified.leafSerial
         return r
     }
@@ -290,12 +290,15 @@ public final class NotificationIngest: Sendable {
             let facts = V1EventBuilder.facts(fromBody: n.body, subscription: n.body.subscriptionID)
             item.events = [V1EventBuilder().event(for: n.body, id: n.eventID, facts: facts, arrival: received)]
         }
-        return commit(item)
+        return commit(item, bytes: bytes, origin: origin)
     }
 
     // MARK: Journal and refusals
 
-    private func commit(_ item: JournalItem) -> Result {
+    /// Journals `item`, made of the body `bytes`. A notification whose body or event is larger than the store keeps
+    /// (``StoreValueTooLarge``: an event of over 256 KiB, docs/architecture.md, "Capped values") is refused and
+    /// quarantined rather than answered 503: it would be refused again on every retry.
+    private func commit(_ item: JournalItem, bytes: [UInt8], origin: Origin) -> Result {
         let router = self.router
         let time = now()
         var r = Result(status: 200, body: [], version: item.version, id: item.key)
@@ -312,6 +315,19 @@ public final class NotificationIngest: Sendable {
                 Array("{\"ok\":true,\"id\":".utf8) + JSONValue.quoted(item.key)
                 + Array(",\"duplicate\":\(r.duplicate)}".utf8)
             return r
+        } catch let tooLarge as StoreValueTooLarge {
+            return refuse(
+                GatewayError(
+                    .malformedBody,
+                    "the notification makes a value larger than the store keeps (\(tooLarge))"
+                ),
+                version: item.version,
+                bytes: bytes,
+                at: item.receivedAt,
+                origin: origin,
+                claimedBundle: item.bundleID,
+                claimedEnvironment: item.environment?.rawValue
+            )
         } catch {
             // Nothing of this notification is stored (its transaction rolled back); Apple retries the 503.
             metrics.increment(.storeFailuresTotal, ["operation": "journal"])

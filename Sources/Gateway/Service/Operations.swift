@@ -65,53 +65,75 @@ public struct Operations: Sendable {
         )
     }
 
-    /// One subscription: its state on each path (with which one is authoritative) and its event history.
-    public func subscription(_ otid: String) throws -> JSONValue {
+    /// One subscription: its state on each path (with which one is authoritative) and its event history, within
+    /// `maxEvents` events and `maxBytes` of stored JSON (docs/commands.md, "subscription"). `complete` says whether the
+    /// history is whole; when it is not, `stopped_by` names the cap (`max_events`, `max_bytes`) and the events shown
+    /// are the oldest. A state or an event whose stored JSON reads as damaged is shown with its `damaged` code
+    /// (``StoredValueDamage``) in place of its JSON, and counted in `damaged`.
+    public func subscription(
+        _ otid: String,
+        maxEvents: Int = SubscriptionHistory.defaultMaxEvents,
+        maxBytes: Int = SubscriptionHistory.defaultMaxBytes
+    ) throws -> JSONValue {
         let time = now()
-        return try store.read { tx in
-            let states = try tx.subscriptionStates(originalTransactionID: otid)
-            let events = try tx.events(id: nil, originalTransactionID: otid, limit: 100_000)
-            let stateValues: [JSONValue] = states.map { row in
-                var members: [(key: String, value: JSONValue)] = [
-                    ("path", .string(row.path.rawValue)), ("environment", .string(row.environment.rawValue)),
-                    ("authoritative", .bool(row.authoritative)),
-                ]
-                if let v = try? JSONParser.parse(row.json) {
-                    members.append(("state", v))
-                    // Where the subscription stands now if nothing has happened since its latest event.
-                    if let e = v.objectValue?["entitlement"]?.objectValue, let state = e["state"]?.stringValue {
-                        let now = Entitlement(state: Entitlement.State(rawValue: state), until: e["until"]?.int64Value)
-                            .projected(at: time)
-                        members.append(
-                            (
-                                "entitlement_now",
-                                .object(
-                                    JSONObject([
-                                        ("state", .string(now.state.rawValue)),
-                                        ("until", now.until.map { .number(String($0)) } ?? .null),
-                                    ])
-                                )
-                            )
-                        )
-                    }
-                }
+        let history = try store.read { tx in
+            try tx.subscriptionHistory(originalTransactionID: otid, maxEvents: maxEvents, maxBytes: maxBytes)
+        }
+        var damaged = 0
+        let stateValues: [JSONValue] = history.states.map { row in
+            var members: [(key: String, value: JSONValue)] = [
+                ("path", .string(row.path.rawValue)), ("environment", .string(row.environment.rawValue)),
+                ("authoritative", .bool(row.authoritative)),
+            ]
+            guard row.damage == nil, let v = try? JSONParser.parse(row.json) else {
+                damaged += 1
+                members.append(("event_id", .string(row.eventID)))
+                members.append(("damaged", .string((row.damage ?? .unreadable).rawValue)))
                 return .object(JSONObject(members))
             }
-            let eventValues: [JSONValue] = events.compactMap { row in
-                guard let v = try? JSONParser.parse(row.json) else { return nil }
-                return .object(
-                    JSONObject([
-                        ("path", .string(row.path.rawValue)), ("authoritative", .bool(row.authoritative)), ("event", v),
-                    ])
+            members.append(("state", v))
+            // Where the subscription stands now if nothing has happened since its latest event.
+            if let e = v.objectValue?["entitlement"]?.objectValue, let state = e["state"]?.stringValue {
+                let now = Entitlement(state: Entitlement.State(rawValue: state), until: e["until"]?.int64Value)
+                    .projected(at: time)
+                members.append(
+                    (
+                        "entitlement_now",
+                        .object(
+                            JSONObject([
+                                ("state", .string(now.state.rawValue)),
+                                ("until", now.until.map { .number(String($0)) } ?? .null),
+                            ])
+                        )
+                    )
                 )
             }
-            return .object(
-                JSONObject([
-                    ("original_transaction_id", .string(otid)), ("states", .array(stateValues)),
-                    ("events", .array(eventValues)),
-                ])
-            )
+            return .object(JSONObject(members))
         }
+        let eventValues: [JSONValue] = history.events.map { row in
+            let members: [(key: String, value: JSONValue)] = [
+                ("path", .string(row.path.rawValue)), ("authoritative", .bool(row.authoritative)),
+            ]
+            guard let event = row.event, let v = try? JSONParser.parse(event.json) else {
+                damaged += 1
+                return .object(
+                    JSONObject(
+                        members + [
+                            ("event_id", .string(row.id)),
+                            ("damaged", .string((row.damage ?? .unreadable).rawValue)),
+                        ]
+                    )
+                )
+            }
+            return .object(JSONObject(members + [("event", v)]))
+        }
+        var members: [(key: String, value: JSONValue)] = [
+            ("original_transaction_id", .string(otid)), ("states", .array(stateValues)),
+            ("events", .array(eventValues)), ("complete", .bool(history.stoppedBy == nil)),
+            ("damaged", .number(String(damaged))),
+        ]
+        if let cap = history.stoppedBy { members.append(("stopped_by", .string(cap.rawValue))) }
+        return .object(JSONObject(members))
     }
 
     /// Counts for `GET /admin/status`, with the gateway's version (``GatewayVersion``).

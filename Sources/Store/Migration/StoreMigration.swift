@@ -457,13 +457,18 @@ public enum StoreMigration {
         dictionaries: [Int64: [UInt8]] = [:]
     ) throws -> SQLiteValue {
         guard case .blob(let stored) = value else { return value }
-        guard let plain = StoredBlob.unpack(stored, dictionaries: dictionaries) else {
+        switch StoredBlob.read(stored, limit: StoredBlob.maxCopiedBytes, dictionaries: dictionaries) {
+        case .value(let plain): return .blob(plain)
+        case .missing: return .null
+        case .damaged(let damage):
             throw Refusal(
-                "\(table).\(column) of rowid \(rowid.map(String.init) ?? "?"): a compressed value that does not "
-                    + "decompress (the SQLite file is damaged); nothing was copied"
+                "\(table).\(column) of rowid \(rowid.map(String.init) ?? "?"): "
+                    + (damage == .tooLarge
+                        ? "a compressed value that would expand past \(StoredBlob.maxCopiedBytes) bytes"
+                        : "a compressed value that does not decompress")
+                    + " (the SQLite file is damaged); nothing was copied"
             )
         }
-        return .blob(plain)
     }
 
     /// An SQLite value as the PostgreSQL column of type `type` takes it: integers as `bigint`/`integer`, 0 and 1 as

@@ -32,7 +32,7 @@ extension PostgresTransaction: JournalRows {
                 PostgresValue(item.bundleID), PostgresValue(item.environment?.rawValue),
                 PostgresValue(item.notificationType),
                 PostgresValue(item.subtype), PostgresValue(item.secretName), PostgresValue(item.leafSerial),
-                .bytea(item.body),
+                .bytea(try StoredColumn.body.checked(item.body)),
                 .int64(LockClass.journalKey.rawValue),
             ]
         )
@@ -69,8 +69,10 @@ extension PostgresTransaction: JournalRows {
             PostgresValue(event.reason?.rawValue), PostgresValue(event.bundleID),
             PostgresValue(event.environment?.rawValue),
             PostgresValue(event.originalTransactionID), .int64(event.eventDate), .bool(authoritative), .int64(now),
-            .bytea(CanonicalJSON.encode(event)), PostgresValue(event.recoveredBy?.rawValue),
-            state.map { .bytea(CanonicalJSON.encode($0)) } ?? .null, PostgresValue(state?.expiresDate),
+            .bytea(try StoredColumn.event.checked(CanonicalJSON.encode(event))),
+            PostgresValue(event.recoveredBy?.rawValue),
+            try state.map { .bytea(try StoredColumn.state.checked(CanonicalJSON.encode($0))) } ?? .null,
+            PostgresValue(state?.expiresDate),
             .textArray(targets),
         ]
         return try c.queryOne(

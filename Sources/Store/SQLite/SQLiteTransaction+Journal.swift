@@ -34,7 +34,7 @@ extension SQLiteTransaction: JournalRows {
 
     private func insertJournal(_ item: JournalItem, authority: Generation) throws -> JournalOutcome {
         // A V2 body with its header's preset dictionary (its row inserted in this transaction when new).
-        let body = try c.dictionaries.pack(item.body, on: c.raw)
+        let body = try c.dictionaries.pack(try StoredColumn.body.checked(item.body), on: c.raw)
         let inserted = try c.run(
             """
             INSERT INTO journal (notification_key, version, received_at, origin, bundle_id, environment, notification_type,
@@ -76,7 +76,9 @@ extension SQLiteTransaction: JournalRows {
                 SQLiteValue(event.environment?.rawValue),
                 SQLiteValue(event.originalTransactionID), .integer(event.eventDate), SQLiteValue(authoritative),
                 .integer(now),
-                .blob(try c.dictionaries.packJSON(CanonicalJSON.encode(event), on: c.raw)),
+                .blob(
+                    try c.dictionaries.packJSON(try StoredColumn.event.checked(CanonicalJSON.encode(event)), on: c.raw)
+                ),
                 SQLiteValue(event.recoveredBy?.rawValue),
             ]
         )
@@ -106,7 +108,9 @@ extension SQLiteTransaction: JournalRows {
                 .text(state.path.rawValue), .text(environment.rawValue), .text(state.originalTransactionID),
                 SQLiteValue(bundleID),
                 .text(state.eventID), .integer(state.eventDate), .integer(seq),
-                .blob(try c.dictionaries.packJSON(CanonicalJSON.encode(state), on: c.raw)),
+                .blob(
+                    try c.dictionaries.packJSON(try StoredColumn.state.checked(CanonicalJSON.encode(state)), on: c.raw)
+                ),
                 .integer(now),
                 SQLiteValue(state.expiresDate),
             ]

@@ -20,6 +20,18 @@ enum Dialect: Sendable {
     /// A blob's length in bytes, read from the row's header without fetching the value.
     func byteLength(_ column: String) -> String { self == .sqlite ? "length(\(column))" : "octet_length(\(column))" }
 
+    /// The large value `column` selected as `name`, bounded: PostgreSQL, which stores the value as it is, leaves one
+    /// over `bytes` in the database — it reads NULL, and `<name>_bytes`, its length from the value's header, tells it
+    /// from a missing one (``StoreRow/stored(_:as:)``). SQLite reads its value, compressed: only decompressing tells
+    /// its plain size, and ``StoredBlob/read(_:as:dictionaries:)`` stops at the cap.
+    func capped(_ column: String, as name: String, _ bytes: Int) -> String {
+        switch self {
+        case .sqlite: "\(column) AS \(name)"
+        case .postgres:
+            "CASE WHEN octet_length(\(column)) <= \(bytes) THEN \(column) END AS \(name), octet_length(\(column)) AS \(name)_bytes"
+        }
+    }
+
     /// A quarantine row stored before bodies were redacted, written as each database's partial index
     /// `quarantine_unredacted` is (so that its planner uses it).
     var unredacted: String { self == .sqlite ? "redacted = 0" : "NOT redacted" }
@@ -98,8 +110,8 @@ enum StoreValue: Sendable, Hashable {
     case bytes([UInt8])
     /// JSON the gateway wrote (a snapshot, a ledger entry): SQLite stores it compressed when that is smaller, with the
     /// store's JSON dictionary (``BlobDictionaries/packJSON(_:on:)``, learned from these values: never a received
-    /// body), PostgreSQL as it is. Read back with ``StoreRow/compressible(_:)``.
-    case compressible([UInt8])
+    /// body), PostgreSQL as it is. Read back with ``StoreRow/stored(_:as:)``.
+    case compressible([UInt8], StoredColumn = .snapshot)
     /// Lists for ``Dialect/notIn(_:_:_:)``: SQLite binds one as a JSON array, PostgreSQL as an array literal.
     case texts([String])
     case ids([Int64])
@@ -112,6 +124,13 @@ enum StoreValue: Sendable, Hashable {
     init(_ g: Generation?) { self.init(g?.rawValue) }
     init(_ e: AppStoreEnvironment?) { self.init(e?.rawValue) }
 
+    /// The value as a write binds it: a ``compressible(_:)`` value (a snapshot, a ledger entry) only within its
+    /// column's cap (``StoredColumn/checked(_:)``).
+    func checked() throws -> StoreValue {
+        if case .compressible(let v, let column) = self { _ = try column.checked(v) }
+        return self
+    }
+
     /// `LIMIT $n` for a caller's count: never negative.
     static func limit(_ n: Int) -> StoreValue { .int64(Int64(max(0, n))) }
 
@@ -122,7 +141,7 @@ enum StoreValue: Sendable, Hashable {
         case .int64(let v): .integer(v)
         case .bool(let v): .integer(v ? 1 : 0)
         case .bytes(let v): .blob(v)
-        case .compressible(let v): .blob(StoredBlob.pack(v))
+        case .compressible(let v, _): .blob(StoredBlob.pack(v))
         case .texts(let items): .text("[" + items.map(Self.jsonString).joined(separator: ",") + "]")
         case .ids(let ids): .text("[" + ids.map(String.init).joined(separator: ",") + "]")
         }
@@ -134,7 +153,7 @@ enum StoreValue: Sendable, Hashable {
         case .text(let v): .text(v)
         case .int64(let v): .int64(v)
         case .bool(let v): .bool(v)
-        case .bytes(let v), .compressible(let v): .bytea(v)
+        case .bytes(let v), .compressible(let v, _): .bytea(v)
         case .texts(let items): .textArray(items)
         case .ids(let ids): .bigintArray(ids)
         }
@@ -170,7 +189,9 @@ extension SQLiteConnection: StoreConnection {
     static var dialect: Dialect { .sqlite }
 
     @discardableResult
-    func run(_ sql: SQL, _ values: [StoreValue] = []) throws -> Int { try run(sql.sqlite, values.map(\.sqlite)) }
+    func run(_ sql: SQL, _ values: [StoreValue] = []) throws -> Int {
+        try run(sql.sqlite, values.map { try $0.checked().sqlite })
+    }
     func query(_ sql: SQL, _ values: [StoreValue] = []) throws -> [SQLiteRow] {
         try query(sql.sqlite, values.map(\.sqlite))
     }
@@ -183,7 +204,9 @@ extension PostgresConnection: StoreConnection {
     static var dialect: Dialect { .postgres }
 
     @discardableResult
-    func run(_ sql: SQL, _ values: [StoreValue] = []) throws -> Int { try run(sql.postgres, values.map(\.postgres)) }
+    func run(_ sql: SQL, _ values: [StoreValue] = []) throws -> Int {
+        try run(sql.postgres, values.map { try $0.checked().postgres })
+    }
     func query(_ sql: SQL, _ values: [StoreValue] = []) throws -> [PostgresRow] {
         try query(sql.postgres, values.map(\.postgres))
     }

@@ -19,7 +19,9 @@ extension SQLTransaction {
     }
 
     func snapshot(of k: SubscriptionKey, path: Generation) throws -> OutcomeSnapshot? {
-        SnapshotJSON.decode(try c.queryOne(.snapshot, keyValues(k) + [.text(path.rawValue)])?.compressible("json"))
+        SnapshotJSON.decode(
+            try c.queryOne(.snapshot, keyValues(k) + [.text(path.rawValue)])?.compressible("json", as: .snapshot)
+        )
     }
 
     func receipt(of k: SubscriptionKey) throws -> StoredReceipt? {

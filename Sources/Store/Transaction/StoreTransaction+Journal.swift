@@ -72,6 +72,53 @@ extension SQLTransaction {
         try c.query(.subscriptionStates, [.text(otid)]).map(StoredSubscriptionState.init(row:))
     }
 
+    func subscriptionHistory(
+        originalTransactionID otid: String,
+        maxEvents: Int,
+        maxBytes: Int
+    ) throws
+        -> SubscriptionHistory
+    {
+        var history = SubscriptionHistory()
+        history.states = try subscriptionStates(originalTransactionID: otid)
+        history.bytes = history.states.reduce(0) { $0 + $1.json.count + SubscriptionHistory.rowBytes }
+        // A page at a time after the last row read (event date, then arrival: `events_subscription`), so that what a
+        // page holds before its values are read — compressed on SQLite, capped on PostgreSQL — is bounded too.
+        var after = (date: Int64.min, arrival: Int64.min)
+        while history.stoppedBy == nil {
+            let left = maxEvents - history.events.count
+            let page = try c.query(
+                .subscriptionHistoryPage,
+                [
+                    .text(otid), .int64(after.date), .int64(after.arrival),
+                    // One row past `maxEvents` tells a history cut short from one that ends there.
+                    .limit(left < Self.historyPageRows ? left + 1 : Self.historyPageRows),
+                ]
+            )
+            for row in page {
+                guard history.events.count < maxEvents else {
+                    history.stoppedBy = .maxEvents
+                    break
+                }
+                let event = SubscriptionHistory.Row(row: row)
+                let bytes = (event.event?.json.count ?? 0) + SubscriptionHistory.rowBytes
+                guard history.bytes + bytes <= maxBytes else {
+                    history.stoppedBy = .maxBytes
+                    break
+                }
+                history.events.append(event)
+                history.bytes += bytes
+                after = (row.int64("event_date") ?? .max, row.int64("arrival") ?? .max)
+            }
+            if page.count < Self.historyPageRows { break }
+        }
+        return history
+    }
+
+    /// Rows of a subscription's history read at once: at most this many values of a column's cap in memory before
+    /// the budget is looked at.
+    static var historyPageRows: Int { 64 }
+
     func eventCountsBySource(
         bundleID: String,
         environment: AppStoreEnvironment,
@@ -160,24 +207,29 @@ extension SQL {
         """
     )
 
-    fileprivate static let eventColumns = "json, path, authoritative, journal_id, created_at"
+    /// An event's columns, its JSON over the cap left in a PostgreSQL database (``Dialect/capped(_:as:_:)``).
+    fileprivate static func eventColumns(_ d: Dialect) -> String {
+        "\(d.capped("json", as: "json", StoredColumn.event.maxPlainBytes)), path, authoritative, journal_id, created_at"
+    }
     /// All events in arrival order.
-    fileprivate static let events = SQL { d in "SELECT \(eventColumns) FROM events ORDER BY \(d.arrival) LIMIT $1" }
-    static let eventByID = SQL("SELECT \(eventColumns) FROM events WHERE id = $1 LIMIT $2")
-    fileprivate static let eventByIDOfSubscription = SQL(
-        "SELECT \(eventColumns) FROM events WHERE id = $1 AND original_transaction_id = $2 LIMIT $3"
-    )
+    fileprivate static let events = SQL { d in
+        "SELECT \(eventColumns(d)) FROM events ORDER BY \(d.arrival) LIMIT $1"
+    }
+    static let eventByID = SQL { d in "SELECT \(eventColumns(d)) FROM events WHERE id = $1 LIMIT $2" }
+    fileprivate static let eventByIDOfSubscription = SQL { d in
+        "SELECT \(eventColumns(d)) FROM events WHERE id = $1 AND original_transaction_id = $2 LIMIT $3"
+    }
     /// A subscription's events by event date, then arrival (index `events_subscription`).
     static let subscriptionEvents = SQL { d in
         """
-        SELECT \(eventColumns) FROM events WHERE original_transaction_id = $1 ORDER BY event_date, \(d.arrival) LIMIT $2
+        SELECT \(eventColumns(d)) FROM events WHERE original_transaction_id = $1 ORDER BY event_date, \(d.arrival) LIMIT $2
         """
     }
 
     /// A subscription's events up to a date, newest first: the same index, read backwards from the date.
     fileprivate static let subscriptionEventsThrough = SQL { d in
         """
-        SELECT \(eventColumns) FROM events WHERE original_transaction_id = $1 AND event_date <= $2
+        SELECT \(eventColumns(d)) FROM events WHERE original_transaction_id = $1 AND event_date <= $2
         ORDER BY event_date DESC, \(d.arrival) DESC LIMIT $3
         """
     }
@@ -186,18 +238,29 @@ extension SQL {
     /// each of the subscription's rows (a subscription's events are few; only those that pass are decoded).
     static let subscriptionEventsCreatedAfter = SQL { d in
         """
-        SELECT \(eventColumns) FROM events WHERE original_transaction_id = $1 AND created_at > $2
+        SELECT \(eventColumns(d)) FROM events WHERE original_transaction_id = $1 AND created_at > $2
         ORDER BY event_date DESC, \(d.arrival) DESC LIMIT $3
         """
     }
 
-    fileprivate static let subscriptionStates = SQL(
+    /// A page of a subscription's events after ($2, $3) (event date, arrival), each value over its cap left in a
+    /// PostgreSQL database (``Dialect/capped(_:as:_:)``).
+    fileprivate static let subscriptionHistoryPage = SQL { d in
         """
-        SELECT s.path, s.environment, s.bundle_id, s.event_id, s.json, s.updated_at,
+        SELECT id, \(d.capped("json", as: "json", StoredColumn.event.maxPlainBytes)), path, authoritative, journal_id,
+               created_at, event_date, \(d.arrival) AS arrival
+        FROM events WHERE original_transaction_id = $1 AND (event_date, \(d.arrival)) > ($2::bigint, $3::bigint)
+        ORDER BY event_date, \(d.arrival) LIMIT $4
+        """
+    }
+
+    fileprivate static let subscriptionStates = SQL { d in
+        """
+        SELECT s.path, s.environment, s.bundle_id, s.event_id, \(d.capped("s.json", as: "json", StoredColumn.state.maxPlainBytes)), s.updated_at,
                (SELECT authority FROM authority a WHERE a.bundle_id = s.bundle_id AND a.environment = s.environment) AS authority
         FROM subscription_state s WHERE s.original_transaction_id = $1 ORDER BY s.environment, s.path
         """
-    )
+    }
 
     static let eventCountBySource = SQL(
         """

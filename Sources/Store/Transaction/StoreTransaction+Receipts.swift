@@ -44,7 +44,7 @@ extension SQLTransaction {
     func receiptHistory(_ key: ReceiptHistoryKey) throws -> StoredReceiptHistory? {
         try c.queryOne(.receiptHistory, historyKey(key)).map { row in
             StoredReceiptHistory(
-                json: row.compressible("json"),
+                json: row.compressible("json", as: .receiptHistory),
                 fetchedAt: row.int64("fetched_at"),
                 claimedBy: row.string("claimed_by"),
                 claimedUntil: row.int64("claimed_until")
@@ -67,7 +67,7 @@ extension SQLTransaction {
 
     func settleReceiptHistory(_ key: ReceiptHistoryKey, json: [UInt8]?, fetchedAt: Int64, owner: String) throws {
         if let json {
-            try c.run(.putReceiptHistory, historyKey(key) + [.compressible(json), .int64(fetchedAt)])
+            try c.run(.putReceiptHistory, historyKey(key) + [.compressible(json, .receiptHistory), .int64(fetchedAt)])
         } else {
             try c.run(.releaseReceiptHistory, historyKey(key) + [.text(owner)])
         }
@@ -103,8 +103,8 @@ extension SQLTransaction {
                     comparedAt: row.int64("compared_at") ?? 0,
                     outcome: outcome,
                     fields: (row.string("fields") ?? "").split(separator: ",").map(String.init),
-                    apple: ReceiptOutcomeJSON.decode(row.compressible("v1_json")),
-                    api: ReceiptOutcomeJSON.decode(row.compressible("v2_json"))
+                    apple: ReceiptOutcomeJSON.decode(row.compressible("v1_json", as: .snapshot)),
+                    api: ReceiptOutcomeJSON.decode(row.compressible("v2_json", as: .snapshot))
                 )
             }
     }
