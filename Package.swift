@@ -232,6 +232,7 @@ let package = Package(
                 "GatewayCLI", "Benchmarks", "SimulatorServer", "Gateway", "Reports", "Store", "StoreTestSupport",
                 "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
                 "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport", "Receipts",
+                "SimulatorTestSupport",
             ],
             swiftSettings: strict
         ),

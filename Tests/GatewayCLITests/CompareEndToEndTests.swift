@@ -8,6 +8,7 @@ import HTTPServer
 import Reports
 import Simulator
 import SimulatorServer
+import SimulatorTestSupport
 import Store
 import StoreTestSupport
 import Synchronization
@@ -48,7 +49,7 @@ import WireJSON
             compareSettings: String = #""min_pairs": 5, "grace": "1h", "tolerance": "10m", "confirm_delay": "100ms""#
         ) throws {
             folder = try Scratch.directory()
-            pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+            pki = try Sim.pki(folder: folder + "/sim", now: WallClock.wallMillis())
             let clock = self.clock
             let now: @Sendable () -> Int64 = { clock.now }
             let fake = try FakeAppleServer(pki: pki.folder, notifyURL: nil, transport: CurlTransport(), now: now)

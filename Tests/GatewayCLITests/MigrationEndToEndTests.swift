@@ -5,6 +5,7 @@ import HTTPClient
 import HTTPServer
 import Simulator
 import SimulatorServer
+import SimulatorTestSupport
 import Store
 import StoreTestSupport
 import Synchronization
@@ -74,7 +75,7 @@ import Glibc
 
         init(notificationURL: String? = nil) throws {
             folder = try Scratch.directory()
-            pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+            pki = try Sim.pki(folder: folder + "/sim", now: WallClock.wallMillis())
             fake = try FakeAppleServer(
                 pki: pki.folder,
                 notifyURL: nil,

@@ -5,6 +5,7 @@ import HTTPClient
 import HTTPServer
 import Simulator
 import SimulatorServer
+import SimulatorTestSupport
 import Store
 import TestSupport
 import Testing
@@ -42,7 +43,7 @@ import Glibc
 
         init(mode: ReceiptMode) throws {
             folder = try Scratch.directory()
-            pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+            pki = try Sim.pki(folder: folder + "/sim", now: WallClock.wallMillis())
             fake = try FakeAppleServer(
                 pki: pki.folder,
                 notifyURL: nil,

@@ -7,6 +7,7 @@ import HTTPServer
 import Reports
 import Simulator
 import SimulatorServer
+import SimulatorTestSupport
 import Store
 import StoreTestSupport
 import Synchronization
@@ -70,7 +71,7 @@ import WireJSON
         ) throws {
             owner = first == nil
             folder = try first?.folder ?? Scratch.directory()
-            pki = try first?.pki ?? SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+            pki = try first?.pki ?? Sim.pki(folder: folder + "/sim", now: WallClock.wallMillis())
             let clock = first?.clock ?? CompareEndToEndTests.StoryClock()
             self.clock = clock
             let now: @Sendable () -> Int64 = { clock.now }

@@ -6,6 +6,7 @@ import HTTPClient
 import HTTPServer
 import Simulator
 import SimulatorServer
+import SimulatorTestSupport
 import Synchronization
 import TestSupport
 import Testing
@@ -64,7 +65,7 @@ import WireJSON
     @Test func versionAppleFollowsTheFakeApplesStateStepByStep() async throws {
         let folder = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+        let pki = try Sim.pki(folder: folder + "/sim", now: WallClock.wallMillis())
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         defer { receiver.stop() }
         let fake = try FakeAppleServer(
@@ -169,7 +170,7 @@ import WireJSON
     @Test func versionAppleWithoutAFakeAppleFailsClearly() async throws {
         let folder = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+        let pki = try Sim.pki(folder: folder + "/sim", now: WallClock.wallMillis())
         var options = Simulation.LifecycleOptions(
             name: "initial-buy",
             to: "http://127.0.0.1:1/notifications",

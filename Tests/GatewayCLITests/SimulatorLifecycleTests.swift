@@ -7,6 +7,7 @@ import HTTPClient
 import HTTPServer
 import Simulator
 import SimulatorServer
+import SimulatorTestSupport
 import Store
 import Synchronization
 import TestSupport
@@ -106,7 +107,7 @@ import WireJSON
     func lifecycleEndToEnd(name: String, version: String) async throws {
         let folder = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+        let pki = try Sim.pki(folder: folder + "/sim", now: WallClock.wallMillis())
         let fake = try FakeAppleServer(pki: pki.folder, notifyURL: nil, transport: CurlTransport())
         let apple = HTTPServer(configuration: .init(), handler: fake.handle)
         try apple.start()
@@ -207,7 +208,7 @@ import WireJSON
     @Test func lifecycleWrittenToAFolderVerifiesAndStatesItsExpectations() async throws {
         let folder = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+        let pki = try Sim.pki(folder: folder + "/sim", now: WallClock.wallMillis())
         var options = Simulation.LifecycleOptions(
             name: "upgrade",
             to: nil,
@@ -258,7 +259,7 @@ import WireJSON
     @Test func aRequestedTestNotificationReachesTheGatewayAndItsStatusSaysSo() async throws {
         let folder = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+        let pki = try Sim.pki(folder: folder + "/sim", now: WallClock.wallMillis())
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         let (gateway, port) = try SimulatorLifecycleTests.startGateway(
             pki: pki,
@@ -338,7 +339,7 @@ import WireJSON
     ) async throws {
         let folder = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+        let pki = try Sim.pki(folder: folder + "/sim", now: WallClock.wallMillis())
         let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
         defer { receiver.stop() }
         var options = Simulation.LifecycleOptions(
@@ -526,7 +527,7 @@ import WireJSON
     @Test func theFakeAppleOverHTTPSeesRepeatedParametersAndSendsRetryAfter() async throws {
         let folder = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let pki = try SimulatorPKI.loadOrCreate(folder: folder + "/sim", now: WallClock.wallMillis())
+        let pki = try Sim.pki(folder: folder + "/sim", now: WallClock.wallMillis())
         var options = Simulation.LifecycleOptions(
             name: "refund",
             to: nil,

@@ -1,5 +1,6 @@
 import Foundation
 public import Simulator
+import Synchronization
 import TestSupport
 import Testing
 public import V2Adapter
@@ -19,15 +20,45 @@ public enum Sim {
     public static func withPKI<T>(now: Int64 = t0, _ body: (SimulatorPKI) throws -> T) throws -> T {
         let folder = try Scratch.directory("simtests")
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        return try body(try SimulatorPKI.loadOrCreate(folder: folder + "/pki", now: now))
+        return try body(try pki(folder: folder + "/pki", now: now))
     }
 
     /// The same for async tests.
     public static func withPKI<T>(now: Int64 = t0, _ body: (SimulatorPKI) async throws -> T) async throws -> T {
         try await Scratch.withDirectory { folder in
-            try await body(try SimulatorPKI.loadOrCreate(folder: folder + "/pki", now: now))
+            try await body(try pki(folder: folder + "/pki", now: now))
         }
     }
+
+    /// ``SimulatorPKI/loadOrCreate(folder:now:)`` for a test: fresh EC keys and chain in `folder`, the receipt chain
+    /// copied from one generated once per process and day of `now` — its three RSA-2048 keys take about 0.7 s to make,
+    /// and most tests never sign a receipt.
+    public static func pki(folder: String, now: Int64) throws -> SimulatorPKI {
+        let template = try receiptChains.withLock { chains -> String in
+            let day = now / 86_400_000
+            if let made = chains[day] { return made }
+            let made = try Scratch.directory("simtests-receipt-chain")
+            _ = try SimulatorPKI.loadOrCreate(folder: made, now: day * 86_400_000)
+            chains[day] = made
+            return made
+        }
+        let fm = FileManager.default
+        if !fm.fileExists(atPath: folder) {
+            try fm.createDirectory(
+                atPath: folder,
+                withIntermediateDirectories: true,
+                attributes: [.posixPermissions: 0o700]
+            )
+        }
+        // The root last, as loadOrCreate writes it: a folder with it has the whole chain.
+        for name in ["receipt-leaf.key.pem", "receipt-leaf.der", "receipt-intermediate.der", "receipt-root.der"]
+        where !fm.fileExists(atPath: folder + "/" + name) {
+            try fm.copyItem(atPath: template + "/" + name, toPath: folder + "/" + name)
+        }
+        return try SimulatorPKI.loadOrCreate(folder: folder, now: now)
+    }
+
+    private static let receiptChains = Mutex<[Int64: String]>([:])
 
     /// The real V2 verifier: Apple's root for everything, the simulator's root (when given) for sandbox only.
     public static func adapter(

@@ -11,6 +11,7 @@ import Testing
 @Suite(.serialized) struct StoreMigrationTests {
     static let bundle = "com.example.gateway"
     static let subscription = SubscriptionKey(bundleID: bundle, environment: .sandbox, originalTransactionID: "otid-1")
+    static let customer = ReceiptHistoryKey(bundleID: bundle, environment: .sandbox, customer: "otid-1")
 
     /// Everything the interface shows of a store, in a comparable form.
     struct Contents: Equatable {
@@ -28,9 +29,18 @@ import Testing
         var receipt: StoredReceipt?
         var snapshots: [OutcomeSnapshot?]
         var reconcileRuns: [ReconcileRun]
+        var receiptModes: [ReceiptModeEntry]
+        var receiptHistory: StoredReceiptHistory?
+        var receiptLedger: [ReceiptLedgerEntry]
 
         init(_ store: any GatewayStore) throws {
             reconcileRuns = try store.read { tx in try tx.reconcileRuns() }
+            (receiptModes, receiptHistory, receiptLedger) = try store.read { tx in
+                (
+                    try tx.receiptModes(), try tx.receiptHistory(StoreMigrationTests.customer),
+                    try tx.receiptLedger(bundleID: nil, environment: nil, from: 0, to: .max)
+                )
+            }
             let key = StoreMigrationTests.subscription
             (journal, events, states, deliveries, receiptJobs, fetches, ledger) = try store.read { tx in
                 (
@@ -222,6 +232,43 @@ import Testing
                     detail: nil
                 )
             )
+            // The receipt path: a mode moved by a cutover, a customer's history (over the cap of the gateway's other
+            // JSON), a comparison.
+            try tx.seedReceiptModes(
+                [ReceiptModeEntry(bundleID: Self.bundle, environment: .sandbox, mode: .shadow, origin: .config)],
+                now: 360
+            )
+            try tx.recordReceiptCutover(
+                CutoverRecord(
+                    at: 361,
+                    bundleID: Self.bundle,
+                    environment: "sandbox",
+                    from: "shadow",
+                    to: "api",
+                    who: "ops",
+                    reason: "receipts",
+                    verdict: "ready",
+                    forced: false
+                ),
+                to: .api
+            )
+            _ = try tx.claimReceiptHistory(Self.customer, owner: "a", until: 400, now: 362, freshSince: 0)
+            let history =
+                Array(#"{"fetched_at":362,"renewals":[],"transactions":[""#.utf8)
+                + [UInt8](repeating: UInt8(ascii: "x"), count: 300_000) + Array(#""]}"#.utf8)
+            try tx.settleReceiptHistory(Self.customer, json: history, fetchedAt: 362, owner: "a")
+            var outcome = ReceiptOutcome(status: 0, originalTransactionID: "otid-1")
+            (outcome.expiresDate, outcome.productID) = (3_000, "monthly")
+            try tx.recordReceiptComparison(
+                ReceiptLedgerEntry(
+                    subscription: Self.subscription,
+                    comparedAt: 363,
+                    outcome: .disagree,
+                    fields: ["expires_date"],
+                    apple: outcome,
+                    api: nil
+                )
+            )
             try tx.scheduleReconcileRuns([
                 (ReconcileRunKey(bundleID: Self.bundle, environment: .sandbox, kind: .history), 350)
             ])
@@ -282,10 +329,13 @@ import Testing
         #expect(after.quarantine == before.quarantine)
         #expect(after.usage == before.usage && after.usage.count == 2)
         #expect(after.authorities == before.authorities)
-        #expect(after.cutovers == before.cutovers && after.cutovers.count == 1)
+        #expect(after.cutovers == before.cutovers && after.cutovers.count == 2)
         #expect(after.receipt == before.receipt && after.receipt != nil)
         #expect(after.snapshots == before.snapshots && after.snapshots[1] != nil)
         #expect(after.reconcileRuns == before.reconcileRuns && after.reconcileRuns.first?.watermark == 340)
+        #expect(after.receiptModes == before.receiptModes && after.receiptModes.first?.mode == .api)
+        #expect(after.receiptHistory == before.receiptHistory && (after.receiptHistory?.json?.count ?? 0) > 300_000)
+        #expect(after.receiptLedger == before.receiptLedger && after.receiptLedger.count == 1)
 
         // The pending work is claimable — nobody holds a claim — in the order it was due.
         let lease = Lease(owner: "new-instance", until: .max)
@@ -390,7 +440,7 @@ import Testing
         #expect(
             try postgres.read { tx in try tx.fetchJobs(state: nil) }.map(\.id).max()! > before.fetches.map(\.id).max()!
         )
-        #expect(try postgres.read { tx in try tx.cutovers(bundleID: Self.bundle, environment: .sandbox) }.count == 2)
+        #expect(try postgres.read { tx in try tx.cutovers(bundleID: Self.bundle, environment: .sandbox) }.count == 3)
 
         // Twice: the target is not empty any more.
         let again = #expect(throws: StoreMigration.Refusal.self) {
