@@ -337,7 +337,10 @@ import Zstd
 
         let upgraded = try SQLiteStore(path: path)
         let after = try StoreMigrationTests.Contents(upgraded)
-        #expect(after == before)
+        // The old store had no receipt tables: the upgrade makes them empty.
+        var expected = before
+        (expected.receiptModes, expected.receiptHistory, expected.receiptLedger) = ([], nil, [])
+        #expect(after == expected)
         #expect(after.journal.count == 7 && after.ledger.count == 2 && after.snapshots[1] != nil)
         #expect(after.ledger.last?.v1 != nil && after.ledger.last?.v2 != nil)
         upgraded.close()
