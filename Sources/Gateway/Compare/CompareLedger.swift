@@ -84,6 +84,40 @@ public struct CompareLedger: Sendable {
     /// The ledger of a bundle over [from, to): counts from the store (``StoreTransaction/ledgerTally``), and up to
     /// `examples` original transaction ids per disagreeing field and for one-sided rows — the first in ledger order,
     /// read a page at a time, so memory stays bounded whatever the ledger holds.
+    /// A ledger's tally over what the report shows, with `examples`, and over the verdict's window (the same when the
+    /// two are one).
+    private func shownAndWindow(
+        _ bundle: String,
+        _ environment: AppStoreEnvironment,
+        since: Int64,
+        until: Int64,
+        rule: ReadinessRule,
+        examples: Int,
+        ledger: ComparisonLedger,
+        in tx: any StoreTransaction
+    ) throws -> (shown: Tally, window: Tally) {
+        let shown = try tally(
+            bundle: bundle,
+            environment: environment,
+            from: since,
+            to: until,
+            examples: examples,
+            ledger: ledger,
+            in: tx
+        )
+        guard since != until - rule.windowMillis else { return (shown, shown) }
+        let window = try tally(
+            bundle: bundle,
+            environment: environment,
+            from: until - rule.windowMillis,
+            to: until,
+            examples: 0,
+            ledger: ledger,
+            in: tx
+        )
+        return (shown, window)
+    }
+
     func tally(
         bundle: String,
         environment: AppStoreEnvironment,
@@ -184,25 +218,16 @@ public struct CompareLedger: Sendable {
         examples: Int,
         in tx: any StoreTransaction
     ) throws -> BundleReport {
-        let shown = try tally(
-            bundle: app.bundleID,
-            environment: env,
-            from: since,
-            to: until,
+        let (shown, window) = try shownAndWindow(
+            app.bundleID,
+            env,
+            since: since,
+            until: until,
+            rule: rule,
             examples: examples,
+            ledger: .notifications,
             in: tx
         )
-        let window =
-            since == until - rule.windowMillis
-            ? shown
-            : try tally(
-                bundle: app.bundleID,
-                environment: env,
-                from: until - rule.windowMillis,
-                to: until,
-                examples: 0,
-                in: tx
-            )
         let (verdict, reasons) = Self.verdict(window, rule: rule, compare: app.compare)
         let receipts = try receiptsSection(
             app: app,
@@ -270,27 +295,17 @@ public struct CompareLedger: Sendable {
         examples: Int,
         in tx: any StoreTransaction
     ) throws -> BundleReport.ReceiptsSection {
-        let shown = try tally(
-            bundle: app.bundleID,
-            environment: env,
-            from: since,
-            to: until,
+        let (shown, window) = try shownAndWindow(
+            app.bundleID,
+            env,
+            since: since,
+            until: until,
+            rule: rule,
             examples: examples,
             ledger: .receipts,
             in: tx
         )
-        let window =
-            since == until - rule.windowMillis
-            ? shown
-            : try tally(
-                bundle: app.bundleID,
-                environment: env,
-                from: until - rule.windowMillis,
-                to: until,
-                examples: 0,
-                ledger: .receipts,
-                in: tx
-            )
+        // The stored mode; the config's where the store has none yet (a store no `serve` has seeded).
         let mode =
             try tx.receiptModes().first { $0.bundleID == app.bundleID && $0.environment == env }?.mode
             ?? app.receipts(for: env)
