@@ -56,10 +56,15 @@ let package = Package(
         // The one place an operating-system thread is started (pthreads).
         .target(name: "Threads", swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Threads"], swiftSettings: strict),
+        // The notification rule: what a verified notification writes and queues, as a value (no I/O).
+        .target(name: "Policy", dependencies: ["Canonical"], swiftSettings: strict),
+        .testTarget(name: "PolicyTests", dependencies: ["Policy", "Canonical"], swiftSettings: strict),
         // Every table of the gateway behind one interface; all SQL of the gateway's own store lives here.
         .target(
             name: "Store",
-            dependencies: ["Canonical", "Crypto", "SQLite", "Postgres", "WireJSON", "Threads", "Zlib", "Zstd"],
+            dependencies: [
+                "Canonical", "Policy", "Crypto", "SQLite", "Postgres", "WireJSON", "Threads", "Zlib", "Zstd",
+            ],
             swiftSettings: strict
         ),
         // The database downstream's writers: the team's own tables (public schema, versions) in PostgreSQL or SQLite.
@@ -96,7 +101,8 @@ let package = Package(
         .target(
             name: "Gateway",
             dependencies: [
-                "Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Store",
+                "Canonical", "Policy", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect",
+                "Store",
                 "TeamDatabase",
                 "HTTPServer", "Receipts",
             ],
@@ -117,7 +123,7 @@ let package = Package(
         .target(
             name: "Benchmarks",
             dependencies: [
-                "Gateway", "Store", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
+                "Gateway", "Store", "Policy", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
                 "V2Adapter", "Threads", "Receipts",
             ],
             swiftSettings: strict
@@ -200,7 +206,7 @@ let package = Package(
         ),
         .target(
             name: "StoreTestSupport",
-            dependencies: ["Store", "Canonical", "SQLite", "TestSupport"],
+            dependencies: ["Store", "Canonical", "Policy", "SQLite", "TestSupport"],
             path: "Tests/StoreTestSupport",
             swiftSettings: strict
         ),
@@ -208,7 +214,7 @@ let package = Package(
         .testTarget(
             name: "StoreTests",
             dependencies: [
-                "Store", "StoreTestSupport", "Canonical", "Postgres", "SQLite", "Zlib", "Zstd", "TestSupport",
+                "Store", "StoreTestSupport", "Canonical", "Policy", "Postgres", "SQLite", "Zlib", "Zstd", "TestSupport",
             ],
             swiftSettings: strict
         ),
@@ -216,7 +222,7 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "Gateway", "Reports", "Store", "TeamDatabase", "StoreTestSupport", "SQLite", "Postgres", "HTTPServer",
-                "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON",
+                "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical", "Policy", "WireJSON",
                 "TestSupport",
             ],
             swiftSettings: strict

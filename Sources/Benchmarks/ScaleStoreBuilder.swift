@@ -158,7 +158,8 @@ struct ScaleStoreBuilder: Sendable {
         return try await store.write { tx in
             var v1Views = 0
             for p in prepared {
-                guard case .accepted(let journalID) = try tx.journal(p.item, routing: router, now: p.time) else {
+                guard case .accepted(let journalID) = try tx.journal(p.item, routing: router.routing, now: p.time)
+                else {
                     continue
                 }
                 guard let event = p.v1Event, let receipt = p.receipt, let otid = event.originalTransactionID,
@@ -171,7 +172,13 @@ struct ScaleStoreBuilder: Sendable {
                     else { continue }
                     let view = V1View.event(of: v2, notificationKey: p.item.key)
                     let settled = p.time + 500
-                    try tx.storeEvents([view], journalID: journalID, routing: router, now: settled, authority: .v1)
+                    try tx.storeEvents(
+                        [view],
+                        journalID: journalID,
+                        routing: router.routing,
+                        now: settled,
+                        authority: .v1
+                    )
                     try tx.settleReceiptJob(
                         journalID: journalID,
                         state: .done,
@@ -185,7 +192,13 @@ struct ScaleStoreBuilder: Sendable {
                     continue
                 }
                 let verified = p.time + 1_500
-                try tx.storeEvents([event], journalID: journalID, routing: router, now: verified, authority: .v1)
+                try tx.storeEvents(
+                    [event],
+                    journalID: journalID,
+                    routing: router.routing,
+                    now: verified,
+                    authority: .v1
+                )
                 try tx.putReceipt(
                     StoredReceipt(receipt: receipt, secretName: secretName, updatedAt: verified),
                     of: SubscriptionKey(bundleID: bundle, environment: environment, originalTransactionID: otid)

@@ -11,16 +11,6 @@ public struct StoredReceipt: Equatable, Hashable, Sendable {
     }
 }
 
-/// A subscription's key in the comparison tables.
-public struct SubscriptionKey: Sendable, Hashable {
-    public var bundleID: String
-    public var environment: AppStoreEnvironment
-    public var originalTransactionID: String
-    public init(bundleID: String, environment: AppStoreEnvironment, originalTransactionID: String) {
-        (self.bundleID, self.environment, self.originalTransactionID) = (bundleID, environment, originalTransactionID)
-    }
-}
-
 /// A fetch of one path's view of a subscription (a comparison job).
 public struct FetchJob: Sendable, Hashable {
     public var id: Int64
@@ -43,27 +33,6 @@ public struct FetchJob: Sendable, Hashable {
     public var bundleID: String { subscription.bundleID }
     public var environment: AppStoreEnvironment { subscription.environment }
     public var originalTransactionID: String { subscription.originalTransactionID }
-}
-
-/// A fetch to queue.
-public struct FetchRequest: Sendable, Hashable {
-    public var subscription: SubscriptionKey
-    public var fetch: Generation
-    public var v1EventID: String?
-    public var authority: Generation?
-    public var compare: Bool
-    public var confirms: Int
-    public init(
-        subscription: SubscriptionKey,
-        fetch: Generation,
-        v1EventID: String? = nil,
-        authority: Generation? = nil,
-        compare: Bool,
-        confirms: Int = 0
-    ) {
-        (self.subscription, self.fetch, self.v1EventID, self.authority, self.compare, self.confirms) =
-            (subscription, fetch, v1EventID, authority, compare, confirms)
-    }
 }
 
 /// One row of the comparison ledger.

@@ -1,4 +1,5 @@
 public import Canonical
+public import Policy
 
 /// The gateway's durable state — journal, events, subscription state, outbox, quarantine, authority, job tables and
 /// the comparison ledger — behind one interface. Every change runs in a transaction through ``write(bytes:_:)``;
@@ -70,19 +71,25 @@ public protocol StoreTransaction {
 
     /// Journals `item` with its events, state updates, deliveries and jobs: accepted, or a duplicate of an earlier
     /// notification with the same key. The authority in force now decides which path the events are authoritative on.
-    func journal(_ item: JournalItem, routing: any DeliveryRouting, now: Int64) throws -> JournalOutcome
+    func journal(_ item: JournalItem, routing: Routing, now: Int64) throws -> JournalOutcome
     /// Stores events (ids already stored are ignored), updates each subscription's state on the event's path (last
-    /// write wins on event date, then arrival order) and queues their deliveries. `authority`: the authority the
-    /// events' notification arrived under (the current one when nil).
+    /// write wins on event date, then arrival order) and queues their deliveries, as the rule plans them
+    /// (``NotificationPolicy/events(_:authority:routing:)``). `authority`: the authority the events' notification
+    /// arrived under (the current one when nil).
     /// Returns how many of them were new (an event whose id is stored already changes nothing).
     @discardableResult
     func storeEvents(
         _ events: [CanonicalEvent],
         journalID: Int64?,
-        routing: any DeliveryRouting,
+        routing: Routing,
         now: Int64,
         authority: Generation?
     ) throws -> Int
+    /// Carries out a plan of the notification rule in order: its writes, then, when it asks whether the notification
+    /// stands alone (``standsAlone(_:bundleID:environment:now:)``), the writes for the answer. `journalID`: the
+    /// notification's journal row, which receipt jobs and body deliveries need. Returns how many events were new.
+    @discardableResult
+    func execute(_ plan: Plan, journalID: Int64?, now: Int64) throws -> Int
     /// Journaled notifications, oldest first (bodies included); optionally one row or those with a key.
     func journalEntries(id: Int64?, key: String?, limit: Int) throws -> [JournalEntry]
     /// Whether a notification of `version` is the only notification of its event, so that it must yield an authoritative

@@ -1,4 +1,5 @@
 public import Canonical
+public import Policy
 
 /// A notification ready to be journaled, with everything that must be committed in the same transaction.
 public struct JournalItem: Sendable {
@@ -28,6 +29,18 @@ public struct JournalItem: Sendable {
 
     public init(key: String, version: Generation, receivedAt: Int64, body: [UInt8]) {
         (self.key, self.version, self.receivedAt, self.body) = (key, version, receivedAt, body)
+    }
+
+    /// What the notification rule reads of it (``NotificationPolicy/journal(_:authority:routing:)``).
+    public var policyFacts: NotificationPolicy.Notification {
+        NotificationPolicy.Notification(
+            version: version,
+            bundleID: bundleID,
+            environment: environment,
+            events: events,
+            needsReceipt: needsReceipt,
+            v1NotificationType: v1NotificationType
+        )
     }
 }
 

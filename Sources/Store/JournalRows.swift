@@ -1,8 +1,9 @@
 internal import Canonical
+public import Policy
 
-/// The rows a journaled notification and its events are made of, as each implementation writes them. What a
-/// notification stores and queues — its events, each subscription's state, the deliveries, the comparison snapshot
-/// and fetch, the verifyReceipt job — is decided once, below, for every implementation.
+/// The rows a journaled notification and its events are made of, as each implementation writes them. What is written
+/// and queued is decided by the notification rule (``NotificationPolicy``) as a ``Plan``; the store carries it out,
+/// in order, in the caller's transaction, and decides nothing.
 protocol JournalRows: StoreTransaction {
     /// Reads the authority in force for the item's app (the path its events are authoritative on) and inserts the
     /// journal row unless its key is journaled: accepted with the new row's id, or a duplicate with the first one's.
@@ -18,51 +19,22 @@ protocol JournalRows: StoreTransaction {
         targets: [String],
         now: Int64
     ) throws -> Bool
-    /// Queues a delivery of an event (webhooks) or of a journaled V1 body (pass-through), unless it is queued already.
+    /// Queues a delivery of an event (webhooks) or of a journaled body (pass-through), unless it is queued already.
     func insertDelivery(downstream: String, eventID: String?, journalID: Int64?, now: Int64) throws
-    /// Queues the verifyReceipt job of a journaled V1 notification.
+    /// Queues the receipt job of a journal row.
     func insertReceiptJob(journalID: Int64, now: Int64) throws
 }
 
 extension JournalRows {
-    func journal(_ item: JournalItem, routing: any DeliveryRouting, now: Int64) throws -> JournalOutcome {
+    func journal(_ item: JournalItem, routing: Routing, now: Int64) throws -> JournalOutcome {
         // The authority in force now decides, once, which path this notification's events are authoritative on.
         let (outcome, authority) = try journalRow(item)
         guard case .accepted(let journalID) = outcome else { return outcome }
-        try storeEvents(item.events, journalID: journalID, routing: routing, now: now, authority: authority)
-        if item.version == .v2 {
-            // Compared bundles: the signed data is the V2 path's snapshot; the V1 path's comes from verifyReceipt.
-            for e in item.events where routing.compares(e.bundleID) && e.isSubscription {
-                guard let bundle = e.bundleID, let env = e.environment, let otid = e.originalTransactionID else {
-                    continue
-                }
-                try putSnapshot(OutcomeSnapshot(event: e, source: .v2, observedAt: e.eventDate), path: .v2)
-                let key = SubscriptionKey(bundleID: bundle, environment: env, originalTransactionID: otid)
-                try enqueueFetch(FetchRequest(subscription: key, fetch: .v1, compare: true), at: now, due: nil)
-            }
-        }
-        if item.needsReceipt { try insertReceiptJob(journalID: journalID, now: now) }
-        if item.version == .v1 {
-            for name in routing.passthroughTargets(bundleID: item.bundleID, environment: item.environment) {
-                try insertDelivery(downstream: name, eventID: nil, journalID: journalID, now: now)
-            }
-        }
-        // A V2 notification that is the only notification of its event keeps the V1 side fed: the old backend gets its
-        // V1 shape (when V1 has a counterpart), and under V1 authority the V1 path gets its event (a receipt job on the
-        // V2 row: from the V1 shape, or the V2 event itself where V1 has no counterpart).
-        if item.version == .v2, !item.events.isEmpty, let bundle = item.bundleID, let environment = item.environment {
-            let passthrough =
-                item.v1NotificationType == nil
-                ? [] : routing.passthroughTargets(bundleID: bundle, environment: environment)
-            let view = authority == .v1 && routing.hasV1Path(bundle)
-            if !passthrough.isEmpty || view, try standsAlone(.v2, bundleID: bundle, environment: environment, now: now)
-            {
-                for name in passthrough {
-                    try insertDelivery(downstream: name, eventID: nil, journalID: journalID, now: now)
-                }
-                if view { try insertReceiptJob(journalID: journalID, now: now) }
-            }
-        }
+        try execute(
+            NotificationPolicy.journal(item.policyFacts, authority: authority, routing: routing),
+            journalID: journalID,
+            now: now
+        )
         return outcome
     }
 
@@ -70,31 +42,60 @@ extension JournalRows {
     func storeEvents(
         _ events: [CanonicalEvent],
         journalID: Int64?,
-        routing: any DeliveryRouting,
+        routing: Routing,
         now: Int64,
         authority: Generation?
     ) throws -> Int {
         var stored = 0
         for event in events {
-            let path = event.source.generation
-            let authoritative =
-                try (authority ?? self.authority(bundleID: event.bundleID, environment: event.environment)) == path
-            let targets = routing.eventTargets(
-                bundleID: event.bundleID,
-                environment: event.environment,
-                authoritative: authoritative
-            )
-            if try storeEvent(
-                event,
-                journalID: journalID,
-                path: path,
-                authoritative: authoritative,
-                targets: targets,
-                now: now
-            ) {
-                stored += 1
-            }
+            let authority = try authority ?? self.authority(bundleID: event.bundleID, environment: event.environment)
+            let plan = Plan(writes: NotificationPolicy.events([event], authority: authority, routing: routing))
+            stored += try execute(plan, journalID: journalID, now: now)
         }
         return stored
     }
+
+    @discardableResult
+    func execute(_ plan: Plan, journalID: Int64?, now: Int64) throws -> Int {
+        var newEvents = 0
+        func run(_ writes: [PlannedWrite]) throws {
+            for write in writes {
+                switch write {
+                case .event(let event, let path, let authoritative, let targets):
+                    let new = try storeEvent(
+                        event,
+                        journalID: journalID,
+                        path: path,
+                        authoritative: authoritative,
+                        targets: targets,
+                        now: now
+                    )
+                    if new { newEvents += 1 }
+                case .snapshot(let snapshot, let path):
+                    try putSnapshot(snapshot, path: path)
+                case .fetch(let request):
+                    try enqueueFetch(request, at: now, due: nil)
+                case .receiptJob:
+                    guard let journalID else { throw PlanWithoutJournalRow(write: write) }
+                    try insertReceiptJob(journalID: journalID, now: now)
+                case .bodyDelivery(let downstream):
+                    guard let journalID else { throw PlanWithoutJournalRow(write: write) }
+                    try insertDelivery(downstream: downstream, eventID: nil, journalID: journalID, now: now)
+                }
+            }
+        }
+        try run(plan.writes)
+        if let q = plan.question {
+            let alone = try standsAlone(q.version, bundleID: q.bundleID, environment: q.environment, now: now)
+            try run(alone ? plan.ifAlone : plan.ifNotAlone)
+        }
+        return newEvents
+    }
+}
+
+/// A plan that queues work on the notification's journal row, carried out without one: a caller's mistake, refused
+/// before anything of it is written wrong (the transaction rolls back).
+public struct PlanWithoutJournalRow: Error, CustomStringConvertible {
+    public var write: PlannedWrite
+    public var description: String { "a plan's \(write) needs the notification's journal row" }
 }

@@ -66,19 +66,6 @@ public struct AuthorityActivity: Sendable, Hashable {
     public var lastOther: Int64?
 }
 
-/// Who receives what, as the journal needs to know it when it queues deliveries: decided by the gateway's config,
-/// asked by the store inside the transaction that stores the events.
-public protocol DeliveryRouting: Sendable {
-    /// Webhook and database downstreams for an event; `authoritative` says whether it is on the bundle's authoritative path.
-    func eventTargets(bundleID: String?, environment: AppStoreEnvironment?, authoritative: Bool) -> [String]
-    /// Pass-through downstreams for a raw V1 body.
-    func passthroughTargets(bundleID: String?, environment: AppStoreEnvironment?) -> [String]
-    /// Whether the bundle's two paths are compared.
-    func compares(_ bundleID: String?) -> Bool
-    /// Whether the bundle has a V1 path: V1 shared secrets, so V1 bodies can be read and verifyReceipt asked.
-    func hasV1Path(_ bundleID: String?) -> Bool
-}
-
 /// Who runs a claimed background job, and until when: when the store is shared by several instances, another one
 /// takes the job over once `until` has passed (its instance died, say). Jobs claimed by `owner` itself are due to it
 /// again at once (a restarted instance with the same name picks up its own work) — except those it is running now,

@@ -1,5 +1,6 @@
 import Canonical
 import Foundation
+import Policy
 import Store
 import StoreTestSupport
 import TestSupport

@@ -1,6 +1,7 @@
 import Canonical
 import Foundation
 import HTTPClient
+import Policy
 import Store
 import StoreTestSupport
 import Synchronization

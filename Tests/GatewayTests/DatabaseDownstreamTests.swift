@@ -2,6 +2,7 @@ import Canonical
 import Foundation
 import Gateway
 import HTTPClient
+import Policy
 import SQLite
 import Store
 import StoreTestSupport
@@ -402,7 +403,7 @@ enum DatabaseDownstreamScenarios {
     static func store(_ h: GatewayHarness, _ events: CanonicalEvent...) async throws {
         let router = h.router
         _ = try await h.store.write { tx in
-            try tx.storeEvents(events, journalID: nil, routing: router, now: now, authority: nil)
+            try tx.storeEvents(events, journalID: nil, routing: router.routing, now: now, authority: nil)
         }
     }
 

@@ -2,6 +2,7 @@ import Canonical
 import Foundation
 import Gateway
 import HTTPClient
+import Policy
 import Store
 import StoreTestSupport
 import Synchronization
@@ -226,14 +227,12 @@ import WireJSON
         defer { h.close() }
         #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
         // An event queued for a downstream the config no longer has (it was configured when the event arrived).
-        struct Retired: DeliveryRouting {
-            func eventTargets(bundleID: String?, environment: AppStoreEnvironment?, authoritative: Bool) -> [String] {
-                ["retired"]
-            }
-            func passthroughTargets(bundleID: String?, environment: AppStoreEnvironment?) -> [String] { [] }
-            func compares(_ bundleID: String?) -> Bool { false }
-            func hasV1Path(_ bundleID: String?) -> Bool { false }
-        }
+        let retired = Routing(
+            downstreams: [
+                .init(name: "retired", kind: .webhook, environments: [.sandbox, .production], shadow: false)
+            ],
+            apps: [.init(bundleID: "com.example.gateway", downstreams: [], compares: false, hasV1Path: false)]
+        )
         var event = CanonicalEvent(
             id: "retired-event",
             source: .v2,
@@ -247,7 +246,7 @@ import WireJSON
         event.environment = .sandbox
         let queued = event
         _ = try await h.store.write { tx in
-            try tx.storeEvents([queued], journalID: nil, routing: Retired(), now: GatewayHarness.t, authority: nil)
+            try tx.storeEvents([queued], journalID: nil, routing: retired, now: GatewayHarness.t, authority: nil)
         }
         try await Self.run(Self.worker(h)) {
             try h.store.deliveries().filter { $0.downstream == "main" && $0.state == .delivered }.count == 1

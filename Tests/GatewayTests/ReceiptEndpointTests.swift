@@ -319,7 +319,7 @@ import WireJSON
         let event = renewal
         let router = rig.service.router
         _ = try await rig.h.store.write { tx in
-            try tx.storeEvents([event], journalID: nil, routing: router, now: Self.t + 1_000, authority: .v2)
+            try tx.storeEvents([event], journalID: nil, routing: router.routing, now: Self.t + 1_000, authority: .v2)
         }
         let answer = try await rig.ask()
         #expect(Self.ids(answer).first == "2000000900001002")

@@ -1,4 +1,5 @@
 import Canonical
+import Policy
 import Store
 import StoreTestSupport
 import TestSupport

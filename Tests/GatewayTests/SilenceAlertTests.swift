@@ -30,7 +30,7 @@ import V1Adapter
             )
             (e.bundleID, e.environment) = ("com.example.gateway", .production)
             _ = try h.store.write { [e] tx in
-                try tx.storeEvents([e], journalID: nil, routing: router, now: at, authority: nil)
+                try tx.storeEvents([e], journalID: nil, routing: router.routing, now: at, authority: nil)
             }
         }
         try store("a", source: .v2, at: now - 8 * hour)

@@ -51,7 +51,7 @@ import WireJSON
         let events = (0..<300).map { Self.renewal(Int64($0)) }
         let router = h.router
         _ = try h.store.write { tx in
-            try tx.storeEvents(events, journalID: nil, routing: router, now: GatewayHarness.t, authority: .v2)
+            try tx.storeEvents(events, journalID: nil, routing: router.routing, now: GatewayHarness.t, authority: .v2)
         }
         let (newest, middle) = try h.store.read { tx in
             (

@@ -1,5 +1,6 @@
 public import Canonical
 internal import Foundation
+public import Policy
 public import SQLite
 public import Store
 internal import TestSupport
@@ -119,7 +120,7 @@ public enum DamagedSubscription {
     ) throws -> (damaged: [String], intact: [String]) {
         let first = (0..<damaged).map { event("damaged-\($0)", date: 1_000_000 + Int64($0)) }
         _ = try store.write { tx in
-            try tx.storeEvents(first, journalID: nil, routing: NoDeliveries(), now: 1, authority: nil)
+            try tx.storeEvents(first, journalID: nil, routing: NoDeliveries.routing, now: 1, authority: nil)
         }
         let ids = try StoredValueRewriter.inflateEvents(
             atPath: path,
@@ -128,19 +129,13 @@ public enum DamagedSubscription {
         )
         let after = (0..<intact).map { event("intact-\($0)", date: 2_000_000 + Int64($0)) }
         _ = try store.write { tx in
-            try tx.storeEvents(after, journalID: nil, routing: NoDeliveries(), now: 2, authority: nil)
+            try tx.storeEvents(after, journalID: nil, routing: NoDeliveries.routing, now: 2, authority: nil)
         }
         return (ids, after.map(\.id))
     }
 }
 
 /// Routing that delivers nothing: events stored for a test to read back.
-public struct NoDeliveries: DeliveryRouting {
-    public init() {}
-    public func eventTargets(bundleID: String?, environment: AppStoreEnvironment?, authoritative: Bool) -> [String] {
-        []
-    }
-    public func passthroughTargets(bundleID: String?, environment: AppStoreEnvironment?) -> [String] { [] }
-    public func compares(_ bundleID: String?) -> Bool { false }
-    public func hasV1Path(_ bundleID: String?) -> Bool { true }
+public enum NoDeliveries {
+    public static let routing = Routing(downstreams: [], apps: [])
 }

@@ -1,6 +1,7 @@
 import Canonical
 import Dispatch
 import Foundation
+import Policy
 import Postgres
 import Synchronization
 import TestSupport
@@ -70,7 +71,7 @@ struct PostgresStoreTests {
             try tx.storeEvents(
                 [StoreTests.event(id, date: 1000)],
                 journalID: nil,
-                routing: TestRouting(),
+                routing: TestRouting.routing(),
                 now: 1,
                 authority: nil
             )
@@ -127,7 +128,7 @@ struct PostgresStoreTests {
         let done = DispatchGroup()
         Self.run(in: done) {
             let o = try? a.write { tx in
-                let outcome = try tx.journal(item, routing: TestRouting(), now: 5)
+                let outcome = try tx.journal(item, routing: TestRouting.routing(), now: 5)
                 inserted.signal()
                 release.wait()
                 return outcome
@@ -137,7 +138,7 @@ struct PostgresStoreTests {
         inserted.wait()
         #expect(Self.sessionsWaitingOnALock(observer) == 0)
         Self.run(in: done) {
-            let o = try? b.write { tx in try tx.journal(item, routing: TestRouting(), now: 6) }
+            let o = try? b.write { tx in try tx.journal(item, routing: TestRouting.routing(), now: 6) }
             outcomes.withLock { $0["b"] = o }
         }
         eventuallyBlocking("B's insert waiting on A's lock") { Self.sessionsWaitingOnALock(observer) == 1 }
@@ -159,7 +160,7 @@ struct PostgresStoreTests {
         let later = DispatchGroup()
         Self.run(in: later) {
             let o = try? a.write { tx in
-                let outcome = try tx.journal(deferred, routing: TestRouting(), now: 5)
+                let outcome = try tx.journal(deferred, routing: TestRouting.routing(), now: 5)
                 held.signal()
                 go.wait()
                 return outcome
@@ -181,7 +182,7 @@ struct PostgresStoreTests {
                 try tx.storeEvents(
                     [StoreTests.event("b-first", date: 1)],
                     journalID: nil,
-                    routing: TestRouting(),
+                    routing: TestRouting.routing(),
                     now: 1,
                     authority: nil
                 )
@@ -189,7 +190,7 @@ struct PostgresStoreTests {
         }
         eventuallyBlocking("the journal queued on B's writer") { b.writer.queued == 1 }
         Self.run(in: later) {
-            let o = try? b.write { tx in try tx.journal(deferred, routing: TestRouting(), now: 6) }
+            let o = try? b.write { tx in try tx.journal(deferred, routing: TestRouting.routing(), now: 6) }
             outcomes.withLock { $0["b2"] = o }
         }
         eventuallyBlocking("B's journal waiting on A's lock") { Self.sessionsWaitingOnALock(observer) == 1 }
@@ -206,7 +207,7 @@ struct PostgresStoreTests {
         // And a burst: every key journaled by both instances at the same moment is accepted exactly once.
         let keys = (0..<40).map { "burst-\($0)" }
         let journal: @Sendable (any GatewayStore, String) throws -> JournalOutcome = { store, key in
-            try store.write { tx in try tx.journal(Self.item(key), routing: TestRouting(), now: 7) }
+            try store.write { tx in try tx.journal(Self.item(key), routing: TestRouting.routing(), now: 7) }
         }
         let results = Self.together(
             keys.flatMap { key -> [@Sendable () throws -> JournalOutcome] in
@@ -245,7 +246,7 @@ struct PostgresStoreTests {
         v1.environment = .sandbox
         v1.needsReceipt = true
         let receipt = v1
-        _ = try a.write { tx in try tx.journal(receipt, routing: TestRouting(), now: 1) }
+        _ = try a.write { tx in try tx.journal(receipt, routing: TestRouting.routing(), now: 1) }
         let key = SubscriptionKey(
             bundleID: "com.example.gateway",
             environment: .sandbox,
@@ -358,7 +359,7 @@ struct PostgresStoreTests {
         defer { for store in stores { store.close() } }
         try stores[0].write { tx in
             let events = (0..<90).map { StoreTests.event("e\($0)", date: 1000 + Int64($0)) }
-            try tx.storeEvents(events, journalID: nil, routing: TestRouting(), now: 1, authority: nil)
+            try tx.storeEvents(events, journalID: nil, routing: TestRouting.routing(), now: 1, authority: nil)
         }
         let claims = Self.together(
             stores.enumerated().flatMap { n, store in
@@ -495,7 +496,7 @@ struct PostgresStoreTests {
         var item = Self.item("lz4-body")
         item.body = Array((chunk + "." + chunk + "." + chunk).utf8)
         let journaled = item
-        _ = try store.write { tx in try tx.journal(journaled, routing: TestRouting(), now: 1) }
+        _ = try store.write { tx in try tx.journal(journaled, routing: TestRouting.routing(), now: 1) }
         let row = try store.writer.perform { c in
             try c.queryOne(
                 """
@@ -532,7 +533,9 @@ struct PostgresStoreTests {
                     let key = "w\(w)-\(n)"
                     n += 1
                     do {
-                        _ = try store.write { tx in try tx.journal(Self.item(key), routing: TestRouting(), now: 1) }
+                        _ = try store.write { tx in
+                            try tx.journal(Self.item(key), routing: TestRouting.routing(), now: 1)
+                        }
                         acknowledged.withLock { $0.append(key) }
                     } catch {
                         failed.add(1, ordering: .relaxed)

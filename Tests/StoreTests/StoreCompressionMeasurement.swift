@@ -1,5 +1,6 @@
 import Canonical
 import Foundation
+import Policy
 import SQLite
 import TestSupport
 import Testing
@@ -79,7 +80,7 @@ import Testing
                 return item
             }
             _ = try store.write { tx in
-                for item in batch { _ = try tx.journal(item, routing: TestRouting(), now: 1_760_000_000_000) }
+                for item in batch { _ = try tx.journal(item, routing: TestRouting.routing(), now: 1_760_000_000_000) }
             }
             n += batch.count
         }

@@ -1,5 +1,6 @@
 import Canonical
 import Foundation
+import Policy
 import Postgres
 import SQLite
 import StoreTestSupport
@@ -187,7 +188,7 @@ import Zstd
                 now: 1
             )
         }
-        _ = try store.write { tx in try tx.journal(item, routing: TestRouting(), now: 100) }
+        _ = try store.write { tx in try tx.journal(item, routing: TestRouting.routing(), now: 100) }
         let (entries, events, states, payload) = try store.read { tx in
             (
                 try tx.journalEntries(id: nil, key: nil, limit: 10),
@@ -289,7 +290,9 @@ import Zstd
         defer { store.close() }
         try StoreMigrationTests.populate(store)
         _ = try store.write { tx in
-            for n in 0..<notifications { _ = try tx.journal(Self.notification(n), routing: TestRouting(), now: 100) }
+            for n in 0..<notifications {
+                _ = try tx.journal(Self.notification(n), routing: TestRouting.routing(), now: 100)
+            }
         }
         try Self.recordComparison(store)
         return try StoreMigrationTests.Contents(store)
@@ -313,7 +316,7 @@ import Zstd
 
         let reopened = try SQLiteStore(path: path)
         #expect(try StoreMigrationTests.Contents(reopened) == before)
-        _ = try reopened.write { tx in try tx.journal(Self.notification(8), routing: TestRouting(), now: 200) }
+        _ = try reopened.write { tx in try tx.journal(Self.notification(8), routing: TestRouting.routing(), now: 200) }
         let entries = try reopened.read { tx in try tx.journalEntries(id: nil, key: nil, limit: 100) }
         reopened.close()
         #expect(entries.count == before.journal.count + 1)
@@ -372,7 +375,7 @@ import Zstd
         try StoreMigrationTests.populate(sqlite)
         let items = (0..<3).map(Self.notification)
         _ = try sqlite.write { tx in
-            for item in items { _ = try tx.journal(item, routing: TestRouting(), now: 100) }
+            for item in items { _ = try tx.journal(item, routing: TestRouting.routing(), now: 100) }
         }
         try Self.recordComparison(sqlite)
         let before = try StoreMigrationTests.Contents(sqlite)

@@ -1,5 +1,6 @@
 import Canonical
 import Foundation
+import Policy
 import Postgres
 import SQLite
 import TestSupport
@@ -43,7 +44,7 @@ import Zstd
             for (n, body) in bodies.enumerated() {
                 var item = JournalItem(key: "\(prefix)-\(n)", version: .v2, receivedAt: 100 + Int64(n), body: body)
                 (item.bundleID, item.environment) = (StoreCompressionTests.bundle, .sandbox)
-                _ = try tx.journal(item, routing: TestRouting(), now: 100)
+                _ = try tx.journal(item, routing: TestRouting.routing(), now: 100)
             }
         }
     }
@@ -172,13 +173,13 @@ import Zstd
         let store = try SQLiteStore(path: path)
         try Self.seed(store)
         _ = try store.write { tx in
-            for item in items.prefix(10) { _ = try tx.journal(item, routing: TestRouting(), now: 100) }
+            for item in items.prefix(10) { _ = try tx.journal(item, routing: TestRouting.routing(), now: 100) }
         }
         store.close()
         // Another process on the file finds the dictionary; it does not learn one of its own.
         let again = try SQLiteStore(path: path)
         _ = try again.write { tx in
-            for item in items.suffix(10) { _ = try tx.journal(item, routing: TestRouting(), now: 100) }
+            for item in items.suffix(10) { _ = try tx.journal(item, routing: TestRouting.routing(), now: 100) }
         }
         try StoreCompressionTests.recordComparison(again)
         let (events, states, ledger) = try again.read { tx in
@@ -224,13 +225,13 @@ import Zstd
         try Self.seed(store)
         #expect(throws: Abandon.self) {
             try store.write { tx in
-                for item in items.prefix(3) { _ = try tx.journal(item, routing: TestRouting(), now: 100) }
+                for item in items.prefix(3) { _ = try tx.journal(item, routing: TestRouting.routing(), now: 100) }
                 throw Abandon()
             }
         }
         #expect(try StoreCompressionTests.raw(path, "SELECT header FROM blob_dictionaries").isEmpty)
         _ = try store.write { tx in
-            for item in items.suffix(3) { _ = try tx.journal(item, routing: TestRouting(), now: 100) }
+            for item in items.suffix(3) { _ = try tx.journal(item, routing: TestRouting.routing(), now: 100) }
         }
         let events = try store.read { tx in try tx.events(id: nil, originalTransactionID: nil, limit: 100) }
         store.close()
@@ -285,7 +286,7 @@ import Zstd
         // And events whose JSON is stored with the learned dictionary.
         let items = (0..<6).map(StoreCompressionTests.notification)
         _ = try sqlite.write { tx in
-            for item in items { _ = try tx.journal(item, routing: TestRouting(), now: 100) }
+            for item in items { _ = try tx.journal(item, routing: TestRouting.routing(), now: 100) }
         }
         sqlite.close()
         #expect(

@@ -1,5 +1,6 @@
 import Canonical
 import Foundation
+import Policy
 import Postgres
 import TestSupport
 import Testing
@@ -20,14 +21,25 @@ enum StoreKind: String, Sendable, CaseIterable, CustomTestStringConvertible {
 typealias TestDatabase = TestPostgresServer
 
 /// Every downstream takes every event: authoritative ones to "main", the rest to "shadow"; V1 bodies to "legacy".
-struct TestRouting: DeliveryRouting {
-    var compared: Set<String> = []
-    func eventTargets(bundleID: String?, environment: AppStoreEnvironment?, authoritative: Bool) -> [String] {
-        authoritative ? ["main", "shadow"] : ["shadow"]
+/// The store tests' routing: for each of their apps, in both environments, an authoritative event goes to `main`
+/// and `shadow`, the other path's to `shadow`, a notification's body to `legacy`; every app has a V1 path; those in
+/// `compared` are compared.
+enum TestRouting {
+    static let bundles = ["com.example.gateway", "com.example.a", "com.example.other", "com.example.unknown"]
+
+    static func routing(compared: Set<String> = []) -> Routing {
+        let both: Set<AppStoreEnvironment> = [.production, .sandbox]
+        return Routing(
+            downstreams: [
+                Routing.Downstream(name: "main", kind: .webhook, environments: both, shadow: false),
+                Routing.Downstream(name: "shadow", kind: .webhook, environments: both, shadow: true),
+                Routing.Downstream(name: "legacy", kind: .v1Passthrough, environments: both, shadow: false),
+            ],
+            apps: bundles.map {
+                Routing.App(bundleID: $0, downstreams: [], compares: compared.contains($0), hasV1Path: true)
+            }
+        )
     }
-    func passthroughTargets(bundleID: String?, environment: AppStoreEnvironment?) -> [String] { ["legacy"] }
-    func compares(_ bundleID: String?) -> Bool { bundleID.map(compared.contains) ?? false }
-    func hasV1Path(_ bundleID: String?) -> Bool { true }
 }
 
 /// A fresh store of one kind — SQLite in a scratch folder, PostgreSQL in a schema of its own — with

@@ -1,5 +1,6 @@
 import Canonical
 import Foundation
+import Policy
 import Postgres
 import TestSupport
 import Testing
@@ -98,14 +99,14 @@ import Testing
         (v1.bundleID, v1.environment, v1.secretName, v1.needsReceipt) = (bundle, .sandbox, "S", true)
         v1.events = [event("e-v1-1", date: 2_000, source: .v1)]
         let (a, b) = (v2, v1)
-        _ = try store.write { tx in try tx.journal(a, routing: TestRouting(), now: 100) }
-        _ = try store.write { tx in try tx.journal(b, routing: TestRouting(), now: 110) }
+        _ = try store.write { tx in try tx.journal(a, routing: TestRouting.routing(), now: 100) }
+        _ = try store.write { tx in try tx.journal(b, routing: TestRouting.routing(), now: 110) }
         // Same event date: arrival order decides the state (the later one wins) — and must survive the move.
         _ = try store.write { tx in
             try tx.storeEvents(
                 [event("e-same-1", date: 3_000), event("e-same-2", date: 3_000)],
                 journalID: nil,
-                routing: TestRouting(),
+                routing: TestRouting.routing(),
                 now: 120,
                 authority: nil
             )
@@ -369,7 +370,7 @@ import Testing
         (item.bundleID, item.environment) = (Self.bundle, .sandbox)
         item.events = [Self.event("e-new", date: 3_000)]
         let fresh = item
-        let outcome = try postgres.write { tx in try tx.journal(fresh, routing: TestRouting(), now: 500) }
+        let outcome = try postgres.write { tx in try tx.journal(fresh, routing: TestRouting.routing(), now: 500) }
         guard case .accepted(let newID) = outcome else {
             Issue.record("\(outcome)")
             return

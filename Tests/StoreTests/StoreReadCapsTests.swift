@@ -1,5 +1,6 @@
 import Canonical
 import Foundation
+import Policy
 import Postgres
 import SQLite
 import StoreTestSupport
@@ -31,7 +32,7 @@ import Zstd
 
     static func storeEvents(_ store: any GatewayStore, _ events: [CanonicalEvent]) throws {
         _ = try store.write { tx in
-            try tx.storeEvents(events, journalID: nil, routing: TestRouting(), now: 1, authority: nil)
+            try tx.storeEvents(events, journalID: nil, routing: TestRouting.routing(), now: 1, authority: nil)
         }
     }
 
@@ -131,7 +132,7 @@ import Zstd
         item.bundleID = "com.example.gateway"
         let oversized = item
         do {
-            _ = try f.store.write { tx in try tx.journal(oversized, routing: TestRouting(), now: 1) }
+            _ = try f.store.write { tx in try tx.journal(oversized, routing: TestRouting.routing(), now: 1) }
             Issue.record("a body over its cap was written")
         } catch let error as StoreValueTooLarge {
             #expect(error.column == .body && error.bytes == StoredColumn.maxBodyBytes + 1)

@@ -1,4 +1,5 @@
 import Canonical
+import Policy
 import Testing
 
 @testable import Store
@@ -38,7 +39,7 @@ extension StoreTests {
         )
         item.events = [event]
         let journaled = item
-        let routing = Routing(compared: [Self.bundle])
+        let routing = TestRouting.routing(compared: [Self.bundle])
         guard
             case .accepted(let id) = try f.store.write({ tx in try tx.journal(journaled, routing: routing, now: 100) })
         else {
@@ -165,7 +166,7 @@ extension StoreTests {
                 try tx.storeEvents(
                     [Self.event("e1", date: 1)],
                     journalID: nil,
-                    routing: Routing(),
+                    routing: TestRouting.routing(),
                     now: 1,
                     authority: nil
                 )
@@ -182,7 +183,10 @@ extension StoreTests {
     {
         let f = try Fixture(kind)
         let item = Self.v1Item("v1:abc", receivedAt: 10, needsReceipt: true)
-        guard case .accepted(let id) = try f.store.write({ tx in try tx.journal(item, routing: Routing(), now: 10) })
+        guard
+            case .accepted(let id) = try f.store.write({ tx in
+                try tx.journal(item, routing: TestRouting.routing(), now: 10)
+            })
         else {
             Issue.record("not accepted")
             return
@@ -264,7 +268,9 @@ extension StoreTests {
         var receiptIDs: [Int64] = []
         for key in ["v1:a", "v1:b"] {
             let item = Self.v1Item(key, receivedAt: 10, needsReceipt: true)
-            if case .accepted(let id) = try f.store.write({ tx in try tx.journal(item, routing: Routing(), now: 10) }) {
+            if case .accepted(let id) = try f.store.write({ tx in
+                try tx.journal(item, routing: TestRouting.routing(), now: 10)
+            }) {
                 receiptIDs.append(id)
             }
         }
@@ -578,7 +584,9 @@ extension StoreTests {
         let young = Self.v1Item("v1:young", receivedAt: 2_000, needsReceipt: false)
         let ids = try f.store.write { tx in
             try [waiting, v2, young].map { item -> Int64 in
-                guard case .accepted(let id) = try tx.journal(item, routing: Routing(), now: item.receivedAt) else {
+                guard
+                    case .accepted(let id) = try tx.journal(item, routing: TestRouting.routing(), now: item.receivedAt)
+                else {
                     return 0
                 }
                 return id
@@ -666,14 +674,14 @@ extension StoreTests {
             try tx.storeEvents(
                 [Self.event("v2-event", date: 1)],
                 journalID: nil,
-                routing: Routing(),
+                routing: TestRouting.routing(),
                 now: 5,
                 authority: nil
             )
             try tx.storeEvents(
                 [Self.event("v1-event", date: 1, source: .v1)],
                 journalID: nil,
-                routing: Routing(),
+                routing: TestRouting.routing(),
                 now: 7,
                 authority: nil
             )
@@ -697,21 +705,21 @@ extension StoreTests {
             try tx.storeEvents(
                 [Self.event("receipt-event", date: 2, source: .v1Receipt)],
                 journalID: nil,
-                routing: Routing(),
+                routing: TestRouting.routing(),
                 now: 9,
                 authority: nil
             )
             try tx.storeEvents(
                 [Self.event("api-event", date: 2, source: .v2API)],
                 journalID: nil,
-                routing: Routing(),
+                routing: TestRouting.routing(),
                 now: 11,
                 authority: nil
             )
             try tx.storeEvents(
                 [Self.event("older-v1-event", date: 3, source: .v1)],
                 journalID: nil,
-                routing: Routing(),
+                routing: TestRouting.routing(),
                 now: 8,
                 authority: nil
             )

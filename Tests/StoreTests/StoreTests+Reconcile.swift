@@ -1,5 +1,6 @@
 import Canonical
 import Foundation
+import Policy
 import TestSupport
 import Testing
 
@@ -25,7 +26,7 @@ extension StoreTests {
 
     static func store(_ f: Fixture, _ events: [CanonicalEvent], now: Int64) throws {
         _ = try f.store.write { tx in
-            try tx.storeEvents(events, journalID: nil, routing: Routing(), now: now, authority: nil)
+            try tx.storeEvents(events, journalID: nil, routing: TestRouting.routing(), now: now, authority: nil)
         }
     }
 
@@ -191,13 +192,25 @@ extension StoreTests {
         let again = Self.expiring("h1", otid: "o2", expires: 5, date: 2, recoveredBy: .history)
         #expect(
             try f.store.write { tx in
-                try tx.storeEvents([again], journalID: nil, routing: Routing(), now: 3 * day, authority: nil)
+                try tx.storeEvents(
+                    [again],
+                    journalID: nil,
+                    routing: TestRouting.routing(),
+                    now: 3 * day,
+                    authority: nil
+                )
             } == 0
         )
         let fresh = Self.expiring("r2", otid: "o5", expires: 5, date: 5, recoveredBy: .reconciliation)
         #expect(
             try f.store.write { tx in
-                try tx.storeEvents([fresh, again], journalID: nil, routing: Routing(), now: 3 * day, authority: nil)
+                try tx.storeEvents(
+                    [fresh, again],
+                    journalID: nil,
+                    routing: TestRouting.routing(),
+                    now: 3 * day,
+                    authority: nil
+                )
             } == 1
         )
         let live = try #require(

@@ -1,5 +1,6 @@
 import Canonical
 import Foundation
+import Policy
 import TestSupport
 import Testing
 
@@ -128,7 +129,7 @@ extension StoreTests {
                 try tx.storeEvents(
                     [Self.event("e\(i)", date: 1_000 + Int64(i))],
                     journalID: nil,
-                    routing: TestRouting(),
+                    routing: TestRouting.routing(),
                     now: now,
                     authority: nil
                 )
@@ -159,7 +160,8 @@ extension StoreTests {
             var item = JournalItem(key: "k\(i)", version: .v2, receivedAt: 100 + Int64(i), body: Array("{}".utf8))
             item.bundleID = "com.example.gateway"
             let journaled = item
-            _ = try f.store.write { tx in try tx.journal(journaled, routing: TestRouting(), now: 100 + Int64(i)) }
+            _ = try f.store.write { tx in try tx.journal(journaled, routing: TestRouting.routing(), now: 100 + Int64(i))
+            }
         }
         #expect(try f.store.write { tx in try tx.purgeBodies(olderThan: 104, now: 200, limit: 3) } == 3)
         #expect(try f.store.write { tx in try tx.purgeBodies(olderThan: 104, now: 200, limit: 3) } == 1)
@@ -176,7 +178,7 @@ extension StoreTests {
             var item = JournalItem(key: "k\(i)", version: .v2, receivedAt: 100, body: Array("{}".utf8))
             item.bundleID = "com.example.gateway"
             let journaled = item
-            _ = try f.store.write { tx in try tx.journal(journaled, routing: TestRouting(), now: 100) }
+            _ = try f.store.write { tx in try tx.journal(journaled, routing: TestRouting.routing(), now: 100) }
         }
         try Self.storeEvents(f, [Self.event("e1", date: 1_000), Self.event("e2", date: 2_000)])
         let counted = try f.store.read { tx in try tx.counts() }

@@ -1,5 +1,6 @@
 import Canonical
 import Foundation
+import Policy
 import TestSupport
 import Testing
 
@@ -8,7 +9,6 @@ import Testing
 /// The store's contract, through its interface: what every implementation must do. Each test runs once per available
 /// implementation (``StoreKind/available``), on a fresh store.
 @Suite struct StoreTests {
-    typealias Routing = TestRouting
 
     static let lease = Lease(owner: "test", until: .max)
 
@@ -31,7 +31,7 @@ import Testing
 
     static func storeEvents(_ f: Fixture, _ events: [CanonicalEvent]) throws {
         _ = try f.store.write { tx in
-            try tx.storeEvents(events, journalID: nil, routing: Routing(), now: 1, authority: nil)
+            try tx.storeEvents(events, journalID: nil, routing: TestRouting.routing(), now: 1, authority: nil)
         }
     }
 
@@ -118,8 +118,8 @@ import Testing
         item.environment = .production
         item.needsReceipt = true
         let journaled = item
-        let first = try f.store.write { tx in try tx.journal(journaled, routing: Routing(), now: 5) }
-        let second = try f.store.write { tx in try tx.journal(journaled, routing: Routing(), now: 6) }
+        let first = try f.store.write { tx in try tx.journal(journaled, routing: TestRouting.routing(), now: 5) }
+        let second = try f.store.write { tx in try tx.journal(journaled, routing: TestRouting.routing(), now: 6) }
         guard case .accepted(let id) = first else {
             Issue.record("\(first)")
             return

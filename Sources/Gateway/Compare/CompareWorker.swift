@@ -120,7 +120,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
                 try tx.storeEvents(
                     [Self.v2APIEvent(from: v1Event, status: status)],
                     journalID: nil,
-                    routing: router,
+                    routing: router.routing,
                     now: time,
                     authority: job.authority
                 )

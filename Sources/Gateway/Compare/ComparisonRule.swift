@@ -1,4 +1,5 @@
 internal import Canonical
+internal import Policy
 internal import Store
 
 /// When the two paths' views of a subscription are compared, and what the ledger records (docs/architecture.md,

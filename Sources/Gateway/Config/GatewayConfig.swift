@@ -2,6 +2,7 @@ public import Canonical
 internal import FoundationEssentials
 public import HTTPClient
 internal import HTTPServer
+public import Policy
 internal import Store
 internal import TeamDatabase
 public import V1Adapter
@@ -62,12 +63,8 @@ public struct GatewayConfig: Sendable {
     public typealias Authority = Generation
 
     public struct Downstream: Sendable, Hashable {
-        public enum Kind: String, Sendable, Hashable {
-            case webhook
-            case v1Passthrough = "v1_passthrough"
-            /// Rows in the team's own database (docs/database-downstream.md).
-            case database
-        }
+        /// What it receives: the notification rule's own kinds.
+        public typealias Kind = DeliveryKind
         /// Where a `database` downstream writes.
         public enum Database: Sendable, Hashable {
             /// The team's PostgreSQL: the connection string is in the environment variable `urlEnv`, the tables in `schema`.

@@ -1,6 +1,7 @@
 internal import Canonical
 import Dispatch
 public import HTTPClient
+internal import Policy
 public import Store
 import Synchronization
 public import TeamDatabase
@@ -187,7 +188,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             // The notification's key (Apple's UUID, or `v1:` and the body's hash): the same on every attempt, so the old
             // backend can drop the copy a delivery repeated after a crash sends (docs/configuration.md, downstreams).
             var headers = [HTTPHeader("Content-Type", "application/json"), HTTPHeader("webhook-id", entry.key)]
-            if entry.version == .v2 {
+            if NotificationPolicy.passthroughBody(of: entry.version) == .v1Shape {
                 // A V2 notification reaches the old backend as its V1 shape, built now from what the store holds.
                 let journalBody = redacted
                 guard let secret = entry.bundleID.flatMap({ passthroughSecretNames[$0] }),

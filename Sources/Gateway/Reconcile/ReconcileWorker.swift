@@ -438,7 +438,9 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         let otid = candidate.originalTransactionID
         let stored = try await store.write { tx -> Bool in
             let new =
-                try event.map { try tx.storeEvents([$0], journalID: nil, routing: router, now: time, authority: nil) }
+                try event.map {
+                    try tx.storeEvents([$0], journalID: nil, routing: router.routing, now: time, authority: nil)
+                }
                 ?? 0
             try tx.markReconciled(path: path, environment: key.environment, originalTransactionID: otid, at: time)
             return new > 0

@@ -1,6 +1,7 @@
 public import Canonical
 internal import Crypto
 internal import FoundationEssentials
+internal import Policy
 public import Store
 public import V1Adapter
 public import V2Adapter
@@ -231,9 +232,7 @@ public final class NotificationIngest: Sendable {
         }
         // Whether a V1 backend can be told of it (docs/architecture.md, "The V1 shape of a V2 notification").
         item.v1NotificationType = item.events.first.flatMap(V1BodySynthesizer.v1NotificationType(for:))
-        if item.v1NotificationType == nil,
-            !router.passthroughTargets(bundleID: item.bundleID, environment: item.environment).isEmpty
-        {
+        if NotificationPolicy.v1ShapeUnsent(item.policyFacts, routing: router.routing) {
             metrics.increment(.v1ShapesUnsentTotal, ["type": ClaimedText.clip(item.notificationType ?? "", limit: 64)])
         }
         guard !item.key.isEmpty else {
@@ -308,7 +307,7 @@ public final class NotificationIngest: Sendable {
         r.subtype = item.subtype
         do {
             let outcome = try store.write(bytes: item.body.count) { tx in
-                try tx.journal(item, routing: router, now: time)
+                try tx.journal(item, routing: router.routing, now: time)
             }
             if case .duplicate = outcome { r.duplicate = true }
             r.body =

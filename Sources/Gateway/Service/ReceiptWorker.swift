@@ -1,5 +1,6 @@
 internal import Canonical
 public import HTTPClient
+internal import Policy
 internal import Store
 import Synchronization
 public import V1Adapter
@@ -63,112 +64,64 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
             return
         }
         guard let body = try? JSONValueDecoder().decode(ResponseBodyV1.self, from: job.body) else {
-            await settle(job, state: .failed, error: "journaled body unreadable", status: nil, retryIn: nil)
+            await settle(job, .bodyUnreadable)
             return
         }
         guard let secret = apps[job.bundleID]?.sharedSecrets.first(where: { $0.name == job.secretName }) else {
             // The secret that authenticated this body is no longer configured: wait for the configuration.
-            await settle(
-                job,
-                state: .pending,
-                error: "shared secret \(job.secretName) not configured",
-                status: nil,
-                retryIn: policy.configErrorDelayMillis
-            )
+            await settle(job, .secretNotConfigured(job.secretName))
             return
         }
         guard let receipt = body.receiptData else {
-            await settle(
-                job,
-                state: .failed,
-                error: "receipt_invalid: no receipt in the body",
-                status: nil,
-                retryIn: nil
-            )
+            await settle(job, .noReceipt)
             return
         }
-        do {
-            let answer = try await client.verify(receiptData: receipt, sharedSecret: secret)
-            let facts = V1EventBuilder.facts(fromReceipt: answer.response, subscription: body.subscriptionID)
-            guard !facts.transactions.isEmpty else {
-                metrics.increment(.verifyReceiptTotal, ["outcome": "receipt_invalid"])
-                await settle(
-                    job,
-                    state: .failed,
-                    error: "receipt_invalid: answer lacks the subscription",
-                    status: answer.status,
-                    retryIn: nil
-                )
-                return
-            }
-            let event = V1EventBuilder().event(for: body, id: job.key, facts: facts, arrival: job.receivedAt)
-            let router = self.router
-            let time = now()
-            let id = job.journalID
-            let status = answer.status
-            let job = job
-            try await store.write { tx in
-                try tx.storeEvents([event], journalID: id, routing: router, now: time, authority: job.authority)
-                try Self.followUp(
-                    event: event,
-                    answer: answer.response,
-                    receipt: receipt,
-                    job: job,
-                    router: router,
-                    at: time,
-                    in: tx
-                )
-                try tx.settleReceiptJob(
-                    journalID: id,
-                    state: .done,
-                    attempts: job.attempts + 1,
-                    nextAttemptAt: time,
-                    error: nil,
-                    appleStatus: status,
-                    now: time
-                )
-            }
-            metrics.increment(.verifyReceiptTotal, ["outcome": "ok"])
-        } catch let error as V1AdapterError {
+        let answer: VerifyReceiptClient.Answer
+        do { answer = try await client.verify(receiptData: receipt, sharedSecret: secret) } catch {
             metrics.increment(.verifyReceiptTotal, ["outcome": error.code.rawValue])
-            switch error.code {
-            case .appleUnavailable:
-                let delay = policy.retry.delayMillis(afterAttempt: job.attempts + 1, jitter: jitter())
-                await settle(
-                    job,
-                    state: .pending,
-                    error: error.code.rawValue,
-                    status: error.appleStatus,
-                    retryIn: delay
-                )
-            case .receiptConfigError:
-                log.error(
-                    "verifyReceipt says the shared secret differs (21004): check App Store Connect and the config",
-                    ["bundle": .string(job.bundleID), "secret": .string(job.secretName)]
-                )
-                await settle(
-                    job,
-                    state: .pending,
-                    error: error.code.rawValue,
-                    status: error.appleStatus,
-                    retryIn: policy.configErrorDelayMillis
-                )
-            default:
-                log.warn(
-                    "V1 notification dropped: its receipt is invalid",
-                    ["id": .string(job.key), "bundle": .string(job.bundleID), "code": .string(error.code.rawValue)]
-                )
-                await settle(job, state: .failed, error: error.code.rawValue, status: error.appleStatus, retryIn: nil)
+            await settle(job, appleFailed: error)
+            return
+        }
+        let facts = V1EventBuilder.facts(fromReceipt: answer.response, subscription: body.subscriptionID)
+        guard !facts.transactions.isEmpty else {
+            metrics.increment(.verifyReceiptTotal, ["outcome": "receipt_invalid"])
+            await settle(job, .answerLacksSubscription(appleStatus: answer.status))
+            return
+        }
+        let event = V1EventBuilder().event(for: body, id: job.key, facts: facts, arrival: job.receivedAt)
+        let routing = router.routing
+        let time = now()
+        let (id, status) = (job.journalID, answer.status)
+        // The V1 path's view of this subscription later (and the comparisons waiting for it): the receipt as Apple
+        // last gave it; for a compared bundle, the V1 snapshot of Apple's answer.
+        let kept = StoredReceipt(
+            receipt: answer.response.latestReceipt ?? receipt,
+            secretName: job.secretName,
+            updatedAt: time
+        )
+        let snapshot = event.originalTransactionID.flatMap { otid in
+            V1EventBuilder.snapshots(from: answer.response, observedAt: time).first { $0.originalTransactionID == otid }
+        }
+        let plan = NotificationPolicy.afterV1Event(
+            event,
+            bundleID: job.bundleID,
+            v1Snapshot: snapshot,
+            authority: job.authority,
+            routing: routing
+        )
+        let job = job
+        do {
+            try await store.write { tx in
+                try tx.storeEvents([event], journalID: id, routing: routing, now: time, authority: job.authority)
+                if let key = Self.subscription(of: event, bundleID: job.bundleID) { try tx.putReceipt(kept, of: key) }
+                try tx.execute(plan, journalID: id, now: time)
+                try Self.settleDone(job, appleStatus: status, at: time, in: tx)
             }
         } catch {
-            await settle(
-                job,
-                state: .pending,
-                error: "store_unavailable",
-                status: nil,
-                retryIn: policy.storeRetryMillis
-            )
+            await settle(job, .storeUnavailable)
+            return
         }
+        metrics.increment(.verifyReceiptTotal, ["outcome": "ok"])
     }
 
     /// The V1 path's event of a V2 notification that stands alone while V1 is authoritative (docs/architecture.md, "One
@@ -179,13 +132,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
     /// authoritative on the V1 path as the notification arrived under V1 authority.
     func processV1View(_ job: Job) async {
         guard let app = apps[job.bundleID], let secret = app.sharedSecrets.first else {
-            await settle(
-                job,
-                state: .failed,
-                error: "no V1 path: the app has no shared secret",
-                status: nil,
-                retryIn: nil
-            )
+            await settle(job, .noV1Path)
             return
         }
         let (key, body) = (job.key, job.body)
@@ -195,13 +142,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
                 try V1Shape.build(notificationKey: key, journalBody: body, secretName: secret.name, in: tx)
             }
         } catch {
-            await settle(
-                job,
-                state: .pending,
-                error: "store_unavailable",
-                status: nil,
-                retryIn: policy.storeRetryMillis
-            )
+            await settle(job, .storeUnavailable)
             return
         }
         guard let shape = built,
@@ -227,52 +168,33 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         )
         event.verified = true
         metrics.increment(.v1ShapesTotal, ["use": "event", "type": shape.type])
-        let router = self.router
+        let routing = router.routing
         let time = now()
         let stored = event
         let verified = answer
+        let kept = verified.map {
+            StoredReceipt(
+                receipt: $0.response.latestReceipt ?? shape.receipt?.receipt ?? "",
+                secretName: secret.name,
+                updatedAt: time
+            )
+        }
         do {
             try await store.write { tx in
                 try tx.storeEvents(
                     [stored],
                     journalID: job.journalID,
-                    routing: router,
+                    routing: routing,
                     now: time,
                     authority: job.authority
                 )
-                if let answer = verified, let otid = stored.originalTransactionID, let env = stored.environment {
-                    let subscription = SubscriptionKey(
-                        bundleID: job.bundleID,
-                        environment: env,
-                        originalTransactionID: otid
-                    )
-                    try tx.putReceipt(
-                        StoredReceipt(
-                            receipt: answer.response.latestReceipt ?? shape.receipt?.receipt ?? "",
-                            secretName: secret.name,
-                            updatedAt: time
-                        ),
-                        of: subscription
-                    )
+                if let kept, let key = Self.subscription(of: stored, bundleID: job.bundleID) {
+                    try tx.putReceipt(kept, of: key)
                 }
-                try tx.settleReceiptJob(
-                    journalID: job.journalID,
-                    state: .done,
-                    attempts: job.attempts + 1,
-                    nextAttemptAt: time,
-                    error: nil,
-                    appleStatus: verified?.status,
-                    now: time
-                )
+                try Self.settleDone(job, appleStatus: verified?.status, at: time, in: tx)
             }
         } catch {
-            await settle(
-                job,
-                state: .pending,
-                error: "store_unavailable",
-                status: nil,
-                retryIn: policy.storeRetryMillis
-            )
+            await settle(job, .storeUnavailable)
         }
     }
 
@@ -286,104 +208,125 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
                 try tx.events(id: key, originalTransactionID: nil, limit: 1).first?.event
             }
         } catch {
-            await settle(
-                job,
-                state: .pending,
-                error: "store_unavailable",
-                status: nil,
-                retryIn: policy.storeRetryMillis
-            )
+            await settle(job, .storeUnavailable)
             return
         }
         guard let found else {
-            await settle(
-                job,
-                state: .failed,
-                error: "the notification's event is not stored",
-                status: nil,
-                retryIn: nil
-            )
+            await settle(job, .eventNotStored)
             return
         }
         let event = V1View.event(of: found, notificationKey: job.key)
-        let router = self.router
+        let routing = router.routing
         let time = now()
-        let stored = event
         do {
             try await store.write { tx in
                 try tx.storeEvents(
-                    [stored],
+                    [event],
                     journalID: job.journalID,
-                    routing: router,
+                    routing: routing,
                     now: time,
                     authority: job.authority
                 )
-                try tx.settleReceiptJob(
-                    journalID: job.journalID,
-                    state: .done,
-                    attempts: job.attempts + 1,
-                    nextAttemptAt: time,
-                    error: nil,
-                    appleStatus: nil,
-                    now: time
-                )
+                try Self.settleDone(job, appleStatus: nil, at: time, in: tx)
             }
         } catch {
-            await settle(
-                job,
-                state: .pending,
-                error: "store_unavailable",
-                status: nil,
-                retryIn: policy.storeRetryMillis
-            )
+            await settle(job, .storeUnavailable)
         }
     }
 
-    /// After a V1 event: keep the receipt (the V1 path's view of this subscription later), and for compared bundles
-    /// the V1 snapshot; ask for the V2 path's view when comparing, or when V2 is authoritative (its event then comes
-    /// from the App Store Server API, authoritative in this notification's place).
-    static func followUp(
-        event: CanonicalEvent,
-        answer: VerifyReceiptResponse,
-        receipt: String,
-        job: Job,
-        router: Router,
-        at time: Int64,
-        in tx: any StoreTransaction
-    ) throws {
-        guard let otid = event.originalTransactionID, let env = event.environment else { return }
-        let key = SubscriptionKey(bundleID: job.bundleID, environment: env, originalTransactionID: otid)
-        // Also wakes the comparisons waiting for it.
-        try tx.putReceipt(
-            StoredReceipt(receipt: answer.latestReceipt ?? receipt, secretName: job.secretName, updatedAt: time),
-            of: key
+    static func subscription(of event: CanonicalEvent, bundleID: String) -> SubscriptionKey? {
+        guard let otid = event.originalTransactionID, let environment = event.environment else { return nil }
+        return SubscriptionKey(bundleID: bundleID, environment: environment, originalTransactionID: otid)
+    }
+
+    /// The job done, in the transaction that stored what it made.
+    static func settleDone(_ job: Job, appleStatus: Int?, at time: Int64, in tx: any StoreTransaction) throws {
+        try tx.settleReceiptJob(
+            journalID: job.journalID,
+            state: .done,
+            attempts: job.attempts + 1,
+            nextAttemptAt: time,
+            error: nil,
+            appleStatus: appleStatus,
+            now: time
         )
-        let compare = router.compares(job.bundleID) && event.isSubscription
-        if compare,
-            let snapshot = V1EventBuilder.snapshots(from: answer, observedAt: time).first(where: {
-                $0.originalTransactionID == otid
-            })
-        {
-            try tx.putSnapshot(snapshot, path: .v1)
+    }
+
+    /// Why a job did not finish, and so what becomes of it: failed for good, or pending until a retry.
+    enum Failure: Equatable {
+        /// The store could not be read or written: tried again soon (``Policy/storeRetryMillis``).
+        case storeUnavailable
+        /// The journaled V1 body does not read as one.
+        case bodyUnreadable
+        /// The secret that authenticated the body is not configured any more: waits for the configuration.
+        case secretNotConfigured(String)
+        /// The V1 body carries no receipt.
+        case noReceipt
+        /// Apple's answer does not list the notification's subscription.
+        case answerLacksSubscription(appleStatus: Int)
+        /// A V2 notification's V1 view, for an app without a shared secret.
+        case noV1Path
+        /// A V2 notification's V1 view, whose event is not stored.
+        case eventNotStored
+
+        /// What the job's row records.
+        var error: String {
+            switch self {
+            case .storeUnavailable: "store_unavailable"
+            case .bodyUnreadable: "journaled body unreadable"
+            case .secretNotConfigured(let name): "shared secret \(name) not configured"
+            case .noReceipt: "receipt_invalid: no receipt in the body"
+            case .answerLacksSubscription: "receipt_invalid: answer lacks the subscription"
+            case .noV1Path: "no V1 path: the app has no shared secret"
+            case .eventNotStored: "the notification's event is not stored"
+            }
         }
-        // The V2 path's event stands in for this V1 notification when it is the only notification of its event (always
-        // once the gateway has switched Apple; before that, while no V2 arrives beside it, which would be that path).
-        var derive = false
-        if job.authority == .v2 {
-            derive = try tx.standsAlone(.v1, bundleID: job.bundleID, environment: env, now: time)
-        }
-        if compare || derive {
-            try tx.enqueueFetch(
-                FetchRequest(
-                    subscription: key,
-                    fetch: .v2,
-                    v1EventID: derive ? event.id : nil,
-                    authority: job.authority,
-                    compare: compare
-                ),
-                at: time,
-                due: nil
+    }
+
+    func settle(_ job: Job, _ failure: Failure) async {
+        switch failure {
+        case .storeUnavailable:
+            await settle(job, state: .pending, error: failure.error, status: nil, retryIn: policy.storeRetryMillis)
+        case .secretNotConfigured:
+            await settle(
+                job,
+                state: .pending,
+                error: failure.error,
+                status: nil,
+                retryIn: policy.configErrorDelayMillis
             )
+        case .answerLacksSubscription(let status):
+            await settle(job, state: .failed, error: failure.error, status: status, retryIn: nil)
+        case .bodyUnreadable, .noReceipt, .noV1Path, .eventNotStored:
+            await settle(job, state: .failed, error: failure.error, status: nil, retryIn: nil)
+        }
+    }
+
+    /// verifyReceipt failed: Apple down waits out the backoff, a 21004 waits for the configuration, anything else ends
+    /// the job (the receipt is not valid).
+    func settle(_ job: Job, appleFailed error: V1AdapterError) async {
+        switch error.code {
+        case .appleUnavailable:
+            let delay = policy.retry.delayMillis(afterAttempt: job.attempts + 1, jitter: jitter())
+            await settle(job, state: .pending, error: error.code.rawValue, status: error.appleStatus, retryIn: delay)
+        case .receiptConfigError:
+            log.error(
+                "verifyReceipt says the shared secret differs (21004): check App Store Connect and the config",
+                ["bundle": .string(job.bundleID), "secret": .string(job.secretName)]
+            )
+            await settle(
+                job,
+                state: .pending,
+                error: error.code.rawValue,
+                status: error.appleStatus,
+                retryIn: policy.configErrorDelayMillis
+            )
+        default:
+            log.warn(
+                "V1 notification dropped: its receipt is invalid",
+                ["id": .string(job.key), "bundle": .string(job.bundleID), "code": .string(error.code.rawValue)]
+            )
+            await settle(job, state: .failed, error: error.code.rawValue, status: error.appleStatus, retryIn: nil)
         }
     }
 

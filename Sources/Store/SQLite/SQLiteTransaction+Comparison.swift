@@ -1,4 +1,5 @@
 internal import Canonical
+internal import Policy
 internal import SQLite
 
 extension SQLiteTransaction {

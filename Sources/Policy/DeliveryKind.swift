@@ -1,0 +1,12 @@
+/// What a downstream receives (docs/configuration.md, `downstreams`).
+public enum DeliveryKind: String, Sendable, Hashable, CaseIterable {
+    /// Canonical events in a signed envelope.
+    case webhook
+    /// The V1 body as Apple sent it — or a V2 notification's V1 shape — for an old backend.
+    case v1Passthrough = "v1_passthrough"
+    /// Canonical events as rows in the team's own database (docs/database-downstream.md).
+    case database
+
+    /// Whether it takes canonical events (rather than notification bodies).
+    public var takesEvents: Bool { self == .webhook || self == .database }
+}

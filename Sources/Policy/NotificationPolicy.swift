@@ -1,0 +1,149 @@
+public import Canonical
+
+/// What a verified notification becomes (docs/architecture.md, "The rule"): its events and the path each is
+/// authoritative on, their deliveries, the pass-through deliveries of its body, its receipt job, the comparison's
+/// snapshot and fetches — and, after verifyReceipt, what the V1 path's event asks for. Pure: the same facts always
+/// give the same ``Plan``; the store carries it out and decides nothing.
+public enum NotificationPolicy {
+    /// What the rule needs to know of a journaled notification.
+    public struct Notification: Sendable, Hashable {
+        public var version: Generation
+        public var bundleID: String?
+        public var environment: AppStoreEnvironment?
+        /// The events known when it was journaled: a V2 notification's; a V1 body's only when its app skips
+        /// verifyReceipt (then built from the unsigned body).
+        public var events: [CanonicalEvent]
+        /// A V1 body whose event comes from verifyReceipt.
+        public var needsReceipt: Bool
+        /// A V2 notification's V1 `notification_type`, nil when V1 has no counterpart for it (docs/architecture.md,
+        /// "The V1 shape of a V2 notification").
+        public var v1NotificationType: String?
+
+        public init(
+            version: Generation,
+            bundleID: String?,
+            environment: AppStoreEnvironment?,
+            events: [CanonicalEvent],
+            needsReceipt: Bool,
+            v1NotificationType: String?
+        ) {
+            (self.version, self.bundleID, self.environment, self.events) = (version, bundleID, environment, events)
+            (self.needsReceipt, self.v1NotificationType) = (needsReceipt, v1NotificationType)
+        }
+    }
+
+    /// A journaled notification, with the authority in force for its app when it was journaled:
+    /// - its events, each on its own path, authoritative when that path is the authority's, delivered accordingly
+    ///   (``events(_:authority:routing:)``);
+    /// - for a compared bundle, a V2 notification's signed data is the V2 path's snapshot, and the V1 path's view is
+    ///   fetched (verifyReceipt);
+    /// - a V1 body waiting for verifyReceipt gets its receipt job, and goes to the pass-through downstreams as it is;
+    /// - a V2 notification that is the only notification of its event keeps the V1 side fed: its V1 shape to the
+    ///   pass-through downstreams (when V1 has a counterpart), and under V1 authority a receipt job for the V1 path's
+    ///   event (the V1 shape read like a V1 body, or the V2 event itself where V1 has no counterpart).
+    public static func journal(_ n: Notification, authority: Generation, routing: Routing) -> Plan {
+        var plan = Plan(writes: events(n.events, authority: authority, routing: routing))
+        if n.version == .v2 {
+            for e in n.events where routing.compares(e.bundleID) && e.isSubscription {
+                guard let bundle = e.bundleID, let environment = e.environment, let otid = e.originalTransactionID
+                else { continue }
+                let key = SubscriptionKey(bundleID: bundle, environment: environment, originalTransactionID: otid)
+                plan.writes.append(
+                    .snapshot(OutcomeSnapshot(event: e, source: .v2, observedAt: e.eventDate), path: .v2)
+                )
+                plan.writes.append(.fetch(FetchRequest(subscription: key, fetch: .v1, compare: true)))
+            }
+        }
+        if n.needsReceipt { plan.writes.append(.receiptJob) }
+        if n.version == .v1 {
+            plan.writes += routing.passthroughTargets(bundleID: n.bundleID, environment: n.environment)
+                .map { .bodyDelivery(downstream: $0) }
+        }
+        if n.version == .v2, !n.events.isEmpty, let bundle = n.bundleID, let environment = n.environment {
+            let passthrough =
+                n.v1NotificationType == nil
+                ? [] : routing.passthroughTargets(bundleID: bundle, environment: environment)
+            let view = authority == .v1 && routing.hasV1Path(bundle)
+            if !passthrough.isEmpty || view {
+                plan.question = StandsAloneQuestion(version: .v2, bundleID: bundle, environment: environment)
+                plan.ifAlone = passthrough.map { .bodyDelivery(downstream: $0) } + (view ? [.receiptJob] : [])
+            }
+        }
+        return plan
+    }
+
+    /// Events, with the authority in force: each on its source's path, authoritative when that path is the
+    /// authority's, queued to every downstream of its app that takes its environment — the other generation's only to
+    /// those with `shadow`.
+    public static func events(_ events: [CanonicalEvent], authority: Generation, routing: Routing) -> [PlannedWrite] {
+        events.map { event in
+            let path = event.source.generation
+            let authoritative = path == authority
+            return .event(
+                event,
+                path: path,
+                authoritative: authoritative,
+                targets: routing.eventTargets(
+                    bundleID: event.bundleID,
+                    environment: event.environment,
+                    authoritative: authoritative
+                )
+            )
+        }
+    }
+
+    /// After verifyReceipt gave a V1 notification's event (`authority`: the one the notification arrived under): for a
+    /// compared bundle the V1 path's snapshot (`v1Snapshot`, from Apple's answer) and a fetch of the V2 path's view;
+    /// under V2 authority, when the V1 notification is the only notification of its event, the V2 path's event is
+    /// fetched to stand in for it (the fetch names the V1 event).
+    public static func afterV1Event(
+        _ event: CanonicalEvent,
+        bundleID: String,
+        v1Snapshot: OutcomeSnapshot?,
+        authority: Generation?,
+        routing: Routing
+    ) -> Plan {
+        guard let otid = event.originalTransactionID, let environment = event.environment else { return Plan() }
+        let key = SubscriptionKey(bundleID: bundleID, environment: environment, originalTransactionID: otid)
+        let compare = routing.compares(bundleID) && event.isSubscription
+        var plan = Plan()
+        if compare, let v1Snapshot { plan.writes.append(.snapshot(v1Snapshot, path: .v1)) }
+        func fetch(standingIn: Bool) -> PlannedWrite {
+            .fetch(
+                FetchRequest(
+                    subscription: key,
+                    fetch: .v2,
+                    v1EventID: standingIn ? event.id : nil,
+                    authority: authority,
+                    compare: compare
+                )
+            )
+        }
+        if authority == .v2 {
+            plan.question = StandsAloneQuestion(version: .v1, bundleID: bundleID, environment: environment)
+            plan.ifAlone = [fetch(standingIn: true)]
+            plan.ifNotAlone = compare ? [fetch(standingIn: false)] : []
+        } else if compare {
+            plan.writes.append(fetch(standingIn: false))
+        }
+        return plan
+    }
+
+    /// A V2 notification whose V1 shape cannot be sent to the app's pass-through downstreams: V1 has no counterpart
+    /// for its type (counted: `iapgw_v1_shapes_unsent_total`).
+    public static func v1ShapeUnsent(_ n: Notification, routing: Routing) -> Bool {
+        n.version == .v2 && n.v1NotificationType == nil
+            && !routing.passthroughTargets(bundleID: n.bundleID, environment: n.environment).isEmpty
+    }
+
+    /// What a pass-through downstream receives of a journaled notification: a V1 body as it was journaled (its secret
+    /// restored), a V2 notification as its V1 shape, built when it is sent.
+    public enum PassthroughBody: Sendable, Hashable {
+        case asJournaled
+        case v1Shape
+    }
+
+    public static func passthroughBody(of version: Generation) -> PassthroughBody {
+        version == .v1 ? .asJournaled : .v1Shape
+    }
+}
