@@ -97,11 +97,15 @@ let package = Package(
             dependencies: ["Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts"],
             swiftSettings: strict
         ),
+        // The comparison report's values (what `report` and `GET /admin/report` say), built by the Gateway's ledger and
+        // rendered by Reports.
+        .target(name: "ReportModel", dependencies: ["Canonical", "Store"], swiftSettings: strict),
         // The service: authenticate, normalize, journal, deliver, compare; its HTTP endpoints and admin API.
         .target(
             name: "Gateway",
             dependencies: [
-                "Canonical", "Policy", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect",
+                "Canonical", "Policy", "ReportModel", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter",
+                "AppStoreConnect",
                 "Store",
                 "TeamDatabase",
                 "HTTPServer", "Receipts",
@@ -109,7 +113,7 @@ let package = Package(
             swiftSettings: strict
         ),
         // The comparison report as a table, JSON and one HTML page (the CLI's `report`, the admin API through `serve`).
-        .target(name: "Reports", dependencies: ["Gateway", "Canonical"], swiftSettings: strict),
+        .target(name: "Reports", dependencies: ["ReportModel", "Canonical", "WireJSON"], swiftSettings: strict),
         // The simulated App Store at work: its fake Apple behind an HTTP server, its lifecycles played against a gateway.
         .target(
             name: "SimulatorServer",
@@ -132,8 +136,8 @@ let package = Package(
         .target(
             name: "GatewayCLI",
             dependencies: [
-                "Gateway", "Reports", "Simulator", "SimulatorServer", "Benchmarks", "Store", "Canonical", "Crypto",
-                "WireJSON", "HTTPClient", "HTTPServer",
+                "Gateway", "Reports", "ReportModel", "Simulator", "SimulatorServer", "Benchmarks", "Store", "Canonical",
+                "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
                 "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts",
             ],
             swiftSettings: strict
@@ -221,21 +225,22 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "Gateway", "Reports", "Store", "TeamDatabase", "StoreTestSupport", "SQLite", "Postgres", "HTTPServer",
-                "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical", "Policy", "WireJSON",
+                "Gateway", "Reports", "ReportModel", "Store", "TeamDatabase", "StoreTestSupport", "SQLite", "Postgres",
+                "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical", "Policy", "WireJSON",
                 "TestSupport",
             ],
             swiftSettings: strict
         ),
         .testTarget(
             name: "ReportsTests",
-            dependencies: ["Reports", "Gateway", "Store", "WireJSON", "TestSupport"],
+            dependencies: ["Reports", "ReportModel", "Gateway", "Store", "WireJSON", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "GatewayCLITests",
             dependencies: [
-                "GatewayCLI", "Benchmarks", "SimulatorServer", "Gateway", "Reports", "Store", "StoreTestSupport",
+                "GatewayCLI", "Benchmarks", "SimulatorServer", "Gateway", "Reports", "ReportModel", "Store",
+                "StoreTestSupport",
                 "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
                 "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport", "Receipts",
                 "SimulatorTestSupport",

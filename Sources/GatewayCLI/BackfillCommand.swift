@@ -1,6 +1,7 @@
 public import Canonical
 public import Gateway
 internal import V2Adapter
+internal import WireJSON
 
 /// `iap-gateway backfill`: the App Store Server API's notification history, fed through the gateway's own pipeline.
 public enum BackfillCommand: Command {

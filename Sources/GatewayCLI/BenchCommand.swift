@@ -1,6 +1,7 @@
 internal import Benchmarks
 internal import FoundationEssentials
 internal import Gateway
+internal import WireJSON
 
 /// `iap-gateway bench verify|receipts|ingest|soak|flood|fsync|scale`: the benchmarks (`Bench/`), each printing one JSON
 /// line.

@@ -1,5 +1,6 @@
 internal import Canonical
 internal import Gateway
+internal import WireJSON
 
 /// `iap-gateway migrate`: switch the version of the notifications Apple sends for an app and environment through the
 /// App Store Connect API, prove it with a test notification, then move the gateway's authority — resumable, and

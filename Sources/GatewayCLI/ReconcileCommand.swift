@@ -1,5 +1,6 @@
 internal import Canonical
 internal import Gateway
+internal import WireJSON
 
 /// `iap-gateway reconcile`: every recovery run of the config's apps, now (docs/operations.md, "Reconciliation").
 public enum ReconcileCommand: Command {

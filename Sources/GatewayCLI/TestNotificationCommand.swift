@@ -2,6 +2,7 @@ public import Canonical
 internal import Gateway
 public import Store
 public import V2Adapter
+internal import WireJSON
 
 /// `iap-gateway test-notification`: ask Apple (the App Store Server API) to send a test notification, and report its
 /// delivery attempts and whether this gateway journaled it.

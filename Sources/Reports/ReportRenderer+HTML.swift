@@ -1,4 +1,4 @@
-public import Gateway
+public import ReportModel
 
 /// The report as one self-contained HTML5 page: inline CSS and inline SVG only, no script, no external asset, no
 /// URL, no `style` attribute — so a Content-Security-Policy of `default-src 'none'` plus the one `<style>` element's

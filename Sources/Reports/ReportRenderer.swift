@@ -1,5 +1,6 @@
 internal import Canonical
-public import Gateway
+public import ReportModel
+internal import WireJSON
 
 /// Turns a ``CompareReport`` into what people and programs read: stable JSON (`--format json`, `GET /admin/report`),
 /// a plain-text table for terminals, and one self-contained HTML page (``html(_:)``, in `ReportRenderer+HTML.swift`).
@@ -166,7 +167,7 @@ public enum ReportRenderer {
     // MARK: - Shared helpers (table and HTML)
 
     /// `agreements / pairs` as "99.6 %", rounded down to one decimal; nil when nothing was compared. The same text
-    /// as the verdict's reasons (``CompareReport/percentText(_:of:)``, in Gateway).
+    /// as the verdict's reasons (``CompareReport/percentText(_:of:)``, in ReportModel).
     static func percentText(_ agreements: Int, of pairs: Int) -> String? {
         CompareReport.percentText(agreements, of: pairs)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Gateway
+import ReportModel
 import Reports
 import Store
 import TestSupport

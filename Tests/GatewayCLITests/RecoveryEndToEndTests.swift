@@ -4,6 +4,7 @@ import Gateway
 import GatewayCLI
 import HTTPClient
 import HTTPServer
+import ReportModel
 import Reports
 import Simulator
 import SimulatorServer

@@ -8,6 +8,7 @@ import TestSupport
 import Testing
 import V1Adapter
 import V2Adapter
+import WireJSON
 
 /// Every fixture body through `iap-gateway verify`'s code path, compared with the golden file beside it.
 /// Set IAPGW_UPDATE_GOLDENS=1 to rewrite the goldens (then review the diff by hand).

@@ -1,5 +1,6 @@
 import Canonical
 import Gateway
+import ReportModel
 import Testing
 
 /// The pure parts of the comparison: field-by-field snapshot comparison, the compare settings and per-environment

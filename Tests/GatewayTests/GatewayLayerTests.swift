@@ -51,6 +51,15 @@ import Testing
             ["Gateway", "GatewayCLI", "Reports", "SimulatorServer", "Benchmarks", "Store", "HTTPServer", "HTTPClient"]
         ),
         ("Gateway", ["SimulatorServer", "Benchmarks"]),
+        (
+            "Policy",
+            [
+                "Store", "Gateway", "GatewayCLI", "Reports", "Simulator", "SimulatorServer", "Benchmarks", "V1Adapter",
+                "V2Adapter", "WireJSON", "SQLite", "Postgres", "HTTPClient",
+            ]
+        ),
+        ("ReportModel", ["Gateway", "GatewayCLI", "Reports", "Simulator", "SimulatorServer", "Benchmarks"]),
+        ("Reports", ["Gateway", "GatewayCLI", "Simulator", "SimulatorServer", "Benchmarks"]),
         ("SimulatorServer", ["GatewayCLI", "Reports", "Benchmarks", "Store"]),
         ("Benchmarks", ["GatewayCLI", "Reports", "Simulator", "SimulatorServer"]),
     ])
@@ -65,5 +74,19 @@ import Testing
         #expect(
             try Self.imports(of: "Reports").filter { $0.module == "GatewayCLI" || $0.module == "Simulator" }.isEmpty
         )
+    }
+
+    /// The service's own folders: `Service/` only wires the parts together; nothing outside it names the service.
+    @Test func onlyTheServiceFolderNamesTheService() throws {
+        let folder = Self.sources.appending(path: "Gateway")
+        let files =
+            FileManager.default.enumerator(atPath: folder.path())?.compactMap { $0 as? String }.filter {
+                $0.hasSuffix(".swift") && !$0.hasPrefix("Service/")
+            } ?? []
+        #expect(files.count > 50, "the Gateway sources were found")
+        let naming = try files.filter { file in
+            try String(contentsOf: folder.appending(path: file), encoding: .utf8).contains("GatewayService")
+        }
+        #expect(naming.isEmpty, "\(naming)")
     }
 }

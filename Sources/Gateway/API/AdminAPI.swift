@@ -1,5 +1,6 @@
 internal import Crypto
 internal import HTTPServer
+internal import ReportModel
 internal import Store
 import Synchronization
 internal import V1Adapter

@@ -1,5 +1,6 @@
 internal import Canonical
 internal import FoundationEssentials
+public import ReportModel
 public import Store
 
 /// Why a cutover was refused, with a stable code.

@@ -3,6 +3,7 @@ internal import FoundationEssentials
 public import HTTPClient
 internal import HTTPServer
 public import Policy
+public import ReportModel
 internal import Store
 internal import TeamDatabase
 public import V1Adapter

@@ -3,10 +3,12 @@ internal import Canonical
 internal import Crypto
 public import HTTPClient
 internal import HTTPServer
+public import ReportModel
 public import Store
 import Synchronization
 public import V1Adapter
 public import V2Adapter
+internal import WireJSON
 
 /// `iap-gateway serve`: the whole service assembled from a config — the notification endpoint and `/healthz`
 /// (``PublicRoutes``), the admin API and `/metrics` on their own listener (``AdminAPI``), the verifyReceipt stage,
@@ -121,13 +123,13 @@ public final class GatewayService: Sendable {
     let publicRoutes: PublicRoutes
     /// The admin API and `/metrics`; nil when the admin token variable is unset (the admin listener is then off).
     let adminAPI: AdminAPI?
-    let retention: RetentionWorker
     let v1Secrets: [SharedSecret]
     /// The configured V1 secrets, for `quarantine replay` (matched by fingerprint, never printed).
     public var v1SecretsForReplay: [SharedSecret] { v1Secrets }
     let now: @Sendable () -> Int64
     let servers: Servers
-    private let tasks = Mutex<[Task<Void, Never>]>([])
+    /// The background loops: the workers, retention, the hourly read of App Store Connect.
+    let background: ServiceGroup
 
     /// The HTTP listeners: owned here, started and stopped only by the service's start/shutdown.
     final class Servers: @unchecked Sendable {
@@ -138,57 +140,29 @@ public final class GatewayService: Sendable {
     }
 
     /// Builds everything; fails with a `ConfigError` naming the field when the config or its environment variables
-    /// cannot produce a working gateway. Nothing is listening yet.
+    /// cannot produce a working gateway. Nothing is listening yet. Each part is built by one builder
+    /// (`GatewayService+Build.swift`); this only hands each what it needs.
     public init(config: GatewayConfig, dependencies: Dependencies) throws {
         self.config = config
         self.now = dependencies.now
         self.log = Log(now: dependencies.now, sink: dependencies.logSink)
-        let env = dependencies.environment
-        let secrets = try ServiceSecrets(config: config, environment: env)
+        let secrets = try ServiceSecrets(config: config, environment: dependencies.environment)
         let v1Apps = secrets.v1Apps
         v1Secrets = secrets.v1Secrets
-
-        let anchors = try dependencies.trustAnchors ?? TrustAnchorLoader.anchors(extraRootPaths: config.extraRoots)
-        let v2 = V2Adapter(
-            verifier: AppleJWSVerifier(anchors: anchors),
-            apps: config.apps.map {
-                V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments)
-            }
-        )
-        let v1 = V1Adapter(apps: v1Apps)
-        store =
-            try dependencies.store
-            ?? Self.openStore(config: config, environment: env, sqliteOptions: dependencies.sqliteOptions)
-        // Quarantine rows stored before bodies were redacted are scrubbed once, before anything else reads them.
-        let scrub = try store.scrubQuarantine(secrets.redactor)
-        if scrub.changed > 0 {
-            log.warn(
-                "quarantined bodies stored before redaction held a secret or a password: replaced (rotate that secret)",
-                [
-                    "rows_examined": .int(Int64(scrub.examined)), "rows_changed": .int(Int64(scrub.changed)),
-                ]
-            )
-        }
+        let (v1, v2) = try Self.adapters(config: config, v1Apps: v1Apps, dependencies: dependencies)
+        store = try Self.store(config: config, redactor: secrets.redactor, dependencies: dependencies, log: log)
         router = Router(config: config)
-        var limits = NotificationIngest.Limits()
-        limits.untrustedQuarantineCap = config.limits.untrustedQuarantine
-        limits.genuineQuarantineCap = config.limits.genuineQuarantine
-        limits.untrustedQuarantineBytes = config.limits.untrustedQuarantineBytes
-        limits.genuineQuarantineBytes = config.limits.genuineQuarantineBytes
-        limits.maxNotificationAgeMillis = config.maxNotificationAgeMillis
-        limits.demoSandboxVerifyTime = dependencies.demoSandboxVerifyTime
         ingest = NotificationIngest(
             v1: v1,
             v2: v2,
             store: store,
             router: router,
-            limits: limits,
+            limits: Self.ingestLimits(config: config, dependencies: dependencies),
             metrics: metrics,
             redactor: secrets.redactor,
             now: dependencies.now
         )
         operations = Operations(store: store, now: dependencies.now)
-        let deliveryPolicy = dependencies.deliveryPolicy
         let workers = WorkerContext(
             store: store,
             router: router,
@@ -199,101 +173,53 @@ public final class GatewayService: Sendable {
             instance: dependencies.instanceID ?? (store.sharedByInstances ? ProcessEnvironment.instanceName : "local"),
             leaseMillis: config.limits.jobLeaseMillis
         )
-        delivery = DeliveryWorker(
-            context: workers,
-            transport: dependencies.transport,
-            signers: secrets.signers,
-            passthroughSecrets: v1Secrets,
-            v1Apps: v1Apps,
-            databases: DatabaseDownstreams.make(
-                config: config,
-                connectionStrings: secrets.databaseURLs,
-                timeoutMillis: deliveryPolicy.timeoutMillis
-            ),
-            policy: deliveryPolicy
-        )
+        let apple = try AppleClients(config: config, v2: v2, dependencies: dependencies)
+        delivery = Self.delivery(config: config, secrets: secrets, context: workers, dependencies: dependencies)
         var receiptPolicy = dependencies.receiptPolicy
         receiptPolicy.concurrency = config.limits.verifyReceiptConcurrency
-        let verifyReceipt = VerifyReceiptClient(
-            transport: dependencies.transport,
-            configuration: .init(
-                productionURL: config.verifyReceiptProductionURL,
-                sandboxURL: config.verifyReceiptSandboxURL,
-                baseDelay: dependencies.verifyReceiptBaseDelay
-            ),
-            jitter: dependencies.jitter
-        )
-        receipts = ReceiptWorker(context: workers, client: verifyReceipt, apps: v1Apps, policy: receiptPolicy)
-        let v2Source =
-            try dependencies.v2PathSource
-            ?? AppStoreAPIPathSource.make(
-                config: config,
-                environment: env,
-                transport: dependencies.transport,
-                adapter: v2,
-                now: dependencies.now,
-                jitter: dependencies.jitter
-            )
-        ledger = CompareLedger(store: store, config: config, v2PathAvailable: v2Source != nil)
-        let probe =
-            dependencies.testNotificationProbe
-            ?? (v2Source as? AppStoreAPIPathSource).map(AppStoreAPITestNotifications.init(source:))
-        let appleSettings =
-            try dependencies.appleSettings
-            ?? AppStoreConnectClient.make(
-                config: config,
-                environment: env,
-                transport: dependencies.transport,
-                now: dependencies.now
-            )
-            .map(AppStoreConnectSettings.init(client:))
+        receipts = ReceiptWorker(context: workers, client: apple.verifyReceipt, apps: v1Apps, policy: receiptPolicy)
+        ledger = CompareLedger(store: store, config: config, v2PathAvailable: apple.v2Source != nil)
         switcher = AppleSwitcher(
             store: store,
             config: config,
             ledger: ledger,
-            settings: appleSettings,
-            probe: probe,
+            settings: apple.settings,
+            probe: apple.probe,
             now: dependencies.now
         )
         compare = CompareWorker(
             context: workers,
             settings: config.compareSettings,
             silenceAlertMillis: config.silenceAlertMillis,
-            v2Source: v2Source,
-            receiptClient: verifyReceipt,
+            v2Source: apple.v2Source,
+            receiptClient: apple.verifyReceipt,
             apps: v1Apps,
             policy: dependencies.comparePolicy
         )
-        // Recovery runs reschedule themselves on a 429: their App Store Server API clients never wait inside a call.
-        let recoverySource =
-            dependencies.v2PathSource == nil ? (v2Source as? AppStoreAPIPathSource)?.oneAttemptPerCall : nil
         reconcile = ReconcileWorker(
             context: workers,
             settings: config.reconcile,
             apps: config.apps,
-            statusSource: recoverySource ?? v2Source,
-            historySource: dependencies.historySource ?? recoverySource,
-            receiptClient: verifyReceipt,
+            statusSource: apple.recoveryStatusSource,
+            historySource: apple.historySource,
+            receiptClient: apple.verifyReceipt,
             v1Apps: v1Apps,
             ingest: ingest,
             policy: dependencies.reconcilePolicy
         )
-        let historySource: (any ReceiptHistorySource)? =
-            dependencies.receiptHistorySource ?? (v2Source as? AppStoreAPIPathSource)?.oneAttemptPerCall
-        let histories = historySource.map { [store] source in
-            ReceiptHistories(
-                store: store,
-                source: source,
-                settings: config.receiptSettings,
-                now: dependencies.now,
-                owner: workers.instance
-            )
-        }
         receiptEndpoint = ReceiptEndpoint(
             config: config,
             store: store,
             read: try dependencies.receiptReader ?? ReceiptReaderLoader.reader(config: config),
-            histories: histories,
+            histories: apple.receiptHistorySource.map { [store] source in
+                ReceiptHistories(
+                    store: store,
+                    source: source,
+                    settings: config.receiptSettings,
+                    now: dependencies.now,
+                    owner: workers.instance
+                )
+            },
             apple: dependencies.transport,
             secrets: Dictionary(v1Apps.map { ($0.bundleID, $0.sharedSecrets) }, uniquingKeysWith: +),
             metrics: metrics,
@@ -301,8 +227,8 @@ public final class GatewayService: Sendable {
             now: dependencies.now
         )
         publicRoutes = PublicRoutes(ingest: ingest, receipts: receiptEndpoint, metrics: metrics, log: log)
-        if let token = secrets.adminToken {
-            adminAPI = AdminAPI(
+        adminAPI = secrets.adminToken.map { [metrics, operations, ledger, switcher, ingest, v1Secrets, log] token in
+            AdminAPI(
                 token: token,
                 tokenEnv: config.adminTokenEnv,
                 reportWindowMillis: config.compareSettings.rule.windowMillis,
@@ -317,15 +243,16 @@ public final class GatewayService: Sendable {
                 reportRenderer: dependencies.reportRenderer,
                 randomBytes: dependencies.randomBytes
             )
-        } else {
-            adminAPI = nil
         }
-        retention = RetentionWorker(
+        let retention = RetentionWorker(
             store: store,
             log: log,
             now: dependencies.now,
             rawBodyRetentionMillis: config.rawBodyRetentionMillis
         )
+        background = ServiceGroup([
+            AppleSettingsReader(switcher: switcher, log: log), delivery, receipts, compare, reconcile, retention,
+        ])
         servers = Servers()
         Metric.describeAll(in: metrics)
     }
@@ -378,22 +305,7 @@ public final class GatewayService: Sendable {
         warnAboutStorePermissions()
         try seedAuthority()
         try reconcile.schedule()
-        let delivery = self.delivery
-        let receipts = self.receipts
-        let compare = self.compare
-        let reconcile = self.reconcile
-        let retention = self.retention
-        let switcher = self.switcher
-        let log = self.log
-        tasks.withLock { t in
-            // What App Store Connect holds for the apps the switch may move, as `/admin/status` shows it.
-            t.append(Task.detached { await switcher.readPeriodically(everyMillis: 3_600_000, log: log) })
-            t.append(Task.detached { await delivery.run() })
-            t.append(Task.detached { await receipts.run() })
-            t.append(Task.detached { await compare.run() })
-            t.append(Task.detached { await reconcile.run() })
-            t.append(Task.detached { await retention.run() })
-        }
+        background.start()
 
         let publicRoutes = self.publicRoutes
         let server = try ListenerSettings.main(config).start { request in publicRoutes.handle(request) }
@@ -509,18 +421,7 @@ public final class GatewayService: Sendable {
         servers.admin?.stop()
         servers.main = nil
         servers.admin = nil
-        delivery.stop()
-        receipts.stop()
-        compare.stop()
-        reconcile.stop()
-        let running = tasks.withLock { t in
-            defer { t.removeAll() }
-            return t
-        }
-        for task in running {
-            task.cancel()
-            await task.value
-        }
+        await background.stop()
         store.close()
         let stats = store.commitStatistics
         log.info("stopped", ["transactions": .int(Int64(stats.batches)), "writes": .int(Int64(stats.items))])

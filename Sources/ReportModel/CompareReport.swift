@@ -2,7 +2,7 @@ public import Store
 
 /// The side-by-side report (docs/architecture.md, "Authority and comparison", `iap-gateway report`, `GET /admin/report`): per bundle and environment,
 /// what each generation said, how often the two paths agree, where they do not, and whether the bundle is ready to
-/// cut over under the stated rule. Built by ``CompareLedger/report(...)``, rendered by `ReportRenderer` (module Reports).
+/// cut over under the stated rule. Built by `CompareLedger.report` (module Gateway), rendered by `ReportRenderer` (module Reports).
 public struct CompareReport: Sendable, Hashable, Codable {
     public var generatedAt: Int64
     /// The window the counts cover (ms since the epoch).

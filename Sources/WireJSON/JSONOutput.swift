@@ -1,4 +1,3 @@
-internal import Canonical
 internal import FoundationEssentials
 
 /// The one place the gateway turns values into JSON text: sorted keys and unescaped slashes, so output is stable

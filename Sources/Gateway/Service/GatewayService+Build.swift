@@ -1,0 +1,139 @@
+internal import AppStoreConnect
+internal import Canonical
+internal import HTTPClient
+internal import Store
+internal import V1Adapter
+internal import V2Adapter
+internal import WireJSON
+
+/// The builders ``GatewayService/init(config:dependencies:)`` calls, one per part that takes more than handing over
+/// what it needs: the adapters, the store, the ingest limits, the delivery worker and Apple's clients.
+extension GatewayService {
+    /// The V1 adapter (shared secrets) and the V2 adapter (the roots V2 notifications must chain to: Apple Root CA -
+    /// G3 plus `trust.extra_roots`, sandbox only; or the dependencies' own).
+    static func adapters(
+        config: GatewayConfig,
+        v1Apps: [V1App],
+        dependencies: Dependencies
+    ) throws -> (V1Adapter, V2Adapter) {
+        let anchors = try dependencies.trustAnchors ?? TrustAnchorLoader.anchors(extraRootPaths: config.extraRoots)
+        let v2 = V2Adapter(
+            verifier: AppleJWSVerifier(anchors: anchors),
+            apps: config.apps.map {
+                V2App(bundleID: $0.bundleID, appAppleID: $0.appAppleID, environments: $0.environments)
+            }
+        )
+        return (V1Adapter(apps: v1Apps), v2)
+    }
+
+    /// The store (the dependencies' own, or the one the config names), its quarantine rows stored before bodies were
+    /// redacted scrubbed once, before anything else reads them.
+    static func store(
+        config: GatewayConfig,
+        redactor: SecretRedactor,
+        dependencies: Dependencies,
+        log: Log
+    ) throws -> any GatewayStore {
+        let store =
+            try dependencies.store
+            ?? openStore(
+                config: config,
+                environment: dependencies.environment,
+                sqliteOptions: dependencies.sqliteOptions
+            )
+        let scrub = try store.scrubQuarantine(redactor)
+        if scrub.changed > 0 {
+            log.warn(
+                "quarantined bodies stored before redaction held a secret or a password: replaced (rotate that secret)",
+                [
+                    "rows_examined": .int(Int64(scrub.examined)), "rows_changed": .int(Int64(scrub.changed)),
+                ]
+            )
+        }
+        return store
+    }
+
+    static func ingestLimits(config: GatewayConfig, dependencies: Dependencies) -> NotificationIngest.Limits {
+        var limits = NotificationIngest.Limits()
+        limits.untrustedQuarantineCap = config.limits.untrustedQuarantine
+        limits.genuineQuarantineCap = config.limits.genuineQuarantine
+        limits.untrustedQuarantineBytes = config.limits.untrustedQuarantineBytes
+        limits.genuineQuarantineBytes = config.limits.genuineQuarantineBytes
+        limits.maxNotificationAgeMillis = config.maxNotificationAgeMillis
+        limits.demoSandboxVerifyTime = dependencies.demoSandboxVerifyTime
+        return limits
+    }
+
+    static func delivery(
+        config: GatewayConfig,
+        secrets: ServiceSecrets,
+        context: WorkerContext,
+        dependencies: Dependencies
+    ) -> DeliveryWorker {
+        DeliveryWorker(
+            context: context,
+            transport: dependencies.transport,
+            signers: secrets.signers,
+            passthroughSecrets: secrets.v1Secrets,
+            v1Apps: secrets.v1Apps,
+            databases: DatabaseDownstreams.make(
+                config: config,
+                connectionStrings: secrets.databaseURLs,
+                timeoutMillis: dependencies.deliveryPolicy.timeoutMillis
+            ),
+            policy: dependencies.deliveryPolicy
+        )
+    }
+
+    /// Apple's services as the gateway's parts use them: verifyReceipt; the V2 path's view of subscriptions (the App
+    /// Store Server API from `app_store_api`, or the dependencies' own); the recovery runs' and the receipt path's
+    /// clients of it, which make one attempt per call (they reschedule themselves on a 429); App Store Connect and
+    /// the test-notification probe for the switch.
+    struct AppleClients {
+        let verifyReceipt: VerifyReceiptClient
+        let v2Source: (any V2PathSource)?
+        let recoveryStatusSource: (any V2PathSource)?
+        let historySource: (any NotificationHistorySource)?
+        let receiptHistorySource: (any ReceiptHistorySource)?
+        let settings: (any AppleNotificationSettings)?
+        let probe: (any TestNotificationProbe)?
+
+        init(config: GatewayConfig, v2: V2Adapter, dependencies: Dependencies) throws {
+            verifyReceipt = VerifyReceiptClient(
+                transport: dependencies.transport,
+                configuration: .init(
+                    productionURL: config.verifyReceiptProductionURL,
+                    sandboxURL: config.verifyReceiptSandboxURL,
+                    baseDelay: dependencies.verifyReceiptBaseDelay
+                ),
+                jitter: dependencies.jitter
+            )
+            let v2Source =
+                try dependencies.v2PathSource
+                ?? AppStoreAPIPathSource.make(
+                    config: config,
+                    environment: dependencies.environment,
+                    transport: dependencies.transport,
+                    adapter: v2,
+                    now: dependencies.now,
+                    jitter: dependencies.jitter
+                )
+            self.v2Source = v2Source
+            let api = v2Source as? AppStoreAPIPathSource
+            let recovery = dependencies.v2PathSource == nil ? api?.oneAttemptPerCall : nil
+            recoveryStatusSource = recovery ?? v2Source
+            historySource = dependencies.historySource ?? recovery
+            receiptHistorySource = dependencies.receiptHistorySource ?? api?.oneAttemptPerCall
+            probe = dependencies.testNotificationProbe ?? api.map(AppStoreAPITestNotifications.init(source:))
+            settings =
+                try dependencies.appleSettings
+                ?? AppStoreConnectClient.make(
+                    config: config,
+                    environment: dependencies.environment,
+                    transport: dependencies.transport,
+                    now: dependencies.now
+                )
+                .map(AppStoreConnectSettings.init(client:))
+        }
+    }
+}
