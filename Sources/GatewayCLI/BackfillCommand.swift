@@ -1,6 +1,5 @@
 public import Canonical
 public import Gateway
-internal import V2Adapter
 internal import WireJSON
 
 /// `iap-gateway backfill`: the App Store Server API's notification history, fed through the gateway's own pipeline.
@@ -79,7 +78,7 @@ public enum BackfillCommand: Command {
         public static let maxPagesLimit = 1_000_000
         public static let maxBytesLimit: Int64 = 1 << 40
         /// Why a run stopped that a caller can continue with a later run.
-        public static let pageCap = "max_pages", byteCap = "max_bytes"
+        public static let pageCap = HistoryWalker.Stop.pageCap.code, byteCap = HistoryWalker.Stop.byteCap.code
     }
 
     public struct BackfillResult: Sendable, Encodable {
@@ -123,10 +122,10 @@ public enum BackfillCommand: Command {
         }
     }
 
-    /// Fetches Get Notification History for [since, until) for each app (or one) and environment, one page at a time,
-    /// and feeds every page's `signedPayload`s through the normal pipeline (`origin: backfill`: verified like live
-    /// traffic but without the freshness window; deduplicated on the notification UUID, so what arrived live is not
-    /// stored twice) before asking for the next: what one run holds is one page, whatever Apple answers.
+    /// Fetches Get Notification History for [since, until) for each app (or one) and environment with one
+    /// ``HistoryWalker`` walk (`origin: backfill`: verified like live traffic but without the freshness window;
+    /// deduplicated on the notification UUID, so what arrived live is not stored twice), one page at a time: what one
+    /// run holds is one page, whatever Apple answers.
     ///
     /// The run ends at the first of: `limits.maxPages` pages or `limits.maxBytes` read (each listing then says where to
     /// resume), a notification the store keeps nowhere (the store failing, a full genuine lane: its page is where to
@@ -146,83 +145,68 @@ public enum BackfillCommand: Command {
                 "--resume-token needs --bundle and --environment: a token continues one app's listing in one environment"
             )
         }
-        let request = NotificationHistoryRequest(startDate: since, endDate: until)
-        var results: [BackfillResult] = []
-        var spent = (pages: 0, bytes: Int64(0))
-        var stop: String?
-        for app in service.config.apps where bundleID == nil || app.bundleID == bundleID {
-            guard let client = source.client(for: app.bundleID) else { continue }
+        var listings: [HistoryWalker.Listing] = []
+        for app in service.config.apps
+        where (bundleID == nil || app.bundleID == bundleID) && source.serves(bundleID: app.bundleID) {
             for env in app.environments.sorted(by: { $0.rawValue < $1.rawValue })
             where environment == nil || env == environment {
-                var result = BackfillResult(
-                    bundleID: app.bundleID,
-                    environment: env.rawValue,
-                    since: since,
-                    until: until
-                )
-                var token = stop == nil ? limits.resumeToken : nil
-                listing: while stop == nil {
-                    if spent.pages >= limits.maxPages {
-                        stop = Limits.pageCap
-                    } else if spent.bytes >= limits.maxBytes {
-                        stop = Limits.byteCap
-                    }
-                    if stop != nil { break }
-                    let page: AppStoreAPIClient.NotificationHistoryPage
-                    do {
-                        page = try await client.notificationHistory(request, environment: env, paginationToken: token)
-                    } catch {
-                        stop = error.code.rawValue
-                        service.log.warn(
-                            "backfill stopped: the App Store Server API failed",
-                            [
-                                "bundle": .string(app.bundleID), "environment": .string(env.rawValue),
-                                "code": .string(error.code.rawValue),
-                                "message": .string(error.message),
-                            ]
-                        )
-                        break
-                    }
-                    spent.pages += 1
-                    spent.bytes += Int64(page.byteCount)
-                    result.pages += 1
-                    result.bytes += Int64(page.byteCount)
-                    for item in page.items {
-                        result.listed += 1
-                        let r = service.ingest.handle(
-                            InboundBody.v2(signedPayload: item.signedPayload),
-                            origin: .backfill
-                        )
-                        if r.status == 200 {
-                            if r.duplicate { result.duplicates += 1 } else { result.added += 1 }
-                        } else if r.mustComeAgain {
-                            // Kept nowhere: this page is where the next run must start again.
-                            stop = r.code ?? "store_unavailable"
-                            service.log.warn(
-                                "backfill stopped: the store could not keep a notification",
-                                [
-                                    "bundle": .string(app.bundleID), "environment": .string(env.rawValue),
-                                    "code": .string(stop ?? ""),
-                                ]
-                            )
-                            break listing
-                        } else {
-                            result.refused[r.code ?? "status_\(r.status)", default: 0] += 1
-                        }
-                    }
-                    guard let next = page.nextPaginationToken else {
-                        result.complete = true
-                        break
-                    }
-                    token = next
-                }
-                if !result.complete {
-                    result.stoppedBy = stop
-                    result.resumeToken = result.pages > 0 || limits.resumeToken != nil ? token : nil
-                }
-                results.append(result)
+                listings.append(.init(bundleID: app.bundleID, environment: env, startDate: since, endDate: until))
             }
         }
-        return results
+        let walker = HistoryWalker(
+            source: source,
+            ingest: service.ingest,
+            configuration: .init(
+                origin: .backfill,
+                maxPages: limits.maxPages,
+                maxBytes: limits.maxBytes,
+                resumeToken: limits.resumeToken
+            )
+        )
+        let walks = await walker.walk(
+            listings,
+            observe: { event in
+                guard case .stopped(let listing, let stop) = event else { return }
+                warn(service.log, listing, stop)
+            }
+        )
+        return walks.map(BackfillResult.init)
+    }
+
+    /// The warning of a run that stopped on a failure (a cap is not one).
+    static func warn(_ log: Log, _ listing: HistoryWalker.Listing, _ stop: HistoryWalker.Stop) {
+        switch stop {
+        case .failed(let error):
+            log.warn(
+                "backfill stopped: the App Store Server API failed",
+                [
+                    "bundle": .string(listing.bundleID), "environment": .string(listing.environment.rawValue),
+                    "code": .string(error.code), "message": .string(error.message),
+                ]
+            )
+        case .notKept(let code):
+            log.warn(
+                "backfill stopped: the store could not keep a notification",
+                [
+                    "bundle": .string(listing.bundleID), "environment": .string(listing.environment.rawValue),
+                    "code": .string(code),
+                ]
+            )
+        case .pageCap, .byteCap: break
+        }
+    }
+}
+
+extension BackfillCommand.BackfillResult {
+    init(_ walk: HistoryWalker.Walk) {
+        self.init(
+            bundleID: walk.listing.bundleID,
+            environment: walk.listing.environment.rawValue,
+            since: walk.listing.startDate,
+            until: walk.listing.endDate
+        )
+        (listed, added, duplicates, refused) = (walk.listed, walk.added, walk.duplicates, walk.refused)
+        (pages, bytes, complete) = (walk.pages, walk.bytes, walk.complete)
+        (stoppedBy, resumeToken) = (walk.stop?.code, walk.resumeToken)
     }
 }

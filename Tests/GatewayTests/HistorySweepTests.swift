@@ -15,8 +15,8 @@ import V2Adapter
     static let bundleID = "com.example.gateway"
 
     /// Apple's Get Notification History for the app's sandbox, scripted: `page(index, startDate, endDate)` answers the
-    /// window's page `index` (0-based, followed by `page-1`, `page-2`… tokens). Each sandbox request is recorded, and
-    /// `observe` sees its index before it is answered. Production's history is empty.
+    /// window's page `index` (0-based, followed by `page-1`, `page-2`… tokens), its size the sum of its payloads'. Each
+    /// sandbox request is recorded, and `observe` sees its index before it is answered. Production's history is empty.
     final class FakeHistory: NotificationHistorySource {
         typealias Page = (payloads: [String], more: Bool)
         let page: @Sendable (Int, Int64, Int64) -> Page
@@ -43,7 +43,8 @@ import V2Adapter
             let answer = page(index, startDate, endDate)
             return NotificationHistorySlice(
                 signedPayloads: answer.payloads,
-                nextPaginationToken: answer.more ? "page-\(index + 1)" : nil
+                nextPaginationToken: answer.more ? "page-\(index + 1)" : nil,
+                byteCount: answer.payloads.reduce(0) { $0 + $1.utf8.count }
             )
         }
     }

@@ -93,7 +93,8 @@ public struct AppStoreAPIPathSource: V2PathSource, NotificationHistorySource {
             )
             return NotificationHistorySlice(
                 signedPayloads: page.items.map(\.signedPayload),
-                nextPaginationToken: page.nextPaginationToken
+                nextPaginationToken: page.nextPaginationToken,
+                byteCount: page.byteCount
             )
         } catch {
             throw PathFetchError(error)

@@ -46,8 +46,12 @@ extension V2PathSource {
 public struct NotificationHistorySlice: Sendable {
     public var signedPayloads: [String]
     public var nextPaginationToken: String?
-    public init(signedPayloads: [String], nextPaginationToken: String?) {
-        (self.signedPayloads, self.nextPaginationToken) = (signedPayloads, nextPaginationToken)
+    /// The size of Apple's answer (bytes), for a walk that bounds what it reads; 0 when unknown.
+    public var byteCount: Int
+    public init(signedPayloads: [String], nextPaginationToken: String?, byteCount: Int = 0) {
+        self.signedPayloads = signedPayloads
+        self.nextPaginationToken = nextPaginationToken
+        self.byteCount = byteCount
     }
 }
 

@@ -446,16 +446,9 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
             return new > 0
         }
         tally.checked += 1
-        metrics.increment(
-            .reconcileCheckedTotal,
-            ["bundle": key.bundleID, "mechanism": RecoveryMechanism.reconciliation.rawValue]
-        )
+        count(key, by: .reconciliation, recovered: stored && event != nil)
         if stored, let event {
             tally.recovered += 1
-            metrics.increment(
-                .recoveredEventsTotal,
-                ["bundle": key.bundleID, "mechanism": RecoveryMechanism.reconciliation.rawValue]
-            )
             log.info(
                 "subscription reconciled: Apple's state differed",
                 [
@@ -466,6 +459,13 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
                 ]
             )
         }
+    }
+
+    /// The metrics of one subscription or notification a run checked, and of the event it recovered, if it did.
+    func count(_ key: ReconcileRunKey, by mechanism: RecoveryMechanism, recovered: Bool) {
+        let labels = ["bundle": key.bundleID, "mechanism": mechanism.rawValue]
+        metrics.increment(.reconcileCheckedTotal, labels)
+        if recovered { metrics.increment(.recoveredEventsTotal, labels) }
     }
 
     /// The event that brings a path in line with what Apple says now. Its id is fixed by the facts it carries, so two
@@ -520,10 +520,11 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
     /// How far back Get Notification History reaches.
     static let appleHistoryRetentionMillis: Int64 = 180 * 86_400_000
 
-    /// Sweeps [previous end − overlap, now − lag) (the first sweep: `history_first_window` back); returns the new end.
-    /// A run cut short by its budget sweeps the same window again next time (what it fed is a duplicate then). One page
-    /// at a time: its notifications go through the pipeline before the next page is asked for. A notification the store
-    /// keeps nowhere ends the run; one the gateway cannot serve is skipped (``skip(_:key:)``).
+    /// Sweeps [previous end − overlap, now − lag) (the first sweep: `history_first_window` back) with a
+    /// ``HistoryWalker``; returns the new end. A run cut short by its budget (the walk's page cap) sweeps the same window
+    /// again next time (what it fed is a duplicate then). One page at a time: its notifications go through the pipeline
+    /// before the next page is asked for. A notification the store keeps nowhere ends the run; one the gateway cannot
+    /// serve is skipped (``skip(_:key:)``).
     func sweepHistory(_ run: Job, at time: Int64, tally: inout Tally) async throws -> Int64? {
         guard let source = historySource else { return nil }
         let key = run.key
@@ -536,57 +537,53 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
                 ?? end.clampedSubtracting(settings.historyFirstWindowMillis)
         )
         guard start < end else { return run.watermark }
-        var token: String?
-        repeat {
-            guard !tally.exhausted else { return nil }
-            try checkNotBlocked(key)
-            tally.calls += 1
-            metrics.increment(.reconcileAPICallsTotal, ["bundle": key.bundleID, "endpoint": "notification_history"])
-            let page = try await source.notificationHistoryPage(
-                bundleID: key.bundleID,
-                environment: key.environment,
-                startDate: start,
-                endDate: end,
-                paginationToken: token
-            )
-            for payload in page.signedPayloads {
-                let ingest = self.ingest
-                let result = try await Blocking.run {
-                    ingest.handle(InboundBody.v2(signedPayload: payload), origin: .historySweep)
-                }
-                tally.checked += 1
+        let walker = HistoryWalker(
+            source: source,
+            ingest: ingest,
+            configuration: .init(origin: .historySweep, maxPages: max(0, tally.budget - tally.calls))
+        )
+        let walk = await walker.walk(
+            HistoryWalker.Listing(bundleID: key.bundleID, environment: key.environment, startDate: start, endDate: end),
+            beforeRequest: { _ throws(PathFetchError) in
+                try checkNotBlocked(key)
                 metrics.increment(
-                    .reconcileCheckedTotal,
-                    ["bundle": key.bundleID, "mechanism": RecoveryMechanism.history.rawValue]
+                    .reconcileAPICallsTotal,
+                    ["bundle": key.bundleID, "endpoint": "notification_history"]
                 )
-                if result.status == 200, !result.duplicate {
-                    tally.recovered += 1
-                    metrics.increment(
-                        .recoveredEventsTotal,
-                        ["bundle": key.bundleID, "mechanism": RecoveryMechanism.history.rawValue]
-                    )
-                    log.info(
-                        "missed notification recovered from Apple's history",
-                        [
-                            "bundle": .string(key.bundleID), "environment": .string(key.environment.rawValue),
-                            "id": result.id.map { .string($0) },
-                            "type": result.notificationType.map { .string($0) },
-                        ]
-                    )
-                } else if result.mustComeAgain {
-                    // Kept nowhere (the store failed, or the genuine lane is full): the next run must meet it again.
-                    throw PathFetchError(
-                        code: result.code ?? "store_unavailable",
-                        message: "the store refused a recovered notification",
-                        retryable: true
-                    )
-                } else if result.status != 200 {
-                    skip(result, key: key)
-                }
+            },
+            observe: { event in
+                if case .item(_, let result, let item) = event { note(result, item, key: key) }
             }
-            token = page.nextPaginationToken
-        } while token != nil
-        return end
+        )
+        tally.calls += walk.requests
+        tally.checked += walk.listed
+        tally.recovered += walk.added
+        switch walk.stop {
+        case nil: return end
+        case .pageCap?, .byteCap?: return nil
+        case .failed(let error)?: throw error
+        case .notKept(let code)?:
+            // Kept nowhere (the store failed, or the genuine lane is full): the next run must meet it again.
+            throw PathFetchError(code: code, message: "the store refused a recovered notification", retryable: true)
+        }
+    }
+
+    /// The metrics and log of one notification of Apple's history the sweep fed through the pipeline.
+    func note(_ result: NotificationIngest.Result, _ item: HistoryWalker.Item, key: ReconcileRunKey) {
+        count(key, by: .history, recovered: item == .added)
+        switch item {
+        case .added:
+            log.info(
+                "missed notification recovered from Apple's history",
+                [
+                    "bundle": .string(key.bundleID), "environment": .string(key.environment.rawValue),
+                    "id": result.id.map { .string($0) },
+                    "type": result.notificationType.map { .string($0) },
+                ]
+            )
+        case .refused: skip(result, key: key)
+        case .duplicate, .notKept: break
+        }
     }
 
     /// A notification of Apple's history the gateway cannot serve — Apple-signed for a bundle or environment the config
