@@ -89,4 +89,18 @@ import Testing
         }
         #expect(naming.isEmpty, "\(naming)")
     }
+
+    /// Each background worker reaches the store only through the slices of its interface it names
+    /// (docs/architecture.md, "The store's interface"), never the whole transaction.
+    @Test(arguments: [
+        "Delivery/DeliveryWorker.swift", "Ingest/ReceiptWorker.swift", "Compare/CompareWorker.swift",
+        "Reconcile/ReconcileWorker.swift", "Jobs/RetentionWorker.swift",
+    ])
+    func workersTakeOnlyTheirSliceOfTheStore(file: String) throws {
+        let text = try String(contentsOf: Self.sources.appending(path: "Gateway/" + file), encoding: .utf8)
+        #expect(text.contains("typealias Transaction = any "))
+        #expect(text.contains("StoreSlice<Transaction>"))
+        #expect(!text.contains("any StoreTransaction"))
+        #expect(!text.contains("context.store."), "the whole store, past the slice")
+    }
 }

@@ -16,6 +16,9 @@ internal import WireJSON
 /// the subscription once `grace` has passed is recorded as one-sided. Failures are retried with backoff; the silence
 /// alert is checked here too.
 public final class CompareWorker: JobTable, ContextualWorker {
+    /// The slices of the store it works on.
+    typealias Transaction = any ComparisonTransaction & JournalTransaction & AuthorityTransaction
+    let store: StoreSlice<Transaction>
     public struct Policy: Sendable {
         public var pollMillis: Int64 = 500
         /// The wait after a failed fetch, and give up (state failed) after `maxAttempts`.
@@ -44,6 +47,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
         policy: Policy = .init()
     ) {
         self.context = context
+        self.store = StoreSlice(context.store) { $0 }
         self.settings = settings
         self.silenceAlertMillis = silenceAlertMillis
         self.v2Source = v2Source
@@ -61,7 +65,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
 
     var lanes: [String] { [""] }
 
-    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: any StoreTransaction) throws -> [Job] {
+    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: Transaction) throws -> [Job] {
         try tx.claimDueFetches(at: time, limit: count, lease: lease)
     }
 
@@ -110,7 +114,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
         let router = self.router
         var derivedFrom: CanonicalEvent?
         if let id = job.v1EventID {
-            derivedFrom = try await context.read { tx in
+            derivedFrom = try await store.read { tx in
                 try tx.events(id: id, originalTransactionID: nil, limit: 1).first?.event
             }
         }
@@ -161,7 +165,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
 
     func fetchV1(_ job: Job) async throws {
         let time = now()
-        let stored = try await context.read { tx in try tx.receipt(of: job.subscription) }
+        let stored = try await store.read { tx in try tx.receipt(of: job.subscription) }
         guard let stored else {
             try await notSeen(job, by: .v1, time: time, receipt: nil)
             return
@@ -202,7 +206,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
 
     /// Marks the job done (first, so a refetch it asks for is not taken for this job still pending) and, for
     /// compared bundles, compares the two paths' snapshots.
-    func finish(_ job: Job, at time: Int64, in tx: any StoreTransaction) throws -> ComparisonRule.Comparison? {
+    func finish(_ job: Job, at time: Int64, in tx: Transaction) throws -> ComparisonRule.Comparison? {
         try tx.settleFetch(
             id: job.id,
             state: .done,
@@ -319,7 +323,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
         due: Int64,
         retry: RetryPolicy,
         counts: Bool = true,
-        in tx: any StoreTransaction
+        in tx: Transaction
     ) throws {
         let attempts = job.attempts + (counts ? 1 : 0)
         try tx.settleFetch(
@@ -342,7 +346,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
         let attempts = job.attempts + 1
         let final = policy.retry.jobState(state, attempts: attempts)
         let id = job.id
-        await context.recordOutcome { tx in
+        await recordOutcome { tx in
             try tx.settleFetch(
                 id: id,
                 state: final,
@@ -359,7 +363,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
     var claimedJobs: ClaimedJobs { .fetches }
 
     func housekeeping() async {
-        await context.gaugePending(as: .compareJobsPending) { tx in try tx.pendingFetches() }
+        await gaugePending(as: .compareJobsPending) { tx in try tx.pendingFetches() }
         let time = now()
         let due = lastSilenceCheck.withLock { last -> Bool in
             guard time - last >= 60_000 else { return false }
@@ -371,7 +375,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
 
     /// The silence alert (docs/operations.md): the authoritative path silent for `silence_alert` while the other path is not.
     func checkSilence(at time: Int64) async {
-        guard let activity = try? await context.read({ tx in try tx.authorityActivity() }) else { return }
+        guard let activity = try? await store.read({ tx in try tx.authorityActivity() }) else { return }
         for a in activity {
             let (bundle, env, authority) = (a.bundleID, a.environment.rawValue, a.authority.rawValue)
             let lastAuthoritative = a.lastAuthoritative ?? 0

@@ -32,7 +32,7 @@ enum ComparisonRule {
         confirms: Int,
         confirmDelay: Int64,
         at time: Int64,
-        in tx: any StoreTransaction
+        in tx: any ComparisonTransaction
     ) throws -> Comparison {
         guard let v1 = try tx.snapshot(of: key, path: .v1), let v2 = try tx.snapshot(of: key, path: .v2) else {
             return .waiting

@@ -28,6 +28,9 @@ public struct DeliveryPolicy: Sendable {
 /// get the event written into their tables (docs/database-downstream.md), a failure to connect or write being a failed
 /// attempt like an HTTP error.
 public final class DeliveryWorker: JobTable, ContextualWorker {
+    /// The slices of the store it works on.
+    typealias Transaction = any OutboxTransaction & JournalTransaction & ComparisonTransaction
+    let store: StoreSlice<Transaction>
     typealias Job = DeliveryJob
 
     let context: WorkerContext
@@ -52,6 +55,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         policy: DeliveryPolicy = .init()
     ) {
         self.context = context
+        self.store = StoreSlice(context.store) { $0 }
         self.transport = transport
         self.signers = signers
         self.passthroughSecrets = passthroughSecrets
@@ -98,7 +102,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         lane downstream: String,
         count: Int,
         lease: Lease,
-        in tx: any StoreTransaction
+        in tx: Transaction
     ) throws -> [Job] {
         let payload: PayloadRead
         switch router.downstream(downstream) {
@@ -180,7 +184,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     func buildRequest(_ job: Job, downstream: GatewayConfig.Downstream) async throws -> HTTPRequest {
         if downstream.kind == .v1Passthrough {
             guard let journalID = job.journalID,
-                let entry = try await context.read({ tx in
+                let entry = try await store.read({ tx in
                     try tx.journalEntries(id: journalID, key: nil, limit: 1).first
                 }),
                 var redacted = entry.body
@@ -192,7 +196,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
                 // A V2 notification reaches the old backend as its V1 shape, built now from what the store holds.
                 let journalBody = redacted
                 guard let secret = entry.bundleID.flatMap({ passthroughSecretNames[$0] }),
-                    let shape = try await context.read({ tx in
+                    let shape = try await store.read({ tx in
                         try V1Shape.build(
                             notificationKey: entry.key,
                             journalBody: journalBody,
@@ -261,7 +265,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             status: status,
             error: error
         )
-        await context.recordOutcome { tx in try tx.settleDelivery(id: id, outcome) }
+        await recordOutcome { tx in try tx.settleDelivery(id: id, outcome) }
         if !delivered {
             metrics.increment(.deliveryFailuresTotal, ["downstream": job.downstream])
             if exhausted {
@@ -279,7 +283,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
 
     func updateQueueGauges() async {
         let time = now()
-        guard let pending = try? await context.read({ tx in try tx.pendingDeliveries() }) else { return }
+        guard let pending = try? await store.read({ tx in try tx.pendingDeliveries() }) else { return }
         var seen: Set<String> = []
         for p in pending {
             seen.insert(p.downstream)

@@ -10,6 +10,9 @@ internal import WireJSON
 /// event built from Apple's answer is stored and queued for delivery. Apple being down only delays it; an invalid
 /// receipt ends it without an event (logged and counted); a 21004 keeps it waiting for a config fix.
 public final class ReceiptWorker: JobTable, ContextualWorker {
+    /// The slices of the store it works on.
+    typealias Transaction = any ReceiptJobTransaction & JournalTransaction & ComparisonTransaction
+    let store: StoreSlice<Transaction>
     public struct Policy: Sendable {
         public var concurrency = 4
         public var pollMillis: Int64 = 200
@@ -31,6 +34,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
 
     public init(context: WorkerContext, client: VerifyReceiptClient, apps: [V1App], policy: Policy = .init()) {
         self.context = context
+        self.store = StoreSlice(context.store) { $0 }
         self.client = client
         self.apps = Dictionary(apps.map { ($0.bundleID, $0) }, uniquingKeysWith: { a, _ in a })
         self.policy = policy
@@ -46,7 +50,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
 
     var lanes: [String] { [""] }
 
-    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: any StoreTransaction) throws -> [Job] {
+    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: Transaction) throws -> [Job] {
         try tx.claimDueReceiptJobs(at: time, limit: count, lease: lease)
     }
 
@@ -55,7 +59,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
     var claimedJobs: ClaimedJobs { .receiptJobs }
 
     func housekeeping() async {
-        await context.gaugePending(as: .receiptJobsPending) { tx in try tx.pendingReceiptJobs() }
+        await gaugePending(as: .receiptJobsPending) { tx in try tx.pendingReceiptJobs() }
     }
 
     func process(_ job: Job) async {
@@ -138,7 +142,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         let (key, body) = (job.key, job.body)
         let built: V1Shape?
         do {
-            built = try await context.read { tx in
+            built = try await store.read { tx in
                 try V1Shape.build(notificationKey: key, journalBody: body, secretName: secret.name, in: tx)
             }
         } catch {
@@ -204,7 +208,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         let key = job.key
         let found: CanonicalEvent?
         do {
-            found = try await context.read { tx in
+            found = try await store.read { tx in
                 try tx.events(id: key, originalTransactionID: nil, limit: 1).first?.event
             }
         } catch {
@@ -240,7 +244,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
     }
 
     /// The job done, in the transaction that stored what it made.
-    static func settleDone(_ job: Job, appleStatus: Int?, at time: Int64, in tx: any StoreTransaction) throws {
+    static func settleDone(_ job: Job, appleStatus: Int?, at time: Int64, in tx: Transaction) throws {
         try tx.settleReceiptJob(
             journalID: job.journalID,
             state: .done,
@@ -335,7 +339,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         let attempts = job.attempts + 1
         let final = policy.retry.jobState(state, attempts: attempts)
         let id = job.journalID
-        await context.recordOutcome { tx in
+        await recordOutcome { tx in
             try tx.settleReceiptJob(
                 journalID: id,
                 state: final,

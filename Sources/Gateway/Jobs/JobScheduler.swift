@@ -89,7 +89,7 @@ final class JobScheduler: Sendable {
         }
         guard !wanted.isEmpty || !settling.isEmpty else { return [] }
         let lease = Lease(owner: context.instance, until: time.clampedAdding(context.leaseMillis), running: running)
-        let claim: @Sendable (any StoreTransaction) throws -> [Table.Job] = { c in
+        let claim = table.store.narrow { c in
             try wanted.flatMap { try table.due(at: time, lane: $0.lane, count: $0.free, lease: lease, in: c) }
         }
         // Several instances: the jobs are claimed in the store, so that each runs on one of them. With outcomes to
@@ -99,7 +99,8 @@ final class JobScheduler: Sendable {
             candidates = try await OutcomeBatch.write(settling, store: context.store, then: claim)
         } else {
             candidates =
-                context.store.sharedByInstances ? try await context.store.write(claim) : try await context.read(claim)
+                context.store.sharedByInstances
+                ? try await context.store.write(claim) : try await context.store.read(claim)
         }
         defer { for entry in settling { entry.done.resume(returning: true) } }
         return inFlight.claim { claims in

@@ -3,7 +3,7 @@ internal import Store
 
 /// One kind of background job kept in a table (the outbox, `receipt_jobs`, `compare_jobs`): which jobs are due, how
 /// many may run at once, and how one runs. ``JobScheduler`` does the rest — polling, claiming, running, stopping.
-protocol JobTable: Sendable {
+protocol JobTable: ContextualWorker, Sendable {
     associatedtype Job: ScheduledJob
     /// The lanes jobs run in; each has its own concurrency limit.
     var lanes: [String] { get }
@@ -11,7 +11,7 @@ protocol JobTable: Sendable {
     func limit(lane: String) -> Int
     /// At most `count` due jobs of `lane`, in the order they should start, claimed for `lease` where the store is
     /// shared by instances; runs on a blocking thread, in a write transaction then (a read transaction otherwise).
-    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: any StoreTransaction) throws -> [Job]
+    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: Transaction) throws -> [Job]
     /// Runs one job; returns once its outcome is committed.
     func process(_ job: Job) async
     /// Gauges and alerts, about once a second while running.

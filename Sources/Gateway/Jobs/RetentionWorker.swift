@@ -13,13 +13,20 @@ struct RetentionWorker: Sendable {
     /// Bodies dropped per transaction.
     static let page = 5_000
 
-    let store: any GatewayStore
+    /// The slices of the store it works on.
+    typealias Transaction = any RetentionTransaction & ReceiptPathTransaction
+    let store: StoreSlice<Transaction>
     let log: Log
     let now: @Sendable () -> Int64
     /// `raw_body_retention`.
     let rawBodyRetentionMillis: Int64
     /// Between two passes.
     var interval: Duration = .seconds(3600)
+
+    init(store: any GatewayStore, log: Log, now: @escaping @Sendable () -> Int64, rawBodyRetentionMillis: Int64) {
+        self.store = StoreSlice(store) { $0 }
+        (self.log, self.now, self.rawBodyRetentionMillis) = (log, now, rawBodyRetentionMillis)
+    }
 
     /// A pass at once, then one every `interval`, until the task is cancelled.
     func run() async {

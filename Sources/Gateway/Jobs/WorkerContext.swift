@@ -29,33 +29,38 @@ public struct WorkerContext: Sendable {
         )
         (self.instance, self.leaseMillis) = (instance, leaseMillis)
     }
-
-    /// Runs `body` on a read transaction, on a dispatch thread, never on Swift's cooperative pool.
-    func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
-        try await store.read(body)
-    }
-
-    /// Sets the gauge `metric` to the number of pending jobs `count` reads.
-    func gaugePending(
-        as metric: Metric,
-        _ count: @escaping @Sendable (any StoreTransaction) throws -> Int
-    ) async {
-        if let pending = try? await read(count) {
-            metrics.set(metric, [:], Double(pending))
-        }
-    }
 }
 
 /// A worker built on a ``WorkerContext``: its parts read as the worker's own.
 protocol ContextualWorker {
+    /// The slices of the store it works on (`any OutboxTransaction & JournalTransaction`, say).
+    associatedtype Transaction
     var context: WorkerContext { get }
+    /// The store through those slices alone (docs/architecture.md, "The store's interface").
+    var store: StoreSlice<Transaction> { get }
 }
 
 extension ContextualWorker {
-    var store: any GatewayStore { context.store }
     var router: Router { context.router }
     var metrics: Metrics { context.metrics }
     var log: Log { context.log }
     var now: @Sendable () -> Int64 { context.now }
     var jitter: @Sendable () -> Double { context.jitter }
+
+    /// Sets the gauge `metric` to the number of pending jobs `count` reads.
+    func gaugePending(as metric: Metric, _ count: @escaping @Sendable (Transaction) throws -> Int) async {
+        if let pending = try? await store.read(count) {
+            metrics.set(metric, [:], Double(pending))
+        }
+    }
+
+    /// ``WorkerContext/recordOutcome(_:)`` through the worker's slices.
+    func recordOutcome(_ work: @escaping @Sendable (Transaction) throws -> Void) async {
+        await context.recordOutcome(store.narrow(work))
+    }
+}
+
+extension ContextualWorker where Transaction == any StoreTransaction {
+    /// A worker that works on the whole store (a test's) need not say so.
+    var store: StoreSlice<any StoreTransaction> { StoreSlice(context.store) { $0 } }
 }

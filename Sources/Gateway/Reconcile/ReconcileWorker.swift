@@ -19,6 +19,9 @@ internal import V2Adapter
 /// Each run spends at most its share of `requests_per_hour`; a 429 ends the run, which is due again only once
 /// Apple's `Retry-After` has passed.
 public final class ReconcileWorker: JobTable, ContextualWorker {
+    /// The slices of the store it works on.
+    typealias Transaction = any ReconcileTransaction & JournalTransaction & ComparisonTransaction
+    let store: StoreSlice<Transaction>
     typealias Job = ReconcileRun
 
     public struct Policy: Sendable {
@@ -64,6 +67,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         policy: Policy = .init()
     ) {
         self.context = context
+        self.store = StoreSlice(context.store) { $0 }
         self.settings = settings
         self.apps = apps
         self.statusSource = statusSource
@@ -174,7 +178,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
 
     var lanes: [String] { [""] }
 
-    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: any StoreTransaction) throws -> [Job] {
+    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: Transaction) throws -> [Job] {
         try tx.claimDueReconcileRuns(at: time, limit: count, lease: lease)
     }
 
@@ -271,7 +275,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
     func settle(_ run: Job, _ outcome: ReconcileRunOutcome, at time: Int64, rateLimited: Bool = false) async {
         let id = run.id
         let key = run.key
-        await context.recordOutcome { tx in
+        await recordOutcome { tx in
             try tx.settleReconcileRun(id: id, outcome, now: time)
             // Apple's wait holds for the app's other runs too (its limits count the whole key's requests).
             if rateLimited {
@@ -325,7 +329,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
             checkedBefore: time.clampedSubtracting(settings.silentForMillis),
             limit: limit
         )
-        return try await context.read { tx in try tx.reconcileCandidates(selection) }
+        return try await store.read { tx in try tx.reconcileCandidates(selection) }
     }
 
     func reconcileSubscriptions(_ key: ReconcileRunKey, at time: Int64, tally: inout Tally) async throws {
@@ -371,7 +375,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
                 originalTransactionID: candidate.originalTransactionID
             )
             var recovered: CanonicalEvent?
-            if let receipt = try await context.read({ tx in try tx.receipt(of: subscription) }),
+            if let receipt = try await store.read({ tx in try tx.receipt(of: subscription) }),
                 let secret = app.sharedSecrets.first(where: { $0.name == receipt.secretName })
                     ?? app.sharedSecrets.first
             {
@@ -415,7 +419,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
     ) async throws -> OutcomeSnapshot? {
         let id = candidate.eventID
         guard
-            let event = try await context.read({ tx in
+            let event = try await store.read({ tx in
                 try tx.events(id: id, originalTransactionID: nil, limit: 1).first?.event
             })
         else {
@@ -620,7 +624,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
     func checkRecoveryAlert(at time: Int64) async {
         let since = time.clampedSubtracting(86_400_000)
         guard
-            let counts = try? await context.read({ tx in
+            let counts = try? await store.read({ tx in
                 try tx.recoveredEventCounts(since: since, until: time.clampedAdding(1))
             })
         else {

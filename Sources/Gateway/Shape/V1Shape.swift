@@ -26,7 +26,7 @@ struct V1Shape: Sendable {
         notificationKey: String,
         journalBody: [UInt8],
         secretName: String,
-        in tx: any StoreTransaction
+        in tx: any JournalTransaction & ComparisonTransaction
     ) throws -> V1Shape? {
         guard let event = try tx.events(id: notificationKey, originalTransactionID: nil, limit: 1).first?.event,
             let type = V1BodySynthesizer.v1NotificationType(for: event)

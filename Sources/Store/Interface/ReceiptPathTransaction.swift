@@ -1,0 +1,41 @@
+public import Canonical
+
+/// The receipt path (docs/operations.md, "Moving the receipt path"): the mode per app and environment, the customers' histories and the receipt ledger. One slice of ``StoreTransaction``.
+public protocol ReceiptPathTransaction {
+    /// How verifyReceipt is answered for a bundle and environment (`apple` when nothing set it).
+    func receiptMode(bundleID: String, environment: AppStoreEnvironment) throws -> ReceiptMode
+    /// Seeds each bundle and environment's mode from the config, keeping those a cutover set; returns every entry.
+    @discardableResult
+    func seedReceiptModes(_ wanted: [ReceiptModeEntry], now: Int64) throws -> [ReceiptModeEntry]
+    /// Every bundle and environment's mode.
+    func receiptModes() throws -> [ReceiptModeEntry]
+    /// Moves a bundle and environment to `mode` and logs it in the cutover log (`origin` `receipts`).
+    func recordReceiptCutover(_ record: CutoverRecord, to mode: ReceiptMode) throws
+    /// A customer's history as last fetched (nil when never asked).
+    func receiptHistory(_ key: ReceiptHistoryKey) throws -> StoredReceiptHistory?
+    /// Takes the fetch of a customer's history for `owner` until `until`, unless another owner holds it now or a
+    /// history fetched at or after `freshSince` is there (another instance just fetched it): several instances (or
+    /// requests) asking about one customer at once make one call to Apple.
+    func claimReceiptHistory(
+        _ key: ReceiptHistoryKey,
+        owner: String,
+        until: Int64,
+        now: Int64,
+        freshSince: Int64
+    )
+        throws -> Bool
+    /// Stores a fetched history and ends the claim (`json` nil: the fetch failed; the history stays as it was).
+    func settleReceiptHistory(_ key: ReceiptHistoryKey, json: [UInt8]?, fetchedAt: Int64, owner: String) throws
+    /// Drops histories fetched before `before`, at most `limit`; how many.
+    func purgeReceiptHistories(fetchedBefore before: Int64, limit: Int) throws -> Int
+    /// Records one subscription's comparison of Apple's verifyReceipt answer with the gateway's.
+    func recordReceiptComparison(_ entry: ReceiptLedgerEntry) throws
+    /// Receipt ledger rows of a bundle and environment compared in [from, to), oldest first.
+    func receiptLedger(
+        bundleID: String?,
+        environment: AppStoreEnvironment?,
+        from: Int64,
+        to: Int64
+    ) throws
+        -> [ReceiptLedgerEntry]
+}
