@@ -47,8 +47,11 @@ let package = Package(
         .target(name: "WireJSON", swiftSettings: strict),
         .target(name: "Crypto", dependencies: ["COpenSSL", "Threads"], swiftSettings: strict),
         .target(name: "HTTPClient", dependencies: ["CCurl", "Canonical"], swiftSettings: strict),
-        .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
-        .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
+        // Result rows read by column name, strictly where the schema says NOT NULL: the one row protocol of both
+        // database wrappers, and the migration runners' one schema-version query (no imports).
+        .target(name: "Rows", swiftSettings: strict),
+        .target(name: "SQLite", dependencies: ["CSQLite", "Rows"], swiftSettings: strict),
+        .target(name: "Postgres", dependencies: ["CPostgres", "Rows"], swiftSettings: strict),
         // zlib streams with a bounded decompression: the SQLite store's values written before zstd, still read.
         .target(name: "Zlib", dependencies: ["CZlib"], swiftSettings: strict),
         // Zstandard frames with a bounded decompression: the SQLite store's compressed bodies and event JSON.
@@ -63,14 +66,14 @@ let package = Package(
         .target(
             name: "Store",
             dependencies: [
-                "Canonical", "Policy", "Crypto", "SQLite", "Postgres", "WireJSON", "Threads", "Zlib", "Zstd",
+                "Canonical", "Policy", "Crypto", "Rows", "SQLite", "Postgres", "WireJSON", "Threads", "Zlib", "Zstd",
             ],
             swiftSettings: strict
         ),
         // The database downstream's writers: the team's own tables (public schema, versions) in PostgreSQL or SQLite.
         .target(
             name: "TeamDatabase",
-            dependencies: ["Canonical", "SQLite", "Postgres", "WireJSON"],
+            dependencies: ["Canonical", "Rows", "SQLite", "Postgres", "WireJSON"],
             swiftSettings: strict
         ),
         .target(
@@ -200,9 +203,9 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
-        .testTarget(name: "SQLiteTests", dependencies: ["SQLite"], swiftSettings: strict),
+        .testTarget(name: "SQLiteTests", dependencies: ["SQLite", "Rows"], swiftSettings: strict),
         // Against a real server when IAPGW_TEST_DATABASE_URL is set (scripts/with-postgres), skipped otherwise.
-        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "PostgresTests", dependencies: ["Postgres", "Rows", "TestSupport"], swiftSettings: strict),
         .testTarget(
             name: "HTTPServerTests",
             dependencies: ["HTTPServer", "HTTPClient", "TestSupport", "Threads"],
@@ -218,7 +221,8 @@ let package = Package(
         .testTarget(
             name: "StoreTests",
             dependencies: [
-                "Store", "StoreTestSupport", "Canonical", "Policy", "Postgres", "SQLite", "Zlib", "Zstd", "TestSupport",
+                "Store", "StoreTestSupport", "Canonical", "Policy", "Postgres", "Rows", "SQLite", "Zlib", "Zstd",
+                "TestSupport",
             ],
             swiftSettings: strict
         ),

@@ -1,4 +1,5 @@
 internal import CSQLite
+internal import Rows
 internal import Synchronization
 
 /// One SQLite database file in WAL mode: a single writer connection and a small pool of read-only connections, each
@@ -190,7 +191,7 @@ public final class SQLiteDatabase: Sendable {
             try db.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations(version INTEGER PRIMARY KEY, applied_at INTEGER)"
             )
-            return Set(try db.query("SELECT version FROM schema_migrations").compactMap { $0.int("version") })
+            return try SchemaVersions.applied { try db.query($0) }
         }
         let known = ordered.last?.version ?? 0
         if let newest = applied.max(), newest > known {

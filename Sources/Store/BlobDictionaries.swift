@@ -248,9 +248,10 @@ struct SQLiteStoreRow: StoreRow, Sendable {
     let row: SQLiteRow
     let dictionaries: [Int64: [UInt8]]
 
+    func hasColumn(_ column: String) -> Bool { row.hasColumn(column) }
+    func isNull(_ column: String) -> Bool { row.isNull(column) }
     func string(_ column: String) -> String? { row.string(column) }
     func int64(_ column: String) -> Int64? { row.int64(column) }
-    func int(_ column: String) -> Int? { row.int(column) }
     func bool(_ column: String) -> Bool? { row.bool(column) }
     func bytes(_ column: String) -> [UInt8]? { row.blob(column) }
     func stored(_ column: String, as kind: StoredColumn) -> StoredRead {

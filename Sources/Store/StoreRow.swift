@@ -1,17 +1,16 @@
 internal import Canonical
 internal import FoundationEssentials
 internal import Postgres
+internal import Rows
 internal import SQLite
 
-/// A result row as both implementations read it: each typed row of the store is decoded from one in one place
-/// (below), so the SQLite and the PostgreSQL statements that select the same columns give the same values.
-protocol StoreRow {
-    func string(_ column: String) -> String?
-    func int64(_ column: String) -> Int64?
-    func int(_ column: String) -> Int?
-    /// SQLite: an integer other than 0; PostgreSQL: a `boolean`.
-    func bool(_ column: String) -> Bool?
-    func bytes(_ column: String) -> [UInt8]?
+/// A result row as both implementations read it: the one row protocol (`ResultRow`, docs/architecture.md, "Rows")
+/// and the store's compressed columns. Each typed row of the store is decoded from one in one place (below), so the
+/// SQLite and the PostgreSQL statements that select the same columns give the same values. A column that is NOT NULL
+/// in the schema (``StoreSchema``) is read with the strict `required…` accessors, a nullable one with `nullable…`:
+/// a column the statement does not select, NULL where the schema forbids it, or a value of another type throws
+/// `RowError` naming the column, instead of decoding as "" or 0.
+protocol StoreRow: ResultRow {
     /// A column of `kind` (written as ``StoreValue/compressible(_:)`` or by the journal's inserts) as a read finds it:
     /// SQLite's compressed values decompressed, PostgreSQL's as they are, either damaged when over the column's cap
     /// (``StoredColumn/maxPlainBytes``) or, compressed, when it does not decompress (``StoredBlob/read(_:as:dictionaries:)``).
@@ -19,12 +18,34 @@ protocol StoreRow {
 }
 
 extension StoreRow {
-    /// ``stored(_:as:)``'s plain bytes; nil when the value is missing or damaged.
-    func compressible(_ column: String, as kind: StoredColumn) -> [UInt8]? { stored(column, as: kind).bytes }
+    /// ``stored(_:as:)``, and `RowError` when the row has no such column (NULL reads as ``StoredRead/missing``).
+    func storedColumn(
+        _ column: String,
+        as kind: StoredColumn,
+        file: String = #fileID,
+        line: Int = #line
+    ) throws
+        -> StoredRead
+    {
+        try requireColumn(column, file: file, line: line)
+        return stored(column, as: kind)
+    }
+
+    /// ``stored(_:as:)``'s plain bytes; nil when the value is NULL or damaged, `RowError` when the row has no such
+    /// column.
+    func compressible(
+        _ column: String,
+        as kind: StoredColumn,
+        file: String = #fileID,
+        line: Int = #line
+    ) throws
+        -> [UInt8]?
+    {
+        try storedColumn(column, as: kind, file: file, line: line).bytes
+    }
 }
 
 extension SQLiteRow: StoreRow {
-    func bytes(_ column: String) -> [UInt8]? { blob(column) }
     func stored(_ column: String, as kind: StoredColumn) -> StoredRead {
         blob(column).map { StoredBlob.read($0, as: kind) } ?? .missing
     }
@@ -40,28 +61,49 @@ extension PostgresRow: StoreRow {
 }
 
 extension StoreRow {
-    func generation(_ column: String) -> Generation? { string(column).flatMap(Generation.init(rawValue:)) }
-    func environment(_ column: String) -> AppStoreEnvironment? {
-        string(column).map(AppStoreEnvironment.init(rawValue:))
+    /// A generation column that is NOT NULL (`v1` or `v2`).
+    func generation(_ column: String, file: String = #fileID, line: Int = #line) throws -> Generation {
+        try required(column, as: Generation.self, file: file, line: line)
     }
 
-    /// `(bundle_id, environment, original_transaction_id)`.
-    var subscriptionKey: SubscriptionKey {
+    /// A nullable generation column.
+    func nullableGeneration(_ column: String, file: String = #fileID, line: Int = #line) throws -> Generation? {
+        try nullable(column, as: Generation.self, file: file, line: line)
+    }
+
+    /// An environment column that is NOT NULL.
+    func environment(_ column: String, file: String = #fileID, line: Int = #line) throws -> AppStoreEnvironment {
+        AppStoreEnvironment(rawValue: try requiredString(column, file: file, line: line))
+    }
+
+    /// A nullable environment column.
+    func nullableEnvironment(
+        _ column: String,
+        file: String = #fileID,
+        line: Int = #line
+    ) throws
+        -> AppStoreEnvironment?
+    {
+        try nullableString(column, file: file, line: line).map(AppStoreEnvironment.init(rawValue:))
+    }
+
+    /// `(bundle_id, environment, original_transaction_id)`, each NOT NULL where a subscription key is stored.
+    func subscriptionKey() throws -> SubscriptionKey {
         SubscriptionKey(
-            bundleID: string("bundle_id") ?? "",
-            environment: environment("environment") ?? .production,
-            originalTransactionID: string("original_transaction_id") ?? ""
+            bundleID: try requiredString("bundle_id"),
+            environment: try environment("environment"),
+            originalTransactionID: try requiredString("original_transaction_id")
         )
     }
 }
 
-/// Rows of `(state, n)`: how many rows a table holds per state.
-func stateCounts<State: RawRepresentable & Hashable>(_ rows: [some StoreRow], as _: State.Type) -> [State: Int]
+/// Rows of `(state, n)`: how many rows a table holds per state (a state this build does not know is left out).
+func stateCounts<State: RawRepresentable & Hashable>(_ rows: [some StoreRow], as _: State.Type) throws -> [State: Int]
 where State.RawValue == String {
     var counts: [State: Int] = [:]
     for row in rows {
-        guard let state = row.string("state").flatMap(State.init(rawValue:)) else { continue }
-        counts[state] = row.int("n") ?? 0
+        guard let state = State(rawValue: try row.requiredString("state")) else { continue }
+        counts[state] = try row.requiredInt("n")
     }
     return counts
 }
@@ -69,33 +111,33 @@ where State.RawValue == String {
 // MARK: Journal and events
 
 extension JournalEntry {
-    init(row: some StoreRow) {
+    init(row: some StoreRow) throws {
         self.init(
-            id: row.int64("id") ?? 0,
-            key: row.string("notification_key") ?? "",
-            version: row.generation("version") ?? .v1,
-            receivedAt: row.int64("received_at") ?? 0,
-            origin: row.string("origin").flatMap(JournalOrigin.init(rawValue:)) ?? .live,
-            bundleID: row.string("bundle_id"),
-            environment: row.environment("environment"),
-            secretName: row.string("secret_name"),
-            authority: row.generation("authority"),
-            body: row.compressible("body", as: .body)
+            id: try row.requiredInt64("id"),
+            key: try row.requiredString("notification_key"),
+            version: try row.generation("version"),
+            receivedAt: try row.requiredInt64("received_at"),
+            origin: try row.required("origin", as: JournalOrigin.self),
+            bundleID: try row.nullableString("bundle_id"),
+            environment: try row.nullableEnvironment("environment"),
+            secretName: try row.nullableString("secret_name"),
+            authority: try row.nullableGeneration("authority"),
+            body: try row.compressible("body", as: .body)
         )
     }
 }
 
 extension StoredEvent {
     /// nil when the stored JSON does not decode.
-    init?(row: some StoreRow) {
-        guard case .event(let event) = Self.read(row) else { return nil }
+    init?(row: some StoreRow) throws {
+        guard case .event(let event) = try Self.read(row) else { return nil }
         self = event
     }
 
     /// The row's event, or how its stored JSON is damaged.
-    static func read(_ row: some StoreRow) -> Read {
+    static func read(_ row: some StoreRow) throws -> Read {
         let json: [UInt8]
-        switch row.stored("json", as: .event) {
+        switch try row.storedColumn("json", as: .event) {
         case .value(let bytes): json = bytes
         case .damaged(let damage): return .damaged(damage)
         case .missing: return .damaged(.unreadable)
@@ -107,10 +149,10 @@ extension StoredEvent {
             StoredEvent(
                 event: event,
                 json: json,
-                path: row.generation("path") ?? .v1,
-                authoritative: row.bool("authoritative") ?? false,
-                journalID: row.int64("journal_id"),
-                createdAt: row.int64("created_at") ?? 0
+                path: try row.generation("path"),
+                authoritative: try row.requiredBool("authoritative"),
+                journalID: try row.nullableInt64("journal_id"),
+                createdAt: try row.requiredInt64("created_at")
             )
         )
     }
@@ -123,17 +165,17 @@ extension StoredEvent {
 
 extension SubscriptionHistory.Row {
     /// A row of `SQL.subscriptionHistoryPage`.
-    init(row: some StoreRow) {
+    init(row: some StoreRow) throws {
         let (event, damage): (StoredEvent?, StoredValueDamage?) =
-            switch StoredEvent.read(row) {
+            switch try StoredEvent.read(row) {
             case .event(let e): (e, nil)
             case .damaged(let d): (nil, d)
             }
         self.init(
-            id: row.string("id") ?? "",
-            path: row.generation("path") ?? .v1,
-            authoritative: row.bool("authoritative") ?? false,
-            createdAt: row.int64("created_at") ?? 0,
+            id: try row.requiredString("id"),
+            path: try row.generation("path"),
+            authoritative: try row.requiredBool("authoritative"),
+            createdAt: try row.requiredInt64("created_at"),
             event: event,
             damage: damage
         )
@@ -141,20 +183,20 @@ extension SubscriptionHistory.Row {
 }
 
 extension StoredSubscriptionState {
-    /// A `subscription_state` row with the bundle's current `authority`.
-    init(row: some StoreRow) {
-        let path = row.generation("path") ?? .v1
-        let json = row.stored("json", as: .state)
+    /// A `subscription_state` row with the bundle's current `authority` (NULL when the bundle has none).
+    init(row: some StoreRow) throws {
+        let path = try row.generation("path")
+        let json = try row.storedColumn("json", as: .state)
         var damage: StoredValueDamage?
         if case .damaged(let d) = json { damage = d }
         self.init(
             path: path,
-            environment: row.environment("environment") ?? .production,
-            bundleID: row.string("bundle_id"),
-            eventID: row.string("event_id") ?? "",
+            environment: try row.environment("environment"),
+            bundleID: try row.nullableString("bundle_id"),
+            eventID: try row.requiredString("event_id"),
             json: json.bytes ?? [],
-            authoritative: row.generation("authority") == path,
-            updatedAt: row.int64("updated_at") ?? 0,
+            authoritative: try row.nullableGeneration("authority") == path,
+            updatedAt: try row.requiredInt64("updated_at"),
             damage: damage
         )
     }
@@ -163,29 +205,29 @@ extension StoredSubscriptionState {
 // MARK: Authority
 
 extension AuthorityEntry {
-    init(row: some StoreRow) {
+    init(row: some StoreRow) throws {
         self.init(
-            bundleID: row.string("bundle_id") ?? "",
-            environment: row.environment("environment") ?? .production,
-            authority: row.generation("authority") ?? .v1,
-            origin: row.string("origin").flatMap(AuthorityOrigin.init(rawValue:)) ?? .config
+            bundleID: try row.requiredString("bundle_id"),
+            environment: try row.environment("environment"),
+            authority: try row.generation("authority"),
+            origin: try row.required("origin", as: AuthorityOrigin.self)
         )
     }
 }
 
 extension CutoverRecord {
-    init(row: some StoreRow, bundleID: String, environment: AppStoreEnvironment) {
+    init(row: some StoreRow, bundleID: String, environment: AppStoreEnvironment) throws {
         self.init(
-            at: row.int64("at") ?? 0,
+            at: try row.requiredInt64("at"),
             bundleID: bundleID,
             environment: environment.rawValue,
-            from: row.string("from_authority") ?? "",
-            to: row.string("to_authority") ?? "",
-            who: row.string("who") ?? "",
-            reason: row.string("reason"),
-            verdict: row.string("verdict") ?? "",
-            forced: row.bool("forced") ?? false,
-            origin: row.string("origin") ?? "cutover"
+            from: try row.requiredString("from_authority"),
+            to: try row.requiredString("to_authority"),
+            who: try row.requiredString("who"),
+            reason: try row.nullableString("reason"),
+            verdict: try row.requiredString("verdict"),
+            forced: try row.requiredBool("forced"),
+            origin: try row.requiredString("origin")
         )
     }
 }
@@ -197,18 +239,16 @@ extension EventSource {
 
 extension AuthorityActivity {
     /// From a row of `SQL.authorityActivity`.
-    init?(row: some StoreRow) {
-        guard let bundle = row.string("bundle_id"), let env = row.environment("environment"),
-            let authority = row.generation("authority")
-        else { return nil }
+    init(row: some StoreRow) throws {
+        let authority = try row.generation("authority")
         var newest: [Generation: Int64] = [:]
         for (i, source) in EventSource.written.enumerated() {
-            guard let at = row.int64("last_\(i)") else { continue }
+            guard let at = try row.nullableInt64("last_\(i)") else { continue }
             newest[source.generation] = max(newest[source.generation] ?? at, at)
         }
         self.init(
-            bundleID: bundle,
-            environment: env,
+            bundleID: try row.requiredString("bundle_id"),
+            environment: try row.environment("environment"),
             authority: authority,
             lastAuthoritative: newest[authority],
             lastOther: newest[authority.other]
@@ -219,32 +259,32 @@ extension AuthorityActivity {
 // MARK: Quarantine
 
 extension QuarantineRecord {
-    init(row: some StoreRow) {
+    init(row: some StoreRow) throws {
         self.init(
-            lane: QuarantineRecord.Lane(rawValue: row.string("lane") ?? "") ?? .untrusted,
-            receivedAt: row.int64("received_at") ?? 0,
-            version: row.generation("version"),
-            code: row.string("code") ?? "",
-            message: row.string("message") ?? "",
-            bundleID: row.string("bundle_id"),
-            environment: row.string("environment"),
-            passwordFingerprint: row.string("password_fingerprint"),
-            body: row.bytes("body") ?? []
+            lane: try row.required("lane", as: QuarantineRecord.Lane.self),
+            receivedAt: try row.requiredInt64("received_at"),
+            version: try row.nullableGeneration("version"),
+            code: try row.requiredString("code"),
+            message: try row.nullableString("message") ?? "",
+            bundleID: try row.nullableString("bundle_id"),
+            environment: try row.nullableString("environment"),
+            passwordFingerprint: try row.nullableString("password_fingerprint"),
+            body: try row.nullableBytes("body") ?? []
         )
-        id = row.int64("id") ?? 0
-        replayAttempts = row.int("replay_attempts") ?? 0
-        replayStartedAt = row.int64("replay_started_at")
-        lastReplayAt = row.int64("last_replay_at")
-        lastReplayCode = row.string("last_replay_code")
+        id = try row.requiredInt64("id")
+        replayAttempts = try row.requiredInt("replay_attempts")
+        replayStartedAt = try row.nullableInt64("replay_started_at")
+        lastReplayAt = try row.nullableInt64("last_replay_at")
+        lastReplayCode = try row.nullableString("last_replay_code")
     }
 }
 
-/// Rows of `(lane, rows, bytes)` from quarantine_usage.
-func quarantineUsage(_ rows: [some StoreRow]) -> [QuarantineRecord.Lane: (rows: Int64, bytes: Int64)] {
+/// Rows of `(lane, rows, bytes)` from quarantine_usage (a lane this build does not know is left out).
+func quarantineUsage(_ rows: [some StoreRow]) throws -> [QuarantineRecord.Lane: (rows: Int64, bytes: Int64)] {
     var usage: [QuarantineRecord.Lane: (rows: Int64, bytes: Int64)] = [:]
     for row in rows {
-        guard let lane = row.string("lane").flatMap(QuarantineRecord.Lane.init(rawValue:)) else { continue }
-        usage[lane] = (row.int64("rows") ?? 0, row.int64("bytes") ?? 0)
+        guard let lane = QuarantineRecord.Lane(rawValue: try row.requiredString("lane")) else { continue }
+        usage[lane] = (try row.requiredInt64("rows"), try row.requiredInt64("bytes"))
     }
     return usage
 }
@@ -253,16 +293,15 @@ func quarantineUsage(_ rows: [some StoreRow]) -> [QuarantineRecord.Lane: (rows: 
 
 extension DeliveryJob {
     /// The outbox row, and its payload's columns (``DeliveryPayload/init(row:)``) when `payload` asked for them.
-    init?(row: some StoreRow, payload: PayloadRead = .none) {
-        guard let id = row.int64("id"), let name = row.string("downstream") else { return nil }
+    init(row: some StoreRow, payload: PayloadRead = .none) throws {
         self.init(
-            id: id,
-            downstream: name,
-            attempts: row.int("attempts") ?? 0,
-            eventID: row.string("event_id"),
-            journalID: row.int64("journal_id"),
-            createdAt: row.int64("created_at") ?? 0,
-            payload: payload.wantsEvent ? DeliveryPayload(row: row) : nil
+            id: try row.requiredInt64("id"),
+            downstream: try row.requiredString("downstream"),
+            attempts: try row.requiredInt("attempts"),
+            eventID: try row.nullableString("event_id"),
+            journalID: try row.nullableInt64("journal_id"),
+            createdAt: try row.requiredInt64("created_at"),
+            payload: payload.wantsEvent ? try DeliveryPayload(row: row) : nil
         )
     }
 }
@@ -278,73 +317,78 @@ let authoritativeStateColumn = """
     """
 
 extension DeliveryPayload {
-    /// `(json, authoritative, body, state)`: the event, its notification's body and the authoritative path's state.
-    init?(row: some StoreRow) {
-        guard let json = row.compressible("json", as: .event) else { return nil }
+    /// `(json, authoritative, body, state)`: the event, its notification's body and the authoritative path's state;
+    /// nil when the event's JSON is damaged.
+    init?(row: some StoreRow) throws {
+        guard let json = try row.compressible("json", as: .event) else { return nil }
         self.init(
             eventJSON: json,
-            authoritative: row.bool("authoritative") ?? false,
-            stateJSON: row.compressible("state", as: .state),
-            rawBody: row.compressible("body", as: .body)
+            authoritative: try row.requiredBool("authoritative"),
+            stateJSON: try row.compressible("state", as: .state),
+            rawBody: try row.compressible("body", as: .body)
         )
     }
 }
 
 extension Delivery {
-    init(row: some StoreRow) {
+    init(row: some StoreRow) throws {
         self.init(
-            id: row.int64("id") ?? 0,
-            downstream: row.string("downstream") ?? "",
-            eventID: row.string("event_id"),
-            journalID: row.int64("journal_id"),
-            state: row.string("state").flatMap(DeliveryState.init(rawValue:)) ?? .pending,
-            attempts: row.int("attempts") ?? 0,
-            nextAttemptAt: row.int64("next_attempt_at") ?? 0,
-            createdAt: row.int64("created_at") ?? 0,
-            deliveredAt: row.int64("delivered_at"),
-            lastStatus: row.int("last_status"),
-            lastError: row.string("last_error")
+            id: try row.requiredInt64("id"),
+            downstream: try row.requiredString("downstream"),
+            eventID: try row.nullableString("event_id"),
+            journalID: try row.nullableInt64("journal_id"),
+            state: try row.required("state", as: DeliveryState.self),
+            attempts: try row.requiredInt("attempts"),
+            nextAttemptAt: try row.requiredInt64("next_attempt_at"),
+            createdAt: try row.requiredInt64("created_at"),
+            deliveredAt: try row.nullableInt64("delivered_at"),
+            lastStatus: try row.nullableInt("last_status"),
+            lastError: try row.nullableString("last_error")
         )
     }
 }
 
 extension PendingDeliveries {
-    init?(row: some StoreRow) {
-        guard let name = row.string("downstream") else { return nil }
-        self.init(downstream: name, count: row.int("n") ?? 0, oldestCreatedAt: row.int64("oldest") ?? 0)
+    /// A row of `(downstream, n, oldest)`: one downstream's pending deliveries.
+    init(row: some StoreRow) throws {
+        self.init(
+            downstream: try row.requiredString("downstream"),
+            count: try row.requiredInt("n"),
+            oldestCreatedAt: try row.requiredInt64("oldest")
+        )
     }
 }
 
 // MARK: verifyReceipt jobs
 
 extension ReceiptJob {
-    /// A receipt_jobs row joined with its journal row; `time`: the claim's, for a row without `received_at`.
-    init?(row: some StoreRow, time: Int64) {
-        guard let id = row.int64("journal_id") else { return nil }
+    /// A receipt_jobs row joined with its journal row (a V1 notification's journal row holds a secret name and a
+    /// bundle; the raw body is NULL once past retention).
+    init(row: some StoreRow) throws {
         self.init(
-            journalID: id,
-            attempts: row.int("attempts") ?? 0,
-            body: row.compressible("body", as: .body) ?? [],
-            bundleID: row.string("bundle_id") ?? "",
-            secretName: row.string("secret_name") ?? "",
-            receivedAt: row.int64("received_at") ?? time,
-            key: row.string("notification_key") ?? "",
-            authority: row.generation("authority"),
-            version: row.generation("version") ?? .v1,
-            environment: row.environment("environment")
+            journalID: try row.requiredInt64("journal_id"),
+            attempts: try row.requiredInt("attempts"),
+            body: try row.compressible("body", as: .body) ?? [],
+            bundleID: try row.nullableString("bundle_id") ?? "",
+            secretName: try row.nullableString("secret_name") ?? "",
+            receivedAt: try row.requiredInt64("received_at"),
+            key: try row.requiredString("notification_key"),
+            authority: try row.nullableGeneration("authority"),
+            version: try row.generation("version"),
+            environment: try row.nullableEnvironment("environment")
         )
     }
 }
 
 extension ReceiptJobStatus {
-    init(row: some StoreRow) {
+    init(row: some StoreRow) throws {
         self.init(
-            journalID: row.int64("journal_id") ?? 0,
-            state: row.string("state").flatMap(JobState.init(rawValue:)) ?? .pending,
-            attempts: row.int("attempts") ?? 0,
-            nextAttemptAt: row.int64("next_attempt_at") ?? 0,
-            lastError: row.string("last_error"),
-            appleStatus: row.int("apple_status")
+            journalID: try row.requiredInt64("journal_id"),
+            state: try row.required("state", as: JobState.self),
+            attempts: try row.requiredInt("attempts"),
+            nextAttemptAt: try row.requiredInt64("next_attempt_at"),
+            lastError: try row.nullableString("last_error"),
+            appleStatus: try row.nullableInt("apple_status")
         )
     }
 }
@@ -352,42 +396,45 @@ extension ReceiptJobStatus {
 // MARK: Comparison
 
 extension StoredReceipt {
-    init?(row: some StoreRow) {
-        guard let receipt = row.string("receipt"), let secretName = row.string("secret_name") else { return nil }
-        self.init(receipt: receipt, secretName: secretName, updatedAt: row.int64("updated_at") ?? 0)
+    init(row: some StoreRow) throws {
+        self.init(
+            receipt: try row.requiredString("receipt"),
+            secretName: try row.requiredString("secret_name"),
+            updatedAt: try row.requiredInt64("updated_at")
+        )
     }
 }
 
 extension FetchJob {
-    init?(row: some StoreRow) {
-        guard let id = row.int64("id") else { return nil }
+    init(row: some StoreRow) throws {
         self.init(
-            id: id,
-            subscription: row.subscriptionKey,
-            fetch: row.generation("fetch") ?? .v1,
-            v1EventID: row.string("v1_event_id"),
-            authority: row.generation("authority"),
-            compare: row.bool("compare") ?? false,
-            attempts: row.int("attempts") ?? 0,
-            createdAt: row.int64("created_at") ?? 0,
-            confirms: row.int("confirms") ?? 0,
-            state: row.string("state").flatMap(JobState.init(rawValue:)) ?? .pending,
-            nextAttemptAt: row.int64("next_attempt_at") ?? 0,
-            lastError: row.string("last_error")
+            id: try row.requiredInt64("id"),
+            subscription: try row.subscriptionKey(),
+            fetch: try row.generation("fetch"),
+            v1EventID: try row.nullableString("v1_event_id"),
+            authority: try row.nullableGeneration("authority"),
+            compare: try row.requiredBool("compare"),
+            attempts: try row.requiredInt("attempts"),
+            createdAt: try row.requiredInt64("created_at"),
+            confirms: try row.requiredInt("confirms"),
+            state: try row.required("state", as: JobState.self),
+            nextAttemptAt: try row.requiredInt64("next_attempt_at"),
+            lastError: try row.nullableString("last_error")
         )
     }
 }
 
 extension LedgerEntry {
-    init?(row: some StoreRow) {
-        guard let outcome = row.string("outcome").flatMap(CompareOutcome.init(rawValue:)) else { return nil }
+    /// nil for an outcome this build does not know (a newer gateway's row).
+    init?(row: some StoreRow) throws {
+        guard let outcome = CompareOutcome(rawValue: try row.requiredString("outcome")) else { return nil }
         self.init(
-            subscription: row.subscriptionKey,
-            comparedAt: row.int64("compared_at") ?? 0,
+            subscription: try row.subscriptionKey(),
+            comparedAt: try row.requiredInt64("compared_at"),
             outcome: outcome,
-            fields: (row.string("fields") ?? "").split(separator: ",").map(String.init),
-            v1: SnapshotJSON.decode(row.compressible("v1_json", as: .snapshot)),
-            v2: SnapshotJSON.decode(row.compressible("v2_json", as: .snapshot))
+            fields: try row.nullableString("fields")?.split(separator: ",").map(String.init) ?? [],
+            v1: SnapshotJSON.decode(try row.compressible("v1_json", as: .snapshot)),
+            v2: SnapshotJSON.decode(try row.compressible("v2_json", as: .snapshot))
         )
     }
 }
@@ -410,45 +457,47 @@ enum SnapshotJSON {
 
 extension ReconcileRun {
     /// nil for a kind this build does not know (a newer gateway's row).
-    init?(row: some StoreRow) {
-        guard let kind = row.string("kind").flatMap(ReconcileKind.init(rawValue:)) else { return nil }
+    init?(row: some StoreRow) throws {
+        guard let kind = ReconcileKind(rawValue: try row.requiredString("kind")) else { return nil }
         self.init(
-            id: row.int64("id") ?? 0,
+            id: try row.requiredInt64("id"),
             key: ReconcileRunKey(
-                bundleID: row.string("bundle_id") ?? "",
-                environment: row.environment("environment") ?? .production,
+                bundleID: try row.requiredString("bundle_id"),
+                environment: try row.environment("environment"),
                 kind: kind
             ),
-            nextRunAt: row.int64("next_run_at") ?? 0,
-            watermark: row.int64("watermark"),
-            attempts: row.int("attempts") ?? 0,
-            lastRunAt: row.int64("last_run_at"),
-            lastError: row.string("last_error"),
-            checked: row.int64("checked") ?? 0,
-            recovered: row.int64("recovered") ?? 0,
-            calls: row.int64("calls") ?? 0
+            nextRunAt: try row.requiredInt64("next_run_at"),
+            watermark: try row.nullableInt64("watermark"),
+            attempts: try row.requiredInt("attempts"),
+            lastRunAt: try row.nullableInt64("last_run_at"),
+            lastError: try row.nullableString("last_error"),
+            checked: try row.requiredInt64("checked"),
+            recovered: try row.requiredInt64("recovered"),
+            calls: try row.requiredInt64("calls")
         )
     }
 }
 
 extension ReconcileCandidate {
-    init(row: some StoreRow) {
+    init(row: some StoreRow) throws {
         self.init(
-            originalTransactionID: row.string("original_transaction_id") ?? "",
-            eventID: row.string("event_id") ?? "",
-            expiresDate: row.int64("expires_date")
+            originalTransactionID: try row.requiredString("original_transaction_id"),
+            eventID: try row.requiredString("event_id"),
+            expiresDate: try row.nullableInt64("expires_date")
         )
     }
 }
 
 extension RecoveredCount {
-    init(row: some StoreRow) {
+    /// A row of `SQL.recoveredEventCounts` (an event's bundle and environment are nullable, its `recovered_by` is
+    /// selected where it is not NULL).
+    init(row: some StoreRow) throws {
         self.init(
-            bundleID: row.string("bundle_id") ?? "",
-            environment: row.environment("environment") ?? .production,
-            mechanism: RecoveryMechanism(rawValue: row.string("recovered_by") ?? ""),
-            day: row.int64("day") ?? 0,
-            count: row.int("n") ?? 0
+            bundleID: try row.nullableString("bundle_id") ?? "",
+            environment: try row.nullableEnvironment("environment") ?? .production,
+            mechanism: RecoveryMechanism(rawValue: try row.requiredString("recovered_by")),
+            day: try row.requiredInt64("day"),
+            count: try row.requiredInt("n")
         )
     }
 }
@@ -460,41 +509,36 @@ let reconcileRunColumns =
 // MARK: The switch
 
 extension AppleSwitchState {
-    init?(row: some StoreRow) {
-        guard let bundle = row.string("bundle_id"), let env = row.environment("environment") else { return nil }
-        self.init(bundleID: bundle, environment: env)
-        appID = row.string("app_id")
-        appleVersion = row.generation("apple_version")
-        appleURL = row.string("apple_url")
-        readAt = row.int64("read_at")
-        migrationID = row.string("migration_id")
-        target = row.generation("target")
-        previous = row.generation("previous")
-        step = row.string("step").map(AppleSwitchStep.init(rawValue:))
-        probeToken = row.string("probe_token")
-        who = row.string("who")
-        reason = row.string("reason")
-        forced = row.bool("forced") ?? false
-        startedAt = row.int64("started_at")
-        updatedAt = row.int64("updated_at")
-        error = row.string("error")
+    init(row: some StoreRow) throws {
+        self.init(bundleID: try row.requiredString("bundle_id"), environment: try row.environment("environment"))
+        appID = try row.nullableString("app_id")
+        appleVersion = try row.nullableGeneration("apple_version")
+        appleURL = try row.nullableString("apple_url")
+        readAt = try row.nullableInt64("read_at")
+        migrationID = try row.nullableString("migration_id")
+        target = try row.nullableGeneration("target")
+        previous = try row.nullableGeneration("previous")
+        step = try row.nullable("step", as: AppleSwitchStep.self)
+        probeToken = try row.nullableString("probe_token")
+        who = try row.nullableString("who")
+        reason = try row.nullableString("reason")
+        forced = try row.requiredBool("forced")
+        startedAt = try row.nullableInt64("started_at")
+        updatedAt = try row.nullableInt64("updated_at")
+        error = try row.nullableString("error")
     }
 }
 
 extension AppleSwitchLogEntry {
-    init?(row: some StoreRow) {
-        guard let bundle = row.string("bundle_id"), let env = row.environment("environment"),
-            let id = row.string("migration_id"),
-            let step = row.string("step")
-        else { return nil }
+    init(row: some StoreRow) throws {
         self.init(
-            at: row.int64("at") ?? 0,
-            bundleID: bundle,
-            environment: env,
-            migrationID: id,
-            step: AppleSwitchStep(rawValue: step),
-            outcome: row.string("outcome") ?? "",
-            detail: row.string("detail")
+            at: try row.requiredInt64("at"),
+            bundleID: try row.requiredString("bundle_id"),
+            environment: try row.environment("environment"),
+            migrationID: try row.requiredString("migration_id"),
+            step: try row.required("step", as: AppleSwitchStep.self),
+            outcome: try row.requiredString("outcome"),
+            detail: try row.nullableString("detail")
         )
     }
 }

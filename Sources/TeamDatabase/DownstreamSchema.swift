@@ -226,9 +226,6 @@ public enum DownstreamSchema {
             + "AND excluded.last_event_id\(collate) > \(target).last_event_id\(collate))"
     }
 
-    /// The schema version the team's database holds (column `v`; NULL when the version table is empty).
-    static func selectVersion(from table: String) -> String { "SELECT MAX(version) AS v FROM \(table)" }
-
     static func selectEvents(from table: String, eventAsText: String, collate: String) -> String {
         """
         SELECT id, source, kind, reason, bundle_id, environment, original_transaction_id, transaction_id, product_id, event_date,

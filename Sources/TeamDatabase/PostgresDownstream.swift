@@ -1,5 +1,6 @@
 internal import Canonical
 internal import Postgres
+internal import Rows
 import Synchronization
 internal import WireJSON
 
@@ -84,7 +85,7 @@ public final class PostgresDownstream: DownstreamDatabase {
         let names = self.names
         return try use { pool in
             try pool.transaction(isolation: .repeatableRead) { c in
-                let version = try c.queryOne(DownstreamSchema.selectVersion(from: names.schemaVersion))?.int("v")
+                let version = try SchemaVersions.applied(in: names.schemaVersion) { try c.query($0) }.max()
                 let events = try c.query(
                     DownstreamSchema.selectEvents(
                         from: names.events,
@@ -185,7 +186,7 @@ public final class PostgresDownstream: DownstreamDatabase {
             ).compactMap { $0.string("relname") }
         )
         if present.contains("schema_version") {
-            return try c.queryOne(DownstreamSchema.selectVersion(from: names.schemaVersion))?.int("v") ?? 0
+            return try SchemaVersions.applied(in: names.schemaVersion) { try c.query($0) }.max() ?? 0
         }
         if let foreign = ["events", "subscriptions"].first(where: present.contains) {
             throw DownstreamDatabaseError(

@@ -1,4 +1,5 @@
 internal import Canonical
+internal import Rows
 internal import SQLite
 import Synchronization
 internal import WireJSON
@@ -54,7 +55,7 @@ public final class SQLiteDownstream: DownstreamDatabase {
         let names = self.names
         return try use { db in
             try db.readTransaction { c in
-                let version = try c.queryOne(DownstreamSchema.selectVersion(from: names.schemaVersion))?.int("v")
+                let version = try SchemaVersions.applied(in: names.schemaVersion) { try c.query($0) }.max()
                 let events = try c.query(
                     DownstreamSchema.selectEvents(from: names.events, eventAsText: "event", collate: "")
                 ).map(DownstreamEventRow.init(row:))
@@ -129,7 +130,7 @@ public final class SQLiteDownstream: DownstreamDatabase {
             )
             var current = 0
             if present.contains(names.bare.schemaVersion) {
-                current = try c.queryOne(DownstreamSchema.selectVersion(from: names.schemaVersion))?.int("v") ?? 0
+                current = try SchemaVersions.applied(in: names.schemaVersion) { try c.query($0) }.max() ?? 0
             } else if let foreign = [names.bare.events, names.bare.subscriptions].first(where: present.contains) {
                 throw DownstreamDatabaseError(
                     "a table \(foreign) exists that iap-gateway did not create (no \(names.bare.schemaVersion) beside it); "

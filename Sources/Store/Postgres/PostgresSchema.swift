@@ -1,4 +1,5 @@
 internal import Postgres
+internal import Rows
 
 /// One schema change, applied once per database (`schema_migrations`).
 struct PostgresMigration: Sendable {
@@ -39,7 +40,7 @@ enum PostgresSchema {
             try c.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations (version bigint PRIMARY KEY, applied_at bigint NOT NULL)"
             )
-            let applied = Set(try c.query("SELECT version FROM schema_migrations").compactMap { $0.int("version") })
+            let applied = try SchemaVersions.applied { try c.query($0) }
             let known = ordered.last?.version ?? 0
             if let newest = applied.max(), newest > known {
                 throw PostgresError(

@@ -35,6 +35,6 @@ extension PostgresTransaction {
                 .text(lease.owner), .int64(lease.until), .int64(time), StoreValue.limit(limit).postgres,
                 .bigintArray(lease.running),
             ]
-        ).sorted(by: dueFirst("id")).compactMap(FetchJob.init(row:))
+        ).sorted(by: dueFirst("id")).map(FetchJob.init(row:))
     }
 }

@@ -37,7 +37,7 @@ extension PostgresTransaction: JournalRows {
             ]
         )
         try Self.deferUnless(row?.bool("locked"), .journalKey)
-        let authority = row?.generation("authority") ?? .v1
+        let authority = try row?.nullableGeneration("authority") ?? .v1
         if let id = row?.int64("id") { return (.accepted(journalID: id), authority) }
         guard let id = try journalID(key: item.key) else {
             throw PostgresError(

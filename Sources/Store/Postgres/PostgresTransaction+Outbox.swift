@@ -35,7 +35,7 @@ extension PostgresTransaction {
                 StoreValue.limit(limit).postgres, .bigintArray(lease.running),
                 .bool(payload.wantsEvent), .bool(payload.wantsBody),
             ]
-        ).sorted(by: dueFirst("id")).compactMap { DeliveryJob(row: $0, payload: payload) }
+        ).sorted(by: dueFirst("id")).map { try DeliveryJob(row: $0, payload: payload) }
     }
 }
 

@@ -19,6 +19,6 @@ extension PostgresTransaction {
                 .text(lease.owner), .int64(lease.until), .int64(time), StoreValue.limit(limit).postgres,
                 .bigintArray(lease.running),
             ]
-        ).sorted(by: dueFirst("journal_id")).compactMap { ReceiptJob(row: $0, time: time) }
+        ).sorted(by: dueFirst("journal_id")).map(ReceiptJob.init(row:))
     }
 }

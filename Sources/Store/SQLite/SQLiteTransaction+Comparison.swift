@@ -39,6 +39,6 @@ extension SQLiteTransaction {
             WHERE state = 'pending' AND next_attempt_at <= ? AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY next_attempt_at, id LIMIT ?
             """,
             [.integer(time), StoreValue.ids(lease.running).sqlite, StoreValue.limit(limit).sqlite]
-        ).compactMap(FetchJob.init(row:))
+        ).map(FetchJob.init(row:))
     }
 }

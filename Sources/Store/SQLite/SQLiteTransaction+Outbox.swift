@@ -29,6 +29,6 @@ extension SQLiteTransaction {
                 .integer(time),
                 StoreValue.ids(lease.running).sqlite, StoreValue.limit(limit).sqlite,
             ]
-        ).compactMap { DeliveryJob(row: $0, payload: payload) }
+        ).map { try DeliveryJob(row: $0, payload: payload) }
     }
 }

@@ -12,6 +12,6 @@ extension SQLiteTransaction {
             ORDER BY r.next_attempt_at LIMIT ?
             """,
             [.integer(time), StoreValue.ids(lease.running).sqlite, StoreValue.limit(limit).sqlite]
-        ).compactMap { ReceiptJob(row: $0, time: time) }
+        ).map(ReceiptJob.init(row:))
     }
 }

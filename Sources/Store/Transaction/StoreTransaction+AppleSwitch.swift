@@ -2,13 +2,13 @@ internal import Canonical
 
 extension SQLTransaction {
     func appleSwitch(bundleID: String, environment: AppStoreEnvironment) throws -> AppleSwitchState? {
-        try c.queryOne(.appleSwitch, [.text(bundleID), .text(environment.rawValue)]).flatMap(
+        try c.queryOne(.appleSwitch, [.text(bundleID), .text(environment.rawValue)]).map(
             AppleSwitchState.init(row:)
         )
     }
 
     func appleSwitches() throws -> [AppleSwitchState] {
-        try c.query(.appleSwitches, []).compactMap(AppleSwitchState.init(row:))
+        try c.query(.appleSwitches, []).map(AppleSwitchState.init(row:))
     }
 
     func replaceAppleSwitch(_ s: AppleSwitchState, ifMigrationIs expected: String?) throws -> Bool {
@@ -67,7 +67,7 @@ extension SQLTransaction {
 
     func appleSwitchLog(bundleID: String, environment: AppStoreEnvironment, limit: Int) throws -> [AppleSwitchLogEntry]
     {
-        try c.query(.appleSwitchLog, [.text(bundleID), .text(environment.rawValue), .limit(limit)]).compactMap(
+        try c.query(.appleSwitchLog, [.text(bundleID), .text(environment.rawValue), .limit(limit)]).map(
             AppleSwitchLogEntry.init(row:)
         )
     }

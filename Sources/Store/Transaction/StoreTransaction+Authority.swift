@@ -46,11 +46,11 @@ extension SQLTransaction {
 
     func cutovers(bundleID: String, environment: AppStoreEnvironment) throws -> [CutoverRecord] {
         try c.query(.cutovers, [.text(bundleID), .text(environment.rawValue)])
-            .map { CutoverRecord(row: $0, bundleID: bundleID, environment: environment) }
+            .map { try CutoverRecord(row: $0, bundleID: bundleID, environment: environment) }
     }
 
     func authorityActivity() throws -> [AuthorityActivity] {
-        try c.query(.authorityActivity, []).compactMap(AuthorityActivity.init(row:))
+        try c.query(.authorityActivity, []).map(AuthorityActivity.init(row:))
     }
 }
 

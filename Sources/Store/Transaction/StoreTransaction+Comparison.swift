@@ -25,7 +25,7 @@ extension SQLTransaction {
     }
 
     func receipt(of k: SubscriptionKey) throws -> StoredReceipt? {
-        try c.queryOne(.receipt, keyValues(k)).flatMap(StoredReceipt.init(row:))
+        try c.queryOne(.receipt, keyValues(k)).map(StoredReceipt.init(row:))
     }
 
     func putReceipt(_ r: StoredReceipt, of k: SubscriptionKey) throws {
@@ -36,11 +36,11 @@ extension SQLTransaction {
     }
 
     func fetchJobs(state: JobState?) throws -> [FetchJob] {
-        try c.query(.fetchJobs, [StoreValue(state?.rawValue)]).compactMap(FetchJob.init(row:))
+        try c.query(.fetchJobs, [StoreValue(state?.rawValue)]).map(FetchJob.init(row:))
     }
 
     func fetchJobCounts() throws -> [JobState: Int] {
-        stateCounts(try c.query(.fetchJobCounts, []), as: JobState.self)
+        try stateCounts(c.query(.fetchJobCounts, []), as: JobState.self)
     }
 
     func pendingFetches() throws -> Int {

@@ -25,7 +25,7 @@ extension SQLTransaction {
             case (nil, let key?): try c.query(.journalEntryByKey, [.text(key), .limit(limit)])
             case (nil, nil): try c.query(.journalEntries, [.limit(limit)])
             }
-        return rows.map(JournalEntry.init(row:))
+        return try rows.map(JournalEntry.init(row:))
     }
 
     func standsAlone(
@@ -54,7 +54,7 @@ extension SQLTransaction {
             case (nil, let otid?): try c.query(.subscriptionEvents, [.text(otid), .limit(limit)])
             case (nil, nil): try c.query(.events, [.limit(limit)])
             }
-        return rows.compactMap(StoredEvent.init(row:))
+        return try rows.compactMap(StoredEvent.init(row:))
     }
 
     func subscriptionEvents(originalTransactionID otid: String, through: Int64, limit: Int) throws -> [StoredEvent] {
@@ -100,7 +100,7 @@ extension SQLTransaction {
                     history.stoppedBy = .maxEvents
                     break
                 }
-                let event = SubscriptionHistory.Row(row: row)
+                let event = try SubscriptionHistory.Row(row: row)
                 let bytes = (event.event?.json.count ?? 0) + SubscriptionHistory.rowBytes
                 guard history.bytes + bytes <= maxBytes else {
                     history.stoppedBy = .maxBytes

@@ -63,11 +63,11 @@ extension SQLTransaction {
     }
 
     func pendingDeliveries() throws -> [PendingDeliveries] {
-        try c.query(.pendingDeliveries, []).compactMap(PendingDeliveries.init(row:))
+        try c.query(.pendingDeliveries, []).map(PendingDeliveries.init(row:))
     }
 
     func deliveryCounts() throws -> [DeliveryState: Int] {
-        stateCounts(try c.query(.deliveryCounts, []), as: DeliveryState.self)
+        try stateCounts(c.query(.deliveryCounts, []), as: DeliveryState.self)
     }
 
     /// Pending and dead rows are counted on the index (few); delivered ones — nearly every row — are the rest of the

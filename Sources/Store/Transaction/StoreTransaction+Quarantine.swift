@@ -48,7 +48,7 @@ extension SQLTransaction {
     }
 
     func quarantineUsage() throws -> [QuarantineRecord.Lane: (rows: Int64, bytes: Int64)] {
-        Store.quarantineUsage(try c.query(.quarantineUsage, []))
+        try Store.quarantineUsage(c.query(.quarantineUsage, []))
     }
 
     func removeQuarantined(id: Int64) throws {

@@ -44,10 +44,10 @@ extension SQLTransaction {
     func receiptHistory(_ key: ReceiptHistoryKey) throws -> StoredReceiptHistory? {
         try c.queryOne(.receiptHistory, historyKey(key)).map { row in
             StoredReceiptHistory(
-                json: row.compressible("json", as: .receiptHistory),
-                fetchedAt: row.int64("fetched_at"),
-                claimedBy: row.string("claimed_by"),
-                claimedUntil: row.int64("claimed_until")
+                json: try row.compressible("json", as: .receiptHistory),
+                fetchedAt: try row.nullableInt64("fetched_at"),
+                claimedBy: try row.nullableString("claimed_by"),
+                claimedUntil: try row.nullableInt64("claimed_until")
             )
         }
     }
@@ -97,14 +97,15 @@ extension SQLTransaction {
     ) throws -> [ReceiptLedgerEntry] {
         try c.query(.receiptLedger, [StoreValue(bundleID), StoreValue(environment), .int64(from), .int64(to)])
             .compactMap { row in
-                guard let outcome = row.string("outcome").flatMap(CompareOutcome.init(rawValue:)) else { return nil }
+                // An outcome this build does not know (a newer gateway's row) is left out.
+                guard let outcome = CompareOutcome(rawValue: try row.requiredString("outcome")) else { return nil }
                 return ReceiptLedgerEntry(
-                    subscription: row.subscriptionKey,
-                    comparedAt: row.int64("compared_at") ?? 0,
+                    subscription: try row.subscriptionKey(),
+                    comparedAt: try row.requiredInt64("compared_at"),
                     outcome: outcome,
-                    fields: (row.string("fields") ?? "").split(separator: ",").map(String.init),
-                    apple: ReceiptOutcomeJSON.decode(row.compressible("v1_json", as: .snapshot)),
-                    api: ReceiptOutcomeJSON.decode(row.compressible("v2_json", as: .snapshot))
+                    fields: try row.nullableString("fields")?.split(separator: ",").map(String.init) ?? [],
+                    apple: ReceiptOutcomeJSON.decode(try row.compressible("v1_json", as: .snapshot)),
+                    api: ReceiptOutcomeJSON.decode(try row.compressible("v2_json", as: .snapshot))
                 )
             }
     }
