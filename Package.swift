@@ -46,7 +46,9 @@ let package = Package(
         // Strict, fast JSON parser and a Decoder over its values (no imports).
         .target(name: "WireJSON", swiftSettings: strict),
         .target(name: "Crypto", dependencies: ["COpenSSL", "Threads"], swiftSettings: strict),
-        .target(name: "HTTPClient", dependencies: ["CCurl", "Canonical"], swiftSettings: strict),
+        .target(name: "HTTPClient", dependencies: ["CCurl", "Canonical", "Threads"], swiftSettings: strict),
+        // The ES256 bearer token of Apple's APIs (App Store Server API, App Store Connect API): header, claims, signing.
+        .target(name: "BearerToken", dependencies: ["Canonical", "Crypto", "WireJSON"], swiftSettings: strict),
         .target(name: "SQLite", dependencies: ["CSQLite"], swiftSettings: strict),
         .target(name: "Postgres", dependencies: ["CPostgres"], swiftSettings: strict),
         // zlib streams with a bounded decompression: the SQLite store's values written before zstd, still read.
@@ -75,7 +77,7 @@ let package = Package(
         ),
         .target(
             name: "V2Adapter",
-            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "Threads"],
+            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "Threads", "BearerToken"],
             swiftSettings: strict
         ),
         // App receipts (PKCS#7) and iOS 6 transaction receipts read, their signature judged, verifyReceipt's `receipt`.
@@ -83,7 +85,7 @@ let package = Package(
         // The App Store Connect API client (the switch between V1 and V2: the app's notification version).
         .target(
             name: "AppStoreConnect",
-            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"],
+            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "BearerToken"],
             swiftSettings: strict
         ),
         // The simulated App Store: test PKI, lifecycles, paired V1/V2 traffic, fake Apple endpoints.
@@ -98,7 +100,7 @@ let package = Package(
             dependencies: [
                 "Canonical", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Store",
                 "TeamDatabase",
-                "HTTPServer", "Receipts",
+                "HTTPServer", "Receipts", "Threads",
             ],
             swiftSettings: strict
         ),
@@ -128,7 +130,7 @@ let package = Package(
             dependencies: [
                 "Gateway", "Reports", "Simulator", "SimulatorServer", "Benchmarks", "Store", "Canonical", "Crypto",
                 "WireJSON", "HTTPClient", "HTTPServer",
-                "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts",
+                "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts", "Threads",
             ],
             swiftSettings: strict
         ),
@@ -153,6 +155,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "BearerTokenTests", dependencies: ["BearerToken", "Crypto"], swiftSettings: strict),
         .testTarget(
             name: "ReceiptsTests",
             dependencies: ["Receipts", "Canonical", "Crypto", "WireJSON", "TestSupport"],
@@ -217,7 +220,7 @@ let package = Package(
             dependencies: [
                 "Gateway", "Reports", "Store", "TeamDatabase", "StoreTestSupport", "SQLite", "Postgres", "HTTPServer",
                 "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON",
-                "TestSupport",
+                "TestSupport", "Simulator",
             ],
             swiftSettings: strict
         ),
