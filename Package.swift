@@ -46,7 +46,9 @@ let package = Package(
         // Strict, fast JSON parser and a Decoder over its values (no imports).
         .target(name: "WireJSON", swiftSettings: strict),
         .target(name: "Crypto", dependencies: ["COpenSSL", "Threads"], swiftSettings: strict),
-        .target(name: "HTTPClient", dependencies: ["CCurl", "Canonical"], swiftSettings: strict),
+        .target(name: "HTTPClient", dependencies: ["CCurl", "Canonical", "Threads"], swiftSettings: strict),
+        // The ES256 bearer token of Apple's APIs (App Store Server API, App Store Connect API): header, claims, signing.
+        .target(name: "BearerToken", dependencies: ["Canonical", "Crypto", "WireJSON"], swiftSettings: strict),
         // Result rows read by column name, strictly where the schema says NOT NULL: the one row protocol of both
         // database wrappers, and the migration runners' one schema-version query (no imports).
         .target(name: "Rows", swiftSettings: strict),
@@ -83,7 +85,7 @@ let package = Package(
         ),
         .target(
             name: "V2Adapter",
-            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "Threads"],
+            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "Threads", "BearerToken"],
             swiftSettings: strict
         ),
         // App receipts (PKCS#7) and iOS 6 transaction receipts read, their signature judged, verifyReceipt's `receipt`.
@@ -91,7 +93,7 @@ let package = Package(
         // The App Store Connect API client (the switch between V1 and V2: the app's notification version).
         .target(
             name: "AppStoreConnect",
-            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient"],
+            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "BearerToken"],
             swiftSettings: strict
         ),
         // The simulated App Store: test PKI, lifecycles, paired V1/V2 traffic, fake Apple endpoints.
@@ -111,7 +113,7 @@ let package = Package(
                 "AppStoreConnect",
                 "Store",
                 "TeamDatabase",
-                "HTTPServer", "Receipts",
+                "HTTPServer", "Receipts", "Threads",
             ],
             swiftSettings: strict
         ),
@@ -141,7 +143,7 @@ let package = Package(
             dependencies: [
                 "Gateway", "Reports", "ReportModel", "Simulator", "SimulatorServer", "Benchmarks", "Store", "Canonical",
                 "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
-                "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts",
+                "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts", "Threads",
             ],
             swiftSettings: strict
         ),
@@ -166,6 +168,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "BearerTokenTests", dependencies: ["BearerToken", "Crypto"], swiftSettings: strict),
         .testTarget(
             name: "ReceiptsTests",
             dependencies: ["Receipts", "Canonical", "Crypto", "WireJSON", "TestSupport"],
@@ -230,8 +233,8 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "Gateway", "Reports", "ReportModel", "Store", "TeamDatabase", "StoreTestSupport", "SQLite", "Postgres",
-                "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical", "Policy", "WireJSON",
-                "TestSupport",
+                "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical", "Policy",
+                "WireJSON", "TestSupport", "Simulator",
             ],
             swiftSettings: strict
         ),

@@ -1,4 +1,5 @@
 public import Canonical
+internal import WireJSON
 
 /// An app as App Store Connect describes it to the switch: its id, its bundle id and, per environment, the URL
 /// Apple sends App Store Server Notifications to and the version it sends (`subscriptionStatusUrl`,

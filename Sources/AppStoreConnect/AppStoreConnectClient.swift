@@ -135,7 +135,7 @@ public struct AppStoreConnectClient: Sendable {
         var headers = [HTTPHeader("Authorization", "Bearer " + token), HTTPHeader("Accept", "application/json")]
         if body != nil { headers.append(HTTPHeader("Content-Type", "application/json")) }
         let members = query.map {
-            Self.percentEncoded($0.0) + "=" + Self.percentEncoded($0.1, keeping: [UInt8(ascii: ",")])
+            URLEncoding.percentEncoded($0.0) + "=" + URLEncoding.percentEncoded($0.1, keeping: [UInt8(ascii: ",")])
         }
         let url = baseURL + path + (members.isEmpty ? "" : "?" + members.joined(separator: "&"))
         let request = HTTPRequest(
@@ -167,48 +167,15 @@ public struct AppStoreConnectClient: Sendable {
         do { return try JSONValueDecoder().decode(type, from: body) } catch {
             throw AppStoreConnectError(
                 .malformed,
-                "App Store Connect answered \(what) with something that is not its JSON:API (\(describe(error)))"
+                "App Store Connect answered \(what) with something that is not its JSON:API (\(DecodingFailure.describe(error, clippedTo: 120)))"
             )
         }
     }
 
-    /// A decoding error reduced to the member path and the mismatch, never the value.
-    static func describe(_ error: any Error) -> String {
-        if let e = error as? JSONParseError { return "not JSON: \(e.message)" }
-        guard let e = error as? DecodingError else { return "invalid" }
-        switch e {
-        case .typeMismatch(_, let c), .valueNotFound(_, let c), .keyNotFound(_, let c), .dataCorrupted(let c):
-            let path = c.codingPath.map(\.stringValue).joined(separator: ".")
-            return (path.isEmpty ? "" : path + ": ") + Clip.printable(c.debugDescription, 120)
-        @unknown default:
-            return "invalid"
-        }
-    }
-
-    /// One path segment, percent-encoded, so an id can never change the path (`..`, `/`, `?`).
+    /// One path segment, percent-encoded (``URLEncoding/pathSegment(_:)``), so an id can never change the path
+    /// (`..`, `/`, `?`).
     static func segment(_ value: String) throws(AppStoreConnectError) -> String {
         guard !value.isEmpty else { throw AppStoreConnectError(.badRequest, "no app id to ask for") }
-        return percentEncoded(value)
-    }
-
-    /// Everything but RFC 3986's unreserved characters (letters, digits, `-`, `.`, `_`, `~`) and `keeping` as `%XX`:
-    /// the brackets of `filter[bundleId]` included.
-    static func percentEncoded(_ value: String, keeping: Set<UInt8> = []) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(value.utf8.count)
-        for b in value.utf8 {
-            switch b {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"),
-                UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.append(b)
-            case _ where keeping.contains(b):
-                out.append(b)
-            default:
-                out += [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 0x0F)]]
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
+        return URLEncoding.pathSegment(value)
     }
 }

@@ -1,10 +1,9 @@
-internal import Canonical
+internal import BearerToken
 public import Crypto
-internal import WireJSON
 
 /// The bearer token of the App Store Connect API (Apple: "Generating Tokens for API Requests"), ES256 with a team
 /// API key: header `{"alg":"ES256","kid":KEY_ID,"typ":"JWT"}`, payload `{"iss":ISSUER_ID,"iat":…,"exp":…,"aud":
-/// "appstoreconnect-v1"}`, raw `R‖S` signature (signed by `Crypto`'s ``CompactES256``, like the App Store Server
+/// "appstoreconnect-v1"}`, raw `R‖S` signature (made by `BearerToken`'s `ES256BearerToken`, like the App Store Server
 /// API's token). Apple refuses a token whose `exp` is more than 20 minutes after its `iat`; the gateway makes each
 /// one live ``lifetimeSeconds`` (15 minutes), one token per request.
 public struct AppStoreConnectToken: Sendable, Hashable {
@@ -32,62 +31,22 @@ public struct AppStoreConnectToken: Sendable, Hashable {
         nowMillis: Int64,
         lifetimeSeconds: Int64 = Self.lifetimeSeconds
     ) {
-        let issuedAt = nowMillis / 1000
-        self.init(
-            keyID: credentials.keyID,
-            issuerID: credentials.issuerID,
-            issuedAt: issuedAt,
-            expiresAt: issuedAt.clampedAdding(min(max(1, lifetimeSeconds), Self.maxLifetimeSeconds))
+        let (issuedAt, expiresAt) = ES256BearerToken.validity(
+            nowMillis: nowMillis,
+            lifetimeSeconds: lifetimeSeconds,
+            maxLifetimeSeconds: Self.maxLifetimeSeconds
         )
+        self.init(keyID: credentials.keyID, issuerID: credentials.issuerID, issuedAt: issuedAt, expiresAt: expiresAt)
     }
 
     /// The compact token, signed with `key`.
     public func signed(with key: PrivateKey) throws(CryptoError) -> String {
-        let header =
-            "{\"alg\":\"ES256\",\"kid\":" + String(decoding: JSONValue.quoted(keyID), as: UTF8.self)
-            + ",\"typ\":\"JWT\"}"
-        let payload =
-            "{\"iss\":" + String(decoding: JSONValue.quoted(issuerID), as: UTF8.self) + ",\"iat\":\(issuedAt)"
-            + ",\"exp\":\(expiresAt),\"aud\":\"\(Self.audience)\"}"
-        return try CompactES256.sign(header: Array(header.utf8), payload: Array(payload.utf8), key: key)
-    }
-
-    /// Why a presented token is refused, as a stable code.
-    public enum Rejection: String, Error, Sendable {
-        case malformed = "token_malformed"
-        case badAlgorithm = "token_bad_algorithm"
-        case badSignature = "token_bad_signature"
-        case badAudience = "token_bad_audience"
-        case expired = "token_expired"
-        case notYetValid = "token_not_yet_valid"
-        case tooLong = "token_lifetime_too_long"
-    }
-
-    /// Checks a presented token the way App Store Connect does (for the simulator's fake): ES256 over the first two
-    /// segments with `publicKey`; header `alg` ES256 and `kid` (and `typ`, when present, `JWT`); payload `iss`,
-    /// `iat` and `exp` numbers, `aud` ``audience``, `iat` not in the future (a minute of skew), `exp` in the future
-    /// and at most ``maxLifetimeSeconds`` after `iat`. `now` is in seconds.
-    public static func verify(
-        _ token: String,
-        publicKey: PublicKey,
-        now seconds: Int64
-    ) throws(Rejection) -> AppStoreConnectToken {
-        guard let parts = CompactES256.split(token),
-            case .object(let header)? = try? JSONParser.parse(parts.header),
-            case .object(let payload)? = try? JSONParser.parse(parts.payload)
-        else { throw .malformed }
-        guard header["alg"]?.stringValue == "ES256", parts.signature.count == 64 else { throw .badAlgorithm }
-        guard parts.verifies(with: publicKey) else { throw .badSignature }
-        if let typ = header["typ"], typ.stringValue != "JWT" { throw .malformed }
-        guard let kid = header["kid"]?.stringValue, let iss = payload["iss"]?.stringValue,
-            let iat = payload["iat"]?.int64Value, let exp = payload["exp"]?.int64Value
-        else { throw .malformed }
-        guard payload["aud"]?.stringValue == audience else { throw .badAudience }
-        // Both dates are the presenter's claims and `seconds` any clock: compared with clamped arithmetic.
-        guard iat <= seconds.clampedAdding(60) else { throw .notYetValid }
-        guard exp > seconds else { throw .expired }
-        guard exp > iat else { throw .malformed }
-        guard exp.clampedSubtracting(iat) <= maxLifetimeSeconds else { throw .tooLong }
-        return AppStoreConnectToken(keyID: kid, issuerID: iss, issuedAt: iat, expiresAt: exp)
+        try ES256BearerToken(
+            keyID: keyID,
+            issuerID: issuerID,
+            issuedAt: issuedAt,
+            expiresAt: expiresAt,
+            audience: Self.audience
+        ).signed(with: key)
     }
 }

@@ -1,5 +1,6 @@
 internal import Gateway
 internal import Store
+internal import Threads
 internal import WireJSON
 
 /// `iap-gateway migrate-store`: move an installation's SQLite store into an empty PostgreSQL database, nothing lost

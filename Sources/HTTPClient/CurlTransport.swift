@@ -1,8 +1,11 @@
+internal import Threads
+
 /// The production ``HTTPTransport``: libcurl easy handles, reused so connections and TLS sessions stay alive.
 ///
-/// - Blocking `curl_easy_perform` runs on dispatch threads (a serial queue per easy handle, see ``CurlEasy``), never
-///   on Swift's cooperative pool; at most `maxConcurrentTransfers` run at once (later requests wait asynchronously
-///   for a slot), which also bounds the number of easy handles and of threads blocked in curl.
+/// - Blocking `curl_easy_perform` runs on dispatch threads (a serial queue per easy handle, see ``CurlEasy``, through
+///   the `Threads` module's `Blocking.run(on:_:)`), never on Swift's cooperative pool; at most
+///   `maxConcurrentTransfers` run at once (later requests wait asynchronously for a slot), which also bounds the
+///   number of easy handles and of threads blocked in curl.
 /// - Only `http` and `https` are accepted (checked before curl sees the URL, and enforced by curl for redirects,
 ///   which are never followed: a 3xx comes back as a response). TLS peer and host verification are always on.
 /// - A GET never sends a body (``HTTPRequest/body`` is ignored); DELETE sends one only when it is not empty. curl's
@@ -42,12 +45,10 @@ public final class CurlTransport: HTTPTransport {
         let cancellation = CancellationFlag()
         let (pool, caBundlePath) = (self.pool, self.caBundlePath)
         let outcome = await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<CurlOutcome, Never>) in
-                easy.queue.async {
-                    let outcome = easy.perform(request, caBundlePath: caBundlePath, cancellation: cancellation)
-                    pool.checkIn(easy)  // before the slot is released, so handles never outnumber slots
-                    continuation.resume(returning: outcome)
-                }
+            await Blocking.run(on: easy.queue) {
+                let outcome = easy.perform(request, caBundlePath: caBundlePath, cancellation: cancellation)
+                pool.checkIn(easy)  // before the slot is released, so handles never outnumber slots
+                return outcome
             }
         } onCancel: {
             cancellation.cancel()

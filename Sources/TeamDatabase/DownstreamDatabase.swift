@@ -8,7 +8,7 @@ public import Canonical
 /// The connection is opened on the first write and kept; a write that fails (the database is down, the file cannot be
 /// opened) throws, and the next one connects again. The public tables are created when missing and versioned in a
 /// `schema_version` table; nothing else in the database is read, altered or dropped. All calls block: run them off
-/// Swift's cooperative pool (``Blocking/run(_:)``).
+/// Swift's cooperative pool (the `Threads` module's `Blocking.run`).
 public protocol DownstreamDatabase: Sendable, CustomStringConvertible {
     /// Writes one event: its `events` row (kept as it is when the id is already there) and, for an authoritative
     /// event about a subscription, its `subscriptions` row unless that row already holds a newer (or the same) event.

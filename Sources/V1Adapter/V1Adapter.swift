@@ -74,7 +74,10 @@ public struct V1Adapter: Sendable {
         }
         let body: ResponseBodyV1
         do { body = try JSONValueDecoder().decode(ResponseBodyV1.self, from: .object(object)) } catch {
-            throw V1AdapterError(.malformedBody, "body does not match Apple's responseBodyV1 (\(Self.describe(error)))")
+            throw V1AdapterError(
+                .malformedBody,
+                "body does not match Apple's responseBodyV1 (\(DecodingFailure.describe(error)))"
+            )
         }
         guard body.notificationType?.isEmpty == false else {
             throw V1AdapterError(.malformedBody, "notification_type is missing")
@@ -173,15 +176,5 @@ public struct V1Adapter: Sendable {
     /// `PROD` / `Production` / `Sandbox` at the top, else `unified_receipt.environment`.
     static func environment(_ body: ResponseBodyV1) -> AppStoreEnvironment? {
         (body.environment ?? body.unifiedReceipt?.environment).flatMap(AppStoreEnvironment.init(appleValue:))
-    }
-
-    static func describe(_ error: any Error) -> String {
-        guard let e = error as? DecodingError else { return "invalid" }
-        switch e {
-        case .typeMismatch(_, let c), .valueNotFound(_, let c), .keyNotFound(_, let c), .dataCorrupted(let c):
-            return c.codingPath.map(\.stringValue).joined(separator: ".") + ": " + c.debugDescription
-        @unknown default:
-            return "invalid"
-        }
     }
 }

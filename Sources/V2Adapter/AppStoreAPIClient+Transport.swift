@@ -1,3 +1,4 @@
+internal import BearerToken
 internal import Canonical
 internal import HTTPClient
 internal import WireJSON
@@ -67,14 +68,17 @@ extension AppStoreAPIClient {
 
     /// A fresh bearer token: `iat` now, `exp` after the configured lifetime.
     func bearerToken() throws(AppStoreAPIError) -> String {
-        let issuedAt = now() / 1000
-        let lifetime = min(max(1, configuration.tokenLifetimeSeconds), Configuration.maxTokenLifetimeSeconds)
+        let (issuedAt, expiresAt) = ES256BearerToken.validity(
+            nowMillis: now(),
+            lifetimeSeconds: configuration.tokenLifetimeSeconds,
+            maxLifetimeSeconds: Configuration.maxTokenLifetimeSeconds
+        )
         let token = AppStoreAPIToken(
             keyID: configuration.keyID,
             issuerID: configuration.issuerID,
             bundleID: configuration.bundleID,
             issuedAt: issuedAt,
-            expiresAt: issuedAt + lifetime
+            expiresAt: expiresAt
         )
         do { return try token.signed(with: configuration.privateKey) } catch {
             throw AppStoreAPIError(
@@ -103,7 +107,7 @@ extension AppStoreAPIClient {
             )
         }
         while base.hasSuffix("/") { base.removeLast() }
-        let members = query.compactMap { name, value in value.map { name + "=" + Self.percentEncoded($0) } }
+        let members = query.compactMap { name, value in value.map { name + "=" + URLEncoding.percentEncoded($0) } }
         return base + path + (members.isEmpty ? "" : "?" + members.joined(separator: "&"))
     }
 

@@ -338,7 +338,7 @@ public struct AppStoreAPIClient: Sendable {
         do { return try JSONValueDecoder().decode(type, from: body) } catch {
             throw AppStoreAPIError(
                 .invalidResponse,
-                "\(what) answered something that is not its JSON (\(V2Adapter.describe(error)))"
+                "\(what) answered something that is not its JSON (\(DecodingFailure.describe(error)))"
             )
         }
     }
@@ -355,26 +355,10 @@ public struct AppStoreAPIClient: Sendable {
         return w.finish()
     }
 
-    /// One path segment, percent-encoded (everything but letters, digits, `-`, `_`, `~`), so an id can never
-    /// change the path (`..`, `/`, `?`).
+    /// One path segment, percent-encoded (``URLEncoding/pathSegment(_:)``: everything but letters, digits, `-`, `_`,
+    /// `~`), so an id can never change the path (`..`, `/`, `?`).
     static func segment(_ value: String, what: String) throws(AppStoreAPIError) -> String {
         guard !value.isEmpty else { throw AppStoreAPIError(.badRequest, "no \(what) to ask for") }
-        return percentEncoded(value)
-    }
-
-    static func percentEncoded(_ value: String) -> String {
-        let hex = Array("0123456789ABCDEF".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(value.utf8.count)
-        for b in value.utf8 {
-            switch b {
-            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "~"):
-                out.append(b)
-            default:
-                out += [UInt8(ascii: "%"), hex[Int(b >> 4)], hex[Int(b & 0x0F)]]
-            }
-        }
-        return String(decoding: out, as: UTF8.self)
+        return URLEncoding.pathSegment(value)
     }
 }

@@ -285,18 +285,10 @@ public struct V2Adapter: Sendable {
 
     private func decodePayload<T: Decodable>(_ jws: CompactJWS, as type: T.Type) throws(V2AdapterError) -> T {
         do { return try JSONValueDecoder().decode(type, from: .object(jws.payload)) } catch {
-            throw V2AdapterError(.malformed, "payload does not match Apple's schema (\(Self.describe(error)))")
-        }
-    }
-
-    /// A decoding error reduced to the member path and the mismatch, never the value.
-    static func describe(_ error: any Error) -> String {
-        guard let e = error as? DecodingError else { return "invalid" }
-        switch e {
-        case .typeMismatch(_, let c), .valueNotFound(_, let c), .keyNotFound(_, let c), .dataCorrupted(let c):
-            return c.codingPath.map(\.stringValue).joined(separator: ".") + ": " + c.debugDescription
-        @unknown default:
-            return "invalid"
+            throw V2AdapterError(
+                .malformed,
+                "payload does not match Apple's schema (\(DecodingFailure.describe(error)))"
+            )
         }
     }
 }

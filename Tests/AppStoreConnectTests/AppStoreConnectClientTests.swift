@@ -5,6 +5,7 @@ import Foundation
 import HTTPClient
 import Simulator
 import SimulatorTestSupport
+import TestSupport
 import Testing
 import WireJSON
 

@@ -2,6 +2,7 @@ import AppStoreConnect
 import Canonical
 import Crypto
 import Foundation
+import Simulator
 import Testing
 
 /// The App Store Connect API's bearer token with a fixed key and a fixed clock: exactly what it says, that its

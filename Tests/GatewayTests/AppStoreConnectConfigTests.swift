@@ -3,6 +3,8 @@ import Canonical
 import Crypto
 import Gateway
 import HTTPClient
+import Simulator
+import TestSupport
 import Testing
 import WireJSON
 

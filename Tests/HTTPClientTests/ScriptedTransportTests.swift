@@ -1,4 +1,5 @@
 import HTTPClient
+import TestSupport
 import Testing
 
 @Suite struct ScriptedTransportTests {

@@ -24,6 +24,11 @@ private let answerTimeoutSeconds: Int32 = 10
 /// A fixed clock (2025-06-01T00:01:00Z) so the synthetic V2 seeds (signed 2025-06-01) are live traffic.
 private let now: Int64 = 1_748_736_060_000
 
+/// Every outbound call (deliveries, Apple) answered 503 at once: nothing leaves the process.
+private struct Unavailable: HTTPTransport {
+    func send(_ request: HTTPRequest) async throws(HTTPClientError) -> HTTPResponse { HTTPResponse(status: 503) }
+}
+
 private final class Server: Sendable {
     let service: GatewayService
     let port: UInt16
@@ -54,7 +59,7 @@ private final class Server: Sendable {
                     "IAPGW_FUZZ_SECRET": "0123456789abcdef0123456789abcdef",
                     "IAPGW_FUZZ_ADMIN_TOKEN": "fuzz-admin-token",
                 ],
-                transport: ScriptedTransport { _ in HTTPResponse(status: 503) },
+                transport: Unavailable(),
                 now: { now },
                 jitter: { 0.5 },
                 logSink: { _ in }

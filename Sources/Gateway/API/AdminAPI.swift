@@ -3,6 +3,7 @@ internal import HTTPServer
 internal import ReportModel
 internal import Store
 import Synchronization
+internal import Threads
 internal import V1Adapter
 internal import WireJSON
 
@@ -159,7 +160,7 @@ struct AdminAPI: Sendable {
         }
         let steps = StepCollector()
         let switcher = self.switcher
-        let outcome = BlockingTask.wait { () async -> Result<AppleSwitchState, MigrationError> in
+        let outcome = Blocking.wait { () async -> Result<AppleSwitchState, MigrationError> in
             do throws(MigrationError) {
                 return .success(try await switcher.run(request) { steps.append($0) })
             } catch {

@@ -1,5 +1,6 @@
 internal import Canonical
 internal import HTTPServer
+internal import Threads
 
 /// The Apple-facing listener's routes: `POST /notifications` (ingest, then its metrics and log line) and
 /// `GET /healthz`. `/metrics` is served on the admin listener only (``AdminAPI``): it names downstreams and shows
@@ -61,7 +62,7 @@ struct PublicRoutes: Sendable {
             // Apple's verifyReceipt, answered per bundle (docs/operations.md, "Moving the receipt path"): HTTP 200
             // whatever the status, as Apple does. The handler thread waits; the work runs off it.
             let (receipts, body, sandbox) = (self.receipts, request.body, request.path.hasPrefix("/sandbox/"))
-            return .json(200, BlockingTask.wait { await receipts.handle(body, sandboxURL: sandbox) })
+            return .json(200, Blocking.wait { await receipts.handle(body, sandboxURL: sandbox) })
         case (_, "/notifications"), (_, "/healthz"), (_, "/verifyReceipt"), (_, "/sandbox/verifyReceipt"):
             return .answer(GatewayError(.methodNotAllowed, "method not allowed"))
         default:

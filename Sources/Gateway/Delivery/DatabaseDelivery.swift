@@ -1,6 +1,7 @@
 internal import Canonical
 internal import Store
 public import TeamDatabase
+internal import Threads
 internal import WireJSON
 
 /// The writers of a config's `database` downstreams (docs/database-downstream.md).

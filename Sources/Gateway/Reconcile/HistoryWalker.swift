@@ -1,5 +1,6 @@
 public import Canonical
 internal import Store
+internal import Threads
 
 /// A walk through Apple's notification history (Get Notification History; docs/operations.md, "Reconciliation"), the
 /// one that `iap-gateway backfill` and the scheduled sweep (``ReconcileWorker``) both make. Each ``Listing`` — one

@@ -2,6 +2,7 @@ public import Canonical
 internal import Crypto
 internal import Store
 import Synchronization
+internal import Threads
 public import V1Adapter
 internal import V2Adapter
 

@@ -1,6 +1,7 @@
 import Dispatch
 internal import Postgres
 import Synchronization
+internal import Threads
 
 /// The store on PostgreSQL, for several gateway instances behind a load balancer: a few writer threads, each with its
 /// own session and group commit (``JournalWriter``, as the SQLite store; a journal write is a string of round trips,

@@ -1,6 +1,6 @@
-import Dispatch
 internal import FoundationEssentials
 public import SQLite
+internal import Threads
 
 /// The store on SQLite, the embedded default: one file in WAL mode, one writer thread with group commit
 /// (``JournalWriter``), reader connections for everything else.
@@ -144,15 +144,6 @@ extension SQLiteDatabase: GroupCommitDatabase {
 }
 
 extension SQLiteConnection: SavepointConnection {}
-
-/// Runs blocking work (database calls) on a dispatch thread, never on Swift's cooperative pool.
-public enum Blocking {
-    public static func run<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-        }
-    }
-}
 
 /// A store that was to be opened, not created, and is not there: `PATH` names no file.
 public struct StoreNotFound: Error, CustomStringConvertible {

@@ -1,3 +1,4 @@
+public import HTTPClient
 import Synchronization
 
 /// The test ``HTTPTransport``: answers from a script and records every request it was given, in arrival order.
