@@ -1,12 +1,12 @@
-internal import BearerToken
-public import Crypto
+public import BearerToken
+internal import Crypto
 
 /// The bearer token of the App Store Connect API (Apple: "Generating Tokens for API Requests"), ES256 with a team
 /// API key: header `{"alg":"ES256","kid":KEY_ID,"typ":"JWT"}`, payload `{"iss":ISSUER_ID,"iat":…,"exp":…,"aud":
 /// "appstoreconnect-v1"}`, raw `R‖S` signature (made by `BearerToken`'s `ES256BearerToken`, like the App Store Server
 /// API's token). Apple refuses a token whose `exp` is more than 20 minutes after its `iat`; the gateway makes each
 /// one live ``lifetimeSeconds`` (15 minutes), one token per request.
-public struct AppStoreConnectToken: Sendable, Hashable {
+public struct AppStoreConnectToken: AppleAPIToken, Sendable, Hashable {
     public var keyID: String
     public var issuerID: String
     /// Seconds since the epoch.
@@ -39,14 +39,5 @@ public struct AppStoreConnectToken: Sendable, Hashable {
         self.init(keyID: credentials.keyID, issuerID: credentials.issuerID, issuedAt: issuedAt, expiresAt: expiresAt)
     }
 
-    /// The compact token, signed with `key`.
-    public func signed(with key: PrivateKey) throws(CryptoError) -> String {
-        try ES256BearerToken(
-            keyID: keyID,
-            issuerID: issuerID,
-            issuedAt: issuedAt,
-            expiresAt: expiresAt,
-            audience: Self.audience
-        ).signed(with: key)
-    }
+    public var issuedAtClaim: Int64? { issuedAt }
 }

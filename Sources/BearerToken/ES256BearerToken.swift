@@ -72,3 +72,36 @@ public struct ES256BearerToken: Sendable, Hashable {
         try CompactES256.sign(header: header, payload: payload, key: key)
     }
 }
+
+/// One of Apple's API tokens (`AppStoreAPIToken`, `AppStoreConnectToken`): what it hands ``ES256BearerToken`` — its
+/// audience and the claims after `aud` are its own — and, from that, its signing.
+public protocol AppleAPIToken {
+    var keyID: String { get }
+    var issuerID: String { get }
+    /// `iat` (seconds since the epoch); nil leaves it out.
+    var issuedAtClaim: Int64? { get }
+    /// `exp` (seconds since the epoch).
+    var expiresAt: Int64 { get }
+    static var audience: String { get }
+    /// The claims after `aud`, in order.
+    var claimsAfterAudience: [ES256BearerToken.Claim] { get }
+}
+
+extension AppleAPIToken {
+    public var claimsAfterAudience: [ES256BearerToken.Claim] { [] }
+
+    /// The token as the bytes it signs.
+    public var bearer: ES256BearerToken {
+        ES256BearerToken(
+            keyID: keyID,
+            issuerID: issuerID,
+            issuedAt: issuedAtClaim,
+            expiresAt: expiresAt,
+            audience: Self.audience,
+            claims: claimsAfterAudience
+        )
+    }
+
+    /// The compact token, signed with `key` (a P-256 key: the `.p8` Apple issues).
+    public func signed(with key: PrivateKey) throws(CryptoError) -> String { try bearer.signed(with: key) }
+}

@@ -1,5 +1,5 @@
-internal import BearerToken
-public import Crypto
+public import BearerToken
+internal import Crypto
 
 /// The ES256 bearer token the App Store Server API requires (Apple: "Generating JSON Web Tokens for API requests"):
 /// header `{"alg":"ES256","kid":KEY_ID,"typ":"JWT"}`, payload `{"iss","iat","exp","aud":"appstoreconnect-v1","bid"}`,
@@ -9,7 +9,7 @@ public import Crypto
 /// `{"bid","iss","aud","exp"}` only), and Apple accepts them, so the simulator's fake, which checks presented tokens
 /// the way Apple does (`AppStoreAPIToken.verify` in `Sources/Simulator/PresentedBearerToken.swift`), takes a token
 /// without `iat` too.
-public struct AppStoreAPIToken: Sendable, Hashable {
+public struct AppStoreAPIToken: AppleAPIToken, Sendable, Hashable {
     public var keyID: String
     public var issuerID: String
     public var bundleID: String
@@ -27,15 +27,6 @@ public struct AppStoreAPIToken: Sendable, Hashable {
         )
     }
 
-    /// The compact token, signed with `key` (a P-256 key: the `.p8` Apple issues).
-    public func signed(with key: PrivateKey) throws(CryptoError) -> String {
-        try ES256BearerToken(
-            keyID: keyID,
-            issuerID: issuerID,
-            issuedAt: issuedAt,
-            expiresAt: expiresAt,
-            audience: Self.audience,
-            claims: [.init("bid", bundleID)]
-        ).signed(with: key)
-    }
+    public var issuedAtClaim: Int64? { issuedAt }
+    public var claimsAfterAudience: [ES256BearerToken.Claim] { [.init("bid", bundleID)] }
 }

@@ -172,34 +172,11 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         )
         event.verified = true
         metrics.increment(.v1ShapesTotal, ["use": "event", "type": shape.type])
-        let routing = router.routing
-        let time = now()
-        let stored = event
-        let verified = answer
-        let kept = verified.map {
-            StoredReceipt(
-                receipt: $0.response.latestReceipt ?? shape.receipt?.receipt ?? "",
-                secretName: secret.name,
-                updatedAt: time
-            )
+        let kept = answer.map { verified in
+            let (receipt, name) = (verified.response.latestReceipt ?? shape.receipt?.receipt ?? "", secret.name)
+            return { @Sendable (time: Int64) in StoredReceipt(receipt: receipt, secretName: name, updatedAt: time) }
         }
-        do {
-            try await store.write { tx in
-                try tx.storeEvents(
-                    [stored],
-                    journalID: job.journalID,
-                    routing: routing,
-                    now: time,
-                    authority: job.authority
-                )
-                if let kept, let key = Self.subscription(of: stored, bundleID: job.bundleID) {
-                    try tx.putReceipt(kept, of: key)
-                }
-                try Self.settleDone(job, appleStatus: verified?.status, at: time, in: tx)
-            }
-        } catch {
-            await settle(job, .storeUnavailable)
-        }
+        await storeV1PathEvent(event, of: job, appleStatus: answer?.status, keeping: kept)
     }
 
     /// The V1 path's event of a V2 notification whose type V1 has no counterpart for (an expiry Apple never notified in
@@ -219,7 +196,18 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
             await settle(job, .eventNotStored)
             return
         }
-        let event = V1View.event(of: found, notificationKey: job.key)
+        await storeV1PathEvent(V1View.event(of: found, notificationKey: job.key), of: job, appleStatus: nil)
+    }
+
+    /// Stores the V1 path's event of a V2 notification with its deliveries, and what verifyReceipt answered for the
+    /// subscription's receipt (`keeping`, made at the write's time) where it was asked, and settles the job — in one
+    /// transaction.
+    func storeV1PathEvent(
+        _ event: CanonicalEvent,
+        of job: Job,
+        appleStatus: Int?,
+        keeping kept: (@Sendable (Int64) -> StoredReceipt)? = nil
+    ) async {
         let routing = router.routing
         let time = now()
         do {
@@ -231,7 +219,10 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
                     now: time,
                     authority: job.authority
                 )
-                try Self.settleDone(job, appleStatus: nil, at: time, in: tx)
+                if let kept, let key = Self.subscription(of: event, bundleID: job.bundleID) {
+                    try tx.putReceipt(kept(time), of: key)
+                }
+                try Self.settleDone(job, appleStatus: appleStatus, at: time, in: tx)
             }
         } catch {
             await settle(job, .storeUnavailable)
