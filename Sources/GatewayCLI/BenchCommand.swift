@@ -29,6 +29,9 @@ enum BenchCommand: Command {
           iap-gateway bench fsync [--seconds N] [--folder DIR]
               For N seconds (30), how long the disk under DIR (the temporary folder) takes to make 8 KiB durable,
               every 50 ms: the wait under every commit, and so the floor of p99. Run it where the store will live.
+          iap-gateway bench delivery-rate [--rate R] [--outage-seconds S] [--seconds N]
+              A downstream with max_per_second R (50) down for S seconds (60) while a backlog waits, then up: its
+              accepted deliveries per second over N seconds (10), and whether they held within 10 % of R.
           iap-gateway bench scale --out DIR --notifications N --pairs P --subscriptions M [--store sqlite|postgres]
                                   [--keep] [--ingest-seconds S]
               Builds a store of that size in DIR (a week of V1 and V2 notifications with their events and deliveries,
@@ -45,6 +48,7 @@ enum BenchCommand: Command {
         "verify": ["seconds"], "receipts": ["seconds"], "ingest": ["seconds", "no-delivery", "store", "instances"],
         "soak": ["minutes", "rate"],
         "flood": ["count"],
+        "delivery-rate": ["rate", "outage-seconds", "seconds"],
         "fsync": ["seconds", "folder"],
         "scale": ["store", "out", "notifications", "pairs", "subscriptions", "keep", "ingest-seconds"],
     ]
@@ -57,7 +61,9 @@ enum BenchCommand: Command {
             switchFlags: ["no-delivery", "keep"]
         )
         guard let target = try a.positionals(atMost: 1, for: name).first, let allowed = flags[target] else {
-            throw CommandError.usage("bench needs a target: verify, receipts, ingest, soak, flood, fsync or scale")
+            throw CommandError.usage(
+                "bench needs a target: verify, receipts, ingest, soak, flood, fsync, scale or delivery-rate"
+            )
         }
         try a.only(allowed, for: "bench \(target)")
         let seconds = try a.number(
@@ -122,6 +128,19 @@ enum BenchCommand: Command {
                 guard let scale else { return 2 }
                 line = JSONOutput.string(
                     try await ScaleBenchmark.run(scale) { progress in FileHandleOutput.stderr("scale: \(progress)\n") }
+                )
+            case "delivery-rate":
+                line = JSONOutput.string(
+                    try await DeliveryRateBenchmark.run(
+                        rate: a.value("rate") != nil ? Int(rate) : 50,
+                        outageSeconds: try a.number(
+                            "outage-seconds",
+                            default: 60,
+                            valid: { $0 >= 0 && $0 <= 3_600 },
+                            "--outage-seconds must be 0...3600"
+                        ),
+                        seconds: a.value("seconds") != nil ? max(1, Int(seconds)) : 10
+                    )
                 )
             case "fsync":
                 let folder = a.value("folder") ?? FileManager.default.temporaryDirectory.path()

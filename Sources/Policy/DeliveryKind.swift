@@ -6,7 +6,12 @@ public enum DeliveryKind: String, Sendable, Hashable, CaseIterable {
     case v1Passthrough = "v1_passthrough"
     /// Canonical events as rows in the team's own database (docs/database-downstream.md).
     case database
+    /// A V2 notification's body exactly as Apple sent it, once the gateway verified it, for the team's own V2 code.
+    case v2Passthrough = "v2_passthrough"
 
     /// Whether it takes canonical events (rather than notification bodies).
     public var takesEvents: Bool { self == .webhook || self == .database }
+
+    /// Whether it takes notification bodies (V1 bodies and V1 shapes, or V2 bodies).
+    public var takesBodies: Bool { self == .v1Passthrough || self == .v2Passthrough }
 }

@@ -34,7 +34,8 @@ public enum NotificationPolicy {
 
     /// A journaled notification, with the authority in force for its app when it was journaled:
     /// - its events, each on its own path, authoritative when that path is the authority's, delivered accordingly
-    ///   (``events(_:authority:routing:)``);
+    ///   (``events(_:authority:routing:)``), each downstream's filter applied;
+    /// - a V2 notification's body as Apple sent it to the `v2_passthrough` downstreams whose filter its events match;
     /// - for a compared bundle, a V2 notification's signed data is the V2 path's snapshot, and the V1 path's view is
     ///   fetched (verifyReceipt);
     /// - a V1 body waiting for verifyReceipt gets its receipt job, and goes to the pass-through downstreams as it is;
@@ -59,6 +60,17 @@ public enum NotificationPolicy {
             plan.writes += routing.passthroughTargets(bundleID: n.bundleID, environment: n.environment)
                 .map { .bodyDelivery(downstream: $0) }
         }
+        if n.version == .v2 {
+            // The body as Apple sent it, to the team's own V2 code: every V2 notification, whatever Apple also sends.
+            let v2 = routing.v2PassthroughDelivery(
+                n.events,
+                bundleID: n.bundleID,
+                environment: n.environment,
+                authoritative: authority == .v2
+            )
+            plan.writes += v2.targets.map { .bodyDelivery(downstream: $0) }
+            plan.writes += v2.filteredOut.map { .bodyFilteredOut(downstream: $0) }
+        }
         if n.version == .v2, !n.events.isEmpty, let bundle = n.bundleID, let environment = n.environment {
             let passthrough =
                 n.v1NotificationType == nil
@@ -74,20 +86,18 @@ public enum NotificationPolicy {
 
     /// Events, with the authority in force: each on its source's path, authoritative when that path is the
     /// authority's, queued to every downstream of its app that takes its environment — the other generation's only to
-    /// those with `shadow`.
+    /// those with `shadow` — and whose filter (``EventFilter``) it matches.
     public static func events(_ events: [CanonicalEvent], authority: Generation, routing: Routing) -> [PlannedWrite] {
         events.map { event in
             let path = event.source.generation
             let authoritative = path == authority
+            let delivery = routing.eventDelivery(event, authoritative: authoritative)
             return .event(
                 event,
                 path: path,
                 authoritative: authoritative,
-                targets: routing.eventTargets(
-                    bundleID: event.bundleID,
-                    environment: event.environment,
-                    authoritative: authoritative
-                )
+                targets: delivery.targets,
+                filteredOut: delivery.filteredOut
             )
         }
     }

@@ -3,8 +3,9 @@ public import Canonical
 /// One write or queue entry of a plan (``Plan``), in the order the store makes them.
 public enum PlannedWrite: Sendable, Hashable {
     /// The event, unless its id is stored: on `path`, authoritative or not; the subscription's state on `path` unless
-    /// the state holds a later event (event date, then arrival); its deliveries queued to `targets`.
-    case event(CanonicalEvent, path: Generation, authoritative: Bool, targets: [String])
+    /// the state holds a later event (event date, then arrival); its deliveries queued to `targets`. `filteredOut`:
+    /// the downstreams that would take it but for their filter (counted when the event is new).
+    case event(CanonicalEvent, path: Generation, authoritative: Bool, targets: [String], filteredOut: [String] = [])
     /// A path's view of a subscription, for the comparison.
     case snapshot(OutcomeSnapshot, path: Generation)
     /// A fetch of a path's view of a subscription.
@@ -14,6 +15,8 @@ public enum PlannedWrite: Sendable, Hashable {
     case receiptJob
     /// A delivery of the notification's journaled body to a pass-through downstream.
     case bodyDelivery(downstream: String)
+    /// A pass-through downstream that would take the notification's body but for its filter: nothing queued, counted.
+    case bodyFilteredOut(downstream: String)
 }
 
 /// Whether a notification is the only notification of its event — Apple sends no other version of it — asked of the

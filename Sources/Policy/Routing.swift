@@ -11,8 +11,18 @@ public struct Routing: Sendable, Hashable {
         public var environments: Set<AppStoreEnvironment>
         /// Also takes the events of the non-authoritative generation.
         public var shadow: Bool
-        public init(name: String, kind: DeliveryKind, environments: Set<AppStoreEnvironment>, shadow: Bool) {
-            (self.name, self.kind, self.environments, self.shadow) = (name, kind, environments, shadow)
+        /// The events it takes of those its apps and environments give it.
+        public var filter: EventFilter
+        public init(
+            name: String,
+            kind: DeliveryKind,
+            environments: Set<AppStoreEnvironment>,
+            shadow: Bool,
+            filter: EventFilter = EventFilter()
+        ) {
+            (self.name, self.kind, self.environments, self.shadow, self.filter) = (
+                name, kind, environments, shadow, filter
+            )
         }
     }
 
@@ -56,9 +66,49 @@ public struct Routing: Sendable, Hashable {
         targets(bundleID, environment) { $0.kind.takesEvents && (authoritative || $0.shadow) }
     }
 
+    /// The downstreams an event is queued to, and those of its app and environment whose filter it does not match
+    /// (not queued, counted): ``eventTargets(bundleID:environment:authoritative:)``, each downstream's
+    /// ``Downstream/filter`` applied.
+    public func eventDelivery(_ event: CanonicalEvent, authoritative: Bool) -> Delivery {
+        split(eventTargets(bundleID: event.bundleID, environment: event.environment, authoritative: authoritative)) {
+            $0.matches(event, authoritative: authoritative)
+        }
+    }
+
     /// Pass-through downstreams for a notification's body (a V1 body, or a V2 notification's V1 shape).
     public func passthroughTargets(bundleID: String?, environment: AppStoreEnvironment?) -> [String] {
         targets(bundleID, environment) { $0.kind == .v1Passthrough }
+    }
+
+    /// `v2_passthrough` downstreams for a V2 notification's body: each of its app's that takes its environment and
+    /// whose filter one of its events matches (`authoritative`: V2 is the app's authority).
+    public func v2PassthroughDelivery(
+        _ events: [CanonicalEvent],
+        bundleID: String?,
+        environment: AppStoreEnvironment?,
+        authoritative: Bool
+    ) -> Delivery {
+        split(targets(bundleID, environment) { $0.kind == .v2Passthrough }) { filter in
+            events.contains { filter.matches($0, authoritative: authoritative) }
+        }
+    }
+
+    /// Where something is queued, and the downstreams that would take it but for their filter.
+    public struct Delivery: Sendable, Hashable {
+        public var targets: [String]
+        public var filteredOut: [String]
+    }
+
+    private func split(_ names: [String], _ takes: (EventFilter) -> Bool) -> Delivery {
+        var d = Delivery(targets: [], filteredOut: [])
+        for name in names {
+            if downstreams[name].map({ takes($0.filter) }) ?? true {
+                d.targets.append(name)
+            } else {
+                d.filteredOut.append(name)
+            }
+        }
+        return d
     }
 
     /// Whether the bundle's two paths are compared.

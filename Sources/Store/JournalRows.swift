@@ -26,42 +26,42 @@ protocol JournalRows: StoreTransaction {
 }
 
 extension JournalRows {
-    func journal(_ item: JournalItem, routing: Routing, now: Int64) throws -> JournalOutcome {
+    func journalReporting(_ item: JournalItem, routing: Routing, now: Int64) throws -> (JournalOutcome, PlanOutcome) {
         // The authority in force now decides, once, which path this notification's events are authoritative on.
         let (outcome, authority) = try journalRow(item)
-        guard case .accepted(let journalID) = outcome else { return outcome }
-        try execute(
+        guard case .accepted(let journalID) = outcome else { return (outcome, PlanOutcome()) }
+        let done = try execute(
             NotificationPolicy.journal(item.policyFacts, authority: authority, routing: routing),
             journalID: journalID,
             now: now
         )
-        return outcome
+        return (outcome, done)
     }
 
     @discardableResult
-    func storeEvents(
+    func storeEventsReporting(
         _ events: [CanonicalEvent],
         journalID: Int64?,
         routing: Routing,
         now: Int64,
         authority: Generation?
-    ) throws -> Int {
-        var stored = 0
+    ) throws -> PlanOutcome {
+        var done = PlanOutcome()
         for event in events {
             let authority = try authority ?? self.authority(bundleID: event.bundleID, environment: event.environment)
             let plan = Plan(writes: NotificationPolicy.events([event], authority: authority, routing: routing))
-            stored += try execute(plan, journalID: journalID, now: now)
+            done.add(try execute(plan, journalID: journalID, now: now))
         }
-        return stored
+        return done
     }
 
     @discardableResult
-    func execute(_ plan: Plan, journalID: Int64?, now: Int64) throws -> Int {
-        var newEvents = 0
+    func execute(_ plan: Plan, journalID: Int64?, now: Int64) throws -> PlanOutcome {
+        var done = PlanOutcome()
         func run(_ writes: [PlannedWrite]) throws {
             for write in writes {
                 switch write {
-                case .event(let event, let path, let authoritative, let targets):
+                case .event(let event, let path, let authoritative, let targets, let filteredOut):
                     let new = try storeEvent(
                         event,
                         journalID: journalID,
@@ -70,7 +70,10 @@ extension JournalRows {
                         targets: targets,
                         now: now
                     )
-                    if new { newEvents += 1 }
+                    if new {
+                        done.newEvents += 1
+                        for name in filteredOut { done.filtered[name, default: 0] += 1 }
+                    }
                 case .snapshot(let snapshot, let path):
                     try putSnapshot(snapshot, path: path)
                 case .fetch(let request):
@@ -81,6 +84,8 @@ extension JournalRows {
                 case .bodyDelivery(let downstream):
                     guard let journalID else { throw PlanWithoutJournalRow(write: write) }
                     try insertDelivery(downstream: downstream, eventID: nil, journalID: journalID, now: now)
+                case .bodyFilteredOut(let downstream):
+                    done.filtered[downstream, default: 0] += 1
                 }
             }
         }
@@ -89,7 +94,7 @@ extension JournalRows {
             let alone = try standsAlone(q.version, bundleID: q.bundleID, environment: q.environment, now: now)
             try run(alone ? plan.ifAlone : plan.ifNotAlone)
         }
-        return newEvents
+        return done
     }
 }
 
@@ -98,4 +103,17 @@ extension JournalRows {
 public struct PlanWithoutJournalRow: Error, CustomStringConvertible {
     public var write: PlannedWrite
     public var description: String { "a plan's \(write) needs the notification's journal row" }
+}
+
+/// What carrying out a plan did: how many events were new, and per downstream how many events (or notification bodies)
+/// its filter kept from being queued (docs/configuration.md, `downstreams[].filter`).
+public struct PlanOutcome: Sendable, Hashable {
+    public var newEvents = 0
+    public var filtered: [String: Int] = [:]
+    public init() {}
+
+    public mutating func add(_ other: PlanOutcome) {
+        newEvents += other.newEvents
+        filtered.merge(other.filtered, uniquingKeysWith: +)
+    }
 }

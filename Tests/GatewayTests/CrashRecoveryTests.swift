@@ -62,7 +62,9 @@ final class AckSet: Sendable {
     @Test func killDashNineLosesNoAcknowledgedNotification() async throws {
         #expect(FileManager.default.isExecutableFile(atPath: Self.binary), "build the package first (swift build)")
         let deliveries = Mutex<[(webhookID: String, eventID: String)]>([])
+        let raw = Mutex<[(webhookID: String, body: [UInt8])]>([])
         let receiver = try LoopbackHTTPServer { r in
+            if r.path == "/raw", let id = r.header("webhook-id") { raw.withLock { $0.append((id, r.body)) } }
             if r.path == "/events", let id = r.header("webhook-id"),
                 case .object(let env)? = try? JSONParser.parse(r.body),
                 let eventID = env["event"]?.objectValue?["id"]?.stringValue
@@ -81,8 +83,10 @@ final class AckSet: Sendable {
               "store": { "sqlite": "gateway.db" },
               "trust": { "extra_roots": ["\(Fixtures.url("test-pki/root.der").path())"] },
               "apps": [ { "bundle_id": "com.example.gateway", "app_apple_id": 1234567890, "environments": ["sandbox"],
-                          "authority": "v2", "downstreams": ["main"] } ],
-              "downstreams": [ { "name": "main", "url": "\(receiver.url("/events"))", "environments": ["sandbox"] } ]
+                          "authority": "v2", "downstreams": ["main", "raw"] } ],
+              "downstreams": [ { "name": "main", "url": "\(receiver.url("/events"))", "environments": ["sandbox"] },
+                               { "name": "raw", "kind": "v2_passthrough", "url": "\(receiver.url("/raw"))",
+                                 "environments": ["sandbox"] } ]
             }
             """.utf8
         ).write(to: URL(filePath: configPath))
@@ -136,6 +140,7 @@ final class AckSet: Sendable {
         // Not recorded here: the expectation below names what is missing.
         await eventually("every acknowledged notification delivered", every: .milliseconds(50), recordsIssue: false) {
             acked.isSubset(of: Set(deliveries.withLock { $0.map(\.eventID) }))
+                && acked.isSubset(of: Set(raw.withLock { $0.map(\.webhookID) }))
         }
         kill(child.process.processIdentifier, SIGTERM)
         child.process.waitUntilExit()
@@ -144,6 +149,11 @@ final class AckSet: Sendable {
         #expect(missing.isEmpty, "acknowledged but never delivered: \(missing.sorted().prefix(5))")
         // At least once, never under two ids: every delivery's webhook id is its event id, one per notification.
         #expect(delivered.allSatisfy { $0.webhookID == $0.eventID })
+        // The v2_passthrough downstream: Apple's bytes as sent, under the notification's UUID, whatever the kill.
+        let sent = Dictionary(uniqueKeysWithValues: bodies)
+        let passed = raw.withLock { $0 }
+        #expect(acked.subtracting(passed.map(\.webhookID)).isEmpty)
+        #expect(passed.allSatisfy { sent[$0.webhookID] == $0.body }, "every body byte for byte as it was posted")
         #expect(child.process.terminationStatus == 0)  // the restarted gateway stopped gracefully on SIGTERM
         try? FileManager.default.removeItem(atPath: dir)
     }

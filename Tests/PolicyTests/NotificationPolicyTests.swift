@@ -108,7 +108,7 @@ import Testing
         func carryOut(_ writes: [PlannedWrite], version: Generation) {
             for write in writes {
                 switch write {
-                case .event(let e, _, let authoritative, let targets):
+                case .event(let e, _, let authoritative, let targets, _):
                     outcome.events.append((e, authoritative, targets))
                 case .bodyDelivery(let downstream):
                     outcome.bodies.append(downstream)
@@ -130,7 +130,7 @@ import Testing
                 case .fetch(let request) where request.v1EventID != nil:
                     let standIn = event(kind, source: .v2API, id: "v2-api:\(kind)")
                     carryOut(NotificationPolicy.events([standIn], authority: authority, routing: routing), version: .v2)
-                case .fetch, .snapshot:
+                case .fetch, .snapshot, .bodyFilteredOut:
                     break
                 }
             }

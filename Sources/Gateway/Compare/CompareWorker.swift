@@ -119,10 +119,10 @@ public final class CompareWorker: JobTable, ContextualWorker {
             }
         }
         let v1Event = derivedFrom
-        let comparison = try await store.write { tx in
-            if let v1Event {
-                try tx.storeEvents(
-                    [Self.v2APIEvent(from: v1Event, status: status)],
+        let (comparison, done) = try await store.write { tx in
+            let done = try v1Event.map {
+                try tx.storeEventsReporting(
+                    [Self.v2APIEvent(from: $0, status: status)],
                     journalID: nil,
                     routing: router.routing,
                     now: time,
@@ -130,8 +130,9 @@ public final class CompareWorker: JobTable, ContextualWorker {
                 )
             }
             try tx.putSnapshot(status.snapshot, path: .v2)
-            return try self.finish(job, at: time, in: tx)
+            return (try self.finish(job, at: time, in: tx), done)
         }
+        if let done { metrics.countFiltered(done) }
         metrics.increment(.compareFetchesTotal, ["path": Generation.v2.rawValue])
         count(comparison)
     }

@@ -90,6 +90,12 @@ public struct GatewayConfig: Sendable {
         /// delivery policy's (5 s and 6 h). A downstream's `Retry-After` is honoured up to `max_retry_delay`.
         public var retryDelayMillis: Int64? = nil
         public var maxRetryDelayMillis: Int64? = nil
+        /// `filter`: the events (for `v2_passthrough`, the notifications whose events) it takes of those its apps and
+        /// environments give it; empty: all.
+        public var filter = EventFilter()
+        /// `max_per_second`: at most this many deliveries started per second (a token bucket holding one second's
+        /// worth), whatever the backlog; nil: no limit beyond `concurrency`.
+        public var maxPerSecond: Int? = nil
     }
 
     /// Operational bounds (`limits` in the file).
@@ -486,7 +492,10 @@ public struct GatewayConfig: Sendable {
         }
         let kindText = try d.string("kind") ?? "webhook"
         guard let kind = Downstream.Kind(rawValue: kindText) else {
-            throw ConfigError(field: d.field("kind"), "must be \"webhook\", \"v1_passthrough\" or \"database\"")
+            throw ConfigError(
+                field: d.field("kind"),
+                "must be \"webhook\", \"v1_passthrough\", \"v2_passthrough\" or \"database\""
+            )
         }
         var url = ""
         var database: Downstream.Database?
@@ -509,7 +518,12 @@ public struct GatewayConfig: Sendable {
         let concurrency = try d.int64("concurrency") ?? 4
         guard (1...256).contains(concurrency) else { throw ConfigError(field: d.field("concurrency"), "must be 1…256") }
         let (retryDelay, maxRetryDelay) = try retryDelays(d)
-        return Downstream(
+        let filter = try eventFilter(d, kind: kind)
+        let maxPerSecond = try d.int64("max_per_second")
+        if let maxPerSecond, !(1...100_000).contains(maxPerSecond) {
+            throw ConfigError(field: d.field("max_per_second"), "must be 1…100000")
+        }
+        var downstream = Downstream(
             name: name,
             kind: kind,
             url: url,
@@ -523,6 +537,51 @@ public struct GatewayConfig: Sendable {
             retryDelayMillis: retryDelay,
             maxRetryDelayMillis: maxRetryDelay
         )
+        downstream.filter = filter
+        downstream.maxPerSecond = maxPerSecond.map(Int.init)
+        return downstream
+    }
+
+    /// A downstream's `filter`: `kinds` (canonical kinds), `types` (Apple's notification types, `TYPE` or
+    /// `TYPE/SUBTYPE`), `bundles`, `authoritative` (true: authoritative events only; false: shadow only). A
+    /// `v1_passthrough` downstream takes no filter: a V1 body's event is known only after verifyReceipt.
+    private static func eventFilter(_ d: ConfigReader, kind: Downstream.Kind) throws(ConfigError) -> EventFilter {
+        guard let f = try d.object("filter") else { return EventFilter() }
+        guard kind != .v1Passthrough else {
+            throw ConfigError(field: d.field("filter"), "applies to webhook, database and v2_passthrough downstreams")
+        }
+        try f.rejectUnknown(allowed: Keys.filter)
+        let kinds = try f.strings("kinds") ?? []
+        for (i, k) in kinds.enumerated() where !EventKind.all.contains(EventKind(rawValue: k)) {
+            throw ConfigError(
+                field: "\(f.field("kinds"))[\(i)]",
+                "unknown kind \"\(k)\"; one of \(EventKind.all.map(\.rawValue).joined(separator: ", "))"
+            )
+        }
+        let types = try f.strings("types") ?? []
+        for (i, t) in types.enumerated() {
+            let parts = t.split(separator: "/", omittingEmptySubsequences: false)
+            guard (1...2).contains(parts.count), parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isTypeCharacter) })
+            else {
+                throw ConfigError(
+                    field: "\(f.field("types"))[\(i)]",
+                    "must be an Apple notification type such as DID_RENEW or DID_RENEW/BILLING_RECOVERY"
+                )
+            }
+        }
+        let filter = EventFilter(
+            kinds: Set(kinds.map(EventKind.init(rawValue:))),
+            types: Set(types),
+            bundles: Set(try f.strings("bundles") ?? []),
+            authoritative: try f.bool("authoritative")
+        )
+        guard !filter.takesEverything else {
+            throw ConfigError(
+                field: d.field("filter"),
+                "names nothing to filter on: kinds, types, bundles or authoritative"
+            )
+        }
+        return filter
     }
 
     /// A downstream's `retry_delay` and `max_retry_delay` (nil: the policy's), the first not longer than the second.
@@ -703,8 +762,9 @@ public struct GatewayConfig: Sendable {
         ]
         static let downstream: Set<String> = [
             "name", "kind", "url", "secret_env", "environments", "shadow", "include_raw", "max_attempts", "concurrency",
-            "retry_delay", "max_retry_delay", "url_env", "sqlite", "schema",
+            "retry_delay", "max_retry_delay", "url_env", "sqlite", "schema", "filter", "max_per_second",
         ]
+        static let filter: Set<String> = ["kinds", "types", "bundles", "authoritative"]
         static let app: Set<String> = [
             "bundle_id", "app_apple_id", "environments", "shared_secret_env", "authority", "compare", "verify_receipt",
             "downstreams",
@@ -723,7 +783,8 @@ public struct GatewayConfig: Sendable {
             ("verify_receipt", verifyReceipt),
             ("app_store_api", appStoreAPI), ("app_store_connect", appStoreConnect), ("compare", compare),
             ("reconcile", reconcile), ("listen_tls", listenTLS), ("limits", limits),
-            ("downstreams[]", downstream), ("apps[]", app), ("apps[].authority", appAuthority),
+            ("downstreams[]", downstream), ("downstreams[].filter", filter), ("apps[]", app),
+            ("apps[].authority", appAuthority),
             ("apps[].notification_url", appNotificationURL), ("apps[].receipts", appReceipts), ("receipts", receipts),
         ]
     }
@@ -912,4 +973,9 @@ public struct GatewayConfig: Sendable {
         if path.hasPrefix("/") || base.isEmpty { return path }
         return base.hasSuffix("/") ? base + path : base + "/" + path
     }
+}
+
+extension Character {
+    /// A character of Apple's notification type names (`DID_RENEW`): upper-case ASCII letters, digits, `_`.
+    fileprivate var isTypeCharacter: Bool { ("A"..."Z").contains(self) || ("0"..."9").contains(self) || self == "_" }
 }

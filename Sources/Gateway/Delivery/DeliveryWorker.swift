@@ -42,6 +42,8 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     /// Per database downstream (by name), its writer (``DatabaseDownstreams/make(config:connectionStrings:timeoutMillis:)``).
     let databases: [String: any DownstreamDatabase]
     let policy: DeliveryPolicy
+    /// `max_per_second` per downstream.
+    let rateLimiter: RateLimiter
     private let scheduler: JobScheduler
 
     /// `v1Apps`: the apps whose V2 notifications may reach a pass-through downstream as V1 shapes.
@@ -65,6 +67,10 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         )
         self.databases = databases
         self.policy = policy
+        self.rateLimiter = RateLimiter(
+            limits: context.router.downstreams.compactMapValues(\.maxPerSecond),
+            now: context.now
+        )
         self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
     }
 
@@ -128,7 +134,10 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
 
     func limit(lane downstream: String) -> Int { router.downstream(downstream)?.concurrency ?? policy.concurrency }
 
-    func process(_ job: Job) async { await deliver(job) }
+    func process(_ job: Job) async {
+        guard await rateLimiter.acquire(job.downstream) else { return }
+        await deliver(job)
+    }
 
     var claimedJobs: ClaimedJobs { .deliveries }
 
@@ -182,16 +191,27 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     struct BuildFailure: Error, CustomStringConvertible { var description: String }
 
     func buildRequest(_ job: Job, downstream: GatewayConfig.Downstream) async throws -> HTTPRequest {
-        if downstream.kind == .v1Passthrough {
+        if downstream.kind.takesBodies {
+            let generation = downstream.kind == .v2Passthrough ? "V2" : "V1"
             guard let journalID = job.journalID,
                 let entry = try await store.read({ tx in
                     try tx.journalEntries(id: journalID, key: nil, limit: 1).first
                 }),
                 var redacted = entry.body
-            else { throw BuildFailure(description: "V1 body no longer stored") }
+            else { throw BuildFailure(description: "\(generation) body no longer stored") }
             // The notification's key (Apple's UUID, or `v1:` and the body's hash): the same on every attempt, so the old
             // backend can drop the copy a delivery repeated after a crash sends (docs/configuration.md, downstreams).
             var headers = [HTTPHeader("Content-Type", "application/json"), HTTPHeader("webhook-id", entry.key)]
+            if downstream.kind == .v2Passthrough {
+                // Apple's V2 body as it came (it holds no secret), unsigned: the receiver verifies Apple's JWS itself.
+                return HTTPRequest(
+                    method: .post,
+                    url: downstream.url,
+                    headers: headers,
+                    body: redacted,
+                    timeoutMillis: policy.timeoutMillis
+                )
+            }
             if NotificationPolicy.passthroughBody(of: entry.version) == .v1Shape {
                 // A V2 notification reaches the old backend as its V1 shape, built now from what the store holds.
                 let journalBody = redacted

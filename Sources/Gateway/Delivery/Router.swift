@@ -13,7 +13,13 @@ public struct Router: Sendable {
     public init(config: GatewayConfig) {
         routing = Routing(
             downstreams: config.downstreams.map {
-                Routing.Downstream(name: $0.name, kind: $0.kind, environments: $0.environments, shadow: $0.shadow)
+                Routing.Downstream(
+                    name: $0.name,
+                    kind: $0.kind,
+                    environments: $0.environments,
+                    shadow: $0.shadow,
+                    filter: $0.filter
+                )
             },
             apps: config.apps.map {
                 Routing.App(

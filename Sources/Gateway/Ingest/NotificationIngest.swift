@@ -306,9 +306,10 @@ public final class NotificationIngest: Sendable {
         r.notificationType = item.notificationType
         r.subtype = item.subtype
         do {
-            let outcome = try store.write(bytes: item.body.count) { tx in
-                try tx.journal(item, routing: router.routing, now: time)
+            let (outcome, done) = try store.write(bytes: item.body.count) { tx in
+                try tx.journalReporting(item, routing: router.routing, now: time)
             }
+            metrics.countFiltered(done)
             if case .duplicate = outcome { r.duplicate = true }
             r.body =
                 Array("{\"ok\":true,\"id\":".utf8) + JSONValue.quoted(item.key)

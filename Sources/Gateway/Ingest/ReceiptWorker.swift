@@ -115,12 +115,20 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         )
         let job = job
         do {
-            try await store.write { tx in
-                try tx.storeEvents([event], journalID: id, routing: routing, now: time, authority: job.authority)
+            let done = try await store.write { tx in
+                var done = try tx.storeEventsReporting(
+                    [event],
+                    journalID: id,
+                    routing: routing,
+                    now: time,
+                    authority: job.authority
+                )
                 if let key = Self.subscription(of: event, bundleID: job.bundleID) { try tx.putReceipt(kept, of: key) }
-                try tx.execute(plan, journalID: id, now: time)
+                done.add(try tx.execute(plan, journalID: id, now: time))
                 try Self.settleDone(job, appleStatus: status, at: time, in: tx)
+                return done
             }
+            metrics.countFiltered(done)
         } catch {
             await settle(job, .storeUnavailable)
             return
@@ -211,8 +219,8 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         let routing = router.routing
         let time = now()
         do {
-            try await store.write { tx in
-                try tx.storeEvents(
+            let done = try await store.write { tx in
+                let done = try tx.storeEventsReporting(
                     [event],
                     journalID: job.journalID,
                     routing: routing,
@@ -223,7 +231,9 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
                     try tx.putReceipt(kept(time), of: key)
                 }
                 try Self.settleDone(job, appleStatus: appleStatus, at: time, in: tx)
+                return done
             }
+            metrics.countFiltered(done)
         } catch {
             await settle(job, .storeUnavailable)
         }

@@ -1,3 +1,5 @@
+internal import Store
+
 /// The metrics catalogue: every metric the gateway exports, in one place — its name (the raw value), its type and
 /// its help text (docs/operations.md, "Metrics", documents each). Code counts through these cases
 /// (`metrics.increment(.quarantinedTotal, ["lane": …])`), never through a name spelled out, and the `switch` below is
@@ -18,6 +20,7 @@ enum Metric: String, CaseIterable, Sendable {
     case deliveryAttemptsTotal = "iapgw_delivery_attempts_total"
     case deliveryFailuresTotal = "iapgw_delivery_failures_total"
     case deliveryDeadTotal = "iapgw_delivery_dead_total"
+    case deliveryFilteredTotal = "iapgw_delivery_filtered_total"
     case deliveryQueueDepth = "iapgw_delivery_queue_depth"
     case deliveryOldestAgeSeconds = "iapgw_delivery_oldest_age_seconds"
     // verifyReceipt
@@ -75,6 +78,11 @@ enum Metric: String, CaseIterable, Sendable {
         case .deliveryAttemptsTotal: (.counter, "Delivery attempts, by downstream")
         case .deliveryFailuresTotal: (.counter, "Failed delivery attempts, by downstream")
         case .deliveryDeadTotal: (.counter, "Deliveries dead-lettered, by downstream")
+        case .deliveryFilteredTotal:
+            (
+                .counter,
+                "Events (v2_passthrough: notifications) a downstream's filter kept from being queued, by downstream"
+            )
         case .deliveryQueueDepth: (.gauge, "Deliveries waiting, by downstream")
         case .deliveryOldestAgeSeconds: (.gauge, "Age of the oldest waiting delivery, by downstream")
         case .receiptJobsPending: (.gauge, "V1 notifications waiting for verifyReceipt")
@@ -164,6 +172,13 @@ extension Metrics {
     func increment(_ metric: Metric, _ labels: [String: String] = [:], by value: Double = 1) {
         assert(metric.declaration.kind == .counter, "\(metric.rawValue) is not a counter")
         increment(metric.rawValue, labels, by: value)
+    }
+
+    /// Counts what downstreams' filters kept from being queued when a plan was carried out.
+    func countFiltered(_ done: PlanOutcome) {
+        for (downstream, n) in done.filtered {
+            increment(.deliveryFilteredTotal, ["downstream": downstream], by: Double(n))
+        }
     }
 
     func set(_ metric: Metric, _ labels: [String: String] = [:], _ value: Double) {

@@ -8,9 +8,15 @@ public import WireJSON
 public struct Operations: Sendable {
     let store: any GatewayStore
     let now: @Sendable () -> Int64
+    /// The configured downstreams, as `/admin/status` shows them (what each takes, its limits).
+    let downstreams: [GatewayConfig.Downstream]
 
-    public init(store: any GatewayStore, now: @escaping @Sendable () -> Int64) {
-        (self.store, self.now) = (store, now)
+    public init(
+        store: any GatewayStore,
+        now: @escaping @Sendable () -> Int64,
+        downstreams: [GatewayConfig.Downstream] = []
+    ) {
+        (self.store, self.now, self.downstreams) = (store, now, downstreams)
     }
 
     public typealias ReplaySelection = RedeliverySelection
@@ -218,9 +224,40 @@ public struct Operations: Sendable {
                             }
                         )
                     ),
+                    ("downstreams", .array(downstreams.map(Self.status(of:)))),
                 ])
             )
         }
+    }
+
+    /// A downstream as `/admin/status` shows it: its kind, environments, `shadow`, limits and `filter` (null: it takes
+    /// every event its apps and environments give it).
+    static func status(of d: GatewayConfig.Downstream) -> JSONValue {
+        func strings(_ s: some Sequence<String>) -> JSONValue { .array(s.sorted().map { .string($0) }) }
+        let f = d.filter
+        return .object(
+            JSONObject([
+                ("name", .string(d.name)),
+                ("kind", .string(d.kind.rawValue)),
+                ("environments", strings(d.environments.map(\.rawValue))),
+                ("shadow", .bool(d.shadow)),
+                ("concurrency", .number(String(d.concurrency))),
+                ("max_per_second", d.maxPerSecond.map { .number(String($0)) } ?? .null),
+                (
+                    "filter",
+                    f.takesEverything
+                        ? .null
+                        : .object(
+                            JSONObject([
+                                ("kinds", strings(f.kinds.map(\.rawValue))),
+                                ("types", strings(f.types)),
+                                ("bundles", strings(f.bundles)),
+                                ("authoritative", f.authoritative.map { .bool($0) } ?? .null),
+                            ])
+                        )
+                ),
+            ])
+        )
     }
 
     /// Quarantined rows (without bodies), with each lane's usage.

@@ -441,15 +441,23 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
     ) async throws {
         let router = self.router
         let otid = candidate.originalTransactionID
-        let stored = try await store.write { tx -> Bool in
-            let new =
+        let done = try await store.write { tx -> PlanOutcome in
+            let done =
                 try event.map {
-                    try tx.storeEvents([$0], journalID: nil, routing: router.routing, now: time, authority: nil)
+                    try tx.storeEventsReporting(
+                        [$0],
+                        journalID: nil,
+                        routing: router.routing,
+                        now: time,
+                        authority: nil
+                    )
                 }
-                ?? 0
+                ?? PlanOutcome()
             try tx.markReconciled(path: path, environment: key.environment, originalTransactionID: otid, at: time)
-            return new > 0
+            return done
         }
+        metrics.countFiltered(done)
+        let stored = done.newEvents > 0
         tally.checked += 1
         count(key, by: .reconciliation, recovered: stored && event != nil)
         if stored, let event {

@@ -162,7 +162,7 @@ public final class GatewayService: Sendable {
             redactor: secrets.redactor,
             now: dependencies.now
         )
-        operations = Operations(store: store, now: dependencies.now)
+        operations = Operations(store: store, now: dependencies.now, downstreams: config.downstreams)
         let workers = WorkerContext(
             store: store,
             router: router,

@@ -5,25 +5,26 @@ public import Policy
 public protocol JournalTransaction {
     /// Journals `item` with its events, state updates, deliveries and jobs: accepted, or a duplicate of an earlier
     /// notification with the same key. The authority in force now decides which path the events are authoritative on.
-    func journal(_ item: JournalItem, routing: Routing, now: Int64) throws -> JournalOutcome
+    /// With the outcome, what carrying out its plan did (nothing for a duplicate).
+    func journalReporting(_ item: JournalItem, routing: Routing, now: Int64) throws -> (JournalOutcome, PlanOutcome)
     /// Stores events (ids already stored are ignored), updates each subscription's state on the event's path (last
     /// write wins on event date, then arrival order) and queues their deliveries, as the rule plans them
     /// (``NotificationPolicy/events(_:authority:routing:)``). `authority`: the authority the events' notification
-    /// arrived under (the current one when nil).
-    /// Returns how many of them were new (an event whose id is stored already changes nothing).
+    /// arrived under (the current one when nil). Returns what it did: how many events were new (an event whose id is
+    /// stored already changes nothing), and what filters kept from being queued.
     @discardableResult
-    func storeEvents(
+    func storeEventsReporting(
         _ events: [CanonicalEvent],
         journalID: Int64?,
         routing: Routing,
         now: Int64,
         authority: Generation?
-    ) throws -> Int
+    ) throws -> PlanOutcome
     /// Carries out a plan of the notification rule in order: its writes, then, when it asks whether the notification
     /// stands alone (``standsAlone(_:bundleID:environment:now:)``), the writes for the answer. `journalID`: the
-    /// notification's journal row, which receipt jobs and body deliveries need. Returns how many events were new.
+    /// notification's journal row, which receipt jobs and body deliveries need.
     @discardableResult
-    func execute(_ plan: Plan, journalID: Int64?, now: Int64) throws -> Int
+    func execute(_ plan: Plan, journalID: Int64?, now: Int64) throws -> PlanOutcome
     /// Journaled notifications, oldest first (bodies included); optionally one row or those with a key.
     func journalEntries(id: Int64?, key: String?, limit: Int) throws -> [JournalEntry]
     /// Whether a notification of `version` is the only notification of its event, so that it must yield an authoritative
@@ -69,4 +70,24 @@ public protocol JournalTransaction {
     func counts() throws -> (journal: Int, events: Int)
     /// What `/admin/status` shows, read without counting the big tables (``StatusCounts``).
     func statusCounts() throws -> StatusCounts
+}
+
+extension JournalTransaction {
+    /// ``journalReporting(_:routing:now:)``, the outcome alone.
+    public func journal(_ item: JournalItem, routing: Routing, now: Int64) throws -> JournalOutcome {
+        try journalReporting(item, routing: routing, now: now).0
+    }
+
+    /// ``storeEventsReporting(_:journalID:routing:now:authority:)``; returns how many events were new.
+    @discardableResult
+    public func storeEvents(
+        _ events: [CanonicalEvent],
+        journalID: Int64?,
+        routing: Routing,
+        now: Int64,
+        authority: Generation?
+    ) throws -> Int {
+        try storeEventsReporting(events, journalID: journalID, routing: routing, now: now, authority: authority)
+            .newEvents
+    }
 }
