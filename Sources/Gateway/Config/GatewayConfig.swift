@@ -177,6 +177,15 @@ public struct GatewayConfig: Sendable {
     public var verifyReceiptSandboxURL = "https://sandbox.itunes.apple.com/verifyReceipt"
     public var apps: [App] = []
     public var downstreams: [Downstream] = []
+    /// `alerts.webhook`: where one signed JSON per dead letter (and per start that dead-lettered the deliveries of
+    /// downstreams no longer configured) is POSTed; nil: none.
+    public var alertWebhook: AlertWebhookSettings? = nil
+
+    /// `alerts`: the operational events' webhook and the variables holding its signing secrets.
+    public struct AlertWebhookSettings: Sendable, Hashable {
+        public var url: String
+        public var secretEnv: [String]
+    }
     public var appStoreAPI = AppStoreAPI(
         productionURL: "https://api.storekit.apple.com",
         sandboxURL: "https://api.storekit-sandbox.apple.com",
@@ -233,6 +242,7 @@ public struct GatewayConfig: Sendable {
         try parseLimits(r, into: &c)
         try parseDownstreams(r, base: baseDirectory, into: &c)
         try parseApps(r, into: &c)
+        try parseAlerts(r, into: &c)
         return c
     }
 
@@ -601,6 +611,14 @@ public struct GatewayConfig: Sendable {
         return (retryDelay, maxRetryDelay)
     }
 
+    /// `alerts`: `webhook` (required in the object) and `secret_env`, as a webhook downstream's.
+    private static func parseAlerts(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
+        guard let a = try r.object("alerts") else { return }
+        try a.rejectUnknown(allowed: Keys.alerts)
+        guard let url = try url(a, "webhook") else { throw ConfigError(field: a.field("webhook"), "is required") }
+        c.alertWebhook = AlertWebhookSettings(url: url, secretEnv: try a.strings("secret_env") ?? [])
+    }
+
     /// `apps`, each bundle once; read after `downstreams`, which they name.
     private static func parseApps(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
         for a in try r.objects("apps") ?? [] {
@@ -731,8 +749,9 @@ public struct GatewayConfig: Sendable {
             "listen", "admin", "store", "trust", "verify_receipt", "apps", "downstreams", "app_store_api",
             "max_notification_age", "raw_body_retention", "listen_tls", "limits", "compare", "silence_alert",
             "$comment",
-            "reconcile", "app_store_connect", "receipts",
+            "reconcile", "app_store_connect", "receipts", "alerts",
         ]
+        static let alerts: Set<String> = ["webhook", "secret_env"]
         static let admin: Set<String> = ["listen", "token_env"]
         static let store: Set<String> = ["sqlite", "postgres"]
         static let storePostgres: Set<String> = ["url_env"]
@@ -783,7 +802,7 @@ public struct GatewayConfig: Sendable {
             ("verify_receipt", verifyReceipt),
             ("app_store_api", appStoreAPI), ("app_store_connect", appStoreConnect), ("compare", compare),
             ("reconcile", reconcile), ("listen_tls", listenTLS), ("limits", limits),
-            ("downstreams[]", downstream), ("downstreams[].filter", filter), ("apps[]", app),
+            ("downstreams[]", downstream), ("downstreams[].filter", filter), ("alerts", alerts), ("apps[]", app),
             ("apps[].authority", appAuthority),
             ("apps[].notification_url", appNotificationURL), ("apps[].receipts", appReceipts), ("receipts", receipts),
         ]

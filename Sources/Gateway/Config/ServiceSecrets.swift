@@ -12,6 +12,8 @@ struct ServiceSecrets: Sendable {
     let v1Secrets: [SharedSecret]
     /// Per webhook downstream (by name), its signer.
     let signers: [String: WebhookSigner]
+    /// The signer of `alerts.webhook`, when it is configured.
+    let alertSigner: WebhookSigner?
     /// Per PostgreSQL `database` downstream (by name), its connection string (`url_env`): passed to libpq untouched,
     /// never logged.
     let databaseURLs: [String: String]
@@ -36,22 +38,12 @@ struct ServiceSecrets: Sendable {
         v1Secrets = v1Apps.flatMap(\.sharedSecrets)
         var signers: [String: WebhookSigner] = [:]
         for (i, d) in config.downstreams.enumerated() where d.kind == .webhook {
-            var secrets: [WebhookSigner.Secret] = []
-            for name in d.secretEnv {
-                guard let text = env[name], !text.isEmpty else {
-                    throw ConfigError(field: "downstreams[\(i)].secret_env", "environment variable \(name) is not set")
-                }
-                guard let secret = WebhookSigner.Secret(name: name, text: text) else {
-                    throw ConfigError(
-                        field: "downstreams[\(i)].secret_env",
-                        "\(name) is not a whsec_ secret (base64 of at least 16 bytes)"
-                    )
-                }
-                secrets.append(secret)
-            }
-            signers[d.name] = WebhookSigner(secrets: secrets)
+            signers[d.name] = try Self.signer(d.secretEnv, field: "downstreams[\(i)].secret_env", environment: env)
         }
         self.signers = signers
+        alertSigner = try config.alertWebhook.map { alerts throws(ConfigError) in
+            try Self.signer(alerts.secretEnv, field: "alerts.secret_env", environment: env)
+        }
         var databaseURLs: [String: String] = [:]
         for (i, d) in config.downstreams.enumerated() {
             guard case .postgres(let variable, _)? = d.database else { continue }
@@ -76,6 +68,26 @@ struct ServiceSecrets: Sendable {
         }
         redactor = config.secretRedactor(environment: env)
     }
+
+    /// A signer with the secrets the variables `names` hold; fails naming `field` when one is unset or not a `whsec_`
+    /// secret.
+    static func signer(
+        _ names: [String],
+        field: String,
+        environment env: [String: String]
+    ) throws(ConfigError) -> WebhookSigner {
+        var secrets: [WebhookSigner.Secret] = []
+        for name in names {
+            guard let text = env[name], !text.isEmpty else {
+                throw ConfigError(field: field, "environment variable \(name) is not set")
+            }
+            guard let secret = WebhookSigner.Secret(name: name, text: text) else {
+                throw ConfigError(field: field, "\(name) is not a whsec_ secret (base64 of at least 16 bytes)")
+            }
+            secrets.append(secret)
+        }
+        return WebhookSigner(secrets: secrets)
+    }
 }
 
 extension GatewayConfig {
@@ -84,7 +96,7 @@ extension GatewayConfig {
     /// App Store Connect API's) by each line of its base64, so that any part of it is found.
     public func secretRedactor(environment env: [String: String]) -> SecretRedactor {
         var variables: [String] = apps.flatMap(\.sharedSecretEnv)
-        variables += downstreams.flatMap(\.secretEnv)
+        variables += downstreams.flatMap(\.secretEnv) + (alertWebhook?.secretEnv ?? [])
         for d in downstreams { if case .postgres(let variable, _)? = d.database { variables.append(variable) } }
         variables.append(adminTokenEnv)
         var secrets = variables.compactMap { name in

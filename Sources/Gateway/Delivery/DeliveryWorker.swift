@@ -44,6 +44,8 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     let policy: DeliveryPolicy
     /// `max_per_second` per downstream.
     let rateLimiter: RateLimiter
+    /// `alerts.webhook`, when configured.
+    let alerts: AlertWebhook?
     private let scheduler: JobScheduler
 
     /// `v1Apps`: the apps whose V2 notifications may reach a pass-through downstream as V1 shapes.
@@ -54,7 +56,8 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         passthroughSecrets: [SharedSecret],
         v1Apps: [V1App] = [],
         databases: [String: any DownstreamDatabase] = [:],
-        policy: DeliveryPolicy = .init()
+        policy: DeliveryPolicy = .init(),
+        alerts: AlertWebhook? = nil
     ) {
         self.context = context
         self.store = StoreSlice(context.store) { $0 }
@@ -67,6 +70,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         )
         self.databases = databases
         self.policy = policy
+        self.alerts = alerts
         self.rateLimiter = RateLimiter(
             limits: context.router.downstreams.compactMapValues(\.maxPerSecond),
             now: context.now
@@ -92,6 +96,14 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         if let dropped, dropped > 0 {
             metrics.increment(.deliveryDeadTotal, ["downstream": "(unconfigured)"], by: Double(dropped))
             log.warn("deliveries to downstreams no longer configured dead-lettered", ["count": .int(Int64(dropped))])
+            alerts?.send(
+                .init(
+                    type: "deliveries.unconfigured",
+                    at: now(),
+                    error: "downstream no longer configured",
+                    count: dropped
+                )
+            )
         }
     }
 
@@ -290,6 +302,16 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             metrics.increment(.deliveryFailuresTotal, ["downstream": job.downstream])
             if exhausted {
                 metrics.increment(.deliveryDeadTotal, ["downstream": job.downstream])
+                alerts?.send(
+                    .init(
+                        type: "delivery.dead_lettered",
+                        at: time,
+                        downstream: job.downstream,
+                        eventID: job.eventID,
+                        attempts: attempts,
+                        error: error
+                    )
+                )
                 log.warn(
                     "delivery dead-lettered",
                     [

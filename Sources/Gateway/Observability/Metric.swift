@@ -21,6 +21,7 @@ enum Metric: String, CaseIterable, Sendable {
     case deliveryFailuresTotal = "iapgw_delivery_failures_total"
     case deliveryDeadTotal = "iapgw_delivery_dead_total"
     case deliveryFilteredTotal = "iapgw_delivery_filtered_total"
+    case alertsTotal = "iapgw_alerts_total"
     case deliveryQueueDepth = "iapgw_delivery_queue_depth"
     case deliveryOldestAgeSeconds = "iapgw_delivery_oldest_age_seconds"
     // verifyReceipt
@@ -78,6 +79,7 @@ enum Metric: String, CaseIterable, Sendable {
         case .deliveryAttemptsTotal: (.counter, "Delivery attempts, by downstream")
         case .deliveryFailuresTotal: (.counter, "Failed delivery attempts, by downstream")
         case .deliveryDeadTotal: (.counter, "Deliveries dead-lettered, by downstream")
+        case .alertsTotal: (.counter, "Alerts to alerts.webhook, by outcome (sent, failed after retries, dropped)")
         case .deliveryFilteredTotal:
             (
                 .counter,

@@ -81,7 +81,16 @@ extension GatewayService {
                 connectionStrings: secrets.databaseURLs,
                 timeoutMillis: dependencies.deliveryPolicy.timeoutMillis
             ),
-            policy: dependencies.deliveryPolicy
+            policy: dependencies.deliveryPolicy,
+            alerts: zip(config.alertWebhook, secrets.alertSigner).map { settings, signer in
+                AlertWebhook(
+                    url: settings.url,
+                    signer: signer,
+                    transport: dependencies.transport,
+                    now: dependencies.now,
+                    metrics: context.metrics
+                )
+            }
         )
     }
 
@@ -136,4 +145,10 @@ extension GatewayService {
                 .map(AppStoreConnectSettings.init(client:))
         }
     }
+}
+
+/// Both values, when both are there.
+private func zip<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
+    guard let a, let b else { return nil }
+    return (a, b)
 }

@@ -1,0 +1,86 @@
+internal import Canonical
+public import HTTPClient
+import Synchronization
+internal import WireJSON
+
+/// `alerts.webhook` (docs/operations.md, "Alerts"): one signed JSON (Standard Webhooks, like a webhook downstream's)
+/// per operational event — a delivery dead-lettered; a start that dead-lettered the deliveries of downstreams no
+/// longer configured. Sent off the delivery path, each tried a few times with backoff, at most ``maxPending`` waiting
+/// (beyond that an alert is dropped and counted): the dead letters themselves, durable in the store and in
+/// `iapgw_delivery_dead_total`, stay the record; this is the nudge.
+public final class AlertWebhook: Sendable {
+    /// One operational event, as the JSON body says it.
+    struct Alert: Encodable, Sendable {
+        /// `delivery.dead_lettered` or `deliveries.unconfigured`.
+        var type: String
+        /// When it happened (ms since the epoch).
+        var at: Int64
+        var downstream: String?
+        var eventID: String?
+        var attempts: Int?
+        var error: String?
+        /// `deliveries.unconfigured`: how many were dead-lettered.
+        var count: Int?
+
+        enum CodingKeys: String, CodingKey {
+            case type, at, downstream, attempts, error, count
+            case eventID = "event_id"
+        }
+    }
+
+    static let maxPending = 100
+    static let attempts = 3
+
+    let url: String
+    let signer: WebhookSigner
+    let transport: any HTTPTransport
+    let now: @Sendable () -> Int64
+    let metrics: Metrics
+    /// The wait before the second attempt; it doubles.
+    let retryDelay: Duration
+    private let pending = Atomic<Int>(0)
+    private let sequence = Atomic<Int64>(0)
+
+    public init(
+        url: String,
+        signer: WebhookSigner,
+        transport: any HTTPTransport,
+        now: @escaping @Sendable () -> Int64,
+        metrics: Metrics,
+        retryDelay: Duration = .seconds(1)
+    ) {
+        (self.url, self.signer, self.transport, self.now, self.metrics) = (url, signer, transport, now, metrics)
+        self.retryDelay = retryDelay
+    }
+
+    /// Sends `alert` in the background; returns at once.
+    func send(_ alert: Alert) {
+        guard pending.add(1, ordering: .relaxed).newValue <= Self.maxPending else {
+            pending.subtract(1, ordering: .relaxed)
+            metrics.increment(.alertsTotal, ["outcome": "dropped"])
+            return
+        }
+        // A stable id per alert of this process: the receiver drops the copy a retry sends.
+        let id = "alert-\(alert.at)-\(sequence.add(1, ordering: .relaxed).newValue)"
+        let body = JSONOutput.encode(alert)
+        Task.detached { [self] in
+            defer { pending.subtract(1, ordering: .relaxed) }
+            var delay = retryDelay
+            for attempt in 1...Self.attempts {
+                var headers = [HTTPHeader("Content-Type", "application/json")]
+                for (name, value) in signer.headers(id: id, timestamp: now() / 1000, body: body) {
+                    headers.append(HTTPHeader(name, value))
+                }
+                let request = HTTPRequest(method: .post, url: url, headers: headers, body: body, timeoutMillis: 15_000)
+                if let r = try? await transport.send(request), (200..<300).contains(r.status) {
+                    metrics.increment(.alertsTotal, ["outcome": "sent"])
+                    return
+                }
+                guard attempt < Self.attempts else { break }
+                try? await Task.sleep(for: delay)
+                delay *= 2
+            }
+            metrics.increment(.alertsTotal, ["outcome": "failed"])
+        }
+    }
+}
