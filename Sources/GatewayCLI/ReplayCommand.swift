@@ -18,7 +18,7 @@ enum ReplayCommand: Command {
         _ = try a.positionals(atMost: 0, for: name)
         let selection = try selection(a, now: WallClock.wallMillis())
         let downstream = a.value("downstream")
-        if downstream != nil, case .eventID = selection {} else if downstream != nil {
+        if case .eventID = selection {} else if downstream != nil {
             throw CommandError.usage("replay: --downstream goes with --id")
         }
         let config = try a.config(for: name)

@@ -468,8 +468,11 @@ enum StoreSchema {
             CREATE INDEX delivery_attempts_outbox ON delivery_attempts(outbox_id, id);
             -- When an operator last re-armed the delivery (replay): its later attempts are logged as replays.
             ALTER TABLE outbox ADD COLUMN replayed_at \(d.bigint);
-            -- One downstream's deliveries in a state, in creation order, a page at a time (GET /admin/deliveries).
-            CREATE INDEX outbox_downstream_state ON outbox(downstream, state, created_at, id);
+            -- One downstream's deliveries in a state, in creation order, a page at a time (GET /admin/deliveries):
+            -- the delivered ones (nearly every row) and the others apart, so that no statement counting or listing
+            -- the pending rows or the dead letters finds these indexes in place of their own.
+            CREATE INDEX outbox_delivered_created ON outbox(downstream, created_at, id) WHERE state = 'delivered';
+            CREATE INDEX outbox_undelivered_created ON outbox(downstream, created_at, id) WHERE state <> 'delivered';
             """
         },
     ]

@@ -52,7 +52,7 @@ extension SQLTransaction {
         limit: Int
     ) throws -> [DeliveryLogEntry] {
         try c.query(
-            .deliveryPage,
+            state == .delivered ? .deliveredPage : .undeliveredPage,
             [.text(downstream), .text(state.rawValue), .int64(cursor.createdAt), .int64(cursor.id), .limit(limit)]
         ).map { row in
             DeliveryLogEntry(delivery: try Delivery(row: row), attempts: try LoggedAttempt(row: row).map { [$0] } ?? [])
@@ -235,7 +235,7 @@ extension SQL {
     /// The deliveries of event $1 and of its journal row $2. The outbox has no index of its own by event: its unique
     /// indexes (downstream, event_id) and (downstream, journal_id) are read once per downstream that has deliveries,
     /// the names walked on the same indexes one after the next (each a lookup, whatever the outbox holds).
-    fileprivate static let eventDeliveries = SQL(
+    static let eventDeliveries = SQL(
         """
         WITH RECURSIVE names(downstream) AS (
             SELECT MIN(downstream) FROM outbox
@@ -251,16 +251,23 @@ extension SQL {
     )
 
     /// A page of one downstream's ($1) deliveries in state $2 after the cursor ($3, $4) in creation order, each with
-    /// its newest attempt: `outbox_downstream_state` answers it in order, reading the page's rows alone.
-    static let deliveryPage = SQL(
-        """
-        SELECT \(outboxColumns), \(attemptColumns(of: "a"))
-        FROM outbox o
-        LEFT JOIN delivery_attempts a ON a.id = (SELECT MAX(x.id) FROM delivery_attempts x WHERE x.outbox_id = o.id)
-        WHERE o.downstream = $1 AND o.state = $2 AND o.created_at >= $3 AND (o.created_at > $3 OR o.id > $4)
-        ORDER BY o.created_at, o.id LIMIT $5
-        """
-    )
+    /// its newest attempt, on the partial index `states` names as it is written (so that the planner uses it): the
+    /// index answers in order, reading the page's rows alone (and, for pending rows, the dead letters among them).
+    private static func deliveryPage(states: String) -> SQL {
+        SQL(
+            """
+            SELECT \(outboxColumns), \(attemptColumns(of: "a"))
+            FROM outbox o
+            LEFT JOIN delivery_attempts a ON a.id = (SELECT MAX(x.id) FROM delivery_attempts x WHERE x.outbox_id = o.id)
+            WHERE \(states) AND o.state = $2 AND o.downstream = $1 AND o.created_at >= $3 AND (o.created_at > $3 OR o.id > $4)
+            ORDER BY o.created_at, o.id LIMIT $5
+            """
+        )
+    }
+    /// On `outbox_delivered_created`.
+    static let deliveredPage = deliveryPage(states: "o.state = 'delivered'")
+    /// On `outbox_undelivered_created`.
+    static let undeliveredPage = deliveryPage(states: "o.state <> 'delivered'")
 
     fileprivate static let deliveries = deliveryList(state: nil)
     static let pendingDeliveryList = deliveryList(state: .pending)
