@@ -18,14 +18,11 @@ enum ReplayCommand: Command {
         _ = try a.positionals(atMost: 0, for: name)
         let selection = try selection(a, now: WallClock.wallMillis())
         let downstream = a.value("downstream")
-        if case .eventID = selection {} else if downstream != nil {
-            throw CommandError.usage("replay: --downstream goes with --id")
-        }
+        let eventID: String? = if case .eventID(let id) = selection { id } else { nil }
+        if downstream != nil, eventID == nil { throw CommandError.usage("replay: --downstream goes with --id") }
         let config = try a.config(for: name)
         let n = try withStore(config) { store in
-            guard case .eventID(let id) = selection, let downstream else {
-                return try store.operations.replay(selection)
-            }
+            guard let id = eventID, let downstream else { return try store.operations.replay(selection) }
             do { return try store.operations.replay(eventID: id, downstream: downstream) } catch let unknown
                 as Operations.UnknownDownstream
             {

@@ -63,17 +63,7 @@ import WireJSON
     }
 
     static func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        let process = Process()
-        process.executableURL = URL(filePath: MultiInstanceProcessTests.binary)
-        process.arguments = arguments
-        process.environment = ["PATH": "/usr/bin:/bin"]
-        let (out, err) = (Pipe(), Pipe())
-        (process.standardOutput, process.standardError) = (out, err)
-        try process.run()
-        let printed = out.fileHandleForReading.readDataToEndOfFile()
-        let said = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: printed, as: UTF8.self), String(decoding: said, as: UTF8.self))
+        try ReceiptPathEndToEndTests.command(arguments, environment: ["PATH": "/usr/bin:/bin"])
     }
 
     @Test func anEventsDeliveriesAreOneJSONObjectAnUnknownOneAnErrorWithStatus1() throws {

@@ -130,7 +130,14 @@ import WireJSON
             for d in try tx.deliveries(state: nil, downstream: nil, eventID: nil, limit: 10) {
                 try tx.settleDelivery(
                     id: d.id,
-                    DeliveryOutcome(state: .delivered, attempts: 2, nextAttemptAt: 0, deliveredAt: 9, status: 200, error: nil)
+                    DeliveryOutcome(
+                        state: .delivered,
+                        attempts: 2,
+                        nextAttemptAt: 0,
+                        deliveredAt: 9,
+                        status: 200,
+                        error: nil
+                    )
                 )
             }
         }

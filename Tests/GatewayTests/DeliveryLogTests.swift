@@ -38,7 +38,8 @@ import WireJSON
             }
             switch n {
             case 1: return .respond(status: 500, body: head)
-            case 2: return .respond(status: 429, headers: [HTTPHeader("Retry-After", "0")], body: Array("slow down".utf8))
+            case 2:
+                return .respond(status: 429, headers: [HTTPHeader("Retry-After", "0")], body: Array("slow down".utf8))
             case 3: return .respond(status: 503, delay: .milliseconds(300))
             // The connection closed mid-answer (a bare close on a kept-alive connection, curl sends again).
             case 4: return .sendRaw(Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial".utf8))
@@ -62,7 +63,10 @@ import WireJSON
         #expect(attempts.allSatisfy { $0.latencyMillis >= 0 && !$0.replay })
         #expect(zip(attempts, attempts.dropFirst()).allSatisfy { $0.startedAt >= $1.startedAt })
         #expect(attempts[4].responseHead == Array(head.prefix(1_024)))
-        #expect(attempts[3].responseHead == Array("slow down".utf8) && attempts[0].responseHead == Array("{\"ok\":true}".utf8))
+        #expect(
+            attempts[3].responseHead == Array("slow down".utf8)
+                && attempts[0].responseHead == Array("{\"ok\":true}".utf8)
+        )
 
         // Nothing of the requests is stored: neither their signatures nor the secret they are made with.
         let sent = receiver.requests.filter { $0.path == "/events" }
@@ -83,12 +87,17 @@ import WireJSON
         let text = String(decoding: json.canonicalBytes(), as: UTF8.self)
         #expect(!text.contains("<script>alert(\"x\")"))
         let shown = json.objectValue?["deliveries"]?.arrayValue?.first?.objectValue?["attempt_log"]?.arrayValue
-        #expect(shown?.last?.objectValue?["response_head"]?.stringValue == String(decoding: head.prefix(1_024), as: UTF8.self))
+        #expect(
+            shown?.last?.objectValue?["response_head"]?.stringValue
+                == String(decoding: head.prefix(1_024), as: UTF8.self)
+        )
     }
 
     static func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {
         guard !needle.isEmpty, haystack.count >= needle.count else { return false }
-        return (0...(haystack.count - needle.count)).contains { i in haystack[i..<(i + needle.count)].elementsEqual(needle) }
+        return (0...(haystack.count - needle.count)).contains { i in
+            haystack[i..<(i + needle.count)].elementsEqual(needle)
+        }
     }
 
     @Test func oneEventIsResentToOneDownstreamOnceWithTheSameWebhookIDAndLoggedAsAReplay() async throws {
@@ -106,7 +115,9 @@ import WireJSON
             now: { GatewayHarness.t + 3_600_000 },
             downstreams: h.router.downstreamNames
         )
-        #expect(throws: Operations.UnknownDownstream.self) { try operations.replay(eventID: eventID, downstream: "nowhere") }
+        #expect(throws: Operations.UnknownDownstream.self) {
+            try operations.replay(eventID: eventID, downstream: "nowhere")
+        }
         #expect(try operations.replay(eventID: eventID, downstream: "main") == 1)
         try await DeliveryWorkerTests.run(DeliveryWorkerTests.worker(h)) {
             try h.store.deliveries().filter { $0.downstream != "legacy" && $0.state == .delivered }.count == 2

@@ -119,7 +119,9 @@ import Testing
             Array(StoreSchema.sqlite.map(\.version).prefix(ShippedSchema.sqlite.count))
                 == ShippedSchema.sqlite.map(\.version)
         )
-        #expect(StoreSchema.sqlite.map(\.version).dropFirst(ShippedSchema.sqlite.count) == [10, 11, 12, 13, 14, 15, 16])
+        #expect(
+            StoreSchema.sqlite.map(\.version).dropFirst(ShippedSchema.sqlite.count) == [10, 11, 12, 13, 14, 15, 16]
+        )
     }
 
     // MARK: PostgreSQL

@@ -23,7 +23,13 @@ extension StoreTests {
     }
 
     /// Settles delivery `id` as attempt `n`: a 500 whose answer is `head`, started at `n` × 1000, taking `n` ms.
-    static func attempt(_ f: Fixture, _ id: Int64, _ n: Int, head: [UInt8] = [], state: DeliveryState = .pending)
+    static func attempt(
+        _ f: Fixture,
+        _ id: Int64,
+        _ n: Int,
+        head: [UInt8] = [],
+        state: DeliveryState = .pending
+    )
         throws
     {
         let attempt = DeliveryAttempt(startedAt: Int64(n) * 1_000, latencyMillis: Int64(n), responseHead: head)
@@ -43,7 +49,9 @@ extension StoreTests {
         try f.store.read { tx in try tx.deliveryLog(eventID: eventID) }
     }
 
-    @Test(arguments: StoreKind.available) func eachAttemptIsLoggedWithItsOutcomeTheNewest20Kept(_ kind: StoreKind) throws {
+    @Test(arguments: StoreKind.available) func eachAttemptIsLoggedWithItsOutcomeTheNewest20Kept(
+        _ kind: StoreKind
+    ) throws {
         let f = try Fixture(kind)
         try Self.events(f, ["e1"], createdAt: 5)
         let main = try Self.delivery(f, "e1", to: "main")
@@ -61,12 +69,16 @@ extension StoreTests {
         #expect(attempts[1].responseHead == Array("n24".utf8))
         #expect(log[1].attempts.isEmpty, "shadow was never attempted")
         // Kept in the store, not only in what is read back.
-        let rows = try f.store.read { tx in try tx.deliveryPage(downstream: "main", state: .pending, after: .since(0), limit: 10) }
+        let rows = try f.store.read { tx in
+            try tx.deliveryPage(downstream: "main", state: .pending, after: .since(0), limit: 10)
+        }
         #expect(rows.map { $0.attempts.map(\.attempt) } == [[25]])
         #expect(try Self.log(f, "missing") == nil)
     }
 
-    @Test(arguments: StoreKind.available) func oneEventIsReplayedToOneDownstreamItsAttemptsMarked(_ kind: StoreKind) throws {
+    @Test(arguments: StoreKind.available) func oneEventIsReplayedToOneDownstreamItsAttemptsMarked(
+        _ kind: StoreKind
+    ) throws {
         let f = try Fixture(kind)
         try Self.events(f, ["e1", "e2"], createdAt: 5)
         for id in ["e1", "e2"] {
@@ -93,7 +105,8 @@ extension StoreTests {
         for batch in 0..<25 {
             try Self.events(f, (0..<10).map { "e\(batch * 10 + $0)" }, createdAt: 100 + Int64(batch / 2))
         }
-        let all = try f.store.read { tx in try tx.deliveries(state: nil, downstream: "main", eventID: nil, limit: 1_000) }
+        let all = try f.store.read { tx in try tx.deliveries(state: nil, downstream: "main", eventID: nil, limit: 1_000)
+        }
         for (i, d) in all.enumerated() where i % 3 == 0 { try Self.attempt(f, d.id, 1, state: .dead) }
         for (i, d) in all.enumerated() where i % 3 == 1 { try Self.attempt(f, d.id, 1, state: .delivered) }
 
@@ -120,8 +133,9 @@ extension StoreTests {
         #expect(since.count == all.enumerated().filter { $0.offset % 3 == 1 && $0.element.createdAt >= 110 }.count)
         #expect(try pages(.delivered, since: 0, limit: 5).first?.first?.state == .delivered)
         #expect(
-            try f.store.read { tx in try tx.deliveryPage(downstream: "other", state: .dead, after: .since(0), limit: 10) }
-                .isEmpty
+            try f.store.read { tx in try tx.deliveryPage(downstream: "other", state: .dead, after: .since(0), limit: 10)
+            }
+            .isEmpty
         )
     }
 
@@ -129,9 +143,18 @@ extension StoreTests {
     @Test(arguments: StoreKind.available) func theDeliveryLogsReadsAreAnsweredByIndexes(_ kind: StoreKind) throws {
         let f = try Fixture(kind)
         let reads: [(SQL, parameters: [StoreValue], indexes: [String])] = [
-            (.deliveredPage, [.text("d"), .text("delivered"), .int64(1), .int64(1), .int64(10)], ["outbox_delivered_created"]),
-            (.undeliveredPage, [.text("d"), .text("dead"), .int64(1), .int64(1), .int64(10)], ["outbox_undelivered_created"]),
-            (.eventDeliveries, [.text("e"), .int64(1)], ["outbox_downstream_event_id_key", "sqlite_autoindex_outbox_1"]),
+            (
+                .deliveredPage, [.text("d"), .text("delivered"), .int64(1), .int64(1), .int64(10)],
+                ["outbox_delivered_created"]
+            ),
+            (
+                .undeliveredPage, [.text("d"), .text("dead"), .int64(1), .int64(1), .int64(10)],
+                ["outbox_undelivered_created"]
+            ),
+            (
+                .eventDeliveries, [.text("e"), .int64(1)],
+                ["outbox_downstream_event_id_key", "sqlite_autoindex_outbox_1"]
+            ),
         ]
         for (sql, parameters, indexes) in reads {
             let plan: [String]

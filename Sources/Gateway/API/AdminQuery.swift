@@ -21,7 +21,9 @@ struct AdminQuery: Sendable {
 
     /// `GET /admin/deliveries` without `event`: one downstream's deliveries in one state, created at `since` or later
     /// (a time as for replay; the beginning when absent), from `cursor` on (a page's `next_cursor`).
-    func deliveryPage(now: () -> Int64) throws(GatewayError) -> (
+    func deliveryPage(
+        now: () -> Int64
+    ) throws(GatewayError) -> (
         downstream: String, state: DeliveryState, cursor: DeliveryCursor, limit: Int
     ) {
         guard let downstream = parameters["downstream"], let stateText = parameters["status"] else {

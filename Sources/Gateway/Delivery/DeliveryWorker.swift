@@ -153,7 +153,11 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         let started = now()
         do {
             let response = try await transport.send(request)
-            let attempt = DeliveryAttempt(startedAt: started, latencyMillis: now() - started, responseHead: response.body)
+            let attempt = DeliveryAttempt(
+                startedAt: started,
+                latencyMillis: now() - started,
+                responseHead: response.body
+            )
             if (200..<300).contains(response.status) {
                 await finish(job, status: response.status, error: nil, dead: false, attempt: attempt)
             } else {
