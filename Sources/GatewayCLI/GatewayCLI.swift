@@ -10,7 +10,7 @@ public enum GatewayCLI {
     static var commands: [any Command.Type] {
         [
             VerifyCommand.self, ReceiptCommand.self, ServeCommand.self, ReplayCommand.self, QuarantineCommand.self,
-            SubscriptionCommand.self,
+            DeliveriesCommand.self, SubscriptionCommand.self,
             ReportCommand.self, CutoverCommand.self, MigrateCommand.self, BackfillCommand.self, ReconcileCommand.self,
             MigrateStoreCommand.self, TestNotificationCommand.self,
             ReceiveCommand.self, BenchCommand.self, SimulateCommand.self,

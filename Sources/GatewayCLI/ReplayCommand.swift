@@ -4,16 +4,31 @@ internal import Gateway
 enum ReplayCommand: Command {
     static let name = "replay"
     static let usage = """
-          iap-gateway replay --config FILE (--id EVENT_ID | --since T [--until T] | --dead-letters)
-              Queue deliveries again. Times are ISO-8601 or relative (7d, 12h).
+          iap-gateway replay --config FILE (--id EVENT_ID [--downstream NAME] | --since T [--until T] | --dead-letters)
+              Queue deliveries again. Times are ISO-8601 or relative (7d, 12h). --downstream: the event to that
+              downstream alone (the same webhook-id; its attempts are logged as replays).
         """
 
     static func run(_ arguments: [String]) async throws -> Int32 {
-        let a = try Arguments(arguments, valueFlags: ["config", "id", "since", "until"], switchFlags: ["dead-letters"])
+        let a = try Arguments(
+            arguments,
+            valueFlags: ["config", "id", "since", "until", "downstream"],
+            switchFlags: ["dead-letters"]
+        )
         _ = try a.positionals(atMost: 0, for: name)
         let selection = try selection(a, now: WallClock.wallMillis())
+        let downstream = a.value("downstream")
+        let eventID: String? = if case .eventID(let id) = selection { id } else { nil }
+        if downstream != nil, eventID == nil { throw CommandError.usage("replay: --downstream goes with --id") }
         let config = try a.config(for: name)
-        let n = try withStore(config) { store in try store.operations.replay(selection) }
+        let n = try withStore(config) { store in
+            guard let id = eventID, let downstream else { return try store.operations.replay(selection) }
+            do { return try store.operations.replay(eventID: id, downstream: downstream) } catch let unknown
+                as Operations.UnknownDownstream
+            {
+                throw CommandError.usage("replay: \(unknown)")
+            }
+        }
         print("{\"requeued\":\(n)}")
         return 0
     }

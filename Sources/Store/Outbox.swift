@@ -50,17 +50,73 @@ public struct DeliveryOutcome: Sendable, Hashable {
     public var deliveredAt: Int64?
     public var status: Int?
     public var error: String?
+    /// The attempt's timing and the head of the downstream's answer, logged with the outcome in the delivery log
+    /// (`delivery_attempts`, its status and error being the outcome's); nil logs nothing.
+    public var attempt: DeliveryAttempt?
     public init(
         state: DeliveryState,
         attempts: Int,
         nextAttemptAt: Int64,
         deliveredAt: Int64?,
         status: Int?,
-        error: String?
+        error: String?,
+        attempt: DeliveryAttempt? = nil
     ) {
         (self.state, self.attempts, self.nextAttemptAt, self.deliveredAt, self.status, self.error) =
             (state, attempts, nextAttemptAt, deliveredAt, status, error)
+        self.attempt = attempt
     }
+}
+
+/// One attempt of a delivery as the worker timed it: when it started and how long it took (the injected clock, ms),
+/// and the first ``maxResponseHead`` bytes of the downstream's answer as received — never anything of the request.
+public struct DeliveryAttempt: Sendable, Hashable {
+    /// The most of a response body the log keeps.
+    public static let maxResponseHead = 1_024
+    /// How many attempts the log keeps per delivery: the newest.
+    public static let keptPerDelivery = 20
+
+    public var startedAt: Int64
+    public var latencyMillis: Int64
+    /// At most ``maxResponseHead`` bytes: cut here, whatever the caller hands over.
+    public private(set) var responseHead: [UInt8]
+
+    public init(startedAt: Int64, latencyMillis: Int64, responseHead: some Collection<UInt8> = [UInt8]()) {
+        (self.startedAt, self.latencyMillis) = (startedAt, max(0, latencyMillis))
+        self.responseHead = Array(responseHead.prefix(Self.maxResponseHead))
+    }
+}
+
+/// One attempt as the delivery log holds it (``OutboxTransaction/deliveryLog(eventID:)``).
+public struct LoggedAttempt: Sendable, Hashable {
+    /// The delivery's attempt count after it (a replay starts counting again at 1).
+    public var attempt: Int
+    public var startedAt: Int64
+    public var latencyMillis: Int64
+    /// The HTTP status, nil when none arrived (a transport error, a database downstream).
+    public var status: Int?
+    /// `HTTP <status>`, a transport error code, the database downstream's error, or nil when delivered.
+    public var error: String?
+    /// The first bytes of the answer as received: outside input, to be escaped wherever it is shown.
+    public var responseHead: [UInt8]
+    /// Made after an operator's replay of the delivery.
+    public var replay: Bool
+}
+
+/// One delivery (outbox row) with its newest attempts, newest first.
+public struct DeliveryLogEntry: Sendable, Hashable {
+    public var delivery: Delivery
+    public var attempts: [LoggedAttempt]
+}
+
+/// Where a page of one downstream's deliveries starts: after the delivery created at `createdAt` with `id`, in
+/// creation order (``OutboxTransaction/deliveryPage(downstream:state:after:limit:)``).
+public struct DeliveryCursor: Sendable, Hashable {
+    public var createdAt: Int64
+    public var id: Int64
+    public init(createdAt: Int64, id: Int64) { (self.createdAt, self.id) = (createdAt, id) }
+    /// The first page of deliveries created at `since` or later.
+    public static func since(_ time: Int64) -> DeliveryCursor { DeliveryCursor(createdAt: time, id: Int64.min) }
 }
 
 /// What a webhook delivery of an event sends, as stored: the event's JSON, whether it is authoritative, the

@@ -348,6 +348,22 @@ extension Delivery {
     }
 }
 
+extension LoggedAttempt {
+    /// The `a_`-named columns of a logged attempt; nil when the row has none (a delivery not yet attempted).
+    init?(row: some StoreRow) throws {
+        guard let attempt = try row.nullableInt("a_attempt") else { return nil }
+        self.init(
+            attempt: attempt,
+            startedAt: try row.requiredInt64("a_started_at"),
+            latencyMillis: try row.requiredInt64("a_latency_ms"),
+            status: try row.nullableInt("a_status"),
+            error: try row.nullableString("a_error"),
+            responseHead: try row.nullableBytes("a_response_head") ?? [],
+            replay: try row.requiredBool("a_replay")
+        )
+    }
+}
+
 extension PendingDeliveries {
     /// A row of `(downstream, n, oldest)`: one downstream's pending deliveries.
     init(row: some StoreRow) throws {

@@ -11,14 +11,18 @@ import WireJSON
     static let token = "admin-api-test-token"
     static let authorized: [(name: String, value: String)] = [("Authorization", "Bearer \(token)")]
 
-    static func api(_ h: GatewayHarness, logs: GatewayServiceTests.LogBox = .init()) -> AdminAPI {
+    static func api(
+        _ h: GatewayHarness,
+        logs: GatewayServiceTests.LogBox = .init(),
+        downstreams: [String]? = nil
+    ) -> AdminAPI {
         let now: @Sendable () -> Int64 = { GatewayHarness.t }
         return AdminAPI(
             token: Array(token.utf8),
             tokenEnv: "ADMIN_TOKEN",
             reportWindowMillis: 86_400_000,
             metrics: h.metrics,
-            operations: Operations(store: h.store, now: now),
+            operations: Operations(store: h.store, now: now, downstreams: downstreams),
             ledger: CompareLedger(store: h.store, config: h.config),
             switcher: h.service.switcher,
             ingest: h.ingest,

@@ -123,7 +123,8 @@ import Testing
                     nextAttemptAt: 130,
                     deliveredAt: 130,
                     status: 200,
-                    error: nil
+                    error: nil,
+                    attempt: DeliveryAttempt(startedAt: 128, latencyMillis: 2, responseHead: Array("ok".utf8))
                 )
             )
         }
@@ -139,7 +140,8 @@ import Testing
                     nextAttemptAt: 5_000,
                     deliveredAt: nil,
                     status: 503,
-                    error: "HTTP 503"
+                    error: "HTTP 503",
+                    attempt: DeliveryAttempt(startedAt: 129, latencyMillis: 1)
                 )
             )
         }

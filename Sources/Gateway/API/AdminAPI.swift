@@ -8,7 +8,7 @@ internal import V1Adapter
 internal import WireJSON
 
 /// The admin listener's routes, behind the bearer token: `/metrics` (also `/admin/metrics`), `/admin/status`,
-/// dead letters, replay, the quarantine, one subscription, the comparison report and cutover (docs/operations.md).
+/// dead letters, replay, the delivery log, the quarantine, one subscription, the comparison report and cutover (docs/operations.md).
 /// A store that cannot answer is a 503 `store_unavailable`; a bad parameter (``AdminQuery``) a 400.
 ///
 /// Every answer — 401 and 404 included — carries ``securityHeaders``: a browser that opens an admin address never sniffs
@@ -99,7 +99,17 @@ struct AdminAPI: Sendable {
             return .json(200, try operations.status().canonicalBytes())
         case ("GET", ["admin", "dead-letters"]):
             return .json(200, try operations.deadLetters(limit: query.limit).canonicalBytes())
+        case ("GET", ["admin", "deliveries"]):
+            return try deliveries(query)
         case ("POST", ["admin", "replay"]):
+            if let one = try checked({ () throws(GatewayError) in try query.replayDownstream() }) {
+                do {
+                    let n = try operations.replay(eventID: one.eventID, downstream: one.downstream)
+                    return .json(200, Array("{\"requeued\":\(n)}".utf8))
+                } catch let unknown as Operations.UnknownDownstream {
+                    return .answer(GatewayError(.badRequest, unknown.description))
+                }
+            }
             let selection = try checked { () throws(GatewayError) in try query.replaySelection(now: now) }
             let n = try operations.replay(selection)
             return .json(200, Array("{\"requeued\":\(n)}".utf8))
@@ -136,6 +146,27 @@ struct AdminAPI: Sendable {
         default:
             return .answer(GatewayError(.notFound, "no such admin endpoint"))
         }
+    }
+
+    /// `GET /admin/deliveries?event=ID` (the event's deliveries and their attempts; 404 for an unknown event) or
+    /// `?downstream=NAME&status=pending|delivered|dead[&since=T][&cursor=C][&limit=N]` (a page of them).
+    private func deliveries(_ query: AdminQuery) throws -> ServerResponse {
+        if let event = query["event"] {
+            guard let log = try operations.deliveryLog(eventID: event) else {
+                return .answer(GatewayError(.notFound, "no such event"))
+            }
+            return .json(200, log.canonicalBytes())
+        }
+        let page = try checked { () throws(GatewayError) in try query.deliveryPage(now: now) }
+        return .json(
+            200,
+            try operations.deliveryPage(
+                downstream: page.downstream,
+                state: page.state,
+                after: page.cursor,
+                limit: page.limit
+            ).canonicalBytes()
+        )
     }
 
     /// `POST /admin/migrate?bundle=…&environment=…&to=v2|v1[&dry_run=true][&force=true][&reason=…][&probe_timeout=2m]`:

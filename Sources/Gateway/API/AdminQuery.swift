@@ -16,6 +16,47 @@ struct AdminQuery: Sendable {
         return min(max(n, 1), 10_000)
     }
 
+    /// `limit` of a page of deliveries: 100 when absent or not a number, clamped to 1…1,000.
+    var pageLimit: Int { min(limit, 1_000) }
+
+    /// `GET /admin/deliveries` without `event`: one downstream's deliveries in one state, created at `since` or later
+    /// (a time as for replay; the beginning when absent), from `cursor` on (a page's `next_cursor`).
+    func deliveryPage(
+        now: () -> Int64
+    ) throws(GatewayError) -> (
+        downstream: String, state: DeliveryState, cursor: DeliveryCursor, limit: Int
+    ) {
+        guard let downstream = parameters["downstream"], let stateText = parameters["status"] else {
+            throw GatewayError(.badRequest, "give event, or downstream and status (pending, delivered or dead)")
+        }
+        guard let state = DeliveryState(rawValue: stateText) else {
+            throw GatewayError(.badRequest, "status is pending, delivered or dead")
+        }
+        var cursor = DeliveryCursor.since(Int64.min)
+        if let sinceText = parameters["since"] {
+            guard let since = TimeText.milliseconds(sinceText, now: now()) else {
+                throw GatewayError(.badRequest, "since is not a time (ISO-8601, 7d, 12h or epoch ms)")
+            }
+            cursor = .since(since)
+        }
+        if let text = parameters["cursor"] {
+            let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+            guard parts.count == 2, let createdAt = Int64(parts[0]), let id = Int64(parts[1]) else {
+                throw GatewayError(.badRequest, "cursor is a page's next_cursor")
+            }
+            // A cursor before `since` starts at `since`.
+            if createdAt >= cursor.createdAt { cursor = DeliveryCursor(createdAt: createdAt, id: id) }
+        }
+        return (downstream, state, cursor, pageLimit)
+    }
+
+    /// `POST /admin/replay`'s `downstream`: the one downstream to send `id` to again; nil when absent.
+    func replayDownstream() throws(GatewayError) -> (eventID: String, downstream: String)? {
+        guard let downstream = parameters["downstream"] else { return nil }
+        guard let id = parameters["id"] else { throw GatewayError(.badRequest, "downstream goes with id") }
+        return (id, downstream)
+    }
+
     /// `POST /admin/replay`: `id`, else `dead_letters`, else `since` with an optional `until` (no end when absent).
     /// Times are ISO-8601, an age (`7d`, `12h`) or epoch milliseconds; `now` is read only when a time is given.
     func replaySelection(now: () -> Int64) throws(GatewayError) -> Operations.ReplaySelection {

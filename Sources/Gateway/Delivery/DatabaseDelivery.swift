@@ -54,13 +54,22 @@ extension DeliveryWorker {
             return
         }
         metrics.increment(.deliveryAttemptsTotal, ["downstream": job.downstream])
+        let started = now()
         do {
             _ = try await Blocking.run { try database.write(record) }
-            await finish(job, status: nil, error: nil, dead: false)
+            let attempt = DeliveryAttempt(startedAt: started, latencyMillis: now() - started)
+            await finish(job, status: nil, error: nil, dead: false, attempt: attempt)
         } catch {
             // The message names the downstream and the database's reason, never the connection string.
             let text = "\(error)"
-            await finish(job, status: nil, error: text.count > 500 ? String(text.prefix(500)) + "…" : text, dead: false)
+            let attempt = DeliveryAttempt(startedAt: started, latencyMillis: now() - started)
+            await finish(
+                job,
+                status: nil,
+                error: text.count > 500 ? String(text.prefix(500)) + "…" : text,
+                dead: false,
+                attempt: attempt
+            )
         }
     }
 

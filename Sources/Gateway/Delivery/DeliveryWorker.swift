@@ -170,10 +170,17 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             return
         }
         metrics.increment(.deliveryAttemptsTotal, ["downstream": job.downstream])
+        // The log's timing, by the injected clock; the answer's head is capped by `DeliveryAttempt`.
+        let started = now()
         do {
             let response = try await transport.send(request)
+            let attempt = DeliveryAttempt(
+                startedAt: started,
+                latencyMillis: now() - started,
+                responseHead: response.body
+            )
             if (200..<300).contains(response.status) {
-                await finish(job, status: response.status, error: nil, dead: false)
+                await finish(job, status: response.status, error: nil, dead: false, attempt: attempt)
             } else {
                 // A downstream's Retry-After is honoured up to the policy's longest delay, never trusted as a number:
                 // `Retry-After: 99999999999999999` once overflowed here and crash-looped the gateway.
@@ -183,11 +190,13 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
                     status: response.status,
                     error: "HTTP \(response.status)",
                     dead: response.status == 410,
-                    minDelay: retryAfter
+                    minDelay: retryAfter,
+                    attempt: attempt
                 )
             }
         } catch {
-            await finish(job, status: nil, error: error.code.rawValue, dead: false)
+            let attempt = DeliveryAttempt(startedAt: started, latencyMillis: now() - started)
+            await finish(job, status: nil, error: error.code.rawValue, dead: false, attempt: attempt)
         }
     }
 
@@ -279,7 +288,15 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         )
     }
 
-    func finish(_ job: Job, status: Int?, error: String?, dead: Bool, minDelay: Int64? = nil) async {
+    /// `attempt`: the send's timing and answer; an attempt that sent nothing is logged at this moment, taking no time.
+    func finish(
+        _ job: Job,
+        status: Int?,
+        error: String?,
+        dead: Bool,
+        minDelay: Int64? = nil,
+        attempt: DeliveryAttempt? = nil
+    ) async {
         let time = now()
         let retry = router.downstream(job.downstream).map(retryPolicy(for:)) ?? policy.retry
         let attempts = job.attempts + 1
@@ -295,7 +312,8 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             nextAttemptAt: next,
             deliveredAt: delivered ? time : nil,
             status: status,
-            error: error
+            error: error,
+            attempt: attempt ?? DeliveryAttempt(startedAt: time, latencyMillis: 0)
         )
         await recordOutcome { tx in try tx.settleDelivery(id: id, outcome) }
         if !delivered {

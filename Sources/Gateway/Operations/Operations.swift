@@ -8,18 +8,98 @@ public import WireJSON
 public struct Operations: Sendable {
     let store: any GatewayStore
     let now: @Sendable () -> Int64
+    /// The configured downstreams' names, which a replay to one downstream must name; nil: not checked.
+    let downstreams: Set<String>?
     /// The configured downstreams, as `/admin/status` shows them (what each takes, its limits).
-    let downstreams: [GatewayConfig.Downstream]
+    let downstreamSettings: [GatewayConfig.Downstream]
 
     public init(
         store: any GatewayStore,
         now: @escaping @Sendable () -> Int64,
-        downstreams: [GatewayConfig.Downstream] = []
+        downstreams: [String]? = nil,
+        downstreamSettings: [GatewayConfig.Downstream] = []
     ) {
-        (self.store, self.now, self.downstreams) = (store, now, downstreams)
+        (self.store, self.now, self.downstreams) = (store, now, downstreams.map(Set.init))
+        self.downstreamSettings = downstreamSettings
     }
 
     public typealias ReplaySelection = RedeliverySelection
+
+    /// A replay to a downstream the config does not have (`bad_request` on the admin API, exit 2 on the command line).
+    public struct UnknownDownstream: Error, CustomStringConvertible {
+        public var name: String
+        public var description: String { "no downstream named \(name) in the config" }
+    }
+
+    /// Queues one event's delivery to one downstream again (attempts reset, its next attempts logged as replays): the
+    /// same outbox row, so the same `webhook-id`. Returns how many rows were re-armed (0: the event has no delivery
+    /// to it). Throws ``UnknownDownstream`` for a name the config does not have.
+    public func replay(eventID: String, downstream: String) throws -> Int {
+        if let downstreams, !downstreams.contains(downstream) { throw UnknownDownstream(name: downstream) }
+        let time = now()
+        return try store.write { tx in try tx.redeliver(eventID: eventID, downstream: downstream, now: time) }
+    }
+
+    /// Every delivery of the event (and of its notification's body to pass-through downstreams), each with its
+    /// logged attempts, newest first (docs/operations.md, "The delivery log"); nil when no such event is stored.
+    public func deliveryLog(eventID: String) throws -> JSONValue? {
+        guard let entries = try store.read({ tx in try tx.deliveryLog(eventID: eventID) }) else { return nil }
+        return .object(
+            JSONObject([
+                ("event_id", .string(eventID)),
+                ("deliveries", .array(entries.map { Self.json($0, attempts: "attempt_log") })),
+            ])
+        )
+    }
+
+    /// A page of one downstream's deliveries in `state`, in creation order, each with its newest attempt; `next_cursor`
+    /// continues it (null on the last page).
+    public func deliveryPage(
+        downstream: String,
+        state: DeliveryState,
+        after cursor: DeliveryCursor,
+        limit: Int
+    ) throws -> JSONValue {
+        let entries = try store.read { tx in
+            try tx.deliveryPage(downstream: downstream, state: state, after: cursor, limit: limit)
+        }
+        let next = entries.count < limit ? nil : entries.last.map { "\($0.delivery.createdAt).\($0.delivery.id)" }
+        return .object(
+            JSONObject([
+                ("deliveries", .array(entries.map { Self.json($0, attempts: "last_attempt") })),
+                ("next_cursor", next.map { .string($0) } ?? .null),
+            ])
+        )
+    }
+
+    /// A delivery with its attempts under `key`: all of them (`attempt_log`), or the newest alone (`last_attempt`).
+    static func json(_ entry: DeliveryLogEntry, attempts key: String) -> JSONValue {
+        let d = entry.delivery
+        func number(_ n: (some BinaryInteger)?) -> JSONValue { n.map { .number(String($0)) } ?? .null }
+        let attempts = entry.attempts.map { a in
+            .object(
+                JSONObject([
+                    ("attempt", number(a.attempt)), ("started_at", number(a.startedAt)),
+                    ("latency_ms", number(a.latencyMillis)), ("status", number(a.status)),
+                    ("error", a.error.map { .string($0) } ?? .null),
+                    // Outside bytes: shown as text (invalid UTF-8 replaced), escaped by the JSON writer.
+                    ("response_head", .string(String(decoding: a.responseHead, as: UTF8.self))),
+                    ("replay", .bool(a.replay)),
+                ])
+            ) as JSONValue
+        }
+        return .object(
+            JSONObject([
+                ("id", number(d.id)), ("downstream", .string(d.downstream)),
+                ("event_id", d.eventID.map { .string($0) } ?? .null), ("journal_id", number(d.journalID)),
+                ("state", .string(d.state.rawValue)), ("attempts", number(d.attempts)),
+                ("created_at", number(d.createdAt)), ("next_attempt_at", number(d.nextAttemptAt)),
+                ("delivered_at", number(d.deliveredAt)), ("last_status", number(d.lastStatus)),
+                ("last_error", d.lastError.map { .string($0) } ?? .null),
+                (key, key == "last_attempt" ? attempts.first ?? .null : .array(attempts)),
+            ])
+        )
+    }
 
     /// Queues the selected deliveries again (attempts reset): returns how many outbox rows were re-armed.
     /// Delivered events are sent again too when selected by id or time — replay means "send again".
@@ -224,7 +304,7 @@ public struct Operations: Sendable {
                             }
                         )
                     ),
-                    ("downstreams", .array(downstreams.map(Self.status(of:)))),
+                    ("downstreams", .array(downstreamSettings.map(Self.status(of:)))),
                 ])
             )
         }

@@ -162,7 +162,12 @@ public final class GatewayService: Sendable {
             redactor: secrets.redactor,
             now: dependencies.now
         )
-        operations = Operations(store: store, now: dependencies.now, downstreams: config.downstreams)
+        operations = Operations(
+            store: store,
+            now: dependencies.now,
+            downstreams: router.downstreamNames,
+            downstreamSettings: config.downstreams
+        )
         let workers = WorkerContext(
             store: store,
             router: router,
@@ -266,7 +271,7 @@ public final class GatewayService: Sendable {
         var existing = SQLiteStore.Options()
         existing.createsMissing = false
         let store = try openStore(config: config, environment: ProcessEnvironment.variables, sqliteOptions: existing)
-        return (Operations(store: store, now: now), store)
+        return (Operations(store: store, now: now, downstreams: config.downstreams.map(\.name)), store)
     }
 
     /// The store the config names: its SQLite file, or the PostgreSQL database whose connection string is in the

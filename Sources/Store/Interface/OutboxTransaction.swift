@@ -18,8 +18,23 @@ public protocol OutboxTransaction {
     func settleDelivery(id: Int64, _ outcome: DeliveryOutcome) throws
     /// Dead-letters pending deliveries to downstreams not in `configured`; returns how many.
     func deadLetterDeliveries(notTo configured: [String], error: String) throws -> Int
-    /// Re-arms the selected deliveries (attempts reset, due at `now`); returns how many.
+    /// Re-arms the selected deliveries (attempts reset, due at `now`, their next attempts logged as replays);
+    /// returns how many.
     func redeliver(_ selection: RedeliverySelection, now: Int64) throws -> Int
+    /// Re-arms the event's delivery (or its notification's pass-through delivery) to `downstream` alone, as
+    /// ``redeliver(_:now:)`` does; returns how many (0 or 1).
+    func redeliver(eventID: String, downstream: String, now: Int64) throws -> Int
+    /// Every delivery of the event — and of its notification's body to pass-through downstreams — each with its
+    /// logged attempts, newest first (at most ``DeliveryAttempt/keptPerDelivery``); nil when no such event is stored.
+    func deliveryLog(eventID: String) throws -> [DeliveryLogEntry]?
+    /// A page of `downstream`'s deliveries in `state` after `cursor`, in creation order (created_at, id), each with
+    /// its newest logged attempt: at most `limit` rows, read off `outbox_downstream_state` whatever the outbox holds.
+    func deliveryPage(
+        downstream: String,
+        state: DeliveryState,
+        after cursor: DeliveryCursor,
+        limit: Int
+    ) throws -> [DeliveryLogEntry]
     /// Re-arms up to `limit` deliveries created in [since, until) after `after`, in creation order (created_at,
     /// id): how many, and where the page ended (nil: nothing is left).
     func redeliverPage(

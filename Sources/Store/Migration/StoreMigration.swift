@@ -112,9 +112,16 @@ public enum StoreMigration {
             columns: [
                 "id", "downstream", "event_id", "journal_id", "state", "attempts", "next_attempt_at", "created_at",
                 "delivered_at",
-                "last_status", "last_error",
+                "last_status", "last_error", "replayed_at",
             ],
             targetOnly: claims,
+            serial: "id"
+        ),
+        Table(
+            name: "delivery_attempts",
+            columns: [
+                "id", "outbox_id", "attempt", "started_at", "latency_ms", "status", "error", "response_head", "replay",
+            ],
             serial: "id"
         ),
         Table(

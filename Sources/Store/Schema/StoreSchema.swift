@@ -449,6 +449,32 @@ enum StoreSchema {
             CREATE INDEX receipt_ledger_outcome ON receipt_ledger(bundle_id, environment, outcome, compared_at, id, fields);
             """
         },
+        SchemaStep(sqlite: 16, postgres: 15) { d in
+            """
+            -- The delivery log (docs/operations.md, "The delivery log"): each delivery's attempts, the newest 20 kept
+            -- (the older removed in the transaction that logs one): when, how long, the status or error, and the
+            -- first 1 KiB of the answer as received. Nothing of the request is kept.
+            CREATE TABLE delivery_attempts (
+                id \(d.id),
+                outbox_id \(d.bigint) NOT NULL REFERENCES outbox(id),
+                attempt \(d.int) NOT NULL,                 -- the delivery's attempt count after it
+                started_at \(d.bigint) NOT NULL,             -- ms since the epoch
+                latency_ms \(d.bigint) NOT NULL,
+                status \(d.int),                             -- HTTP status; NULL: none arrived
+                error TEXT,                              -- HTTP <status> | a transport error code | NULL: delivered
+                response_head \(d.bytes),                    -- at most 1024 bytes
+                replay \(d.bool) NOT NULL DEFAULT \(d.false)     -- made after an operator's replay of the delivery
+            );
+            CREATE INDEX delivery_attempts_outbox ON delivery_attempts(outbox_id, id);
+            -- When an operator last re-armed the delivery (replay): its later attempts are logged as replays.
+            ALTER TABLE outbox ADD COLUMN replayed_at \(d.bigint);
+            -- One downstream's deliveries in a state, in creation order, a page at a time (GET /admin/deliveries):
+            -- the delivered ones (nearly every row) and the others apart, so that no statement counting or listing
+            -- the pending rows or the dead letters finds these indexes in place of their own.
+            CREATE INDEX outbox_delivered_created ON outbox(downstream, created_at, id) WHERE state = 'delivered';
+            CREATE INDEX outbox_undelivered_created ON outbox(downstream, created_at, id) WHERE state <> 'delivered';
+            """
+        },
     ]
 
     /// SQLite stores bodies and JSON compressed (``StoredBlob``): the rows written before are compressed once, by

@@ -15,6 +15,48 @@ extension SQLTransaction {
                 StoreValue(o.error), .int64(id),
             ]
         )
+        guard let attempt = o.attempt else { return }
+        // The log: the attempt, then the oldest beyond the newest `keptPerDelivery` removed, in the outcome's
+        // transaction. The attempt happened whatever became of the row meanwhile, so it is logged either way.
+        try c.run(
+            .logAttempt,
+            [
+                .int64(id), .int64(Int64(o.attempts)), .int64(attempt.startedAt), .int64(attempt.latencyMillis),
+                StoreValue(o.status), StoreValue(o.error), .bytes(attempt.responseHead),
+            ]
+        )
+        try c.run(.trimAttempts, [.int64(id), .int64(Int64(DeliveryAttempt.keptPerDelivery))])
+    }
+
+    func redeliver(eventID: String, downstream: String, now time: Int64) throws -> Int {
+        try c.run(.redeliverEventTo, [.int64(time), .text(eventID), .text(downstream)])
+    }
+
+    func deliveryLog(eventID: String) throws -> [DeliveryLogEntry]? {
+        guard let event = try c.queryOne(.eventJournal, [.text(eventID)]) else { return nil }
+        let journalID = try event.nullableInt64("journal_id")
+        return try c.query(.eventDeliveries, [.text(eventID), StoreValue(journalID)]).map { row in
+            let delivery = try Delivery(row: row)
+            let attempts = try c.query(
+                .deliveryAttempts,
+                [.int64(delivery.id), .limit(DeliveryAttempt.keptPerDelivery)]
+            ).compactMap(LoggedAttempt.init(row:))
+            return DeliveryLogEntry(delivery: delivery, attempts: attempts)
+        }
+    }
+
+    func deliveryPage(
+        downstream: String,
+        state: DeliveryState,
+        after cursor: DeliveryCursor,
+        limit: Int
+    ) throws -> [DeliveryLogEntry] {
+        try c.query(
+            state == .delivered ? .deliveredPage : .undeliveredPage,
+            [.text(downstream), .text(state.rawValue), .int64(cursor.createdAt), .int64(cursor.id), .limit(limit)]
+        ).map { row in
+            DeliveryLogEntry(delivery: try Delivery(row: row), attempts: try LoggedAttempt(row: row).map { [$0] } ?? [])
+        }
     }
 
     func deadLetterDeliveries(notTo configured: [String], error: String) throws -> Int {
@@ -106,12 +148,37 @@ extension SQL {
         "UPDATE outbox SET state = 'dead', last_error = $1\(d.clearClaim) WHERE state = 'pending' AND \(d.notIn("downstream", 2, "text"))"
     }
 
+    /// An attempt logged ($7: the answer's head, capped by ``DeliveryAttempt``), marked a replay when an operator
+    /// re-armed the row since it was queued.
+    fileprivate static let logAttempt = SQL { d in
+        """
+        INSERT INTO delivery_attempts (outbox_id, attempt, started_at, latency_ms, status, error, response_head, replay)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE((SELECT replayed_at IS NOT NULL FROM outbox WHERE id = $1), \(d.false)))
+        """
+    }
+    /// The delivery's attempts older than its newest $2, on `delivery_attempts_outbox`.
+    fileprivate static let trimAttempts = SQL(
+        """
+        DELETE FROM delivery_attempts WHERE outbox_id = $1
+          AND id <= (SELECT id FROM delivery_attempts WHERE outbox_id = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)
+        """
+    )
+
+    /// A re-arm is an operator's replay: `replayed_at` marks the attempts that follow it in the log.
     private static func rearm(_ d: Dialect, where condition: String) -> String {
-        "UPDATE outbox SET state = 'pending', attempts = 0, next_attempt_at = $1, last_error = NULL\(d.clearClaim) WHERE \(condition)"
+        "UPDATE outbox SET state = 'pending', attempts = 0, next_attempt_at = $1, last_error = NULL, replayed_at = $1\(d.clearClaim) WHERE \(condition)"
     }
 
     fileprivate static let redeliverEvent = SQL { d in
         rearm(d, where: "event_id = $2 OR journal_id = (SELECT journal_id FROM events WHERE id = $2)")
+    }
+    /// The event's delivery to one downstream ($3), on the outbox's unique (downstream, event_id) and
+    /// (downstream, journal_id) indexes.
+    fileprivate static let redeliverEventTo = SQL { d in
+        rearm(
+            d,
+            where: "downstream = $3 AND (event_id = $2 OR journal_id = (SELECT journal_id FROM events WHERE id = $2))"
+        )
     }
     fileprivate static let redeliverRange = SQL { d in rearm(d, where: "created_at >= $2 AND created_at < $3") }
     fileprivate static let redeliverDead = SQL { d in rearm(d, where: "state = 'dead'") }
@@ -152,6 +219,56 @@ extension SQL {
             """
         )
     }
+    fileprivate static let eventJournal = SQL("SELECT journal_id FROM events WHERE id = $1")
+
+    /// The delivery's logged attempts, newest first, on `delivery_attempts_outbox`.
+    fileprivate static let deliveryAttempts = SQL(
+        "SELECT \(attemptColumns(of: "delivery_attempts")) FROM delivery_attempts WHERE outbox_id = $1 ORDER BY id DESC LIMIT $2"
+    )
+    /// A logged attempt's columns, named as ``LoggedAttempt/init(row:)`` reads them beside an outbox row's.
+    private static func attemptColumns(of table: String) -> String {
+        ["attempt", "started_at", "latency_ms", "status", "error", "response_head", "replay"]
+            .map { "\(table).\($0) AS a_\($0)" }.joined(separator: ", ")
+    }
+    private static let outboxColumns = deliveryColumns.split(separator: ", ").map { "o.\($0)" }.joined(separator: ", ")
+
+    /// The deliveries of event $1 and of its journal row $2. The outbox has no index of its own by event: its unique
+    /// indexes (downstream, event_id) and (downstream, journal_id) are read once per downstream that has deliveries,
+    /// the names walked on the same indexes one after the next (each a lookup, whatever the outbox holds).
+    static let eventDeliveries = SQL(
+        """
+        WITH RECURSIVE names(downstream) AS (
+            SELECT MIN(downstream) FROM outbox
+            UNION ALL
+            SELECT (SELECT MIN(n.downstream) FROM outbox n WHERE n.downstream > names.downstream) FROM names
+            WHERE names.downstream IS NOT NULL
+        )
+        SELECT \(outboxColumns) FROM names JOIN outbox o ON o.downstream = names.downstream AND o.event_id = $1
+        UNION ALL
+        SELECT \(outboxColumns) FROM names JOIN outbox o ON o.downstream = names.downstream AND o.journal_id = $2
+        ORDER BY id
+        """
+    )
+
+    /// A page of one downstream's ($1) deliveries in state $2 after the cursor ($3, $4) in creation order, each with
+    /// its newest attempt, on the partial index `states` names as it is written (so that the planner uses it): the
+    /// index answers in order, reading the page's rows alone (and, for pending rows, the dead letters among them).
+    private static func deliveryPage(states: String) -> SQL {
+        SQL(
+            """
+            SELECT \(outboxColumns), \(attemptColumns(of: "a"))
+            FROM outbox o
+            LEFT JOIN delivery_attempts a ON a.id = (SELECT MAX(x.id) FROM delivery_attempts x WHERE x.outbox_id = o.id)
+            WHERE \(states) AND o.state = $2 AND o.downstream = $1 AND o.created_at >= $3 AND (o.created_at > $3 OR o.id > $4)
+            ORDER BY o.created_at, o.id LIMIT $5
+            """
+        )
+    }
+    /// On `outbox_delivered_created`.
+    static let deliveredPage = deliveryPage(states: "o.state = 'delivered'")
+    /// On `outbox_undelivered_created`.
+    static let undeliveredPage = deliveryPage(states: "o.state <> 'delivered'")
+
     fileprivate static let deliveries = deliveryList(state: nil)
     static let pendingDeliveryList = deliveryList(state: .pending)
     static let deadDeliveryList = deliveryList(state: .dead)
