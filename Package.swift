@@ -233,7 +233,8 @@ let package = Package(
             name: "GatewayTests",
             dependencies: [
                 "Gateway", "Reports", "ReportModel", "Store", "TeamDatabase", "StoreTestSupport", "SQLite", "Postgres",
-                "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical", "Policy",
+                "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical",
+                "Policy",
                 "WireJSON", "TestSupport", "Simulator",
             ],
             swiftSettings: strict
