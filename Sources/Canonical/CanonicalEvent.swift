@@ -1,8 +1,9 @@
 /// One normalized subscription event, the same shape whichever Apple generation produced it (docs/architecture.md, "The canonical event").
 ///
 /// Encoded as JSON with stable snake_case keys and `"schema": 1`; every key is always present (null when the
-/// source does not carry the value), so consumers can rely on one shape. Times are milliseconds since the epoch;
-/// ids are strings.
+/// source does not carry the value), so consumers can rely on one shape — except the few keys of one kind only
+/// (``appTransactionID``, the `external_purchase_*` ones), written only on an event that carries them. Times are
+/// milliseconds since the epoch; ids are strings.
 public struct CanonicalEvent: Sendable, Hashable, Codable {
     public static let schemaVersion = 1
 
@@ -57,6 +58,16 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
     public var appAccountToken: String?
     /// `purchased` / `family_shared`.
     public var ownership: String?
+
+    // Keys of one kind only: left out of the JSON when nil, so every other event keeps its shape.
+    /// `consent_rescinded`: the signed app transaction's `appTransactionId`.
+    public var appTransactionID: String?
+    /// `external_purchase_token`: the token's `externalPurchaseId`, `tokenType` (Apple's string, custom link tokens
+    /// only), `tokenCreationDate` and `tokenExpirationDate` (ms; custom link tokens only).
+    public var externalPurchaseID: String?
+    public var externalPurchaseTokenType: String?
+    public var externalPurchaseTokenCreationDate: Int64?
+    public var externalPurchaseTokenExpirationDate: Int64?
 
     /// True when the fields came from Apple-signed data or Apple's verifyReceipt answer.
     public var verified: Bool
@@ -136,6 +147,11 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
         case currency, quantity
         case appAccountToken = "app_account_token"
         case ownership, verified, entitlement
+        case appTransactionID = "app_transaction_id"
+        case externalPurchaseID = "external_purchase_id"
+        case externalPurchaseTokenType = "external_purchase_token_type"
+        case externalPurchaseTokenCreationDate = "external_purchase_token_creation_date"
+        case externalPurchaseTokenExpirationDate = "external_purchase_token_expiration_date"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -180,6 +196,11 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
         try c.encode(ownership, forKey: .ownership)
         try c.encode(verified, forKey: .verified)
         try c.encode(entitlement, forKey: .entitlement)
+        try c.encodeIfPresent(appTransactionID, forKey: .appTransactionID)
+        try c.encodeIfPresent(externalPurchaseID, forKey: .externalPurchaseID)
+        try c.encodeIfPresent(externalPurchaseTokenType, forKey: .externalPurchaseTokenType)
+        try c.encodeIfPresent(externalPurchaseTokenCreationDate, forKey: .externalPurchaseTokenCreationDate)
+        try c.encodeIfPresent(externalPurchaseTokenExpirationDate, forKey: .externalPurchaseTokenExpirationDate)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -224,6 +245,17 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
         ownership = try c.decodeIfPresent(String.self, forKey: .ownership)
         verified = try c.decode(Bool.self, forKey: .verified)
         entitlement = try c.decodeIfPresent(Entitlement.self, forKey: .entitlement)
+        appTransactionID = try c.decodeIfPresent(String.self, forKey: .appTransactionID)
+        externalPurchaseID = try c.decodeIfPresent(String.self, forKey: .externalPurchaseID)
+        externalPurchaseTokenType = try c.decodeIfPresent(String.self, forKey: .externalPurchaseTokenType)
+        externalPurchaseTokenCreationDate = try c.decodeIfPresent(
+            Int64.self,
+            forKey: .externalPurchaseTokenCreationDate
+        )
+        externalPurchaseTokenExpirationDate = try c.decodeIfPresent(
+            Int64.self,
+            forKey: .externalPurchaseTokenExpirationDate
+        )
     }
 }
 

@@ -32,6 +32,17 @@ public struct EventKind: WireString {
     public static let consumptionRequest = Self(rawValue: "consumption_request")
     public static let oneTimeCharge = Self(rawValue: "one_time_charge")
     public static let test = Self(rawValue: "test")
+    /// RESCIND_CONSENT: the customer rescinded a consent; about the app transaction (`app_transaction_id`), not a
+    /// subscription.
+    public static let consentRescinded = Self(rawValue: "consent_rescinded")
+    /// EXTERNAL_PURCHASE_TOKEN: a token of the External Purchase API (`external_purchase_*`), not an App Store purchase.
+    public static let externalPurchaseToken = Self(rawValue: "external_purchase_token")
+    /// METADATA_UPDATE (Advanced Commerce API): the subscription's metadata changed.
+    public static let metadataUpdate = Self(rawValue: "metadata_update")
+    /// MIGRATION (Advanced Commerce API): a subscription moved to the Advanced Commerce API.
+    public static let migration = Self(rawValue: "migration")
+    /// PRICE_CHANGE (Advanced Commerce API): the subscription's price changes (its renewal info says to what).
+    public static let priceChange = Self(rawValue: "price_change")
     /// Anything else, including every Apple type added after this build: kept, never rejected.
     public static let other = Self(rawValue: "other")
 
@@ -39,7 +50,8 @@ public struct EventKind: WireString {
     public static let all: [EventKind] = [
         .purchase, .renewal, .renewalFailure, .gracePeriodExpired, .expiration, .autoRenewChanged, .planChange,
         .priceIncrease, .refund, .refundDeclined, .refundReversed, .revocation, .renewalExtended,
-        .renewalExtensionSummary, .consumptionRequest, .oneTimeCharge, .test, .other,
+        .renewalExtensionSummary, .consumptionRequest, .oneTimeCharge, .test, .consentRescinded, .externalPurchaseToken,
+        .metadataUpdate, .migration, .priceChange, .other,
     ]
 }
 
@@ -75,6 +87,10 @@ public struct EventReason: WireString {
     public static let accepted = Self(rawValue: "accepted")
     // renewal_extension_summary: one subscription the mass extension could not extend
     public static let failure = Self(rawValue: "failure")
+    // external_purchase_token: Apple's subtype
+    public static let unreported = Self(rawValue: "unreported")
+    public static let created = Self(rawValue: "created")
+    public static let activeTokenReminder = Self(rawValue: "active_token_reminder")
 }
 
 /// Where an event's fields came from.

@@ -9,6 +9,8 @@ public enum CanonicalJSON {
         var w = JSONObjectWriter()
         w.string("app_account_token", e.appAccountToken)
         w.int("app_apple_id", e.appAppleID)
+        // The keys of one kind only are left out when nil (CanonicalEvent's `encodeIfPresent`).
+        if let v = e.appTransactionID { w.string("app_transaction_id", v) }
         w.bool("auto_renew", e.autoRenew)
         w.string("auto_renew_product_id", e.autoRenewProductID)
         w.string("bundle_id", e.bundleID)
@@ -19,6 +21,10 @@ public enum CanonicalJSON {
         w.string("event_date_source", e.eventDateSource.rawValue)
         w.string("expiration_intent", e.expirationIntent)
         w.int("expires_date", e.expiresDate)
+        if let v = e.externalPurchaseID { w.string("external_purchase_id", v) }
+        if let v = e.externalPurchaseTokenCreationDate { w.int("external_purchase_token_creation_date", v) }
+        if let v = e.externalPurchaseTokenExpirationDate { w.int("external_purchase_token_expiration_date", v) }
+        if let v = e.externalPurchaseTokenType { w.string("external_purchase_token_type", v) }
         w.int("grace_period_expires_date", e.gracePeriodExpiresDate)
         w.string("id", e.id)
         w.bool("in_billing_retry", e.inBillingRetry)

@@ -51,7 +51,16 @@ extension VerifiedNotificationV2 {
         case ("CONSUMPTION_REQUEST", _): return (.consumptionRequest, nil)
         case ("ONE_TIME_CHARGE", _): return (.oneTimeCharge, nil)
         case ("TEST", _): return (.test, nil)
-        // EXTERNAL_PURCHASE_TOKEN, RESCIND_CONSENT, METADATA_UPDATE, MIGRATION, PRICE_CHANGE, new types
+        case ("RESCIND_CONSENT", _): return (.consentRescinded, nil)
+        case ("EXTERNAL_PURCHASE_TOKEN", "UNREPORTED"): return (.externalPurchaseToken, .unreported)
+        case ("EXTERNAL_PURCHASE_TOKEN", "CREATED"): return (.externalPurchaseToken, .created)
+        case ("EXTERNAL_PURCHASE_TOKEN", "ACTIVE_TOKEN_REMINDER"): return (.externalPurchaseToken, .activeTokenReminder)
+        case ("EXTERNAL_PURCHASE_TOKEN", _): return (.externalPurchaseToken, nil)
+        // The Advanced Commerce API's: about one subscription, with its signed transaction and renewal info.
+        case ("METADATA_UPDATE", _): return (.metadataUpdate, nil)
+        case ("MIGRATION", _): return (.migration, nil)
+        case ("PRICE_CHANGE", _): return (.priceChange, nil)
+        // Types added after this build
         default: return (.other, nil)
         }
     }
@@ -80,6 +89,8 @@ extension VerifiedNotificationV2 {
         if let tx = transaction { e.apply(tx) }
         if let ri = renewalInfo { e.apply(ri) }
         if transaction != nil { e.computeEntitlement() }
+        e.appTransactionID = appTransaction?.appTransactionID
+        if let token = payload.externalPurchaseToken { e.apply(token) }
         return [e]
     }
 }
@@ -108,6 +119,14 @@ extension CanonicalEvent {
         quantity = tx.quantity
         appAccountToken = tx.appAccountToken
         ownership = tx.inAppOwnershipType.map(AppleCodes.ownership)
+    }
+
+    /// Copies what an external purchase token says (its app and bundle are the notification's).
+    public mutating func apply(_ token: ExternalPurchaseToken) {
+        externalPurchaseID = token.externalPurchaseID
+        externalPurchaseTokenType = token.tokenType
+        externalPurchaseTokenCreationDate = token.tokenCreationDate
+        externalPurchaseTokenExpirationDate = token.tokenExpirationDate
     }
 
     /// Copies what signed renewal info says.

@@ -3,15 +3,15 @@ import Foundation
 import Testing
 
 @Suite struct EventKindTests {
-    @Test func allHoldsTheEighteenDistinctDesignKinds() {
-        #expect(EventKind.all.count == 18)
-        #expect(Set(EventKind.all).count == 18)
+    @Test func allHoldsTheTwentyThreeDistinctDesignKinds() {
+        #expect(EventKind.all.count == 23)
+        #expect(Set(EventKind.all).count == 23)
         #expect(
             EventKind.all.map(\.rawValue) == [
                 "purchase", "renewal", "renewal_failure", "grace_period_expired", "expiration", "auto_renew_changed",
                 "plan_change", "price_increase", "refund", "refund_declined", "refund_reversed", "revocation",
                 "renewal_extended", "renewal_extension_summary", "consumption_request", "one_time_charge", "test",
-                "other",
+                "consent_rescinded", "external_purchase_token", "metadata_update", "migration", "price_change", "other",
             ]
         )
     }
@@ -45,14 +45,15 @@ import Testing
         let reasons: [EventReason] = [
             .initial, .resubscribe, .offerRedeemed, .auto, .billingRecovery, .interactive, .gracePeriod, .billingRetry,
             .voluntary, .priceIncrease, .productNotForSale, .enabled, .disabled, .upgrade, .downgrade, .reverted,
-            .pending, .accepted, .failure,
+            .pending, .accepted, .failure, .unreported, .created, .activeTokenReminder,
         ]
         #expect(
             reasons.map(\.rawValue) == [
                 "initial", "resubscribe", "offer_redeemed", "auto", "billing_recovery", "interactive", "grace_period",
                 "billing_retry", "voluntary", "price_increase", "product_not_for_sale", "enabled", "disabled",
                 "upgrade",
-                "downgrade", "reverted", "pending", "accepted", "failure",
+                "downgrade", "reverted", "pending", "accepted", "failure", "unreported", "created",
+                "active_token_reminder",
             ]
         )
     }

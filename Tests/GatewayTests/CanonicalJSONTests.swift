@@ -50,4 +50,26 @@ import WireJSON
         let state = SubscriptionState(path: .v1, event: e)
         #expect(CanonicalJSON.encode(state) == JSONOutput.encode(state))
     }
+
+    @Test func theKeysOfOneKindOnlyMatchWhenSetAndWhenLeftOut() {
+        var e = CanonicalEvent(
+            id: "n-1",
+            source: .v2,
+            kind: .externalPurchaseToken,
+            reason: .created,
+            rawType: "EXTERNAL_PURCHASE_TOKEN",
+            rawSubtype: "CREATED",
+            eventDate: 1_748_736_000_000,
+            eventDateSource: .signedDate,
+            verified: true
+        )
+        #expect(CanonicalJSON.encode(e) == JSONOutput.encode(e))
+        e.externalPurchaseID = "SANDBOX_6f1e3c55"
+        e.externalPurchaseTokenType = "ACQUISITION"
+        e.externalPurchaseTokenCreationDate = 1_748_735_940_000
+        e.externalPurchaseTokenExpirationDate = 1_751_328_000_000
+        e.appTransactionID = "704000000000012345"
+        #expect(CanonicalJSON.encode(e) == JSONOutput.encode(e))
+        #expect(String(decoding: CanonicalJSON.encode(e), as: UTF8.self).contains(#""app_transaction_id":"#))
+    }
 }

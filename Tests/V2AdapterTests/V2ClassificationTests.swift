@@ -56,14 +56,28 @@ import V2Adapter
         Row(type: "CONSUMPTION_REQUEST", subtype: nil, kind: .consumptionRequest, reason: nil),
         Row(type: "ONE_TIME_CHARGE", subtype: nil, kind: .oneTimeCharge, reason: nil),
         Row(type: "TEST", subtype: nil, kind: .test, reason: nil),
-        Row(type: "EXTERNAL_PURCHASE_TOKEN", subtype: "UNREPORTED", kind: .other, reason: nil),
-        Row(type: "EXTERNAL_PURCHASE_TOKEN", subtype: "ACTIVE_TOKEN_REMINDER", kind: .other, reason: nil),
-        Row(type: "EXTERNAL_PURCHASE_TOKEN", subtype: "CREATED", kind: .other, reason: nil),
-        Row(type: "RESCIND_CONSENT", subtype: nil, kind: .other, reason: nil),
-        Row(type: "METADATA_UPDATE", subtype: nil, kind: .other, reason: nil),
-        Row(type: "MIGRATION", subtype: nil, kind: .other, reason: nil),
-        Row(type: "PRICE_CHANGE", subtype: nil, kind: .other, reason: nil),
+        Row(
+            type: "EXTERNAL_PURCHASE_TOKEN",
+            subtype: "UNREPORTED",
+            kind: .externalPurchaseToken,
+            reason: .unreported
+        ),
+        Row(
+            type: "EXTERNAL_PURCHASE_TOKEN",
+            subtype: "ACTIVE_TOKEN_REMINDER",
+            kind: .externalPurchaseToken,
+            reason: .activeTokenReminder
+        ),
+        Row(type: "EXTERNAL_PURCHASE_TOKEN", subtype: "CREATED", kind: .externalPurchaseToken, reason: .created),
+        Row(type: "RESCIND_CONSENT", subtype: nil, kind: .consentRescinded, reason: nil),
+        Row(type: "METADATA_UPDATE", subtype: nil, kind: .metadataUpdate, reason: nil),
+        Row(type: "MIGRATION", subtype: nil, kind: .migration, reason: nil),
+        Row(type: "PRICE_CHANGE", subtype: nil, kind: .priceChange, reason: nil),
         Row(type: "SOMETHING_APPLE_ADDS_IN_2027", subtype: "NEW", kind: .other, reason: nil),
+        // A subtype Apple adds to a known type keeps the type's kind, without a reason.
+        Row(type: "EXTERNAL_PURCHASE_TOKEN", subtype: "SOMETHING_NEW", kind: .externalPurchaseToken, reason: nil),
+        Row(type: "RESCIND_CONSENT", subtype: "SOMETHING_NEW", kind: .consentRescinded, reason: nil),
+        Row(type: "PRICE_CHANGE", subtype: "SOMETHING_NEW", kind: .priceChange, reason: nil),
     ]
 
     @Test(arguments: table)

@@ -122,12 +122,25 @@ public struct ExternalPurchaseToken: Codable, Sendable, Hashable {
     public var tokenCreationDate: Int64?
     public var appAppleID: Int64?
     public var bundleID: String?
+    /// Custom link tokens only: Apple's token type (`ACQUISITION`, `SERVICES`, …), kept verbatim.
+    public var tokenType: String?
+    /// Custom link tokens only: when the token expires (ms).
+    public var tokenExpirationDate: Int64?
 
-    public init(externalPurchaseID: String?, tokenCreationDate: Int64?, appAppleID: Int64?, bundleID: String?) {
+    public init(
+        externalPurchaseID: String?,
+        tokenCreationDate: Int64?,
+        appAppleID: Int64?,
+        bundleID: String?,
+        tokenType: String? = nil,
+        tokenExpirationDate: Int64? = nil
+    ) {
         self.externalPurchaseID = externalPurchaseID
         self.tokenCreationDate = tokenCreationDate
         self.appAppleID = appAppleID
         self.bundleID = bundleID
+        self.tokenType = tokenType
+        self.tokenExpirationDate = tokenExpirationDate
     }
 
     /// `Sandbox` when the id has Apple's `SANDBOX` prefix, else `Production`.
@@ -138,6 +151,7 @@ public struct ExternalPurchaseToken: Codable, Sendable, Hashable {
         case tokenCreationDate
         case appAppleID = "appAppleId"
         case bundleID = "bundleId"
+        case tokenType, tokenExpirationDate
     }
 }
 
