@@ -268,6 +268,22 @@ public struct AppStoreAPIClient: Sendable {
         return answer.testNotificationToken
     }
 
+    /// Send Consumption Information (`PUT /inApps/v2/transactions/consumption/{transactionId}`): the answer to a
+    /// CONSUMPTION_REQUEST for the purchase `transactionID`, checked first (``ConsumptionInformation/validated()``;
+    /// a breach is `bad_request` and nothing is sent). Apple answers 202 with no body.
+    public func sendConsumptionInformation(
+        transactionID: String,
+        _ information: ConsumptionInformation,
+        environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError) {
+        let body: ConsumptionInformation
+        do { body = try information.validated() } catch {
+            throw AppStoreAPIError(.badRequest, "consumption information Apple would refuse: \(error.rawValue)")
+        }
+        let path = "/inApps/v2/transactions/consumption/" + (try Self.segment(transactionID, what: "transaction id"))
+        _ = try await perform(.put, path, body: JSONOutput.encode(body), environment: environment)
+    }
+
     /// Get Test Notification Status (`GET /inApps/v1/notifications/test/{testNotificationToken}`). Nothing is
     /// verified: the `signedPayload` comes back raw, for the notification pipeline.
     public func testNotificationStatus(
