@@ -47,10 +47,4 @@ public struct Router: Sendable {
 
     /// Every configured downstream's name, sorted.
     public var downstreamNames: [String] { routing.downstreamNames }
-
-    /// Whether the bundle's two paths are compared (`compare: true`).
-    public func compares(_ bundleID: String?) -> Bool { routing.compares(bundleID) }
-
-    /// Whether the bundle takes V1 (`shared_secret_env`).
-    public func hasV1Path(_ bundleID: String?) -> Bool { routing.hasV1Path(bundleID) }
 }
