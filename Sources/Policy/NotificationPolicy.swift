@@ -55,6 +55,7 @@ public enum NotificationPolicy {
                 plan.writes.append(.fetch(FetchRequest(subscription: key, fetch: .v1, compare: true)))
             }
         }
+        if n.version == .v2 { plan.writes += consumptionJobs(n.events, routing: routing) }
         if n.needsReceipt { plan.writes.append(.receiptJob) }
         if n.version == .v1 {
             plan.writes += routing.passthroughTargets(bundleID: n.bundleID, environment: n.environment)
@@ -87,19 +88,64 @@ public enum NotificationPolicy {
     /// Events, with the authority in force: each on its source's path, authoritative when that path is the
     /// authority's, queued to every downstream of its app that takes its environment — the other generation's only to
     /// those with `shadow` — and whose filter (``EventFilter``) it matches.
+    /// An event of Apple's decision on a refund request (REFUND, REFUND_DECLINED) of a bundle that answers refund
+    /// requests is recorded on the request as well (``refundDecision(_:routing:)``).
     public static func events(_ events: [CanonicalEvent], authority: Generation, routing: Routing) -> [PlannedWrite] {
-        events.map { event in
+        events.flatMap { event -> [PlannedWrite] in
             let path = event.source.generation
             let authoritative = path == authority
             let delivery = routing.eventDelivery(event, authoritative: authoritative)
-            return .event(
+            let write = PlannedWrite.event(
                 event,
                 path: path,
                 authoritative: authoritative,
                 targets: delivery.targets,
                 filteredOut: delivery.filteredOut
             )
+            return [write] + (refundDecision(event, routing: routing).map { [.refundDecision($0)] } ?? [])
         }
+    }
+
+    /// A V2 notification's refund requests (CONSUMPTION_REQUEST) of a bundle whose refund requests are answered
+    /// (`consumption.respond`): one responder job each, due by Apple's signed date plus the bundle's deadline. Only
+    /// V2 requests: Send Consumption Information takes the V2 transaction id, and Apple sends the V1 copy of a request
+    /// to the same app's V1 URL as well — answering both would answer twice.
+    static func consumptionJobs(_ events: [CanonicalEvent], routing: Routing) -> [PlannedWrite] {
+        events.compactMap { e in
+            guard e.kind == .consumptionRequest, let deadline = routing.consumptionDeadline(e.bundleID),
+                let bundle = e.bundleID, let environment = e.environment,
+                environment == .production || environment == .sandbox,
+                let transactionID = e.transactionID, !transactionID.isEmpty
+            else { return nil }
+            return .consumptionJob(
+                ConsumptionRequest(
+                    eventID: e.id,
+                    bundleID: bundle,
+                    environment: environment,
+                    transactionID: transactionID,
+                    originalTransactionID: e.originalTransactionID,
+                    productType: e.productType?.rawValue,
+                    reason: e.reason?.rawValue,
+                    requestedAt: e.eventDate,
+                    deadlineAt: e.eventDate.clampedAdding(deadline)
+                )
+            )
+        }
+    }
+
+    /// Apple's decision on a refund request — a REFUND or REFUND_DECLINED event of a purchase of a bundle that
+    /// answers refund requests — to be recorded on the request.
+    static func refundDecision(_ e: CanonicalEvent, routing: Routing) -> RefundDecision? {
+        guard e.kind == .refund || e.kind == .refundDeclined, routing.consumptionDeadline(e.bundleID) != nil,
+            let bundle = e.bundleID, let environment = e.environment, let transactionID = e.transactionID
+        else { return nil }
+        return RefundDecision(
+            bundleID: bundle,
+            environment: environment,
+            transactionID: transactionID,
+            kind: e.kind,
+            at: e.eventDate
+        )
     }
 
     /// After verifyReceipt gave a V1 notification's event (`authority`: the one the notification arrived under): for a

@@ -17,6 +17,10 @@ public enum PlannedWrite: Sendable, Hashable {
     case bodyDelivery(downstream: String)
     /// A pass-through downstream that would take the notification's body but for its filter: nothing queued, counted.
     case bodyFilteredOut(downstream: String)
+    /// The consumption responder's job for a refund request, unless the request's event has one.
+    case consumptionJob(ConsumptionRequest)
+    /// Apple's decision on a purchase's refund request, recorded on the request (when there is one, undecided).
+    case refundDecision(RefundDecision)
 }
 
 /// Whether a notification is the only notification of its event — Apple sends no other version of it — asked of the

@@ -34,10 +34,20 @@ public struct Routing: Sendable, Hashable {
         public var compares: Bool
         /// It has V1 shared secrets: V1 bodies can be read and verifyReceipt asked.
         public var hasV1Path: Bool
-        public init(bundleID: String, downstreams: [String], compares: Bool, hasV1Path: Bool) {
+        /// `consumption.respond`: Apple's refund requests are answered, within this long of Apple's signed date (ms);
+        /// nil: they are not.
+        public var consumptionDeadlineMillis: Int64?
+        public init(
+            bundleID: String,
+            downstreams: [String],
+            compares: Bool,
+            hasV1Path: Bool,
+            consumptionDeadlineMillis: Int64? = nil
+        ) {
             (self.bundleID, self.downstreams, self.compares, self.hasV1Path) = (
                 bundleID, downstreams, compares, hasV1Path
             )
+            self.consumptionDeadlineMillis = consumptionDeadlineMillis
         }
     }
 
@@ -47,6 +57,8 @@ public struct Routing: Sendable, Hashable {
     let appDownstreams: [String: [String]]
     let compared: Set<String>
     let v1Bundles: Set<String>
+    /// Per bundle that answers refund requests, the answer's deadline after Apple's signed date (ms).
+    let consumptionDeadlines: [String: Int64]
 
     /// The first of two downstreams or apps with one name counts (the config refuses such duplicates).
     public init(downstreams: [Downstream], apps: [App]) {
@@ -58,6 +70,10 @@ public struct Routing: Sendable, Hashable {
         )
         compared = Set(apps.filter(\.compares).map(\.bundleID))
         v1Bundles = Set(apps.filter(\.hasV1Path).map(\.bundleID))
+        consumptionDeadlines = Dictionary(
+            apps.compactMap { app in app.consumptionDeadlineMillis.map { (app.bundleID, $0) } },
+            uniquingKeysWith: { a, _ in a }
+        )
     }
 
     /// Webhook and database downstreams for an event: an authoritative event goes to every one of the app's that
@@ -113,6 +129,9 @@ public struct Routing: Sendable, Hashable {
 
     /// Whether the bundle's two paths are compared.
     public func compares(_ bundleID: String?) -> Bool { bundleID.map(compared.contains) ?? false }
+
+    /// How long after Apple's signed date the bundle's refund requests are answered; nil: they are not answered.
+    public func consumptionDeadline(_ bundleID: String?) -> Int64? { bundleID.flatMap { consumptionDeadlines[$0] } }
 
     /// Whether the bundle has a V1 path.
     public func hasV1Path(_ bundleID: String?) -> Bool { bundleID.map(v1Bundles.contains) ?? false }

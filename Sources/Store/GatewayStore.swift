@@ -77,5 +77,6 @@ public protocol StoreTransaction:
     ReceiptPathTransaction,
     JobClaimTransaction,
     ReconcileTransaction,
-    RetentionTransaction
+    RetentionTransaction,
+    ConsumptionTransaction
 {}

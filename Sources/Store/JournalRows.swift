@@ -23,6 +23,10 @@ protocol JournalRows: StoreTransaction {
     func insertDelivery(downstream: String, eventID: String?, journalID: Int64?, now: Int64) throws
     /// Queues the receipt job of a journal row.
     func insertReceiptJob(journalID: Int64, now: Int64) throws
+    /// Queues the consumption responder's job of a refund request, unless its event has one.
+    func insertConsumptionJob(_ request: ConsumptionRequest, journalID: Int64?, now: Int64) throws
+    /// Records Apple's decision on a purchase's refund request.
+    func recordRefundDecision(_ decision: RefundDecision) throws
 }
 
 extension JournalRows {
@@ -86,6 +90,10 @@ extension JournalRows {
                     try insertDelivery(downstream: downstream, eventID: nil, journalID: journalID, now: now)
                 case .bodyFilteredOut(let downstream):
                     done.filtered[downstream, default: 0] += 1
+                case .consumptionJob(let request):
+                    try insertConsumptionJob(request, journalID: journalID, now: now)
+                case .refundDecision(let decision):
+                    try recordRefundDecision(decision)
                 }
             }
         }

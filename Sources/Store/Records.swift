@@ -83,5 +83,5 @@ public struct Lease: Sendable, Hashable {
 
 /// A table of claimed background jobs (``StoreTransaction/renewClaims(_:ids:lease:)``).
 public enum ClaimedJobs: String, Sendable, Hashable, CaseIterable {
-    case deliveries, receiptJobs, fetches, reconcileRuns
+    case deliveries, receiptJobs, fetches, reconcileRuns, consumptionJobs
 }

@@ -70,7 +70,12 @@ extension VerifiedNotificationV2 {
     /// `eventDate` is the validation time: `signedDate`, else the nested transaction's, else arrival.
     public func canonicalEvents() -> [CanonicalEvent] {
         let type = payload.notificationType ?? ""
-        let (kind, reason) = Self.classify(type: type, subtype: payload.subtype, renewalInfo: renewalInfo)
+        var (kind, reason) = Self.classify(type: type, subtype: payload.subtype, renewalInfo: renewalInfo)
+        if kind == .consumptionRequest, let why = payload.data?.consumptionRequestReason, !why.isEmpty {
+            // Apple's ConsumptionRequestReason in the canonical spelling (`UNINTENDED_PURCHASE` → `unintended_purchase`;
+            // a value added later keeps its own words).
+            reason = EventReason(rawValue: why.lowercased())
+        }
         var e = CanonicalEvent(
             id: payload.notificationUUID ?? "",
             source: .v2,

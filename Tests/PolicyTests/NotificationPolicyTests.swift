@@ -130,7 +130,7 @@ import Testing
                 case .fetch(let request) where request.v1EventID != nil:
                     let standIn = event(kind, source: .v2API, id: "v2-api:\(kind)")
                     carryOut(NotificationPolicy.events([standIn], authority: authority, routing: routing), version: .v2)
-                case .fetch, .snapshot, .bodyFilteredOut:
+                case .fetch, .snapshot, .bodyFilteredOut, .consumptionJob, .refundDecision:
                     break
                 }
             }

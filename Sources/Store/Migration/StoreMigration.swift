@@ -219,6 +219,17 @@ public enum StoreMigration {
             targetOnly: claims,
             serial: "id"
         ),
+        Table(
+            name: "consumption_jobs",
+            columns: [
+                "id", "event_id", "journal_id", "bundle_id", "environment", "transaction_id", "original_transaction_id",
+                "product_type", "reason", "requested_at", "deadline_at", "state", "asks", "sends", "next_attempt_at",
+                "answer", "answer_source", "refund_preference", "sent_at", "apple_status", "apple_error_code",
+                "last_error", "created_at", "updated_at", "decision", "decided_at",
+            ],
+            targetOnly: claims,
+            serial: "id"
+        ),
     ]
     /// Tables of both schemas that are not copied: each side's own migration record, and the usage the trigger keeps.
     /// `blob_dictionaries` is SQLite's only: the bodies that use one are copied plain.

@@ -31,6 +31,7 @@ extension PostgresTransaction {
             case .receiptJobs: ("receipt_jobs", "journal_id")
             case .fetches: ("compare_jobs", "id")
             case .reconcileRuns: ("reconcile_runs", "id")
+            case .consumptionJobs: ("consumption_jobs", "id")
             }
         try c.run(
             "UPDATE \(table) SET claimed_until = $1 WHERE \(key) = ANY ($2::bigint[]) AND claimed_by = $3 AND claimed_until < $1",

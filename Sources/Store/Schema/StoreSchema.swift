@@ -475,6 +475,45 @@ enum StoreSchema {
             CREATE INDEX outbox_undelivered_created ON outbox(downstream, created_at, id) WHERE state <> 'delivered';
             """
         },
+        SchemaStep(sqlite: 17, postgres: 16) { d in
+            """
+            -- The consumption responder (docs/operations.md, "Refund requests"): one row per refund request Apple asked
+            -- about (a CONSUMPTION_REQUEST of an app with consumption.respond), from the notification's transaction
+            -- until its answer is sent, refused, declined or past its deadline; Apple's decision recorded when it comes.
+            CREATE TABLE consumption_jobs (
+                id \(d.id),
+                event_id TEXT NOT NULL UNIQUE,           -- the request's canonical event
+                journal_id \(d.bigint) REFERENCES journal(id),
+                bundle_id TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                transaction_id TEXT NOT NULL,            -- the purchase (Send Consumption Information's path)
+                original_transaction_id TEXT,
+                product_type TEXT,
+                reason TEXT,                             -- Apple's consumptionRequestReason, canonical spelling
+                requested_at \(d.bigint) NOT NULL,           -- Apple's signedDate (ms)
+                deadline_at \(d.bigint) NOT NULL,            -- no answer is sent after it
+                state TEXT NOT NULL DEFAULT 'pending',   -- pending | sent | declined | no_consent | unanswered | rejected | dead | expired
+                asks \(d.int) NOT NULL DEFAULT 0,            -- requests to the team's service
+                sends \(d.int) NOT NULL DEFAULT 0,           -- requests to Apple
+                next_attempt_at \(d.bigint) NOT NULL,
+                answer TEXT,                             -- the consumption information chosen (JSON), kept for retries
+                answer_source TEXT,                      -- team | default
+                refund_preference TEXT,                  -- the answer's refundPreference
+                sent_at \(d.bigint),                         -- when Apple took it
+                apple_status \(d.int),
+                apple_error_code \(d.bigint),
+                last_error TEXT,
+                created_at \(d.bigint) NOT NULL,
+                updated_at \(d.bigint) NOT NULL,
+                decision TEXT,                           -- Apple's since: refund | refund_declined
+                decided_at \(d.bigint)\(d.claims)
+            );
+            CREATE INDEX consumption_jobs_due ON consumption_jobs(next_attempt_at, id) WHERE state = 'pending';
+            CREATE INDEX consumption_jobs_state ON consumption_jobs(state, id);
+            CREATE INDEX consumption_jobs_requested ON consumption_jobs(requested_at);
+            CREATE INDEX consumption_jobs_transaction ON consumption_jobs(bundle_id, environment, transaction_id);
+            """
+        },
     ]
 
     /// SQLite stores bodies and JSON compressed (``StoredBlob``): the rows written before are compressed once, by
