@@ -34,6 +34,9 @@ public struct GatewayConfig: Sendable {
         /// `legacy_transaction_receipts`: the iOS 6 transaction receipt is answered (its signature cannot be chained to
         /// a pinned root; docs/threat-model.md).
         public var legacyTransactionReceipts = false
+        /// `consumption`: how Apple's refund requests are answered; nil: they are not (docs/operations.md, "Refund
+        /// requests").
+        public var consumption: ConsumptionSettings?
 
         public func authority(for environment: AppStoreEnvironment) -> Authority {
             authorityByEnvironment[environment] ?? authority
@@ -661,6 +664,12 @@ public struct GatewayConfig: Sendable {
         )
         (app.receipts, app.receiptsByEnvironment) = try appReceipts(a)
         app.legacyTransactionReceipts = try a.bool("legacy_transaction_receipts") ?? false
+        if let consumption = try a.object("consumption") {
+            app.consumption = try ConsumptionSettings.parse(consumption)
+            if app.consumption?.respond == true, !envs.contains(.production) && !envs.contains(.sandbox) {
+                throw ConfigError(field: consumption.field("respond"), "Apple asks about refunds in production and sandbox only")
+            }
+        }
         return app
     }
 
@@ -787,7 +796,7 @@ public struct GatewayConfig: Sendable {
         static let app: Set<String> = [
             "bundle_id", "app_apple_id", "environments", "shared_secret_env", "authority", "compare", "verify_receipt",
             "downstreams",
-            "notification_url", "receipts", "legacy_transaction_receipts",
+            "notification_url", "receipts", "legacy_transaction_receipts", "consumption",
         ]
         /// `apps[].receipts` when it is an object (per environment).
         static let appReceipts: Set<String> = ["production", "sandbox"]
@@ -805,6 +814,8 @@ public struct GatewayConfig: Sendable {
             ("downstreams[]", downstream), ("downstreams[].filter", filter), ("alerts", alerts), ("apps[]", app),
             ("apps[].authority", appAuthority),
             ("apps[].notification_url", appNotificationURL), ("apps[].receipts", appReceipts), ("receipts", receipts),
+            ("apps[].consumption", ConsumptionSettings.keys),
+            ("apps[].consumption.default", ConsumptionAnswer.members),
         ]
     }
 

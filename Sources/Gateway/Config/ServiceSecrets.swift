@@ -14,6 +14,8 @@ struct ServiceSecrets: Sendable {
     let signers: [String: WebhookSigner]
     /// The signer of `alerts.webhook`, when it is configured.
     let alertSigner: WebhookSigner?
+    /// Per app (by bundle) with `consumption.ask_url`, the signer of its asks.
+    let consumptionSigners: [String: WebhookSigner]
     /// Per PostgreSQL `database` downstream (by name), its connection string (`url_env`): passed to libpq untouched,
     /// never logged.
     let databaseURLs: [String: String]
@@ -44,6 +46,16 @@ struct ServiceSecrets: Sendable {
         alertSigner = try config.alertWebhook.map { alerts throws(ConfigError) in
             try Self.signer(alerts.secretEnv, field: "alerts.secret_env", environment: env)
         }
+        var consumptionSigners: [String: WebhookSigner] = [:]
+        for (i, app) in config.apps.enumerated() {
+            guard let c = app.consumption, c.respond, c.askURL != nil else { continue }
+            consumptionSigners[app.bundleID] = try Self.signer(
+                c.askSecretEnv,
+                field: "apps[\(i)].consumption.ask_secret_env",
+                environment: env
+            )
+        }
+        self.consumptionSigners = consumptionSigners
         var databaseURLs: [String: String] = [:]
         for (i, d) in config.downstreams.enumerated() {
             guard case .postgres(let variable, _)? = d.database else { continue }
@@ -97,6 +109,7 @@ extension GatewayConfig {
     public func secretRedactor(environment env: [String: String]) -> SecretRedactor {
         var variables: [String] = apps.flatMap(\.sharedSecretEnv)
         variables += downstreams.flatMap(\.secretEnv) + (alertWebhook?.secretEnv ?? [])
+        variables += apps.flatMap { $0.consumption?.askSecretEnv ?? [] }
         for d in downstreams { if case .postgres(let variable, _)? = d.database { variables.append(variable) } }
         variables.append(adminTokenEnv)
         var secrets = variables.compactMap { name in

@@ -11,7 +11,8 @@ internal import WireJSON
 public final class AlertWebhook: Sendable {
     /// One operational event, as the JSON body says it.
     struct Alert: Encodable, Sendable {
-        /// `delivery.dead_lettered` or `deliveries.unconfigured`.
+        /// `delivery.dead_lettered`, `deliveries.unconfigured` or `consumption.dead_lettered` (a refund request left
+        /// unanswered: Apple refused the answer, or the deadline passed).
         var type: String
         /// When it happened (ms since the epoch).
         var at: Int64
@@ -21,10 +22,15 @@ public final class AlertWebhook: Sendable {
         var error: String?
         /// `deliveries.unconfigured`: how many were dead-lettered.
         var count: Int?
+        /// `consumption.dead_lettered`: the app and the purchase.
+        var bundleID: String?
+        var transactionID: String?
 
         enum CodingKeys: String, CodingKey {
             case type, at, downstream, attempts, error, count
             case eventID = "event_id"
+            case bundleID = "bundle_id"
+            case transactionID = "transaction_id"
         }
     }
 

@@ -26,7 +26,8 @@ public struct Router: Sendable {
                     bundleID: $0.bundleID,
                     downstreams: $0.downstreams,
                     compares: $0.compare,
-                    hasV1Path: $0.acceptsV1
+                    hasV1Path: $0.acceptsV1,
+                    consumptionDeadlineMillis: $0.consumption.flatMap { $0.respond ? $0.deadlineMillis : nil }
                 )
             }
         )

@@ -55,3 +55,4 @@ extension ReceiptWorker: BackgroundService {}
 extension CompareWorker: BackgroundService {}
 extension ReconcileWorker: BackgroundService {}
 extension RetentionWorker: BackgroundService {}
+extension ConsumptionResponder: BackgroundService {}

@@ -50,6 +50,12 @@ enum Metric: String, CaseIterable, Sendable {
     case receiptHistoryTotal = "iapgw_receipt_history_total"
     case receiptComparisonsTotal = "iapgw_receipt_comparisons_total"
     case receiptSeconds = "iapgw_receipt_seconds"
+    // The consumption responder (Apple's refund requests)
+    case consumptionRequestsTotal = "iapgw_consumption_requests_total"
+    case consumptionAsksTotal = "iapgw_consumption_asks_total"
+    case consumptionSendsTotal = "iapgw_consumption_sends_total"
+    case consumptionDeadTotal = "iapgw_consumption_dead_total"
+    case consumptionJobsPending = "iapgw_consumption_jobs_pending"
     // Latency
     case verifySeconds = "iapgw_verify_seconds"
     case requestSeconds = "iapgw_request_seconds"
@@ -145,6 +151,21 @@ enum Metric: String, CaseIterable, Sendable {
         case .receiptComparisonsTotal:
             (.counter, "Shadow comparisons of Apple's verifyReceipt answers with the gateway's, by outcome")
         case .receiptSeconds: (.histogram, "Seconds to answer a verifyReceipt request, by mode")
+        case .consumptionRequestsTotal:
+            (
+                .counter,
+                "Refund requests settled, by bundle and state (sent, declined, no_consent, unanswered, rejected, dead, expired)"
+            )
+        case .consumptionAsksTotal:
+            (.counter, "Asks to the team's service for a refund request's answer, by bundle and outcome")
+        case .consumptionSendsTotal:
+            (.counter, "Send Consumption Information calls to Apple, by bundle and outcome (accepted, retry, rejected)")
+        case .consumptionDeadTotal:
+            (
+                .counter,
+                "Refund requests left unanswered against the team's wish (rejected by Apple, past the deadline), by bundle and reason: alert on any"
+            )
+        case .consumptionJobsPending: (.gauge, "Refund requests waiting for an answer to be asked or sent")
         case .verifySeconds: (.histogram, "V2 verification time")
         case .requestSeconds: (.histogram, "POST /notifications handling time, journaling included")
         }

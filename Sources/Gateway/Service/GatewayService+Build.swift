@@ -68,6 +68,7 @@ extension GatewayService {
         config: GatewayConfig,
         secrets: ServiceSecrets,
         context: WorkerContext,
+        alerts: AlertWebhook?,
         dependencies: Dependencies
     ) -> DeliveryWorker {
         DeliveryWorker(
@@ -82,15 +83,58 @@ extension GatewayService {
                 timeoutMillis: dependencies.deliveryPolicy.timeoutMillis
             ),
             policy: dependencies.deliveryPolicy,
-            alerts: zip(config.alertWebhook, secrets.alertSigner).map { settings, signer in
-                AlertWebhook(
-                    url: settings.url,
-                    signer: signer,
-                    transport: dependencies.transport,
-                    now: dependencies.now,
-                    metrics: context.metrics
+            alerts: alerts
+        )
+    }
+
+    /// `alerts.webhook`, when configured: one sender for every part that alerts.
+    static func alerts(
+        config: GatewayConfig,
+        secrets: ServiceSecrets,
+        metrics: Metrics,
+        dependencies: Dependencies
+    ) -> AlertWebhook? {
+        zip(config.alertWebhook, secrets.alertSigner).map { settings, signer in
+            AlertWebhook(
+                url: settings.url,
+                signer: signer,
+                transport: dependencies.transport,
+                now: dependencies.now,
+                metrics: metrics
+            )
+        }
+    }
+
+    /// The consumption responder, when an app answers refund requests (`consumption.respond`); it needs the App
+    /// Store Server API (`app_store_api`) to send the answers.
+    static func consumption(
+        config: GatewayConfig,
+        secrets: ServiceSecrets,
+        context: WorkerContext,
+        sender: (any ConsumptionSender)?,
+        alerts: AlertWebhook?,
+        dependencies: Dependencies
+    ) throws(ConfigError) -> ConsumptionResponder? {
+        var apps: [String: ConsumptionSettings] = [:]
+        for (i, app) in config.apps.enumerated() {
+            guard let c = app.consumption, c.respond else { continue }
+            guard sender != nil else {
+                throw ConfigError(
+                    field: "apps[\(i)].consumption.respond",
+                    "answering refund requests needs the App Store Server API: configure app_store_api (issuer_id, key_id, private_key_env)"
                 )
             }
+            apps[app.bundleID] = c
+        }
+        guard !apps.isEmpty else { return nil }
+        return ConsumptionResponder(
+            context: context,
+            apps: apps,
+            signers: secrets.consumptionSigners,
+            sender: sender,
+            transport: dependencies.transport,
+            alerts: alerts,
+            policy: dependencies.consumptionPolicy
         )
     }
 
@@ -104,6 +148,8 @@ extension GatewayService {
         let recoveryStatusSource: (any V2PathSource)?
         let historySource: (any NotificationHistorySource)?
         let receiptHistorySource: (any ReceiptHistorySource)?
+        /// Send Consumption Information, one attempt per call (the responder reschedules itself).
+        let consumptionSender: (any ConsumptionSender)?
         let settings: (any AppleNotificationSettings)?
         let probe: (any TestNotificationProbe)?
 
@@ -133,6 +179,7 @@ extension GatewayService {
             recoveryStatusSource = recovery ?? v2Source
             historySource = dependencies.historySource ?? recovery
             receiptHistorySource = dependencies.receiptHistorySource ?? api?.oneAttemptPerCall
+            consumptionSender = dependencies.consumptionSender ?? api?.oneAttemptPerCall
             probe = dependencies.testNotificationProbe ?? api.map(AppStoreAPITestNotifications.init(source:))
             settings =
                 try dependencies.appleSettings

@@ -49,6 +49,9 @@ public final class GatewayService: Sendable {
         /// Reads `receipt-data` for the receipt path; nil: the receipt reader with Apple's receipt root and the
         /// config's `trust.extra_receipt_roots` (sandbox only).
         public var receiptReader: (@Sendable ([UInt8]) -> ReceiptReading)? = nil
+        /// Where refund requests' answers are sent; nil: the App Store Server API from `app_store_api`.
+        public var consumptionSender: (any ConsumptionSender)? = nil
+        public var consumptionPolicy = ConsumptionResponder.Policy()
         /// `serve --demo-verify-time` (see ``NotificationIngest/Limits/demoSandboxVerifyTime``); nil in production.
         public var demoSandboxVerifyTime: Int64? = nil
         /// Renders `GET /admin/report?format=…`: the content type and bytes, or nil for a format it does not offer
@@ -111,6 +114,8 @@ public final class GatewayService: Sendable {
     let compare: CompareWorker
     /// The recovery runs (`iap-gateway reconcile` runs them now).
     public let reconcile: ReconcileWorker
+    /// Apple's refund requests answered; nil when no app answers them.
+    let consumption: ConsumptionResponder?
     /// The report and cutover (CLI and admin API).
     public let ledger: CompareLedger
     /// Switching Apple's notification version (`migrate`, CLI and admin API).
@@ -179,7 +184,22 @@ public final class GatewayService: Sendable {
             leaseMillis: config.limits.jobLeaseMillis
         )
         let apple = try AppleClients(config: config, v2: v2, dependencies: dependencies)
-        delivery = Self.delivery(config: config, secrets: secrets, context: workers, dependencies: dependencies)
+        let alerts = Self.alerts(config: config, secrets: secrets, metrics: metrics, dependencies: dependencies)
+        delivery = Self.delivery(
+            config: config,
+            secrets: secrets,
+            context: workers,
+            alerts: alerts,
+            dependencies: dependencies
+        )
+        consumption = try Self.consumption(
+            config: config,
+            secrets: secrets,
+            context: workers,
+            sender: apple.consumptionSender,
+            alerts: alerts,
+            dependencies: dependencies
+        )
         var receiptPolicy = dependencies.receiptPolicy
         receiptPolicy.concurrency = config.limits.verifyReceiptConcurrency
         receipts = ReceiptWorker(context: workers, client: apple.verifyReceipt, apps: v1Apps, policy: receiptPolicy)
@@ -255,9 +275,10 @@ public final class GatewayService: Sendable {
             now: dependencies.now,
             rawBodyRetentionMillis: config.rawBodyRetentionMillis
         )
-        background = ServiceGroup([
-            AppleSettingsReader(switcher: switcher, log: log), delivery, receipts, compare, reconcile, retention,
-        ])
+        background = ServiceGroup(
+            [AppleSettingsReader(switcher: switcher, log: log), delivery, receipts, compare, reconcile, retention]
+                + (consumption.map { [$0] } ?? [])
+        )
         servers = Servers()
         Metric.describeAll(in: metrics)
     }

@@ -1,0 +1,79 @@
+internal import V2Adapter
+internal import WireJSON
+
+/// Reads an answer to a refund request — the team's service's JSON, or an app's `consumption.default` — into Send
+/// Consumption Information's body, in Apple's own member names. Strict: a member this build does not know, a value
+/// of the wrong type or outside Apple's lists is refused with a stable code (a misspelt `refundPreference` must not
+/// quietly send no preference), and Apple's rules are checked (``ConsumptionInformation/validated()``) — except
+/// consent: an answer without it is read, and never sent (docs/operations.md, "Refund requests").
+enum ConsumptionAnswer {
+    /// Why an answer is refused: `invalid_answer` with the member, or one of Apple's rules (``problem``).
+    struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
+        /// `invalid_answer`, or the broken rule's code (`percentage_out_of_range`, …).
+        var code: String
+        var detail: String
+        var description: String { "\(code): \(detail)" }
+    }
+
+    static let members: Set<String> = [
+        "customerConsented", "deliveryStatus", "sampleContentProvided", "consumptionPercentage", "refundPreference",
+    ]
+
+    /// The answer in `bytes` (a JSON object).
+    static func read(_ bytes: [UInt8]) throws(Refusal) -> ConsumptionInformation {
+        guard let value = try? JSONParser.parse(bytes), let object = value.objectValue else {
+            throw Refusal(code: "invalid_answer", detail: "the answer is not a JSON object")
+        }
+        return try read(object)
+    }
+
+    static func read(_ o: JSONObject) throws(Refusal) -> ConsumptionInformation {
+        for (key, _) in o where !members.contains(key) {
+            throw Refusal(code: "invalid_answer", detail: "unknown member \(key.prefix(64))")
+        }
+        func value(_ key: String) -> JSONValue? { o.first { $0.key == key }?.value }
+        func bool(_ key: String) throws(Refusal) -> Bool {
+            guard let b = value(key)?.boolValue else {
+                throw Refusal(code: "invalid_answer", detail: "\(key) must be true or false")
+            }
+            return b
+        }
+        let consented = try bool("customerConsented")
+        guard let statusText = value("deliveryStatus")?.stringValue,
+            let status = ConsumptionInformation.DeliveryStatus(rawValue: statusText)
+        else {
+            let allowed = ConsumptionInformation.DeliveryStatus.allCases.map(\.rawValue).joined(separator: ", ")
+            throw Refusal(code: "invalid_answer", detail: "deliveryStatus must be one of \(allowed)")
+        }
+        let sample = try bool("sampleContentProvided")
+        var percentage: Int?
+        if let v = value("consumptionPercentage"), !v.isNull {
+            guard let n = v.int64Value, case .number(let text) = v, Int64(text) != nil, let p = Int(exactly: n) else {
+                throw Refusal(code: "invalid_answer", detail: "consumptionPercentage must be an integer (milliunits)")
+            }
+            percentage = p
+        }
+        var preference: ConsumptionInformation.RefundPreference?
+        if let v = value("refundPreference"), !v.isNull {
+            guard let text = v.stringValue, let p = ConsumptionInformation.RefundPreference(rawValue: text) else {
+                let allowed = ConsumptionInformation.RefundPreference.allCases.map(\.rawValue).joined(separator: ", ")
+                throw Refusal(code: "invalid_answer", detail: "refundPreference must be one of \(allowed)")
+            }
+            preference = p
+        }
+        let info = ConsumptionInformation(
+            customerConsented: consented,
+            deliveryStatus: status,
+            sampleContentProvided: sample,
+            consumptionPercentage: percentage,
+            refundPreference: preference
+        )
+        // Consent is the responder's to act on (nothing is sent without it); every other rule is Apple's.
+        var consenting = info
+        consenting.customerConsented = true
+        do { _ = try consenting.validated() } catch {
+            throw Refusal(code: error.rawValue, detail: "Apple would refuse this answer")
+        }
+        return info
+    }
+}

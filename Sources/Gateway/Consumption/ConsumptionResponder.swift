@@ -1,0 +1,376 @@
+public import Canonical
+public import HTTPClient
+internal import Policy
+internal import Store
+public import V2Adapter
+internal import WireJSON
+
+/// Sends Send Consumption Information for a bundle's purchase: the App Store Server API client of the bundle, one
+/// attempt per call (the responder reschedules the job itself).
+public protocol ConsumptionSender: Sendable {
+    func sendConsumptionInformation(
+        bundleID: String,
+        transactionID: String,
+        _ information: ConsumptionInformation,
+        environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError)
+}
+
+extension AppStoreAPIPathSource: ConsumptionSender {
+    public func sendConsumptionInformation(
+        bundleID: String,
+        transactionID: String,
+        _ information: ConsumptionInformation,
+        environment: AppStoreEnvironment
+    ) async throws(AppStoreAPIError) {
+        guard let client = client(for: bundleID) else {
+            throw AppStoreAPIError(.unauthorized, "no App Store Server API client for \(bundleID)")
+        }
+        try await client.sendConsumptionInformation(transactionID: transactionID, information, environment: environment)
+    }
+}
+
+/// Answers Apple's refund requests (docs/operations.md, "Refund requests"). Each CONSUMPTION_REQUEST of an app with
+/// `consumption.respond` is a durable job, queued in the notification's own transaction; this worker asks the team's
+/// service for the answer (a Standard-Webhooks-signed POST of the request and its canonical event; JSON in Apple's
+/// member names, or 204 for "do not answer"), asks again after a failure until `ask_for` has passed since Apple's
+/// signed date, then takes the app's `default`; keeps the answer chosen on the job (a retry, or a restart, sends
+/// the same answer without asking again); sends nothing without the customer's consent; sends it to Apple before the
+/// deadline, retrying with backoff (Apple's `Retry-After` honoured); and dead-letters the request — counted in
+/// `iapgw_consumption_dead_total` and sent to `alerts.webhook` — when Apple refuses the answer (400, 404) or the next
+/// try would come after the deadline.
+public final class ConsumptionResponder: JobTable, ContextualWorker {
+    typealias Transaction = any ConsumptionTransaction & JournalTransaction
+    let store: StoreSlice<Transaction>
+
+    public struct Policy: Sendable {
+        public var concurrency = 4
+        public var pollMillis: Int64 = 500
+        public init() {}
+    }
+
+    let context: WorkerContext
+    let apps: [String: ConsumptionSettings]
+    let signers: [String: WebhookSigner]
+    let sender: (any ConsumptionSender)?
+    let transport: any HTTPTransport
+    let alerts: AlertWebhook?
+    let policy: Policy
+    private let scheduler: JobScheduler
+
+    public init(
+        context: WorkerContext,
+        apps: [String: ConsumptionSettings],
+        signers: [String: WebhookSigner],
+        sender: (any ConsumptionSender)?,
+        transport: any HTTPTransport,
+        alerts: AlertWebhook? = nil,
+        policy: Policy = .init()
+    ) {
+        self.context = context
+        self.store = StoreSlice(context.store) { $0 }
+        (self.apps, self.signers, self.sender, self.transport, self.alerts, self.policy) = (
+            apps, signers, sender, transport, alerts, policy
+        )
+        self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
+    }
+
+    typealias Job = ConsumptionJob
+
+    public func run() async { await scheduler.run(self) }
+    public func stop() { scheduler.stop() }
+
+    var lanes: [String] { [""] }
+    func limit(lane: String) -> Int { policy.concurrency }
+    var claimedJobs: ClaimedJobs { .consumptionJobs }
+
+    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: Transaction) throws -> [Job] {
+        try tx.claimDueConsumptionJobs(at: time, limit: count, lease: lease)
+    }
+
+    func housekeeping() async {
+        await gaugePending(as: .consumptionJobsPending) { tx in try tx.pendingConsumptionJobs() }
+    }
+
+    /// Where a job stands while it runs: what was asked and sent so far, the answer once chosen.
+    struct Progress {
+        var asks: Int
+        var sends: Int
+        var answer: ConsumptionInformation?
+        var answerBytes: [UInt8]?
+        var source: ConsumptionAnswerSource?
+    }
+
+    func process(_ job: Job) async {
+        let r = job.request
+        var progress = Progress(
+            asks: job.asks,
+            sends: job.sends,
+            answer: job.answer.flatMap { try? ConsumptionAnswer.read($0) },
+            answerBytes: job.answer,
+            source: job.answerSource
+        )
+        guard let settings = apps[r.bundleID], settings.respond else {
+            // The app no longer answers refund requests (its configuration changed): nothing is sent.
+            await settle(job, progress, .unanswered, error: "not_configured")
+            return
+        }
+        let time = now()
+        guard time < r.deadlineAt else {
+            let never = progress.asks == 0 && progress.sends == 0 && progress.answer == nil
+            await settle(job, progress, never ? .expired : .dead, error: "deadline_passed")
+            return
+        }
+        if progress.answer == nil {
+            switch await choose(job, settings, &progress, at: time) {
+            case .chosen: break
+            case .askAgain(let at, let error):
+                await settle(job, progress, .pending, error: error, next: at)
+                return
+            case .final(let state, let error):
+                await settle(job, progress, state, error: error)
+                return
+            }
+        }
+        guard let answer = progress.answer else { return }
+        guard answer.customerConsented else {
+            await settle(job, progress, .noConsent, error: nil)
+            return
+        }
+        await send(job, answer, settings, &progress)
+    }
+
+    // MARK: Choosing the answer
+
+    enum Choice {
+        case chosen
+        case askAgain(at: Int64, error: String)
+        case final(ConsumptionState, error: String?)
+    }
+
+    /// Asks the team's service while `ask_for` lasts; then the default; kept on the job before anything is sent.
+    func choose(_ job: Job, _ settings: ConsumptionSettings, _ p: inout Progress, at time: Int64) async -> Choice {
+        let r = job.request
+        let askUntil = r.requestedAt.clampedAdding(settings.askForMillis)
+        var lastError: String?
+        if let url = settings.askURL, let signer = signers[r.bundleID], time < askUntil || p.asks == 0 {
+            p.asks += 1
+            switch await ask(job, url: url, signer: signer, timeoutMillis: settings.askTimeoutMillis) {
+            case .answered(let info, let bytes):
+                metrics.increment(.consumptionAsksTotal, ["bundle": r.bundleID, "outcome": "answered"])
+                (p.answer, p.answerBytes, p.source) = (info, bytes, .team)
+            case .declined:
+                metrics.increment(.consumptionAsksTotal, ["bundle": r.bundleID, "outcome": "declined"])
+                return .final(.declined, error: nil)
+            case .failed(let code, let detail):
+                metrics.increment(.consumptionAsksTotal, ["bundle": r.bundleID, "outcome": code])
+                log.warn(
+                    "refund request: the team's service gave no answer",
+                    ["event_id": .string(r.eventID), "error": .string(code), "detail": .string(detail)]
+                )
+                let next = now().clampedAdding(retryMillis(settings, afterAttempt: p.asks))
+                if next < askUntil, next < r.deadlineAt { return .askAgain(at: next, error: code) }
+                lastError = code
+            }
+        }
+        if p.answer == nil, let fallback = settings.defaultAnswer {
+            (p.answer, p.answerBytes, p.source) = (fallback, JSONOutput.encode(fallback), .default)
+        }
+        guard p.answer != nil else { return .final(.unanswered, error: lastError ?? "no_answer") }
+        // Kept before it is sent: a retry — or a restart — sends this answer, never asks again.
+        let kept = settlement(job, p, .pending, error: lastError, next: now())
+        guard (try? await store.write({ tx in try tx.settleConsumptionJob(kept, now: self.now()) })) != nil else {
+            return .askAgain(at: now().clampedAdding(5_000), error: "store_unavailable")
+        }
+        return .chosen
+    }
+
+    enum AskResult {
+        case answered(ConsumptionInformation, [UInt8])
+        case declined
+        case failed(code: String, detail: String)
+    }
+
+    /// One ask: the request and its canonical event, signed like a webhook delivery (the same `webhook-id` on every
+    /// ask of one request, so the team's service can tell a repeat).
+    func ask(_ job: Job, url: String, signer: WebhookSigner, timeoutMillis: Int64) async -> AskResult {
+        let r = job.request
+        let event = try? await store.read { tx in try tx.events(id: r.eventID, originalTransactionID: nil, limit: 1) }
+        var request = JSONObjectWriter()
+        request.string("event_id", r.eventID)
+        request.string("bundle_id", r.bundleID)
+        request.string("environment", r.environment.rawValue)
+        request.string("transaction_id", r.transactionID)
+        request.string("original_transaction_id", r.originalTransactionID)
+        request.string("product_type", r.productType)
+        request.string("reason", r.reason)
+        request.int("requested_at", r.requestedAt)
+        request.int("deadline_at", r.deadlineAt)
+        var body = JSONObjectWriter()
+        body.string("type", "consumption.request")
+        body.raw("request", request.finish())
+        body.raw("event", event?.first?.json)
+        let bytes = body.finish()
+        var headers = [HTTPHeader("Content-Type", "application/json")]
+        for (name, value) in signer.headers(id: "consumption-\(r.eventID)", timestamp: now() / 1000, body: bytes) {
+            headers.append(HTTPHeader(name, value))
+        }
+        let response: HTTPResponse
+        do {
+            response = try await transport.send(
+                HTTPRequest(
+                    method: .post,
+                    url: url,
+                    headers: headers,
+                    body: bytes,
+                    timeoutMillis: Int(timeoutMillis),
+                    maxResponseBytes: 64 * 1024
+                )
+            )
+        } catch {
+            return .failed(code: error.code == .timeout ? "ask_timeout" : "ask_\(error.code.rawValue)", detail: "")
+        }
+        switch response.status {
+        case 204: return .declined
+        case 200..<300:
+            do throws(ConsumptionAnswer.Refusal) {
+                return .answered(try ConsumptionAnswer.read(response.body), response.body)
+            } catch {
+                return .failed(code: error.code == "invalid_answer" ? "invalid_answer" : "answer_\(error.code)", detail: error.detail)
+            }
+        default: return .failed(code: "ask_http_\(response.status)", detail: "")
+        }
+    }
+
+    // MARK: Sending
+
+    func send(_ job: Job, _ answer: ConsumptionInformation, _ settings: ConsumptionSettings, _ p: inout Progress) async {
+        let r = job.request
+        guard let sender else {
+            await settle(job, p, .dead, error: "no_app_store_api")
+            return
+        }
+        p.sends += 1
+        do throws(AppStoreAPIError) {
+            try await sender.sendConsumptionInformation(
+                bundleID: r.bundleID,
+                transactionID: r.transactionID,
+                answer,
+                environment: r.environment
+            )
+        } catch {
+            switch error.code {
+            case .badRequest, .notFound:
+                // Apple refused this answer for this purchase: sending it again changes nothing.
+                metrics.increment(.consumptionSendsTotal, ["bundle": r.bundleID, "outcome": "rejected"])
+                await settle(job, p, .rejected, error: error.code.rawValue, apple: error)
+            default:
+                metrics.increment(.consumptionSendsTotal, ["bundle": r.bundleID, "outcome": "retry"])
+                let wait = retryMillis(
+                    settings,
+                    afterAttempt: p.sends,
+                    retryAfterMillis: error.retryAfter.map { Int64($0.components.seconds) * 1000 }
+                )
+                let next = now().clampedAdding(wait)
+                if next >= r.deadlineAt {
+                    await settle(job, p, .dead, error: error.code.rawValue, apple: error)
+                } else {
+                    await settle(job, p, .pending, error: error.code.rawValue, next: next, apple: error)
+                }
+            }
+            return
+        }
+        metrics.increment(.consumptionSendsTotal, ["bundle": r.bundleID, "outcome": "accepted"])
+        await settle(job, p, .sent, error: nil, sentAt: now(), appleStatus: 202)
+    }
+
+    func retryMillis(_ s: ConsumptionSettings, afterAttempt attempt: Int, retryAfterMillis: Int64? = nil) -> Int64 {
+        let retry = RetryPolicy(
+            maxAttempts: .max,
+            baseDelay: .milliseconds(s.retryDelayMillis),
+            maxDelay: .milliseconds(s.maxRetryDelayMillis),
+            maxRetryAfter: .milliseconds(ConsumptionSettings.appleLimitMillis)
+        )
+        return retry.delayMillis(afterAttempt: attempt, jitter: jitter(), retryAfterMillis: retryAfterMillis)
+    }
+
+    // MARK: Settling
+
+    func settlement(
+        _ job: Job,
+        _ p: Progress,
+        _ state: ConsumptionState,
+        error: String?,
+        next: Int64? = nil,
+        sentAt: Int64? = nil,
+        appleStatus: Int? = nil,
+        apple: AppStoreAPIError? = nil
+    ) -> ConsumptionSettlement {
+        ConsumptionSettlement(
+            id: job.id,
+            state: state,
+            asks: p.asks,
+            sends: p.sends,
+            nextAttemptAt: next ?? now(),
+            answer: p.answerBytes,
+            answerSource: p.source,
+            refundPreference: p.answer?.refundPreference?.rawValue,
+            sentAt: sentAt,
+            appleStatus: appleStatus ?? apple?.httpStatus,
+            appleErrorCode: apple?.appleErrorCode,
+            lastError: error
+        )
+    }
+
+    /// Writes the attempt's outcome (retried while the store refuses writes); a final state is counted, and a dead
+    /// letter alerted.
+    func settle(
+        _ job: Job,
+        _ p: Progress,
+        _ state: ConsumptionState,
+        error: String?,
+        next: Int64? = nil,
+        sentAt: Int64? = nil,
+        appleStatus: Int? = nil,
+        apple: AppStoreAPIError? = nil
+    ) async {
+        let s = settlement(job, p, state, error: error, next: next, sentAt: sentAt, appleStatus: appleStatus, apple: apple)
+        let time = now()
+        await recordOutcome { tx in try tx.settleConsumptionJob(s, now: time) }
+        guard state != .pending else { return }
+        let r = job.request
+        metrics.increment(.consumptionRequestsTotal, ["bundle": r.bundleID, "state": state.rawValue])
+        switch state {
+        case .rejected, .dead, .expired:
+            metrics.increment(.consumptionDeadTotal, ["bundle": r.bundleID, "reason": error ?? state.rawValue])
+            log.error(
+                "refund request left unanswered",
+                [
+                    "event_id": .string(r.eventID), "bundle_id": .string(r.bundleID), "state": .string(state.rawValue),
+                    "error": .string(error ?? ""),
+                ]
+            )
+            alerts?.send(
+                AlertWebhook.Alert(
+                    type: "consumption.dead_lettered",
+                    at: time,
+                    eventID: r.eventID,
+                    attempts: p.sends,
+                    error: error ?? state.rawValue,
+                    bundleID: r.bundleID,
+                    transactionID: r.transactionID
+                )
+            )
+        default:
+            log.info(
+                "refund request settled",
+                ["event_id": .string(r.eventID), "state": .string(state.rawValue)]
+            )
+        }
+    }
+}
+
+extension ConsumptionJob: ScheduledJob {
+    /// One lane: the responder's concurrency is the app's whole.
+    var lane: String { "" }
+}
