@@ -26,6 +26,8 @@ public struct TestNotification: Sendable {
     public var transaction: TestTransaction?
     /// Signed into `data.signedRenewalInfo`; nil leaves it out.
     public var renewalInfo: TestRenewalInfo?
+    /// `data.consumptionRequestReason` (a CONSUMPTION_REQUEST's); nil leaves it out.
+    public var consumptionRequestReason: String?
 
     public init(
         notificationType: String,
@@ -91,6 +93,7 @@ public struct TestNotification: Sendable {
             "bundleVersion": bundleVersion.map(TestJSON.string),
             "environment": .string(environment), "signedTransactionInfo": signedTransactionInfo.map(TestJSON.string),
             "signedRenewalInfo": signedRenewalInfo.map(TestJSON.string), "status": status.map { .int(Int64($0)) },
+            "consumptionRequestReason": consumptionRequestReason.map(TestJSON.string),
         ])
         return TestJSON.object([
             "notificationType": .string(notificationType), "subtype": subtype.map(TestJSON.string),

@@ -667,7 +667,10 @@ public struct GatewayConfig: Sendable {
         if let consumption = try a.object("consumption") {
             app.consumption = try ConsumptionSettings.parse(consumption)
             if app.consumption?.respond == true, !envs.contains(.production) && !envs.contains(.sandbox) {
-                throw ConfigError(field: consumption.field("respond"), "Apple asks about refunds in production and sandbox only")
+                throw ConfigError(
+                    field: consumption.field("respond"),
+                    "Apple asks about refunds in production and sandbox only"
+                )
             }
         }
         return app

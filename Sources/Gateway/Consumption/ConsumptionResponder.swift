@@ -155,7 +155,13 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
         var lastError: String?
         if let url = settings.askURL, let signer = signers[r.bundleID], time < askUntil || p.asks == 0 {
             p.asks += 1
-            switch await ask(job, url: url, signer: signer, timeoutMillis: settings.askTimeoutMillis) {
+            var result = await ask(job, url: url, signer: signer, timeoutMillis: settings.askTimeoutMillis)
+            if case .answered(let info, _) = result, info.consumptionPercentage != nil, r.isSubscription {
+                // Apple refuses a percentage for an auto-renewable subscription (a 400): the team's answer is
+                // refused here, where its service can still be asked again.
+                result = .failed(code: "answer_percentage_for_subscription", detail: "a subscription has no percentage")
+            }
+            switch result {
             case .answered(let info, let bytes):
                 metrics.increment(.consumptionAsksTotal, ["bundle": r.bundleID, "outcome": "answered"])
                 (p.answer, p.answerBytes, p.source) = (info, bytes, .team)
@@ -173,7 +179,9 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
                 lastError = code
             }
         }
-        if p.answer == nil, let fallback = settings.defaultAnswer {
+        if p.answer == nil, var fallback = settings.defaultAnswer {
+            // The default's percentage is the consumables'; Apple takes none for a subscription.
+            if r.isSubscription { fallback.consumptionPercentage = nil }
             (p.answer, p.answerBytes, p.source) = (fallback, JSONOutput.encode(fallback), .default)
         }
         guard p.answer != nil else { return .final(.unanswered, error: lastError ?? "no_answer") }
@@ -236,7 +244,10 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
             do throws(ConsumptionAnswer.Refusal) {
                 return .answered(try ConsumptionAnswer.read(response.body), response.body)
             } catch {
-                return .failed(code: error.code == "invalid_answer" ? "invalid_answer" : "answer_\(error.code)", detail: error.detail)
+                return .failed(
+                    code: error.code == "invalid_answer" ? "invalid_answer" : "answer_\(error.code)",
+                    detail: error.detail
+                )
             }
         default: return .failed(code: "ask_http_\(response.status)", detail: "")
         }
@@ -244,7 +255,8 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
 
     // MARK: Sending
 
-    func send(_ job: Job, _ answer: ConsumptionInformation, _ settings: ConsumptionSettings, _ p: inout Progress) async {
+    func send(_ job: Job, _ answer: ConsumptionInformation, _ settings: ConsumptionSettings, _ p: inout Progress) async
+    {
         let r = job.request
         guard let sender else {
             await settle(job, p, .dead, error: "no_app_store_api")
@@ -334,7 +346,16 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
         appleStatus: Int? = nil,
         apple: AppStoreAPIError? = nil
     ) async {
-        let s = settlement(job, p, state, error: error, next: next, sentAt: sentAt, appleStatus: appleStatus, apple: apple)
+        let s = settlement(
+            job,
+            p,
+            state,
+            error: error,
+            next: next,
+            sentAt: sentAt,
+            appleStatus: appleStatus,
+            apple: apple
+        )
         let time = now()
         await recordOutcome { tx in try tx.settleConsumptionJob(s, now: time) }
         guard state != .pending else { return }
@@ -373,4 +394,9 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
 extension ConsumptionJob: ScheduledJob {
     /// One lane: the responder's concurrency is the app's whole.
     var lane: String { "" }
+}
+
+extension ConsumptionRequest {
+    /// An auto-renewable subscription's purchase: Apple takes no consumption percentage for it.
+    var isSubscription: Bool { productType == ProductType.autoRenewable.rawValue }
 }

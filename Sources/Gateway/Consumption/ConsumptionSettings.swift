@@ -58,7 +58,10 @@ public struct ConsumptionSettings: Sendable, Hashable {
         }
         s.askForMillis = try r.duration("ask_for", min(s.askForMillis, s.deadlineMillis / 2), example: "1h")
         guard s.askForMillis < s.deadlineMillis else {
-            throw ConfigError(field: r.field("ask_for"), "must be shorter than deadline: the default needs time to be sent")
+            throw ConfigError(
+                field: r.field("ask_for"),
+                "must be shorter than deadline: the default needs time to be sent"
+            )
         }
         s.retryDelayMillis = try r.duration("retry_delay", s.retryDelayMillis, example: "30s")
         s.maxRetryDelayMillis = try r.duration("max_retry_delay", s.maxRetryDelayMillis, example: "30m")

@@ -19,7 +19,10 @@ extension SQLTransaction {
     func recordRefundDecision(_ d: RefundDecision) throws {
         try c.run(
             .recordRefundDecision,
-            [.text(d.kind.rawValue), .int64(d.at), .text(d.bundleID), .text(d.environment.rawValue), .text(d.transactionID)]
+            [
+                .text(d.kind.rawValue), .int64(d.at), .text(d.bundleID), .text(d.environment.rawValue),
+                .text(d.transactionID),
+            ]
         )
     }
 
