@@ -212,5 +212,25 @@ public enum Lifecycles {
             c.advance(months: 0.1)
             try c.consumptionRequest(s)
         },
+        // The two below wait (bounded) for the gateway's consumption information before Apple decides; the final
+        // states are Apple's decision alone (REFUND), what a gateway that does not answer gets.
+        Lifecycle(
+            "refund-request",
+            "buy 100 coins; the customer asks for a refund; Apple waits for consumption information, then refunds or declines",
+            final: [.revoked]
+        ) { c in
+            let s = try c.buy(Catalogue.coins)
+            c.advance(months: 0.1)
+            try c.refundRequest(s)
+        },
+        Lifecycle(
+            "refund-request-subscription",
+            "buy a monthly subscription; the customer asks for a refund; Apple waits for consumption information, then refunds or declines",
+            final: [.revoked]
+        ) { c in
+            let s = try c.buy(Catalogue.monthly)
+            c.advance(months: 0.2)
+            try c.refundRequest(s)
+        },
     ]
 }
