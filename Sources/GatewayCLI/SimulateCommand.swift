@@ -41,7 +41,7 @@ public enum SimulateCommand: Command {
               still knows it: its subscription status, and its V2 notification in Get Notification History with a failed
               send attempt (TIMED_OUT when dropped, NO_RESPONSE in the outage; onlyFailures finds them). Each step line
               says "dropped" where it withheld, and each lifecycle ends with a line listing what was dropped.
-              A refund request (refund-request, refund-request-subscription) waits up to --consumption-wait seconds
+              A refund request (refund-request, refund-request-consumable) waits up to --consumption-wait seconds
               (default 2; 0: no wait) after its CONSUMPTION_REQUEST for the consumption information the gateway sends
               the fake Apple (serve-apple on the same --pki), then Apple decides: DECLINE → REFUND_DECLINED;
               GRANT_FULL, GRANT_PRORATED, no preference or nothing within the wait → REFUND. A line after the step
@@ -246,9 +246,12 @@ public enum SimulateCommand: Command {
 
     public static var lifecycleNames: [String] { Lifecycles.all.map(\.name) }
 
-    /// `simulate list`: one line per lifecycle, its name first.
+    /// `simulate list`: one line per lifecycle, its name first (those `all` leaves out, ``Lifecycles/byNameOnly``,
+    /// last).
     public static func list() -> [String] {
-        Lifecycles.all.map { l in l.name + "  " + l.summary + (l.v1Gap.map { "  [V1 gap: \($0)]" } ?? "") }
+        (Lifecycles.all + Lifecycles.byNameOnly).map { l in
+            l.name + "  " + l.summary + (l.v1Gap.map { "  [V1 gap: \($0)]" } ?? "")
+        }
     }
 
     /// `simulate serve-apple`: the fake verifyReceipt and App Store Server API on `listen`, answering from the PKI

@@ -35,7 +35,7 @@ import WireJSON
 
     static func withRig(_ body: (Rig) throws -> Void) throws {
         try Sim.withPKI { pki throws in
-            let coins = try #require(try Sim.plan("refund-request", pki: pki).emissions.first).subscription
+            let coins = try #require(try Sim.plan("refund-request-consumable", pki: pki).emissions.first).subscription
             let monthly = try #require(
                 try Sim.plan("auto-renew", pki: pki, firstID: 5_000).emissions.last
             ).subscription

@@ -10,7 +10,7 @@ import V2Adapter
 /// information the fake App Store Server API received — sent here the way the gateway sends it (a PUT with a bearer
 /// token and the client's body).
 @Suite struct RefundRequestLifecycleTests {
-    static let names = ["refund-request", "refund-request-subscription"]
+    static let names = ["refund-request", "refund-request-consumable"]
 
     struct Request {
         let h: FakeAppleHarness
@@ -77,7 +77,8 @@ import V2Adapter
             #expect(request.transactionIDAsked == r.transactionID)
             // V1 has a CONSUMPTION_REQUEST for consumables only.
             #expect(
-                request.v1Bodies.map(\.notificationType) == (name == "refund-request" ? ["CONSUMPTION_REQUEST"] : [])
+                request.v1Bodies.map(\.notificationType)
+                    == (name == "refund-request-consumable" ? ["CONSUMPTION_REQUEST"] : [])
             )
             // The plan with no answer: Apple refunds.
             #expect(r.plan.emissions.map(\.v2Type).suffix(2) == ["CONSUMPTION_REQUEST", "REFUND"])
@@ -95,7 +96,7 @@ import V2Adapter
         async throws
     {
         try await Self.withRequest(name) { r in
-            if preference == .grantProrated, name == "refund-request" {
+            if preference == .grantProrated, name == "refund-request-consumable" {
                 // A prorated refund comes with the share consumed (a consumable's).
                 let response = r.h.api(
                     "PUT",
@@ -158,7 +159,7 @@ import V2Adapter
     }
 
     @Test func informationWithoutAPreferenceLeavesAppleToDecideARefund() async throws {
-        try await Self.withRequest("refund-request") { r in
+        try await Self.withRequest("refund-request-consumable") { r in
             try r.answer(nil)
             let outcome = try await r.outcome()
             #expect(outcome.info != nil && outcome.info?.refundPreference == nil)
@@ -168,7 +169,7 @@ import V2Adapter
     }
 
     @Test func anAnswerArrivingDuringTheWaitEndsIt() async throws {
-        try await Self.withRequest("refund-request") { r in
+        try await Self.withRequest("refund-request-consumable") { r in
             let waiting = Task { try await r.outcome(waitMillis: 600_000) }
             try r.answer(.decline)
             let outcome = try await waiting.value
@@ -178,7 +179,7 @@ import V2Adapter
     }
 
     @Test func aStepThatIsNotARefundRequestIsRefused() async throws {
-        try await Self.withRequest("refund-request") { r in
+        try await Self.withRequest("refund-request-consumable") { r in
             await #expect(throws: SimulatorError.self) {
                 try await r.lifecycle.awaitRefundAnswer(after: 0, of: r.plan, store: r.h.store, waitMillis: 0)
             }
