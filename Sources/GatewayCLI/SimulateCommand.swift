@@ -27,7 +27,7 @@ public enum SimulateCommand: Command {
               The lifecycles, one per line, name first.
           iap-gateway simulate lifecycle NAME|all --pki DIR --bundle-id B --shared-secret-env VAR (--to URL | --out FOLDER)
                              [--version v1|v2|both|apple [--apple URL]] [--speed SECONDS_PER_MONTH|max]
-                             [--drop FRACTION [--seed N]] [--outage FROM..TO]
+                             [--drop FRACTION [--seed N]] [--outage FROM..TO] [--consumption-wait SECONDS]
               Play a lifecycle: POST each step's V2 signedPayload and/or V1 body to URL (exit 0 only if every one got a
               2xx) and/or write them to FOLDER. --speed max (default) sends at once with dates in the recent past;
               --speed 10 makes a month last 10 real seconds.
@@ -41,6 +41,11 @@ public enum SimulateCommand: Command {
               still knows it: its subscription status, and its V2 notification in Get Notification History with a failed
               send attempt (TIMED_OUT when dropped, NO_RESPONSE in the outage; onlyFailures finds them). Each step line
               says "dropped" where it withheld, and each lifecycle ends with a line listing what was dropped.
+              A refund request (refund-request, refund-request-consumable) waits up to --consumption-wait seconds
+              (default 2; 0: no wait) after its CONSUMPTION_REQUEST for the consumption information the gateway sends
+              the fake Apple (serve-apple on the same --pki), then Apple decides: DECLINE → REFUND_DECLINED;
+              GRANT_FULL, GRANT_PRORATED, no preference or nothing within the wait → REFUND. A line after the step
+              says what arrived ("consumption_info") and the "decision".
           iap-gateway simulate serve-apple --listen HOST:PORT --pki DIR [--notify URL] [--rate-limit N/s|N/m|N/h|N/SECONDS|off]
               Fake Apple from the same state: /verifyReceipt, /sandbox/verifyReceipt, the App Store Server API
               (/inApps/..., ES256 bearer tokens checked against DIR's API key) and the App Store Connect API
@@ -57,6 +62,7 @@ public enum SimulateCommand: Command {
         "pki": ["out"], "list": [],
         "lifecycle": [
             "pki", "bundle-id", "shared-secret-env", "to", "out", "version", "apple", "speed", "drop", "seed", "outage",
+            "consumption-wait",
         ],
         "serve-apple": ["listen", "pki", "notify", "rate-limit"],
         "receipt": ["pki"],
@@ -152,6 +158,12 @@ public enum SimulateCommand: Command {
             }
             options.secondsPerMonth = seconds
         }
+        if let text = a.value("consumption-wait") {
+            guard let seconds = Double(text), seconds.isFinite, (0...600).contains(seconds) else {
+                throw CommandError.usage("--consumption-wait must be seconds from 0 to 600")
+            }
+            options.consumptionWaitMillis = Int64(seconds * 1000)
+        }
         options.drop = try dropPlan(a)
         if options.drop != nil, options.to == nil { throw CommandError.usage("--drop and --outage need --to URL") }
         var allOK = true
@@ -234,9 +246,12 @@ public enum SimulateCommand: Command {
 
     public static var lifecycleNames: [String] { Lifecycles.all.map(\.name) }
 
-    /// `simulate list`: one line per lifecycle, its name first.
+    /// `simulate list`: one line per lifecycle, its name first (those `all` leaves out, ``Lifecycles/byNameOnly``,
+    /// last).
     public static func list() -> [String] {
-        Lifecycles.all.map { l in l.name + "  " + l.summary + (l.v1Gap.map { "  [V1 gap: \($0)]" } ?? "") }
+        (Lifecycles.all + Lifecycles.byNameOnly).map { l in
+            l.name + "  " + l.summary + (l.v1Gap.map { "  [V1 gap: \($0)]" } ?? "")
+        }
     }
 
     /// `simulate serve-apple`: the fake verifyReceipt and App Store Server API on `listen`, answering from the PKI

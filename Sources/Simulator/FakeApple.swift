@@ -88,8 +88,10 @@ public struct FakeAppleResponse: Sendable {
 ///   Transaction History v1 and v2 (pages of 20; every filter Apple documents, `sort`), Get Notification History
 ///   (pages of 20; every filter of its body), Request a Test Notification and Get Test Notification Status. `401` for
 ///   a missing or bad token; past ``SimWorld/apiRateLimit`` `429` with `Retry-After`; queued faults
-///   (``SimWorld/apiFaults``) next (429 with Apple's `4290000`); a filter Apple would refuse is answered `400` with
-///   Apple's error code (`FakeApple+Queries.swift`). Request a Test Notification sends a V2 `TEST` notification to
+///   (``SimWorld/apiFaults``, `POST /fake/api/faults`) next (429 with Apple's `4290000` and `Retry-After`, 400
+///   `4000000`, 404 `4040010`, others `5000000`); a filter Apple would refuse is answered `400` with Apple's error
+///   code (`FakeApple+Queries.swift`). Send Consumption Information checks its body as Apple does and records what it
+///   accepts (`FakeApple+Consumption.swift`; `GET /fake/consumption` lists it). Request a Test Notification sends a V2 `TEST` notification to
 ///   the app's sandbox URL as App Store Connect holds it, when Apple effectively sends V2 there; when it sends V1
 ///   nothing is sent (there is no V1 test notification) and the status shows one attempt `OTHER`.
 /// - `/v1/apps…` (App Store Connect API) and `/fake/asc/…` (its control endpoints): ``FakeAppStoreConnect``.
@@ -147,6 +149,8 @@ public struct FakeApple: Sendable {
             case ("POST", "/verifyReceipt"): return try verifyReceipt(r.body, sandbox: false)
             case ("POST", "/sandbox/verifyReceipt"): return try verifyReceipt(r.body, sandbox: true)
             case ("GET", "/fake/receipt"): return try receiptControl(r)
+            case (_, "/fake/consumption"): return try consumptionControl(r)
+            case (_, "/fake/api/faults"): return try faultsControl(r)
             case (_, let path) where path.hasPrefix("/inApps/"): return try api(r)
             case (_, let path) where path == "/v1/apps" || path.hasPrefix("/v1/apps/") || path.hasPrefix("/fake/asc/"):
                 return appStoreConnect.handle(r)
@@ -278,9 +282,7 @@ public struct FakeApple: Sendable {
             return limited
         }
         if let fault = try store.popFault(\.apiFaults, seen: world) {
-            return fault == 429
-                ? Self.apiError(429, 4_290_000, "Rate limit exceeded.")
-                : Self.apiError(fault, 5_000_000, "An unknown error occurred.")
+            return Self.faultAnswer(fault, retryAfterSeconds: world.apiFaultRetryAfterSeconds)
         }
         let parts = r.path.split(separator: "/").map(String.init)  // ["inApps", "v1", "subscriptions", id]
         switch (r.method, parts.dropFirst().joined(separator: "/")) {
@@ -300,6 +302,8 @@ public struct FakeApple: Sendable {
         case ("POST", "v1/notifications/history"):
             let query = try NotificationHistoryQuery(r, now: time, retentionDays: world.notificationHistoryDays)
             return try notificationHistory(query, bundleID: token.bundleID, in: world)
+        case ("PUT", let p) where p.hasPrefix("v2/transactions/consumption/") && parts.count == 5:
+            return try sendConsumption(parts[4], bundleID: token.bundleID, body: r.body, in: world)
         case ("POST", "v1/notifications/test"):
             return try requestTest(bundleID: token.bundleID)
         case ("GET", let p) where p.hasPrefix("v1/notifications/test/") && parts.count == 5:

@@ -29,6 +29,9 @@ public struct Emission: Sendable {
     public var v1Bodies: [ResponseBodyV1]
     public var expectedV2: ExpectedEvent?
     public var expectedV1: [ExpectedEvent]
+    /// The transaction whose consumption information Apple waits for once this step is sent (a CONSUMPTION_REQUEST
+    /// of a refund request, ``LifecycleContext/refundRequest(_:reason:)``); nil for every other step.
+    public var awaitsConsumptionInfo: String?
 }
 
 /// A named subscription story, played by a ``LifecycleContext``.
@@ -70,6 +73,30 @@ public struct Lifecycle: Sendable {
         public var nextID: Int64
         /// The story's subscriptions in the order they were bought.
         public var originalTransactionIDs: [String]
+        /// Simulated start of the story (ms): playing it again from here with other refund answers changes only the
+        /// steps after the answer.
+        public var start: Int64 = 0
+        /// The refund preferences Apple had heard when the story was played (``LifecycleContext/refundAnswers``).
+        public var refundAnswers: [String: String] = [:]
+        /// What it was played with, to play it again with other answers (``Lifecycle/awaitRefundAnswer(after:of:store:waitMillis:)``).
+        var inputs: Inputs?
+
+        struct Inputs: Sendable {
+            var bundleID: String
+            var sharedSecret: String
+            var emitter: Emitter
+            var monthMillis: Int64
+            var firstID: Int64
+        }
+
+        /// Where each of the story's subscriptions stands when it ends, as the App Store knows it.
+        public var finalStates: [Entitlement.State] {
+            originalTransactionIDs.compactMap { otid in
+                emissions.last { $0.originalTransactionID == otid }.map {
+                    Emitter.entitlement($0.subscription, at: end).state
+                }
+            }
+        }
     }
 
     /// The longest simulated month: a leap year. With it, no story's arithmetic comes near `Int64`'s ends.
@@ -79,14 +106,16 @@ public struct Lifecycle: Sendable {
 
     /// Plays the lifecycle from `start` (ms) with `monthMillis` per simulated month. Both come from the command line
     /// (`--speed`) and the clock: outside 1…``maxMonthMillis`` and ``startRange`` they are refused (`bad_argument`)
-    /// rather than left to overflow the story's date arithmetic.
+    /// rather than left to overflow the story's date arithmetic. `refundAnswers` is what Apple heard back about the
+    /// story's refund requests (``LifecycleContext/refundAnswers``; none: Apple decides alone).
     public func plan(
         bundleID: String,
         sharedSecret: String,
         emitter: Emitter,
         start: Int64,
         monthMillis: Int64,
-        firstID: Int64 = 1
+        firstID: Int64 = 1,
+        refundAnswers: [String: String] = [:]
     )
         throws -> Plan
     {
@@ -104,6 +133,7 @@ public struct Lifecycle: Sendable {
             monthMillis: monthMillis,
             nextID: firstID
         )
+        context.refundAnswers = refundAnswers
         try play(&context)
         var ids: [String] = []
         for e in context.emissions where !ids.contains(e.originalTransactionID) { ids.append(e.originalTransactionID) }
@@ -111,7 +141,16 @@ public struct Lifecycle: Sendable {
             emissions: context.emissions,
             end: max(context.now, context.emissions.last?.at ?? start),
             nextID: context.world.nextID,
-            originalTransactionIDs: ids
+            originalTransactionIDs: ids,
+            start: start,
+            refundAnswers: refundAnswers,
+            inputs: Plan.Inputs(
+                bundleID: bundleID,
+                sharedSecret: sharedSecret,
+                emitter: emitter,
+                monthMillis: monthMillis,
+                firstID: firstID
+            )
         )
     }
 
@@ -156,6 +195,10 @@ public struct LifecycleContext {
     /// The simulated clock (ms).
     public var now: Int64
     public let monthMillis: Int64
+    /// What Apple heard back about a refund request, by transaction id: the `refundPreference` of the consumption
+    /// information it received (``refundRequest(_:reason:)`` decides by it). A transaction without one: Apple decides
+    /// alone.
+    public var refundAnswers: [String: String] = [:]
     var world = SimWorld()
     public var emissions: [Emission] = []
 
@@ -611,18 +654,44 @@ public struct LifecycleContext {
         )
     }
 
-    /// Apple asks for consumption information about a refund request of a consumable.
-    public mutating func consumptionRequest(_ otid: String) throws {
-        _ = try sub(otid)
+    /// Apple asks for consumption information about a refund request (`reason`: Apple's `consumptionRequestReason`).
+    /// V1 sends its CONSUMPTION_REQUEST for consumables only.
+    public mutating func consumptionRequest(_ otid: String, reason: String = "UNINTENDED_PURCHASE") throws {
+        let s = try sub(otid)
+        let consumable = s.latest.flatMap { Catalogue.product($0.productID) }?.kind == .consumable
         try emit(
             "consumption request",
             otid,
             v2: ("CONSUMPTION_REQUEST", nil),
-            v1: ["CONSUMPTION_REQUEST"],
+            v1: consumable ? ["CONSUMPTION_REQUEST"] : [],
             expectV2: ExpectedEvent(.consumptionRequest),
-            expectV1: [ExpectedEvent(.consumptionRequest)],
-            extra: { $0.consumptionRequestReason = "UNINTENDED_PURCHASE" }
+            expectV1: consumable ? [ExpectedEvent(.consumptionRequest)] : [],
+            extra: { $0.consumptionRequestReason = reason }
         )
+    }
+
+    /// The customer asks Apple for a refund of `otid`'s latest purchase: Apple sends a CONSUMPTION_REQUEST, waits for
+    /// the developer's consumption information about that transaction (``Emission/awaitsConsumptionInfo``; what it
+    /// heard is ``refundAnswers``), then decides: `DECLINE` declines (REFUND_DECLINED); `GRANT_FULL`,
+    /// `GRANT_PRORATED`, no preference or no answer at all refund (REFUND, which revokes the purchase).
+    public mutating func refundRequest(_ otid: String, reason: String = "UNINTENDED_PURCHASE") throws {
+        guard let transactionID = try sub(otid).latest?.transactionID else {
+            throw SimulatorError("bad_step", "nothing to refund")
+        }
+        try consumptionRequest(otid, reason: reason)
+        emissions[emissions.count - 1].awaitsConsumptionInfo = transactionID
+        advance(months: 0.05)
+        if Self.refundDecision(refundAnswers[transactionID]) == "REFUND_DECLINED" {
+            try refundDeclined(otid)
+        } else {
+            try refund(otid)
+        }
+    }
+
+    /// Apple's decision on a refund request given the developer's `refundPreference` (nil: none received):
+    /// `REFUND_DECLINED` for `DECLINE`, else `REFUND`.
+    public static func refundDecision(_ preference: String?) -> String {
+        preference == "DECLINE" ? "REFUND_DECLINED" : "REFUND"
     }
 
     // MARK: Emission

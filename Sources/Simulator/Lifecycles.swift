@@ -4,7 +4,23 @@ internal import Canonical
 /// subscriptions stand when the story ends, and — where Apple's V1 notifications cannot know it — where V1 traffic
 /// leaves them and why.
 public enum Lifecycles {
-    public static func named(_ name: String) -> Lifecycle? { all.first { $0.name == name } }
+    public static func named(_ name: String) -> Lifecycle? { (all + byNameOnly).first { $0.name == name } }
+
+    /// Lifecycles played by name only, outside ``all`` (and so outside every-lifecycle runs and the tests over every
+    /// lifecycle): when a refunded consumable's notifications are lost, nothing the gateway's recovery reads brings the
+    /// refund back (Apple's subscription statuses know no consumables), so recovery runs over them cannot end where
+    /// Apple does.
+    public static let byNameOnly: [Lifecycle] = [
+        Lifecycle(
+            "refund-request-consumable",
+            "buy 100 coins; the customer asks for a refund; Apple waits for consumption information, then refunds or declines",
+            final: [.revoked]
+        ) { c in
+            let s = try c.buy(Catalogue.coins)
+            c.advance(months: 0.1)
+            try c.refundRequest(s)
+        }
+    ]
 
     public static let all: [Lifecycle] = [
         Lifecycle("initial-buy", "buy a monthly subscription", final: [.active]) { c in
@@ -211,6 +227,17 @@ public enum Lifecycles {
             let s = try c.buy(Catalogue.coins)
             c.advance(months: 0.1)
             try c.consumptionRequest(s)
+        },
+        // Waits (bounded) for the gateway's consumption information before Apple decides; the final state is Apple's
+        // decision alone (REFUND), what a gateway that does not answer gets.
+        Lifecycle(
+            "refund-request",
+            "buy a monthly subscription; the customer asks for a refund; Apple waits for consumption information, then refunds or declines",
+            final: [.revoked]
+        ) { c in
+            let s = try c.buy(Catalogue.monthly)
+            c.advance(months: 0.2)
+            try c.refundRequest(s)
         },
     ]
 }

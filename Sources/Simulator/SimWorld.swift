@@ -120,6 +120,49 @@ public struct SimSentNotification: Sendable, Hashable, Codable {
     }
 }
 
+/// One Send Consumption Information request the fake App Store Server API accepted (`202`): what the developer told
+/// Apple about a purchase whose customer asked for a refund.
+public struct SimConsumptionInfo: Sendable, Hashable, Codable {
+    /// The transaction id of the request's path.
+    public var transactionID: String
+    /// The app, from the bearer token's `bid`.
+    public var bundleID: String
+    /// `Sandbox`: the fake's App Store Server API is the sandbox one.
+    public var environment: String
+    public var customerConsented: Bool
+    /// Apple's `deliveryStatus` (`DELIVERED`, `UNDELIVERED_…`).
+    public var deliveryStatus: String
+    public var sampleContentProvided: Bool
+    /// Milliunits of a percent (100000: all of it); nil when not sent.
+    public var consumptionPercentage: Int?
+    /// `DECLINE`, `GRANT_FULL` or `GRANT_PRORATED`; nil when not sent.
+    public var refundPreference: String?
+    /// When the fake received it (ms, the fake's clock).
+    public var receivedAt: Int64
+    /// How many times consumption information about this transaction was accepted, this one included (1: the first).
+    public var count: Int
+
+    public init(
+        transactionID: String,
+        bundleID: String,
+        environment: String,
+        customerConsented: Bool,
+        deliveryStatus: String,
+        sampleContentProvided: Bool,
+        consumptionPercentage: Int?,
+        refundPreference: String?,
+        receivedAt: Int64,
+        count: Int
+    ) {
+        (self.transactionID, self.bundleID, self.environment) = (transactionID, bundleID, environment)
+        (self.customerConsented, self.deliveryStatus, self.sampleContentProvided) = (
+            customerConsented, deliveryStatus, sampleContentProvided
+        )
+        (self.consumptionPercentage, self.refundPreference) = (consumptionPercentage, refundPreference)
+        (self.receivedAt, self.count) = (receivedAt, count)
+    }
+}
+
 /// The simulated App Store: every subscription, what it sent, and faults to inject into its fake endpoints.
 public struct SimWorld: Sendable, Codable {
     public var nextID: Int64 = 1
@@ -128,8 +171,13 @@ public struct SimWorld: Sendable, Codable {
     public var testNotifications: [String: SimSentNotification] = [:]
     /// verifyReceipt statuses to answer instead of the real one, first in first out (tests: 21005, 21002, …).
     public var verifyReceiptFaults: [Int] = []
-    /// HTTP statuses for the App Store Server API to answer instead, first in first out (tests: 429, 500).
+    /// HTTP statuses for the App Store Server API to answer instead, first in first out (tests: 429, 500), each with
+    /// Apple's error body for it (``FakeApple``); `POST /fake/api/faults` queues them from outside.
     public var apiFaults: [Int] = []
+    /// The `Retry-After` (seconds) a queued `429` carries; nil: 1, as Apple sends it.
+    public var apiFaultRetryAfterSeconds: Int?
+    /// The consumption information the App Store Server API accepted (Send Consumption Information), oldest first.
+    public var consumptionInfo: [SimConsumptionInfo] = []
     /// Deliberate inconsistencies of the fake verifyReceipt, to show what the compare ledger catches.
     public var v1Skew = V1Skew()
     /// The App Store Server API's rate limit per app (the token's `bid`); nil: none (the default). Past it the fake
@@ -145,7 +193,7 @@ public struct SimWorld: Sendable, Codable {
     enum CodingKeys: String, CodingKey {
         case nextID, subscriptions, notifications, testNotifications, verifyReceiptFaults, apiFaults, v1Skew,
             apiRateLimit
-        case notificationHistoryDays, appStoreConnect
+        case notificationHistoryDays, appStoreConnect, apiFaultRetryAfterSeconds, consumptionInfo
     }
 
     /// Tolerates state written before a member existed (an older simulator's `sim-state.json`): a missing member
@@ -163,6 +211,8 @@ public struct SimWorld: Sendable, Codable {
         notificationHistoryDays = try c.decodeIfPresent(Int.self, forKey: .notificationHistoryDays)
         appStoreConnect =
             try c.decodeIfPresent(SimAppStoreConnect.self, forKey: .appStoreConnect) ?? SimAppStoreConnect()
+        apiFaultRetryAfterSeconds = try c.decodeIfPresent(Int.self, forKey: .apiFaultRetryAfterSeconds)
+        consumptionInfo = try c.decodeIfPresent([SimConsumptionInfo].self, forKey: .consumptionInfo) ?? []
     }
 
     /// At most ``requests`` accepted App Store Server API requests per app within any ``windowSeconds``.
@@ -196,6 +246,13 @@ public struct SimWorld: Sendable, Codable {
         subscriptions.values.first { $0.receiptToken == token }
     }
 
+    /// The consumption information accepted about `transactionID` (every transaction's when nil), oldest first: its
+    /// `count` says how often it was sent, `last` what was said last.
+    public func consumptionInfo(transactionID: String?) -> [SimConsumptionInfo] {
+        guard let transactionID else { return consumptionInfo }
+        return consumptionInfo.filter { $0.transactionID == transactionID }
+    }
+
     /// The subscription a transaction id belongs to (original or any of its transactions).
     public func subscription(forTransaction id: String) -> SimSubscription? {
         subscriptions[id] ?? subscriptions.values.first { $0.transactions.contains { $0.transactionID == id } }
@@ -225,6 +282,12 @@ public struct SimStateStore: Sendable {
             guard rename(temp, path) == 0 else { throw SimulatorError("state_unwritable", "cannot replace \(path)") }
             return result
         }
+    }
+
+    /// The consumption information the fake App Store Server API accepted about `transactionID` (every transaction's
+    /// when nil), oldest first (``SimWorld/consumptionInfo(transactionID:)``).
+    public func consumptionInfo(transactionID: String? = nil) throws -> [SimConsumptionInfo] {
+        try read().consumptionInfo(transactionID: transactionID)
     }
 
     private func load() throws -> SimWorld {

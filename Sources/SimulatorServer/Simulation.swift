@@ -31,6 +31,10 @@ public enum Simulation {
         public var out: String?
         /// Steps withheld from `to` (lossy traffic); nil: every step is sent.
         public var drop: DropPlan?
+        /// How long Apple waits (real time, ms) for the consumption information of a refund request once its
+        /// CONSUMPTION_REQUEST is sent to `to`, polling the state for it (``SimStateStore/consumptionInfo(transactionID:)``);
+        /// then it decides alone (a refund). 0: it does not wait.
+        public var consumptionWaitMillis: Int64 = Simulation.defaultConsumptionWaitMillis
         public init(name: String, to: String?, pkiFolder: String, bundleID: String, sharedSecret: String) {
             (self.name, self.to, self.pkiFolder, self.bundleID, self.sharedSecret) = (
                 name, to, pkiFolder, bundleID, sharedSecret
@@ -43,6 +47,10 @@ public enum Simulation {
         public var line: String
         public var ok: Bool
     }
+
+    /// How long a refund request waits for consumption information by default: long enough for a gateway that answers
+    /// at once, short enough that playing every lifecycle against one that does not stays quick.
+    public static let defaultConsumptionWaitMillis: Int64 = 2_000
 
     /// The simulated month when running as fast as possible: long enough that grace periods and trials span
     /// distinct seconds, short enough that a whole story fits in the 10-day freshness window many times over.
@@ -78,7 +86,7 @@ public enum Simulation {
             defer { world.nextID = world.nextID.clampedAdding(10_000) }  // a state file is input too
             return world.nextID
         }
-        let plan: Lifecycle.Plan
+        var plan: Lifecycle.Plan
         let paced = o.secondsPerMonth != nil
         if let seconds = o.secondsPerMonth {
             plan = try lifecycle.plan(
@@ -105,7 +113,11 @@ public enum Simulation {
         }
         var allOK = true
         var dropped: [DroppedStep] = []
-        for (index, e) in plan.emissions.enumerated() {
+        var index = 0
+        while index < plan.emissions.count {
+            let e = plan.emissions[index]
+            defer { index += 1 }
+            var sentAny = false
             // Only traffic to `to` is lossy: the folder gets every body.
             let drop = o.to == nil ? nil : o.drop?.reason(forEmissionAt: index, of: lifecycle.name)
             var withheld = drop.map { DroppedStep(step: index + 1, name: e.step, reason: $0) }
@@ -161,6 +173,7 @@ public enum Simulation {
                         result = drop.sendAttemptResult
                     } else {
                         let status = await send(InboundBody.v2(signedPayload: payload), to: url, transport: transport)
+                        sentAny = true
                         let ok = (200..<300).contains(status)
                         stepOK = stepOK && ok
                         v2.append(("status", .number(String(status))))
@@ -189,6 +202,7 @@ public enum Simulation {
                         withheld?.v1.append(body.notificationType ?? "")
                     } else if let url = o.to {
                         let status = await send(Array(try JSONEncoder().encode(body)), to: url, transport: transport)
+                        sentAny = true
                         stepOK = stepOK && (200..<300).contains(status)
                         item.append(("status", .number(String(status))))
                     }
@@ -201,14 +215,48 @@ public enum Simulation {
             output(String(decoding: JSONValue.object(JSONObject(members)).canonicalBytes(), as: UTF8.self))
             if let withheld, withheld.count > 0 { dropped.append(withheld) }
             try await afterStep(e)
+            // A refund request reached the gateway: Apple waits for its consumption information, then decides; an
+            // answer other than the one planned (none) replays the story with it, the same up to here.
+            if e.awaitsConsumptionInfo != nil, sentAny {
+                let outcome = try await lifecycle.awaitRefundAnswer(
+                    after: index,
+                    of: plan,
+                    store: store,
+                    waitMillis: o.consumptionWaitMillis
+                )
+                plan = outcome.plan
+                output(consumptionLine(lifecycle.name, step: index + 1, outcome))
+            }
         }
         if o.drop != nil, o.to != nil { output(droppedSummary(lifecycle.name, dropped)) }
         return LifecycleRun(lifecycle: lifecycle, plan: plan, ok: allOK, dropped: dropped)
     }
 
+    /// The line after a refund request's wait: what Apple received (`consumption_info`, null: nothing) and decided.
+    static func consumptionLine(_ lifecycle: String, step: Int, _ outcome: RefundRequestOutcome) -> String {
+        let received: JSONValue =
+            outcome.info.map {
+                .object(
+                    JSONObject([
+                        ("delivery_status", .string($0.deliveryStatus)),
+                        ("refund_preference", $0.refundPreference.map { .string($0) } ?? .null),
+                        ("count", .number(String($0.count))),
+                    ])
+                )
+            } ?? .null
+        let members: [(key: String, value: JSONValue)] = [
+            ("lifecycle", .string(lifecycle)), ("step", .number(String(step))),
+            ("transaction_id", .string(outcome.transactionID)), ("consumption_info", received),
+            ("waited_ms", .number(String(outcome.waitedMillis))), ("decision", .string(outcome.decision)),
+        ]
+        return String(decoding: JSONValue.object(JSONObject(members)).canonicalBytes(), as: UTF8.self)
+    }
+
     /// A played lifecycle: what was planned, whether every send got a 2xx, and what the drop plan withheld.
     public struct LifecycleRun: Sendable {
         public var lifecycle: Lifecycle
+        /// The story as played: after a refund request, with Apple's decision (``Lifecycle/Plan/finalStates`` is where
+        /// it left each subscription).
         public var plan: Lifecycle.Plan
         /// Whether every body sent got a 2xx (withheld ones are not sent).
         public var ok: Bool
