@@ -113,6 +113,9 @@ struct AdminAPI: Sendable {
             let selection = try checked { () throws(GatewayError) in try query.replaySelection(now: now) }
             let n = try operations.replay(selection)
             return .json(200, Array("{\"requeued\":\(n)}".utf8))
+        case ("GET", ["admin", "refund-requests"]):
+            let state = try checked { () throws(GatewayError) in try query.refundRequestState() }
+            return .json(200, try operations.refundRequests(state: state, limit: query.limit).canonicalBytes())
         case ("GET", ["admin", "quarantine"]):
             let lane = try checked { () throws(GatewayError) in try query.lane() }
             return .json(200, try operations.quarantineList(lane: lane, limit: query.limit).canonicalBytes())

@@ -88,6 +88,16 @@ struct AdminQuery: Sendable {
         return lane
     }
 
+    /// `GET /admin/refund-requests`: an optional `state` (pending, sent, declined, …).
+    func refundRequestState() throws(GatewayError) -> ConsumptionState? {
+        guard let text = parameters["state"] else { return nil }
+        guard let state = ConsumptionState(rawValue: text) else {
+            let allowed = ConsumptionState.allCases.map(\.rawValue).joined(separator: ", ")
+            throw GatewayError(.badRequest, "state is one of \(allowed)")
+        }
+        return state
+    }
+
     /// `POST /admin/quarantine/replay`: an optional `lane`, then an optional `id` (a quarantine row id).
     func quarantineSelection() throws(GatewayError) -> Operations.QuarantineSelection {
         var selection = Operations.QuarantineSelection()

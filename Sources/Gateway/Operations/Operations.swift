@@ -131,6 +131,13 @@ public struct Operations: Sendable {
         }
     }
 
+    /// Refund requests (docs/operations.md, "Refund requests"), newest first, optionally of one state: each with
+    /// what was chosen and sent, Apple's answer and Apple's decision since.
+    public func refundRequests(state: ConsumptionState? = nil, limit: Int = 100) throws -> JSONValue {
+        let rows = try store.read { tx in try tx.consumptionJobs(state: state, limit: max(1, min(limit, 1_000))) }
+        return (try? JSONParser.parse(JSONOutput.encode(rows))) ?? .array([])
+    }
+
     /// Dead-lettered deliveries, oldest first.
     public func deadLetters(limit: Int = 100) throws -> JSONValue {
         let rows = try store.read { tx in try tx.deliveries(state: .dead, downstream: nil, eventID: nil, limit: limit) }
