@@ -92,6 +92,60 @@ public struct BundleReport: Sendable, Hashable, Codable {
     /// answers compared with the gateway's in `shadow`, with a verdict of their own.
     public var receipts: ReceiptsSection?
 
+    /// Apple's refund requests over the report's window (docs/operations.md, "Refund requests"); nil when the app
+    /// does not answer them and none is stored.
+    public var refundRequests: RefundRequestsSection?
+
+    /// Apple's refund requests (CONSUMPTION_REQUEST) of a bundle and environment signed in the report's window: how
+    /// many were answered in time, with which preference, and what Apple decided after each preference.
+    public struct RefundRequestsSection: Sendable, Hashable, Codable {
+        public var requests: Int
+        /// Sent to Apple before the deadline.
+        public var answeredInTime: Int
+        /// State (`sent`, `declined`, `no_consent`, `unanswered`, `rejected`, `dead`, `expired`, `pending`) → requests.
+        public var byState: [String: Int]
+        /// Who chose the answer sent (`team`, `default`) → requests.
+        public var bySource: [String: Int]
+        /// The preference sent (`DECLINE`, `GRANT_FULL`, `GRANT_PRORATED`; `none`: an answer without one; `not_sent`:
+        /// no answer reached Apple) → Apple's decisions since.
+        public var outcomes: [String: Outcome]
+
+        public struct Outcome: Sendable, Hashable, Codable {
+            public var requests: Int
+            /// REFUND: the refund was granted.
+            public var refunded: Int
+            /// REFUND_DECLINED.
+            public var declined: Int
+            /// No decision seen yet.
+            public var undecided: Int
+            public init(requests: Int = 0, refunded: Int = 0, declined: Int = 0, undecided: Int = 0) {
+                (self.requests, self.refunded, self.declined, self.undecided) = (
+                    requests, refunded, declined, undecided
+                )
+            }
+        }
+
+        public init(
+            requests: Int,
+            answeredInTime: Int,
+            byState: [String: Int],
+            bySource: [String: Int],
+            outcomes: [String: Outcome]
+        ) {
+            (self.requests, self.answeredInTime, self.byState, self.bySource, self.outcomes) = (
+                requests, answeredInTime, byState, bySource, outcomes
+            )
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case requests
+            case answeredInTime = "answered_in_time"
+            case byState = "by_state"
+            case bySource = "by_source"
+            case outcomes
+        }
+    }
+
     /// The receipt comparison of a bundle and environment over the report's window, and its verdict.
     public struct ReceiptsSection: Sendable, Hashable, Codable {
         /// `apple`, `shadow` or `api`: how verifyReceipt is answered now.
@@ -230,7 +284,8 @@ public struct BundleReport: Sendable, Hashable, Codable {
         cutovers: [CutoverRecord],
         recovered: [RecoveredDay] = [],
         appleSwitches: [AppleSwitchEnd] = [],
-        receipts: ReceiptsSection? = nil
+        receipts: ReceiptsSection? = nil,
+        refundRequests: RefundRequestsSection? = nil
     ) {
         self.bundleID = bundleID
         self.environment = environment
@@ -249,6 +304,7 @@ public struct BundleReport: Sendable, Hashable, Codable {
         self.recovered = recovered
         self.appleSwitches = appleSwitches
         self.receipts = receipts
+        self.refundRequests = refundRequests
     }
 
     enum CodingKeys: String, CodingKey {
@@ -263,6 +319,7 @@ public struct BundleReport: Sendable, Hashable, Codable {
         case verdict, rule, reasons, cutovers, recovered
         case appleSwitches = "apple_switches"
         case receipts
+        case refundRequests = "refund_requests"
     }
 
     // `agreement_rate` is always present (null when nothing was compared).
@@ -285,5 +342,6 @@ public struct BundleReport: Sendable, Hashable, Codable {
         try c.encode(recovered, forKey: .recovered)
         try c.encode(appleSwitches, forKey: .appleSwitches)
         try c.encode(receipts, forKey: .receipts)
+        try c.encode(refundRequests, forKey: .refundRequests)
     }
 }

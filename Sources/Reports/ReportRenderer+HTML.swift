@@ -189,7 +189,33 @@ extension ReportRenderer {
             h.raw("</p>\n")
         }
         if let r = b.receipts { receiptSection(&h, r, rule: rule, index: i) }
+        if let r = b.refundRequests { refundSection(&h, r, index: i) }
         h.raw("</section>\n")
+    }
+
+    /// Apple's refund requests: answered in time, how the others ended, and Apple's decisions after each preference.
+    static func refundSection(_ h: inout HTMLWriter, _ r: BundleReport.RefundRequestsSection, index i: Int) {
+        h.raw("<h3>Refund requests</h3>\n<div class=\"stats\">\n")
+        stat(&h, grouped(r.requests), "refund requests", cls: "", id: "refund-requests-\(i)")
+        stat(
+            &h,
+            grouped(r.answeredInTime),
+            "answered before the deadline",
+            cls: r.answeredInTime < r.requests - (r.byState["declined"] ?? 0) - (r.byState["pending"] ?? 0)
+                ? "warn" : "good"
+        )
+        for key in ["dead", "rejected", "expired"] where (r.byState[key] ?? 0) > 0 {
+            stat(&h, grouped(r.byState[key] ?? 0), "unanswered: \(key)", cls: "bad")
+        }
+        h.raw("</div>\n")
+        guard !r.outcomes.isEmpty else { return }
+        h.raw("<table class=\"cutovers\" id=\"refund-outcomes-\(i)\">\n<thead><tr><th>Preference sent</th>")
+        h.raw("<th>Requests</th><th>Refunded</th><th>Declined</th><th>Undecided</th></tr></thead>\n<tbody>\n")
+        for (preference, o) in r.outcomes.sorted(by: { $0.key < $1.key }) {
+            h.raw("<tr><td>\(escape(preference))</td><td>\(o.requests)</td><td>\(o.refunded)</td>")
+            h.raw("<td>\(o.declined)</td><td>\(o.undecided)</td></tr>\n")
+        }
+        h.raw("</tbody>\n</table>\n")
     }
 
     /// The receipt path: how verifyReceipt is answered, Apple's answers compared with the gateway's, its verdict.

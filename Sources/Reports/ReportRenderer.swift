@@ -135,7 +135,27 @@ public enum ReportRenderer {
             if i == 0 { row("switches reverted", text) } else { more(text) }
         }
         if let r = b.receipts { receiptRows(r, row: row, more: more) }
+        if let r = b.refundRequests { refundRows(r, row: row, more: more) }
         return lines
+    }
+
+    /// Apple's refund requests: how many were answered in time, how the rest ended, and what Apple decided after
+    /// each preference sent.
+    static func refundRows(
+        _ r: BundleReport.RefundRequestsSection,
+        row: (String, String) -> Void,
+        more: (String) -> Void
+    ) {
+        let states = r.byState.sorted { $0.key < $1.key }.map { "\(plain($0.key)) \($0.value)" }.joined(separator: ", ")
+        row(
+            "refund requests",
+            "\(r.requests)   answered in time \(r.answeredInTime)" + (states.isEmpty ? "" : "   (\(states))")
+        )
+        for (preference, o) in r.outcomes.sorted(by: { $0.key < $1.key }) {
+            more(
+                "\(plain(preference)) \(o.requests): refunded \(o.refunded), declined \(o.declined), undecided \(o.undecided)"
+            )
+        }
     }
 
     /// The receipt path's rows: its mode, the shadow comparison and its own verdict.

@@ -148,6 +148,7 @@ public struct ConsumptionJobStatus: Sendable, Hashable, Codable {
 /// state, answer source, preference sent, whether Apple took it before the deadline, and Apple's decision since.
 public struct RefundRequestCount: Sendable, Hashable {
     public var bundleID: String
+    public var environment: AppStoreEnvironment
     public var state: ConsumptionState
     public var answerSource: ConsumptionAnswerSource?
     public var refundPreference: String?
@@ -158,6 +159,7 @@ public struct RefundRequestCount: Sendable, Hashable {
 
     public init(
         bundleID: String,
+        environment: AppStoreEnvironment,
         state: ConsumptionState,
         answerSource: ConsumptionAnswerSource?,
         refundPreference: String?,
@@ -165,8 +167,8 @@ public struct RefundRequestCount: Sendable, Hashable {
         decision: String?,
         count: Int
     ) {
-        (self.bundleID, self.state, self.answerSource, self.refundPreference) = (
-            bundleID, state, answerSource, refundPreference
+        (self.bundleID, self.environment, self.state, self.answerSource, self.refundPreference) = (
+            bundleID, environment, state, answerSource, refundPreference
         )
         (self.inTime, self.decision, self.count) = (inTime, decision, count)
     }

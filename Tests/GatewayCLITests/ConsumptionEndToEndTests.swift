@@ -150,15 +150,23 @@ import Glibc
 
         /// The gateway's refund requests (`GET /admin/refund-requests`).
         func requests() async throws -> [JSONObject] {
+            (try await adminValue("/admin/refund-requests").arrayValue ?? []).compactMap(\.objectValue)
+        }
+
+        func admin(_ path: String) async throws -> JSONObject {
+            try await adminValue(path).objectValue ?? JSONObject()
+        }
+
+        func adminValue(_ path: String) async throws -> JSONValue {
             let response = try await CurlTransport().send(
                 HTTPRequest(
                     method: .get,
-                    url: "http://127.0.0.1:\(adminPort)/admin/refund-requests",
+                    url: "http://127.0.0.1:\(adminPort)\(path)",
                     headers: [HTTPHeader("Authorization", "Bearer \(ConsumptionEndToEndTests.adminToken)")]
                 )
             )
             guard response.status == 200 else { throw FixtureError(description: "admin answered \(response.status)") }
-            return (try JSONParser.parse(response.body).arrayValue ?? []).compactMap(\.objectValue)
+            return try JSONParser.parse(response.body)
         }
 
         /// Waits until the only refund request is settled (not `pending`) and its decision is recorded when asked.
@@ -223,6 +231,18 @@ import Glibc
             #expect(got.count == 1 && got.first?.count == 1, "sent once")
             #expect(got.first?.refundPreference == preference)
             #expect(rig.team.requests.filter { $0.path == "/ask" }.count == 1)
+            // The report's refund requests: answered in time, the preference sent and Apple's decision after it.
+            let report = try await rig.admin("/admin/report?format=json")
+            let bundle = try #require(
+                report["bundles"]?.arrayValue?.compactMap(\.objectValue).first {
+                    $0["bundle_id"]?.stringValue == ConsumptionEndToEndTests.bundle
+                }
+            )
+            let refunds = try #require(bundle["refund_requests"]?.objectValue)
+            #expect(refunds["requests"]?.int64Value == 1)
+            #expect(refunds["answered_in_time"]?.int64Value == 1)
+            let after = try #require(refunds["outcomes"]?.objectValue?[preference]?.objectValue)
+            #expect(after[decision == "REFUND" ? "refunded" : "declined"]?.int64Value == 1)
         }
     }
 

@@ -281,8 +281,48 @@ public struct CompareLedger: Sendable {
                 default: nil
                 }
             },
-            receipts: receipts
+            receipts: receipts,
+            refundRequests: try refundRequestsSection(app: app, environment: env, since: since, until: until, in: tx)
         )
+    }
+
+    /// Apple's refund requests of a bundle and environment signed in [since, until); nil when the app does not
+    /// answer them and none is stored.
+    func refundRequestsSection(
+        app: GatewayConfig.App,
+        environment env: AppStoreEnvironment,
+        since: Int64,
+        until: Int64,
+        in tx: any StoreTransaction
+    ) throws -> BundleReport.RefundRequestsSection? {
+        let rows = try tx.refundRequestCounts(since: since, until: until).filter {
+            $0.bundleID == app.bundleID && $0.environment == env
+        }
+        guard app.consumption?.respond == true || !rows.isEmpty else { return nil }
+        var section = BundleReport.RefundRequestsSection(
+            requests: 0,
+            answeredInTime: 0,
+            byState: [:],
+            bySource: [:],
+            outcomes: [:]
+        )
+        for row in rows {
+            section.requests += row.count
+            if row.inTime == true { section.answeredInTime += row.count }
+            section.byState[row.state.rawValue, default: 0] += row.count
+            let sent = row.state == .sent
+            if sent, let source = row.answerSource { section.bySource[source.rawValue, default: 0] += row.count }
+            let key = sent ? (row.refundPreference ?? "none") : "not_sent"
+            var outcome = section.outcomes[key] ?? .init()
+            outcome.requests += row.count
+            switch row.decision {
+            case "refund": outcome.refunded += row.count
+            case "refund_declined": outcome.declined += row.count
+            default: outcome.undecided += row.count
+            }
+            section.outcomes[key] = outcome
+        }
+        return section
     }
 
     /// The receipt comparison of a bundle and environment: counts over [since, until) and the verdict over the rule's

@@ -61,6 +61,7 @@ extension SQLTransaction {
         try c.query(.refundRequestCounts, [.int64(since), .int64(until)]).map { row in
             RefundRequestCount(
                 bundleID: try row.requiredString("bundle_id"),
+                environment: try row.environment("environment"),
                 state: try row.required("state", as: ConsumptionState.self),
                 answerSource: try row.nullableString("answer_source").flatMap(ConsumptionAnswerSource.init(rawValue:)),
                 refundPreference: try row.nullableString("refund_preference"),
@@ -124,12 +125,12 @@ extension SQL {
     )
     fileprivate static let refundRequestCounts = SQL(
         """
-        SELECT bundle_id, state, answer_source, refund_preference,
+        SELECT bundle_id, environment, state, answer_source, refund_preference,
             CASE WHEN sent_at IS NULL THEN NULL WHEN sent_at <= deadline_at THEN 1 ELSE 0 END AS in_time,
             decision, COUNT(*) AS n
         FROM consumption_jobs WHERE requested_at >= $1 AND requested_at < $2
-        GROUP BY bundle_id, state, answer_source, refund_preference, in_time, decision
-        ORDER BY bundle_id, state, answer_source, refund_preference, in_time, decision
+        GROUP BY bundle_id, environment, state, answer_source, refund_preference, in_time, decision
+        ORDER BY bundle_id, environment, state, answer_source, refund_preference, in_time, decision
         """
     )
 }
