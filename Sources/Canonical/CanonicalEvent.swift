@@ -2,7 +2,7 @@
 ///
 /// Encoded as JSON with stable snake_case keys and `"schema": 1`; every key is always present (null when the
 /// source does not carry the value), so consumers can rely on one shape — except the few keys of one kind only
-/// (``appTransactionID``, the `external_purchase_*` ones), written only on an event that carries them. Times are
+/// (``appTransactionID``, ``consumptionRequestReason``, the `external_purchase_*` ones), written only on an event that carries them. Times are
 /// milliseconds since the epoch; ids are strings.
 public struct CanonicalEvent: Sendable, Hashable, Codable {
     public static let schemaVersion = 1
@@ -62,6 +62,9 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
     // Keys of one kind only: left out of the JSON when nil, so every other event keeps its shape.
     /// `consent_rescinded`: the signed app transaction's `appTransactionId`.
     public var appTransactionID: String?
+    /// `consumption_request`: Apple's `consumptionRequestReason`, lower-cased (`unintended_purchase`,
+    /// `fulfillment_issue`, `unsatisfied_with_purchase`, `legal`, `other`; a value Apple adds later keeps its words).
+    public var consumptionRequestReason: String?
     /// `external_purchase_token`: the token's `externalPurchaseId`, `tokenType` (Apple's string, custom link tokens
     /// only), `tokenCreationDate` and `tokenExpirationDate` (ms; custom link tokens only).
     public var externalPurchaseID: String?
@@ -148,6 +151,7 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
         case appAccountToken = "app_account_token"
         case ownership, verified, entitlement
         case appTransactionID = "app_transaction_id"
+        case consumptionRequestReason = "consumption_request_reason"
         case externalPurchaseID = "external_purchase_id"
         case externalPurchaseTokenType = "external_purchase_token_type"
         case externalPurchaseTokenCreationDate = "external_purchase_token_creation_date"
@@ -197,6 +201,7 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
         try c.encode(verified, forKey: .verified)
         try c.encode(entitlement, forKey: .entitlement)
         try c.encodeIfPresent(appTransactionID, forKey: .appTransactionID)
+        try c.encodeIfPresent(consumptionRequestReason, forKey: .consumptionRequestReason)
         try c.encodeIfPresent(externalPurchaseID, forKey: .externalPurchaseID)
         try c.encodeIfPresent(externalPurchaseTokenType, forKey: .externalPurchaseTokenType)
         try c.encodeIfPresent(externalPurchaseTokenCreationDate, forKey: .externalPurchaseTokenCreationDate)
@@ -246,6 +251,7 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
         verified = try c.decode(Bool.self, forKey: .verified)
         entitlement = try c.decodeIfPresent(Entitlement.self, forKey: .entitlement)
         appTransactionID = try c.decodeIfPresent(String.self, forKey: .appTransactionID)
+        consumptionRequestReason = try c.decodeIfPresent(String.self, forKey: .consumptionRequestReason)
         externalPurchaseID = try c.decodeIfPresent(String.self, forKey: .externalPurchaseID)
         externalPurchaseTokenType = try c.decodeIfPresent(String.self, forKey: .externalPurchaseTokenType)
         externalPurchaseTokenCreationDate = try c.decodeIfPresent(

@@ -87,11 +87,6 @@ public struct EventReason: WireString {
     public static let accepted = Self(rawValue: "accepted")
     // renewal_extension_summary: one subscription the mass extension could not extend
     public static let failure = Self(rawValue: "failure")
-    // consumption_request: Apple's consumptionRequestReason
-    public static let unintendedPurchase = Self(rawValue: "unintended_purchase")
-    public static let fulfillmentIssue = Self(rawValue: "fulfillment_issue")
-    public static let unsatisfiedWithPurchase = Self(rawValue: "unsatisfied_with_purchase")
-    public static let legal = Self(rawValue: "legal")
     // external_purchase_token: Apple's subtype
     public static let unreported = Self(rawValue: "unreported")
     public static let created = Self(rawValue: "created")

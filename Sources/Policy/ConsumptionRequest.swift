@@ -13,7 +13,7 @@ public struct ConsumptionRequest: Sendable, Hashable {
     public var originalTransactionID: String?
     /// The purchase's product type (`auto_renewable`, `consumable`, …) when the request carried it.
     public var productType: String?
-    /// Apple's `consumptionRequestReason` as the canonical reason (`unintended_purchase`, …), nil when absent.
+    /// Apple's `consumptionRequestReason` as the event has it (`unintended_purchase`, …), nil when absent.
     public var reason: String?
     /// Apple's `signedDate` of the request (ms).
     public var requestedAt: Int64

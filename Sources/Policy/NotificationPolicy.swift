@@ -125,7 +125,7 @@ public enum NotificationPolicy {
                     transactionID: transactionID,
                     originalTransactionID: e.originalTransactionID,
                     productType: e.productType?.rawValue,
-                    reason: e.reason?.rawValue,
+                    reason: e.consumptionRequestReason,
                     requestedAt: e.eventDate,
                     deadlineAt: e.eventDate.clampedAdding(deadline)
                 )

@@ -14,6 +14,7 @@ public enum CanonicalJSON {
         w.bool("auto_renew", e.autoRenew)
         w.string("auto_renew_product_id", e.autoRenewProductID)
         w.string("bundle_id", e.bundleID)
+        if let v = e.consumptionRequestReason { w.string("consumption_request_reason", v) }
         w.string("currency", e.currency)
         w.raw("entitlement", e.entitlement.map(encode))
         w.string("environment", e.environment?.rawValue)

@@ -70,12 +70,7 @@ extension VerifiedNotificationV2 {
     /// `eventDate` is the validation time: `signedDate`, else the nested transaction's, else arrival.
     public func canonicalEvents() -> [CanonicalEvent] {
         let type = payload.notificationType ?? ""
-        var (kind, reason) = Self.classify(type: type, subtype: payload.subtype, renewalInfo: renewalInfo)
-        if kind == .consumptionRequest, let why = payload.data?.consumptionRequestReason, !why.isEmpty {
-            // Apple's ConsumptionRequestReason in the canonical spelling (`UNINTENDED_PURCHASE` → `unintended_purchase`;
-            // a value added later keeps its own words).
-            reason = EventReason(rawValue: why.lowercased())
-        }
+        let (kind, reason) = Self.classify(type: type, subtype: payload.subtype, renewalInfo: renewalInfo)
         var e = CanonicalEvent(
             id: payload.notificationUUID ?? "",
             source: .v2,
@@ -95,6 +90,10 @@ extension VerifiedNotificationV2 {
         if let ri = renewalInfo { e.apply(ri) }
         if transaction != nil { e.computeEntitlement() }
         e.appTransactionID = appTransaction?.appTransactionID
+        if kind == .consumptionRequest, let why = payload.data?.consumptionRequestReason, !why.isEmpty {
+            // Apple's ConsumptionRequestReason in the canonical spelling (`UNINTENDED_PURCHASE` → `unintended_purchase`).
+            e.consumptionRequestReason = why.lowercased()
+        }
         if let token = payload.externalPurchaseToken { e.apply(token) }
         return [e]
     }

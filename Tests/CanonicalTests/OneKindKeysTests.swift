@@ -6,7 +6,7 @@ import Testing
 /// them, so every other event keeps exactly the forty keys of the table.
 @Suite struct OneKindKeysTests {
     static let oneKindKeys = [
-        "app_transaction_id", "external_purchase_id", "external_purchase_token_type",
+        "app_transaction_id", "consumption_request_reason", "external_purchase_id", "external_purchase_token_type",
         "external_purchase_token_creation_date", "external_purchase_token_expiration_date",
     ]
 
@@ -21,6 +21,15 @@ import Testing
         #expect(keys.isDisjoint(with: Self.oneKindKeys))
     }
 
+    @Test func aConsumptionRequestCarriesApplesReasonAndRoundTrips() throws {
+        var e = CanonicalEventTests.minimal()
+        (e.kind, e.rawType) = (.consumptionRequest, "CONSUMPTION_REQUEST")
+        e.consumptionRequestReason = "unintended_purchase"
+        #expect(try Self.keys(e) == Set(CanonicalEventTests.designKeys + ["consumption_request_reason"]))
+        let bytes = try JSONEncoder().encode(e)
+        #expect(try JSONDecoder().decode(CanonicalEvent.self, from: bytes) == e)
+    }
+
     @Test func anExternalPurchaseTokenEventCarriesItsFourAndRoundTrips() throws {
         var e = CanonicalEventTests.minimal()
         (e.kind, e.reason, e.rawType, e.rawSubtype) = (
@@ -31,7 +40,7 @@ import Testing
         e.externalPurchaseTokenCreationDate = 1_748_735_940_000
         e.externalPurchaseTokenExpirationDate = 1_751_328_000_000
         let text = try CanonicalEventTests.encode(e)
-        #expect(try Self.keys(e) == Set(CanonicalEventTests.designKeys + Self.oneKindKeys.dropFirst()))
+        #expect(try Self.keys(e) == Set(CanonicalEventTests.designKeys + Self.oneKindKeys.dropFirst(2)))
         #expect(text.contains(#""external_purchase_id":"SANDBOX_6f1e3c55""#))
         #expect(text.contains(#""external_purchase_token_creation_date":1748735940000"#))
         #expect(text.contains(#""external_purchase_token_expiration_date":1751328000000"#))

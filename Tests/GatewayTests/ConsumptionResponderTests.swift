@@ -225,7 +225,7 @@ import WireJSON
         #expect(body["type"]?.stringValue == "consumption.request")
         #expect(body["request"]?.objectValue?["reason"]?.stringValue == "unintended_purchase")
         #expect(body["event"]?.objectValue?["kind"]?.stringValue == "consumption_request")
-        #expect(body["event"]?.objectValue?["reason"]?.stringValue == "unintended_purchase")
+        #expect(body["event"]?.objectValue?["consumption_request_reason"]?.stringValue == "unintended_purchase")
         #expect(
             s.service.metrics.counter("iapgw_consumption_requests_total", ["bundle": Self.bundle, "state": "sent"]) == 1
         )

@@ -141,7 +141,7 @@ enum SampleReport {
             Set(first.keys) == [
                 "bundle_id", "environment", "authority", "events_by_source", "pairs", "agreements", "agreement_rate",
                 "disagreements_by_field", "one_sided", "daily", "verdict", "rule", "reasons", "cutovers", "recovered",
-                "apple_switches", "receipts",
+                "apple_switches", "receipts", "refund_requests",
             ]
         )
         #expect(first.keys == first.keys.sorted())
@@ -465,5 +465,48 @@ enum SampleReport {
                 "\(CompareReport.percentText(b.agreements, of: b.pairs)!)  (249 of 250)"
             )
         )
+    }
+}
+
+/// The refund requests section: answered in time, how the rest ended, and Apple's decisions after each preference —
+/// in the table and the page.
+@Suite struct ReportRefundRequestsTests {
+    static var report: CompareReport {
+        var r = SampleReport.report
+        r.bundles[0].refundRequests = BundleReport.RefundRequestsSection(
+            requests: 12,
+            answeredInTime: 9,
+            byState: ["sent": 9, "declined": 1, "dead": 2],
+            bySource: ["team": 7, "default": 2],
+            outcomes: [
+                "DECLINE": .init(requests: 6, refunded: 1, declined: 4, undecided: 1),
+                "GRANT_FULL": .init(requests: 3, refunded: 3),
+                "not_sent": .init(requests: 3, refunded: 2, undecided: 1),
+            ]
+        )
+        return r
+    }
+
+    @Test func theTableSaysHowManyWereAnsweredAndWhatAppleDecided() {
+        let text = ReportRenderer.table(Self.report)
+        #expect(text.contains("12   answered in time 9   (dead 2, declined 1, sent 9)"))
+        #expect(text.contains("DECLINE 6: refunded 1, declined 4, undecided 1"))
+        #expect(text.contains("not_sent 3: refunded 2, declined 0, undecided 1"))
+        #expect(!ReportRenderer.table(SampleReport.report).contains("refund requests"), "absent when not answered")
+    }
+
+    @Test func thePageHasTheSectionAndTheOutcomes() {
+        let html = ReportRenderer.html(Self.report)
+        #expect(html.contains("<h3>Refund requests</h3>"))
+        #expect(html.contains("<tr><td>GRANT_FULL</td><td>3</td><td>3</td><td>0</td><td>0</td></tr>"))
+        #expect(html.contains("unanswered: dead"))
+    }
+
+    @Test func theJSONCarriesTheSection() throws {
+        let top = try #require(try JSONParser.parse(JSONOutput.encode(Self.report)).objectValue)
+        let first = try #require(top["bundles"]?.arrayValue?.first?.objectValue)
+        let section = try #require(first["refund_requests"]?.objectValue)
+        #expect(section["answered_in_time"]?.int64Value == 9)
+        #expect(section["outcomes"]?.objectValue?["DECLINE"]?.objectValue?["declined"]?.int64Value == 4)
     }
 }

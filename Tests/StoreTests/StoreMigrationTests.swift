@@ -33,9 +33,11 @@ import Testing
         var receiptModes: [ReceiptModeEntry]
         var receiptHistory: StoredReceiptHistory?
         var receiptLedger: [ReceiptLedgerEntry]
+        var refundRequests: [ConsumptionJobStatus]
 
         init(_ store: any GatewayStore) throws {
             reconcileRuns = try store.read { tx in try tx.reconcileRuns() }
+            refundRequests = try store.read { tx in try tx.consumptionJobs(state: nil, limit: 1_000) }
             (receiptModes, receiptHistory, receiptLedger) = try store.read { tx in
                 (
                     try tx.receiptModes(), try tx.receiptHistory(StoreMigrationTests.customer),
@@ -110,6 +112,45 @@ import Testing
                 now: 120,
                 authority: nil
             )
+        }
+        // A refund request, answered and then decided by Apple.
+        let request = ConsumptionRequest(
+            eventID: "e-v2-1",
+            bundleID: bundle,
+            environment: .sandbox,
+            transactionID: "tx-1",
+            originalTransactionID: "otid-1",
+            productType: "consumable",
+            reason: "unintended_purchase",
+            requestedAt: 100,
+            deadlineAt: 39_600_100
+        )
+        try store.write { tx in
+            _ = try tx.execute(Plan(writes: [.consumptionJob(request)]), journalID: nil, now: 100)
+            let id = try tx.consumptionJobs(state: nil, limit: 1)[0].id
+            try tx.settleConsumptionJob(
+                ConsumptionSettlement(
+                    id: id,
+                    state: .sent,
+                    asks: 1,
+                    sends: 1,
+                    nextAttemptAt: 120,
+                    answer: Array(#"{"customerConsented":true}"#.utf8),
+                    answerSource: .team,
+                    refundPreference: "DECLINE",
+                    sentAt: 120,
+                    appleStatus: 202
+                ),
+                now: 120
+            )
+            let decision = RefundDecision(
+                bundleID: bundle,
+                environment: .sandbox,
+                transactionID: "tx-1",
+                kind: .refundDeclined,
+                at: 140
+            )
+            _ = try tx.execute(Plan(writes: [.refundDecision(decision)]), journalID: nil, now: 140)
         }
         let first = try store.read { tx in
             try tx.deliveries(state: .pending, downstream: "main", eventID: "e-v2-1", limit: 1)

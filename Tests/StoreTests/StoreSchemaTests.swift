@@ -16,7 +16,7 @@ import Testing
         "events.seq", "outbox.claimed_by", "outbox.claimed_until", "receipt_jobs.claimed_by",
         "receipt_jobs.claimed_until",
         "compare_jobs.claimed_by", "compare_jobs.claimed_until", "reconcile_runs.claimed_by",
-        "reconcile_runs.claimed_until",
+        "reconcile_runs.claimed_until", "consumption_jobs.claimed_by", "consumption_jobs.claimed_until",
     ]
     /// Indexes only PostgreSQL has: the claims' indexes of pending rows of the job tables (its migration 7; the
     /// outbox's came to SQLite with its step 13) and the partial unique index that keeps one plain comparison fetch
@@ -114,13 +114,13 @@ import Testing
         // The shipped versions are kept as they are; steps added since come after them (10: the indexes of the bounded
         // reads; 11, SQLite only: compressing the rows of an older store, which changes no table; 12, SQLite only: the
         // dictionaries' table; 13: only the indexes a statement reads; 14: no index of the events by path; 15: the
-        // receipt path's tables; 16: the delivery log).
+        // receipt path's tables; 16: the delivery log; 17: the refund requests).
         #expect(
             Array(StoreSchema.sqlite.map(\.version).prefix(ShippedSchema.sqlite.count))
                 == ShippedSchema.sqlite.map(\.version)
         )
         #expect(
-            StoreSchema.sqlite.map(\.version).dropFirst(ShippedSchema.sqlite.count) == [10, 11, 12, 13, 14, 15, 16]
+            StoreSchema.sqlite.map(\.version).dropFirst(ShippedSchema.sqlite.count) == [10, 11, 12, 13, 14, 15, 16, 17]
         )
     }
 

@@ -14,10 +14,16 @@ private let environment = [
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let data else { return 0 }
+    let bytes = Array(UnsafeBufferPointer(start: data, count: size))
+    // The same bytes as a team service's answer to a refund request: what is accepted reads back as itself.
+    if let answer = ConsumptionSettings.answer(fromTeam: bytes) {
+        let again = ConsumptionSettings.answer(fromTeam: ConsumptionSettings.encoded(answer))
+        precondition(again == answer, "a consumption answer does not read back as itself")
+    }
     let config: GatewayConfig
     do {
         config = try GatewayConfig.parse(
-            Array(UnsafeBufferPointer(start: data, count: size)),
+            bytes,
             baseDirectory: "/nonexistent/fuzz"
         )
     } catch {

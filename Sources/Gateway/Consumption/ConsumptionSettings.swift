@@ -1,5 +1,6 @@
 internal import Canonical
 public import V2Adapter
+internal import WireJSON
 
 /// An app's `consumption` (docs/configuration.md): whether Apple's refund requests (CONSUMPTION_REQUEST) are
 /// answered, how the team's service is asked, the answer when it does not answer, and the deadline
@@ -25,6 +26,15 @@ public struct ConsumptionSettings: Sendable, Hashable {
     public var maxRetryDelayMillis: Int64 = 30 * 60_000
 
     public init() {}
+
+    /// An answer of the team's service, as the responder reads it (nil: refused). For the fuzz target: the reader
+    /// takes bytes from outside.
+    public static func answer(fromTeam bytes: [UInt8]) -> ConsumptionInformation? {
+        try? ConsumptionAnswer.read(bytes)
+    }
+
+    /// The answer as it is kept on the job and sent to Apple (JSON in Apple's member names).
+    public static func encoded(_ answer: ConsumptionInformation) -> [UInt8] { JSONOutput.encode(answer) }
 
     /// Apple's limit: the answer must reach Apple within 12 hours of the request.
     static let appleLimitMillis: Int64 = 12 * 3_600_000
