@@ -178,7 +178,18 @@ import Glibc
                 guard let r, r["state"]?.stringValue != "pending" else { return false }
                 return !decided || r["decision"]?.stringValue != nil
             }
-            return try #require(last.withLock { $0 })
+            let r = try #require(last.withLock { $0 })
+            // One line per request, for the record of a run: how it ended and how long after Apple's request.
+            let requested = r["requested_at"]?.int64Value ?? 0
+            print(
+                "refund-request-e2e state=\(r["state"]?.stringValue ?? "-") source=\(r["answer_source"]?.stringValue ?? "-")"
+                    + " asks=\(r["asks"]?.int64Value ?? 0) sends=\(r["sends"]?.int64Value ?? 0)"
+                    + " apple=\(r["apple_status"]?.int64Value.map(String.init) ?? "-")"
+                    + " sent_after_ms=\(r["sent_at"]?.int64Value.map { String($0 - requested) } ?? "-")"
+                    + " deadline_after_ms=\((r["deadline_at"]?.int64Value ?? 0) - requested)"
+                    + " decision=\(r["decision"]?.stringValue ?? "-")"
+            )
+            return r
         }
 
         func metric(_ name: String) async throws -> String {
