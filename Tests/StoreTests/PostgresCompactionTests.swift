@@ -4,6 +4,7 @@ import Policy
 import Postgres
 import TestSupport
 import Testing
+import Zstd
 
 @testable import Store
 
@@ -294,6 +295,29 @@ struct PostgresCompactionTests {
         }
         #expect(history.events.map(\.damage) == [nil, nil, nil, nil])
         #expect(history.states.map(\.json) == [state])
+    }
+
+    /// A writer whose dictionary row cannot be committed (no session to be had) stores the value compressed without
+    /// the dictionary, and it reads back; the next values do not try another session at once.
+    @Test func aDictionaryThatCannotBeAddedLeavesTheValueCompressedWithoutIt() throws {
+        let f = try Fixture(.postgres)
+        let schema = try #require(f.schema)
+        let c = try schema.connect()
+        defer { c.close() }
+        let failing = PostgresDictionaryInserter(url: "postgresql://nobody@127.0.0.1:1/none", label: "test")
+        let connection = PostgresStoreConnection(raw: c, dictionaries: BlobDictionaries(), inserter: failing)
+        let values = (0..<6).map { CanonicalJSON.encode(StoreTests.event("lost-\($0)", date: Int64($0))) }
+        let started = ContinuousClock.now
+        let packed = try c.transaction { _ in try values.map { try connection.packJSON($0, as: .event) } }
+        #expect(ContinuousClock.now - started < .seconds(5))
+        #expect(packed.allSatisfy { $0.starts(with: Zstd.magic) })
+        #expect(zip(packed, values).allSatisfy { StoredBlob.unpack($0, as: .event) == $1 })
+        #expect(try c.queryOne("SELECT count(*) AS n FROM blob_dictionaries")?.int64("n") == 0)
+        // With a session to be had, the store's values name the dictionary it adds.
+        try StoreTests.storeEvents(f, (0..<6).map { StoreTests.event("kept-\($0)", date: Int64($0)) })
+        let named = try c.query("SELECT json FROM events ORDER BY seq").compactMap { $0.bytes("json") }
+            .filter { StoredBlob.dictionaryID($0) != nil }
+        #expect(!named.isEmpty)
     }
 
     @Test func instancesOpeningAnOldStoreAtOnceCompressItOnce() throws {
