@@ -3,14 +3,14 @@ internal import SQLite
 internal import Synchronization
 internal import Zstd
 
-/// The preset dictionaries of the SQLite store (``StoredBlob``): one per outer JWS header of the V2 bodies, and
-/// one learned for the gateway's own JSON values.
+/// The preset dictionaries of a store (``StoredBlob``, SQLite's and PostgreSQL's alike): one per outer JWS header of
+/// the V2 bodies, and one learned for the gateway's own JSON values.
 ///
 /// A V2 body `{"signedPayload":"H.P.S"}` carries Apple's certificate chain three times: in its header H, and in the
 /// headers of `signedTransactionInfo` and `signedRenewalInfo` — the same text, base64url-encoded a second time as
 /// part of P, at one of three byte alignments. a compressor sees none of them as repeats of H; with H and its three encodings
-/// as a preset dictionary it sees all three. Only H is stored (`blob_dictionaries`, SQLite only): the dictionary is
-/// rebuilt from it.
+/// as a preset dictionary it sees all three. Only H is stored (`blob_dictionaries`): the dictionary is rebuilt from
+/// it.
 ///
 /// The JSON the gateway writes itself — events, subscription states, snapshots, the comparison ledger's — is a few
 /// hundred bytes a value, mostly the same keys and the app's own bundle and product ids: too short for a compressor to find
@@ -19,8 +19,9 @@ internal import Zstd
 /// on the file; each value then stores about a quarter of what compression alone makes of it. Only values the gateway made
 /// are learned from, never a body it received.
 ///
-/// One per store, shared by the writer and the reader connections. It learns an id → dictionary only from what a
-/// reader connection read (committed rows) and never from the writer's own uncommitted rows: a batch that rolls back
+/// One per store, shared by the writer and the reader connections. It learns an id → dictionary only from committed
+/// rows — what an SQLite reader connection read, what a PostgreSQL session read or committed on its own
+/// (``PostgresDictionaryTable``) — and never from SQLite's writer's own uncommitted rows: a batch that rolls back
 /// gives its ids back, and the next insert may reuse one for another header. What is learnt from a header's own bytes
 /// (its dictionary, by digest) is true whatever happens to the row.
 final class BlobDictionaries: Sendable {
@@ -68,22 +69,24 @@ final class BlobDictionaries: Sendable {
 
     /// `body` as the writer stores it: a V2 body with its header's dictionary (inserting the header's row in the
     /// transaction on `c` when it is new), any other value as ``StoredBlob/pack(_:)`` does.
-    func pack(_ body: [UInt8], on c: SQLiteConnection) throws -> [UInt8] {
+    func pack(_ body: [UInt8], on c: some DictionaryTable) throws -> [UInt8] {
         guard let header = StoredBlob.v2Header(body) else { return StoredBlob.pack(body) }
         let digest = SHA256.hash(header)
         let built = state.withLock { $0.built[digest] }
         let dictionary = built ?? StoredBlob.dictionary(header: header)
         if built == nil { state.withLock { if $0.built.count < Self.maxEntries { $0.built[digest] = dictionary } } }
-        guard let id = try rowID(digest: digest, source: header, on: c) else { return StoredBlob.pack(body) }
+        guard let id = try rowID(digest: digest, source: header, dictionary: dictionary, on: c) else {
+            return StoredBlob.pack(body)
+        }
         return pack(body, id: id, digest: digest, dictionary: dictionary)
     }
 
     /// A JSON value the gateway wrote (an event, a state, a snapshot) as the writer stores it: with the store's JSON
     /// dictionary once there is one (learned from the first values, its row inserted in the transaction on `c`), as
     /// ``StoredBlob/pack(_:)`` does before.
-    func packJSON(_ value: [UInt8], on c: SQLiteConnection) throws -> [UInt8] {
+    func packJSON(_ value: [UInt8], on c: some DictionaryTable) throws -> [UInt8] {
         guard value.first == UInt8(ascii: "{"), let (digest, dictionary) = try jsonDictionary(learning: value, on: c),
-            let id = try rowID(digest: digest, source: dictionary, on: c)
+            let id = try rowID(digest: digest, source: dictionary, dictionary: dictionary, on: c)
         else { return StoredBlob.pack(value) }
         return pack(value, id: id, digest: digest, dictionary: dictionary)
     }
@@ -101,34 +104,45 @@ final class BlobDictionaries: Sendable {
     }
 
     /// The row id of the dictionary whose source has `digest`: known from a committed read, found, or inserted now
-    /// in the writer's transaction; nil when the row under that digest holds another source (a damaged file).
-    private func rowID(digest: [UInt8], source: [UInt8], on c: SQLiteConnection) throws -> Int64? {
+    /// (in the writer's transaction on SQLite, committed on its own on PostgreSQL: ``DictionaryTable``); nil when the
+    /// row under that digest holds another source (a damaged store), or when none could be inserted.
+    private func rowID(
+        digest: [UInt8],
+        source: [UInt8],
+        dictionary: [UInt8],
+        on c: some DictionaryTable
+    ) throws -> Int64? {
         if let known = state.withLock({ $0.idByDigest[digest] }) { return known }
-        if let row = try c.queryOne("SELECT id, header FROM blob_dictionaries WHERE header_digest = ?", [.blob(digest)])
-        {
-            guard let id = row.int64("id"), row.blob("header") == source else { return nil }
-            return id
+        if let row = try c.dictionaryRow(digest: digest) {
+            guard row.source == source else { return nil }
+            if c.readsCommitted { remember(Entry(id: row.id, digest: digest, dictionary: dictionary)) }
+            return row.id
         }
-        try c.run(
-            "INSERT INTO blob_dictionaries (header_digest, header) VALUES (?, ?)",
-            [.blob(digest), .blob(source)]
-        )
-        return c.lastInsertRowID
+        guard let inserted = try c.insertDictionary(digest: digest, source: source) else { return nil }
+        if inserted.committed { remember(Entry(id: inserted.id, digest: digest, dictionary: dictionary)) }
+        return inserted.id
+    }
+
+    /// A committed row, kept while there is room.
+    private func remember(_ entry: Entry) {
+        state.withLock { s in
+            guard s.byID.count < Self.maxEntries else { return }
+            s.byID[entry.id] = entry
+            s.idByDigest[entry.digest] = entry.id
+        }
     }
 
     /// The JSON dictionary to compress with (its digest and bytes): the store's newest, looked for once; else, once
     /// `value` completes the samples, the one they make. Nil while learning.
-    private func jsonDictionary(learning value: [UInt8], on c: SQLiteConnection) throws -> ([UInt8], [UInt8])? {
+    private func jsonDictionary(learning value: [UInt8], on c: some DictionaryTable) throws -> ([UInt8], [UInt8])? {
         let (lookedFor, ready) = state.withLock { s in
             (s.jsonLookedFor, s.jsonDictionary.isEmpty ? nil : (s.jsonDigest, s.jsonDictionary))
         }
         if let ready { return ready }
         if !lookedFor {
-            let row = try c.queryOne(
-                "SELECT header FROM blob_dictionaries WHERE substr(header, 1, 1) = x'7B' ORDER BY id DESC LIMIT 1"
-            )
+            let newest = try c.newestJSONSource()
             state.withLock { $0.jsonLookedFor = true }
-            if let source = row?.blob("header"), !source.isEmpty {
+            if let source = newest, !source.isEmpty {
                 let digest = SHA256.hash(source)
                 state.withLock { ($0.jsonDigest, $0.jsonDictionary) = (digest, source) }
                 return (digest, source)
@@ -155,6 +169,11 @@ final class BlobDictionaries: Sendable {
                 if case .blob(let b) = value, let id = StoredBlob.dictionaryID(b) { ids.insert(id) }
             }
         }
+        return resolve(ids, on: c, committed: committed)
+    }
+
+    /// The dictionaries of `ids`, as ``resolve(_:on:committed:)`` finds them.
+    func resolve(_ ids: Set<Int64>, on c: some DictionaryTable, committed: Bool) -> [Int64: [UInt8]] {
         guard !ids.isEmpty else { return [:] }
         var found: [Int64: [UInt8]] = state.withLock { s in
             var found: [Int64: [UInt8]] = [:]
@@ -162,30 +181,15 @@ final class BlobDictionaries: Sendable {
             return found
         }
         for id in ids where found[id] == nil {
-            guard let entry = try? Self.load(id, on: c) else { continue }
+            guard let entry = try? c.dictionaryEntry(id: id) else { continue }
             found[id] = entry.dictionary
-            if committed {
-                state.withLock { s in
-                    guard s.byID.count < Self.maxEntries else { return }
-                    s.byID[id] = entry
-                    s.idByDigest[entry.digest] = id
-                }
-            }
+            if committed { remember(entry) }
         }
         return found
     }
 
     /// The row `id` of `blob_dictionaries` with its dictionary; nil when there is none (or no such table).
-    static func load(_ id: Int64, on c: SQLiteConnection) throws -> Entry? {
-        guard
-            let row = try c.queryOne(
-                "SELECT header_digest, header FROM blob_dictionaries WHERE id = ?",
-                [.integer(id)]
-            ),
-            let digest = row.blob("header_digest"), let header = row.blob("header")
-        else { return nil }
-        return Entry(id: id, digest: digest, dictionary: StoredBlob.dictionary(header: header[...]))
-    }
+    static func load(_ id: Int64, on c: SQLiteConnection) throws -> Entry? { try c.dictionaryEntry(id: id) }
 
     /// Every dictionary of the store at `c`, by id (`migrate-store`: the table is small); empty when it has none.
     static func all(on c: SQLiteConnection) throws -> [Int64: [UInt8]] {
@@ -199,6 +203,58 @@ final class BlobDictionaries: Sendable {
             all[id] = StoredBlob.dictionary(header: header[...])
         }
         return all
+    }
+}
+
+/// The table `blob_dictionaries` of one store connection, as ``BlobDictionaries`` reads it and adds to it: SQLite's
+/// in the transaction of the connection, PostgreSQL's committed on its own (``PostgresDictionaryTable``).
+protocol DictionaryTable {
+    /// Whether every row a read on this connection finds is committed (SQLite's writer reads its own rows, which may
+    /// still roll back).
+    var readsCommitted: Bool { get }
+    /// The row stored under `digest`: its id and source.
+    func dictionaryRow(digest: [UInt8]) throws -> (id: Int64, source: [UInt8])?
+    /// Adds the row `(digest, source)`: its id, and whether it is committed already (else it is with the connection's
+    /// transaction); nil when none could be added.
+    func insertDictionary(digest: [UInt8], source: [UInt8]) throws -> (id: Int64, committed: Bool)?
+    /// The source of the newest JSON dictionary (a source that starts with `{`); nil when there is none.
+    func newestJSONSource() throws -> [UInt8]?
+    /// The row `id` with its dictionary; nil when there is none (or no such table).
+    func dictionaryEntry(id: Int64) throws -> BlobDictionaries.Entry?
+}
+
+extension SQLiteConnection: DictionaryTable {
+    var readsCommitted: Bool { false }
+
+    func dictionaryRow(digest: [UInt8]) throws -> (id: Int64, source: [UInt8])? {
+        guard
+            let row = try queryOne("SELECT id, header FROM blob_dictionaries WHERE header_digest = ?", [.blob(digest)])
+        else { return nil }
+        guard let id = row.int64("id"), let header = row.blob("header") else { return nil }
+        return (id, header)
+    }
+
+    func insertDictionary(digest: [UInt8], source: [UInt8]) throws -> (id: Int64, committed: Bool)? {
+        try run("INSERT INTO blob_dictionaries (header_digest, header) VALUES (?, ?)", [.blob(digest), .blob(source)])
+        return (lastInsertRowID, false)
+    }
+
+    func newestJSONSource() throws -> [UInt8]? {
+        try queryOne(
+            "SELECT header FROM blob_dictionaries WHERE substr(header, 1, 1) = x'7B' ORDER BY id DESC LIMIT 1"
+        )?
+        .blob("header")
+    }
+
+    func dictionaryEntry(id: Int64) throws -> BlobDictionaries.Entry? {
+        guard
+            let row = try queryOne(
+                "SELECT header_digest, header FROM blob_dictionaries WHERE id = ?",
+                [.integer(id)]
+            ),
+            let digest = row.blob("header_digest"), let header = row.blob("header")
+        else { return nil }
+        return BlobDictionaries.Entry(id: id, digest: digest, dictionary: StoredBlob.dictionary(header: header[...]))
     }
 }
 

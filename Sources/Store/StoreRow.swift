@@ -12,7 +12,7 @@ internal import SQLite
 /// `RowError` naming the column, instead of decoding as "" or 0.
 protocol StoreRow: ResultRow {
     /// A column of `kind` (written as ``StoreValue/compressible(_:)`` or by the journal's inserts) as a read finds it:
-    /// SQLite's compressed values decompressed, PostgreSQL's as they are, either damaged when over the column's cap
+    /// the compressed values decompressed (both stores write them so, ``StoredBlob``), either damaged when over the column's cap
     /// (``StoredColumn/maxPlainBytes``) or, compressed, when it does not decompress (``StoredBlob/read(_:as:dictionaries:)``).
     func stored(_ column: String, as kind: StoredColumn) -> StoredRead
 }
@@ -52,11 +52,9 @@ extension SQLiteRow: StoreRow {
 }
 
 extension PostgresRow: StoreRow {
-    /// A value over the cap is damaged. A statement that selects the column through ``Dialect/capped(_:as:_:)`` leaves
-    /// such a value in the database: the column reads NULL, and its `<column>_bytes` tells it from a missing one.
+    /// As ``PostgresStoreRow`` reads it, without dictionaries: a value that names one reads as damaged.
     func stored(_ column: String, as kind: StoredColumn) -> StoredRead {
-        guard let value = bytes(column) else { return int64(column + "_bytes") == nil ? .missing : .damaged(.tooLarge) }
-        return value.count <= kind.maxPlainBytes ? .value(value) : .damaged(.tooLarge)
+        stored(column, as: kind, dictionaries: [:])
     }
 }
 

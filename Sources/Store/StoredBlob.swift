@@ -2,11 +2,12 @@ internal import SQLite
 internal import Zlib
 internal import Zstd
 
-/// The large blobs of the SQLite store — `journal.body`, `events.json`, `subscription_state.json`, `snapshots.json`,
-/// `compare_ledger.v1_json` and `v2_json` — as they are on disk: compressed when that is smaller, as they are
-/// otherwise. PostgreSQL stores them as they are (its TOAST compresses them): the difference is the dialect's
-/// (``StoreValue/compressible(_:)``, ``StoreRow/stored(_:as:)``), and every reader above the rows — deliveries,
-/// the team's database, replay, `subscription`, `migrate-store` — sees the plain bytes.
+/// The large blobs of both stores — `journal.body`, `events.json`, `subscription_state.json`, `snapshots.json`,
+/// `compare_ledger.v1_json` and `v2_json`, `receipt_ledger`'s and `receipt_histories.json` — as they are on disk:
+/// compressed when that is smaller, as they are otherwise (``StoreValue/compressible(_:)``,
+/// ``StoreRow/stored(_:as:)``; PostgreSQL since its migration 17, which compresses the rows stored before once,
+/// ``PostgresCompaction``). Every reader above the rows — deliveries, the team's database, replay, `subscription` —
+/// sees the plain bytes; `migrate-store` copies the stored bytes as they are, with the dictionaries they name.
 ///
 /// A stored value is told by its first bytes; the plain values are JSON, which starts with none of them (and a plain
 /// value that did would be stored compressed whatever its size):
@@ -20,7 +21,8 @@ internal import Zstd
 /// | anything else | the value itself | when compression does not pay |
 ///
 /// Rows of every format are read: a store is never rewritten to change format (the dictionaries, by id, are the same
-/// for both: ``BlobDictionaries``).
+/// for both: ``BlobDictionaries``). A PostgreSQL store's values are all of the formats written "now" (or plain, from
+/// an older gateway), and the zlib ones `migrate-store` copied from an SQLite store.
 enum StoredBlob {
     /// zstd's fastest standard level: the values are compressed on the store's one writer thread (docs/performance.md
     /// compares the writer's CPU per notification with zlib's level 1 and with this).
@@ -29,7 +31,7 @@ enum StoredBlob {
     /// The compressor of values without a dictionary (V1 bodies, values written before the JSON dictionary exists).
     private static let plainCompressor = try? Zstd.Compressor(dictionary: nil, level: level)
 
-    /// The value as SQLite stores it.
+    /// The value as the stores keep it without a dictionary.
     static func pack(_ plain: [UInt8]) -> [UInt8] {
         guard !plain.isEmpty, let packed = try? (plainCompressor ?? Zstd.Compressor(dictionary: nil)).compress(plain)
         else { return plain }

@@ -6,6 +6,7 @@ import Postgres
 import Synchronization
 import TestSupport
 import Testing
+import Zstd
 
 @testable import Store
 
@@ -103,7 +104,7 @@ struct PostgresStoreTests {
         defer { c.close() }
         try c.run(
             "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, 0)",
-            [.int64(Int64(PostgresSchema.migrations.count + 1))]
+            [.int64(Int64((PostgresSchema.migrations.map(\.version).max() ?? 0) + 1))]
         )
         let error = #expect(throws: PostgresError.self) { try PostgresStore(url: schema.url) }
         #expect(error?.message.contains("newer gateway") == true)
@@ -486,9 +487,10 @@ struct PostgresStoreTests {
         #expect(try store.read { tx in try tx.events(id: nil, originalTransactionID: nil, limit: 100) }.count == 8)
     }
 
-    /// Bodies are compressed with LZ4 where the server has it (Debian's PostgreSQL 15 has): the writer sessions ask for
-    /// it when they connect.
-    @Test func bodiesAreCompressedWithLZ4() throws {
+    /// A journal body is compressed by the gateway (zstd, ``StoredBlob``) and PostgreSQL does not compress it again
+    /// (`STORAGE EXTERNAL`); a quarantined body, stored as it came, is compressed with LZ4 where the server has it
+    /// (Debian's PostgreSQL 15 has): the writer sessions ask for it when they connect.
+    @Test func bodiesAreCompressedOnceQuarantinedOnesWithLZ4() throws {
         let f = try Fixture(.postgres)
         let store = try #require(f.store as? PostgresStore)
         // A V2-like body: a few kilobytes of base64 with repeats, past PostgreSQL's 2 kB compression threshold.
@@ -497,19 +499,38 @@ struct PostgresStoreTests {
         item.body = Array((chunk + "." + chunk + "." + chunk).utf8)
         let journaled = item
         _ = try store.write { tx in try tx.journal(journaled, routing: TestRouting.routing(), now: 1) }
+        let quarantined = QuarantineRecord(
+            lane: .untrusted,
+            receivedAt: 1,
+            version: .v2,
+            code: "bad_signature",
+            message: "",
+            body: item.body
+        )
+        _ = try store.write { tx in
+            try tx.quarantine(quarantined, cap: QuarantineCap(rows: 10, bytes: .max, evictsOldest: true))
+        }
         let row = try store.writer.perform { c in
             try c.queryOne(
                 """
-                SELECT pg_column_compression(body) AS method, 'lz4' = ANY (enumvals) AS supported FROM journal,
-                       (SELECT enumvals FROM pg_settings WHERE name = 'default_toast_compression') s WHERE notification_key = 'lz4-body'
+                SELECT pg_column_compression(j.body) AS journal, substring(j.body FROM 1 FOR 4) AS magic,
+                       octet_length(j.body) AS bytes, pg_column_compression(q.body) AS quarantine,
+                       'lz4' = ANY (enumvals) AS supported
+                FROM journal j, quarantine q,
+                     (SELECT enumvals FROM pg_settings WHERE name = 'default_toast_compression') s
+                WHERE j.notification_key = 'lz4-body'
                 """
             )
         }
+        #expect(row?.isNull("journal") == true)
+        #expect(row?.bytes("magic") == Zstd.magic)
+        #expect((row?.int64("bytes") ?? .max) < Int64(item.body.count / 4))
         try #require(row?.bool("supported") == true, "this server has no LZ4")
-        #expect(row?.string("method") == "lz4")
+        #expect(row?.string("quarantine") == "lz4")
         #expect(
             try store.read { tx in try tx.journalEntries(id: nil, key: "lz4-body", limit: 1) }.first?.body == item.body
         )
+        #expect(try store.read { tx in try tx.quarantined(lane: nil, id: nil, limit: 1) }.first?.body == item.body)
     }
 
     // MARK: The server goes away

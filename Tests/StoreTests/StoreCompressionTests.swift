@@ -13,7 +13,7 @@ import Zstd
 
 /// The zlib wrapper (`Deflate`, what older stores hold) and what the SQLite store does with compression: bodies and
 /// JSON compressed on disk (zstd), read back plain; rows of an older store compressed once by the migration; rows an
-/// older gateway compressed with zlib read back; PostgreSQL (and `migrate-store` into it) plain.
+/// older gateway compressed with zlib read back; `migrate-store` into PostgreSQL copies the compressed values as they are.
 @Suite struct StoreCompressionTests {
     // MARK: The wrapper
 
@@ -108,7 +108,7 @@ import Zstd
         // A damaged stream reads as missing, never as compressed bytes.
         #expect(StoredBlob.unpack(Array(packed.dropLast(3))) == nil)
         #expect(StoreValue.compressible(json).sqlite == .blob(packed))
-        #expect(StoreValue.compressible(json).postgres == .bytea(json))
+        #expect(StoreValue.compressible(json).postgres == .bytea(packed))
     }
 
     // MARK: The SQLite store
@@ -371,7 +371,7 @@ import Zstd
     // MARK: PostgreSQL
 
     @Test(.enabled(if: TestDatabase.url != nil, "IAPGW_TEST_DATABASE_URL is not set (run under scripts/with-postgres)"))
-    func postgresStoresPlainBytesAndMigrateStoreCopiesThemPlain() throws {
+    func migrateStoreCopiesTheCompressedValuesAsTheyAreAndPostgreSQLReadsThem() throws {
         let directory = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let path = directory + "/gateway.db"
@@ -385,6 +385,20 @@ import Zstd
         let before = try StoreMigrationTests.Contents(sqlite)
         sqlite.close()
         #expect(try Self.raw(path, "SELECT body FROM journal").filter { $0.starts(with: Zstd.magic) }.count == 3)
+        let columns = [
+            ("journal", "body", "id"), ("events", "json", "rowid"), ("subscription_state", "json", "rowid"),
+            ("snapshots", "json", "rowid"), ("compare_ledger", "v1_json", "id"), ("compare_ledger", "v2_json", "id"),
+            ("receipt_histories", "json", "rowid"), ("receipt_ledger", "v1_json", "id"),
+        ]
+        var stored: [String: [[UInt8]]] = [:]
+        for (table, column, order) in columns {
+            stored[table + "." + column] = try Self.raw(
+                path,
+                "SELECT \(column) FROM \(table) WHERE \(column) IS NOT NULL ORDER BY \(order)"
+            )
+        }
+        let dictionaries = try Self.raw(path, "SELECT header FROM blob_dictionaries ORDER BY id")
+        #expect(!dictionaries.isEmpty)
 
         let schema = try TestSchema()
         let report = try StoreMigration.sqliteToPostgres(sqlitePath: path, postgresURL: schema.url)
@@ -393,22 +407,20 @@ import Zstd
         #expect(try StoreMigrationTests.Contents(postgres) == before)
         postgres.close()
 
-        // On disk in PostgreSQL: the plain bytes, as a PostgreSQL store writes them itself.
+        // On disk in PostgreSQL: the bytes the SQLite store held, compressed, and the dictionaries they name under the
+        // same ids.
         let c = try PostgresConnection(schema.url, label: "compression test")
         defer { c.close() }
-        let bodies = try c.query("SELECT body FROM journal WHERE body IS NOT NULL ORDER BY id").compactMap {
-            $0.bytes("body")
+        for (table, column, order) in columns {
+            let values = try c.query(
+                "SELECT \(column) AS v FROM \(table) WHERE \(column) IS NOT NULL ORDER BY \(order == "rowid" ? (table == "events" ? "seq" : "1") : order)"
+            ).compactMap { $0.bytes("v") }
+            let expected = stored[table + "." + column] ?? []
+            #expect(!values.isEmpty, "\(table).\(column)")
+            #expect(Set(values) == Set(expected), "\(table).\(column)")
+            #expect(values.contains { $0.first != UInt8(ascii: "{") }, "\(table).\(column)")
         }
-        #expect(bodies == before.journal.compactMap(\.body))
-        for item in items { #expect(bodies.contains(item.body)) }
-        for (table, column) in [
-            ("events", "json"), ("subscription_state", "json"), ("snapshots", "json"), ("compare_ledger", "v1_json"),
-            ("compare_ledger", "v2_json"),
-        ] {
-            let values = try c.query("SELECT \(column) AS v FROM \(table) WHERE \(column) IS NOT NULL").compactMap {
-                $0.bytes("v")
-            }
-            #expect(!values.isEmpty && values.allSatisfy { $0.first == UInt8(ascii: "{") }, "\(table).\(column)")
-        }
+        let copied = try c.query("SELECT header FROM blob_dictionaries ORDER BY id").compactMap { $0.bytes("header") }
+        #expect(copied == dictionaries)
     }
 }

@@ -276,7 +276,7 @@ import Zstd
     }
 
     @Test(.enabled(if: TestDatabase.url != nil, "IAPGW_TEST_DATABASE_URL is not set (run under scripts/with-postgres)"))
-    func migrateStoreCopiesDictionaryBodiesPlain() throws {
+    func migrateStoreCopiesDictionaryBodiesAsTheyAreAndPostgreSQLReadsThem() throws {
         let samples = Self.v2Bodies()
         let directory = try Scratch.directory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -299,14 +299,32 @@ import Zstd
             }
         )
 
+        let stored = try StoreCompressionTests.raw(path, "SELECT body FROM journal ORDER BY id")
+        let headers = try StoreCompressionTests.raw(path, "SELECT header FROM blob_dictionaries").count
         let schema = try TestSchema()
         let report = try StoreMigration.sqliteToPostgres(sqlitePath: path, postgresURL: schema.url)
         #expect(report.verified)
         let c = try PostgresConnection(schema.url, label: "dictionary test")
         defer { c.close() }
+        // The stored bytes, as SQLite held them: the bodies and the events name their dictionaries.
         let bodies = try c.query("SELECT body FROM journal ORDER BY id").compactMap { $0.bytes("body") }
-        #expect(bodies == samples.map(\.body) + items.map(\.body))
+        #expect(bodies == stored)
+        #expect(bodies.prefix(samples.count).allSatisfy { $0.first == StoredBlob.zstdDictionaryMarker })
         let events = try c.query("SELECT json FROM events ORDER BY seq").compactMap { $0.bytes("json") }
-        #expect(events == items.flatMap(\.events).map(CanonicalJSON.encode))
+        #expect(events.suffix(3).allSatisfy { StoredBlob.dictionaryID($0) != nil })
+        // Read back plain through a store on the database, and a store there writes with the same dictionaries.
+        let postgres = try PostgresStore(url: schema.url)
+        defer { postgres.close() }
+        let entries = try postgres.read { tx in try tx.journalEntries(id: nil, key: nil, limit: 100) }
+        #expect(entries.compactMap(\.body) == samples.map(\.body) + items.map(\.body))
+        let read = try postgres.read { tx in try tx.events(id: nil, originalTransactionID: nil, limit: 100) }
+        #expect(read.map(\.json) == items.flatMap(\.events).map(CanonicalJSON.encode))
+        var again = JournalItem(key: "dict-again", version: .v2, receivedAt: 300, body: samples[0].body)
+        (again.bundleID, again.environment) = (StoreCompressionTests.bundle, .sandbox)
+        let journaled = again
+        _ = try postgres.write { tx in try tx.journal(journaled, routing: TestRouting.routing(), now: 200) }
+        let written = try c.queryOne("SELECT body FROM journal WHERE notification_key = 'dict-again'")?.bytes("body")
+        #expect(written.flatMap(StoredBlob.dictionaryID) == StoredBlob.dictionaryID(stored[0]))
+        #expect(try c.queryOne("SELECT count(*) AS n FROM blob_dictionaries")?.int64("n") == Int64(headers))
     }
 }

@@ -79,7 +79,7 @@ import Testing
     /// An SQLite store as a gateway leaves it: V2 and V1 notifications with their events, deliveries pending and one
     /// delivered, a verifyReceipt job, quarantine rows in both lanes (one evicted, one replayed without success), a
     /// fetch, a receipt, a snapshot, a ledger entry and a cutover.
-    static func populate(_ store: SQLiteStore) throws {
+    static func populate(_ store: any GatewayStore) throws {
         let wanted = [AppStoreEnvironment.production, .sandbox].map {
             AuthorityEntry(bundleID: bundle, environment: $0, authority: .v2, origin: .config)
         }

@@ -68,7 +68,8 @@ public enum StoreMigration {
         var targetOnly: Set<String> = []
         /// The `bigserial` column whose sequence is set past the largest value copied.
         var serial: String?
-        /// Columns SQLite stores compressed (``StoredBlob``): copied plain (PostgreSQL compresses them itself).
+        /// Columns both stores keep compressed (``StoredBlob``): each value is checked to decompress, then copied as it
+        /// is (the dictionaries it names are copied first, ids kept: `blob_dictionaries`).
         var compressed: Set<String> = []
 
         var sourceColumns: Set<String> { Set(columns.filter { sourceExpressions[$0] == nil }) }
@@ -77,6 +78,8 @@ public enum StoreMigration {
     /// Every table of the gateway, parents before the tables that reference them.
     static let claims: Set<String> = ["claimed_by", "claimed_until"]
     static let tables: [Table] = [
+        // First: the compressed values below name its rows by id.
+        Table(name: "blob_dictionaries", columns: ["id", "header_digest", "header"], serial: "id"),
         Table(
             name: "journal",
             columns: [
@@ -232,8 +235,7 @@ public enum StoreMigration {
         ),
     ]
     /// Tables of both schemas that are not copied: each side's own migration record, and the usage the trigger keeps.
-    /// `blob_dictionaries` is SQLite's only: the bodies that use one are copied plain.
-    static let notCopied: Set<String> = ["schema_migrations", "quarantine_usage", "blob_dictionaries"]
+    static let notCopied: Set<String> = ["schema_migrations", "quarantine_usage"]
 
     /// Rows read from SQLite at a time, and most rows and bytes per INSERT.
     static let pageRows = 256
@@ -416,16 +418,18 @@ public enum StoreMigration {
             var (rows, bytes) = (0, 0)
             for row in page {
                 for (i, column) in table.columns.enumerated() {
+                    if table.compressed.contains(column) {
+                        // Only a value that reads back is copied (as it is: PostgreSQL reads every stored format).
+                        _ = try plain(
+                            row[i + 1],
+                            table: table.name,
+                            column: column,
+                            rowid: row.int64("_rowid"),
+                            dictionaries: dictionaries
+                        )
+                    }
                     let value = try convert(
-                        table.compressed.contains(column)
-                            ? try plain(
-                                row[i + 1],
-                                table: table.name,
-                                column: column,
-                                rowid: row.int64("_rowid"),
-                                dictionaries: dictionaries
-                            )
-                            : row[i + 1],
+                        row[i + 1],
                         to: types[column] ?? "",
                         table: table.name,
                         column: column,

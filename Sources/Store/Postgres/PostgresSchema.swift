@@ -5,6 +5,9 @@ internal import Rows
 struct PostgresMigration: Sendable {
     var version: Int
     var sql: String
+    /// Recorded only once the rows stored before it are compressed (``PostgresCompaction``), which runs right after
+    /// the migrations; until then its SQL runs again at every open, so it must be idempotent.
+    var compactsRows = false
 }
 
 /// Runs the gateway's migrations on PostgreSQL: the steps of ``StoreSchema`` PostgreSQL runs, under its versions.
@@ -29,12 +32,18 @@ enum PostgresSchema {
 
     /// Applies the migrations not applied yet, in one transaction holding `pg_advisory_xact_lock`: an instance that
     /// starts while another migrates waits for it, then finds every version applied. Refuses a database a newer
-    /// gateway migrated past the versions it knows.
-    static func migrate(_ c: PostgresConnection, _ migrations: [PostgresMigration] = migrations) throws {
+    /// gateway migrated past the versions it knows. Then, when a migration that compacts rows is not recorded yet,
+    /// compresses the rows stored before it and records it (``PostgresCompaction``, with `dictionaries`).
+    static func migrate(
+        _ c: PostgresConnection,
+        _ migrations: [PostgresMigration] = migrations,
+        dictionaries: BlobDictionaries = BlobDictionaries()
+    ) throws {
         let ordered = migrations.sorted { $0.version < $1.version }
         for (a, b) in zip(ordered, ordered.dropFirst()) where a.version == b.version {
             throw PostgresError(code: "XX000", message: "migrate: version \(a.version) is listed twice")
         }
+        var compaction: Int?
         try c.transaction { c in
             try lock(c)
             try c.execute(
@@ -53,6 +62,10 @@ enum PostgresSchema {
             for migration in ordered where !applied.contains(migration.version) {
                 do {
                     try c.execute(migration.sql)
+                    if migration.compactsRows {
+                        compaction = migration.version
+                        continue
+                    }
                     try c.run(
                         "INSERT INTO schema_migrations (version, applied_at) VALUES ($1, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
                         [.int64(Int64(migration.version))]
@@ -61,6 +74,14 @@ enum PostgresSchema {
                     error.message = "migration \(migration.version): \(error.message)"
                     throw error
                 }
+            }
+        }
+        if let compaction {
+            do {
+                try PostgresCompaction.run(c, version: compaction, dictionaries: dictionaries)
+            } catch var error as PostgresError {
+                error.message = "migration \(compaction): \(error.message)"
+                throw error
             }
         }
     }

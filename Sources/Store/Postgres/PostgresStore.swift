@@ -39,6 +39,10 @@ public final class PostgresStore: GatewayStore {
     let writerSessions: [PostgresPool]
     let writers: [JournalWriter<PostgresPool>]
     private let turn = Atomic<Int>(0)
+    /// The preset dictionaries of the compressed values (``StoredBlob``), shared by the writers and the readers.
+    let dictionaries: BlobDictionaries
+    /// Commits the writers' new dictionary rows (``PostgresDictionaryTable``).
+    let inserter: PostgresDictionaryInserter
 
     /// Bodies (journal, quarantine) compressed with LZ4 rather than PostgreSQL's default pglz where the server has it
     /// (built with lz4, version 14 or later): a V2 body is several kilobytes of base64 that pglz compresses at a CPU
@@ -89,7 +93,10 @@ public final class PostgresStore: GatewayStore {
             writerPools.append(try PostgresPool(url, options: writerOptions))
         }
         writerSessions = writerPools
-        try writerPools[0].withConnection { c in try PostgresSchema.migrate(c) }
+        inserter = PostgresDictionaryInserter(url: url, label: options.label + " dictionaries")
+        let dictionaries = BlobDictionaries()
+        self.dictionaries = dictionaries
+        try writerPools[0].withConnection { c in try PostgresSchema.migrate(c, dictionaries: dictionaries) }
         var readerOptions = PostgresPool.Options()
         readerOptions.size = max(1, options.poolSize)
         readerOptions.borrowTimeout = options.borrowTimeout
@@ -105,25 +112,39 @@ public final class PostgresStore: GatewayStore {
         bytes: Int,
         _ body: @escaping @Sendable (any StoreTransaction) throws -> T
     ) throws -> T {
-        try nextWriter.perform(bytes: bytes) { c in try body(PostgresTransaction(c)) }
+        let (dictionaries, inserter) = (self.dictionaries, self.inserter)
+        return try nextWriter.perform(bytes: bytes) { c in
+            try body(
+                PostgresTransaction(PostgresStoreConnection(raw: c, dictionaries: dictionaries, inserter: inserter))
+            )
+        }
     }
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
-        try await nextWriter.performAsync { c in try body(PostgresTransaction(c)) }
+        let (dictionaries, inserter) = (self.dictionaries, self.inserter)
+        return try await nextWriter.performAsync { c in
+            try body(
+                PostgresTransaction(PostgresStoreConnection(raw: c, dictionaries: dictionaries, inserter: inserter))
+            )
+        }
+    }
+
+    /// A reader session's transaction view: it never adds a dictionary (it writes nothing).
+    private func reading(_ c: PostgresConnection) -> PostgresTransaction {
+        PostgresTransaction(PostgresStoreConnection(raw: c, dictionaries: dictionaries, inserter: nil))
     }
 
     /// On a reader session, without a transaction around it: one round trip instead of three.
     public func readStatement<T: Sendable>(
         _ body: @escaping @Sendable (any StoreTransaction) throws -> T
     ) async throws -> T {
-        let readers = self.readers
-        return try await Blocking.run { try readers.withConnection { c in try body(PostgresTransaction(c)) } }
+        try await Blocking.run { try self.readers.withConnection { c in try body(self.reading(c)) } }
     }
 
     /// A REPEATABLE READ transaction on a reader session: one snapshot for the whole body, and writes in it fail
     /// (`25006`: the session's transactions are read-only, ``readerSessionSetup``).
     public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
-        try readers.transaction(isolation: .repeatableRead) { c in try body(PostgresTransaction(c)) }
+        try readers.transaction(isolation: .repeatableRead) { c in try body(reading(c)) }
     }
 
     public func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {

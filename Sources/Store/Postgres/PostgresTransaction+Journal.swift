@@ -32,7 +32,7 @@ extension PostgresTransaction: JournalRows {
                 PostgresValue(item.bundleID), PostgresValue(item.environment?.rawValue),
                 PostgresValue(item.notificationType),
                 PostgresValue(item.subtype), PostgresValue(item.secretName), PostgresValue(item.leafSerial),
-                .bytea(try StoredColumn.body.checked(item.body)),
+                .bytea(try c.packBody(item.body)),
                 .int64(LockClass.journalKey.rawValue),
             ]
         )
@@ -69,9 +69,9 @@ extension PostgresTransaction: JournalRows {
             PostgresValue(event.reason?.rawValue), PostgresValue(event.bundleID),
             PostgresValue(event.environment?.rawValue),
             PostgresValue(event.originalTransactionID), .int64(event.eventDate), .bool(authoritative), .int64(now),
-            .bytea(try StoredColumn.event.checked(CanonicalJSON.encode(event))),
+            .bytea(try c.packJSON(CanonicalJSON.encode(event), as: .event)),
             PostgresValue(event.recoveredBy?.rawValue),
-            try state.map { .bytea(try StoredColumn.state.checked(CanonicalJSON.encode($0))) } ?? .null,
+            try state.map { .bytea(try c.packJSON(CanonicalJSON.encode($0), as: .state)) } ?? .null,
             PostgresValue(state?.expiresDate),
             .textArray(targets),
         ]

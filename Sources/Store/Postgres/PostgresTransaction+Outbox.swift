@@ -1,4 +1,5 @@
 internal import Postgres
+internal import Rows
 
 extension PostgresTransaction {
     /// Claims the due rows for `lease` (several instances share the store): rows locked by another instance's claim
@@ -41,7 +42,7 @@ extension PostgresTransaction {
 
 /// `RETURNING` gives the claimed rows in no particular order: back into the order they are due in (the SQLite
 /// store's `ORDER BY next_attempt_at, <id>`).
-func dueFirst(_ id: String) -> (PostgresRow, PostgresRow) -> Bool {
+func dueFirst<Row: ResultRow>(_ id: String) -> (Row, Row) -> Bool {
     { a, b in
         let (x, y) = (a.int64("next_attempt_at") ?? 0, b.int64("next_attempt_at") ?? 0)
         return x != y ? x < y : (a.int64(id) ?? 0) < (b.int64(id) ?? 0)

@@ -7,8 +7,8 @@ internal import Postgres
 /// advisory locks (below). Valid only inside the closure the connection was lent to. Values are always bound (`$1`,
 /// …); a parameter that may be NULL carries a cast wherever its type cannot be taken from a column (`$1::text IS NULL`).
 struct PostgresTransaction: SQLTransaction {
-    let c: PostgresConnection
-    init(_ c: PostgresConnection) { self.c = c }
+    let c: PostgresStoreConnection
+    init(_ c: PostgresStoreConnection) { self.c = c }
 }
 
 extension PostgresValue {

@@ -10,6 +10,9 @@ struct SchemaStep: Sendable {
     var sqlite: Int?
     /// `schema_migrations.version` in a PostgreSQL store; nil: PostgreSQL never runs it.
     var postgres: Int?
+    /// PostgreSQL: the step is recorded once the rows stored before it are compressed (``PostgresCompaction``); its
+    /// DDL runs again at each open until then, so it is idempotent.
+    var compactsPostgresRows = false
     /// The DDL, in the dialect's types (``Dialect`` below).
     var sql: @Sendable (Dialect) -> String
 }
@@ -372,7 +375,7 @@ enum StoreSchema {
             CREATE INDEX journal_unpurged ON journal(received_at, id) WHERE body IS NOT NULL;
             """
         },
-        // SQLite only: PostgreSQL compresses these values itself (TOAST).
+        // SQLite only (PostgreSQL compressed them itself then, with TOAST; since its step 17 it does as SQLite).
         SchemaStep(sqlite: 11, postgres: nil) { _ in sqliteCompressRows },
         // SQLite only: the outer JWS headers whose preset dictionaries V2 bodies are compressed with
         // (``BlobDictionaries``). Rows are only added, never changed or deleted: a body names its header's id.
@@ -514,7 +517,32 @@ enum StoreSchema {
             CREATE INDEX consumption_jobs_transaction ON consumption_jobs(bundle_id, environment, transaction_id);
             """
         },
+        // PostgreSQL only: its bodies and JSON stored compressed in the gateway, as SQLite's are (its steps 11 and
+        // 12). The rows stored before are compressed at the first open (``PostgresCompaction``), which records the
+        // step when done.
+        SchemaStep(sqlite: nil, postgres: 17, compactsPostgresRows: true) { _ in postgresCompression },
     ]
+
+    /// PostgreSQL stores bodies and JSON compressed (``StoredBlob``, with the preset dictionaries of
+    /// ``BlobDictionaries``): its own compression (TOAST) would only try again on each such value, and is turned off
+    /// for them (`EXTERNAL`: a value too large for its row still goes to the TOAST table, as it is). Idempotent: it
+    /// runs again at each open until the old rows are compressed.
+    private static let postgresCompression = """
+        -- The outer JWS headers and the JSON dictionaries the compressed values name by id. Rows are only added, never
+        -- changed or deleted.
+        CREATE TABLE IF NOT EXISTS blob_dictionaries (
+            id bigserial PRIMARY KEY,
+            header_digest bytea NOT NULL UNIQUE,
+            header bytea NOT NULL
+        );
+        ALTER TABLE journal ALTER COLUMN body SET STORAGE EXTERNAL;
+        ALTER TABLE events ALTER COLUMN json SET STORAGE EXTERNAL;
+        ALTER TABLE subscription_state ALTER COLUMN json SET STORAGE EXTERNAL;
+        ALTER TABLE snapshots ALTER COLUMN json SET STORAGE EXTERNAL;
+        ALTER TABLE compare_ledger ALTER COLUMN v1_json SET STORAGE EXTERNAL, ALTER COLUMN v2_json SET STORAGE EXTERNAL;
+        ALTER TABLE receipt_ledger ALTER COLUMN v1_json SET STORAGE EXTERNAL, ALTER COLUMN v2_json SET STORAGE EXTERNAL;
+        ALTER TABLE receipt_histories ALTER COLUMN json SET STORAGE EXTERNAL;
+        """
 
     /// SQLite stores bodies and JSON compressed (``StoredBlob``): the rows written before are compressed once, by
     /// `iapgw_deflate` (registered on the store's connections). A value that starts with 0x78 is compressed already.
@@ -582,7 +610,9 @@ enum StoreSchema {
 
     /// PostgreSQL's migrations: the steps it runs, under its versions.
     static let postgres: [PostgresMigration] = steps.compactMap { step in
-        step.postgres.map { PostgresMigration(version: $0, sql: step.sql(.postgres)) }
+        step.postgres.map {
+            PostgresMigration(version: $0, sql: step.sql(.postgres), compactsRows: step.compactsPostgresRows)
+        }
     }
 }
 

@@ -20,10 +20,10 @@ enum Dialect: Sendable {
     /// A blob's length in bytes, read from the row's header without fetching the value.
     func byteLength(_ column: String) -> String { self == .sqlite ? "length(\(column))" : "octet_length(\(column))" }
 
-    /// The large value `column` selected as `name`, bounded: PostgreSQL, which stores the value as it is, leaves one
-    /// over `bytes` in the database — it reads NULL, and `<name>_bytes`, its length from the value's header, tells it
-    /// from a missing one (``StoreRow/stored(_:as:)``). SQLite reads its value, compressed: only decompressing tells
-    /// its plain size, and ``StoredBlob/read(_:as:dictionaries:)`` stops at the cap.
+    /// The large value `column` selected as `name`, bounded: PostgreSQL leaves a value stored over `bytes` in the
+    /// database — it reads NULL, and `<name>_bytes`, its length from the value's header, tells it from a missing one
+    /// (``StoreRow/stored(_:as:)``). A compressed value within that is read, and only decompressing tells its plain
+    /// size: ``StoredBlob/read(_:as:dictionaries:)`` stops at the cap (SQLite reads every value so).
     func capped(_ column: String, as name: String, _ bytes: Int) -> String {
         switch self {
         case .sqlite: "\(column) AS \(name)"
@@ -108,9 +108,9 @@ enum StoreValue: Sendable, Hashable {
     case int64(Int64)
     case bool(Bool)
     case bytes([UInt8])
-    /// JSON the gateway wrote (a snapshot, a ledger entry): SQLite stores it compressed when that is smaller, with the
-    /// store's JSON dictionary (``BlobDictionaries/packJSON(_:on:)``, learned from these values: never a received
-    /// body), PostgreSQL as it is. Read back with ``StoreRow/stored(_:as:)``.
+    /// JSON the gateway wrote (a snapshot, a ledger entry): both stores keep it compressed when that is smaller, with
+    /// the store's JSON dictionary (``BlobDictionaries/packJSON(_:on:)``, learned from these values: never a received
+    /// body). Read back with ``StoreRow/stored(_:as:)``.
     case compressible([UInt8], StoredColumn = .snapshot)
     /// Lists for ``Dialect/notIn(_:_:_:)``: SQLite binds one as a JSON array, PostgreSQL as an array literal.
     case texts([String])
@@ -153,7 +153,8 @@ enum StoreValue: Sendable, Hashable {
         case .text(let v): .text(v)
         case .int64(let v): .int64(v)
         case .bool(let v): .bool(v)
-        case .bytes(let v), .compressible(let v, _): .bytea(v)
+        case .bytes(let v): .bytea(v)
+        case .compressible(let v, _): .bytea(StoredBlob.pack(v))
         case .texts(let items): .textArray(items)
         case .ids(let ids): .bigintArray(ids)
         }
