@@ -82,9 +82,8 @@ import Glibc
             _ deadline: String,
             _ environment: [String: String]
         ) throws -> (ChildProcess, UInt16, UInt16) {
-            for _ in 0..<3 {
-                let (port, adminPort) = (try MigrationEndToEndTests.freePort(), try MigrationEndToEndTests.freePort())
-                let config = """
+            try MigrationEndToEndTests.startServe(folder: folder, environment: environment) { port, adminPort in
+                """
                     {
                       "listen": "127.0.0.1:\(port)",
                       "admin": { "listen": "127.0.0.1:\(adminPort)", "token_env": "ADMIN_TOKEN" },
@@ -101,17 +100,8 @@ import Glibc
                       "alerts": { "webhook": "\(team.url("/alerts"))", "secret_env": "ASK_SECRET" },
                       "reconcile": { "every": "off", "history_sweep": "off" }
                     }
-                    """
-                try Data(config.utf8).write(to: URL(filePath: folder + "/gateway.json"))
-                let child = try ChildProcess(
-                    executable: MultiInstanceProcessTests.binary,
-                    arguments: ["serve", "--config", folder + "/gateway.json"],
-                    environment: environment
-                )
-                if child.listeningPort(timeout: 30) != nil { return (child, port, adminPort) }
-                child.terminate(signal: SIGKILL)
+                """
             }
-            throw FixtureError(description: "the gateway did not start")
         }
 
         /// `kill -9` of the gateway, then a new one over the same store.
@@ -158,6 +148,11 @@ import Glibc
         }
 
         func adminValue(_ path: String) async throws -> JSONValue {
+            try JSONParser.parse(try await adminGet(path))
+        }
+
+        /// The body of `GET path` on the admin listener, with the token; anything but a 200 is an error.
+        func adminGet(_ path: String) async throws -> [UInt8] {
             let response = try await CurlTransport().send(
                 HTTPRequest(
                     method: .get,
@@ -166,7 +161,7 @@ import Glibc
                 )
             )
             guard response.status == 200 else { throw FixtureError(description: "admin answered \(response.status)") }
-            return try JSONParser.parse(response.body)
+            return response.body
         }
 
         /// Waits until the only refund request is settled (not `pending`) and its decision is recorded when asked.
@@ -193,16 +188,8 @@ import Glibc
         }
 
         func metric(_ name: String) async throws -> String {
-            let response = try await CurlTransport().send(
-                HTTPRequest(
-                    method: .get,
-                    url: "http://127.0.0.1:\(adminPort)/metrics",
-                    headers: [HTTPHeader("Authorization", "Bearer \(ConsumptionEndToEndTests.adminToken)")]
-                )
-            )
-            return String(decoding: response.body, as: UTF8.self).split(separator: "\n").filter {
-                $0.hasPrefix(name)
-            }.joined(separator: "\n")
+            String(decoding: try await adminGet("/metrics"), as: UTF8.self).split(separator: "\n")
+                .filter { $0.hasPrefix(name) }.joined(separator: "\n")
         }
 
         func stop() {

@@ -50,6 +50,29 @@ import Glibc
 
     struct FixtureError: Error, CustomStringConvertible { var description: String }
 
+    /// The built `iap-gateway serve` over `folder/gateway.json`, on two ports chosen first (the config names them):
+    /// `config` gets the public and admin ports and returns the file's text (and does what else must know the address
+    /// before the start). Another process taking a port in between makes the gateway fail to listen; the next of three
+    /// tries picks others.
+    static func startServe(
+        folder: String,
+        environment: [String: String],
+        config: (_ port: UInt16, _ adminPort: UInt16) throws -> String
+    ) throws -> (gateway: ChildProcess, port: UInt16, adminPort: UInt16) {
+        for _ in 0..<3 {
+            let (port, adminPort) = (try freePort(), try freePort())
+            try Data(try config(port, adminPort).utf8).write(to: URL(filePath: folder + "/gateway.json"))
+            let child = try ChildProcess(
+                executable: MultiInstanceProcessTests.binary,
+                arguments: ["serve", "--config", folder + "/gateway.json"],
+                environment: environment
+            )
+            if child.listeningPort(timeout: 30) != nil { return (child, port, adminPort) }
+            child.terminate(signal: SIGKILL)
+        }
+        throw FixtureError(description: "the gateway did not start")
+    }
+
     /// What a finished `iap-gateway migrate` printed and returned.
     struct MigrateRun {
         var status: Int32
@@ -92,13 +115,16 @@ import Glibc
                 "NEW_BACKEND_SECRET": MigrationEndToEndTests.webhookSecret,
                 "ADMIN_TOKEN": "migration-admin-token-0123456789", "PATH": "/usr/bin:/bin",
             ]
-            var started: (ChildProcess, UInt16, UInt16)?
-            for _ in 0..<3 where started == nil {
-                // The gateway's address goes into its own config (notification_url), so it is chosen first; another
-                // process taking it in between makes the gateway fail to listen, and the next try picks another.
-                let (port, adminPort) = (try MigrationEndToEndTests.freePort(), try MigrationEndToEndTests.freePort())
+            // The gateway's address goes into its own config (notification_url), so it is chosen first.
+            let (fake, apple, pki, newBackend, oldBackend) = (fake, apple, pki, newBackend, oldBackend)
+            (gateway, port, adminPort) = try MigrationEndToEndTests.startServe(folder: folder, environment: environment)
+            {
+                port,
+                adminPort in
                 let url = notificationURL ?? "http://127.0.0.1:\(port)/notifications"
-                let config = Self.config(
+                // Apple sends the app's notifications to the gateway, in V1 (the simulated App Store Connect's default).
+                try fake.appStoreConnect.setURL(url, bundleID: MigrationEndToEndTests.bundle, environment: .sandbox)
+                return Self.config(
                     port: port,
                     adminPort: adminPort,
                     apple: apple.port,
@@ -107,24 +133,7 @@ import Glibc
                     oldBackend: oldBackend,
                     notificationURL: url
                 )
-                try Data(config.utf8).write(to: URL(filePath: folder + "/gateway.json"))
-                // Apple sends the app's notifications to the gateway, in V1 (the simulated App Store Connect's default).
-                try fake.appStoreConnect.setURL(url, bundleID: MigrationEndToEndTests.bundle, environment: .sandbox)
-                let child = try ChildProcess(
-                    executable: MultiInstanceProcessTests.binary,
-                    arguments: ["serve", "--config", folder + "/gateway.json"],
-                    environment: environment
-                )
-                if child.listeningPort(timeout: 30) != nil {
-                    started = (child, port, adminPort)
-                } else {
-                    child.terminate(signal: SIGKILL)
-                }
             }
-            guard let (gateway, port, adminPort) = started else {
-                throw FixtureError(description: "the gateway did not start")
-            }
-            (self.gateway, self.port, self.adminPort) = (gateway, port, adminPort)
         }
 
         /// Until the gateway has read App Store Connect once (it does at start): a failure a test queues for the next

@@ -58,10 +58,12 @@ import Glibc
                 "SIM_SECRET": ReceiptPathEndToEndTests.secret, "SIM_API_KEY": pki.apiKeyPEM,
                 "ADMIN_TOKEN": "receipt-path-admin-token-0123456789", "PATH": "/usr/bin:/bin",
             ]
-            var started: (ChildProcess, UInt16, UInt16)?
-            for _ in 0..<3 where started == nil {
-                let (port, adminPort) = (try MigrationEndToEndTests.freePort(), try MigrationEndToEndTests.freePort())
-                let config = """
+            let (verifyReceipt, api, pki) = (verifyReceipt, api, pki)
+            (gateway, port, adminPort) = try MigrationEndToEndTests.startServe(folder: folder, environment: environment)
+            {
+                port,
+                adminPort in
+                """
                     {
                       "listen": "127.0.0.1:\(port)",
                       "admin": { "listen": "127.0.0.1:\(adminPort)", "token_env": "ADMIN_TOKEN" },
@@ -78,23 +80,8 @@ import Glibc
                       "reconcile": { "every": "off", "history_sweep": "off" },
                       "limits": { "http_threads": 8 }
                     }
-                    """
-                try Data(config.utf8).write(to: URL(filePath: folder + "/gateway.json"))
-                let child = try ChildProcess(
-                    executable: MultiInstanceProcessTests.binary,
-                    arguments: ["serve", "--config", folder + "/gateway.json"],
-                    environment: environment
-                )
-                if child.listeningPort(timeout: 30) != nil {
-                    started = (child, port, adminPort)
-                } else {
-                    child.terminate(signal: SIGKILL)
-                }
+                """
             }
-            guard let (gateway, port, adminPort) = started else {
-                throw FixtureError(description: "the gateway did not start")
-            }
-            (self.gateway, self.port, self.adminPort) = (gateway, port, adminPort)
         }
 
         /// A verifyReceipt request with the app's secret: the answer of `base` (`…/sandbox/verifyReceipt`).

@@ -48,7 +48,7 @@ enum ConsumptionAnswer {
         let sample = try bool("sampleContentProvided")
         var percentage: Int?
         if let v = value("consumptionPercentage"), !v.isNull {
-            guard let n = v.int64Value, case .number(let text) = v, Int64(text) != nil, let p = Int(exactly: n) else {
+            guard case .number(let text) = v, let p = Int(text) else {
                 throw Refusal(code: "invalid_answer", detail: "consumptionPercentage must be an integer (milliunits)")
             }
             percentage = p

@@ -73,10 +73,7 @@ public final class AlertWebhook: Sendable {
             defer { pending.subtract(1, ordering: .relaxed) }
             var delay = retryDelay
             for attempt in 1...Self.attempts {
-                var headers = [HTTPHeader("Content-Type", "application/json")]
-                for (name, value) in signer.headers(id: id, timestamp: now() / 1000, body: body) {
-                    headers.append(HTTPHeader(name, value))
-                }
+                let headers = signer.jsonHeaders(id: id, timestamp: now() / 1000, body: body)
                 let request = HTTPRequest(method: .post, url: url, headers: headers, body: body, timeoutMillis: 15_000)
                 if let r = try? await transport.send(request), (200..<300).contains(r.status) {
                     metrics.increment(.alertsTotal, ["outcome": "sent"])

@@ -271,14 +271,11 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             stateJSON: payload.stateJSON,
             raw: raw
         )
-        var headers = [HTTPHeader("Content-Type", "application/json")]
-        for (name, value) in (signers[downstream.name] ?? WebhookSigner(secrets: [])).headers(
+        let headers = (signers[downstream.name] ?? WebhookSigner(secrets: [])).jsonHeaders(
             id: eventID,
             timestamp: now() / 1000,
             body: body
-        ) {
-            headers.append(HTTPHeader(name, value))
-        }
+        )
         return HTTPRequest(
             method: .post,
             url: downstream.url,

@@ -1,4 +1,5 @@
 internal import Crypto
+internal import HTTPClient
 
 /// Standard Webhooks signatures (`webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64 HMAC-SHA256 of
 /// id.timestamp.body>`). During a rotation several secrets sign and every signature is sent, space-separated.
@@ -33,6 +34,12 @@ public struct WebhookSigner: Sendable {
             headers.append(("webhook-signature", signature(id: id, timestamp: timestamp, body: body)))
         }
         return headers
+    }
+
+    /// A signed JSON POST's headers: `Content-Type` and the three above.
+    func jsonHeaders(id: String, timestamp: Int64, body: [UInt8]) -> [HTTPHeader] {
+        [HTTPHeader("Content-Type", "application/json")]
+            + headers(id: id, timestamp: timestamp, body: body).map { HTTPHeader($0.name, $0.value) }
     }
 
     /// `v1,<sig>` for each secret, space-separated.
