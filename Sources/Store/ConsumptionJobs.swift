@@ -42,6 +42,10 @@ public struct ConsumptionJob: Sendable, Hashable {
     /// the same answer without asking again.
     public var answer: [UInt8]?
     public var answerSource: ConsumptionAnswerSource?
+    /// The last attempt's failure and Apple's answer to it, kept when the deadline ends the job.
+    public var lastError: String?
+    public var appleStatus: Int?
+    public var appleErrorCode: Int64?
 
     public init(
         id: Int64,
@@ -49,11 +53,15 @@ public struct ConsumptionJob: Sendable, Hashable {
         asks: Int,
         sends: Int,
         answer: [UInt8]?,
-        answerSource: ConsumptionAnswerSource?
+        answerSource: ConsumptionAnswerSource?,
+        lastError: String? = nil,
+        appleStatus: Int? = nil,
+        appleErrorCode: Int64? = nil
     ) {
         (self.id, self.request, self.asks, self.sends, self.answer, self.answerSource) = (
             id, request, asks, sends, answer, answerSource
         )
+        (self.lastError, self.appleStatus, self.appleErrorCode) = (lastError, appleStatus, appleErrorCode)
     }
 }
 

@@ -112,29 +112,39 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
         )
         guard let settings = apps[r.bundleID], settings.respond else {
             // The app no longer answers refund requests (its configuration changed): nothing is sent.
-            await settle(job, progress, .unanswered, error: "not_configured")
+            await settle(job, settlement(job, progress, .unanswered, error: "not_configured"))
             return
         }
         let time = now()
         guard time < r.deadlineAt else {
             let never = progress.asks == 0 && progress.sends == 0 && progress.answer == nil
-            await settle(job, progress, never ? .expired : .dead, error: "deadline_passed")
+            // Tried and past the deadline before the next try: the last failure (and Apple's answer to it) stays the
+            // reason, whether the deadline came while the job waited or before its next try was due.
+            let s = settlement(
+                job,
+                progress,
+                never ? .expired : .dead,
+                error: never ? "deadline_passed" : job.lastError ?? "deadline_passed",
+                appleStatus: job.appleStatus,
+                appleErrorCode: job.appleErrorCode
+            )
+            await settle(job, s)
             return
         }
         if progress.answer == nil {
             switch await choose(job, settings, &progress, at: time) {
             case .chosen: break
             case .askAgain(let at, let error):
-                await settle(job, progress, .pending, error: error, next: at)
+                await settle(job, settlement(job, progress, .pending, error: error, next: at))
                 return
             case .final(let state, let error):
-                await settle(job, progress, state, error: error)
+                await settle(job, settlement(job, progress, state, error: error))
                 return
             }
         }
         guard let answer = progress.answer else { return }
         guard answer.customerConsented else {
-            await settle(job, progress, .noConsent, error: nil)
+            await settle(job, settlement(job, progress, .noConsent, error: nil))
             return
         }
         await send(job, answer, settings, &progress)
@@ -219,10 +229,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
         body.raw("request", request.finish())
         body.raw("event", event?.first?.json)
         let bytes = body.finish()
-        var headers = [HTTPHeader("Content-Type", "application/json")]
-        for (name, value) in signer.headers(id: "consumption-\(r.eventID)", timestamp: now() / 1000, body: bytes) {
-            headers.append(HTTPHeader(name, value))
-        }
+        let headers = signer.jsonHeaders(id: "consumption-\(r.eventID)", timestamp: now() / 1000, body: bytes)
         let response: HTTPResponse
         do {
             response = try await transport.send(
@@ -259,7 +266,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
     {
         let r = job.request
         guard let sender else {
-            await settle(job, p, .dead, error: "no_app_store_api")
+            await settle(job, settlement(job, p, .dead, error: "no_app_store_api"))
             return
         }
         p.sends += 1
@@ -275,7 +282,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
             case .badRequest, .notFound:
                 // Apple refused this answer for this purchase: sending it again changes nothing.
                 metrics.increment(.consumptionSendsTotal, ["bundle": r.bundleID, "outcome": "rejected"])
-                await settle(job, p, .rejected, error: error.code.rawValue, apple: error)
+                await settle(job, settlement(job, p, .rejected, error: error.code.rawValue, apple: error))
             default:
                 metrics.increment(.consumptionSendsTotal, ["bundle": r.bundleID, "outcome": "retry"])
                 let wait = retryMillis(
@@ -285,15 +292,18 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
                 )
                 let next = now().clampedAdding(wait)
                 if next >= r.deadlineAt {
-                    await settle(job, p, .dead, error: error.code.rawValue, apple: error)
+                    await settle(job, settlement(job, p, .dead, error: error.code.rawValue, apple: error))
                 } else {
-                    await settle(job, p, .pending, error: error.code.rawValue, next: next, apple: error)
+                    await settle(
+                        job,
+                        settlement(job, p, .pending, error: error.code.rawValue, next: next, apple: error)
+                    )
                 }
             }
             return
         }
         metrics.increment(.consumptionSendsTotal, ["bundle": r.bundleID, "outcome": "accepted"])
-        await settle(job, p, .sent, error: nil, sentAt: now(), appleStatus: 202)
+        await settle(job, settlement(job, p, .sent, error: nil, sentAt: now(), appleStatus: 202))
     }
 
     func retryMillis(_ s: ConsumptionSettings, afterAttempt attempt: Int, retryAfterMillis: Int64? = nil) -> Int64 {
@@ -316,6 +326,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
         next: Int64? = nil,
         sentAt: Int64? = nil,
         appleStatus: Int? = nil,
+        appleErrorCode: Int64? = nil,
         apple: AppStoreAPIError? = nil
     ) -> ConsumptionSettlement {
         ConsumptionSettlement(
@@ -329,33 +340,15 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
             refundPreference: p.answer?.refundPreference?.rawValue,
             sentAt: sentAt,
             appleStatus: appleStatus ?? apple?.httpStatus,
-            appleErrorCode: apple?.appleErrorCode,
+            appleErrorCode: appleErrorCode ?? apple?.appleErrorCode,
             lastError: error
         )
     }
 
     /// Writes the attempt's outcome (retried while the store refuses writes); a final state is counted, and a dead
     /// letter alerted.
-    func settle(
-        _ job: Job,
-        _ p: Progress,
-        _ state: ConsumptionState,
-        error: String?,
-        next: Int64? = nil,
-        sentAt: Int64? = nil,
-        appleStatus: Int? = nil,
-        apple: AppStoreAPIError? = nil
-    ) async {
-        let s = settlement(
-            job,
-            p,
-            state,
-            error: error,
-            next: next,
-            sentAt: sentAt,
-            appleStatus: appleStatus,
-            apple: apple
-        )
+    func settle(_ job: Job, _ s: ConsumptionSettlement) async {
+        let (state, error) = (s.state, s.lastError)
         let time = now()
         await recordOutcome { tx in try tx.settleConsumptionJob(s, now: time) }
         guard state != .pending else { return }
@@ -376,7 +369,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
                     type: "consumption.dead_lettered",
                     at: time,
                     eventID: r.eventID,
-                    attempts: p.sends,
+                    attempts: s.sends,
                     error: error ?? state.rawValue,
                     bundleID: r.bundleID,
                     transactionID: r.transactionID

@@ -77,7 +77,7 @@ extension SQL {
     /// What a claim reads of a job.
     static let consumptionJobColumns = """
         id, event_id, bundle_id, environment, transaction_id, original_transaction_id, product_type, reason,
-        requested_at, deadline_at, asks, sends, answer, answer_source
+        requested_at, deadline_at, asks, sends, answer, answer_source, last_error, apple_status, apple_error_code
         """
 
     fileprivate static let statusColumns = """
@@ -153,7 +153,10 @@ extension ConsumptionJob {
             asks: try row.requiredInt("asks"),
             sends: try row.requiredInt("sends"),
             answer: try row.nullableString("answer").map { Array($0.utf8) },
-            answerSource: try row.nullableString("answer_source").flatMap(ConsumptionAnswerSource.init(rawValue:))
+            answerSource: try row.nullableString("answer_source").flatMap(ConsumptionAnswerSource.init(rawValue:)),
+            lastError: try row.nullableString("last_error"),
+            appleStatus: try row.nullableInt("apple_status"),
+            appleErrorCode: try row.nullableInt64("apple_error_code")
         )
     }
 }
