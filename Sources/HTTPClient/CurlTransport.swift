@@ -138,12 +138,12 @@ public final class CurlTransport: HTTPTransport {
     }
 
     /// `"; POST https://…"` — the URL never carries secrets here; headers and bodies are never included.
-    private static func context(_ request: HTTPRequest) -> String {
+    static func context(_ request: HTTPRequest) -> String {
         "; \(request.method.rawValue) \(printable(request.url))"
     }
 
     /// The string with control characters escaped, capped in length (a reason is one log line).
-    private static func printable(_ s: String) -> String {
+    static func printable(_ s: String) -> String {
         let capped = s.count > 512 ? String(s.prefix(512)) + "…" : s
         return String(capped.unicodeScalars.map { $0.value < 0x20 || $0.value == 0x7F ? "?" : Character($0) })
     }

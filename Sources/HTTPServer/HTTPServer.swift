@@ -9,7 +9,9 @@ internal import Threads
 /// - Threads: the handler runs on a pool of ``Configuration/threads`` threads of its own, with its connection
 ///   suspended meanwhile, so a handler that blocks holds exactly one of them. libmicrohttpd's I/O (accepting,
 ///   parsing, reading bodies, sending, timeouts) runs on a separate poll pool of min(`threads`, CPU cores) threads
-///   that never wait for a handler.
+///   that never wait for a handler. A handler that would wait on something slow answers
+///   ``ServerResponse/later(_:)`` instead: its thread is free at once, and the connection waits, suspended, for the
+///   work's response.
 /// - Bodies: a body larger than ``Configuration/maxBodyBytes`` (by its `Content-Length`, or a chunked body that grows
 ///   past it) is answered 413 (`{"error":{"code":"body_too_large",…}}`) and never reaches the handler. A body of
 ///   exactly the limit is accepted. The answer comes once the client has sent its body, which is read and dropped

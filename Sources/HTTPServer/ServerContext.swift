@@ -1,6 +1,7 @@
 internal import CMicroHTTPD
 import Glibc
 import Synchronization
+internal import Threads
 
 /// Everything libmicrohttpd's threads and the handler threads touch: only `let` fields of Sendable types. The owning
 /// ``HTTPServer`` makes one per start, passes it to the C side unretained, and keeps it alive until
@@ -120,6 +121,19 @@ final class ServerContext: Sendable {
             return true
         }
     }
+    /// The handler's response made final: a ``ServerResponse/later(_:)`` one waited for here (only while the server
+    /// stops, when handlers run on libmicrohttpd's threads).
+    func settled(_ response: ServerResponse) -> ServerResponse {
+        guard let produce = response.deferred else { return response }
+        return Self.refusingNested(Blocking.wait { await produce() })
+    }
+
+    /// A deferred response's result, which must not be deferred again.
+    static func refusingNested(_ response: ServerResponse) -> ServerResponse {
+        guard response.deferred != nil else { return response }
+        return .serverError(500, code: "internal_error", message: "the handler's deferred response was deferred again")
+    }
+
     /// After `MHD_resume_connection`.
     func endDispatch() { dispatch.withLock { $0.suspended -= 1 } }
     func closeDispatch() { dispatch.withLock { $0.closed = true } }
@@ -386,7 +400,7 @@ func gatewayAccessHandler(
     guard context.beginDispatch() else {
         // The server is stopping: run the handler here (MHD_stop_daemon waits for this thread).
         state.answered = true
-        return queue(context.handler(request), on: connection, context)
+        return queue(context.settled(context.handler(request)), on: connection, context)
     }
     // The handler may block: run it on the handler pool with the connection suspended, so this I/O thread goes on
     // serving its other connections. On resume libmicrohttpd calls this function again (the branch above).
@@ -396,9 +410,19 @@ func gatewayAccessHandler(
     let suspended = SuspendedConnection(pointer: connection)
     let handler = context.handler
     context.pool.submit {
-        slot.fill(handler(request))
-        MHD_resume_connection(suspended.pointer)
-        context.endDispatch()
+        let response = handler(request)
+        guard let produce = response.deferred else {
+            slot.fill(response)
+            MHD_resume_connection(suspended.pointer)
+            context.endDispatch()
+            return
+        }
+        // The work goes on without this thread; the connection stays suspended until it is done.
+        Task {
+            slot.fill(ServerContext.refusingNested(await produce()))
+            MHD_resume_connection(suspended.pointer)
+            context.endDispatch()
+        }
     }
     return .YES
 }

@@ -52,11 +52,25 @@ public struct ServerResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]
+    /// Set by ``later(_:)``: the response is what this work returns.
+    var deferred: (@Sendable () async -> ServerResponse)?
 
     public init(status: Int, headers: [(name: String, value: String)] = [], body: [UInt8] = []) {
         self.status = status
         self.headers = headers
         self.body = body
+        deferred = nil
+    }
+
+    /// A response that `produce` makes once the handler has returned: the handler thread goes back to the pool at
+    /// once, and the connection stays suspended (holding no thread) until `produce` returns — for a handler that
+    /// would otherwise wait on something slow, such as another server. `produce` runs as a task on Swift's
+    /// cooperative pool, so it must await rather than block; its own result must not be `later` again (that is a
+    /// handler bug: answered 500). The server's stop waits for it like for a running handler.
+    public static func later(_ produce: @escaping @Sendable () async -> ServerResponse) -> ServerResponse {
+        var response = ServerResponse(status: 500)
+        response.deferred = produce
+        return response
     }
 
     /// `status` with `Content-Type: application/json` and `body` as given (already encoded JSON).

@@ -139,6 +139,18 @@ import Testing
         #expect(Self.field(#"{"reconcile": {"history_lag": "86400001ms"}}"#) == "reconcile.history_lag")
     }
 
+    @Test func theReceiptPathsBoundsAreAllOfItAndPerAddress() throws {
+        let defaults = try Self.parse("{}").receiptSettings
+        #expect(defaults.maxInFlight == 64 && defaults.maxInFlightPerAddress == 32)
+        let set = try Self.parse(#"{"receipts": {"max_in_flight": 8, "max_in_flight_per_address": 0}}"#)
+        #expect(set.receiptSettings.maxInFlight == 8 && set.receiptSettings.maxInFlightPerAddress == 0)
+        #expect(Self.field(#"{"receipts": {"max_in_flight": 0}}"#) == "receipts.max_in_flight")
+        #expect(
+            Self.field(#"{"receipts": {"max_in_flight": 8, "max_in_flight_per_address": 9}}"#)
+                == "receipts.max_in_flight_per_address"
+        )
+    }
+
     @Test func theStoreIsSQLiteOrPostgresNeverBoth() throws {
         let pg = try GatewayConfig.parse(
             Array(#"{"store": {"postgres": {"url_env": "IAPGW_DATABASE_URL"}}}"#.utf8),

@@ -1,6 +1,5 @@
 internal import Canonical
 internal import HTTPServer
-internal import Threads
 
 /// The Apple-facing listener's routes: `POST /notifications` (ingest, then its metrics and log line) and
 /// `GET /healthz`. `/metrics` is served on the admin listener only (``AdminAPI``): it names downstreams and shows
@@ -60,9 +59,17 @@ struct PublicRoutes: Sendable {
             return .json(200, Array(#"{"ok":true}"#.utf8))
         case ("POST", "/verifyReceipt"), ("POST", "/sandbox/verifyReceipt"):
             // Apple's verifyReceipt, answered per bundle (docs/operations.md, "Moving the receipt path"): HTTP 200
-            // whatever the status, as Apple does. The handler thread waits; the work runs off it.
+            // whatever the status, as Apple does. Within the receipt path's own bounds, and never on a handler
+            // thread: the answer may wait for Apple, and these threads answer Apple's notifications.
             let (receipts, body, sandbox) = (self.receipts, request.body, request.path.hasPrefix("/sandbox/"))
-            return .json(200, Blocking.wait { await receipts.handle(body, sandboxURL: sandbox) })
+            guard let ticket = receipts.admit(from: request.remoteAddress) else {
+                return .json(200, ReceiptEndpoint.busyAnswer)
+            }
+            return .later {
+                let answer = await receipts.handle(body, sandboxURL: sandbox)
+                receipts.release(ticket)
+                return .json(200, answer)
+            }
         case (_, "/notifications"), (_, "/healthz"), (_, "/verifyReceipt"), (_, "/sandbox/verifyReceipt"):
             return .answer(GatewayError(.methodNotAllowed, "method not allowed"))
         default:

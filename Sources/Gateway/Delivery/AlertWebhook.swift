@@ -74,7 +74,7 @@ public final class AlertWebhook: Sendable {
             var delay = retryDelay
             for attempt in 1...Self.attempts {
                 let headers = signer.jsonHeaders(id: id, timestamp: now() / 1000, body: body)
-                let request = HTTPRequest(method: .post, url: url, headers: headers, body: body, timeoutMillis: 15_000)
+                let request = HTTPRequest(method: .post, url: url, headers: headers, body: body, timeoutMillis: 5_000)
                 if let r = try? await transport.send(request), (200..<300).contains(r.status) {
                     metrics.increment(.alertsTotal, ["outcome": "sent"])
                     return

@@ -35,6 +35,9 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
 
     let context: WorkerContext
     let transport: any HTTPTransport
+    /// Per downstream (by name), the transport with its own slots (``OutgoingTransports/deliveries``); one not named
+    /// here uses ``transport``.
+    let downstreamTransports: [String: any HTTPTransport]
     let signers: [String: WebhookSigner]
     let passthroughSecrets: [SharedSecret]
     /// Per app, the shared secret whose marker a V1 shape carries (its first): what the pass-through restores.
@@ -52,6 +55,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     public init(
         context: WorkerContext,
         transport: any HTTPTransport,
+        downstreamTransports: [String: any HTTPTransport] = [:],
         signers: [String: WebhookSigner],
         passthroughSecrets: [SharedSecret],
         v1Apps: [V1App] = [],
@@ -62,6 +66,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         self.context = context
         self.store = StoreSlice(context.store) { $0 }
         self.transport = transport
+        self.downstreamTransports = downstreamTransports
         self.signers = signers
         self.passthroughSecrets = passthroughSecrets
         passthroughSecretNames = Dictionary(
@@ -173,7 +178,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         // The log's timing, by the injected clock; the answer's head is capped by `DeliveryAttempt`.
         let started = now()
         do {
-            let response = try await transport.send(request)
+            let response = try await (downstreamTransports[job.downstream] ?? transport).send(request)
             let attempt = DeliveryAttempt(
                 startedAt: started,
                 latencyMillis: now() - started,

@@ -50,6 +50,8 @@ enum Metric: String, CaseIterable, Sendable {
     case receiptHistoryTotal = "iapgw_receipt_history_total"
     case receiptComparisonsTotal = "iapgw_receipt_comparisons_total"
     case receiptSeconds = "iapgw_receipt_seconds"
+    case receiptInFlight = "iapgw_receipt_in_flight"
+    case receiptRefusedTotal = "iapgw_receipt_refused_total"
     // The consumption responder (Apple's refund requests)
     case consumptionRequestsTotal = "iapgw_consumption_requests_total"
     case consumptionAsksTotal = "iapgw_consumption_asks_total"
@@ -151,6 +153,12 @@ enum Metric: String, CaseIterable, Sendable {
         case .receiptComparisonsTotal:
             (.counter, "Shadow comparisons of Apple's verifyReceipt answers with the gateway's, by outcome")
         case .receiptSeconds: (.histogram, "Seconds to answer a verifyReceipt request, by mode")
+        case .receiptInFlight: (.gauge, "verifyReceipt requests being answered now")
+        case .receiptRefusedTotal:
+            (
+                .counter,
+                "verifyReceipt requests answered 21005 (retryable) at once for want of room, by reason (busy, address_busy)"
+            )
         case .consumptionRequestsTotal:
             (
                 .counter,

@@ -22,6 +22,8 @@ public final class ReceiptEndpoint: Sendable {
     let metrics: Metrics
     let log: Log
     let now: @Sendable () -> Int64
+    /// Requests being answered now (``ReceiptSettings/maxInFlight``, ``ReceiptSettings/maxInFlightPerAddress``).
+    let admission: ReceiptAdmission
     /// Shadow comparisons running now (at most ``ReceiptSettings/shadowConcurrency``).
     private let shadows = Atomic<Int>(0)
     private let shadowTasks = Mutex<[Int: Task<Void, Never>]>([:])
@@ -41,7 +43,29 @@ public final class ReceiptEndpoint: Sendable {
         (self.config, self.store, self.read, self.histories, self.apple, self.secrets) =
             (config, store, read, histories, apple, secrets)
         (self.metrics, self.log, self.now) = (metrics, log, now)
+        admission = ReceiptAdmission(
+            limit: config.receiptSettings.maxInFlight,
+            perAddressLimit: config.receiptSettings.maxInFlightPerAddress,
+            onChange: { [metrics] n in metrics.set(.receiptInFlight, [:], Double(n)) }
+        )
     }
+
+    /// The answer to a request the receipt path has no room for: Apple's own "try again".
+    static let busyAnswer = ReceiptAnswer.status(ReceiptAnswer.Status.unavailable, retryable: true)
+
+    /// Takes a request from `address` within the receipt path's bounds, or counts it refused (then answer
+    /// ``busyAnswer``). Every ticket is handed back with ``release(_:)`` once its answer is made.
+    func admit(from address: String) -> ReceiptAdmission.Ticket? {
+        switch admission.admit(from: address) {
+        case .success(let ticket):
+            return ticket
+        case .failure(let refusal):
+            metrics.increment(.receiptRefusedTotal, ["reason": refusal.rawValue])
+            return nil
+        }
+    }
+
+    func release(_ ticket: ReceiptAdmission.Ticket) { admission.release(ticket) }
 
     /// The answer to one request; `sandboxURL`: it came to `/sandbox/verifyReceipt`.
     public func handle(_ body: [UInt8], sandboxURL: Bool) async -> [UInt8] {
@@ -88,6 +112,11 @@ public final class ReceiptEndpoint: Sendable {
         case .api:
             return (mode.rawValue, await own(request, receipt, app: app, sandboxURL: sandboxURL))
         case .apple, .shadow:
+            // Only a receipt Apple signed goes to Apple: a look-alike would spend Apple's time and the receipt
+            // path's slots to be refused there anyway.
+            guard receipt.authenticated else {
+                return (mode.rawValue, ReceiptAnswer.status(ReceiptAnswer.Status.notAuthenticated))
+            }
             let (answer, answered) = await askApple(body, sandboxURL: sandboxURL)
             if mode == .shadow, answered { shadow(apple: answer, request, receipt, app: app, sandboxURL: sandboxURL) }
             return (mode.rawValue, answer)

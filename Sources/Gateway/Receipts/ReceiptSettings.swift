@@ -11,6 +11,11 @@ public struct ReceiptSettings: Sendable, Hashable {
     /// `shadow`: gateway answers built and compared at once, at most; beyond it a request is answered (with Apple's
     /// answer, as always) and its comparison skipped and counted.
     public var shadowConcurrency = 4
+    /// Requests answered at once, at most (``ReceiptAdmission``); beyond it a request is answered `21005` with
+    /// `is-retryable` at once. Also the number of outgoing transfers the receipt path may run at once for them.
+    public var maxInFlight = 64
+    /// Requests from one client address answered at once, at most (0: no bound per address).
+    public var maxInFlightPerAddress = 32
 
     public init() {}
 
@@ -30,6 +35,14 @@ public struct ReceiptSettings: Sendable, Hashable {
             throw ConfigError(field: r.field("fetch_timeout"), "must be 1s…60s")
         }
         s.shadowConcurrency = try r.int("shadow_concurrency", 0...64, s.shadowConcurrency)
+        s.maxInFlight = try r.int("max_in_flight", 1...4_096, s.maxInFlight)
+        s.maxInFlightPerAddress = try r.int("max_in_flight_per_address", 0...4_096, s.maxInFlightPerAddress)
+        guard s.maxInFlightPerAddress <= s.maxInFlight else {
+            throw ConfigError(
+                field: r.field("max_in_flight_per_address"),
+                "must be at most max_in_flight (0: no bound)"
+            )
+        }
         return s
     }
 }

@@ -69,11 +69,13 @@ extension GatewayService {
         secrets: ServiceSecrets,
         context: WorkerContext,
         alerts: AlertWebhook?,
+        transports: OutgoingTransports,
         dependencies: Dependencies
     ) -> DeliveryWorker {
         DeliveryWorker(
             context: context,
             transport: dependencies.transport,
+            downstreamTransports: transports.deliveries,
             signers: secrets.signers,
             passthroughSecrets: secrets.v1Secrets,
             v1Apps: secrets.v1Apps,
@@ -92,13 +94,14 @@ extension GatewayService {
         config: GatewayConfig,
         secrets: ServiceSecrets,
         metrics: Metrics,
+        transports: OutgoingTransports,
         dependencies: Dependencies
     ) -> AlertWebhook? {
         zip(config.alertWebhook, secrets.alertSigner).map { settings, signer in
             AlertWebhook(
                 url: settings.url,
                 signer: signer,
-                transport: dependencies.transport,
+                transport: transports.alerts,
                 now: dependencies.now,
                 metrics: metrics
             )
@@ -113,6 +116,7 @@ extension GatewayService {
         context: WorkerContext,
         sender: (any ConsumptionSender)?,
         alerts: AlertWebhook?,
+        transports: OutgoingTransports,
         dependencies: Dependencies
     ) throws(ConfigError) -> ConsumptionResponder? {
         var apps: [String: ConsumptionSettings] = [:]
@@ -132,7 +136,7 @@ extension GatewayService {
             apps: apps,
             signers: secrets.consumptionSigners,
             sender: sender,
-            transport: dependencies.transport,
+            transport: transports.asks,
             alerts: alerts,
             policy: dependencies.consumptionPolicy
         )
@@ -153,9 +157,9 @@ extension GatewayService {
         let settings: (any AppleNotificationSettings)?
         let probe: (any TestNotificationProbe)?
 
-        init(config: GatewayConfig, v2: V2Adapter, dependencies: Dependencies) throws {
+        init(config: GatewayConfig, v2: V2Adapter, transports: OutgoingTransports, dependencies: Dependencies) throws {
             verifyReceipt = VerifyReceiptClient(
-                transport: dependencies.transport,
+                transport: transports.apple,
                 configuration: .init(
                     productionURL: config.verifyReceiptProductionURL,
                     sandboxURL: config.verifyReceiptSandboxURL,
@@ -168,7 +172,7 @@ extension GatewayService {
                 ?? AppStoreAPIPathSource.make(
                     config: config,
                     environment: dependencies.environment,
-                    transport: dependencies.transport,
+                    transport: transports.apple,
                     adapter: v2,
                     now: dependencies.now,
                     jitter: dependencies.jitter
@@ -178,7 +182,20 @@ extension GatewayService {
             let recovery = dependencies.v2PathSource == nil ? api?.oneAttemptPerCall : nil
             recoveryStatusSource = recovery ?? v2Source
             historySource = dependencies.historySource ?? recovery
-            receiptHistorySource = dependencies.receiptHistorySource ?? api?.oneAttemptPerCall
+            // The receipt path's calls wait on a public request: the same clients over the receipt path's slots.
+            receiptHistorySource =
+                try dependencies.receiptHistorySource
+                ?? (api == nil
+                    ? nil
+                    : AppStoreAPIPathSource.make(
+                        config: config,
+                        environment: dependencies.environment,
+                        transport: transports.receipts,
+                        adapter: v2,
+                        now: dependencies.now,
+                        jitter: dependencies.jitter
+                    )?
+                    .oneAttemptPerCall)
             consumptionSender = dependencies.consumptionSender ?? api?.oneAttemptPerCall
             probe = dependencies.testNotificationProbe ?? api.map(AppStoreAPITestNotifications.init(source:))
             settings =
@@ -186,7 +203,7 @@ extension GatewayService {
                 ?? AppStoreConnectClient.make(
                     config: config,
                     environment: dependencies.environment,
-                    transport: dependencies.transport,
+                    transport: transports.apple,
                     now: dependencies.now
                 )
                 .map(AppStoreConnectSettings.init(client:))

@@ -84,10 +84,16 @@ public final class GatewayService: Sendable {
         public static func live() -> Dependencies {
             Dependencies(
                 environment: ProcessEnvironment.variables,
-                transport: CurlTransport(),
+                transport: liveTransport(),
                 now: WallClock.wallMillis,
                 jitter: { Double.random(in: 0..<1) }
             )
+        }
+
+        /// libcurl, for every purpose at once: the service gives each purpose slots of its own over it
+        /// (``OutgoingTransports``), so its own limit is only a last bound, well above their sum.
+        public static func liveTransport() -> any HTTPTransport {
+            CurlTransport(maxConcurrentTransfers: 4_096)
         }
 
         /// The same for a one-shot command (`quarantine replay`, `backfill`): its log goes to standard error, so that
@@ -122,6 +128,8 @@ public final class GatewayService: Sendable {
     public let switcher: AppleSwitcher
     /// `POST /verifyReceipt` and `POST /sandbox/verifyReceipt`.
     public let receiptEndpoint: ReceiptEndpoint
+    /// The outgoing transfers' slots, by purpose.
+    public let transports: OutgoingTransports
     /// The App Store Server API clients, when `app_store_api` is configured.
     public var appStoreAPI: AppStoreAPIPathSource? { compare.v2Source as? AppStoreAPIPathSource }
     /// `POST /notifications` and `/healthz`.
@@ -183,13 +191,22 @@ public final class GatewayService: Sendable {
             instance: dependencies.instanceID ?? (store.sharedByInstances ? ProcessEnvironment.instanceName : "local"),
             leaseMillis: config.limits.jobLeaseMillis
         )
-        let apple = try AppleClients(config: config, v2: v2, dependencies: dependencies)
-        let alerts = Self.alerts(config: config, secrets: secrets, metrics: metrics, dependencies: dependencies)
+        let transports = OutgoingTransports(base: dependencies.transport, config: config)
+        self.transports = transports
+        let apple = try AppleClients(config: config, v2: v2, transports: transports, dependencies: dependencies)
+        let alerts = Self.alerts(
+            config: config,
+            secrets: secrets,
+            metrics: metrics,
+            transports: transports,
+            dependencies: dependencies
+        )
         delivery = Self.delivery(
             config: config,
             secrets: secrets,
             context: workers,
             alerts: alerts,
+            transports: transports,
             dependencies: dependencies
         )
         consumption = try Self.consumption(
@@ -198,6 +215,7 @@ public final class GatewayService: Sendable {
             context: workers,
             sender: apple.consumptionSender,
             alerts: alerts,
+            transports: transports,
             dependencies: dependencies
         )
         var receiptPolicy = dependencies.receiptPolicy
@@ -245,7 +263,7 @@ public final class GatewayService: Sendable {
                     owner: workers.instance
                 )
             },
-            apple: dependencies.transport,
+            apple: transports.receipts,
             secrets: Dictionary(v1Apps.map { ($0.bundleID, $0.sharedSecrets) }, uniquingKeysWith: +),
             metrics: metrics,
             log: log,
