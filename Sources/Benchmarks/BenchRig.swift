@@ -108,6 +108,15 @@ final class BenchRig {
               "downstreams": \(downstreams)\(limits.isEmpty ? "" : ",\n  \"limits\": \(limits)")
             }
             """
+        try launch(configText: configText, environment: environment, count: count)
+    }
+
+    /// Writes `configText` as the rig's `config.json` and starts `count` gateways serving it (all spawned before any
+    /// is waited for), with `environment` (plus `PATH`); then waits for each to listen.
+    func launch(configText: String, environment: [String: String], count: Int = 1) throws {
+        precondition(gateways.isEmpty && count >= 1, "the rig's gateways are started once")
+        var environment = environment
+        environment["PATH"] = environment["PATH"] ?? "/usr/bin:/bin"
         try Data(configText.utf8).write(to: URL(filePath: directory + "/config.json"))
         _ = try GatewayConfig.parse(Array(configText.utf8), baseDirectory: directory)  // a broken template fails here
         var started: [ChildProcess] = []

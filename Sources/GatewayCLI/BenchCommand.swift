@@ -3,7 +3,7 @@ internal import FoundationEssentials
 internal import Gateway
 internal import WireJSON
 
-/// `iap-gateway bench verify|receipts|ingest|soak|flood|fsync|scale`: the benchmarks (`Bench/`), each printing one JSON
+/// `iap-gateway bench verify|receipts|ingest|soak|flood|fsync|scale|delivery-rate|isolation`: the benchmarks (`Bench/`), each printing one JSON
 /// line.
 enum BenchCommand: Command {
     static let name = "bench"
@@ -29,6 +29,11 @@ enum BenchCommand: Command {
           iap-gateway bench fsync [--seconds N] [--folder DIR]
               For N seconds (30), how long the disk under DIR (the temporary folder) takes to make 8 KiB durable,
               every 50 ms: the wait under every commit, and so the floor of p99. Run it where the store will live.
+          iap-gateway bench isolation [--count N] [--clients C]
+              The whole service with Apple's verifyReceipt and the alert webhook hanging: a V2 notification's latency
+              and a delivery's (N one at a time, 100) quiet, while C clients (70) of one address loop on
+              /verifyReceipt, and while every notification dead-letters at a second downstream whose alerts hang;
+              each with its ratio to the quiet figure of the same run.
           iap-gateway bench delivery-rate [--rate R] [--outage-seconds S] [--seconds N]
               A downstream with max_per_second R (50) down for S seconds (60) while a backlog waits, then up: its
               accepted deliveries per second over N seconds (10), and whether they held within 10 % of R.
@@ -49,6 +54,7 @@ enum BenchCommand: Command {
         "soak": ["minutes", "rate"],
         "flood": ["count"],
         "delivery-rate": ["rate", "outage-seconds", "seconds"],
+        "isolation": ["count", "clients"],
         "fsync": ["seconds", "folder"],
         "scale": ["store", "out", "notifications", "pairs", "subscriptions", "keep", "ingest-seconds"],
     ]
@@ -62,7 +68,7 @@ enum BenchCommand: Command {
         )
         guard let target = try a.positionals(atMost: 1, for: name).first, let allowed = flags[target] else {
             throw CommandError.usage(
-                "bench needs a target: verify, receipts, ingest, soak, flood, fsync, scale or delivery-rate"
+                "bench needs a target: verify, receipts, ingest, soak, flood, fsync, scale, delivery-rate or isolation"
             )
         }
         try a.only(allowed, for: "bench \(target)")
@@ -140,6 +146,18 @@ enum BenchCommand: Command {
                             "--outage-seconds must be 0...3600"
                         ),
                         seconds: a.value("seconds") != nil ? max(1, Int(seconds)) : 10
+                    )
+                )
+            case "isolation":
+                line = JSONOutput.string(
+                    try await IsolationBenchmark.run(
+                        count: a.value("count") != nil ? Int(count) : 100,
+                        flood: try a.number(
+                            "clients",
+                            default: 70,
+                            valid: { (1...1_000).contains($0) },
+                            "--clients must be 1...1000"
+                        )
                     )
                 )
             case "fsync":
