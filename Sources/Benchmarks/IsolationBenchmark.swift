@@ -45,6 +45,8 @@ public enum IsolationBenchmark {
         /// Receipts forwarded to Apple (which never answered) during the flood, and answered `21005` at once.
         public var receiptsForwarded: Int
         public var receiptsRefusedAtOnce: Int
+        /// Every notification of every phase answered 200 and its event delivered.
+        public var allAnsweredAndDelivered: Bool
         public var build: String
 
         enum CodingKeys: String, CodingKey {
@@ -60,6 +62,7 @@ public enum IsolationBenchmark {
             case deliveryP99RatioWithAlertsHanging = "delivery_p99_ratio_with_alerts_hanging"
             case receiptsForwarded = "receipts_forwarded"
             case receiptsRefusedAtOnce = "receipts_refused_at_once"
+            case allAnsweredAndDelivered = "all_answered_and_delivered"
             case build
         }
     }
@@ -238,6 +241,9 @@ public enum IsolationBenchmark {
             deliveryP99RatioWithAlertsHanging: ratio(alerting.delivery, quiet.delivery),
             receiptsForwarded: forwarded,
             receiptsRefusedAtOnce: state.refused,
+            allAnsweredAndDelivered: [quiet, flooded, alerting].allSatisfy {
+                $0.notification.failures == 0 && $0.delivery.failures == 0
+            },
             build: VerifyBenchmark.buildKind
         )
     }
