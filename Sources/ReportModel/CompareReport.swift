@@ -102,7 +102,8 @@ public struct BundleReport: Sendable, Hashable, Codable {
         public var requests: Int
         /// Sent to Apple before the deadline.
         public var answeredInTime: Int
-        /// State (`sent`, `declined`, `no_consent`, `unanswered`, `rejected`, `dead`, `expired`, `pending`) → requests.
+        /// State (`sent`, `declined`, `no_consent`, `unanswered`, `rejected`, `gateway_refused`, `dead`, `expired`,
+        /// `pending`) → requests.
         public var byState: [String: Int]
         /// Who chose the answer sent (`team`, `default`) → requests.
         public var bySource: [String: Int]

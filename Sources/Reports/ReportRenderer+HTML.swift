@@ -204,7 +204,7 @@ extension ReportRenderer {
             cls: r.answeredInTime < r.requests - (r.byState["declined"] ?? 0) - (r.byState["pending"] ?? 0)
                 ? "warn" : "good"
         )
-        for key in ["dead", "rejected", "expired"] where (r.byState[key] ?? 0) > 0 {
+        for key in ["dead", "rejected", "gateway_refused", "expired"] where (r.byState[key] ?? 0) > 0 {
             stat(&h, grouped(r.byState[key] ?? 0), "unanswered: \(key)", cls: "bad")
         }
         h.raw("</div>\n")

@@ -16,6 +16,10 @@ public enum ConsumptionState: String, Sendable, Hashable, CaseIterable, Codable 
     case unanswered
     /// Apple refused the answer for good (400, 404): a dead letter.
     case rejected
+    /// The gateway refused to send the answer chosen — it breaks Apple's rules for the purchase's product, or the
+    /// App Store Server API client could not make the request — so nothing reached Apple: a dead letter, the
+    /// gateway's refusal and never Apple's (`last_error` says which rule).
+    case gatewayRefused = "gateway_refused"
     /// The deadline passed while the answer could not be sent (Apple unavailable, rate limited): a dead letter.
     case dead
     /// The deadline had passed before the gateway could start (a request recovered late, a gateway down for hours).

@@ -269,15 +269,17 @@ public struct AppStoreAPIClient: Sendable {
     }
 
     /// Send Consumption Information (`PUT /inApps/v2/transactions/consumption/{transactionId}`): the answer to a
-    /// CONSUMPTION_REQUEST for the purchase `transactionID`, checked first (``ConsumptionInformation/validated()``;
-    /// a breach is `bad_request` and nothing is sent). Apple answers 202 with no body.
+    /// CONSUMPTION_REQUEST for the purchase `transactionID`, of `productType`, checked first against Apple's rules for
+    /// that product (``ConsumptionInformation/validated(for:)``; a breach is `bad_request` with no HTTP status, and
+    /// nothing is sent). Apple answers 202 with no body.
     public func sendConsumptionInformation(
         transactionID: String,
         _ information: ConsumptionInformation,
+        productType: ProductType?,
         environment: AppStoreEnvironment
     ) async throws(AppStoreAPIError) {
         let body: ConsumptionInformation
-        do { body = try information.validated() } catch {
+        do { body = try information.validated(for: productType) } catch {
             throw AppStoreAPIError(.badRequest, "consumption information Apple would refuse: \(error.rawValue)")
         }
         let path = "/inApps/v2/transactions/consumption/" + (try Self.segment(transactionID, what: "transaction id"))

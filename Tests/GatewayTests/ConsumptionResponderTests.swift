@@ -1,4 +1,5 @@
 import Canonical
+import Crypto
 import Foundation
 import Gateway
 import HTTPClient
@@ -30,6 +31,7 @@ import WireJSON
             bundleID: String,
             transactionID: String,
             _ information: ConsumptionInformation,
+            productType: ProductType?,
             environment: AppStoreEnvironment
         ) async throws(AppStoreAPIError) {
             calls.withLock { $0.append((transactionID, information)) }
@@ -57,6 +59,8 @@ import WireJSON
         /// A responder as `serve` runs it (a fresh one per run: a stopped worker stays stopped).
         let makeResponder: @Sendable () -> ConsumptionResponder
         let apple: FakeApple
+        /// With `appleClient`: every request the App Store Server API client sent (each answered 202).
+        let appleRequests: ScriptedTransport?
         let clock: Clock
         let signer: TestSigner
 
@@ -119,7 +123,9 @@ import WireJSON
           "consumptionPercentage": 25000, "refundPreference": "DECLINE" }
         """
 
-    static func setup(consumption: String, apple: FakeApple = FakeApple()) throws -> Setup {
+    /// `appleClient`: Send Consumption Information goes through the gateway's own App Store Server API client (its
+    /// checks included) to a transport answering 202, instead of `apple`.
+    static func setup(consumption: String, apple: FakeApple = FakeApple(), appleClient: Bool = false) throws -> Setup {
         let directory = try Scratch.directory()
         let json = """
             { "apps": [ { "bundle_id": "\(bundle)", "app_apple_id": 1234567890, "environments": ["production", "sandbox"],
@@ -142,6 +148,29 @@ import WireJSON
         dependencies.trustAnchors = try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3, ca.root.der])
         dependencies.consumptionSender = apple
         let service = try GatewayService(config: config, dependencies: dependencies)
+        var sender: any ConsumptionSender = apple
+        var appleRequests: ScriptedTransport?
+        if appleClient {
+            let transport = ScriptedTransport { _ throws(HTTPClientError) in
+                HTTPResponse(status: 202, headers: [], body: [])
+            }
+            let client = AppStoreAPIClient(
+                configuration: .init(
+                    keyID: "KEY",
+                    issuerID: "ISSUER",
+                    bundleID: bundle,
+                    privateKey: try PrivateKey.generateP256(),
+                    maxAttempts: 1
+                ),
+                transport: transport,
+                adapter: service.ingest.v2,
+                now: { clock.now },
+                sleep: { _ in },
+                jitter: { 0 }
+            )
+            sender = AppStoreAPIPathSource(clients: [bundle: client])
+            appleRequests = transport
+        }
         try service.seedAuthority()
         let context = WorkerContext(
             store: store,
@@ -155,13 +184,13 @@ import WireJSON
         policy.pollMillis = 10
         let settings = try #require(config.apps.first?.consumption)
         let secret = try #require(WebhookSigner.Secret(name: "ASK_SECRET", text: askSecret))
-        let policyValue = policy
+        let (policyValue, senderValue) = (policy, sender)
         let makeResponder: @Sendable () -> ConsumptionResponder = {
             ConsumptionResponder(
                 context: context,
                 apps: [bundle: settings],
                 signers: [bundle: WebhookSigner(secrets: [secret])],
-                sender: apple,
+                sender: senderValue,
                 transport: CurlTransport(),
                 policy: policyValue
             )
@@ -172,6 +201,7 @@ import WireJSON
             service: service,
             makeResponder: makeResponder,
             apple: apple,
+            appleRequests: appleRequests,
             clock: clock,
             signer: try ca.chain.signer()
         )
@@ -292,6 +322,53 @@ import WireJSON
         #expect(s.apple.sent.isEmpty)
     }
 
+    /// The team's explicit "no consent" is final whatever else its answer holds: the answer is not a failed ask, and
+    /// the default — whose consent is the app's own assertion — never replaces it.
+    @Test(arguments: [
+        // A percentage Apple takes for no auto-renewable subscription.
+        (
+            #"{"customerConsented": false, "deliveryStatus": "DELIVERED", "sampleContentProvided": false, "consumptionPercentage": 5000}"#,
+            "Auto-Renewable Subscription"
+        ),
+        // A percentage out of Apple's range.
+        (
+            #"{"customerConsented": false, "deliveryStatus": "DELIVERED", "sampleContentProvided": false, "consumptionPercentage": 250000}"#,
+            "Consumable"
+        ),
+        // Required members missing, a preference Apple does not know.
+        (#"{"customerConsented": false, "refundPreference": "MAYBE"}"#, "Consumable"),
+        // A member this build does not know.
+        (
+            #"{"customerConsented": false, "deliveryStatus": "DELIVERED", "sampleContentProvided": false, "note": "asked by phone"}"#,
+            "Consumable"
+        ),
+    ])
+    func anExplicitNoConsentIsFinalWhateverElseTheAnswerHolds(_ body: String, _ productType: String) async throws {
+        let team = try LoopbackHTTPServer { _ in Self.answer(body) }
+        let s = try Self.setup(consumption: Self.consumption(ask: team, extra: Self.defaultAnswer))
+        defer { s.close() }
+        #expect(try s.notify(productType: productType) == 200)
+        s.clock.advance(2_000)  // past ask_for: an answer taken as a failed ask is followed by the default at once
+        try await s.run { $0.state != .pending }
+        let job = try #require(try s.job())
+        #expect(job.state == .noConsent, "\(body): \(job.state) \(job.lastError ?? "")")
+        #expect(job.answerSource == .team)
+        #expect(job.asks == 1 && job.sends == 0)
+        #expect(s.apple.sent.isEmpty, "the default is never sent over the team's no")
+        #expect(
+            s.service.metrics.counter(
+                "iapgw_consumption_asks_total",
+                ["bundle": Self.bundle, "outcome": "no_consent"]
+            ) == 1
+        )
+        #expect(
+            s.service.metrics.counter(
+                "iapgw_consumption_requests_total",
+                ["bundle": Self.bundle, "state": "no_consent"]
+            ) == 1
+        )
+    }
+
     @Test func anInvalidAnswerIsAskedAgainThenTheDefault() async throws {
         let asks = Mutex(0)
         let team = try LoopbackHTTPServer { _ in
@@ -407,6 +484,140 @@ import WireJSON
         #expect(s.apple.sent.isEmpty)
     }
 
+    // MARK: What Apple takes for the product
+
+    static let proratedDefault = """
+        , "default": { "customerConsented": true, "deliveryStatus": "DELIVERED", "sampleContentProvided": false,
+          "consumptionPercentage": 25000, "refundPreference": "GRANT_PRORATED" }
+        """
+
+    /// Apple takes GRANT_PRORATED for an auto-renewable subscription without a percentage (it prorates by the time
+    /// elapsed): the default's preference is sent, its percentage — the other products' — left out.
+    @Test(arguments: [
+        (
+            "Auto-Renewable Subscription",
+            #"{"customerConsented":true,"deliveryStatus":"DELIVERED","refundPreference":"GRANT_PRORATED","#
+                + #""sampleContentProvided":false}"#
+        ),
+        (
+            "Consumable",
+            #"{"consumptionPercentage":25000,"customerConsented":true,"deliveryStatus":"DELIVERED","#
+                + #""refundPreference":"GRANT_PRORATED","sampleContentProvided":false}"#
+        ),
+    ])
+    func aProratedDefaultServesEveryProduct(_ productType: String, _ sent: String) async throws {
+        let s = try Self.setup(consumption: Self.consumption(ask: nil, extra: Self.proratedDefault), appleClient: true)
+        defer { s.close() }
+        #expect(try s.notify(productType: productType) == 200)
+        try await s.run { $0.state != .pending }
+        let job = try #require(try s.job())
+        #expect(job.state == .sent, "\(productType): \(job.state) \(job.lastError ?? "")")
+        #expect(job.answerSource == .default)
+        #expect(job.refundPreference == "GRANT_PRORATED")
+        let requests = try #require(s.appleRequests).requests
+        #expect(requests.count == 1)
+        #expect(requests.first.map { String(decoding: $0.body, as: UTF8.self) } == sent)
+    }
+
+    /// The team's GRANT_PRORATED without a percentage is what Apple takes for a subscription, and sent; for a
+    /// consumable Apple would refuse it, so it is no answer (the default follows) — never Apple's refusal.
+    @Test(arguments: ["Auto-Renewable Subscription", "Consumable"])
+    func aTeamsProratedAnswerIsJudgedForTheProduct(_ productType: String) async throws {
+        let team = try LoopbackHTTPServer { _ in
+            Self.answer(
+                #"{"customerConsented": true, "deliveryStatus": "DELIVERED", "sampleContentProvided": true, "refundPreference": "GRANT_PRORATED"}"#
+            )
+        }
+        let s = try Self.setup(consumption: Self.consumption(ask: team, extra: Self.defaultAnswer), appleClient: true)
+        defer { s.close() }
+        #expect(try s.notify(productType: productType) == 200)
+        s.clock.advance(2_000)
+        try await s.run { $0.state != .pending }
+        let job = try #require(try s.job())
+        #expect(job.state == .sent, "\(productType): \(job.state) \(job.lastError ?? "")")
+        #expect(job.asks == 1)
+        let subscription = productType == "Auto-Renewable Subscription"
+        #expect(job.answerSource == (subscription ? .team : .default))
+        #expect(job.refundPreference == (subscription ? "GRANT_PRORATED" : "DECLINE"))
+        #expect(
+            s.service.metrics.counter(
+                "iapgw_consumption_asks_total",
+                ["bundle": Self.bundle, "outcome": subscription ? "answered" : "answer_prorated_without_percentage"]
+            ) == 1
+        )
+        #expect(try #require(s.appleRequests).requests.count == 1)
+    }
+
+    /// An answer kept on the job that Apple would refuse for its product (kept by an earlier version of the
+    /// gateway) is refused by the gateway itself, under a state of its own — never Apple's `rejected` /
+    /// `bad_request` — and nothing is sent; counted and listed as the other dead letters.
+    @Test func anAnswerTheGatewayRefusesIsNamedAsTheGatewaysRefusal() async throws {
+        let s = try Self.setup(consumption: Self.consumption(ask: nil, extra: Self.defaultAnswer), appleClient: true)
+        defer { s.close() }
+        #expect(try s.notify(productType: "Auto-Renewable Subscription") == 200)
+        let queued = try #require(try s.job())
+        let kept = Array(
+            #"{"consumptionPercentage":5000,"customerConsented":true,"deliveryStatus":"DELIVERED","sampleContentProvided":false}"#
+                .utf8
+        )
+        try await s.store.write { tx in
+            try tx.settleConsumptionJob(
+                ConsumptionSettlement(
+                    id: queued.id,
+                    state: .pending,
+                    asks: 0,
+                    sends: 0,
+                    nextAttemptAt: 0,
+                    answer: kept,
+                    answerSource: .default
+                ),
+                now: 0
+            )
+        }
+        try await s.run { $0.state != .pending }
+        let job = try #require(try s.job())
+        #expect(job.state == .gatewayRefused, "\(job.state) \(job.lastError ?? "")")
+        #expect(job.lastError == "percentage_for_subscription")
+        #expect(job.appleStatus == nil && job.sends == 0)
+        #expect(try #require(s.appleRequests).requests.isEmpty, "nothing reached Apple")
+        #expect(
+            s.service.metrics.counter(
+                "iapgw_consumption_requests_total",
+                ["bundle": Self.bundle, "state": "gateway_refused"]
+            ) == 1
+        )
+        #expect(
+            s.service.metrics.counter(
+                "iapgw_consumption_dead_total",
+                ["bundle": Self.bundle, "reason": "percentage_for_subscription"]
+            ) == 1
+        )
+        // `GET /admin/refund-requests?state=gateway_refused`, and the report's counts.
+        let listed = try Operations(store: s.store, now: { s.clock.now }).refundRequests(state: .gatewayRefused)
+        #expect(listed.arrayValue?.count == 1, "listed under its own state")
+        #expect(listed.arrayValue?.first?.objectValue?["state"]?.stringValue == "gateway_refused")
+        let counts = try await s.store.read { tx in
+            try tx.refundRequestCounts(since: TestCA.signedDate - 1, until: TestCA.signedDate + 1)
+        }
+        #expect(counts.map(\.state) == [.gatewayRefused])
+    }
+
+    /// The App Store Server API client refusing to make the request (Apple never answered: no HTTP status) is the
+    /// gateway's refusal too, not Apple's.
+    @Test func theClientsOwnRefusalIsNotApples() async throws {
+        let fake = FakeApple()
+        fake.fail(AppStoreAPIError(.badRequest, "no transaction id to ask for"))
+        let s = try Self.setup(consumption: Self.consumption(ask: nil, extra: Self.defaultAnswer), apple: fake)
+        defer { s.close() }
+        #expect(try s.notify() == 200)
+        try await s.run { $0.state != .pending }
+        let job = try #require(try s.job())
+        #expect(job.state == .gatewayRefused, "\(job.state) \(job.lastError ?? "")")
+        #expect(job.lastError == "invalid_request")
+        #expect(job.appleStatus == nil)
+        #expect(fake.sent.count == 1, "not tried again")
+    }
+
     // MARK: Apple's decision
 
     @Test func applesDecisionIsRecordedOnTheRequestAndCounted() async throws {
@@ -452,7 +663,17 @@ import WireJSON
             ),
             (
                 #"{ "respond": true, "default": { "customerConsented": true, "deliveryStatus": "UNDELIVERED_OTHER", "sampleContentProvided": false, "consumptionPercentage": 10 } }"#,
-                "apps[0].consumption.default"
+                "apps[0].consumption.default.consumptionPercentage"
+            ),
+            // An explicit "no consent" is named as such, whatever else the default holds.
+            (
+                #"{ "respond": true, "default": { "customerConsented": false, "deliveryStatus": "LOST" } }"#,
+                "apps[0].consumption.default.customerConsented"
+            ),
+            // GRANT_PRORATED without a percentage: the default serves the app's other products too.
+            (
+                #"{ "respond": true, "default": { "customerConsented": true, "deliveryStatus": "DELIVERED", "sampleContentProvided": false, "refundPreference": "GRANT_PRORATED" } }"#,
+                "apps[0].consumption.default.refundPreference"
             ),
             (#"{ "respond": true, "ask_for": "12h", "deadline": "11h" }"#, "apps[0].consumption.ask_for"),
         ]

@@ -64,7 +64,31 @@ import WireJSON
         ),
     ])
     func whatAppleWouldRefuseIsRefusedHere(_ info: Info, _ problem: Info.Problem) {
-        #expect(throws: problem) { try info.validated() }
+        #expect(throws: problem) { try info.validated(for: .consumable) }
+        #expect(throws: problem) { try info.validated(for: nil) }
+    }
+
+    /// Apple's rules for an auto-renewable subscription: no percentage (Apple works it out from the time elapsed), so
+    /// its GRANT_PRORATED goes without one; the rules of every product still hold.
+    @Test func aSubscriptionIsJudgedByItsOwnRules() throws {
+        let prorated = Info(
+            customerConsented: true,
+            deliveryStatus: .delivered,
+            sampleContentProvided: false,
+            refundPreference: .grantProrated
+        )
+        #expect(try prorated.validated(for: .autoRenewable) == prorated)
+        #expect(throws: Info.Problem.proratedWithoutPercentage) { try prorated.validated(for: .nonRenewing) }
+        var withPercentage = prorated
+        withPercentage.consumptionPercentage = 25_000
+        #expect(try withPercentage.validated(for: .consumable) == withPercentage)
+        #expect(throws: Info.Problem.percentageForSubscription) { try withPercentage.validated(for: .autoRenewable) }
+        var noConsent = prorated
+        noConsent.customerConsented = false
+        #expect(throws: Info.Problem.noConsent) { try noConsent.validated(for: .autoRenewable) }
+        var outOfRange = withPercentage
+        outOfRange.consumptionPercentage = 100_001
+        #expect(throws: Info.Problem.percentageOutOfRange) { try outOfRange.validated(for: .autoRenewable) }
     }
 
     @Test func aValidAnswerIsSentAsApplesLibrariesSendIt() async throws {
@@ -78,7 +102,12 @@ import WireJSON
             consumptionPercentage: 25_000,
             refundPreference: .grantProrated
         )
-        try await client.sendConsumptionInformation(transactionID: "2000000123", info, environment: .sandbox)
+        try await client.sendConsumptionInformation(
+            transactionID: "2000000123",
+            info,
+            productType: .consumable,
+            environment: .sandbox
+        )
         let request = try #require(transport.requests.first)
         #expect(request.method == .put)
         #expect(request.url == APIFixture.sandbox + "/inApps/v2/transactions/consumption/2000000123")
@@ -95,12 +124,58 @@ import WireJSON
         try await minimalClient.sendConsumptionInformation(
             transactionID: "1",
             Info(customerConsented: true, deliveryStatus: .undeliveredOther, sampleContentProvided: true),
+            productType: .autoRenewable,
             environment: .production
         )
         #expect(
             minimal.requests.first.map { String(decoding: $0.body, as: UTF8.self) }
                 == #"{"customerConsented":true,"deliveryStatus":"UNDELIVERED_OTHER","sampleContentProvided":true}"#
         )
+    }
+
+    /// The client judges the answer for the purchase's product: a subscription's GRANT_PRORATED goes without a
+    /// percentage; what Apple would refuse for the product never leaves (no HTTP status: Apple did not answer).
+    @Test func theAnswerIsJudgedForThePurchasesProduct() async throws {
+        let prorated = Info(
+            customerConsented: true,
+            deliveryStatus: .delivered,
+            sampleContentProvided: false,
+            refundPreference: .grantProrated
+        )
+        let (client, transport, _) = try AppStoreAPIClientTests.scripted([
+            .success(HTTPResponse(status: 202, headers: [], body: []))
+        ])
+        try await client.sendConsumptionInformation(
+            transactionID: "1",
+            prorated,
+            productType: .autoRenewable,
+            environment: .sandbox
+        )
+        #expect(
+            transport.requests.first.map { String(decoding: $0.body, as: UTF8.self) }
+                == #"{"customerConsented":true,"deliveryStatus":"DELIVERED","refundPreference":"GRANT_PRORATED","#
+                + #""sampleContentProvided":false}"#
+        )
+        var withPercentage = prorated
+        withPercentage.consumptionPercentage = 25_000
+        let (refusing, refusingTransport, _) = try AppStoreAPIClientTests.scripted([])
+        for (info, product, problem) in [
+            (prorated, ProductType.consumable, "prorated_without_percentage"),
+            (withPercentage, .autoRenewable, "percentage_for_subscription"),
+        ] {
+            let error = try #require(
+                await APIFixture.error { () async throws(AppStoreAPIError) in
+                    try await refusing.sendConsumptionInformation(
+                        transactionID: "1",
+                        info,
+                        productType: product,
+                        environment: .sandbox
+                    )
+                }
+            )
+            #expect(error.code == .badRequest && error.httpStatus == nil && error.message.contains(problem))
+        }
+        #expect(refusingTransport.requests.isEmpty)
     }
 
     @Test func anAnswerWithoutConsentIsNeverSent() async throws {
@@ -110,6 +185,7 @@ import WireJSON
                 try await client.sendConsumptionInformation(
                     transactionID: "1",
                     Info(customerConsented: false, deliveryStatus: .delivered, sampleContentProvided: false),
+                    productType: .consumable,
                     environment: .sandbox
                 )
             }
@@ -125,7 +201,12 @@ import WireJSON
         ])
         let error = try #require(
             await APIFixture.error { () async throws(AppStoreAPIError) in
-                try await refused.sendConsumptionInformation(transactionID: "1", valid, environment: .sandbox)
+                try await refused.sendConsumptionInformation(
+                    transactionID: "1",
+                    valid,
+                    productType: nil,
+                    environment: .sandbox
+                )
             }
         )
         #expect(error.code == .badRequest && error.appleErrorCode == 4_000_183)
@@ -134,7 +215,7 @@ import WireJSON
             AppStoreAPIClientTests.appleError(500, 5_000_001),
             .success(HTTPResponse(status: 202, headers: [], body: [])),
         ])
-        try await flaky.sendConsumptionInformation(transactionID: "1", valid, environment: .sandbox)
+        try await flaky.sendConsumptionInformation(transactionID: "1", valid, productType: nil, environment: .sandbox)
         #expect(flakyTransport.requests.count == 2)
     }
 }

@@ -15,10 +15,13 @@ private let environment = [
 public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let data else { return 0 }
     let bytes = Array(UnsafeBufferPointer(start: data, count: size))
-    // The same bytes as a team service's answer to a refund request: what is accepted reads back as itself.
+    // The same bytes as a team service's answer to a refund request: what is accepted reads back as itself, and an
+    // answer read without consent is one the consent check finds final.
+    let refusesConsent = ConsumptionSettings.refusesConsent(fromTeam: bytes)
     if let answer = ConsumptionSettings.answer(fromTeam: bytes) {
         let again = ConsumptionSettings.answer(fromTeam: ConsumptionSettings.encoded(answer))
         precondition(again == answer, "a consumption answer does not read back as itself")
+        precondition(refusesConsent == !answer.customerConsented, "consent read two ways")
     }
     let config: GatewayConfig
     do {

@@ -1,11 +1,13 @@
+internal import Canonical
 internal import V2Adapter
 internal import WireJSON
 
 /// Reads an answer to a refund request — the team's service's JSON, or an app's `consumption.default` — into Send
 /// Consumption Information's body, in Apple's own member names. Strict: a member this build does not know, a value
 /// of the wrong type or outside Apple's lists is refused with a stable code (a misspelt `refundPreference` must not
-/// quietly send no preference), and Apple's rules are checked (``ConsumptionInformation/validated()``) — except
-/// consent: an answer without it is read, and never sent (docs/operations.md, "Refund requests").
+/// quietly send no preference). Apple's rules depend on the purchase's product, so they are checked apart
+/// (``check(_:for:)``) — except consent, which is the responder's to act on: an answer readably without it is final
+/// whatever else it holds (``refusesConsent(_:)``; docs/operations.md, "Refund requests").
 enum ConsumptionAnswer {
     /// Why an answer is refused: `invalid_answer` with the member, or one of Apple's rules (``problem``).
     struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
@@ -19,6 +21,16 @@ enum ConsumptionAnswer {
         "customerConsented", "deliveryStatus", "sampleContentProvided", "consumptionPercentage", "refundPreference",
     ]
 
+    /// Whether the answer in `bytes` is a JSON object whose `customerConsented` is `false`, whatever else it holds.
+    static func refusesConsent(_ bytes: [UInt8]) -> Bool {
+        guard let object = (try? JSONParser.parse(bytes))?.objectValue else { return false }
+        return refusesConsent(object)
+    }
+
+    /// Whether the answer says the customer did not consent (`customerConsented: false`): such an answer is final —
+    /// nothing is sent, and neither an ask nor the default replaces it — even where its other members are unusable.
+    static func refusesConsent(_ o: JSONObject) -> Bool { o["customerConsented"]?.boolValue == false }
+
     /// The answer in `bytes` (a JSON object).
     static func read(_ bytes: [UInt8]) throws(Refusal) -> ConsumptionInformation {
         guard let value = try? JSONParser.parse(bytes), let object = value.objectValue else {
@@ -27,11 +39,12 @@ enum ConsumptionAnswer {
         return try read(object)
     }
 
+    /// The answer in `o`: its members and their values, before Apple's rules for the product (``check(_:for:)``).
     static func read(_ o: JSONObject) throws(Refusal) -> ConsumptionInformation {
         for (key, _) in o where !members.contains(key) {
             throw Refusal(code: "invalid_answer", detail: "unknown member \(key.prefix(64))")
         }
-        func value(_ key: String) -> JSONValue? { o.first { $0.key == key }?.value }
+        func value(_ key: String) -> JSONValue? { o[key] }
         func bool(_ key: String) throws(Refusal) -> Bool {
             guard let b = value(key)?.boolValue else {
                 throw Refusal(code: "invalid_answer", detail: "\(key) must be true or false")
@@ -61,19 +74,22 @@ enum ConsumptionAnswer {
             }
             preference = p
         }
-        let info = ConsumptionInformation(
+        return ConsumptionInformation(
             customerConsented: consented,
             deliveryStatus: status,
             sampleContentProvided: sample,
             consumptionPercentage: percentage,
             refundPreference: preference
         )
-        // Consent is the responder's to act on (nothing is sent without it); every other rule is Apple's.
+    }
+
+    /// Apple's rules for a purchase of `productType` (``ConsumptionInformation/validated(for:)``), consent apart:
+    /// that is the responder's to act on (nothing is sent without it).
+    static func check(_ info: ConsumptionInformation, for productType: ProductType?) throws(Refusal) {
         var consenting = info
         consenting.customerConsented = true
-        do { _ = try consenting.validated() } catch {
-            throw Refusal(code: error.rawValue, detail: "Apple would refuse this answer")
+        do { _ = try consenting.validated(for: productType) } catch {
+            throw Refusal(code: error.rawValue, detail: "Apple would refuse this answer for this product")
         }
-        return info
     }
 }

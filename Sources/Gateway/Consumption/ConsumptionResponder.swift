@@ -12,6 +12,7 @@ public protocol ConsumptionSender: Sendable {
         bundleID: String,
         transactionID: String,
         _ information: ConsumptionInformation,
+        productType: ProductType?,
         environment: AppStoreEnvironment
     ) async throws(AppStoreAPIError)
 }
@@ -21,12 +22,18 @@ extension AppStoreAPIPathSource: ConsumptionSender {
         bundleID: String,
         transactionID: String,
         _ information: ConsumptionInformation,
+        productType: ProductType?,
         environment: AppStoreEnvironment
     ) async throws(AppStoreAPIError) {
         guard let client = client(for: bundleID) else {
             throw AppStoreAPIError(.unauthorized, "no App Store Server API client for \(bundleID)")
         }
-        try await client.sendConsumptionInformation(transactionID: transactionID, information, environment: environment)
+        try await client.sendConsumptionInformation(
+            transactionID: transactionID,
+            information,
+            productType: productType,
+            environment: environment
+        )
     }
 }
 
@@ -35,10 +42,12 @@ extension AppStoreAPIPathSource: ConsumptionSender {
 /// service for the answer (a Standard-Webhooks-signed POST of the request and its canonical event; JSON in Apple's
 /// member names, or 204 for "do not answer"), asks again after a failure until `ask_for` has passed since Apple's
 /// signed date, then takes the app's `default`; keeps the answer chosen on the job (a retry, or a restart, sends
-/// the same answer without asking again); sends nothing without the customer's consent; sends it to Apple before the
-/// deadline, retrying with backoff (Apple's `Retry-After` honoured); and dead-letters the request — counted in
-/// `iapgw_consumption_dead_total` and sent to `alerts.webhook` — when Apple refuses the answer (400, 404) or the next
-/// try would come after the deadline.
+/// the same answer without asking again); sends nothing without the customer's consent, and takes the team's "no
+/// consent" as final whatever else its answer holds; judges every answer by Apple's rules for the purchase's product
+/// (a team's answer Apple would refuse is no answer); sends it to Apple before the deadline, retrying with backoff
+/// (Apple's `Retry-After` honoured); and dead-letters the request — counted in `iapgw_consumption_dead_total` and sent
+/// to `alerts.webhook` — when Apple refuses the answer (400, 404), the gateway refuses to send it
+/// (`gateway_refused`), or the next try would come after the deadline.
 public final class ConsumptionResponder: JobTable, ContextualWorker {
     typealias Transaction = any ConsumptionTransaction & JournalTransaction
     let store: StoreSlice<Transaction>
@@ -147,6 +156,12 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
             await settle(job, settlement(job, progress, .noConsent, error: nil))
             return
         }
+        do throws(ConsumptionAnswer.Refusal) { try ConsumptionAnswer.check(answer, for: r.product) } catch {
+            // Chosen answers are judged for the product before they are kept; one kept otherwise (by an earlier
+            // version) is the gateway's own refusal, never sent and never reported as Apple's.
+            await settle(job, settlement(job, progress, .gatewayRefused, error: error.code))
+            return
+        }
         await send(job, answer, settings, &progress)
     }
 
@@ -166,15 +181,23 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
         if let url = settings.askURL, let signer = signers[r.bundleID], time < askUntil || p.asks == 0 {
             p.asks += 1
             var result = await ask(job, url: url, signer: signer, timeoutMillis: settings.askTimeoutMillis)
-            if case .answered(let info, _) = result, info.consumptionPercentage != nil, r.isSubscription {
-                // Apple refuses a percentage for an auto-renewable subscription (a 400): the team's answer is
-                // refused here, where its service can still be asked again.
-                result = .failed(code: "answer_percentage_for_subscription", detail: "a subscription has no percentage")
+            if case .answered(let info, _) = result {
+                // An answer Apple would refuse for this purchase's product (a percentage for an auto-renewable
+                // subscription, a consumable's GRANT_PRORATED without one) is no answer: refused here, where the
+                // team's service can still be asked again and the default still follows.
+                do throws(ConsumptionAnswer.Refusal) { try ConsumptionAnswer.check(info, for: r.product) } catch {
+                    result = .failed(code: "answer_\(error.code)", detail: error.detail)
+                }
             }
             switch result {
             case .answered(let info, let bytes):
                 metrics.increment(.consumptionAsksTotal, ["bundle": r.bundleID, "outcome": "answered"])
                 (p.answer, p.answerBytes, p.source) = (info, bytes, .team)
+            case .noConsent(let info, let bytes):
+                // The team's "no consent" is final: never a failed ask, never replaced by the default.
+                metrics.increment(.consumptionAsksTotal, ["bundle": r.bundleID, "outcome": "no_consent"])
+                (p.answer, p.answerBytes, p.source) = (info, bytes, .team)
+                return .final(.noConsent, error: nil)
             case .declined:
                 metrics.increment(.consumptionAsksTotal, ["bundle": r.bundleID, "outcome": "declined"])
                 return .final(.declined, error: nil)
@@ -189,9 +212,8 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
                 lastError = code
             }
         }
-        if p.answer == nil, var fallback = settings.defaultAnswer {
-            // The default's percentage is the consumables'; Apple takes none for a subscription.
-            if r.isSubscription { fallback.consumptionPercentage = nil }
+        if p.answer == nil, let fallback = settings.defaultAnswer(for: r.product) {
+            // Its consent is the app's own assertion, for a customer the team's service did not answer for.
             (p.answer, p.answerBytes, p.source) = (fallback, JSONOutput.encode(fallback), .default)
         }
         guard p.answer != nil else { return .final(.unanswered, error: lastError ?? "no_answer") }
@@ -205,6 +227,9 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
 
     enum AskResult {
         case answered(ConsumptionInformation, [UInt8])
+        /// `customerConsented: false`, whatever else the answer holds: the answer when it reads whole, and what is
+        /// kept on the job (the team's bytes, or `{"customerConsented":false}` when the rest does not read).
+        case noConsent(ConsumptionInformation?, [UInt8])
         case declined
         case failed(code: String, detail: String)
     }
@@ -248,13 +273,16 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
         switch response.status {
         case 204: return .declined
         case 200..<300:
+            if ConsumptionAnswer.refusesConsent(response.body) {
+                guard let info = try? ConsumptionAnswer.read(response.body) else {
+                    return .noConsent(nil, Array(#"{"customerConsented":false}"#.utf8))
+                }
+                return .noConsent(info, response.body)
+            }
             do throws(ConsumptionAnswer.Refusal) {
                 return .answered(try ConsumptionAnswer.read(response.body), response.body)
             } catch {
-                return .failed(
-                    code: error.code == "invalid_answer" ? "invalid_answer" : "answer_\(error.code)",
-                    detail: error.detail
-                )
+                return .failed(code: error.code, detail: error.detail)
             }
         default: return .failed(code: "ask_http_\(response.status)", detail: "")
         }
@@ -275,9 +303,16 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
                 bundleID: r.bundleID,
                 transactionID: r.transactionID,
                 answer,
+                productType: r.product,
                 environment: r.environment
             )
         } catch {
+            if error.httpStatus == nil, error.code == .badRequest || error.code == .notFound {
+                // The client refused to make the request (Apple never answered): the gateway's refusal, not Apple's.
+                metrics.increment(.consumptionSendsTotal, ["bundle": r.bundleID, "outcome": "gateway_refused"])
+                await settle(job, settlement(job, p, .gatewayRefused, error: "invalid_request"))
+                return
+            }
             switch error.code {
             case .badRequest, .notFound:
                 // Apple refused this answer for this purchase: sending it again changes nothing.
@@ -355,7 +390,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
         let r = job.request
         metrics.increment(.consumptionRequestsTotal, ["bundle": r.bundleID, "state": state.rawValue])
         switch state {
-        case .rejected, .dead, .expired:
+        case .rejected, .gatewayRefused, .dead, .expired:
             metrics.increment(.consumptionDeadTotal, ["bundle": r.bundleID, "reason": error ?? state.rawValue])
             log.error(
                 "refund request left unanswered",
@@ -390,6 +425,6 @@ extension ConsumptionJob: ScheduledJob {
 }
 
 extension ConsumptionRequest {
-    /// An auto-renewable subscription's purchase: Apple takes no consumption percentage for it.
-    var isSubscription: Bool { productType == ProductType.autoRenewable.rawValue }
+    /// The purchase's product type, which Apple's rules for the answer depend on (nil: the request did not say).
+    var product: ProductType? { productType.map(ProductType.init(rawValue:)) }
 }

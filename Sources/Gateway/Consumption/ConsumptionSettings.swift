@@ -17,7 +17,9 @@ public struct ConsumptionSettings: Sendable, Hashable {
     /// `ask_for`: how long after Apple's signed date the team's service is asked again after a failed ask; then
     /// the default is used.
     public var askForMillis: Int64 = 3_600_000
-    /// `default`: the answer when the team's service gives none in time; nil: nothing is sent then.
+    /// `default`: the answer when the team's service gives none in time; nil: nothing is sent then. Its
+    /// `customerConsented: true` is the app's assertion of consent for every customer the team's service does not
+    /// answer for (docs/configuration.md).
     public var defaultAnswer: ConsumptionInformation?
     /// `deadline`: after Apple's signed date, no answer is sent (Apple asks for one within 12 hours).
     public var deadlineMillis: Int64 = 11 * 3_600_000
@@ -27,10 +29,22 @@ public struct ConsumptionSettings: Sendable, Hashable {
 
     public init() {}
 
-    /// An answer of the team's service, as the responder reads it (nil: refused). For the fuzz target: the reader
-    /// takes bytes from outside.
+    /// An answer of the team's service, as the responder reads it before Apple's rules for the purchase's product
+    /// (nil: refused). For the fuzz target: the reader takes bytes from outside.
     public static func answer(fromTeam bytes: [UInt8]) -> ConsumptionInformation? {
         try? ConsumptionAnswer.read(bytes)
+    }
+
+    /// Whether an answer of the team's service says, readably, that the customer did not consent: final, whatever
+    /// else it holds (docs/operations.md, "Refund requests"). For the fuzz target.
+    public static func refusesConsent(fromTeam bytes: [UInt8]) -> Bool { ConsumptionAnswer.refusesConsent(bytes) }
+
+    /// The default as sent for a purchase of `productType`: an auto-renewable subscription's without the percentage
+    /// (Apple takes none; it prorates a subscription by the time elapsed), the preference kept.
+    func defaultAnswer(for productType: ProductType?) -> ConsumptionInformation? {
+        guard var answer = defaultAnswer else { return nil }
+        if productType == .autoRenewable { answer.consumptionPercentage = nil }
+        return answer
     }
 
     /// The answer as it is kept on the job and sent to Apple (JSON in Apple's member names).
@@ -79,19 +93,48 @@ public struct ConsumptionSettings: Sendable, Hashable {
             throw ConfigError(field: r.field("retry_delay"), "must not be longer than max_retry_delay")
         }
         if let d = try r.object("default") {
-            do throws(ConsumptionAnswer.Refusal) { s.defaultAnswer = try ConsumptionAnswer.read(d.object) } catch {
-                throw ConfigError(field: d.path, "is not an answer Apple takes: \(error.detail) (\(error.code))")
-            }
-            if s.defaultAnswer?.customerConsented == false {
+            if ConsumptionAnswer.refusesConsent(d.object) {
                 throw ConfigError(
                     field: d.field("customerConsented"),
                     "must be true: an answer without the customer's consent is never sent (leave default out instead)"
                 )
+            }
+            do throws(ConsumptionAnswer.Refusal) { s.defaultAnswer = try ConsumptionAnswer.read(d.object) } catch {
+                throw ConfigError(field: d.path, "is not an answer Apple takes: \(error.detail) (\(error.code))")
+            }
+            // The default answers every product of the app: Apple must take it for a subscription (sent without its
+            // percentage) and for the other products (sent as it is).
+            for product in [nil, ProductType.autoRenewable] {
+                guard let answer = s.defaultAnswer(for: product) else { continue }
+                do throws(ConsumptionAnswer.Refusal) { try ConsumptionAnswer.check(answer, for: product) } catch {
+                    throw defaultRefusal(error, d)
+                }
             }
         }
         if s.respond, s.askURL == nil, s.defaultAnswer == nil {
             throw ConfigError(field: r.field("respond"), "needs ask_url or default: otherwise nothing is ever sent")
         }
         return s
+    }
+
+    /// The start-up error for a default Apple would refuse, on the member to change.
+    static func defaultRefusal(_ refusal: ConsumptionAnswer.Refusal, _ d: ConfigReader) -> ConfigError {
+        switch refusal.code {
+        case ConsumptionInformation.Problem.percentageOutOfRange.rawValue:
+            ConfigError(field: d.field("consumptionPercentage"), "must be 0…100000 (milliunits of a percent)")
+        case ConsumptionInformation.Problem.percentageWithoutDelivery.rawValue:
+            ConfigError(
+                field: d.field("consumptionPercentage"),
+                "must be 0 unless deliveryStatus is DELIVERED: a purchase not delivered was not consumed"
+            )
+        case ConsumptionInformation.Problem.proratedWithoutPercentage.rawValue:
+            ConfigError(
+                field: d.field("refundPreference"),
+                "GRANT_PRORATED needs consumptionPercentage above 0: the default answers the app's purchases other "
+                    + "than auto-renewable subscriptions too (a subscription's goes without it: Apple prorates it)"
+            )
+        default:
+            ConfigError(field: d.path, "is not an answer Apple takes: \(refusal.detail) (\(refusal.code))")
+        }
     }
 }

@@ -162,16 +162,19 @@ enum Metric: String, CaseIterable, Sendable {
         case .consumptionRequestsTotal:
             (
                 .counter,
-                "Refund requests settled, by bundle and state (sent, declined, no_consent, unanswered, rejected, dead, expired)"
+                "Refund requests settled, by bundle and state (sent, declined, no_consent, unanswered, rejected, gateway_refused, dead, expired)"
             )
         case .consumptionAsksTotal:
             (.counter, "Asks to the team's service for a refund request's answer, by bundle and outcome")
         case .consumptionSendsTotal:
-            (.counter, "Send Consumption Information calls to Apple, by bundle and outcome (accepted, retry, rejected)")
+            (
+                .counter,
+                "Send Consumption Information calls to Apple, by bundle and outcome (accepted, retry, rejected, gateway_refused)"
+            )
         case .consumptionDeadTotal:
             (
                 .counter,
-                "Refund requests left unanswered against the team's wish (rejected by Apple, past the deadline), by bundle and reason: alert on any"
+                "Refund requests left unanswered against the team's wish (rejected by Apple, refused by the gateway, past the deadline), by bundle and reason: alert on any"
             )
         case .consumptionJobsPending: (.gauge, "Refund requests waiting for an answer to be asked or sent")
         case .verifySeconds: (.histogram, "V2 verification time")

@@ -1,7 +1,9 @@
+public import Canonical
+
 /// What the gateway tells Apple about a purchase whose customer asked for a refund, after a CONSUMPTION_REQUEST
 /// notification: the body of Send Consumption Information (Apple: "ConsumptionRequest", App Store Server API 1.19),
-/// checked against Apple's rules before it is sent (``validated()``), so an answer Apple would refuse with a 400
-/// never leaves the gateway.
+/// checked against Apple's rules for the purchase's product before it is sent (``validated(for:)``), so an answer
+/// Apple would refuse with a 400 never leaves the gateway.
 public struct ConsumptionInformation: Sendable, Hashable, Encodable {
     /// Whether the app delivered a working purchase (Apple: "deliveryStatus").
     public enum DeliveryStatus: String, Sendable, Hashable, Encodable, CaseIterable {
@@ -27,7 +29,10 @@ public struct ConsumptionInformation: Sendable, Hashable, Encodable {
         case percentageOutOfRange = "percentage_out_of_range"
         /// A purchase that was not delivered was not consumed: its percentage must be 0.
         case percentageWithoutDelivery = "percentage_without_delivery"
-        /// A prorated refund needs a percentage above 0.
+        /// An auto-renewable subscription takes no percentage: Apple works it out from the time elapsed (and answers
+        /// 400 to one).
+        case percentageForSubscription = "percentage_for_subscription"
+        /// A prorated refund of a purchase other than an auto-renewable subscription needs a percentage above 0.
         case proratedWithoutPercentage = "prorated_without_percentage"
     }
 
@@ -51,14 +56,19 @@ public struct ConsumptionInformation: Sendable, Hashable, Encodable {
         (self.consumptionPercentage, self.refundPreference) = (consumptionPercentage, refundPreference)
     }
 
-    /// Itself, when Apple would take it; otherwise the first rule it breaks.
-    public func validated() throws(Problem) -> ConsumptionInformation {
+    /// Itself, when Apple would take it for a purchase of `productType`; otherwise the first rule it breaks. Apple's
+    /// rules depend on the product: an auto-renewable subscription takes no percentage, and its `GRANT_PRORATED` goes
+    /// without one (Apple prorates it by the time elapsed); any other product's `GRANT_PRORATED` needs a percentage
+    /// above 0. A product type not known (nil) is judged as a product other than an auto-renewable subscription.
+    public func validated(for productType: ProductType?) throws(Problem) -> ConsumptionInformation {
         guard customerConsented else { throw .noConsent }
+        let subscription = productType == .autoRenewable
         if let p = consumptionPercentage {
             guard (0...100_000).contains(p) else { throw .percentageOutOfRange }
             guard deliveryStatus == .delivered || p == 0 else { throw .percentageWithoutDelivery }
+            guard !subscription else { throw .percentageForSubscription }
         }
-        if refundPreference == .grantProrated {
+        if refundPreference == .grantProrated, !subscription {
             guard let p = consumptionPercentage, p > 0 else { throw .proratedWithoutPercentage }
         }
         return self
