@@ -2,8 +2,9 @@
 ///
 /// Encoded as JSON with stable snake_case keys and `"schema": 1`; every key is always present (null when the
 /// source does not carry the value), so consumers can rely on one shape — except the few keys of one kind only
-/// (``appTransactionID``, ``consumptionRequestReason``, the `external_purchase_*` ones), written only on an event that carries them. Times are
-/// milliseconds since the epoch; ids are strings.
+/// (``appTransactionID``, ``consumptionRequestReason``, the `external_purchase_*` ones) and the multiseat keys
+/// (``revokedSeats``, ``seatPriceTiers``, …), written only on an event that carries them. Times are milliseconds
+/// since the epoch; ids are strings.
 public struct CanonicalEvent: Sendable, Hashable, Codable {
     public static let schemaVersion = 1
 
@@ -54,9 +55,10 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
     /// Price in milli-units of `currency` (V1 carries no price).
     public var priceMilli: Int64?
     public var currency: String?
+    /// Consumables: how many were bought; multiseat: the seats this transaction covers.
     public var quantity: Int?
     public var appAccountToken: String?
-    /// `purchased` / `family_shared`.
+    /// `purchased` / `family_shared` / `assigned` (a member of an organization or a group, with its own transaction).
     public var ownership: String?
 
     // Keys of one kind only: left out of the JSON when nil, so every other event keeps its shape.
@@ -71,6 +73,31 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
     public var externalPurchaseTokenType: String?
     public var externalPurchaseTokenCreationDate: Int64?
     public var externalPurchaseTokenExpirationDate: Int64?
+
+    // Multiseat (group) subscriptions (docs/architecture.md, "Group subscriptions"): left out of the JSON when nil, so
+    // every other event keeps its shape. `price_milli` of a multiseat transaction is Apple's average per seat; what
+    // it cost is `amount_milli`.
+    /// The seats a seat-based refund revoked from this transaction (the purchaser's only).
+    public var revokedSeats: Int?
+    /// Who hosts the group's invitations: `apple` (members get `assigned` transactions of their own) or `developer`
+    /// (members get none: the team's seat claims are the record).
+    public var invitationManagement: String?
+    /// The transaction's per-seat price tiers.
+    public var seatPriceTiers: [SeatPriceTier]?
+    /// What the transaction cost: the sum over its tiers of price × seats, in milli-units of `currency`.
+    public var amountMilli: Int64?
+    /// `seat_addition`: one of several transactions that together represent the subscription period.
+    public var additionalTransactionReason: String?
+    /// The seats at the next renewal: the notification's renewal info's, or, on a group purchaser's event whose
+    /// notification carries none, the newest the gateway holds for the subscription (``GroupPeriod``).
+    public var renewalQuantity: Int?
+    /// The next renewal's per-seat price tiers.
+    public var renewalSeatPriceTiers: [SeatPriceTier]?
+    /// `seats_unclaimed`: the seat claims (`seatClaimId`) Apple released; the team revokes the people on them.
+    public var unclaimedSeatIDs: [String]?
+    /// A group purchaser's event: the group's seats in the transaction's period after it, over every transaction of
+    /// the period the gateway holds (``GroupPeriod``).
+    public var groupSeats: Int?
 
     /// True when the fields came from Apple-signed data or Apple's verifyReceipt answer.
     public var verified: Bool
@@ -103,6 +130,13 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
     /// Whether the event is about an auto-renewable subscription (what the two paths are compared on).
     public var isSubscription: Bool {
         originalTransactionID != nil && (productType == .autoRenewable || (productType == nil && expiresDate != nil))
+    }
+
+    /// Whether the event is about a multiseat (group) subscription.
+    public var isMultiSeat: Bool {
+        kind == .seatsChanged || kind == .seatsRefunded || kind == .seatsUnclaimed || revokedSeats != nil
+            || invitationManagement != nil || seatPriceTiers != nil || additionalTransactionReason != nil
+            || renewalQuantity != nil || renewalSeatPriceTiers != nil || unclaimedSeatIDs != nil || groupSeats != nil
     }
 
     public mutating func computeEntitlement() {
@@ -156,6 +190,15 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
         case externalPurchaseTokenType = "external_purchase_token_type"
         case externalPurchaseTokenCreationDate = "external_purchase_token_creation_date"
         case externalPurchaseTokenExpirationDate = "external_purchase_token_expiration_date"
+        case revokedSeats = "revoked_seats"
+        case invitationManagement = "invitation_management"
+        case seatPriceTiers = "seat_price_tiers"
+        case amountMilli = "amount_milli"
+        case additionalTransactionReason = "additional_transaction_reason"
+        case renewalQuantity = "renewal_quantity"
+        case renewalSeatPriceTiers = "renewal_seat_price_tiers"
+        case unclaimedSeatIDs = "unclaimed_seat_ids"
+        case groupSeats = "group_seats"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -206,6 +249,15 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
         try c.encodeIfPresent(externalPurchaseTokenType, forKey: .externalPurchaseTokenType)
         try c.encodeIfPresent(externalPurchaseTokenCreationDate, forKey: .externalPurchaseTokenCreationDate)
         try c.encodeIfPresent(externalPurchaseTokenExpirationDate, forKey: .externalPurchaseTokenExpirationDate)
+        try c.encodeIfPresent(revokedSeats, forKey: .revokedSeats)
+        try c.encodeIfPresent(invitationManagement, forKey: .invitationManagement)
+        try c.encodeIfPresent(seatPriceTiers, forKey: .seatPriceTiers)
+        try c.encodeIfPresent(amountMilli, forKey: .amountMilli)
+        try c.encodeIfPresent(additionalTransactionReason, forKey: .additionalTransactionReason)
+        try c.encodeIfPresent(renewalQuantity, forKey: .renewalQuantity)
+        try c.encodeIfPresent(renewalSeatPriceTiers, forKey: .renewalSeatPriceTiers)
+        try c.encodeIfPresent(unclaimedSeatIDs, forKey: .unclaimedSeatIDs)
+        try c.encodeIfPresent(groupSeats, forKey: .groupSeats)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -262,6 +314,15 @@ public struct CanonicalEvent: Sendable, Hashable, Codable {
             Int64.self,
             forKey: .externalPurchaseTokenExpirationDate
         )
+        revokedSeats = try c.decodeIfPresent(Int.self, forKey: .revokedSeats)
+        invitationManagement = try c.decodeIfPresent(String.self, forKey: .invitationManagement)
+        seatPriceTiers = try c.decodeIfPresent([SeatPriceTier].self, forKey: .seatPriceTiers)
+        amountMilli = try c.decodeIfPresent(Int64.self, forKey: .amountMilli)
+        additionalTransactionReason = try c.decodeIfPresent(String.self, forKey: .additionalTransactionReason)
+        renewalQuantity = try c.decodeIfPresent(Int.self, forKey: .renewalQuantity)
+        renewalSeatPriceTiers = try c.decodeIfPresent([SeatPriceTier].self, forKey: .renewalSeatPriceTiers)
+        unclaimedSeatIDs = try c.decodeIfPresent([String].self, forKey: .unclaimedSeatIDs)
+        groupSeats = try c.decodeIfPresent(Int.self, forKey: .groupSeats)
     }
 }
 
@@ -304,7 +365,22 @@ public enum AppleCodes {
         switch value {
         case "PURCHASED": "purchased"
         case "FAMILY_SHARED": "family_shared"
+        case "ASSIGNED": "assigned"
         default: value
         }
+    }
+
+    /// `invitationManagement`: `APPLE` / `DEVELOPER`.
+    public static func invitationManagement(_ value: String) -> String {
+        switch value {
+        case "APPLE": "apple"
+        case "DEVELOPER": "developer"
+        default: value
+        }
+    }
+
+    /// `additionalTransactionReason`: `SEAT_ADDITION`.
+    public static func additionalTransactionReason(_ value: String) -> String {
+        value == "SEAT_ADDITION" ? "seat_addition" : value
     }
 }

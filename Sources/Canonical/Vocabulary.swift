@@ -43,6 +43,15 @@ public struct EventKind: WireString {
     public static let migration = Self(rawValue: "migration")
     /// PRICE_CHANGE (Advanced Commerce API): the subscription's price changes (its renewal info says to what).
     public static let priceChange = Self(rawValue: "price_change")
+    /// A group (multiseat) subscription's seats change: `increase` (at once, a new transaction for the seats added)
+    /// or `decrease` (at the next renewal).
+    public static let seatsChanged = Self(rawValue: "seats_changed")
+    /// A seat-based refund: some seats of the purchaser's transaction revoked (`revoked_seats`), the subscription
+    /// going on with the others — never a revocation of the purchaser on its own.
+    public static let seatsRefunded = Self(rawValue: "seats_refunded")
+    /// UNCLAIM_SEATS: Apple released seat claims of a group whose invitations the developer hosts
+    /// (`unclaimed_seat_ids`): the team revokes the people it put on them.
+    public static let seatsUnclaimed = Self(rawValue: "seats_unclaimed")
     /// Anything else, including every Apple type added after this build: kept, never rejected.
     public static let other = Self(rawValue: "other")
 
@@ -51,7 +60,7 @@ public struct EventKind: WireString {
         .purchase, .renewal, .renewalFailure, .gracePeriodExpired, .expiration, .autoRenewChanged, .planChange,
         .priceIncrease, .refund, .refundDeclined, .refundReversed, .revocation, .renewalExtended,
         .renewalExtensionSummary, .consumptionRequest, .oneTimeCharge, .test, .consentRescinded, .externalPurchaseToken,
-        .metadataUpdate, .migration, .priceChange, .other,
+        .metadataUpdate, .migration, .priceChange, .seatsChanged, .seatsRefunded, .seatsUnclaimed, .other,
     ]
 }
 
@@ -91,6 +100,9 @@ public struct EventReason: WireString {
     public static let unreported = Self(rawValue: "unreported")
     public static let created = Self(rawValue: "created")
     public static let activeTokenReminder = Self(rawValue: "active_token_reminder")
+    // seats_changed
+    public static let increase = Self(rawValue: "increase")
+    public static let decrease = Self(rawValue: "decrease")
 }
 
 /// Where an event's fields came from.

@@ -19,6 +19,9 @@ public struct ConsumptionRequest: Sendable, Hashable {
     public var requestedAt: Int64
     /// `requestedAt` plus the app's `consumption.deadline`: no answer is sent after it.
     public var deadlineAt: Int64
+    /// The purchase is a group member's (`ASSIGNED`): Apple takes no consumption information for it
+    /// (`InvalidAssignedTransactionNotSupportedError`, 4000227), so the request is kept, final, never asked or sent.
+    public var assigned = false
 
     public init(
         eventID: String,

@@ -19,6 +19,13 @@ public enum NotificationPolicy {
         /// "The V1 shape of a V2 notification").
         public var v1NotificationType: String?
 
+        /// The V1 `notification_type` its V1 shape goes out with: none for a group's partial revocation (a seat
+        /// refund, one transaction of a period that goes on), which V1 could only say as a cancellation of the whole
+        /// subscription (``GroupPeriod/isPartialRevocation(_:)``).
+        public var v1ShapeType: String? {
+            events.contains(where: GroupPeriod.isPartialRevocation) ? nil : v1NotificationType
+        }
+
         public init(
             version: Generation,
             bundleID: String?,
@@ -45,7 +52,8 @@ public enum NotificationPolicy {
     public static func journal(_ n: Notification, authority: Generation, routing: Routing) -> Plan {
         var plan = Plan(writes: events(n.events, authority: authority, routing: routing))
         if n.version == .v2 {
-            for e in n.events where routing.compares(e.bundleID) && e.isSubscription {
+            // A group's seats are V2's alone (V1 never had them): nothing to compare.
+            for e in n.events where routing.compares(e.bundleID) && e.isSubscription && !GroupPeriod.concernsSeatsOnly(e) {
                 guard let bundle = e.bundleID, let environment = e.environment, let otid = e.originalTransactionID
                 else { continue }
                 let key = SubscriptionKey(bundleID: bundle, environment: environment, originalTransactionID: otid)
@@ -74,7 +82,7 @@ public enum NotificationPolicy {
         }
         if n.version == .v2, !n.events.isEmpty, let bundle = n.bundleID, let environment = n.environment {
             let passthrough =
-                n.v1NotificationType == nil
+                n.v1ShapeType == nil
                 ? [] : routing.passthroughTargets(bundleID: bundle, environment: environment)
             let view = authority == .v1 && routing.hasV1Path(bundle)
             if !passthrough.isEmpty || view {
@@ -117,19 +125,19 @@ public enum NotificationPolicy {
                 environment == .production || environment == .sandbox,
                 let transactionID = e.transactionID, !transactionID.isEmpty
             else { return nil }
-            return .consumptionJob(
-                ConsumptionRequest(
-                    eventID: e.id,
-                    bundleID: bundle,
-                    environment: environment,
-                    transactionID: transactionID,
-                    originalTransactionID: e.originalTransactionID,
-                    productType: e.productType?.rawValue,
-                    reason: e.consumptionRequestReason,
-                    requestedAt: e.eventDate,
-                    deadlineAt: e.eventDate.clampedAdding(deadline)
-                )
+            var request = ConsumptionRequest(
+                eventID: e.id,
+                bundleID: bundle,
+                environment: environment,
+                transactionID: transactionID,
+                originalTransactionID: e.originalTransactionID,
+                productType: e.productType?.rawValue,
+                reason: e.consumptionRequestReason,
+                requestedAt: e.eventDate,
+                deadlineAt: e.eventDate.clampedAdding(deadline)
             )
+            request.assigned = e.ownership == "assigned"
+            return .consumptionJob(request)
         }
     }
 
@@ -188,7 +196,7 @@ public enum NotificationPolicy {
     /// A V2 notification whose V1 shape cannot be sent to the app's pass-through downstreams: V1 has no counterpart
     /// for its type (counted: `iapgw_v1_shapes_unsent_total`).
     public static func v1ShapeUnsent(_ n: Notification, routing: Routing) -> Bool {
-        n.version == .v2 && n.v1NotificationType == nil
+        n.version == .v2 && n.v1ShapeType == nil
             && !routing.passthroughTargets(bundleID: n.bundleID, environment: n.environment).isEmpty
     }
 

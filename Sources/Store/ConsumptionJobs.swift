@@ -20,6 +20,9 @@ public enum ConsumptionState: String, Sendable, Hashable, CaseIterable, Codable 
     /// App Store Server API client could not make the request — so nothing reached Apple: a dead letter, the
     /// gateway's refusal and never Apple's (`last_error` says which rule).
     case gatewayRefused = "gateway_refused"
+    /// The purchase is a group member's (`ASSIGNED`), for which Apple takes no consumption information: kept as it
+    /// came, never asked or sent (`last_error` `assigned_transaction`).
+    case assigned
     /// The deadline passed while the answer could not be sent (Apple unavailable, rate limited): a dead letter.
     case dead
     /// The deadline had passed before the gateway could start (a request recovered late, a gateway down for hours).

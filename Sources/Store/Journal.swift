@@ -88,6 +88,10 @@ public struct SubscriptionState: Sendable, Hashable, Codable {
     public var expiresDate: Int64?
     public var autoRenew: Bool?
     public var entitlement: Entitlement?
+    /// A group (multiseat) subscription: its seats in the current period, and at the next renewal (docs/architecture.md,
+    /// "Group subscriptions"); left out of the JSON for every other subscription.
+    public var seats: Int?
+    public var renewalSeats: Int?
 
     public init(path: Generation, event: CanonicalEvent) {
         self.path = path
@@ -99,6 +103,8 @@ public struct SubscriptionState: Sendable, Hashable, Codable {
         self.expiresDate = event.expiresDate
         self.autoRenew = event.autoRenew
         self.entitlement = event.entitlement
+        self.seats = event.groupSeats
+        self.renewalSeats = event.groupSeats == nil ? nil : event.renewalQuantity
     }
 
     enum CodingKeys: String, CodingKey {
@@ -110,7 +116,8 @@ public struct SubscriptionState: Sendable, Hashable, Codable {
         case productID = "product_id"
         case expiresDate = "expires_date"
         case autoRenew = "auto_renew"
-        case entitlement
+        case entitlement, seats
+        case renewalSeats = "renewal_seats"
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -124,6 +131,8 @@ public struct SubscriptionState: Sendable, Hashable, Codable {
         try c.encode(expiresDate, forKey: .expiresDate)
         try c.encode(autoRenew, forKey: .autoRenew)
         try c.encode(entitlement, forKey: .entitlement)
+        try c.encodeIfPresent(seats, forKey: .seats)
+        try c.encodeIfPresent(renewalSeats, forKey: .renewalSeats)
     }
 }
 

@@ -23,8 +23,8 @@ protocol JournalRows: StoreTransaction {
     func insertDelivery(downstream: String, eventID: String?, journalID: Int64?, now: Int64) throws
     /// Queues the receipt job of a journal row.
     func insertReceiptJob(journalID: Int64, now: Int64) throws
-    /// Queues the consumption responder's job of a refund request, unless its event has one.
-    func insertConsumptionJob(_ request: ConsumptionRequest, journalID: Int64?, now: Int64) throws
+    /// Queues the consumption responder's job of a refund request, unless its event has one: true when it is new.
+    func insertConsumptionJob(_ request: ConsumptionRequest, journalID: Int64?, now: Int64) throws -> Bool
     /// Records Apple's decision on a purchase's refund request.
     func recordRefundDecision(_ decision: RefundDecision) throws
 }
@@ -34,8 +34,10 @@ extension JournalRows {
         // The authority in force now decides, once, which path this notification's events are authoritative on.
         let (outcome, authority) = try journalRow(item)
         guard case .accepted(let journalID) = outcome else { return (outcome, PlanOutcome()) }
+        var facts = item.policyFacts
+        facts.events = try facts.events.map { try groupSettled($0) }
         let done = try execute(
-            NotificationPolicy.journal(item.policyFacts, authority: authority, routing: routing),
+            NotificationPolicy.journal(facts, authority: authority, routing: routing),
             journalID: journalID,
             now: now
         )
@@ -52,6 +54,7 @@ extension JournalRows {
     ) throws -> PlanOutcome {
         var done = PlanOutcome()
         for event in events {
+            let event = try groupSettled(event)
             let authority = try authority ?? self.authority(bundleID: event.bundleID, environment: event.environment)
             let plan = Plan(writes: NotificationPolicy.events([event], authority: authority, routing: routing))
             done.add(try execute(plan, journalID: journalID, now: now))
@@ -91,7 +94,9 @@ extension JournalRows {
                 case .bodyFilteredOut(let downstream):
                     done.filtered[downstream, default: 0] += 1
                 case .consumptionJob(let request):
-                    try insertConsumptionJob(request, journalID: journalID, now: now)
+                    if try insertConsumptionJob(request, journalID: journalID, now: now), request.assigned {
+                        done.assignedRefundRequests[request.bundleID, default: 0] += 1
+                    }
                 case .refundDecision(let decision):
                     try recordRefundDecision(decision)
                 }
@@ -103,6 +108,23 @@ extension JournalRows {
             try run(alone ? plan.ifAlone : plan.ifNotAlone)
         }
         return done
+    }
+}
+
+extension JournalRows {
+    /// A group purchaser's event settled against its period (``GroupPeriod/settle(_:earlier:)``) before the rule plans
+    /// it: the subscription's events of the same path, app and environment the store holds up to the event's date,
+    /// newest 400. Any other event as it is.
+    func groupSettled(_ event: CanonicalEvent) throws -> CanonicalEvent {
+        guard GroupPeriod.isPurchasers(event), let otid = event.originalTransactionID else { return event }
+        let path = event.source.generation
+        let earlier = try subscriptionEvents(originalTransactionID: otid, through: event.eventDate, limit: 400)
+            .filter {
+                $0.path == path && $0.event.bundleID == event.bundleID && $0.event.environment == event.environment
+                    && $0.event.id != event.id
+            }
+            .map(\.event)
+        return GroupPeriod.settle(event, earlier: earlier)
     }
 }
 
@@ -118,10 +140,13 @@ public struct PlanWithoutJournalRow: Error, CustomStringConvertible {
 public struct PlanOutcome: Sendable, Hashable {
     public var newEvents = 0
     public var filtered: [String: Int] = [:]
+    /// Per bundle, group members' refund requests kept final, never sent (``ConsumptionState/assigned``).
+    public var assignedRefundRequests: [String: Int] = [:]
     public init() {}
 
     public mutating func add(_ other: PlanOutcome) {
         newEvents += other.newEvents
         filtered.merge(other.filtered, uniquingKeysWith: +)
+        assignedRefundRequests.merge(other.assignedRefundRequests, uniquingKeysWith: +)
     }
 }

@@ -25,17 +25,29 @@ public struct V1App: Sendable, Hashable {
     public var sharedSecrets: [SharedSecret]
     /// False: events come from the unsigned body (`verified: false`) — dangerous, see the README.
     public var verifyReceipt: Bool
+    /// What V1 bodies and verifyReceipt answers built from V2 say in `in_app_ownership_type` for a transaction V2 calls
+    /// `ASSIGNED` (a member of an organization or a group, entitled by its own transaction): a value V1 had —
+    /// `FAMILY_SHARED` ("has access without being the purchaser") by default, or `PURCHASED`
+    /// (`apps[].v1_assigned_ownership`).
+    public var assignedOwnership: String
+
+    /// ``assignedOwnership``'s default.
+    public static let defaultAssignedOwnership = "FAMILY_SHARED"
+    /// The values ``assignedOwnership`` may take: V1's own.
+    public static let assignedOwnershipValues: Set<String> = ["FAMILY_SHARED", "PURCHASED"]
 
     public init(
         bundleID: String,
         environments: Set<AppStoreEnvironment>,
         sharedSecrets: [SharedSecret],
-        verifyReceipt: Bool = true
+        verifyReceipt: Bool = true,
+        assignedOwnership: String = V1App.defaultAssignedOwnership
     ) {
         self.bundleID = bundleID
         self.environments = environments
         self.sharedSecrets = sharedSecrets
         self.verifyReceipt = verifyReceipt
+        self.assignedOwnership = assignedOwnership
     }
 }
 

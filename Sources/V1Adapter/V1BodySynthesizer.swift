@@ -29,6 +29,10 @@ public enum V1BodySynthesizer {
     ///   `CANCEL` for a subscription, V1's `REFUND` for every other product.
     public static func v1NotificationType(v2Type: String, subtype: String?, autoRenewable: Bool = true) -> String? {
         switch (v2Type, subtype) {
+        case (_, "INCREASE_QUANTITY"), (_, "DECREASE_QUANTITY"), (_, "SEATS"), ("UNCLAIM_SEATS", _), (_, "UNCLAIM_SEATS"):
+            // A group subscription's seats: V1 never knew them, and a seat refund is no cancellation of the
+            // subscription (docs/architecture.md, "Group subscriptions").
+            nil
         case ("SUBSCRIBED", "INITIAL_BUY"), ("OFFER_REDEEMED", "INITIAL_BUY"):
             "INITIAL_BUY"
         case ("SUBSCRIBED", "RESUBSCRIBE"), ("OFFER_REDEEMED", "RESUBSCRIBE"), ("OFFER_REDEEMED", "UPGRADE"),
@@ -62,9 +66,12 @@ public enum V1BodySynthesizer {
     }
 
     /// The V1 `notification_type` for the V2 notification whose canonical event is `event` (its `raw_type` and
-    /// `raw_subtype`; its product decides `REFUND`), or nil when V1 had none.
+    /// `raw_subtype`; its product decides `REFUND`), or nil when V1 had none — also for a group's partial revocation
+    /// (``GroupPeriod/isPartialRevocation(_:)``: one transaction of a period that goes on), which V1 could only say as
+    /// a cancellation of the whole subscription.
     public static func v1NotificationType(for event: CanonicalEvent) -> String? {
-        v1NotificationType(v2Type: event.rawType, subtype: event.rawSubtype, autoRenewable: isAutoRenewable(event))
+        guard !GroupPeriod.isPartialRevocation(event) else { return nil }
+        return v1NotificationType(v2Type: event.rawType, subtype: event.rawSubtype, autoRenewable: isAutoRenewable(event))
     }
 
     /// The product type when the event says it, else: an expiry date makes a subscription.
@@ -85,12 +92,15 @@ public enum V1BodySynthesizer {
     ///   - password: written exactly as given — the caller passes the secret's marker (`iapgw-secret:NAME`) and the
     ///     delivery restores the secret, as for pass-through bodies.
     ///   - bundleVersion: `bvrs`, left out when nil.
+    ///   - assignedOwnership: what `in_app_ownership_type` says for a transaction V2 calls `ASSIGNED` (a member of an
+    ///     organization or a group): a value V1 had (``V1App/assignedOwnership``).
     public static func body(
         for event: CanonicalEvent,
         history: [CanonicalEvent],
         latestReceipt: String?,
         password: String,
-        bundleVersion: String?
+        bundleVersion: String?,
+        assignedOwnership: String = V1App.defaultAssignedOwnership
     ) -> [UInt8]? {
         guard let type = v1NotificationType(for: event), event.transactionID != nil else { return nil }
         let transactions = receiptTransactions(event, history: history)
@@ -120,9 +130,19 @@ public enum V1BodySynthesizer {
         receipt.int("status", 0)
         receipt.string("environment", event.environment.map { $0 == .production ? "Production" : "Sandbox" })
         receipt.string("latest_receipt", latestReceipt ?? "")
+        let standing = periodsStanding(transactions)
         receipt.raw(
             "latest_receipt_info",
-            array(transactions.map { transaction($0, upgraded: isUpgraded($0, among: transactions)) })
+            array(
+                transactions.map {
+                    transaction(
+                        $0,
+                        upgraded: isUpgraded($0, among: transactions),
+                        periodStands: standing.contains($0.transactionID ?? ""),
+                        assignedOwnership: assignedOwnership
+                    )
+                }
+            )
         )
         receipt.raw("pending_renewal_info", array(pendingRenewal(event, history: history).map { [$0] } ?? []))
         top.raw("unified_receipt", receipt.finish())
@@ -161,7 +181,8 @@ public enum V1BodySynthesizer {
     /// - `pending_renewal_info`: one entry per auto-renewable subscription, from its newest event with renewal facts.
     public static func receiptInfo(
         transactions: [CanonicalEvent],
-        excludeOld: Bool
+        excludeOld: Bool,
+        assignedOwnership: String = V1App.defaultAssignedOwnership
     ) -> (latestReceiptInfo: [UInt8], pendingRenewalInfo: [UInt8]) {
         var views: [String: CanonicalEvent] = [:]
         for e in transactions where e.productType != .consumable {
@@ -178,11 +199,17 @@ public enum V1BodySynthesizer {
         var pending: [(String, [UInt8])] = []
         for (otid, group) in bySubscription {
             let kept = excludeOld ? group.max { isNewer($1, $0) }.map { [$0] } ?? [] : group
+            let standing = periodsStanding(group)
             for t in kept {
                 latest.append(
                     (
                         (t.purchaseDate ?? .min, t.transactionID ?? ""),
-                        transaction(t, upgraded: isUpgraded(t, among: group))
+                        transaction(
+                            t,
+                            upgraded: isUpgraded(t, among: group),
+                            periodStands: standing.contains(t.transactionID ?? ""),
+                            assignedOwnership: assignedOwnership
+                        )
                     )
                 )
             }
@@ -218,8 +245,28 @@ public enum V1BodySynthesizer {
         }
     }
 
-    /// One `latest_receipt_info` entry in Apple's V1 formats: every value a string.
-    static func transaction(_ e: CanonicalEvent, upgraded: Bool) -> [UInt8] {
+    /// The group purchaser's transactions, among `transactions`, whose period goes on: a period some transaction of
+    /// which carries no revocation (``GroupPeriod``). Their own revocation, if any, is left out of the V1 formats: V1
+    /// could only read it as the end of the whole subscription.
+    static func periodsStanding(_ transactions: [CanonicalEvent]) -> Set<String> {
+        var periods: [String: (ids: [String], standing: Bool)] = [:]
+        for e in transactions where GroupPeriod.isPurchasers(e) {
+            guard let id = e.transactionID, let end = e.expiresDate else { continue }
+            let key = "\(e.originalTransactionID ?? "")|\(end)"
+            periods[key, default: ([], false)].ids.append(id)
+            if e.revocationDate == nil { periods[key]?.standing = true }
+        }
+        return Set(periods.values.filter(\.standing).flatMap(\.ids))
+    }
+
+    /// One `latest_receipt_info` entry in Apple's V1 formats: every value a string. `periodStands`: a group
+    /// purchaser's transaction whose period goes on — no cancellation written, whatever became of its own seats.
+    static func transaction(
+        _ e: CanonicalEvent,
+        upgraded: Bool,
+        periodStands: Bool = false,
+        assignedOwnership: String = V1App.defaultAssignedOwnership
+    ) -> [UInt8] {
         var m = Members()
         m.string("quantity", String(e.quantity ?? 1))
         m.string("product_id", e.productID)
@@ -234,7 +281,7 @@ public enum V1BodySynthesizer {
         // calls both an introductory offer.
         m.string("is_trial_period", e.isTrial == true ? "true" : "false")
         m.string("is_in_intro_offer_period", e.isIntro == true && e.isTrial != true ? "true" : "false")
-        if let revoked = e.revocationDate {
+        if let revoked = e.revocationDate, !periodStands {
             m.date("cancellation_date", revoked)
             // V1 always pairs a cancellation with its reason; a family revocation gives none, which is "0" (other).
             m.string("cancellation_reason", revocationReasonCode(e.revocationReason) ?? "0")
@@ -245,7 +292,10 @@ public enum V1BodySynthesizer {
         case "promotional": m.string("promotional_offer_id", e.offerID)
         default: break
         }
-        m.string("in_app_ownership_type", e.ownership.map(ownershipValue))
+        m.string(
+            "in_app_ownership_type",
+            e.ownership.map { $0 == "assigned" ? assignedOwnership : ownershipValue($0) }
+        )
         m.string("app_account_token", e.appAccountToken)
         return m.finish()
     }
@@ -294,7 +344,8 @@ public enum V1BodySynthesizer {
         return Int64(word).map(String.init)
     }
 
-    /// `in_app_ownership_type` from ``AppleCodes/ownership(_:)``'s words (an unknown value is Apple's own).
+    /// `in_app_ownership_type` from ``AppleCodes/ownership(_:)``'s words (an unknown value is Apple's own; `assigned` is
+    /// the caller's choice of a V1 value).
     static func ownershipValue(_ word: String) -> String {
         ["PURCHASED", "FAMILY_SHARED"].first { AppleCodes.ownership($0) == word } ?? word
     }

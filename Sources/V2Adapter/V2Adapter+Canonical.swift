@@ -3,12 +3,18 @@ public import Canonical
 extension VerifiedNotificationV2 {
     /// The canonical kind and reason for a V2 `notificationType` / `subtype` (docs/architecture.md, "The canonical event"). Types this build does
     /// not know map to `other`, never to an error. `renewalInfo` resolves DID_CHANGE_RENEWAL_STATUS without subtype.
+    /// A group subscription's seat subtypes (INCREASE_QUANTITY, DECREASE_QUANTITY, SEATS) decide whatever type they
+    /// come with: a seat change is never a plan change, a seat refund never a refund of the subscription.
     public static func classify(
         type: String,
         subtype: String?,
         renewalInfo: RenewalInfoPayload? = nil
     ) -> (kind: EventKind, reason: EventReason?) {
         switch (type, subtype) {
+        case (_, "INCREASE_QUANTITY"): return (.seatsChanged, .increase)
+        case (_, "DECREASE_QUANTITY"): return (.seatsChanged, .decrease)
+        case (_, "SEATS"): return (.seatsRefunded, nil)
+        case ("UNCLAIM_SEATS", _), (_, "UNCLAIM_SEATS"): return (.seatsUnclaimed, nil)
         case ("SUBSCRIBED", "INITIAL_BUY"): return (.purchase, .initial)
         case ("SUBSCRIBED", "RESUBSCRIBE"): return (.purchase, .resubscribe)
         case ("SUBSCRIBED", _): return (.purchase, nil)
@@ -95,6 +101,7 @@ extension VerifiedNotificationV2 {
             e.consumptionRequestReason = why.lowercased()
         }
         if let token = payload.externalPurchaseToken { e.apply(token) }
+        if let claims = payload.unclaimInfo?.unclaimSeatIDs { e.unclaimedSeatIDs = claims }
         return [e]
     }
 }
@@ -123,6 +130,21 @@ extension CanonicalEvent {
         quantity = tx.quantity
         appAccountToken = tx.appAccountToken
         ownership = tx.inAppOwnershipType.map(AppleCodes.ownership)
+        revokedSeats = tx.revokedSeats
+        invitationManagement = tx.invitation.map(AppleCodes.invitationManagement)
+        additionalTransactionReason = tx.additionalTransactionReason.map(AppleCodes.additionalTransactionReason)
+        if let tiers = tx.multiSeatInfo?.priceTiers.map(Self.tiers) {
+            seatPriceTiers = tiers
+            amountMilli = SeatPriceTier.amount(tiers)
+        }
+    }
+
+    /// Apple's price tiers in our shape; a tier without a price or a seat count says nothing and is left out.
+    static func tiers(_ apple: [MultiSeatPriceTier]) -> [SeatPriceTier] {
+        apple.compactMap { tier in
+            guard let price = tier.price, let quantity = tier.quantity else { return nil }
+            return SeatPriceTier(priceMilli: price, quantity: quantity)
+        }
     }
 
     /// Copies what an external purchase token says (its app and bundle are the notification's).
@@ -141,5 +163,7 @@ extension CanonicalEvent {
         autoRenewProductID = ri.autoRenewProductID
         inBillingRetry = ri.isInBillingRetryPeriod
         gracePeriodExpiresDate = ri.gracePeriodExpiresDate
+        renewalQuantity = ri.renewalQuantity
+        if let tiers = ri.multiSeatInfo?.renewalPriceTiers { renewalSeatPriceTiers = Self.tiers(tiers) }
     }
 }

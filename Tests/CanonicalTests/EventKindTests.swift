@@ -3,15 +3,16 @@ import Foundation
 import Testing
 
 @Suite struct EventKindTests {
-    @Test func allHoldsTheTwentyThreeDistinctDesignKinds() {
-        #expect(EventKind.all.count == 23)
-        #expect(Set(EventKind.all).count == 23)
+    @Test func allHoldsTheTwentySixDistinctDesignKinds() {
+        #expect(EventKind.all.count == 26)
+        #expect(Set(EventKind.all).count == 26)
         #expect(
             EventKind.all.map(\.rawValue) == [
                 "purchase", "renewal", "renewal_failure", "grace_period_expired", "expiration", "auto_renew_changed",
                 "plan_change", "price_increase", "refund", "refund_declined", "refund_reversed", "revocation",
                 "renewal_extended", "renewal_extension_summary", "consumption_request", "one_time_charge", "test",
-                "consent_rescinded", "external_purchase_token", "metadata_update", "migration", "price_change", "other",
+                "consent_rescinded", "external_purchase_token", "metadata_update", "migration", "price_change",
+                "seats_changed", "seats_refunded", "seats_unclaimed", "other",
             ]
         )
     }

@@ -37,6 +37,9 @@ public struct GatewayConfig: Sendable {
         /// `consumption`: how Apple's refund requests are answered; nil: they are not (docs/operations.md, "Refund
         /// requests").
         public var consumption: ConsumptionSettings?
+        /// `v1_assigned_ownership`: what V1 bodies and verifyReceipt answers built from V2 say for a group member's
+        /// (`ASSIGNED`) transaction — `FAMILY_SHARED` or `PURCHASED` (docs/configuration.md).
+        public var v1AssignedOwnership = V1App.defaultAssignedOwnership
 
         public func authority(for environment: AppStoreEnvironment) -> Authority {
             authorityByEnvironment[environment] ?? authority
@@ -664,6 +667,15 @@ public struct GatewayConfig: Sendable {
         )
         (app.receipts, app.receiptsByEnvironment) = try appReceipts(a)
         app.legacyTransactionReceipts = try a.bool("legacy_transaction_receipts") ?? false
+        if let ownership = try a.string("v1_assigned_ownership") {
+            guard V1App.assignedOwnershipValues.contains(ownership) else {
+                throw ConfigError(
+                    field: a.field("v1_assigned_ownership"),
+                    "must be one of V1's values: \(V1App.assignedOwnershipValues.sorted().joined(separator: ", "))"
+                )
+            }
+            app.v1AssignedOwnership = ownership
+        }
         if let consumption = try a.object("consumption") {
             app.consumption = try ConsumptionSettings.parse(consumption)
             if app.consumption?.respond == true, !envs.contains(.production) && !envs.contains(.sandbox) {
@@ -801,7 +813,7 @@ public struct GatewayConfig: Sendable {
         static let app: Set<String> = [
             "bundle_id", "app_apple_id", "environments", "shared_secret_env", "authority", "compare", "verify_receipt",
             "downstreams",
-            "notification_url", "receipts", "legacy_transaction_receipts", "consumption",
+            "notification_url", "receipts", "legacy_transaction_receipts", "consumption", "v1_assigned_ownership",
         ]
         /// `apps[].receipts` when it is an object (per environment).
         static let appReceipts: Set<String> = ["production", "sandbox"]
@@ -990,7 +1002,8 @@ public struct GatewayConfig: Sendable {
                 bundleID: app.bundleID,
                 environments: app.environments,
                 sharedSecrets: secrets,
-                verifyReceipt: app.verifyReceipt
+                verifyReceipt: app.verifyReceipt,
+                assignedOwnership: app.v1AssignedOwnership
             )
         }
         return (apps, unresolved)

@@ -42,6 +42,8 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     let passthroughSecrets: [SharedSecret]
     /// Per app, the shared secret whose marker a V1 shape carries (its first): what the pass-through restores.
     let passthroughSecretNames: [String: String]
+    /// Per app, what its V1 shapes say for a group member's transaction (``V1App/assignedOwnership``).
+    let assignedOwnership: [String: String]
     /// Per database downstream (by name), its writer (``DatabaseDownstreams/make(config:connectionStrings:timeoutMillis:)``).
     let databases: [String: any DownstreamDatabase]
     let policy: DeliveryPolicy
@@ -69,6 +71,10 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         self.downstreamTransports = downstreamTransports
         self.signers = signers
         self.passthroughSecrets = passthroughSecrets
+        assignedOwnership = Dictionary(
+            v1Apps.map { ($0.bundleID, $0.assignedOwnership) },
+            uniquingKeysWith: { a, _ in a }
+        )
         passthroughSecretNames = Dictionary(
             v1Apps.compactMap { app in app.sharedSecrets.first.map { (app.bundleID, $0.name) } },
             uniquingKeysWith: { a, _ in a }
@@ -241,12 +247,14 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             if NotificationPolicy.passthroughBody(of: entry.version) == .v1Shape {
                 // A V2 notification reaches the old backend as its V1 shape, built now from what the store holds.
                 let journalBody = redacted
+                let ownership = entry.bundleID.flatMap { assignedOwnership[$0] } ?? V1App.defaultAssignedOwnership
                 guard let secret = entry.bundleID.flatMap({ passthroughSecretNames[$0] }),
                     let shape = try await store.read({ tx in
                         try V1Shape.build(
                             notificationKey: entry.key,
                             journalBody: journalBody,
                             secretName: secret,
+                            assignedOwnership: ownership,
                             in: tx
                         )
                     })

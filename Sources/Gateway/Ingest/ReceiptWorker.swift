@@ -147,11 +147,17 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
             await settle(job, .noV1Path)
             return
         }
-        let (key, body) = (job.key, job.body)
+        let (key, body, ownership) = (job.key, job.body, app.assignedOwnership)
         let built: V1Shape?
         do {
             built = try await store.read { tx in
-                try V1Shape.build(notificationKey: key, journalBody: body, secretName: secret.name, in: tx)
+                try V1Shape.build(
+                    notificationKey: key,
+                    journalBody: body,
+                    secretName: secret.name,
+                    assignedOwnership: ownership,
+                    in: tx
+                )
             }
         } catch {
             await settle(job, .storeUnavailable)

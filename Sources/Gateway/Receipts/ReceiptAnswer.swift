@@ -43,14 +43,19 @@ enum ReceiptAnswer {
         receipt: JSONValue,
         latestReceipt: [UInt8]?,
         transactions: [CanonicalEvent]?,
-        excludeOld: Bool
+        excludeOld: Bool,
+        assignedOwnership: String = V1App.defaultAssignedOwnership
     ) -> [UInt8] {
         var w = JSONObjectWriter(keepingOrder: true)
         w.int("status", Int64(Status.ok))
         w.string("environment", name(environment))
         w.raw("receipt", receipt.text())
         if let transactions, let latestReceipt {
-            let info = V1BodySynthesizer.receiptInfo(transactions: transactions, excludeOld: excludeOld)
+            let info = V1BodySynthesizer.receiptInfo(
+                transactions: transactions,
+                excludeOld: excludeOld,
+                assignedOwnership: assignedOwnership
+            )
             w.raw("latest_receipt_info", info.latestReceiptInfo)
             w.string("latest_receipt", String(decoding: latestReceipt, as: UTF8.self))
             w.raw("pending_renewal_info", info.pendingRenewalInfo)

@@ -186,7 +186,8 @@ public final class ReceiptEndpoint: Sendable {
                 receipt: object,
                 latestReceipt: withHistory ? request.receiptData : nil,
                 transactions: withHistory ? [] : nil,
-                excludeOld: request.excludeOldTransactions
+                excludeOld: request.excludeOldTransactions,
+                assignedOwnership: app.v1AssignedOwnership
             )
         }
         guard let histories else {
@@ -217,7 +218,8 @@ public final class ReceiptEndpoint: Sendable {
             receipt: object,
             latestReceipt: request.receiptData,
             transactions: transactions,
-            excludeOld: request.excludeOldTransactions
+            excludeOld: request.excludeOldTransactions,
+            assignedOwnership: app.v1AssignedOwnership
         )
     }
 

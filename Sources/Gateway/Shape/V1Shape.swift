@@ -26,6 +26,7 @@ struct V1Shape: Sendable {
         notificationKey: String,
         journalBody: [UInt8],
         secretName: String,
+        assignedOwnership: String = V1App.defaultAssignedOwnership,
         in tx: any JournalTransaction & ComparisonTransaction
     ) throws -> V1Shape? {
         guard let event = try tx.events(id: notificationKey, originalTransactionID: nil, limit: 1).first?.event,
@@ -51,7 +52,8 @@ struct V1Shape: Sendable {
                 history: history,
                 latestReceipt: receipt?.receipt,
                 password: V1Adapter.secretMarker(secretName),
-                bundleVersion: bundleVersion(journalBody)
+                bundleVersion: bundleVersion(journalBody),
+                assignedOwnership: assignedOwnership
             )
         else { return nil }
         return V1Shape(body: body, type: type, receipt: receipt, eventDate: event.eventDate)

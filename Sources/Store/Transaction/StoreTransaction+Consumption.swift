@@ -3,16 +3,19 @@ internal import Policy
 
 // The claim (`claimDueConsumptionJobs`) differs by database: each store's `*Transaction+Consumption.swift`.
 extension SQLTransaction {
-    /// Queues the responder's job for a refund request, unless its event has one (a notification seen again).
-    func insertConsumptionJob(_ r: ConsumptionRequest, journalID: Int64?, now: Int64) throws {
-        try c.run(
+    /// Queues the responder's job for a refund request, unless its event has one (a notification seen again); a group
+    /// member's request is kept final at once (``ConsumptionState/assigned``). True when the job is new.
+    func insertConsumptionJob(_ r: ConsumptionRequest, journalID: Int64?, now: Int64) throws -> Bool {
+        let state: ConsumptionState = r.assigned ? .assigned : .pending
+        return try c.run(
             .insertConsumptionJob,
             [
                 .text(r.eventID), StoreValue(journalID), .text(r.bundleID), .text(r.environment.rawValue),
                 .text(r.transactionID), StoreValue(r.originalTransactionID), StoreValue(r.productType),
                 StoreValue(r.reason), .int64(r.requestedAt), .int64(r.deadlineAt), .int64(now),
+                .text(state.rawValue), StoreValue(r.assigned ? "assigned_transaction" : nil),
             ]
-        )
+        ) > 0
     }
 
     /// Records Apple's decision on the purchase's refund request, the first one seen.
@@ -89,8 +92,8 @@ extension SQL {
     fileprivate static let insertConsumptionJob = SQL(
         """
         INSERT INTO consumption_jobs (event_id, journal_id, bundle_id, environment, transaction_id, original_transaction_id,
-            product_type, reason, requested_at, deadline_at, next_attempt_at, created_at, updated_at)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $11)
+            product_type, reason, requested_at, deadline_at, next_attempt_at, created_at, updated_at, state, last_error)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $11, $12, $13)
         ON CONFLICT (event_id) DO NOTHING
         """
     )

@@ -9,6 +9,8 @@ public struct NotificationPayloadV2: Codable, Sendable, Hashable {
     public var summary: NotificationSummary?
     public var externalPurchaseToken: ExternalPurchaseToken?
     public var appData: AppData?
+    /// UNCLAIM_SEATS (developer-hosted group invitations): the seat claims Apple released.
+    public var unclaimInfo: UnclaimInfo?
     public var version: String?
     /// Milliseconds since the epoch; absent in some early-2022 notifications.
     public var signedDate: Int64?
@@ -21,6 +23,7 @@ public struct NotificationPayloadV2: Codable, Sendable, Hashable {
         summary: NotificationSummary? = nil,
         externalPurchaseToken: ExternalPurchaseToken? = nil,
         appData: AppData? = nil,
+        unclaimInfo: UnclaimInfo? = nil,
         version: String? = "2.0",
         signedDate: Int64?
     ) {
@@ -31,8 +34,21 @@ public struct NotificationPayloadV2: Codable, Sendable, Hashable {
         self.summary = summary
         self.externalPurchaseToken = externalPurchaseToken
         self.appData = appData
+        self.unclaimInfo = unclaimInfo
         self.version = version
         self.signedDate = signedDate
+    }
+}
+
+/// `unclaimInfo` of an UNCLAIM_SEATS notification: the `seatClaimId`s (Claim Seat's answers) whose seats Apple has
+/// already released; the team revokes the people it put on them.
+public struct UnclaimInfo: Codable, Sendable, Hashable {
+    public var unclaimSeatIDs: [String]?
+
+    public init(unclaimSeatIDs: [String]?) { self.unclaimSeatIDs = unclaimSeatIDs }
+
+    enum CodingKeys: String, CodingKey {
+        case unclaimSeatIDs = "unclaimSeatIds"
     }
 }
 

@@ -29,6 +29,10 @@ public struct RenewalInfoPayload: Codable, Sendable, Hashable {
     public var advancedCommerceInfo: JSONValue?
     public var commitmentInfo: JSONValue?
     public var renewalBillingPlanType: String?
+    /// Multiseat: the seats at the next renewal (a reduction applies there; an addition applied at once).
+    public var renewalQuantity: Int?
+    /// Multiseat: the next renewal's price tiers.
+    public var multiSeatInfo: RenewalMultiSeatInfo?
 
     public init() {}
 
@@ -43,6 +47,13 @@ public struct RenewalInfoPayload: Codable, Sendable, Hashable {
         case eligibleWinBackOfferIDs = "eligibleWinBackOfferIds"
         case appAccountToken
         case appTransactionID = "appTransactionId"
-        case offerPeriod, advancedCommerceInfo, commitmentInfo, renewalBillingPlanType
+        case offerPeriod, advancedCommerceInfo, commitmentInfo, renewalBillingPlanType, renewalQuantity, multiSeatInfo
     }
+}
+
+/// A multiseat renewal's `multiSeatInfo` (Apple's `RenewalMultiSeatInfo`).
+public struct RenewalMultiSeatInfo: Codable, Sendable, Hashable {
+    public var renewalPriceTiers: [MultiSeatPriceTier]?
+
+    public init(renewalPriceTiers: [MultiSeatPriceTier]? = nil) { self.renewalPriceTiers = renewalPriceTiers }
 }
