@@ -768,7 +768,10 @@ public struct GatewayConfig: Sendable {
         static let store: Set<String> = ["sqlite", "postgres"]
         static let storePostgres: Set<String> = ["url_env"]
         static let trust: Set<String> = ["extra_roots", "extra_receipt_roots"]
-        static let receipts: Set<String> = ["history_max_age", "fetch_timeout", "shadow_concurrency"]
+        static let receipts: Set<String> = [
+            "history_max_age", "fetch_timeout", "shadow_concurrency", "background_fetches", "background_fetch_timeout",
+            "customer_calls_per_hour",
+        ]
         static let verifyReceipt: Set<String> = ["production_url", "sandbox_url"]
         static let appStoreAPI: Set<String> = [
             "production_url", "sandbox_url", "issuer_id", "key_id", "private_key_env",
