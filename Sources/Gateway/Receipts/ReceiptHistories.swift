@@ -219,29 +219,24 @@ final class ReceiptHistories: Sendable {
                 guard progressing, !f.stopping, f.background < settings.backgroundFetches else { return .cancelled }
                 f.background += 1
                 s.background = true
+                metrics.set(.receiptHistoryBackground, [:], Double(f.background))
                 return .background
             }
         }
-        switch decision {
-        case .cancelled: flight.cancel()
-        case .background:
-            metrics.set(.receiptHistoryBackground, [:], Double(flights.withLock { $0.background }))
-        default: break
-        }
+        if decision == .cancelled { flight.cancel() }
         return decision
     }
 
     /// The flight's task: the fetch, its result to every request waiting, and its place given back.
     private func run(_ key: ReceiptHistoryKey, _ flight: Flight) async {
         let result = await fetch(key, flight)
-        let background = flights.withLock { f -> Int? in
+        flights.withLock { f in
             if f.running[key] === flight { f.running.removeValue(forKey: key) }
-            guard flight.state.withLock({ $0.background }) else { return nil }
+            guard flight.state.withLock({ $0.background }) else { return }
             f.background -= 1
-            return f.background
+            metrics.set(.receiptHistoryBackground, [:], Double(f.background))
         }
         flight.finish(result)
-        if let background { metrics.set(.receiptHistoryBackground, [:], Double(background)) }
     }
 
     // MARK: The fetch
