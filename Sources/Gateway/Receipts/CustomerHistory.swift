@@ -5,44 +5,32 @@ public import V2Adapter
 /// One customer's purchases as the App Store Server API gave them (docs/architecture.md, "The receipt path"): the
 /// transactions Get Transaction History returned for the product types a verifyReceipt answer lists
 /// (``answeredProductTypes``) and each subscription's renewal info from Get All Subscription Statuses, each verified
-/// like a notification's. Kept in the store as JSON so a later answer needs no call, with Apple's last `revision`, so
-/// that a later fetch asks only for what was added or changed since.
+/// like a notification's. Kept in the store as JSON so a later answer needs no call.
 public struct CustomerHistory: Codable, Sendable, Hashable {
     /// When the fetch that made it began (its first page was asked): events journaled since are laid over it.
     public var fetchedAt: Int64
     public var transactions: [TransactionPayload]
     public var renewals: [RenewalInfoPayload]
-    /// Get Transaction History's revision after the last page (nil: Apple gave none, or a history stored before it
-    /// was kept).
-    public var revision: String?
 
-    public init(
-        fetchedAt: Int64,
-        transactions: [TransactionPayload],
-        renewals: [RenewalInfoPayload],
-        revision: String? = nil
-    ) {
-        (self.fetchedAt, self.transactions, self.renewals, self.revision) = (
-            fetchedAt, transactions, renewals, revision
-        )
+    public init(fetchedAt: Int64, transactions: [TransactionPayload], renewals: [RenewalInfoPayload]) {
+        (self.fetchedAt, self.transactions, self.renewals) = (fetchedAt, transactions, renewals)
     }
 
     enum CodingKeys: String, CodingKey {
         case fetchedAt = "fetched_at"
-        case transactions, renewals, revision
+        case transactions, renewals
     }
 
     /// Apple's `productType` values a verifyReceipt answer lists: it leaves consumables out (``ReceiptAnswer``, Apple
     /// listed only unfinished ones), so Get Transaction History is asked without them.
     public static let answeredProductTypes = ["AUTO_RENEWABLE", "NON_RENEWABLE", "NON_CONSUMABLE"]
 
-    /// The transactions with `later` laid over them, in order: one Apple changed since (a refund, an upgrade) comes
-    /// again with the same transaction id and replaces the earlier view in its place; a new one is added at the end.
-    static func merging(_ transactions: [TransactionPayload], _ later: [TransactionPayload]) -> [TransactionPayload] {
-        var merged = transactions
+    /// The pages' transactions in Apple's order, each once: one Apple changed during the walk (a refund, an upgrade)
+    /// comes again on a later page, and that later view replaces the earlier one in its place.
+    static func latestViews(_ transactions: [TransactionPayload]) -> [TransactionPayload] {
+        var merged: [TransactionPayload] = []
         var index: [String: Int] = [:]
-        for (i, tx) in merged.enumerated() { if let id = tx.transactionID { index[id] = i } }
-        for tx in later {
+        for tx in transactions {
             if let id = tx.transactionID, let i = index[id] {
                 merged[i] = tx
             } else {

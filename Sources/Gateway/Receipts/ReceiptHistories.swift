@@ -8,9 +8,9 @@ internal import V2Adapter
 /// per customer at a time, whatever asks: requests in this process wait for the one fetch in flight, other instances
 /// of a shared store wait for the instance that claimed it.
 ///
-/// A fetch walks Get Transaction History a page at a time, from the stored history's last revision (only what Apple
-/// added or changed since) or from the start, and keeps each page in the store as it comes, so that a fetch cut short
-/// — a request's deadline, a restart, Apple's 429, another instance taking over — goes on from there. A fetch still
+/// A fetch walks Get Transaction History a page at a time and keeps each page in the store as it comes, with Apple's
+/// revision, so that a fetch cut short — a request's deadline, a restart, Apple's 429, another instance taking over —
+/// goes on from there (Apple sends a transaction it changed meanwhile again, later: the later view wins). A fetch still
 /// keeping pages when its request's ``ReceiptSettings/fetchTimeoutMillis`` passes goes on in the background (at most
 /// ``ReceiptSettings/backgroundFetches`` at once, each within ``ReceiptSettings/backgroundFetchTimeoutMillis``) while
 /// the request is answered `21005`; the next request finds the history stored. Every call to Apple is counted per
@@ -285,27 +285,25 @@ final class ReceiptHistories: Sendable {
         }
     }
 
-    /// Get Transaction History from where the store's history and pages end, each page kept as it comes, then Get
-    /// All Subscription Statuses when the customer has a subscription.
+    /// Get Transaction History from where the stored pages end, each page kept as it comes, then Get All
+    /// Subscription Statuses when the customer has a subscription.
     private func walk(
         _ key: ReceiptHistoryKey,
         _ flight: Flight,
         started: Int64
     ) async -> Result<CustomerHistory, Failure> {
-        let loaded = try? await store.read { tx in (try tx.receiptHistory(key), try tx.receiptHistoryPages(key)) }
-        guard let (row, storedPages) = loaded else {
+        let loaded = try? await store.read { tx in try tx.receiptHistoryPages(key) }
+        guard let storedPages = loaded else {
             return .failure(Failure(code: "store_unavailable", message: "the store could not be read"))
         }
-        // The pages lie over the stored history only when it has Apple's revision (else they start from scratch).
-        let base = row?.json.flatMap(CustomerHistory.decode).flatMap { $0.revision == nil ? nil : $0 }
-        let chained = Self.chain(storedPages, after: base?.revision)
+        let chained = Self.chain(storedPages)
         if chained == nil {
             _ = try? await store.write { tx in try tx.dropReceiptHistoryPages(key) }
         }
         let pages = chained ?? []
         var count = pages.count
         var transactions = pages.flatMap(\.transactions)
-        var revision = pages.last?.revision ?? base?.revision
+        var revision = pages.last?.revision
         var more = pages.last?.hasMore ?? true
         var firstAsked = pages.first?.askedAt
         let bound = started.clampedAdding(settings.backgroundFetchTimeoutMillis)
@@ -347,7 +345,7 @@ final class ReceiptHistories: Sendable {
             transactions += page.transactions
             (revision, more) = (page.revision ?? revision, page.hasMore)
         }
-        let merged = CustomerHistory.merging(base?.transactions ?? [], transactions)
+        let merged = CustomerHistory.latestViews(transactions)
         var renewals: [RenewalInfoPayload] = []
         // Renewal info exists only for auto-renewable subscriptions.
         if merged.contains(where: { $0.type == "Auto-Renewable Subscription" }) {
@@ -366,20 +364,18 @@ final class ReceiptHistories: Sendable {
             CustomerHistory(
                 fetchedAt: firstAsked ?? started,
                 transactions: merged,
-                renewals: renewals,
-                revision: revision
+                renewals: renewals
             )
         )
     }
 
-    /// The stored pages with their transactions when each follows the one before (the first from `revision`, the
-    /// stored history's); nil when they do not (the history was replaced, or a page is damaged).
+    /// The stored pages with their transactions when each follows the one before (the first from the start); nil
+    /// when they do not (a page is damaged, or missing).
     static func chain(
-        _ pages: [StoredReceiptHistoryPage],
-        after revision: String?
+        _ pages: [StoredReceiptHistoryPage]
     ) -> [(askedAt: Int64, transactions: [TransactionPayload], revision: String?, hasMore: Bool)]? {
         var chained: [(askedAt: Int64, transactions: [TransactionPayload], revision: String?, hasMore: Bool)] = []
-        var expected = revision
+        var expected: String? = nil
         for (i, page) in pages.enumerated() {
             guard page.page == i, page.askedWith == expected, chained.last?.hasMore ?? true,
                 let transactions = decode(page.json)
