@@ -3,7 +3,8 @@ internal import FoundationEssentials
 internal import Gateway
 internal import WireJSON
 
-/// `iap-gateway bench verify|receipts|ingest|soak|flood|fsync|scale|delivery-rate|isolation`: the benchmarks (`Bench/`), each printing one JSON
+/// `iap-gateway bench verify|receipts|receipt-history|ingest|soak|flood|fsync|scale|delivery-rate|isolation`: the
+/// benchmarks (`Bench/`), each printing one JSON
 /// line.
 enum BenchCommand: Command {
     static let name = "bench"
@@ -16,6 +17,11 @@ enum BenchCommand: Command {
               `openssl speed -seconds 2 rsa2048`'s (build with -c release; the target: 100 KB in at most 5 ms); then
               POST /verifyReceipt of the real service in api mode from a fresh store (200 customers' receipts of
               24 purchases): answers/s beside a bare HTTP server's, p50/p99 at 1,000/s offered, peak RSS.
+          iap-gateway bench receipt-history
+              A customer of 1,200 transactions asked through POST /verifyReceipt in api mode (the real service, an App
+              Store Server API fake at 250 ms a call, the old backend retrying each second while answered 21005):
+              Apple calls, requests and seconds until status 0, calls made by the retries after it; beside the
+              receipt path's walk before pages were kept, against the same fake (build with -c release).
           iap-gateway bench ingest [--seconds N] [--no-delivery] [--store sqlite|postgres] [--instances N]
               The whole service on loopback (generated test PKI, temporary SQLite, local downstream): durable
               notifications/s, p50/p99 latency at 500/s offered, peak RSS (build with -c release). --store postgres:
@@ -50,7 +56,8 @@ enum BenchCommand: Command {
 
     /// Each target's flags (`--no-delivery` takes no value).
     static let flags: [String: Set<String>] = [
-        "verify": ["seconds"], "receipts": ["seconds"], "ingest": ["seconds", "no-delivery", "store", "instances"],
+        "verify": ["seconds"], "receipts": ["seconds"], "receipt-history": [],
+        "ingest": ["seconds", "no-delivery", "store", "instances"],
         "soak": ["minutes", "rate"],
         "flood": ["count"],
         "delivery-rate": ["rate", "outage-seconds", "seconds"],
@@ -68,7 +75,8 @@ enum BenchCommand: Command {
         )
         guard let target = try a.positionals(atMost: 1, for: name).first, let allowed = flags[target] else {
             throw CommandError.usage(
-                "bench needs a target: verify, receipts, ingest, soak, flood, fsync, scale, delivery-rate or isolation"
+                "bench needs a target: verify, receipts, receipt-history, ingest, soak, flood, fsync, scale, "
+                    + "delivery-rate or isolation"
             )
         }
         try a.only(allowed, for: "bench \(target)")
@@ -115,6 +123,7 @@ enum BenchCommand: Command {
             switch target {
             case "verify": line = JSONOutput.string(try VerifyBenchmark.run(secondsPerPhase: seconds))
             case "receipts": line = JSONOutput.string(try await ReceiptBenchmark.run(secondsPerPhase: seconds))
+            case "receipt-history": line = JSONOutput.string(try await ReceiptHistoryBenchmark.run())
             case "ingest":
                 line = JSONOutput.string(
                     try await IngestBenchmark.run(

@@ -30,14 +30,41 @@ public struct ReceiptHistoryKey: Sendable, Hashable {
 }
 
 /// A customer's history as stored: the gateway's own JSON of what the App Store Server API said (nil while never
-/// fetched), when, and who is fetching it now.
+/// fetched), when, who is fetching it now, and the calls made to Apple for it in the hour that began at `callsSince`.
 public struct StoredReceiptHistory: Sendable, Hashable {
     public var json: [UInt8]?
     public var fetchedAt: Int64?
     public var claimedBy: String?
     public var claimedUntil: Int64?
-    public init(json: [UInt8]?, fetchedAt: Int64?, claimedBy: String?, claimedUntil: Int64?) {
+    public var calls: Int
+    public var callsSince: Int64?
+    public init(
+        json: [UInt8]?,
+        fetchedAt: Int64?,
+        claimedBy: String?,
+        claimedUntil: Int64?,
+        calls: Int = 0,
+        callsSince: Int64? = nil
+    ) {
         (self.json, self.fetchedAt, self.claimedBy, self.claimedUntil) = (json, fetchedAt, claimedBy, claimedUntil)
+        (self.calls, self.callsSince) = (calls, callsSince)
+    }
+}
+
+/// One page of a customer's history fetched and verified while the whole is not yet (docs/operations.md, "Moving the
+/// receipt path"): the gateway's JSON of its transactions, the revision it was asked with (nil: from the start), and
+/// Apple's revision for the page after it.
+public struct StoredReceiptHistoryPage: Sendable, Hashable {
+    public var page: Int
+    public var askedWith: String?
+    public var revision: String?
+    public var hasMore: Bool
+    public var askedAt: Int64
+    public var json: [UInt8]
+    public init(page: Int, askedWith: String?, revision: String?, hasMore: Bool, askedAt: Int64, json: [UInt8]) {
+        (self.page, self.askedWith, self.revision, self.hasMore, self.askedAt, self.json) = (
+            page, askedWith, revision, hasMore, askedAt, json
+        )
     }
 }
 

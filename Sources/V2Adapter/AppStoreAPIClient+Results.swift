@@ -67,6 +67,20 @@ extension AppStoreAPIClient {
         }
     }
 
+    /// One page of Get Transaction History, every transaction verified.
+    public struct TransactionHistoryPage: Sendable, Hashable {
+        public let transactions: [VerifiedTokenV2<TransactionPayload>]
+        /// Apple's token for the page after this one (on the last page: for what is added or changed later); nil
+        /// when Apple gave none.
+        public let revision: String?
+        /// Whether Apple has more pages now.
+        public let hasMore: Bool
+
+        public init(transactions: [VerifiedTokenV2<TransactionPayload>], revision: String?, hasMore: Bool) {
+            (self.transactions, self.revision, self.hasMore) = (transactions, revision, hasMore)
+        }
+    }
+
     /// One page of Get Notification History. The `signedPayload`s are *not* verified here: they go through the
     /// gateway's notification pipeline like live traffic.
     public struct NotificationHistoryPage: Sendable, Hashable {

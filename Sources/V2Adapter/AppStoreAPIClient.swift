@@ -185,25 +185,54 @@ public struct AppStoreAPIClient: Sendable {
         transactionID: String,
         environment: AppStoreEnvironment
     ) async throws(AppStoreAPIError) -> [VerifiedTokenV2<TransactionPayload>] {
-        let path = "/inApps/v2/history/" + (try Self.segment(transactionID, what: "transaction id"))
         var transactions: [VerifiedTokenV2<TransactionPayload>] = []
         var revision: String?
         for _ in 0..<configuration.maxPages {
-            let body = try await perform(.get, path, query: [("revision", revision)], environment: environment)
-            let page = try Self.decode(HistoryResponse.self, body, what: "Get Transaction History")
-            try checkAnswer(bundleID: page.bundleID, environment: page.environment, asked: environment)
-            for signed in page.signedTransactions {
-                transactions.append(try verifyTransaction(signed, environment: environment))
-            }
+            let page = try await transactionHistoryPage(
+                transactionID: transactionID,
+                environment: environment,
+                revision: revision
+            )
+            transactions += page.transactions
             guard page.hasMore else { return transactions }
-            guard let next = page.revision, !next.isEmpty, next != revision else {
-                throw AppStoreAPIError(.invalidResponse, "Get Transaction History has more pages but no new revision")
-            }
-            revision = next
+            revision = page.revision
         }
         throw AppStoreAPIError(
             .invalidResponse,
             "Get Transaction History still had more after \(configuration.maxPages) pages"
+        )
+    }
+
+    /// One page of Get Transaction History v2 (`GET /inApps/v2/history/{transactionId}`): up to 20 transactions
+    /// after `revision` (nil: the first page), each verified, in Apple's order (ascending by when Apple last changed
+    /// them), with the revision that asks for the next page. `productTypes` (Apple's `productType`, repeated:
+    /// `AUTO_RENEWABLE`, `NON_RENEWABLE`, `NON_CONSUMABLE`, `CONSUMABLE`; empty: every type) must be the same on every
+    /// page of one walk, as Apple requires. The last page's revision (``TransactionHistoryPage/hasMore`` false) asks
+    /// later for only what was added or changed since.
+    public func transactionHistoryPage(
+        transactionID: String,
+        environment: AppStoreEnvironment,
+        revision: String?,
+        productTypes: [String] = []
+    ) async throws(AppStoreAPIError) -> TransactionHistoryPage {
+        let path = "/inApps/v2/history/" + (try Self.segment(transactionID, what: "transaction id"))
+        let query = [("revision", revision)] + productTypes.map { ("productType", Optional($0)) }
+        let body = try await perform(.get, path, query: query, environment: environment)
+        let page = try Self.decode(HistoryResponse.self, body, what: "Get Transaction History")
+        try checkAnswer(bundleID: page.bundleID, environment: page.environment, asked: environment)
+        var transactions: [VerifiedTokenV2<TransactionPayload>] = []
+        for signed in page.signedTransactions {
+            transactions.append(try verifyTransaction(signed, environment: environment))
+        }
+        if page.hasMore {
+            guard let next = page.revision, !next.isEmpty, next != revision else {
+                throw AppStoreAPIError(.invalidResponse, "Get Transaction History has more pages but no new revision")
+            }
+        }
+        return TransactionHistoryPage(
+            transactions: transactions,
+            revision: page.revision.flatMap { $0.isEmpty ? nil : $0 },
+            hasMore: page.hasMore
         )
     }
 

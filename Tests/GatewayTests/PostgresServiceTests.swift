@@ -118,4 +118,41 @@ import WireJSON
         await a.service.shutdown()
         await b.service.shutdown()
     }
+
+    @Test func aSecondInstanceGoesOnFromThePagesTheFirstKept() async throws {
+        // A customer of 1,200 transactions: instance a keeps 30 pages, then stops (its fetch ended by the shutdown,
+        // nothing left running); instance b asks Apple only for the 30 pages after them.
+        let schema = try TestSchema()
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let (transactions, renewals) = ReceiptHistoryPagesTests.bigHistory()
+        let apple = ReceiptHistoryPagesTests.PagedApple(transactions: transactions, renewals: renewals, clock: nil)
+        apple.state.withLock { $0.holdAt = 31 }
+        func instance(_ name: String) throws -> Service.Running {
+            try Service.start(receiver: receiver) { config, deps in
+                config.postgresURLEnv = "IAPGW_DATABASE_URL"
+                config.apps[0].receipts = .api
+                deps.environment["IAPGW_DATABASE_URL"] = schema.url
+                deps.instanceID = name
+                deps.receiptReader = ReceiptEndpointTests.reader
+                deps.receiptHistorySource = apple
+            }
+        }
+        var w = JSONObjectWriter()
+        w.string("receipt-data", ReceiptEndpointTests.receiptData())
+        w.string("password", GatewayHarness.v1Secret)
+        let body = w.finish()
+        let a = try instance("a")
+        let first = Task { ReceiptEndpoint.status(of: await a.service.receiptEndpoint.handle(body, sandboxURL: true)) }
+        await eventually("instance a kept 30 pages") { apple.held }
+        await a.service.shutdown()
+        #expect(await first.value == 21005)
+        apple.release()
+        let b = try instance("b")
+        let answer = await b.service.receiptEndpoint.handle(body, sandboxURL: true)
+        #expect(ReceiptEndpoint.status(of: answer) == 0)
+        let listed = try JSONParser.parse(answer).objectValue?["latest_receipt_info"]?.arrayValue
+        #expect(listed?.count == 1_200)
+        #expect(apple.calls == 61 && apple.revisions[31] == "600", "b began at page 31, not at the start")
+        await b.service.shutdown()
+    }
 }

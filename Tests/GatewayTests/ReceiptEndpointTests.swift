@@ -58,29 +58,42 @@ import WireJSON
         )
     }
 
-    /// The App Store Server API as the receipt path asks it: one history per customer, every call counted.
+    /// The App Store Server API as the receipt path asks it: one history per customer, all of it on one page; every
+    /// call counted (`calls`: Get Transaction History, `renewalCalls`: Get All Subscription Statuses).
     final class FakeHistory: ReceiptHistorySource, Sendable {
         struct State {
             var histories: [String: CustomerHistory] = [:]
             var calls = 0
+            var renewalCalls = 0
             var failure: PathFetchError?
             var holds = false
         }
         let state = Mutex(State())
 
-        func history(
+        func historyPage(
             bundleID: String,
             environment: AppStoreEnvironment,
             transactionID: String,
-            now: Int64
-        ) async throws(PathFetchError) -> CustomerHistory {
+            revision: String?
+        ) async throws(PathFetchError) -> ReceiptHistoryPage {
             state.withLock { $0.calls += 1 }
             while state.withLock({ $0.holds }) { try? await Task.sleep(for: .milliseconds(1)) }
             return try state.withLock { s throws(PathFetchError) in
                 if let failure = s.failure { throw failure }
-                var h = s.histories[transactionID] ?? CustomerHistory(fetchedAt: 0, transactions: [], renewals: [])
-                h.fetchedAt = now
-                return h
+                let h = s.histories[transactionID] ?? CustomerHistory(fetchedAt: 0, transactions: [], renewals: [])
+                return ReceiptHistoryPage(transactions: h.transactions, revision: "r\(s.calls)", hasMore: false)
+            }
+        }
+
+        func renewals(
+            bundleID: String,
+            environment: AppStoreEnvironment,
+            transactionID: String
+        ) async throws(PathFetchError) -> [RenewalInfoPayload] {
+            try state.withLock { s throws(PathFetchError) in
+                s.renewalCalls += 1
+                if let failure = s.failure { throw failure }
+                return s.histories[transactionID]?.renewals ?? []
             }
         }
         var calls: Int { state.withLock { $0.calls } }

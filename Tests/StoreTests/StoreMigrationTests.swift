@@ -13,6 +13,8 @@ import Testing
     static let bundle = "com.example.gateway"
     static let subscription = SubscriptionKey(bundleID: bundle, environment: .sandbox, originalTransactionID: "otid-1")
     static let customer = ReceiptHistoryKey(bundleID: bundle, environment: .sandbox, customer: "otid-1")
+    /// A customer whose history is being fetched: pages kept, calls counted.
+    static let fetching = ReceiptHistoryKey(bundleID: bundle, environment: .sandbox, customer: "otid-2")
 
     /// Everything the interface shows of a store, in a comparable form.
     struct Contents: Equatable {
@@ -32,6 +34,8 @@ import Testing
         var reconcileRuns: [ReconcileRun]
         var receiptModes: [ReceiptModeEntry]
         var receiptHistory: StoredReceiptHistory?
+        var receiptPages: [StoredReceiptHistoryPage]
+        var fetching: StoredReceiptHistory?
         var receiptLedger: [ReceiptLedgerEntry]
         var refundRequests: [ConsumptionJobStatus]
 
@@ -42,6 +46,12 @@ import Testing
                 (
                     try tx.receiptModes(), try tx.receiptHistory(StoreMigrationTests.customer),
                     try tx.receiptLedger(bundleID: nil, environment: nil, from: 0, to: .max)
+                )
+            }
+            (receiptPages, fetching) = try store.read { tx in
+                (
+                    try tx.receiptHistoryPages(StoreMigrationTests.fetching),
+                    try tx.receiptHistory(StoreMigrationTests.fetching)
                 )
             }
             let key = StoreMigrationTests.subscription
@@ -301,6 +311,21 @@ import Testing
                 Array(#"{"fetched_at":362,"renewals":[],"transactions":[""#.utf8)
                 + [UInt8](repeating: UInt8(ascii: "x"), count: 300_000) + Array(#""]}"#.utf8)
             try tx.settleReceiptHistory(Self.customer, json: history, fetchedAt: 362, owner: "a")
+            _ = try tx.claimReceiptHistory(Self.fetching, owner: "a", until: 400, now: 362, freshSince: 0)
+            _ = try tx.countReceiptHistoryCall(Self.fetching, now: 362, limit: 10)
+            _ = try tx.addReceiptHistoryPage(
+                Self.fetching,
+                StoredReceiptHistoryPage(
+                    page: 0,
+                    askedWith: nil,
+                    revision: "20",
+                    hasMore: true,
+                    askedAt: 362,
+                    json: Array(#"{"fetched_at":0,"renewals":[],"transactions":[]}"#.utf8)
+                ),
+                owner: "a",
+                until: 400
+            )
             var outcome = ReceiptOutcome(status: 0, originalTransactionID: "otid-1")
             (outcome.expiresDate, outcome.productID) = (3_000, "monthly")
             try tx.recordReceiptComparison(
@@ -379,6 +404,8 @@ import Testing
         #expect(after.reconcileRuns == before.reconcileRuns && after.reconcileRuns.first?.watermark == 340)
         #expect(after.receiptModes == before.receiptModes && after.receiptModes.first?.mode == .api)
         #expect(after.receiptHistory == before.receiptHistory && (after.receiptHistory?.json?.count ?? 0) > 300_000)
+        #expect(after.receiptPages == before.receiptPages && after.receiptPages.count == 1)
+        #expect(after.fetching?.calls == 1 && after.fetching?.callsSince == 362)
         #expect(after.receiptLedger == before.receiptLedger && after.receiptLedger.count == 1)
 
         // The pending work is claimable — nobody holds a claim — in the order it was due.

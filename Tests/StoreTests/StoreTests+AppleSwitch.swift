@@ -143,6 +143,71 @@ extension StoreTests {
         #expect(try f.store.read { tx in try tx.receiptHistory(key) } == nil)
     }
 
+    @Test(arguments: StoreKind.available) func aCustomersPagesAreKeptForTheClaimsOwnerAndItsCallsCountedPerHour(
+        _ kind: StoreKind
+    ) throws {
+        let f = try Fixture(kind)
+        let key = ReceiptHistoryKey(bundleID: Self.bundle, environment: .sandbox, customer: "2000")
+        #expect(
+            try f.store.write { tx in try tx.claimReceiptHistory(key, owner: "a", until: 100, now: 10, freshSince: 0) }
+        )
+        @Sendable func page(_ n: Int, _ after: String?, _ next: String, more: Bool = true) -> StoredReceiptHistoryPage {
+            StoredReceiptHistoryPage(
+                page: n,
+                askedWith: after,
+                revision: next,
+                hasMore: more,
+                askedAt: 20 + Int64(n),
+                json: Array(#"{"transactions":[{"transactionId":"\#(n)"}]}"#.utf8)
+            )
+        }
+        #expect(
+            try f.store.write { tx in try tx.addReceiptHistoryPage(key, page(0, nil, "20"), owner: "a", until: 150) }
+        )
+        #expect(
+            try f.store.write { tx in try tx.addReceiptHistoryPage(key, page(1, "20", "40"), owner: "a", until: 160) }
+        )
+        // Another owner adds nothing while the claim is a's; the claim was held longer with each page.
+        #expect(
+            try !f.store.write { tx in try tx.addReceiptHistoryPage(key, page(2, "40", "60"), owner: "b", until: 1) }
+        )
+        #expect(try f.store.read { tx in try tx.receiptHistory(key) }?.claimedUntil == 160)
+        #expect(
+            try f.store.read { tx in try tx.receiptHistoryPages(key) } == [page(0, nil, "20"), page(1, "20", "40")]
+        )
+        // Released, the pages stay for whoever claims next; settled, they become the history and go.
+        try f.store.write { tx in try tx.settleReceiptHistory(key, json: nil, fetchedAt: 0, owner: "a") }
+        #expect(try f.store.read { tx in try tx.receiptHistoryPages(key) }.count == 2)
+        #expect(
+            try f.store.write { tx in try tx.claimReceiptHistory(key, owner: "b", until: 300, now: 170, freshSince: 0) }
+        )
+        #expect(
+            try f.store.write { tx in try tx.addReceiptHistoryPage(key, page(2, "40", "60"), owner: "b", until: 310) }
+        )
+        try f.store.write { tx in try tx.settleReceiptHistory(key, json: Array("{}".utf8), fetchedAt: 180, owner: "b") }
+        #expect(try f.store.read { tx in try tx.receiptHistoryPages(key) }.isEmpty)
+        // Three calls an hour: the fourth refused until the hour that began with the first has passed.
+        let hour: Int64 = 3_600_000
+        for time in [1_000, 2_000, 3_000] as [Int64] {
+            #expect(try f.store.write { tx in try tx.countReceiptHistoryCall(key, now: time, limit: 3) })
+        }
+        #expect(try !f.store.write { tx in try tx.countReceiptHistoryCall(key, now: 1_000 + hour - 1, limit: 3) })
+        let counted = try #require(try f.store.read { tx in try tx.receiptHistory(key) })
+        #expect(counted.calls == 3 && counted.callsSince == 1_000)
+        #expect(try f.store.write { tx in try tx.countReceiptHistoryCall(key, now: 1_000 + hour, limit: 3) })
+        let again = try #require(try f.store.read { tx in try tx.receiptHistory(key) })
+        #expect(again.calls == 1 && again.callsSince == 1_000 + hour)
+        // Pages never finished are purged once old.
+        _ = try f.store.write { tx in
+            try tx.claimReceiptHistory(key, owner: "c", until: 9_000, now: 5_000, freshSince: 200)
+        }
+        #expect(
+            try f.store.write { tx in try tx.addReceiptHistoryPage(key, page(0, nil, "20"), owner: "c", until: 9_000) }
+        )
+        _ = try f.store.write { tx in try tx.purgeReceiptHistories(fetchedBefore: 21, limit: 10) }
+        #expect(try f.store.read { tx in try tx.receiptHistoryPages(key) }.isEmpty)
+    }
+
     @Test(arguments: StoreKind.available) func theReceiptLedgerIsCountedApartFromTheNotificationsOne(
         _ kind: StoreKind
     ) throws {

@@ -48,6 +48,8 @@ enum Metric: String, CaseIterable, Sendable {
     // The receipt path (`POST /verifyReceipt`)
     case receiptAnswersTotal = "iapgw_receipt_answers_total"
     case receiptHistoryTotal = "iapgw_receipt_history_total"
+    case receiptHistoryCallsTotal = "iapgw_receipt_history_calls_total"
+    case receiptHistoryBackground = "iapgw_receipt_history_background"
     case receiptComparisonsTotal = "iapgw_receipt_comparisons_total"
     case receiptSeconds = "iapgw_receipt_seconds"
     case receiptInFlight = "iapgw_receipt_in_flight"
@@ -148,8 +150,15 @@ enum Metric: String, CaseIterable, Sendable {
         case .receiptHistoryTotal:
             (
                 .counter,
-                "Customer histories the receipt path needed, by result (fresh, fetched, shared, failed, rate_limited)"
+                "Customer histories the receipt path needed, by result (fresh, fetched, shared, stale, background, capped, failed, rate_limited)"
             )
+        case .receiptHistoryCallsTotal:
+            (
+                .counter,
+                "App Store Server API calls for customers' histories, by endpoint (transaction_history, subscription_statuses) and outcome (ok, failed, rate_limited; capped: not made, over receipts.customer_calls_per_hour)"
+            )
+        case .receiptHistoryBackground:
+            (.gauge, "Customers' history fetches going on after their request was answered")
         case .receiptComparisonsTotal:
             (.counter, "Shadow comparisons of Apple's verifyReceipt answers with the gateway's, by outcome")
         case .receiptSeconds: (.histogram, "Seconds to answer a verifyReceipt request, by mode")

@@ -81,6 +81,13 @@ public final class ReceiptEndpoint: Sendable {
         return answer
     }
 
+    /// The service's shutdown: every history fetch ended (its pages kept for the next instance or start), then the
+    /// shadow comparisons waited for.
+    public func stop() async {
+        await histories?.stop()
+        await waitForShadows()
+    }
+
     /// Shadow comparisons still running (tests and shutdown wait for them).
     public func waitForShadows() async {
         while true {
@@ -201,10 +208,8 @@ public final class ReceiptEndpoint: Sendable {
             history = h
             metrics.increment(.receiptHistoryTotal, ["result": outcome.rawValue])
         case .failure(let failure):
-            metrics.increment(
-                .receiptHistoryTotal,
-                ["result": failure.code == "rate_limited" ? "rate_limited" : "failed"]
-            )
+            let known: Set = ["rate_limited", "capped", "background"]
+            metrics.increment(.receiptHistoryTotal, ["result": known.contains(failure.code) ? failure.code : "failed"])
             log.warn(
                 "a customer's history could not be had from the App Store Server API",
                 ["bundle": .string(app.bundleID), "code": .string(failure.code)]

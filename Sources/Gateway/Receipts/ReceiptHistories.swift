@@ -3,13 +3,23 @@ internal import Store
 import Synchronization
 internal import V2Adapter
 
-/// Customers' histories for the receipt path (docs/architecture.md, "The receipt path"): from the store while fresh
-/// (``ReceiptSettings/historyMaxAgeMillis``), else from Apple — once per customer at a time, whatever asks: requests
-/// in this process wait for the one fetch in flight, other instances of a shared store wait for the instance that
-/// claimed it. A 429 pauses the app and environment's fetches for Apple's `Retry-After`.
+/// Customers' histories for the receipt path (docs/architecture.md, "The receipt path"; docs/operations.md, "Moving
+/// the receipt path"): from the store while fresh (``ReceiptSettings/historyMaxAgeMillis``), else from Apple — once
+/// per customer at a time, whatever asks: requests in this process wait for the one fetch in flight, other instances
+/// of a shared store wait for the instance that claimed it.
+///
+/// A fetch walks Get Transaction History a page at a time and keeps each page in the store as it comes, with Apple's
+/// revision, so that a fetch cut short — a request's deadline, a restart, Apple's 429, another instance taking over —
+/// goes on from there (Apple sends a transaction it changed meanwhile again, later: the later view wins). A fetch still
+/// keeping pages when its request's ``ReceiptSettings/fetchTimeoutMillis`` passes goes on in the background (at most
+/// ``ReceiptSettings/backgroundFetches`` at once, each within ``ReceiptSettings/backgroundFetchTimeoutMillis``) while
+/// the request is answered `21005`; the next request finds the history stored. Every call to Apple is counted per
+/// customer and hour (``ReceiptSettings/customerCallsPerHour``). A 429 pauses the app and environment's fetches for
+/// Apple's `Retry-After`; a fetch that had kept pages waits it out and goes on. ``stop()`` ends every fetch (the
+/// service's shutdown).
 final class ReceiptHistories: Sendable {
-    /// Why no history could be had: Apple is down, rate limiting or slow, or another instance held the fetch too long.
-    /// Always retryable by the client.
+    /// Why no history could be had: Apple is down, rate limiting or slow, the customer's calls for the hour are used
+    /// up, or another instance held the fetch too long. Always retryable by the client.
     struct Failure: Error, Sendable {
         var code: String
         var message: String
@@ -22,16 +32,22 @@ final class ReceiptHistories: Sendable {
         case fetched
         /// Fetched now by another request or instance, waited for.
         case shared
+        /// From the store, older than the maximum age: the customer's calls for the hour are used up.
+        case stale
     }
 
     let store: any GatewayStore
     let source: any ReceiptHistorySource
     let settings: ReceiptSettings
     let now: @Sendable () -> Int64
+    /// Waits so many milliseconds, or less when the task is cancelled (the wall clock's `Task.sleep` in the service).
+    let sleep: @Sendable (Int64) async -> Void
     let owner: String
+    let metrics: Metrics
     /// How often a request waiting for another instance's fetch looks at the store.
     let pollMillis: Int64 = 25
-    private let inFlight = Mutex<[ReceiptHistoryKey: Task<Result<CustomerHistory, Failure>, Never>]>([:])
+    /// The fetches running in this process, one per customer.
+    private let flights = Mutex<Flights>(Flights())
     /// Per app and environment (`bundle|environment`): no fetch before this time (Apple's `Retry-After`).
     private let pausedUntil = Mutex<[String: Int64]>([:])
     /// Histories already decoded, by customer, with the fetch time and size of the stored JSON they were decoded from:
@@ -41,127 +57,516 @@ final class ReceiptHistories: Sendable {
         maxCost: 16 << 20
     )
 
+    private struct Flights {
+        var running: [ReceiptHistoryKey: Flight] = [:]
+        /// Flights going on past every request that waited for them.
+        var background = 0
+        var stopping = false
+    }
+
     init(
         store: any GatewayStore,
         source: any ReceiptHistorySource,
         settings: ReceiptSettings,
         now: @escaping @Sendable () -> Int64,
-        owner: String
+        sleep: @escaping @Sendable (Int64) async -> Void = { try? await Task.sleep(for: .milliseconds($0)) },
+        owner: String,
+        metrics: Metrics = Metrics()
     ) {
-        (self.store, self.source, self.settings, self.now, self.owner) = (store, source, settings, now, owner)
+        (self.store, self.source, self.settings, self.now, self.sleep) = (store, source, settings, now, sleep)
+        (self.owner, self.metrics) = (owner, metrics)
     }
 
-    /// The customer's history, found through `transactionID` (the key's customer).
+    /// The customer's history, found through `transactionID` (the key's customer), within the request's
+    /// ``ReceiptSettings/fetchTimeoutMillis``.
     func history(_ key: ReceiptHistoryKey) async -> (Result<CustomerHistory, Failure>, Outcome) {
-        if let fresh = try? await cached(key) { return (.success(fresh), .fresh) }
-        let (task, mine) = inFlight.withLock { flights -> (Task<Result<CustomerHistory, Failure>, Never>, Bool) in
-            if let running = flights[key] { return (running, false) }
-            let task = Task { await self.fetch(key) }
-            flights[key] = task
-            return (task, true)
+        let deadline = now().clampedAdding(settings.fetchTimeoutMillis)
+        let stored = try? await self.stored(key)
+        if let fresh = stored?.fresh { return (.success(fresh), .fresh) }
+        // Not started again while one runs: the request waits for it.
+        if flights.withLock({ $0.running[key] }) == nil, let refusal = refusal(key, stored?.row) {
+            if refusal.code == "capped", let stale = stored?.history { return (.success(stale), .stale) }
+            return (.failure(refusal), .fetched)
         }
-        let result = await task.value
-        if mine { _ = inFlight.withLock { $0.removeValue(forKey: key) } }
-        return (result, mine ? .fetched : .shared)
+        let start = flights.withLock { f -> (Flight, Bool)? in
+            if let running = f.running[key] {
+                running.join()
+                return (running, false)
+            }
+            guard !f.stopping else { return nil }
+            let flight = Flight()
+            f.running[key] = flight
+            flight.join()
+            flight.start { await self.run(key, flight) }
+            return (flight, true)
+        }
+        guard let (flight, mine) = start else {
+            return (.failure(Failure(code: "stopping", message: "the gateway is stopping")), .fetched)
+        }
+        let result = await wait(for: flight, until: deadline)
+        let left = leave(flight, answered: result != nil)
+        switch result {
+        case .success(let history)?: return (.success(history), mine ? .fetched : .shared)
+        case .failure(let failure)? where failure.code == "capped":
+            if let stale = stored?.history { return (.success(stale), .stale) }
+            return (.failure(failure), .fetched)
+        case .failure(let failure)?: return (.failure(failure), .fetched)
+        case nil:
+            let message =
+                left == .background
+                ? "the App Store Server API is still being asked; the history is kept when it is whole"
+                : "the App Store Server API did not answer within \(settings.fetchTimeoutMillis) ms"
+            return (.failure(Failure(code: left == .background ? "background" : "timeout", message: message)), .fetched)
+        }
     }
 
-    /// The stored history when it was fetched within the maximum age.
+    /// Ends every fetch (their pages kept, their claims given up) and waits for them; no fetch starts after it.
+    func stop() async {
+        while true {
+            let flights = self.flights.withLock { f in
+                f.stopping = true
+                return Array(f.running.values)
+            }
+            guard !flights.isEmpty else { return }
+            for flight in flights { flight.cancel() }
+            for flight in flights { await flight.finished() }
+        }
+    }
+
+    /// Fetches running in this process now (tests wait for them).
+    var running: Int { flights.withLock { $0.running.count } }
+
+    // MARK: The store's history
+
+    /// The stored history of a customer, decoded, and whether it is fresh.
+    private struct Stored {
+        var row: StoredReceiptHistory
+        var history: CustomerHistory?
+        var fresh: CustomerHistory?
+    }
+
+    private func stored(_ key: ReceiptHistoryKey) async throws -> Stored? {
+        guard let row = try await store.readStatement({ tx in try tx.receiptHistory(key) }) else { return nil }
+        var stored = Stored(row: row)
+        guard let json = row.json, let fetched = row.fetchedAt else { return stored }
+        if let known = decoded[key], known.fetchedAt == fetched, known.bytes == json.count {
+            stored.history = known.history
+        } else if let history = CustomerHistory.decode(json) {
+            decoded.insert((fetched, json.count, history), for: key, cost: json.count)
+            stored.history = history
+        }
+        if fetched >= now().clampedSubtracting(settings.historyMaxAgeMillis) { stored.fresh = stored.history }
+        return stored
+    }
+
+    /// The history when it was fetched within the maximum age.
     private func cached(_ key: ReceiptHistoryKey) async throws -> CustomerHistory? {
-        let oldest = now().clampedSubtracting(settings.historyMaxAgeMillis)
-        guard let row = try await store.readStatement({ tx in try tx.receiptHistory(key) }), let json = row.json,
-            let fetched = row.fetchedAt, fetched >= oldest
-        else { return nil }
-        if let known = decoded[key], known.fetchedAt == fetched, known.bytes == json.count { return known.history }
-        guard let history = CustomerHistory.decode(json) else { return nil }
-        decoded.insert((fetched, json.count, history), for: key, cost: json.count)
-        return history
+        try await stored(key)?.fresh
     }
 
-    private func fetch(_ key: ReceiptHistoryKey) async -> Result<CustomerHistory, Failure> {
-        let pauseKey = "\(key.bundleID)|\(key.environment.rawValue)"
-        if let until = pausedUntil.withLock({ $0[pauseKey] }), now() < until {
+    /// Why no fetch may start now: Apple's `Retry-After` for the app, or the customer's calls for the hour used up.
+    private func refusal(_ key: ReceiptHistoryKey, _ row: StoredReceiptHistory?) -> Failure? {
+        let time = now()
+        if let until = pausedUntil.withLock({ $0[Self.pauseKey(key)] }), time < until {
+            return Failure(code: "rate_limited", message: "Apple asked to wait until \(until)")
+        }
+        if let row, let since = row.callsSince, since > time.clampedSubtracting(Self.hourMillis),
+            row.calls >= settings.customerCallsPerHour
+        {
+            metrics.increment(.receiptHistoryCallsTotal, ["endpoint": "transaction_history", "outcome": "capped"])
+            return Failure(code: "capped", message: "the customer's calls to Apple for this hour are used up")
+        }
+        return nil
+    }
+
+    static let hourMillis: Int64 = 3_600_000
+
+    static func pauseKey(_ key: ReceiptHistoryKey) -> String { "\(key.bundleID)|\(key.environment.rawValue)" }
+
+    // MARK: Requests and flights
+
+    private enum Left: Equatable { case answered, others, background, cancelled }
+
+    /// The flight's result, or nil once `deadline` passed — or once Apple's `Retry-After` outlasts it.
+    private func wait(for flight: Flight, until deadline: Int64) async -> Result<CustomerHistory, Failure>? {
+        while true {
+            let seen = flight.snapshot
+            if let result = seen.result { return result }
+            let time = now()
+            guard time < deadline, (seen.pausedUntil ?? .min) < deadline else { return nil }
+            let (sleep, wait) = (self.sleep, deadline - time)
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { await flight.changed(since: seen.version) }
+                group.addTask { await sleep(wait) }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// A request stops waiting. The last to leave a flight without its result lets it go on in the background when it
+    /// is keeping pages and a place is free, else cancels it (the pages it kept stay).
+    private func leave(_ flight: Flight, answered: Bool) -> Left {
+        let time = now()
+        let decision = flights.withLock { f -> Left in
+            flight.state.withLock { s -> Left in
+                s.joined -= 1
+                if answered || s.result != nil { return .answered }
+                if s.background { return .background }
+                if s.joined > 0 { return .others }
+                let progressing =
+                    s.progressAt.map { time.clampedSubtracting($0) <= settings.fetchTimeoutMillis } ?? false
+                guard progressing, !f.stopping, f.background < settings.backgroundFetches else { return .cancelled }
+                f.background += 1
+                s.background = true
+                metrics.set(.receiptHistoryBackground, [:], Double(f.background))
+                return .background
+            }
+        }
+        if decision == .cancelled { flight.cancel() }
+        return decision
+    }
+
+    /// The flight's task: the fetch, its result to every request waiting, and its place given back.
+    private func run(_ key: ReceiptHistoryKey, _ flight: Flight) async {
+        let result = await fetch(key, flight)
+        flights.withLock { f in
+            if f.running[key] === flight { f.running.removeValue(forKey: key) }
+            guard flight.state.withLock({ $0.background }) else { return }
+            f.background -= 1
+            metrics.set(.receiptHistoryBackground, [:], Double(f.background))
+        }
+        flight.finish(result)
+    }
+
+    // MARK: The fetch
+
+    private func fetch(_ key: ReceiptHistoryKey, _ flight: Flight) async -> Result<CustomerHistory, Failure> {
+        if let until = pausedUntil.withLock({ $0[Self.pauseKey(key)] }), now() < until {
             return .failure(Failure(code: "rate_limited", message: "Apple asked to wait until \(until)"))
         }
         let started = now()
-        let deadline = started.clampedAdding(settings.fetchTimeoutMillis)
-        // The claim outlives the fetch's own deadline a little, so a crashed instance's claim frees itself soon.
-        let (owner, until) = (self.owner, deadline.clampedAdding(settings.fetchTimeoutMillis))
-        // Not claimed when a fresh history landed since the look at the store (another instance's fetch).
-        let fresh = started.clampedSubtracting(settings.historyMaxAgeMillis)
+        // The claim outlives the request's deadline a little and is held longer with every page, so a crashed
+        // instance's claim frees itself soon.
         let claimed =
-            (try? await store.write { tx in
-                try tx.claimReceiptHistory(key, owner: owner, until: until, now: started, freshSince: fresh)
+            (try? await store.write { [owner, settings] tx in
+                try tx.claimReceiptHistory(
+                    key,
+                    owner: owner,
+                    until: started.clampedAdding(2 * settings.fetchTimeoutMillis),
+                    now: started,
+                    freshSince: started.clampedSubtracting(settings.historyMaxAgeMillis)
+                )
             }) ?? false
-        guard claimed else { return await waitForOther(key, deadline: deadline) }
-        let result = await fetchWithin(key, deadline: deadline)
-        switch result {
+        guard claimed else {
+            return await waitForOther(key, deadline: started.clampedAdding(settings.fetchTimeoutMillis))
+        }
+        let owner = self.owner
+        switch await walk(key, flight, started: started) {
         case .success(let history):
             let json = history.encoded()
+            let fetchedAt = now()
             let kept: Void? = try? await store.write { tx in
-                try tx.settleReceiptHistory(key, json: json, fetchedAt: history.fetchedAt, owner: owner)
+                try tx.settleReceiptHistory(key, json: json, fetchedAt: fetchedAt, owner: owner)
             }
             if kept == nil {
                 // Not kept (the store refused or failed): the claim is given up, so the next request fetches again
-                // rather than waiting for it to lapse.
+                // (from the pages kept) rather than waiting for it to lapse.
                 _ = try? await store.write { tx in
                     try tx.settleReceiptHistory(key, json: nil, fetchedAt: 0, owner: owner)
                 }
+            } else {
+                decoded.insert((fetchedAt, json.count, history), for: key, cost: json.count)
             }
-            decoded.insert((history.fetchedAt, json.count, history), for: key, cost: json.count)
             return .success(history)
-        case .failure(let error):
+        case .failure(let failure):
             _ = try? await store.write { tx in try tx.settleReceiptHistory(key, json: nil, fetchedAt: 0, owner: owner) }
-            if error.code == "rate_limited" {
-                let wait = error.retryAfterMillis ?? 1_000
-                pausedUntil.withLock { $0[pauseKey] = now().clampedAdding(min(max(wait, 1_000), 3_600_000)) }
-            }
-            return .failure(Failure(code: error.code, message: error.message))
+            return .failure(failure)
         }
     }
 
-    /// Apple's answer, or a timeout at `deadline`: the slower of the two is cancelled.
-    private func fetchWithin(_ key: ReceiptHistoryKey, deadline: Int64) async -> Result<CustomerHistory, PathFetchError>
-    {
-        let (source, now) = (self.source, self.now)
-        let wait = max(0, deadline - now())
-        return await withTaskGroup(of: Result<CustomerHistory, PathFetchError>?.self) { group in
-            group.addTask {
-                do throws(PathFetchError) {
-                    return .success(
-                        try await source.history(
-                            bundleID: key.bundleID,
-                            environment: key.environment,
-                            transactionID: key.customer,
-                            now: now()
-                        )
-                    )
-                } catch {
-                    return .failure(error)
-                }
-            }
-            group.addTask {
-                try? await Task.sleep(for: .milliseconds(wait))
-                return nil
-            }
-            let first = await group.next() ?? nil
-            group.cancelAll()
-            return first
-                ?? .failure(
-                    PathFetchError(
-                        code: "timeout",
-                        message: "the App Store Server API did not answer within \(wait) ms",
-                        retryable: true
-                    )
+    /// Get Transaction History from where the stored pages end, each page kept as it comes, then Get All
+    /// Subscription Statuses when the customer has a subscription.
+    private func walk(
+        _ key: ReceiptHistoryKey,
+        _ flight: Flight,
+        started: Int64
+    ) async -> Result<CustomerHistory, Failure> {
+        let loaded = try? await store.read { tx in try tx.receiptHistoryPages(key) }
+        guard let storedPages = loaded else {
+            return .failure(Failure(code: "store_unavailable", message: "the store could not be read"))
+        }
+        let chained = Self.chain(storedPages)
+        if chained == nil {
+            _ = try? await store.write { tx in try tx.dropReceiptHistoryPages(key) }
+        }
+        let pages = chained ?? []
+        var count = pages.count
+        var transactions = pages.flatMap(\.transactions)
+        var revision = pages.last?.revision
+        var more = pages.last?.hasMore ?? true
+        var firstAsked = pages.first?.askedAt
+        let bound = started.clampedAdding(settings.backgroundFetchTimeoutMillis)
+        let owner = self.owner
+        while more {
+            let asked = now()
+            let after = revision
+            let step = await call(key, flight, "transaction_history", until: bound) {
+                [source] () async throws(PathFetchError) in
+                try await source.historyPage(
+                    bundleID: key.bundleID,
+                    environment: key.environment,
+                    transactionID: key.customer,
+                    revision: after
                 )
+            }
+            guard case .value(let page) = step else { return .failure(step.failure) }
+            let kept = StoredReceiptHistoryPage(
+                page: count,
+                askedWith: after,
+                revision: page.revision,
+                hasMore: page.hasMore,
+                askedAt: asked,
+                json: Self.encode(page.transactions)
+            )
+            let until = now().clampedAdding(2 * settings.fetchTimeoutMillis)
+            let held = try? await store.write { tx in
+                try tx.addReceiptHistoryPage(key, kept, owner: owner, until: until)
+            }
+            guard let held else {
+                return .failure(Failure(code: "store_unavailable", message: "a page could not be kept"))
+            }
+            guard held else {
+                return .failure(Failure(code: "taken_over", message: "another instance took the fetch over"))
+            }
+            flight.progress(at: now())
+            count += 1
+            firstAsked = firstAsked ?? asked
+            transactions += page.transactions
+            (revision, more) = (page.revision ?? revision, page.hasMore)
+        }
+        let merged = CustomerHistory.latestViews(transactions)
+        var renewals: [RenewalInfoPayload] = []
+        // Renewal info exists only for auto-renewable subscriptions.
+        if merged.contains(where: { $0.type == "Auto-Renewable Subscription" }) {
+            let step = await call(key, flight, "subscription_statuses", until: bound) {
+                [source] () async throws(PathFetchError) in
+                try await source.renewals(
+                    bundleID: key.bundleID,
+                    environment: key.environment,
+                    transactionID: key.customer
+                )
+            }
+            guard case .value(let found) = step else { return .failure(step.failure) }
+            renewals = found
+        }
+        return .success(
+            CustomerHistory(
+                fetchedAt: firstAsked ?? started,
+                transactions: merged,
+                renewals: renewals
+            )
+        )
+    }
+
+    /// The stored pages with their transactions when each follows the one before (the first from the start); nil
+    /// when they do not (a page is damaged, or missing).
+    static func chain(
+        _ pages: [StoredReceiptHistoryPage]
+    ) -> [(askedAt: Int64, transactions: [TransactionPayload], revision: String?, hasMore: Bool)]? {
+        var chained: [(askedAt: Int64, transactions: [TransactionPayload], revision: String?, hasMore: Bool)] = []
+        var expected: String? = nil
+        for (i, page) in pages.enumerated() {
+            guard page.page == i, page.askedWith == expected, chained.last?.hasMore ?? true,
+                let transactions = decode(page.json)
+            else { return nil }
+            chained.append((page.askedAt, transactions, page.revision, page.hasMore))
+            expected = page.revision
+        }
+        return chained
+    }
+
+    static func encode(_ transactions: [TransactionPayload]) -> [UInt8] {
+        CustomerHistory(fetchedAt: 0, transactions: transactions, renewals: []).encoded()
+    }
+
+    static func decode(_ json: [UInt8]) -> [TransactionPayload]? {
+        CustomerHistory.decode(json)?.transactions
+    }
+
+    private enum Step<T> {
+        case value(T)
+        case stop(Failure)
+
+        var failure: Failure {
+            if case .stop(let failure) = self { return failure }
+            return Failure(code: "failed", message: "")
+        }
+    }
+
+    /// One call to Apple, counted against the customer's hour; Apple's 429 pauses the app, and a fetch that kept
+    /// pages waits it out (holding its claim) and asks again, within `bound`.
+    private func call<T>(
+        _ key: ReceiptHistoryKey,
+        _ flight: Flight,
+        _ endpoint: String,
+        until bound: Int64,
+        _ body: @Sendable () async throws(PathFetchError) -> T
+    ) async -> Step<T> {
+        let (owner, settings) = (self.owner, self.settings)
+        while true {
+            if Task.isCancelled || flights.withLock({ $0.stopping }) {
+                return .stop(Failure(code: "stopped", message: "the fetch was stopped; its pages are kept"))
+            }
+            let time = now()
+            guard time < bound else {
+                return .stop(Failure(code: "timeout", message: "the fetch ran past receipts.background_fetch_timeout"))
+            }
+            let counted = try? await store.write { tx in
+                try tx.countReceiptHistoryCall(key, now: time, limit: settings.customerCallsPerHour)
+            }
+            guard let counted else {
+                return .stop(Failure(code: "store_unavailable", message: "the call could not be counted"))
+            }
+            guard counted else {
+                metrics.increment(.receiptHistoryCallsTotal, ["endpoint": endpoint, "outcome": "capped"])
+                return .stop(
+                    Failure(code: "capped", message: "the customer's calls to Apple for this hour are used up")
+                )
+            }
+            do throws(PathFetchError) {
+                let value = try await body()
+                metrics.increment(.receiptHistoryCallsTotal, ["endpoint": endpoint, "outcome": "ok"])
+                return .value(value)
+            } catch {
+                let limited = error.code == "rate_limited"
+                metrics.increment(
+                    .receiptHistoryCallsTotal,
+                    ["endpoint": endpoint, "outcome": limited ? "rate_limited" : "failed"]
+                )
+                guard limited else { return .stop(Failure(code: error.code, message: error.message)) }
+                let wait = min(max(error.retryAfterMillis ?? 1_000, 1_000), Self.hourMillis)
+                let until = now().clampedAdding(wait)
+                pausedUntil.withLock { $0[Self.pauseKey(key)] = until }
+                // A fetch that kept no page yet ends as it began (the request is answered 21005 at once).
+                guard flight.hasProgress, until < bound else {
+                    return .stop(Failure(code: error.code, message: error.message))
+                }
+                let held =
+                    (try? await store.write { tx in
+                        try tx.claimReceiptHistory(
+                            key,
+                            owner: owner,
+                            until: until.clampedAdding(2 * settings.fetchTimeoutMillis),
+                            now: time,
+                            freshSince: time.clampedSubtracting(settings.historyMaxAgeMillis)
+                        )
+                    }) ?? false
+                guard held else { return .stop(Failure(code: "taken_over", message: "the claim was lost")) }
+                flight.pause(until: until)
+                await sleep(wait)
+                flight.pause(until: nil)
+            }
         }
     }
 
     /// Another instance claimed the fetch: its result, read from the store once it lands.
     private func waitForOther(_ key: ReceiptHistoryKey, deadline: Int64) async -> Result<CustomerHistory, Failure> {
-        while now() < deadline {
+        while now() < deadline, !Task.isCancelled {
             if let fresh = try? await cached(key) { return .success(fresh) }
-            try? await Task.sleep(for: .milliseconds(pollMillis))
+            await sleep(pollMillis)
         }
         return .failure(Failure(code: "timeout", message: "another instance's fetch of this customer did not finish"))
+    }
+}
+
+/// One fetch of one customer's history in this process: its task, the requests waiting for it, and what they look at
+/// (its result, whether it goes on in the background, when it last kept a page, Apple's `Retry-After`).
+final class Flight: Sendable {
+    struct State {
+        var result: Result<CustomerHistory, ReceiptHistories.Failure>?
+        /// Counts changes, so that a request never misses one between looking and waiting.
+        var version = 0
+        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        /// Waits begun and not yet registered, and those of them cancelled meanwhile.
+        var pendingWaiters: Set<Int> = []
+        var cancelledWaiters: Set<Int> = []
+        var nextWaiter = 0
+        /// Requests waiting for it now.
+        var joined = 0
+        var background = false
+        var progressAt: Int64?
+        var pausedUntil: Int64?
+    }
+
+    struct Snapshot {
+        var result: Result<CustomerHistory, ReceiptHistories.Failure>?
+        var version: Int
+        var pausedUntil: Int64?
+    }
+
+    let state = Mutex(State())
+    private let task = Mutex<Task<Void, Never>?>(nil)
+
+    func start(_ body: @escaping @Sendable () async -> Void) {
+        task.withLock { $0 = Task { await body() } }
+    }
+
+    func cancel() { task.withLock { $0 }?.cancel() }
+
+    func finished() async { await task.withLock({ $0 })?.value }
+
+    var snapshot: Snapshot {
+        state.withLock { Snapshot(result: $0.result, version: $0.version, pausedUntil: $0.pausedUntil) }
+    }
+
+    var hasProgress: Bool { state.withLock { $0.progressAt != nil } }
+
+    func join() { state.withLock { $0.joined += 1 } }
+
+    func progress(at time: Int64) { change { $0.progressAt = time } }
+
+    func pause(until: Int64?) { change { $0.pausedUntil = until } }
+
+    func finish(_ result: Result<CustomerHistory, ReceiptHistories.Failure>) { change { $0.result = result } }
+
+    /// Changes the state and wakes every request waiting.
+    private func change(_ body: (inout State) -> Void) {
+        let woken = state.withLock { s in
+            body(&s)
+            s.version += 1
+            defer { s.waiters = [:] }
+            return Array(s.waiters.values)
+        }
+        for waiter in woken { waiter.resume() }
+    }
+
+    /// Returns once the state changed after `version` (at once when it has), or the task is cancelled.
+    func changed(since version: Int) async {
+        let id = state.withLock { s in
+            s.nextWaiter += 1
+            s.pendingWaiters.insert(s.nextWaiter)
+            return s.nextWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now = state.withLock { s -> Bool in
+                    s.pendingWaiters.remove(id)
+                    if s.cancelledWaiters.remove(id) != nil || s.version != version { return true }
+                    s.waiters[id] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            let waiter = state.withLock { s in
+                guard let waiter = s.waiters.removeValue(forKey: id) else {
+                    if s.pendingWaiters.contains(id) { s.cancelledWaiters.insert(id) }
+                    return CheckedContinuation<Void, Never>?.none
+                }
+                return waiter
+            }
+            waiter?.resume()
+        }
     }
 }

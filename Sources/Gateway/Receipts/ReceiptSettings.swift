@@ -16,6 +16,15 @@ public struct ReceiptSettings: Sendable, Hashable {
     public var maxInFlight = 64
     /// Requests from one client address answered at once, at most (0: no bound per address).
     public var maxInFlightPerAddress = 32
+    /// Fetches that go on after the request that started them was answered `21005` (they were keeping pages when it
+    /// gave up), at most, per process; beyond it such a fetch stops, its pages kept for the next request. 0: none.
+    public var backgroundFetches = 4
+    /// The longest one fetch runs, in the background included (Apple's `Retry-After` pauses count); then it stops,
+    /// its pages kept.
+    public var backgroundFetchTimeoutMillis: Int64 = 300_000
+    /// Calls to Apple for one customer in an hour, at most, shared by the instances of a store; beyond it the request
+    /// is answered from the stored history when there is one, else `21005` (retryable), without asking Apple.
+    public var customerCallsPerHour = 200
 
     public init() {}
 
@@ -43,6 +52,16 @@ public struct ReceiptSettings: Sendable, Hashable {
                 "must be at most max_in_flight (0: no bound)"
             )
         }
+        s.backgroundFetches = try r.int("background_fetches", 0...256, s.backgroundFetches)
+        s.backgroundFetchTimeoutMillis = try r.duration(
+            "background_fetch_timeout",
+            s.backgroundFetchTimeoutMillis,
+            example: "5m"
+        )
+        guard (s.fetchTimeoutMillis...3_600_000).contains(s.backgroundFetchTimeoutMillis) else {
+            throw ConfigError(field: r.field("background_fetch_timeout"), "must be fetch_timeout…1h")
+        }
+        s.customerCallsPerHour = try r.int("customer_calls_per_hour", 1...100_000, s.customerCallsPerHour)
         return s
     }
 }

@@ -254,13 +254,14 @@ public final class GatewayService: Sendable {
             config: config,
             store: store,
             read: try dependencies.receiptReader ?? ReceiptReaderLoader.reader(config: config),
-            histories: apple.receiptHistorySource.map { [store] source in
+            histories: apple.receiptHistorySource.map { [store, metrics] source in
                 ReceiptHistories(
                     store: store,
                     source: source,
                     settings: config.receiptSettings,
                     now: dependencies.now,
-                    owner: workers.instance
+                    owner: workers.instance,
+                    metrics: metrics
                 )
             },
             apple: transports.receipts,
@@ -465,6 +466,7 @@ public final class GatewayService: Sendable {
         servers.admin?.stop()
         servers.main = nil
         servers.admin = nil
+        await receiptEndpoint.stop()
         await background.stop()
         store.close()
         let stats = store.commitStatistics

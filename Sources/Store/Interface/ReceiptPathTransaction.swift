@@ -24,9 +24,26 @@ public protocol ReceiptPathTransaction {
         freshSince: Int64
     )
         throws -> Bool
-    /// Stores a fetched history and ends the claim (`json` nil: the fetch failed; the history stays as it was).
+    /// Stores a fetched history, drops its pages and ends the claim (`json` nil: the fetch stopped; the history and
+    /// the pages fetched so far stay as they are).
     func settleReceiptHistory(_ key: ReceiptHistoryKey, json: [UInt8]?, fetchedAt: Int64, owner: String) throws
-    /// Drops histories fetched before `before`, at most `limit`; how many.
+    /// The pages of the customer's history fetched since its stored history, in the order asked.
+    func receiptHistoryPages(_ key: ReceiptHistoryKey) throws -> [StoredReceiptHistoryPage]
+    /// Keeps one more page for `owner`, and holds its claim until `until` — only while `owner` holds the claim (false:
+    /// another owner took the fetch over, nothing was written).
+    func addReceiptHistoryPage(
+        _ key: ReceiptHistoryKey,
+        _ page: StoredReceiptHistoryPage,
+        owner: String,
+        until: Int64
+    )
+        throws -> Bool
+    /// Drops the customer's pages (they no longer follow from its stored history).
+    func dropReceiptHistoryPages(_ key: ReceiptHistoryKey) throws
+    /// Counts one call to Apple for the customer unless `limit` calls were counted in the hour that began at the
+    /// window's start (an hour ago or later; then a new hour begins with this call): false when over, nothing counted.
+    func countReceiptHistoryCall(_ key: ReceiptHistoryKey, now: Int64, limit: Int) throws -> Bool
+    /// Drops histories fetched before `before`, and pages asked before it, at most `limit` of each; how many.
     func purgeReceiptHistories(fetchedBefore before: Int64, limit: Int) throws -> Int
     /// Records one subscription's comparison of Apple's verifyReceipt answer with the gateway's.
     func recordReceiptComparison(_ entry: ReceiptLedgerEntry) throws

@@ -153,7 +153,18 @@ public enum StoreMigration {
         Table(name: "receipt_modes", columns: ["bundle_id", "environment", "mode", "origin", "updated_at"]),
         Table(
             name: "receipt_histories",
-            columns: ["bundle_id", "environment", "customer", "fetched_at", "json", "claimed_by", "claimed_until"],
+            columns: [
+                "bundle_id", "environment", "customer", "fetched_at", "json", "claimed_by", "claimed_until", "calls",
+                "calls_since",
+            ],
+            compressed: ["json"]
+        ),
+        Table(
+            name: "receipt_history_pages",
+            columns: [
+                "bundle_id", "environment", "customer", "page", "asked_with", "revision", "has_more", "asked_at",
+                "json",
+            ],
             compressed: ["json"]
         ),
         Table(

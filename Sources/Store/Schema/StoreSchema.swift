@@ -521,6 +521,30 @@ enum StoreSchema {
         // 12). The rows stored before are compressed at the first open (``PostgresCompaction``), which records the
         // step when done.
         SchemaStep(sqlite: nil, postgres: 17, compactsPostgresRows: true) { _ in postgresCompression },
+        SchemaStep(sqlite: 18, postgres: 18) { d in
+            """
+            -- A customer's history is fetched page by page (docs/operations.md, "Moving the receipt path"): each page
+            -- verified is kept until the history is whole, so a fetch cut short (a request's deadline, a restart,
+            -- Apple's 429, another instance) goes on from Apple's revision instead of starting over. The pages lie
+            -- over the stored history (`receipt_histories.json`), whose last revision the first page was asked with.
+            CREATE TABLE receipt_history_pages (
+                bundle_id TEXT NOT NULL,
+                environment TEXT NOT NULL,
+                customer TEXT NOT NULL,
+                page \(d.int) NOT NULL,                     -- 0, 1, 2, … in the order asked
+                asked_with TEXT,                         -- the revision the page was asked with; NULL: from the start
+                revision TEXT,                           -- Apple's revision for the next page
+                has_more \(d.bool) NOT NULL,
+                asked_at \(d.bigint) NOT NULL,              -- when it was asked (ms)
+                json \(d.bytes) NOT NULL,                    -- the page's verified transactions
+                PRIMARY KEY (bundle_id, environment, customer, page)
+            );
+            CREATE INDEX receipt_history_pages_asked ON receipt_history_pages(asked_at);
+            -- Calls to Apple for the customer in the hour that began at calls_since (receipts.customer_calls_per_hour).
+            ALTER TABLE receipt_histories ADD COLUMN calls \(d.int) NOT NULL DEFAULT 0;
+            ALTER TABLE receipt_histories ADD COLUMN calls_since \(d.bigint);
+            """
+        },
     ]
 
     /// PostgreSQL stores bodies and JSON compressed (``StoredBlob``, with the preset dictionaries of
