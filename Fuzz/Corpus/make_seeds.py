@@ -219,7 +219,8 @@ seed("zstd", "roundtrip.json", b"\x07" + v1renew)
 seed("zstd", "roundtrip-dictionary.json", b"\x0f" + v1renew)
 
 # --- receipt: mode byte (bits 0-1: 0 text, 1 decoded bytes, 2 a payload the harness signs, 3 a property list;
-# bit 2: the harness's test root as an extra sandbox root; bit 3: sign with SHA-1) + bytes ----------------------------
+# bit 2: the harness's test roots as extra sandbox roots; bit 3: mode 2 signs with SHA-1, mode 3 signs the property
+# list as a transaction receipt's purchase-info; bit 4: mode 3 signs as version 3, else 2) + bytes -------------------
 def der_header(b, i):
     """(tag, content start, content length or None) of the BER element at i."""
     tag = b[i]
@@ -288,6 +289,7 @@ def der_set(items):
 
 
 receipt_names = ["apple-legacyTransaction", "apple-xcode-app-receipt-empty", "apple-xcode-app-receipt-with-transaction",
+                 "jackywu-legacy-transaction-receipt-production-2019",
                  "revenuecat-legacy-transaction-receipt-sandbox-2015", "revenuecat-receiptsample1-sandbox-2020",
                  "tpinappreceipt-receipt-production-2024"]
 for name in receipt_names:
@@ -302,6 +304,10 @@ for name in receipt_names:
         info = base64.b64decode(outer.split('"purchase-info" = "')[1].split('"')[0])
         seed("receipt", "plist-%s.txt" % name, b"\x03" + outer.encode())
         seed("receipt", "purchase-info-%s.txt" % name, b"\x07" + info)
+        # Signed by the harness (version 2 and 3, test roots trusted): Apple's purchase-info behind a genuine
+        # signature, judged at its own purchase date (outside the test chains' validity: refused as expired).
+        seed("receipt", "signed-v2-%s.txt" % name, b"\x0f" + info)
+        seed("receipt", "signed-v3-%s.txt" % name, b"\x1f" + info)
 # A small sandbox receipt as ReceiptBuilder writes it (created 2025-06-01, one subscription purchase): authenticated
 # in mode 2 with the test root, so mutations start from a valid receipt.
 purchase = der_set([der_attribute(1701, der_int(1)), der_attribute(1702, der_tlv(0x0C, b"com.example.monthly")),
@@ -320,6 +326,17 @@ def built_payload(receipt_type):
 seed("receipt", "payload-built-sandbox.der", b"\x06" + built_payload(b"ProductionSandbox"))
 seed("receipt", "payload-built-sandbox-sha1.der", b"\x0e" + built_payload(b"ProductionSandbox"))
 seed("receipt", "payload-built-production.der", b"\x06" + built_payload(b"Production"))
+# A sandbox purchase-info as ReceiptBuilder writes it, bought 2025-06-01 (inside the test chains' validity):
+# authenticated in mode 3 signed with the test roots, so mutations start from a valid transaction receipt.
+built_info = ("{\n" + "".join('\t"%s" = "%s";\n' % kv for kv in [
+    ("original-purchase-date-ms", "1748649600000"), ("purchase-date-ms", "1748736000000"),
+    ("unique-identifier", "0000000000000000000000000000000000000000"), ("original-transaction-id", "2000000000000001"),
+    ("expires-date", "1751328000000"), ("transaction-id", "2000000000000002"),
+    ("web-order-line-item-id", "2000000000000100"), ("bvrs", "7"), ("item-id", "1000000001"),
+    ("product-id", "com.example.monthly"), ("bid", "com.example.gateway"), ("quantity", "1")]) + "}").encode()
+seed("receipt", "signed-v2-built.txt", b"\x0f" + built_info)
+seed("receipt", "signed-v3-built.txt", b"\x1f" + built_info)
+seed("receipt", "signed-v2-built-untrusted.txt", b"\x0b" + built_info)
 # Hostile shapes: a nesting bomb, a huge declared length, a StoreKit 2 JWS, form-decoded and wrapped base64.
 seed("receipt", "bomb.bin", b"\x01" + b"\x30\x80" * 64 + b"\x00\x00" * 64)
 seed("receipt", "huge-length.bin", b"\x01" + b"\x30\x84\xff\xff\xff\xff\x06\x09\x2a\x86\x48\x86\xf7\x0d\x01\x07\x02")

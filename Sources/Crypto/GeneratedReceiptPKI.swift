@@ -1,6 +1,9 @@
-/// An RSA test PKI with the profile of Apple's app-receipt chain (Apple Root CA → Apple Worldwide Developer
-/// Relations CA G5 → "Mac App Store and iTunes Store Receipt Signing"), generated at run time: what tests and the
-/// simulator sign app receipts with (``CMSSignedData/sign(content:signer:key:chain:digest:)``).
+/// An RSA test PKI with the profile of one of Apple's receipt chains, generated at run time: what tests and the
+/// simulator sign receipts with — app receipts (``CMSSignedData/sign(content:signer:key:chain:digest:)``) and iOS 6
+/// transaction receipts (`ReceiptBuilder`).
+///
+/// ``Profile/appReceipt``: Apple Root CA → Apple Worldwide Developer Relations CA G5 → "Mac App Store and iTunes Store
+/// Receipt Signing" (app receipts, and version-3 transaction receipts).
 ///
 /// | | key | basicConstraints (critical) | keyUsage (critical) | other |
 /// |---|---|---|---|---|
@@ -8,11 +11,16 @@
 /// | intermediate | RSA 2048 | CA:TRUE, pathlen 0 | keyCertSign, cRLSign | SKI, AKI, marker 1.2.840.113635.100.6.2.1 |
 /// | leaf | RSA 2048 | CA:FALSE | digitalSignature | SKI, AKI, marker 1.2.840.113635.100.6.11.1 |
 ///
+/// ``Profile/iTunesStore``: Apple Root CA → Apple iTunes Store Certification Authority → `PurchaseReceiptCertificate`
+/// (version-2 transaction receipts): the same, but the intermediate's marker is 1.2.840.113635.100.6.2.2, the leaf's
+/// 1.2.840.113635.100.6.5.1 and the leaf's key RSA 1024, as Apple's.
+///
 /// Markers are non-critical with value DER NULL (`05 00`), as Apple's are (each can be left out for negative
 /// tests); every certificate is signed with `sha256WithRSAEncryption` and shares the requested validity. Fresh keys
-/// each time. With ``Names/appleLookAlike`` the subjects are Apple's own, byte for byte in Apple's name order: a chain
-/// that looks like Apple's in every field but its keys, which a verifier must refuse. Everything made with it is
-/// sandbox-only in the product: its root can only ever be an extra (sandbox) root.
+/// each time. With ``Names/appleLookAlike`` (or ``Names/appleITunesStoreLookAlike``) the subjects are Apple's own,
+/// byte for byte in Apple's name order: a chain that looks like Apple's in every field but its keys, which a verifier
+/// must refuse. Everything made with it is sandbox-only in the product: its root can only ever be an extra (sandbox)
+/// root.
 public struct GeneratedReceiptPKI: Sendable {
     public let root: X509Certificate
     public let rootKey: PrivateKey
@@ -21,10 +29,33 @@ public struct GeneratedReceiptPKI: Sendable {
     public let leaf: X509Certificate
     public let leafKey: PrivateKey
 
+    /// Which of Apple's receipt chains a PKI has the profile of.
+    public enum Profile: Sendable, Hashable {
+        /// WWDR CA → "Mac App Store and iTunes Store Receipt Signing" (RSA 2048): app receipts, version-3
+        /// transaction receipts.
+        case appReceipt
+        /// Apple iTunes Store Certification Authority → `PurchaseReceiptCertificate` (RSA 1024): version-2
+        /// transaction receipts.
+        case iTunesStore
+
+        var leafMarkerOID: String {
+            self == .appReceipt ? GeneratedReceiptPKI.leafMarkerOID : GeneratedReceiptPKI.iTunesStoreLeafMarkerOID
+        }
+        var intermediateMarkerOID: String {
+            self == .appReceipt
+                ? GeneratedReceiptPKI.intermediateMarkerOID : GeneratedReceiptPKI.iTunesStoreIntermediateMarkerOID
+        }
+        var leafKeyBits: Int { self == .appReceipt ? 2048 : 1024 }
+    }
+
     /// Leaf marker ("Mac App Store and iTunes Store Receipt Signing").
     public static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
     /// Intermediate marker (Apple Worldwide Developer Relations CA).
     public static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"
+    /// Leaf marker of ``Profile/iTunesStore`` (`PurchaseReceiptCertificate`).
+    public static let iTunesStoreLeafMarkerOID = "1.2.840.113635.100.6.5.1"
+    /// Intermediate marker of ``Profile/iTunesStore`` (Apple iTunes Store Certification Authority).
+    public static let iTunesStoreIntermediateMarkerOID = "1.2.840.113635.100.6.2.2"
     private static let derNull: [UInt8] = [0x05, 0x00]
 
     /// The three subjects.
@@ -73,14 +104,34 @@ public struct GeneratedReceiptPKI: Sendable {
                 country: "US"
             )
         )
+
+        /// Apple's subjects as its version-2 transaction-receipt chain has them (Apple Root CA and Apple iTunes Store
+        /// Certification Authority: `C, O, OU, CN`; `PurchaseReceiptCertificate`: `CN, OU, O, C`).
+        public static let appleITunesStoreLookAlike = Names(
+            root: appleLookAlike.root,
+            intermediate: CertificateSubject(
+                commonName: "Apple iTunes Store Certification Authority",
+                organizationalUnit: "Apple Certification Authority",
+                organization: "Apple Inc.",
+                country: "US",
+                order: .countryFirst
+            ),
+            leaf: CertificateSubject(
+                commonName: "PurchaseReceiptCertificate",
+                organizationalUnit: "Apple iTunes Store",
+                organization: "Apple Inc.",
+                country: "US"
+            )
+        )
     }
 
-    /// A fresh root, intermediate and leaf valid `notBefore ..< notAfter` (seconds since the epoch). `leafMarker`
-    /// and `intermediateMarker` false leave Apple's marker extension out of that certificate.
+    /// A fresh root, intermediate and leaf of `profile`, valid `notBefore ..< notAfter` (seconds since the epoch).
+    /// `leafMarker` and `intermediateMarker` false leave the profile's marker extension out of that certificate.
     public static func generate(
         notBefore: Int64,
         notAfter: Int64,
         names: Names = .test("iap-gateway Simulator"),
+        profile: Profile = .appReceipt,
         leafMarker: Bool = true,
         intermediateMarker: Bool = true
     ) throws(CryptoError) -> GeneratedReceiptPKI {
@@ -104,10 +155,10 @@ public struct GeneratedReceiptPKI: Sendable {
             isCA: true,
             pathLength: 0,
             extensions: intermediateMarker
-                ? [CertificateExtension(oid: intermediateMarkerOID, critical: false, derValue: derNull)] : [],
+                ? [CertificateExtension(oid: profile.intermediateMarkerOID, critical: false, derValue: derNull)] : [],
             signatureDigest: .sha256
         )
-        let leafKey = try PrivateKey.generateRSA()
+        let leafKey = try PrivateKey.generateRSA(bits: profile.leafKeyBits)
         let leaf = try CertificateBuilder.make(
             subject: names.leaf,
             issuer: (intermediate, intermediateKey),
@@ -116,7 +167,7 @@ public struct GeneratedReceiptPKI: Sendable {
             notAfter: notAfter,
             isCA: false,
             extensions: leafMarker
-                ? [CertificateExtension(oid: leafMarkerOID, critical: false, derValue: derNull)] : [],
+                ? [CertificateExtension(oid: profile.leafMarkerOID, critical: false, derValue: derNull)] : [],
             signatureDigest: .sha256
         )
         return GeneratedReceiptPKI(

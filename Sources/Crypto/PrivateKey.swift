@@ -19,10 +19,11 @@ public final class PrivateKey: @unchecked Sendable {
         try generate(curve: "P-384")
     }
 
-    /// A fresh RSA key of `bits` bits (public exponent 65537), 2048 to 8192: the size of Apple's receipt-signing keys
-    /// and up. Generation takes tens to hundreds of milliseconds.
+    /// A fresh RSA key of `bits` bits (public exponent 65537), 1024 to 8192: 2048 is the size of Apple's
+    /// receipt-signing keys, 1024 that of the leaf of version-2 iOS 6 transaction receipts (a test chain that signs
+    /// them needs one; the product never signs). Generation takes tens to hundreds of milliseconds.
     public static func generateRSA(bits: Int = 2048) throws(CryptoError) -> PrivateKey {
-        guard (2048...8192).contains(bits) else { throw CryptoError(.invalidArgument, "RSA keys of 2048 to 8192 bits") }
+        guard (1024...8192).contains(bits) else { throw CryptoError(.invalidArgument, "RSA keys of 1024 to 8192 bits") }
         guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "RSA", nil) else {
             throw CryptoError(.internalFailure, "RSA keygen context")
         }
@@ -110,11 +111,25 @@ public final class PrivateKey: @unchecked Sendable {
 
     /// Signs `message` with ECDSA over SHA-256 (P-256) or SHA-384 (P-384) and returns the DER signature.
     public func signDER(_ message: some Sequence<UInt8>, sha384: Bool = false) throws(CryptoError) -> [UInt8] {
-        let msg = Array(message)
+        try sign(Array(message), digest: sha384 ? EVP_sha384() : EVP_sha256(), rsaPKCS1: false)
+    }
+
+    /// Signs `message` with RSA PKCS#1 v1.5 over SHA-1 (an RSA key): the signature of an iOS 6 transaction receipt
+    /// (``PublicKey/verifyRSASHA1(signature:message:)``), for the test chains that make them. The product never signs.
+    public func signRSASHA1(_ message: [UInt8]) throws(CryptoError) -> [UInt8] {
+        guard isRSA else { throw CryptoError(.invalidKey, "not an RSA key") }
+        return try sign(message, digest: EVP_sha1(), rsaPKCS1: true)
+    }
+
+    private func sign(_ msg: [UInt8], digest: OpaquePointer?, rsaPKCS1: Bool) throws(CryptoError) -> [UInt8] {
         guard let md = EVP_MD_CTX_new() else { throw CryptoError(.internalFailure, "digest context") }
         defer { EVP_MD_CTX_free(md) }
-        guard EVP_DigestSignInit(md, nil, sha384 ? EVP_sha384() : EVP_sha256(), nil, pkey) == 1 else {
+        var pctx: OpaquePointer?
+        guard EVP_DigestSignInit(md, &pctx, digest, nil, pkey) == 1 else {
             throw CryptoError(.invalidKey, "DigestSignInit: \(CryptoError.drainOpenSSLErrors())")
+        }
+        if rsaPKCS1, EVP_PKEY_CTX_set_rsa_padding(pctx, RSA_PKCS1_PADDING) != 1 {
+            throw CryptoError(.internalFailure, "RSA padding: \(CryptoError.drainOpenSSLErrors())")
         }
         var len = 0
         guard msg.withUnsafeBufferPointer({ EVP_DigestSign(md, nil, &len, $0.baseAddress, $0.count) }) == 1 else {

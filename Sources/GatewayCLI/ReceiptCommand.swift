@@ -13,39 +13,31 @@ import Glibc
 enum ReceiptCommand: Command {
     static let name = "receipt"
     static let usage = """
-          iap-gateway receipt decode [--root DER]... FILE|-
+          iap-gateway receipt decode [--root DER]... [--intermediate DER]... FILE|-
               Read one receipt — verifyReceipt's receipt-data (base64 in any spelling clients send) or the file
               StoreKit writes (DER) — from FILE or standard input (-): an app receipt, an Xcode receipt or an iOS 6
               transaction receipt. Prints one JSON object: format, signature (valid, signer, digest, judged_at,
               root, failure), receipt (verifyReceipt's receipt object, request_date now) and transaction_id (the id a
               Server API lookup uses, or null); or {"error": {"code", "message"}} when it is no receipt. The chain is
-              judged at the receipt's creation date against Apple Inc. Root; --root adds a root (DER or PEM) that
-              vouches for sandbox receipts only. Exit 0 when the receipt is authenticated, 1 otherwise.
+              judged at the receipt's creation date (a transaction receipt's purchase date) against Apple Inc. Root;
+              --root adds a root (DER or PEM) that vouches for sandbox receipts only, --intermediate the intermediate
+              of transaction receipts signed under it (their signature carries the leaf alone). Exit 0 when the
+              receipt is authenticated, 1 otherwise.
         """
 
     /// Files larger than this are not read: base64 of ``ReceiptReader/defaultMaxBytes`` with generous white space.
     static let maxFileBytes = 2 * ReceiptReader.defaultMaxBytes
 
     static func run(_ arguments: [String]) async throws -> Int32 {
-        let a = try Arguments(arguments, valueFlags: ["root"])
+        let a = try Arguments(arguments, valueFlags: ["root", "intermediate"])
         let positionals = try a.positionals(atMost: 2, for: "receipt")
         guard let verb = positionals.first else { throw CommandError.usage("receipt needs a subcommand: decode") }
         guard verb == "decode" else { throw CommandError.usage("receipt: unknown subcommand \(verb) (decode)") }
         guard positionals.count == 2 else { throw CommandError.usage("receipt decode needs a FILE (or - for stdin)") }
-        var roots: [[UInt8]] = []
-        for path in a.all("root") {
-            guard let bytes = try? Array(Data(contentsOf: URL(filePath: path))) else {
-                throw CommandError.usage("--root: cannot read \(path)")
-            }
-            if let cert = try? X509Certificate(der: bytes) {
-                roots.append(cert.der)
-            } else if let cert = try? X509Certificate(pem: String(decoding: bytes, as: UTF8.self)) {
-                roots.append(cert.der)
-            } else {
-                throw CommandError.usage("--root: \(path) is not a DER or PEM certificate")
-            }
-        }
-        let trust = ReceiptTrust(extraSandboxRoots: roots)
+        let trust = ReceiptTrust(
+            extraSandboxRoots: try certificates(a.all("root"), flag: "root"),
+            extraIntermediates: try certificates(a.all("intermediate"), flag: "intermediate")
+        )
         let (status, output) =
             switch read(positionals[1]) {
             case .success(let bytes): decode(bytes, trust: trust, now: WallClock.wallMillis())
@@ -53,6 +45,18 @@ enum ReceiptCommand: Command {
             }
         print(String(decoding: output, as: UTF8.self))
         return status
+    }
+
+    /// The DER of each certificate file (DER or PEM) of `--flag`.
+    static func certificates(_ paths: [String], flag: String) throws -> [[UInt8]] {
+        try paths.map { path in
+            guard let bytes = try? Array(Data(contentsOf: URL(filePath: path))) else {
+                throw CommandError.usage("--\(flag): cannot read \(path)")
+            }
+            if let cert = try? X509Certificate(der: bytes) { return cert.der }
+            if let cert = try? X509Certificate(pem: String(decoding: bytes, as: UTF8.self)) { return cert.der }
+            throw CommandError.usage("--\(flag): \(path) is not a DER or PEM certificate")
+        }
     }
 
     struct ReadFailure: Error {

@@ -1,12 +1,10 @@
 internal import Canonical
-internal import Crypto
 
 extension ReceiptReader {
     /// An iOS 6 transaction receipt: the outer property list (`signature`, `purchase-info`, `environment`, …) and
-    /// the one inside `purchase-info` (docs/architecture.md, "The receipt reader"). Its signature blob (a version
-    /// byte, an RSA signature, a length and a DER certificate `CN=PurchaseReceiptCertificate`) is Apple's own format
-    /// with no chain to a pinned root: the signer's name is reported, the receipt is never authenticated.
-    static func transactionReceipt(_ bytes: [UInt8]) throws(ReceiptError) -> DecodedReceipt {
+    /// the one inside `purchase-info` (docs/architecture.md, "The receipt reader"), its signature judged with the roots
+    /// and intermediates of `trust` (``TransactionReceiptSignaturePolicy``) at its purchase date.
+    static func transactionReceipt(_ bytes: [UInt8], trust: ReceiptTrust) throws(ReceiptError) -> DecodedReceipt {
         let outer = try OldStylePlist.parse(bytes)
         guard let info = OldStylePlist.string(outer, "purchase-info") else {
             throw ReceiptError(.notAReceipt, "a property list without purchase-info")
@@ -36,13 +34,12 @@ extension ReceiptReader {
         t.expiresDate =
             field("expires-date").flatMap { Int64($0) } ?? field("expires-date-formatted").flatMap(AppleDateText.millis)
 
-        var signature = ReceiptSignature(valid: false, failure: ReceiptSignature.Failure.unsigned)
-        if let text = OldStylePlist.string(outer, "signature"), !text.isEmpty {
-            signature.failure = ReceiptSignature.Failure.notVerifiable
-            if case .bytes(let blob)? = try? ReceiptInput.decode(Array(text.utf8), maxBytes: bytes.count) {
-                signature.signer = signerName(blob)
-            }
-        }
+        let signature = TransactionReceiptSignaturePolicy.judge(
+            signature: OldStylePlist.string(outer, "signature"),
+            purchaseInfo: infoBytes,
+            transaction: t,
+            trust: trust
+        )
         return DecodedReceipt(
             format: .transactionReceipt,
             signature: signature,
@@ -50,17 +47,5 @@ extension ReceiptReader {
             isSandbox: t.isSandbox,
             lookupTransactionID: DecodedReceipt.lookupID(t)
         )
-    }
-
-    /// The common name of the certificate in a transaction receipt's signature blob: version 2 (a 128-byte signature)
-    /// or 3 (256 bytes), then a big-endian 4-byte length and the DER certificate. Nil for anything else.
-    static func signerName(_ blob: [UInt8]) -> String? {
-        guard let version = blob.first, version == 2 || version == 3 else { return nil }
-        let start = 1 + (version == 2 ? 128 : 256)
-        guard blob.count >= start + 4 else { return nil }
-        let length = blob[start..<(start + 4)].reduce(0) { $0 << 8 | Int($1) }
-        guard length > 0, length <= blob.count - start - 4 else { return nil }
-        let der = Array(blob[(start + 4)..<(start + 4 + length)])
-        return (try? X509Certificate(der: der))?.commonName
     }
 }

@@ -2,8 +2,8 @@ internal import Crypto
 
 /// Reads what a client sends as verifyReceipt's `receipt-data` (docs/architecture.md, "The receipt reader"):
 /// normalises the base64 (``ReceiptInput``), tells the format apart, reads the receipt, and judges its signature
-/// (``ReceiptSignaturePolicy``). No network, no store, no clock: the chain is judged at the receipt's own creation
-/// date.
+/// (``ReceiptSignaturePolicy``, ``TransactionReceiptSignaturePolicy``). No network, no store, no clock: the chain is
+/// judged at the receipt's own creation date (a transaction receipt's: its purchase date).
 ///
 /// | input | result |
 /// |---|---|
@@ -50,7 +50,7 @@ public enum ReceiptReader {
         guard bytes.count <= maxBytes else { throw ReceiptError(.tooLarge, "more than \(maxBytes) bytes") }
         if bytes[0] == BER.Tag.sequence { return try appReceipt(bytes, trust: trust) }
         if let first = bytes.first(where: { !($0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D) }), first == 0x7B {
-            return try transactionReceipt(bytes)
+            return try transactionReceipt(bytes, trust: trust)
         }
         throw ReceiptError(.notAReceipt, "neither a PKCS#7 app receipt nor a transaction receipt")
     }

@@ -77,14 +77,8 @@ enum ReceiptSignaturePolicy {
                 continue
             }
             for root in trust.roots where intermediate.isIssued(byName: root.certificate) {
-                do {
-                    try root.store.validate(leaf: leaf, intermediates: [intermediate], at: seconds)
-                } catch {
-                    switch error.kind {
-                    case .untrustedIssuer: failure = F.untrustedRoot
-                    case .outsideValidity: failure = F.certificateExpired
-                    case .invalid: failure = F.invalidCertificate
-                    }
+                if let problem = pathFailure(leaf, intermediate, root, at: seconds) {
+                    failure = problem
                     continue
                 }
                 // Nothing embedded but the path itself (the root, if there, exactly the pinned one).
@@ -106,6 +100,26 @@ enum ReceiptSignaturePolicy {
         }
         verdict.failure = failure
         return verdict
+    }
+
+    /// Why leaf → intermediate → `root` does not validate at `seconds` (a ``ReceiptSignature/Failure`` value); nil
+    /// when it does.
+    static func pathFailure(
+        _ leaf: X509Certificate,
+        _ intermediate: X509Certificate,
+        _ root: ReceiptTrust.Root,
+        at seconds: Int64
+    ) -> String? {
+        do {
+            try root.store.validate(leaf: leaf, intermediates: [intermediate], at: seconds)
+            return nil
+        } catch {
+            switch error.kind {
+            case .untrustedIssuer: return ReceiptSignature.Failure.untrustedRoot
+            case .outsideValidity: return ReceiptSignature.Failure.certificateExpired
+            case .invalid: return ReceiptSignature.Failure.invalidCertificate
+            }
+        }
     }
 
     /// An Xcode (StoreKit testing) receipt: its `receipt_type`, or its signer — a self-signed `CN=StoreKit`.

@@ -189,8 +189,14 @@ import Testing
 
     @Test func rsaKeysHaveTheirSize() throws {
         #expect(
-            cryptoErrorCode { () throws(CryptoError) in _ = try PrivateKey.generateRSA(bits: 1024) } == .invalidArgument
+            cryptoErrorCode { () throws(CryptoError) in _ = try PrivateKey.generateRSA(bits: 768) } == .invalidArgument
         )
+        #expect(
+            cryptoErrorCode { () throws(CryptoError) in _ = try PrivateKey.generateRSA(bits: 16_384) }
+                == .invalidArgument
+        )
+        // 1024 bits: the leaf of version-2 iOS 6 transaction receipts.
+        #expect(try PrivateKey.generateRSA(bits: 1024).publicKey.rsaBits == 1024)
         let ec = try PrivateKey.generateP256()
         #expect(Self.pki.leafKey.isRSA && !ec.isRSA)
     }
@@ -213,6 +219,30 @@ import Testing
         #expect(try subject(names.intermediate) == apple[1].subject)
         #expect(try subject(names.root) == apple[2].subject)
         #expect(apple[0].commonName == Self.leafName && apple[2].commonName == "Apple Root CA")
+    }
+
+    @Test func theITunesStoreLookAlikeNamesAreApplesOwn() throws {
+        let names = GeneratedReceiptPKI.Names.appleITunesStoreLookAlike
+        let pki = try GeneratedReceiptPKI.generate(
+            notBefore: Self.notBefore,
+            notAfter: Self.notAfter,
+            names: names,
+            profile: .iTunesStore
+        )
+        let ca = try X509Certificate(der: try Fixtures.bytes("receipts/AppleITunesStoreCertificationAuthority.cer"))
+        let root = try X509Certificate(der: try Fixtures.bytes("receipts/AppleIncRootCertificate.cer"))
+        #expect(pki.intermediate.subject == ca.subject && pki.root.subject == root.subject)
+        #expect(pki.leaf.subject == "C=US,O=Apple Inc.,OU=Apple iTunes Store,CN=PurchaseReceiptCertificate")
+        // The profile: a 1024-bit leaf, Apple's markers of the iTunes Store chain.
+        #expect(try pki.leaf.publicKey().rsaBits == 1024 && pki.leafKey.isRSA)
+        #expect(
+            pki.leaf.hasExtension(oid: "1.2.840.113635.100.6.5.1")
+                && !pki.leaf.hasExtension(oid: "1.2.840.113635.100.6.11.1")
+        )
+        #expect(
+            pki.intermediate.hasExtension(oid: "1.2.840.113635.100.6.2.2")
+                && ca.hasExtension(oid: "1.2.840.113635.100.6.2.2")
+        )
     }
 
     @Test func certificatesSignWithSHA256WhenAsked() throws {

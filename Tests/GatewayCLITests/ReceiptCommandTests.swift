@@ -14,8 +14,8 @@ import WireJSON
 
     static let names = [
         "apple-legacyTransaction", "apple-xcode-app-receipt-empty", "apple-xcode-app-receipt-with-transaction",
-        "revenuecat-legacy-transaction-receipt-sandbox-2015", "revenuecat-receiptsample1-sandbox-2020",
-        "tpinappreceipt-receipt-production-2024",
+        "jackywu-legacy-transaction-receipt-production-2019", "revenuecat-legacy-transaction-receipt-sandbox-2015",
+        "revenuecat-receiptsample1-sandbox-2020", "tpinappreceipt-receipt-production-2024",
     ]
 
     @Test(arguments: names)
@@ -27,7 +27,8 @@ import WireJSON
         )
         let golden = try Fixtures.text("receipts/\(name).expected.json")
         #expect(String(decoding: output, as: UTF8.self) + "\n" == golden, "\(name)")
-        let authenticated = name.hasPrefix("tpinappreceipt") || name.hasPrefix("revenuecat-receiptsample1")
+        // Apple's own receipts; the unsigned transaction receipt and Xcode's are not.
+        let authenticated = !name.hasPrefix("apple-")
         #expect(status == (authenticated ? 0 : 1), "\(name)")
     }
 
@@ -84,6 +85,37 @@ import WireJSON
                 ReceiptCommand.self,
                 ["decode", "--root", folder + "/junk.der", file],
                 "is not a DER or PEM certificate"
+            )
+        }
+    }
+
+    @Test func aTransactionReceiptOfATestChainNeedsItsRootAndIntermediate() async throws {
+        try await Scratch.withDirectory { folder in
+            let pki = try GeneratedReceiptPKI.generate(
+                notBefore: 1_577_836_800,
+                notAfter: 2_208_988_800,
+                profile: .iTunesStore
+            )
+            let fields = [
+                TransactionReceipt.PurchaseInfoField(key: "transaction-id", value: "2000000000000001"),
+                TransactionReceipt.PurchaseInfoField(key: "purchase-date-ms", value: String(Self.now)),
+                TransactionReceipt.PurchaseInfoField(key: "bid", value: "com.example.gateway"),
+            ]
+            let text = ReceiptBuilder.base64(try ReceiptBuilder.transactionReceipt(fields, pki: pki))
+            let file = folder + "/receipt.b64"
+            try Data(text.utf8).write(to: URL(filePath: file))
+            try Data(pki.root.der).write(to: URL(filePath: folder + "/root.der"))
+            try Data(pki.intermediate.pem.utf8).write(to: URL(filePath: folder + "/intermediate.pem"))
+            let root = ["--root", folder + "/root.der"]
+            let intermediate = ["--intermediate", folder + "/intermediate.pem"]
+            #expect(try await ReceiptCommand.run(["decode", file]) == 1, "neither")
+            #expect(try await ReceiptCommand.run(["decode"] + root + [file]) == 1, "the leaf has no known issuer")
+            #expect(try await ReceiptCommand.run(["decode"] + intermediate + [file]) == 1, "no root")
+            #expect(try await ReceiptCommand.run(["decode"] + root + intermediate + [file]) == 0)
+            await CommandLineTests.expectUsage(
+                ReceiptCommand.self,
+                ["decode", "--intermediate", folder + "/missing.der", file],
+                "--intermediate: cannot read"
             )
         }
     }

@@ -1,6 +1,8 @@
 import Canonical
+import Crypto
 import Foundation
 import HTTPClient
+import Receipts
 import Store
 import Synchronization
 import TestSupport
@@ -165,18 +167,21 @@ import WireJSON
             mode: ReceiptMode,
             apple: String = "http://127.0.0.1:1",
             maxAgeMillis: Int64 = 3_600_000,
-            realReader: Bool = false
+            realReader: Bool = false,
+            legacyTransactionReceipts: Bool = false,
+            receiptTrust: ReceiptTrust? = nil
         ) throws {
             h = try GatewayHarness()
             source.state.withLock { $0.histories[ReceiptEndpointTests.customer] = ReceiptEndpointTests.history() }
             var config = h.config
             let i = try #require(config.apps.firstIndex { $0.bundleID == ReceiptEndpointTests.bundle })
             config.apps[i].receipts = mode
+            config.apps[i].legacyTransactionReceipts = legacyTransactionReceipts
             (config.verifyReceiptProductionURL, config.verifyReceiptSandboxURL) = (
                 apple + "/verifyReceipt", apple + "/sandbox/verifyReceipt"
             )
             config.receiptSettings.historyMaxAgeMillis = maxAgeMillis
-            if realReader {
+            if realReader || receiptTrust != nil {
                 // RevenueCat's sample app, sandbox: the app of a real Apple-signed receipt.
                 var sample = config.apps[i]
                 (sample.bundleID, sample.environments, sample.appAppleID) = (
@@ -187,6 +192,9 @@ import WireJSON
                 (sample.bundleID, sample.environments, sample.appAppleID) = (
                     "com.example.naturelab.backyardbirds.example", [.sandbox, .production], 1
                 )
+                config.apps.append(sample)
+                // The app of the real iOS 6 transaction receipt of 2015 (mbaasy's demo), sandbox.
+                (sample.bundleID, sample.environments, sample.appAppleID) = ("com.mbaasy.ios.demo", [.sandbox], nil)
                 config.apps.append(sample)
             }
             var d = GatewayService.Dependencies(
@@ -199,7 +207,9 @@ import WireJSON
             d.store = h.store
             d.v2PathSource = GatewayHarness.NoV2Path()
             d.trustAnchors = try TrustAnchors(appleRoots: [TrustAnchors.appleRootCAG3, try TestPKI.der("root")])
-            d.receiptReader = realReader ? nil : ReceiptEndpointTests.reader
+            d.receiptReader =
+                receiptTrust.map { ReceiptReaderLoader.reader(trust: $0) }
+                ?? (realReader ? nil : ReceiptEndpointTests.reader)
             d.receiptHistorySource = source
             service = try GatewayService(config: config, dependencies: d)
             try service.seedAuthority()
@@ -590,7 +600,8 @@ import WireJSON
 
     @Test(arguments: [
         ("apple-xcode-app-receipt-with-transaction.b64", "21003"),
-        ("revenuecat-legacy-transaction-receipt-sandbox-2015.b64", "21010"),
+        ("revenuecat-legacy-transaction-receipt-sandbox-2015.b64", "21003"),  // its app does not take the format
+        ("jackywu-legacy-transaction-receipt-production-2019.b64", "21010"),
         ("tpinappreceipt-receipt-production-2024.b64", "21010"),
     ])
     func realReceiptsOfOtherKindsAndAppsGetApplesStatuses(_ name: String, _ status: String) async throws {
@@ -599,6 +610,145 @@ import WireJSON
         let data = String(decoding: try Fixtures.bytes("receipts/" + name), as: UTF8.self)
         let answer = try await rig.ask(data)
         #expect(String(decoding: (answer["status"] ?? .null).canonicalBytes(), as: UTF8.self) == status, "\(name)")
+    }
+
+    // MARK: iOS 6 transaction receipts, read by the real reader
+
+    /// An iOS 6 transaction receipt's property-list text (Apple's layout) around `purchaseInfo` (its own text), with
+    /// `signature` (base64) when given: `receipt-data` as an iOS 6 app sent it.
+    static func transactionReceiptData(_ purchaseInfo: String, signature: String? = nil) -> String {
+        func base64(_ s: String) -> String { Data(s.utf8).base64EncodedString() }
+        var lines = ["{"]
+        if let signature { lines.append("\t\"signature\" = \"\(signature)\";") }
+        lines.append("\t\"purchase-info\" = \"\(base64(purchaseInfo))\";")
+        lines += ["\t\"environment\" = \"Sandbox\";", "\t\"pod\" = \"100\";", "\t\"signing-status\" = \"0\";", "}"]
+        return base64(lines.joined(separator: "\n"))
+    }
+
+    /// A `purchase-info` naming the rig's customer: what anyone can write.
+    static let madeUpPurchaseInfo = """
+        {
+        \t"original-transaction-id" = "\(customer)";
+        \t"transaction-id" = "2000000900001001";
+        \t"product-id" = "com.example.gateway.monthly";
+        \t"bid" = "com.example.gateway";
+        \t"purchase-date-ms" = "1447821281000";
+        }
+        """
+
+    /// A transaction receipt anyone could write for a real customer's transaction id — unsigned, or with the
+    /// signature of a real Apple receipt spliced on — is not authenticated: 21003, and the customer's history is not
+    /// fetched, where the app takes the format.
+    @Test func aMadeUpTransactionReceiptNamingARealCustomerIs21003() async throws {
+        let rig = try Rig(mode: .api, realReader: true, legacyTransactionReceipts: true)
+        defer { rig.close() }
+        let real = try #require(
+            Data(
+                base64Encoded: Data(
+                    try Fixtures.bytes("receipts/revenuecat-legacy-transaction-receipt-sandbox-2015.b64")
+                )
+            )
+        )
+        let applesSignature = try #require(OldStylePlist.string(try OldStylePlist.parse(Array(real)), "signature"))
+        let inputs: [(String, String)] = [
+            ("unsigned", Self.transactionReceiptData(Self.madeUpPurchaseInfo)),
+            (
+                "Apple's signature of another receipt",
+                Self.transactionReceiptData(Self.madeUpPurchaseInfo, signature: applesSignature)
+            ),
+        ]
+        for (name, data) in inputs {
+            let answer = try await rig.ask(data)
+            #expect(answer["status"] == .number("21003"), "\(name)")
+            #expect(answer["latest_receipt_info"] == nil, "\(name)")
+        }
+        #expect(rig.source.calls == 0, "no history fetched for a receipt that is not Apple's")
+    }
+
+    /// A sandbox test chain for version-2 transaction receipts (Apple iTunes Store CA's profile), trusted as
+    /// `trust.extra_receipt_roots` trusts a root: for sandbox receipts only.
+    static let iTunesTestChain: GeneratedReceiptPKI = {
+        do {
+            return try GeneratedReceiptPKI.generate(
+                notBefore: 1_577_836_800,
+                notAfter: 2_208_988_800,
+                names: .test("iap-gateway Endpoint iTunes"),
+                profile: .iTunesStore
+            )
+        } catch { fatalError("test PKI: \(error)") }
+    }()
+
+    /// A transaction receipt naming the rig's customer, signed by ``iTunesTestChain``.
+    static func signedTransactionReceiptData(environment: String? = "Sandbox") throws -> String {
+        let fields: [(String, String)] = [
+            ("original-transaction-id", customer), ("transaction-id", "2000000900001001"),
+            ("product-id", "com.example.gateway.monthly"), ("bid", "com.example.gateway"),
+            ("purchase-date-ms", String(t - 10 * 86_400_000)), ("expires-date", String(t + 20 * 86_400_000)),
+        ]
+        let text = try ReceiptBuilder.transactionReceipt(
+            fields.map { TransactionReceipt.PurchaseInfoField(key: $0.0, value: $0.1) },
+            environment: environment,
+            pki: iTunesTestChain
+        )
+        return ReceiptBuilder.base64(text)
+    }
+
+    static let withTestChain = ReceiptTrust(
+        extraSandboxRoots: [iTunesTestChain.root.der],
+        extraIntermediates: [iTunesTestChain.intermediate.der]
+    )
+
+    @Test func aSignedTransactionReceiptIsAnsweredFromTheCustomersHistory() async throws {
+        let rig = try Rig(mode: .api, legacyTransactionReceipts: true, receiptTrust: Self.withTestChain)
+        defer { rig.close() }
+        let data = try Self.signedTransactionReceiptData()
+        let answer = try await rig.ask(data)
+        #expect(answer["status"] == .number("0") && answer["environment"] == .string("Sandbox"))
+        #expect(Self.ids(answer) == ["2000000900001001", Self.customer, "2000000900003000"])
+        // verifyReceipt's iOS 6 `receipt`: the purchase-info with `_` for `-`.
+        let receipt = try #require(answer["receipt"]?.objectValue)
+        #expect(receipt["original_transaction_id"] == .string(Self.customer) && receipt["bid"] == .string(Self.bundle))
+        #expect(answer["latest_receipt"] == .string(data), "the receipt sent, echoed")
+        #expect(rig.source.calls == 1)
+        // The same receipt where the app does not take the format, and a production one under a test chain: 21003.
+        let off = try Rig(mode: .api, receiptTrust: Self.withTestChain)
+        defer { off.close() }
+        #expect(try await off.ask(data)["status"] == .number("21003"))
+        let production = try Self.signedTransactionReceiptData(environment: nil)
+        #expect(try await rig.ask(production, sandboxURL: false)["status"] == .number("21003"))
+        #expect(rig.source.calls == 1 && off.source.calls == 0)
+    }
+
+    @Test(arguments: [true, false])
+    func theRealTransactionReceiptOf2015IsAnsweredWhereItsAppTakesTheFormat(_ legacy: Bool) async throws {
+        let rig = try Rig(mode: .api, realReader: true, legacyTransactionReceipts: legacy)
+        defer { rig.close() }
+        let i = try #require(rig.service.config.apps.firstIndex { $0.bundleID == "com.mbaasy.ios.demo" })
+        #expect(rig.service.config.apps[i].legacyTransactionReceipts == legacy)
+        var tx = Self.transaction(
+            "1000000181298734",
+            otid: "1000000180636226",
+            product: "yearly",
+            purchase: 1_447_821_281_000,
+            expires: 1_448_346_881_000
+        )
+        tx.bundleID = "com.mbaasy.ios.demo"
+        rig.source.state.withLock {
+            $0.histories["1000000180636226"] = CustomerHistory(fetchedAt: 0, transactions: [tx], renewals: [])
+        }
+        let data = String(
+            decoding: try Fixtures.bytes("receipts/revenuecat-legacy-transaction-receipt-sandbox-2015.b64"),
+            as: UTF8.self
+        )
+        let answer = try await rig.ask(data)
+        if legacy {
+            #expect(answer["status"] == .number("0"))
+            #expect(Self.ids(answer) == ["1000000181298734"])
+            #expect(answer["receipt"]?.objectValue?["transaction_id"] == .string("1000000181298734"))
+            #expect(rig.source.calls == 1)
+        } else {
+            #expect(answer["status"] == .number("21003") && rig.source.calls == 0)
+        }
     }
 
     /// What is no receipt, through the real reader: Apple's 21002, nothing asked of Apple, nothing kept.

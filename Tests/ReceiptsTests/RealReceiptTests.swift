@@ -1,6 +1,7 @@
 import Receipts
 import TestSupport
 import Testing
+import WireJSON
 
 /// Every real receipt of `Fixtures/receipts` reads to what its source says (Fixtures/receipts/README.md): Apple's
 /// production and sandbox receipts authenticated at their creation date, Xcode's readable and never Apple's, the
@@ -153,9 +154,17 @@ import Testing
     @Test func theRealTransactionReceiptOf2015() throws {
         let r = try Self.read("revenuecat-legacy-transaction-receipt-sandbox-2015")
         #expect(r.format == .transactionReceipt)
+        // Version 2: PurchaseReceiptCertificate (2014-06-07..2016-05-18) under Apple iTunes Store CA, judged at the
+        // purchase date.
         #expect(
             r.signature
-                == ReceiptSignature(valid: false, signer: "PurchaseReceiptCertificate", failure: "not_verifiable")
+                == ReceiptSignature(
+                    valid: true,
+                    signer: "PurchaseReceiptCertificate",
+                    digest: "sha1",
+                    judgedAt: 1_447_821_281_000,
+                    root: "apple"
+                )
         )
         #expect(r.isSandbox)
         let t = try #require(r.transaction)
@@ -165,6 +174,48 @@ import Testing
         #expect(t.purchaseDate == 1_447_821_281_000 && t.expiresDate == 1_448_346_881_000)
         #expect(t.purchaseInfo.count == 19)
         #expect(r.lookupTransactionID == "1000000180636226")
+    }
+
+    @Test func theRealTransactionReceiptOf2019() throws {
+        let r = try Self.read("jackywu-legacy-transaction-receipt-production-2019")
+        #expect(r.format == .transactionReceipt)
+        // Version 3: the app receipts' leaf (2015-11-13..2023-02-07) under the first WWDR CA, judged at the purchase
+        // date.
+        #expect(
+            r.signature
+                == ReceiptSignature(
+                    valid: true,
+                    signer: Self.leafName,
+                    digest: "sha1",
+                    judgedAt: 1_574_617_369_000,
+                    root: "apple"
+                )
+        )
+        #expect(!r.isSandbox, "a production receipt carries no environment")
+        let t = try #require(r.transaction)
+        #expect(t.transactionID == "140000650438622" && t.originalTransactionID == "140000650438622")
+        #expect(t.productID == "com.freeramble.smsautosender.6" && t.bundleID == "com.freeramble.smsautosender")
+        #expect(t.bundleVersion == "196" && t.webOrderLineItemID == "140000221703974" && t.environment == nil)
+        #expect(t.purchaseDate == 1_574_617_369_000 && t.expiresDate == 1_577_209_369_000)
+        #expect(t.purchaseInfo.count == 24)
+        #expect(r.lookupTransactionID == "140000650438622")
+    }
+
+    @Test func theReceiptObjectOf2019IsWhatApplesAnswerCarried() throws {
+        // The notification this receipt came in (Fixtures/v1) carries Apple's verifyReceipt object for it,
+        // `latest_receipt_info`: the same keys in the same order, the same values.
+        let notification = try #require(
+            try JSONParser.parse(try Fixtures.bytes("v1/v1-notif-initial-buy-prod-2019.json")).objectValue
+        )
+        let r = try Self.read("jackywu-legacy-transaction-receipt-production-2019")
+        #expect(r.receiptObject(requestDate: TestReceipts.june2025) == notification["latest_receipt_info"])
+        #expect(
+            notification["latest_receipt"]?.stringValue
+                == String(
+                    decoding: try TestReceipts.text("jackywu-legacy-transaction-receipt-production-2019"),
+                    as: UTF8.self
+                )
+        )
     }
 
     @Test(arguments: TestReceipts.names)

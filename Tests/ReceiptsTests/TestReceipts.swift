@@ -20,8 +20,14 @@ enum TestReceipts {
     /// A chain whose intermediate lacks Apple's intermediate marker.
     static let noIntermediateMarker = generate(.test("iap-gateway No WWDR Marker"), intermediateMarker: false)
 
+    /// Version-2 transaction-receipt chains (``GeneratedReceiptPKI/Profile/iTunesStore``): test names; Apple's names
+    /// with keys of its own.
+    static let iTunes = generate(.test("iap-gateway Test iTunes"), profile: .iTunesStore)
+    static let iTunesLookAlike = generate(.appleITunesStoreLookAlike, profile: .iTunesStore)
+
     static func generate(
         _ names: GeneratedReceiptPKI.Names,
+        profile: GeneratedReceiptPKI.Profile = .appReceipt,
         leafMarker: Bool = true,
         intermediateMarker: Bool = true
     ) -> GeneratedReceiptPKI {
@@ -30,6 +36,7 @@ enum TestReceipts {
                 notBefore: notBefore,
                 notAfter: notAfter,
                 names: names,
+                profile: profile,
                 leafMarker: leafMarker,
                 intermediateMarker: intermediateMarker
             )
@@ -40,12 +47,18 @@ enum TestReceipts {
     static let apple = ReceiptTrust()
     /// Apple's root, and ``pki``'s as an extra sandbox root.
     static let withTestRoot = ReceiptTrust(extraSandboxRoots: [pki.root.der])
+    /// Apple's root, and the roots of ``pki`` (version-3 transaction receipts) and ``iTunes`` (version 2) as extra
+    /// sandbox roots, with their intermediates.
+    static let withTestChains = ReceiptTrust(
+        extraSandboxRoots: [pki.root.der, iTunes.root.der],
+        extraIntermediates: [pki.intermediate.der, iTunes.intermediate.der]
+    )
 
     /// The real receipts of `Fixtures/receipts` (their `.b64` names without the extension).
     static let names = [
         "apple-legacyTransaction", "apple-xcode-app-receipt-empty", "apple-xcode-app-receipt-with-transaction",
-        "revenuecat-legacy-transaction-receipt-sandbox-2015", "revenuecat-receiptsample1-sandbox-2020",
-        "tpinappreceipt-receipt-production-2024",
+        "jackywu-legacy-transaction-receipt-production-2019", "revenuecat-legacy-transaction-receipt-sandbox-2015",
+        "revenuecat-receiptsample1-sandbox-2020", "tpinappreceipt-receipt-production-2024",
     ]
 
     /// A fixture's text (`receipt-data` as a client sends it).
@@ -84,6 +97,40 @@ enum TestReceipts {
                 )
             ]
         )
+    }
+
+    /// The `purchase-info` of a sandbox subscription renewal bought at `purchased` (ms), in Apple's keys and order.
+    static func purchaseFields(purchased: Int64? = june2025) -> [TransactionReceipt.PurchaseInfoField] {
+        var fields: [(String, String)] = [
+            ("original-purchase-date-ms", String(june2025 - 86_400_000)),
+            ("unique-identifier", "0000000000000000000000000000000000000000"),
+            ("original-transaction-id", "2000000000000001"),
+            ("expires-date", String((purchased ?? june2025) + 2_592_000_000)),
+            ("transaction-id", "2000000000000002"),
+            ("web-order-line-item-id", "2000000000000100"),
+            ("bvrs", "7"),
+            ("item-id", "1000000001"),
+            ("product-id", "com.example.monthly"),
+            ("bid", "com.example.gateway"),
+            ("quantity", "1"),
+        ]
+        if let purchased { fields.insert(("purchase-date-ms", String(purchased)), at: 1) }
+        return fields.map { TransactionReceipt.PurchaseInfoField(key: $0.0, value: $0.1) }
+    }
+
+    /// A transaction receipt of ``purchaseFields(purchased:)`` signed with `pki` (version 2 for ``iTunes``, 3 for
+    /// ``pki``), as `receipt-data` text.
+    static func signedTransaction(
+        purchased: Int64? = june2025,
+        environment: String? = "Sandbox",
+        by pki: GeneratedReceiptPKI = iTunes
+    ) throws -> [UInt8] {
+        let text = try ReceiptBuilder.transactionReceipt(
+            purchaseFields(purchased: purchased),
+            environment: environment,
+            pki: pki
+        )
+        return Array(ReceiptBuilder.base64(text).utf8)
     }
 
     /// `receipt` signed with `pki`, as `receipt-data` text.

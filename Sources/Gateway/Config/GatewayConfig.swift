@@ -31,8 +31,8 @@ public struct GatewayConfig: Sendable {
         /// the database wins over it): `receipts` in the file, a string or per environment.
         public var receipts: ReceiptMode = .apple
         public var receiptsByEnvironment: [AppStoreEnvironment: ReceiptMode] = [:]
-        /// `legacy_transaction_receipts`: the iOS 6 transaction receipt is answered (its signature cannot be chained to
-        /// a pinned root; docs/threat-model.md).
+        /// `legacy_transaction_receipts`: the iOS 6 transaction receipt is taken at all (then, like an app receipt,
+        /// only when its signature chains to Apple's receipt root; docs/threat-model.md).
         public var legacyTransactionReceipts = false
         /// `consumption`: how Apple's refund requests are answered; nil: they are not (docs/operations.md, "Refund
         /// requests").

@@ -168,9 +168,10 @@ public final class ReceiptEndpoint: Sendable {
         let environment = receipt.environment
         switch receipt.kind {
         case .xcode: return ReceiptAnswer.status(Status.notAuthenticated)
+        // The iOS 6 format is taken only where the app opts in, and then only signed by Apple, like an app receipt.
         case .transaction where !app.legacyTransactionReceipts: return ReceiptAnswer.status(Status.notAuthenticated)
-        case .transaction: break
-        case .app: guard receipt.authenticated else { return ReceiptAnswer.status(Status.notAuthenticated) }
+        case .app, .transaction:
+            guard receipt.authenticated else { return ReceiptAnswer.status(Status.notAuthenticated) }
         }
         // Apple's own routing: the old backend asks production first and sandbox on 21007.
         if receipt.isSandbox && !sandboxURL { return ReceiptAnswer.status(Status.sandboxReceipt) }

@@ -5,13 +5,20 @@ internal import Receipts
 /// config's `trust.extra_receipt_roots` for sandbox receipts only (docs/threat-model.md).
 enum ReceiptReaderLoader {
     static func reader(config: GatewayConfig) throws(ConfigError) -> @Sendable ([UInt8]) -> ReceiptReading {
-        let trust = ReceiptTrust(
-            extraSandboxRoots: try TrustAnchorLoader.certificates(
-                config.extraReceiptRoots,
-                field: "trust.extra_receipt_roots"
+        reader(
+            trust: ReceiptTrust(
+                extraSandboxRoots: try TrustAnchorLoader.certificates(
+                    config.extraReceiptRoots,
+                    field: "trust.extra_receipt_roots"
+                )
             )
         )
-        return caching { bytes in
+    }
+
+    /// The reader with `trust` (tests: a test chain's intermediates of transaction receipts, which the config does
+    /// not name), behind the cache.
+    static func reader(trust: ReceiptTrust) -> @Sendable ([UInt8]) -> ReceiptReading {
+        caching { bytes in
             do throws(ReceiptError) {
                 return .receipt(SubmittedReceipt(try ReceiptReader.read(bytes, trust: trust)))
             } catch {

@@ -10,7 +10,8 @@ public struct SubmittedReceipt: Sendable {
         case app
         /// A StoreKit-testing receipt made by Xcode: never Apple's.
         case xcode
-        /// The iOS 6 transaction receipt, whose signature cannot be chained to a pinned root.
+        /// The iOS 6 transaction receipt: authenticated as an app receipt is, and taken only where the app's
+        /// `legacy_transaction_receipts` allows the format.
         case transaction
     }
     public var kind: Kind
