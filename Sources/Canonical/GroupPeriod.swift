@@ -4,8 +4,9 @@
 /// (`revoked_seats`) and gives a transaction a revocation date only once all its seats are gone. So:
 ///
 /// - the period's seats are Σ `quantity` − Σ `revoked_seats` over the purchaser's transactions of the period (those
-///   of the subscription that end when it ends), each as its newest view says; members' (`assigned`) transactions
-///   repeat the purchaser's seat data and are never counted;
+///   of the subscription that end when it ends), each as its newest view says — a transaction with a revocation
+///   date counts none, whether or not Apple gave its revoked seats; members' (`assigned`) transactions repeat the
+///   purchaser's seat data and are never counted;
 /// - the purchaser loses access only when every transaction of the period carries a revocation: a transaction whose
 ///   seats were all refunded leaves the purchaser entitled while another transaction of the period stands;
 /// - the seats at the next renewal are the newest renewal info's.
@@ -58,7 +59,7 @@ public struct GroupPeriod: Sendable, Hashable {
             views[id] = e
         }
         var seats = 0
-        for view in views.values {
+        for view in views.values where view.revocationDate == nil {
             seats = seats.clampedAdding(max(0, (view.quantity ?? 1).clampedSubtracting(view.revokedSeats ?? 0)))
         }
         return GroupPeriod(

@@ -53,7 +53,8 @@ public enum NotificationPolicy {
         var plan = Plan(writes: events(n.events, authority: authority, routing: routing))
         if n.version == .v2 {
             // A group's seats are V2's alone (V1 never had them): nothing to compare.
-            for e in n.events where routing.compares(e.bundleID) && e.isSubscription && !GroupPeriod.concernsSeatsOnly(e) {
+            for e in n.events
+            where routing.compares(e.bundleID) && e.isSubscription && !GroupPeriod.concernsSeatsOnly(e) {
                 guard let bundle = e.bundleID, let environment = e.environment, let otid = e.originalTransactionID
                 else { continue }
                 let key = SubscriptionKey(bundleID: bundle, environment: environment, originalTransactionID: otid)

@@ -95,6 +95,35 @@ public struct BundleReport: Sendable, Hashable, Codable {
     /// Apple's refund requests over the report's window (docs/operations.md, "Refund requests"); nil when the app
     /// does not answer them and none is stored.
     public var refundRequests: RefundRequestsSection?
+    /// Group (multiseat) subscriptions (docs/operations.md, "Group subscriptions"); nil when the bundle has none.
+    public var groups: GroupsSection?
+
+    /// A bundle's group (multiseat) subscriptions: those whose period runs now and their seats, and the seat events
+    /// of the report's window. Seats are V2's alone: none of it is compared with V1.
+    public struct GroupsSection: Sendable, Hashable, Codable {
+        /// Group subscriptions (their purchasers') whose current period has not ended.
+        public var groups: Int
+        /// Their seats in their current periods, added up.
+        public var seats: Int
+        /// Seat events stored in the window: seats added, seats reduced at renewal, seat refunds, unclaims.
+        public var seatsAdded: Int
+        public var seatsReduced: Int
+        public var seatRefunds: Int
+        public var unclaims: Int
+
+        public init(groups: Int, seats: Int, seatsAdded: Int, seatsReduced: Int, seatRefunds: Int, unclaims: Int) {
+            (self.groups, self.seats, self.seatsAdded, self.seatsReduced, self.seatRefunds, self.unclaims) = (
+                groups, seats, seatsAdded, seatsReduced, seatRefunds, unclaims
+            )
+        }
+
+        enum CodingKeys: String, CodingKey {
+            case groups, seats, unclaims
+            case seatsAdded = "seats_added"
+            case seatsReduced = "seats_reduced"
+            case seatRefunds = "seat_refunds"
+        }
+    }
 
     /// Apple's refund requests (CONSUMPTION_REQUEST) of a bundle and environment signed in the report's window: how
     /// many were answered in time, with which preference, and what Apple decided after each preference.
@@ -286,7 +315,8 @@ public struct BundleReport: Sendable, Hashable, Codable {
         recovered: [RecoveredDay] = [],
         appleSwitches: [AppleSwitchEnd] = [],
         receipts: ReceiptsSection? = nil,
-        refundRequests: RefundRequestsSection? = nil
+        refundRequests: RefundRequestsSection? = nil,
+        groups: GroupsSection? = nil
     ) {
         self.bundleID = bundleID
         self.environment = environment
@@ -306,6 +336,7 @@ public struct BundleReport: Sendable, Hashable, Codable {
         self.appleSwitches = appleSwitches
         self.receipts = receipts
         self.refundRequests = refundRequests
+        self.groups = groups
     }
 
     enum CodingKeys: String, CodingKey {
@@ -321,6 +352,7 @@ public struct BundleReport: Sendable, Hashable, Codable {
         case appleSwitches = "apple_switches"
         case receipts
         case refundRequests = "refund_requests"
+        case groups
     }
 
     // `agreement_rate` is always present (null when nothing was compared).
@@ -344,5 +376,6 @@ public struct BundleReport: Sendable, Hashable, Codable {
         try c.encode(appleSwitches, forKey: .appleSwitches)
         try c.encode(receipts, forKey: .receipts)
         try c.encode(refundRequests, forKey: .refundRequests)
+        try c.encodeIfPresent(groups, forKey: .groups)
     }
 }

@@ -190,7 +190,20 @@ extension ReportRenderer {
         }
         if let r = b.receipts { receiptSection(&h, r, rule: rule, index: i) }
         if let r = b.refundRequests { refundSection(&h, r, index: i) }
+        if let g = b.groups { groupsSection(&h, g, index: i) }
         h.raw("</section>\n")
+    }
+
+    /// Group (multiseat) subscriptions: groups and seats now, the window's seat events. V2's alone, never compared.
+    static func groupsSection(_ h: inout HTMLWriter, _ g: BundleReport.GroupsSection, index i: Int) {
+        h.raw("<h3>Group subscriptions</h3>\n<div class=\"stats\" id=\"groups-\(i)\">\n")
+        stat(&h, grouped(g.groups), "groups in a current period", cls: "")
+        stat(&h, grouped(g.seats), "seats", cls: "")
+        stat(&h, grouped(g.seatsAdded), "seats added", cls: "muted")
+        stat(&h, grouped(g.seatsReduced), "seats reduced at renewal", cls: "muted")
+        stat(&h, grouped(g.seatRefunds), "seat refunds", cls: g.seatRefunds > 0 ? "warn" : "muted")
+        stat(&h, grouped(g.unclaims), "seats unclaimed", cls: g.unclaims > 0 ? "warn" : "muted")
+        h.raw("</div>\n")
     }
 
     /// Apple's refund requests: answered in time, how the others ended, and Apple's decisions after each preference.

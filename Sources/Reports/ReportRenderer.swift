@@ -136,6 +136,13 @@ public enum ReportRenderer {
         }
         if let r = b.receipts { receiptRows(r, row: row, more: more) }
         if let r = b.refundRequests { refundRows(r, row: row, more: more) }
+        if let g = b.groups {
+            row(
+                "group subscriptions",
+                "\(g.groups) groups, \(g.seats) seats   in the window: seats added \(g.seatsAdded), reduced \(g.seatsReduced), "
+                    + "seat refunds \(g.seatRefunds), unclaims \(g.unclaims)"
+            )
+        }
         return lines
     }
 

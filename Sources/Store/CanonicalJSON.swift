@@ -7,9 +7,12 @@ internal import WireJSON
 public enum CanonicalJSON {
     public static func encode(_ e: CanonicalEvent) -> [UInt8] {
         var w = JSONObjectWriter()
+        // The keys of one kind only, and the multiseat keys, are left out when nil (CanonicalEvent's
+        // `encodeIfPresent`).
+        if let v = e.additionalTransactionReason { w.string("additional_transaction_reason", v) }
+        if let v = e.amountMilli { w.int("amount_milli", v) }
         w.string("app_account_token", e.appAccountToken)
         w.int("app_apple_id", e.appAppleID)
-        // The keys of one kind only are left out when nil (CanonicalEvent's `encodeIfPresent`).
         if let v = e.appTransactionID { w.string("app_transaction_id", v) }
         w.bool("auto_renew", e.autoRenew)
         w.string("auto_renew_product_id", e.autoRenewProductID)
@@ -27,8 +30,10 @@ public enum CanonicalJSON {
         if let v = e.externalPurchaseTokenExpirationDate { w.int("external_purchase_token_expiration_date", v) }
         if let v = e.externalPurchaseTokenType { w.string("external_purchase_token_type", v) }
         w.int("grace_period_expires_date", e.gracePeriodExpiresDate)
+        if let v = e.groupSeats { w.int("group_seats", v) }
         w.string("id", e.id)
         w.bool("in_billing_retry", e.inBillingRetry)
+        if let v = e.invitationManagement { w.string("invitation_management", v) }
         w.bool("is_intro", e.isIntro)
         w.bool("is_trial", e.isTrial)
         w.string("kind", e.kind.rawValue)
@@ -46,15 +51,33 @@ public enum CanonicalJSON {
         w.string("raw_type", e.rawType)
         w.string("reason", e.reason?.rawValue)
         w.string("recovered_by", e.recoveredBy?.rawValue)
+        if let v = e.renewalQuantity { w.int("renewal_quantity", v) }
+        if let v = e.renewalSeatPriceTiers { w.raw("renewal_seat_price_tiers", encode(v)) }
         w.int("revocation_date", e.revocationDate)
         w.string("revocation_reason", e.revocationReason)
+        if let v = e.revokedSeats { w.int("revoked_seats", v) }
         w.int("schema", e.schema)
+        if let v = e.seatPriceTiers { w.raw("seat_price_tiers", encode(v)) }
         w.string("source", e.source.rawValue)
         w.string("subscription_group_id", e.subscriptionGroupID)
         w.string("transaction_id", e.transactionID)
+        if let v = e.unclaimedSeatIDs { w.raw("unclaimed_seat_ids", JSONValue.array(v.map { .string($0) }).text()) }
         w.bool("verified", e.verified)
         w.string("web_order_line_item_id", e.webOrderLineItemID)
         return w.finish()
+    }
+
+    /// A multiseat purchase's price tiers: `[{"price_milli":…,"quantity":…},…]`.
+    public static func encode(_ tiers: [SeatPriceTier]) -> [UInt8] {
+        JSONValue.array(
+            tiers.map { tier in
+                .object(
+                    JSONObject([
+                        ("price_milli", .number(String(tier.priceMilli))), ("quantity", .number(String(tier.quantity))),
+                    ])
+                )
+            }
+        ).text()
     }
 
     public static func encode(_ entitlement: Entitlement) -> [UInt8] {
@@ -75,6 +98,8 @@ public enum CanonicalJSON {
         w.string("original_transaction_id", s.originalTransactionID)
         w.string("path", s.path.rawValue)
         w.string("product_id", s.productID)
+        if let v = s.renewalSeats { w.int("renewal_seats", v) }
+        if let v = s.seats { w.int("seats", v) }
         return w.finish()
     }
 }

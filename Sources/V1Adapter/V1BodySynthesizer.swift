@@ -29,7 +29,8 @@ public enum V1BodySynthesizer {
     ///   `CANCEL` for a subscription, V1's `REFUND` for every other product.
     public static func v1NotificationType(v2Type: String, subtype: String?, autoRenewable: Bool = true) -> String? {
         switch (v2Type, subtype) {
-        case (_, "INCREASE_QUANTITY"), (_, "DECREASE_QUANTITY"), (_, "SEATS"), ("UNCLAIM_SEATS", _), (_, "UNCLAIM_SEATS"):
+        case (_, "INCREASE_QUANTITY"), (_, "DECREASE_QUANTITY"), (_, "SEATS"), ("UNCLAIM_SEATS", _),
+            (_, "UNCLAIM_SEATS"):
             // A group subscription's seats: V1 never knew them, and a seat refund is no cancellation of the
             // subscription (docs/architecture.md, "Group subscriptions").
             nil
@@ -71,7 +72,11 @@ public enum V1BodySynthesizer {
     /// a cancellation of the whole subscription.
     public static func v1NotificationType(for event: CanonicalEvent) -> String? {
         guard !GroupPeriod.isPartialRevocation(event) else { return nil }
-        return v1NotificationType(v2Type: event.rawType, subtype: event.rawSubtype, autoRenewable: isAutoRenewable(event))
+        return v1NotificationType(
+            v2Type: event.rawType,
+            subtype: event.rawSubtype,
+            autoRenewable: isAutoRenewable(event)
+        )
     }
 
     /// The product type when the event says it, else: an expiry date makes a subscription.

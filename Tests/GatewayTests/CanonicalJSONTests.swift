@@ -72,4 +72,35 @@ import WireJSON
         #expect(CanonicalJSON.encode(e) == JSONOutput.encode(e))
         #expect(String(decoding: CanonicalJSON.encode(e), as: UTF8.self).contains(#""app_transaction_id":"#))
     }
+
+    @Test func theMultiseatKeysMatchWhenSetAndWhenLeftOut() {
+        var e = CanonicalEvent(
+            id: "n-2",
+            source: .v2,
+            kind: .seatsRefunded,
+            rawType: "REFUND",
+            rawSubtype: "SEATS",
+            eventDate: 1_748_736_000_000,
+            eventDateSource: .signedDate,
+            verified: true
+        )
+        #expect(CanonicalJSON.encode(e) == JSONOutput.encode(e))
+        e.revokedSeats = 3
+        e.invitationManagement = "developer"
+        e.seatPriceTiers = [
+            SeatPriceTier(priceMilli: 9_990, quantity: 5), SeatPriceTier(priceMilli: 7_990, quantity: 3),
+        ]
+        e.amountMilli = 73_920
+        e.additionalTransactionReason = "seat_addition"
+        e.renewalQuantity = 6
+        e.renewalSeatPriceTiers = [SeatPriceTier(priceMilli: 9_990, quantity: 6)]
+        e.unclaimedSeatIDs = ["0f8fad5b-d9cb-469f-a165-70867728950e", "a\"b"]
+        e.groupSeats = 9
+        #expect(CanonicalJSON.encode(e) == JSONOutput.encode(e))
+        var state = SubscriptionState(path: .v2, event: e)
+        #expect(CanonicalJSON.encode(state) == JSONOutput.encode(state))
+        state.seats = nil
+        state.renewalSeats = nil
+        #expect(CanonicalJSON.encode(state) == JSONOutput.encode(state))
+    }
 }

@@ -28,6 +28,8 @@ public struct TestNotification: Sendable {
     public var renewalInfo: TestRenewalInfo?
     /// `data.consumptionRequestReason` (a CONSUMPTION_REQUEST's); nil leaves it out.
     public var consumptionRequestReason: String?
+    /// `unclaimInfo.unclaimSeatIds` (an UNCLAIM_SEATS'); nil leaves `unclaimInfo` out.
+    public var unclaimSeatIDs: [String]?
 
     public init(
         notificationType: String,
@@ -95,9 +97,15 @@ public struct TestNotification: Sendable {
             "signedRenewalInfo": signedRenewalInfo.map(TestJSON.string), "status": status.map { .int(Int64($0)) },
             "consumptionRequestReason": consumptionRequestReason.map(TestJSON.string),
         ])
+        let unclaim = unclaimSeatIDs.map { ids in
+            TestJSON.object([
+                "unclaimSeatIds": .raw("[" + ids.map { TestJSON.string($0).text }.joined(separator: ",") + "]")
+            ])
+        }
         return TestJSON.object([
             "notificationType": .string(notificationType), "subtype": subtype.map(TestJSON.string),
-            "notificationUUID": .string(notificationUUID), "data": .raw(data), "version": .string("2.0"),
+            "notificationUUID": .string(notificationUUID), "data": .raw(data),
+            "unclaimInfo": unclaim.map(TestJSON.raw), "version": .string("2.0"),
             "signedDate": signedDate.map(TestJSON.int),
         ])
     }
@@ -145,8 +153,32 @@ public struct TestTransaction: Sendable {
     public var environment = "Sandbox"
     public var transactionReason = "RENEWAL"
     public var price: Int64 = 9990
+    public var quantity: Int64 = 1
+    public var ownership = "PURCHASED"
+    public var revocationDate: Int64?
+    public var revocationReason: Int64?
+    // Multiseat (group) purchases: `multiSeatInfo` as JSON text, and the members Apple may put beside it.
+    public var multiSeatInfo: String?
+    public var revokedSeatQuantity: Int64?
+    public var invitationManagement: String?
+    public var additionalTransactionReason: String?
 
     public init() {}
+
+    /// A `multiSeatInfo` object: tiers of (price in milliunits, seats), and optionally the revoked seats and the
+    /// invitation model inside it.
+    public static func multiSeatInfo(
+        tiers: [(price: Int64, quantity: Int64)],
+        revoked: Int64? = nil,
+        invitations: String? = nil
+    ) -> String {
+        let list = tiers.map { TestJSON.object(["price": .int($0.price), "quantity": .int($0.quantity)]) }
+        return TestJSON.object([
+            "priceTiers": .raw("[" + list.joined(separator: ",") + "]"),
+            "revokedSeatQuantity": revoked.map(TestJSON.int),
+            "invitationManagement": invitations.map(TestJSON.string),
+        ])
+    }
 
     public var json: String {
         TestJSON.object([
@@ -155,11 +187,16 @@ public struct TestTransaction: Sendable {
             "subscriptionGroupIdentifier": .string("21000001"),
             "purchaseDate": .int(purchaseDate), "originalPurchaseDate": .int(originalPurchaseDate),
             "expiresDate": .int(expiresDate),
-            "quantity": .int(1), "type": .string(type), "inAppOwnershipType": .string("PURCHASED"),
+            "quantity": .int(quantity), "type": .string(type), "inAppOwnershipType": .string(ownership),
             "signedDate": signedDate.map(TestJSON.int), "environment": .string(environment),
             "transactionReason": .string(transactionReason), "storefront": .string("USA"),
             "storefrontId": .string("143441"),
             "price": .int(price), "currency": .string("USD"),
+            "revocationDate": revocationDate.map(TestJSON.int), "revocationReason": revocationReason.map(TestJSON.int),
+            "multiSeatInfo": multiSeatInfo.map(TestJSON.raw),
+            "revokedSeatQuantity": revokedSeatQuantity.map(TestJSON.int),
+            "invitationManagement": invitationManagement.map(TestJSON.string),
+            "additionalTransactionReason": additionalTransactionReason.map(TestJSON.string),
         ])
     }
 }
@@ -174,6 +211,9 @@ public struct TestRenewalInfo: Sendable {
     public var environment = "Sandbox"
     public var recentSubscriptionStartDate = TestCA.signedDate - 90 * 86_400_000
     public var renewalDate = TestCA.signedDate - 60_000 + 30 * 86_400_000
+    /// Multiseat: the seats at the next renewal, and the renewal's `multiSeatInfo` as JSON text.
+    public var renewalQuantity: Int64?
+    public var multiSeatInfo: String?
 
     public init() {}
 
@@ -185,6 +225,7 @@ public struct TestRenewalInfo: Sendable {
             "currency": autoRenewStatus == 1 ? .string("USD") : nil,
             "signedDate": signedDate.map(TestJSON.int), "environment": .string(environment),
             "recentSubscriptionStartDate": .int(recentSubscriptionStartDate), "renewalDate": .int(renewalDate),
+            "renewalQuantity": renewalQuantity.map(TestJSON.int), "multiSeatInfo": multiSeatInfo.map(TestJSON.raw),
         ])
     }
 }

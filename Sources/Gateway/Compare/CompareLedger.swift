@@ -282,7 +282,29 @@ public struct CompareLedger: Sendable {
                 }
             },
             receipts: receipts,
-            refundRequests: try refundRequestsSection(app: app, environment: env, since: since, until: until, in: tx)
+            refundRequests: try refundRequestsSection(app: app, environment: env, since: since, until: until, in: tx),
+            groups: try groupsSection(bundleID: app.bundleID, environment: env, since: since, until: until, in: tx)
+        )
+    }
+
+    /// A bundle's group (multiseat) subscriptions: those whose period runs at the end of the window and their seats,
+    /// and the window's seat events; nil when it has none.
+    func groupsSection(
+        bundleID: String,
+        environment env: AppStoreEnvironment,
+        since: Int64,
+        until: Int64,
+        in tx: any StoreTransaction
+    ) throws -> BundleReport.GroupsSection? {
+        let c = try tx.groupCounts(bundleID: bundleID, environment: env, now: until, since: since, until: until)
+        guard c.groups > 0 || !c.events.isEmpty else { return nil }
+        return BundleReport.GroupsSection(
+            groups: c.groups,
+            seats: c.seats,
+            seatsAdded: c.events["seats_changed/increase"] ?? 0,
+            seatsReduced: c.events["seats_changed/decrease"] ?? 0,
+            seatRefunds: c.events["seats_refunded"] ?? 0,
+            unclaims: c.events["seats_unclaimed"] ?? 0
         )
     }
 

@@ -56,4 +56,24 @@ public protocol ComparisonTransaction {
     ) throws -> [LedgerExample]
     /// Ledger rows of a bundle and environment compared in [from, to), oldest first (all bundles when nil).
     func ledger(bundleID: String?, environment: AppStoreEnvironment?, from: Int64, to: Int64) throws -> [LedgerEntry]
+    /// A bundle's group (multiseat) subscriptions on the V2 path: those whose period runs at `now` and their seats,
+    /// and the seat events stored in [since, until) — each on an index of its own (docs/architecture.md, "Group
+    /// subscriptions").
+    func groupCounts(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        now: Int64,
+        since: Int64,
+        until: Int64
+    ) throws -> GroupCounts
+}
+
+/// What ``ComparisonTransaction/groupCounts(bundleID:environment:now:since:until:)`` counts.
+public struct GroupCounts: Sendable, Hashable {
+    public var groups = 0
+    public var seats = 0
+    /// Seat events by kind and reason (`seats_changed/increase`, `seats_changed/decrease`, `seats_refunded`,
+    /// `seats_unclaimed`).
+    public var events: [String: Int] = [:]
+    public init() {}
 }

@@ -106,7 +106,7 @@ public enum StoreMigration {
             columns: [
                 "path", "environment", "original_transaction_id", "bundle_id", "event_id", "event_date", "event_seq",
                 "json",
-                "updated_at", "expires_date", "reconciled_at",
+                "updated_at", "expires_date", "reconciled_at", "seats",
             ],
             compressed: ["json"]
         ),

@@ -74,6 +74,7 @@ extension PostgresTransaction: JournalRows {
             try state.map { .bytea(try c.packJSON(CanonicalJSON.encode($0), as: .state)) } ?? .null,
             PostgresValue(state?.expiresDate),
             .textArray(targets),
+            PostgresValue(state?.seats.map(Int64.init)),
         ]
         return try c.queryOne(
             """
@@ -83,13 +84,14 @@ extension PostgresTransaction: JournalRows {
                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14) ON CONFLICT (id) DO NOTHING RETURNING seq
             ), s AS (
                 INSERT INTO subscription_state AS s (path, environment, original_transaction_id, bundle_id, event_id, event_date,
-                                                     event_seq, json, updated_at, expires_date)
-                SELECT $3::text, $8::text, $9::text, $7::text, $1::text, $10::bigint, e.seq, $15::bytea, $12::bigint, $16::bigint
+                                                     event_seq, json, updated_at, expires_date, seats)
+                SELECT $3::text, $8::text, $9::text, $7::text, $1::text, $10::bigint, e.seq, $15::bytea, $12::bigint, $16::bigint,
+                       $18::bigint
                 FROM e WHERE $15::bytea IS NOT NULL
                 ON CONFLICT (path, environment, original_transaction_id) DO UPDATE SET
                     bundle_id = excluded.bundle_id, event_id = excluded.event_id, event_date = excluded.event_date,
                     event_seq = excluded.event_seq, json = excluded.json, updated_at = excluded.updated_at,
-                    expires_date = excluded.expires_date
+                    expires_date = excluded.expires_date, seats = excluded.seats
                 WHERE excluded.event_date > s.event_date OR (excluded.event_date = s.event_date AND excluded.event_seq > s.event_seq)
             ), o AS (
                 INSERT INTO outbox (downstream, event_id, next_attempt_at, created_at)

@@ -95,12 +95,12 @@ extension SQLiteTransaction: JournalRows {
         try c.run(
             """
             INSERT INTO subscription_state (path, environment, original_transaction_id, bundle_id, event_id, event_date,
-                                            event_seq, json, updated_at, expires_date)
-            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                                            event_seq, json, updated_at, expires_date, seats)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
             ON CONFLICT(path, environment, original_transaction_id) DO UPDATE SET
                 bundle_id = excluded.bundle_id, event_id = excluded.event_id, event_date = excluded.event_date,
                 event_seq = excluded.event_seq, json = excluded.json, updated_at = excluded.updated_at,
-                expires_date = excluded.expires_date
+                expires_date = excluded.expires_date, seats = excluded.seats
             WHERE excluded.event_date > subscription_state.event_date
                OR (excluded.event_date = subscription_state.event_date AND excluded.event_seq > subscription_state.event_seq)
             """,
@@ -113,6 +113,7 @@ extension SQLiteTransaction: JournalRows {
                 ),
                 .integer(now),
                 SQLiteValue(state.expiresDate),
+                SQLiteValue(state.seats.map(Int64.init)),
             ]
         )
     }

@@ -545,6 +545,18 @@ enum StoreSchema {
             ALTER TABLE receipt_histories ADD COLUMN calls_since \(d.bigint);
             """
         },
+        SchemaStep(sqlite: 19, postgres: 19) { d in
+            """
+            -- Group (multiseat) subscriptions (docs/architecture.md, "Group subscriptions"): a subscription's seats in
+            -- its current period beside its state, and the seat events, each on an index of their own so that the
+            -- report counts groups, seats and seat events without reading anything else.
+            ALTER TABLE subscription_state ADD COLUMN seats \(d.bigint);
+            CREATE INDEX subscription_state_groups ON subscription_state(bundle_id, environment, path, expires_date)
+                WHERE seats IS NOT NULL;
+            CREATE INDEX events_seats ON events(bundle_id, environment, created_at)
+                WHERE kind IN ('seats_changed', 'seats_refunded', 'seats_unclaimed');
+            """
+        },
     ]
 
     /// PostgreSQL stores bodies and JSON compressed (``StoredBlob``, with the preset dictionaries of

@@ -89,7 +89,11 @@ public struct TransactionMultiSeatInfo: Codable, Sendable, Hashable {
     public var revokedSeatQuantity: Int?
     public var invitationManagement: String?
 
-    public init(priceTiers: [MultiSeatPriceTier]? = nil, revokedSeatQuantity: Int? = nil, invitationManagement: String? = nil) {
+    public init(
+        priceTiers: [MultiSeatPriceTier]? = nil,
+        revokedSeatQuantity: Int? = nil,
+        invitationManagement: String? = nil
+    ) {
         (self.priceTiers, self.revokedSeatQuantity, self.invitationManagement) = (
             priceTiers, revokedSeatQuantity, invitationManagement
         )
