@@ -107,4 +107,65 @@ import WireJSON
         #expect(Self.redactor.redacted(candidates) == nil)
         #expect(Self.redactor.redacted(Array(candidates.prefix(79)) + Array(Self.secret.utf8.prefix(31))) == nil)
     }
+
+    // MARK: A head of outside bytes
+
+    /// A secret the cut at `maxLength` would halve is replaced whole, wherever the cut falls and however the secret
+    /// is spelled; the result is never longer than `maxLength`.
+    @Test func aHeadCutInTheMiddleOfASecretKeepsNoneOfIt() {
+        let escaped = #"\u0030123456789abcdef0123456789abcde\u0066"#
+        for spelling in [Self.secret, escaped] {
+            for start in 0..<40 {
+                let body = Array(String(repeating: "x", count: start).utf8) + Array(spelling.utf8) + Array("tail".utf8)
+                let head = Self.redactor.redactedPrefix(body, maxLength: 32)
+                #expect(head.count <= 32)
+                let text = String(decoding: head, as: UTF8.self)
+                // Not one byte of the secret stands after the filler: only the marker, or part of it.
+                let after = text.dropFirst(min(start, 32))
+                #expect(
+                    "iapgw-secret:APP_SECRET".hasPrefix(after) || after.hasPrefix("iapgw-secret:APP_SECRET"),
+                    "\(start)"
+                )
+            }
+        }
+        #expect(Self.redactor.redactedPrefix(Array("short".utf8), maxLength: 1_024) == Array("short".utf8))
+        #expect(SecretRedactor([]).redactedPrefix(Array(Self.secret.utf8), maxLength: 8) == Array("01234567".utf8))
+        // Whole bytes as `redact` makes them, when the cut falls after them.
+        let body = Array("a \(Self.secret) b \(Self.secret)".utf8)
+        #expect(Self.redactor.redactedPrefix(body, maxLength: 1_024) == Self.redactor.redact(body))
+    }
+
+    @Test func aValueOfTheMomentIsAdded() {
+        let signature = "K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4="
+        let r = Self.redactor.adding([.init(name: SecretRedactor.webhookSignatureName, value: Array(signature.utf8))])
+        #expect(
+            r.redact("sig v1,\(signature) \(Self.secret)")
+                == "sig v1,iapgw-secret:webhook-signature iapgw-secret:APP_SECRET"
+        )
+        // Escaped as JSON writes a slash.
+        let escaped = signature.split(separator: "/", omittingEmptySubsequences: false).joined(separator: #"\/"#)
+        #expect(r.redact(#"{"s":"v1,\#(escaped)"}"#) == #"{"s":"v1,iapgw-secret:webhook-signature"}"#)
+        #expect(Self.redactor.adding([]).redact(signature) == signature)
+    }
+
+    @Test(arguments: [
+        // A signature of another request, found by its shape.
+        ("a v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4= b", "a v1,iapgw-secret:webhook-signature b"),
+        (
+            "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4= v1,Bq1E0Cd4cPL5JQ2lZ0wJcrJ1dE1h0c4wU4H3mVdJ2vw=",
+            "v1,iapgw-secret:webhook-signature v1,iapgw-secret:webhook-signature"
+        ),
+        (#""v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN\/H\/pI4=""#, #""v1,iapgw-secret:webhook-signature""#),
+        // Cut by the end of the head.
+        ("webhook-signature: v1,K5oZfz", "webhook-signature: v1,iapgw-secret:webhook-signature"),
+        // Left alone: too short to be one, a marker already, no `v1,`.
+        ("v1,abc def", "v1,abc def"),
+        ("v1,iapgw-secret:webhook-signature", "v1,iapgw-secret:webhook-signature"),
+        ("K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=", "K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4="),
+        ("v1,", "v1,"),
+        ("", ""),
+    ])
+    func aWebhookSignatureIsFoundByItsShape(_ input: String, _ expected: String) {
+        #expect(Self.text(SecretRedactor.redactingWebhookSignatures(Array(input.utf8))) == expected)
+    }
 }
