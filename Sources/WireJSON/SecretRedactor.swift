@@ -92,10 +92,31 @@ public struct SecretRedactor: Sendable {
         return Array(out.prefix(limit))
     }
 
-    /// Where each secret is spelled in `bytes`, in order, overlapping spellings merged.
+    /// Where each secret is spelled in `bytes`, in order, overlapping spellings merged: in the bytes with their escapes
+    /// decoded, and — when they hold an escape — as the bytes stand too, widened to the whole escapes they touch. An
+    /// escape may swallow a secret's first characters (`\u00` before `0123…`: `\u0001` then `23…`), leaving its bytes
+    /// in the body though the decoded text does not spell it; the widened replacement keeps a string a string.
     private func matches(in bytes: [UInt8]) -> [(range: Range<Int>, secret: Int)] {
         guard !secrets.isEmpty, !bytes.isEmpty else { return [] }
         let text = DecodedText(bytes)
+        let decoded = matches(in: text)
+        guard !text.isIdentity else { return decoded }
+        let raw = matches(in: DecodedText(bytes, decodingEscapes: false)).map { (text.widened($0.range), $0.secret) }
+        guard !raw.isEmpty else { return decoded }
+        var merged: [(range: Range<Int>, secret: Int)] = []
+        for match in (decoded + raw).sorted(by: { $0.range.lowerBound < $1.range.lowerBound }) {
+            if let last = merged.last, last.range.upperBound > match.range.lowerBound {
+                merged[merged.count - 1].range =
+                    last.range.lowerBound..<max(last.range.upperBound, match.range.upperBound)
+            } else {
+                merged.append(match)
+            }
+        }
+        return merged
+    }
+
+    /// Where each secret is spelled in `text`, as source ranges, in order, overlapping spellings merged.
+    private func matches(in text: DecodedText) -> [(range: Range<Int>, secret: Int)] {
         var matches: [(range: Range<Int>, secret: Int)] = []
         var position = 0
         while let candidate = text.firstIndex(from: position, startingOneOf: startsASecret) {
@@ -267,9 +288,10 @@ private struct DecodedText {
     private var ends: [Int32] = []
     private let identity: Bool
 
-    init(_ bytes: [UInt8]) {
+    /// `decodingEscapes: false`: the bytes as they stand, escapes and all.
+    init(_ bytes: [UInt8], decodingEscapes: Bool = true) {
         source = bytes
-        identity = !Self.holdsBackslash(bytes)
+        identity = !decodingEscapes || !Self.holdsBackslash(bytes)
         guard !identity else { return }
         decoded.reserveCapacity(bytes.count)
         starts.reserveCapacity(bytes.count)
@@ -294,6 +316,29 @@ private struct DecodedText {
     }
 
     var count: Int { identity ? source.count : decoded.count }
+    /// Whether the decoded bytes are the source's (it holds no escape).
+    var isIdentity: Bool { identity }
+
+    /// `range` of the source widened to the whole spellings (escapes) whose bytes it touches.
+    func widened(_ range: Range<Int>) -> Range<Int> {
+        guard !identity, !range.isEmpty else { return range }
+        // The first decoded byte whose spelling ends after the range's start, the last whose spelling starts before
+        // its end: both arrays grow with the index.
+        let first = Self.partition(ends) { Int($0) > range.lowerBound }
+        let last = Self.partition(starts) { Int($0) >= range.upperBound } - 1
+        guard first < starts.count, last >= 0 else { return range }
+        return min(range.lowerBound, Int(starts[first]))..<max(range.upperBound, Int(ends[last]))
+    }
+
+    /// The first index of `values` (ordered so that `isAfter` is false, then true) where `isAfter` holds.
+    private static func partition(_ values: [Int32], _ isAfter: (Int32) -> Bool) -> Int {
+        var (low, high) = (0, values.count)
+        while low < high {
+            let mid = (low + high) / 2
+            if isAfter(values[mid]) { high = mid } else { low = mid + 1 }
+        }
+        return low
+    }
     /// Whether `bytes` holds a backslash, looked for eight bytes at a time: a V2 body is tens of kilobytes of
     /// base64url, which never holds one.
     static func holdsBackslash(_ bytes: [UInt8]) -> Bool {

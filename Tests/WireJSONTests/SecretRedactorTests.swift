@@ -25,6 +25,10 @@ import WireJSON
         (#"{"h":"whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ\u003d"}"#, #"{"h":"iapgw-secret:HOOK"}"#),
         // Twice, back to back.
         (secret + secret, "iapgw-secret:APP_SECRETiapgw-secret:APP_SECRET"),
+        // Its bytes after an escape that swallows its first characters (`\u0001`, then `23…`): the whole escape goes
+        // with them, and the string stays a string.
+        (#"{"p":"\u00\#(secret)"}"#, #"{"p":"iapgw-secret:APP_SECRET"}"#),
+        (#"{"p":"\u0\#(secret)x"}"#, #"{"p":"iapgw-secret:APP_SECRETx"}"#),
     ])
     func replacesEverySpelling(_ input: String, _ expected: String) {
         #expect(Self.text(Self.redactor.redact(Array(input.utf8))) == expected)
@@ -167,5 +171,33 @@ import WireJSON
     ])
     func aWebhookSignatureIsFoundByItsShape(_ input: String, _ expected: String) {
         #expect(Self.text(SecretRedactor.redactingWebhookSignatures(Array(input.utf8))) == expected)
+    }
+
+    /// The head's invariants over many bodies made of the pieces that matter (secrets as bytes and escaped, signatures,
+    /// escapes cut short, filler), cut at every length around them: never longer than asked, the start of the whole
+    /// body's redaction, no secret left, signatures found once for all. A fixed seed: the same bodies on every run.
+    @Test func everyHeadIsTheStartOfTheRedactedBodyAndHoldsNoSecret() {
+        let pieces = [
+            Self.secret, #"\u0030123456789abcdef0123456789abcde\u0066"#, "0123456789abcdef",
+            "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=",
+            "v1,", "K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=", #"\/"#, #"\u00"#, "\\", "x", "yy ", "\"", "😀",
+        ]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        for _ in 0..<3_000 {
+            let body = Array((0..<next(12)).map { _ in pieces[next(pieces.count)] }.joined().utf8)
+            let whole = Self.redactor.redact(body)
+            for limit in [0, 1, 15, 31, 32, 33, 47, 64, next(200)] {
+                let head = Self.redactor.redactedPrefix(body, maxLength: limit)
+                #expect(head.count <= limit)
+                #expect(whole.starts(with: head), "\(Self.text(body) ?? "") at \(limit)")
+                let kept = SecretRedactor.redactingWebhookSignatures(head)
+                #expect(!Self.text(kept)!.contains(Self.secret))
+                #expect(SecretRedactor.redactingWebhookSignatures(kept) == kept)
+            }
+        }
     }
 }
