@@ -225,7 +225,7 @@ let package = Package(
             name: "StoreTests",
             dependencies: [
                 "Store", "StoreTestSupport", "Canonical", "Policy", "Postgres", "Rows", "SQLite", "Zlib", "Zstd",
-                "TestSupport",
+                "TestSupport", "WireJSON",
             ],
             swiftSettings: strict
         ),

@@ -29,13 +29,20 @@ public protocol GatewayStore: Sendable {
     func close()
     /// (transactions committed, writes committed) since open: how well commits are batched.
     var commitStatistics: (batches: Int, items: Int) { get }
-    /// Leaves nothing of deleted or overwritten rows in the store's free space or log: after a scrub
-    /// (``GatewayStore/scrubQuarantine(_:)``) rewrote rows that held a secret. Slow; for that one-time cleanup only.
-    func eraseFreedSpace() throws
+    /// Leaves nothing of deleted or overwritten rows of `table` in the store's free space or log: after a scrub
+    /// (``GatewayStore/scrubQuarantine(_:batch:)``, ``GatewayStore/scrubDeliveryLog(_:batch:)``) rewrote rows that
+    /// held a secret. Slow; for that one-time cleanup only.
+    func eraseFreedSpace(of table: ScrubbedTable) throws
+}
+
+/// A table whose rows a scrub rewrites (``GatewayStore/eraseFreedSpace(of:)``).
+public enum ScrubbedTable: String, Sendable {
+    case quarantine
+    case deliveryAttempts = "delivery_attempts"
 }
 
 extension GatewayStore {
-    public func eraseFreedSpace() throws {}
+    public func eraseFreedSpace(of table: ScrubbedTable) throws {}
 
     public func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T {
         try write(bytes: 0, body)

@@ -1,3 +1,5 @@
+public import WireJSON
+
 /// A delivery due to be sent: one outbox row, as the delivery worker claims it.
 public struct DeliveryJob: Sendable, Hashable {
     public var id: Int64
@@ -69,7 +71,9 @@ public struct DeliveryOutcome: Sendable, Hashable {
 }
 
 /// One attempt of a delivery as the worker timed it: when it started and how long it took (the injected clock, ms),
-/// and the first ``maxResponseHead`` bytes of the downstream's answer as received — never anything of the request.
+/// and the first ``maxResponseHead`` bytes of the downstream's answer as received, redacted — never anything of the
+/// request. A downstream that echoes its request (an error page quoting it) would otherwise put the shared secret a
+/// pass-through restored, or the request's signatures, in the log (docs/operations.md, "The delivery log").
 public struct DeliveryAttempt: Sendable, Hashable {
     /// The most of a response body the log keeps.
     public static let maxResponseHead = 1_024
@@ -78,12 +82,35 @@ public struct DeliveryAttempt: Sendable, Hashable {
 
     public var startedAt: Int64
     public var latencyMillis: Int64
-    /// At most ``maxResponseHead`` bytes: cut here, whatever the caller hands over.
+    /// At most ``maxResponseHead`` bytes, redacted (``redactedHead(_:_:)``): done here, whatever the caller hands
+    /// over.
     public private(set) var responseHead: [UInt8]
 
-    public init(startedAt: Int64, latencyMillis: Int64, responseHead: some Collection<UInt8> = [UInt8]()) {
+    /// An attempt that got no answer.
+    public init(startedAt: Int64, latencyMillis: Int64) {
         (self.startedAt, self.latencyMillis) = (startedAt, max(0, latencyMillis))
-        self.responseHead = Array(responseHead.prefix(Self.maxResponseHead))
+        responseHead = []
+    }
+
+    /// An attempt answered with `responseHead` (the whole body, or its start), kept as ``redactedHead(_:_:)`` makes
+    /// it with `redactor`: the configured secrets, and the request's own signatures (``SecretRedactor/adding(_:)``).
+    public init(
+        startedAt: Int64,
+        latencyMillis: Int64,
+        responseHead: [UInt8],
+        redactor: SecretRedactor
+    ) {
+        self.init(startedAt: startedAt, latencyMillis: latencyMillis)
+        self.responseHead = Self.redactedHead(responseHead, redactor)
+    }
+
+    /// The first ``maxResponseHead`` bytes of `body` as the log keeps them: every secret of `redactor` replaced
+    /// (whole, also one the cut would halve: ``SecretRedactor/redactedPrefix(_:maxLength:)``), then any Standard
+    /// Webhooks signature (``SecretRedactor/redactingWebhookSignatures(_:)``). The start's scrub of rows logged
+    /// before heads were redacted makes them so too (``GatewayStore/scrubDeliveryLog(_:batch:)``).
+    public static func redactedHead(_ body: [UInt8], _ redactor: SecretRedactor) -> [UInt8] {
+        let head = redactor.redactedPrefix(body, maxLength: maxResponseHead)
+        return Array(SecretRedactor.redactingWebhookSignatures(head).prefix(maxResponseHead))
     }
 }
 

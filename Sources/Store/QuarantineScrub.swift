@@ -3,7 +3,7 @@ public import WireJSON
 /// The one-time cleanup of quarantine rows stored before quarantined bodies were redacted (schema: `redacted`): each
 /// such row gets what a refusal stores today — every configured secret replaced in its body, message and claims, the
 /// value of any `password` member dropped — and is marked, so it is looked at once. Where a row changed, the store then
-/// erases its freed space (``GatewayStore/eraseFreedSpace()``), so the secret is not left in free pages or the log
+/// erases its freed space (``GatewayStore/eraseFreedSpace(of:)``), so the secret is not left in free pages or the log
 /// either (docs/threat-model.md, "Secret disclosure").
 /// What ``GatewayStore/scrubQuarantine(_:batch:)`` did.
 public struct QuarantineScrubReport: Sendable, Equatable {
@@ -39,7 +39,7 @@ extension GatewayStore {
             report.changed += changed
             if examined < batch { break }
         }
-        if report.changed > 0 { try eraseFreedSpace() }
+        if report.changed > 0 { try eraseFreedSpace(of: .quarantine) }
         return report
     }
 

@@ -50,11 +50,73 @@ public struct SecretRedactor: Sendable {
     /// Whether any secret occurs in `bytes`.
     public func occurs(in bytes: [UInt8]) -> Bool { redacted(bytes) != nil }
 
+    /// The same secrets and `more` (for values of one moment, such as the signatures of the request an answer came
+    /// to).
+    public func adding(_ more: [Secret]) -> SecretRedactor { more.isEmpty ? self : SecretRedactor(secrets + more) }
+
     /// `bytes` with every occurrence of a secret replaced by its marker, or nil when none occurs (the common case
     /// costs one pass over the bytes, and no copy when they hold no backslash).
     public func redacted(_ bytes: [UInt8]) -> [UInt8]? {
-        guard !secrets.isEmpty, !bytes.isEmpty else { return nil }
+        let matches = matches(in: bytes)
+        guard !matches.isEmpty else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var copied = 0
+        for match in matches {
+            out += bytes[copied..<match.range.lowerBound]
+            out += markers[match.secret]
+            copied = match.range.upperBound
+        }
+        out += bytes[copied...]
+        return out
+    }
+
+    /// The first `maxLength` bytes of `bytes` with every secret replaced, for a head of outside bytes that is kept
+    /// (a downstream's answer in the delivery log): a secret whose spelling starts within them is replaced whole,
+    /// also where it runs past `maxLength`, so that a cut in the middle of a secret keeps none of it; the result is
+    /// cut at `maxLength` again (a marker may be cut: it holds nothing of the secret). Only `maxLength` bytes and the
+    /// longest spelling of the longest secret after them are read (a byte is spelled in at most six: `\u0061`).
+    public func redactedPrefix(_ bytes: [UInt8], maxLength: Int) -> [UInt8] {
+        let limit = max(0, maxLength)
+        guard !secrets.isEmpty else { return Array(bytes.prefix(limit)) }
+        let longest = secrets.map(\.value.count).max() ?? 0
+        let window = Array(bytes.prefix(limit + 6 * longest))
+        var out: [UInt8] = []
+        var copied = 0
+        for match in matches(in: window) where match.range.lowerBound < limit {
+            out += window[copied..<match.range.lowerBound]
+            out += markers[match.secret]
+            copied = match.range.upperBound
+        }
+        if copied < min(limit, window.count) { out += window[copied..<min(limit, window.count)] }
+        return Array(out.prefix(limit))
+    }
+
+    /// Where each secret is spelled in `bytes`, in order, overlapping spellings merged: in the bytes with their escapes
+    /// decoded, and — when they hold an escape — as the bytes stand too, widened to the whole escapes they touch. An
+    /// escape may swallow a secret's first characters (`\u00` before `0123…`: `\u0001` then `23…`), leaving its bytes
+    /// in the body though the decoded text does not spell it; the widened replacement keeps a string a string.
+    private func matches(in bytes: [UInt8]) -> [(range: Range<Int>, secret: Int)] {
+        guard !secrets.isEmpty, !bytes.isEmpty else { return [] }
         let text = DecodedText(bytes)
+        let decoded = matches(in: text)
+        guard !text.isIdentity else { return decoded }
+        let raw = matches(in: DecodedText(bytes, decodingEscapes: false)).map { (text.widened($0.range), $0.secret) }
+        guard !raw.isEmpty else { return decoded }
+        var merged: [(range: Range<Int>, secret: Int)] = []
+        for match in (decoded + raw).sorted(by: { $0.range.lowerBound < $1.range.lowerBound }) {
+            if let last = merged.last, last.range.upperBound > match.range.lowerBound {
+                merged[merged.count - 1].range =
+                    last.range.lowerBound..<max(last.range.upperBound, match.range.upperBound)
+            } else {
+                merged.append(match)
+            }
+        }
+        return merged
+    }
+
+    /// Where each secret is spelled in `text`, as source ranges, in order, overlapping spellings merged.
+    private func matches(in text: DecodedText) -> [(range: Range<Int>, secret: Int)] {
         var matches: [(range: Range<Int>, secret: Int)] = []
         var position = 0
         while let candidate = text.firstIndex(from: position, startingOneOf: startsASecret) {
@@ -72,17 +134,7 @@ public struct SecretRedactor: Sendable {
             }
             position += length
         }
-        guard !matches.isEmpty else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count)
-        var copied = 0
-        for match in matches {
-            out += bytes[copied..<match.range.lowerBound]
-            out += markers[match.secret]
-            copied = match.range.upperBound
-        }
-        out += bytes[copied...]
-        return out
+        return matches
     }
 
     /// `bytes` with every secret replaced (unchanged when none occurs).
@@ -166,6 +218,65 @@ public struct SecretRedactor: Sendable {
     }
 }
 
+extension SecretRedactor {
+    // MARK: Webhook signatures
+
+    /// The name whose ``marker(_:)`` stands where a webhook signature stood.
+    public static let webhookSignatureName = "webhook-signature"
+
+    /// The fewest base64 characters after `v1,` taken for a signature: an HMAC-SHA256 is 44 (43 and one `=`).
+    static let signatureLength = 43
+
+    /// `bytes` with every Standard Webhooks signature replaced by the marker of ``webhookSignatureName``: `v1,` then a
+    /// run of base64 (`\/` counted as `/`) of at least ``signatureLength`` characters, or a run of any length that
+    /// the bytes end in (a head cut in the middle of one). For the heads of answers: a signature of the request
+    /// itself is replaced by its value (``adding(_:)``) before; this finds those of other requests, and those kept
+    /// before the values were known.
+    public static func redactingWebhookSignatures(_ bytes: [UInt8]) -> [UInt8] {
+        let prefix = Array("v1,".utf8)
+        let replacement = Array(Self.marker(webhookSignatureName).utf8)
+        func isBase64(_ b: UInt8) -> Bool {
+            switch b {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "/"), UInt8(ascii: "="):
+                return true
+            default: return false
+            }
+        }
+        var out: [UInt8] = []
+        var copied = 0
+        var i = 0
+        while i + prefix.count < bytes.count {
+            guard bytes[i] == prefix[0], bytes[i..<(i + prefix.count)].elementsEqual(prefix) else {
+                i += 1
+                continue
+            }
+            let start = i + prefix.count
+            var end = start
+            var characters = 0
+            while end < bytes.count {
+                if isBase64(bytes[end]) {
+                    end += 1
+                } else if bytes[end] == UInt8(ascii: "\\"), end + 1 < bytes.count, bytes[end + 1] == UInt8(ascii: "/") {
+                    end += 2
+                } else {
+                    break
+                }
+                characters += 1
+            }
+            if characters >= signatureLength || (characters > 0 && end == bytes.count) {
+                out += bytes[copied..<start]
+                out += replacement
+                copied = end
+            }
+            i = max(end, i + 1)
+        }
+        guard copied > 0 else { return bytes }
+        out += bytes[copied...]
+        return out
+    }
+}
+
 /// The bytes with JSON escapes decoded wherever they stand, and for each decoded byte where its spelling starts and
 /// ends in the source. Bytes that hold no backslash are their own decoding: no copy is made.
 private struct DecodedText {
@@ -177,9 +288,10 @@ private struct DecodedText {
     private var ends: [Int32] = []
     private let identity: Bool
 
-    init(_ bytes: [UInt8]) {
+    /// `decodingEscapes: false`: the bytes as they stand, escapes and all.
+    init(_ bytes: [UInt8], decodingEscapes: Bool = true) {
         source = bytes
-        identity = !Self.holdsBackslash(bytes)
+        identity = !decodingEscapes || !Self.holdsBackslash(bytes)
         guard !identity else { return }
         decoded.reserveCapacity(bytes.count)
         starts.reserveCapacity(bytes.count)
@@ -204,6 +316,29 @@ private struct DecodedText {
     }
 
     var count: Int { identity ? source.count : decoded.count }
+    /// Whether the decoded bytes are the source's (it holds no escape).
+    var isIdentity: Bool { identity }
+
+    /// `range` of the source widened to the whole spellings (escapes) whose bytes it touches.
+    func widened(_ range: Range<Int>) -> Range<Int> {
+        guard !identity, !range.isEmpty else { return range }
+        // The first decoded byte whose spelling ends after the range's start, the last whose spelling starts before
+        // its end: both arrays grow with the index.
+        let first = Self.partition(ends) { Int($0) > range.lowerBound }
+        let last = Self.partition(starts) { Int($0) >= range.upperBound } - 1
+        guard first < starts.count, last >= 0 else { return range }
+        return min(range.lowerBound, Int(starts[first]))..<max(range.upperBound, Int(ends[last]))
+    }
+
+    /// The first index of `values` (ordered so that `isAfter` is false, then true) where `isAfter` holds.
+    private static func partition(_ values: [Int32], _ isAfter: (Int32) -> Bool) -> Int {
+        var (low, high) = (0, values.count)
+        while low < high {
+            let mid = (low + high) / 2
+            if isAfter(values[mid]) { high = mid } else { low = mid + 1 }
+        }
+        return low
+    }
     /// Whether `bytes` holds a backslash, looked for eight bytes at a time: a V2 body is tens of kilobytes of
     /// base64url, which never holds one.
     static func holdsBackslash(_ bytes: [UInt8]) -> Bool {

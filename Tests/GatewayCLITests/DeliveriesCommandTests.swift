@@ -55,7 +55,12 @@ import WireJSON
                 deliveredAt: 9,
                 status: 200,
                 error: nil,
-                attempt: DeliveryAttempt(startedAt: 6, latencyMillis: 3, responseHead: Array("<ok/>".utf8))
+                attempt: DeliveryAttempt(
+                    startedAt: 6,
+                    latencyMillis: 3,
+                    responseHead: Array("<ok/>".utf8),
+                    redactor: SecretRedactor([])
+                )
             )
             try store.write { tx in try tx.settleDelivery(id: d.id, outcome) }
         }

@@ -22,7 +22,7 @@ import WireJSON
             deliveredAt: nil,
             status: 500,
             error: "HTTP 500",
-            attempt: DeliveryAttempt(startedAt: 7, latencyMillis: 3, responseHead: head)
+            attempt: DeliveryAttempt(startedAt: 7, latencyMillis: 3, responseHead: head, redactor: SecretRedactor([]))
         )
         try h.store.write { tx in try tx.settleDelivery(id: main.id, outcome) }
         return (h, try #require(main.eventID))

@@ -40,6 +40,7 @@ import WireJSON
             transport: CurlTransport(),
             signers: [:],
             passthroughSecrets: [],
+            redactor: SecretRedactor([]),
             policy: policy,
             alerts: alerts
         )

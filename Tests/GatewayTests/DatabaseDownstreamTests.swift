@@ -10,6 +10,7 @@ import Synchronization
 import TeamDatabase
 import TestSupport
 import Testing
+import WireJSON
 
 /// `database` downstreams (docs/database-downstream.md): the same scenarios against a SQLite file (always) and the test
 /// PostgreSQL (when `IAPGW_TEST_DATABASE_URL` is set; each target in a schema of its own), delivered by the real
@@ -349,6 +350,7 @@ enum DatabaseDownstreamScenarios {
             transport: CurlTransport(),
             signers: [:],
             passthroughSecrets: [],
+            redactor: SecretRedactor([]),
             databases: DatabaseDownstreams.make(config: h.config, connectionStrings: urls, timeoutMillis: 15_000),
             policy: policy
         )

@@ -51,6 +51,9 @@ import WireJSON
             transport: CurlTransport(),
             signers: ["main": WebhookSigner(secrets: secrets)],
             passthroughSecrets: [SharedSecret(name: "APP_SECRET", value: GatewayHarness.v1Secret)],
+            redactor: h.config.secretRedactor(
+                environment: ["APP_SECRET": GatewayHarness.v1Secret, "WEBHOOK_SECRET": webhookSecret]
+            ),
             policy: policy
         )
     }

@@ -22,12 +22,16 @@ import WireJSON
     }
 
     @Test func everyFilterFieldIsRead() throws {
-        let c = try Self.parse(
-            """
-            {"name": "d", "url": "http://x", "shadow": true, "max_per_second": 50,
-             "filter": {"kinds": ["refund", "revocation"], "types": ["REFUND", "DID_RENEW/BILLING_RECOVERY"],
-                        "bundles": ["com.example.a"], "authoritative": false}}
-            """
+        let c = try GatewayConfig.parse(
+            Array(
+                """
+                {"apps": [{"bundle_id": "com.example.a", "environments": ["sandbox"]}],
+                 "downstreams": [{"name": "d", "url": "http://x", "shadow": true, "max_per_second": 50,
+                  "filter": {"kinds": ["refund", "revocation"], "types": ["REFUND", "DID_RENEW/BILLING_RECOVERY"],
+                             "bundles": ["com.example.a"], "authoritative": false}}]}
+                """.utf8
+            ),
+            baseDirectory: "/"
         )
         let d = try #require(c.downstreams.first)
         #expect(d.filter.kinds == [.refund, .revocation])
@@ -67,6 +71,73 @@ import WireJSON
     ])
     func invalidSettingsNameTheField(_ downstream: String, _ field: String) {
         #expect(Self.field(downstream) == field)
+    }
+
+    /// A config with these apps and one downstream `d` whose filter is `filter`.
+    static func filterField(_ filter: String, apps: String = "") -> String? {
+        do {
+            _ = try GatewayConfig.parse(
+                Array(
+                    """
+                    {"apps": [\(apps)],
+                     "downstreams": [{"name": "other", "url": "http://y"},
+                                     {"name": "d", "url": "http://x", "filter": \(filter)}]}
+                    """.utf8
+                ),
+                baseDirectory: "/"
+            )
+            return nil
+        } catch { return error.field }
+    }
+
+    static let twoApps = """
+        {"bundle_id": "com.example.a", "environments": ["sandbox"]},
+        {"bundle_id": "com.example.b", "environments": ["sandbox"], "downstreams": ["other"]}
+        """
+
+    /// A filter naming what never comes is refused at load, as an unknown kind is: the downstream would silently
+    /// receive nothing.
+    @Test(arguments: [
+        (#"{"types": ["NOPE_TYPE"]}"#, "downstreams[1].filter.types[0]"),
+        (#"{"types": ["DID_RENEW", "DID_RENEWAL"]}"#, "downstreams[1].filter.types[1]"),
+        (#"{"types": ["DID_RENEW/NOPE"]}"#, "downstreams[1].filter.types[0]"),
+        (#"{"types": ["NOPE/BILLING_RECOVERY"]}"#, "downstreams[1].filter.types[0]"),
+        // V1's types carry no subtype.
+        (#"{"types": ["INTERACTIVE_RENEWAL/UPGRADE"]}"#, "downstreams[1].filter.types[0]"),
+        // A subtype is not a type.
+        (#"{"types": ["BILLING_RECOVERY"]}"#, "downstreams[1].filter.types[0]"),
+        (#"{"bundles": ["com.example.a", "com.example.nowhere"]}"#, "downstreams[1].filter.bundles[1]"),
+        // com.example.b names its downstreams, and not this one.
+        (#"{"bundles": ["com.example.b"]}"#, "downstreams[1].filter.bundles[0]"),
+    ])
+    func aFilterNamingWhatNeverComesIsRefused(_ filter: String, _ field: String) {
+        #expect(Self.filterField(filter, apps: Self.twoApps) == field)
+    }
+
+    /// Every type and subtype Apple sends, V1's and V2's, the newest included, is taken; an app that names no
+    /// downstreams sends to every one.
+    @Test func everyAppleTypeAndSubtypeIsTaken() {
+        let v2 = [
+            "SUBSCRIBED", "DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS", "OFFER_REDEEMED", "DID_RENEW",
+            "EXPIRED", "DID_FAIL_TO_RENEW", "GRACE_PERIOD_EXPIRED", "PRICE_INCREASE", "REFUND", "REFUND_DECLINED",
+            "REFUND_REVERSED", "CONSUMPTION_REQUEST", "RENEWAL_EXTENDED", "RENEWAL_EXTENSION", "REVOKE", "TEST",
+            "EXTERNAL_PURCHASE_TOKEN", "ONE_TIME_CHARGE", "RESCIND_CONSENT", "METADATA_UPDATE", "MIGRATION",
+            "PRICE_CHANGE", "UNCLAIM_SEATS",
+        ]
+        let v1 = [
+            "INITIAL_BUY", "DID_RECOVER", "RENEWAL", "INTERACTIVE_RENEWAL", "CANCEL", "PRICE_INCREASE_CONSENT",
+        ]
+        let withSubtypes = [
+            "SUBSCRIBED/INITIAL_BUY", "OFFER_REDEEMED/RESUBSCRIBE", "DID_CHANGE_RENEWAL_PREF/DOWNGRADE",
+            "DID_CHANGE_RENEWAL_STATUS/AUTO_RENEW_DISABLED", "EXPIRED/PRODUCT_NOT_FOR_SALE",
+            "DID_FAIL_TO_RENEW/GRACE_PERIOD",
+            "DID_RENEW/BILLING_RECOVERY", "PRICE_INCREASE/ACCEPTED", "RENEWAL_EXTENSION/SUMMARY",
+            "RENEWAL_EXTENSION/FAILURE", "EXTERNAL_PURCHASE_TOKEN/UNREPORTED", "EXTERNAL_PURCHASE_TOKEN/CREATED",
+            "EXTERNAL_PURCHASE_TOKEN/ACTIVE_TOKEN_REMINDER", "REFUND/SEATS", "DID_RENEW/INCREASE_QUANTITY",
+            "DID_CHANGE_RENEWAL_PREF/DECREASE_QUANTITY",
+        ]
+        let all = (v2 + v1 + withSubtypes).map { "\"\($0)\"" }.joined(separator: ", ")
+        #expect(Self.filterField(#"{"types": [\#(all)], "bundles": ["com.example.a"]}"#, apps: Self.twoApps) == nil)
     }
 
     @Test func statusShowsEachDownstreamsFilter() throws {

@@ -91,6 +91,7 @@ import WireJSON
             transport: CurlTransport(),
             signers: [:],
             passthroughSecrets: apps.flatMap(\.sharedSecrets),
+            redactor: SecretRedactor([]),
             v1Apps: apps,
             policy: policy
         )

@@ -4,6 +4,7 @@ import Policy
 import Postgres
 import TestSupport
 import Testing
+import WireJSON
 
 @testable import Store
 
@@ -175,7 +176,12 @@ import Testing
                     deliveredAt: 130,
                     status: 200,
                     error: nil,
-                    attempt: DeliveryAttempt(startedAt: 128, latencyMillis: 2, responseHead: Array("ok".utf8))
+                    attempt: DeliveryAttempt(
+                        startedAt: 128,
+                        latencyMillis: 2,
+                        responseHead: Array("ok".utf8),
+                        redactor: SecretRedactor([])
+                    )
                 )
             )
         }

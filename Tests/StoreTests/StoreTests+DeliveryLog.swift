@@ -1,6 +1,7 @@
 import Canonical
 import Policy
 import Testing
+import WireJSON
 
 @testable import Store
 
@@ -32,7 +33,12 @@ extension StoreTests {
     )
         throws
     {
-        let attempt = DeliveryAttempt(startedAt: Int64(n) * 1_000, latencyMillis: Int64(n), responseHead: head)
+        let attempt = DeliveryAttempt(
+            startedAt: Int64(n) * 1_000,
+            latencyMillis: Int64(n),
+            responseHead: head,
+            redactor: SecretRedactor([])
+        )
         let outcome = DeliveryOutcome(
             state: state,
             attempts: n,

@@ -82,6 +82,36 @@ import WireJSON
         }
     }
 
+    /// Every V1 type a V2 notification's V1 shape takes is one of Apple's (``NotificationTypeV1``, what a
+    /// downstream's `filter.types` may name).
+    @Test func everyShapesTypeIsOneOfApplesV1Types() {
+        let v2 = [
+            "SUBSCRIBED", "OFFER_REDEEMED", "DID_RENEW", "DID_CHANGE_RENEWAL_PREF", "DID_CHANGE_RENEWAL_STATUS",
+            "EXPIRED", "DID_FAIL_TO_RENEW", "REFUND", "REVOKE", "PRICE_INCREASE", "CONSUMPTION_REQUEST",
+        ]
+        let subtypes: [String?] = [
+            nil, "INITIAL_BUY", "RESUBSCRIBE", "UPGRADE", "DOWNGRADE", "BILLING_RECOVERY",
+            "BILLING_RETRY", "PRICE_INCREASE", "PENDING",
+        ]
+        var seen: Set<String> = []
+        for type in v2 {
+            for subtype in subtypes {
+                for renewable in [true, false] {
+                    let v1 = V1BodySynthesizer.v1NotificationType(
+                        v2Type: type,
+                        subtype: subtype,
+                        autoRenewable: renewable
+                    )
+                    if let v1 { seen.insert(v1) }
+                }
+            }
+        }
+        #expect(
+            !seen.isEmpty && seen.isSubset(of: NotificationTypeV1.all),
+            "\(seen.subtracting(NotificationTypeV1.all))"
+        )
+    }
+
     @Test func aRefundIsCancelForASubscriptionAndRefundForAnyOtherProduct() {
         #expect(V1BodySynthesizer.v1NotificationType(v2Type: "REFUND", subtype: nil, autoRenewable: true) == "CANCEL")
         #expect(V1BodySynthesizer.v1NotificationType(v2Type: "REFUND", subtype: nil, autoRenewable: false) == "REFUND")

@@ -87,6 +87,22 @@ import V2Adapter
         #expect(reason == row.reason)
     }
 
+    /// The one list of Apple's values (``NotificationTypeV2``, what a downstream's `filter.types` may name) and the
+    /// classification agree: every type and subtype in this table is in it, and every type in it is classified —
+    /// but UNCLAIM_SEATS, whose seats the canonical event does not describe (kind `other`, raw type kept).
+    @Test func theListOfApplesValuesHoldsEveryClassifiedOne() {
+        for row in Self.table where !row.type.hasPrefix("SOMETHING") {
+            #expect(NotificationTypeV2.all.contains(row.type), "\(row.type)")
+            if let subtype = row.subtype, !subtype.hasPrefix("SOMETHING") {
+                #expect(NotificationTypeV2.subtypes.contains(subtype), "\(subtype)")
+            }
+        }
+        for type in NotificationTypeV2.all {
+            let kind = VerifiedNotificationV2.classify(type: type, subtype: nil).kind
+            #expect((kind == .other) == (type == "UNCLAIM_SEATS"), "\(type)")
+        }
+    }
+
     @Test func renewalStatusWithoutSubtypeIsReadFromRenewalInfo() {
         var on = RenewalInfoPayload()
         on.autoRenewStatus = 1

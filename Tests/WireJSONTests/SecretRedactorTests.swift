@@ -25,6 +25,10 @@ import WireJSON
         (#"{"h":"whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ\u003d"}"#, #"{"h":"iapgw-secret:HOOK"}"#),
         // Twice, back to back.
         (secret + secret, "iapgw-secret:APP_SECRETiapgw-secret:APP_SECRET"),
+        // Its bytes after an escape that swallows its first characters (`\u0001`, then `23…`): the whole escape goes
+        // with them, and the string stays a string.
+        (#"{"p":"\u00\#(secret)"}"#, #"{"p":"iapgw-secret:APP_SECRET"}"#),
+        (#"{"p":"\u0\#(secret)x"}"#, #"{"p":"iapgw-secret:APP_SECRETx"}"#),
     ])
     func replacesEverySpelling(_ input: String, _ expected: String) {
         #expect(Self.text(Self.redactor.redact(Array(input.utf8))) == expected)
@@ -106,5 +110,94 @@ import WireJSON
         let candidates = Array(String(repeating: "0w", count: 40).utf8)
         #expect(Self.redactor.redacted(candidates) == nil)
         #expect(Self.redactor.redacted(Array(candidates.prefix(79)) + Array(Self.secret.utf8.prefix(31))) == nil)
+    }
+
+    // MARK: A head of outside bytes
+
+    /// A secret the cut at `maxLength` would halve is replaced whole, wherever the cut falls and however the secret
+    /// is spelled; the result is never longer than `maxLength`.
+    @Test func aHeadCutInTheMiddleOfASecretKeepsNoneOfIt() {
+        let escaped = #"\u0030123456789abcdef0123456789abcde\u0066"#
+        for spelling in [Self.secret, escaped] {
+            for start in 0..<40 {
+                let body = Array(String(repeating: "x", count: start).utf8) + Array(spelling.utf8) + Array("tail".utf8)
+                let head = Self.redactor.redactedPrefix(body, maxLength: 32)
+                #expect(head.count <= 32)
+                let text = String(decoding: head, as: UTF8.self)
+                // Not one byte of the secret stands after the filler: only the marker, or part of it.
+                let after = text.dropFirst(min(start, 32))
+                #expect(
+                    "iapgw-secret:APP_SECRET".hasPrefix(after) || after.hasPrefix("iapgw-secret:APP_SECRET"),
+                    "\(start)"
+                )
+            }
+        }
+        #expect(Self.redactor.redactedPrefix(Array("short".utf8), maxLength: 1_024) == Array("short".utf8))
+        #expect(SecretRedactor([]).redactedPrefix(Array(Self.secret.utf8), maxLength: 8) == Array("01234567".utf8))
+        // Whole bytes as `redact` makes them, when the cut falls after them.
+        let body = Array("a \(Self.secret) b \(Self.secret)".utf8)
+        #expect(Self.redactor.redactedPrefix(body, maxLength: 1_024) == Self.redactor.redact(body))
+    }
+
+    @Test func aValueOfTheMomentIsAdded() {
+        let signature = "K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4="
+        let r = Self.redactor.adding([.init(name: SecretRedactor.webhookSignatureName, value: Array(signature.utf8))])
+        #expect(
+            r.redact("sig v1,\(signature) \(Self.secret)")
+                == "sig v1,iapgw-secret:webhook-signature iapgw-secret:APP_SECRET"
+        )
+        // Escaped as JSON writes a slash.
+        let escaped = signature.split(separator: "/", omittingEmptySubsequences: false).joined(separator: #"\/"#)
+        #expect(r.redact(#"{"s":"v1,\#(escaped)"}"#) == #"{"s":"v1,iapgw-secret:webhook-signature"}"#)
+        #expect(Self.redactor.adding([]).redact(signature) == signature)
+    }
+
+    @Test(arguments: [
+        // A signature of another request, found by its shape.
+        ("a v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4= b", "a v1,iapgw-secret:webhook-signature b"),
+        (
+            "v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4= v1,Bq1E0Cd4cPL5JQ2lZ0wJcrJ1dE1h0c4wU4H3mVdJ2vw=",
+            "v1,iapgw-secret:webhook-signature v1,iapgw-secret:webhook-signature"
+        ),
+        (#""v1,K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN\/H\/pI4=""#, #""v1,iapgw-secret:webhook-signature""#),
+        // Cut by the end of the head.
+        ("webhook-signature: v1,K5oZfz", "webhook-signature: v1,iapgw-secret:webhook-signature"),
+        // Left alone: too short to be one, a marker already, no `v1,`.
+        ("v1,abc def", "v1,abc def"),
+        ("v1,iapgw-secret:webhook-signature", "v1,iapgw-secret:webhook-signature"),
+        ("K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=", "K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4="),
+        ("v1,", "v1,"),
+        ("", ""),
+    ])
+    func aWebhookSignatureIsFoundByItsShape(_ input: String, _ expected: String) {
+        #expect(Self.text(SecretRedactor.redactingWebhookSignatures(Array(input.utf8))) == expected)
+    }
+
+    /// The head's invariants over many bodies made of the pieces that matter (secrets as bytes and escaped, signatures,
+    /// escapes cut short, filler), cut at every length around them: never longer than asked, the start of the whole
+    /// body's redaction, no secret left, signatures found once for all. A fixed seed: the same bodies on every run.
+    @Test func everyHeadIsTheStartOfTheRedactedBodyAndHoldsNoSecret() {
+        let pieces = [
+            Self.secret, #"\u0030123456789abcdef0123456789abcde\u0066"#, "0123456789abcdef",
+            "whsec_c2VjcmV0LXNlY3JldC1zZWNyZXQ=",
+            "v1,", "K5oZfzN95Z9UVu1EsfQmfVNQhnkZ2pj9o9NDN/H/pI4=", #"\/"#, #"\u00"#, "\\", "x", "yy ", "\"", "😀",
+        ]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func next(_ bound: Int) -> Int {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return Int((state >> 33) % UInt64(bound))
+        }
+        for _ in 0..<3_000 {
+            let body = Array((0..<next(12)).map { _ in pieces[next(pieces.count)] }.joined().utf8)
+            let whole = Self.redactor.redact(body)
+            for limit in [0, 1, 15, 31, 32, 33, 47, 64, next(200)] {
+                let head = Self.redactor.redactedPrefix(body, maxLength: limit)
+                #expect(head.count <= limit)
+                #expect(whole.starts(with: head), "\(Self.text(body) ?? "") at \(limit)")
+                let kept = SecretRedactor.redactingWebhookSignatures(head)
+                #expect(!Self.text(kept)!.contains(Self.secret))
+                #expect(SecretRedactor.redactingWebhookSignatures(kept) == kept)
+            }
+        }
     }
 }

@@ -9,6 +9,9 @@ import WireJSON
 /// `password` values, as a quarantined body gets. Invariants: nothing of any secret is left, neither as its bytes
 /// nor through JSON escapes nor in any string of the output when it parses; redacting again changes nothing; with
 /// JSON-safe secrets, an input that parses as JSON gives an output that parses too, with the same structure.
+/// Bit 2 also takes the head of the bytes as the delivery log keeps an answer's (`redactedPrefix`, a byte after the
+/// mode its length, then `redactingWebhookSignatures`): never longer than asked, the start of the whole bytes' redaction,
+/// nothing of a secret, no signature-shaped run left, the same again when done twice.
 @main enum RedactFuzzTarget { static func main() { runLibFuzzer(fuzz) } }
 
 private let safeSecrets: [(String, String)] = [
@@ -30,6 +33,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
     guard let data else { return 0 }
     var input = FuzzInput(data, size)
     let mode = input.byte()
+    let headLength = mode & 4 != 0 ? Int(input.byte()) : 0
     let bytes = input.rest()
     let jsonSafe = mode & 1 == 0
     let r = jsonSafe ? safe : hostile
@@ -59,6 +63,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         guard let parsedOut else { FuzzSupport.fail("a JSON input gave an output that does not parse") }
         if shape(parsedIn) != shape(parsedOut) { FuzzSupport.fail("redaction changed the document's structure") }
     }
+    if mode & 4 != 0 { checkHead(bytes, maxLength: headLength, r, secrets) }
     // Strings read from a body (claims, reasons) go the same way.
     let text = String(decoding: bytes, as: UTF8.self)
     let redactedText = r.redact(text)
@@ -66,6 +71,20 @@ public func fuzz(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt {
         FuzzSupport.fail("a secret is left in redacted text")
     }
     return 0
+}
+
+/// An answer's head as the delivery log keeps it.
+private func checkHead(_ bytes: [UInt8], maxLength: Int, _ r: SecretRedactor, _ secrets: [(String, String)]) {
+    let head = r.redactedPrefix(bytes, maxLength: maxLength)
+    if head.count > maxLength { FuzzSupport.fail("a head longer than asked") }
+    if !r.redact(bytes).starts(with: head) { FuzzSupport.fail("a head that is not the start of the redacted bytes") }
+    let kept = SecretRedactor.redactingWebhookSignatures(head)
+    for (_, secret) in secrets where contains(kept, Array(secret.utf8)) {
+        FuzzSupport.fail("a secret's bytes are left in a head")
+    }
+    if SecretRedactor.redactingWebhookSignatures(kept) != kept {
+        FuzzSupport.fail("finding signatures again changed the head")
+    }
 }
 
 private func contains(_ haystack: [UInt8], _ needle: [UInt8]) -> Bool {

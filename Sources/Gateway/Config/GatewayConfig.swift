@@ -7,6 +7,7 @@ public import ReportModel
 internal import Store
 internal import TeamDatabase
 public import V1Adapter
+internal import V2Adapter
 internal import WireJSON
 
 /// The gateway's configuration file (JSON; docs/architecture.md, "Command line"). Secrets are never inline: the file names environment
@@ -248,6 +249,7 @@ public struct GatewayConfig: Sendable {
         try parseLimits(r, into: &c)
         try parseDownstreams(r, base: baseDirectory, into: &c)
         try parseApps(r, into: &c)
+        try checkFilterBundles(r, c)
         try parseAlerts(r, into: &c)
         return c
     }
@@ -576,14 +578,7 @@ public struct GatewayConfig: Sendable {
         }
         let types = try f.strings("types") ?? []
         for (i, t) in types.enumerated() {
-            let parts = t.split(separator: "/", omittingEmptySubsequences: false)
-            guard (1...2).contains(parts.count), parts.allSatisfy({ !$0.isEmpty && $0.allSatisfy(\.isTypeCharacter) })
-            else {
-                throw ConfigError(
-                    field: "\(f.field("types"))[\(i)]",
-                    "must be an Apple notification type such as DID_RENEW or DID_RENEW/BILLING_RECOVERY"
-                )
-            }
+            try checkNotificationType(t, field: "\(f.field("types"))[\(i)]")
         }
         let filter = EventFilter(
             kinds: Set(kinds.map(EventKind.init(rawValue:))),
@@ -598,6 +593,54 @@ public struct GatewayConfig: Sendable {
             )
         }
         return filter
+    }
+
+    /// One element of `filter.types`: one of Apple's notification types (V1's or V2's, ``NotificationTypeV1``,
+    /// ``NotificationTypeV2``), or a V2 type, `/` and one of Apple's subtypes. Anything else would never match an event:
+    /// the downstream would silently receive nothing.
+    private static func checkNotificationType(_ text: String, field: String) throws(ConfigError) {
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        let types = NotificationTypeV2.all.union(NotificationTypeV1.all)
+        guard (1...2).contains(parts.count), types.contains(parts[0]) else {
+            throw ConfigError(
+                field: field,
+                "unknown notification type \"\(text)\"; one of Apple's: \(types.sorted().joined(separator: ", ")),"
+                    + " optionally with /SUBTYPE (DID_RENEW/BILLING_RECOVERY)"
+            )
+        }
+        guard parts.count == 2 else { return }
+        guard NotificationTypeV2.all.contains(parts[0]) else {
+            throw ConfigError(field: field, "\(parts[0]) is a V1 type, and V1 notifications have no subtype")
+        }
+        guard NotificationTypeV2.subtypes.contains(parts[1]) else {
+            throw ConfigError(
+                field: field,
+                "unknown subtype \"\(parts[1])\"; one of Apple's: "
+                    + NotificationTypeV2.subtypes.sorted().joined(separator: ", ")
+            )
+        }
+    }
+
+    /// Each downstream's `filter.bundles`, once the apps are read: every bundle must be an app of `apps` that sends to
+    /// the downstream (its `downstreams` names it, or names none). Any other never reaches the downstream, which would
+    /// silently receive nothing of it.
+    private static func checkFilterBundles(_ r: ConfigReader, _ c: GatewayConfig) throws(ConfigError) {
+        for (i, d) in (try r.objects("downstreams") ?? []).enumerated() {
+            guard let f = try d.object("filter") else { continue }
+            let name = c.downstreams[i].name
+            for (j, bundle) in (try f.strings("bundles") ?? []).enumerated() {
+                let field = "\(f.field("bundles"))[\(j)]"
+                guard let app = c.apps.first(where: { $0.bundleID == bundle }) else {
+                    throw ConfigError(field: field, "no app in apps has bundle_id \"\(bundle)\"")
+                }
+                guard app.downstreams.isEmpty || app.downstreams.contains(name) else {
+                    throw ConfigError(
+                        field: field,
+                        "app \"\(bundle)\" does not send to downstream \"\(name)\" (its downstreams do not name it)"
+                    )
+                }
+            }
+        }
     }
 
     /// A downstream's `retry_delay` and `max_retry_delay` (nil: the policy's), the first not longer than the second.
@@ -1022,9 +1065,4 @@ public struct GatewayConfig: Sendable {
         if path.hasPrefix("/") || base.isEmpty { return path }
         return base.hasSuffix("/") ? base + path : base + "/" + path
     }
-}
-
-extension Character {
-    /// A character of Apple's notification type names (`DID_RENEW`): upper-case ASCII letters, digits, `_`.
-    fileprivate var isTypeCharacter: Bool { ("A"..."Z").contains(self) || ("0"..."9").contains(self) || self == "_" }
 }

@@ -6,7 +6,7 @@ public import Store
 import Synchronization
 public import TeamDatabase
 public import V1Adapter
-internal import WireJSON
+public import WireJSON
 
 /// How a downstream is delivered to and retried.
 public struct DeliveryPolicy: Sendable {
@@ -40,6 +40,8 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     let downstreamTransports: [String: any HTTPTransport]
     let signers: [String: WebhookSigner]
     let passthroughSecrets: [SharedSecret]
+    /// Every configured secret (``ServiceSecrets/redactor``): kept out of the answers' heads the delivery log stores.
+    let redactor: SecretRedactor
     /// Per app, the shared secret whose marker a V1 shape carries (its first): what the pass-through restores.
     let passthroughSecretNames: [String: String]
     /// Per app, what its V1 shapes say for a group member's transaction (``V1App/assignedOwnership``).
@@ -53,13 +55,15 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     let alerts: AlertWebhook?
     private let scheduler: JobScheduler
 
-    /// `v1Apps`: the apps whose V2 notifications may reach a pass-through downstream as V1 shapes.
+    /// `v1Apps`: the apps whose V2 notifications may reach a pass-through downstream as V1 shapes. `redactor`: every
+    /// configured secret, replaced in each answer's head before the delivery log keeps it.
     public init(
         context: WorkerContext,
         transport: any HTTPTransport,
         downstreamTransports: [String: any HTTPTransport] = [:],
         signers: [String: WebhookSigner],
         passthroughSecrets: [SharedSecret],
+        redactor: SecretRedactor,
         v1Apps: [V1App] = [],
         databases: [String: any DownstreamDatabase] = [:],
         policy: DeliveryPolicy = .init(),
@@ -71,6 +75,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         self.downstreamTransports = downstreamTransports
         self.signers = signers
         self.passthroughSecrets = passthroughSecrets
+        self.redactor = redactor
         assignedOwnership = Dictionary(
             v1Apps.map { ($0.bundleID, $0.assignedOwnership) },
             uniquingKeysWith: { a, _ in a }
@@ -181,14 +186,15 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             return
         }
         metrics.increment(.deliveryAttemptsTotal, ["downstream": job.downstream])
-        // The log's timing, by the injected clock; the answer's head is capped by `DeliveryAttempt`.
+        // The log's timing, by the injected clock; the answer's head is capped and redacted by `DeliveryAttempt`.
         let started = now()
         do {
             let response = try await (downstreamTransports[job.downstream] ?? transport).send(request)
             let attempt = DeliveryAttempt(
                 startedAt: started,
                 latencyMillis: now() - started,
-                responseHead: response.body
+                responseHead: response.body,
+                redactor: redactor.adding(Self.signatures(of: request))
             )
             if (200..<300).contains(response.status) {
                 await finish(job, status: response.status, error: nil, dead: false, attempt: attempt)
@@ -209,6 +215,15 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             let attempt = DeliveryAttempt(startedAt: started, latencyMillis: now() - started)
             await finish(job, status: nil, error: error.code.rawValue, dead: false, attempt: attempt)
         }
+    }
+
+    /// The request's own `webhook-signature` values (the base64 of each `v1,` entry), as secrets to keep out of the
+    /// answer's head: a receiver that echoes its request's headers would otherwise put them in the delivery log.
+    static func signatures(of request: HTTPRequest) -> [SecretRedactor.Secret] {
+        request.headers.filter { $0.name.lowercased() == "webhook-signature" }
+            .flatMap { $0.value.split(separator: " ") }
+            .compactMap { $0.split(separator: ",", maxSplits: 1).dropFirst().first }
+            .map { SecretRedactor.Secret(name: SecretRedactor.webhookSignatureName, value: Array($0.utf8)) }
     }
 
     /// The retry policy with the downstream's own attempts and backoff, where its config sets them.

@@ -27,7 +27,8 @@ extension GatewayService {
     }
 
     /// The store (the dependencies' own, or the one the config names), its quarantine rows stored before bodies were
-    /// redacted scrubbed once, before anything else reads them.
+    /// redacted and its delivery attempts logged before answer heads were scrubbed once, before anything else reads
+    /// them.
     static func store(
         config: GatewayConfig,
         redactor: SecretRedactor,
@@ -47,6 +48,15 @@ extension GatewayService {
                 "quarantined bodies stored before redaction held a secret or a password: replaced (rotate that secret)",
                 [
                     "rows_examined": .int(Int64(scrub.examined)), "rows_changed": .int(Int64(scrub.changed)),
+                ]
+            )
+        }
+        let attempts = try store.scrubDeliveryLog(redactor)
+        if attempts.changed > 0 {
+            log.warn(
+                "delivery log answers stored before redaction held a secret or a signature: replaced (rotate that secret)",
+                [
+                    "rows_examined": .int(Int64(attempts.examined)), "rows_changed": .int(Int64(attempts.changed)),
                 ]
             )
         }
@@ -78,6 +88,7 @@ extension GatewayService {
             downstreamTransports: transports.deliveries,
             signers: secrets.signers,
             passthroughSecrets: secrets.v1Secrets,
+            redactor: secrets.redactor,
             v1Apps: secrets.v1Apps,
             databases: DatabaseDownstreams.make(
                 config: config,

@@ -52,4 +52,9 @@ public protocol OutboxTransaction {
     func pendingDeliveries() throws -> [PendingDeliveries]
     /// Outbox rows per state.
     func deliveryCounts() throws -> [DeliveryState: Int]
+    /// Up to `limit` logged attempts stored before answer heads were redacted whose head could hold a secret (16
+    /// bytes or more), oldest first: each one's id and head.
+    func unredactedAttemptHeads(limit: Int) throws -> [(id: Int64, head: [UInt8])]
+    /// Marks the logged attempts `ids` redacted, each one in `rewritten` (by id) with that head in place of its own.
+    func markAttemptHeadsRedacted(_ ids: [Int64], rewritten: [Int64: [UInt8]]) throws
 }

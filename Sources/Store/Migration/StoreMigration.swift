@@ -14,7 +14,8 @@ internal import Darwin
 ///
 /// 1. Refuses an SQLite file another process has open (a gateway still running would go on writing into it).
 /// 2. Opens the SQLite file (its schema brought up to this gateway's, as any command does; quarantine rows stored
-///    before bodies were redacted scrubbed with `redactor`, ``GatewayStore/scrubQuarantine(_:batch:)``) and a ``PostgresStore`` on
+///    before bodies were redacted and delivery attempts logged before answer heads were scrubbed with `redactor`,
+///    ``GatewayStore/scrubQuarantine(_:batch:)``, ``GatewayStore/scrubDeliveryLog(_:batch:)``) and a ``PostgresStore`` on
 ///    the target (which migrates the target's schema), then closes that store again.
 /// 3. In one PostgreSQL transaction — under the schema's migration lock, with the gateway's tables locked against
 ///    writes — refuses a target that holds any gateway row; copies every table of ``tables`` from one SQLite
@@ -124,6 +125,7 @@ public enum StoreMigration {
             name: "delivery_attempts",
             columns: [
                 "id", "outbox_id", "attempt", "started_at", "latency_ms", "status", "error", "response_head", "replay",
+                "redacted",
             ],
             serial: "id"
         ),
@@ -272,11 +274,13 @@ public enum StoreMigration {
                 "\(sqlitePath) is open in another process\(holder): stop the gateway (and every command using the store) first"
             )
         }
-        // Quarantine rows stored before bodies were redacted are scrubbed in the SQLite file before they are copied, so
-        // that no secret reaches the PostgreSQL database (or its log).
+        // Quarantine rows stored before bodies were redacted, and delivery attempts logged before answer heads were,
+        // are scrubbed in the SQLite file before they are copied, so that no secret reaches the PostgreSQL database
+        // (or its log).
         let store = try SQLiteStore(path: sqlitePath)
         defer { store.close() }
         try store.scrubQuarantine(redactor)
+        try store.scrubDeliveryLog(redactor)
         let source = store.database
         try PostgresStore(url: postgresURL, options: targetOptions).close()
 

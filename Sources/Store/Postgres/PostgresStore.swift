@@ -167,12 +167,13 @@ public final class PostgresStore: GatewayStore {
         writers.reduce((0, 0)) { sum, w in (sum.0 + w.statistics.batches, sum.1 + w.statistics.items) }
     }
 
-    /// Rewrites the quarantine table into new files (`VACUUM FULL`): the old row versions an update leaves behind,
-    /// and the space of rows deleted earlier, go with the old files. The quarantine is bounded in bytes, so this is
-    /// quick. PostgreSQL's own write-ahead log and backups keep what they recorded until they are recycled
+    /// Rewrites `table` into new files (`VACUUM FULL`): the old row versions an update leaves behind, and the space
+    /// of rows deleted earlier, go with the old files. The quarantine is bounded in bytes, so this is quick; the
+    /// delivery log is rewritten only when its one-time scrub changed a head, under an exclusive lock, before the
+    /// workers start. PostgreSQL's own write-ahead log and backups keep what they recorded until they are recycled
     /// (docs/operations.md, "Backups").
-    public func eraseFreedSpace() throws {
-        try writerSessions[0].withConnection { c in try c.execute("VACUUM FULL quarantine") }
+    public func eraseFreedSpace(of table: ScrubbedTable) throws {
+        try writerSessions[0].withConnection { c in try c.execute("VACUUM FULL \(table.rawValue)") }
     }
 }
 

@@ -48,3 +48,11 @@ func dueFirst<Row: ResultRow>(_ id: String) -> (Row, Row) -> Bool {
         return x != y ? x < y : (a.int64(id) ?? 0) < (b.int64(id) ?? 0)
     }
 }
+
+extension PostgresTransaction {
+    /// The space the old heads leave is erased by `eraseFreedSpace(of: .deliveryAttempts)` (`VACUUM FULL
+    /// delivery_attempts`).
+    func markAttemptHeadsRedacted(_ ids: [Int64], rewritten: [Int64: [UInt8]]) throws {
+        try updateAttemptHeads(ids, rewritten: rewritten)
+    }
+}

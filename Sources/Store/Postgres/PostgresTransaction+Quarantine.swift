@@ -10,7 +10,7 @@ extension PostgresTransaction: QuarantineRows {
         return try laneUsage(lane)
     }
 
-    /// The space the old values leave is erased by `eraseFreedSpace` (`VACUUM FULL quarantine`).
+    /// The space the old values leave is erased by `eraseFreedSpace(of: .quarantine)` (`VACUUM FULL quarantine`).
     func rewriteQuarantined(_ r: QuarantineRecord) throws {
         try updateRewritten(r)
     }

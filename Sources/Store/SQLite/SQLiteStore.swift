@@ -114,8 +114,9 @@ public final class SQLiteStore: GatewayStore {
     /// Zeroes every free page of the file (they may hold rows deleted before `secure_delete` was on) and truncates
     /// the write-ahead log: a row filling all free pages with zeros is written and dropped with `secure_delete` on,
     /// then the log is checkpointed into the file and truncated. Bytes of rows deleted long ago may still stand in the
-    /// unused part of a page reused since; only `VACUUM` rewrites those (docs/operations.md, "Backups").
-    public func eraseFreedSpace() throws {
+    /// unused part of a page reused since; only `VACUUM` rewrites those (docs/operations.md, "Backups"). Every free
+    /// page of the file, whichever `table` the scrub rewrote.
+    public func eraseFreedSpace(of table: ScrubbedTable) throws {
         try writer.perform(bytes: 0) { c in
             try c.withSecureDelete {
                 let pageSize = try c.queryOne("PRAGMA page_size")?.int64("page_size") ?? 4_096

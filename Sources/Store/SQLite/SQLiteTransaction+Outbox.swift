@@ -32,3 +32,11 @@ extension SQLiteTransaction {
         ).map { try DeliveryJob(row: $0, payload: payload) }
     }
 }
+
+extension SQLiteTransaction {
+    /// With `secure_delete` on, as a quarantine row's rewrite (``rewriteQuarantined(_:)``): the old heads' bytes are
+    /// zeroed, not left in free space.
+    func markAttemptHeadsRedacted(_ ids: [Int64], rewritten: [Int64: [UInt8]]) throws {
+        try c.raw.withSecureDelete { try updateAttemptHeads(ids, rewritten: rewritten) }
+    }
+}

@@ -557,6 +557,16 @@ enum StoreSchema {
                 WHERE kind IN ('seats_changed', 'seats_refunded', 'seats_unclaimed');
             """
         },
+        SchemaStep(sqlite: 20, postgres: 20) { d in
+            """
+            -- A logged answer's head has every configured secret and the request's own signatures replaced before it
+            -- is stored (a downstream that echoes its request would put them there). Attempts logged before that (not
+            -- redacted) whose head could hold one are scrubbed once with the configured secrets at the next start
+            -- (DeliveryLogScrub), read off this index, which holds only them.
+            ALTER TABLE delivery_attempts ADD COLUMN redacted \(d.bool) NOT NULL DEFAULT \(d.false);
+            CREATE INDEX delivery_attempts_unredacted ON delivery_attempts(id) WHERE \(d.unredactedHead);
+            """
+        },
     ]
 
     /// PostgreSQL stores bodies and JSON compressed (``StoredBlob``, with the preset dictionaries of

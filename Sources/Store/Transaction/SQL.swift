@@ -36,6 +36,20 @@ enum Dialect: Sendable {
     /// `quarantine_unredacted` is (so that its planner uses it).
     var unredacted: String { self == .sqlite ? "redacted = 0" : "NOT redacted" }
 
+    /// A delivery attempt logged before answer heads were redacted whose head could hold a secret (as long as the
+    /// shortest one looked for, ``SecretRedactor/minimumLength``), written as each database's partial index
+    /// `delivery_attempts_unredacted` is: only such rows are in it, and the scrub at start reads them off it.
+    var unredactedHead: String { "\(unredacted) AND \(byteLength("response_head")) >= 16" }
+
+    /// `column` is one of the list bound at `$n` (a ``StoreValue/ids(_:)`` or ``StoreValue/texts(_:)``), as
+    /// ``notIn(_:_:_:)`` reads it.
+    func isIn(_ column: String, _ n: Int, _ type: String) -> String {
+        switch self {
+        case .sqlite: "\(column) IN (SELECT value FROM json_each($\(n)))"
+        case .postgres: "\(column) = ANY ($\(n)::\(type)[])"
+        }
+    }
+
     /// `column` is not one of the list bound at `$n` (a ``StoreValue/list(_:)``): one statement whatever the list's
     /// length. SQLite reads the list as a JSON array (`json_each`), PostgreSQL as an array (`= ANY`).
     func notIn(_ column: String, _ n: Int, _ type: String) -> String {

@@ -28,6 +28,22 @@ extension SQLTransaction {
         try c.run(.trimAttempts, [.int64(id), .int64(Int64(DeliveryAttempt.keptPerDelivery))])
     }
 
+    func unredactedAttemptHeads(limit: Int) throws -> [(id: Int64, head: [UInt8])] {
+        try c.query(.unredactedAttemptHeads, [.limit(limit)]).map { row in
+            (try row.requiredInt64("id"), try row.nullableBytes("response_head") ?? [])
+        }
+    }
+
+    /// The update of ``OutboxTransaction/markAttemptHeadsRedacted(_:rewritten:)``: each head that changed, then the
+    /// mark of every row in one statement.
+    func updateAttemptHeads(_ ids: [Int64], rewritten: [Int64: [UInt8]]) throws {
+        for (id, head) in rewritten.sorted(by: { $0.key < $1.key }) {
+            try c.run(.rewriteAttemptHead, [.bytes(head), .int64(id)])
+        }
+        guard !ids.isEmpty else { return }
+        try c.run(.markAttemptsRedacted, [.ids(ids)])
+    }
+
     func redeliver(eventID: String, downstream: String, now time: Int64) throws -> Int {
         try c.run(.redeliverEventTo, [.int64(time), .text(eventID), .text(downstream)])
     }
@@ -148,13 +164,24 @@ extension SQL {
         "UPDATE outbox SET state = 'dead', last_error = $1\(d.clearClaim) WHERE state = 'pending' AND \(d.notIn("downstream", 2, "text"))"
     }
 
-    /// An attempt logged ($7: the answer's head, capped by ``DeliveryAttempt``), marked a replay when an operator
-    /// re-armed the row since it was queued.
+    /// An attempt logged ($7: the answer's head, capped and redacted by ``DeliveryAttempt``), marked a replay when an
+    /// operator re-armed the row since it was queued.
     fileprivate static let logAttempt = SQL { d in
         """
-        INSERT INTO delivery_attempts (outbox_id, attempt, started_at, latency_ms, status, error, response_head, replay)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE((SELECT replayed_at IS NOT NULL FROM outbox WHERE id = $1), \(d.false)))
+        INSERT INTO delivery_attempts (outbox_id, attempt, started_at, latency_ms, status, error, response_head, replay, redacted)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, COALESCE((SELECT replayed_at IS NOT NULL FROM outbox WHERE id = $1), \(d.false)), true)
         """
+    }
+    /// Attempts logged before heads were redacted whose head could hold a secret, oldest first, on
+    /// `delivery_attempts_unredacted`.
+    fileprivate static let unredactedAttemptHeads = SQL { d in
+        "SELECT id, response_head FROM delivery_attempts WHERE \(d.unredactedHead) ORDER BY id LIMIT $1"
+    }
+    fileprivate static let rewriteAttemptHead = SQL(
+        "UPDATE delivery_attempts SET response_head = $1, redacted = true WHERE id = $2"
+    )
+    fileprivate static let markAttemptsRedacted = SQL { d in
+        "UPDATE delivery_attempts SET redacted = true WHERE \(d.isIn("id", 1, "bigint"))"
     }
     /// The delivery's attempts older than its newest $2, on `delivery_attempts_outbox`.
     fileprivate static let trimAttempts = SQL(
