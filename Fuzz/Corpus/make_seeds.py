@@ -72,6 +72,29 @@ for path in ["v2-synthetic/notif-did-renew.json", "v2-synthetic/notif-subscribed
     if path.startswith("v2-synthetic"):
         seed("v2", "payload-" + os.path.basename(path), b"\x04" + compact(p))
         seed("v2", "payload-fresh-" + os.path.basename(path), b"\x0c" + compact(p))
+    if path == "v2-synthetic/notif-refund.json":
+        # A group subscription's shapes (mode 4): a seat refund, an unclaim, a member's assigned transaction.
+        seats = json.loads(compact(p))
+        seats["subtype"] = "SEATS"
+        tx = seats["data"]["signedTransactionInfo"]
+        tx.pop("revocationDate", None)
+        tx.pop("revocationReason", None)
+        tx["quantity"] = 8
+        tx["multiSeatInfo"] = {"priceTiers": [{"price": 9990, "quantity": 5}, {"price": 7990, "quantity": 3}],
+                               "revokedSeatQuantity": 3, "invitationManagement": "APPLE"}
+        tx["additionalTransactionReason"] = "SEAT_ADDITION"
+        seed("v2", "payload-multiseat-seat-refund.json", b"\x04" + compact(seats))
+        unclaim = json.loads(compact(seats))
+        unclaim["notificationType"] = "UNCLAIM_SEATS"
+        unclaim.pop("subtype")
+        unclaim["unclaimInfo"] = {"unclaimSeatIds": ["0f8fad5b-d9cb-469f-a165-70867728950e"]}
+        unclaim["data"]["signedTransactionInfo"]["multiSeatInfo"]["invitationManagement"] = "DEVELOPER"
+        seed("v2", "payload-multiseat-unclaim.json", b"\x04" + compact(unclaim))
+        member = json.loads(compact(seats))
+        member["notificationType"], member["subtype"] = "SUBSCRIBED", "INITIAL_BUY"
+        member["data"]["signedTransactionInfo"]["inAppOwnershipType"] = "ASSIGNED"
+        member["data"]["signedTransactionInfo"]["revokedSeatQuantity"] = 1
+        seed("v2", "payload-multiseat-member.json", b"\x04" + compact(member))
 for path, member, mode in [("v2-synthetic/tx-auto-renewable.json", "signedTransaction", 2),
                            ("v2-synthetic/renewal-info.json", "signedRenewalInfo", 3),
                            ("v2/tx-auto-renewable-sandbox-2022-gopay-order.json", "signedTransaction", 2),

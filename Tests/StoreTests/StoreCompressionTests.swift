@@ -225,7 +225,7 @@ import Zstd
             try c.execute("DROP TABLE IF EXISTS blob_dictionaries")
             // Version 10's indexes (step 13 dropped four and made the outbox's state indexes partial, step 14 dropped
             // the events by path), without step 15's receipt tables, step 16's delivery log, step 17's refund
-            // requests and step 18's history pages.
+            // requests, step 18's history pages and step 19's group seats (step 20 altered the delivery log, gone).
             try c.execute(
                 """
                 DROP INDEX outbox_pending; DROP INDEX outbox_dead;
@@ -236,6 +236,7 @@ import Zstd
                 DROP TABLE receipt_modes; DROP TABLE receipt_histories; DROP TABLE receipt_ledger;
                 DROP TABLE delivery_attempts; DROP INDEX outbox_delivered_created; DROP INDEX outbox_undelivered_created;
                 ALTER TABLE outbox DROP COLUMN replayed_at; DROP TABLE consumption_jobs; DROP TABLE receipt_history_pages;
+                DROP INDEX subscription_state_groups; DROP INDEX events_seats; ALTER TABLE subscription_state DROP COLUMN seats;
                 """
             )
             try c.run("DELETE FROM schema_migrations WHERE version > 10")
