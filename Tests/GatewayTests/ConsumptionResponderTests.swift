@@ -76,10 +76,12 @@ import WireJSON
             uuid: String = "00000000-0000-4000-8000-00000000c001",
             reason: String? = "UNINTENDED_PURCHASE",
             productType: String = "Consumable",
-            signedDate: Int64 = TestCA.signedDate
+            signedDate: Int64 = TestCA.signedDate,
+            ownership: String = "PURCHASED"
         ) throws -> Int {
             var tx = TestTransaction()
             tx.type = productType
+            tx.ownership = ownership
             var n = TestNotification(
                 notificationType: type,
                 notificationUUID: uuid,
@@ -212,6 +214,29 @@ import WireJSON
     }
 
     // MARK: The team's service answers
+
+    @Test func aGroupMembersRequestIsKeptAssignedAndNeverSent() async throws {
+        // Apple refuses consumption information for an ASSIGNED transaction (InvalidAssignedTransactionNotSupportedError).
+        let apple = FakeApple()
+        let s = try Self.setup(consumption: Self.consumption(ask: nil, extra: Self.defaultAnswer), apple: apple)
+        defer { s.close() }
+        #expect(try s.notify(productType: "Auto-Renewable Subscription", ownership: "ASSIGNED") == 200)
+        let job = try #require(try s.job())
+        #expect(job.state == .assigned && job.lastError == "assigned_transaction")
+        #expect(job.asks == 0 && job.sends == 0)
+        // The responder never picks it up: a request of a purchaser's, queued after it, is answered, this one not.
+        #expect(try s.notify(uuid: "00000000-0000-4000-8000-00000000c002") == 200)
+        try await s.runUntil {
+            try s.store.read { tx in try tx.consumptionJobs(state: .sent, limit: 10) }.count == 1
+        }
+        #expect(apple.sent.count == 1, "only the purchaser's request reached Apple")
+        #expect(try await s.store.read { tx in try tx.consumptionJobs(state: .assigned, limit: 10) }.count == 1)
+        let counted = s.service.metrics.counter(
+            "iapgw_consumption_requests_total",
+            ["bundle": Self.bundle, "state": "assigned"]
+        )
+        #expect(counted == 1)
+    }
 
     @Test func theTeamsAnswerIsAskedSignedAndSentToAppleOnce() async throws {
         let team = try LoopbackHTTPServer { _ in
