@@ -7,7 +7,8 @@ public struct OutgoingTransports: Sendable {
     /// Deliveries, one set per downstream (`downstreams[].concurrency` slots each).
     public let deliveries: [String: GatedTransport]
     /// Calls a public request waits for: `/verifyReceipt` forwarded to Apple, and customers' histories from the App
-    /// Store Server API (`receipts.max_in_flight` plus `receipts.shadow_concurrency` slots).
+    /// Store Server API, those that go on in the background included (`receipts.max_in_flight` +
+    /// `receipts.shadow_concurrency` + `receipts.background_fetches` slots).
     public let receipts: GatedTransport
     /// Background calls to Apple: verifyReceipt for V1 notifications, comparison and recovery fetches, refund answers
     /// sent, App Store Connect (`limits.verify_receipt_concurrency` + `compare.concurrency` + 4 slots).
@@ -26,7 +27,7 @@ public struct OutgoingTransports: Sendable {
             uniquingKeysWith: { a, _ in a }
         )
         let r = config.receiptSettings
-        receipts = GatedTransport(base, slots: r.maxInFlight + r.shadowConcurrency)
+        receipts = GatedTransport(base, slots: r.maxInFlight + r.shadowConcurrency + r.backgroundFetches)
         apple = GatedTransport(
             base,
             slots: config.limits.verifyReceiptConcurrency + config.compareSettings.concurrency + 4
