@@ -223,12 +223,18 @@ protocol DictionaryTable {
     func dictionaryEntry(id: Int64) throws -> BlobDictionaries.Entry?
 }
 
+/// The reads both stores' tables make of `blob_dictionaries`, written once (SQLite binds `$1` by position).
+enum DictionaryStatements {
+    static let byDigest = "SELECT id, header FROM blob_dictionaries WHERE header_digest = $1"
+    static let byID = "SELECT header_digest, header FROM blob_dictionaries WHERE id = $1"
+}
+
 extension SQLiteConnection: DictionaryTable {
     var readsCommitted: Bool { false }
 
     func dictionaryRow(digest: [UInt8]) throws -> (id: Int64, source: [UInt8])? {
         guard
-            let row = try queryOne("SELECT id, header FROM blob_dictionaries WHERE header_digest = ?", [.blob(digest)])
+            let row = try queryOne(DictionaryStatements.byDigest, [.blob(digest)])
         else { return nil }
         guard let id = row.int64("id"), let header = row.blob("header") else { return nil }
         return (id, header)
@@ -248,10 +254,7 @@ extension SQLiteConnection: DictionaryTable {
 
     func dictionaryEntry(id: Int64) throws -> BlobDictionaries.Entry? {
         guard
-            let row = try queryOne(
-                "SELECT header_digest, header FROM blob_dictionaries WHERE id = ?",
-                [.integer(id)]
-            ),
+            let row = try queryOne(DictionaryStatements.byID, [.integer(id)]),
             let digest = row.blob("header_digest"), let header = row.blob("header")
         else { return nil }
         return BlobDictionaries.Entry(id: id, digest: digest, dictionary: StoredBlob.dictionary(header: header[...]))

@@ -117,10 +117,7 @@ struct PostgresDictionaryTable: DictionaryTable {
 
     func dictionaryEntry(id: Int64) throws -> BlobDictionaries.Entry? {
         guard
-            let row = try c.queryOne(
-                "SELECT header_digest, header FROM blob_dictionaries WHERE id = $1",
-                [.int64(id)]
-            ),
+            let row = try c.queryOne(DictionaryStatements.byID, [.int64(id)]),
             let digest = row.bytes("header_digest"), let header = row.bytes("header")
         else { return nil }
         return BlobDictionaries.Entry(id: id, digest: digest, dictionary: StoredBlob.dictionary(header: header[...]))
@@ -128,10 +125,7 @@ struct PostgresDictionaryTable: DictionaryTable {
 
     static func row(digest: [UInt8], on c: PostgresConnection) throws -> (id: Int64, source: [UInt8])? {
         guard
-            let row = try c.queryOne(
-                "SELECT id, header FROM blob_dictionaries WHERE header_digest = $1",
-                [.bytea(digest)]
-            ),
+            let row = try c.queryOne(DictionaryStatements.byDigest, [.bytea(digest)]),
             let id = row.int64("id"), let header = row.bytes("header")
         else { return nil }
         return (id, header)
