@@ -86,7 +86,7 @@ enum JSONSerializationLite {
     }
 }
 
-/// The frozen test PKI of `Fixtures/test-pki` (made once by `scripts/make_test_fixtures.py`, never regenerated); new
+/// The frozen test PKI of `Fixtures/test-pki` (made once by `Fixtures/test-pki/make_test_fixtures.py`, never regenerated); new
 /// chains are built in code with ``TestCA``.
 public enum TestPKI {
     public static func der(_ name: String) throws -> [UInt8] { try Fixtures.bytes("test-pki/\(name).der") }

@@ -2,7 +2,7 @@ public import Crypto
 public import V2Adapter
 
 /// An Apple-shaped test CA built in code, the way to write a new certificate or V2 token case (the files in
-/// `Fixtures/test-pki` and `Fixtures/v2-synthetic` are frozen vectors; `scripts/make_test_fixtures.py` is only the
+/// `Fixtures/test-pki` and `Fixtures/v2-synthetic` are frozen vectors; `Fixtures/test-pki/make_test_fixtures.py` is only the
 /// record of how they were made). Its root, intermediate and normal leaf come from ``GeneratedTestPKI`` (the
 /// simulator's PKI: the profile of Apple's chain and of the frozen `test-pki`); ``chain(_:)`` issues look-alike
 /// chains under the same root with one defect each, through ``CertificateBuilder``.

@@ -12,7 +12,7 @@ What follows is the script's original description.
 
 Generate the synthetic App Store Server Notification V2 test fixtures.
 
-    python3 scripts/make_test_fixtures.py
+    python3 Fixtures/test-pki/make_test_fixtures.py
 
 Writes (and first deletes the previously generated *.der / *.pem / *.json in):
   Fixtures/test-pki/             Apple-shaped test PKI (DER certs, PKCS#8 PEM keys)
@@ -60,7 +60,7 @@ from cryptography.hazmat.primitives.asymmetric.utils import (
 )
 from cryptography.x509.oid import NameOID
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 PKI_DIR = REPO / "Fixtures" / "test-pki"
 SYN_DIR = REPO / "Fixtures" / "v2-synthetic"
 NEG_DIR = SYN_DIR / "negative"

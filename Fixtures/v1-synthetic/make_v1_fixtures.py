@@ -11,7 +11,7 @@ MIN = 60000
 SECRET = "0123456789abcdef0123456789abcdef"
 BUNDLE = "com.example.gateway"
 APP_ID = "1234567890"
-OUT = os.path.join(os.path.dirname(__file__), "..", "Fixtures", "v1-synthetic")
+OUT = os.path.dirname(os.path.abspath(__file__))
 RECEIPT = "c3ludGhldGljLXJlY2VpcHQtZm9yLXRlc3Rz"  # base64("synthetic-receipt-for-tests")
 
 
