@@ -32,7 +32,17 @@ public enum Catalogue {
         priceMilli: 19_990
     )
     public static let coins = SimProduct(id: "sim.coins100", kind: .consumable, level: 0, months: 0, priceMilli: 4_990)
+    /// A monthly subscription bought by the seat (a group, or multiseat, subscription): volume pricing, the first 5
+    /// seats at 9.99 each and every further seat at 7.99.
+    public static let team = SimProduct(
+        id: "sim.team.monthly",
+        kind: .autoRenewable,
+        level: 1,
+        months: 1,
+        priceMilli: 9_990,
+        seatPricing: [SimSeatPricing(seats: 5, priceMilli: 9_990), SimSeatPricing(seats: nil, priceMilli: 7_990)]
+    )
 
-    public static let all = [monthly, quarterly, yearly, premium, coins]
+    public static let all = [monthly, quarterly, yearly, premium, coins, team]
     public static func product(_ id: String) -> SimProduct? { all.first { $0.id == id } }
 }

@@ -36,7 +36,7 @@ public struct Emitter: Sendable {
         p.purchaseDate = t.purchaseDate
         p.originalPurchaseDate = t.originalPurchaseDate
         p.expiresDate = t.expiresDate
-        p.quantity = 1
+        p.quantity = t.seats ?? 1
         p.type =
             switch product?.kind {
             case .consumable?: "Consumable"
@@ -44,7 +44,7 @@ public struct Emitter: Sendable {
             default: "Auto-Renewable Subscription"
             }
         p.appAccountToken = appAccountToken
-        p.inAppOwnershipType = t.familyShared ? "FAMILY_SHARED" : "PURCHASED"
+        p.inAppOwnershipType = t.ownership
         p.signedDate = signedDate
         p.revocationReason = t.revocationReason
         p.revocationDate = t.revocationDate
@@ -59,7 +59,22 @@ public struct Emitter: Sendable {
         p.transactionReason = t.renewal ? "RENEWAL" : "PURCHASE"
         p.currency = "USD"
         p.price = t.priceMilli
+        if t.seats != nil {
+            // Group subscriptions (docs/simulator.md, "Group subscriptions"): `quantity` is the transaction's seats,
+            // `price` their average; the tiers, the invitation model and the seats refunded sit in `multiSeatInfo`
+            // (where StoreKit's `MultiSeatInfo` has them; the V2 adapter reads them beside it too).
+            p.multiSeatInfo = TransactionMultiSeatInfo(
+                priceTiers: t.seatTiers.map(Self.priceTiers),
+                revokedSeatQuantity: t.revokedSeats,
+                invitationManagement: t.invitationManagement
+            )
+            p.additionalTransactionReason = t.additionalTransactionReason
+        }
         return p
+    }
+
+    static func priceTiers(_ tiers: [SimSeatTier]) -> [MultiSeatPriceTier] {
+        tiers.map { MultiSeatPriceTier(price: $0.priceMilli, quantity: $0.quantity) }
     }
 
     public func renewalPayload(_ s: SimSubscription, signedDate: Int64) -> RenewalInfoPayload? {
@@ -79,6 +94,13 @@ public struct Emitter: Sendable {
         p.renewalDate = latest.expiresDate
         p.currency = "USD"
         p.appAccountToken = s.appAccountToken
+        if let seats = r.renewalSeats {
+            // A group: the seats and their tiers at the next renewal; `renewalPrice` is the average per seat.
+            let tiers = Catalogue.product(r.autoRenewProductID)?.seatTiers(seats) ?? []
+            p.renewalQuantity = seats
+            p.multiSeatInfo = RenewalMultiSeatInfo(renewalPriceTiers: Self.priceTiers(tiers))
+            p.renewalPrice = SimSeatTier.average(tiers)
+        }
         return p
     }
 
@@ -109,11 +131,14 @@ public struct Emitter: Sendable {
         }
     }
 
+    /// A group purchaser is revoked only when every transaction of the period is (``SimSubscription/groupPeriod``).
     public static func entitlement(_ s: SimSubscription, at time: Int64) -> Entitlement {
         let latest = s.latest
+        let period = s.groupPeriod
+        let standing = period.contains { $0.revocationDate == nil }
         return Entitlement.compute(
             expiresDate: latest?.expiresDate,
-            revocationDate: latest?.revocationDate,
+            revocationDate: standing ? nil : latest?.revocationDate,
             gracePeriodExpiresDate: s.renewal?.gracePeriodExpiresDate,
             inBillingRetry: s.renewal?.inBillingRetry,
             at: time
@@ -128,6 +153,7 @@ public struct Emitter: Sendable {
         subscription s: SimSubscription?,
         transaction: SimTransaction?,
         at time: Int64,
+        unclaimSeatIDs: [String]? = nil,
         extra: (inout NotificationData) -> Void = { _ in }
     ) throws -> String {
         var data = NotificationData(
@@ -149,6 +175,7 @@ public struct Emitter: Sendable {
             subtype: subtype,
             notificationUUID: uuid,
             data: data,
+            unclaimInfo: unclaimSeatIDs.map { UnclaimInfo(unclaimSeatIDs: $0) },
             signedDate: time
         )
         return try sign(payload)
@@ -186,8 +213,10 @@ public struct Emitter: Sendable {
         if t.isUpgraded { v.isUpgraded = "true" }
         if t.offerType == 2 { v.promotionalOfferID = t.offerID }
         if t.offerType == 3 { v.offerCodeRefName = t.offerID }
-        v.inAppOwnershipType = t.familyShared ? "FAMILY_SHARED" : "PURCHASED"
-        v.quantity = "1"
+        // V1 never had `ASSIGNED`: a group member's transaction reads as V1's "access without being the purchaser",
+        // what the gateway's own V1 formats say by default (`apps[].v1_assigned_ownership`).
+        v.inAppOwnershipType = t.ownership == "ASSIGNED" ? "FAMILY_SHARED" : t.ownership
+        v.quantity = V1Scalar(text: String(t.seats ?? 1))
         return v
     }
 

@@ -117,7 +117,11 @@ struct TransactionHistoryQuery {
         groupIDs = Set(r.values("subscriptionGroupIdentifier"))
         if groupIDs.contains("") { throw .invalidSubscriptionGroupIdentifier }
         ownership = r.value("inAppOwnershipType")
-        if let ownership, ownership != "FAMILY_SHARED", ownership != "PURCHASED" { throw .invalidInAppOwnershipType }
+        // `ASSIGNED` (a group member's) is Apple's third ownership; its pages do not say the filter takes it, the fake
+        // does.
+        if let ownership, !["FAMILY_SHARED", "PURCHASED", "ASSIGNED"].contains(ownership) {
+            throw .invalidInAppOwnershipType
+        }
         // Apple's Python library sends Python's spelling (`True` / `False`); Apple takes it.
         switch r.value("revoked")?.lowercased() {
         case nil: revoked = nil
@@ -157,7 +161,7 @@ struct TransactionHistoryQuery {
         if !groupIDs.isEmpty, !(product?.kind == .autoRenewable && groupIDs.contains(Catalogue.groupID)) {
             return false
         }
-        if let ownership, ownership != (t.familyShared ? "FAMILY_SHARED" : "PURCHASED") { return false }
+        if let ownership, ownership != t.ownership { return false }
         if let revoked, revoked != isRevoked { return false }
         return true
     }
@@ -177,18 +181,23 @@ struct NotificationHistoryQuery {
     var onlyFailures: Bool
 
     /// The subtypes each V2 notification type comes with (Apple: App Store Server Notifications, `notificationType`).
+    /// Group subscriptions: `SEATS` comes with `REFUND`, `UNCLAIM_SEATS` is a type; Apple's pages do not pair
+    /// `INCREASE_QUANTITY` and `DECREASE_QUANTITY` with a type, and the simulator sends them with
+    /// `DID_CHANGE_RENEWAL_PREF` (docs/simulator.md, "Group subscriptions").
     static let subtypes: [String: Set<String>] = [
-        "SUBSCRIBED": ["INITIAL_BUY", "RESUBSCRIBE"], "DID_CHANGE_RENEWAL_PREF": ["UPGRADE", "DOWNGRADE"],
+        "SUBSCRIBED": ["INITIAL_BUY", "RESUBSCRIBE"],
+        "DID_CHANGE_RENEWAL_PREF": ["UPGRADE", "DOWNGRADE", "INCREASE_QUANTITY", "DECREASE_QUANTITY"],
         "DID_CHANGE_RENEWAL_STATUS": ["AUTO_RENEW_ENABLED", "AUTO_RENEW_DISABLED"],
         "OFFER_REDEEMED": ["INITIAL_BUY", "RESUBSCRIBE", "UPGRADE", "DOWNGRADE"], "DID_RENEW": ["BILLING_RECOVERY"],
         "EXPIRED": ["VOLUNTARY", "BILLING_RETRY", "PRICE_INCREASE", "PRODUCT_NOT_FOR_SALE"],
         "DID_FAIL_TO_RENEW": ["GRACE_PERIOD"],
-        "GRACE_PERIOD_EXPIRED": [], "PRICE_INCREASE": ["PENDING", "ACCEPTED"], "REFUND": [], "REFUND_DECLINED": [],
+        "GRACE_PERIOD_EXPIRED": [], "PRICE_INCREASE": ["PENDING", "ACCEPTED"], "REFUND": ["SEATS"],
+        "REFUND_DECLINED": [],
         "REFUND_REVERSED": [], "CONSUMPTION_REQUEST": [], "RENEWAL_EXTENDED": [],
         "RENEWAL_EXTENSION": ["SUMMARY", "FAILURE"],
         "REVOKE": [], "TEST": [], "EXTERNAL_PURCHASE_TOKEN": ["UNREPORTED"], "ONE_TIME_CHARGE": [],
         "RESCIND_CONSENT": [],
-        "METADATA_UPDATE": [], "MIGRATION": [], "PRICE_CHANGE": [],
+        "METADATA_UPDATE": [], "MIGRATION": [], "PRICE_CHANGE": [], "UNCLAIM_SEATS": [],
     ]
 
     /// `now` bounds `endDate`; with `retentionDays`, an older `startDate` is refused.

@@ -25,6 +25,9 @@ public struct Emission: Sendable {
     public var v2NotificationUUID: String?
     /// The V2 `signedPayload` (nil when V2 sends nothing for this step).
     public var v2SignedPayload: String?
+    /// The transaction the V2 notification carries: the subscription's latest, but where a step is told once per
+    /// transaction (a group's period refunded whole).
+    public var v2TransactionID: String?
     /// The V1 bodies Apple would send (empty when V1 sends nothing for this step).
     public var v1Bodies: [ResponseBodyV1]
     public var expectedV2: ExpectedEvent?
@@ -251,16 +254,10 @@ public struct LifecycleContext {
             (t.offerType, t.offerID, t.offerDiscountType) = (3, code, "PAY_AS_YOU_GO")
             expectedV1 = ExpectedEvent(.purchase, .offerRedeemed)
         }
-        var s = SimSubscription(
-            bundleID: bundleID,
-            originalTransactionID: otid,
-            appAccountToken: Self.uuid("account|\(bundleID)|\(otid)"),
-            transactions: [t],
-            renewal: product.kind == .autoRenewable ? SimRenewal(autoRenewProductID: product.id) : nil,
-            receiptToken: Base64.encode(Array("sim-receipt:\(otid)".utf8), alphabet: .standard)
+        world.subscriptions[otid] = newSubscription(
+            t,
+            renewal: product.kind == .autoRenewable ? SimRenewal(autoRenewProductID: product.id) : nil
         )
-        s.sharedSecretDigest = Hex.encode(SHA256.hash(Array(sharedSecret.utf8)))
-        world.subscriptions[otid] = s
         if product.kind == .autoRenewable {
             if case .offerCode = offer {
                 try emit(
@@ -293,6 +290,22 @@ public struct LifecycleContext {
             )
         }
         return otid
+    }
+
+    /// A new subscription whose first transaction (and original) is `t`, as the App Store opens it: its customer's
+    /// account token, receipt and the app's shared secret (its digest).
+    func newSubscription(_ t: SimTransaction, renewal: SimRenewal?) -> SimSubscription {
+        let otid = t.originalTransactionID
+        var s = SimSubscription(
+            bundleID: bundleID,
+            originalTransactionID: otid,
+            appAccountToken: Self.uuid("account|\(bundleID)|\(otid)"),
+            transactions: [t],
+            renewal: renewal,
+            receiptToken: Base64.encode(Array("sim-receipt:\(otid)".utf8), alphabet: .standard)
+        )
+        s.sharedSecretDigest = Hex.encode(SHA256.hash(Array(sharedSecret.utf8)))
+        return s
     }
 
     // MARK: Renewals and billing
@@ -332,6 +345,16 @@ public struct LifecycleContext {
         )
         t.renewal = true
         t.familyShared = s.latest?.familyShared ?? false
+        if let latest = s.latest, latest.seats != nil {
+            // A group renews as one transaction for the seats the renewal info holds (a reduction applies here).
+            let seats = s.renewal?.renewalSeats ?? s.groupSeats
+            let tiers = product.seatTiers(seats)
+            t.seats = seats
+            t.seatTiers = tiers
+            t.priceMilli = SimSeatTier.average(tiers) ?? product.priceMilli
+            t.invitationManagement = latest.invitationManagement
+            t.assignedBy = latest.assignedBy
+        }
         return t
     }
 
@@ -719,6 +742,8 @@ public struct LifecycleContext {
         v1: [String],
         expectV2: ExpectedEvent?,
         expectV1: [ExpectedEvent],
+        transaction: SimTransaction? = nil,
+        unclaimSeatIDs: [String]? = nil,
         extra: @escaping (inout NotificationData) -> Void = { _ in }
     ) throws {
         let s = try sub(otid)
@@ -738,13 +763,15 @@ public struct LifecycleContext {
             e.v2Type = v2.type
             e.v2Subtype = v2.subtype
             e.v2NotificationUUID = uuid
+            e.v2TransactionID = (transaction ?? s.latest)?.transactionID
             e.v2SignedPayload = try emitter.notification(
                 type: v2.type,
                 subtype: v2.subtype,
                 uuid: uuid,
                 subscription: s,
-                transaction: s.latest,
+                transaction: transaction ?? s.latest,
                 at: now,
+                unclaimSeatIDs: unclaimSeatIDs,
                 extra: extra
             )
         }

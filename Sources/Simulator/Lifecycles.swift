@@ -239,5 +239,79 @@ public enum Lifecycles {
             c.advance(months: 0.2)
             try c.refundRequest(s)
         },
+        // Group (multiseat) subscriptions (docs/simulator.md, "Group subscriptions"): V1 tells the purchaser's
+        // subscription as any other and nothing of its seats, so both generations end alike.
+        Lifecycle(
+            "group-buy",
+            "buy 8 seats of a team subscription (5 at 9.99, 3 at 7.99), renewed for 8",
+            final: [.active]
+        ) { c in
+            let s = try c.buyGroup(Catalogue.team, seats: 8)
+            try c.renew(s)
+        },
+        Lifecycle(
+            "group-add-seats",
+            "buy 5 seats, add 3 mid-period (a transaction of their own), renew for 8",
+            final: [.active]
+        ) { c in
+            let s = try c.buyGroup(Catalogue.team, seats: 5)
+            c.advance(months: 0.4)
+            try c.addSeats(s, 3)
+            try c.renew(s)
+        },
+        Lifecycle(
+            "group-reduce-at-renewal",
+            "buy 8 seats, reduce to 5 from the next renewal, renew for 5",
+            final: [.active]
+        ) { c in
+            let s = try c.buyGroup(Catalogue.team, seats: 8)
+            c.advance(months: 0.5)
+            try c.reduceSeatsAtRenewal(s, to: 5)
+            try c.renew(s)
+        },
+        Lifecycle(
+            "group-seat-refund",
+            "buy 8 seats; Apple refunds 3 of them: the purchaser keeps access with 5",
+            final: [.active]
+        ) { c in
+            let s = try c.buyGroup(Catalogue.team, seats: 8)
+            c.advance(months: 0.3)
+            try c.refundSeats(s, 3)
+        },
+        Lifecycle(
+            "group-whole-refund",
+            "buy 5 seats, add 3; Apple refunds the whole period (every transaction of it): access ends",
+            final: [.revoked]
+        ) { c in
+            let s = try c.buyGroup(Catalogue.team, seats: 5)
+            c.advance(months: 0.3)
+            try c.addSeats(s, 3)
+            c.advance(months: 0.2)
+            try c.refundGroup(s)
+        },
+        Lifecycle(
+            "group-member-joins-and-leaves",
+            "buy 5 seats (Apple hosts the invitations); a member joins with a transaction of their own, then leaves",
+            final: [.active, .revoked]
+        ) { c in
+            let s = try c.buyGroup(Catalogue.team, seats: 5)
+            c.advance(months: 0.2)
+            let member = try c.memberJoins(s)
+            c.advance(months: 0.3)
+            try c.memberLeaves(member)
+        },
+        Lifecycle(
+            "group-unclaim",
+            "buy 5 seats (the app hosts the invitations); Apple refunds 2 and unclaims 2 of the app's seat claims",
+            final: [.active]
+        ) { c in
+            let s = try c.buyGroup(Catalogue.team, seats: 5, invitations: "DEVELOPER")
+            c.advance(months: 0.3)
+            try c.refundSeats(s, 2)
+            try c.unclaimSeats(s, 2)
+        },
     ]
+
+    /// The group (multiseat) subscriptions of ``all``.
+    public static var groups: [Lifecycle] { all.filter { $0.name.hasPrefix("group-") } }
 }

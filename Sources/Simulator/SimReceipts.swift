@@ -11,7 +11,7 @@ extension SimSubscription {
     public func appReceipt(createdAt: Int64) -> AppReceipt {
         let purchases = transactions.filter { $0.purchaseDate <= createdAt }.map { t in
             ReceiptPurchase(
-                quantity: 1,
+                quantity: Int64(t.seats ?? 1),
                 productID: t.productID,
                 transactionID: t.transactionID,
                 originalTransactionID: t.originalTransactionID,

@@ -16,6 +16,64 @@ public struct SimProduct: Sendable, Hashable, Codable {
     /// Length in simulated months (0 for one-time products).
     public var months: Int
     public var priceMilli: Int64
+    /// A group (multiseat) product's price per seat, tier by tier (nil: one price, ``priceMilli``, for every seat).
+    public var seatPricing: [SimSeatPricing]?
+
+    /// The price tiers of `count` seats bought when `already` seats of the period are paid for — a seat addition's
+    /// seats are priced from where the period's seats end: one tier per step of ``seatPricing`` they reach, in the
+    /// schedule's order (docs/simulator.md, "Group subscriptions").
+    public func seatTiers(_ count: Int, after already: Int = 0) -> [SimSeatTier] {
+        guard count > 0 else { return [] }
+        guard let schedule = seatPricing, let last = schedule.last else {
+            return [SimSeatTier(priceMilli: priceMilli, quantity: count)]
+        }
+        let (first, end) = (max(0, already), max(0, already).clampedAdding(count))
+        var tiers: [SimSeatTier] = []
+        var floor = 0
+        for step in schedule {
+            let cap = step.seats.map { floor.clampedAdding(max(0, $0)) } ?? Int.max
+            let inStep = min(end, cap) - max(first, floor)
+            if inStep > 0 { tiers.append(SimSeatTier(priceMilli: step.priceMilli, quantity: inStep)) }
+            floor = cap
+            if cap >= end { break }
+        }
+        // A schedule whose last step is bounded: the seats beyond it at the last step's price.
+        if floor < end {
+            let beyond = end - max(first, floor)
+            if let i = tiers.indices.last, tiers[i].priceMilli == last.priceMilli {
+                tiers[i].quantity += beyond
+            } else {
+                tiers.append(SimSeatTier(priceMilli: last.priceMilli, quantity: beyond))
+            }
+        }
+        return tiers
+    }
+}
+
+/// One step of a group product's per-seat pricing: up to `seats` seats (nil: every seat beyond the earlier steps) at
+/// `priceMilli` each.
+public struct SimSeatPricing: Sendable, Hashable, Codable {
+    public var seats: Int?
+    public var priceMilli: Int64
+    public init(seats: Int?, priceMilli: Int64) { (self.seats, self.priceMilli) = (seats, priceMilli) }
+}
+
+/// One price tier of a group transaction or renewal (Apple's `MultiSeatPriceTier`): `quantity` seats at `priceMilli`
+/// each, in milli-units of the transaction's currency.
+public struct SimSeatTier: Sendable, Hashable, Codable {
+    public var priceMilli: Int64
+    public var quantity: Int
+    public init(priceMilli: Int64, quantity: Int) { (self.priceMilli, self.quantity) = (priceMilli, quantity) }
+
+    /// The average price of a seat over `tiers` (what Apple's `price` says of a multiseat purchase); nil without seats.
+    public static func average(_ tiers: [SimSeatTier]) -> Int64? {
+        let seats = tiers.reduce(0) { $0.clampedAdding(max(0, $1.quantity)) }
+        guard seats > 0 else { return nil }
+        let total = tiers.reduce(Int64(0)) {
+            $0.clampedAdding($1.priceMilli.clampedMultiplied(by: Int64(max(0, $1.quantity))))
+        }
+        return total / Int64(seats)
+    }
 }
 
 /// One transaction as the App Store records it.
@@ -37,8 +95,33 @@ public struct SimTransaction: Sendable, Hashable, Codable {
     public var revocationType: String?
     public var isUpgraded = false
     public var familyShared = false
+    /// The price; for a group's transaction the average over its seats (``seatTiers`` say what each seat cost).
     public var priceMilli: Int64
     public var renewal = false
+
+    // Group (multiseat) subscriptions (docs/simulator.md, "Group subscriptions"); nil on every other transaction.
+    /// The seats this transaction covers: a seat addition's only the seats added; a member's the group's.
+    public var seats: Int?
+    public var seatTiers: [SimSeatTier]?
+    /// The seats a seat refund revoked from this transaction (the purchaser's only).
+    public var revokedSeats: Int?
+    /// Who hosts the group's invitations: `APPLE` or `DEVELOPER`.
+    public var invitationManagement: String?
+    /// `SEAT_ADDITION`: one of several transactions that together represent the period.
+    public var additionalTransactionReason: String?
+    /// A member of an Apple-hosted group (Apple's `ASSIGNED` ownership): the purchaser's original transaction id.
+    public var assignedBy: String?
+
+    /// Apple's `inAppOwnershipType`: `ASSIGNED`, `FAMILY_SHARED` or `PURCHASED`.
+    public var ownership: String { assignedBy != nil ? "ASSIGNED" : familyShared ? "FAMILY_SHARED" : "PURCHASED" }
+
+    /// A group purchaser's transaction (a member's repeats the group's seats and is not one).
+    public var isGroupPurchasers: Bool { seats != nil && assignedBy == nil }
+
+    /// The seats it still covers: its seats less those refunded, none once it is revoked.
+    public var seatsLeft: Int {
+        revocationDate != nil ? 0 : max(0, (seats ?? 0).clampedSubtracting(revokedSeats ?? 0))
+    }
 }
 
 /// What happens at the next renewal.
@@ -50,6 +133,8 @@ public struct SimRenewal: Sendable, Hashable, Codable {
     public var gracePeriodExpiresDate: Int64?
     /// 0 = not answered, 1 = accepted; nil when no price increase is pending.
     public var priceIncreaseStatus: Int?
+    /// A group subscription: the seats at the next renewal (Apple's `renewalQuantity`); nil for any other.
+    public var renewalSeats: Int?
 }
 
 /// One subscription (or one-time purchase) of the simulated customer.
@@ -70,6 +155,16 @@ public struct SimSubscription: Sendable, Hashable, Codable {
     public var latest: SimTransaction? {
         transactions.max { ($0.purchaseDate, $0.transactionID) < ($1.purchaseDate, $1.transactionID) }
     }
+
+    /// A group purchaser's current period: the purchaser's transactions that end when the latest ends, oldest first
+    /// (one, or several once seats were added); empty for any other subscription.
+    public var groupPeriod: [SimTransaction] {
+        guard let latest, latest.isGroupPurchasers, let end = latest.expiresDate else { return [] }
+        return transactions.filter { $0.isGroupPurchasers && $0.expiresDate == end }
+    }
+
+    /// The group's seats in its current period: Σ seats − Σ refunded over the period's transactions not revoked.
+    public var groupSeats: Int { groupPeriod.reduce(0) { $0.clampedAdding($1.seatsLeft) } }
 }
 
 /// A V2 notification the simulated App Store sent (for Get Notification History).

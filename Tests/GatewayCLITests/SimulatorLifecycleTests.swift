@@ -29,6 +29,7 @@ import WireJSON
 
     /// The gateway for one generation: authoritative for the simulated app, delivering to `receiver` (shadow events
     /// too), asking the fake Apple on `apple` for receipts and — with the simulator's API key — the App Store Server API.
+    /// With `oldBackend`, the team's old backend is a `v1_passthrough` downstream (`legacy`) at its `/apple/v1`.
     static func startGateway(
         pki: SimulatorPKI,
         apple: UInt16,
@@ -36,9 +37,14 @@ import WireJSON
         authority: String,
         compare: Bool = false,
         compareSettings: String = "",
+        oldBackend: LoopbackHTTPServer? = nil,
         now: @escaping @Sendable () -> Int64
     ) throws -> (GatewayService, UInt16) {
         let directory = try Scratch.directory()
+        let legacy = oldBackend.map {
+            #", { "name": "legacy", "kind": "v1_passthrough", "url": "\#($0.url("/apple/v1"))", "environments": ["sandbox"] }"#
+        }
+        let names = oldBackend == nil ? #"["main"]"# : #"["main", "legacy"]"#
         let json = """
             {
               "listen": "127.0.0.1:0",
@@ -49,8 +55,8 @@ import WireJSON
               "app_store_api": { "production_url": "http://127.0.0.1:\(apple)", "sandbox_url": "http://127.0.0.1:\(apple)",
                                  "issuer_id": "\(SimulatorPKI.issuerID)", "key_id": "\(SimulatorPKI.apiKeyID)", "private_key_env": "SIM_API_KEY" },
               "apps": [ { "bundle_id": "\(bundleID)", "environments": ["sandbox"], "shared_secret_env": ["SIM_SECRET"],
-                          "authority": "\(authority)", "compare": \(compare), "downstreams": ["main"] } ],
-              "downstreams": [ { "name": "main", "url": "\(receiver.url("/events"))", "environments": ["sandbox"], "shadow": true } ],
+                          "authority": "\(authority)", "compare": \(compare), "downstreams": \(names) } ],
+              "downstreams": [ { "name": "main", "url": "\(receiver.url("/events"))", "environments": ["sandbox"], "shadow": true }\(legacy ?? "") ],
               \(compareSettings.isEmpty ? "" : "\"compare\": { \(compareSettings) },")
               "limits": { "http_threads": 4 }
             }
@@ -191,7 +197,9 @@ import WireJSON
             "downgrade", "crossgrade",
             "resubscribe-after-expiry", "refund", "refund-declined", "refund-reversed", "family-revoke",
             "price-increase-accepted",
-            "price-increase-expired", "renewal-extension", "consumable-consumption-request",
+            "price-increase-expired", "renewal-extension", "consumable-consumption-request", "group-buy",
+            "group-add-seats", "group-reduce-at-renewal", "group-seat-refund", "group-whole-refund",
+            "group-member-joins-and-leaves", "group-unclaim",
         ] {
             #expect(names.contains(required), "\(required)")
         }

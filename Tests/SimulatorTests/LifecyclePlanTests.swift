@@ -114,7 +114,15 @@ import V2Adapter
                 #expect(n.payload.notificationUUID == e.v2NotificationUUID)
                 #expect(n.payload.signedDate == e.at)
                 #expect(n.transaction?.originalTransactionID == e.originalTransactionID)
-                #expect(n.transaction?.transactionID == e.subscription.latest?.transactionID)
+                // The subscription's latest transaction; a group's period refunded whole is told transaction by
+                // transaction.
+                #expect(n.transaction?.transactionID == e.v2TransactionID)
+                let told = try #require(e.subscription.transactions.first { $0.transactionID == e.v2TransactionID })
+                #expect(
+                    told.transactionID == e.subscription.latest?.transactionID
+                        || (e.v2Type == "REFUND" && told.isGroupPurchasers),
+                    "\(name): '\(e.step)'"
+                )
                 #expect(n.transaction?.signedDate == e.at)
                 let autoRenewable = Catalogue.product(e.subscription.latest?.productID ?? "")?.kind == .autoRenewable
                 #expect(
