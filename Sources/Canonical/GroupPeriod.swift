@@ -36,11 +36,13 @@ public struct GroupPeriod: Sendable, Hashable {
         return event.revocationDate != nil && event.entitlement.map { $0.state != .revoked } ?? false
     }
 
-    /// Whether `event` is about a group's seats alone — a seat change, a seat refund or unclaim, a partial revocation
-    /// — which V1 never had a word for: not a difference between the two generations (the comparison leaves it out).
-    public static func concernsSeatsOnly(_ event: CanonicalEvent) -> Bool {
+    /// Whether `event` is about what V1 never had a word for — a group's seats (a seat change, a seat refund or unclaim,
+    /// a partial revocation) or a group member's own transaction (`assigned`: V1 knew only purchasers and family
+    /// sharing, and whether Apple's V1 tells of members at all is not documented): never a difference between the two
+    /// generations, so the comparison leaves it out.
+    public static func isBeyondV1(_ event: CanonicalEvent) -> Bool {
         event.kind == .seatsChanged || event.kind == .seatsRefunded || event.kind == .seatsUnclaimed
-            || isPartialRevocation(event)
+            || event.ownership == "assigned" || isPartialRevocation(event)
     }
 
     /// The period of `event`'s transaction, from `event` and the subscription's `earlier` events (any order; other

@@ -52,9 +52,9 @@ public enum NotificationPolicy {
     public static func journal(_ n: Notification, authority: Generation, routing: Routing) -> Plan {
         var plan = Plan(writes: events(n.events, authority: authority, routing: routing))
         if n.version == .v2 {
-            // A group's seats are V2's alone (V1 never had them): nothing to compare.
+            // A group's seats and its members are V2's alone (V1 never had them): nothing to compare.
             for e in n.events
-            where routing.compares(e.bundleID) && e.isSubscription && !GroupPeriod.concernsSeatsOnly(e) {
+            where routing.compares(e.bundleID) && e.isSubscription && !GroupPeriod.isBeyondV1(e) {
                 guard let bundle = e.bundleID, let environment = e.environment, let otid = e.originalTransactionID
                 else { continue }
                 let key = SubscriptionKey(bundleID: bundle, environment: environment, originalTransactionID: otid)

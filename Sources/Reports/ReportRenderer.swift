@@ -66,7 +66,7 @@ public enum ReportRenderer {
         lines.append(title + String(repeating: " ", count: gap) + verdict)
         lines.append(String(repeating: "-", count: max(tableWidth, title.count + gap + verdict.count)))
 
-        func row(_ label: String, _ value: String) { lines.append("  " + pad(label, labelWidth) + value) }
+        func row(_ label: String, _ value: String) { lines.append("  " + pad(label, labelWidth - 1) + " " + value) }
         func more(_ value: String) { lines.append("  " + String(repeating: " ", count: labelWidth) + value) }
 
         row("authority", plain(b.authority))
@@ -138,7 +138,7 @@ public enum ReportRenderer {
         if let r = b.refundRequests { refundRows(r, row: row, more: more) }
         if let g = b.groups {
             row(
-                "group subscriptions",
+                "groups",
                 "\(g.groups) groups, \(g.seats) seats   in the window: seats added \(g.seatsAdded), reduced \(g.seatsReduced), "
                     + "seat refunds \(g.seatRefunds), unclaims \(g.unclaims)"
             )

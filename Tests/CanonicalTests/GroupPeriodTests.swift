@@ -104,6 +104,8 @@ import Testing
         #expect(GroupPeriod.of(member, earlier: [t0]) == nil)
         #expect(GroupPeriod.settle(member, earlier: [t0]) == member)
         #expect(GroupPeriod.of(t0, earlier: [member])?.seats == 8, "a member's copy of the seats is not more seats")
+        #expect(GroupPeriod.isBeyondV1(member), "a member is V2's alone: never compared")
+        #expect(!GroupPeriod.isBeyondV1(t0), "the purchaser's renewal is compared as any subscription's")
     }
 
     @Test func anEventOfNoGroupIsLeftAlone() {
@@ -111,6 +113,6 @@ import Testing
         (e.invitationManagement, e.ownership) = (nil, "purchased")
         #expect(!e.isMultiSeat)
         #expect(GroupPeriod.settle(e, earlier: []) == e)
-        #expect(!GroupPeriod.concernsSeatsOnly(e))
+        #expect(!GroupPeriod.isBeyondV1(e))
     }
 }
