@@ -26,6 +26,7 @@ let package = Package(
         .library(name: "V1Adapter", targets: ["V1Adapter"]),
         .library(name: "V2Adapter", targets: ["V2Adapter"]),
         .library(name: "Receipts", targets: ["Receipts"]),
+        .library(name: "TestPKI", targets: ["TestPKI"]),
         .library(name: "AppStoreConnect", targets: ["AppStoreConnect"]),
         .library(name: "Gateway", targets: ["Gateway"]),
         .library(name: "Reports", targets: ["Reports"]),
@@ -90,6 +91,10 @@ let package = Package(
         ),
         // App receipts (PKCS#7) and iOS 6 transaction receipts read, their signature judged, verifyReceipt's `receipt`.
         .target(name: "Receipts", dependencies: ["Canonical", "Crypto", "WireJSON"], swiftSettings: strict),
+        // Test PKIs of Apple's profiles (the JWS chain, the receipt chains) made at run time, and receipts built and
+        // signed with them: for the simulator, the benchmarks, the fuzz targets and the tests — never the product's
+        // trust code (GatewayLayerTests checks who imports it).
+        .target(name: "TestPKI", dependencies: ["Canonical", "Crypto", "Receipts"], swiftSettings: strict),
         // The App Store Connect API client (the switch between V1 and V2: the app's notification version).
         .target(
             name: "AppStoreConnect",
@@ -99,7 +104,9 @@ let package = Package(
         // The simulated App Store: test PKI, lifecycles, paired V1/V2 traffic, fake Apple endpoints.
         .target(
             name: "Simulator",
-            dependencies: ["Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts"],
+            dependencies: [
+                "Canonical", "Crypto", "WireJSON", "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts", "TestPKI",
+            ],
             swiftSettings: strict
         ),
         // The comparison report's values (what `report` and `GET /admin/report` say), built by the Gateway's ledger and
@@ -133,7 +140,7 @@ let package = Package(
             name: "Benchmarks",
             dependencies: [
                 "Gateway", "Store", "Policy", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
-                "V2Adapter", "Threads", "Receipts",
+                "V2Adapter", "Threads", "Receipts", "TestPKI",
             ],
             swiftSettings: strict
         ),
@@ -151,7 +158,7 @@ let package = Package(
 
         .target(
             name: "TestSupport",
-            dependencies: ["Canonical", "Crypto", "HTTPClient", "V2Adapter", "Postgres", "Threads"],
+            dependencies: ["Canonical", "Crypto", "HTTPClient", "V2Adapter", "Postgres", "Threads", "TestPKI"],
             path: "Tests/TestSupport",
             swiftSettings: strict
         ),
@@ -167,11 +174,11 @@ let package = Package(
             dependencies: ["V1Adapter", "Canonical", "Crypto", "HTTPClient", "WireJSON", "TestSupport"],
             swiftSettings: strict
         ),
-        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport"], swiftSettings: strict),
+        .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport", "TestPKI"], swiftSettings: strict),
         .testTarget(name: "BearerTokenTests", dependencies: ["BearerToken", "Crypto"], swiftSettings: strict),
         .testTarget(
             name: "ReceiptsTests",
-            dependencies: ["Receipts", "Canonical", "Crypto", "WireJSON", "TestSupport"],
+            dependencies: ["Receipts", "Canonical", "Crypto", "WireJSON", "TestSupport", "TestPKI"],
             swiftSettings: strict
         ),
         .testTarget(
@@ -179,7 +186,7 @@ let package = Package(
             dependencies: [
                 "V2Adapter", "Canonical", "Crypto", "HTTPClient", "Simulator", "AppStoreConnect", "WireJSON",
                 "TestSupport", "Threads",
-                "SimulatorTestSupport",
+                "SimulatorTestSupport", "TestPKI",
             ],
             swiftSettings: strict
         ),
@@ -235,7 +242,7 @@ let package = Package(
                 "Gateway", "Reports", "ReportModel", "Store", "TeamDatabase", "StoreTestSupport", "SQLite", "Postgres",
                 "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical",
                 "Policy",
-                "WireJSON", "TestSupport", "Simulator", "Receipts",
+                "WireJSON", "TestSupport", "Simulator", "Receipts", "TestPKI",
             ],
             swiftSettings: strict
         ),
@@ -251,7 +258,7 @@ let package = Package(
                 "StoreTestSupport",
                 "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
                 "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport", "Receipts",
-                "SimulatorTestSupport",
+                "SimulatorTestSupport", "TestPKI",
             ],
             swiftSettings: strict
         ),

@@ -52,7 +52,7 @@ let package = Package(
             "receipt",
             [
                 .product(name: "Receipts", package: "iap-gateway"), .product(name: "Crypto", package: "iap-gateway"),
-                .product(name: "WireJSON", package: "iap-gateway"),
+                .product(name: "WireJSON", package: "iap-gateway"), .product(name: "TestPKI", package: "iap-gateway"),
             ]
         ),
         fuzzTarget("redact", [.product(name: "WireJSON", package: "iap-gateway")]),

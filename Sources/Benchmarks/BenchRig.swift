@@ -9,6 +9,7 @@ internal import WireJSON
 
 #if canImport(Glibc)
 import Glibc
+internal import TestPKI
 #endif
 
 /// What every `bench` run of the whole service sets up: a temporary folder, a fresh Apple-shaped test PKI trusted for

@@ -4,6 +4,7 @@ internal import HTTPClient
 internal import HTTPServer
 internal import Receipts
 import Synchronization
+internal import TestPKI
 
 /// `iap-gateway bench isolation`: what a hanging peer of one purpose does to the others (docs/performance.md,
 /// "Isolation"). The real service (its own process) with the bench app's receipts answered in `apple` mode by an

@@ -10,6 +10,7 @@ internal import V2Adapter
 
 #if canImport(Glibc)
 import Glibc
+internal import TestPKI
 #endif
 
 /// The `/verifyReceipt` part of `iap-gateway bench receipts`: the real service (`serve`, a child process, SQLite)

@@ -4,6 +4,7 @@ internal import Receipts
 
 #if canImport(Glibc)
 import Glibc
+internal import TestPKI
 #endif
 
 /// `iap-gateway bench receipts`: app receipts read and their signatures judged (``ReceiptReader/read(_:trust:maxBytes:)``,

@@ -11,6 +11,7 @@ internal import WireJSON
 
 #if canImport(Glibc)
 import Glibc
+internal import TestPKI
 #endif
 
 /// The long-history part of `iap-gateway bench receipts`: a customer of 1,200 transactions asked through

@@ -4,21 +4,21 @@
 /// nesting stops at ``maxDepth`` (no recursion: explicit stacks), every step advances, and no arithmetic can trap
 /// (lengths are checked against what is left before they are added). Time is linear in the bytes read times the
 /// nesting depth.
-enum BER {
+package enum BER {
     /// Nesting accepted: Apple's receipts nest 10 levels (a certificate's name inside the PKCS#7 container);
     /// anything past 32 is a bomb or not a receipt.
     static let maxDepth = 32
 
-    /// The identifier octet of the tags read here (universal class).
-    enum Tag {
-        static let integer: UInt8 = 0x02
-        static let octetString: UInt8 = 0x04
-        static let constructedOctetString: UInt8 = 0x24
-        static let objectIdentifier: UInt8 = 0x06
-        static let utf8String: UInt8 = 0x0C
-        static let ia5String: UInt8 = 0x16
-        static let sequence: UInt8 = 0x30
-        static let set: UInt8 = 0x31
+    /// The identifier octet of the tags read here (universal class); the test PKI's receipt builder writes them too.
+    package enum Tag {
+        package static let integer: UInt8 = 0x02
+        package static let octetString: UInt8 = 0x04
+        package static let constructedOctetString: UInt8 = 0x24
+        package static let objectIdentifier: UInt8 = 0x06
+        package static let utf8String: UInt8 = 0x0C
+        package static let ia5String: UInt8 = 0x16
+        package static let sequence: UInt8 = 0x30
+        package static let set: UInt8 = 0x31
     }
 
     /// One element's header.

@@ -9,13 +9,13 @@ internal import Crypto
 /// |---|---|---|
 /// | 2 | 128 bytes | `PurchaseReceiptCertificate` (RSA 1024), by Apple iTunes Store Certification Authority |
 /// | 3 | 256 bytes | the app receipts' leaf (RSA 2048), by Apple Worldwide Developer Relations CA |
-struct TransactionReceiptSignature {
+package struct TransactionReceiptSignature {
     let version: UInt8
     let signature: [UInt8]
     let leaf: X509Certificate
 
     /// The bytes the signature covers: the version byte, then `purchase-info` as decoded from its base64.
-    static func signedBytes(version: UInt8, purchaseInfo: [UInt8]) -> [UInt8] { [version] + purchaseInfo }
+    package static func signedBytes(version: UInt8, purchaseInfo: [UInt8]) -> [UInt8] { [version] + purchaseInfo }
 
     /// The signature's length in bytes (the leaf key's modulus) for `version`; nil for a version Apple never wrote.
     static func signatureLength(version: UInt8) -> Int? {
@@ -48,7 +48,7 @@ struct TransactionReceiptSignature {
     }
 
     /// The blob of `signature` by `leaf` (DER) under `version`: what ``parse(_:)`` reads.
-    static func encode(version: UInt8, signature: [UInt8], leaf: [UInt8]) -> [UInt8] {
+    package static func encode(version: UInt8, signature: [UInt8], leaf: [UInt8]) -> [UInt8] {
         let n = UInt32(truncatingIfNeeded: leaf.count)
         return [version] + signature + [UInt8(n >> 24), UInt8(n >> 16 & 0xFF), UInt8(n >> 8 & 0xFF), UInt8(n & 0xFF)]
             + leaf

@@ -1,5 +1,6 @@
 internal import Crypto
 public import Receipts
+internal import TestPKI
 
 /// The app receipts the simulated App Store issues (docs/simulator.md): real PKCS#7 receipts with Apple's attributes,
 /// signed by the simulator's receipt chain (``SimulatorPKI/receiptLeaf``, under `receipt-root.der`), so that the fake

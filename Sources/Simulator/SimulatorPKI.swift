@@ -4,6 +4,7 @@ public import V2Adapter
 
 #if canImport(Glibc)
 import Glibc
+internal import TestPKI
 #endif
 
 /// The simulator's keys and certificates, kept in one folder so that every `simulate` command (and the gateway's

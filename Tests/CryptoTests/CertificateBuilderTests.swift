@@ -1,4 +1,5 @@
 import Crypto
+import TestPKI
 import TestSupport
 import Testing
 

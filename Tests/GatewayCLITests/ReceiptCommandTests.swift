@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import Receipts
+import TestPKI
 import TestSupport
 import Testing
 import WireJSON

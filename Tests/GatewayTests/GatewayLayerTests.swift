@@ -62,6 +62,11 @@ import Testing
         ("Reports", ["Gateway", "GatewayCLI", "Simulator", "SimulatorServer", "Benchmarks"]),
         ("SimulatorServer", ["GatewayCLI", "Reports", "Benchmarks", "Store"]),
         ("Benchmarks", ["GatewayCLI", "Reports", "Simulator", "SimulatorServer"]),
+        // The test PKIs and receipt builders serve the simulator, the benchmarks and the tests: never the product's
+        // trust or service code.
+        ("Crypto", ["TestPKI"]), ("Receipts", ["TestPKI"]), ("V1Adapter", ["TestPKI"]),
+        ("V2Adapter", ["TestPKI"]), ("Store", ["TestPKI"]), ("Gateway", ["TestPKI"]),
+        ("TestPKI", ["Gateway", "Simulator", "Store", "V2Adapter", "V1Adapter"]),
     ])
     func lowerLayersNeverImportUpperOnes(module: String, forbidden: [String]) throws {
         let all = try Self.imports(of: module)

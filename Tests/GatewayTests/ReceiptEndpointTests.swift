@@ -5,6 +5,7 @@ import HTTPClient
 import Receipts
 import Store
 import Synchronization
+import TestPKI
 import TestSupport
 import Testing
 import V2Adapter

@@ -1,4 +1,5 @@
 import Crypto
+import TestPKI
 import Testing
 
 @testable import Receipts

@@ -1,4 +1,5 @@
 import Receipts
+import TestPKI
 import Testing
 import WireJSON
 

@@ -1,5 +1,6 @@
 import Crypto
 import Receipts
+import TestPKI
 import TestSupport
 import Testing
 

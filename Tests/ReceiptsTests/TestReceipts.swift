@@ -1,5 +1,6 @@
 import Crypto
 import Receipts
+import TestPKI
 import TestSupport
 
 /// What the receipt tests share: the fixtures, RSA test PKIs made once per run (key generation is slow), and

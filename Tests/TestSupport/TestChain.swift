@@ -1,4 +1,5 @@
 public import Crypto
+public import TestPKI
 public import V2Adapter
 
 /// An Apple-shaped test CA built in code, the way to write a new certificate or V2 token case (the files in

@@ -1,5 +1,6 @@
 import Canonical
 import Crypto
+import TestPKI
 import TestSupport
 import Testing
 import V2Adapter

@@ -1,3 +1,5 @@
+public import Crypto
+
 /// An Apple-shaped test PKI generated at run time, with the profile of Apple's real App Store chain
 /// (Apple Root CA - G3 → WWDR CA G6 → receipt-signing leaf) and of the committed `Fixtures/test-pki`:
 ///

@@ -1,4 +1,5 @@
 public import Crypto
+public import Receipts
 
 /// Builds app receipts the way Apple does: the DER payload of an ``AppReceipt`` (a SET OF ReceiptAttribute, sorted
 /// by encoding as DER requires and as Apple's are) signed as PKCS#7 with a given leaf key, leaf certificate and
@@ -124,9 +125,9 @@ public enum ReceiptBuilder {
     static func date(_ ms: Int64) -> [UInt8] { DER.ia5String(ReceiptDate.text(ms)) }
 }
 
-/// The few DER encodings ``ReceiptBuilder`` writes.
-enum DER {
-    static func tlv(_ tag: UInt8, _ contents: [UInt8]) -> [UInt8] {
+/// The few DER encodings ``ReceiptBuilder`` writes (tests build hostile receipts with them too).
+package enum DER {
+    package static func tlv(_ tag: UInt8, _ contents: [UInt8]) -> [UInt8] {
         var out: [UInt8] = [tag]
         let n = contents.count
         if n < 0x80 {
@@ -145,7 +146,7 @@ enum DER {
     }
 
     /// The minimal two's-complement encoding.
-    static func integer(_ value: Int64) -> [UInt8] {
+    package static func integer(_ value: Int64) -> [UInt8] {
         var bytes = withUnsafeBytes(of: value.bigEndian) { Array($0) }
         while bytes.count > 1, (bytes[0] == 0 && bytes[1] & 0x80 == 0) || (bytes[0] == 0xFF && bytes[1] & 0x80 != 0) {
             bytes.removeFirst()
@@ -153,13 +154,13 @@ enum DER {
         return tlv(BER.Tag.integer, bytes)
     }
 
-    static func utf8String(_ s: String) -> [UInt8] { tlv(BER.Tag.utf8String, Array(s.utf8)) }
-    static func ia5String(_ s: String) -> [UInt8] { tlv(BER.Tag.ia5String, Array(s.utf8)) }
-    static func octetString(_ b: [UInt8]) -> [UInt8] { tlv(BER.Tag.octetString, b) }
-    static func sequence(_ items: [[UInt8]]) -> [UInt8] { tlv(BER.Tag.sequence, items.flatMap { $0 }) }
+    package static func utf8String(_ s: String) -> [UInt8] { tlv(BER.Tag.utf8String, Array(s.utf8)) }
+    package static func ia5String(_ s: String) -> [UInt8] { tlv(BER.Tag.ia5String, Array(s.utf8)) }
+    package static func octetString(_ b: [UInt8]) -> [UInt8] { tlv(BER.Tag.octetString, b) }
+    package static func sequence(_ items: [[UInt8]]) -> [UInt8] { tlv(BER.Tag.sequence, items.flatMap { $0 }) }
 
     /// A SET OF, its elements sorted by their encodings (X.690 §11.6).
-    static func set(_ items: [[UInt8]]) -> [UInt8] {
+    package static func set(_ items: [[UInt8]]) -> [UInt8] {
         tlv(BER.Tag.set, items.sorted { $0.lexicographicallyPrecedes($1) }.flatMap { $0 })
     }
 }

@@ -1,3 +1,5 @@
+public import Crypto
+
 /// An RSA test PKI with the profile of one of Apple's receipt chains, generated at run time: what tests and the
 /// simulator sign receipts with — app receipts (``CMSSignedData/sign(content:signer:key:chain:digest:)``) and iOS 6
 /// transaction receipts (`ReceiptBuilder`).

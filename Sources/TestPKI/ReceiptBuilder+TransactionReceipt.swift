@@ -1,4 +1,5 @@
 public import Crypto
+public import Receipts
 
 /// iOS 6 transaction receipts as Apple wrote them (docs/architecture.md, "The receipt reader"), for tests and the
 /// fuzz target: `purchase-info` and the outer property list in Apple's layout (a tab before each `"key" = "value";`
