@@ -31,12 +31,12 @@ import WireJSON
         let worker = DeliveryWorker(
             context: WorkerContext(
                 store: h.store,
-                router: h.router,
                 metrics: h.metrics,
                 log: Log(now: now, sink: { _ in }),
                 now: now,
                 jitter: { 0 }
             ),
+            router: h.router,
             transport: CurlTransport(),
             signers: [:],
             passthroughSecrets: [],

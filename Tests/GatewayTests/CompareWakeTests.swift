@@ -41,7 +41,6 @@ import V1Adapter
     static func context(_ h: GatewayHarness, clock: StillClock = StillClock()) -> WorkerContext {
         WorkerContext(
             store: h.store,
-            router: h.router,
             metrics: h.metrics,
             log: Log(now: { clock.now }, sink: { _ in }),
             now: { clock.now },
@@ -71,6 +70,7 @@ import V1Adapter
         policy.pollMillis = 10
         return CompareWorker(
             context: context(h, clock: clock),
+            router: h.router,
             settings: h.config.compareSettings,
             silenceAlertMillis: 6 * 3_600_000,
             v2Source: nil,
@@ -208,6 +208,7 @@ import V1Adapter
         #expect(h.ingest.handle(try Fixtures.bytes("v1-synthetic/did-renew.json")).status == 200)
         let receipts = ReceiptWorker(
             context: Self.context(h),
+            router: h.router,
             client: Self.receiptClient(apple),
             apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps
         )

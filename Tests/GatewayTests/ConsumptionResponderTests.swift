@@ -176,7 +176,6 @@ import WireJSON
         try service.seedAuthority()
         let context = WorkerContext(
             store: store,
-            router: service.router,
             metrics: service.metrics,
             log: Log(now: { clock.now }, sink: { _ in }),
             now: { clock.now },

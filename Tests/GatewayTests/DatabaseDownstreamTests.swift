@@ -336,7 +336,6 @@ enum DatabaseDownstreamScenarios {
         let time: @Sendable () -> Int64 = { clock }
         let context = WorkerContext(
             store: h.store,
-            router: h.router,
             metrics: h.metrics,
             log: Log(now: time, sink: log),
             now: time,
@@ -347,6 +346,7 @@ enum DatabaseDownstreamScenarios {
         )
         return DeliveryWorker(
             context: context,
+            router: h.router,
             transport: CurlTransport(),
             signers: [:],
             passthroughSecrets: [],

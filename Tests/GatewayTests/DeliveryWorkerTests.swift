@@ -40,7 +40,6 @@ import WireJSON
         let secrets = [WebhookSigner.Secret(name: "WEBHOOK_SECRET", text: webhookSecret)!]
         let context = WorkerContext(
             store: h.store,
-            router: h.router,
             metrics: h.metrics,
             log: Log(now: now, sink: { _ in }),
             now: now,
@@ -48,6 +47,7 @@ import WireJSON
         )
         return DeliveryWorker(
             context: context,
+            router: h.router,
             transport: CurlTransport(),
             signers: ["main": WebhookSigner(secrets: secrets)],
             passthroughSecrets: [SharedSecret(name: "APP_SECRET", value: GatewayHarness.v1Secret)],

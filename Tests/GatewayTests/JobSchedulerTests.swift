@@ -97,10 +97,8 @@ import Testing
         now: @escaping @Sendable () -> Int64 = { 1_000 },
         leaseMillis: Int64 = 300_000
     ) throws -> WorkerContext {
-        let config = try GatewayConfig.parse(Array(#"{"apps":[],"downstreams":[]}"#.utf8), baseDirectory: "/")
-        return WorkerContext(
+        WorkerContext(
             store: store,
-            router: Router(config: config),
             metrics: metrics,
             log: Log(now: { 0 }, sink: { _ in }),
             now: now,

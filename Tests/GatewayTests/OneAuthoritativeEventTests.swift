@@ -79,7 +79,6 @@ import WireJSON
         policy.pollMillis = 20
         let context = WorkerContext(
             store: h.store,
-            router: h.router,
             metrics: h.metrics,
             log: Log(now: { now }, sink: { _ in }),
             now: { now },
@@ -88,6 +87,7 @@ import WireJSON
         let apps = h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps
         return DeliveryWorker(
             context: context,
+            router: h.router,
             transport: CurlTransport(),
             signers: [:],
             passthroughSecrets: apps.flatMap(\.sharedSecrets),

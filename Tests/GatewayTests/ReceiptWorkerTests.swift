@@ -28,7 +28,6 @@ import WireJSON
         )
         let context = WorkerContext(
             store: h.store,
-            router: h.router,
             metrics: h.metrics,
             log: Log(now: { now }, sink: { _ in }),
             now: { now },
@@ -36,6 +35,7 @@ import WireJSON
         )
         return ReceiptWorker(
             context: context,
+            router: h.router,
             client: client,
             apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps,
             policy: policy

@@ -38,7 +38,6 @@ import V1Adapter
         let lines = LogLines()
         let context = WorkerContext(
             store: h.store,
-            router: h.router,
             metrics: h.metrics,
             log: Log(now: { now }, sink: { lines.append($0) }),
             now: { now },
@@ -46,6 +45,7 @@ import V1Adapter
         )
         let worker = CompareWorker(
             context: context,
+            router: h.router,
             settings: .init(),
             silenceAlertMillis: 6 * hour,
             v2Source: nil,

@@ -1,6 +1,7 @@
 import Crypto
 import FuzzSupport
 import Receipts
+import TestPKI
 import WireJSON
 
 /// The receipt reader (`Receipts.ReceiptReader.read`, text and decoded bytes), its signature policies (app receipts,

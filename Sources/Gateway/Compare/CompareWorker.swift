@@ -27,6 +27,8 @@ public final class CompareWorker: JobTable, ContextualWorker {
     }
 
     let context: WorkerContext
+    /// Who receives what, from the config.
+    let router: Router
     let settings: GatewayConfig.CompareSettings
     let silenceAlertMillis: Int64
     let v2Source: (any V2PathSource)?
@@ -39,6 +41,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
 
     public init(
         context: WorkerContext,
+        router: Router,
         settings: GatewayConfig.CompareSettings,
         silenceAlertMillis: Int64,
         v2Source: (any V2PathSource)?,
@@ -47,6 +50,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
         policy: Policy = .init()
     ) {
         self.context = context
+        self.router = router
         self.store = StoreSlice(context.store) { $0 }
         self.settings = settings
         self.silenceAlertMillis = silenceAlertMillis
@@ -405,3 +409,5 @@ public final class CompareWorker: JobTable, ContextualWorker {
 extension FetchJob: ScheduledJob {
     var lane: String { "" }
 }
+
+extension CompareWorker: BackgroundService {}

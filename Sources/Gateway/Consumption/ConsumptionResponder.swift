@@ -428,3 +428,5 @@ extension ConsumptionRequest {
     /// The purchase's product type, which Apple's rules for the answer depend on (nil: the request did not say).
     var product: ProductType? { productType.map(ProductType.init(rawValue:)) }
 }
+
+extension ConsumptionResponder: BackgroundService {}

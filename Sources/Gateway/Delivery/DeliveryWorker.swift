@@ -34,6 +34,8 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     typealias Job = DeliveryJob
 
     let context: WorkerContext
+    /// Who receives what, from the config.
+    let router: Router
     let transport: any HTTPTransport
     /// Per downstream (by name), the transport with its own slots (``OutgoingTransports/deliveries``); one not named
     /// here uses ``transport``.
@@ -59,6 +61,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     /// configured secret, replaced in each answer's head before the delivery log keeps it.
     public init(
         context: WorkerContext,
+        router: Router,
         transport: any HTTPTransport,
         downstreamTransports: [String: any HTTPTransport] = [:],
         signers: [String: WebhookSigner],
@@ -70,6 +73,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         alerts: AlertWebhook? = nil
     ) {
         self.context = context
+        self.router = router
         self.store = StoreSlice(context.store) { $0 }
         self.transport = transport
         self.downstreamTransports = downstreamTransports
@@ -88,7 +92,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         self.policy = policy
         self.alerts = alerts
         self.rateLimiter = RateLimiter(
-            limits: context.router.downstreams.compactMapValues(\.maxPerSecond),
+            limits: router.downstreams.compactMapValues(\.maxPerSecond),
             now: context.now
         )
         self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
@@ -391,3 +395,5 @@ extension DeliveryJob: ScheduledJob {
     /// Concurrency is limited per downstream.
     var lane: String { downstream }
 }
+
+extension DeliveryWorker: BackgroundService {}

@@ -27,13 +27,22 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
     }
 
     let context: WorkerContext
+    /// Who receives what, from the config.
+    let router: Router
     let client: VerifyReceiptClient
     let apps: [String: V1App]
     let policy: Policy
     private let scheduler: JobScheduler
 
-    public init(context: WorkerContext, client: VerifyReceiptClient, apps: [V1App], policy: Policy = .init()) {
+    public init(
+        context: WorkerContext,
+        router: Router,
+        client: VerifyReceiptClient,
+        apps: [V1App],
+        policy: Policy = .init()
+    ) {
         self.context = context
+        self.router = router
         self.store = StoreSlice(context.store) { $0 }
         self.client = client
         self.apps = Dictionary(apps.map { ($0.bundleID, $0) }, uniquingKeysWith: { a, _ in a })
@@ -364,3 +373,5 @@ extension ReceiptJob: ScheduledJob {
     var id: Int64 { journalID }
     var lane: String { "" }
 }
+
+extension ReceiptWorker: BackgroundService {}

@@ -68,3 +68,5 @@ struct RetentionWorker: Sendable {
         return (bodies, fetches)
     }
 }
+
+extension RetentionWorker: BackgroundService {}

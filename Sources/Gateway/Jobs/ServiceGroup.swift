@@ -42,17 +42,3 @@ final class ServiceGroup: Sendable {
         }
     }
 }
-
-/// App Store Connect read once an hour for the apps the switch may move, as `/admin/status` shows it.
-struct AppleSettingsReader: BackgroundService {
-    let switcher: AppleSwitcher
-    let log: Log
-    func run() async { await switcher.readPeriodically(everyMillis: 3_600_000, log: log) }
-}
-
-extension DeliveryWorker: BackgroundService {}
-extension ReceiptWorker: BackgroundService {}
-extension CompareWorker: BackgroundService {}
-extension ReconcileWorker: BackgroundService {}
-extension RetentionWorker: BackgroundService {}
-extension ConsumptionResponder: BackgroundService {}

@@ -1,10 +1,9 @@
 public import Store
 
-/// What every background worker is built on: the store, who receives what, metrics and log, and the injected clock
-/// and jitter.
+/// What every background worker is built on: the store, metrics and log, and the injected clock and jitter. (Who
+/// receives what — the ``Router`` — is the business of the workers that route, each holding it.)
 public struct WorkerContext: Sendable {
     public let store: any GatewayStore
-    public let router: Router
     public let metrics: Metrics
     public let log: Log
     public let now: @Sendable () -> Int64
@@ -16,7 +15,6 @@ public struct WorkerContext: Sendable {
 
     public init(
         store: any GatewayStore,
-        router: Router,
         metrics: Metrics,
         log: Log,
         now: @escaping @Sendable () -> Int64,
@@ -24,9 +22,7 @@ public struct WorkerContext: Sendable {
         instance: String = "local",
         leaseMillis: Int64 = 300_000
     ) {
-        (self.store, self.router, self.metrics, self.log, self.now, self.jitter) = (
-            store, router, metrics, log, now, jitter
-        )
+        (self.store, self.metrics, self.log, self.now, self.jitter) = (store, metrics, log, now, jitter)
         (self.instance, self.leaseMillis) = (instance, leaseMillis)
     }
 }
@@ -41,7 +37,6 @@ protocol ContextualWorker {
 }
 
 extension ContextualWorker {
-    var router: Router { context.router }
     var metrics: Metrics { context.metrics }
     var log: Log { context.log }
     var now: @Sendable () -> Int64 { context.now }

@@ -38,6 +38,8 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
     }
 
     let context: WorkerContext
+    /// Who receives what, from the config.
+    let router: Router
     let settings: ReconcileSettings
     let apps: [GatewayConfig.App]
     let statusSource: (any V2PathSource)?
@@ -58,6 +60,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
 
     public init(
         context: WorkerContext,
+        router: Router,
         settings: ReconcileSettings,
         apps: [GatewayConfig.App],
         statusSource: (any V2PathSource)?,
@@ -68,6 +71,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         policy: Policy = .init()
     ) {
         self.context = context
+        self.router = router
         self.store = StoreSlice(context.store) { $0 }
         self.settings = settings
         self.apps = apps
@@ -669,3 +673,5 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
 extension ReconcileRun: ScheduledJob {
     var lane: String { "" }
 }
+
+extension ReconcileWorker: BackgroundService {}

@@ -78,12 +78,14 @@ extension GatewayService {
         config: GatewayConfig,
         secrets: ServiceSecrets,
         context: WorkerContext,
+        router: Router,
         alerts: AlertWebhook?,
         transports: OutgoingTransports,
         dependencies: Dependencies
     ) -> DeliveryWorker {
         DeliveryWorker(
             context: context,
+            router: router,
             transport: dependencies.transport,
             downstreamTransports: transports.deliveries,
             signers: secrets.signers,

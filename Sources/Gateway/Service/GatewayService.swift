@@ -183,7 +183,6 @@ public final class GatewayService: Sendable {
         )
         let workers = WorkerContext(
             store: store,
-            router: router,
             metrics: metrics,
             log: log,
             now: dependencies.now,
@@ -205,6 +204,7 @@ public final class GatewayService: Sendable {
             config: config,
             secrets: secrets,
             context: workers,
+            router: router,
             alerts: alerts,
             transports: transports,
             dependencies: dependencies
@@ -220,7 +220,13 @@ public final class GatewayService: Sendable {
         )
         var receiptPolicy = dependencies.receiptPolicy
         receiptPolicy.concurrency = config.limits.verifyReceiptConcurrency
-        receipts = ReceiptWorker(context: workers, client: apple.verifyReceipt, apps: v1Apps, policy: receiptPolicy)
+        receipts = ReceiptWorker(
+            context: workers,
+            router: router,
+            client: apple.verifyReceipt,
+            apps: v1Apps,
+            policy: receiptPolicy
+        )
         ledger = CompareLedger(store: store, config: config, v2PathAvailable: apple.v2Source != nil)
         switcher = AppleSwitcher(
             store: store,
@@ -232,6 +238,7 @@ public final class GatewayService: Sendable {
         )
         compare = CompareWorker(
             context: workers,
+            router: router,
             settings: config.compareSettings,
             silenceAlertMillis: config.silenceAlertMillis,
             v2Source: apple.v2Source,
@@ -241,6 +248,7 @@ public final class GatewayService: Sendable {
         )
         reconcile = ReconcileWorker(
             context: workers,
+            router: router,
             settings: config.reconcile,
             apps: config.apps,
             statusSource: apple.recoveryStatusSource,
