@@ -30,6 +30,7 @@ let package = Package(
         .library(name: "Gateway", targets: ["Gateway"]),
         .library(name: "Reports", targets: ["Reports"]),
         .library(name: "GatewayCLI", targets: ["GatewayCLI"]),
+        .library(name: "Contracts", targets: ["Contracts"]),
     ],
     targets: [
         // Debian C libraries, each wrapped once (Sources/Crypto for OpenSSL).
@@ -61,6 +62,8 @@ let package = Package(
         // The one place an operating-system thread is started (pthreads).
         .target(name: "Threads", swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Threads"], swiftSettings: strict),
+        // The JSON Schemas and the OpenAPI document of schemas/, carried by the executable (docs/contracts.md).
+        .target(name: "Contracts", dependencies: ["WireJSON"], swiftSettings: strict),
         // The notification rule: what a verified notification writes and queues, as a value (no I/O).
         .target(name: "Policy", dependencies: ["Canonical"], swiftSettings: strict),
         .testTarget(name: "PolicyTests", dependencies: ["Policy", "Canonical"], swiftSettings: strict),
@@ -113,7 +116,7 @@ let package = Package(
                 "AppStoreConnect",
                 "Store",
                 "TeamDatabase",
-                "HTTPServer", "Receipts", "Threads",
+                "HTTPServer", "Receipts", "Threads", "Contracts",
             ],
             swiftSettings: strict
         ),
@@ -143,7 +146,7 @@ let package = Package(
             dependencies: [
                 "Gateway", "Reports", "ReportModel", "Simulator", "SimulatorServer", "Benchmarks", "Store", "Canonical",
                 "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
-                "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts", "Threads",
+                "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts", "Threads", "Contracts",
             ],
             swiftSettings: strict
         ),
@@ -157,6 +160,14 @@ let package = Package(
         ),
         .testTarget(name: "CanonicalTests", dependencies: ["Canonical", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "WireJSONTests", dependencies: ["WireJSON"], swiftSettings: strict),
+        // The contracts against schemas/, the codes and vocabularies they list, and what they bundle into.
+        .testTarget(
+            name: "ContractsTests",
+            dependencies: [
+                "Contracts", "Gateway", "Canonical", "Store", "Crypto", "WireJSON", "TestSupport", "HTTPServer",
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "HTTPClientTests",
             dependencies: ["HTTPClient", "Canonical", "TestSupport"],

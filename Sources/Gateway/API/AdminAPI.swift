@@ -1,3 +1,4 @@
+internal import Contracts
 internal import Crypto
 internal import HTTPServer
 internal import ReportModel
@@ -95,6 +96,9 @@ struct AdminAPI: Sendable {
                 headers: [("Content-Type", "text/plain; version=0.0.4")],
                 body: Array(metrics.render().utf8)
             )
+        case ("GET", ["admin", "openapi.json"]):
+            // The contract of both listeners (docs/contracts.md), behind the token like every admin route.
+            return .json(200, Contracts.openAPI)
         case ("GET", ["admin", "status"]):
             return .json(200, try operations.status().canonicalBytes())
         case ("GET", ["admin", "dead-letters"]):
