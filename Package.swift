@@ -246,7 +246,7 @@ let package = Package(
                 "Gateway", "Reports", "ReportModel", "Store", "TeamDatabase", "StoreTestSupport", "SQLite", "Postgres",
                 "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical",
                 "Policy",
-                "WireJSON", "TestSupport", "Simulator", "Receipts",
+                "WireJSON", "TestSupport", "Simulator", "Receipts", "Contracts",
             ],
             swiftSettings: strict
         ),

@@ -22,6 +22,7 @@ import glob
 import json
 import os
 import pathlib
+import re
 import signal
 import socket
 import subprocess
@@ -375,25 +376,36 @@ def command_fuzz(args):
         if spec.read_bytes() != subprocess.run([binary, "schema", "openapi"], capture_output=True, check=True).stdout:
             fail("GET /admin/openapi.json differs from `iap-gateway schema openapi`")
         st = str(pathlib.Path(sys.executable).parent / "schemathesis")
-        common = [st, "run", str(spec), "--max-examples", str(args.examples), "--max-time", str(args.seconds),
-                  "--request-timeout", "10", "--max-response-time", "10", "--seed", "52", "--workers", "2",
-                  "--checks", "all", "--exclude-checks", "not_a_server_error,use_after_free,ensure_resource_availability",
-                  "--suppress-health-check", "all", "--no-color" if False else "--output-truncate=false",
-                  "--report", "junit", "--report-dir", str(work / "report")]
+        common = [st, "--config-file", str(REPO / "scripts" / "schemathesis.toml"), "run", str(spec),
+                  "--max-examples", str(args.examples), "--max-time", str(args.seconds), "--request-timeout", "10",
+                  "--max-response-time", "10", "--seed", str(args.seed), "--workers", "1",
+                  "--suppress-health-check", "all", "--report", "junit", "--report-dir", str(work / "report")]
         hooks = dict(env, SCHEMATHESIS_HOOKS="contracts_hooks", PYTHONPATH=str(REPO / "scripts"))
         status = 0
+        figures = {"operations": 0, "cases": 0, "failures": 0}
         for tag, port, extra in (("public", public_port, []),
                                  ("admin", admin_port, ["-H", "Authorization: Bearer " + token])):
             print("schemathesis: the %s listener (127.0.0.1:%d)" % (tag, port), flush=True)
-            run = subprocess.run(common + ["--url", "http://127.0.0.1:%d" % port, "--include-tag", tag] + extra,
-                                 env=hooks, timeout=args.seconds + 240)
-            status = status or run.returncode
+            run = subprocess.Popen(common + ["--url", "http://127.0.0.1:%d" % port, "--include-tag", tag] + extra,
+                                   env=hooks, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            for line in run.stdout:
+                print(line, end="", flush=True)
+                found = re.search(r"Operations:\s+(\d+) selected", line)
+                if found:
+                    figures["operations"] += int(found.group(1))
+                found = re.search(r"(\d+) generated", line)
+                if found:
+                    figures["cases"] += int(found.group(1))
+                found = re.search(r"found (\d+) unique failures", line)
+                if found:
+                    figures["failures"] += int(found.group(1))
+            status = status or run.wait(timeout=args.seconds + 240)
         for p in processes:
             if p.poll() is not None:
                 fail("a process of the run stopped by itself (exit %s): see %s" % (p.returncode, work / "processes.log"))
+        print("schemathesis: %(operations)d operations, %(cases)d test cases, %(failures)d failures" % figures)
         if status:
             fail("schemathesis found failures (above)")
-        print("schemathesis: no failure")
     finally:
         stop()
         if not args.keep:
@@ -416,6 +428,7 @@ def main():
     f.add_argument("--bin", required=True)
     f.add_argument("--examples", type=int, default=50)
     f.add_argument("--seconds", type=int, default=90)
+    f.add_argument("--seed", type=int, default=52)
     f.add_argument("--keep", action="store_true")
     args = parser.parse_args()
     {"check": command_check, "validate": command_validate, "fuzz": command_fuzz}[args.command](args)

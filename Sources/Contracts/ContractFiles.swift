@@ -1957,7 +1957,6 @@ public enum ContractFiles {
                         "schema": {
                           "type": "string",
                           "minLength": 1,
-                          "maxLength": 64,
                           "description": "ISO-8601 (`2025-06-01`, `2025-06-01T00:00:00Z`), an age (`7d`, `12h`, `30m`), or epoch milliseconds (12 digits or more)."
                         }
                       },
@@ -1969,7 +1968,6 @@ public enum ContractFiles {
                         "schema": {
                           "type": "string",
                           "minLength": 1,
-                          "maxLength": 64,
                           "description": "ISO-8601 (`2025-06-01`, `2025-06-01T00:00:00Z`), an age (`7d`, `12h`, `30m`), or epoch milliseconds (12 digits or more)."
                         }
                       }
@@ -2034,10 +2032,9 @@ public enum ContractFiles {
                         "name": "downstream",
                         "in": "query",
                         "required": false,
-                        "description": "A downstream's name.",
+                        "description": "A downstream's name (one the configuration no longer has still lists its deliveries).",
                         "schema": {
-                          "type": "string",
-                          "minLength": 1
+                          "type": "string"
                         }
                       },
                       {
@@ -2061,7 +2058,6 @@ public enum ContractFiles {
                         "schema": {
                           "type": "string",
                           "minLength": 1,
-                          "maxLength": 64,
                           "description": "ISO-8601 (`2025-06-01`, `2025-06-01T00:00:00Z`), an age (`7d`, `12h`, `30m`), or epoch milliseconds (12 digits or more)."
                         }
                       },
@@ -2301,9 +2297,11 @@ public enum ContractFiles {
                         "name": "id",
                         "in": "query",
                         "required": false,
-                        "description": "Only this row.",
+                        "description": "Only this row (`id` of `GET /admin/quarantine`).",
                         "schema": {
-                          "type": "integer"
+                          "type": "integer",
+                          "minimum": -9223372036854775808,
+                          "maximum": 9223372036854775807
                         }
                       }
                     ],
@@ -2409,10 +2407,9 @@ public enum ContractFiles {
                         "name": "bundle",
                         "in": "query",
                         "required": false,
-                        "description": "Only this app.",
+                        "description": "Only this app (a bundle id no event has: no bundle).",
                         "schema": {
-                          "type": "string",
-                          "minLength": 1
+                          "type": "string"
                         }
                       },
                       {
@@ -2422,8 +2419,6 @@ public enum ContractFiles {
                         "description": "The window's start (default: the comparison window before now; a value that is no time counts as absent).",
                         "schema": {
                           "type": "string",
-                          "minLength": 1,
-                          "maxLength": 64,
                           "description": "ISO-8601 (`2025-06-01`, `2025-06-01T00:00:00Z`), an age (`7d`, `12h`, `30m`), or epoch milliseconds (12 digits or more)."
                         }
                       },
@@ -2431,9 +2426,10 @@ public enum ContractFiles {
                         "name": "format",
                         "in": "query",
                         "required": false,
-                        "description": "The report's form (an unknown one gets JSON).",
+                        "description": "The report's form: `json`, `html` or `table`; another value gets JSON, the API's default.",
                         "schema": {
-                          "enum": [
+                          "type": "string",
+                          "examples": [
                             "json",
                             "html",
                             "table"
@@ -2552,12 +2548,11 @@ public enum ContractFiles {
                         "name": "force",
                         "in": "query",
                         "required": false,
-                        "description": "`true`: move to V2 (or `api`) without a ready verdict.",
+                        "description": "`true`: move to V2 (or `api`) without a ready verdict. Any other value, or none: false.",
                         "schema": {
                           "type": "string",
-                          "enum": [
-                            "true",
-                            "false"
+                          "examples": [
+                            "true"
                           ]
                         }
                       }
@@ -2663,12 +2658,11 @@ public enum ContractFiles {
                         "name": "dry_run",
                         "in": "query",
                         "required": false,
-                        "description": "`true`: plan only.",
+                        "description": "`true`: plan only. Any other value, or none: false.",
                         "schema": {
                           "type": "string",
-                          "enum": [
-                            "true",
-                            "false"
+                          "examples": [
+                            "true"
                           ]
                         }
                       },
@@ -2676,12 +2670,11 @@ public enum ContractFiles {
                         "name": "force",
                         "in": "query",
                         "required": false,
-                        "description": "`true`: to V2 without a ready verdict.",
+                        "description": "`true`: to V2 without a ready verdict. Any other value, or none: false.",
                         "schema": {
                           "type": "string",
-                          "enum": [
-                            "true",
-                            "false"
+                          "examples": [
+                            "true"
                           ]
                         }
                       },
@@ -2698,7 +2691,7 @@ public enum ContractFiles {
                         "name": "probe_timeout",
                         "in": "query",
                         "required": false,
-                        "description": "How long the probe waits: 1 s to 1 h (default `2m`).",
+                        "description": "How long the probe waits: a duration from 1 s to 1 h (default `2m`); outside that, `bad_request`.",
                         "schema": {
                           "type": "string",
                           "pattern": "^[0-9]+(ms|s|m|h)$"
@@ -2717,11 +2710,11 @@ public enum ContractFiles {
                         }
                       },
                       "400": {
-                        "description": "A parameter is missing or wrong, or the configuration cannot switch this app. Codes: `bad_request`, `unknown_bundle`, `unknown_environment`, `no_notification_url`, `no_credentials`, `no_path`.",
+                        "description": "A parameter is missing or wrong, or the configuration cannot switch this app. A refusal of the switch carries the steps so far; a parameter refused before it has none. Codes: `bad_request`, `unknown_bundle`, `unknown_environment`, `no_notification_url`, `no_credentials`, `no_path`.",
                         "content": {
                           "application/json": {
                             "schema": {
-                              "oneOf": [
+                              "anyOf": [
                                 {
                                   "$ref": "#/components/schemas/MigrationRefusal"
                                 },
@@ -2737,11 +2730,11 @@ public enum ContractFiles {
                         "$ref": "#/components/responses/Unauthorized"
                       },
                       "409": {
-                        "description": "The state refuses it: Apple's URL is not this gateway's, the verdict is not ready, or another switch runs. Codes: `url_not_ours`, `not_ready`, `in_progress`.",
+                        "description": "The state refuses it: Apple's URL is not this gateway's, the verdict is not ready, or another switch runs. A refusal of the switch carries the steps so far; a parameter refused before it has none. Codes: `url_not_ours`, `not_ready`, `in_progress`.",
                         "content": {
                           "application/json": {
                             "schema": {
-                              "oneOf": [
+                              "anyOf": [
                                 {
                                   "$ref": "#/components/schemas/MigrationRefusal"
                                 },
@@ -2757,11 +2750,11 @@ public enum ContractFiles {
                         "$ref": "#/components/responses/TooLarge"
                       },
                       "502": {
-                        "description": "App Store Connect refused or did not answer, or Apple did not prove it sends the version: set back, authority unchanged. Codes: `apple_refused`, `apple_unanswered`, `probe_failed`.",
+                        "description": "App Store Connect refused or did not answer, or Apple did not prove it sends the version: set back, authority unchanged. A refusal of the switch carries the steps so far; a parameter refused before it has none. Codes: `apple_refused`, `apple_unanswered`, `probe_failed`.",
                         "content": {
                           "application/json": {
                             "schema": {
-                              "oneOf": [
+                              "anyOf": [
                                 {
                                   "$ref": "#/components/schemas/MigrationRefusal"
                                 },
@@ -4102,16 +4095,25 @@ public enum ContractFiles {
                               }
                             },
                             "receipts": {
-                              "type": "object",
-                              "description": "How verifyReceipt's answers compare (docs/operations.md, \"Moving the receipt path\")."
+                              "type": [
+                                "object",
+                                "null"
+                              ],
+                              "description": "How verifyReceipt's answers compare (docs/operations.md, \"Moving the receipt path\"); null for a bundle that does not answer receipts."
                             },
                             "refund_requests": {
-                              "type": "object",
-                              "description": "The refund requests of the window (docs/operations.md, \"Refund requests\")."
+                              "type": [
+                                "object",
+                                "null"
+                              ],
+                              "description": "The refund requests of the window (docs/operations.md, \"Refund requests\"); null for an app that does not answer them."
                             },
                             "groups": {
-                              "type": "object",
-                              "description": "Group subscriptions whose period runs, their seats, the window's seat events."
+                              "type": [
+                                "object",
+                                "null"
+                              ],
+                              "description": "Group subscriptions whose period runs, their seats, the window's seat events; null without any."
                             }
                           }
                         }
