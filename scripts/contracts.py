@@ -239,9 +239,9 @@ def check_samples(checker, folder):
             if contract == "envelope":
                 sources.add(document["event"].get("source"))
                 kinds.add(document["event"].get("kind"))
-            if contract.startswith("database-rows/"):
-                backends.add("sqlite" if isinstance(document.get("event", document.get("auto_renew", True)), (str, int))
-                             and not isinstance(document.get("auto_renew"), bool) else "postgres")
+            if contract == "database-rows/events":
+                # SQLite keeps the event as text, PostgreSQL as jsonb.
+                backends.add("sqlite" if isinstance(document.get("event"), str) else "postgres")
     unknown = [p.name for p in folder.iterdir() if p.is_dir() and p.name not in {c.split("/")[0] for c in CONTRACTS}]
     if unknown:
         fail("sample folders no contract names: %s" % unknown)
@@ -250,11 +250,13 @@ def check_samples(checker, folder):
     missing = [c for c in REQUIRED_SAMPLES if not counts.get(c)]
     missing += ["alert " + t for t in sorted(REQUIRED_ALERTS - alerts)]
     missing += ["envelope of source " + s for s in sorted(REQUIRED_SOURCES - sources)]
+    missing += ["database rows from " + b for b in sorted({"sqlite", "postgres"} - backends)]
     if missing:
         fail("the tests left no sample of: %s (were they run with IAPGW_CONTRACT_SAMPLES=%s?)"
              % (", ".join(missing), folder))
     print("samples: %d valid — %s" % (sum(counts.values()), ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
     print("samples: envelopes of sources %s; %d kinds: %s" % (sorted(sources), len(kinds), " ".join(sorted(kinds))))
+    print("samples: database rows from %s" % " and ".join(sorted(backends)))
 
 
 def read_documents(files):

@@ -162,7 +162,10 @@ import WireJSON
                 "POST", "/admin/cutover", ["bundle": "b", "to": "v2"], 400,
                 #"{"error":{"code":"bad_request","message":"give bundle, environment and to (v1 or v2) or receipts"}}"#
             ),
-            ("GET", "/admin/replay", [:], 405, #"{"error":{"code":"method_not_allowed","message":"method not allowed"}}"#),
+            (
+                "GET", "/admin/replay", [:], 405,
+                #"{"error":{"code":"method_not_allowed","message":"method not allowed"}}"#
+            ),
             ("GET", "/admin/nowhere", [:], 404, #"{"error":{"code":"not_found","message":"no such admin endpoint"}}"#),
             (
                 "GET", "/admin/subscriptions", [:], 404,
@@ -178,7 +181,10 @@ import WireJSON
                 #"{"error":{"code":"bad_request","message":"limit is an integer from 1 to 1000"}}"#
             ),
             ("GET", "/admin/dead-letters", ["limit": "1"], 200, "[]"),
-            ("POST", "/admin/replay", ["id": ""], 400, #"{"error":{"code":"bad_request","message":"id is an event id"}}"#),
+            (
+                "POST", "/admin/replay", ["id": ""], 400,
+                #"{"error":{"code":"bad_request","message":"id is an event id"}}"#
+            ),
             (
                 "POST", "/admin/replay", ["id": "", "downstream": "main"], 400,
                 #"{"error":{"code":"bad_request","message":"id is an event id"}}"#
