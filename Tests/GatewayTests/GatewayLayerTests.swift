@@ -62,6 +62,14 @@ import Testing
         ("Reports", ["Gateway", "GatewayCLI", "Simulator", "SimulatorServer", "Benchmarks"]),
         ("SimulatorServer", ["GatewayCLI", "Reports", "Benchmarks", "Store"]),
         ("Benchmarks", ["GatewayCLI", "Reports", "Simulator", "SimulatorServer"]),
+        // The contracts describe the other modules' output and depend on none of them (docs/contracts.md).
+        (
+            "Contracts",
+            [
+                "Canonical", "Store", "Gateway", "GatewayCLI", "Reports", "ReportModel", "Simulator", "SimulatorServer",
+                "Benchmarks", "HTTPServer", "TeamDatabase",
+            ]
+        ),
     ])
     func lowerLayersNeverImportUpperOnes(module: String, forbidden: [String]) throws {
         let all = try Self.imports(of: module)
