@@ -31,6 +31,7 @@ let package = Package(
         .library(name: "Gateway", targets: ["Gateway"]),
         .library(name: "Reports", targets: ["Reports"]),
         .library(name: "GatewayCLI", targets: ["GatewayCLI"]),
+        .library(name: "Contracts", targets: ["Contracts"]),
     ],
     targets: [
         // Debian C libraries, each wrapped once (Sources/Crypto for OpenSSL).
@@ -62,6 +63,8 @@ let package = Package(
         // The one place an operating-system thread is started (pthreads).
         .target(name: "Threads", swiftSettings: strict),
         .target(name: "HTTPServer", dependencies: ["CMicroHTTPD", "Threads"], swiftSettings: strict),
+        // The JSON Schemas and the OpenAPI document of schemas/, carried by the executable (docs/contracts.md).
+        .target(name: "Contracts", dependencies: ["WireJSON"], swiftSettings: strict),
         // The notification rule: what a verified notification writes and queues, as a value (no I/O).
         .target(name: "Policy", dependencies: ["Canonical"], swiftSettings: strict),
         .testTarget(name: "PolicyTests", dependencies: ["Policy", "Canonical"], swiftSettings: strict),
@@ -120,7 +123,7 @@ let package = Package(
                 "AppStoreConnect",
                 "Store",
                 "TeamDatabase",
-                "HTTPServer", "Receipts", "Threads",
+                "HTTPServer", "Receipts", "Threads", "Contracts",
             ],
             swiftSettings: strict
         ),
@@ -150,7 +153,7 @@ let package = Package(
             dependencies: [
                 "Gateway", "Reports", "ReportModel", "Simulator", "SimulatorServer", "Benchmarks", "Store", "Canonical",
                 "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
-                "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts", "Threads",
+                "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts", "Threads", "Contracts",
             ],
             swiftSettings: strict
         ),
@@ -164,6 +167,14 @@ let package = Package(
         ),
         .testTarget(name: "CanonicalTests", dependencies: ["Canonical", "TestSupport"], swiftSettings: strict),
         .testTarget(name: "WireJSONTests", dependencies: ["WireJSON"], swiftSettings: strict),
+        // The contracts against schemas/, the codes and vocabularies they list, and what they bundle into.
+        .testTarget(
+            name: "ContractsTests",
+            dependencies: [
+                "Contracts", "Gateway", "Canonical", "Store", "Crypto", "WireJSON", "TestSupport", "HTTPServer",
+            ],
+            swiftSettings: strict
+        ),
         .testTarget(
             name: "HTTPClientTests",
             dependencies: ["HTTPClient", "Canonical", "TestSupport"],
@@ -242,7 +253,7 @@ let package = Package(
                 "Gateway", "Reports", "ReportModel", "Store", "TeamDatabase", "StoreTestSupport", "SQLite", "Postgres",
                 "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical",
                 "Policy",
-                "WireJSON", "TestSupport", "Simulator", "Receipts", "TestPKI",
+                "WireJSON", "TestSupport", "Simulator", "Receipts", "TestPKI", "Contracts",
             ],
             swiftSettings: strict
         ),

@@ -6,6 +6,8 @@
 /// (``revokedSeats``, ``seatPriceTiers``, …), written only on an event that carries them. Times are milliseconds
 /// since the epoch; ids are strings.
 public struct CanonicalEvent: Sendable, Hashable, Codable {
+    /// The `schema` of every event, and the version of the contracts that carry one (schemas/event.schema.json and the
+    /// others of docs/contracts.md): a change that breaks a consumer bumps it, an added key or value does not.
     public static let schemaVersion = 1
 
     public var schema: Int = CanonicalEvent.schemaVersion

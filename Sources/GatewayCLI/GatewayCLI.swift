@@ -13,7 +13,7 @@ public enum GatewayCLI {
             DeliveriesCommand.self, SubscriptionCommand.self,
             ReportCommand.self, CutoverCommand.self, MigrateCommand.self, BackfillCommand.self, ReconcileCommand.self,
             MigrateStoreCommand.self, TestNotificationCommand.self,
-            ReceiveCommand.self, BenchCommand.self, SimulateCommand.self,
+            ReceiveCommand.self, BenchCommand.self, SimulateCommand.self, SchemaCommand.self,
         ]
     }
 

@@ -3,7 +3,8 @@ import Foundation
 import Testing
 
 @Suite struct CanonicalEventTests {
-    /// docs/architecture.md, "The canonical event", in the order of the table (schema first): the keys every encoded event carries.
+    /// The keys every encoded event carries (schemas/event.schema.json, `required`, in its order; docs/architecture.md,
+    /// "The canonical event").
     static let designKeys = [
         "schema", "id", "source", "recovered_by", "kind", "reason", "raw_type", "raw_subtype", "bundle_id",
         "app_apple_id",

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 
 /// The keys of one kind only (docs/architecture.md, "The canonical event"): written only on an event that carries
-/// them, so every other event keeps exactly the forty keys of the table.
+/// them, so every other event keeps exactly the forty keys the schema requires (schemas/event.schema.json).
 @Suite struct OneKindKeysTests {
     static let oneKindKeys = [
         "app_transaction_id", "consumption_request_reason", "external_purchase_id", "external_purchase_token_type",

@@ -10,6 +10,7 @@ import Synchronization
 import TestSupport
 import Testing
 import V2Adapter
+import WireJSON
 
 /// `iap-gateway backfill` against an App Store Server API that answers as a test scripts it (docs/operations.md,
 /// "Reconciliation"): a run reads Apple's history page by page within its caps, says where to resume, and never stops
@@ -142,6 +143,7 @@ import V2Adapter
             environment: nil,
             limits: limits
         )
+        for result in results { ContractSamples.record("backfill", JSONOutput.encode(result)) }
         #expect(rig.transport.requests.count == 3)
         #expect(journaledBefore.withLock { $0 } == [0, 1, 2])
         let first = try #require(results.first)
@@ -162,6 +164,7 @@ import V2Adapter
             environment: .sandbox,
             limits: limits
         )
+        for result in resumed { ContractSamples.record("backfill", JSONOutput.encode(result)) }
         #expect(rig.transport.requests.dropFirst(3).map { $0.url.hasSuffix("?paginationToken=p3") } == [true, false])
         #expect(resumed.map(\.added) == [2] && resumed.map(\.resumeToken) == ["p5"])
         #expect(try rig.store.journal().count == 5)
@@ -181,6 +184,7 @@ import V2Adapter
             environment: nil,
             limits: limits
         )
+        for result in results { ContractSamples.record("backfill", JSONOutput.encode(result)) }
         #expect(rig.transport.requests.count == 3)
         #expect(
             results.map(\.stoppedBy) == ["max_bytes"] && results.map(\.resumeToken) == ["p3"]
@@ -205,6 +209,7 @@ import V2Adapter
                 bundleID: nil,
                 environment: nil
             )
+            for result in results { ContractSamples.record("backfill", JSONOutput.encode(result)) }
             #expect(results.map(\.refused) == [["unknown_bundle": 1]])
             #expect(results.map(\.listed) == [4])
         }
@@ -231,6 +236,7 @@ import V2Adapter
             bundleID: nil,
             environment: nil
         )
+        for result in results { ContractSamples.record("backfill", JSONOutput.encode(result)) }
         // The second page's second item could not be kept: the run stops there, to fetch that page again next time.
         #expect(
             results.map(\.stoppedBy) == ["unknown_bundle"] && results.map(\.resumeToken) == ["p1"]

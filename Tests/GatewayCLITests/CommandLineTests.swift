@@ -58,7 +58,7 @@ import Testing
                 "migrate",
                 "backfill",
                 "reconcile", "migrate-store",
-                "test-notification", "receive", "bench", "simulate",
+                "test-notification", "receive", "bench", "simulate", "schema",
             ]
         )
         for command in GatewayCLI.commands {

@@ -225,6 +225,7 @@ import Glibc
             let output = out.fileHandleForReading.readDataToEndOfFile()
             let errors = err.fileHandleForReading.readDataToEndOfFile()
             process.waitUntilExit()
+            ContractSamples.recordLines("migrate", Array(output))
             let steps = String(decoding: output, as: UTF8.self).split(separator: "\n").compactMap {
                 try? JSONParser.parse(Array($0.utf8)).objectValue
             }

@@ -1,4 +1,5 @@
 import Canonical
+import Contracts
 import HTTPServer
 import Store
 import Testing
@@ -74,6 +75,57 @@ import WireJSON
         }
     }
 
+    /// Every path of the OpenAPI document on the admin listener answers the method it documents, and any other with
+    /// 405 and `Allow` naming that method (RFC 9110 §15.5.6; Schemathesis found a 404 without it) — behind the token,
+    /// like every answer here.
+    @Test func everyAdminPathAnswersAnotherMethod405WithItsMethodInAllow() throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let paths = try #require(try JSONParser.parse(Contracts.openAPI).objectValue?["paths"]?.objectValue)
+        var checked = 0
+        for (path, item) in paths {
+            let operations = try #require(item.objectValue)
+            guard operations.members.contains(where: { $0.value.objectValue?["tags"] == .array([.string("admin")]) })
+            else { continue }
+            let concrete = path.replacingOccurrences(of: "{original_transaction_id}", with: "2000000000000001")
+            let documented = operations.keys.map { $0.uppercased() }
+            #expect(documented.count == 1, "\(path)")
+            for method in ["GET", "POST", "PUT", "DELETE", "PATCH", "TRACE"] where !documented.contains(method) {
+                let r = Self.api(h).handle(Self.request(method, concrete))
+                #expect(r.status == 405, "\(method) \(path)")
+                #expect(r.header("Allow") == documented.first, "\(method) \(path)")
+                #expect(Self.text(r) == #"{"error":{"code":"method_not_allowed","message":"method not allowed"}}"#)
+                let unauthorized = Self.api(h).handle(Self.request(method, concrete, headers: []))
+                #expect(unauthorized.status == 401 && unauthorized.header("Allow") == nil, "the token comes first")
+                checked += 1
+            }
+        }
+        #expect(checked == 14 * 5)
+    }
+
+    /// A subscription id that starts with a combining scalar (an emoji modifier, an accent) is routed like any other:
+    /// split into characters, the path's last `/` joined it and the route was not found (Schemathesis found
+    /// `/admin/subscriptions/%F0%9F%8F%BB%21` answered 404).
+    @Test(arguments: ["\u{1F3FB}!", "\u{301}x", "\u{200D}", "2000000000000001"])
+    func aSubscriptionIdStartingWithACombiningScalarIsRouted(_ id: String) throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let r = Self.api(h).handle(Self.request("GET", "/admin/subscriptions/" + id))
+        #expect(r.status == 200)
+        #expect(try JSONParser.parse(r.body).objectValue?["original_transaction_id"] == .string(id))
+    }
+
+    /// `GET /admin/openapi.json`: the document `iap-gateway schema openapi` prints, behind the token.
+    @Test func theOpenAPIDocumentIsServed() throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        let r = Self.api(h).handle(Self.request("GET", "/admin/openapi.json"))
+        #expect(r.status == 200 && r.header("Content-Type") == "application/json")
+        #expect(r.body == Contracts.openAPI)
+        #expect(try JSONParser.parse(r.body).objectValue?["openapi"] == .string("3.1.0"))
+        #expect(Self.api(h).handle(Self.request("GET", "/admin/openapi.json", headers: [])).status == 401)
+    }
+
     @Test func metricsAreServedAtBothPaths() throws {
         let h = try GatewayHarness()
         defer { h.close() }
@@ -85,7 +137,7 @@ import WireJSON
             #expect(r.header("Content-Type") == "text/plain; version=0.0.4")
             #expect(Self.text(r) == h.metrics.render())
         }
-        #expect(Self.api(h).handle(Self.request("POST", "/metrics")).status == 404)
+        #expect(Self.api(h).handle(Self.request("POST", "/metrics")).status == 405)
     }
 
     @Test(
@@ -110,13 +162,33 @@ import WireJSON
                 "POST", "/admin/cutover", ["bundle": "b", "to": "v2"], 400,
                 #"{"error":{"code":"bad_request","message":"give bundle, environment and to (v1 or v2) or receipts"}}"#
             ),
-            ("GET", "/admin/replay", [:], 404, #"{"error":{"code":"not_found","message":"no such admin endpoint"}}"#),
+            (
+                "GET", "/admin/replay", [:], 405,
+                #"{"error":{"code":"method_not_allowed","message":"method not allowed"}}"#
+            ),
+            ("GET", "/admin/nowhere", [:], 404, #"{"error":{"code":"not_found","message":"no such admin endpoint"}}"#),
             (
                 "GET", "/admin/subscriptions", [:], 404,
                 #"{"error":{"code":"not_found","message":"no such admin endpoint"}}"#
             ),
             ("POST", "/admin/replay", ["dead_letters": ""], 200, #"{"requeued":0}"#),
-            ("GET", "/admin/dead-letters", ["limit": "0"], 200, "[]"),
+            (
+                "GET", "/admin/dead-letters", ["limit": "0"], 400,
+                #"{"error":{"code":"bad_request","message":"limit is an integer from 1 to 10000"}}"#
+            ),
+            (
+                "GET", "/admin/refund-requests", ["limit": "1001"], 400,
+                #"{"error":{"code":"bad_request","message":"limit is an integer from 1 to 1000"}}"#
+            ),
+            ("GET", "/admin/dead-letters", ["limit": "1"], 200, "[]"),
+            (
+                "POST", "/admin/replay", ["id": ""], 400,
+                #"{"error":{"code":"bad_request","message":"id is an event id"}}"#
+            ),
+            (
+                "POST", "/admin/replay", ["id": "", "downstream": "main"], 400,
+                #"{"error":{"code":"bad_request","message":"id is an event id"}}"#
+            ),
         ] as [(String, String, [String: String], Int, String)]
     )
     func answers(_ method: String, _ path: String, _ query: [String: String], _ status: Int, _ body: String) throws {

@@ -84,7 +84,10 @@ import WireJSON
         } while cursor != nil && ids.count < 10
         let expected = try h.store.deliveries().filter { $0.downstream == "main" }.compactMap(\.eventID)
         #expect(ids == expected && ids.count == 3)
-        #expect(AdminQuery(["limit": "50000"]).pageLimit == 1_000 && AdminQuery([:]).pageLimit == 100)
+        #expect(throws: GatewayError(.badRequest, "")) {
+            try AdminQuery(["downstream": "main", "status": "pending", "limit": "1001"]).deliveryPage(now: { 0 })
+        }
+        #expect(try AdminQuery(["downstream": "main", "status": "pending"]).deliveryPage(now: { 0 }).limit == 100)
     }
 
     @Test(

@@ -75,4 +75,55 @@ import WireJSON
             h.metrics.counter("iapgw_alerts_total", ["outcome": "sent"]) == Double(dead)
         }
     }
+
+    /// A start that dead-letters the deliveries queued for downstreams the configuration no longer has says so once,
+    /// with how many (`deliveries.unconfigured`, schemas/alert.schema.json).
+    @Test func deliveriesOfADownstreamNoLongerConfiguredAreDeadLetteredAndSaidOnce() async throws {
+        let receiver = try LoopbackHTTPServer { _ in .respond(status: 200) }
+        let h = try DeliveryWorkerTests.harness(receiver)
+        defer { h.close() }
+        #expect(h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-did-renew.json")).status == 200)
+        let queued = try h.store.deliveries().filter { $0.state == .pending }.count
+        #expect(queued >= 2)
+        // The same store under a configuration without any downstream: every delivery queued is for one it lost.
+        let bare = try GatewayConfig.parse(
+            Array(
+                #"{"apps": [{"bundle_id": "com.example.gateway", "environments": ["sandbox"]}]}"#.utf8
+            ),
+            baseDirectory: h.directory
+        )
+        let now: @Sendable () -> Int64 = { GatewayHarness.t + 3_600_000 }
+        let worker = DeliveryWorker(
+            context: WorkerContext(
+                store: h.store,
+                metrics: h.metrics,
+                log: Log(now: now, sink: { _ in }),
+                now: now,
+                jitter: { 0 }
+            ),
+            router: Router(config: bare),
+            transport: CurlTransport(),
+            signers: [:],
+            passthroughSecrets: [],
+            redactor: SecretRedactor([]),
+            alerts: AlertWebhook(
+                url: receiver.url("/alerts"),
+                signer: WebhookSigner(secrets: [Self.secret]),
+                transport: CurlTransport(),
+                now: now,
+                metrics: h.metrics,
+                retryDelay: .milliseconds(1)
+            )
+        )
+        try await DeliveryWorkerTests.run(worker) { receiver.requests.contains { $0.path == "/alerts" } }
+        #expect(try h.store.deliveries().allSatisfy { $0.state == .dead })
+        let sent = receiver.requests.filter { $0.path == "/alerts" }
+        #expect(sent.count == 1)
+        let alert = try #require(sent.first)
+        let body = try #require(try JSONParser.parse(alert.body).objectValue)
+        #expect(body["type"] == .string("deliveries.unconfigured"))
+        #expect(body["count"] == .number(String(queued)) && body["error"] == .string("downstream no longer configured"))
+        #expect(body["at"] == .number(String(now())) && body["downstream"] == nil && body["event_id"] == nil)
+        #expect(receiver.requests.allSatisfy { $0.path == "/alerts" }, "nothing delivered to a downstream it lost")
+    }
 }

@@ -424,6 +424,7 @@ enum DatabaseDownstreamScenarios {
         let stored = try h.store.events()
         #expect(stored.count == 4)
         try await deliver(h, team: team)
+        try team.recordContractSamples()
         let contents = try team.contents()
         #expect(contents.schemaVersion == DownstreamSchema.version)
         #expect(
@@ -575,6 +576,8 @@ enum DatabaseDownstreamScenarios {
             sample("v1-event", .expiration, at: 2, state: .expired, source: .v1)
         )
         try await deliver(h, team: main)
+        try main.recordContractSamples()
+        try audit.recordContractSamples()
         let warehouse = try main.contents()
         #expect(warehouse.events.map(\.id) == ["v2-event"])
         #expect(warehouse.subscriptions.map(\.lastEventID) == ["v2-event"])
@@ -631,6 +634,7 @@ enum DatabaseDownstreamScenarios {
         odd.appAccountToken = "émoji 🎉 \u{0} and \\u0000 written"
         try await store(h, odd)
         try await deliver(h, team: team)
+        try team.recordContractSamples()
         let row = try #require(try team.contents().events.first)
         #expect(row.productID?.hasPrefix("com.example.") == true && row.productID?.hasSuffix("nul") == true)
         #expect(row.event?.appAccountToken?.contains("émoji 🎉") == true)
@@ -700,6 +704,35 @@ struct TeamDatabase: Sendable {
         let w = writer()
         defer { w.close() }
         return try w.contents()
+    }
+
+    /// Leaves every row of the downstream's tables as a sample of its contract (``ContractSamples``, when samples are
+    /// wanted): as PostgreSQL's `to_jsonb(row)` gives it, or SQLite's `json_object(…)` over every column — what a team
+    /// reading the tables as JSON sees (docs/database-downstream.md; schemas/database-rows.schema.json).
+    func recordContractSamples() throws {
+        guard ContractSamples.folder != nil else { return }
+        for table in ["events", "subscriptions", "schema_version"] {
+            switch backend {
+            case .postgres:
+                for line in try Psql.run("SELECT to_jsonb(t)::text FROM \(schema).\(table) t").split(separator: "\n") {
+                    ContractSamples.record("database-rows/\(table)", Array(line.utf8))
+                }
+            case .sqlite:
+                let name = schema.isEmpty ? table : "\(schema)_\(table)"
+                let database = try SQLiteDatabase(path: sqlitePath)
+                defer { database.close() }
+                let rows = try database.read { c in
+                    let columns = try c.query("SELECT name FROM pragma_table_info('\(name)')").compactMap {
+                        $0.string("name")
+                    }
+                    let members = columns.map { "'\($0)', \"\($0)\"" }.joined(separator: ", ")
+                    return try c.query("SELECT json_object(\(members)) AS row FROM \"\(name)\"").compactMap {
+                        $0.string("row")
+                    }
+                }
+                for row in rows { ContractSamples.record("database-rows/\(table)", Array(row.utf8)) }
+            }
+        }
     }
 
     /// Makes the SQLite file's folder a folder.

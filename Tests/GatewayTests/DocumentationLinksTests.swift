@@ -10,7 +10,7 @@ import Testing
 /// - every Markdown link `[text](target)` (and reference definition `[label]: target`) that is relative: the target
 ///   file or folder exists, relative to the page; a `#anchor` is the GitHub slug of a heading of that page;
 /// - every repository path — a word starting with `Sources/`, `Tests/`, `scripts/`, `docs/`, `config/`, `Fixtures/`,
-///   `Benchmarks/`, `Fuzz/` or `.ci/` — in code spans, fenced code blocks and prose: it exists, relative to the
+///   `Benchmarks/`, `Fuzz/`, `.ci/` or `schemas/` — in code spans, fenced code blocks and prose: it exists, relative to the
 ///   repository's root; `*` and `?` match as in the shell (`Fixtures/v1/*.json`: at least one file); a path with a
 ///   placeholder (`Fixtures/v2/<name>.json`, `Sources/…`) is skipped;
 /// - every section named after a page (`docs/operations.md, "Reconciliation"`, `configuration.md, *Environment
@@ -32,7 +32,7 @@ import Testing
 
     /// The folders a repository path starts with.
     static let repositoryFolders = [
-        "Sources/", "Tests/", "scripts/", "docs/", "config/", "Fixtures/", "Benchmarks/", "Fuzz/", ".ci/",
+        "Sources/", "Tests/", "scripts/", "docs/", "config/", "Fixtures/", "Benchmarks/", "Fuzz/", ".ci/", "schemas/",
     ]
 
     // MARK: Reading a page

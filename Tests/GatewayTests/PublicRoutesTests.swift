@@ -16,20 +16,44 @@ import Testing
         )
     }
 
-    @Test(arguments: [
-        ("GET", "/healthz", 200, #"{"ok":true}"#),
-        ("HEAD", "/healthz", 405, #"{"error":{"code":"method_not_allowed","message":"method not allowed"}}"#),
-        ("GET", "/notifications", 405, #"{"error":{"code":"method_not_allowed","message":"method not allowed"}}"#),
-        ("GET", "/metrics", 404, #"{"error":{"code":"not_found","message":"no such endpoint"}}"#),
-        ("GET", "/admin/status", 404, #"{"error":{"code":"not_found","message":"no such endpoint"}}"#),
-        ("POST", "/notifications/", 404, #"{"error":{"code":"not_found","message":"no such endpoint"}}"#),
-    ])
-    func answers(_ method: String, _ path: String, _ status: Int, _ body: String) throws {
+    /// A 405 names the method the path takes in `Allow` (RFC 9110 §15.5.6; Schemathesis found it missing).
+    @Test(
+        arguments: [
+            ("GET", "/healthz", 200, #"{"ok":true}"#, nil),
+            (
+                "HEAD", "/healthz", 405, #"{"error":{"code":"method_not_allowed","message":"method not allowed"}}"#,
+                "GET"
+            ),
+            (
+                "TRACE", "/healthz", 405, #"{"error":{"code":"method_not_allowed","message":"method not allowed"}}"#,
+                "GET"
+            ),
+            (
+                "GET", "/notifications", 405,
+                #"{"error":{"code":"method_not_allowed","message":"method not allowed"}}"#, "POST"
+            ),
+            (
+                "PUT", "/verifyReceipt", 405,
+                #"{"error":{"code":"method_not_allowed","message":"method not allowed"}}"#, "POST"
+            ),
+            (
+                "DELETE", "/sandbox/verifyReceipt", 405,
+                #"{"error":{"code":"method_not_allowed","message":"method not allowed"}}"#, "POST"
+            ),
+            ("GET", "/metrics", 404, #"{"error":{"code":"not_found","message":"no such endpoint"}}"#, nil),
+            ("GET", "/admin/status", 404, #"{"error":{"code":"not_found","message":"no such endpoint"}}"#, nil),
+            ("POST", "/notifications/", 404, #"{"error":{"code":"not_found","message":"no such endpoint"}}"#, nil),
+        ] as [(String, String, Int, String, String?)]
+    )
+    func answers(_ method: String, _ path: String, _ status: Int, _ body: String, _ allow: String?) throws {
         let h = try GatewayHarness()
         defer { h.close() }
         let r = Self.routes(h).handle(ServerRequest(method: method, path: path))
         #expect(r.status == status)
-        #expect(r.headers.map { "\($0.name): \($0.value)" } == ["Content-Type: application/json"])
+        #expect(
+            r.headers.map { "\($0.name): \($0.value)" }
+                == ["Content-Type: application/json"] + (allow.map { ["Allow: \($0)"] } ?? [])
+        )
         #expect(String(decoding: r.body, as: UTF8.self) == body)
     }
 

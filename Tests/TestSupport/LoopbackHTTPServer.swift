@@ -227,6 +227,7 @@ private final class ServerCore: Sendable {
             case .request(let r, let k): (request, keepAlive) = (r, k)
             }
             state.withLock { $0.requests.append(request) }
+            ContractSamples.recordSent(headers: request.headers.map { ($0.name, $0.value) }, body: request.body)
             switch handler(request) {
             case .respond(let status, let headers, let body, let delay):
                 if delay > .zero, !pause(delay) { return }

@@ -38,6 +38,7 @@ public final class ScriptedTransport: HTTPTransport {
 
     public func send(_ request: HTTPRequest) async throws(HTTPClientError) -> HTTPResponse {
         recorded.withLock { $0.append(request) }
+        ContractSamples.recordSent(headers: request.headers.map { ($0.name, $0.value) }, body: request.body)
         return try await responder(request)
     }
 }

@@ -1,3 +1,4 @@
+internal import Contracts
 internal import Crypto
 internal import HTTPServer
 internal import ReportModel
@@ -87,7 +88,9 @@ struct AdminAPI: Sendable {
 
     private func route(_ request: ServerRequest) throws -> ServerResponse {
         let query = AdminQuery(request.query)
-        let segments = request.path.split(separator: "/").map(String.init)
+        // Split on the bytes: split on characters, a `/` followed by a combining scalar (an emoji modifier, an accent)
+        // would be one character with it, no separator, and the route not found.
+        let segments = request.path.utf8.split(separator: UInt8(ascii: "/")).map { String(decoding: $0, as: UTF8.self) }
         switch (request.method, segments) {
         case ("GET", ["metrics"]), ("GET", ["admin", "metrics"]):
             return ServerResponse(
@@ -95,10 +98,14 @@ struct AdminAPI: Sendable {
                 headers: [("Content-Type", "text/plain; version=0.0.4")],
                 body: Array(metrics.render().utf8)
             )
+        case ("GET", ["admin", "openapi.json"]):
+            // The contract of both listeners (docs/contracts.md), behind the token like every admin route.
+            return .json(200, Contracts.openAPI)
         case ("GET", ["admin", "status"]):
             return .json(200, try operations.status().canonicalBytes())
         case ("GET", ["admin", "dead-letters"]):
-            return .json(200, try operations.deadLetters(limit: query.limit).canonicalBytes())
+            let limit = try checked { () throws(GatewayError) in try query.limit(maximum: 10_000) }
+            return .json(200, try operations.deadLetters(limit: limit).canonicalBytes())
         case ("GET", ["admin", "deliveries"]):
             return try deliveries(query)
         case ("POST", ["admin", "replay"]):
@@ -115,10 +122,12 @@ struct AdminAPI: Sendable {
             return .json(200, Array("{\"requeued\":\(n)}".utf8))
         case ("GET", ["admin", "refund-requests"]):
             let state = try checked { () throws(GatewayError) in try query.refundRequestState() }
-            return .json(200, try operations.refundRequests(state: state, limit: query.limit).canonicalBytes())
+            let limit = try checked { () throws(GatewayError) in try query.limit(maximum: 1_000) }
+            return .json(200, try operations.refundRequests(state: state, limit: limit).canonicalBytes())
         case ("GET", ["admin", "quarantine"]):
             let lane = try checked { () throws(GatewayError) in try query.lane() }
-            return .json(200, try operations.quarantineList(lane: lane, limit: query.limit).canonicalBytes())
+            let limit = try checked { () throws(GatewayError) in try query.limit(maximum: 10_000) }
+            return .json(200, try operations.quarantineList(lane: lane, limit: limit).canonicalBytes())
         case ("POST", ["admin", "quarantine", "replay"]):
             let selection = try checked { () throws(GatewayError) in try query.quarantineSelection() }
             return .json(
@@ -147,7 +156,25 @@ struct AdminAPI: Sendable {
         case ("POST", ["admin", "migrate"]):
             return try migrate(query)
         default:
+            if let allowed = Self.method(of: segments) { return .methodNotAllowed(allow: allowed) }
             return .answer(GatewayError(.notFound, "no such admin endpoint"))
+        }
+    }
+
+    /// The method an admin path takes, for the 405 another method is answered (its `Allow`); nil for a path that is no
+    /// route (404). The same routes as ``route(_:)``'s, as the OpenAPI document lists them (docs/contracts.md).
+    static func method(of segments: [String]) -> String? {
+        switch segments {
+        case ["metrics"], ["admin", "metrics"], ["admin", "openapi.json"], ["admin", "status"],
+            ["admin", "dead-letters"], ["admin", "deliveries"], ["admin", "refund-requests"], ["admin", "quarantine"],
+            ["admin", "report"]:
+            return "GET"
+        case ["admin", "replay"], ["admin", "quarantine", "replay"], ["admin", "cutover"], ["admin", "migrate"]:
+            return "POST"
+        case let s where s.count == 3 && s[0] == "admin" && s[1] == "subscriptions":
+            return "GET"
+        default:
+            return nil
         }
     }
 

@@ -10,14 +10,16 @@ struct AdminQuery: Sendable {
 
     subscript(name: String) -> String? { parameters[name] }
 
-    /// `limit`: 100 when absent or not a number, clamped to 1…10,000.
-    var limit: Int {
-        guard let text = parameters["limit"], let n = Int(text) else { return 100 }
-        return min(max(n, 1), 10_000)
+    /// `limit`: 100 when absent; an integer from 1 to `maximum` (the endpoint's, as the OpenAPI document says: 10,000
+    /// for lists, 1,000 for a page of deliveries or refund requests), else a `bad_request` — never clamped or
+    /// defaulted in silence, so `limit=1e6` or `limit=ten` is not taken for something it does not say.
+    func limit(maximum: Int) throws(GatewayError) -> Int {
+        guard let text = parameters["limit"] else { return 100 }
+        guard let n = Int(text), (1...maximum).contains(n) else {
+            throw GatewayError(.badRequest, "limit is an integer from 1 to \(maximum)")
+        }
+        return n
     }
-
-    /// `limit` of a page of deliveries: 100 when absent or not a number, clamped to 1…1,000.
-    var pageLimit: Int { min(limit, 1_000) }
 
     /// `GET /admin/deliveries` without `event`: one downstream's deliveries in one state, created at `since` or later
     /// (a time as for replay; the beginning when absent), from `cursor` on (a page's `next_cursor`).
@@ -47,20 +49,27 @@ struct AdminQuery: Sendable {
             // A cursor before `since` starts at `since`.
             if createdAt >= cursor.createdAt { cursor = DeliveryCursor(createdAt: createdAt, id: id) }
         }
-        return (downstream, state, cursor, pageLimit)
+        return (downstream, state, cursor, try limit(maximum: 1_000))
     }
 
     /// `POST /admin/replay`'s `downstream`: the one downstream to send `id` to again; nil when absent.
     func replayDownstream() throws(GatewayError) -> (eventID: String, downstream: String)? {
         guard let downstream = parameters["downstream"] else { return nil }
-        guard let id = parameters["id"] else { throw GatewayError(.badRequest, "downstream goes with id") }
+        guard let id = try eventID() else { throw GatewayError(.badRequest, "downstream goes with id") }
         return (id, downstream)
+    }
+
+    /// `id` of a replay: an event id, never empty (no event has it: an empty one is a mistake, not a selection).
+    func eventID() throws(GatewayError) -> String? {
+        guard let id = parameters["id"] else { return nil }
+        guard !id.isEmpty else { throw GatewayError(.badRequest, "id is an event id") }
+        return id
     }
 
     /// `POST /admin/replay`: `id`, else `dead_letters`, else `since` with an optional `until` (no end when absent).
     /// Times are ISO-8601, an age (`7d`, `12h`) or epoch milliseconds; `now` is read only when a time is given.
     func replaySelection(now: () -> Int64) throws(GatewayError) -> Operations.ReplaySelection {
-        if let id = parameters["id"] { return .eventID(id) }
+        if let id = try eventID() { return .eventID(id) }
         if parameters["dead_letters"] != nil { return .deadLetters }
         guard let sinceText = parameters["since"] else {
             throw GatewayError(.badRequest, "give id, since[/until] or dead_letters")

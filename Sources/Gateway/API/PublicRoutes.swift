@@ -70,8 +70,10 @@ struct PublicRoutes: Sendable {
                 receipts.release(ticket)
                 return .json(200, answer)
             }
-        case (_, "/notifications"), (_, "/healthz"), (_, "/verifyReceipt"), (_, "/sandbox/verifyReceipt"):
-            return .answer(GatewayError(.methodNotAllowed, "method not allowed"))
+        case (_, "/healthz"):
+            return .methodNotAllowed(allow: "GET")
+        case (_, "/notifications"), (_, "/verifyReceipt"), (_, "/sandbox/verifyReceipt"):
+            return .methodNotAllowed(allow: "POST")
         default:
             return .answer(GatewayError(.notFound, "no such endpoint"))
         }
