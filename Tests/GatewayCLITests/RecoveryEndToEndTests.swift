@@ -117,11 +117,11 @@ import WireJSON
                 logSink: { _ in }
             )
             deps.instanceID = instance
-            deps.deliveryPolicy.retry.baseDelay = .zero
-            deps.deliveryPolicy.pollMillis = 10
-            deps.receiptPolicy.pollMillis = 10
-            deps.comparePolicy.pollMillis = 10
-            deps.reconcilePolicy.pollMillis = 10
+            deps.deliveryTuning.retry.baseDelay = .zero
+            deps.deliveryTuning.pollMillis = 10
+            deps.receiptTuning.pollMillis = 10
+            deps.compareTuning.pollMillis = 10
+            deps.reconcileTuning.pollMillis = 10
             deps.verifyReceiptBaseDelay = .zero
             gateway = try GatewayService(config: config, dependencies: deps)
             port = try gateway.start().port

@@ -69,11 +69,11 @@ import WireJSON
             jitter: { 0 },
             logSink: { _ in }
         )
-        deps.deliveryPolicy.retry.baseDelay = .zero
-        deps.deliveryPolicy.pollMillis = 10
-        deps.receiptPolicy.pollMillis = 10
-        deps.comparePolicy.pollMillis = 10
-        deps.comparePolicy.retry.baseDelay = .milliseconds(200)
+        deps.deliveryTuning.retry.baseDelay = .zero
+        deps.deliveryTuning.pollMillis = 10
+        deps.receiptTuning.pollMillis = 10
+        deps.compareTuning.pollMillis = 10
+        deps.compareTuning.retry.baseDelay = .milliseconds(200)
         deps.verifyReceiptBaseDelay = .zero
         let service = try GatewayService(config: config, dependencies: deps)
         let (port, _) = try service.start()

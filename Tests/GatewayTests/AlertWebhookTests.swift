@@ -26,7 +26,7 @@ import WireJSON
             metrics: h.metrics,
             retryDelay: .milliseconds(1)
         )
-        var policy = DeliveryPolicy()
+        var policy = DeliveryTuning()
         policy.pollMillis = 20
         let worker = DeliveryWorker(
             context: WorkerContext(
@@ -41,7 +41,7 @@ import WireJSON
             signers: [:],
             passthroughSecrets: [],
             redactor: SecretRedactor([]),
-            policy: policy,
+            tuning: policy,
             alerts: alerts
         )
         // `main` takes one attempt (the others retry for longer): its delivery dies, and says so once.

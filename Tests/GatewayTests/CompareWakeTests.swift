@@ -66,7 +66,7 @@ import V1Adapter
         apple: LoopbackHTTPServer,
         clock: StillClock = StillClock()
     ) -> CompareWorker {
-        var policy = CompareWorker.Policy()
+        var policy = CompareWorker.Tuning()
         policy.pollMillis = 10
         return CompareWorker(
             context: context(h, clock: clock),
@@ -76,7 +76,7 @@ import V1Adapter
             v2Source: nil,
             receiptClient: receiptClient(apple),
             apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps,
-            policy: policy
+            tuning: policy
         )
     }
 
@@ -96,7 +96,7 @@ import V1Adapter
         )
     }
 
-    /// What the ReceiptWorker does for the subscription's V1 notification (the part that concerns the comparison).
+    /// What the V1VerificationWorker does for the subscription's V1 notification (the part that concerns the comparison).
     static func storeReceipt(_ h: GatewayHarness) throws {
         try h.store.write { tx in
             try tx.putReceipt(StoredReceipt(receipt: "cmVjZWlwdA==", secretName: "APP_SECRET", updatedAt: now), of: key)
@@ -176,7 +176,7 @@ import V1Adapter
         try Self.queueV1Fetch(h)
         // Far more looks than the policy's attempt limit, all inside the grace window: the job stays pending (it used to
         // fail after 50 looks, about four hours, and a longer grace window never recorded the one-sided outcome).
-        for _ in 0..<(CompareWorker.Policy().retry.maxAttempts + 10) {
+        for _ in 0..<(CompareWorker.Tuning().retry.maxAttempts + 10) {
             try h.store.makeFetchesDue(at: Self.now)
             #expect(
                 try await worker.notSeen(try Self.claim(worker, h), by: .v1, time: Self.now, receipt: nil) == .waiting
@@ -193,7 +193,7 @@ import V1Adapter
         #expect(try Self.fetch(h).due == late + 1_000)
     }
 
-    @Test func theReceiptWorkerWakesTheFetchWaitingForItsReceipt() async throws {
+    @Test func theV1VerificationWorkerWakesTheFetchWaitingForItsReceipt() async throws {
         let apple = try Self.apple()
         let h = try GatewayHarness()
         defer { h.close() }
@@ -206,7 +206,7 @@ import V1Adapter
         #expect(try Self.fetch(h).due == Self.now + waiting.notSeenRetryMillis)
         // The subscription's V1 notification arrives and is verified: its receipt is stored and wakes the fetch.
         #expect(h.ingest.handle(try Fixtures.bytes("v1-synthetic/did-renew.json")).status == 200)
-        let receipts = ReceiptWorker(
+        let receipts = V1VerificationWorker(
             context: Self.context(h),
             router: h.router,
             client: Self.receiptClient(apple),

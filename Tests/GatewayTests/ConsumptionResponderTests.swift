@@ -181,7 +181,7 @@ import WireJSON
             now: { clock.now },
             jitter: { 0 }
         )
-        var policy = ConsumptionResponder.Policy()
+        var policy = ConsumptionResponder.Tuning()
         policy.pollMillis = 10
         let settings = try #require(config.apps.first?.consumption)
         let secret = try #require(WebhookSigner.Secret(name: "ASK_SECRET", text: askSecret))
@@ -193,7 +193,7 @@ import WireJSON
                 signers: [bundle: WebhookSigner(secrets: [secret])],
                 sender: senderValue,
                 transport: CurlTransport(),
-                policy: policyValue
+                tuning: policyValue
             )
         }
         return Setup(

@@ -330,7 +330,7 @@ enum DatabaseDownstreamScenarios {
         clock: Int64 = now,
         log: @escaping @Sendable (String) -> Void = { _ in }
     ) -> DeliveryWorker {
-        var policy = DeliveryPolicy()
+        var policy = DeliveryTuning()
         policy.retry.baseDelay = .zero
         policy.pollMillis = 20
         let time: @Sendable () -> Int64 = { clock }
@@ -352,7 +352,7 @@ enum DatabaseDownstreamScenarios {
             passthroughSecrets: [],
             redactor: SecretRedactor([]),
             databases: DatabaseDownstreams.make(config: h.config, connectionStrings: urls, timeoutMillis: 15_000),
-            policy: policy
+            tuning: policy
         )
     }
 

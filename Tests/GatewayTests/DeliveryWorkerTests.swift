@@ -33,7 +33,7 @@ import WireJSON
         now: @escaping @Sendable () -> Int64 = { GatewayHarness.t + 3_600_000 },
         timeoutMillis: Int? = nil
     ) -> DeliveryWorker {
-        var policy = DeliveryPolicy()
+        var policy = DeliveryTuning()
         policy.retry.baseDelay = .zero  // retry at once: the test's clock does not move
         policy.pollMillis = 20
         if let timeoutMillis { policy.timeoutMillis = timeoutMillis }
@@ -54,7 +54,7 @@ import WireJSON
             redactor: h.config.secretRedactor(
                 environment: ["APP_SECRET": GatewayHarness.v1Secret, "WEBHOOK_SECRET": webhookSecret]
             ),
-            policy: policy
+            tuning: policy
         )
     }
 

@@ -106,7 +106,7 @@ import Testing
     /// Each background worker reaches the store only through the slices of its interface it names
     /// (docs/architecture.md, "The store's interface"), never the whole transaction.
     @Test(arguments: [
-        "Delivery/DeliveryWorker.swift", "Ingest/ReceiptWorker.swift", "Compare/CompareWorker.swift",
+        "Delivery/DeliveryWorker.swift", "Ingest/V1VerificationWorker.swift", "Compare/CompareWorker.swift",
         "Reconcile/ReconcileWorker.swift", "Jobs/RetentionWorker.swift",
     ])
     func workersTakeOnlyTheirSliceOfTheStore(file: String) throws {

@@ -67,9 +67,9 @@ import WireJSON
             jitter: { 0 },
             logSink: { line in logs.append(line) }
         )
-        deps.deliveryPolicy.retry.baseDelay = .zero
-        deps.deliveryPolicy.pollMillis = 20
-        deps.receiptPolicy.pollMillis = 20
+        deps.deliveryTuning.retry.baseDelay = .zero
+        deps.deliveryTuning.pollMillis = 20
+        deps.receiptTuning.pollMillis = 20
         deps.verifyReceiptBaseDelay = .zero
         // V2 is authoritative for an app that also takes V1: its V2 path needs a source; none of these tests uses it.
         deps.v2PathSource = UnknownToV2()

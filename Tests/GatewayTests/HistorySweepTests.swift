@@ -92,7 +92,7 @@ import V2Adapter
             )
             dependencies.v2PathSource = GatewayHarness.NoV2Path()
             dependencies.historySource = history
-            dependencies.reconcilePolicy.pollMillis = 10
+            dependencies.reconcileTuning.pollMillis = 10
             dependencies.trustAnchors = try TrustAnchors(appleRoots: [
                 TrustAnchors.appleRootCAG3, try TestPKI.der("root"),
             ])

@@ -146,7 +146,7 @@ import WireJSON
         }
         // The next attempt waits for the policy's longest delay (six hours), not for the end of time, nor a trap.
         let next = try g.service.store.deliveries().first { $0.downstream == "main" }?.nextAttemptAt
-        #expect(next == now + DeliveryPolicy().retry.maxDelayMillis)
+        #expect(next == now + DeliveryTuning().retry.maxDelayMillis)
         #expect(try await Service.get(g.url("/healthz")).status == 200)
         await g.service.shutdown()
     }

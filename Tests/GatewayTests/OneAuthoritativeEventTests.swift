@@ -75,7 +75,7 @@ import WireJSON
     }
 
     static func delivery(_ h: GatewayHarness) -> DeliveryWorker {
-        var policy = DeliveryPolicy()
+        var policy = DeliveryTuning()
         policy.pollMillis = 20
         let context = WorkerContext(
             store: h.store,
@@ -93,7 +93,7 @@ import WireJSON
             passthroughSecrets: apps.flatMap(\.sharedSecrets),
             redactor: SecretRedactor([]),
             v1Apps: apps,
-            policy: policy
+            tuning: policy
         )
     }
 
@@ -107,7 +107,7 @@ import WireJSON
         #expect(try h.store.events().filter { $0.authoritative }.isEmpty)
         #expect(try h.store.receiptJobs().count == 1)
         #expect(try h.store.deliveries().filter { $0.downstream == "legacy" }.count == 1)
-        let worker = ReceiptWorkerTests.worker(h, apple: apple)
+        let worker = V1VerificationWorkerTests.worker(h, apple: apple)
         try await GatewayHarness.runUntil(run: { await worker.run() }, stop: { worker.stop() }) {
             try h.store.receiptJobs().allSatisfy { $0.state == .done }
         }
@@ -191,7 +191,7 @@ import WireJSON
         #expect(r.status == 200)
         #expect(try h.store.deliveries().filter { $0.downstream == "legacy" }.isEmpty)
         #expect(h.metrics.counter(Metric.v1ShapesUnsentTotal.rawValue, ["type": "EXPIRED"]) == 1)
-        let worker = ReceiptWorkerTests.worker(h, apple: apple)
+        let worker = V1VerificationWorkerTests.worker(h, apple: apple)
         try await GatewayHarness.runUntil(run: { await worker.run() }, stop: { worker.stop() }) {
             try h.store.receiptJobs().count == 1 && h.store.receiptJobs().allSatisfy { $0.state == .done }
         }

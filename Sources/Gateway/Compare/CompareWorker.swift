@@ -19,7 +19,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
     /// The slices of the store it works on.
     typealias Transaction = any ComparisonTransaction & JournalTransaction & AuthorityTransaction
     let store: StoreSlice<Transaction>
-    public struct Policy: Sendable {
+    public struct Tuning: Sendable {
         public var pollMillis: Int64 = 500
         /// The wait after a failed fetch, and give up (state failed) after `maxAttempts`.
         public var retry: RetryPolicy = .compareWorker
@@ -34,7 +34,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
     let v2Source: (any V2PathSource)?
     let receiptClient: VerifyReceiptClient
     let apps: [String: V1App]
-    let policy: Policy
+    let tuning: Tuning
     private let scheduler: JobScheduler
     private let silent = Mutex<Set<String>>([])
     private let lastSilenceCheck = Mutex<Int64>(0)
@@ -47,7 +47,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
         v2Source: (any V2PathSource)?,
         receiptClient: VerifyReceiptClient,
         apps: [V1App],
-        policy: Policy = .init()
+        tuning: Tuning = .init()
     ) {
         self.context = context
         self.router = router
@@ -57,8 +57,8 @@ public final class CompareWorker: JobTable, ContextualWorker {
         self.v2Source = v2Source
         self.receiptClient = receiptClient
         self.apps = Dictionary(apps.map { ($0.bundleID, $0) }, uniquingKeysWith: { a, _ in a })
-        self.policy = policy
-        self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
+        self.tuning = tuning
+        self.scheduler = JobScheduler(context: context, idlePollMillis: tuning.pollMillis)
     }
 
     typealias Job = FetchJob
@@ -259,7 +259,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
         let graceMillis = settings.graceMillis
         let graceOver = time.clampedSubtracting(job.createdAt) >= graceMillis
         let retryAt = now().clampedAdding(notSeenRetryMillis)
-        let retry = policy.retry
+        let retry = tuning.retry
         let result = try await store.write { tx -> NotSeen in
             // The receipt may have been stored since this fetch read it. Its wake-up then found this job pending — it
             // is in flight — and the retry set below would overwrite it: the comparison would wait minutes for a
@@ -342,14 +342,14 @@ public final class CompareWorker: JobTable, ContextualWorker {
     }
 
     func retry(_ job: Job, error: String) async {
-        let delay = policy.retry.delayMillis(afterAttempt: job.attempts + 1, jitter: jitter())
+        let delay = tuning.retry.delayMillis(afterAttempt: job.attempts + 1, jitter: jitter())
         await settle(job, state: .pending, error: error, retryIn: delay)
     }
 
     func settle(_ job: Job, state: JobState, error: String, retryIn: Int64 = 0) async {
         let time = now()
         let attempts = job.attempts + 1
-        let final = policy.retry.jobState(state, attempts: attempts)
+        let final = tuning.retry.jobState(state, attempts: attempts)
         let id = job.id
         await recordOutcome { tx in
             try tx.settleFetch(

@@ -52,7 +52,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
     typealias Transaction = any ConsumptionTransaction & JournalTransaction
     let store: StoreSlice<Transaction>
 
-    public struct Policy: Sendable {
+    public struct Tuning: Sendable {
         public var concurrency = 4
         public var pollMillis: Int64 = 500
         public init() {}
@@ -64,7 +64,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
     let sender: (any ConsumptionSender)?
     let transport: any HTTPTransport
     let alerts: AlertWebhook?
-    let policy: Policy
+    let tuning: Tuning
     private let scheduler: JobScheduler
 
     public init(
@@ -74,14 +74,14 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
         sender: (any ConsumptionSender)?,
         transport: any HTTPTransport,
         alerts: AlertWebhook? = nil,
-        policy: Policy = .init()
+        tuning: Tuning = .init()
     ) {
         self.context = context
         self.store = StoreSlice(context.store) { $0 }
-        (self.apps, self.signers, self.sender, self.transport, self.alerts, self.policy) = (
-            apps, signers, sender, transport, alerts, policy
+        (self.apps, self.signers, self.sender, self.transport, self.alerts, self.tuning) = (
+            apps, signers, sender, transport, alerts, tuning
         )
-        self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
+        self.scheduler = JobScheduler(context: context, idlePollMillis: tuning.pollMillis)
     }
 
     typealias Job = ConsumptionJob
@@ -90,7 +90,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
     public func stop() { scheduler.stop() }
 
     var lanes: [String] { [""] }
-    func limit(lane: String) -> Int { policy.concurrency }
+    func limit(lane: String) -> Int { tuning.concurrency }
     var claimedJobs: ClaimedJobs { .consumptionJobs }
 
     func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: Transaction) throws -> [Job] {

@@ -9,7 +9,7 @@ public import V1Adapter
 public import WireJSON
 
 /// How a downstream is delivered to and retried.
-public struct DeliveryPolicy: Sendable {
+public struct DeliveryTuning: Sendable {
     /// How deliveries are retried. A downstream's config replaces the attempts (`max_attempts`) and, where it sets
     /// them, the backoff (`retry_delay`, `max_retry_delay`: also the longest `Retry-After` honoured).
     public var retry: RetryPolicy = .deliveryWorker
@@ -50,7 +50,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     let assignedOwnership: [String: String]
     /// Per database downstream (by name), its writer (``DatabaseDownstreams/make(config:connectionStrings:timeoutMillis:)``).
     let databases: [String: any DownstreamDatabase]
-    let policy: DeliveryPolicy
+    let tuning: DeliveryTuning
     /// `max_per_second` per downstream.
     let rateLimiter: RateLimiter
     /// `alerts.webhook`, when configured.
@@ -69,7 +69,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         redactor: SecretRedactor,
         v1Apps: [V1App] = [],
         databases: [String: any DownstreamDatabase] = [:],
-        policy: DeliveryPolicy = .init(),
+        tuning: DeliveryTuning = .init(),
         alerts: AlertWebhook? = nil
     ) {
         self.context = context
@@ -89,13 +89,13 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             uniquingKeysWith: { a, _ in a }
         )
         self.databases = databases
-        self.policy = policy
+        self.tuning = tuning
         self.alerts = alerts
         self.rateLimiter = RateLimiter(
             limits: router.downstreams.compactMapValues(\.maxPerSecond),
             now: context.now
         )
-        self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
+        self.scheduler = JobScheduler(context: context, idlePollMillis: tuning.pollMillis)
     }
 
     /// Runs until ``stop()``: polls for due deliveries and sends them; returns after in-flight sends finished (and
@@ -164,7 +164,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         return payload
     }
 
-    func limit(lane downstream: String) -> Int { router.downstream(downstream)?.concurrency ?? policy.concurrency }
+    func limit(lane downstream: String) -> Int { router.downstream(downstream)?.concurrency ?? tuning.concurrency }
 
     func process(_ job: Job) async {
         guard await rateLimiter.acquire(job.downstream) else { return }
@@ -232,7 +232,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
 
     /// The retry policy with the downstream's own attempts and backoff, where its config sets them.
     func retryPolicy(for downstream: GatewayConfig.Downstream) -> RetryPolicy {
-        var r = policy.retry
+        var r = tuning.retry
         r.maxAttempts = downstream.maxAttempts
         if let base = downstream.retryDelayMillis { r.baseDelay = .milliseconds(base) }
         if let cap = downstream.maxRetryDelayMillis { r.maxDelay = .milliseconds(cap) }
@@ -260,7 +260,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
                     url: downstream.url,
                     headers: headers,
                     body: redacted,
-                    timeoutMillis: policy.timeoutMillis
+                    timeoutMillis: tuning.timeoutMillis
                 )
             }
             if NotificationPolicy.passthroughBody(of: entry.version) == .v1Shape {
@@ -290,7 +290,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
                 url: downstream.url,
                 headers: headers,
                 body: body,
-                timeoutMillis: policy.timeoutMillis
+                timeoutMillis: tuning.timeoutMillis
             )
         }
         guard let eventID = job.eventID else { throw BuildFailure(description: "outbox row without event") }
@@ -313,7 +313,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             url: downstream.url,
             headers: headers,
             body: body,
-            timeoutMillis: policy.timeoutMillis
+            timeoutMillis: tuning.timeoutMillis
         )
     }
 
@@ -327,7 +327,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         attempt: DeliveryAttempt? = nil
     ) async {
         let time = now()
-        let retry = router.downstream(job.downstream).map(retryPolicy(for:)) ?? policy.retry
+        let retry = router.downstream(job.downstream).map(retryPolicy(for:)) ?? tuning.retry
         let attempts = job.attempts + 1
         let delivered = error == nil
         let exhausted = dead || !retry.allowsRetry(afterAttempt: attempts)

@@ -25,7 +25,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
     let store: StoreSlice<Transaction>
     typealias Job = ReconcileRun
 
-    public struct Policy: Sendable {
+    public struct Tuning: Sendable {
         public var pollMillis: Int64 = 1_000
         /// Runs at once per instance, each making its Apple calls one after another. One: a 429 met by one run then
         /// holds every other run of this instance before it sends another request (Apple counts an app's requests
@@ -47,7 +47,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
     let receiptClient: VerifyReceiptClient
     let v1Apps: [String: V1App]
     let ingest: NotificationIngest
-    let policy: Policy
+    let tuning: Tuning
     private let scheduler: JobScheduler
     /// Recovered events per app over the last day, as last read (the silence alert).
     private let alerting = Mutex<Set<String>>([])
@@ -68,7 +68,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         receiptClient: VerifyReceiptClient,
         v1Apps: [V1App],
         ingest: NotificationIngest,
-        policy: Policy = .init()
+        tuning: Tuning = .init()
     ) {
         self.context = context
         self.router = router
@@ -80,8 +80,8 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         self.receiptClient = receiptClient
         self.v1Apps = Dictionary(v1Apps.map { ($0.bundleID, $0) }, uniquingKeysWith: { a, _ in a })
         self.ingest = ingest
-        self.policy = policy
-        self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
+        self.tuning = tuning
+        self.scheduler = JobScheduler(context: context, idlePollMillis: tuning.pollMillis)
     }
 
     /// Adds the runs the config and credentials allow and the store does not have yet (their schedule is kept
@@ -187,7 +187,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         try tx.claimDueReconcileRuns(at: time, limit: count, lease: lease)
     }
 
-    func limit(lane: String) -> Int { policy.concurrency }
+    func limit(lane: String) -> Int { tuning.concurrency }
 
     var claimedJobs: ClaimedJobs { .reconcileRuns }
 
@@ -243,8 +243,8 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         let attempts: Int
         if let failure {
             attempts = run.attempts + 1
-            let backoff = policy.baseDelayMillis.clampedMultiplied(by: Int64(1) << Int64(min(attempts - 1, 20)))
-            let wait = failure.retryAfterMillis.map { max($0, 1_000) } ?? min(backoff, policy.maxDelayMillis)
+            let backoff = tuning.baseDelayMillis.clampedMultiplied(by: Int64(1) << Int64(min(attempts - 1, 20)))
+            let wait = failure.retryAfterMillis.map { max($0, 1_000) } ?? min(backoff, tuning.maxDelayMillis)
             // Not retryable (credentials refused, say): looked at again next period, not hammered.
             next = now().clampedAdding(failure.retryable ? wait : max(period, wait))
             if failure.code == "rate_limited" {

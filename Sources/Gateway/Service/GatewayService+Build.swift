@@ -95,9 +95,9 @@ extension GatewayService {
             databases: DatabaseDownstreams.make(
                 config: config,
                 connectionStrings: secrets.databaseURLs,
-                timeoutMillis: dependencies.deliveryPolicy.timeoutMillis
+                timeoutMillis: dependencies.deliveryTuning.timeoutMillis
             ),
-            policy: dependencies.deliveryPolicy,
+            tuning: dependencies.deliveryTuning,
             alerts: alerts
         )
     }
@@ -151,7 +151,7 @@ extension GatewayService {
             sender: sender,
             transport: transports.asks,
             alerts: alerts,
-            policy: dependencies.consumptionPolicy
+            tuning: dependencies.consumptionTuning
         )
     }
 

@@ -21,15 +21,15 @@ public final class GatewayService: Sendable {
         public var now: @Sendable () -> Int64
         public var jitter: @Sendable () -> Double
         public var logSink: (@Sendable (String) -> Void)?
-        public var deliveryPolicy = DeliveryPolicy()
-        public var receiptPolicy = ReceiptWorker.Policy()
+        public var deliveryTuning = DeliveryTuning()
+        public var receiptTuning = V1VerificationWorker.Tuning()
         public var verifyReceiptBaseDelay: Duration = RetryPolicy.verifyReceiptClient.baseDelay
-        public var comparePolicy = CompareWorker.Policy()
+        public var compareTuning = CompareWorker.Tuning()
         /// The V2 path's view of subscriptions; nil: the App Store Server API from `app_store_api` (when configured).
         public var v2PathSource: (any V2PathSource)? = nil
         /// Apple's notification history for the sweep; nil: the App Store Server API from `app_store_api` (when configured).
         public var historySource: (any NotificationHistorySource)? = nil
-        public var reconcilePolicy = ReconcileWorker.Policy()
+        public var reconcileTuning = ReconcileWorker.Tuning()
         /// The store; nil: the one the config names (``GatewayService/openStore(config:environment:sqliteOptions:)``).
         public var store: (any GatewayStore)? = nil
         /// How the SQLite store is opened (tests inject storage faults here: a full disk).
@@ -51,7 +51,7 @@ public final class GatewayService: Sendable {
         public var receiptReader: (@Sendable ([UInt8]) -> ReceiptReading)? = nil
         /// Where refund requests' answers are sent; nil: the App Store Server API from `app_store_api`.
         public var consumptionSender: (any ConsumptionSender)? = nil
-        public var consumptionPolicy = ConsumptionResponder.Policy()
+        public var consumptionTuning = ConsumptionResponder.Tuning()
         /// `serve --demo-verify-time` (see ``NotificationIngest/Limits/demoSandboxVerifyTime``); nil in production.
         public var demoSandboxVerifyTime: Int64? = nil
         /// Renders `GET /admin/report?format=…`: the content type and bytes, or nil for a format it does not offer
@@ -116,7 +116,7 @@ public final class GatewayService: Sendable {
     /// Who receives what, from the config.
     public let router: Router
     let delivery: DeliveryWorker
-    let receipts: ReceiptWorker
+    let v1Verification: V1VerificationWorker
     let compare: CompareWorker
     /// The recovery runs (`iap-gateway reconcile` runs them now).
     public let reconcile: ReconcileWorker
@@ -218,14 +218,14 @@ public final class GatewayService: Sendable {
             transports: transports,
             dependencies: dependencies
         )
-        var receiptPolicy = dependencies.receiptPolicy
-        receiptPolicy.concurrency = config.limits.verifyReceiptConcurrency
-        receipts = ReceiptWorker(
+        var receiptTuning = dependencies.receiptTuning
+        receiptTuning.concurrency = config.limits.verifyReceiptConcurrency
+        v1Verification = V1VerificationWorker(
             context: workers,
             router: router,
             client: apple.verifyReceipt,
             apps: v1Apps,
-            policy: receiptPolicy
+            tuning: receiptTuning
         )
         ledger = CompareLedger(store: store, config: config, v2PathAvailable: apple.v2Source != nil)
         switcher = AppleSwitcher(
@@ -244,7 +244,7 @@ public final class GatewayService: Sendable {
             v2Source: apple.v2Source,
             receiptClient: apple.verifyReceipt,
             apps: v1Apps,
-            policy: dependencies.comparePolicy
+            tuning: dependencies.compareTuning
         )
         reconcile = ReconcileWorker(
             context: workers,
@@ -256,7 +256,7 @@ public final class GatewayService: Sendable {
             receiptClient: apple.verifyReceipt,
             v1Apps: v1Apps,
             ingest: ingest,
-            policy: dependencies.reconcilePolicy
+            tuning: dependencies.reconcileTuning
         )
         receiptEndpoint = ReceiptEndpoint(
             config: config,
@@ -303,7 +303,10 @@ public final class GatewayService: Sendable {
             rawBodyRetentionMillis: config.rawBodyRetentionMillis
         )
         background = ServiceGroup(
-            [AppleSettingsReader(switcher: switcher, log: log), delivery, receipts, compare, reconcile, retention]
+            [
+                AppleSettingsReader(switcher: switcher, log: log), delivery, v1Verification, compare, reconcile,
+                retention,
+            ]
                 + (consumption.map { [$0] } ?? [])
         )
         servers = Servers()

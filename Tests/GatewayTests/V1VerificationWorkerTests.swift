@@ -10,11 +10,11 @@ import V1Adapter
 import WireJSON
 
 /// The V1 stage after the 200: verifyReceipt against a fake Apple on 127.0.0.1, events from its answer.
-@Suite struct ReceiptWorkerTests {
+@Suite struct V1VerificationWorkerTests {
     static let now: Int64 = GatewayHarness.t + 3_600_000
 
-    static func worker(_ h: GatewayHarness, apple: LoopbackHTTPServer) -> ReceiptWorker {
-        var policy = ReceiptWorker.Policy()
+    static func worker(_ h: GatewayHarness, apple: LoopbackHTTPServer) -> V1VerificationWorker {
+        var policy = V1VerificationWorker.Tuning()
         policy.pollMillis = 20
         let client = VerifyReceiptClient(
             transport: CurlTransport(),
@@ -33,16 +33,16 @@ import WireJSON
             now: { now },
             jitter: { 0 }
         )
-        return ReceiptWorker(
+        return V1VerificationWorker(
             context: context,
             router: h.router,
             client: client,
             apps: h.config.v1Apps(environment: ["APP_SECRET": GatewayHarness.v1Secret]).apps,
-            policy: policy
+            tuning: policy
         )
     }
 
-    static func run(_ worker: ReceiptWorker, until done: @escaping @Sendable () throws -> Bool) async throws {
+    static func run(_ worker: V1VerificationWorker, until done: @escaping @Sendable () throws -> Bool) async throws {
         try await GatewayHarness.runUntil(run: { await worker.run() }, stop: { worker.stop() }, done)
     }
 

@@ -9,11 +9,11 @@ internal import WireJSON
 /// The V1 stage after the `200` (docs/architecture.md): each journaled V1 body's receipt goes to verifyReceipt, and the
 /// event built from Apple's answer is stored and queued for delivery. Apple being down only delays it; an invalid
 /// receipt ends it without an event (logged and counted); a 21004 keeps it waiting for a config fix.
-public final class ReceiptWorker: JobTable, ContextualWorker {
+public final class V1VerificationWorker: JobTable, ContextualWorker {
     /// The slices of the store it works on.
     typealias Transaction = any ReceiptJobTransaction & JournalTransaction & ComparisonTransaction
     let store: StoreSlice<Transaction>
-    public struct Policy: Sendable {
+    public struct Tuning: Sendable {
         public var concurrency = 4
         public var pollMillis: Int64 = 200
         /// The wait after Apple was unavailable, and give up (state failed) after `maxAttempts`.
@@ -31,7 +31,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
     let router: Router
     let client: VerifyReceiptClient
     let apps: [String: V1App]
-    let policy: Policy
+    let tuning: Tuning
     private let scheduler: JobScheduler
 
     public init(
@@ -39,15 +39,15 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         router: Router,
         client: VerifyReceiptClient,
         apps: [V1App],
-        policy: Policy = .init()
+        tuning: Tuning = .init()
     ) {
         self.context = context
         self.router = router
         self.store = StoreSlice(context.store) { $0 }
         self.client = client
         self.apps = Dictionary(apps.map { ($0.bundleID, $0) }, uniquingKeysWith: { a, _ in a })
-        self.policy = policy
-        self.scheduler = JobScheduler(context: context, idlePollMillis: policy.pollMillis)
+        self.tuning = tuning
+        self.scheduler = JobScheduler(context: context, idlePollMillis: tuning.pollMillis)
     }
 
     typealias Job = ReceiptJob
@@ -63,7 +63,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
         try tx.claimDueReceiptJobs(at: time, limit: count, lease: lease)
     }
 
-    func limit(lane: String) -> Int { policy.concurrency }
+    func limit(lane: String) -> Int { tuning.concurrency }
 
     var claimedJobs: ClaimedJobs { .receiptJobs }
 
@@ -306,14 +306,14 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
     func settle(_ job: Job, _ failure: Failure) async {
         switch failure {
         case .storeUnavailable:
-            await settle(job, state: .pending, error: failure.error, status: nil, retryIn: policy.storeRetryMillis)
+            await settle(job, state: .pending, error: failure.error, status: nil, retryIn: tuning.storeRetryMillis)
         case .secretNotConfigured:
             await settle(
                 job,
                 state: .pending,
                 error: failure.error,
                 status: nil,
-                retryIn: policy.configErrorDelayMillis
+                retryIn: tuning.configErrorDelayMillis
             )
         case .answerLacksSubscription(let status):
             await settle(job, state: .failed, error: failure.error, status: status, retryIn: nil)
@@ -327,7 +327,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
     func settle(_ job: Job, appleFailed error: V1AdapterError) async {
         switch error.code {
         case .appleUnavailable:
-            let delay = policy.retry.delayMillis(afterAttempt: job.attempts + 1, jitter: jitter())
+            let delay = tuning.retry.delayMillis(afterAttempt: job.attempts + 1, jitter: jitter())
             await settle(job, state: .pending, error: error.code.rawValue, status: error.appleStatus, retryIn: delay)
         case .receiptConfigError:
             log.error(
@@ -339,7 +339,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
                 state: .pending,
                 error: error.code.rawValue,
                 status: error.appleStatus,
-                retryIn: policy.configErrorDelayMillis
+                retryIn: tuning.configErrorDelayMillis
             )
         default:
             log.warn(
@@ -353,7 +353,7 @@ public final class ReceiptWorker: JobTable, ContextualWorker {
     func settle(_ job: Job, state: JobState, error: String, status: Int?, retryIn: Int64?) async {
         let time = now()
         let attempts = job.attempts + 1
-        let final = policy.retry.jobState(state, attempts: attempts)
+        let final = tuning.retry.jobState(state, attempts: attempts)
         let id = job.journalID
         await recordOutcome { tx in
             try tx.settleReceiptJob(
@@ -374,4 +374,4 @@ extension ReceiptJob: ScheduledJob {
     var lane: String { "" }
 }
 
-extension ReceiptWorker: BackgroundService {}
+extension V1VerificationWorker: BackgroundService {}
