@@ -3336,8 +3336,8 @@ public enum ContractFiles {
                         ]
                       },
                       "answer": {
-                        "type": "string",
-                        "description": "The answer sent (or to send): Send Consumption Information's JSON, as text."
+                        "type": "object",
+                        "description": "The answer sent (or to send): Send Consumption Information's JSON object (the members of refund-answer.schema.json)."
                       },
                       "sent_at": {
                         "type": "integer",

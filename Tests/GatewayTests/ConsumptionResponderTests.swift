@@ -620,6 +620,9 @@ import WireJSON
         let listed = try Operations(store: s.store, now: { s.clock.now }).refundRequests(state: .gatewayRefused)
         #expect(listed.arrayValue?.count == 1, "listed under its own state")
         #expect(listed.arrayValue?.first?.objectValue?["state"]?.stringValue == "gateway_refused")
+        // The answer kept is the JSON object Apple would take, not its text.
+        let answer = try #require(listed.arrayValue?.first?.objectValue?["answer"]?.objectValue)
+        #expect(answer["customerConsented"] == .bool(true))
         let counts = try await s.store.read { tx in
             try tx.refundRequestCounts(since: TestCA.signedDate - 1, until: TestCA.signedDate + 1)
         }

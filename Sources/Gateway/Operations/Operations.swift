@@ -133,9 +133,18 @@ public struct Operations: Sendable {
 
     /// Refund requests (docs/operations.md, "Refund requests"), newest first, optionally of one state: each with
     /// what was chosen and sent, Apple's answer and Apple's decision since.
+    /// The answer is the JSON object Send Consumption Information took (or is to take), not its text.
     public func refundRequests(state: ConsumptionState? = nil, limit: Int = 100) throws -> JSONValue {
         let rows = try store.read { tx in try tx.consumptionJobs(state: state, limit: max(1, min(limit, 1_000))) }
-        return (try? JSONParser.parse(JSONOutput.encode(rows))) ?? .array([])
+        guard case .array(let items)? = try? JSONParser.parse(JSONOutput.encode(rows)) else { return .array([]) }
+        return .array(
+            items.map { item in
+                guard case .object(let row) = item, case .string(let text)? = row["answer"],
+                    let answer = try? JSONParser.parse(Array(text.utf8))
+                else { return item }
+                return .object(JSONObject(row.members.map { ($0.key, $0.key == "answer" ? answer : $0.value) }))
+            }
+        )
     }
 
     /// Dead-lettered deliveries, oldest first.
