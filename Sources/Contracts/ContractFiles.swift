@@ -1821,7 +1821,7 @@ public enum ContractFiles {
                 "/admin/status": {
                   "get": {
                     "operationId": "status",
-                    "summary": "Counts, authorities, Apple's versions, downstreams",
+                    "summary": "Counts, authorities, receipt modes, Apple's versions, downstreams",
                     "responses": {
                       "200": {
                         "description": "The status.",
@@ -3597,6 +3597,7 @@ public enum ContractFiles {
                       "receipt_jobs",
                       "quarantine",
                       "authority",
+                      "receipts",
                       "apple",
                       "downstreams"
                     ],
@@ -3659,6 +3660,38 @@ public enum ContractFiles {
                               "enum": [
                                 "v1",
                                 "v2"
+                              ]
+                            },
+                            "origin": {
+                              "type": "string"
+                            }
+                          }
+                        }
+                      },
+                      "receipts": {
+                        "description": "How /verifyReceipt is answered per bundle and environment: the mode in force, and whether the config or a cutover set it.",
+                        "type": "array",
+                        "items": {
+                          "type": "object",
+                          "additionalProperties": true,
+                          "required": [
+                            "bundle_id",
+                            "environment",
+                            "mode",
+                            "origin"
+                          ],
+                          "properties": {
+                            "bundle_id": {
+                              "type": "string"
+                            },
+                            "environment": {
+                              "type": "string"
+                            },
+                            "mode": {
+                              "enum": [
+                                "apple",
+                                "shadow",
+                                "api"
                               ]
                             },
                             "origin": {

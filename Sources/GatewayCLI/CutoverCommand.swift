@@ -55,6 +55,12 @@ enum CutoverCommand: Command {
                 now
             )
         }
+        // The same log line as the admin API's, on standard error (standard output holds the record).
+        CompareLedger.logCutover(
+            record,
+            receipts: receipts != nil,
+            to: Log(now: WallClock.wallMillis, sink: { line in FileHandleOutput.stderr(line + "\n") })
+        )
         print(JSONOutput.string(record))
         return 0
     }

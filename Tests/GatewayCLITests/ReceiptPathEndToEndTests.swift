@@ -252,6 +252,9 @@ import Glibc
             environment: rig.environment
         )
         #expect(cutover.status == 0, "\(cutover.stderr)")
+        // Logged as the admin API logs it, on standard error; the record on standard output.
+        #expect(cutover.stderr.contains(#""msg":"receipt mode changed""#) && cutover.stderr.contains(#""to":"api""#))
+        #expect(try JSONParser.parse(Array(cutover.stdout.utf8)).objectValue?["to"] == .string("api"))
         rig.verifyReceipt.stop()
         let answer = try await rig.ask(lastReceipt, at: rig.gatewayURL)
         #expect(answer["status"] == .number("0"))

@@ -211,6 +211,32 @@ import WireJSON
         #expect(status["journal"]?.int64Value == 0)
     }
 
+    /// The status says how `/verifyReceipt` is answered per app and environment, and what set it.
+    @Test func theStatusCarriesTheReceiptModes() throws {
+        let h = try GatewayHarness()
+        defer { h.close() }
+        _ = try h.store.write { tx in
+            try tx.seedReceiptModes(
+                [
+                    ReceiptModeEntry(
+                        bundleID: "com.example.gateway",
+                        environment: .sandbox,
+                        mode: .shadow,
+                        origin: .config
+                    )
+                ],
+                now: GatewayHarness.t
+            )
+        }
+        let r = Self.api(h).handle(Self.request("GET", "/admin/status"))
+        let status = try #require(try JSONParser.parse(r.body).objectValue)
+        let modes = try #require(status["receipts"]?.arrayValue).compactMap(\.objectValue)
+        let sandbox = try #require(
+            modes.first { $0["bundle_id"] == .string("com.example.gateway") && $0["environment"] == .string("sandbox") }
+        )
+        #expect(sandbox["mode"] == .string("shadow") && sandbox["origin"] == .string("config"))
+    }
+
     @Test func aCutoverTheLedgerRefusesKeepsItsOwnCodeAndStatus() throws {
         let h = try GatewayHarness()
         defer { h.close() }

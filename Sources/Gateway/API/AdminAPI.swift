@@ -273,13 +273,7 @@ struct AdminAPI: Sendable {
                 query["force"] == "true",
                 now()
             )
-            log.warn(
-                receipts == nil ? "authority changed" : "receipt mode changed",
-                [
-                    "bundle": .string(bundle), "environment": .string(env), "from": .string(record.from),
-                    "to": .string(record.to), "forced": .bool(record.forced),
-                ]
-            )
+            CompareLedger.logCutover(record, receipts: receipts != nil, to: log)
             return .json(200, JSONOutput.encode(record))
         } catch let error as CutoverError {
             return .json(

@@ -49,6 +49,19 @@ public struct CompareLedger: Sendable {
 
     /// Every configured bundle and environment (optionally one bundle), counts over [since, until), the verdict over
     /// the rule's window ending at `until`.
+    /// The log line of a cutover, whoever made it (the admin API, `iap-gateway cutover`): the authority or the receipt
+    /// mode changed, from what to what, forced or not.
+    public static func logCutover(_ record: CutoverRecord, receipts: Bool, to log: Log) {
+        log.warn(
+            receipts ? "receipt mode changed" : "authority changed",
+            [
+                "bundle": .string(record.bundleID), "environment": .string(record.environment),
+                "from": .string(record.from), "to": .string(record.to), "forced": .bool(record.forced),
+                "who": .string(record.who),
+            ]
+        )
+    }
+
     public func report(bundleID: String? = nil, since: Int64, until: Int64, examples: Int = 3) throws -> CompareReport {
         let rule = config.compareSettings.rule
         var bundles: [BundleReport] = []

@@ -246,6 +246,7 @@ public struct Operations: Sendable {
             let receipts = try tx.receiptJobCounts()
             let lanes = try tx.quarantineUsage()
             let authority = try tx.authorities()
+            let receiptModes = try tx.receiptModes()
             let apple = try tx.appleSwitches()
             func number(_ n: some BinaryInteger) -> JSONValue { .number(String(n)) }
             func text(_ s: String?) -> JSONValue { s.map { .string($0) } ?? .null }
@@ -283,6 +284,23 @@ public struct Operations: Sendable {
                                         ("environment", .string(a.environment.rawValue)),
                                         ("authority", .string(a.authority.rawValue)),
                                         ("origin", .string(a.origin.rawValue)),
+                                    ])
+                                )
+                            }
+                        )
+                    ),
+                    // How `/verifyReceipt` is answered, per app and environment (docs/operations.md, "Moving the receipt
+                    // path"): the mode in force and whether the config or a cutover set it.
+                    (
+                        "receipts",
+                        .array(
+                            receiptModes.map { r in
+                                .object(
+                                    JSONObject([
+                                        ("bundle_id", .string(r.bundleID)),
+                                        ("environment", .string(r.environment.rawValue)),
+                                        ("mode", .string(r.mode.rawValue)),
+                                        ("origin", .string(r.origin.rawValue)),
                                     ])
                                 )
                             }
