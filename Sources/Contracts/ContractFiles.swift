@@ -2416,9 +2416,10 @@ public enum ContractFiles {
                         "name": "since",
                         "in": "query",
                         "required": false,
-                        "description": "The window's start (default: the comparison window before now; a value that is no time counts as absent).",
+                        "description": "The window's start (default: the comparison window before now).",
                         "schema": {
                           "type": "string",
+                          "minLength": 1,
                           "description": "ISO-8601 (`2025-06-01`, `2025-06-01T00:00:00Z`), an age (`7d`, `12h`, `30m`), or epoch milliseconds (12 digits or more)."
                         }
                       },
@@ -2458,6 +2459,9 @@ public enum ContractFiles {
                             }
                           }
                         }
+                      },
+                      "400": {
+                        "$ref": "#/components/responses/BadRequest"
                       },
                       "401": {
                         "$ref": "#/components/responses/Unauthorized"

@@ -26,7 +26,7 @@ import Testing
         "event.schema.json": "95f6e8f212ced0bf0241612417a8b56b73dc5e0be7380c29f9e9e59484bb5454",
         "migrate-store.schema.json": "f8ecbe9b1fc18f3fc67ea2e2e786e677979694073403328b488f2183d19b9a7b",
         "migrate.schema.json": "8a48f2b667ccfea6cc0941a133fbc20bd1d2e990d6a8a4e249f5b8247070d2c3",
-        "openapi.json": "0de35c5de1f9cda8b577466f53635ad7a04480445c6c1bf078ba201f48d19f76",
+        "openapi.json": "1093b10bba8f43e97768b0d111171d63a953d706b9282f02462b326637c6ba1f",
         "refund-answer.schema.json": "693605b5f0e3eed090a3f14899d17faf06925f78c9e7589f25cd7b40b09f54b8",
         "refund-request.schema.json": "ca058bdab023c6238f3f1fcb6babdacc4165d74cbd9d0e1df1c7534dd064645a",
         "state.schema.json": "90eb278dde746f5df89d06cd6a343aadfff51cb50bf8f0bb59e58d3984798dbb",

@@ -85,9 +85,22 @@ import WireJSON
         let expected = try h.store.deliveries().filter { $0.downstream == "main" }.compactMap(\.eventID)
         #expect(ids == expected && ids.count == 3)
         #expect(throws: GatewayError(.badRequest, "")) {
-            try AdminQuery(["downstream": "main", "status": "pending", "limit": "1001"]).deliveryPage(now: { 0 })
+            try AdminQuery(["downstream": "main", "status": "pending", "limit": "1001"]).deliverySelection(now: { 0 })
         }
-        #expect(try AdminQuery(["downstream": "main", "status": "pending"]).deliveryPage(now: { 0 }).limit == 100)
+        #expect(
+            try AdminQuery(["downstream": "main", "status": "pending"]).deliverySelection(now: { 0 })
+                == .page(downstream: "main", state: .pending, cursor: .since(Int64.min), limit: 100)
+        )
+        #expect(try AdminQuery(["event": "e1", "limit": "5"]).deliverySelection(now: { 0 }) == .event("e1"))
+        // What `event` leaves unused is still checked: a malformed parameter is a mistake, never ignored.
+        for parameters in [
+            ["event": "e1", "limit": "0"], ["event": "e1", "status": "gone"], ["event": "e1", "since": ""],
+            ["event": "e1", "cursor": "x"], ["event": ""],
+        ] {
+            #expect(throws: GatewayError(.badRequest, "")) {
+                try AdminQuery(parameters).deliverySelection(now: { 0 })
+            }
+        }
     }
 
     @Test(

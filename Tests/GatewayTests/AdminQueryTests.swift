@@ -34,11 +34,13 @@ import Testing
             return Self.now
         }
         #expect(
-            try AdminQuery(["id": "e1", "dead_letters": "", "since": "bogus"]).replaySelection(now: clock)
-                == .eventID("e1")
+            try AdminQuery(["id": "e1", "dead_letters": ""]).replaySelection(now: clock) == .eventID("e1")
         )
-        #expect(try AdminQuery(["dead_letters": "1", "since": "bogus"]).replaySelection(now: clock) == .deadLetters)
+        #expect(try AdminQuery(["dead_letters": "1"]).replaySelection(now: clock) == .deadLetters)
         #expect(reads.withLock { $0 } == 0)  // the clock is read only for a time
+        #expect(
+            try AdminQuery(["id": "e1", "since": "7d"]).replaySelection(now: clock) == .eventID("e1")
+        )
         #expect(
             try AdminQuery(["since": "7d"]).replaySelection(now: clock)
                 == .range(since: Self.now - 7 * 86_400_000, until: .max)
@@ -59,6 +61,9 @@ import Testing
             (["since": "yesterday"], "since is not a time (ISO-8601, 7d, 12h or epoch ms)"),
             (["since": "999999999999999d"], "since is not a time (ISO-8601, 7d, 12h or epoch ms)"),
             (["since": "7d", "until": "soon"], "until is not a time (ISO-8601, 7d, 12h or epoch ms)"),
+            // A parameter the selection would leave unused is still checked: a malformed one is a mistake.
+            (["dead_letters": "", "until": ""], "until is not a time (ISO-8601, 7d, 12h or epoch ms)"),
+            (["id": "e1", "since": "bogus"], "since is not a time (ISO-8601, 7d, 12h or epoch ms)"),
         ] as [([String: String], String)]
     )
     func aBadReplayIsABadRequest(_ parameters: [String: String], _ message: String) {
@@ -87,9 +92,11 @@ import Testing
         } throws: { ($0 as? GatewayError)?.reason == "lane is untrusted or genuine" }
     }
 
-    @Test func theReportLooksBackItsWindowUnlessGivenATime() {
-        #expect(AdminQuery([:]).reportSince(now: Self.now, window: 1_000) == Self.now - 1_000)
-        #expect(AdminQuery(["since": "not a time"]).reportSince(now: Self.now, window: 1_000) == Self.now - 1_000)
-        #expect(AdminQuery(["since": "1h"]).reportSince(now: Self.now, window: 1_000) == Self.now - 3_600_000)
+    @Test func theReportLooksBackItsWindowUnlessGivenATime() throws {
+        #expect(try AdminQuery([:]).reportSince(now: Self.now, window: 1_000) == Self.now - 1_000)
+        #expect(throws: GatewayError(.badRequest, "")) {
+            try AdminQuery(["since": "not a time"]).reportSince(now: Self.now, window: 1_000)
+        }
+        #expect(try AdminQuery(["since": "1h"]).reportSince(now: Self.now, window: 1_000) == Self.now - 3_600_000)
     }
 }

@@ -170,7 +170,8 @@ import WireJSON
             maxAgeMillis: Int64 = 3_600_000,
             realReader: Bool = false,
             legacyTransactionReceipts: Bool = false,
-            receiptTrust: ReceiptTrust? = nil
+            receiptTrust: ReceiptTrust? = nil,
+            logs: GatewayServiceTests.LogBox = GatewayServiceTests.LogBox()
         ) throws {
             h = try GatewayHarness()
             source.state.withLock { $0.histories[ReceiptEndpointTests.customer] = ReceiptEndpointTests.history() }
@@ -203,7 +204,7 @@ import WireJSON
                 transport: CurlTransport(),
                 now: { [clock] in clock.now },
                 jitter: { 0 },
-                logSink: { _ in }
+                logSink: { line in logs.append(line) }
             )
             d.store = h.store
             d.v2PathSource = GatewayHarness.NoV2Path()
@@ -753,6 +754,35 @@ import WireJSON
     }
 
     /// What is no receipt, through the real reader: Apple's 21002, nothing asked of Apple, nothing kept.
+    @Test func aReceiptNotAuthenticatedIsAnswered21003AndTheLogSaysWhyOnce() async throws {
+        // A receipt signed by a sandbox test chain whose root the config does not name: never forwarded to Apple in
+        // shadow mode, answered 21003 — and the log says what to configure, once.
+        let logs = GatewayServiceTests.LogBox()
+        let apple = try LoopbackHTTPServer { _ in .respond(status: 200, body: Array(#"{"status":0}"#.utf8)) }
+        let rig = try Rig(mode: .shadow, apple: String(apple.url("/").dropLast()), realReader: true, logs: logs)
+        defer { rig.close() }
+        let pki = try GeneratedReceiptPKI.generate(notBefore: Self.t / 1000 - 86_400, notAfter: Self.t / 1000 + 86_400)
+        let receipt = AppReceipt(
+            receiptType: "ProductionSandbox",
+            bundleID: Self.bundle,
+            applicationVersion: "1",
+            originalApplicationVersion: "1.0",
+            appItemID: 0,
+            creationDate: Self.t,
+            originalPurchaseDate: Self.t - 86_400_000,
+            inApp: []
+        )
+        let data = ReceiptBuilder.base64(try ReceiptBuilder.build(receipt, pki: pki))
+        for _ in 0..<3 {
+            #expect(try await rig.ask(data)["status"] == .number("21003"))
+        }
+        #expect(apple.requests.isEmpty, "never forwarded")
+        let warnings = logs.all.filter { $0.contains("receipt not authenticated") }
+        #expect(warnings.count == 1, "\(warnings)")
+        #expect(warnings.first?.contains("trust.extra_receipt_roots") == true)
+        #expect(warnings.first?.contains(#""failure":"untrusted_root""#) == true)
+    }
+
     @Test func whatIsNoReceiptIs21002ThroughTheRealReader() async throws {
         let (rig, _) = try Self.realReceiptRig()
         defer { rig.close() }

@@ -139,7 +139,9 @@ struct AdminAPI: Sendable {
             return .json(200, try operations.subscription(s[2]).canonicalBytes())
         case ("GET", ["admin", "report"]):
             let time = now()
-            let since = query.reportSince(now: time, window: reportWindowMillis)
+            let since = try checked { () throws(GatewayError) in
+                try query.reportSince(now: time, window: reportWindowMillis)
+            }
             let report = try ledger.report(bundleID: query["bundle"], since: since, until: time)
             let nonce = Hex.encode(randomBytes(16))
             // Unknown formats get JSON, the API's default.
@@ -181,22 +183,19 @@ struct AdminAPI: Sendable {
     /// `GET /admin/deliveries?event=ID` (the event's deliveries and their attempts; 404 for an unknown event) or
     /// `?downstream=NAME&status=pending|delivered|dead[&since=T][&cursor=C][&limit=N]` (a page of them).
     private func deliveries(_ query: AdminQuery) throws -> ServerResponse {
-        if let event = query["event"] {
+        switch try checked({ () throws(GatewayError) in try query.deliverySelection(now: now) }) {
+        case .event(let event):
             guard let log = try operations.deliveryLog(eventID: event) else {
                 return .answer(GatewayError(.notFound, "no such event"))
             }
             return .json(200, log.canonicalBytes())
+        case .page(let downstream, let state, let cursor, let limit):
+            return .json(
+                200,
+                try operations.deliveryPage(downstream: downstream, state: state, after: cursor, limit: limit)
+                    .canonicalBytes()
+            )
         }
-        let page = try checked { () throws(GatewayError) in try query.deliveryPage(now: now) }
-        return .json(
-            200,
-            try operations.deliveryPage(
-                downstream: page.downstream,
-                state: page.state,
-                after: page.cursor,
-                limit: page.limit
-            ).canonicalBytes()
-        )
     }
 
     /// `POST /admin/migrate?bundle=…&environment=…&to=v2|v1[&dry_run=true][&force=true][&reason=…][&probe_timeout=2m]`:

@@ -21,18 +21,15 @@ struct AdminQuery: Sendable {
         return n
     }
 
-    /// `GET /admin/deliveries` without `event`: one downstream's deliveries in one state, created at `since` or later
-    /// (a time as for replay; the beginning when absent), from `cursor` on (a page's `next_cursor`).
-    func deliveryPage(
-        now: () -> Int64
-    ) throws(GatewayError) -> (
-        downstream: String, state: DeliveryState, cursor: DeliveryCursor, limit: Int
-    ) {
-        guard let downstream = parameters["downstream"], let stateText = parameters["status"] else {
-            throw GatewayError(.badRequest, "give event, or downstream and status (pending, delivered or dead)")
-        }
-        guard let state = DeliveryState(rawValue: stateText) else {
-            throw GatewayError(.badRequest, "status is pending, delivered or dead")
+    /// `GET /admin/deliveries`: `event` (one event's log), else one downstream's deliveries in one state, created at
+    /// `since` or later (a time as for replay; the beginning when absent), from `cursor` on (a page's `next_cursor`).
+    /// Every parameter given is checked, even one `event` leaves unused.
+    func deliverySelection(now: () -> Int64) throws(GatewayError) -> DeliverySelection {
+        let state = try parameters["status"].map { (text) throws(GatewayError) -> DeliveryState in
+            guard let state = DeliveryState(rawValue: text) else {
+                throw GatewayError(.badRequest, "status is pending, delivered or dead")
+            }
+            return state
         }
         var cursor = DeliveryCursor.since(Int64.min)
         if let sinceText = parameters["since"] {
@@ -49,7 +46,20 @@ struct AdminQuery: Sendable {
             // A cursor before `since` starts at `since`.
             if createdAt >= cursor.createdAt { cursor = DeliveryCursor(createdAt: createdAt, id: id) }
         }
-        return (downstream, state, cursor, try limit(maximum: 1_000))
+        let limit = try limit(maximum: 1_000)
+        if let event = parameters["event"] {
+            guard !event.isEmpty else { throw GatewayError(.badRequest, "event is an event id") }
+            return .event(event)
+        }
+        guard let downstream = parameters["downstream"], let state else {
+            throw GatewayError(.badRequest, "give event, or downstream and status (pending, delivered or dead)")
+        }
+        return .page(downstream: downstream, state: state, cursor: cursor, limit: limit)
+    }
+
+    enum DeliverySelection: Equatable {
+        case event(String)
+        case page(downstream: String, state: DeliveryState, cursor: DeliveryCursor, limit: Int)
     }
 
     /// `POST /admin/replay`'s `downstream`: the one downstream to send `id` to again; nil when absent.
@@ -68,24 +78,24 @@ struct AdminQuery: Sendable {
 
     /// `POST /admin/replay`: `id`, else `dead_letters`, else `since` with an optional `until` (no end when absent).
     /// Times are ISO-8601, an age (`7d`, `12h`) or epoch milliseconds; `now` is read only when a time is given.
+    /// Every parameter given is checked, even one the selection leaves unused: a malformed one is a mistake.
     func replaySelection(now: () -> Int64) throws(GatewayError) -> Operations.ReplaySelection {
-        if let id = try eventID() { return .eventID(id) }
+        let id = try eventID()
+        let time = parameters["since"] != nil || parameters["until"] != nil ? now() : 0
+        let since = try replayTime("since", now: time)
+        let until = try replayTime("until", now: time)
+        if let id { return .eventID(id) }
         if parameters["dead_letters"] != nil { return .deadLetters }
-        guard let sinceText = parameters["since"] else {
-            throw GatewayError(.badRequest, "give id, since[/until] or dead_letters")
+        guard let since else { throw GatewayError(.badRequest, "give id, since[/until] or dead_letters") }
+        return .range(since: since, until: until ?? Int64.max)
+    }
+
+    private func replayTime(_ name: String, now: Int64) throws(GatewayError) -> Int64? {
+        guard let text = parameters[name] else { return nil }
+        guard let milliseconds = TimeText.milliseconds(text, now: now) else {
+            throw GatewayError(.badRequest, "\(name) is not a time (ISO-8601, 7d, 12h or epoch ms)")
         }
-        let time = now()
-        guard let since = TimeText.milliseconds(sinceText, now: time) else {
-            throw GatewayError(.badRequest, "since is not a time (ISO-8601, 7d, 12h or epoch ms)")
-        }
-        var until = Int64.max
-        if let untilText = parameters["until"] {
-            guard let u = TimeText.milliseconds(untilText, now: time) else {
-                throw GatewayError(.badRequest, "until is not a time (ISO-8601, 7d, 12h or epoch ms)")
-            }
-            until = u
-        }
-        return .range(since: since, until: until)
+        return milliseconds
     }
 
     /// `lane`: `untrusted` or `genuine`; nil when absent.
@@ -118,8 +128,9 @@ struct AdminQuery: Sendable {
         return selection
     }
 
-    /// `GET /admin/report`'s `since` (a time as for replay); `window` before `now` when absent or not a time.
-    func reportSince(now: Int64, window: Int64) -> Int64 {
-        parameters["since"].flatMap { TimeText.milliseconds($0, now: now) } ?? now - window
+    /// `GET /admin/report`'s `since` (a time as for replay); `window` before `now` when absent. A `since` that is not a
+    /// time is a `bad_request`: a report over another window than the one asked would read as an answer.
+    func reportSince(now: Int64, window: Int64) throws(GatewayError) -> Int64 {
+        try replayTime("since", now: now) ?? now - window
     }
 }

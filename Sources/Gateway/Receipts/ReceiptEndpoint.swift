@@ -28,6 +28,8 @@ public final class ReceiptEndpoint: Sendable {
     private let shadows = Atomic<Int>(0)
     private let shadowTasks = Mutex<[Int: Task<Void, Never>]>([:])
     private let shadowIDs = Atomic<Int>(0)
+    /// The (app, environment, failure) an unauthenticated receipt was warned of: once each per process.
+    private let unauthenticatedWarned = Mutex<Set<String>>([])
 
     init(
         config: GatewayConfig,
@@ -115,6 +117,7 @@ public final class ReceiptEndpoint: Sendable {
         let mode =
             (try? await store.readStatement { tx in try tx.receiptMode(bundleID: bundle, environment: environment) })
             ?? app.receipts(for: environment)
+        if !receipt.authenticated { warnUnauthenticated(receipt, bundle: bundle, mode: mode) }
         switch mode {
         case .api:
             return (mode.rawValue, await own(request, receipt, app: app, sandboxURL: sandboxURL))
@@ -128,6 +131,23 @@ public final class ReceiptEndpoint: Sendable {
             if mode == .shadow, answered { shadow(apple: answer, request, receipt, app: app, sandboxURL: sandboxURL) }
             return (mode.rawValue, answer)
         }
+    }
+
+    /// One warning per app, environment and signature failure: a configured app's receipt whose signature is not
+    /// Apple's is answered `21003`, and when every one is (a sandbox test chain whose root is not in
+    /// `trust.extra_receipt_roots`), the log says why rather than leaving the operator with a wall of `21003`.
+    private func warnUnauthenticated(_ receipt: SubmittedReceipt, bundle: String, mode: ReceiptMode) {
+        let failure = receipt.signatureFailure ?? receipt.kind.rawValue
+        let key = "\(bundle)|\(receipt.environment.rawValue)|\(failure)"
+        guard unauthenticatedWarned.withLock({ $0.insert(key).inserted }) else { return }
+        log.warn(
+            "receipt not authenticated: answered 21003"
+                + (receipt.isSandbox ? " (a sandbox test chain's root belongs in trust.extra_receipt_roots)" : ""),
+            [
+                "bundle": .string(bundle), "environment": .string(receipt.environment.rawValue),
+                "mode": .string(mode.rawValue), "failure": .string(failure),
+            ]
+        )
     }
 
     /// Apple's answer to the same bytes, unchanged; `answered` false when Apple gave none (then a retryable 21005).

@@ -62,6 +62,7 @@ extension SubmittedReceipt {
             isSandbox: r.isSandbox,
             authenticated: r.isAuthenticated,
             lookupTransactionID: r.lookupTransactionID,
+            signatureFailure: r.signature.failure,
             receiptObject: { r.receiptObject(requestDate: $0) }
         )
     }

@@ -19,6 +19,8 @@ public struct SubmittedReceipt: Sendable {
     public var isSandbox: Bool
     /// Its signature chains to Apple's receipt root (or, for a sandbox receipt, to a configured extra root).
     public var authenticated: Bool
+    /// Why it is not authenticated (the reader's stable code: `untrusted_root`, `sandbox_only_root`, …); nil when it is.
+    public var signatureFailure: String?
     public var lookupTransactionID: String?
     /// verifyReceipt's `receipt` object, with `request_date` the given time.
     public var receiptObject: @Sendable (Int64) -> JSONValue
@@ -29,10 +31,12 @@ public struct SubmittedReceipt: Sendable {
         isSandbox: Bool,
         authenticated: Bool,
         lookupTransactionID: String?,
+        signatureFailure: String? = nil,
         receiptObject: @escaping @Sendable (Int64) -> JSONValue
     ) {
         (self.kind, self.bundleID, self.isSandbox, self.authenticated, self.lookupTransactionID, self.receiptObject) =
             (kind, bundleID, isSandbox, authenticated, lookupTransactionID, receiptObject)
+        self.signatureFailure = authenticated ? nil : signatureFailure
     }
 
     public var environment: AppStoreEnvironment { isSandbox ? .sandbox : .production }
