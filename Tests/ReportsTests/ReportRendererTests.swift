@@ -510,3 +510,54 @@ enum SampleReport {
         #expect(section["outcomes"]?.objectValue?["DECLINE"]?.objectValue?["declined"]?.int64Value == 4)
     }
 }
+
+/// docs/commands.md's description of `report --format json` names every member the encoder writes: the report's, a
+/// bundle's and its three sections' (a member added to the report without a word in the docs fails here).
+@Suite struct ReportJSONDocumentationTests {
+    static let commands = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appending(path: "docs/commands.md")
+
+    /// The paragraph that describes the JSON, from `JSON: ` to the next blank line.
+    static func documented() throws -> String {
+        let text = try String(contentsOf: commands, encoding: .utf8)
+        let start = try #require(text.range(of: "JSON: `{\"bundles\""))
+        let end = text.range(of: "\n\n", range: start.upperBound..<text.endIndex)?.lowerBound ?? text.endIndex
+        return String(text[start.lowerBound..<end])
+    }
+
+    @Test func everyMemberIsDocumented() throws {
+        var report = SampleReport.report
+        report.bundles[0].receipts = BundleReport.ReceiptsSection(
+            mode: "shadow",
+            pairs: 3,
+            agreements: 2,
+            disagreementsByField: [:],
+            appleOnly: 0,
+            gatewayOnly: 1,
+            oneSidedExamples: [],
+            daily: [],
+            verdict: .notReady,
+            reasons: ["too few pairs"]
+        )
+        report.bundles[0].refundRequests = ReportRefundRequestsTests.report.bundles[0].refundRequests
+        report.bundles[0].groups = BundleReport.GroupsSection(
+            groups: 1,
+            seats: 5,
+            seatsAdded: 2,
+            seatsReduced: 1,
+            seatRefunds: 1,
+            unclaims: 0
+        )
+        let top = try #require(try JSONParser.parse(JSONOutput.encode(report)).objectValue)
+        let bundle = try #require(top["bundles"]?.arrayValue?.first?.objectValue)
+        var members = Set(top.keys).union(bundle.keys)
+        for section in ["receipts", "refund_requests", "groups"] {
+            let object = try #require(bundle[section]?.objectValue, "\(section) is encoded")
+            members.formUnion(object.keys)
+        }
+        let text = try Self.documented()
+        let missing = members.filter { !text.contains("\"\($0)\"") }.sorted()
+        #expect(members.count > 30)
+        #expect(missing.isEmpty, "docs/commands.md does not name \(missing)")
+    }
+}
