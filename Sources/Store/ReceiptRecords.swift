@@ -7,17 +7,6 @@ public enum ComparisonLedger: String, Sendable, Hashable, CaseIterable {
     case notifications, receipts
 }
 
-/// A bundle's receipt mode in one environment.
-public struct ReceiptModeEntry: Sendable, Hashable {
-    public var bundleID: String
-    public var environment: AppStoreEnvironment
-    public var mode: ReceiptMode
-    public var origin: AuthorityOrigin
-    public init(bundleID: String, environment: AppStoreEnvironment, mode: ReceiptMode, origin: AuthorityOrigin) {
-        (self.bundleID, self.environment, self.mode, self.origin) = (bundleID, environment, mode, origin)
-    }
-}
-
 /// One customer's history as the receipt path keeps it: the bundle, the environment and the original transaction id it
 /// was asked for.
 public struct ReceiptHistoryKey: Sendable, Hashable {

@@ -29,11 +29,6 @@ public enum JournalOrigin: String, Sendable, Hashable, CaseIterable {
     case historySweep = "history_sweep"
 }
 
-/// Who set a bundle's authority: the config file (followed on every start) or a cutover (kept over the config).
-public enum AuthorityOrigin: String, Sendable, Hashable, CaseIterable {
-    case config, cutover
-}
-
 /// One ledger row's outcome.
 public enum CompareOutcome: String, Sendable, Hashable, CaseIterable {
     case agree, disagree
@@ -43,17 +38,6 @@ public enum CompareOutcome: String, Sendable, Hashable, CaseIterable {
 
     /// The one-sided outcome when `generation`'s path does not know a subscription the other path knows.
     public static func onlySeen(by generation: Generation) -> CompareOutcome { generation == .v1 ? .v1Only : .v2Only }
-}
-
-/// A bundle's authority in one environment.
-public struct AuthorityEntry: Sendable, Hashable {
-    public var bundleID: String
-    public var environment: AppStoreEnvironment
-    public var authority: Generation
-    public var origin: AuthorityOrigin
-    public init(bundleID: String, environment: AppStoreEnvironment, authority: Generation, origin: AuthorityOrigin) {
-        (self.bundleID, self.environment, self.authority, self.origin) = (bundleID, environment, authority, origin)
-    }
 }
 
 /// When each path of a bundle last produced an event: the silence alert's input.

@@ -202,17 +202,6 @@ extension StoredSubscriptionState {
 
 // MARK: Authority
 
-extension AuthorityEntry {
-    init(row: some StoreRow) throws {
-        self.init(
-            bundleID: try row.requiredString("bundle_id"),
-            environment: try row.environment("environment"),
-            authority: try row.generation("authority"),
-            origin: try row.required("origin", as: AuthorityOrigin.self)
-        )
-    }
-}
-
 extension CutoverRecord {
     init(row: some StoreRow, bundleID: String, environment: AppStoreEnvironment) throws {
         self.init(

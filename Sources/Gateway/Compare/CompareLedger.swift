@@ -489,25 +489,18 @@ public struct CompareLedger: Sendable {
                 reasons: verdict?.reasons ?? []
             )
         }
-        return try store.write { tx in
-            let current = try tx.authority(bundleID: bundleID, environment: AppStoreEnvironment(rawValue: environment))
-            guard current != target else {
-                throw CutoverError(.unchanged, "\(bundleID) (\(environment)) is already \(target.rawValue)")
-            }
-            let record = CutoverRecord(
-                at: now,
-                bundleID: bundleID,
-                environment: environment,
-                from: current.rawValue,
-                to: target.rawValue,
-                who: who,
-                reason: reason,
-                verdict: ready ? "ready" : "not_ready",
-                forced: target == .v2 && !ready
-            )
-            try tx.recordCutover(record, to: target)
-            return record
-        }
+        return try move(
+            AppSettings.authority,
+            bundleID: bundleID,
+            environment: AppStoreEnvironment(rawValue: environment),
+            to: target,
+            unchanged: "\(bundleID) (\(environment)) is already \(target.rawValue)",
+            who: who,
+            reason: reason,
+            ready: ready,
+            forced: target == .v2 && !ready,
+            now: now
+        )
     }
 
     /// Moves how verifyReceipt is answered for `bundleID` in `environment` (docs/operations.md, "Moving the receipt
@@ -559,24 +552,50 @@ public struct CompareLedger: Sendable {
                 reasons: section.reasons
             )
         }
-        return try store.write { tx in
-            let current = try tx.receiptMode(bundleID: bundleID, environment: env)
-            guard current != mode else {
-                throw CutoverError(.unchanged, "\(bundleID) (\(environment)) receipts are already \(mode.rawValue)")
-            }
+        return try move(
+            AppSettings.receiptMode,
+            bundleID: bundleID,
+            environment: env,
+            to: mode,
+            unchanged: "\(bundleID) (\(environment)) receipts are already \(mode.rawValue)",
+            who: who,
+            reason: reason,
+            ready: ready,
+            forced: mode == .api && !ready,
+            now: now
+        )
+    }
+
+    /// Moves `setting` of `bundleID` in `environment` to `target` in one transaction with the cutover log's record
+    /// (with the verdict at the time): refused `unchanged` when it is there already.
+    private func move<V>(
+        _ setting: AppSetting<V>,
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        to target: V,
+        unchanged: String,
+        who: String,
+        reason: String?,
+        ready: Bool,
+        forced: Bool,
+        now: Int64
+    ) throws -> CutoverRecord {
+        try store.write { tx in
+            let current = try tx.value(setting, bundleID: bundleID, environment: environment)
+            guard current != target else { throw CutoverError(.unchanged, unchanged) }
             let record = CutoverRecord(
                 at: now,
                 bundleID: bundleID,
-                environment: environment,
+                environment: environment.rawValue,
                 from: current.rawValue,
-                to: mode.rawValue,
+                to: target.rawValue,
                 who: who,
                 reason: reason,
                 verdict: ready ? "ready" : "not_ready",
-                forced: mode == .api && !ready,
-                origin: "receipts"
+                forced: forced,
+                origin: setting.logOrigin ?? "cutover"
             )
-            try tx.recordReceiptCutover(record, to: mode)
+            try tx.move(setting, record, to: target)
             return record
         }
     }

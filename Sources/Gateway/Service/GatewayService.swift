@@ -408,27 +408,7 @@ public final class GatewayService: Sendable {
     /// authority per bundle and environment, and refuses an authority the config cannot serve. `start()` does this
     /// first; a service used without listeners (tests, one-shot commands) can do it alone.
     public func seedAuthority() throws {
-        let time = now()
-        let wanted = config.apps.flatMap { app in
-            app.environments.map {
-                AuthorityEntry(
-                    bundleID: app.bundleID,
-                    environment: $0,
-                    authority: app.authority(for: $0),
-                    origin: .config
-                )
-            }
-        }
-        let effective = try store.write { tx in try tx.seedAuthority(wanted, now: time) }
-        for row in effective {
-            log.info(
-                "authority",
-                [
-                    "bundle": .string(row.bundleID), "environment": .string(row.environment.rawValue),
-                    "authority": .string(row.authority.rawValue), "origin": .string(row.origin.rawValue),
-                ]
-            )
-        }
+        let effective = try seed(AppSettings.authority, field: "authority", logsDefaults: true) { $0.authority(for: $1) }
         if let problem = config.authorityProblems(
             effective: effective.map { ($0.bundleID, $0.environment.rawValue, $0.authority) },
             v2PathAvailable: compare.v2Source != nil
@@ -439,24 +419,9 @@ public final class GatewayService: Sendable {
     }
 
     /// Seeds each app and environment's receipt mode from the config (a cutover stored in the database wins) and logs
-    /// the mode in force; a mode that needs the App Store Server API without it is refused.
+    /// the mode in force where it is not the default; a mode that needs the App Store Server API without it is refused.
     func seedReceiptModes() throws {
-        let time = now()
-        let wanted = config.apps.flatMap { app in
-            app.environments.map {
-                ReceiptModeEntry(bundleID: app.bundleID, environment: $0, mode: app.receipts(for: $0), origin: .config)
-            }
-        }
-        let effective = try store.write { tx in try tx.seedReceiptModes(wanted, now: time) }
-        for row in effective where row.mode != .apple || row.origin != .config {
-            log.info(
-                "receipts",
-                [
-                    "bundle": .string(row.bundleID), "environment": .string(row.environment.rawValue),
-                    "mode": .string(row.mode.rawValue), "origin": .string(row.origin.rawValue),
-                ]
-            )
-        }
+        let effective = try seed(AppSettings.receiptMode, field: "mode", logsDefaults: false) { $0.receipts(for: $1) }
         if receiptEndpoint.histories == nil,
             let row = effective.first(where: { !$0.mode.asksApple || $0.mode == .shadow })
         {
@@ -466,6 +431,34 @@ public final class GatewayService: Sendable {
                     + "(issuer_id, key_id, private_key_env)"
             )
         }
+    }
+
+    /// Seeds `setting` from the config's value per app and environment and logs each effective row (`msg` the
+    /// setting's name, the value under `field`); with `logsDefaults` false, rows at the fallback that the config set
+    /// are not logged.
+    private func seed<V>(
+        _ setting: AppSetting<V>,
+        field: String,
+        logsDefaults: Bool,
+        _ configured: (GatewayConfig.App, AppStoreEnvironment) -> V
+    ) throws -> [AppSettingEntry<V>] {
+        let time = now()
+        let wanted = config.apps.flatMap { app in
+            app.environments.map {
+                AppSettingEntry(bundleID: app.bundleID, environment: $0, value: configured(app, $0), origin: .config)
+            }
+        }
+        let effective = try store.write { tx in try tx.seed(setting, wanted, now: time) }
+        for row in effective where logsDefaults || row.value != setting.fallback || row.origin != .config {
+            log.info(
+                setting.name,
+                [
+                    "bundle": .string(row.bundleID), "environment": .string(row.environment.rawValue),
+                    field: .string(row.value.rawValue), "origin": .string(row.origin.rawValue),
+                ]
+            )
+        }
+        return effective
     }
 
     /// Graceful stop: no new connections, in-flight requests finish, workers finish their current work, the writer

@@ -1,16 +1,7 @@
 public import Canonical
 
 /// The receipt path (docs/operations.md, "Moving the receipt path"): the mode per app and environment, the customers' histories and the receipt ledger. One slice of ``StoreTransaction``.
-public protocol ReceiptPathTransaction {
-    /// How verifyReceipt is answered for a bundle and environment (`apple` when nothing set it).
-    func receiptMode(bundleID: String, environment: AppStoreEnvironment) throws -> ReceiptMode
-    /// Seeds each bundle and environment's mode from the config, keeping those a cutover set; returns every entry.
-    @discardableResult
-    func seedReceiptModes(_ wanted: [ReceiptModeEntry], now: Int64) throws -> [ReceiptModeEntry]
-    /// Every bundle and environment's mode.
-    func receiptModes() throws -> [ReceiptModeEntry]
-    /// Moves a bundle and environment to `mode` and logs it in the cutover log (`origin` `receipts`).
-    func recordReceiptCutover(_ record: CutoverRecord, to mode: ReceiptMode) throws
+public protocol ReceiptPathTransaction: AppSettingTransaction {
     /// A customer's history as last fetched (nil when never asked).
     func receiptHistory(_ key: ReceiptHistoryKey) throws -> StoredReceiptHistory?
     /// Takes the fetch of a customer's history for `owner` until `until`, unless another owner holds it now or a

@@ -2,34 +2,8 @@ internal import Canonical
 
 extension SQLTransaction {
     func authority(bundleID: String?, environment: AppStoreEnvironment?) throws -> Generation {
-        guard let bundleID, let environment else { return .v1 }
-        return try c.queryOne(.authority, [.text(bundleID), .text(environment.rawValue)])?.generation("authority")
-            ?? .v1
-    }
-
-    func seedAuthority(_ wanted: [AuthorityEntry], now: Int64) throws -> [AuthorityEntry] {
-        for entry in wanted {
-            try c.run(
-                .seedAuthority,
-                [
-                    .text(entry.bundleID), .text(entry.environment.rawValue), .text(entry.authority.rawValue),
-                    .int64(now),
-                ]
-            )
-        }
-        return try authorities()
-    }
-
-    func authorities() throws -> [AuthorityEntry] {
-        try c.query(.authorities, []).map(AuthorityEntry.init(row:))
-    }
-
-    func recordCutover(_ record: CutoverRecord, to authority: Generation) throws {
-        try c.run(
-            .setAuthority,
-            [.text(record.bundleID), .text(record.environment), .text(authority.rawValue), .int64(record.at)]
-        )
-        try logCutover(record)
+        guard let bundleID, let environment else { return AppSettings.authority.fallback }
+        return try value(AppSettings.authority, bundleID: bundleID, environment: environment)
     }
 
     /// Appends to the cutover log (authority changes, and receipt mode changes with `origin` `receipts`).
@@ -55,28 +29,6 @@ extension SQLTransaction {
 }
 
 extension SQL {
-    fileprivate static let authority = SQL("SELECT authority FROM authority WHERE bundle_id = $1 AND environment = $2")
-
-    /// Rows set by a cutover are kept.
-    fileprivate static let seedAuthority = SQL(
-        """
-        INSERT INTO authority AS a (bundle_id, environment, authority, origin, updated_at) VALUES ($1, $2, $3, 'config', $4)
-        ON CONFLICT (bundle_id, environment) DO UPDATE SET authority = excluded.authority, updated_at = excluded.updated_at
-        WHERE a.origin = 'config'
-        """
-    )
-
-    fileprivate static let authorities = SQL(
-        "SELECT bundle_id, environment, authority, origin FROM authority ORDER BY bundle_id, environment"
-    )
-
-    fileprivate static let setAuthority = SQL(
-        """
-        INSERT INTO authority (bundle_id, environment, authority, origin, updated_at) VALUES ($1, $2, $3, 'cutover', $4)
-        ON CONFLICT (bundle_id, environment) DO UPDATE SET authority = excluded.authority, origin = 'cutover', updated_at = excluded.updated_at
-        """
-    )
-
     fileprivate static let logCutover = SQL(
         """
         INSERT INTO cutover_log (at, bundle_id, environment, from_authority, to_authority, who, reason, verdict, forced, origin)

@@ -1,46 +1,6 @@
 internal import Canonical
 
 extension SQLTransaction {
-    func receiptMode(bundleID: String, environment: AppStoreEnvironment) throws -> ReceiptMode {
-        try c.queryOne(.receiptMode, [.text(bundleID), .text(environment.rawValue)])?.string("mode")
-            .flatMap(ReceiptMode.init(rawValue:)) ?? .apple
-    }
-
-    func seedReceiptModes(_ wanted: [ReceiptModeEntry], now: Int64) throws -> [ReceiptModeEntry] {
-        for entry in wanted {
-            try c.run(
-                .seedReceiptMode,
-                [.text(entry.bundleID), .text(entry.environment.rawValue), .text(entry.mode.rawValue), .int64(now)]
-            )
-        }
-        return try receiptModes()
-    }
-
-    func receiptModes() throws -> [ReceiptModeEntry] {
-        try c.query(.receiptModes, []).compactMap { row in
-            guard let bundle = row.string("bundle_id"), let environment = row.string("environment"),
-                let mode = row.string("mode").flatMap(ReceiptMode.init(rawValue:)),
-                let origin = row.string("origin").flatMap(AuthorityOrigin.init(rawValue:))
-            else { return nil }
-            return ReceiptModeEntry(
-                bundleID: bundle,
-                environment: AppStoreEnvironment(rawValue: environment),
-                mode: mode,
-                origin: origin
-            )
-        }
-    }
-
-    func recordReceiptCutover(_ record: CutoverRecord, to mode: ReceiptMode) throws {
-        try c.run(
-            .setReceiptMode,
-            [.text(record.bundleID), .text(record.environment), .text(mode.rawValue), .int64(record.at)]
-        )
-        var logged = record
-        logged.origin = "receipts"
-        try logCutover(logged)
-    }
-
     func receiptHistory(_ key: ReceiptHistoryKey) throws -> StoredReceiptHistory? {
         try c.queryOne(.receiptHistory, historyKey(key)).map { row in
             StoredReceiptHistory(
@@ -164,30 +124,6 @@ extension SQLTransaction {
 }
 
 extension SQL {
-    fileprivate static let receiptMode = SQL(
-        "SELECT mode FROM receipt_modes WHERE bundle_id = $1 AND environment = $2"
-    )
-
-    /// Rows set by a cutover are kept.
-    fileprivate static let seedReceiptMode = SQL(
-        """
-        INSERT INTO receipt_modes AS m (bundle_id, environment, mode, origin, updated_at) VALUES ($1, $2, $3, 'config', $4)
-        ON CONFLICT (bundle_id, environment) DO UPDATE SET mode = excluded.mode, updated_at = excluded.updated_at
-        WHERE m.origin = 'config'
-        """
-    )
-
-    fileprivate static let receiptModes = SQL(
-        "SELECT bundle_id, environment, mode, origin FROM receipt_modes ORDER BY bundle_id, environment"
-    )
-
-    fileprivate static let setReceiptMode = SQL(
-        """
-        INSERT INTO receipt_modes (bundle_id, environment, mode, origin, updated_at) VALUES ($1, $2, $3, 'cutover', $4)
-        ON CONFLICT (bundle_id, environment) DO UPDATE SET mode = excluded.mode, origin = 'cutover', updated_at = excluded.updated_at
-        """
-    )
-
     fileprivate static let receiptHistory = SQL(
         """
         SELECT json, fetched_at, claimed_by, claimed_until, calls, calls_since FROM receipt_histories
