@@ -129,7 +129,7 @@ import WireJSON
     @Test func metricsAreServedAtBothPaths() throws {
         let h = try GatewayHarness()
         defer { h.close() }
-        Metric.describeAll(in: h.metrics)
+        h.metrics.describe(GatewayService.metricCatalogue)
         h.metrics.increment(.quarantinedTotal, ["lane": "untrusted"])
         for path in ["/metrics", "/admin/metrics"] {
             let r = Self.api(h).handle(Self.request("GET", path))

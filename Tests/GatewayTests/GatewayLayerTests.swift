@@ -103,6 +103,16 @@ import Testing
         #expect(naming.isEmpty, "\(naming)")
     }
 
+    /// What every part records through (`Log`, `Metrics`, `Metric`) imports neither the store nor a part: each part
+    /// declares its own metrics beside its code (docs/architecture.md, "The service").
+    @Test func observabilityImportsNoStoreAndNoPart() throws {
+        let imports = try Self.imports(of: "Gateway").filter { $0.file.hasPrefix("Observability/") }
+        #expect(!imports.isEmpty, "the Observability sources were found")
+        let allowed: Set = ["FoundationEssentials", "Synchronization", "WireJSON", "Glibc"]
+        let others = imports.filter { !allowed.contains($0.module) }
+        #expect(others.isEmpty, "\(others)")
+    }
+
     /// Each background worker reaches the store only through the slices of its interface it names
     /// (docs/architecture.md, "The store's interface"), never the whole transaction.
     @Test(arguments: [

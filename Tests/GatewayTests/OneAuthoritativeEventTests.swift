@@ -190,7 +190,7 @@ import WireJSON
         let r = h.ingest.handle(try Fixtures.bytes("v2-synthetic/notif-expired-product-not-for-sale.json"))
         #expect(r.status == 200)
         #expect(try h.store.deliveries().filter { $0.downstream == "legacy" }.isEmpty)
-        #expect(h.metrics.counter(Metric.v1ShapesUnsentTotal.rawValue, ["type": "EXPIRED"]) == 1)
+        #expect(h.metrics.counter(Metric.v1ShapesUnsentTotal.name, ["type": "EXPIRED"]) == 1)
         let worker = V1VerificationWorkerTests.worker(h, apple: apple)
         try await GatewayHarness.runUntil(run: { await worker.run() }, stop: { worker.stop() }) {
             try h.store.receiptJobs().count == 1 && h.store.receiptJobs().allSatisfy { $0.state == .done }

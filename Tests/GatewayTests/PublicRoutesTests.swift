@@ -75,11 +75,11 @@ import Testing
         )
         #expect(forged.status == 403)
 
-        #expect(h.metrics.counter(Metric.notificationsReceivedTotal.rawValue, ["version": "v2"]) == 3)
-        #expect(h.metrics.counter(Metric.notificationsAcceptedTotal.rawValue, ["version": "v2"]) == 1)
-        #expect(h.metrics.counter(Metric.notificationsDuplicateTotal.rawValue, ["version": "v2"]) == 1)
+        #expect(h.metrics.counter(Metric.notificationsReceivedTotal.name, ["version": "v2"]) == 3)
+        #expect(h.metrics.counter(Metric.notificationsAcceptedTotal.name, ["version": "v2"]) == 1)
+        #expect(h.metrics.counter(Metric.notificationsDuplicateTotal.name, ["version": "v2"]) == 1)
         #expect(
-            h.metrics.counter(Metric.notificationsRejectedTotal.rawValue, ["version": "v2", "code": "bad_signature"])
+            h.metrics.counter(Metric.notificationsRejectedTotal.name, ["version": "v2", "code": "bad_signature"])
                 == 1
         )
         #expect(h.metrics.render().contains(#"iapgw_request_seconds_count{version="v2"} 3"#))
@@ -98,10 +98,10 @@ import Testing
         defer { h.close() }
         let r = Self.routes(h).handle(ServerRequest(method: "POST", path: "/notifications", body: Array("{}".utf8)))
         #expect(r.status == 400)
-        #expect(h.metrics.counter(Metric.notificationsReceivedTotal.rawValue, ["version": "unknown"]) == 1)
+        #expect(h.metrics.counter(Metric.notificationsReceivedTotal.name, ["version": "unknown"]) == 1)
         #expect(
             h.metrics.counter(
-                Metric.notificationsRejectedTotal.rawValue,
+                Metric.notificationsRejectedTotal.name,
                 ["version": "unknown", "code": "unknown_version"]
             ) == 1
         )

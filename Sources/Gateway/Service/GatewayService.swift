@@ -310,7 +310,7 @@ public final class GatewayService: Sendable {
                 + (consumption.map { [$0] } ?? [])
         )
         servers = Servers()
-        Metric.describeAll(in: metrics)
+        metrics.describe(Self.metricCatalogue)
     }
 
     /// The store and operator actions alone, for CLI commands that need no other secret (`replay`, `subscription`):

@@ -1,0 +1,34 @@
+/// The metrics of the receipt path (`POST /verifyReceipt`).
+extension Metric {
+    static let receiptPath: [Metric] = [
+        .receiptAnswersTotal, .receiptHistoryTotal, .receiptHistoryCallsTotal, .receiptHistoryBackground,
+        .receiptComparisonsTotal, .receiptSeconds, .receiptInFlight, .receiptRefusedTotal,
+    ]
+
+    static let receiptAnswersTotal = counter(
+        "iapgw_receipt_answers_total",
+        "verifyReceipt answers, by mode (apple, shadow, api; none: not a configured app's receipt) and status"
+    )
+    static let receiptHistoryTotal = counter(
+        "iapgw_receipt_history_total",
+        "Customer histories the receipt path needed, by result (fresh, fetched, shared, stale, background, capped, failed, rate_limited)"
+    )
+    static let receiptHistoryCallsTotal = counter(
+        "iapgw_receipt_history_calls_total",
+        "App Store Server API calls for customers' histories, by endpoint (transaction_history, subscription_statuses) and outcome (ok, failed, rate_limited; capped: not made, over receipts.customer_calls_per_hour)"
+    )
+    static let receiptHistoryBackground = gauge(
+        "iapgw_receipt_history_background",
+        "Customers' history fetches going on after their request was answered"
+    )
+    static let receiptComparisonsTotal = counter(
+        "iapgw_receipt_comparisons_total",
+        "Shadow comparisons of Apple's verifyReceipt answers with the gateway's, by outcome"
+    )
+    static let receiptSeconds = histogram("iapgw_receipt_seconds", "Seconds to answer a verifyReceipt request, by mode")
+    static let receiptInFlight = gauge("iapgw_receipt_in_flight", "verifyReceipt requests being answered now")
+    static let receiptRefusedTotal = counter(
+        "iapgw_receipt_refused_total",
+        "verifyReceipt requests answered 21005 (retryable) at once for want of room, by reason (busy, address_busy)"
+    )
+}
