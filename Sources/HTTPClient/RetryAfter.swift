@@ -14,13 +14,26 @@ internal import Canonical
 ///   signs, fractions, units, a second value, an impossible date (`31 Feb`), a weekday that is not one — is junk,
 ///   read as nil (no wish expressed), so the caller's own backoff applies.
 ///
+/// - **Apple's App Store Server API** sends a UNIX time in milliseconds (`1753920001000`, its "Identifying rate
+///   limits" page). With `epochMilliseconds`, digits worth 10^11 or more are read as that instant (no delta-seconds a
+///   server means is 3,000 years), smaller ones still as delta-seconds (a proxy in front may send those); the delay is
+///   then until that instant from `now`, as for an HTTP-date.
+///
 /// A negative `maximum` counts as zero. The result is never negative and never above `maximum`.
 public enum RetryAfter {
+    /// From this many, digits read with `epochMilliseconds` are an instant in milliseconds (1973-03-03).
+    public static let epochMillisecondsFrom: Int64 = 100_000_000_000
+
     /// The delay `value` asks for, within `0 ... maximum`; nil when `value` is not a `Retry-After` value (or is a
     /// date and no `now` was given). `now` is milliseconds since the epoch.
-    public static func delay(_ value: String, maximum: Duration, now: Int64? = nil) -> Duration? {
+    public static func delay(
+        _ value: String,
+        maximum: Duration,
+        now: Int64? = nil,
+        epochMilliseconds: Bool = false
+    ) -> Duration? {
         let ceiling = max(maximum, .zero)
-        switch parse(value, now: now) {
+        switch parse(value, now: now, epochMilliseconds: epochMilliseconds) {
         case .seconds(let s)?: return min(.seconds(s), ceiling)
         case .until(let ms)?: return min(.milliseconds(max(0, difference(ms, now ?? 0))), ceiling)
         case nil: return nil
@@ -47,7 +60,7 @@ public enum RetryAfter {
         case until(Int64)
     }
 
-    static func parse(_ value: String, now: Int64?) -> Parsed? {
+    static func parse(_ value: String, now: Int64?, epochMilliseconds: Bool = false) -> Parsed? {
         var bytes = Array(value.utf8)[...]
         while let f = bytes.first, f == 0x20 || f == 0x09 { bytes.removeFirst() }
         while let l = bytes.last, l == 0x20 || l == 0x09 { bytes.removeLast() }
@@ -59,6 +72,10 @@ public enum RetryAfter {
                 let (times10, o1) = seconds.multipliedReportingOverflow(by: 10)
                 let (sum, o2) = times10.addingReportingOverflow(Int64(b - 0x30))
                 seconds = o1 || o2 ? .max : sum  // once saturated, stays saturated: every later digit overflows again
+            }
+            if epochMilliseconds, seconds >= epochMillisecondsFrom {
+                guard now != nil else { return nil }  // an instant needs a clock, as a date does
+                return .until(seconds)
             }
             return .seconds(seconds)
         }
@@ -169,8 +186,11 @@ public enum RetryAfter {
 extension HTTPResponse {
     /// This response's `Retry-After`, read by ``RetryAfter/delay(_:maximum:now:)``: nil when absent or junk,
     /// otherwise within `0 ... maximum`. `now` (ms since the epoch) lets the HTTP-date form count.
-    public func retryAfter(maximum: Duration, now: Int64? = nil) -> Duration? {
-        header("Retry-After").flatMap { RetryAfter.delay($0, maximum: maximum, now: now) }
+    /// With `epochMilliseconds`, Apple's App Store Server API form (a UNIX time in milliseconds) is read too.
+    public func retryAfter(maximum: Duration, now: Int64? = nil, epochMilliseconds: Bool = false) -> Duration? {
+        header("Retry-After").flatMap {
+            RetryAfter.delay($0, maximum: maximum, now: now, epochMilliseconds: epochMilliseconds)
+        }
     }
 
     /// This response's `Retry-After` in milliseconds within `0 ... maximumMillis`, by

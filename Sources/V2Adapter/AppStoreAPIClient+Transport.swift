@@ -120,7 +120,8 @@ extension AppStoreAPIClient {
         let apple = try? JSONValueDecoder().decode(AppStoreAPIErrorBody.self, from: response.body)
         let code = apple?.errorCode
         let said = apple.map { ": \(Self.printable($0.errorMessage))" } ?? ""
-        let retryAfter = response.retryAfter(maximum: Self.retryAfterCeiling, now: now)
+        // Apple's Retry-After is the UNIX time in milliseconds when the next request may go (delta-seconds still read).
+        let retryAfter = response.retryAfter(maximum: Self.retryAfterCeiling, now: now, epochMilliseconds: true)
         func failure(_ c: AppStoreAPIError.Code, _ message: String, retryable: Bool) -> Failure {
             Failure(
                 error: AppStoreAPIError(c, message, httpStatus: status, appleErrorCode: code, retryAfter: retryAfter),

@@ -36,6 +36,35 @@ import Testing
         #expect(ms == expected.map { $0.components.seconds * 1000 }, "\(value.prefix(30))")
     }
 
+    /// Apple's App Store Server API form: a UNIX time in milliseconds, read only when the caller says so; smaller
+    /// digits stay delta-seconds, junk stays nil, and an instant needs a clock.
+    @Test func applesEpochMillisecondsAreAnInstantWhenAsked() {
+        let at = String(Self.now + 2_500)
+        #expect(RetryAfter.delay(at, maximum: Self.day, now: Self.now, epochMilliseconds: true) == .milliseconds(2_500))
+        #expect(RetryAfter.delay(at, maximum: Self.day, now: Self.now) == Self.day, "without it: seconds, clamped")
+        #expect(
+            RetryAfter.delay(String(Self.now - 1), maximum: Self.day, now: Self.now, epochMilliseconds: true) == .zero
+        )
+        #expect(RetryAfter.delay(at, maximum: Self.day, epochMilliseconds: true) == nil, "no clock")
+        #expect(RetryAfter.delay("120", maximum: Self.day, now: Self.now, epochMilliseconds: true) == .seconds(120))
+        #expect(
+            RetryAfter.delay("99999999999", maximum: Self.day, now: Self.now, epochMilliseconds: true) == Self.day,
+            "below 10^11: seconds"
+        )
+        #expect(
+            RetryAfter.delay(
+                String(repeating: "9", count: 500),
+                maximum: Self.day,
+                now: Self.now,
+                epochMilliseconds: true
+            )
+                == Self.day
+        )
+        #expect(RetryAfter.delay("-1", maximum: Self.day, now: Self.now, epochMilliseconds: true) == nil)
+        let inAnHour = String(Self.now + 3_600_000)
+        #expect(RetryAfter.delay(inAnHour, maximum: Self.minute, now: Self.now, epochMilliseconds: true) == Self.minute)
+    }
+
     @Test func millisecondsSaturateAtEveryMaximum() {
         for value in ["99999999999999999", "9223372036854775", "9223372036854776", String(repeating: "7", count: 500)] {
             #expect(RetryAfter.milliseconds(value, maximumMillis: .max) == .max || value == "9223372036854775")

@@ -137,6 +137,25 @@ import Testing
         #expect(waits.allSatisfy { $0 >= .seconds(7) })
     }
 
+    /// Apple's App Store Server API says when the next request may go as a UNIX time in milliseconds: read as a
+    /// seconds count, it was a wait of 55,000 years (clamped to a day, the call ended and the app paused a day).
+    @Test(
+        arguments: [(2_000, Duration.seconds(2)), (90_500, .milliseconds(90_500)), (-5_000, .zero)]
+            as [(Int64, Duration)]
+    )
+    func applesRetryAfterIsAnInstantInMilliseconds(_ ahead: Int64, _ wait: Duration) async throws {
+        let (client, transport, sleeps) = try Self.scripted([
+            Self.appleError(429, 4_290_000, headers: [HTTPHeader("Retry-After", String(Self.now + ahead))]),
+            Self.testToken,
+        ])
+        let once = client.with(maxAttempts: 1)
+        let error = try #require(
+            await APIFixture.error { () async throws(AppStoreAPIError) in try await Self.requestTest(once) }
+        )
+        #expect(error.code == .rateLimited && error.retryAfter == wait)
+        #expect(transport.requests.count == 1 && sleeps.all.isEmpty)
+    }
+
     @Test func aOneAttemptCopyEndsAtTheFirst429WithAppleRetryAfter() async throws {
         let (client, transport, sleeps) = try Self.scripted([
             Self.appleError(429, 4_290_000, headers: [HTTPHeader("Retry-After", "7")]), Self.testToken,

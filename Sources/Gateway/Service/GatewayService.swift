@@ -408,7 +408,9 @@ public final class GatewayService: Sendable {
     /// authority per bundle and environment, and refuses an authority the config cannot serve. `start()` does this
     /// first; a service used without listeners (tests, one-shot commands) can do it alone.
     public func seedAuthority() throws {
-        let effective = try seed(AppSettings.authority, field: "authority", logsDefaults: true) { $0.authority(for: $1) }
+        let effective = try seed(AppSettings.authority, field: "authority", logsDefaults: true) {
+            $0.authority(for: $1)
+        }
         if let problem = config.authorityProblems(
             effective: effective.map { ($0.bundleID, $0.environment.rawValue, $0.authority) },
             v2PathAvailable: compare.v2Source != nil
