@@ -109,6 +109,8 @@ public struct FakeApple: Sendable {
     let deliverTest: (@Sendable (_ token: String, _ signedPayload: String, _ url: String?) -> Void)?
     /// Requests accepted per app, for ``SimWorld/apiRateLimit`` (in memory: a restarted fake starts afresh).
     let limiter = APIRateLimiter()
+    /// Apple's rate limits (``SimWorld/appleRateLimits``) and the counts of `GET /fake/api/stats`.
+    let appleLimiter = AppleRateLimiter()
 
     public static let pageSize = 20
 
@@ -148,9 +150,13 @@ public struct FakeApple: Sendable {
             switch (r.method, r.path) {
             case ("POST", "/verifyReceipt"): return try verifyReceipt(r.body, sandbox: false)
             case ("POST", "/sandbox/verifyReceipt"): return try verifyReceipt(r.body, sandbox: true)
+            case (_, "/verifyReceipt"), (_, "/sandbox/verifyReceipt"):
+                return Self.receiptStatus(VerifyReceiptStatus.notPost)
             case ("GET", "/fake/receipt"): return try receiptControl(r)
             case (_, "/fake/consumption"): return try consumptionControl(r)
             case (_, "/fake/api/faults"): return try faultsControl(r)
+            case (_, "/fake/api/stats"): return try statsControl(r)
+            case (_, "/fake/api/apple-rate-limits"): return try appleRateLimitsControl(r)
             case (_, let path) where path.hasPrefix("/inApps/"): return try api(r)
             case (_, let path) where path == "/v1/apps" || path.hasPrefix("/v1/apps/") || path.hasPrefix("/fake/asc/"):
                 return appStoreConnect.handle(r)
@@ -161,60 +167,6 @@ public struct FakeApple: Sendable {
         } catch {
             return Self.apiError(500, 5_000_000, "An unknown error occurred.")
         }
-    }
-
-    // MARK: verifyReceipt
-
-    func verifyReceipt(_ body: [UInt8], sandbox: Bool) throws -> FakeAppleResponse {
-        let world = try store.read()
-        if let fault = try store.popFault(\.verifyReceiptFaults, seen: world) {
-            var answer = VerifyReceiptResponse(status: V1Scalar(integerLiteral: Int64(fault)))
-            answer.environment = sandbox ? "Sandbox" : "Production"
-            if (21100...21199).contains(fault) || fault == 21005 || fault == 21009 {
-                answer.isRetryable = V1Scalar(integerLiteral: 1)
-            }
-            return try Self.json(200, answer)
-        }
-        guard case .object(let request)? = try? JSONParser.parse(body), let token = request["receipt-data"]?.stringValue
-        else {
-            return try Self.json(200, VerifyReceiptResponse(status: 21002))
-        }
-        guard var s = try world.subscription(forReceipt: token) ?? subscription(ofAppReceipt: token, in: world) else {
-            return try Self.json(200, VerifyReceiptResponse(status: 21003))
-        }
-        // Everything the simulator signs is Sandbox: production sends it on, as Apple does.
-        guard sandbox else { return try Self.json(200, VerifyReceiptResponse(status: 21007)) }
-        let password = request["password"]?.stringValue ?? ""
-        if let digest = s.sharedSecretDigest,
-            !Bytes.constantTimeEqual(Array(Hex.encode(SHA256.hash(Array(password.utf8))).utf8), Array(digest.utf8))
-        {
-            return try Self.json(200, VerifyReceiptResponse(status: 21004))
-        }
-        for i in s.transactions.indices {
-            // The skew comes from the state file: clamped, so no offset can overflow a date.
-            if let e = s.transactions[i].expiresDate {
-                s.transactions[i].expiresDate = e.clampedAdding(world.v1Skew.expiresOffsetMillis)
-            }
-            if world.v1Skew.hideRevocations {
-                (s.transactions[i].revocationDate, s.transactions[i].revocationReason) = (nil, nil)
-            }
-        }
-        let time = now()
-        var answer = VerifyReceiptResponse(status: 0)
-        answer.environment = "Sandbox"
-        var receipt = V1ReceiptBody(bundleID: s.bundleID, inApp: s.transactions.map(Emitter.v1Transaction))
-        receipt.receiptType = "ProductionSandbox"
-        receipt.applicationVersion = V1Scalar(text: "1")
-        receipt.requestDateMs = V1Scalar(time)
-        answer.receipt = receipt
-        answer.latestReceipt = s.receiptToken
-        // Consumables are left out, as Apple leaves out those the app has finished (every simulated one is).
-        answer.latestReceiptInfo = OneOrMany(
-            s.transactions.filter { SimSubscription.receiptProductType($0) != 1 }
-                .sorted { $0.purchaseDate > $1.purchaseDate }.map(Emitter.v1Transaction)
-        )
-        answer.pendingRenewalInfo = Emitter.v1Renewal(s).map { [$0] }
-        return try Self.json(200, answer)
     }
 
     // MARK: App receipts
@@ -276,10 +228,44 @@ public struct FakeApple: Sendable {
             return FakeAppleResponse(status: 401, body: [])
         }
         let world = try store.read()
+        let endpoint = AppleAPIEndpoint.of(method: r.method, path: r.path)
+        let key = AppleRateLimiter.Key(
+            bundleID: token.bundleID,
+            endpoint: endpoint?.name ?? "other",
+            environment: world.appleRateLimits?.environment ?? "sandbox"
+        )
+        if let limits = world.appleRateLimits, let endpoint,
+            let until = appleLimiter.admit(key, endpoint: endpoint, limits: limits, at: time)
+        {
+            appleLimiter.record(key, status: 429, rateLimited: true)
+            return Self.rateLimited(retryAfter: String(until))
+        }
+        let answer: FakeAppleResponse
+        do {
+            answer = try endpointAnswer(r, token: token, world: world, time: time)
+        } catch let refusal as AppleAPIError {
+            answer = Self.apiError(refusal.status, refusal.code, refusal.message)
+        }
+        appleLimiter.record(key, status: answer.status, rateLimited: false)
+        return answer
+    }
+
+    /// Apple's `RateLimitExceededError`: HTTP 429, `{"errorCode":4290000,"errorMessage":"Rate limit exceeded."}`.
+    static func rateLimited(retryAfter: String) -> FakeAppleResponse {
+        var limited = Self.apiError(429, 4_290_000, "Rate limit exceeded.")
+        limited.headers.append((name: "Retry-After", value: retryAfter))
+        return limited
+    }
+
+    /// The answer past Apple's rate limits: ``SimWorld/apiRateLimit``, a queued fault, then the endpoint itself.
+    func endpointAnswer(
+        _ r: FakeAppleRequest,
+        token: AppStoreAPIToken,
+        world: SimWorld,
+        time: Int64
+    ) throws -> FakeAppleResponse {
         if let limit = world.apiRateLimit, let wait = limiter.admit(token.bundleID, limit: limit, at: time) {
-            var limited = Self.apiError(429, 4_290_000, "Rate limit exceeded.")
-            limited.headers.append((name: "Retry-After", value: String(wait)))
-            return limited
+            return Self.rateLimited(retryAfter: String(wait))
         }
         if let fault = try store.popFault(\.apiFaults, seen: world) {
             return Self.faultAnswer(fault, retryAfterSeconds: world.apiFaultRetryAfterSeconds)

@@ -278,6 +278,10 @@ public struct SimWorld: Sendable, Codable {
     /// The App Store Server API's rate limit per app (the token's `bid`); nil: none (the default). Past it the fake
     /// answers 429 with `Retry-After` (``FakeApple``). `simulate serve-apple --rate-limit` writes it.
     public var apiRateLimit: APIRateLimit?
+    /// Apple's own rate limits of the App Store Server API, per app, endpoint and environment (``AppleRateLimits``);
+    /// nil: none (the default). Past them the fake answers Apple's 429, `Retry-After` a UNIX time in milliseconds.
+    /// `POST /fake/api/apple-rate-limits?set=` writes it.
+    public var appleRateLimits: AppleRateLimits?
     /// How many days back Get Notification History reaches (Apple: 30 in sandbox, 180 in production); an older
     /// `startDate` is answered `4000012`. nil: no limit (the default).
     public var notificationHistoryDays: Int?
@@ -287,7 +291,7 @@ public struct SimWorld: Sendable, Codable {
 
     enum CodingKeys: String, CodingKey {
         case nextID, subscriptions, notifications, testNotifications, verifyReceiptFaults, apiFaults, v1Skew,
-            apiRateLimit
+            apiRateLimit, appleRateLimits
         case notificationHistoryDays, appStoreConnect, apiFaultRetryAfterSeconds, consumptionInfo
     }
 
@@ -303,6 +307,7 @@ public struct SimWorld: Sendable, Codable {
         apiFaults = try c.decodeIfPresent([Int].self, forKey: .apiFaults) ?? []
         v1Skew = try c.decodeIfPresent(V1Skew.self, forKey: .v1Skew) ?? V1Skew()
         apiRateLimit = try c.decodeIfPresent(APIRateLimit.self, forKey: .apiRateLimit)
+        appleRateLimits = try c.decodeIfPresent(AppleRateLimits.self, forKey: .appleRateLimits)
         notificationHistoryDays = try c.decodeIfPresent(Int.self, forKey: .notificationHistoryDays)
         appStoreConnect =
             try c.decodeIfPresent(SimAppStoreConnect.self, forKey: .appStoreConnect) ?? SimAppStoreConnect()

@@ -35,16 +35,20 @@ public final class FakeAppleServer: Sendable {
         )
     }
 
-    /// `simulate serve-apple`'s fake, on the wall clock: the PKI folder loaded and, when `rateLimit` is given, written
-    /// to its state first (`.some(nil)` clears it, nil keeps the state's).
+    /// `simulate serve-apple`'s fake, on the wall clock: the PKI folder loaded and, when `rateLimit` or
+    /// `appleRateLimits` is given, written to its state first (`.some(nil)` clears it, nil keeps the state's).
     public convenience init(
         pki folder: String,
         rateLimit: SimWorld.APIRateLimit??,
         notifyURL: String?,
-        transport: any HTTPTransport
+        transport: any HTTPTransport,
+        appleRateLimits: AppleRateLimits?? = nil
     ) throws {
         let pki = try SimulatorPKI.load(folder: folder)
         if let rateLimit { try SimStateStore(folder: pki.folder).update { $0.apiRateLimit = rateLimit } }
+        if let appleRateLimits {
+            try SimStateStore(folder: pki.folder).update { $0.appleRateLimits = appleRateLimits }
+        }
         self.init(pki: pki, notifyURL: notifyURL, transport: transport)
     }
 

@@ -225,7 +225,9 @@ import V2Adapter
             }
             let root = h.apple.handle(FakeAppleRequest(method: "GET", path: "/"))
             #expect(root.status == 404)
-            #expect(h.apple.handle(FakeAppleRequest(method: "GET", path: "/verifyReceipt")).status == 404)
+            // verifyReceipt answers another method as Apple does: HTTP 200, status 21000.
+            let get = h.apple.handle(FakeAppleRequest(method: "GET", path: "/verifyReceipt"))
+            #expect(get.status == 200 && String(decoding: get.body, as: UTF8.self) == #"{"status":21000}"#)
         }
     }
 
