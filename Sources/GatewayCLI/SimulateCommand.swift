@@ -47,6 +47,7 @@ public enum SimulateCommand: Command {
               GRANT_FULL, GRANT_PRORATED, no preference or nothing within the wait → REFUND. A line after the step
               says what arrived ("consumption_info") and the "decision".
           iap-gateway simulate serve-apple --listen HOST:PORT --pki DIR [--notify URL] [--rate-limit N/s|N/m|N/h|N/SECONDS|off]
+                  [--apple-rate production|sandbox|N|off]
               Fake Apple from the same state: /verifyReceipt, /sandbox/verifyReceipt, the App Store Server API
               (/inApps/..., ES256 bearer tokens checked against DIR's API key) and the App Store Connect API
               (/v1/apps..., tokens checked against DIR's asc-key.p8): per app and environment the notification URL
@@ -55,6 +56,10 @@ public enum SimulateCommand: Command {
               fail the next calls and make a version change honoured late.
               --rate-limit 10/s answers 429 (errorCode 4290000, Retry-After in seconds) to an app's requests beyond 10
               in any second (kept in DIR's state, off by default; off clears it).
+              --apple-rate production enforces Apple's published App Store Server API rate limits per app, endpoint
+              and environment (per second and per hour; sandbox: 10 %; N: every endpoint at N a second), answering
+              Apple's 429 with Retry-After as a UNIX time in milliseconds; GET /fake/api/stats counts calls and 429s
+              (kept in DIR's state, off by default; off clears it).
         """
 
     /// Each subcommand's flags.
@@ -64,7 +69,7 @@ public enum SimulateCommand: Command {
             "pki", "bundle-id", "shared-secret-env", "to", "out", "version", "apple", "speed", "drop", "seed", "outage",
             "consumption-wait",
         ],
-        "serve-apple": ["listen", "pki", "notify", "rate-limit"],
+        "serve-apple": ["listen", "pki", "notify", "rate-limit", "apple-rate"],
         "receipt": ["pki"],
     ]
 
@@ -108,11 +113,21 @@ public enum SimulateCommand: Command {
                 }
                 rateLimit = .some(limit)
             }
+            var appleRate: AppleRateLimits?? = nil
+            if let text = a.value("apple-rate") {
+                guard let setting = AppleRateLimits.setting(text) else {
+                    throw CommandError.usage(
+                        "--apple-rate must be production, sandbox, N (1 to 100000 a second) or off"
+                    )
+                }
+                appleRate = .some(setting)
+            }
             return await serveApple(
                 listen: a.value("listen") ?? "127.0.0.1:8091",
                 pkiFolder: pki,
                 notifyURL: a.value("notify"),
                 rateLimit: rateLimit,
+                appleRateLimits: appleRate,
                 transport: CurlTransport()
             )
         }
@@ -262,11 +277,18 @@ public enum SimulateCommand: Command {
         pkiFolder: String,
         notifyURL: String?,
         rateLimit: SimWorld.APIRateLimit?? = nil,
+        appleRateLimits: AppleRateLimits?? = nil,
         transport: any HTTPTransport
     ) async -> Int32 {
         let fake: FakeAppleServer
         do {
-            fake = try FakeAppleServer(pki: pkiFolder, rateLimit: rateLimit, notifyURL: notifyURL, transport: transport)
+            fake = try FakeAppleServer(
+                pki: pkiFolder,
+                rateLimit: rateLimit,
+                notifyURL: notifyURL,
+                transport: transport,
+                appleRateLimits: appleRateLimits
+            )
         } catch {
             FileHandleOutput.stderr("iap-gateway: \(error)\n")
             return 2

@@ -503,6 +503,13 @@ import WireJSON
             ["serve-apple", "--pki", "x", "--rate-limit", "fast"],
             "--rate-limit must be"
         )
+        for bad in ["fast", "0", "-5", "10/s", ""] {
+            await CommandLineTests.expectUsage(
+                SimulateCommand.self,
+                ["serve-apple", "--pki", "x", "--apple-rate", bad],
+                "--apple-rate must be"
+            )
+        }
         await CommandLineTests.expectUsage(
             SimulateCommand.self,
             ["serve-apple", "--pki", "x", "--drop", "0.5"],
