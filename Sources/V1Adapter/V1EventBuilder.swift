@@ -318,7 +318,7 @@ public struct V1EventBuilder: Sendable {
                 expirationIntent: renewal?.expirationIntent?.int64.map { AppleCodes.expirationIntent(Int($0)) },
                 observedAt: observedAt
             )
-            if r.statusCode == 21006, s.entitlement.grantsAccess {
+            if r.statusCode == VerifyReceiptStatus.expired.rawValue, s.entitlement.grantsAccess {
                 s.entitlement = Entitlement(state: .expired, until: nil)
             }
             return s

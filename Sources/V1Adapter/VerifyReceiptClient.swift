@@ -104,10 +104,10 @@ public struct VerifyReceiptClient: Sendable {
                 lastFailure = V1AdapterError(.appleUnavailable, "verifyReceipt answered without a status")
                 continue
             }
-            switch status {
-            case 0, 21006:
+            switch VerifyReceiptStatus(status) {
+            case .ok, .expired:
                 return Answer(response: answer, status: status, usedSandbox: sandbox, attempts: exchanges)
-            case 21007 where !sandbox, 21008 where sandbox:
+            case .sandboxReceipt where !sandbox, .productionReceipt where sandbox:
                 // The receipt belongs to the other environment: ask there (not a failed attempt), at most twice.
                 hops += 1
                 guard hops <= 2 else {
@@ -119,36 +119,36 @@ public struct VerifyReceiptClient: Sendable {
                 }
                 sandbox.toggle()
                 attempts -= 1
-            case 21007, 21008:
+            case .sandboxReceipt, .productionReceipt:
                 throw V1AdapterError(.receiptInvalid, "receipt refused by both environments", appleStatus: status)
-            case 21002:
+            case .malformed:
                 lastFailure = V1AdapterError(
                     .receiptInvalid,
                     "receipt data malformed (after retries)",
                     appleStatus: status
                 )
-            case 21005, 21009:
+            case .unavailable, .internalError:
                 lastFailure = V1AdapterError(
                     .appleUnavailable,
                     "Apple's receipt service unavailable",
                     appleStatus: status
                 )
-            case 21100...21199:
+            case let s where s.isInternalDataAccessError:
                 lastFailure = V1AdapterError(.appleUnavailable, "Apple internal data access error", appleStatus: status)
                 if answer.isRetryable?.bool != true { throw lastFailure }
-            case 21003, 21010:
+            case .notAuthenticated, .notAuthorized:
                 throw V1AdapterError(
                     .receiptInvalid,
                     "receipt could not be authenticated or its account is gone",
                     appleStatus: status
                 )
-            case 21004:
+            case .wrongSecret:
                 throw V1AdapterError(
                     .receiptConfigError,
                     "the shared secret does not match the one in App Store Connect",
                     appleStatus: status
                 )
-            case 21000:
+            case .unreadable:
                 throw V1AdapterError(.receiptInvalid, "Apple could not read the request", appleStatus: status)
             default:
                 throw V1AdapterError(

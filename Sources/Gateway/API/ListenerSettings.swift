@@ -23,7 +23,7 @@ public struct ListenerSettings: Sendable {
         main.bodyBufferPerAddressBytes = config.limits.effectiveBodyBufferPerAddressBytes
         // verifyReceipt's own answer to a receipt past the body limit: its status 21002, HTTP 200 (docs/operations.md,
         // "Moving the receipt path").
-        let notAReceipt = ServerResponse.json(200, ReceiptAnswer.status(ReceiptAnswer.Status.malformed))
+        let notAReceipt = ServerResponse.json(200, ReceiptAnswer.status(.malformed))
         main.tooLargeAnswers = ["/verifyReceipt": notAReceipt, "/sandbox/verifyReceipt": notAReceipt]
         main.tls = try TLSFiles(config)?.load()
         return ListenerSettings(field: "listen", address: config.listen, configuration: main)

@@ -53,7 +53,7 @@ public final class ReceiptEndpoint: Sendable {
     }
 
     /// The answer to a request the receipt path has no room for: Apple's own "try again".
-    static let busyAnswer = ReceiptAnswer.status(ReceiptAnswer.Status.unavailable, retryable: true)
+    static let busyAnswer = ReceiptAnswer.status(.unavailable, retryable: true)
 
     /// Takes a request from `address` within the receipt path's bounds, or counts it refused (then answer
     /// ``busyAnswer``). Every ticket is handed back with ``release(_:)`` once its answer is made.
@@ -101,16 +101,16 @@ public final class ReceiptEndpoint: Sendable {
 
     private func answer(_ body: [UInt8], sandboxURL: Bool) async -> (mode: String, answer: [UInt8]) {
         guard let request = VerifyReceiptRequest.parse(body) else {
-            return ("none", ReceiptAnswer.status(ReceiptAnswer.Status.unreadable))
+            return ("none", ReceiptAnswer.status(.unreadable))
         }
         guard case .receipt(let receipt) = read(request.receiptData) else {
-            return ("none", ReceiptAnswer.status(ReceiptAnswer.Status.malformed))
+            return ("none", ReceiptAnswer.status(.malformed))
         }
         let environment = receipt.environment
         guard let bundle = receipt.bundleID, let app = config.apps.first(where: { $0.bundleID == bundle }),
             app.environments.contains(environment)
         else {
-            return ("none", ReceiptAnswer.status(ReceiptAnswer.Status.notAuthorized))
+            return ("none", ReceiptAnswer.status(.notAuthorized))
         }
         // The mode the store holds (a cutover), else the config's; a store that cannot be read falls back to the
         // config rather than failing the request.
@@ -125,7 +125,7 @@ public final class ReceiptEndpoint: Sendable {
             // Only a receipt Apple signed goes to Apple: a look-alike would spend Apple's time and the receipt
             // path's slots to be refused there anyway.
             guard receipt.authenticated else {
-                return (mode.rawValue, ReceiptAnswer.status(ReceiptAnswer.Status.notAuthenticated))
+                return (mode.rawValue, ReceiptAnswer.status(.notAuthenticated))
             }
             let (answer, answered) = await askApple(body, sandboxURL: sandboxURL)
             if mode == .shadow, answered { shadow(apple: answer, request, receipt, app: app, sandboxURL: sandboxURL) }
@@ -165,7 +165,7 @@ public final class ReceiptEndpoint: Sendable {
             let response = try await apple.send(request)
             guard response.status == 200 else {
                 log.warn("Apple's verifyReceipt answered HTTP \(response.status)", ["url": .string(url)])
-                return (ReceiptAnswer.status(ReceiptAnswer.Status.unavailable, retryable: true), false)
+                return (ReceiptAnswer.status(VerifyReceiptStatus.unavailable, retryable: true), false)
             }
             return (response.body, true)
         } catch {
@@ -173,7 +173,7 @@ public final class ReceiptEndpoint: Sendable {
                 "Apple's verifyReceipt did not answer",
                 ["url": .string(url), "code": .string(error.code.rawValue)]
             )
-            return (ReceiptAnswer.status(ReceiptAnswer.Status.unavailable, retryable: true), false)
+            return (ReceiptAnswer.status(VerifyReceiptStatus.unavailable, retryable: true), false)
         }
     }
 
@@ -184,22 +184,21 @@ public final class ReceiptEndpoint: Sendable {
         app: GatewayConfig.App,
         sandboxURL: Bool
     ) async -> [UInt8] {
-        typealias Status = ReceiptAnswer.Status
         let environment = receipt.environment
         switch receipt.kind {
-        case .xcode: return ReceiptAnswer.status(Status.notAuthenticated)
+        case .xcode: return ReceiptAnswer.status(.notAuthenticated)
         // The iOS 6 format is taken only where the app opts in, and then only signed by Apple, like an app receipt.
-        case .transaction where !app.legacyTransactionReceipts: return ReceiptAnswer.status(Status.notAuthenticated)
+        case .transaction where !app.legacyTransactionReceipts: return ReceiptAnswer.status(.notAuthenticated)
         case .app, .transaction:
-            guard receipt.authenticated else { return ReceiptAnswer.status(Status.notAuthenticated) }
+            guard receipt.authenticated else { return ReceiptAnswer.status(.notAuthenticated) }
         }
         // Apple's own routing: the old backend asks production first and sandbox on 21007.
-        if receipt.isSandbox && !sandboxURL { return ReceiptAnswer.status(Status.sandboxReceipt) }
-        if !receipt.isSandbox && sandboxURL { return ReceiptAnswer.status(Status.productionReceipt) }
+        if receipt.isSandbox && !sandboxURL { return ReceiptAnswer.status(.sandboxReceipt) }
+        if !receipt.isSandbox && sandboxURL { return ReceiptAnswer.status(.productionReceipt) }
         let withHistory: Bool
         if let password = request.password {
             guard (secrets[app.bundleID] ?? []).contains(where: { $0.matches(password) }) else {
-                return ReceiptAnswer.status(Status.wrongSecret)
+                return ReceiptAnswer.status(.wrongSecret)
             }
             withHistory = true
         } else {
@@ -219,7 +218,7 @@ public final class ReceiptEndpoint: Sendable {
             )
         }
         guard let histories else {
-            return ReceiptAnswer.status(Status.unavailable, environment: environment, retryable: true)
+            return ReceiptAnswer.status(.unavailable, environment: environment, retryable: true)
         }
         let key = ReceiptHistoryKey(bundleID: app.bundleID, environment: environment, customer: customer)
         let (result, outcome) = await histories.history(key)
@@ -235,7 +234,7 @@ public final class ReceiptEndpoint: Sendable {
                 "a customer's history could not be had from the App Store Server API",
                 ["bundle": .string(app.bundleID), "code": .string(failure.code)]
             )
-            return ReceiptAnswer.status(Status.unavailable, environment: environment, retryable: true)
+            return ReceiptAnswer.status(.unavailable, environment: environment, retryable: true)
         }
         var transactions = history.events(bundleID: app.bundleID, environment: environment)
         transactions += await journaledSince(history, bundleID: app.bundleID, environment: environment)
@@ -301,7 +300,7 @@ public final class ReceiptEndpoint: Sendable {
     ) async {
         let ours = await own(request, receipt, app: app, sandboxURL: sandboxURL)
         // The gateway could not answer now (Apple's API down or rate limiting): no comparison, not a disagreement.
-        guard Self.status(of: ours) != ReceiptAnswer.Status.unavailable else {
+        guard Self.status(of: ours) != VerifyReceiptStatus.unavailable.rawValue else {
             metrics.increment(.receiptComparisonsTotal, ["outcome": "unavailable"])
             return
         }

@@ -8,9 +8,6 @@ struct VerifyReceiptRequest: Sendable {
     var password: String?
     var excludeOldTransactions: Bool
 
-    /// Apple's own status for a body it cannot read as this object: 21000.
-    static let unreadable = 21000
-
     /// nil when the body is not a JSON object with a string `receipt-data`; members Apple ignores are ignored.
     static func parse(_ body: [UInt8]) -> VerifyReceiptRequest? {
         guard case .object(let o)? = try? JSONParser.parse(body), case .string(let data)? = o["receipt-data"] else {
