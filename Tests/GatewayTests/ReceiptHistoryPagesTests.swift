@@ -344,6 +344,33 @@ import WireJSON
         #expect(g.metrics.counter("iapgw_receipt_history_total", ["result": "stale"]) == 1)
     }
 
+    /// Past `history_max_age` a refresh is wanted, never a reason to fail: Apple's 429 on the refresh, and the
+    /// stored history answers (it was a `21005`, the customer's app left without its purchases).
+    @Test func aRefreshApplesRateLimitRefusesIsAnsweredFromTheStoredHistory() async throws {
+        let rig = try E.Rig(mode: .api)
+        defer { rig.close() }
+        let clock = ManualClock(Self.t)
+        let apple = PagedApple(transactions: Self.bigHistory().transactions, clock: nil)
+        apple.state.withLock { $0.limited = [1: 60_000] }
+        let g = Gateway(rig, source: apple, clock: clock)
+        let json = E.history().encoded()
+        _ = try await rig.h.store.write { [key = g.key] tx in
+            _ = try tx.claimReceiptHistory(key, owner: "old", until: .max, now: Self.t, freshSince: 0)
+            try tx.settleReceiptHistory(key, json: json, fetchedAt: Self.t - 7_200_000, owner: "old")
+        }
+        let answer = try await g.ask()
+        #expect(answer["status"] == .number("0"))
+        #expect(E.ids(answer) == ["2000000900001001", E.customer, "2000000900003000"], "the stored history's answer")
+        #expect(apple.calls == 1, "the refresh was asked, and refused")
+        #expect(g.metrics.counter("iapgw_receipt_history_total", ["result": "stale"]) == 1)
+        // Without a stored history the same refusal is a retryable 21005: nothing to answer from.
+        let empty = try E.Rig(mode: .api)
+        defer { empty.close() }
+        let refusing = PagedApple(transactions: Self.bigHistory().transactions, clock: nil)
+        refusing.state.withLock { $0.limited = [1: 60_000] }
+        #expect(Self.isRetryable21005(try await Gateway(empty, source: refusing, clock: clock).ask()))
+    }
+
     @Test func anotherOwnerGoesOnFromThePagesKeptAndShutdownEndsTheFetch() async throws {
         let rig = try E.Rig(mode: .api)
         defer { rig.close() }

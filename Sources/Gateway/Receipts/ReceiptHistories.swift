@@ -32,7 +32,8 @@ final class ReceiptHistories: Sendable {
         case fetched
         /// Fetched now by another request or instance, waited for.
         case shared
-        /// From the store, older than the maximum age: the customer's calls for the hour are used up.
+        /// From the store, older than the maximum age: the refresh could not be had in time (Apple's 429, the
+        /// customer's calls for the hour used up, Apple slow or down; it may go on in the background).
         case stale
     }
 
@@ -84,8 +85,11 @@ final class ReceiptHistories: Sendable {
         let stored = try? await self.stored(key)
         if let fresh = stored?.fresh { return (.success(fresh), .fresh) }
         // Not started again while one runs: the request waits for it.
+        // Past the maximum age a refresh is wanted and waited for, up to the request's deadline; when it cannot be
+        // had (Apple's 429, the customer's calls used up, Apple slow or down), the stored history answers — with the
+        // events journaled since laid over it — rather than a `21005`.
         if flights.withLock({ $0.running[key] }) == nil, let refusal = refusal(key, stored?.row) {
-            if refusal.code == "capped", let stale = stored?.history { return (.success(stale), .stale) }
+            if let stale = stored?.history { return (.success(stale), .stale) }
             return (.failure(refusal), .fetched)
         }
         let start = flights.withLock { f -> (Flight, Bool)? in
@@ -105,11 +109,11 @@ final class ReceiptHistories: Sendable {
         }
         let result = await wait(for: flight, until: deadline)
         let left = leave(flight, answered: result != nil)
+        if case .success(let history)? = result { return (.success(history), mine ? .fetched : .shared) }
+        // The refresh failed or outlasted the deadline (it may go on in the background): the stored history.
+        if let stale = stored?.history { return (.success(stale), .stale) }
         switch result {
         case .success(let history)?: return (.success(history), mine ? .fetched : .shared)
-        case .failure(let failure)? where failure.code == "capped":
-            if let stale = stored?.history { return (.success(stale), .stale) }
-            return (.failure(failure), .fetched)
         case .failure(let failure)?: return (.failure(failure), .fetched)
         case nil:
             let message =
