@@ -24,6 +24,7 @@ let package = Package(
         .library(name: "Store", targets: ["Store"]),
         .library(name: "TeamDatabase", targets: ["TeamDatabase"]),
         .library(name: "V1Adapter", targets: ["V1Adapter"]),
+        .library(name: "ApplePKI", targets: ["ApplePKI"]),
         .library(name: "V2Adapter", targets: ["V2Adapter"]),
         .library(name: "Receipts", targets: ["Receipts"]),
         .library(name: "TestPKI", targets: ["TestPKI"]),
@@ -49,6 +50,9 @@ let package = Package(
         .target(name: "WireJSON", swiftSettings: strict),
         .target(name: "Crypto", dependencies: ["COpenSSL", "Threads"], swiftSettings: strict),
         .target(name: "HTTPClient", dependencies: ["CCurl", "Canonical", "Threads"], swiftSettings: strict),
+        // Apple's PKI profile, once: the pinned roots (Apple's for every environment, extra ones for sandbox only)
+        // and Apple's marker extensions, for the JWS verifier, the receipt signature policies and the test PKIs.
+        .target(name: "ApplePKI", dependencies: ["Crypto"], swiftSettings: strict),
         // The ES256 bearer token of Apple's APIs (App Store Server API, App Store Connect API): header, claims, signing.
         .target(name: "BearerToken", dependencies: ["Canonical", "Crypto", "WireJSON"], swiftSettings: strict),
         // Result rows read by column name, strictly where the schema says NOT NULL: the one row protocol of both
@@ -89,15 +93,15 @@ let package = Package(
         ),
         .target(
             name: "V2Adapter",
-            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "Threads", "BearerToken"],
+            dependencies: ["Canonical", "Crypto", "ApplePKI", "WireJSON", "HTTPClient", "Threads", "BearerToken"],
             swiftSettings: strict
         ),
         // App receipts (PKCS#7) and iOS 6 transaction receipts read, their signature judged, verifyReceipt's `receipt`.
-        .target(name: "Receipts", dependencies: ["Canonical", "Crypto", "WireJSON"], swiftSettings: strict),
+        .target(name: "Receipts", dependencies: ["Canonical", "Crypto", "ApplePKI", "WireJSON"], swiftSettings: strict),
         // Test PKIs of Apple's profiles (the JWS chain, the receipt chains) made at run time, and receipts built and
         // signed with them: for the simulator, the benchmarks, the fuzz targets and the tests — never the product's
         // trust code (GatewayLayerTests checks who imports it).
-        .target(name: "TestPKI", dependencies: ["Canonical", "Crypto", "Receipts"], swiftSettings: strict),
+        .target(name: "TestPKI", dependencies: ["Canonical", "Crypto", "ApplePKI", "Receipts"], swiftSettings: strict),
         // The App Store Connect API client (the switch between V1 and V2: the app's notification version).
         .target(
             name: "AppStoreConnect",
@@ -186,6 +190,7 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(name: "CryptoTests", dependencies: ["Crypto", "TestSupport", "TestPKI"], swiftSettings: strict),
+        .testTarget(name: "ApplePKITests", dependencies: ["ApplePKI", "Crypto", "TestPKI"], swiftSettings: strict),
         .testTarget(name: "BearerTokenTests", dependencies: ["BearerToken", "Crypto"], swiftSettings: strict),
         .testTarget(
             name: "ReceiptsTests",

@@ -1,3 +1,4 @@
+internal import ApplePKI
 internal import Canonical
 internal import Crypto
 
@@ -18,8 +19,8 @@ internal import Crypto
 ///    root — so no byte of an authenticated receipt can change unnoticed.
 /// 7. Apple Inc. Root vouches for every receipt; an extra root only for a sandbox receipt.
 enum ReceiptSignaturePolicy {
-    static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
-    static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"
+    static let leafMarkerOID = AppleMarkerOID.storeKitLeaf
+    static let intermediateMarkerOID = AppleMarkerOID.developerRelationsIntermediate
 
     /// The verdict on `cms` (parsed from `der`), the container of `receipt`.
     static func judge(
@@ -89,8 +90,8 @@ enum ReceiptSignaturePolicy {
                     verdict.failure = F.unexpectedCertificate
                     return verdict
                 }
-                verdict.root = root.isApple ? "apple" : "extra"
-                guard root.isApple || receipt.isSandbox else {
+                verdict.root = root.trustedForProduction ? "apple" : "extra"
+                guard root.trustedForProduction || receipt.isSandbox else {
                     verdict.failure = F.sandboxOnlyRoot
                     return verdict
                 }
@@ -107,7 +108,7 @@ enum ReceiptSignaturePolicy {
     static func pathFailure(
         _ leaf: X509Certificate,
         _ intermediate: X509Certificate,
-        _ root: ReceiptTrust.Root,
+        _ root: PinnedRoots.Root,
         at seconds: Int64
     ) -> String? {
         do {

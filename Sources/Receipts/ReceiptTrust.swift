@@ -1,3 +1,4 @@
+internal import ApplePKI
 internal import Crypto
 
 /// The roots a receipt's chain may end at (docs/architecture.md, "The receipt reader"). Apple Inc. Root (embedded,
@@ -9,15 +10,9 @@ internal import Crypto
 /// (``appleTransactionIntermediatesDER``), and for tests those of a test chain. An intermediate adds no trust: a chain
 /// through one must still validate to one of the roots.
 public struct ReceiptTrust: Sendable {
-    /// One pinned root and the path validator that ends at it.
-    struct Root: Sendable {
-        let certificate: X509Certificate
-        let store: X509TrustStore
-        /// False for extra roots: they vouch for sandbox receipts only.
-        let isApple: Bool
-    }
-
-    let roots: [Root]
+    /// Apple Inc. Root for every receipt (or, in tests, roots pinned as if Apple's), extra roots for sandbox only.
+    let pinned: PinnedRoots
+    var roots: [PinnedRoots.Root] { pinned.roots }
 
     /// The intermediates a transaction receipt's leaf may be issued by: Apple's, then the extra ones.
     let transactionIntermediates: [X509Certificate]
@@ -56,24 +51,10 @@ public struct ReceiptTrust: Sendable {
     }
 
     private init(appleRoots: [[UInt8]], sandboxRoots: [[UInt8]], intermediates: [[UInt8]]) {
-        var roots: [Root] = []
-        var unusable: [Int] = []
-        let entries =
-            appleRoots.map { ($0, true, -1) } + sandboxRoots.enumerated().map { ($0.element, false, $0.offset) }
-        for (der, isApple, index) in entries {
-            if roots.contains(where: { $0.certificate.der == der }) { continue }
-            guard let certificate = try? X509Certificate(der: der),
-                let store = try? X509TrustStore(anchor: certificate)
-            else {
-                // Apple's embedded root always parses (a test checks it); a pinned test root that does not is the
-                // test's own mistake, and is simply not trusted.
-                if index >= 0 { unusable.append(index) }
-                continue
-            }
-            roots.append(Root(certificate: certificate, store: store, isApple: isApple))
-        }
-        self.roots = roots
-        self.unusableExtraRoots = unusable
+        pinned = PinnedRoots(productionRoots: appleRoots, sandboxOnlyRoots: sandboxRoots)
+        // Apple's embedded root always parses (a test checks it); a pinned test root that does not is the test's own
+        // mistake, and is simply not trusted.
+        unusableExtraRoots = pinned.unusable.filter { !$0.production }.map(\.index)
         var known: [X509Certificate] = []
         for der in Self.appleTransactionIntermediatesDER + intermediates where !known.contains(where: { $0.der == der })
         {
@@ -84,5 +65,7 @@ public struct ReceiptTrust: Sendable {
     }
 
     /// The DER certificates of every root, Apple's first (what ``ReceiptSignature/root`` can name).
-    public var rootCertificates: [(der: [UInt8], isApple: Bool)] { roots.map { ($0.certificate.der, $0.isApple) } }
+    public var rootCertificates: [(der: [UInt8], isApple: Bool)] {
+        roots.map { ($0.certificate.der, $0.trustedForProduction) }
+    }
 }

@@ -1,3 +1,4 @@
+internal import ApplePKI
 internal import Canonical
 internal import Crypto
 
@@ -32,8 +33,8 @@ enum TransactionReceiptSignaturePolicy {
     /// Version 2: `PurchaseReceiptCertificate` under Apple iTunes Store Certification Authority.
     static let version2 = Profile(
         keyBits: 1024,
-        leafMarkerOID: "1.2.840.113635.100.6.5.1",
-        intermediateMarkerOID: "1.2.840.113635.100.6.2.2"
+        leafMarkerOID: AppleMarkerOID.iTunesStoreLeaf,
+        intermediateMarkerOID: AppleMarkerOID.iTunesStoreIntermediate
     )
     /// Version 3: the app receipts' leaf under Apple Worldwide Developer Relations CA.
     static let version3 = Profile(
@@ -108,8 +109,8 @@ enum TransactionReceiptSignaturePolicy {
                     failure = problem
                     continue
                 }
-                verdict.root = root.isApple ? "apple" : "extra"
-                guard root.isApple || transaction.isSandbox else {
+                verdict.root = root.trustedForProduction ? "apple" : "extra"
+                guard root.trustedForProduction || transaction.isSandbox else {
                     verdict.failure = F.sandboxOnlyRoot
                     return verdict
                 }

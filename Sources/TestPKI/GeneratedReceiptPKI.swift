@@ -1,3 +1,4 @@
+internal import ApplePKI
 public import Crypto
 
 /// An RSA test PKI with the profile of one of Apple's receipt chains, generated at run time: what tests and the
@@ -51,13 +52,13 @@ public struct GeneratedReceiptPKI: Sendable {
     }
 
     /// Leaf marker ("Mac App Store and iTunes Store Receipt Signing").
-    public static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
+    public static let leafMarkerOID = AppleMarkerOID.storeKitLeaf
     /// Intermediate marker (Apple Worldwide Developer Relations CA).
-    public static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"
+    public static let intermediateMarkerOID = AppleMarkerOID.developerRelationsIntermediate
     /// Leaf marker of ``Profile/iTunesStore`` (`PurchaseReceiptCertificate`).
-    public static let iTunesStoreLeafMarkerOID = "1.2.840.113635.100.6.5.1"
+    public static let iTunesStoreLeafMarkerOID = AppleMarkerOID.iTunesStoreLeaf
     /// Intermediate marker of ``Profile/iTunesStore`` (Apple iTunes Store Certification Authority).
-    public static let iTunesStoreIntermediateMarkerOID = "1.2.840.113635.100.6.2.2"
+    public static let iTunesStoreIntermediateMarkerOID = AppleMarkerOID.iTunesStoreIntermediate
     private static let derNull: [UInt8] = [0x05, 0x00]
 
     /// The three subjects.

@@ -1,3 +1,4 @@
+internal import ApplePKI
 public import Crypto
 
 /// An Apple-shaped test PKI generated at run time, with the profile of Apple's real App Store chain
@@ -21,9 +22,9 @@ public struct GeneratedTestPKI: Sendable {
     public let leafKey: PrivateKey
 
     /// Leaf marker ("Mac App Store and iTunes Store Receipt Signing").
-    static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
+    static let leafMarkerOID = AppleMarkerOID.storeKitLeaf
     /// Intermediate marker (Apple Worldwide Developer Relations CA).
-    static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"
+    static let intermediateMarkerOID = AppleMarkerOID.developerRelationsIntermediate
     private static let derNull: [UInt8] = [0x05, 0x00]
 
     /// Subjects are `CN=<name> Root CA | WWDR CA | Receipt Signing, OU=<name> test PKI (not Apple), O=iap-gateway, C=US`.

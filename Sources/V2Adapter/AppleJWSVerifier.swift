@@ -1,3 +1,4 @@
+internal import ApplePKI
 internal import Canonical
 internal import Crypto
 internal import WireJSON
@@ -10,9 +11,9 @@ internal import WireJSON
 /// token's signature verified, by certificates once the chain validated.
 public final class AppleJWSVerifier: Sendable {
     /// Leaf marker: "Mac App Store and iTunes Store Receipt Signing".
-    public static let leafMarkerOID = "1.2.840.113635.100.6.11.1"
+    public static let leafMarkerOID = AppleMarkerOID.storeKitLeaf
     /// Intermediate marker: Apple Worldwide Developer Relations CA.
-    public static let intermediateMarkerOID = "1.2.840.113635.100.6.2.1"
+    public static let intermediateMarkerOID = AppleMarkerOID.developerRelationsIntermediate
 
     public let anchors: TrustAnchors
     let cache: ChainCache

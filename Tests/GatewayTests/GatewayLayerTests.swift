@@ -64,7 +64,8 @@ import Testing
         ("Benchmarks", ["GatewayCLI", "Reports", "Simulator", "SimulatorServer"]),
         // The test PKIs and receipt builders serve the simulator, the benchmarks and the tests: never the product's
         // trust or service code.
-        ("Crypto", ["TestPKI"]), ("Receipts", ["TestPKI"]), ("V1Adapter", ["TestPKI"]),
+        ("Crypto", ["TestPKI"]), ("ApplePKI", ["TestPKI", "Receipts", "V2Adapter"]), ("Receipts", ["TestPKI"]),
+        ("V1Adapter", ["TestPKI"]),
         ("V2Adapter", ["TestPKI"]), ("Store", ["TestPKI"]), ("Gateway", ["TestPKI"]),
         ("TestPKI", ["Gateway", "Simulator", "Store", "V2Adapter", "V1Adapter"]),
         // The contracts describe the other modules' output and depend on none of them (docs/contracts.md).
