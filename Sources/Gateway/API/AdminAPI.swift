@@ -86,98 +86,101 @@ struct AdminAPI: Sendable {
         do { return try parse() } catch { throw Refusal(error: error) }
     }
 
+    typealias Handler = @Sendable (AdminAPI, AdminQuery, _ parameters: [String]) throws -> ServerResponse
+
+    /// The admin listener's routes (docs/commands.md, "The admin API"; the OpenAPI document lists the same).
+    static let table = RouteTable<Handler>([
+        ("GET", "/metrics", { api, _, _ in api.metricsPage() }),
+        ("GET", "/admin/metrics", { api, _, _ in api.metricsPage() }),
+        // The contract of both listeners (docs/contracts.md), behind the token like every admin route.
+        ("GET", "/admin/openapi.json", { _, _, _ in .json(200, Contracts.openAPI) }),
+        ("GET", "/admin/status", { api, _, _ in .json(200, try api.operations.status().canonicalBytes()) }),
+        ("GET", "/admin/dead-letters", { api, query, _ in try api.deadLetters(query) }),
+        ("GET", "/admin/deliveries", { api, query, _ in try api.deliveries(query) }),
+        ("POST", "/admin/replay", { api, query, _ in try api.replay(query) }),
+        ("GET", "/admin/refund-requests", { api, query, _ in try api.refundRequests(query) }),
+        ("GET", "/admin/quarantine", { api, query, _ in try api.quarantine(query) }),
+        ("POST", "/admin/quarantine/replay", { api, query, _ in try api.quarantineReplay(query) }),
+        (
+            "GET", "/admin/subscriptions/{original_transaction_id}",
+            { api, _, parameters in .json(200, try api.operations.subscription(parameters[0]).canonicalBytes()) }
+        ),
+        ("GET", "/admin/report", { api, query, _ in try api.report(query) }),
+        ("POST", "/admin/cutover", { api, query, _ in try api.cutover(query) }),
+        ("POST", "/admin/migrate", { api, query, _ in try api.migrate(query) }),
+    ])
+
     private func route(_ request: ServerRequest) throws -> ServerResponse {
-        let query = AdminQuery(request.query)
-        // Split on the bytes: split on characters, a `/` followed by a combining scalar (an emoji modifier, an accent)
-        // would be one character with it, no separator, and the route not found.
-        let segments = request.path.utf8.split(separator: UInt8(ascii: "/")).map { String(decoding: $0, as: UTF8.self) }
-        switch (request.method, segments) {
-        case ("GET", ["metrics"]), ("GET", ["admin", "metrics"]):
-            return ServerResponse(
-                status: 200,
-                headers: [("Content-Type", "text/plain; version=0.0.4")],
-                body: Array(metrics.render().utf8)
-            )
-        case ("GET", ["admin", "openapi.json"]):
-            // The contract of both listeners (docs/contracts.md), behind the token like every admin route.
-            return .json(200, Contracts.openAPI)
-        case ("GET", ["admin", "status"]):
-            return .json(200, try operations.status().canonicalBytes())
-        case ("GET", ["admin", "dead-letters"]):
-            let limit = try checked { () throws(GatewayError) in try query.limit(maximum: 10_000) }
-            return .json(200, try operations.deadLetters(limit: limit).canonicalBytes())
-        case ("GET", ["admin", "deliveries"]):
-            return try deliveries(query)
-        case ("POST", ["admin", "replay"]):
-            if let one = try checked({ () throws(GatewayError) in try query.replayDownstream() }) {
-                do {
-                    let n = try operations.replay(eventID: one.eventID, downstream: one.downstream)
-                    return .json(200, Array("{\"requeued\":\(n)}".utf8))
-                } catch let unknown as Operations.UnknownDownstream {
-                    return .answer(GatewayError(.badRequest, unknown.description))
-                }
-            }
-            let selection = try checked { () throws(GatewayError) in try query.replaySelection(now: now) }
-            let n = try operations.replay(selection)
-            return .json(200, Array("{\"requeued\":\(n)}".utf8))
-        case ("GET", ["admin", "refund-requests"]):
-            let state = try checked { () throws(GatewayError) in try query.refundRequestState() }
-            let limit = try checked { () throws(GatewayError) in try query.limit(maximum: 1_000) }
-            return .json(200, try operations.refundRequests(state: state, limit: limit).canonicalBytes())
-        case ("GET", ["admin", "quarantine"]):
-            let lane = try checked { () throws(GatewayError) in try query.lane() }
-            let limit = try checked { () throws(GatewayError) in try query.limit(maximum: 10_000) }
-            return .json(200, try operations.quarantineList(lane: lane, limit: limit).canonicalBytes())
-        case ("POST", ["admin", "quarantine", "replay"]):
-            let selection = try checked { () throws(GatewayError) in try query.quarantineSelection() }
-            return .json(
-                200,
-                try operations.quarantineReplay(ingest: ingest, secrets: v1Secrets, selection: selection)
-                    .canonicalBytes()
-            )
-        case ("GET", let s) where s.count == 3 && s[0] == "admin" && s[1] == "subscriptions":
-            return .json(200, try operations.subscription(s[2]).canonicalBytes())
-        case ("GET", ["admin", "report"]):
-            let time = now()
-            let since = try checked { () throws(GatewayError) in
-                try query.reportSince(now: time, window: reportWindowMillis)
-            }
-            let report = try ledger.report(bundleID: query["bundle"], since: since, until: time)
-            let nonce = Hex.encode(randomBytes(16))
-            // Unknown formats get JSON, the API's default.
-            guard let rendered = reportRenderer(report, query["format"] ?? "json", nonce) else {
-                return .json(200, JSONOutput.encode(report))
-            }
-            var headers = [(name: "Content-Type", value: rendered.contentType)]
-            if rendered.contentType.lowercased().hasPrefix("text/html") {
-                headers.append(("Content-Security-Policy", Self.reportPolicy(styleNonce: nonce)))
-            }
-            return ServerResponse(status: 200, headers: headers, body: rendered.body)
-        case ("POST", ["admin", "cutover"]):
-            return try cutover(query)
-        case ("POST", ["admin", "migrate"]):
-            return try migrate(query)
-        default:
-            if let allowed = Self.method(of: segments) { return .methodNotAllowed(allow: allowed) }
-            return .answer(GatewayError(.notFound, "no such admin endpoint"))
+        switch Self.table.match(method: request.method, path: request.path) {
+        case .found(let handler, let parameters): return try handler(self, AdminQuery(request.query), parameters)
+        case .methodNotAllowed(let allow): return .methodNotAllowed(allow: allow)
+        case .notFound: return .answer(GatewayError(.notFound, "no such admin endpoint"))
         }
     }
 
-    /// The method an admin path takes, for the 405 another method is answered (its `Allow`); nil for a path that is no
-    /// route (404). The same routes as ``route(_:)``'s, as the OpenAPI document lists them (docs/contracts.md).
-    static func method(of segments: [String]) -> String? {
-        switch segments {
-        case ["metrics"], ["admin", "metrics"], ["admin", "openapi.json"], ["admin", "status"],
-            ["admin", "dead-letters"], ["admin", "deliveries"], ["admin", "refund-requests"], ["admin", "quarantine"],
-            ["admin", "report"]:
-            return "GET"
-        case ["admin", "replay"], ["admin", "quarantine", "replay"], ["admin", "cutover"], ["admin", "migrate"]:
-            return "POST"
-        case let s where s.count == 3 && s[0] == "admin" && s[1] == "subscriptions":
-            return "GET"
-        default:
-            return nil
+    private func metricsPage() -> ServerResponse {
+        ServerResponse(
+            status: 200,
+            headers: [("Content-Type", "text/plain; version=0.0.4")],
+            body: Array(metrics.render().utf8)
+        )
+    }
+
+    private func deadLetters(_ query: AdminQuery) throws -> ServerResponse {
+        let limit = try checked { () throws(GatewayError) in try query.limit(maximum: 10_000) }
+        return .json(200, try operations.deadLetters(limit: limit).canonicalBytes())
+    }
+
+    private func replay(_ query: AdminQuery) throws -> ServerResponse {
+        if let one = try checked({ () throws(GatewayError) in try query.replayDownstream() }) {
+            do {
+                let n = try operations.replay(eventID: one.eventID, downstream: one.downstream)
+                return .json(200, Array("{\"requeued\":\(n)}".utf8))
+            } catch let unknown as Operations.UnknownDownstream {
+                return .answer(GatewayError(.badRequest, unknown.description))
+            }
         }
+        let selection = try checked { () throws(GatewayError) in try query.replaySelection(now: now) }
+        let n = try operations.replay(selection)
+        return .json(200, Array("{\"requeued\":\(n)}".utf8))
+    }
+
+    private func refundRequests(_ query: AdminQuery) throws -> ServerResponse {
+        let state = try checked { () throws(GatewayError) in try query.refundRequestState() }
+        let limit = try checked { () throws(GatewayError) in try query.limit(maximum: 1_000) }
+        return .json(200, try operations.refundRequests(state: state, limit: limit).canonicalBytes())
+    }
+
+    private func quarantine(_ query: AdminQuery) throws -> ServerResponse {
+        let lane = try checked { () throws(GatewayError) in try query.lane() }
+        let limit = try checked { () throws(GatewayError) in try query.limit(maximum: 10_000) }
+        return .json(200, try operations.quarantineList(lane: lane, limit: limit).canonicalBytes())
+    }
+
+    private func quarantineReplay(_ query: AdminQuery) throws -> ServerResponse {
+        let selection = try checked { () throws(GatewayError) in try query.quarantineSelection() }
+        return .json(
+            200,
+            try operations.quarantineReplay(ingest: ingest, secrets: v1Secrets, selection: selection).canonicalBytes()
+        )
+    }
+
+    private func report(_ query: AdminQuery) throws -> ServerResponse {
+        let time = now()
+        let since = try checked { () throws(GatewayError) in
+            try query.reportSince(now: time, window: reportWindowMillis)
+        }
+        let report = try ledger.report(bundleID: query["bundle"], since: since, until: time)
+        let nonce = Hex.encode(randomBytes(16))
+        // Unknown formats get JSON, the API's default.
+        guard let rendered = reportRenderer(report, query["format"] ?? "json", nonce) else {
+            return .json(200, JSONOutput.encode(report))
+        }
+        var headers = [(name: "Content-Type", value: rendered.contentType)]
+        if rendered.contentType.lowercased().hasPrefix("text/html") {
+            headers.append(("Content-Security-Policy", Self.reportPolicy(styleNonce: nonce)))
+        }
+        return ServerResponse(status: 200, headers: headers, body: rendered.body)
     }
 
     /// `GET /admin/deliveries?event=ID` (the event's deliveries and their attempts; 404 for an unknown event) or

@@ -46,36 +46,43 @@ struct PublicRoutes: Sendable {
         }
     }
 
+    /// The routes of the public listener (docs/architecture.md, "The endpoint").
+    static let table = RouteTable<@Sendable (PublicRoutes, ServerRequest) -> ServerResponse>([
+        ("POST", "/notifications", { $0.notification($1) }),
+        ("GET", "/healthz", { _, _ in .json(200, Array(#"{"ok":true}"#.utf8)) }),
+        ("POST", "/verifyReceipt", { $0.verifyReceipt($1, sandbox: false) }),
+        ("POST", "/sandbox/verifyReceipt", { $0.verifyReceipt($1, sandbox: true) }),
+    ])
+
     func handle(_ request: ServerRequest) -> ServerResponse {
+        switch Self.table.match(method: request.method, path: request.path) {
+        case .found(let handler, _): return handler(self, request)
+        case .methodNotAllowed(let allow): return .methodNotAllowed(allow: allow)
+        case .notFound: return .answer(GatewayError(.notFound, "no such endpoint"))
+        }
+    }
+
+    private func notification(_ request: ServerRequest) -> ServerResponse {
         let started = ContinuousClock.now
-        switch (request.method, request.path) {
-        case ("POST", "/notifications"):
-            let r = ingest.handle(request.body)
-            let latency = ContinuousClock.now - started
-            let seconds = Double(latency.components.seconds) + Double(latency.components.attoseconds) / 1e18
-            record(r, seconds: seconds)
-            return .json(r.status, r.body)
-        case ("GET", "/healthz"):
-            return .json(200, Array(#"{"ok":true}"#.utf8))
-        case ("POST", "/verifyReceipt"), ("POST", "/sandbox/verifyReceipt"):
-            // Apple's verifyReceipt, answered per bundle (docs/operations.md, "Moving the receipt path"): HTTP 200
-            // whatever the status, as Apple does. Within the receipt path's own bounds, and never on a handler
-            // thread: the answer may wait for Apple, and these threads answer Apple's notifications.
-            let (receipts, body, sandbox) = (self.receipts, request.body, request.path.hasPrefix("/sandbox/"))
-            guard let ticket = receipts.admit(from: request.remoteAddress) else {
-                return .json(200, ReceiptEndpoint.busyAnswer)
-            }
-            return .later {
-                let answer = await receipts.handle(body, sandboxURL: sandbox)
-                receipts.release(ticket)
-                return .json(200, answer)
-            }
-        case (_, "/healthz"):
-            return .methodNotAllowed(allow: "GET")
-        case (_, "/notifications"), (_, "/verifyReceipt"), (_, "/sandbox/verifyReceipt"):
-            return .methodNotAllowed(allow: "POST")
-        default:
-            return .answer(GatewayError(.notFound, "no such endpoint"))
+        let r = ingest.handle(request.body)
+        let latency = ContinuousClock.now - started
+        let seconds = Double(latency.components.seconds) + Double(latency.components.attoseconds) / 1e18
+        record(r, seconds: seconds)
+        return .json(r.status, r.body)
+    }
+
+    /// Apple's verifyReceipt, answered per bundle (docs/operations.md, "Moving the receipt path"): HTTP 200 whatever
+    /// the status, as Apple does. Within the receipt path's own bounds, and never on a handler thread: the answer may
+    /// wait for Apple, and these threads answer Apple's notifications.
+    private func verifyReceipt(_ request: ServerRequest, sandbox: Bool) -> ServerResponse {
+        let (receipts, body) = (self.receipts, request.body)
+        guard let ticket = receipts.admit(from: request.remoteAddress) else {
+            return .json(200, ReceiptEndpoint.busyAnswer)
+        }
+        return .later {
+            let answer = await receipts.handle(body, sandboxURL: sandbox)
+            receipts.release(ticket)
+            return .json(200, answer)
         }
     }
 
