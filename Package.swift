@@ -97,7 +97,11 @@ let package = Package(
             swiftSettings: strict
         ),
         // App receipts (PKCS#7) and iOS 6 transaction receipts read, their signature judged, verifyReceipt's `receipt`.
-        .target(name: "Receipts", dependencies: ["Canonical", "Crypto", "ApplePKI", "WireJSON"], swiftSettings: strict),
+        .target(
+            name: "Receipts",
+            dependencies: ["Canonical", "Crypto", "ApplePKI", "WireJSON"],
+            swiftSettings: strict
+        ),
         // Test PKIs of Apple's profiles (the JWS chain, the receipt chains) made at run time, and receipts built and
         // signed with them: for the simulator, the benchmarks, the fuzz targets and the tests — never the product's
         // trust code (GatewayLayerTests checks who imports it).
