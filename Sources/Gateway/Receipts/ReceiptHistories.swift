@@ -434,16 +434,26 @@ final class ReceiptHistories: Sendable {
                     Failure(code: "capped", message: "the customer's calls to Apple for this hour are used up")
                 )
             }
+            // In the budget of calls to Apple, a fetch a request waits for goes first, within the request's time; one
+            // gone on in the background waits its turn behind, within its own bound (docs/operations.md, "Apple's
+            // rate limits"). Out of turns: the request is answered 21005 (retryable), as for Apple's 429.
+            let background = flight.state.withLock { $0.background }
+            let context = AppStoreAPICallContext(
+                priority: background ? .background : .request,
+                deadline: background ? bound : min(bound, time.clampedAdding(settings.fetchTimeoutMillis))
+            )
+            let answer = await AppStoreAPICallContext.$current.withValue(context) {
+                () async -> Result<T, PathFetchError> in
+                do throws(PathFetchError) { return .success(try await body()) } catch { return .failure(error) }
+            }
             do throws(PathFetchError) {
-                let value = try await body()
+                let value = try answer.get()
                 metrics.increment(.receiptHistoryCallsTotal, ["endpoint": endpoint, "outcome": "ok"])
                 return .value(value)
             } catch {
                 let limited = error.code == "rate_limited"
-                metrics.increment(
-                    .receiptHistoryCallsTotal,
-                    ["endpoint": endpoint, "outcome": limited ? "rate_limited" : "failed"]
-                )
+                let outcome = limited || error.code == "budget_exhausted" ? error.code : "failed"
+                metrics.increment(.receiptHistoryCallsTotal, ["endpoint": endpoint, "outcome": outcome])
                 guard limited else { return .stop(Failure(code: error.code, message: error.message)) }
                 let wait = min(max(error.retryAfterMillis ?? 1_000, 1_000), Self.hourMillis)
                 let until = now().clampedAdding(wait)
