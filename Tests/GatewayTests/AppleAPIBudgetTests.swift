@@ -41,6 +41,9 @@ import WireJSON
 
         func advance(_ millis: Int64) { set(now + millis) }
 
+        /// Sets the clock back (a test story starting over, the wall clock stepped back).
+        func rewind(_ millis: Int64) { state.withLock { $0.now -= millis } }
+
         func set(_ time: Int64) {
             let due = state.withLock { s in
                 s.now = max(s.now, time)
@@ -104,6 +107,17 @@ import WireJSON
         await waiting.value
         #expect(grants.all == ["true at 25"])
         #expect(budget.waiting == 0)
+    }
+
+    @Test func aClockSetBackDoesNotHoldCallsUntilItCatchesUp() async throws {
+        let clock = Clock(Self.t)
+        let budget = Self.budget(clock)
+        for _ in 0..<10 { _ = await budget.acquire(Self.history, priority: .background, deadline: Self.t) }
+        clock.rewind(86_400_000)
+        let waiting = Task { await budget.acquire(Self.history, priority: .request, deadline: clock.now + 60_000) }
+        try #require(await eventually("the call waits its turn") { budget.waiting == 1 && clock.sleepers == 1 })
+        clock.advance(25)
+        #expect(await waiting.value == .granted)
     }
 
     @Test func aWaitingRequestsCallGoesBeforeQueuedBackgroundCalls() async throws {

@@ -34,11 +34,20 @@ public final class AppleAPIBudget: AppStoreAPIBudget {
         var rate: Double
         var burst: Double
         var pausedUntil: Int64 = .min
+        /// The latest time the clock was read at: a clock set back moves the bucket's times with it, so that no call
+        /// waits for the clock to catch up.
+        var lastSeen: Int64
         /// Priority first, then arrival.
         var waiters: [Waiter] = []
         var pumping = false
 
         mutating func refill(_ time: Int64) {
+            if time < lastSeen {
+                let back = lastSeen - time
+                updatedAt = updatedAt.clampedSubtracting(back)
+                if pausedUntil != .min { pausedUntil = pausedUntil.clampedSubtracting(back) }
+            }
+            lastSeen = time
             guard time > updatedAt else { return }
             tokens = min(burst, tokens + Double(time - updatedAt) * rate)
             updatedAt = time
@@ -161,7 +170,8 @@ public final class AppleAPIBudget: AppStoreAPIBudget {
             tokens: burst,
             updatedAt: time,
             rate: settings.rate(call.endpoint, call.environment) / 1000,
-            burst: burst
+            burst: burst,
+            lastSeen: time
         )
     }
 
