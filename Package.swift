@@ -262,7 +262,7 @@ let package = Package(
                 "Gateway", "Reports", "ReportModel", "Store", "TeamDatabase", "StoreTestSupport", "SQLite", "Postgres",
                 "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical",
                 "Policy",
-                "WireJSON", "TestSupport", "Simulator", "Receipts", "TestPKI", "Contracts",
+                "WireJSON", "TestSupport", "Simulator", "SimulatorTestSupport", "Receipts", "TestPKI", "Contracts",
             ],
             swiftSettings: strict
         ),

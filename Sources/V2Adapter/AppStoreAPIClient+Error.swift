@@ -18,6 +18,9 @@ public struct AppStoreAPIError: Error, Hashable, CustomStringConvertible {
         /// HTTP 429 or Apple's 4290000, still so after every attempt, or Apple asked to wait longer than the
         /// configuration's ``RetryPolicy/retryAfterLimit`` (then ``AppStoreAPIError/retryAfter`` says how long).
         case rateLimited = "rate_limited"
+        /// No turn came in the gateway's own budget of calls to Apple before the call's deadline (docs/operations.md,
+        /// "Apple's rate limits"): nothing was sent; ``AppStoreAPIError/retryAfter`` says when a turn could come.
+        case budgetExhausted = "budget_exhausted"
         /// HTTP 5xx (or Apple's 5000001) after every attempt, a network failure (connect, TLS, timeout) after every
         /// attempt, or a URL the transport cannot use.
         case appleUnavailable = "apple_unavailable"

@@ -18,19 +18,37 @@ extension AppStoreAPIClient {
         var retryAfter: Duration?
     }
 
-    /// Sends one call with retries; the body of a 2xx answer, or the last failure.
+    /// Sends one call with retries; the body of a 2xx answer, or the last failure. Each attempt first waits for its
+    /// turn in the ``budget`` (`budget_exhausted` when none comes before the deadline), and Apple's 429 holds every
+    /// caller of the app, endpoint and environment until its `Retry-After`.
     func perform(
         _ method: HTTPRequest.Method,
         _ path: String,
+        _ endpoint: AppStoreAPIEndpoint,
         query: [(String, String?)] = [],
         body: [UInt8]? = nil,
         environment: AppStoreEnvironment
     ) async throws(AppStoreAPIError) -> [UInt8] {
         let url = try url(path, query: query, environment: environment)
         let retry = configuration.retry
+        let call = AppStoreAPICall(bundleID: configuration.bundleID, endpoint: endpoint, environment: environment)
+        let context = AppStoreAPICallContext.current
+        let priority = context?.priority ?? self.priority
+        let deadline = context?.deadline ?? now().clampedAdding(budgetWaitMillis)
         var attempt = 0
         while true {
             attempt += 1
+            if let budget,
+                case .expired(let nextAt) = await budget.acquire(call, priority: priority, deadline: deadline)
+            {
+                let wait = max(0, nextAt.clampedSubtracting(now()))
+                throw AppStoreAPIError(
+                    .budgetExhausted,
+                    "no turn in the gateway's budget for \(endpoint) before the call's deadline",
+                    retryAfter: .milliseconds(wait),
+                    attempts: attempt - 1
+                )
+            }
             var headers = [
                 HTTPHeader("Authorization", "Bearer " + (try bearerToken())),
                 HTTPHeader("Accept", "application/json"),
@@ -53,6 +71,9 @@ extension AppStoreAPIClient {
                 failure = Self.judge(error)
             }
             failure.error.attempts = attempt
+            if failure.error.code == .rateLimited, let budget {
+                budget.rateLimited(call, until: failure.retryAfter.map { now().clampedAdding(Self.millis($0)) })
+            }
             guard failure.retryable, retry.allowsRetry(afterAttempt: attempt), !Task.isCancelled else {
                 throw failure.error
             }
@@ -64,6 +85,12 @@ extension AppStoreAPIClient {
             }
             await sleep(retry.delay(afterAttempt: attempt, jitter: jitter(), retryAfter: failure.retryAfter))
         }
+    }
+
+    /// `duration` in whole milliseconds.
+    static func millis(_ duration: Duration) -> Int64 {
+        duration.components.seconds.clampedMultiplied(by: 1000)
+            .clampedAdding(duration.components.attoseconds / 1_000_000_000_000_000)
     }
 
     /// A fresh bearer token: `iat` now, `exp` after the configured lifetime.

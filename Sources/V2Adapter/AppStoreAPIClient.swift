@@ -16,6 +16,9 @@ internal import WireJSON
 ///   ``AppStoreAPIError/retryAfter``) rather than holding a task for it.
 /// - Never retried: 401 (`unauthorized`), 404 (`not_found`), 400 (`bad_request`), an answer that is not Apple's
 ///   JSON (`invalid_response`), a signed item that fails verification (`invalid_signature`).
+/// - With a ``budget``, each HTTP attempt first waits its turn in the process's one plan of calls to Apple (per app,
+///   endpoint and environment; `budget_exhausted` when none comes before the call's deadline), and a 429 holds every
+///   caller of that app, endpoint and environment until Apple's `Retry-After`.
 /// - Nothing secret reaches an error: the token, the `Authorization` header and the key stay in the request.
 ///
 /// Not on the request path: the gateway calls it from background work (comparison, backfill, test notifications).
@@ -95,18 +98,29 @@ public struct AppStoreAPIClient: Sendable {
     let now: @Sendable () -> Int64
     let sleep: @Sendable (Duration) async -> Void
     let jitter: @Sendable () -> Double
+    /// The process's plan of calls to Apple (docs/operations.md, "Apple's rate limits"); nil: calls go at once.
+    public let budget: (any AppStoreAPIBudget)?
+    /// The priority of its calls for the budget, unless the task's ``AppStoreAPICallContext`` says otherwise.
+    public let priority: AppStoreAPICallPriority
+    /// How long a call waits for its turn at most, unless the task's ``AppStoreAPICallContext`` says otherwise.
+    public let budgetWaitMillis: Int64
 
     /// - Parameters:
     ///   - adapter: verifies every signed item of an answer (its trust anchors and app policy apply).
     ///   - now: the clock (ms since the epoch) for token dates and the verification fallback time.
     ///   - sleep, jitter: injected so tests run instantly and deterministically (`jitter` returns a value in [0, 1)).
+    ///   - budget, priority, budgetWaitMillis: the shared plan each HTTP attempt waits its turn in (nil: none), the
+    ///     calls' priority in it and their longest wait (a call given no turn in time fails `budget_exhausted`).
     public init(
         configuration: Configuration,
         transport: any HTTPTransport,
         adapter: V2Adapter,
         now: @escaping @Sendable () -> Int64,
         sleep: @escaping @Sendable (Duration) async -> Void = { try? await Task.sleep(for: $0) },
-        jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }
+        jitter: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) },
+        budget: (any AppStoreAPIBudget)? = nil,
+        priority: AppStoreAPICallPriority = .background,
+        budgetWaitMillis: Int64 = 60_000
     ) {
         self.configuration = configuration
         self.transport = transport
@@ -114,6 +128,9 @@ public struct AppStoreAPIClient: Sendable {
         self.now = now
         self.sleep = sleep
         self.jitter = jitter
+        self.budget = budget
+        self.priority = priority
+        self.budgetWaitMillis = max(0, budgetWaitMillis)
     }
 
     /// The same client making at most `maxAttempts` attempts per call (1: any failure, a 429 included, ends the call
@@ -127,7 +144,25 @@ public struct AppStoreAPIClient: Sendable {
             adapter: adapter,
             now: now,
             sleep: sleep,
-            jitter: jitter
+            jitter: jitter,
+            budget: budget,
+            priority: priority,
+            budgetWaitMillis: budgetWaitMillis
+        )
+    }
+
+    /// The same client with its calls at `priority` in the budget.
+    public func with(priority: AppStoreAPICallPriority) -> AppStoreAPIClient {
+        AppStoreAPIClient(
+            configuration: configuration,
+            transport: transport,
+            adapter: adapter,
+            now: now,
+            sleep: sleep,
+            jitter: jitter,
+            budget: budget,
+            priority: priority,
+            budgetWaitMillis: budgetWaitMillis
         )
     }
 
@@ -140,7 +175,7 @@ public struct AppStoreAPIClient: Sendable {
         environment: AppStoreEnvironment
     ) async throws(AppStoreAPIError) -> SubscriptionStatuses {
         let path = "/inApps/v1/subscriptions/" + (try Self.segment(transactionID, what: "transaction id"))
-        let body = try await perform(.get, path, environment: environment)
+        let body = try await perform(.get, path, .subscriptionStatuses, environment: environment)
         let answer = try Self.decode(StatusResponse.self, body, what: "Get All Subscription Statuses")
         try checkAnswer(bundleID: answer.bundleID, environment: answer.environment, asked: environment)
         var items: [SubscriptionStatus] = []
@@ -217,7 +252,7 @@ public struct AppStoreAPIClient: Sendable {
     ) async throws(AppStoreAPIError) -> TransactionHistoryPage {
         let path = "/inApps/v2/history/" + (try Self.segment(transactionID, what: "transaction id"))
         let query = [("revision", revision)] + productTypes.map { ("productType", Optional($0)) }
-        let body = try await perform(.get, path, query: query, environment: environment)
+        let body = try await perform(.get, path, .transactionHistory, query: query, environment: environment)
         let page = try Self.decode(HistoryResponse.self, body, what: "Get Transaction History")
         try checkAnswer(bundleID: page.bundleID, environment: page.environment, asked: environment)
         var transactions: [VerifiedTokenV2<TransactionPayload>] = []
@@ -244,7 +279,7 @@ public struct AppStoreAPIClient: Sendable {
         -> VerifiedTokenV2<TransactionPayload>
     {
         let path = "/inApps/v1/transactions/" + (try Self.segment(transactionID, what: "transaction id"))
-        let body = try await perform(.get, path, environment: environment)
+        let body = try await perform(.get, path, .transactionInfo, environment: environment)
         let answer = try Self.decode(TransactionInfoResponse.self, body, what: "Get Transaction Info")
         return try verifyTransaction(answer.signedTransactionInfo, environment: environment)
     }
@@ -261,6 +296,7 @@ public struct AppStoreAPIClient: Sendable {
         let body = try await perform(
             .post,
             "/inApps/v1/notifications/history",
+            .notificationHistory,
             query: [("paginationToken", paginationToken)],
             body: Self.encode(request),
             environment: environment
@@ -289,7 +325,12 @@ public struct AppStoreAPIClient: Sendable {
     /// Request a Test Notification (`POST /inApps/v1/notifications/test`): Apple sends a TEST notification to the
     /// app's configured URL. Returns the `testNotificationToken`.
     public func requestTestNotification(environment: AppStoreEnvironment) async throws(AppStoreAPIError) -> String {
-        let body = try await perform(.post, "/inApps/v1/notifications/test", environment: environment)
+        let body = try await perform(
+            .post,
+            "/inApps/v1/notifications/test",
+            .testNotification,
+            environment: environment
+        )
         let answer = try Self.decode(SendTestNotificationResponse.self, body, what: "Request a Test Notification")
         guard !answer.testNotificationToken.isEmpty else {
             throw AppStoreAPIError(.invalidResponse, "Request a Test Notification answered an empty token")
@@ -312,7 +353,13 @@ public struct AppStoreAPIClient: Sendable {
             throw AppStoreAPIError(.badRequest, "consumption information Apple would refuse: \(error.rawValue)")
         }
         let path = "/inApps/v2/transactions/consumption/" + (try Self.segment(transactionID, what: "transaction id"))
-        _ = try await perform(.put, path, body: JSONOutput.encode(body), environment: environment)
+        _ = try await perform(
+            .put,
+            path,
+            .consumptionInformation,
+            body: JSONOutput.encode(body),
+            environment: environment
+        )
     }
 
     /// Get Test Notification Status (`GET /inApps/v1/notifications/test/{testNotificationToken}`). Nothing is
@@ -324,7 +371,7 @@ public struct AppStoreAPIClient: Sendable {
         -> CheckTestNotificationResponse
     {
         let path = "/inApps/v1/notifications/test/" + (try Self.segment(token, what: "test notification token"))
-        let body = try await perform(.get, path, environment: environment)
+        let body = try await perform(.get, path, .testNotificationStatus, environment: environment)
         return try Self.decode(CheckTestNotificationResponse.self, body, what: "Get Test Notification Status")
     }
 

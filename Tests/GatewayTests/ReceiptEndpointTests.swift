@@ -70,6 +70,8 @@ import WireJSON
             var renewalCalls = 0
             var failure: PathFetchError?
             var holds = false
+            /// The budget context each call was made in.
+            var contexts: [AppStoreAPICallContext?] = []
         }
         let state = Mutex(State())
 
@@ -79,7 +81,10 @@ import WireJSON
             transactionID: String,
             revision: String?
         ) async throws(PathFetchError) -> ReceiptHistoryPage {
-            state.withLock { $0.calls += 1 }
+            state.withLock {
+                $0.calls += 1
+                $0.contexts.append(AppStoreAPICallContext.current)
+            }
             while state.withLock({ $0.holds }) { try? await Task.sleep(for: .milliseconds(1)) }
             return try state.withLock { s throws(PathFetchError) in
                 if let failure = s.failure { throw failure }
@@ -372,6 +377,25 @@ import WireJSON
         rig.advance(31_000)
         #expect(try await rig.ask()["status"] == .number("0"))
         #expect(rig.source.calls == 2)
+    }
+
+    /// The budget of calls to Apple (docs/operations.md, "Apple's rate limits"): the request's fetch asks first, within
+    /// the request's time; out of turns, the request is answered 21005, retryable, as for Apple's 429.
+    @Test func aRequestsFetchAsksFirstInTheBudgetAndItsExhaustionIsARetryableStatus() async throws {
+        let rig = try Rig(mode: .api)
+        defer { rig.close() }
+        rig.source.state.withLock {
+            $0.failure = PathFetchError(code: "budget_exhausted", message: "no turn", retryable: true)
+        }
+        let asked = rig.clock.now
+        let answer = try await rig.ask()
+        #expect(answer["status"] == .number("21005") && answer["is-retryable"] == .bool(true))
+        let context = try #require(rig.source.state.withLock { $0.contexts.first } ?? nil)
+        #expect(context.priority == .request)
+        #expect(context.deadline > asked && context.deadline <= asked + ReceiptSettings().fetchTimeoutMillis)
+        #expect(
+            rig.service.metrics.render().contains(#"iapgw_receipt_history_total{result="budget_exhausted"} 1"#)
+        )
     }
 
     @Test func anotherInstancesFetchIsWaitedForNotRepeated() async throws {

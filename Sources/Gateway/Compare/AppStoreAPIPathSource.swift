@@ -5,7 +5,8 @@ public import V2Adapter
 
 /// The V2 path's view of a subscription from the App Store Server API (Get All Subscription Statuses, every signed
 /// item verified like a notification), one client per configured app (the token names the bundle), with the
-/// team's key from `app_store_api.private_key_env`.
+/// team's key from `app_store_api.private_key_env`; every client takes its turns from the process's one
+/// ``AppleAPIBudget`` when given one (docs/operations.md, "Apple's rate limits").
 public struct AppStoreAPIPathSource: V2PathSource, NotificationHistorySource {
     let clients: [String: AppStoreAPIClient]
 
@@ -19,7 +20,8 @@ public struct AppStoreAPIPathSource: V2PathSource, NotificationHistorySource {
         transport: any HTTPTransport,
         adapter: V2Adapter,
         now: @escaping @Sendable () -> Int64,
-        jitter: @escaping @Sendable () -> Double
+        jitter: @escaping @Sendable () -> Double,
+        budget: (any AppStoreAPIBudget)? = nil
     ) throws -> AppStoreAPIPathSource? {
         guard config.hasAppStoreAPICredentials, let keyID = config.appStoreAPI.keyID,
             let issuerID = config.appStoreAPI.issuerID,
@@ -41,7 +43,9 @@ public struct AppStoreAPIPathSource: V2PathSource, NotificationHistorySource {
                 transport: transport,
                 adapter: adapter,
                 now: now,
-                jitter: jitter
+                jitter: jitter,
+                budget: budget,
+                budgetWaitMillis: config.appStoreAPI.rateLimits.maxWaitMillis
             )
         }
         return AppStoreAPIPathSource(clients: clients)
@@ -67,6 +71,11 @@ public struct AppStoreAPIPathSource: V2PathSource, NotificationHistorySource {
     /// themselves (reconciliation waits out a `Retry-After` in its schedule, not in a task).
     public var oneAttemptPerCall: AppStoreAPIPathSource {
         AppStoreAPIPathSource(clients: clients.mapValues { $0.with(maxAttempts: 1) })
+    }
+
+    /// The same clients, their calls at `priority` in the budget.
+    public func with(priority: AppStoreAPICallPriority) -> AppStoreAPIPathSource {
+        AppStoreAPIPathSource(clients: clients.mapValues { $0.with(priority: priority) })
     }
 
     public func serves(bundleID: String) -> Bool { clients[bundleID] != nil }
@@ -138,13 +147,13 @@ public struct AppStoreAPIPathSource: V2PathSource, NotificationHistorySource {
 }
 
 extension PathFetchError {
-    /// An App Store Server API failure: retryable when Apple is rate limiting or unavailable, with the wait a
-    /// `Retry-After` asked for.
+    /// An App Store Server API failure: retryable when Apple is rate limiting or unavailable or the budget had no
+    /// turn in time, with the wait a `Retry-After` (or the budget) asked for.
     init(_ error: AppStoreAPIError) {
         self.init(
             code: error.code.rawValue,
             message: error.message,
-            retryable: [.rateLimited, .appleUnavailable].contains(error.code)
+            retryable: [.rateLimited, .appleUnavailable, .budgetExhausted].contains(error.code)
         )
         retryAfterMillis = error.retryAfter.map { $0.components.seconds.clampedMultiplied(by: 1000) }
     }

@@ -165,6 +165,9 @@ public struct GatewayConfig: Sendable {
         public var issuerID: String?
         public var keyID: String?
         public var privateKeyEnv: String?
+        /// `app_store_api.rate_limits`: the budget every call to the API shares (docs/operations.md, "Apple's rate
+        /// limits").
+        public var rateLimits = AppleRateLimitSettings()
     }
 
     public var listen: String = "127.0.0.1:8080"
@@ -311,6 +314,9 @@ public struct GatewayConfig: Sendable {
             c.appStoreAPI.issuerID = try api.string("issuer_id")
             c.appStoreAPI.keyID = try api.string("key_id")
             c.appStoreAPI.privateKeyEnv = try api.string("private_key_env")
+            if let limits = try api.object("rate_limits") {
+                c.appStoreAPI.rateLimits = try AppleRateLimitSettings.parse(limits)
+            }
         }
     }
 
@@ -829,7 +835,7 @@ public struct GatewayConfig: Sendable {
         ]
         static let verifyReceipt: Set<String> = ["production_url", "sandbox_url"]
         static let appStoreAPI: Set<String> = [
-            "production_url", "sandbox_url", "issuer_id", "key_id", "private_key_env",
+            "production_url", "sandbox_url", "issuer_id", "key_id", "private_key_env", "rate_limits",
         ]
         static let appStoreConnect: Set<String> = ["issuer_id", "key_id", "private_key_env", "url"]
         static let compare: Set<String> = [
@@ -870,7 +876,9 @@ public struct GatewayConfig: Sendable {
         static let objects: [(path: String, members: Set<String>)] = [
             ("", root), ("admin", admin), ("store", store), ("store.postgres", storePostgres), ("trust", trust),
             ("verify_receipt", verifyReceipt),
-            ("app_store_api", appStoreAPI), ("app_store_connect", appStoreConnect), ("compare", compare),
+            ("app_store_api", appStoreAPI), ("app_store_api.rate_limits", AppleRateLimitSettings.keys),
+            ("app_store_api.rate_limits.per_second", AppleRateLimitSettings.endpointKeys),
+            ("app_store_connect", appStoreConnect), ("compare", compare),
             ("reconcile", reconcile), ("listen_tls", listenTLS), ("limits", limits),
             ("downstreams[]", downstream), ("downstreams[].filter", filter), ("alerts", alerts), ("apps[]", app),
             ("apps[].authority", appAuthority),

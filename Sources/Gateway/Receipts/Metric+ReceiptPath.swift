@@ -11,11 +11,11 @@ extension Metric {
     )
     static let receiptHistoryTotal = counter(
         "iapgw_receipt_history_total",
-        "Customer histories the receipt path needed, by result (fresh, fetched, shared, stale, background, capped, failed, rate_limited)"
+        "Customer histories the receipt path needed, by result (fresh, fetched, shared, stale, background, capped, failed, rate_limited, budget_exhausted)"
     )
     static let receiptHistoryCallsTotal = counter(
         "iapgw_receipt_history_calls_total",
-        "App Store Server API calls for customers' histories, by endpoint (transaction_history, subscription_statuses) and outcome (ok, failed, rate_limited; capped: not made, over receipts.customer_calls_per_hour)"
+        "App Store Server API calls for customers' histories, by endpoint (transaction_history, subscription_statuses) and outcome (ok, failed, rate_limited; capped: not made, over receipts.customer_calls_per_hour; budget_exhausted: not made, no turn in the budget of calls to Apple in time)"
     )
     static let receiptHistoryBackground = gauge(
         "iapgw_receipt_history_background",

@@ -84,10 +84,10 @@ final class ReceiptHistories: Sendable {
         let deadline = now().clampedAdding(settings.fetchTimeoutMillis)
         let stored = try? await self.stored(key)
         if let fresh = stored?.fresh { return (.success(fresh), .fresh) }
-        // Not started again while one runs: the request waits for it.
         // Past the maximum age a refresh is wanted and waited for, up to the request's deadline; when it cannot be
         // had (Apple's 429, the customer's calls used up, Apple slow or down), the stored history answers — with the
-        // events journaled since laid over it — rather than a `21005`.
+        // events journaled since laid over it — rather than a `21005`. Not started again while one runs: the request
+        // waits for it.
         if flights.withLock({ $0.running[key] }) == nil, let refusal = refusal(key, stored?.row) {
             if let stale = stored?.history { return (.success(stale), .stale) }
             return (.failure(refusal), .fetched)
@@ -438,16 +438,26 @@ final class ReceiptHistories: Sendable {
                     Failure(code: "capped", message: "the customer's calls to Apple for this hour are used up")
                 )
             }
+            // In the budget of calls to Apple, a fetch a request waits for goes first, within the request's time; one
+            // gone on in the background waits its turn behind, within its own bound (docs/operations.md, "Apple's
+            // rate limits"). Out of turns: the request is answered 21005 (retryable), as for Apple's 429.
+            let background = flight.state.withLock { $0.background }
+            let context = AppStoreAPICallContext(
+                priority: background ? .background : .request,
+                deadline: background ? bound : min(bound, time.clampedAdding(settings.fetchTimeoutMillis))
+            )
+            let answer = await AppStoreAPICallContext.$current.withValue(context) {
+                () async -> Result<T, PathFetchError> in
+                do throws(PathFetchError) { return .success(try await body()) } catch { return .failure(error) }
+            }
             do throws(PathFetchError) {
-                let value = try await body()
+                let value = try answer.get()
                 metrics.increment(.receiptHistoryCallsTotal, ["endpoint": endpoint, "outcome": "ok"])
                 return .value(value)
             } catch {
                 let limited = error.code == "rate_limited"
-                metrics.increment(
-                    .receiptHistoryCallsTotal,
-                    ["endpoint": endpoint, "outcome": limited ? "rate_limited" : "failed"]
-                )
+                let outcome = limited || error.code == "budget_exhausted" ? error.code : "failed"
+                metrics.increment(.receiptHistoryCallsTotal, ["endpoint": endpoint, "outcome": outcome])
                 guard limited else { return .stop(Failure(code: error.code, message: error.message)) }
                 let wait = min(max(error.retryAfterMillis ?? 1_000, 1_000), Self.hourMillis)
                 let until = now().clampedAdding(wait)

@@ -170,7 +170,22 @@ extension GatewayService {
         let settings: (any AppleNotificationSettings)?
         let probe: (any TestNotificationProbe)?
 
-        init(config: GatewayConfig, v2: V2Adapter, transports: OutgoingTransports, dependencies: Dependencies) throws {
+        /// The one budget every client of the App Store Server API takes its turns from.
+        let budget: AppleAPIBudget
+
+        init(
+            config: GatewayConfig,
+            v2: V2Adapter,
+            transports: OutgoingTransports,
+            dependencies: Dependencies,
+            metrics: Metrics
+        ) throws {
+            budget = AppleAPIBudget(
+                settings: config.appStoreAPI.rateLimits,
+                now: dependencies.now,
+                sleep: dependencies.appleBudgetSleep,
+                metrics: metrics
+            )
             verifyReceipt = VerifyReceiptClient(
                 transport: transports.apple,
                 configuration: .init(
@@ -188,14 +203,16 @@ extension GatewayService {
                     transport: transports.apple,
                     adapter: v2,
                     now: dependencies.now,
-                    jitter: dependencies.jitter
+                    jitter: dependencies.jitter,
+                    budget: budget
                 )
             self.v2Source = v2Source
             let api = v2Source as? AppStoreAPIPathSource
             let recovery = dependencies.v2PathSource == nil ? api?.oneAttemptPerCall : nil
             recoveryStatusSource = recovery ?? v2Source
             historySource = dependencies.historySource ?? recovery
-            // The receipt path's calls wait on a public request: the same clients over the receipt path's slots.
+            // The receipt path's calls wait on a public request: the same clients over the receipt path's slots, first
+            // in the budget (a fetch its request no longer waits for says so per call: ReceiptHistories).
             receiptHistorySource =
                 try dependencies.receiptHistorySource
                 ?? (api == nil
@@ -206,9 +223,10 @@ extension GatewayService {
                         transport: transports.receipts,
                         adapter: v2,
                         now: dependencies.now,
-                        jitter: dependencies.jitter
+                        jitter: dependencies.jitter,
+                        budget: budget
                     )?
-                    .oneAttemptPerCall)
+                    .oneAttemptPerCall.with(priority: .request))
             consumptionSender = dependencies.consumptionSender ?? api?.oneAttemptPerCall
             probe = dependencies.testNotificationProbe ?? api.map(AppStoreAPITestNotifications.init(source:))
             settings =

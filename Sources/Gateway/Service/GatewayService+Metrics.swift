@@ -4,5 +4,5 @@ extension GatewayService {
     /// its list here.
     static let metricCatalogue: [Metric] =
         Metric.kernel + Metric.notifications + Metric.delivery + Metric.comparison + Metric.reconciliation
-        + Metric.receiptPath + Metric.refundRequests
+        + Metric.receiptPath + Metric.refundRequests + Metric.appleAPI
 }

@@ -52,6 +52,9 @@ public final class GatewayService: Sendable {
         /// Where refund requests' answers are sent; nil: the App Store Server API from `app_store_api`.
         public var consumptionSender: (any ConsumptionSender)? = nil
         public var consumptionTuning = ConsumptionResponder.Tuning()
+        /// How the budget of App Store Server API calls waits for a turn (ms): the wall clock's `Task.sleep` unless
+        /// a test moves a clock of its own (with ``now``).
+        public var appleBudgetSleep: @Sendable (Int64) async -> Void = { try? await Task.sleep(for: .milliseconds($0)) }
         /// `serve --demo-verify-time` (see ``NotificationIngest/Limits/demoSandboxVerifyTime``); nil in production.
         public var demoSandboxVerifyTime: Int64? = nil
         /// Renders `GET /admin/report?format=…`: the content type and bytes, or nil for a format it does not offer
@@ -192,7 +195,13 @@ public final class GatewayService: Sendable {
         )
         let transports = OutgoingTransports(base: dependencies.transport, config: config)
         self.transports = transports
-        let apple = try AppleClients(config: config, v2: v2, transports: transports, dependencies: dependencies)
+        let apple = try AppleClients(
+            config: config,
+            v2: v2,
+            transports: transports,
+            dependencies: dependencies,
+            metrics: metrics
+        )
         let alerts = Self.alerts(
             config: config,
             secrets: secrets,
