@@ -78,7 +78,11 @@ import WireJSON
             }
             old.unifiedReceipt = unified
             let before = try JSONEncoder().encode(old)
-            print("V1 body after 12 renewals: \(before.count) bytes with the token, \(bytes.count) with the receipt")
+            let receiptBytes = body.unifiedReceipt?.latestReceipt?.utf8.count ?? 0
+            print(
+                "V1 body after 12 renewals: \(before.count) bytes with the token, \(bytes.count) with the receipt "
+                    + "(\(receiptBytes) bytes of base64)"
+            )
             #expect(bytes.count < 64 * 1024, "\(bytes.count) bytes")
         }
     }
