@@ -5,14 +5,23 @@ public import V1Adapter
 public import V2Adapter
 
 /// Turns the simulated App Store's state into what Apple would send: the V2 `signedPayload` (with signed
-/// transaction and renewal info, everything `Sandbox`) and the V1 body (with `unified_receipt` and the shared
-/// secret) — and the App Store Server API's signed items.
+/// transaction and renewal info, everything `Sandbox`) and the V1 body (with `unified_receipt`, its `latest_receipt`
+/// a real app receipt, and the shared secret) — and the App Store Server API's signed items.
 public struct Emitter: Sendable {
     public let signer: AppleJWSSigner
+    /// Signs the app receipt each V1 body carries (docs/simulator.md, "Receipts"). Without one (an emitter made for
+    /// V2 alone) a V1 body carries the subscription's opaque ``SimSubscription/receiptToken``, as the simulator's
+    /// first V1 bodies did.
+    public let receiptSigner: SimReceiptSigner?
     public let appAppleID: Int64?
 
-    public init(signer: AppleJWSSigner, appAppleID: Int64? = nil) {
-        (self.signer, self.appAppleID) = (signer, appAppleID)
+    public init(signer: AppleJWSSigner, receiptSigner: SimReceiptSigner? = nil, appAppleID: Int64? = nil) {
+        (self.signer, self.receiptSigner, self.appAppleID) = (signer, receiptSigner, appAppleID)
+    }
+
+    /// The emitter of `pki`: its JWS chain signs V2, its receipt chain the V1 bodies' receipts.
+    public init(pki: SimulatorPKI, appAppleID: Int64? = nil) {
+        self.init(signer: pki.signer, receiptSigner: pki.receiptSigner, appAppleID: appAppleID)
     }
 
     // MARK: V2
@@ -187,25 +196,32 @@ public struct Emitter: Sendable {
 
     // MARK: V1
 
+    /// One `latest_receipt_info` entry: every value a string, each date as Apple's triplet (`x` in `Etc/GMT`, `x_ms`,
+    /// `x_pst` in America/Los_Angeles), as in Apple's V1 bodies.
     public static func v1Transaction(_ t: SimTransaction) -> V1Transaction {
         var v = V1Transaction()
         func text(_ ms: Int64) -> V1Scalar { V1Scalar(text: Self.gmt(ms)) }
+        func pst(_ ms: Int64) -> V1Scalar { V1Scalar(text: AppleDateText.pst(ms)) }
         v.transactionID = V1Scalar(text: t.transactionID)
         v.originalTransactionID = V1Scalar(text: t.originalTransactionID)
         v.webOrderLineItemID = t.webOrderLineItemID.map { V1Scalar(text: $0) }
         v.productID = t.productID
         v.purchaseDate = text(t.purchaseDate)
         v.purchaseDateMs = V1Scalar(t.purchaseDate)
+        v.purchaseDatePst = pst(t.purchaseDate)
         v.originalPurchaseDate = text(t.originalPurchaseDate)
         v.originalPurchaseDateMs = V1Scalar(t.originalPurchaseDate)
+        v.originalPurchaseDatePst = pst(t.originalPurchaseDate)
         if let e = t.expiresDate {
             v.expiresDate = text(e)
             v.expiresDateMs = V1Scalar(e)
+            v.expiresDatePst = pst(e)
             v.subscriptionGroupIdentifier = V1Scalar(text: Catalogue.groupID)
         }
         if let r = t.revocationDate {
             v.cancellationDate = text(r)
             v.cancellationDateMs = V1Scalar(r)
+            v.cancellationDatePst = pst(r)
             v.cancellationReason = V1Scalar(text: String(t.revocationReason ?? 0))
         }
         v.isTrialPeriod = V1Scalar(text: t.isTrial ? "true" : "false")
@@ -230,6 +246,7 @@ public struct Emitter: Sendable {
         if let g = r.gracePeriodExpiresDate {
             p.gracePeriodExpiresDate = V1Scalar(text: gmt(g))
             p.gracePeriodExpiresDateMs = V1Scalar(g)
+            p.gracePeriodExpiresDatePst = V1Scalar(text: AppleDateText.pst(g))
         }
         p.originalTransactionID = V1Scalar(text: s.originalTransactionID)
         p.productID = latest.productID
@@ -237,11 +254,38 @@ public struct Emitter: Sendable {
         return p
     }
 
-    /// The V1 body Apple would send about `s` (the receipt as of now, newest transaction first).
+    /// The receipt a V1 body about `s` sent at `time` carries as `unified_receipt.latest_receipt`: what Apple's is, the
+    /// customer's app receipt as of the notification — every purchase of `s` made by then — signed by the simulator's
+    /// receipt chain at that moment (docs/simulator.md, "Receipts"). Readable by the fake verifyReceipt, by the
+    /// gateway's receipt reader (under `trust.extra_receipt_roots`) and by any V1-era backend that re-sends it. The
+    /// opaque token of ``SimSubscription/receiptToken`` when the emitter has no receipt chain.
+    public func v1Receipt(_ s: SimSubscription, at time: Int64) throws -> String {
+        guard let receiptSigner else { return s.receiptToken }
+        return try receiptSigner.sign(s.appReceipt(createdAt: time))
+    }
+
+    /// The V1 body Apple would send about `s` at `time`, its receipt signed then (``v1Receipt(_:at:)``).
+    public func v1Body(
+        type: String,
+        subscription s: SimSubscription,
+        sharedSecret: String,
+        at time: Int64
+    ) throws -> ResponseBodyV1 {
+        Self.v1Body(
+            type: type,
+            subscription: s,
+            sharedSecret: sharedSecret,
+            latestReceipt: try v1Receipt(s, at: time),
+            at: time
+        )
+    }
+
+    /// The V1 body Apple would send about `s` carrying `latestReceipt` (newest transaction first).
     public static func v1Body(
         type: String,
         subscription s: SimSubscription,
         sharedSecret: String,
+        latestReceipt: String,
         at time: Int64
     ) -> ResponseBodyV1 {
         var body = ResponseBodyV1(notificationType: type, password: sharedSecret, environment: "Sandbox")
@@ -256,11 +300,12 @@ public struct Emitter: Sendable {
         if type == "DID_CHANGE_RENEWAL_STATUS", let changed = s.autoRenewChangedAt {
             body.autoRenewStatusChangeDate = V1Scalar(text: gmt(changed))
             body.autoRenewStatusChangeDateMs = V1Scalar(changed)
+            body.autoRenewStatusChangeDatePst = V1Scalar(text: AppleDateText.pst(changed))
         }
         let transactions = s.transactions.sorted { $0.purchaseDate > $1.purchaseDate }.map(v1Transaction)
         body.unifiedReceipt = UnifiedReceipt(
             environment: "Sandbox",
-            latestReceipt: s.receiptToken,
+            latestReceipt: latestReceipt,
             latestReceiptInfo: transactions,
             pendingRenewalInfo: v1Renewal(s).map { [$0] } ?? [],
             status: 0

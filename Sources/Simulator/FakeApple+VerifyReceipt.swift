@@ -40,8 +40,9 @@ extension FakeApple {
     ///   out finished ones; the simulated app finishes them all), newest first, or with `exclude-old-transactions`
     ///   only each subscription's newest; `pending_renewal_info` the subscription's renewal.
     ///
-    /// The opaque `latest_receipt` tokens of the simulator's V1 notifications are read as the subscription's receipt
-    /// as of now.
+    /// The simulator's V1 notifications carry real receipts (``Emitter/v1Receipt(_:at:)``), read as any other; the
+    /// opaque `sim-receipt:` tokens its earlier V1 notifications carried (``SimSubscription/receiptToken``, still in
+    /// older state folders and journals) are read as the subscription's receipt as of now.
     func verifyReceipt(_ body: [UInt8], sandbox: Bool) throws -> FakeAppleResponse {
         let world = try store.read()
         if let fault = try store.popFault(\.verifyReceiptFaults, seen: world) {
@@ -59,7 +60,7 @@ extension FakeApple {
             return Self.receiptStatus(VerifyReceiptStatus.malformed)
         }
         let time = now()
-        // The receipt sent, decoded; a V1 notification's token stands for the subscription's receipt now.
+        // The receipt sent, decoded; an earlier V1 notification's token stands for the subscription's receipt now.
         let decoded: DecodedReceipt
         var known: SimSubscription?
         if let s = world.subscription(forReceipt: data) {

@@ -138,7 +138,7 @@ public struct FakeApple: Sendable {
     ) {
         store = SimStateStore(folder: pki.folder)
         appStoreConnect = FakeAppStoreConnect(pki: pki, notifyURL: notifyURL, now: now)
-        emitter = Emitter(signer: pki.signer)
+        emitter = Emitter(pki: pki)
         apiKey = pki.apiKey.publicKey
         self.pki = pki
         self.now = now

@@ -775,7 +775,13 @@ public struct LifecycleContext {
                 extra: extra
             )
         }
-        e.v1Bodies = v1.map { Emitter.v1Body(type: $0, subscription: s, sharedSecret: sharedSecret, at: now) }
+        if !v1.isEmpty {
+            // One receipt for the step, signed at its moment: every V1 body of the step carries it.
+            let receipt = try emitter.v1Receipt(s, at: now)
+            e.v1Bodies = v1.map {
+                Emitter.v1Body(type: $0, subscription: s, sharedSecret: sharedSecret, latestReceipt: receipt, at: now)
+            }
+        }
         emissions.append(e)
     }
 }

@@ -48,17 +48,29 @@ extension SimSubscription {
     }
 }
 
+/// What signs the simulator's app receipts: the leaf of its receipt chain and its key, with the intermediate and the
+/// root embedded after the leaf as Apple's receipts have them. The ``Emitter`` holds one to give its V1 bodies a real
+/// `latest_receipt`; the fake verifyReceipt signs its `latest_receipt` with the same.
+public struct SimReceiptSigner: Sendable {
+    let leafKey: PrivateKey
+    let leaf: X509Certificate
+    let chain: [X509Certificate]
+
+    /// `receipt` signed as Apple signs an app receipt, in base64: what `receipt-data` carries.
+    public func sign(_ receipt: AppReceipt) throws -> String {
+        ReceiptBuilder.base64(try ReceiptBuilder.build(receipt, leafKey: leafKey, leaf: leaf, chain: chain))
+    }
+}
+
 extension SimulatorPKI {
+    /// The signer of the receipts this PKI issues (``receiptLeaf`` under ``receiptRoot``).
+    public var receiptSigner: SimReceiptSigner {
+        SimReceiptSigner(leafKey: receiptLeafKey, leaf: receiptLeaf, chain: [receiptIntermediate, receiptRoot])
+    }
+
     /// `receipt` signed as Apple signs an app receipt, in base64: what `receipt-data` carries.
     public func signedReceipt(_ receipt: AppReceipt) throws -> String {
-        ReceiptBuilder.base64(
-            try ReceiptBuilder.build(
-                receipt,
-                leafKey: receiptLeafKey,
-                leaf: receiptLeaf,
-                chain: [receiptIntermediate, receiptRoot]
-            )
-        )
+        try receiptSigner.sign(receipt)
     }
 
     /// What reads the simulator's receipts as authenticated: its receipt root, for sandbox receipts.

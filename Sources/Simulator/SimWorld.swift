@@ -144,7 +144,9 @@ public struct SimSubscription: Sendable, Hashable, Codable {
     public var appAccountToken: String
     public var transactions: [SimTransaction]
     public var renewal: SimRenewal?
-    /// The opaque `latest_receipt` the V1 side carries; the fake verifyReceipt maps it back here.
+    /// An opaque stand-in for the subscription's receipt (`sim-receipt:<id>`, base64), what the simulator's V1 bodies
+    /// carried before they carried real receipts; the fake verifyReceipt still maps it back here, so journals and
+    /// state folders of those days keep working.
     public var receiptToken: String
     /// The last change to auto-renew (V1 `auto_renew_status_change_date_ms`).
     public var autoRenewChangedAt: Int64?

@@ -80,7 +80,7 @@ public enum Simulation {
         }
         let pki = try SimulatorPKI.load(folder: o.pkiFolder)
         let store = SimStateStore(folder: o.pkiFolder)
-        let emitter = Emitter(signer: pki.signer)
+        let emitter = Emitter(pki: pki)
         // Reserve a block of ids so runs sharing the folder never reuse one.
         let firstID = try store.update { world -> Int64 in
             defer { world.nextID = world.nextID.clampedAdding(10_000) }  // a state file is input too

@@ -103,6 +103,15 @@ import Glibc
 
         /// Plays a lifecycle as V2 traffic into the gateway; `afterStep` gets each step's subscription.
         func play(_ name: String, afterStep: @escaping (String) async throws -> Void) async throws {
+            try await play(name, version: .v2) { try await afterStep($0.originalTransactionID) }
+        }
+
+        /// Plays a lifecycle as `version` traffic into the gateway; `afterStep` gets each step as it was sent.
+        func play(
+            _ name: String,
+            version: Simulation.LifecycleOptions.Version,
+            afterStep: @escaping (Emission) async throws -> Void
+        ) async throws {
             var options = Simulation.LifecycleOptions(
                 name: name,
                 to: "http://127.0.0.1:\(port)/notifications",
@@ -110,14 +119,14 @@ import Glibc
                 bundleID: ReceiptPathEndToEndTests.bundle,
                 sharedSecret: ReceiptPathEndToEndTests.secret
             )
-            options.version = .v2
+            options.version = version
             let run = try await Simulation.lifecycle(
                 options,
                 transport: CurlTransport(),
                 now: { WallClock.wallMillis() },
                 sleep: { _ in },
                 output: { _ in },
-                afterStep: { try await afterStep($0.originalTransactionID) }
+                afterStep: afterStep
             )
             #expect(run.ok, "\(name): every notification accepted")
         }
@@ -203,6 +212,55 @@ import Glibc
         #expect(compared > 50, "\(compared) receipts compared")
         #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
         print("receipt path e2e: \(compared) step receipts, \(problems.count) disagreements")
+    }
+
+    /// A V1 notification's `unified_receipt.latest_receipt` is the customer's app receipt as of the notification,
+    /// which a V1-era backend keeps and sends to verifyReceipt later: re-sent to the gateway it reads and
+    /// authenticates (under `trust.extra_receipt_roots`), in `shadow` (Apple's answer, compared) and in `api` (the
+    /// gateway's own), as it does at Apple's.
+    @Test(arguments: [ReceiptMode.shadow, .api])
+    func aV1NotificationsReceiptIsReadAndAuthenticatedByTheGateway(mode: ReceiptMode) async throws {
+        let rig = try Rig(mode: mode)
+        defer { rig.stop() }
+        let store = try SQLiteStore(path: rig.folder + "/gateway.db")
+        defer { store.close() }
+        func compared() throws -> Int {
+            try store.read { tx in
+                try tx.receiptLedger(bundleID: Self.bundle, environment: .sandbox, from: 0, to: .max)
+            }.count
+        }
+        var (asked, problems) = (0, [String]())
+        for lifecycle in ["auto-renew", "billing-grace-recovery", "refund", "upgrade"] {
+            try await rig.play(lifecycle, version: .v1) { e in
+                for body in e.v1Bodies {
+                    let receipt = try #require(body.unifiedReceipt?.latestReceipt)
+                    let held = e.subscription.transactions.filter { $0.purchaseDate <= e.at }.count
+                    let before = try compared()
+                    let apple = try await rig.ask(receipt, at: rig.appleURL)
+                    let ours = try await rig.ask(receipt, at: rig.gatewayURL)
+                    asked += 1
+                    let inApp = ours["receipt"]?.objectValue?["in_app"]?.arrayValue?.count
+                    if apple["status"] != .number("0") || ours["status"] != .number("0") || inApp != held {
+                        problems.append(
+                            "\(lifecycle) '\(e.step)' \(body.notificationType ?? "?"): status \(String(describing: ours["status"])), "
+                                + "Apple's \(String(describing: apple["status"])), in_app \(String(describing: inApp)) of \(held)"
+                        )
+                    }
+                    if mode == .shadow {
+                        let recorded = try await eventually("the shadow comparison") { try compared() > before }
+                        #expect(recorded)
+                    }
+                }
+            }
+        }
+        #expect(asked >= 8, "\(asked) V1 receipts asked about")
+        #expect(problems.isEmpty, "\(problems.joined(separator: "\n"))")
+        if mode == .shadow {
+            let rows = try await store.read { tx in
+                try tx.receiptLedger(bundleID: Self.bundle, environment: .sandbox, from: 0, to: .max)
+            }
+            #expect(rows.allSatisfy { $0.outcome == .agree }, "\(rows.filter { $0.outcome != .agree })")
+        }
     }
 
     @Test func shadowAgreesThenTheCutoverAnswersWithoutApplesVerifyReceipt() async throws {

@@ -347,7 +347,7 @@ import WireJSON
         let steps = try lifecycle.plan(
             bundleID: Self.bundleID,
             sharedSecret: SimulatorLifecycleTests.secret,
-            emitter: Emitter(signer: rig.pki.signer),
+            emitter: Emitter(pki: rig.pki),
             start: 0,
             monthMillis: 1
         ).emissions.count
@@ -402,7 +402,7 @@ import WireJSON
         let plan = try #require(Lifecycles.named("auto-renew")).plan(
             bundleID: Self.bundleID,
             sharedSecret: SimulatorLifecycleTests.secret,
-            emitter: Emitter(signer: rig.pki.signer),
+            emitter: Emitter(pki: rig.pki),
             start: 0,
             monthMillis: 1
         )

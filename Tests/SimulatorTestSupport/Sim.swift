@@ -97,7 +97,7 @@ public enum Sim {
         return try lifecycle.plan(
             bundleID: bundleID,
             sharedSecret: secret,
-            emitter: Emitter(signer: pki.signer, appAppleID: appAppleID),
+            emitter: Emitter(pki: pki, appAppleID: appAppleID),
             start: start,
             monthMillis: month,
             firstID: firstID

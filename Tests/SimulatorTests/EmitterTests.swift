@@ -1,6 +1,7 @@
 import Canonical
 import Crypto
 import Foundation
+import Receipts
 import Simulator
 import SimulatorTestSupport
 import TestSupport
@@ -16,7 +17,7 @@ import V2Adapter
         try Sim.withPKI { pki throws in
             let s = try Sim.finalSubscription("auto-renew", pki: pki)
             #expect(s.transactions.count == 3)
-            let emitter = Emitter(signer: pki.signer)
+            let emitter = Emitter(pki: pki)
             let first = s.transactions[0]
             let p = emitter.transactionPayload(
                 first,
@@ -64,7 +65,7 @@ import V2Adapter
 
     @Test func familySharedRevocationAndUpgradeFlags() throws {
         try Sim.withPKI { pki throws in
-            let emitter = Emitter(signer: pki.signer)
+            let emitter = Emitter(pki: pki)
             let family = try Sim.finalSubscription("family-revoke", pki: pki)
             let latest = try #require(family.latest)
             let p = emitter.transactionPayload(
@@ -115,7 +116,7 @@ import V2Adapter
 
     @Test func offersAndOneTimeProducts() throws {
         try Sim.withPKI { pki throws in
-            let emitter = Emitter(signer: pki.signer)
+            let emitter = Emitter(pki: pki)
             func first(_ name: String) throws -> (SimSubscription, TransactionPayload) {
                 let s = try #require(try Sim.plan(name, pki: pki).emissions.first).subscription
                 let t = s.transactions[0]
@@ -169,7 +170,7 @@ import V2Adapter
 
     @Test func renewalPayloadCarriesTheRenewalState() throws {
         try Sim.withPKI { pki throws in
-            let emitter = Emitter(signer: pki.signer)
+            let emitter = Emitter(pki: pki)
             let downgrade = try Sim.plan("downgrade", pki: pki)
             // After the switch (step 2), before the renewal: the latest is premium, the next is monthly.
             let pending = downgrade.emissions[1].subscription
@@ -212,7 +213,7 @@ import V2Adapter
 
     @Test func signedTransactionAndRenewalVerify() throws {
         try Sim.withPKI { pki throws in
-            let emitter = Emitter(signer: pki.signer)
+            let emitter = Emitter(pki: pki)
             let adapter = try Sim.adapter(trusting: pki)
             let s = try Sim.finalSubscription("auto-renew", pki: pki)
             let latest = try #require(s.latest)
@@ -232,7 +233,7 @@ import V2Adapter
 
     @Test func notificationNestsSignedInfoAndStatus() throws {
         try Sim.withPKI { pki throws in
-            let emitter = Emitter(signer: pki.signer, appAppleID: 1_234_567)
+            let emitter = Emitter(pki: pki, appAppleID: 1_234_567)
             let adapter = try Sim.adapter(trusting: pki)
             let s = try Sim.finalSubscription("auto-renew", pki: pki)
             let at = Sim.t0 + 2 * Sim.month + 10
@@ -471,11 +472,12 @@ import V2Adapter
     @Test func v1BodyRoundTripsAndCarriesTheReceipt() throws {
         try Sim.withPKI { pki throws in
             let s = try Sim.finalSubscription("auto-renew", pki: pki)
-            let body = Emitter.v1Body(
+            let at = Sim.t0 + 2 * Sim.month
+            let body = try Emitter(pki: pki).v1Body(
                 type: "DID_RENEW",
                 subscription: s,
                 sharedSecret: Sim.secret,
-                at: Sim.t0 + 2 * Sim.month
+                at: at
             )
             let decoded = try JSONDecoder().decode(ResponseBodyV1.self, from: try JSONEncoder().encode(body))
             #expect(decoded == body)
@@ -493,8 +495,7 @@ import V2Adapter
                 "only DID_CHANGE_RENEWAL_STATUS says when auto-renew changed"
             )
             let receipt = try #require(decoded.unifiedReceipt)
-            #expect(receipt.latestReceipt == s.receiptToken)
-            #expect(decoded.receiptData == s.receiptToken)
+            #expect(decoded.receiptData == receipt.latestReceipt)
             #expect(receipt.environment == "Sandbox")
             #expect(receipt.status?.int64 == 0)
             let info = try #require(receipt.latestReceiptInfo)
@@ -505,12 +506,11 @@ import V2Adapter
             #expect(receipt.pendingRenewalInfo?.count == 1)
             #expect(receipt.pendingRenewalInfo?.first?.originalTransactionID?.text == s.originalTransactionID)
 
-            // The receipt token names the subscription.
-            let token = String(
-                decoding: try Base64.decode(Array(s.receiptToken.utf8), alphabet: .standard),
-                as: UTF8.self
-            )
-            #expect(token == "sim-receipt:\(s.originalTransactionID)")
+            // The receipt is the customer's app receipt at `at`, signed then by the simulator's receipt chain.
+            let app = try ReceiptReader.read(Array(try #require(receipt.latestReceipt).utf8), trust: pki.receiptTrust)
+            #expect(app.isAuthenticated && app.isSandbox)
+            #expect(app.app?.bundleID == Sim.bundleID && app.app?.creationDate == at)
+            #expect(app.app?.inApp.compactMap(\.transactionID) == s.transactions.map(\.transactionID))
         }
     }
 
@@ -525,7 +525,7 @@ import V2Adapter
             #expect(body.autoRenewStatusChangeDateMs?.int64 == off.at)
             #expect(body.autoRenewStatusChangeDate?.text == Emitter.gmt(off.at))
             let coins = try Sim.finalSubscription("consumable-consumption-request", pki: pki)
-            let c = Emitter.v1Body(
+            let c = try Emitter(pki: pki).v1Body(
                 type: "CONSUMPTION_REQUEST",
                 subscription: coins,
                 sharedSecret: Sim.secret,

@@ -311,7 +311,7 @@ import WireJSON
                     _ = try Lifecycle("custom", "a story written by the test", final: [.active], body).plan(
                         bundleID: Sim.bundleID,
                         sharedSecret: Sim.secret,
-                        emitter: Emitter(signer: pki.signer),
+                        emitter: Emitter(pki: pki),
                         start: Sim.t0,
                         monthMillis: Sim.month
                     )

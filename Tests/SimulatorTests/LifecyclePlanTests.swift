@@ -1,6 +1,7 @@
 import Canonical
 import Crypto
 import Foundation
+import Receipts
 import Simulator
 import SimulatorTestSupport
 import TestSupport
@@ -81,7 +82,21 @@ import V2Adapter
                     #expect(body.bid == Sim.bundleID)
                     #expect(body.environment == "Sandbox")
                     #expect(body.subscriptionID == e.originalTransactionID)
-                    #expect(body.unifiedReceipt?.latestReceipt == e.subscription.receiptToken)
+                    // The customer's app receipt at the step, signed then: every purchase made by then.
+                    let receipt = try ReceiptReader.read(
+                        Array((body.unifiedReceipt?.latestReceipt ?? "").utf8),
+                        trust: pki.receiptTrust
+                    )
+                    // Receipt dates are whole seconds.
+                    #expect(
+                        receipt.isAuthenticated && receipt.app?.creationDate == e.at - e.at % 1000,
+                        "\(name): '\(e.step)'"
+                    )
+                    #expect(
+                        Set(receipt.app?.inApp.compactMap(\.transactionID) ?? [])
+                            == Set(e.subscription.transactions.map(\.transactionID)),
+                        "\(name): '\(e.step)'"
+                    )
                     #expect(body.unifiedReceipt?.latestReceiptInfo?.count == e.subscription.transactions.count)
                 }
             }
@@ -190,7 +205,7 @@ import V2Adapter
     func planEndingAtEndsMarginBeforeNow(margin: Int64) throws {
         try Sim.withPKI { pki throws in
             let now = Sim.t0 + 365 * 86_400_000
-            let emitter = Emitter(signer: pki.signer)
+            let emitter = Emitter(pki: pki)
             for lifecycle in Lifecycles.all {
                 let plan = try lifecycle.planEndingAt(
                     now,
@@ -231,7 +246,7 @@ import V2Adapter
             let plan = try lifecycle.plan(
                 bundleID: Sim.bundleID,
                 sharedSecret: Sim.secret,
-                emitter: Emitter(signer: pki.signer),
+                emitter: Emitter(pki: pki),
                 start: Sim.t0,
                 monthMillis: 60_000
             )
@@ -246,7 +261,7 @@ import V2Adapter
             try Lifecycle("custom", "a story written by the test", final: [.active], body).plan(
                 bundleID: Sim.bundleID,
                 sharedSecret: Sim.secret,
-                emitter: Emitter(signer: pki.signer),
+                emitter: Emitter(pki: pki),
                 start: Sim.t0,
                 monthMillis: Sim.month
             )

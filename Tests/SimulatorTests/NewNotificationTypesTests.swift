@@ -21,7 +21,7 @@ import V2Adapter
 
     @Test func rescindConsentIsConsentRescindedWithTheAppTransaction() throws {
         try Sim.withPKI { pki throws in
-            let token = try Emitter(signer: pki.signer).rescindConsent(
+            let token = try Emitter(pki: pki).rescindConsent(
                 bundleID: Sim.bundleID,
                 appTransactionID: "704000000000000042",
                 uuid: "00000000-0000-4000-8000-0000000c0c01",
@@ -43,7 +43,7 @@ import V2Adapter
     ])
     func externalPurchaseTokenIsExternalPurchaseTokenWithItsFields(_ subtype: String, _ reason: EventReason) throws {
         try Sim.withPKI { pki throws in
-            let token = try Emitter(signer: pki.signer, appAppleID: 1_234_567_890).externalPurchaseToken(
+            let token = try Emitter(pki: pki, appAppleID: 1_234_567_890).externalPurchaseToken(
                 subtype: subtype,
                 bundleID: Sim.bundleID,
                 externalPurchaseID: "SANDBOX_0d9c3b8e-4a7f-4c1e-9b2d-6f5e4d3c2b1a",
@@ -78,7 +78,7 @@ import V2Adapter
             let plan = try story.plan(
                 bundleID: Sim.bundleID,
                 sharedSecret: Sim.secret,
-                emitter: Emitter(signer: pki.signer),
+                emitter: Emitter(pki: pki),
                 start: Sim.t0,
                 monthMillis: Sim.month
             )
@@ -106,7 +106,7 @@ import V2Adapter
                 try story.plan(
                     bundleID: Sim.bundleID,
                     sharedSecret: Sim.secret,
-                    emitter: Emitter(signer: pki.signer),
+                    emitter: Emitter(pki: pki),
                     start: Sim.t0,
                     monthMillis: Sim.month
                 )

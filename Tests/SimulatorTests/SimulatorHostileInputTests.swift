@@ -157,7 +157,7 @@ import V2Adapter
     func monthLengthsOutsideTheSupportedRangeAreRefused(monthMillis: Int64) throws {
         try Sim.withPKI { pki throws in
             let lifecycle = try #require(Lifecycles.named("downgrade"))
-            let emitter = Emitter(signer: pki.signer)
+            let emitter = Emitter(pki: pki)
             #expect(
                 Self.code {
                     _ = try lifecycle.plan(
@@ -185,7 +185,7 @@ import V2Adapter
 
     @Test func startsAndEndsAtInt64sEndsAreRefused() throws {
         try Sim.withPKI { pki throws in
-            let emitter = Emitter(signer: pki.signer)
+            let emitter = Emitter(pki: pki)
             for lifecycle in Lifecycles.all {
                 for start in [Int64.min, Int64.max, Int64.max - 366 * 86_400_000] {
                     #expect(

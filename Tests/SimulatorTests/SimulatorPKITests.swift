@@ -152,7 +152,7 @@ import V2Adapter
         environment: String = "Sandbox"
     ) throws -> [UInt8] {
         Array(
-            try Emitter(signer: pki.signer).notification(
+            try Emitter(pki: pki).notification(
                 type: "TEST",
                 subtype: nil,
                 uuid: "00000000-0000-4000-8000-000000000001",
