@@ -126,6 +126,7 @@ enum BenchCommand: Command {
             throw CommandError.usage("--instances above 1 needs --store postgres (one process owns an SQLite store)")
         }
         let scale = target == "scale" ? try scaleOptions(a, postgres: store == "postgres") : nil
+        let receiptScale = target == "receipt-scale" ? try receiptScaleOptions(a) : nil
         let line: String
         do {
             switch target {
@@ -133,8 +134,9 @@ enum BenchCommand: Command {
             case "receipts": line = JSONOutput.string(try await ReceiptBenchmark.run(secondsPerPhase: seconds))
             case "receipt-history": line = JSONOutput.string(try await ReceiptHistoryBenchmark.run())
             case "receipt-scale":
+                guard let receiptScale else { return 2 }
                 line = JSONOutput.string(
-                    try await ReceiptScaleBenchmark.run(try receiptScaleOptions(a)) { progress in
+                    try await ReceiptScaleBenchmark.run(receiptScale) { progress in
                         FileHandleOutput.stderr("receipt-scale: \(progress)\n")
                     }
                 )
