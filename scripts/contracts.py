@@ -54,8 +54,8 @@ CONTRACTS = {
     "backfill": ("backfill.schema.json", ""),
     "migrate-store": ("migrate-store.schema.json", ""),
 }
-BENCHMARKS = ["verify", "receipts", "receipt-history", "ingest", "soak", "flood", "fsync", "delivery-rate",
-              "isolation", "scale"]
+BENCHMARKS = ["verify", "receipts", "receipt-history", "receipt-scale", "ingest", "soak", "flood", "fsync",
+              "delivery-rate", "isolation", "scale"]
 for _name in BENCHMARKS:
     CONTRACTS["bench/" + _name] = ("bench.schema.json", "/$defs/" + _name)
 

@@ -123,6 +123,9 @@ public enum ContractFiles {
                   "$ref": "#/$defs/receipt-history"
                 },
                 {
+                  "$ref": "#/$defs/receipt-scale"
+                },
+                {
                   "$ref": "#/$defs/ingest"
                 },
                 {
@@ -334,6 +337,283 @@ public enum ContractFiles {
                     },
                     "retry_ms": {
                       "type": "integer"
+                    },
+                    "build": {
+                      "description": "`release`, or a warning that the numbers of a debug build mean nothing.",
+                      "type": "string"
+                    }
+                  }
+                },
+                "receipt-scale": {
+                  "description": "`bench receipt-scale`: POST /verifyReceipt in api mode for a base of customers against an App Store Server API fake under Apple's rate limits, V2 notifications meanwhile. The `invariants` are reported, not required to hold.",
+                  "type": "object",
+                  "additionalProperties": true,
+                  "required": [
+                    "customers",
+                    "seconds",
+                    "apple_rate",
+                    "clients",
+                    "requests",
+                    "answers_by_status",
+                    "warm",
+                    "cold",
+                    "apple_429",
+                    "apple_calls_total",
+                    "apple_max_calls_per_second",
+                    "apple_limit_per_second",
+                    "projected_prefetch_hours",
+                    "notifications",
+                    "serve_peak_rss_mb",
+                    "invariants"
+                  ],
+                  "properties": {
+                    "customers": {
+                      "type": "integer"
+                    },
+                    "seconds": {
+                      "type": "number"
+                    },
+                    "apple_rate": {
+                      "description": "`production`, `sandbox`, or requests per second per endpoint.",
+                      "type": "string"
+                    },
+                    "clients": {
+                      "type": "integer"
+                    },
+                    "hang_seconds": {
+                      "type": "number"
+                    },
+                    "elapsed_seconds": {
+                      "type": "number"
+                    },
+                    "requests": {
+                      "type": "integer"
+                    },
+                    "answers_by_status": {
+                      "description": "Requests by verifyReceipt status (`0`, `21005`, …), `http_<status>` when not HTTP 200, `transport` without an answer.",
+                      "type": "object",
+                      "additionalProperties": {
+                        "type": "integer"
+                      }
+                    },
+                    "history_by_result": {
+                      "description": "The gateway's `iapgw_receipt_history_total` by `result`.",
+                      "type": "object",
+                      "additionalProperties": {
+                        "type": "integer"
+                      }
+                    },
+                    "refused_by_reason": {
+                      "description": "The gateway's `iapgw_receipt_refused_total` by `reason`.",
+                      "type": "object",
+                      "additionalProperties": {
+                        "type": "integer"
+                      }
+                    },
+                    "gateway_apple_calls": {
+                      "description": "The gateway's `iapgw_receipt_history_calls_total` by `endpoint/outcome`.",
+                      "type": "object",
+                      "additionalProperties": {
+                        "type": "integer"
+                      }
+                    },
+                    "warm": {
+                      "type": "object",
+                      "additionalProperties": true,
+                      "required": [
+                        "requests",
+                        "answered",
+                        "answers_per_second",
+                        "p50_ms",
+                        "p99_ms"
+                      ],
+                      "properties": {
+                        "requests": {
+                          "type": "integer"
+                        },
+                        "answered": {
+                          "type": "integer"
+                        },
+                        "answers_per_second": {
+                          "type": "number"
+                        },
+                        "p50_ms": {
+                          "type": "number"
+                        },
+                        "p99_ms": {
+                          "type": "number"
+                        },
+                        "max_ms": {
+                          "type": "number"
+                        }
+                      }
+                    },
+                    "cold": {
+                      "type": "object",
+                      "additionalProperties": true,
+                      "required": [
+                        "requests",
+                        "answered",
+                        "answers_per_second",
+                        "p50_ms",
+                        "p99_ms"
+                      ],
+                      "properties": {
+                        "requests": {
+                          "type": "integer"
+                        },
+                        "answered": {
+                          "type": "integer"
+                        },
+                        "answers_per_second": {
+                          "type": "number"
+                        },
+                        "p50_ms": {
+                          "type": "number"
+                        },
+                        "p99_ms": {
+                          "type": "number"
+                        },
+                        "max_ms": {
+                          "type": "number"
+                        }
+                      }
+                    },
+                    "customers_asked": {
+                      "type": "integer"
+                    },
+                    "customers_answered": {
+                      "type": "integer"
+                    },
+                    "customers_given_up": {
+                      "type": "integer"
+                    },
+                    "purchases": {
+                      "type": "integer"
+                    },
+                    "apple_429": {
+                      "type": "integer"
+                    },
+                    "apple_calls_total": {
+                      "type": "integer"
+                    },
+                    "apple_max_calls_per_second": {
+                      "description": "Per endpoint, the most calls the fake received in one second of the clock.",
+                      "type": "object",
+                      "additionalProperties": {
+                        "type": "integer"
+                      }
+                    },
+                    "apple_limit_per_second": {
+                      "type": "integer"
+                    },
+                    "apple": {
+                      "type": "object",
+                      "additionalProperties": {
+                        "type": "object",
+                        "additionalProperties": true,
+                        "required": [
+                          "calls",
+                          "rate_limited",
+                          "max_calls_per_second",
+                          "limit_per_second"
+                        ],
+                        "properties": {
+                          "calls": {
+                            "type": "integer"
+                          },
+                          "ok": {
+                            "type": "integer"
+                          },
+                          "rate_limited": {
+                            "type": "integer"
+                          },
+                          "max_calls_per_second": {
+                            "type": "integer"
+                          },
+                          "limit_per_second": {
+                            "type": "integer"
+                          },
+                          "limit_per_hour": {
+                            "type": "integer"
+                          },
+                          "customers": {
+                            "type": "integer"
+                          },
+                          "calls_per_customer": {
+                            "type": "number"
+                          }
+                        }
+                      }
+                    },
+                    "calls_per_customer": {
+                      "type": "number"
+                    },
+                    "projected_prefetch_hours": {
+                      "type": "number"
+                    },
+                    "notifications": {
+                      "type": "object",
+                      "additionalProperties": true,
+                      "required": [
+                        "sent",
+                        "answered_200",
+                        "answered_200_fraction",
+                        "p50_ms",
+                        "p99_ms"
+                      ],
+                      "properties": {
+                        "sent": {
+                          "type": "integer"
+                        },
+                        "answered_200": {
+                          "type": "integer"
+                        },
+                        "answered_200_fraction": {
+                          "type": "number"
+                        },
+                        "p50_ms": {
+                          "type": "number"
+                        },
+                        "p99_ms": {
+                          "type": "number"
+                        },
+                        "max_ms": {
+                          "type": "number"
+                        }
+                      }
+                    },
+                    "serve_peak_rss_mb": {
+                      "type": "number"
+                    },
+                    "receipts_signed": {
+                      "type": "integer"
+                    },
+                    "receipt_signing_ms_mean": {
+                      "type": "number"
+                    },
+                    "load_average": {
+                      "type": "number"
+                    },
+                    "invariants": {
+                      "type": "object",
+                      "additionalProperties": true,
+                      "required": [
+                        "zero_429",
+                        "calls_within_budget",
+                        "notifications_unaffected"
+                      ],
+                      "properties": {
+                        "zero_429": {
+                          "type": "boolean"
+                        },
+                        "calls_within_budget": {
+                          "type": "boolean"
+                        },
+                        "notifications_unaffected": {
+                          "type": "boolean"
+                        }
+                      }
                     },
                     "build": {
                       "description": "`release`, or a warning that the numbers of a debug build mean nothing.",

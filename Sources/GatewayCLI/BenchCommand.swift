@@ -3,9 +3,8 @@ internal import FoundationEssentials
 internal import Gateway
 internal import WireJSON
 
-/// `iap-gateway bench verify|receipts|receipt-history|ingest|soak|flood|fsync|scale|delivery-rate|isolation`: the
-/// benchmarks (`Bench/`), each printing one JSON
-/// line.
+/// `iap-gateway bench verify|receipts|receipt-history|receipt-scale|ingest|soak|flood|fsync|scale|delivery-rate|isolation`:
+/// the benchmarks (`Sources/Benchmarks`), each printing one JSON line.
 enum BenchCommand: Command {
     static let name = "bench"
     static let usage = """
@@ -22,6 +21,14 @@ enum BenchCommand: Command {
               Store Server API fake at 250 ms a call, the old backend retrying each second while answered 21005):
               Apple calls, requests and seconds until status 0, calls made by the retries after it; beside the
               receipt path's walk before pages were kept, against the same fake (build with -c release).
+          iap-gateway bench receipt-scale [--customers N] [--seconds S] [--apple-rate production|sandbox|N]
+                                          [--clients C] [--hang-seconds H]
+              POST /sandbox/verifyReceipt of the real service in api mode for a base of N customers (1000000) for S
+              seconds (60): C old-backend clients (64) with signed receipts, customers drawn with a skew and 1 % of
+              purchases, against an App Store Server API fake answering any customer under Apple's rate limits of the
+              table given (production: 50/s per endpoint), hanging H seconds (0) mid-run; V2 notifications at 20/s
+              meanwhile. Answers by status, warm and cold answers/s and p50/p99, Apple's calls, 429s and most calls in
+              a second, notification p99, peak RSS, hours to fetch the whole base (build with -c release).
           iap-gateway bench ingest [--seconds N] [--no-delivery] [--store sqlite|postgres] [--instances N]
               The whole service on loopback (generated test PKI, temporary SQLite, local downstream): durable
               notifications/s, p50/p99 latency at 500/s offered, peak RSS (build with -c release). --store postgres:
@@ -57,6 +64,7 @@ enum BenchCommand: Command {
     /// Each target's flags (`--no-delivery` takes no value).
     static let flags: [String: Set<String>] = [
         "verify": ["seconds"], "receipts": ["seconds"], "receipt-history": [],
+        "receipt-scale": ["customers", "seconds", "apple-rate", "clients", "hang-seconds"],
         "ingest": ["seconds", "no-delivery", "store", "instances"],
         "soak": ["minutes", "rate"],
         "flood": ["count"],
@@ -75,8 +83,8 @@ enum BenchCommand: Command {
         )
         guard let target = try a.positionals(atMost: 1, for: name).first, let allowed = flags[target] else {
             throw CommandError.usage(
-                "bench needs a target: verify, receipts, receipt-history, ingest, soak, flood, fsync, scale, "
-                    + "delivery-rate or isolation"
+                "bench needs a target: verify, receipts, receipt-history, receipt-scale, ingest, soak, flood, fsync, "
+                    + "scale, delivery-rate or isolation"
             )
         }
         try a.only(allowed, for: "bench \(target)")
@@ -118,12 +126,20 @@ enum BenchCommand: Command {
             throw CommandError.usage("--instances above 1 needs --store postgres (one process owns an SQLite store)")
         }
         let scale = target == "scale" ? try scaleOptions(a, postgres: store == "postgres") : nil
+        let receiptScale = target == "receipt-scale" ? try receiptScaleOptions(a) : nil
         let line: String
         do {
             switch target {
             case "verify": line = JSONOutput.string(try VerifyBenchmark.run(secondsPerPhase: seconds))
             case "receipts": line = JSONOutput.string(try await ReceiptBenchmark.run(secondsPerPhase: seconds))
             case "receipt-history": line = JSONOutput.string(try await ReceiptHistoryBenchmark.run())
+            case "receipt-scale":
+                guard let receiptScale else { return 2 }
+                line = JSONOutput.string(
+                    try await ReceiptScaleBenchmark.run(receiptScale) { progress in
+                        FileHandleOutput.stderr("receipt-scale: \(progress)\n")
+                    }
+                )
             case "ingest":
                 line = JSONOutput.string(
                     try await IngestBenchmark.run(
@@ -179,6 +195,42 @@ enum BenchCommand: Command {
         }
         print(line)
         return 0
+    }
+
+    /// `bench receipt-scale`'s flags, each with its default.
+    static func receiptScaleOptions(_ a: Arguments) throws -> ReceiptScaleBenchmark.Options {
+        var options = ReceiptScaleBenchmark.Options()
+        options.customers = try a.number(
+            "customers",
+            default: options.customers,
+            valid: { (1...100_000_000).contains($0) },
+            "--customers must be 1...100000000"
+        )
+        options.seconds = try a.number(
+            "seconds",
+            default: options.seconds,
+            valid: { $0 > 0 && $0 <= 86_400 },
+            "--seconds must be a number of seconds in (0, 86400]"
+        )
+        if let text = a.value("apple-rate") {
+            guard let rate = ReceiptScaleBenchmark.AppleRate(text) else {
+                throw CommandError.usage("--apple-rate must be production, sandbox or 1...100000 per second")
+            }
+            options.appleRate = rate
+        }
+        options.clients = try a.number(
+            "clients",
+            default: options.clients,
+            valid: { (1...1_000).contains($0) },
+            "--clients must be 1...1000"
+        )
+        options.hangSeconds = try a.number(
+            "hang-seconds",
+            default: 0.0,
+            valid: { $0 >= 0 && $0 < options.seconds },
+            "--hang-seconds must be a number of seconds in [0, --seconds)"
+        )
+        return options
     }
 
     /// `bench scale`'s flags: `--out`, `--notifications`, `--pairs` and `--subscriptions` are required.

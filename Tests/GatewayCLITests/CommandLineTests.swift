@@ -128,6 +128,22 @@ import Testing
         await Self.expectUsage(BenchCommand.self, ["flood", "--rate", "5"], "bench flood does not take --rate")
         await Self.expectUsage(BenchCommand.self, ["soak", "--store", "postgres"], "bench soak does not take --store")
         await Self.expectUsage(BenchCommand.self, ["fsync", "--count", "5"], "bench fsync does not take --count")
+        await Self.expectUsage(
+            BenchCommand.self,
+            ["receipt-scale", "--apple-rate", "fast"],
+            "--apple-rate must be production, sandbox or 1...100000 per second"
+        )
+        await Self.expectUsage(
+            BenchCommand.self,
+            ["receipt-scale", "--seconds", "10", "--hang-seconds", "10"],
+            "--hang-seconds must be a number of seconds in [0, --seconds)"
+        )
+        await Self.expectUsage(BenchCommand.self, ["receipt-scale", "--customers", "0"], "--customers must be")
+        await Self.expectUsage(
+            BenchCommand.self,
+            ["receipt-scale", "--count", "5"],
+            "bench receipt-scale does not take"
+        )
         await Self.expectUsage(BenchCommand.self, ["ingest", "--store", "mysql"], "--store must be sqlite or postgres")
         await Self.expectUsage(
             BenchCommand.self,
