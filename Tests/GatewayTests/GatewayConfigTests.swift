@@ -199,3 +199,27 @@ import Testing
         #expect(c.downstreams.first?.retryDelayMillis == 1_000 && c.downstreams.first?.maxRetryDelayMillis == 30_000)
     }
 }
+
+/// `receipts.stale_wait`: 0s by default (a stale history answers at once), a duration up to `fetch_timeout`.
+@Suite struct ReceiptStaleWaitConfigTests {
+    static func config(_ receipts: String) -> String {
+        #"{"listen": "127.0.0.1:8080", "store": {"sqlite": "g.db"}, "receipts": "# + receipts + "}"
+    }
+
+    @Test func itDefaultsToAtOnceAndTakesADurationUpToTheFetchTimeout() throws {
+        #expect(try GatewayConfigTests.parse(Self.config("{}")).receiptSettings.staleWaitMillis == 0)
+        #expect(
+            try GatewayConfigTests.parse(Self.config(#"{"stale_wait": "500ms"}"#)).receiptSettings.staleWaitMillis
+                == 500
+        )
+        #expect(
+            try GatewayConfigTests.parse(Self.config(#"{"stale_wait": "0s"}"#)).receiptSettings.staleWaitMillis == 0
+        )
+        #expect(GatewayConfigTests.field(Self.config(#"{"stale_wait": "11s"}"#)) == "receipts.stale_wait")
+        #expect(
+            GatewayConfigTests.field(Self.config(#"{"stale_wait": "20s", "fetch_timeout": "30s"}"#)) == nil,
+            "up to the fetch timeout given"
+        )
+        #expect(GatewayConfigTests.field(Self.config(#"{"stale_wait": "soon"}"#)) == "receipts.stale_wait")
+    }
+}

@@ -340,8 +340,39 @@ import WireJSON
         let answer = try await g.ask()
         #expect(answer["status"] == .number("0"))
         #expect(E.ids(answer) == ["2000000900001001", E.customer, "2000000900003000"], "the stored history's answer")
-        #expect(apple.calls == 3)
         #expect(g.metrics.counter("iapgw_receipt_history_total", ["result": "stale"]) == 1)
+        // The refresh went on in the background until the customer's calls for the hour were used up.
+        await eventually("the background refresh stops at the cap") { apple.calls == 3 && g.histories.running == 0 }
+        #expect(apple.calls == 3)
+        // Past the cap the next answer is the stored history again, at once and without a call.
+        #expect(try await g.ask()["status"] == .number("0"))
+        #expect(apple.calls == 3 && g.histories.running == 0)
+    }
+
+    /// Past `history_max_age`, the stored history answers at once (`receipts.stale_wait` 0s): the request never waits
+    /// for Apple — here held at its first call — and the refresh, in the background, keeps the new history.
+    @Test func aStaleHistoryAnswersAtOnceAndIsRefreshedBehind() async throws {
+        let rig = try E.Rig(mode: .api)
+        defer { rig.close() }
+        let clock = ManualClock(Self.t)
+        let apple = PagedApple(transactions: Self.bigHistory().transactions, clock: nil)
+        apple.state.withLock { $0.holdAt = 1 }
+        let g = Gateway(rig, source: apple, clock: clock)
+        let json = E.history().encoded()
+        _ = try await rig.h.store.write { [key = g.key] tx in
+            _ = try tx.claimReceiptHistory(key, owner: "old", until: .max, now: Self.t, freshSince: 0)
+            try tx.settleReceiptHistory(key, json: json, fetchedAt: Self.t - 7_200_000, owner: "old")
+        }
+        let answer = try await g.ask()
+        #expect(E.ids(answer) == ["2000000900001001", E.customer, "2000000900003000"], "the stored history's answer")
+        await eventually("the refresh is held at Apple") { apple.held }
+        #expect(g.histories.running == 1, "the refresh runs behind the answer")
+        apple.release()
+        await eventually("the refresh is kept") { g.histories.running == 0 }
+        let row = try await rig.h.store.read { [key = g.key] tx in try tx.receiptHistory(key) }
+        #expect(row?.fetchedAt == clock.now, "the refreshed history is stored")
+        #expect(try await g.ask()["status"] == .number("0"))
+        #expect(g.metrics.counter("iapgw_receipt_history_total", ["result": "fresh"]) == 1)
     }
 
     /// Past `history_max_age` a refresh is wanted, never a reason to fail: Apple's 429 on the refresh, and the
@@ -361,8 +392,11 @@ import WireJSON
         let answer = try await g.ask()
         #expect(answer["status"] == .number("0"))
         #expect(E.ids(answer) == ["2000000900001001", E.customer, "2000000900003000"], "the stored history's answer")
-        #expect(apple.calls == 1, "the refresh was asked, and refused")
+        await eventually("the refresh was asked, and refused") { apple.calls == 1 && g.histories.running == 0 }
         #expect(g.metrics.counter("iapgw_receipt_history_total", ["result": "stale"]) == 1)
+        // Apple's Retry-After holds the refresh: the next answer is the stored history, without a call.
+        #expect(try await g.ask()["status"] == .number("0"))
+        #expect(apple.calls == 1)
         // Without a stored history the same refusal is a retryable 21005: nothing to answer from.
         let empty = try E.Rig(mode: .api)
         defer { empty.close() }

@@ -81,9 +81,19 @@ final class ReceiptHistories: Sendable {
     /// The customer's history, found through `transactionID` (the key's customer), within the request's
     /// ``ReceiptSettings/fetchTimeoutMillis``.
     func history(_ key: ReceiptHistoryKey) async -> (Result<CustomerHistory, Failure>, Outcome) {
-        let deadline = now().clampedAdding(settings.fetchTimeoutMillis)
         let stored = try? await self.stored(key)
         if let fresh = stored?.fresh { return (.success(fresh), .fresh) }
+        // Past the maximum age, with `stale_wait` 0 (the default), the stored history answers at once and its refresh
+        // goes on in the background, behind the requests in Apple's budget: a refresh is wanted, never a wait or a
+        // failure while the customer's history, with the events journaled since laid over it, can answer.
+        let keptForAnswers = settings.historyMaxAgeMillis > 0
+        if keptForAnswers, settings.staleWaitMillis == 0, let stored, let stale = stored.history {
+            refreshInBackground(key, stored.row)
+            return (.success(stale), .stale)
+        }
+        let patience =
+            keptForAnswers && stored?.history != nil ? settings.staleWaitMillis : settings.fetchTimeoutMillis
+        let deadline = now().clampedAdding(patience)
         // Past the maximum age a refresh is wanted and waited for, up to the request's deadline; when it cannot be
         // had (Apple's 429, the customer's calls used up, Apple slow or down), the stored history answers — with the
         // events journaled since laid over it — rather than a `21005`. Not started again while one runs: the request
@@ -121,6 +131,22 @@ final class ReceiptHistories: Sendable {
                 ? "the App Store Server API is still being asked; the history is kept when it is whole"
                 : "the App Store Server API did not answer within \(settings.fetchTimeoutMillis) ms"
             return (.failure(Failure(code: left == .background ? "background" : "timeout", message: message)), .fetched)
+        }
+    }
+
+    /// Starts a refresh of `key` that no request waits for — when none runs for it, nothing refuses it (Apple's
+    /// `Retry-After` for the app, the customer's calls for the hour) and a background place is free
+    /// (``ReceiptSettings/backgroundFetches``); else nothing, and the next request asks again.
+    private func refreshInBackground(_ key: ReceiptHistoryKey, _ row: StoredReceiptHistory) {
+        guard refusal(key, row, counting: false) == nil else { return }
+        flights.withLock { f in
+            guard f.running[key] == nil, !f.stopping, f.background < settings.backgroundFetches else { return }
+            let flight = Flight()
+            flight.state.withLock { $0.background = true }
+            f.running[key] = flight
+            f.background += 1
+            metrics.set(.receiptHistoryBackground, [:], Double(f.background))
+            flight.start { await self.run(key, flight) }
         }
     }
 
@@ -169,7 +195,7 @@ final class ReceiptHistories: Sendable {
     }
 
     /// Why no fetch may start now: Apple's `Retry-After` for the app, or the customer's calls for the hour used up.
-    private func refusal(_ key: ReceiptHistoryKey, _ row: StoredReceiptHistory?) -> Failure? {
+    private func refusal(_ key: ReceiptHistoryKey, _ row: StoredReceiptHistory?, counting: Bool = true) -> Failure? {
         let time = now()
         if let until = pausedUntil.withLock({ $0[Self.pauseKey(key)] }), time < until {
             return Failure(code: "rate_limited", message: "Apple asked to wait until \(until)")
@@ -177,7 +203,9 @@ final class ReceiptHistories: Sendable {
         if let row, let since = row.callsSince, since > time.clampedSubtracting(Self.hourMillis),
             row.calls >= settings.customerCallsPerHour
         {
-            metrics.increment(.receiptHistoryCallsTotal, ["endpoint": "transaction_history", "outcome": "capped"])
+            if counting {
+                metrics.increment(.receiptHistoryCallsTotal, ["endpoint": "transaction_history", "outcome": "capped"])
+            }
             return Failure(code: "capped", message: "the customer's calls to Apple for this hour are used up")
         }
         return nil

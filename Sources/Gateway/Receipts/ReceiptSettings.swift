@@ -8,6 +8,10 @@ public struct ReceiptSettings: Sendable, Hashable {
     public var historyMaxAgeMillis: Int64 = 3_600_000
     /// How long one answer may wait for Apple (both calls, every page) before it is answered `21005` (retryable).
     public var fetchTimeoutMillis: Int64 = 10_000
+    /// Past ``historyMaxAgeMillis``, how long an answer waits for its customer's refresh before the stored history
+    /// answers; 0 (the default): at once, the refresh going on in the background, behind the requests in Apple's
+    /// budget. With ``historyMaxAgeMillis`` 0 (histories not kept for answers) every request waits for its fetch.
+    public var staleWaitMillis: Int64 = 0
     /// `shadow`: gateway answers built and compared at once, at most; beyond it a request is answered (with Apple's
     /// answer, as always) and its comparison skipped and counted.
     public var shadowConcurrency = 4
@@ -42,6 +46,14 @@ public struct ReceiptSettings: Sendable, Hashable {
         s.fetchTimeoutMillis = try r.duration("fetch_timeout", s.fetchTimeoutMillis, example: "10s")
         guard (1_000...60_000).contains(s.fetchTimeoutMillis) else {
             throw ConfigError(field: r.field("fetch_timeout"), "must be 1s…60s")
+        }
+        if let text = try r.string("stale_wait"), DurationText.milliseconds(text) == 0 {
+            s.staleWaitMillis = 0
+        } else {
+            s.staleWaitMillis = try r.duration("stale_wait", s.staleWaitMillis, example: "500ms")
+        }
+        guard (0...s.fetchTimeoutMillis).contains(s.staleWaitMillis) else {
+            throw ConfigError(field: r.field("stale_wait"), "must be 0s…fetch_timeout")
         }
         s.shadowConcurrency = try r.int("shadow_concurrency", 0...64, s.shadowConcurrency)
         s.maxInFlight = try r.int("max_in_flight", 1...4_096, s.maxInFlight)
