@@ -239,6 +239,10 @@ public enum ReceiptScaleBenchmark {
         let appleURL = "http://127.0.0.1:\(apple.port)"
         let apiKey = try PrivateKey.generateP256()
         let adminToken = String(UInt64.random(in: 0...UInt64.max), radix: 16) + "bench"
+        // The app is a sandbox one (test roots vouch for sandbox receipts only), and the gateway's budget takes a
+        // tenth of the production rate it is told for the sandbox: it is told ten times the fake's table, so that its
+        // sandbox budget is the table the fake enforces, as a production app's is Apple's.
+        let toldRate = allowance.perSecond * 10
         try rig.launch(
             configText: """
                 {
@@ -248,7 +252,9 @@ public enum ReceiptScaleBenchmark {
                   "trust": { "extra_roots": ["root.der"], "extra_receipt_roots": ["receipt-root.der"] },
                   "app_store_api": { "production_url": "\(appleURL)", "sandbox_url": "\(appleURL)",
                                      "issuer_id": "00000000-0000-4000-8000-000000000000", "key_id": "BENCHKEY01",
-                                     "private_key_env": "BENCH_API_KEY" },
+                                     "private_key_env": "BENCH_API_KEY",
+                                     "rate_limits": { "per_second": { "transaction_history": \(toldRate),
+                                                                      "subscription_statuses": \(toldRate) } } },
                   "receipts": { "max_in_flight_per_address": 64 },
                   "apps": [ { "bundle_id": "\(BenchRig.bundle)", "app_apple_id": 1, "environments": ["sandbox"],
                               "shared_secret_env": ["BENCH_SECRET"], "authority": "v2", "receipts": "api" } ]
