@@ -224,20 +224,23 @@ final class ProceduralAppleAPI: Sendable {
     /// Calls for an endpoint this fake does not serve or a customer it does not know (404).
     var notFound: Int { state.withLock { $0.notFound } }
 
-    /// The HTTP server's handler: held while Apple hangs, answered by ``answer(_:)``.
+    /// The HTTP server's handler: answered by ``answer(_:at:)``, and held while Apple hangs. Apple counts a request
+    /// when it arrives, so a held one is counted and judged then, its answer given when the hang ends.
     func handle(_ request: ServerRequest) -> ServerResponse {
         let t = now()
+        let response = answer(request, at: t)
         if let hang = state.withLock({ $0.hang }), t >= hang.from, t < hang.until {
-            return .later { [self] in
+            return .later {
                 try? await Task.sleep(for: .milliseconds(hang.until - t))
-                return answer(request)
+                return response
             }
         }
-        return answer(request)
+        return response
     }
 
-    /// The endpoint and customer `request` asks about, its rate checked and counted, and its answer.
-    func answer(_ request: ServerRequest) -> ServerResponse {
+    /// The endpoint and customer `request` asks about, its rate checked and counted as of `t` (its arrival), and its
+    /// answer.
+    func answer(_ request: ServerRequest, at t: Int64) -> ServerResponse {
         let parts = request.path.split(separator: "/").map(String.init)
         let endpoint: Endpoint? =
             switch (request.method, parts.count == 4 ? parts[0] + "/" + parts[1] + "/" + parts[2] : "") {
@@ -249,7 +252,7 @@ final class ProceduralAppleAPI: Sendable {
             state.withLock { $0.notFound += 1 }
             return .json(404, Self.notFoundBody)
         }
-        if let retryAt = admit(endpoint, at: now()) {
+        if let retryAt = admit(endpoint, at: t) {
             return ServerResponse(
                 status: 429,
                 headers: [

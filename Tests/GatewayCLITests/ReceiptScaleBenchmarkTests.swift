@@ -56,7 +56,7 @@ import WireJSON
     )
         -> ServerResponse
     {
-        fake.answer(ServerRequest(method: "GET", path: path, queryItems: query))
+        fake.handle(ServerRequest(method: "GET", path: path, queryItems: query))
     }
 
     static func payload(_ jws: String) throws -> JSONValue {
