@@ -322,8 +322,13 @@ import WireJSON
         _ = try await rig.ask()
         #expect(rig.source.calls == 1)
         rig.advance(2 * 60_000)
+        // Past the maximum age the stored history answers at once and is refreshed behind the answer.
+        #expect(Self.ids(try await rig.ask()).count == 3)
+        await eventually("the stale history is refreshed behind its answer") {
+            rig.source.calls == 2 && rig.service.receiptEndpoint.histories?.running == 0
+        }
         _ = try await rig.ask()
-        #expect(rig.source.calls == 2)
+        #expect(rig.source.calls == 2, "the refreshed history is fresh again")
     }
 
     @Test func aNotificationJournaledAfterTheFetchAnswersWithoutAskingApple() async throws {
