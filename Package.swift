@@ -220,7 +220,7 @@ let package = Package(
         ),
         .target(
             name: "SimulatorTestSupport",
-            dependencies: ["Simulator", "V2Adapter", "TestSupport"],
+            dependencies: ["Simulator", "V2Adapter", "HTTPClient", "TestSupport"],
             path: "Tests/SimulatorTestSupport",
             swiftSettings: strict
         ),

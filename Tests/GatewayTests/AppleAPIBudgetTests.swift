@@ -338,31 +338,6 @@ import WireJSON
         func rateLimited(_ call: AppStoreAPICall, until: Int64?) { inner.rateLimited(call, until: until) }
     }
 
-    /// The fake's request for what the client sent: path and query from the URL, the bearer header.
-    static func fakeRequest(_ request: HTTPRequest) -> FakeAppleRequest {
-        var rest = Substring(request.url)
-        if let scheme = rest.range(of: "://") {
-            rest = rest[scheme.upperBound...]
-            rest = rest.firstIndex(of: "/").map { rest[$0...] } ?? "/"
-        }
-        let parts = rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        var query: [String: String] = [:]
-        if parts.count == 2 {
-            for member in parts[1].split(separator: "&") {
-                let pair = member.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                query[String(pair[0]).removingPercentEncoding ?? ""] =
-                    pair.count == 2 ? (String(pair[1]).removingPercentEncoding ?? "") : ""
-            }
-        }
-        return FakeAppleRequest(
-            method: request.method.rawValue,
-            path: String(parts[0]).removingPercentEncoding ?? String(parts[0]),
-            query: query,
-            authorization: request.headers.first { $0.name.lowercased() == "authorization" }?.value,
-            body: request.body
-        )
-    }
-
     final class Tally: Sendable {
         private let counts = Mutex((done: 0, failures: 0))
         func finish(ok: Bool) { counts.withLock { $0 = ($0.done + 1, $0.failures + (ok ? 0 : 1)) } }
@@ -395,7 +370,7 @@ import WireJSON
             )
             try #require(set.status == 200)
             let transport = ScriptedTransport { request throws(HTTPClientError) in
-                let r = apple.handle(fakeRequest(request))
+                let r = apple.handle(FakeAppleRequest(request))
                 return HTTPResponse(status: r.status, headers: r.headers.map { HTTPHeader($0.0, $0.1) }, body: r.body)
             }
             let budget = Counted(AppleAPIBudgetTests.budget(clock))

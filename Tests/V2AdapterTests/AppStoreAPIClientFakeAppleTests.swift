@@ -18,32 +18,6 @@ enum APIFixture {
     static let production = "https://api.fake-production.example"
     static let sandbox = "https://api.fake-sandbox.example"
 
-    /// The fake's request for an `HTTPRequest` the client sent: path and query from the URL, the bearer header.
-    static func fakeRequest(method: String, target: String, headers: [HTTPHeader], body: [UInt8]) -> FakeAppleRequest {
-        var rest = Substring(target)
-        if let scheme = rest.range(of: "://") {
-            rest = rest[scheme.upperBound...]
-            rest = rest.firstIndex(of: "/").map { rest[$0...] } ?? "/"
-        }
-        let parts = rest.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        var query: [String: String] = [:]
-        if parts.count == 2 {
-            for member in parts[1].split(separator: "&") {
-                let pair = member.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-                query[String(pair[0]).removingPercentEncoding ?? ""] =
-                    pair.count == 2 ? (String(pair[1]).removingPercentEncoding ?? "") : ""
-            }
-        }
-        let authorization = headers.first { $0.name.lowercased() == "authorization" }?.value
-        return FakeAppleRequest(
-            method: method,
-            path: String(parts[0]).removingPercentEncoding ?? String(parts[0]),
-            query: query,
-            authorization: authorization,
-            body: body
-        )
-    }
-
     static func httpResponse(_ r: FakeAppleResponse) -> HTTPResponse {
         HTTPResponse(status: r.status, headers: [HTTPHeader("Content-Type", "application/json")], body: r.body)
     }
@@ -52,14 +26,7 @@ enum APIFixture {
     static func transport(_ apple: FakeApple) -> ScriptedTransport {
         ScriptedTransport { request throws(HTTPClientError) in
             httpResponse(
-                apple.handle(
-                    fakeRequest(
-                        method: request.method.rawValue,
-                        target: request.url,
-                        headers: request.headers,
-                        body: request.body
-                    )
-                )
+                apple.handle(FakeAppleRequest(request))
             )
         }
     }
@@ -753,7 +720,7 @@ struct FakeAppleAPI {
             try api.store.update { $0.apiFaults = [429] }
             let apple = api.apple
             let server = try LoopbackHTTPServer { r in
-                let fake = APIFixture.fakeRequest(method: r.method, target: r.path, headers: r.headers, body: r.body)
+                let fake = FakeAppleRequest(method: r.method, target: r.path, headers: r.headers, body: r.body)
                 let answer = apple.handle(fake)
                 let headers =
                     [HTTPHeader("Content-Type", "application/json")]
