@@ -32,12 +32,7 @@ struct AdminQuery: Sendable {
             return state
         }
         var cursor = DeliveryCursor.since(Int64.min)
-        if let sinceText = parameters["since"] {
-            guard let since = TimeText.milliseconds(sinceText, now: now()) else {
-                throw GatewayError(.badRequest, "since is not a time (ISO-8601, 7d, 12h or epoch ms)")
-            }
-            cursor = .since(since)
-        }
+        if let since = try time("since", now: now()) { cursor = .since(since) }
         if let text = parameters["cursor"] {
             let parts = text.split(separator: ".", omittingEmptySubsequences: false)
             guard parts.count == 2, let createdAt = Int64(parts[0]), let id = Int64(parts[1]) else {
@@ -82,17 +77,18 @@ struct AdminQuery: Sendable {
     func replaySelection(now: () -> Int64) throws(GatewayError) -> Operations.ReplaySelection {
         let id = try eventID()
         let time = parameters["since"] != nil || parameters["until"] != nil ? now() : 0
-        let since = try replayTime("since", now: time)
-        let until = try replayTime("until", now: time)
+        let since = try self.time("since", now: time)
+        let until = try self.time("until", now: time)
         if let id { return .eventID(id) }
         if parameters["dead_letters"] != nil { return .deadLetters }
         guard let since else { throw GatewayError(.badRequest, "give id, since[/until] or dead_letters") }
         return .range(since: since, until: until ?? Int64.max)
     }
 
-    private func replayTime(_ name: String, now: Int64) throws(GatewayError) -> Int64? {
+    /// A time parameter (ISO-8601, an age, epoch milliseconds), nil when absent; `now` is read only when it is given.
+    private func time(_ name: String, now: @autoclosure () -> Int64) throws(GatewayError) -> Int64? {
         guard let text = parameters[name] else { return nil }
-        guard let milliseconds = TimeText.milliseconds(text, now: now) else {
+        guard let milliseconds = TimeText.milliseconds(text, now: now()) else {
             throw GatewayError(.badRequest, "\(name) is not a time (ISO-8601, 7d, 12h or epoch ms)")
         }
         return milliseconds
@@ -131,6 +127,6 @@ struct AdminQuery: Sendable {
     /// `GET /admin/report`'s `since` (a time as for replay); `window` before `now` when absent. A `since` that is not a
     /// time is a `bad_request`: a report over another window than the one asked would read as an answer.
     func reportSince(now: Int64, window: Int64) throws(GatewayError) -> Int64 {
-        try replayTime("since", now: now) ?? now - window
+        try time("since", now: now) ?? now - window
     }
 }
