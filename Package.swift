@@ -29,6 +29,7 @@ let package = Package(
         .library(name: "Receipts", targets: ["Receipts"]),
         .library(name: "TestPKI", targets: ["TestPKI"]),
         .library(name: "AppStoreConnect", targets: ["AppStoreConnect"]),
+        .library(name: "ServiceKit", targets: ["ServiceKit"]),
         .library(name: "Gateway", targets: ["Gateway"]),
         .library(name: "Reports", targets: ["Reports"]),
         .library(name: "GatewayCLI", targets: ["GatewayCLI"]),
@@ -123,11 +124,19 @@ let package = Package(
         // The comparison report's values (what `report` and `GET /admin/report` say), built by the Gateway's ledger and
         // rendered by Reports.
         .target(name: "ReportModel", dependencies: ["Canonical", "Store"], swiftSettings: strict),
+        // The kernel every feature stands on: jobs and the service group, logs and metrics, the config reader, alerts,
+        // the App Store Server API clients and their budget, trust-anchor loading, route tables. It knows no feature.
+        .target(
+            name: "ServiceKit",
+            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V2Adapter", "Store"],
+            swiftSettings: strict
+        ),
         // The service: authenticate, normalize, journal, deliver, compare; its HTTP endpoints and admin API.
         .target(
             name: "Gateway",
             dependencies: [
-                "Canonical", "Policy", "ReportModel", "Crypto", "WireJSON", "HTTPClient", "V1Adapter", "V2Adapter",
+                "ServiceKit", "Canonical", "Policy", "ReportModel", "Crypto", "WireJSON", "HTTPClient", "V1Adapter",
+                "V2Adapter",
                 "AppStoreConnect",
                 "Store",
                 "TeamDatabase",
@@ -141,7 +150,8 @@ let package = Package(
         .target(
             name: "SimulatorServer",
             dependencies: [
-                "Simulator", "Gateway", "Canonical", "WireJSON", "V1Adapter", "V2Adapter", "HTTPClient", "HTTPServer",
+                "Simulator", "Gateway", "ServiceKit", "Canonical", "WireJSON", "V1Adapter", "V2Adapter", "HTTPClient",
+                "HTTPServer",
             ],
             swiftSettings: strict
         ),
@@ -150,7 +160,8 @@ let package = Package(
         .target(
             name: "Benchmarks",
             dependencies: [
-                "Gateway", "Store", "Policy", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
+                "Gateway", "ServiceKit", "Store", "Policy", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient",
+                "HTTPServer",
                 "V2Adapter", "Threads", "Receipts", "TestPKI",
             ],
             swiftSettings: strict
@@ -159,7 +170,8 @@ let package = Package(
         .target(
             name: "GatewayCLI",
             dependencies: [
-                "Gateway", "Reports", "ReportModel", "Simulator", "SimulatorServer", "Benchmarks", "Store", "Canonical",
+                "Gateway", "ServiceKit", "Reports", "ReportModel", "Simulator", "SimulatorServer", "Benchmarks",
+                "Store", "Canonical",
                 "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
                 "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts", "Threads", "Contracts",
             ],
@@ -257,9 +269,16 @@ let package = Package(
             swiftSettings: strict
         ),
         .testTarget(
+            name: "ServiceKitTests",
+            dependencies: ["ServiceKit", "Store", "TestSupport"],
+            swiftSettings: strict
+        ),
+        .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "Gateway", "Reports", "ReportModel", "Store", "TeamDatabase", "StoreTestSupport", "SQLite", "Postgres",
+                "Gateway", "ServiceKit", "Reports", "ReportModel", "Store", "TeamDatabase", "StoreTestSupport",
+                "SQLite",
+                "Postgres",
                 "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical",
                 "Policy",
                 "WireJSON", "TestSupport", "Simulator", "SimulatorTestSupport", "Receipts", "TestPKI", "Contracts",
@@ -268,13 +287,14 @@ let package = Package(
         ),
         .testTarget(
             name: "ReportsTests",
-            dependencies: ["Reports", "ReportModel", "Gateway", "Store", "WireJSON", "TestSupport"],
+            dependencies: ["Reports", "ReportModel", "Gateway", "ServiceKit", "Store", "WireJSON", "TestSupport"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "GatewayCLITests",
             dependencies: [
-                "GatewayCLI", "Benchmarks", "SimulatorServer", "Gateway", "Reports", "ReportModel", "Store",
+                "GatewayCLI", "Benchmarks", "SimulatorServer", "Gateway", "ServiceKit", "Reports", "ReportModel",
+                "Store",
                 "StoreTestSupport",
                 "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
                 "V2Adapter", "AppStoreConnect", "Canonical", "WireJSON", "TestSupport", "Receipts",

@@ -4,6 +4,7 @@ internal import FoundationEssentials
 internal import Gateway
 internal import HTTPClient
 internal import HTTPServer
+internal import ServiceKit
 internal import V2Adapter
 internal import WireJSON
 

@@ -4,6 +4,7 @@ internal import FoundationEssentials
 internal import Gateway
 internal import HTTPClient
 internal import HTTPServer
+internal import ServiceKit
 import Synchronization
 internal import Threads
 internal import V2Adapter

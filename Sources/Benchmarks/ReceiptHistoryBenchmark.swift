@@ -5,6 +5,7 @@ internal import Gateway
 internal import HTTPClient
 internal import HTTPServer
 internal import Receipts
+internal import ServiceKit
 internal import Synchronization
 internal import V2Adapter
 internal import WireJSON

@@ -4,6 +4,7 @@ internal import Gateway
 internal import HTTPClient
 internal import HTTPServer
 internal import Receipts
+internal import ServiceKit
 import Synchronization
 internal import WireJSON
 

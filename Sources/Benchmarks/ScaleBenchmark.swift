@@ -3,6 +3,7 @@ internal import FoundationEssentials
 internal import Gateway
 internal import HTTPClient
 internal import HTTPServer
+internal import ServiceKit
 internal import Store
 internal import WireJSON
 

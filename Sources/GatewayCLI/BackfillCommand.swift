@@ -1,5 +1,6 @@
 public import Canonical
 public import Gateway
+public import ServiceKit
 internal import WireJSON
 
 /// `iap-gateway backfill`: the App Store Server API's notification history, fed through the gateway's own pipeline.
@@ -133,7 +134,7 @@ public enum BackfillCommand: Command {
     /// have, say) is counted in `refused`, quarantined once, and gone past.
     public static func backfill(
         service: GatewayService,
-        source: AppStoreAPIPathSource,
+        source: AppStoreAPIClients,
         since: Int64,
         until: Int64,
         bundleID: String?,

@@ -1,6 +1,7 @@
 internal import Benchmarks
 internal import FoundationEssentials
 internal import Gateway
+internal import ServiceKit
 internal import WireJSON
 
 /// `iap-gateway bench verify|receipts|receipt-history|receipt-scale|ingest|soak|flood|fsync|scale|delivery-rate|isolation`:

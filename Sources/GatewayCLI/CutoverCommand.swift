@@ -1,4 +1,5 @@
 internal import Gateway
+internal import ServiceKit
 internal import WireJSON
 
 /// `iap-gateway cutover`: make V2 (or V1 again) authoritative for a bundle's new notifications.

@@ -1,5 +1,6 @@
 internal import Canonical
 internal import Gateway
+internal import ServiceKit
 
 /// The `iap-gateway` command line: finds the command named by the first argument and runs it. Each command is one
 /// file here (`VerifyCommand.swift`, `ServeCommand.swift`, …) with its usage text, its flags and its run; what they

@@ -1,5 +1,6 @@
 internal import Canonical
 internal import Gateway
+internal import ServiceKit
 internal import WireJSON
 
 /// `iap-gateway migrate`: switch the version of the notifications Apple sends for an app and environment through the

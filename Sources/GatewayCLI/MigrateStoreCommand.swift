@@ -1,4 +1,5 @@
 internal import Gateway
+internal import ServiceKit
 internal import Store
 internal import Threads
 internal import WireJSON

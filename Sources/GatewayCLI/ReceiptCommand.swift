@@ -2,6 +2,7 @@ internal import Crypto
 internal import FoundationEssentials
 internal import Gateway
 internal import Receipts
+internal import ServiceKit
 internal import WireJSON
 
 #if canImport(Glibc)

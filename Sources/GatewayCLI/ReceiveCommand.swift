@@ -1,5 +1,6 @@
 internal import Gateway
 internal import HTTPServer
+internal import ServiceKit
 internal import WireJSON
 
 /// `iap-gateway receive`: a minimal downstream for trying the gateway — prints every delivery it gets as one JSON

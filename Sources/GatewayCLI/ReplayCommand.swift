@@ -1,4 +1,5 @@
 internal import Gateway
+internal import ServiceKit
 
 /// `iap-gateway replay`: queue deliveries again — one event, a time range, or every dead letter.
 enum ReplayCommand: Command {

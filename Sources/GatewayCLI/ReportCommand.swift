@@ -1,5 +1,6 @@
 internal import Gateway
 internal import Reports
+internal import ServiceKit
 
 /// `iap-gateway report`: the side-by-side comparison of V1 and V2 per bundle and environment, with the readiness
 /// verdict, as a table, JSON or one HTML page.

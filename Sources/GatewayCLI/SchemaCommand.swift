@@ -1,5 +1,6 @@
 internal import Contracts
 internal import Gateway
+internal import ServiceKit
 
 /// `iap-gateway schema [NAME]`: one of the gateway's contracts, self-contained (``Contracts/bundled(_:)``), so a team
 /// generates types or validates its tests without the repository (docs/contracts.md).

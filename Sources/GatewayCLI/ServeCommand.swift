@@ -1,6 +1,7 @@
 internal import Canonical
 public import Gateway
 internal import Reports
+internal import ServiceKit
 
 #if canImport(Glibc)
 import Glibc

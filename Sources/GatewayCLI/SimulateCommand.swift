@@ -4,6 +4,7 @@ internal import FoundationEssentials
 internal import Gateway
 public import HTTPClient
 internal import HTTPServer
+internal import ServiceKit
 public import Simulator
 internal import SimulatorServer
 internal import WireJSON

@@ -1,7 +1,8 @@
 public import Canonical
 internal import FoundationEssentials
-public import Gateway
+internal import Gateway
 internal import HTTPClient
+public import ServiceKit
 public import V1Adapter
 public import V2Adapter
 internal import WireJSON

@@ -1,6 +1,7 @@
-public import Gateway
+internal import Gateway
 public import HTTPClient
 public import HTTPServer
+public import ServiceKit
 public import Simulator
 
 #if canImport(Glibc)

@@ -4,6 +4,7 @@ import Foundation
 import Gateway
 import GatewayCLI
 import HTTPClient
+import ServiceKit
 import Store
 import StoreTestSupport
 import Synchronization
@@ -28,7 +29,7 @@ import WireJSON
         let directory: String
         let service: GatewayService
         let transport: ScriptedTransport
-        let source: AppStoreAPIPathSource
+        let source: AppStoreAPIClients
 
         init(limits: String = "{}", answer: @escaping @Sendable (Int) -> String) throws {
             directory = try Scratch.directory()
@@ -70,7 +71,7 @@ import WireJSON
                 sleep: { _ in },
                 jitter: { 0 }
             )
-            source = AppStoreAPIPathSource(clients: [BackfillCommandTests.bundleID: client])
+            source = AppStoreAPIClients(clients: [BackfillCommandTests.bundleID: client])
         }
 
         var store: any GatewayStore { service.store }

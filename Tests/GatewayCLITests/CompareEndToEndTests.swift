@@ -6,6 +6,7 @@ import GatewayCLI
 import HTTPClient
 import HTTPServer
 import Reports
+import ServiceKit
 import Simulator
 import SimulatorServer
 import SimulatorTestSupport

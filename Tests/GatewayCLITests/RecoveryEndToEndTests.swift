@@ -6,6 +6,7 @@ import HTTPClient
 import HTTPServer
 import ReportModel
 import Reports
+import ServiceKit
 import Simulator
 import SimulatorServer
 import SimulatorTestSupport

@@ -5,6 +5,7 @@ import Foundation
 import Gateway
 import HTTPClient
 import HTTPServer
+import ServiceKit
 import Simulator
 import SimulatorServer
 import SimulatorTestSupport

@@ -2,6 +2,7 @@ import Canonical
 import FoundationEssentials
 import Gateway
 import GatewayCLI
+import ServiceKit
 import Store
 import TestSupport
 import Testing

@@ -1,6 +1,7 @@
 import Canonical
 import Contracts
 import HTTPServer
+import ServiceKit
 import Store
 import Testing
 import WireJSON

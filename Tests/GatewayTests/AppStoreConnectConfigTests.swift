@@ -3,6 +3,7 @@ import Canonical
 import Crypto
 import Gateway
 import HTTPClient
+import ServiceKit
 import Simulator
 import TestSupport
 import Testing

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Gateway
 import HTTPClient
+import ServiceKit
 import Simulator
 import SimulatorTestSupport
 import Synchronization

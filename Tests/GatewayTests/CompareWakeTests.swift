@@ -2,6 +2,7 @@ import Canonical
 import Foundation
 import HTTPClient
 import Policy
+import ServiceKit
 import Store
 import StoreTestSupport
 import Synchronization

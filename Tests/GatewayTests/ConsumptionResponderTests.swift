@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Gateway
 import HTTPClient
+import ServiceKit
 import Store
 import StoreTestSupport
 import Synchronization
@@ -170,7 +171,7 @@ import WireJSON
                 sleep: { _ in },
                 jitter: { 0 }
             )
-            sender = AppStoreAPIPathSource(clients: [bundle: client])
+            sender = AppStoreAPIClients(clients: [bundle: client])
             appleRequests = transport
         }
         try service.seedAuthority()

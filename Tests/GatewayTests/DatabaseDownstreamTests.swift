@@ -4,6 +4,7 @@ import Gateway
 import HTTPClient
 import Policy
 import SQLite
+import ServiceKit
 import Store
 import StoreTestSupport
 import Synchronization

@@ -3,6 +3,7 @@ import Foundation
 import Gateway
 import HTTPClient
 import Policy
+import ServiceKit
 import Store
 import StoreTestSupport
 import Synchronization

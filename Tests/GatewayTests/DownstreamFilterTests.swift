@@ -1,6 +1,7 @@
 import Canonical
 import Foundation
 import Policy
+import ServiceKit
 import Synchronization
 import Testing
 import WireJSON

@@ -51,6 +51,14 @@ import Testing
             ["Gateway", "GatewayCLI", "Reports", "SimulatorServer", "Benchmarks", "Store", "HTTPServer", "HTTPClient"]
         ),
         ("Gateway", ["SimulatorServer", "Benchmarks"]),
+        // The kernel knows no feature: every feature depends on it, never the other way (docs/architecture.md).
+        (
+            "ServiceKit",
+            [
+                "Gateway", "GatewayCLI", "Reports", "ReportModel", "Simulator", "SimulatorServer", "Benchmarks",
+                "Policy", "V1Adapter", "Receipts", "TeamDatabase", "AppStoreConnect", "TestPKI",
+            ]
+        ),
         (
             "Policy",
             [
@@ -107,7 +115,7 @@ import Testing
     /// What every part records through (`Log`, `Metrics`, `Metric`) imports neither the store nor a part: each part
     /// declares its own metrics beside its code (docs/architecture.md, "The service").
     @Test func observabilityImportsNoStoreAndNoPart() throws {
-        let imports = try Self.imports(of: "Gateway").filter { $0.file.hasPrefix("Observability/") }
+        let imports = try Self.imports(of: "ServiceKit").filter { $0.file.hasPrefix("Observability/") }
         #expect(!imports.isEmpty, "the Observability sources were found")
         let allowed: Set = ["FoundationEssentials", "Synchronization", "WireJSON", "Glibc"]
         let others = imports.filter { !allowed.contains($0.module) }

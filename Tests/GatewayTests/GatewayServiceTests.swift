@@ -4,6 +4,7 @@ import Foundation
 import Gateway
 import HTTPClient
 import Reports
+import ServiceKit
 import Store
 import StoreTestSupport
 import Synchronization

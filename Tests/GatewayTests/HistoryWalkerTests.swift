@@ -1,5 +1,6 @@
 import Canonical
 import Gateway
+import ServiceKit
 import Store
 import Synchronization
 import Testing

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import HTTPServer
+import ServiceKit
 import TestSupport
 import Testing
 

@@ -1,4 +1,5 @@
 import Foundation
+import ServiceKit
 import Testing
 
 @testable import Gateway
@@ -7,6 +8,8 @@ import Testing
 /// described in the exposition and in docs/operations.md.
 @Suite struct MetricCatalogueTests {
     static let catalogue = GatewayService.metricCatalogue
+    /// The modules whose parts declare metrics.
+    static let modules = ["ServiceKit", "Gateway"]
 
     static let repository = URL(filePath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
@@ -28,19 +31,22 @@ import Testing
 
     /// A metric declared by a part (`static let … = counter("iapgw_…", …)`) but left out of its list would be
     /// recorded without its `# HELP`/`# TYPE` lines; one name declared by two parts would be two metrics in one.
-    /// The names are read from the sources: every `"iapgw_…"` string in the Gateway module is a metric's declaration.
+    /// The names are read from the sources: every `"iapgw_…"` string in the service's modules is a metric's
+    /// declaration.
     @Test func everyDeclaredMetricIsDeclaredOnceAndInTheCatalogue() throws {
-        let folder = Self.repository.appending(path: "Sources").appending(path: "Gateway")
-        let files =
-            FileManager.default.enumerator(atPath: folder.path())?.compactMap { $0 as? String }.filter {
-                $0.hasSuffix(".swift")
-            } ?? []
         var declared: [String: [String]] = [:]  // name → files declaring it
-        for file in files.sorted() {
-            let text = try String(contentsOf: folder.appending(path: file), encoding: .utf8)
-            for piece in text.components(separatedBy: "\"iapgw_").dropFirst() {
-                guard let end = piece.firstIndex(of: "\"") else { continue }
-                declared["iapgw_" + piece[..<end], default: []].append(file)
+        for module in Self.modules {
+            let folder = Self.repository.appending(path: "Sources").appending(path: module)
+            let files =
+                FileManager.default.enumerator(atPath: folder.path())?.compactMap { $0 as? String }.filter {
+                    $0.hasSuffix(".swift")
+                } ?? []
+            for file in files.sorted() {
+                let text = try String(contentsOf: folder.appending(path: file), encoding: .utf8)
+                for piece in text.components(separatedBy: "\"iapgw_").dropFirst() {
+                    guard let end = piece.firstIndex(of: "\"") else { continue }
+                    declared["iapgw_" + piece[..<end], default: []].append(module + "/" + file)
+                }
             }
         }
         #expect(declared.count > 40, "the declarations were found")

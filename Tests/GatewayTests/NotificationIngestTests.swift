@@ -1,6 +1,7 @@
 import Canonical
 import Crypto
 import Gateway
+import ServiceKit
 import Store
 import StoreTestSupport
 import TestSupport

@@ -1,6 +1,7 @@
 import Canonical
 import Foundation
 import HTTPClient
+import ServiceKit
 import Store
 import StoreTestSupport
 import TestSupport

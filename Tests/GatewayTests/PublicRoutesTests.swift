@@ -1,4 +1,5 @@
 import HTTPServer
+import ServiceKit
 import TestSupport
 import Testing
 

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import HTTPClient
 import Receipts
+import ServiceKit
 import Store
 import Synchronization
 import TestPKI

@@ -2,6 +2,7 @@ import Canonical
 import Crypto
 import Foundation
 import HTTPClient
+import ServiceKit
 import Store
 import Synchronization
 import TestSupport
@@ -464,7 +465,7 @@ import WireJSON
             adapter: V2Adapter(verifier: AppleJWSVerifier(anchors: try .apple()), apps: nil),
             now: { Self.t }
         )
-        let source = AppStoreAPIPathSource(clients: [E.bundle: client])
+        let source = AppStoreAPIClients(clients: [E.bundle: client])
         let page = try await source.historyPage(
             bundleID: E.bundle,
             environment: .sandbox,

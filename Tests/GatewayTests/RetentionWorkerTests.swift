@@ -1,5 +1,6 @@
 import Canonical
 import Policy
+import ServiceKit
 import Store
 import StoreTestSupport
 import TestSupport

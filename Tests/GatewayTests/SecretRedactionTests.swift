@@ -3,6 +3,7 @@ import Foundation
 import HTTPServer
 import Postgres
 import SQLite
+import ServiceKit
 import Store
 import StoreTestSupport
 import TestSupport

@@ -1,5 +1,6 @@
 import Gateway
 import HTTPServer
+import ServiceKit
 import Store
 import Testing
 

@@ -2,6 +2,7 @@ internal import Contracts
 internal import Crypto
 internal import HTTPServer
 internal import ReportModel
+internal import ServiceKit
 internal import Store
 import Synchronization
 internal import Threads

@@ -1,4 +1,5 @@
 internal import HTTPServer
+public import ServiceKit
 
 /// One HTTP listener's settings from the config — the public one (`listen`, `limits`, `listen_tls`) or the admin one
 /// (`admin.listen`) — and starting it. Every failure is a ``ConfigError`` naming the field at fault.

@@ -1,5 +1,6 @@
 internal import Canonical
 internal import HTTPServer
+internal import ServiceKit
 
 /// The Apple-facing listener's routes: `POST /notifications` (ingest, then its metrics and log line) and
 /// `GET /healthz`. `/metrics` is served on the admin listener only (``AdminAPI``): it names downstreams and shows

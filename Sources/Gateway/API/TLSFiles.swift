@@ -1,5 +1,6 @@
 internal import FoundationEssentials
 internal import HTTPServer
+internal import ServiceKit
 
 /// `listen_tls`: the PEM certificate (chain) and key files the public listener serves HTTPS with, read when it
 /// starts (docs/configuration.md, "listen_tls").

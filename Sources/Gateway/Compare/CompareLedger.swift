@@ -1,6 +1,7 @@
 internal import Canonical
 internal import FoundationEssentials
 public import ReportModel
+public import ServiceKit
 public import Store
 
 /// Why a cutover was refused, with a stable code.

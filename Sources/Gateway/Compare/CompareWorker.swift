@@ -1,7 +1,8 @@
 internal import Canonical
 internal import FoundationEssentials
 public import HTTPClient
-internal import Store
+public import ServiceKit
+package import Store
 import Synchronization
 public import V1Adapter
 internal import V2Adapter
@@ -17,8 +18,8 @@ internal import WireJSON
 /// alert is checked here too.
 public final class CompareWorker: JobTable, ContextualWorker {
     /// The slices of the store it works on.
-    typealias Transaction = any ComparisonTransaction & JournalTransaction & AuthorityTransaction
-    let store: StoreSlice<Transaction>
+    package typealias Transaction = any ComparisonTransaction & JournalTransaction & AuthorityTransaction
+    package let store: StoreSlice<Transaction>
     public struct Tuning: Sendable {
         public var pollMillis: Int64 = 500
         /// The wait after a failed fetch, and give up (state failed) after `maxAttempts`.
@@ -26,7 +27,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
         public init() {}
     }
 
-    let context: WorkerContext
+    package let context: WorkerContext
     /// Who receives what, from the config.
     let router: Router
     let settings: GatewayConfig.CompareSettings
@@ -61,21 +62,21 @@ public final class CompareWorker: JobTable, ContextualWorker {
         self.scheduler = JobScheduler(context: context, idlePollMillis: tuning.pollMillis)
     }
 
-    typealias Job = FetchJob
+    package typealias Job = FetchJob
 
     public func run() async { await scheduler.run(self) }
 
     public func stop() { scheduler.stop() }
 
-    var lanes: [String] { [""] }
+    package var lanes: [String] { [""] }
 
-    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: Transaction) throws -> [Job] {
+    package func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: Transaction) throws -> [Job] {
         try tx.claimDueFetches(at: time, limit: count, lease: lease)
     }
 
-    func limit(lane: String) -> Int { settings.concurrency }
+    package func limit(lane: String) -> Int { settings.concurrency }
 
-    func process(_ job: Job) async {
+    package func process(_ job: Job) async {
         do {
             switch job.fetch {
             case .v2: try await fetchV2(job)
@@ -365,9 +366,9 @@ public final class CompareWorker: JobTable, ContextualWorker {
 
     // MARK: Gauges and the silence alert
 
-    var claimedJobs: ClaimedJobs { .fetches }
+    package var claimedJobs: ClaimedJobs { .fetches }
 
-    func housekeeping() async {
+    package func housekeeping() async {
         await gaugePending(as: .compareJobsPending) { tx in try tx.pendingFetches() }
         let time = now()
         let due = lastSilenceCheck.withLock { last -> Bool in
@@ -407,7 +408,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
 }
 
 extension FetchJob: ScheduledJob {
-    var lane: String { "" }
+    package var lane: String { "" }
 }
 
 extension CompareWorker: BackgroundService {}

@@ -1,3 +1,5 @@
+internal import ServiceKit
+
 /// The metrics of the comparison of the two paths and of the authority.
 extension Metric {
     static let comparison: [Metric] = [

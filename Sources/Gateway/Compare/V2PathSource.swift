@@ -1,4 +1,5 @@
 public import Canonical
+public import ServiceKit
 public import V2Adapter
 
 /// What the V2 path says about a subscription right now: Get All Subscription Statuses, verified.
@@ -9,19 +10,6 @@ public struct V2PathStatus: Sendable {
     public init(snapshot: OutcomeSnapshot, transaction: TransactionPayload, renewal: RenewalInfoPayload?) {
         (self.snapshot, self.transaction, self.renewal) = (snapshot, transaction, renewal)
     }
-}
-
-/// Why a fetch of one path's view failed; `retryable` failures are tried again later.
-public struct PathFetchError: Error, Sendable, CustomStringConvertible {
-    public var code: String
-    public var message: String
-    public var retryable: Bool
-    /// How long Apple asked to wait (`Retry-After`), when it did.
-    public var retryAfterMillis: Int64?
-    public init(code: String, message: String, retryable: Bool, retryAfterMillis: Int64? = nil) {
-        (self.code, self.message, self.retryable, self.retryAfterMillis) = (code, message, retryable, retryAfterMillis)
-    }
-    public var description: String { "\(code): \(message)" }
 }
 
 /// The V2 path's view of a subscription (the App Store Server API in the service; a fake in tests).

@@ -4,6 +4,7 @@ public import HTTPClient
 internal import HTTPServer
 public import Policy
 public import ReportModel
+public import ServiceKit
 internal import Store
 internal import TeamDatabase
 public import V1Adapter
@@ -159,16 +160,8 @@ public struct GatewayConfig: Sendable {
         }
     }
 
-    public struct AppStoreAPI: Sendable, Hashable {
-        public var productionURL: String
-        public var sandboxURL: String
-        public var issuerID: String?
-        public var keyID: String?
-        public var privateKeyEnv: String?
-        /// `app_store_api.rate_limits`: the budget every call to the API shares (docs/operations.md, "Apple's rate
-        /// limits").
-        public var rateLimits = AppleRateLimitSettings()
-    }
+    /// `app_store_api`: the team's key and Apple's URLs for every App Store Server API client.
+    public typealias AppStoreAPI = AppStoreAPISettings
 
     public var listen: String = "127.0.0.1:8080"
     public var adminListen: String = "127.0.0.1:8081"
@@ -196,13 +189,7 @@ public struct GatewayConfig: Sendable {
         public var url: String
         public var secretEnv: [String]
     }
-    public var appStoreAPI = AppStoreAPI(
-        productionURL: "https://api.storekit.apple.com",
-        sandboxURL: "https://api.storekit-sandbox.apple.com",
-        issuerID: nil,
-        keyID: nil,
-        privateKeyEnv: nil
-    )
+    public var appStoreAPI = AppStoreAPISettings()
     /// nil when the file has no `app_store_connect`: the switch cannot move Apple then.
     public var appStoreConnect: AppStoreConnect?
     public var compareSettings = CompareSettings()
@@ -895,9 +882,7 @@ public struct GatewayConfig: Sendable {
     }.sorted()
 
     /// Whether the App Store Server API can be called (issuer, key id and the key's variable are configured).
-    public var hasAppStoreAPICredentials: Bool {
-        appStoreAPI.issuerID != nil && appStoreAPI.keyID != nil && appStoreAPI.privateKeyEnv != nil
-    }
+    public var hasAppStoreAPICredentials: Bool { appStoreAPI.hasCredentials }
 
     /// Settings that cannot produce what they promise (docs/architecture.md, "Authority and comparison"), found before anything starts: a bundle that
     /// may receive V1 with V2 authoritative needs the App Store Server API for its V2 path, and comparing needs it
@@ -932,15 +917,10 @@ public struct GatewayConfig: Sendable {
         return problems
     }
 
-    /// The longest duration a setting may hold: 100 years. Times are computed as `now ± duration`, and no setting
-    /// needs more, so a larger value is a typo (or an attempt to overflow that arithmetic), refused at start.
-    public static let maxDurationMillis: Int64 = 36_500 * 86_400_000
+    /// The longest duration a setting may hold (``ConfigReader/maxDurationMillis``).
+    public static let maxDurationMillis = ConfigReader.maxDurationMillis
 
-    /// A positive duration no longer than ``maxDurationMillis``, else nil.
-    static func configDuration(_ text: String) -> Int64? {
-        guard let ms = DurationText.milliseconds(text), ms > 0, ms <= maxDurationMillis else { return nil }
-        return ms
-    }
+    static func configDuration(_ text: String) -> Int64? { ConfigReader.duration(text) }
 
     private static func environments(
         _ r: ConfigReader,

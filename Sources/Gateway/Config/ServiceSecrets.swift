@@ -1,3 +1,4 @@
+internal import ServiceKit
 internal import TeamDatabase
 internal import V1Adapter
 public import WireJSON

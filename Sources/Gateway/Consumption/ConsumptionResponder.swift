@@ -1,7 +1,8 @@
 public import Canonical
 public import HTTPClient
 internal import Policy
-internal import Store
+public import ServiceKit
+package import Store
 public import V2Adapter
 internal import WireJSON
 
@@ -17,7 +18,7 @@ public protocol ConsumptionSender: Sendable {
     ) async throws(AppStoreAPIError)
 }
 
-extension AppStoreAPIPathSource: ConsumptionSender {
+extension AppStoreAPIClients: ConsumptionSender {
     public func sendConsumptionInformation(
         bundleID: String,
         transactionID: String,
@@ -49,8 +50,8 @@ extension AppStoreAPIPathSource: ConsumptionSender {
 /// to `alerts.webhook` — when Apple refuses the answer (400, 404), the gateway refuses to send it
 /// (`gateway_refused`), or the next try would come after the deadline.
 public final class ConsumptionResponder: JobTable, ContextualWorker {
-    typealias Transaction = any ConsumptionTransaction & JournalTransaction
-    let store: StoreSlice<Transaction>
+    package typealias Transaction = any ConsumptionTransaction & JournalTransaction
+    package let store: StoreSlice<Transaction>
 
     public struct Tuning: Sendable {
         public var concurrency = 4
@@ -58,7 +59,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
         public init() {}
     }
 
-    let context: WorkerContext
+    package let context: WorkerContext
     let apps: [String: ConsumptionSettings]
     let signers: [String: WebhookSigner]
     let sender: (any ConsumptionSender)?
@@ -84,20 +85,20 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
         self.scheduler = JobScheduler(context: context, idlePollMillis: tuning.pollMillis)
     }
 
-    typealias Job = ConsumptionJob
+    package typealias Job = ConsumptionJob
 
     public func run() async { await scheduler.run(self) }
     public func stop() { scheduler.stop() }
 
-    var lanes: [String] { [""] }
-    func limit(lane: String) -> Int { tuning.concurrency }
-    var claimedJobs: ClaimedJobs { .consumptionJobs }
+    package var lanes: [String] { [""] }
+    package func limit(lane: String) -> Int { tuning.concurrency }
+    package var claimedJobs: ClaimedJobs { .consumptionJobs }
 
-    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: Transaction) throws -> [Job] {
+    package func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: Transaction) throws -> [Job] {
         try tx.claimDueConsumptionJobs(at: time, limit: count, lease: lease)
     }
 
-    func housekeeping() async {
+    package func housekeeping() async {
         await gaugePending(as: .consumptionJobsPending) { tx in try tx.pendingConsumptionJobs() }
     }
 
@@ -110,7 +111,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
         var source: ConsumptionAnswerSource?
     }
 
-    func process(_ job: Job) async {
+    package func process(_ job: Job) async {
         let r = job.request
         var progress = Progress(
             asks: job.asks,
@@ -421,7 +422,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
 
 extension ConsumptionJob: ScheduledJob {
     /// One lane: the responder's concurrency is the app's whole.
-    var lane: String { "" }
+    package var lane: String { "" }
 }
 
 extension ConsumptionRequest {

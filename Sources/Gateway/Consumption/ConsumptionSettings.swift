@@ -1,4 +1,5 @@
 internal import Canonical
+internal import ServiceKit
 public import V2Adapter
 internal import WireJSON
 

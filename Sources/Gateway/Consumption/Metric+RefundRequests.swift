@@ -1,3 +1,5 @@
+internal import ServiceKit
+
 /// The metrics of the consumption responder (Apple's refund requests).
 extension Metric {
     static let refundRequests: [Metric] = [

@@ -2,6 +2,7 @@ internal import Canonical
 import Dispatch
 public import HTTPClient
 internal import Policy
+public import ServiceKit
 public import Store
 import Synchronization
 public import TeamDatabase
@@ -29,11 +30,11 @@ public struct DeliveryTuning: Sendable {
 /// attempt like an HTTP error.
 public final class DeliveryWorker: JobTable, ContextualWorker {
     /// The slices of the store it works on.
-    typealias Transaction = any OutboxTransaction & JournalTransaction & ComparisonTransaction
-    let store: StoreSlice<Transaction>
-    typealias Job = DeliveryJob
+    package typealias Transaction = any OutboxTransaction & JournalTransaction & ComparisonTransaction
+    package let store: StoreSlice<Transaction>
+    package typealias Job = DeliveryJob
 
-    let context: WorkerContext
+    package let context: WorkerContext
     /// Who receives what, from the config.
     let router: Router
     let transport: any HTTPTransport
@@ -131,11 +132,11 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     public func stop() { scheduler.stop() }
 
     /// One lane per downstream, so a slow one never holds back the others.
-    var lanes: [String] { router.downstreamNames }
+    package var lanes: [String] { router.downstreamNames }
 
     /// With each job what it sends, read in the claim's statement: the event (and the notification's body for a
     /// downstream with `include_raw`) for webhooks and databases, nothing for pass-through (its body is the journal's).
-    func due(
+    package func due(
         at time: Int64,
         lane downstream: String,
         count: Int,
@@ -164,16 +165,18 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         return payload
     }
 
-    func limit(lane downstream: String) -> Int { router.downstream(downstream)?.concurrency ?? tuning.concurrency }
+    package func limit(lane downstream: String) -> Int {
+        router.downstream(downstream)?.concurrency ?? tuning.concurrency
+    }
 
-    func process(_ job: Job) async {
+    package func process(_ job: Job) async {
         guard await rateLimiter.acquire(job.downstream) else { return }
         await deliver(job)
     }
 
-    var claimedJobs: ClaimedJobs { .deliveries }
+    package var claimedJobs: ClaimedJobs { .deliveries }
 
-    func housekeeping() async { await updateQueueGauges() }
+    package func housekeeping() async { await updateQueueGauges() }
 
     func deliver(_ job: Job) async {
         guard let downstream = router.downstream(job.downstream) else {
@@ -393,7 +396,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
 
 extension DeliveryJob: ScheduledJob {
     /// Concurrency is limited per downstream.
-    var lane: String { downstream }
+    package var lane: String { downstream }
 }
 
 extension DeliveryWorker: BackgroundService {}

@@ -1,3 +1,5 @@
+internal import ServiceKit
+
 /// The metrics of delivery to the downstreams.
 extension Metric {
     static let delivery: [Metric] = [

@@ -1,3 +1,5 @@
+internal import ServiceKit
+
 /// The metrics of `POST /notifications`: the endpoint, the quarantine, the verifyReceipt stage of V1 notifications
 /// and the V1 shapes of V2 notifications.
 extension Metric {

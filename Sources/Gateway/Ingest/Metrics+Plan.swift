@@ -1,3 +1,4 @@
+internal import ServiceKit
 internal import Store
 
 extension Metrics {

@@ -2,6 +2,7 @@ public import Canonical
 internal import Crypto
 internal import FoundationEssentials
 internal import Policy
+public import ServiceKit
 public import Store
 public import V1Adapter
 public import V2Adapter

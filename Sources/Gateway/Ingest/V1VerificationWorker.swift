@@ -1,7 +1,8 @@
 internal import Canonical
 public import HTTPClient
 internal import Policy
-internal import Store
+public import ServiceKit
+package import Store
 import Synchronization
 public import V1Adapter
 internal import WireJSON
@@ -11,8 +12,8 @@ internal import WireJSON
 /// receipt ends it without an event (logged and counted); a 21004 keeps it waiting for a config fix.
 public final class V1VerificationWorker: JobTable, ContextualWorker {
     /// The slices of the store it works on.
-    typealias Transaction = any ReceiptJobTransaction & JournalTransaction & ComparisonTransaction
-    let store: StoreSlice<Transaction>
+    package typealias Transaction = any ReceiptJobTransaction & JournalTransaction & ComparisonTransaction
+    package let store: StoreSlice<Transaction>
     public struct Tuning: Sendable {
         public var concurrency = 4
         public var pollMillis: Int64 = 200
@@ -26,7 +27,7 @@ public final class V1VerificationWorker: JobTable, ContextualWorker {
         public init() {}
     }
 
-    let context: WorkerContext
+    package let context: WorkerContext
     /// Who receives what, from the config.
     let router: Router
     let client: VerifyReceiptClient
@@ -50,28 +51,28 @@ public final class V1VerificationWorker: JobTable, ContextualWorker {
         self.scheduler = JobScheduler(context: context, idlePollMillis: tuning.pollMillis)
     }
 
-    typealias Job = ReceiptJob
+    package typealias Job = ReceiptJob
 
     /// Runs until ``stop()``; returns after the verifications in flight finished.
     public func run() async { await scheduler.run(self) }
 
     public func stop() { scheduler.stop() }
 
-    var lanes: [String] { [""] }
+    package var lanes: [String] { [""] }
 
-    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: Transaction) throws -> [Job] {
+    package func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: Transaction) throws -> [Job] {
         try tx.claimDueReceiptJobs(at: time, limit: count, lease: lease)
     }
 
-    func limit(lane: String) -> Int { tuning.concurrency }
+    package func limit(lane: String) -> Int { tuning.concurrency }
 
-    var claimedJobs: ClaimedJobs { .receiptJobs }
+    package var claimedJobs: ClaimedJobs { .receiptJobs }
 
-    func housekeeping() async {
+    package func housekeeping() async {
         await gaugePending(as: .receiptJobsPending) { tx in try tx.pendingReceiptJobs() }
     }
 
-    func process(_ job: Job) async {
+    package func process(_ job: Job) async {
         if job.version == .v2 {
             await processV1View(job)
             return
@@ -370,8 +371,8 @@ public final class V1VerificationWorker: JobTable, ContextualWorker {
 }
 
 extension ReceiptJob: ScheduledJob {
-    var id: Int64 { journalID }
-    var lane: String { "" }
+    package var id: Int64 { journalID }
+    package var lane: String { "" }
 }
 
 extension V1VerificationWorker: BackgroundService {}

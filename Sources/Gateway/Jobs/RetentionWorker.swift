@@ -1,3 +1,4 @@
+internal import ServiceKit
 internal import Store
 
 /// Retention, hourly (docs/configuration.md, `raw_body_retention`): raw bodies older than the retention whose work

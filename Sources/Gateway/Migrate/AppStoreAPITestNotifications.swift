@@ -1,14 +1,15 @@
 public import Canonical
 internal import Crypto
+public import ServiceKit
 internal import V2Adapter
 internal import WireJSON
 
 /// The switch's probe on the App Store Server API: Request a Test Notification and Get Test Notification Status, one
 /// attempt per call (the probe paces itself).
 public struct AppStoreAPITestNotifications: TestNotificationProbe {
-    let source: AppStoreAPIPathSource
+    let source: AppStoreAPIClients
 
-    public init(source: AppStoreAPIPathSource) { self.source = source.oneAttemptPerCall }
+    public init(source: AppStoreAPIClients) { self.source = source.oneAttemptPerCall }
 
     public func request(bundleID: String, environment: AppStoreEnvironment) async throws(AppleSettingsError) -> String {
         let client = try client(bundleID)

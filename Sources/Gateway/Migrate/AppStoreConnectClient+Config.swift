@@ -1,5 +1,6 @@
 public import AppStoreConnect
 public import HTTPClient
+public import ServiceKit
 
 extension AppStoreConnectClient {
     /// The client the configuration's `app_store_connect` describes, its key read from the environment variable

@@ -1,3 +1,5 @@
+internal import ServiceKit
+
 /// App Store Connect read once an hour for the apps the switch may move, as `/admin/status` shows it.
 struct AppleSettingsReader: BackgroundService {
     let switcher: AppleSwitcher

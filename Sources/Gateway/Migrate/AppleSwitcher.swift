@@ -1,5 +1,6 @@
 public import Canonical
 internal import FoundationEssentials
+public import ServiceKit
 public import Store
 import Synchronization
 

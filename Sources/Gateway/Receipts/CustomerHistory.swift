@@ -1,5 +1,6 @@
 public import Canonical
 internal import FoundationEssentials
+public import ServiceKit
 public import V2Adapter
 
 /// One customer's purchases as the App Store Server API gave them (docs/architecture.md, "The receipt path"): the
@@ -102,7 +103,7 @@ public struct ReceiptHistoryPage: Sendable, Hashable {
 }
 
 /// Where a customer's history comes from, one call at a time (``ReceiptHistories`` keeps each page as it comes): the
-/// App Store Server API (``AppStoreAPIPathSource``), or a stand-in in tests.
+/// App Store Server API (``AppStoreAPIClients``), or a stand-in in tests.
 public protocol ReceiptHistorySource: Sendable {
     /// One page of Get Transaction History for the customer found through `transactionID`, after `revision` (nil:
     /// the first page), of the product types in ``CustomerHistory/answeredProductTypes`` only. A transaction Apple
@@ -123,7 +124,7 @@ public protocol ReceiptHistorySource: Sendable {
     ) async throws(PathFetchError) -> [RenewalInfoPayload]
 }
 
-extension AppStoreAPIPathSource: ReceiptHistorySource {
+extension AppStoreAPIClients: ReceiptHistorySource {
     public func historyPage(
         bundleID: String,
         environment: AppStoreEnvironment,

@@ -1,3 +1,5 @@
+internal import ServiceKit
+
 /// The metrics of the receipt path (`POST /verifyReceipt`).
 extension Metric {
     static let receiptPath: [Metric] = [

@@ -1,5 +1,6 @@
 internal import Canonical
 internal import HTTPClient
+internal import ServiceKit
 internal import Store
 import Synchronization
 internal import V1Adapter

@@ -1,4 +1,5 @@
 internal import Canonical
+internal import ServiceKit
 internal import Store
 import Synchronization
 internal import V2Adapter

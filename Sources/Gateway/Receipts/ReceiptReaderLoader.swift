@@ -1,5 +1,6 @@
 internal import Crypto
 internal import Receipts
+internal import ServiceKit
 
 /// The receipt reader the endpoint uses (docs/architecture.md, "The receipt path"): Apple Inc. Root pinned, the
 /// config's `trust.extra_receipt_roots` for sandbox receipts only (docs/threat-model.md).

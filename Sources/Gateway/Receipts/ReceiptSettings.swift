@@ -1,4 +1,5 @@
 internal import Canonical
+internal import ServiceKit
 
 /// `receipts` in the config (docs/configuration.md): how the verifyReceipt endpoint builds its own answers
 /// (docs/operations.md, "Moving the receipt path").

@@ -1,4 +1,5 @@
 public import Canonical
+public import ServiceKit
 internal import Store
 internal import Threads
 

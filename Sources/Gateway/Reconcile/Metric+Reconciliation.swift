@@ -1,3 +1,5 @@
+internal import ServiceKit
+
 /// The metrics of reconciliation and of the notification-history sweep.
 extension Metric {
     static let reconciliation: [Metric] = [

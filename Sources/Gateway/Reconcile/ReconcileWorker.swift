@@ -1,6 +1,7 @@
 public import Canonical
 internal import Crypto
-internal import Store
+public import ServiceKit
+package import Store
 import Synchronization
 internal import Threads
 public import V1Adapter
@@ -21,9 +22,9 @@ internal import V2Adapter
 /// Apple's `Retry-After` has passed.
 public final class ReconcileWorker: JobTable, ContextualWorker {
     /// The slices of the store it works on.
-    typealias Transaction = any ReconcileTransaction & JournalTransaction & ComparisonTransaction
-    let store: StoreSlice<Transaction>
-    typealias Job = ReconcileRun
+    package typealias Transaction = any ReconcileTransaction & JournalTransaction & ComparisonTransaction
+    package let store: StoreSlice<Transaction>
+    package typealias Job = ReconcileRun
 
     public struct Tuning: Sendable {
         public var pollMillis: Int64 = 1_000
@@ -37,7 +38,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         public init() {}
     }
 
-    let context: WorkerContext
+    package let context: WorkerContext
     /// Who receives what, from the config.
     let router: Router
     let settings: ReconcileSettings
@@ -181,17 +182,17 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
 
     // MARK: JobTable
 
-    var lanes: [String] { [""] }
+    package var lanes: [String] { [""] }
 
-    func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: Transaction) throws -> [Job] {
+    package func due(at time: Int64, lane: String, count: Int, lease: Lease, in tx: Transaction) throws -> [Job] {
         try tx.claimDueReconcileRuns(at: time, limit: count, lease: lease)
     }
 
-    func limit(lane: String) -> Int { tuning.concurrency }
+    package func limit(lane: String) -> Int { tuning.concurrency }
 
-    var claimedJobs: ClaimedJobs { .reconcileRuns }
+    package var claimedJobs: ClaimedJobs { .reconcileRuns }
 
-    func housekeeping() async {
+    package func housekeeping() async {
         let time = now()
         let due = lastAlertCheck.withLock { last -> Bool in
             guard time - last >= 60_000 else { return false }
@@ -201,7 +202,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         if due { await checkRecoveryAlert(at: time) }
     }
 
-    func process(_ run: Job) async { await perform(run) }
+    package func process(_ run: Job) async { await perform(run) }
 
     /// Runs one run and records its outcome (returned as well).
     @discardableResult
@@ -671,7 +672,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
 }
 
 extension ReconcileRun: ScheduledJob {
-    var lane: String { "" }
+    package var lane: String { "" }
 }
 
 extension ReconcileWorker: BackgroundService {}

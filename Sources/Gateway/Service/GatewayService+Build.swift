@@ -1,6 +1,7 @@
 internal import AppStoreConnect
 internal import Canonical
 internal import HTTPClient
+internal import ServiceKit
 internal import Store
 internal import V1Adapter
 internal import V2Adapter
@@ -197,8 +198,9 @@ extension GatewayService {
             )
             let v2Source =
                 try dependencies.v2PathSource
-                ?? AppStoreAPIPathSource.make(
-                    config: config,
+                ?? AppStoreAPIClients.make(
+                    settings: config.appStoreAPI,
+                    bundleIDs: config.apps.map(\.bundleID),
                     environment: dependencies.environment,
                     transport: transports.apple,
                     adapter: v2,
@@ -207,7 +209,7 @@ extension GatewayService {
                     budget: budget
                 )
             self.v2Source = v2Source
-            let api = v2Source as? AppStoreAPIPathSource
+            let api = v2Source as? AppStoreAPIClients
             let recovery = dependencies.v2PathSource == nil ? api?.oneAttemptPerCall : nil
             recoveryStatusSource = recovery ?? v2Source
             historySource = dependencies.historySource ?? recovery
@@ -217,8 +219,9 @@ extension GatewayService {
                 try dependencies.receiptHistorySource
                 ?? (api == nil
                     ? nil
-                    : AppStoreAPIPathSource.make(
-                        config: config,
+                    : AppStoreAPIClients.make(
+                        settings: config.appStoreAPI,
+                        bundleIDs: config.apps.map(\.bundleID),
                         environment: dependencies.environment,
                         transport: transports.receipts,
                         adapter: v2,

@@ -1,3 +1,5 @@
+internal import ServiceKit
+
 extension GatewayService {
     /// Every metric the gateway exports, declared (`# HELP`, `# TYPE`) in `/metrics` and documented in
     /// docs/operations.md, "Metrics": each part's list, declared beside the code that records them. A new part adds

@@ -4,6 +4,7 @@ internal import Crypto
 public import HTTPClient
 internal import HTTPServer
 public import ReportModel
+public import ServiceKit
 public import Store
 import Synchronization
 public import V1Adapter
@@ -134,7 +135,7 @@ public final class GatewayService: Sendable {
     /// The outgoing transfers' slots, by purpose.
     public let transports: OutgoingTransports
     /// The App Store Server API clients, when `app_store_api` is configured.
-    public var appStoreAPI: AppStoreAPIPathSource? { compare.v2Source as? AppStoreAPIPathSource }
+    public var appStoreAPI: AppStoreAPIClients? { compare.v2Source as? AppStoreAPIClients }
     /// `POST /notifications` and `/healthz`.
     let publicRoutes: PublicRoutes
     /// The admin API and `/metrics`; nil when the admin token variable is unset (the admin listener is then off).

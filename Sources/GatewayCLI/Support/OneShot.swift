@@ -1,4 +1,5 @@
 internal import Gateway
+internal import ServiceKit
 internal import Store
 
 /// The store as a one-shot command (`replay`, `subscription`, `quarantine list`, `report`, `cutover`) uses it: the
