@@ -30,6 +30,7 @@ let package = Package(
         .library(name: "TestPKI", targets: ["TestPKI"]),
         .library(name: "AppStoreConnect", targets: ["AppStoreConnect"]),
         .library(name: "ServiceKit", targets: ["ServiceKit"]),
+        .library(name: "RefundRequests", targets: ["RefundRequests"]),
         .library(name: "Gateway", targets: ["Gateway"]),
         .library(name: "Reports", targets: ["Reports"]),
         .library(name: "GatewayCLI", targets: ["GatewayCLI"]),
@@ -128,14 +129,23 @@ let package = Package(
         // the App Store Server API clients and their budget, trust-anchor loading, route tables. It knows no feature.
         .target(
             name: "ServiceKit",
-            dependencies: ["Canonical", "Crypto", "WireJSON", "HTTPClient", "V2Adapter", "Store"],
+            dependencies: [
+                "Canonical", "Crypto", "WireJSON", "HTTPClient", "HTTPServer", "Threads", "V2Adapter", "Store",
+            ],
+            swiftSettings: strict
+        ),
+        // Answering Apple's refund requests: the consumption responder, its settings and the answers' rules.
+        .target(
+            name: "RefundRequests",
+            dependencies: ["ServiceKit", "Canonical", "HTTPClient", "Policy", "Store", "V2Adapter", "WireJSON"],
             swiftSettings: strict
         ),
         // The service: authenticate, normalize, journal, deliver, compare; its HTTP endpoints and admin API.
         .target(
             name: "Gateway",
             dependencies: [
-                "ServiceKit", "Canonical", "Policy", "ReportModel", "Crypto", "WireJSON", "HTTPClient", "V1Adapter",
+                "ServiceKit", "RefundRequests", "Canonical", "Policy", "ReportModel", "Crypto", "WireJSON",
+                "HTTPClient", "V1Adapter",
                 "V2Adapter",
                 "AppStoreConnect",
                 "Store",
@@ -191,7 +201,8 @@ let package = Package(
         .testTarget(
             name: "ContractsTests",
             dependencies: [
-                "Contracts", "Gateway", "Canonical", "Store", "Crypto", "WireJSON", "TestSupport", "HTTPServer",
+                "Contracts", "Gateway", "RefundRequests", "Canonical", "Store", "Crypto", "WireJSON", "TestSupport",
+                "HTTPServer",
             ],
             swiftSettings: strict
         ),
@@ -270,18 +281,17 @@ let package = Package(
         ),
         .testTarget(
             name: "ServiceKitTests",
-            dependencies: ["ServiceKit", "Store", "TestSupport"],
+            dependencies: ["ServiceKit", "Store", "TestSupport", "HTTPServer"],
             swiftSettings: strict
         ),
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "Gateway", "ServiceKit", "Reports", "ReportModel", "Store", "TeamDatabase", "StoreTestSupport",
-                "SQLite",
-                "Postgres",
-                "HTTPServer", "Crypto", "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Canonical",
-                "Policy",
-                "WireJSON", "TestSupport", "Simulator", "SimulatorTestSupport", "Receipts", "TestPKI", "Contracts",
+                "Gateway", "ServiceKit", "RefundRequests", "Reports", "ReportModel", "Store", "TeamDatabase",
+                "StoreTestSupport", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
+                "V2Adapter",
+                "AppStoreConnect", "Canonical", "Policy", "WireJSON", "TestSupport", "Simulator",
+                "SimulatorTestSupport", "Receipts", "TestPKI", "Contracts",
             ],
             swiftSettings: strict
         ),
@@ -293,7 +303,8 @@ let package = Package(
         .testTarget(
             name: "GatewayCLITests",
             dependencies: [
-                "GatewayCLI", "Benchmarks", "SimulatorServer", "Gateway", "ServiceKit", "Reports", "ReportModel",
+                "GatewayCLI", "Benchmarks", "SimulatorServer", "Gateway", "ServiceKit", "RefundRequests", "Reports",
+                "ReportModel",
                 "Store",
                 "StoreTestSupport",
                 "Simulator", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",

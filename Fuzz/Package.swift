@@ -58,7 +58,13 @@ let package = Package(
         fuzzTarget("redact", [.product(name: "WireJSON", package: "iap-gateway")]),
         fuzzTarget("deflate", [.product(name: "Zlib", package: "iap-gateway")]),
         fuzzTarget("zstd", [.product(name: "Zstd", package: "iap-gateway")]),
-        fuzzTarget("config", [.product(name: "Gateway", package: "iap-gateway")]),
+        fuzzTarget(
+            "config",
+            [
+                .product(name: "Gateway", package: "iap-gateway"),
+                .product(name: "RefundRequests", package: "iap-gateway"),
+            ]
+        ),
         fuzzTarget("time", [.product(name: "Canonical", package: "iap-gateway")]),
         fuzzTarget(
             "http",

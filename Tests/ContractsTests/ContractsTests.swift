@@ -1,6 +1,7 @@
 import Canonical
 import Contracts
 import Foundation
+import RefundRequests
 import Store
 import TestSupport
 import Testing

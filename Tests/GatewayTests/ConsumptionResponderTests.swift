@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import Gateway
 import HTTPClient
+import RefundRequests
 import ServiceKit
 import Store
 import StoreTestSupport

@@ -51,12 +51,14 @@ import Testing
             ["Gateway", "GatewayCLI", "Reports", "SimulatorServer", "Benchmarks", "Store", "HTTPServer", "HTTPClient"]
         ),
         ("Gateway", ["SimulatorServer", "Benchmarks"]),
+        // A feature target stands on the kernel, never on the service that assembles it.
+        ("RefundRequests", ["Gateway", "GatewayCLI", "Reports", "ReportModel", "Simulator", "Benchmarks", "TestPKI"]),
         // The kernel knows no feature: every feature depends on it, never the other way (docs/architecture.md).
         (
             "ServiceKit",
             [
                 "Gateway", "GatewayCLI", "Reports", "ReportModel", "Simulator", "SimulatorServer", "Benchmarks",
-                "Policy", "V1Adapter", "Receipts", "TeamDatabase", "AppStoreConnect", "TestPKI",
+                "Policy", "V1Adapter", "Receipts", "TeamDatabase", "AppStoreConnect", "TestPKI", "RefundRequests",
             ]
         ),
         (
@@ -110,6 +112,21 @@ import Testing
             try String(contentsOf: folder.appending(path: file), encoding: .utf8).contains("GatewayService")
         }
         #expect(naming.isEmpty, "\(naming)")
+    }
+
+    /// The composition root stays a list of parts: the service's `init` hands each builder what it needs
+    /// (`GatewayService+Build.swift`) and stays short enough to read at a glance.
+    @Test func theServiceInitIsAListOfParts() throws {
+        let text = try String(
+            contentsOf: Self.sources.appending(path: "Gateway/Service/GatewayService.swift"),
+            encoding: .utf8
+        )
+        let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(
+            lines.firstIndex { $0.hasPrefix("    public init(config: GatewayConfig, dependencies:") }
+        )
+        let end = try #require(lines[start...].firstIndex { $0 == "    }" })
+        #expect(end - start + 1 <= 80, "GatewayService.init is \(end - start + 1) lines")
     }
 
     /// What every part records through (`Log`, `Metrics`, `Metric`) imports neither the store nor a part: each part

@@ -86,12 +86,12 @@ import Testing
 
     @Test func aPortInUseIsAConfigErrorNamingTheField() throws {
         let first = try ListenerSettings.admin(GatewayConfigTests.parse(#"{ "admin": { "listen": "127.0.0.1:0" } }"#))
-            .start { _ in ServerResponse(status: 200) }
+            .listen { _ in ServerResponse(status: 200) }
         defer { first.stop() }
         let taken = "127.0.0.1:\(first.port)"
         let config = try GatewayConfigTests.parse(#"{ "admin": { "listen": "\#(taken)" } }"#)
         #expect {
-            try ListenerSettings.admin(config).start { _ in ServerResponse(status: 200) }
+            try ListenerSettings.admin(config).listen { _ in ServerResponse(status: 200) }
         } throws: { error in
             let e = error as? ConfigError
             return e?.field == "admin.listen" && e?.message.hasPrefix("cannot listen on \(taken): ") == true

@@ -1,5 +1,6 @@
 import FuzzSupport
 import Gateway
+import RefundRequests
 
 /// The gateway's config file: `GatewayConfig.parse(_:baseDirectory:)` on the raw bytes, then what start-up derives
 /// from an accepted config (V1 apps and their secrets from the environment, the authority checks).

@@ -66,11 +66,12 @@ public struct ListenerSettings: Sendable {
         return ListenerSettings(field: "admin.listen", address: config.adminListen, configuration: admin)
     }
 
-    /// A server with these settings answering with `handler`, listening.
-    func start(_ handler: @escaping RequestHandler) throws(ConfigError) -> HTTPServer {
-        let server = HTTPServer(configuration: configuration, handler: handler)
-        do { try server.start() } catch { throw ConfigError(field: field, "cannot listen on \(address): \(error)") }
-        return server
+    /// A listener with these settings answering with `handler`, bound: a port that cannot be listened on is a
+    /// ``ConfigError`` naming the setting.
+    func listen(_ handler: @escaping RequestHandler) throws(ConfigError) -> Listener {
+        try Listener(HTTPServer(configuration: configuration, handler: handler)) { error in
+            ConfigError(field: field, "cannot listen on \(address): \(error)")
+        }
     }
 
     /// `HOST:PORT` (`listen`, `admin.listen`, a command's `--listen`) as host and port; `field` names it in the error.

@@ -3,7 +3,8 @@ internal import FoundationEssentials
 public import HTTPClient
 internal import HTTPServer
 public import Policy
-public import ReportModel
+public import RefundRequests
+internal import ReportModel
 public import ServiceKit
 internal import Store
 internal import TeamDatabase
@@ -55,18 +56,7 @@ public struct GatewayConfig: Sendable {
     }
 
     /// `compare` (top level): how the two paths are compared and when a bundle counts as ready (docs/architecture.md, "Authority and comparison").
-    public struct CompareSettings: Sendable, Hashable {
-        /// Snapshots observed further apart than this are not compared as they are: the older side is fetched again.
-        public var toleranceMillis: Int64 = 10 * 60_000
-        /// How long the other path may take to see a subscription before it counts as one-sided.
-        public var graceMillis: Int64 = 3_600_000
-        /// A disagreement is recorded only once it survives fetching the older side again, this long after the newer
-        /// observation (the subscription may have changed between the two observations).
-        public var confirmDelayMillis: Int64 = 30_000
-        /// Fetches (verifyReceipt, App Store Server API) in flight at once for comparisons and v2-api events.
-        public var concurrency = 2
-        public var rule = ReadinessRule()
-    }
+    public typealias CompareSettings = Gateway.CompareSettings
 
     /// The generation whose events are authoritative.
     public typealias Authority = Generation
@@ -232,8 +222,8 @@ public struct GatewayConfig: Sendable {
         try parseAppleEndpoints(r, base: baseDirectory, into: &c)
         try parseAppStoreConnect(r, into: &c)
         try parseAges(r, into: &c)
-        try parseCompare(r, into: &c)
-        try parseReconcile(r, into: &c)
+        c.compareSettings = try r.section(CompareSettings.self) ?? c.compareSettings
+        c.reconcile = try r.section(ReconcileSettings.self) ?? c.reconcile
         try parseSilenceAlert(r, into: &c)
         try parseTLS(r, base: baseDirectory, into: &c)
         try parseLimits(r, into: &c)
@@ -285,26 +275,13 @@ public struct GatewayConfig: Sendable {
             c.extraRoots = (try trust.strings("extra_roots") ?? []).map { resolve($0, base: base) }
             c.extraReceiptRoots = (try trust.strings("extra_receipt_roots") ?? []).map { resolve($0, base: base) }
         }
-        if let receipts = try r.object("receipts") {
-            try receipts.rejectUnknown(allowed: Keys.receipts)
-            c.receiptSettings = try ReceiptSettings.parse(receipts)
-        }
+        c.receiptSettings = try r.section(ReceiptSettings.self) ?? c.receiptSettings
         if let vr = try r.object("verify_receipt") {
             try vr.rejectUnknown(allowed: Keys.verifyReceipt)
             c.verifyReceiptProductionURL = try url(vr, "production_url") ?? c.verifyReceiptProductionURL
             c.verifyReceiptSandboxURL = try url(vr, "sandbox_url") ?? c.verifyReceiptSandboxURL
         }
-        if let api = try r.object("app_store_api") {
-            try api.rejectUnknown(allowed: Keys.appStoreAPI)
-            c.appStoreAPI.productionURL = try url(api, "production_url") ?? c.appStoreAPI.productionURL
-            c.appStoreAPI.sandboxURL = try url(api, "sandbox_url") ?? c.appStoreAPI.sandboxURL
-            c.appStoreAPI.issuerID = try api.string("issuer_id")
-            c.appStoreAPI.keyID = try api.string("key_id")
-            c.appStoreAPI.privateKeyEnv = try api.string("private_key_env")
-            if let limits = try api.object("rate_limits") {
-                c.appStoreAPI.rateLimits = try AppleRateLimitSettings.parse(limits)
-            }
-        }
+        c.appStoreAPI = try r.section(AppStoreAPISettings.self) ?? c.appStoreAPI
     }
 
     /// `app_store_connect`: all three credentials or none.
@@ -336,67 +313,6 @@ public struct GatewayConfig: Sendable {
             }
             c.rawBodyRetentionMillis = ms
         }
-    }
-
-    /// `compare`: the comparison's timing and the readiness rule.
-    private static func parseCompare(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
-        guard let compare = try r.object("compare") else { return }
-        try compare.rejectUnknown(allowed: Keys.compare)
-        func duration(_ key: String, _ current: Int64) throws(ConfigError) -> Int64 {
-            try compare.duration(key, current, example: "10m or 7d")
-        }
-        c.compareSettings.toleranceMillis = try duration("tolerance", c.compareSettings.toleranceMillis)
-        c.compareSettings.graceMillis = try duration("grace", c.compareSettings.graceMillis)
-        c.compareSettings.confirmDelayMillis = try duration("confirm_delay", c.compareSettings.confirmDelayMillis)
-        c.compareSettings.rule.windowMillis = try duration("window", c.compareSettings.rule.windowMillis)
-        c.compareSettings.concurrency = try compare.int("concurrency", 1...64, c.compareSettings.concurrency)
-        if let n = try compare.int64("min_pairs") {
-            guard n >= 1 else { throw ConfigError(field: compare.field("min_pairs"), "must be at least 1") }
-            c.compareSettings.rule.minimumPairs = Int(n)
-        }
-        if let v = compare.object["min_agreement_rate"], !v.isNull {
-            guard case .number(let text) = v, let rate = Double(text), rate > 0, rate <= 1 else {
-                throw ConfigError(
-                    field: compare.field("min_agreement_rate"),
-                    "must be a number in (0, 1], such as 0.995"
-                )
-            }
-            c.compareSettings.rule.minimumAgreementRate = rate
-        }
-        c.compareSettings.rule.allowOneSided = try compare.bool("allow_one_sided") ?? false
-    }
-
-    /// `reconcile`: the schedules, the history sweep's windows and the request budget.
-    private static func parseReconcile(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
-        guard let reconcile = try r.object("reconcile") else { return }
-        try reconcile.rejectUnknown(allowed: Keys.reconcile)
-        /// A schedule's period, or nil for `"off"`.
-        func period(_ key: String, _ current: Int64?) throws(ConfigError) -> Int64? {
-            guard let text = try reconcile.string(key) else { return current }
-            return text == "off" ? nil : try reconcile.duration(key, 0, example: "1h, or \"off\"")
-        }
-        func duration(_ key: String, _ current: Int64) throws(ConfigError) -> Int64 {
-            try reconcile.duration(key, current, example: "48h")
-        }
-        let defaults = c.reconcile
-        c.reconcile.everyMillis = try period("every", defaults.everyMillis)
-        c.reconcile.historySweepMillis = try period("history_sweep", defaults.historySweepMillis)
-        c.reconcile.expiringWithinMillis = try duration("expiring_within", defaults.expiringWithinMillis)
-        c.reconcile.silentForMillis = try duration("silent_for", defaults.silentForMillis)
-        c.reconcile.historyOverlapMillis = try duration("history_overlap", defaults.historyOverlapMillis)
-        c.reconcile.historyFirstWindowMillis = try duration("history_first_window", defaults.historyFirstWindowMillis)
-        if let lag = try reconcile.string("history_lag") {
-            // 0s is allowed (the sweep reaches up to now); more than a day would hold back every recovery that long.
-            guard let ms = DurationText.milliseconds(lag), ms <= ReconcileSettings.maxHistoryLagMillis else {
-                throw ConfigError(
-                    field: reconcile.field("history_lag"),
-                    "must be a duration from 0s to 1d, such as 10m"
-                )
-            }
-            c.reconcile.historyLagMillis = ms
-        }
-        c.reconcile.requestsPerHour = try reconcile.int("requests_per_hour", 1...1_000_000, defaults.requestsPerHour)
-        c.reconcile.alertAfter = try reconcile.int("alert_after", 1...1_000_000, defaults.alertAfter)
     }
 
     /// `silence_alert`.
@@ -713,7 +629,7 @@ public struct GatewayConfig: Sendable {
             app.v1AssignedOwnership = ownership
         }
         if let consumption = try a.object("consumption") {
-            app.consumption = try ConsumptionSettings.parse(consumption)
+            app.consumption = try a.section(ConsumptionSettings.self)
             if app.consumption?.respond == true, !envs.contains(.production) && !envs.contains(.sandbox) {
                 throw ConfigError(
                     field: consumption.field("respond"),
@@ -816,24 +732,8 @@ public struct GatewayConfig: Sendable {
         static let store: Set<String> = ["sqlite", "postgres"]
         static let storePostgres: Set<String> = ["url_env"]
         static let trust: Set<String> = ["extra_roots", "extra_receipt_roots"]
-        static let receipts: Set<String> = [
-            "history_max_age", "fetch_timeout", "shadow_concurrency", "max_in_flight", "max_in_flight_per_address",
-            "background_fetches", "background_fetch_timeout", "customer_calls_per_hour", "stale_wait",
-        ]
         static let verifyReceipt: Set<String> = ["production_url", "sandbox_url"]
-        static let appStoreAPI: Set<String> = [
-            "production_url", "sandbox_url", "issuer_id", "key_id", "private_key_env", "rate_limits",
-        ]
         static let appStoreConnect: Set<String> = ["issuer_id", "key_id", "private_key_env", "url"]
-        static let compare: Set<String> = [
-            "tolerance", "grace", "confirm_delay", "concurrency", "min_pairs", "min_agreement_rate", "window",
-            "allow_one_sided",
-        ]
-        static let reconcile: Set<String> = [
-            "every", "expiring_within", "silent_for", "history_sweep", "history_overlap", "history_lag",
-            "history_first_window",
-            "requests_per_hour", "alert_after",
-        ]
         static let listenTLS: Set<String> = ["cert_file", "key_file"]
         static let limits: Set<String> = [
             "untrusted_quarantine", "genuine_quarantine", "untrusted_quarantine_bytes", "genuine_quarantine_bytes",
@@ -860,18 +760,20 @@ public struct GatewayConfig: Sendable {
         static let appNotificationURL: Set<String> = ["production", "sandbox"]
 
         /// Where each set applies: the object's dotted path (`[]`: each element of a list) and its members.
-        static let objects: [(path: String, members: Set<String>)] = [
-            ("", root), ("admin", admin), ("store", store), ("store.postgres", storePostgres), ("trust", trust),
-            ("verify_receipt", verifyReceipt),
-            ("app_store_api", appStoreAPI), ("app_store_api.rate_limits", AppleRateLimitSettings.keys),
-            ("app_store_api.rate_limits.per_second", AppleRateLimitSettings.endpointKeys),
-            ("app_store_connect", appStoreConnect), ("compare", compare),
-            ("reconcile", reconcile), ("listen_tls", listenTLS), ("limits", limits),
-            ("downstreams[]", downstream), ("downstreams[].filter", filter), ("alerts", alerts), ("apps[]", app),
-            ("apps[].authority", appAuthority),
-            ("apps[].notification_url", appNotificationURL), ("apps[].receipts", appReceipts), ("receipts", receipts),
-            ("apps[].consumption", ConsumptionSettings.keys),
-            ("apps[].consumption.default", ConsumptionAnswer.members),
+        static let objects: [(path: String, members: Set<String>)] =
+            [
+                ("", root), ("admin", admin), ("store", store), ("store.postgres", storePostgres), ("trust", trust),
+                ("verify_receipt", verifyReceipt),
+                ("app_store_connect", appStoreConnect), ("listen_tls", listenTLS), ("limits", limits),
+                ("downstreams[]", downstream), ("downstreams[].filter", filter), ("alerts", alerts), ("apps[]", app),
+                ("apps[].authority", appAuthority),
+                ("apps[].notification_url", appNotificationURL), ("apps[].receipts", appReceipts),
+            ] + sections.flatMap { $0.objects }
+
+        /// The sections the parts own, each read by its own type.
+        static let sections: [any ConfigSection.Type] = [
+            ReceiptSettings.self, AppStoreAPISettings.self, CompareSettings.self, ReconcileSettings.self,
+            ConsumptionSettings.self,
         ]
     }
 
@@ -1008,13 +910,7 @@ public struct GatewayConfig: Sendable {
         }
     }
 
-    private static func url(_ r: ConfigReader, _ key: String) throws(ConfigError) -> String? {
-        guard let s = try r.string(key) else { return nil }
-        guard s.hasPrefix("http://") || s.hasPrefix("https://") else {
-            throw ConfigError(field: r.field(key), "must be an http:// or https:// URL")
-        }
-        return s
-    }
+    private static func url(_ r: ConfigReader, _ key: String) throws(ConfigError) -> String? { try r.url(key) }
 
     /// The apps as the V1 adapter sees them, their shared secrets read from `environment`; secrets whose variable is
     /// unset are returned separately (the caller decides whether that is fatal).

@@ -15,8 +15,6 @@ struct ServiceSecrets: Sendable {
     let signers: [String: WebhookSigner]
     /// The signer of `alerts.webhook`, when it is configured.
     let alertSigner: WebhookSigner?
-    /// Per app (by bundle) with `consumption.ask_url`, the signer of its asks.
-    let consumptionSigners: [String: WebhookSigner]
     /// Per PostgreSQL `database` downstream (by name), its connection string (`url_env`): passed to libpq untouched,
     /// never logged.
     let databaseURLs: [String: String]
@@ -41,22 +39,16 @@ struct ServiceSecrets: Sendable {
         v1Secrets = v1Apps.flatMap(\.sharedSecrets)
         var signers: [String: WebhookSigner] = [:]
         for (i, d) in config.downstreams.enumerated() where d.kind == .webhook {
-            signers[d.name] = try Self.signer(d.secretEnv, field: "downstreams[\(i)].secret_env", environment: env)
-        }
-        self.signers = signers
-        alertSigner = try config.alertWebhook.map { alerts throws(ConfigError) in
-            try Self.signer(alerts.secretEnv, field: "alerts.secret_env", environment: env)
-        }
-        var consumptionSigners: [String: WebhookSigner] = [:]
-        for (i, app) in config.apps.enumerated() {
-            guard let c = app.consumption, c.respond, c.askURL != nil else { continue }
-            consumptionSigners[app.bundleID] = try Self.signer(
-                c.askSecretEnv,
-                field: "apps[\(i)].consumption.ask_secret_env",
+            signers[d.name] = try WebhookSigner.fromEnvironment(
+                d.secretEnv,
+                field: "downstreams[\(i)].secret_env",
                 environment: env
             )
         }
-        self.consumptionSigners = consumptionSigners
+        self.signers = signers
+        alertSigner = try config.alertWebhook.map { alerts throws(ConfigError) in
+            try WebhookSigner.fromEnvironment(alerts.secretEnv, field: "alerts.secret_env", environment: env)
+        }
         var databaseURLs: [String: String] = [:]
         for (i, d) in config.downstreams.enumerated() {
             guard case .postgres(let variable, _)? = d.database else { continue }
@@ -80,26 +72,6 @@ struct ServiceSecrets: Sendable {
             adminToken = nil
         }
         redactor = config.secretRedactor(environment: env)
-    }
-
-    /// A signer with the secrets the variables `names` hold; fails naming `field` when one is unset or not a `whsec_`
-    /// secret.
-    static func signer(
-        _ names: [String],
-        field: String,
-        environment env: [String: String]
-    ) throws(ConfigError) -> WebhookSigner {
-        var secrets: [WebhookSigner.Secret] = []
-        for name in names {
-            guard let text = env[name], !text.isEmpty else {
-                throw ConfigError(field: field, "environment variable \(name) is not set")
-            }
-            guard let secret = WebhookSigner.Secret(name: name, text: text) else {
-                throw ConfigError(field: field, "\(name) is not a whsec_ secret (base64 of at least 16 bytes)")
-            }
-            secrets.append(secret)
-        }
-        return WebhookSigner(secrets: secrets)
     }
 }
 

@@ -1,9 +1,9 @@
 internal import Canonical
-internal import ServiceKit
+public import ServiceKit
 
 /// `receipts` in the config (docs/configuration.md): how the verifyReceipt endpoint builds its own answers
 /// (docs/operations.md, "Moving the receipt path").
-public struct ReceiptSettings: Sendable, Hashable {
+public struct ReceiptSettings: Sendable, Hashable, ConfigSection {
     /// A customer's history fetched from the App Store Server API answers without asking Apple again for this long;
     /// events journaled since (notifications, reconciliation) are laid over it.
     public var historyMaxAgeMillis: Int64 = 3_600_000
@@ -33,7 +33,18 @@ public struct ReceiptSettings: Sendable, Hashable {
 
     public init() {}
 
-    static func parse(_ r: ConfigReader) throws(ConfigError) -> ReceiptSettings {
+    package static let key = "receipts"
+    package static let members: [(path: String, members: Set<String>)] = [
+        (
+            "",
+            [
+                "history_max_age", "fetch_timeout", "shadow_concurrency", "max_in_flight", "max_in_flight_per_address",
+                "background_fetches", "background_fetch_timeout", "customer_calls_per_hour", "stale_wait",
+            ]
+        )
+    ]
+
+    package static func parse(_ r: ConfigReader) throws(ConfigError) -> ReceiptSettings {
         var s = ReceiptSettings()
         // `0s` is a setting here (ask Apple for every request), where most durations must be positive.
         if let text = try r.string("history_max_age"), DurationText.milliseconds(text) == 0 {

@@ -1,3 +1,6 @@
+internal import Canonical
+package import ServiceKit
+
 /// `reconcile` in the config (docs/configuration.md): when and how much the gateway asks Apple for what its
 /// notifications did not bring (docs/operations.md, "Reconciliation"). Both mechanisms are on by default for the
 /// apps that have the credentials they need.
@@ -32,5 +35,52 @@ public struct ReconcileSettings: Sendable, Hashable {
     func budget(periodMillis: Int64) -> Int {
         let share = Double(requestsPerHour) * Double(periodMillis) / 3_600_000
         return max(1, min(Int(share.rounded(.down)), 1_000_000))
+    }
+}
+
+extension ReconcileSettings: ConfigSection {
+    package static let key = "reconcile"
+    package static let members: [(path: String, members: Set<String>)] = [
+        (
+            "",
+            [
+                "every", "expiring_within", "silent_for", "history_sweep", "history_overlap", "history_lag",
+                "history_first_window",
+                "requests_per_hour", "alert_after",
+            ]
+        )
+    ]
+
+    /// `reconcile`: the schedules, the history sweep's windows and the request budget.
+    package static func parse(_ reconcile: ConfigReader) throws(ConfigError) -> ReconcileSettings {
+        var c = ReconcileSettings()
+        /// A schedule's period, or nil for `"off"`.
+        func period(_ key: String, _ current: Int64?) throws(ConfigError) -> Int64? {
+            guard let text = try reconcile.string(key) else { return current }
+            return text == "off" ? nil : try reconcile.duration(key, 0, example: "1h, or \"off\"")
+        }
+        func duration(_ key: String, _ current: Int64) throws(ConfigError) -> Int64 {
+            try reconcile.duration(key, current, example: "48h")
+        }
+        let defaults = c
+        c.everyMillis = try period("every", defaults.everyMillis)
+        c.historySweepMillis = try period("history_sweep", defaults.historySweepMillis)
+        c.expiringWithinMillis = try duration("expiring_within", defaults.expiringWithinMillis)
+        c.silentForMillis = try duration("silent_for", defaults.silentForMillis)
+        c.historyOverlapMillis = try duration("history_overlap", defaults.historyOverlapMillis)
+        c.historyFirstWindowMillis = try duration("history_first_window", defaults.historyFirstWindowMillis)
+        if let lag = try reconcile.string("history_lag") {
+            // 0s is allowed (the sweep reaches up to now); more than a day would hold back every recovery that long.
+            guard let ms = DurationText.milliseconds(lag), ms <= maxHistoryLagMillis else {
+                throw ConfigError(
+                    field: reconcile.field("history_lag"),
+                    "must be a duration from 0s to 1d, such as 10m"
+                )
+            }
+            c.historyLagMillis = ms
+        }
+        c.requestsPerHour = try reconcile.int("requests_per_hour", 1...1_000_000, defaults.requestsPerHour)
+        c.alertAfter = try reconcile.int("alert_after", 1...1_000_000, defaults.alertAfter)
+        return c
     }
 }

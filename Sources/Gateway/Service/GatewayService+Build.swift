@@ -1,6 +1,7 @@
 internal import AppStoreConnect
 internal import Canonical
 internal import HTTPClient
+internal import RefundRequests
 internal import ServiceKit
 internal import Store
 internal import V1Adapter
@@ -75,31 +76,23 @@ extension GatewayService {
         return limits
     }
 
-    static func delivery(
+    /// What every worker is given: the store, metrics, log, clock, jitter, its instance's name (the process's when
+    /// several share the store) and the job lease.
+    static func workerContext(
         config: GatewayConfig,
-        secrets: ServiceSecrets,
-        context: WorkerContext,
-        router: Router,
-        alerts: AlertWebhook?,
-        transports: OutgoingTransports,
+        store: any GatewayStore,
+        metrics: Metrics,
+        log: Log,
         dependencies: Dependencies
-    ) -> DeliveryWorker {
-        DeliveryWorker(
-            context: context,
-            router: router,
-            transport: dependencies.transport,
-            downstreamTransports: transports.deliveries,
-            signers: secrets.signers,
-            passthroughSecrets: secrets.v1Secrets,
-            redactor: secrets.redactor,
-            v1Apps: secrets.v1Apps,
-            databases: DatabaseDownstreams.make(
-                config: config,
-                connectionStrings: secrets.databaseURLs,
-                timeoutMillis: dependencies.deliveryTuning.timeoutMillis
-            ),
-            tuning: dependencies.deliveryTuning,
-            alerts: alerts
+    ) -> WorkerContext {
+        WorkerContext(
+            store: store,
+            metrics: metrics,
+            log: log,
+            now: dependencies.now,
+            jitter: dependencies.jitter,
+            instance: dependencies.instanceID ?? (store.sharedByInstances ? ProcessEnvironment.instanceName : "local"),
+            leaseMillis: config.limits.jobLeaseMillis
         )
     }
 
@@ -122,38 +115,189 @@ extension GatewayService {
         }
     }
 
-    /// The consumption responder, when an app answers refund requests (`consumption.respond`); it needs the App
-    /// Store Server API (`app_store_api`) to send the answers.
-    static func consumption(
-        config: GatewayConfig,
-        secrets: ServiceSecrets,
-        context: WorkerContext,
-        sender: (any ConsumptionSender)?,
-        alerts: AlertWebhook?,
-        transports: OutgoingTransports,
-        dependencies: Dependencies
-    ) throws(ConfigError) -> ConsumptionResponder? {
-        var apps: [String: ConsumptionSettings] = [:]
-        for (i, app) in config.apps.enumerated() {
-            guard let c = app.consumption, c.respond else { continue }
-            guard sender != nil else {
-                throw ConfigError(
-                    field: "apps[\(i)].consumption.respond",
-                    "answering refund requests needs the App Store Server API: configure app_store_api (issuer_id, key_id, private_key_env)"
-                )
-            }
-            apps[app.bundleID] = c
+    /// What the builders draw on, built first and in this order (so that a config with several mistakes names the
+    /// same one first): the secrets, the adapters, the store, the router, the workers' context, the outgoing transfers,
+    /// Apple's clients and the alerts' sender. Each builder below makes one part from them.
+    struct Assembly {
+        let config: GatewayConfig
+        let dependencies: Dependencies
+        let secrets: ServiceSecrets
+        let v1: V1Adapter
+        let v2: V2Adapter
+        let store: any GatewayStore
+        let router: Router
+        let context: WorkerContext
+        let transports: OutgoingTransports
+        let apple: AppleClients
+        let alerts: AlertWebhook?
+
+        init(config: GatewayConfig, dependencies: Dependencies, metrics: Metrics, log: Log) throws {
+            (self.config, self.dependencies) = (config, dependencies)
+            secrets = try ServiceSecrets(config: config, environment: dependencies.environment)
+            (v1, v2) = try GatewayService.adapters(config: config, v1Apps: secrets.v1Apps, dependencies: dependencies)
+            store = try GatewayService.store(
+                config: config,
+                redactor: secrets.redactor,
+                dependencies: dependencies,
+                log: log
+            )
+            router = Router(config: config)
+            context = GatewayService.workerContext(
+                config: config,
+                store: store,
+                metrics: metrics,
+                log: log,
+                dependencies: dependencies
+            )
+            transports = OutgoingTransports(base: dependencies.transport, config: config)
+            apple = try AppleClients(
+                config: config,
+                v2: v2,
+                transports: transports,
+                dependencies: dependencies,
+                metrics: metrics
+            )
+            alerts = GatewayService.alerts(
+                config: config,
+                secrets: secrets,
+                metrics: metrics,
+                transports: transports,
+                dependencies: dependencies
+            )
         }
-        guard !apps.isEmpty else { return nil }
-        return ConsumptionResponder(
-            context: context,
-            apps: apps,
-            signers: secrets.consumptionSigners,
-            sender: sender,
-            transport: transports.asks,
-            alerts: alerts,
-            tuning: dependencies.consumptionTuning
-        )
+
+        func ingest() -> NotificationIngest {
+            NotificationIngest(
+                v1: v1,
+                v2: v2,
+                store: store,
+                router: router,
+                limits: GatewayService.ingestLimits(config: config, dependencies: dependencies),
+                metrics: context.metrics,
+                redactor: secrets.redactor,
+                now: dependencies.now
+            )
+        }
+
+        func operations() -> Operations {
+            Operations(
+                store: store,
+                now: dependencies.now,
+                downstreams: router.downstreamNames,
+                downstreamSettings: config.downstreams
+            )
+        }
+
+        func delivery() -> DeliveryWorker {
+            DeliveryWorker(
+                context: context,
+                router: router,
+                transport: dependencies.transport,
+                downstreamTransports: transports.deliveries,
+                signers: secrets.signers,
+                passthroughSecrets: secrets.v1Secrets,
+                redactor: secrets.redactor,
+                v1Apps: secrets.v1Apps,
+                databases: DatabaseDownstreams.make(
+                    config: config,
+                    connectionStrings: secrets.databaseURLs,
+                    timeoutMillis: dependencies.deliveryTuning.timeoutMillis
+                ),
+                tuning: dependencies.deliveryTuning,
+                alerts: alerts
+            )
+        }
+
+        /// The refund requests' responder, from each app's `consumption` section (nil when no app answers).
+        func refundRequests() throws(ConfigError) -> ConsumptionResponder? {
+            try RefundRequests.make(
+                apps: config.apps.enumerated().compactMap { i, app in
+                    app.consumption.map { RefundRequests.App(index: i, bundleID: app.bundleID, settings: $0) }
+                },
+                environment: dependencies.environment,
+                context: context,
+                sender: apple.consumptionSender,
+                transport: transports.asks,
+                alerts: alerts,
+                tuning: dependencies.consumptionTuning
+            )
+        }
+
+        /// verifyReceipt for V1 notifications, as many at once as `limits.verify_receipt_concurrency`.
+        func v1Verification() -> V1VerificationWorker {
+            var tuning = dependencies.receiptTuning
+            tuning.concurrency = config.limits.verifyReceiptConcurrency
+            return V1VerificationWorker(
+                context: context,
+                router: router,
+                client: apple.verifyReceipt,
+                apps: secrets.v1Apps,
+                tuning: tuning
+            )
+        }
+
+        func compare() -> CompareWorker {
+            CompareWorker(
+                context: context,
+                router: router,
+                settings: config.compareSettings,
+                silenceAlertMillis: config.silenceAlertMillis,
+                v2Source: apple.v2Source,
+                receiptClient: apple.verifyReceipt,
+                apps: secrets.v1Apps,
+                tuning: dependencies.compareTuning
+            )
+        }
+
+        func reconcile(ingest: NotificationIngest) -> ReconcileWorker {
+            ReconcileWorker(
+                context: context,
+                router: router,
+                settings: config.reconcile,
+                apps: config.apps,
+                statusSource: apple.recoveryStatusSource,
+                historySource: apple.historySource,
+                receiptClient: apple.verifyReceipt,
+                v1Apps: secrets.v1Apps,
+                ingest: ingest,
+                tuning: dependencies.reconcileTuning
+            )
+        }
+
+        /// The verifyReceipt endpoint: its receipt reader (Apple's receipt roots and `trust.extra_receipt_roots`),
+        /// the customers' histories when the App Store Server API is there, Apple's verifyReceipt over the receipt
+        /// path's own slots, and each app's shared secrets.
+        func receiptEndpoint() throws -> ReceiptEndpoint {
+            ReceiptEndpoint(
+                config: config,
+                store: store,
+                read: try dependencies.receiptReader ?? ReceiptReaderLoader.reader(config: config),
+                histories: apple.receiptHistorySource.map { [store, context, config, dependencies] source in
+                    ReceiptHistories(
+                        store: store,
+                        source: source,
+                        settings: config.receiptSettings,
+                        now: dependencies.now,
+                        owner: context.instance,
+                        metrics: context.metrics
+                    )
+                },
+                apple: transports.receipts,
+                secrets: Dictionary(secrets.v1Apps.map { ($0.bundleID, $0.sharedSecrets) }, uniquingKeysWith: +),
+                metrics: context.metrics,
+                log: context.log,
+                now: dependencies.now
+            )
+        }
+
+        func retention() -> RetentionWorker {
+            RetentionWorker(
+                store: store,
+                log: context.log,
+                now: dependencies.now,
+                rawBodyRetentionMillis: config.rawBodyRetentionMillis
+            )
+        }
     }
 
     /// Apple's services as the gateway's parts use them: verifyReceipt; the V2 path's view of subscriptions (the App

@@ -3,6 +3,7 @@ internal import Canonical
 internal import Crypto
 public import HTTPClient
 internal import HTTPServer
+public import RefundRequests
 public import ReportModel
 public import ServiceKit
 public import Store
@@ -144,17 +145,11 @@ public final class GatewayService: Sendable {
     /// The configured V1 secrets, for `quarantine replay` (matched by fingerprint, never printed).
     public var v1SecretsForReplay: [SharedSecret] { v1Secrets }
     let now: @Sendable () -> Int64
-    let servers: Servers
-    /// The background loops: the workers, retention, the hourly read of App Store Connect.
-    let background: ServiceGroup
-
-    /// The HTTP listeners: owned here, started and stopped only by the service's start/shutdown.
-    final class Servers: @unchecked Sendable {
-        // @unchecked: `HTTPServer` is a non-Sendable owner type; this box is only touched from start() and
-        // shutdown(), which the caller runs in sequence (documented on both).
-        var main: HTTPServer?
-        var admin: HTTPServer?
-    }
+    /// What runs behind the listeners, in the order shutdown stops it: the receipt path (its fetches ended, its shadow
+    /// comparisons awaited), then the workers, retention and the hourly read of App Store Connect.
+    let phases: [[any BackgroundService]]
+    /// The listeners and ``phases``, once ``start()`` has run.
+    let running = Mutex<ServiceGroup?>(nil)
 
     /// Builds everything; fails with a `ConfigError` naming the field when the config or its environment variables
     /// cannot produce a working gateway. Nothing is listening yet. Each part is built by one builder
@@ -163,133 +158,28 @@ public final class GatewayService: Sendable {
         self.config = config
         self.now = dependencies.now
         self.log = Log(now: dependencies.now, sink: dependencies.logSink)
-        let secrets = try ServiceSecrets(config: config, environment: dependencies.environment)
-        let v1Apps = secrets.v1Apps
-        v1Secrets = secrets.v1Secrets
-        let (v1, v2) = try Self.adapters(config: config, v1Apps: v1Apps, dependencies: dependencies)
-        store = try Self.store(config: config, redactor: secrets.redactor, dependencies: dependencies, log: log)
-        router = Router(config: config)
-        ingest = NotificationIngest(
-            v1: v1,
-            v2: v2,
-            store: store,
-            router: router,
-            limits: Self.ingestLimits(config: config, dependencies: dependencies),
-            metrics: metrics,
-            redactor: secrets.redactor,
-            now: dependencies.now
-        )
-        operations = Operations(
-            store: store,
-            now: dependencies.now,
-            downstreams: router.downstreamNames,
-            downstreamSettings: config.downstreams
-        )
-        let workers = WorkerContext(
-            store: store,
-            metrics: metrics,
-            log: log,
-            now: dependencies.now,
-            jitter: dependencies.jitter,
-            instance: dependencies.instanceID ?? (store.sharedByInstances ? ProcessEnvironment.instanceName : "local"),
-            leaseMillis: config.limits.jobLeaseMillis
-        )
-        let transports = OutgoingTransports(base: dependencies.transport, config: config)
-        self.transports = transports
-        let apple = try AppleClients(
-            config: config,
-            v2: v2,
-            transports: transports,
-            dependencies: dependencies,
-            metrics: metrics
-        )
-        let alerts = Self.alerts(
-            config: config,
-            secrets: secrets,
-            metrics: metrics,
-            transports: transports,
-            dependencies: dependencies
-        )
-        delivery = Self.delivery(
-            config: config,
-            secrets: secrets,
-            context: workers,
-            router: router,
-            alerts: alerts,
-            transports: transports,
-            dependencies: dependencies
-        )
-        consumption = try Self.consumption(
-            config: config,
-            secrets: secrets,
-            context: workers,
-            sender: apple.consumptionSender,
-            alerts: alerts,
-            transports: transports,
-            dependencies: dependencies
-        )
-        var receiptTuning = dependencies.receiptTuning
-        receiptTuning.concurrency = config.limits.verifyReceiptConcurrency
-        v1Verification = V1VerificationWorker(
-            context: workers,
-            router: router,
-            client: apple.verifyReceipt,
-            apps: v1Apps,
-            tuning: receiptTuning
-        )
-        ledger = CompareLedger(store: store, config: config, v2PathAvailable: apple.v2Source != nil)
+        let parts = try Assembly(config: config, dependencies: dependencies, metrics: metrics, log: log)
+        (store, router, transports, v1Secrets) = (parts.store, parts.router, parts.transports, parts.secrets.v1Secrets)
+        ingest = parts.ingest()
+        operations = parts.operations()
+        delivery = parts.delivery()
+        consumption = try parts.refundRequests()
+        v1Verification = parts.v1Verification()
+        ledger = CompareLedger(store: store, config: config, v2PathAvailable: parts.apple.v2Source != nil)
         switcher = AppleSwitcher(
             store: store,
             config: config,
             ledger: ledger,
-            settings: apple.settings,
-            probe: apple.probe,
+            settings: parts.apple.settings,
+            probe: parts.apple.probe,
             now: dependencies.now
         )
-        compare = CompareWorker(
-            context: workers,
-            router: router,
-            settings: config.compareSettings,
-            silenceAlertMillis: config.silenceAlertMillis,
-            v2Source: apple.v2Source,
-            receiptClient: apple.verifyReceipt,
-            apps: v1Apps,
-            tuning: dependencies.compareTuning
-        )
-        reconcile = ReconcileWorker(
-            context: workers,
-            router: router,
-            settings: config.reconcile,
-            apps: config.apps,
-            statusSource: apple.recoveryStatusSource,
-            historySource: apple.historySource,
-            receiptClient: apple.verifyReceipt,
-            v1Apps: v1Apps,
-            ingest: ingest,
-            tuning: dependencies.reconcileTuning
-        )
-        receiptEndpoint = ReceiptEndpoint(
-            config: config,
-            store: store,
-            read: try dependencies.receiptReader ?? ReceiptReaderLoader.reader(config: config),
-            histories: apple.receiptHistorySource.map { [store, metrics] source in
-                ReceiptHistories(
-                    store: store,
-                    source: source,
-                    settings: config.receiptSettings,
-                    now: dependencies.now,
-                    owner: workers.instance,
-                    metrics: metrics
-                )
-            },
-            apple: transports.receipts,
-            secrets: Dictionary(v1Apps.map { ($0.bundleID, $0.sharedSecrets) }, uniquingKeysWith: +),
-            metrics: metrics,
-            log: log,
-            now: dependencies.now
-        )
+        compare = parts.compare()
+        reconcile = parts.reconcile(ingest: ingest)
+        receiptEndpoint = try parts.receiptEndpoint()
         publicRoutes = PublicRoutes(ingest: ingest, receipts: receiptEndpoint, metrics: metrics, log: log)
-        adminAPI = secrets.adminToken.map { [metrics, operations, ledger, switcher, ingest, v1Secrets, log] token in
+        adminAPI = parts.secrets.adminToken.map {
+            [metrics, operations, ledger, switcher, ingest, v1Secrets, log] token in
             AdminAPI(
                 token: token,
                 tokenEnv: config.adminTokenEnv,
@@ -306,20 +196,12 @@ public final class GatewayService: Sendable {
                 randomBytes: dependencies.randomBytes
             )
         }
-        let retention = RetentionWorker(
-            store: store,
-            log: log,
-            now: dependencies.now,
-            rawBodyRetentionMillis: config.rawBodyRetentionMillis
-        )
-        background = ServiceGroup(
-            [
-                AppleSettingsReader(switcher: switcher, log: log), delivery, v1Verification, compare, reconcile,
-                retention,
-            ]
-                + (consumption.map { [$0] } ?? [])
-        )
-        servers = Servers()
+        phases = [
+            [ShutdownStep { [receiptEndpoint] in await receiptEndpoint.stop() }],
+            [AppleSettingsReader(switcher: switcher, log: log), delivery, v1Verification, compare, reconcile]
+                + [parts.retention()]
+                + (consumption.map { [$0] } ?? []),
+        ]
         metrics.describe(Self.metricCatalogue)
     }
 
@@ -371,30 +253,28 @@ public final class GatewayService: Sendable {
         warnAboutStorePermissions()
         try seedAuthority()
         try reconcile.schedule()
-        background.start()
-
         let publicRoutes = self.publicRoutes
-        let server = try ListenerSettings.main(config).start { request in publicRoutes.handle(request) }
-        servers.main = server
-        var adminPort: UInt16?
-        if let adminAPI {
-            let adminServer = try ListenerSettings.admin(config).start { request in adminAPI.handle(request) }
-            servers.admin = adminServer
-            adminPort = adminServer.port
-        } else {
+        let main = try ListenerSettings.main(config).listen { request in publicRoutes.handle(request) }
+        let admin = try adminAPI.map { adminAPI throws(ConfigError) in
+            try ListenerSettings.admin(config).listen { request in adminAPI.handle(request) }
+        }
+        if admin == nil {
             log.warn(
                 "admin API disabled: its bearer token variable is not set",
                 ["variable": .string(config.adminTokenEnv)]
             )
         }
+        let group = ServiceGroup(phases: [[main] + (admin.map { [$0] } ?? [])] + phases)
+        group.start()
+        running.withLock { $0 = group }
         log.info(
             "listening",
             [
-                "port": .int(Int64(server.port)), "admin_port": adminPort.map { .int(Int64($0)) },
+                "port": .int(Int64(main.port)), "admin_port": admin.map { .int(Int64($0.port)) },
                 "store": .string(storeDescription), "instance": .string(delivery.context.instance),
             ]
         )
-        return (server.port, adminPort)
+        return (main.port, admin?.port)
     }
 
     /// One warning per file or folder of an SQLite store that its owner's group or anyone else can read (they hold every
@@ -473,17 +353,15 @@ public final class GatewayService: Sendable {
         return effective
     }
 
-    /// Graceful stop: no new connections, in-flight requests finish, workers finish their current work, the writer
-    /// commits what is queued, the store is closed. Not concurrently with `start()`.
+    /// Graceful stop, phase after phase: no new connections and the requests in flight finished, then the receipt
+    /// path's fetches ended and its shadow comparisons awaited, then the workers' current work finished; then the
+    /// writer commits what is queued and the store is closed. Not concurrently with `start()`.
     public func shutdown() async {
-        servers.main?.stopAccepting()
-        servers.admin?.stopAccepting()
-        servers.main?.stop()
-        servers.admin?.stop()
-        servers.main = nil
-        servers.admin = nil
-        await receiptEndpoint.stop()
-        await background.stop()
+        if let group = running.withLock({ $0.take() }) {
+            await group.stop()
+        } else {
+            await receiptEndpoint.stop()
+        }
         store.close()
         let stats = store.commitStatistics
         log.info("stopped", ["transactions": .int(Int64(stats.batches)), "writes": .int(Int64(stats.items))])

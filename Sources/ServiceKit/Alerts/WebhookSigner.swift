@@ -68,3 +68,25 @@ public struct WebhookSigner: Sendable {
         return ok
     }
 }
+
+extension WebhookSigner {
+    /// A signer with the secrets the variables `names` hold; fails naming `field` when one is unset or not a `whsec_`
+    /// secret.
+    package static func fromEnvironment(
+        _ names: [String],
+        field: String,
+        environment env: [String: String]
+    ) throws(ConfigError) -> WebhookSigner {
+        var secrets: [WebhookSigner.Secret] = []
+        for name in names {
+            guard let text = env[name], !text.isEmpty else {
+                throw ConfigError(field: field, "environment variable \(name) is not set")
+            }
+            guard let secret = WebhookSigner.Secret(name: name, text: text) else {
+                throw ConfigError(field: field, "\(name) is not a whsec_ secret (base64 of at least 16 bytes)")
+            }
+            secrets.append(secret)
+        }
+        return WebhookSigner(secrets: secrets)
+    }
+}

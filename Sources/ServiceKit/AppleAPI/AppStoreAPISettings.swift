@@ -15,3 +15,22 @@ public struct AppStoreAPISettings: Sendable, Hashable {
     /// Whether the team's key is named: without it no client is built.
     public var hasCredentials: Bool { issuerID != nil && keyID != nil && privateKeyEnv != nil }
 }
+
+extension AppStoreAPISettings: ConfigSection {
+    package static let key = "app_store_api"
+    package static let members: [(path: String, members: Set<String>)] = [
+        ("", ["production_url", "sandbox_url", "issuer_id", "key_id", "private_key_env", "rate_limits"]),
+        ("rate_limits", AppleRateLimitSettings.keys), ("rate_limits.per_second", AppleRateLimitSettings.endpointKeys),
+    ]
+
+    package static func parse(_ r: ConfigReader) throws(ConfigError) -> AppStoreAPISettings {
+        var s = AppStoreAPISettings()
+        s.productionURL = try r.url("production_url") ?? s.productionURL
+        s.sandboxURL = try r.url("sandbox_url") ?? s.sandboxURL
+        s.issuerID = try r.string("issuer_id")
+        s.keyID = try r.string("key_id")
+        s.privateKeyEnv = try r.string("private_key_env")
+        if let limits = try r.object("rate_limits") { s.rateLimits = try AppleRateLimitSettings.parse(limits) }
+        return s
+    }
+}

@@ -102,6 +102,15 @@ package struct ConfigReader {
         return out
     }
 
+    /// An `http://` or `https://` URL, or nil when the key is absent.
+    package func url(_ key: String) throws(ConfigError) -> String? {
+        guard let s = try string(key) else { return nil }
+        guard s.hasPrefix("http://") || s.hasPrefix("https://") else {
+            throw ConfigError(field: field(key), "must be an http:// or https:// URL")
+        }
+        return s
+    }
+
     package func object(_ key: String) throws(ConfigError) -> ConfigReader? {
         guard let v = object[key], !v.isNull else { return nil }
         return try ConfigReader(v, path: field(key))

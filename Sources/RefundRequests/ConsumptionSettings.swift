@@ -1,12 +1,12 @@
-internal import Canonical
-internal import ServiceKit
+package import Canonical
+public import ServiceKit
 public import V2Adapter
 internal import WireJSON
 
 /// An app's `consumption` (docs/configuration.md): whether Apple's refund requests (CONSUMPTION_REQUEST) are
 /// answered, how the team's service is asked, the answer when it does not answer, and the deadline
 /// (docs/operations.md, "Refund requests").
-public struct ConsumptionSettings: Sendable, Hashable {
+public struct ConsumptionSettings: Sendable, Hashable, ConfigSection {
     /// `respond`: answer the app's refund requests.
     public var respond = false
     /// `ask_url`: the team's service, asked for each request's answer (a signed POST); nil: the default alone.
@@ -42,7 +42,7 @@ public struct ConsumptionSettings: Sendable, Hashable {
 
     /// The default as sent for a purchase of `productType`: an auto-renewable subscription's without the percentage
     /// (Apple takes none; it prorates a subscription by the time elapsed), the preference kept.
-    func defaultAnswer(for productType: ProductType?) -> ConsumptionInformation? {
+    package func defaultAnswer(for productType: ProductType?) -> ConsumptionInformation? {
         guard var answer = defaultAnswer else { return nil }
         if productType == .autoRenewable { answer.consumptionPercentage = nil }
         return answer
@@ -52,15 +52,19 @@ public struct ConsumptionSettings: Sendable, Hashable {
     public static func encoded(_ answer: ConsumptionInformation) -> [UInt8] { JSONOutput.encode(answer) }
 
     /// Apple's limit: the answer must reach Apple within 12 hours of the request.
-    static let appleLimitMillis: Int64 = 12 * 3_600_000
+    package static let appleLimitMillis: Int64 = 12 * 3_600_000
 
-    static let keys: Set<String> = [
+    package static let key = "apps[].consumption"
+    package static var members: [(path: String, members: Set<String>)] {
+        [("", keys), ("default", ConsumptionAnswer.members)]
+    }
+
+    package static let keys: Set<String> = [
         "respond", "ask_url", "ask_secret_env", "ask_timeout", "ask_for", "default", "deadline", "retry_delay",
         "max_retry_delay",
     ]
 
-    static func parse(_ r: ConfigReader) throws(ConfigError) -> ConsumptionSettings {
-        try r.rejectUnknown(allowed: keys)
+    package static func parse(_ r: ConfigReader) throws(ConfigError) -> ConsumptionSettings {
         var s = ConsumptionSettings()
         s.respond = try r.bool("respond") ?? false
         if let url = try r.string("ask_url") {
@@ -119,7 +123,7 @@ public struct ConsumptionSettings: Sendable, Hashable {
     }
 
     /// The start-up error for a default Apple would refuse, on the member to change.
-    static func defaultRefusal(_ refusal: ConsumptionAnswer.Refusal, _ d: ConfigReader) -> ConfigError {
+    package static func defaultRefusal(_ refusal: ConsumptionAnswer.Refusal, _ d: ConfigReader) -> ConfigError {
         switch refusal.code {
         case ConsumptionInformation.Problem.percentageOutOfRange.rawValue:
             ConfigError(field: d.field("consumptionPercentage"), "must be 0…100000 (milliunits of a percent)")

@@ -1,6 +1,6 @@
-internal import Canonical
-internal import V2Adapter
-internal import WireJSON
+package import Canonical
+package import V2Adapter
+package import WireJSON
 
 /// Reads an answer to a refund request — the team's service's JSON, or an app's `consumption.default` — into Send
 /// Consumption Information's body, in Apple's own member names. Strict: a member this build does not know, a value
@@ -8,31 +8,31 @@ internal import WireJSON
 /// quietly send no preference). Apple's rules depend on the purchase's product, so they are checked apart
 /// (``check(_:for:)``) — except consent, which is the responder's to act on: an answer readably without it is final
 /// whatever else it holds (``refusesConsent(_:)``; docs/operations.md, "Refund requests").
-enum ConsumptionAnswer {
+package enum ConsumptionAnswer {
     /// Why an answer is refused: `invalid_answer` with the member, or one of Apple's rules (``problem``).
-    struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
+    package struct Refusal: Error, Sendable, Hashable, CustomStringConvertible {
         /// `invalid_answer`, or the broken rule's code (`percentage_out_of_range`, …).
-        var code: String
-        var detail: String
-        var description: String { "\(code): \(detail)" }
+        package var code: String
+        package var detail: String
+        package var description: String { "\(code): \(detail)" }
     }
 
-    static let members: Set<String> = [
+    package static let members: Set<String> = [
         "customerConsented", "deliveryStatus", "sampleContentProvided", "consumptionPercentage", "refundPreference",
     ]
 
     /// Whether the answer in `bytes` is a JSON object whose `customerConsented` is `false`, whatever else it holds.
-    static func refusesConsent(_ bytes: [UInt8]) -> Bool {
+    package static func refusesConsent(_ bytes: [UInt8]) -> Bool {
         guard let object = (try? JSONParser.parse(bytes))?.objectValue else { return false }
         return refusesConsent(object)
     }
 
     /// Whether the answer says the customer did not consent (`customerConsented: false`): such an answer is final —
     /// nothing is sent, and neither an ask nor the default replaces it — even where its other members are unusable.
-    static func refusesConsent(_ o: JSONObject) -> Bool { o["customerConsented"]?.boolValue == false }
+    package static func refusesConsent(_ o: JSONObject) -> Bool { o["customerConsented"]?.boolValue == false }
 
     /// The answer in `bytes` (a JSON object).
-    static func read(_ bytes: [UInt8]) throws(Refusal) -> ConsumptionInformation {
+    package static func read(_ bytes: [UInt8]) throws(Refusal) -> ConsumptionInformation {
         guard let value = try? JSONParser.parse(bytes), let object = value.objectValue else {
             throw Refusal(code: "invalid_answer", detail: "the answer is not a JSON object")
         }
@@ -40,7 +40,7 @@ enum ConsumptionAnswer {
     }
 
     /// The answer in `o`: its members and their values, before Apple's rules for the product (``check(_:for:)``).
-    static func read(_ o: JSONObject) throws(Refusal) -> ConsumptionInformation {
+    package static func read(_ o: JSONObject) throws(Refusal) -> ConsumptionInformation {
         for (key, _) in o where !members.contains(key) {
             throw Refusal(code: "invalid_answer", detail: "unknown member \(key.prefix(64))")
         }
@@ -85,7 +85,7 @@ enum ConsumptionAnswer {
 
     /// Apple's rules for a purchase of `productType` (``ConsumptionInformation/validated(for:)``), consent apart:
     /// that is the responder's to act on (nothing is sent without it).
-    static func check(_ info: ConsumptionInformation, for productType: ProductType?) throws(Refusal) {
+    package static func check(_ info: ConsumptionInformation, for productType: ProductType?) throws(Refusal) {
         var consenting = info
         consenting.customerConsented = true
         do { _ = try consenting.validated(for: productType) } catch {

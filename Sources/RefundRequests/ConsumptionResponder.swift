@@ -60,12 +60,12 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
     }
 
     package let context: WorkerContext
-    let apps: [String: ConsumptionSettings]
-    let signers: [String: WebhookSigner]
-    let sender: (any ConsumptionSender)?
-    let transport: any HTTPTransport
-    let alerts: AlertWebhook?
-    let tuning: Tuning
+    package let apps: [String: ConsumptionSettings]
+    package let signers: [String: WebhookSigner]
+    package let sender: (any ConsumptionSender)?
+    package let transport: any HTTPTransport
+    package let alerts: AlertWebhook?
+    package let tuning: Tuning
     private let scheduler: JobScheduler
 
     public init(
@@ -103,12 +103,12 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
     }
 
     /// Where a job stands while it runs: what was asked and sent so far, the answer once chosen.
-    struct Progress {
-        var asks: Int
-        var sends: Int
-        var answer: ConsumptionInformation?
-        var answerBytes: [UInt8]?
-        var source: ConsumptionAnswerSource?
+    package struct Progress {
+        package var asks: Int
+        package var sends: Int
+        package var answer: ConsumptionInformation?
+        package var answerBytes: [UInt8]?
+        package var source: ConsumptionAnswerSource?
     }
 
     package func process(_ job: Job) async {
@@ -168,14 +168,19 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
 
     // MARK: Choosing the answer
 
-    enum Choice {
+    package enum Choice {
         case chosen
         case askAgain(at: Int64, error: String)
         case final(ConsumptionState, error: String?)
     }
 
     /// Asks the team's service while `ask_for` lasts; then the default; kept on the job before anything is sent.
-    func choose(_ job: Job, _ settings: ConsumptionSettings, _ p: inout Progress, at time: Int64) async -> Choice {
+    package func choose(
+        _ job: Job,
+        _ settings: ConsumptionSettings,
+        _ p: inout Progress,
+        at time: Int64
+    ) async -> Choice {
         let r = job.request
         let askUntil = r.requestedAt.clampedAdding(settings.askForMillis)
         var lastError: String?
@@ -226,7 +231,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
         return .chosen
     }
 
-    enum AskResult {
+    package enum AskResult {
         case answered(ConsumptionInformation, [UInt8])
         /// `customerConsented: false`, whatever else the answer holds: the answer when it reads whole, and what is
         /// kept on the job (the team's bytes, or `{"customerConsented":false}` when the rest does not read).
@@ -237,7 +242,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
 
     /// One ask: the request and its canonical event, signed like a webhook delivery (the same `webhook-id` on every
     /// ask of one request, so the team's service can tell a repeat).
-    func ask(_ job: Job, url: String, signer: WebhookSigner, timeoutMillis: Int64) async -> AskResult {
+    package func ask(_ job: Job, url: String, signer: WebhookSigner, timeoutMillis: Int64) async -> AskResult {
         let r = job.request
         let event = try? await store.read { tx in try tx.events(id: r.eventID, originalTransactionID: nil, limit: 1) }
         var request = JSONObjectWriter()
@@ -291,8 +296,12 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
 
     // MARK: Sending
 
-    func send(_ job: Job, _ answer: ConsumptionInformation, _ settings: ConsumptionSettings, _ p: inout Progress) async
-    {
+    package func send(
+        _ job: Job,
+        _ answer: ConsumptionInformation,
+        _ settings: ConsumptionSettings,
+        _ p: inout Progress
+    ) async {
         let r = job.request
         guard let sender else {
             await settle(job, settlement(job, p, .dead, error: "no_app_store_api"))
@@ -342,7 +351,11 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
         await settle(job, settlement(job, p, .sent, error: nil, sentAt: now(), appleStatus: 202))
     }
 
-    func retryMillis(_ s: ConsumptionSettings, afterAttempt attempt: Int, retryAfterMillis: Int64? = nil) -> Int64 {
+    package func retryMillis(
+        _ s: ConsumptionSettings,
+        afterAttempt attempt: Int,
+        retryAfterMillis: Int64? = nil
+    ) -> Int64 {
         let retry = RetryPolicy(
             maxAttempts: .max,
             baseDelay: .milliseconds(s.retryDelayMillis),
@@ -354,7 +367,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
 
     // MARK: Settling
 
-    func settlement(
+    package func settlement(
         _ job: Job,
         _ p: Progress,
         _ state: ConsumptionState,
@@ -383,7 +396,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
 
     /// Writes the attempt's outcome (retried while the store refuses writes); a final state is counted, and a dead
     /// letter alerted.
-    func settle(_ job: Job, _ s: ConsumptionSettlement) async {
+    package func settle(_ job: Job, _ s: ConsumptionSettlement) async {
         let (state, error) = (s.state, s.lastError)
         let time = now()
         await recordOutcome { tx in try tx.settleConsumptionJob(s, now: time) }
@@ -427,7 +440,7 @@ extension ConsumptionJob: ScheduledJob {
 
 extension ConsumptionRequest {
     /// The purchase's product type, which Apple's rules for the answer depend on (nil: the request did not say).
-    var product: ProductType? { productType.map(ProductType.init(rawValue:)) }
+    package var product: ProductType? { productType.map(ProductType.init(rawValue:)) }
 }
 
 extension ConsumptionResponder: BackgroundService {}
