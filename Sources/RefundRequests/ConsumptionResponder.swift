@@ -226,7 +226,7 @@ public final class ConsumptionResponder: JobTable, ContextualWorker {
         // Kept before it is sent: a retry — or a restart — sends this answer, never asks again.
         let kept = settlement(job, p, .pending, error: lastError, next: now())
         guard (try? await store.write({ tx in try tx.settleConsumptionJob(kept, now: self.now()) })) != nil else {
-            return .askAgain(at: now().clampedAdding(5_000), error: "store_unavailable")
+            return .askAgain(at: now().clampedAdding(5_000), error: OutcomeCode.storeUnavailable.rawValue)
         }
         return .chosen
     }

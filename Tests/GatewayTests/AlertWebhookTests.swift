@@ -68,7 +68,7 @@ import WireJSON
             )
             let body = try #require(try JSONParser.parse(request.body).objectValue)
             #expect(body["type"] == .string("delivery.dead_lettered"))
-            #expect(body["attempts"] == .number("1") && body["error"] == .string("HTTP 500"))
+            #expect(body["attempts"] == .number("1") && body["error"] == .string("http_500"))
             #expect(body["event_id"]?.stringValue != nil && body["downstream"]?.stringValue != nil)
             #expect(!String(decoding: request.body, as: UTF8.self).contains("whsec_"), "no secret in an alert")
         }
@@ -123,7 +123,7 @@ import WireJSON
         let alert = try #require(sent.first)
         let body = try #require(try JSONParser.parse(alert.body).objectValue)
         #expect(body["type"] == .string("deliveries.unconfigured"))
-        #expect(body["count"] == .number(String(queued)) && body["error"] == .string("downstream no longer configured"))
+        #expect(body["count"] == .number(String(queued)) && body["error"] == .string("downstream_unconfigured"))
         #expect(body["at"] == .number(String(now())) && body["downstream"] == nil && body["event_id"] == nil)
         #expect(receiver.requests.allSatisfy { $0.path == "/alerts" }, "nothing delivered to a downstream it lost")
     }

@@ -57,7 +57,7 @@ import WireJSON
         let attempts = try Self.log(h, eventID, "main")
         #expect(attempts.map(\.attempt) == [5, 4, 3, 2, 1], "every attempt, newest first")
         #expect(attempts.map(\.status) == [200, nil, 503, 429, 500])
-        #expect(attempts.map(\.error) == [nil, attempts[1].error, "HTTP 503", "HTTP 429", "HTTP 500"])
+        #expect(attempts.map(\.error) == [nil, attempts[1].error, "http_503", "http_429", "http_500"])
         #expect(attempts[1].error.map { !$0.isEmpty && !$0.hasPrefix("HTTP") } == true, "a transport error code")
         #expect(attempts[2].latencyMillis >= 300, "the slow answer took its time: \(attempts[2].latencyMillis) ms")
         #expect(attempts.allSatisfy { $0.latencyMillis >= 0 && !$0.replay })

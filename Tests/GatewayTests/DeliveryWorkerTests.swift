@@ -256,7 +256,7 @@ import WireJSON
             try h.store.deliveries().filter { $0.downstream == "main" && $0.state == .delivered }.count == 1
                 && h.store.deliveries().filter { $0.downstream == "retired" && $0.state == .dead }.count == 1
         }
-        #expect(try h.store.deliveries().filter { $0.lastError == "downstream no longer configured" }.count == 1)
+        #expect(try h.store.deliveries().filter { $0.lastError == "downstream_unconfigured" }.count == 1)
         #expect(h.metrics.counter("iapgw_delivery_dead_total", ["downstream": "(unconfigured)"]) == 1)
     }
 }

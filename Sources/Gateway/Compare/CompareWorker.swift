@@ -94,7 +94,7 @@ public final class CompareWorker: JobTable, ContextualWorker {
                 await settle(job, state: .failed, error: error.code)
             }
         } catch {
-            await retry(job, error: "store_unavailable")
+            await retry(job, error: OutcomeCode.storeUnavailable.rawValue)
         }
     }
 

@@ -43,14 +43,15 @@ extension DeliveryWorker {
             await finish(
                 job,
                 status: nil,
-                error: "database downstream without its connection string (restart with url_env set)",
+                error: .databaseUnconfigured,
+                detail: "database downstream without its connection string (restart with url_env set)",
                 dead: false
             )
             return
         }
         let record: DownstreamEvent
         do { record = try await databaseRecord(job) } catch {
-            await finish(job, status: nil, error: "\(error)", dead: false)
+            await finish(job, status: nil, error: .requestUnbuildable, detail: "\(error)", dead: false)
             return
         }
         metrics.increment(.deliveryAttemptsTotal, ["downstream": job.downstream])
@@ -60,13 +61,20 @@ extension DeliveryWorker {
             let attempt = DeliveryAttempt(startedAt: started, latencyMillis: now() - started)
             await finish(job, status: nil, error: nil, dead: false, attempt: attempt)
         } catch {
-            // The message names the downstream and the database's reason, never the connection string.
+            // The message names the downstream and the database's reason, never the connection string: the log and
+            // the delivery log's entry keep it (redacted, capped), the row the code.
             let text = "\(error)"
-            let attempt = DeliveryAttempt(startedAt: started, latencyMillis: now() - started)
+            let attempt = DeliveryAttempt(
+                startedAt: started,
+                latencyMillis: now() - started,
+                responseHead: Array(text.utf8),
+                redactor: redactor
+            )
             await finish(
                 job,
                 status: nil,
-                error: text.count > 500 ? String(text.prefix(500)) + "…" : text,
+                error: .databaseError,
+                detail: text.count > 500 ? String(text.prefix(500)) + "…" : text,
                 dead: false,
                 attempt: attempt
             )

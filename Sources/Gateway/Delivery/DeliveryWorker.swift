@@ -112,7 +112,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     func deadLetterUnconfigured() async {
         let names = router.downstreamNames
         let dropped = try? await store.write { tx in
-            try tx.deadLetterDeliveries(notTo: names, error: "downstream no longer configured")
+            try tx.deadLetterDeliveries(notTo: names, error: OutcomeCode.downstreamUnconfigured.rawValue)
         }
         if let dropped, dropped > 0 {
             metrics.increment(.deliveryDeadTotal, ["downstream": "(unconfigured)"], by: Double(dropped))
@@ -121,7 +121,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
                 .init(
                     type: "deliveries.unconfigured",
                     at: now(),
-                    error: "downstream no longer configured",
+                    error: OutcomeCode.downstreamUnconfigured.rawValue,
                     count: dropped
                 )
             )
@@ -180,7 +180,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
 
     func deliver(_ job: Job) async {
         guard let downstream = router.downstream(job.downstream) else {
-            await finish(job, status: nil, error: "downstream no longer configured", dead: true)
+            await finish(job, status: nil, error: .downstreamUnconfigured, dead: true)
             return
         }
         if downstream.kind == .database {
@@ -189,7 +189,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         }
         let request: HTTPRequest
         do { request = try await buildRequest(job, downstream: downstream) } catch {
-            await finish(job, status: nil, error: "\(error)", dead: false)
+            await finish(job, status: nil, error: .requestUnbuildable, detail: "\(error)", dead: false)
             return
         }
         metrics.increment(.deliveryAttemptsTotal, ["downstream": job.downstream])
@@ -212,7 +212,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
                 await finish(
                     job,
                     status: response.status,
-                    error: "HTTP \(response.status)",
+                    error: .http(response.status),
                     dead: response.status == 410,
                     minDelay: retryAfter,
                     attempt: attempt
@@ -220,7 +220,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             }
         } catch {
             let attempt = DeliveryAttempt(startedAt: started, latencyMillis: now() - started)
-            await finish(job, status: nil, error: error.code.rawValue, dead: false, attempt: attempt)
+            await finish(job, status: nil, error: OutcomeCode(error.code.rawValue), dead: false, attempt: attempt)
         }
     }
 
@@ -321,10 +321,12 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
     }
 
     /// `attempt`: the send's timing and answer; an attempt that sent nothing is logged at this moment, taking no time.
+    /// `error` is what the row keeps (nil: delivered); `detail`, what the log line of a failure says beside it.
     func finish(
         _ job: Job,
         status: Int?,
-        error: String?,
+        error code: OutcomeCode?,
+        detail: String? = nil,
         dead: Bool,
         minDelay: Int64? = nil,
         attempt: DeliveryAttempt? = nil
@@ -332,7 +334,8 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
         let time = now()
         let retry = router.downstream(job.downstream).map(retryPolicy(for:)) ?? tuning.retry
         let attempts = job.attempts + 1
-        let delivered = error == nil
+        let error = code?.rawValue
+        let delivered = code == nil
         let exhausted = dead || !retry.allowsRetry(afterAttempt: attempts)
         let next = time.clampedAdding(
             retry.delayMillis(afterAttempt: attempts, jitter: jitter(), retryAfterMillis: minDelay)
@@ -348,6 +351,15 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
             attempt: attempt ?? DeliveryAttempt(startedAt: time, latencyMillis: 0)
         )
         await recordOutcome { tx in try tx.settleDelivery(id: id, outcome) }
+        if let detail, !exhausted {
+            log.warn(
+                "delivery attempt failed",
+                [
+                    "downstream": .string(job.downstream), "event_id": job.eventID.map { .string($0) },
+                    "error": error.map { .string($0) }, "detail": .string(detail),
+                ]
+            )
+        }
         if !delivered {
             metrics.increment(.deliveryFailuresTotal, ["downstream": job.downstream])
             if exhausted {
@@ -367,6 +379,7 @@ public final class DeliveryWorker: JobTable, ContextualWorker {
                     [
                         "downstream": .string(job.downstream), "event_id": job.eventID.map { .string($0) },
                         "attempts": .int(Int64(attempts)), "error": error.map { .string($0) },
+                        "detail": detail.map { .string($0) },
                     ]
                 )
             }
@@ -400,3 +413,17 @@ extension DeliveryJob: ScheduledJob {
 }
 
 extension DeliveryWorker: BackgroundService {}
+
+/// What a delivery's row keeps when an attempt fails (besides a transport's own codes: `timeout`, `protocol_error` …).
+extension OutcomeCode {
+    /// The downstream is no longer in the config: dead-lettered, replayable once it is back.
+    static let downstreamUnconfigured = OutcomeCode("downstream_unconfigured")
+    /// The request could not be made (the body or event it carries is no longer stored); the log says what.
+    static let requestUnbuildable = OutcomeCode("request_unbuildable")
+    /// A database downstream without its connection string (`url_env` unset at start).
+    static let databaseUnconfigured = OutcomeCode("database_unconfigured")
+    /// The database downstream refused or failed the write; its message is in the log and the delivery log.
+    static let databaseError = OutcomeCode("database_error")
+    /// The downstream answered with a status other than 2xx: `http_503`.
+    static func http(_ status: Int) -> OutcomeCode { OutcomeCode("http_\(status)") }
+}

@@ -274,7 +274,7 @@ public final class V1VerificationWorker: JobTable, ContextualWorker {
     }
 
     /// Why a job did not finish, and so what becomes of it: failed for good, or pending until a retry.
-    enum Failure: Equatable {
+    enum Failure: Equatable, CustomStringConvertible {
         /// The store could not be read or written: tried again soon (``Policy/storeRetryMillis``).
         case storeUnavailable
         /// The journaled V1 body does not read as one.
@@ -290,21 +290,45 @@ public final class V1VerificationWorker: JobTable, ContextualWorker {
         /// A V2 notification's V1 view, whose event is not stored.
         case eventNotStored
 
-        /// What the job's row records.
-        var error: String {
+        /// What the job's row records: a code (``description`` says the rest, for the log).
+        var error: String { code.rawValue }
+
+        var code: OutcomeCode {
             switch self {
-            case .storeUnavailable: "store_unavailable"
-            case .bodyUnreadable: "journaled body unreadable"
-            case .secretNotConfigured(let name): "shared secret \(name) not configured"
-            case .noReceipt: "receipt_invalid: no receipt in the body"
-            case .answerLacksSubscription: "receipt_invalid: answer lacks the subscription"
-            case .noV1Path: "no V1 path: the app has no shared secret"
+            case .storeUnavailable: .storeUnavailable
+            case .bodyUnreadable: OutcomeCode("body_unreadable")
+            case .secretNotConfigured: OutcomeCode("secret_not_configured")
+            case .noReceipt: OutcomeCode("no_receipt")
+            case .answerLacksSubscription: OutcomeCode("answer_lacks_subscription")
+            case .noV1Path: OutcomeCode("no_v1_path")
+            case .eventNotStored: OutcomeCode("event_not_stored")
+            }
+        }
+
+        var description: String {
+            switch self {
+            case .storeUnavailable: "the store is unavailable"
+            case .bodyUnreadable: "the journaled body does not read as a V1 notification"
+            case .secretNotConfigured(let name): "shared secret \(name) is not configured"
+            case .noReceipt: "the body carries no receipt"
+            case .answerLacksSubscription(let status):
+                "Apple's answer (status \(status)) does not list the notification's subscription"
+            case .noV1Path: "the app has no shared secret: no V1 path"
             case .eventNotStored: "the notification's event is not stored"
             }
         }
     }
 
     func settle(_ job: Job, _ failure: Failure) async {
+        if failure != .storeUnavailable {
+            log.warn(
+                "verifyReceipt job not done",
+                [
+                    "journal_id": .int(job.journalID), "error": .string(failure.error),
+                    "detail": .string(failure.description),
+                ]
+            )
+        }
         switch failure {
         case .storeUnavailable:
             await settle(job, state: .pending, error: failure.error, status: nil, retryIn: tuning.storeRetryMillis)

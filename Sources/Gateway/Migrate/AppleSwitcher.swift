@@ -233,7 +233,7 @@ public struct AppleSwitcher: Sendable {
             } catch let error as AppleSettingsError {
                 failures[app.bundleID] = error.code
             } catch {
-                failures[app.bundleID] = "store_unavailable"
+                failures[app.bundleID] = OutcomeCode.storeUnavailable.rawValue
             }
         }
         return failures

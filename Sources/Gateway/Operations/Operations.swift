@@ -1,5 +1,6 @@
 internal import Canonical
 internal import Crypto
+internal import ServiceKit
 public import Store
 public import V1Adapter
 public import WireJSON
@@ -449,7 +450,7 @@ public struct Operations: Sendable {
             do {
                 try store.write { tx in try tx.beginReplay(id: id, now: started) }
             } catch {
-                results.append(Self.replayResult(id, status: nil, code: "store_unavailable"))
+                results.append(Self.replayResult(id, status: nil, code: OutcomeCode.storeUnavailable.rawValue))
                 continue
             }
             let result = ingest.handle(body, origin: .quarantineReplay(arrivedAt: row.receivedAt))
@@ -461,7 +462,9 @@ public struct Operations: Sendable {
                 }
                 results.append(Self.replayResult(id, status: result.status, code: result.code))
             } catch {
-                results.append(Self.replayResult(id, status: result.status, code: "store_unavailable"))
+                results.append(
+                    Self.replayResult(id, status: result.status, code: OutcomeCode.storeUnavailable.rawValue)
+                )
             }
         }
         return .array(results)

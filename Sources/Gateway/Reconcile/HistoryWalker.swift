@@ -70,7 +70,7 @@ public struct HistoryWalker: Sendable {
             if result.status == 200 {
                 self = result.duplicate ? .duplicate : .added
             } else if result.mustComeAgain {
-                self = .notKept(code: result.code ?? "store_unavailable")
+                self = .notKept(code: result.code ?? OutcomeCode.storeUnavailable.rawValue)
             } else {
                 self = .refused(code: result.code ?? "status_\(result.status)")
             }
@@ -236,7 +236,9 @@ public struct HistoryWalker: Sendable {
             walk.bytes += Int64(page.byteCount)
             for payload in page.signedPayloads {
                 // `handle` throws nothing: only a bridge that could not run it would leave no result.
-                guard let result = await handle(payload) else { return .notKept(code: "store_unavailable") }
+                guard let result = await handle(payload) else {
+                    return .notKept(code: OutcomeCode.storeUnavailable.rawValue)
+                }
                 let item = Item(result)
                 walk.listed += 1
                 switch item {

@@ -216,7 +216,7 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
                 nextRunAt: time.clampedAdding(86_400_000),
                 watermark: nil,
                 attempts: 0,
-                error: "not configured",
+                error: OutcomeCode.notConfigured.rawValue,
                 checked: 0,
                 recovered: 0,
                 calls: 0
@@ -236,7 +236,11 @@ public final class ReconcileWorker: JobTable, ContextualWorker {
         } catch let error as PathFetchError {
             failure = error
         } catch {
-            failure = PathFetchError(code: "store_unavailable", message: String(describing: error), retryable: true)
+            failure = PathFetchError(
+                code: OutcomeCode.storeUnavailable.rawValue,
+                message: String(describing: error),
+                retryable: true
+            )
         }
         let labels = ["bundle": run.key.bundleID, "kind": run.key.kind.rawValue]
         metrics.set(.reconcileBudgetRemaining, labels, Double(max(0, tally.budget - tally.calls)))
