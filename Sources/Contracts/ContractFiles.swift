@@ -33,7 +33,7 @@ public enum ContractFiles {
                     "downstream": { "description": "The downstream's name.", "type": "string" },
                     "event_id": { "description": "The event; absent for a pass-through delivery of a notification's body.", "type": "string" },
                     "attempts": { "type": "integer", "minimum": 1 },
-                    "error": { "description": "The last attempt's failure (`HTTP 500`, `timeout`, …).", "type": "string" }
+                    "error": { "description": "The last attempt's failure as a code (`http_500`, `timeout`, `downstream_unconfigured`, …; docs/operations.md, \"What `last_error` says\").", "type": "string" }
                   }
                 },
                 "deliveries_unconfigured": {
