@@ -200,7 +200,9 @@ public final class GatewayService: Sendable {
             v2: v2,
             transports: transports,
             dependencies: dependencies,
-            metrics: metrics
+            metrics: metrics,
+            store: store,
+            log: log
         )
         let alerts = Self.alerts(
             config: config,
