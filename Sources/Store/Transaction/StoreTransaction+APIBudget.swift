@@ -63,7 +63,8 @@ extension SQL {
         """
 
     /// Takes min(`$5`, whole turns available) in one statement: the row's lock orders instances, every expression of
-    /// the update reads the row as it was. A bucket met for the first time starts full.
+    /// the update reads the row as it was. A bucket met for the first time starts full; a paused one keeps its time
+    /// (its first turn gathers at Apple's instant).
     fileprivate static let leaseAPIBudget = SQL(
         """
         INSERT INTO api_budget AS b (bundle_id, environment, endpoint, tokens, updated_at, paused_until, last_lease, leased)
@@ -73,7 +74,7 @@ extension SQL {
             last_lease = LEAST($5::bigint, (\(available)) / 1000000000),
             tokens = (\(available)) - LEAST($5::bigint, (\(available)) / 1000000000) * 1000000000,
             leased = b.leased + LEAST($5::bigint, (\(available)) / 1000000000),
-            updated_at = GREATEST(b.updated_at, $4::bigint)
+            updated_at = CASE WHEN b.paused_until > $4::bigint THEN b.updated_at ELSE GREATEST(b.updated_at, $4::bigint) END
         RETURNING last_lease, tokens, updated_at, paused_until
         """
     )
