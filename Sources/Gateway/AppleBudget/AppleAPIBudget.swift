@@ -330,7 +330,7 @@ public final class AppleAPIBudget: AppStoreAPIBudget {
 
 extension AppleAPIBudget {
     /// How long a ledger that failed is left alone before the next lease.
-    static let ledgerRetryMillis: Int64 = 1_000
+    public static let ledgerRetryMillis: Int64 = 1_000
 
     /// ``pump(_:)`` for a shared bucket: leases turns from the ledger while calls wait (as many as wait, at most a
     /// batch), gives them out in the queue's order at once, sleeps until the ledger's next turn when it had none, and
