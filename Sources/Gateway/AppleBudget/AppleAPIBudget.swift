@@ -132,9 +132,6 @@ public final class AppleAPIBudget: AppStoreAPIBudget {
         (self.ledger, self.log) = (ledger, log)
     }
 
-    /// Whether the buckets are a ledger's, shared with the other instances on the store.
-    public var isShared: Bool { ledger != nil }
-
     /// Calls waiting for their turn now, for all apps and endpoints (tests wait for them).
     public var waiting: Int { state.withLock { $0.buckets.values.reduce(0) { $0 + $1.waiters.count } } }
 
