@@ -93,6 +93,28 @@ import Testing
     }
 
     @Test(.enabled(if: TestDatabase.url != nil, "IAPGW_TEST_DATABASE_URL is not set (run under scripts/with-postgres)"))
+    func theBudgetsStatementsRunOnSessionsOfTheirOwnThatNeitherWaitForTheDiskNorHangOnALock() async throws {
+        let schema = try TestSchema()
+        let store = try PostgresStore(url: schema.url)
+        defer { store.close() }
+        let settings = try await store.writeStatement { tx -> [String] in
+            let row = try (tx as! PostgresTransaction).c.queryOne(
+                "SELECT current_setting('synchronous_commit') AS s, current_setting('statement_timeout') AS t, current_setting('transaction_read_only') AS r",
+                []
+            )
+            return [row?.string("s") ?? "", row?.string("t") ?? "", row?.string("r") ?? ""]
+        }
+        #expect(settings == ["off", "2s", "off"])
+        // A closed store takes no more.
+        store.close()
+        await #expect(throws: (any Error).self) {
+            try await store.writeStatement { tx in
+                try tx.leaseAPIBudget(Self.bucket, turns: 1, refill: Self.refill, at: Self.t)
+            }
+        }
+    }
+
+    @Test(.enabled(if: TestDatabase.url != nil, "IAPGW_TEST_DATABASE_URL is not set (run under scripts/with-postgres)"))
     func aPauseEmptiesTheBucketUntilApplesInstantForEveryStore() async throws {
         let schema = try TestSchema()
         let (a, b) = (try PostgresStore(url: schema.url), try PostgresStore(url: schema.url))

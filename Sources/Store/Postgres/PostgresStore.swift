@@ -182,8 +182,11 @@ public final class PostgresStore: GatewayStore {
         }
     }
 
-    /// ``writeStatement(_:)``'s sessions: commits that do not wait for the disk.
-    static let statementSessionSetup = "SELECT set_config('synchronous_commit', 'off', false)"
+    /// ``writeStatement(_:)``'s sessions: commits that do not wait for the disk, and a statement that waits on the
+    /// server (a row lock held by a stuck session) fails after 2 s rather than holding its caller — the budget's calls
+    /// wait on it. Connecting is bounded by the connection string's `connect_timeout`.
+    static let statementSessionSetup =
+        "SELECT set_config('synchronous_commit', 'off', false), set_config('statement_timeout', '2s', false)"
 
     /// A REPEATABLE READ transaction on a reader session: one snapshot for the whole body, and writes in it fail
     /// (`25006`: the session's transactions are read-only, ``readerSessionSetup``).
