@@ -173,6 +173,20 @@ import V2Adapter
         return grants.times.withLock { $0 }
     }
 
+    @Test func anSQLiteStoreKeepsTheBudgetInItsOneProcess() throws {
+        let store = try SQLiteStore(path: try Scratch.directory() + "/g.db")
+        defer { store.close() }
+        #expect(StoreAPIBudgetLedger.of(store) == nil)
+    }
+
+    @Test(.enabled(if: TestPostgresServer.url != nil, "needs scripts/with-postgres"))
+    func aPostgresStoreGivesEveryInstanceItsLedger() throws {
+        let schema = try TestSchema()
+        let store = try PostgresStore(url: schema.url)
+        defer { store.close() }
+        #expect(StoreAPIBudgetLedger.of(store) != nil)
+    }
+
     @Test(.enabled(if: TestPostgresServer.url != nil, "needs scripts/with-postgres"))
     func twoInstancesTogetherStayWithinTheSharedRate() async throws {
         let schema = try TestSchema()
