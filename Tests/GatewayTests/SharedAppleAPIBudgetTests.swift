@@ -11,7 +11,7 @@ import V2Adapter
 /// The budget of App Store Server API calls shared by every instance on one store (docs/operations.md, "Apple's rate
 /// limits"): each instance leases turns from the ledger's bucket and hands them out through its own queue. Time is a
 /// test clock (``AppleAPIBudgetTests/Clock``): the tests wait for conditions, never for time.
-@Suite struct SharedAppleAPIBudgetTests {
+@Suite(.serialized) struct SharedAppleAPIBudgetTests {
     typealias Clock = AppleAPIBudgetTests.Clock
     static let t = AppleAPIBudgetTests.t
     static let history = AppleAPIBudgetTests.history
@@ -252,6 +252,36 @@ import V2Adapter
             await eventually("the call waits for Apple's instant") { second.waiting == 1 && clock.sleepers == 1 }
         )
         clock.set(until)
+        #expect(await waiting.value == .granted)
+    }
+
+    @Test(.enabled(if: TestPostgresServer.ctl != nil, "IAPGW_TEST_PG_CTL is not set (run under scripts/with-postgres)"))
+    func whileTheServerIsDownNoTurnIsGivenAndOnceBackTheCallsGoOn() async throws {
+        let schema = try TestSchema()
+        let store = try PostgresStore(url: schema.url)
+        defer { store.close() }
+        let clock = Clock(Self.t)
+        let metrics = Metrics()
+        let budget = Self.budget(clock, StoreAPIBudgetLedger(store: store), metrics: metrics)
+        #expect(await budget.acquire(Self.history, priority: .request, deadline: Self.t + 1_000) == .granted)
+        #expect(try TestPostgresServer.control("stop") == 0)
+        var restarted = false
+        defer { if !restarted { _ = try? TestPostgresServer.control("start") } }
+        let refused = await budget.acquire(Self.history, priority: .request, deadline: clock.now + 500)
+        #expect(refused == .expired(nextAt: clock.now + AppleAPIBudget.ledgerRetryMillis))
+        let failures = metrics.counter(
+            "iapgw_apple_api_budget_store_failures_total",
+            ["endpoint": "transaction_history", "operation": "lease"]
+        )
+        #expect(failures == 1)
+        #expect(try TestPostgresServer.control("start") == 0)
+        restarted = true
+        // The same store, its session reconnected at the next try: the waiting call gets its turn.
+        let waiting = Task {
+            await budget.acquire(Self.history, priority: .background, deadline: clock.now + 10_000)
+        }
+        try #require(await eventually("the call waits for the next try") { budget.waiting == 1 && clock.sleepers == 1 })
+        clock.advance(AppleAPIBudget.ledgerRetryMillis)
         #expect(await waiting.value == .granted)
     }
 
