@@ -129,6 +129,63 @@ import V2Adapter
         #expect(nextAt >= Self.t + 7_000 && ledger.leases == 0)
     }
 
+    /// A store whose one-statement writes hang until released (a network gone mid-statement).
+    final class HangingStore: GatewayStore {
+        let inner: SQLiteStore
+        let held = Mutex<[CheckedContinuation<Void, Never>]>([])
+        init(_ inner: SQLiteStore) { self.inner = inner }
+        func write<T: Sendable>(bytes: Int, _ body: @escaping @Sendable (any StoreTransaction) throws -> T) throws -> T
+        {
+            try inner.write(bytes: bytes, body)
+        }
+        func write<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+            try await inner.write(body)
+        }
+        func writeStatement<T: Sendable>(
+            _ body: @escaping @Sendable (any StoreTransaction) throws -> T
+        ) async throws -> T {
+            await withCheckedContinuation { c in held.withLock { $0.append(c) } }
+            throw ScriptedLedger.Down()
+        }
+        func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T { try inner.read(body) }
+        func read<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T {
+            try await inner.read(body)
+        }
+        var isClosing: Bool { inner.isClosing }
+        var sharedByInstances: Bool { true }
+        func close() { inner.close() }
+        var commitStatistics: (batches: Int, items: Int) { inner.commitStatistics }
+
+        var hanging: Int { held.withLock { $0.count } }
+        func release() {
+            for c in held.withLock({ h in
+                defer { h = [] }
+                return h
+            }) { c.resume() }
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aStoreThatHangsFailsTheLeaseAtTheLedgersTimeout() async throws {
+        let store = HangingStore(try SQLiteStore(path: try Scratch.directory() + "/g.db"))
+        defer { store.close() }
+        let ledger = StoreAPIBudgetLedger(store: store, timeoutMillis: 20)
+        let bucket = APIBudgetBucket(
+            bundleID: "com.example.a",
+            environment: .production,
+            endpoint: "transaction_history"
+        )
+        let refill = APIBudgetRefill(perSecond: 40, capacity: 6)
+        await #expect(throws: StoreAPIBudgetLedger.Timeout.self) {
+            _ = try await ledger.lease(bucket, turns: 1, refill: refill, at: Self.t)
+        }
+        await #expect(throws: StoreAPIBudgetLedger.Timeout.self) {
+            try await ledger.pause(bucket, until: Self.t + 1_000, refill: refill)
+        }
+        // Both statements still hang: their answers, when they come, are dropped.
+        try #require(await eventually("both statements hang") { store.hanging == 2 })
+        store.release()
+    }
+
     // MARK: On PostgreSQL
 
     /// Two instances (two stores on one schema, each with its budget) and their calls; `workers` calls wait at every
