@@ -72,6 +72,11 @@ public enum ReceiptScaleBenchmark {
         public var retries = 3
         public var seed: UInt64 = 1
         public var executable = "/proc/self/exe"
+        /// PostgreSQL (a fresh schema in the database ``BenchSchema`` names, dropped afterwards) instead of SQLite, and
+        /// the gateways on it: the clients alternate between them, every instance's calls count against the budget
+        /// they share (docs/operations.md, "Apple's rate limits").
+        public var postgres = false
+        public var instances = 1
 
         public init() {}
     }
@@ -182,9 +187,18 @@ public enum ReceiptScaleBenchmark {
         public var loadAverage: Double
         public var invariants: Invariants
         public var build: String
+        public var store: String
+        public var instances: Int
+        /// Apple's calls a second over the run, all instances together, by endpoint; beside the gateway's budget (its
+        /// rate: Apple's table times the margin) and Apple's own limit.
+        public var appleCallsPerSecond: [String: Double]
+        public var budgetPerSecond: Double
 
         enum CodingKeys: String, CodingKey {
             case customers, seconds, clients, requests, warm, cold, purchases, apple, notifications, invariants, build
+            case store, instances
+            case appleCallsPerSecond = "apple_calls_per_second"
+            case budgetPerSecond = "budget_per_second"
             case appleRate = "apple_rate"
             case hangSeconds = "hang_seconds"
             case elapsedSeconds = "elapsed_seconds"
@@ -213,6 +227,8 @@ public enum ReceiptScaleBenchmark {
         progress: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws -> Result {
         let o = options
+        let schema = o.postgres ? try BenchSchema(environment: ProcessEnvironment.variables) : nil
+        defer { schema?.drop() }
         let rig = try BenchRig(label: "receipt-scale", executable: o.executable)
         let receiptPKI = try GeneratedReceiptPKI.generate(
             notBefore: rig.now / 1000 - 86_400,
@@ -249,7 +265,7 @@ public enum ReceiptScaleBenchmark {
                 {
                   "listen": "127.0.0.1:0",
                   "admin": { "listen": "127.0.0.1:0", "token_env": "BENCH_ADMIN_TOKEN" },
-                  "store": { "sqlite": "gateway.db" },
+                  "store": \(schema == nil ? #"{ "sqlite": "gateway.db" }"# : #"{ "postgres": { "url_env": "IAPGW_BENCH_STORE_URL" } }"#),
                   "trust": { "extra_roots": ["root.der"], "extra_receipt_roots": ["receipt-root.der"] },
                   "app_store_api": { "production_url": "\(appleURL)", "sandbox_url": "\(appleURL)",
                                      "issuer_id": "00000000-0000-4000-8000-000000000000", "key_id": "BENCHKEY01",
@@ -263,10 +279,14 @@ public enum ReceiptScaleBenchmark {
                 """,
             environment: [
                 "BENCH_SECRET": BenchRig.secret, "BENCH_API_KEY": apiKey.pemPKCS8, "BENCH_ADMIN_TOKEN": adminToken,
-            ]
+                "IAPGW_BENCH_STORE_URL": schema?.url ?? "",
+            ],
+            count: max(1, o.instances)
         )
-        guard let gateway = rig.gateway, let adminPort = gateway.listeningField("admin_port").flatMap({ UInt16($0) })
-        else { throw IngestBenchmark.Failure(description: "the gateway's admin listener did not start") }
+        let adminPorts = rig.gateways.compactMap { $0.listeningField("admin_port").flatMap { UInt16($0) } }
+        guard let gateway = rig.gateway, adminPorts.count == rig.gateways.count else {
+            throw IngestBenchmark.Failure(description: "a gateway's admin listener did not start")
+        }
 
         // Notifications signed before the run: their signing is no part of what is measured.
         let notificationCount = max(1, Int(o.seconds * o.notificationsPerSecond))
@@ -282,7 +302,7 @@ public enum ReceiptScaleBenchmark {
             let from = WallClock.wallMillis() + Int64((o.seconds - o.hangSeconds) / 2 * 1000)
             fake.hang(from: from, until: from + Int64(o.hangSeconds * 1000))
         }
-        let url = "http://127.0.0.1:\(rig.port)/sandbox/verifyReceipt"
+        let urls = rig.ports.map { "http://127.0.0.1:\($0)/sandbox/verifyReceipt" }
         let transport = CurlTransport(maxConcurrentTransfers: o.clients)
         let clients = (0..<o.clients).map { index in
             Task.detached {
@@ -294,6 +314,7 @@ public enum ReceiptScaleBenchmark {
                     streams: o.clients
                 )
                 while ContinuousClock.now < deadline {
+                    let url = urls[index % urls.count]
                     let (customer, purchase) = customers.next()
                     record.asked(customer, purchase: purchase)
                     guard let body = try? receipts.body(customer) else { continue }
@@ -350,21 +371,24 @@ public enum ReceiptScaleBenchmark {
         for client in clients { await client.value }
         let elapsed = ReceiptHistoryBenchmark.seconds(ContinuousClock.now - started)
 
-        progress("reading the gateway's metrics…")
-        let metrics =
-            (try? await transport.send(
-                HTTPRequest(
-                    method: .get,
-                    url: "http://127.0.0.1:\(adminPort)/metrics",
-                    headers: [HTTPHeader("Authorization", "Bearer \(adminToken)")],
-                    timeoutMillis: 30_000
-                )
-            )).map { String(decoding: $0.body, as: UTF8.self) } ?? ""
+        progress("reading the gateways' metrics…")
+        // Every instance's text, one after the other: the counts sum over them.
+        var metrics = ""
+        for adminPort in adminPorts {
+            metrics +=
+                (try? await transport.send(
+                    HTTPRequest(
+                        method: .get,
+                        url: "http://127.0.0.1:\(adminPort)/metrics",
+                        headers: [HTTPHeader("Authorization", "Bearer \(adminToken)")],
+                        timeoutMillis: 30_000
+                    )
+                )).map { String(decoding: $0.body, as: UTF8.self) + "\n" } ?? ""
+        }
         let peakRSS = gateway.peakRSSMB
         let load = Self.loadAverage()
-        let status = rig.finish().status
-        guard status == 0 else {
-            throw IngestBenchmark.Failure(description: "the gateway stopped with status \(status)")
+        if let status = rig.finishAll().map(\.status).first(where: { $0 != 0 }) {
+            throw IngestBenchmark.Failure(description: "a gateway stopped with status \(status)")
         }
         return result(
             options: o,
@@ -477,7 +501,13 @@ public enum ReceiptScaleBenchmark {
                 notificationsUnaffected: notes.count > 0 && r.notificationsOK == notes.count
                     && notifications.p99Ms <= 25
             ),
-            build: VerifyBenchmark.buildKind
+            build: VerifyBenchmark.buildKind,
+            store: o.postgres ? "postgres" : "sqlite",
+            instances: max(1, o.instances),
+            appleCallsPerSecond: endpoints.mapValues {
+                elapsed > 0 ? (Double($0.calls) / elapsed * 10).rounded() / 10 : 0
+            },
+            budgetPerSecond: Double(fake.allowance.perSecond) * AppleRateLimitSettings().margin
         )
     }
 

@@ -595,6 +595,25 @@ public enum ContractFiles {
                     "load_average": {
                       "type": "number"
                     },
+                    "store": {
+                      "description": "`sqlite`, or `postgres`: the gateways on one fresh schema.",
+                      "type": "string"
+                    },
+                    "instances": {
+                      "description": "Gateways sharing the store, and so the budget of calls to Apple.",
+                      "type": "integer"
+                    },
+                    "apple_calls_per_second": {
+                      "description": "Apple's calls a second over the run, all instances together, by endpoint.",
+                      "type": "object",
+                      "additionalProperties": {
+                        "type": "number"
+                      }
+                    },
+                    "budget_per_second": {
+                      "description": "The gateway's budget of calls a second per endpoint (Apple's limit times the margin), for all instances together.",
+                      "type": "number"
+                    },
                     "invariants": {
                       "type": "object",
                       "additionalProperties": true,

@@ -14,6 +14,11 @@ public protocol GatewayStore: Sendable {
     /// Runs `body`, which runs exactly one statement, as one read: a server database runs it without a transaction
     /// around it (one statement sees one snapshot anyway), one round trip instead of three.
     func readStatement<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T
+    /// Runs `body`, which runs exactly one small statement that writes, as a transaction of its own outside the group
+    /// commit: coordination rows every instance updates often and no write of the journal waits for (the shared App
+    /// Store Server API budget, ``APIBudgetTransaction``). Not for what must be durable before an answer: PostgreSQL
+    /// runs it on a session of its own with `synchronous_commit` off.
+    func writeStatement<T: Sendable>(_ body: @escaping @Sendable (any StoreTransaction) throws -> T) async throws -> T
     /// Runs `body` on one consistent snapshot; writes inside it fail. Blocking.
     func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T
     /// The same for async callers, off Swift's cooperative pool.
@@ -53,6 +58,12 @@ extension GatewayStore {
     ) async throws -> T {
         try await read(body)
     }
+
+    public func writeStatement<T: Sendable>(
+        _ body: @escaping @Sendable (any StoreTransaction) throws -> T
+    ) async throws -> T {
+        try await write(body)
+    }
 }
 
 extension QuarantineTransaction {
@@ -85,5 +96,6 @@ public protocol StoreTransaction:
     JobClaimTransaction,
     ReconcileTransaction,
     RetentionTransaction,
-    ConsumptionTransaction
+    ConsumptionTransaction,
+    APIBudgetTransaction
 {}

@@ -17,6 +17,9 @@ import Testing
         "receipt_jobs.claimed_until",
         "compare_jobs.claimed_by", "compare_jobs.claimed_until", "reconcile_runs.claimed_by",
         "reconcile_runs.claimed_until", "consumption_jobs.claimed_by", "consumption_jobs.claimed_until",
+        // The App Store Server API budget every instance shares (its step 21): one process owns an SQLite store.
+        "api_budget.bundle_id", "api_budget.environment", "api_budget.endpoint", "api_budget.tokens",
+        "api_budget.updated_at", "api_budget.paused_until", "api_budget.last_lease", "api_budget.leased",
     ]
     /// Indexes only PostgreSQL has: the claims' indexes of pending rows of the job tables (its migration 7; the
     /// outbox's came to SQLite with its step 13) and the partial unique index that keeps one plain comparison fetch

@@ -155,7 +155,9 @@ extension GatewayService {
                 v2: v2,
                 transports: transports,
                 dependencies: dependencies,
-                metrics: metrics
+                metrics: metrics,
+                store: store,
+                log: log
             )
             alerts = GatewayService.alerts(
                 config: config,
@@ -315,7 +317,8 @@ extension GatewayService {
         let settings: (any AppleNotificationSettings)?
         let probe: (any TestNotificationProbe)?
 
-        /// The one budget every client of the App Store Server API takes its turns from.
+        /// The one budget every client of the App Store Server API takes its turns from (shared with the other
+        /// instances on a PostgreSQL store).
         let budget: AppleAPIBudget
 
         init(
@@ -323,13 +326,18 @@ extension GatewayService {
             v2: V2Adapter,
             transports: OutgoingTransports,
             dependencies: Dependencies,
-            metrics: Metrics
+            metrics: Metrics,
+            store: any GatewayStore,
+            log: Log
         ) throws {
+            // Instances on one PostgreSQL store share the budget (its ledger); an SQLite store's one process keeps it.
             budget = AppleAPIBudget(
                 settings: config.appStoreAPI.rateLimits,
                 now: dependencies.now,
                 sleep: dependencies.appleBudgetSleep,
-                metrics: metrics
+                metrics: metrics,
+                ledger: StoreAPIBudgetLedger.of(store),
+                log: log
             )
             verifyReceipt = VerifyReceiptClient(
                 transport: transports.apple,

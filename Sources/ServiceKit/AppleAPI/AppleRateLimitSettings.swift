@@ -42,6 +42,23 @@ public struct AppleRateLimitSettings: Sendable, Hashable {
         max(1, (published(endpoint, environment) - rate(endpoint, environment)).rounded(.down))
     }
 
+    /// How long turns leased from the budget every instance on a PostgreSQL store shares may wait to be spent
+    /// (``AppleAPIBudget``): what an interval holds is at most what the shared bucket gave over it and this long before.
+    public static let leaseMillis: Int64 = 100
+
+    /// Most turns one lease takes from the shared budget: what gathers in ``leaseMillis`` (at least 1).
+    public func leaseTurns(_ endpoint: AppStoreAPIEndpoint, _ environment: AppStoreEnvironment) -> Int {
+        max(1, Int((rate(endpoint, environment) * Double(Self.leaseMillis) / 1000).rounded(.down)))
+    }
+
+    /// The shared bucket's burst: ``burst(_:_:)`` less what gathers in ``leaseMillis`` (at least 1), so that a second
+    /// holds at most the burst, a second of the gateway's rate and the turns leased just before it, all instances
+    /// together — no more than Apple's rate.
+    public func sharedBurst(_ endpoint: AppStoreAPIEndpoint, _ environment: AppStoreEnvironment) -> Double {
+        let leased = rate(endpoint, environment) * Double(Self.leaseMillis) / 1000
+        return max(1, (burst(endpoint, environment) - leased).rounded(.down))
+    }
+
     package static func parse(_ r: ConfigReader) throws(ConfigError) -> AppleRateLimitSettings {
         try r.rejectUnknown(allowed: keys)
         var s = AppleRateLimitSettings()

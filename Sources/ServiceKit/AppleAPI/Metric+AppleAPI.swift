@@ -2,6 +2,7 @@
 extension Metric {
     package static let appleAPI: [Metric] = [
         .appleAPICallsTotal, .appleAPIBudgetWaitsTotal, .appleAPIRateLimitedTotal, .appleAPIPausedSecondsTotal,
+        .appleAPIBudgetLeasesTotal, .appleAPIBudgetLedgerFailuresTotal,
     ]
 
     package static let appleAPICallsTotal = counter(
@@ -19,5 +20,13 @@ extension Metric {
     package static let appleAPIPausedSecondsTotal = counter(
         "iapgw_apple_api_paused_seconds_total",
         "Seconds an endpoint of an app was held for every caller by Apple's Retry-After, by endpoint"
+    )
+    static let appleAPIBudgetLeasesTotal = counter(
+        "iapgw_apple_api_budget_leases_total",
+        "Leases of turns from the budget every instance on a PostgreSQL store shares, by endpoint and outcome (turns; empty: the shared bucket had none yet)"
+    )
+    static let appleAPIBudgetLedgerFailuresTotal = counter(
+        "iapgw_apple_api_budget_store_failures_total",
+        "Leases and pauses of the shared budget the store failed, by endpoint and operation (lease, pause): no call beyond the turns leased already"
     )
 }

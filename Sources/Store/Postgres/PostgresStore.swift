@@ -43,6 +43,11 @@ public final class PostgresStore: GatewayStore {
     let dictionaries: BlobDictionaries
     /// Commits the writers' new dictionary rows (``PostgresDictionaryTable``).
     let inserter: PostgresDictionaryInserter
+    /// The sessions of ``writeStatement(_:)``, connected on first use (an instance that never calls Apple's API opens
+    /// none); nil again once closed.
+    private let statementSessions: Mutex<(pool: PostgresPool?, closed: Bool)> = Mutex((nil, false))
+    private let url: String
+    private let label: String
 
     /// Bodies (journal, quarantine) compressed with LZ4 rather than PostgreSQL's default pglz where the server has it
     /// (built with lz4, version 14 or later): a V2 body is several kilobytes of base64 that pglz compresses at a CPU
@@ -84,6 +89,7 @@ public final class PostgresStore: GatewayStore {
     /// the migrations not applied yet. Throws when the server cannot be reached or the schema is newer than this
     /// gateway's.
     public init(url: String, options: Options = .init()) throws {
+        (self.url, self.label) = (url, options.label)
         var writerPools: [PostgresPool] = []
         for i in 0..<max(1, options.writers) {
             var writerOptions = PostgresPool.Options()
@@ -141,6 +147,47 @@ public final class PostgresStore: GatewayStore {
         try await Blocking.run { try self.readers.withConnection { c in try body(self.reading(c)) } }
     }
 
+    /// Small coordination writes — the shared App Store Server API budget's leases — as one statement each on sessions
+    /// of their own, never behind a batch of the journal nor holding a row lock while one commits. Their commits do
+    /// not wait for the disk (`synchronous_commit` off): a server crash may forget the last fraction of a second of
+    /// leases, which the budget's margin covers (docs/operations.md, "Apple's rate limits").
+    public func writeStatement<T: Sendable>(
+        _ body: @escaping @Sendable (any StoreTransaction) throws -> T
+    ) async throws -> T {
+        let (dictionaries, inserter) = (self.dictionaries, self.inserter)
+        return try await Blocking.run {
+            try self.statementPool().withConnection { c in
+                try body(
+                    PostgresTransaction(
+                        PostgresStoreConnection(raw: c, dictionaries: dictionaries, inserter: inserter)
+                    )
+                )
+            }
+        }
+    }
+
+    /// Connects the pool first (a blocking connect, on the caller's blocking thread).
+    private func statementPool() throws -> PostgresPool {
+        try statementSessions.withLock { s in
+            if let pool = s.pool { return pool }
+            guard !s.closed else { throw StoreFailure(description: "the store is closed") }
+            var options = PostgresPool.Options()
+            options.size = 2
+            options.borrowTimeout = .seconds(2)
+            options.label = label + " statements"
+            options.sessionSetup = Self.statementSessionSetup
+            let pool = try PostgresPool(url, options: options)
+            s.pool = pool
+            return pool
+        }
+    }
+
+    /// ``writeStatement(_:)``'s sessions: commits that do not wait for the disk, and a statement that waits on the
+    /// server (a row lock held by a stuck session) fails after 2 s rather than holding its caller — the budget's calls
+    /// wait on it. Connecting is bounded by the connection string's `connect_timeout`.
+    static let statementSessionSetup =
+        "SELECT set_config('synchronous_commit', 'off', false), set_config('statement_timeout', '2s', false)"
+
     /// A REPEATABLE READ transaction on a reader session: one snapshot for the whole body, and writes in it fail
     /// (`25006`: the session's transactions are read-only, ``readerSessionSetup``).
     public func read<T>(_ body: (any StoreTransaction) throws -> T) throws -> T {
@@ -160,6 +207,10 @@ public final class PostgresStore: GatewayStore {
         for w in writers { w.stop() }
         for session in writerSessions { session.close() }
         readers.close()
+        statementSessions.withLock { s in
+            s.pool?.close()
+            (s.pool, s.closed) = (nil, true)
+        }
     }
 
     /// (transactions committed, work items committed) since open: how well group commit batches.

@@ -567,7 +567,26 @@ enum StoreSchema {
             CREATE INDEX delivery_attempts_unredacted ON delivery_attempts(id) WHERE \(d.unredactedHead);
             """
         },
+        SchemaStep(sqlite: nil, postgres: 21) { _ in sharedAPIBudget },
     ]
+
+    /// PostgreSQL only: the App Store Server API budget every instance of the store shares (``APIBudgetTransaction``,
+    /// docs/operations.md, "Apple's rate limits"). One process owns an SQLite store and keeps its budget in memory.
+    private static let sharedAPIBudget = """
+        -- Per app × environment × endpoint one token bucket, in billionths of a turn, that each instance leases a few
+        -- turns at a time from; a 429 pauses it for every instance until Apple's Retry-After.
+        CREATE TABLE api_budget (
+            bundle_id TEXT NOT NULL,
+            environment TEXT NOT NULL,
+            endpoint TEXT NOT NULL,
+            tokens bigint NOT NULL,                  -- billionths of a turn gathered as of updated_at
+            updated_at bigint NOT NULL,              -- ms since the epoch
+            paused_until bigint NOT NULL DEFAULT 0,  -- Apple's Retry-After of the last 429, ms since the epoch
+            last_lease bigint NOT NULL DEFAULT 0,    -- turns the last lease took
+            leased bigint NOT NULL DEFAULT 0,        -- turns leased since the row was made
+            PRIMARY KEY (bundle_id, environment, endpoint)
+        );
+        """
 
     /// PostgreSQL stores bodies and JSON compressed (``StoredBlob``, with the preset dictionaries of
     /// ``BlobDictionaries``): its own compression (TOAST) would only try again on each such value, and is turned off
