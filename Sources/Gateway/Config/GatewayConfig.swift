@@ -220,17 +220,17 @@ public struct GatewayConfig: Sendable {
         try parseListeners(r, into: &c)
         try parseStore(r, base: baseDirectory, into: &c)
         try parseAppleEndpoints(r, base: baseDirectory, into: &c)
-        try parseAppStoreConnect(r, into: &c)
+        c.appStoreConnect = try r.section(AppStoreConnect.self)
         try parseAges(r, into: &c)
         c.compareSettings = try r.section(CompareSettings.self) ?? c.compareSettings
         c.reconcile = try r.section(ReconcileSettings.self) ?? c.reconcile
         try parseSilenceAlert(r, into: &c)
         try parseTLS(r, base: baseDirectory, into: &c)
-        try parseLimits(r, into: &c)
+        c.limits = try r.section(Limits.self) ?? c.limits
         try parseDownstreams(r, base: baseDirectory, into: &c)
         try parseApps(r, into: &c)
         try checkFilterBundles(r, c)
-        try parseAlerts(r, into: &c)
+        c.alertWebhook = try r.section(AlertWebhookSettings.self)
         return c
     }
 
@@ -284,18 +284,6 @@ public struct GatewayConfig: Sendable {
         c.appStoreAPI = try r.section(AppStoreAPISettings.self) ?? c.appStoreAPI
     }
 
-    /// `app_store_connect`: all three credentials or none.
-    private static func parseAppStoreConnect(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
-        guard let asc = try r.object("app_store_connect") else { return }
-        try asc.rejectUnknown(allowed: Keys.appStoreConnect)
-        c.appStoreConnect = AppStoreConnect(
-            issuerID: try asc.requiredString("issuer_id"),
-            keyID: try asc.requiredString("key_id"),
-            privateKeyEnv: try asc.requiredString("private_key_env"),
-            url: try url(asc, "url") ?? AppStoreConnect.defaultURL
-        )
-    }
-
     /// `max_notification_age` and `raw_body_retention`.
     private static func parseAges(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
         if let age = try r.string("max_notification_age") {
@@ -330,68 +318,6 @@ public struct GatewayConfig: Sendable {
         try tls.rejectUnknown(allowed: Keys.listenTLS)
         c.tlsCertificateFile = resolve(try tls.requiredString("cert_file"), base: base)
         c.tlsKeyFile = resolve(try tls.requiredString("key_file"), base: base)
-    }
-
-    /// `limits`: quarantine caps, threads, connections, deadlines, buffers, the job lease.
-    private static func parseLimits(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
-        guard let limits = try r.object("limits") else { return }
-        try limits.rejectUnknown(allowed: Keys.limits)
-        c.limits.untrustedQuarantine = try limits.int(
-            "untrusted_quarantine",
-            1...1_000_000,
-            c.limits.untrustedQuarantine
-        )
-        c.limits.genuineQuarantine = try limits.int("genuine_quarantine", 1...10_000_000, c.limits.genuineQuarantine)
-        // A lane must hold at least one body of the endpoint's 1 MiB limit (plus its row).
-        let mebibyte: Int64 = 1_048_576
-        c.limits.untrustedQuarantineBytes = try limits.size(
-            "untrusted_quarantine_bytes",
-            2 * mebibyte...1024 * 1024 * mebibyte,
-            c.limits.untrustedQuarantineBytes
-        )
-        c.limits.genuineQuarantineBytes = try limits.size(
-            "genuine_quarantine_bytes",
-            2 * mebibyte...1024 * 1024 * mebibyte,
-            c.limits.genuineQuarantineBytes
-        )
-        c.limits.httpThreads = try limits.int("http_threads", 1...256, c.limits.httpThreads)
-        c.limits.verifyReceiptConcurrency = try limits.int(
-            "verify_receipt_concurrency",
-            1...64,
-            c.limits.verifyReceiptConcurrency
-        )
-        c.limits.connections = try limits.int("connections", 1...100_000, c.limits.connections)
-        c.limits.connectionsPerAddress = try limits.int(
-            "connections_per_address",
-            0...100_000,
-            c.limits.connectionsPerAddress
-        )
-        c.limits.requestDeadlineSeconds = try limits.int(
-            "request_deadline_seconds",
-            1...3_600,
-            c.limits.requestDeadlineSeconds
-        )
-        c.limits.bodyBufferBytes = Int(
-            try limits.size("body_buffer_bytes", mebibyte...(1 << 34), Int64(c.limits.bodyBufferBytes))
-        )
-        // -1: not in the file (the share stays derived from the budget, whatever order the keys come in).
-        let share = try limits.size("body_buffer_per_address_bytes", 0...(1 << 34), -1)
-        if share >= 0 {
-            // 0 switches the share off; any other value must hold one body of the largest size.
-            guard share == 0 || share >= mebibyte else {
-                throw ConfigError(
-                    field: limits.field("body_buffer_per_address_bytes"),
-                    "must be 0 (no share) or 1048576…\(1 << 34) bytes"
-                )
-            }
-            c.limits.bodyBufferPerAddressBytes = Int(share)
-        }
-        if let lease = try limits.string("job_lease") {
-            guard let ms = configDuration(lease), ms >= 1_000, ms <= 86_400_000 else {
-                throw ConfigError(field: limits.field("job_lease"), "must be a duration from 1s to 1d, such as 5m")
-            }
-            c.limits.jobLeaseMillis = ms
-        }
     }
 
     /// `downstreams`, each with a name of its own; read after the store (a database downstream must not be it).
@@ -569,14 +495,6 @@ public struct GatewayConfig: Sendable {
         return (retryDelay, maxRetryDelay)
     }
 
-    /// `alerts`: `webhook` (required in the object) and `secret_env`, as a webhook downstream's.
-    private static func parseAlerts(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
-        guard let a = try r.object("alerts") else { return }
-        try a.rejectUnknown(allowed: Keys.alerts)
-        guard let url = try url(a, "webhook") else { throw ConfigError(field: a.field("webhook"), "is required") }
-        c.alertWebhook = AlertWebhookSettings(url: url, secretEnv: try a.strings("secret_env") ?? [])
-    }
-
     /// `apps`, each bundle once; read after `downstreams`, which they name.
     private static func parseApps(_ r: ConfigReader, into c: inout GatewayConfig) throws(ConfigError) {
         for a in try r.objects("apps") ?? [] {
@@ -727,21 +645,12 @@ public struct GatewayConfig: Sendable {
             "$comment",
             "reconcile", "app_store_connect", "receipts", "alerts",
         ]
-        static let alerts: Set<String> = ["webhook", "secret_env"]
         static let admin: Set<String> = ["listen", "token_env"]
         static let store: Set<String> = ["sqlite", "postgres"]
         static let storePostgres: Set<String> = ["url_env"]
         static let trust: Set<String> = ["extra_roots", "extra_receipt_roots"]
         static let verifyReceipt: Set<String> = ["production_url", "sandbox_url"]
-        static let appStoreConnect: Set<String> = ["issuer_id", "key_id", "private_key_env", "url"]
         static let listenTLS: Set<String> = ["cert_file", "key_file"]
-        static let limits: Set<String> = [
-            "untrusted_quarantine", "genuine_quarantine", "untrusted_quarantine_bytes", "genuine_quarantine_bytes",
-            "http_threads",
-            "verify_receipt_concurrency", "connections", "connections_per_address", "request_deadline_seconds",
-            "body_buffer_bytes", "body_buffer_per_address_bytes",
-            "job_lease",
-        ]
         static let downstream: Set<String> = [
             "name", "kind", "url", "secret_env", "environments", "shadow", "include_raw", "max_attempts", "concurrency",
             "retry_delay", "max_retry_delay", "url_env", "sqlite", "schema", "filter", "max_per_second",
@@ -764,16 +673,16 @@ public struct GatewayConfig: Sendable {
             [
                 ("", root), ("admin", admin), ("store", store), ("store.postgres", storePostgres), ("trust", trust),
                 ("verify_receipt", verifyReceipt),
-                ("app_store_connect", appStoreConnect), ("listen_tls", listenTLS), ("limits", limits),
-                ("downstreams[]", downstream), ("downstreams[].filter", filter), ("alerts", alerts), ("apps[]", app),
+                ("listen_tls", listenTLS),
+                ("downstreams[]", downstream), ("downstreams[].filter", filter), ("apps[]", app),
                 ("apps[].authority", appAuthority),
                 ("apps[].notification_url", appNotificationURL), ("apps[].receipts", appReceipts),
             ] + sections.flatMap { $0.objects }
 
         /// The sections the parts own, each read by its own type.
         static let sections: [any ConfigSection.Type] = [
-            ReceiptSettings.self, AppStoreAPISettings.self, CompareSettings.self, ReconcileSettings.self,
-            ConsumptionSettings.self,
+            ReceiptSettings.self, AppStoreAPISettings.self, AppStoreConnect.self, CompareSettings.self,
+            ReconcileSettings.self, Limits.self, AlertWebhookSettings.self, ConsumptionSettings.self,
         ]
     }
 
@@ -948,5 +857,111 @@ public struct GatewayConfig: Sendable {
     static func resolve(_ path: String, base: String) -> String {
         if path.hasPrefix("/") || base.isEmpty { return path }
         return base.hasSuffix("/") ? base + path : base + "/" + path
+    }
+}
+
+extension GatewayConfig.Limits: ConfigSection {
+    package static let key = "limits"
+    package static let members: [(path: String, members: Set<String>)] = [
+        (
+            "",
+            [
+                "untrusted_quarantine", "genuine_quarantine", "untrusted_quarantine_bytes", "genuine_quarantine_bytes",
+                "http_threads",
+                "verify_receipt_concurrency", "connections", "connections_per_address", "request_deadline_seconds",
+                "body_buffer_bytes", "body_buffer_per_address_bytes",
+                "job_lease",
+            ]
+        )
+    ]
+
+    /// `limits`: quarantine caps, threads, connections, deadlines, buffers, the job lease.
+    package static func parse(_ limits: ConfigReader) throws(ConfigError) -> Self {
+        var c = Self()
+        c.untrustedQuarantine = try limits.int(
+            "untrusted_quarantine",
+            1...1_000_000,
+            c.untrustedQuarantine
+        )
+        c.genuineQuarantine = try limits.int("genuine_quarantine", 1...10_000_000, c.genuineQuarantine)
+        // A lane must hold at least one body of the endpoint's 1 MiB limit (plus its row).
+        let mebibyte: Int64 = 1_048_576
+        c.untrustedQuarantineBytes = try limits.size(
+            "untrusted_quarantine_bytes",
+            2 * mebibyte...1024 * 1024 * mebibyte,
+            c.untrustedQuarantineBytes
+        )
+        c.genuineQuarantineBytes = try limits.size(
+            "genuine_quarantine_bytes",
+            2 * mebibyte...1024 * 1024 * mebibyte,
+            c.genuineQuarantineBytes
+        )
+        c.httpThreads = try limits.int("http_threads", 1...256, c.httpThreads)
+        c.verifyReceiptConcurrency = try limits.int(
+            "verify_receipt_concurrency",
+            1...64,
+            c.verifyReceiptConcurrency
+        )
+        c.connections = try limits.int("connections", 1...100_000, c.connections)
+        c.connectionsPerAddress = try limits.int(
+            "connections_per_address",
+            0...100_000,
+            c.connectionsPerAddress
+        )
+        c.requestDeadlineSeconds = try limits.int(
+            "request_deadline_seconds",
+            1...3_600,
+            c.requestDeadlineSeconds
+        )
+        c.bodyBufferBytes = Int(
+            try limits.size("body_buffer_bytes", mebibyte...(1 << 34), Int64(c.bodyBufferBytes))
+        )
+        // -1: not in the file (the share stays derived from the budget, whatever order the keys come in).
+        let share = try limits.size("body_buffer_per_address_bytes", 0...(1 << 34), -1)
+        if share >= 0 {
+            // 0 switches the share off; any other value must hold one body of the largest size.
+            guard share == 0 || share >= mebibyte else {
+                throw ConfigError(
+                    field: limits.field("body_buffer_per_address_bytes"),
+                    "must be 0 (no share) or 1048576…\(1 << 34) bytes"
+                )
+            }
+            c.bodyBufferPerAddressBytes = Int(share)
+        }
+        if let lease = try limits.string("job_lease") {
+            guard let ms = ConfigReader.duration(lease), ms >= 1_000, ms <= 86_400_000 else {
+                throw ConfigError(field: limits.field("job_lease"), "must be a duration from 1s to 1d, such as 5m")
+            }
+            c.jobLeaseMillis = ms
+        }
+        return c
+    }
+}
+
+extension GatewayConfig.AlertWebhookSettings: ConfigSection {
+    package static let key = "alerts"
+    package static let members: [(path: String, members: Set<String>)] = [("", ["webhook", "secret_env"])]
+
+    /// `alerts`: `webhook` (required in the object) and `secret_env`, as a webhook downstream's.
+    package static func parse(_ a: ConfigReader) throws(ConfigError) -> Self {
+        guard let url = try a.url("webhook") else { throw ConfigError(field: a.field("webhook"), "is required") }
+        return Self(url: url, secretEnv: try a.strings("secret_env") ?? [])
+    }
+}
+
+extension GatewayConfig.AppStoreConnect: ConfigSection {
+    package static let key = "app_store_connect"
+    package static let members: [(path: String, members: Set<String>)] = [
+        ("", ["issuer_id", "key_id", "private_key_env", "url"])
+    ]
+
+    /// `app_store_connect`: all three credentials or none.
+    package static func parse(_ asc: ConfigReader) throws(ConfigError) -> Self {
+        Self(
+            issuerID: try asc.requiredString("issuer_id"),
+            keyID: try asc.requiredString("key_id"),
+            privateKeyEnv: try asc.requiredString("private_key_env"),
+            url: try asc.url("url") ?? defaultURL
+        )
     }
 }
