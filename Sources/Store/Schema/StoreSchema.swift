@@ -567,6 +567,14 @@ enum StoreSchema {
             CREATE INDEX delivery_attempts_unredacted ON delivery_attempts(id) WHERE \(d.unredactedHead);
             """
         },
+        SchemaStep(sqlite: 21, postgres: 21) { _ in
+            """
+            -- `receipts prefetch` (docs/commands.md) walks an app's customers in the order of their original
+            -- transaction ids, a page at a time, from the journaled subscriptions and the receipt ledger.
+            CREATE INDEX subscription_state_customers ON subscription_state(bundle_id, environment, original_transaction_id);
+            CREATE INDEX receipt_ledger_customers ON receipt_ledger(bundle_id, environment, original_transaction_id);
+            """
+        },
     ]
 
     /// PostgreSQL stores bodies and JSON compressed (``StoredBlob``, with the preset dictionaries of
