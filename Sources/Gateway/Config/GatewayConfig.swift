@@ -831,7 +831,7 @@ public struct GatewayConfig: Sendable {
         static let trust: Set<String> = ["extra_roots", "extra_receipt_roots"]
         static let receipts: Set<String> = [
             "history_max_age", "fetch_timeout", "shadow_concurrency", "max_in_flight", "max_in_flight_per_address",
-            "background_fetches", "background_fetch_timeout", "customer_calls_per_hour", "stale_wait",
+            "background_fetches", "background_fetch_timeout", "customer_calls_per_hour", "stale_wait", "fetch_queue",
         ]
         static let verifyReceipt: Set<String> = ["production_url", "sandbox_url"]
         static let appStoreAPI: Set<String> = [

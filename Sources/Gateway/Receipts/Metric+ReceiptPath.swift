@@ -2,6 +2,7 @@
 extension Metric {
     static let receiptPath: [Metric] = [
         .receiptAnswersTotal, .receiptHistoryTotal, .receiptHistoryCallsTotal, .receiptHistoryBackground,
+        .receiptHistoryQueuedTotal, .receiptHistoryQueue,
         .receiptComparisonsTotal, .receiptSeconds, .receiptInFlight, .receiptRefusedTotal,
     ]
 
@@ -20,6 +21,14 @@ extension Metric {
     static let receiptHistoryBackground = gauge(
         "iapgw_receipt_history_background",
         "Customers' history fetches going on after their request was answered"
+    )
+    static let receiptHistoryQueuedTotal = counter(
+        "iapgw_receipt_history_queued_total",
+        "Customers queued for a history fetch no request waits for (their request found no turn in Apple's budget, Apple's Retry-After, a stale history's refresh, a shadow comparison skipped), by outcome (queued; dropped: receipts.fetch_queue customers waited already)"
+    )
+    static let receiptHistoryQueue = gauge(
+        "iapgw_receipt_history_queue",
+        "Customers waiting for a history fetch no request waits for"
     )
     static let receiptComparisonsTotal = counter(
         "iapgw_receipt_comparisons_total",

@@ -23,6 +23,11 @@ public struct ReceiptSettings: Sendable, Hashable {
     /// Fetches that go on after the request that started them was answered `21005` (they were keeping pages when it
     /// gave up), at most, per process; beyond it such a fetch stops, its pages kept for the next request. 0: none.
     public var backgroundFetches = 4
+    /// Customers queued for a fetch that no request waits for, at most (docs/operations.md, "The receipt path at
+    /// scale"): a customer without a stored history whose request found no turn in Apple's budget, a stale history's
+    /// refresh, a shadow comparison skipped; each started as a background place (``backgroundFetches``) frees up.
+    /// Beyond it a customer is dropped (counted), and the next request asks again. 0: none queued.
+    public var fetchQueue = 10_000
     /// The longest one fetch runs, in the background included (Apple's `Retry-After` pauses count); then it stops,
     /// its pages kept.
     public var backgroundFetchTimeoutMillis: Int64 = 300_000
@@ -65,6 +70,7 @@ public struct ReceiptSettings: Sendable, Hashable {
             )
         }
         s.backgroundFetches = try r.int("background_fetches", 0...256, s.backgroundFetches)
+        s.fetchQueue = try r.int("fetch_queue", 0...1_000_000, s.fetchQueue)
         s.backgroundFetchTimeoutMillis = try r.duration(
             "background_fetch_timeout",
             s.backgroundFetchTimeoutMillis,
