@@ -331,6 +331,7 @@ public enum ReceiptScaleBenchmark {
                 }
             }
         }
+        let warmOnly = warmOnlyClients(o, url: url, receipts: receipts, record: record, deadline: deadline)
         // Notifications at a steady pace, each on its own task: a slow answer does not slow the ones after it.
         let notificationTransport = CurlTransport(maxConcurrentTransfers: 16)
         let interval = 1.0 / o.notificationsPerSecond
@@ -353,7 +354,6 @@ public enum ReceiptScaleBenchmark {
                 }
             )
         }
-        let warmOnly = warmOnlyClients(o, url: url, receipts: receipts, record: record, deadline: deadline)
         for send in sends { await send.value }
         for client in clients + warmOnly { await client.value }
         let elapsed = ReceiptHistoryBenchmark.seconds(ContinuousClock.now - started)
