@@ -181,7 +181,8 @@ import WireJSON
             receiptTrust: ReceiptTrust? = nil,
             logs: GatewayServiceTests.LogBox = GatewayServiceTests.LogBox(),
             fetchQueue: Int = ReceiptSettings().fetchQueue,
-            backgroundFetches: Int = ReceiptSettings().backgroundFetches
+            backgroundFetches: Int = ReceiptSettings().backgroundFetches,
+            shadowConcurrency: Int = ReceiptSettings().shadowConcurrency
         ) throws {
             h = try GatewayHarness()
             source.state.withLock { $0.histories[ReceiptEndpointTests.customer] = ReceiptEndpointTests.history() }
@@ -196,6 +197,7 @@ import WireJSON
             (config.receiptSettings.fetchQueue, config.receiptSettings.backgroundFetches) = (
                 fetchQueue, backgroundFetches
             )
+            config.receiptSettings.shadowConcurrency = shadowConcurrency
             if realReader || receiptTrust != nil {
                 // RevenueCat's sample app, sandbox: the app of a real Apple-signed receipt.
                 var sample = config.apps[i]

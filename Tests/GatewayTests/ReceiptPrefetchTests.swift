@@ -4,6 +4,7 @@ import Synchronization
 import TestSupport
 import Testing
 import V2Adapter
+import WireJSON
 
 @testable import Gateway
 
@@ -100,6 +101,23 @@ import V2Adapter
             (try? await Self.stored(rig, "2")) != nil && histories.running == 0
         }
         #expect(try await Self.stored(rig, "3") == nil)
+    }
+
+    /// In `shadow`, a request whose comparison is skipped (over `receipts.shadow_concurrency`) is answered with
+    /// Apple's answer, and its customer is warmed all the same, behind the requests in Apple's budget.
+    @Test func aShadowComparisonSkippedStillWarmsItsCustomer() async throws {
+        let reply = try await ReceiptEndpointTests.applesAnswer(shiftingExpiryBy: 0)
+        let apple = try LoopbackHTTPServer { _ in .respond(status: 200, body: reply) }
+        let rig = try Rig(mode: .shadow, apple: String(apple.url("/").dropLast()), shadowConcurrency: 0)
+        defer { rig.close() }
+        let answer = try await rig.ask()
+        #expect(JSONValue.object(answer) == (try JSONParser.parse(reply)))
+        let histories = try #require(rig.service.receiptEndpoint.histories)
+        await eventually("the skipped comparison's customer is fetched") {
+            (try? await Self.stored(rig, Self.customer)) != nil && histories.running == 0
+        }
+        #expect(rig.source.state.withLock { $0.contexts }.map { $0?.priority } == [.background])
+        #expect(rig.service.metrics.render().contains(#"iapgw_receipt_comparisons_total{outcome="skipped"} 1"#))
     }
 
     // MARK: receipts prefetch

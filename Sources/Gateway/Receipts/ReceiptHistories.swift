@@ -168,6 +168,8 @@ final class ReceiptHistories: Sendable {
     /// customers waiting, it is dropped (`iapgw_receipt_history_queued_total{outcome="dropped"}`), and the next
     /// request asks again.
     func enqueue(_ key: ReceiptHistoryKey) {
+        // No background place (or no queue) configured: nothing would ever start it.
+        guard settings.backgroundFetches > 0, settings.fetchQueue > 0 else { return }
         let pushed = flights.withLock { f -> ReceiptFetchQueue.Pushed in
             guard !f.stopping, f.running[key] == nil else { return .present }
             return f.queue.push(key)

@@ -130,7 +130,7 @@ public struct ReceiptPrefetch: Sendable {
             (self.histories, self.store, self.options, self.progress) = (histories, store, options, progress)
             started = histories.now()
             var line = Progress(bundleID: options.bundleID, environment: options.environment.rawValue)
-            line.budgetPerSecond = rate
+            line.budgetPerSecond = (rate * 1_000).rounded() / 1_000
             line.after = options.after.isEmpty ? nil : options.after
             tally = Mutex(Tally(line: line, lastLine: started))
         }
@@ -173,7 +173,8 @@ public struct ReceiptPrefetch: Sendable {
                         })
                     else {
                         await group.waitForAll()
-                        return "store_unavailable"
+                        // A read the stop cut short is no failure of the store.
+                        return Task.isCancelled ? "stopped" : "store_unavailable"
                     }
                     guard !page.isEmpty else {
                         await group.waitForAll()
@@ -231,7 +232,10 @@ public struct ReceiptPrefetch: Sendable {
             }
             if Task.isCancelled, case .failure = outcome {
                 // Stopped mid-way: not done, so the resume point stays before it.
-                tally.withLock { t in t.line.calls += calls.values.reduce(0, +) }
+                tally.withLock { t in
+                    t.line.calls += calls.values.reduce(0, +)
+                    t.line.historyCalls += calls["transaction_history"] ?? 0
+                }
                 return
             }
             finish(seq) { line in
