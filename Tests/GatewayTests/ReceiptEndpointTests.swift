@@ -182,7 +182,8 @@ import WireJSON
             logs: GatewayServiceTests.LogBox = GatewayServiceTests.LogBox(),
             fetchQueue: Int = ReceiptSettings().fetchQueue,
             backgroundFetches: Int = ReceiptSettings().backgroundFetches,
-            shadowConcurrency: Int = ReceiptSettings().shadowConcurrency
+            shadowConcurrency: Int = ReceiptSettings().shadowConcurrency,
+            maxWaitingForApple: Int? = nil
         ) throws {
             h = try GatewayHarness()
             source.state.withLock { $0.histories[ReceiptEndpointTests.customer] = ReceiptEndpointTests.history() }
@@ -198,6 +199,7 @@ import WireJSON
                 fetchQueue, backgroundFetches
             )
             config.receiptSettings.shadowConcurrency = shadowConcurrency
+            config.receiptSettings.maxWaitingForAppleSetting = maxWaitingForApple
             if realReader || receiptTrust != nil {
                 // RevenueCat's sample app, sandbox: the app of a real Apple-signed receipt.
                 var sample = config.apps[i]

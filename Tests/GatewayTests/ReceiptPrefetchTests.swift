@@ -103,6 +103,27 @@ import WireJSON
         #expect(try await Self.stored(rig, "3") == nil)
     }
 
+    /// With `receipts.max_waiting_for_apple` requests waiting for Apple, the next cold customer is answered 21005 at
+    /// once and queued, and a customer with a stored history is answered from it at once: waits for Apple never take
+    /// every place of the receipt path.
+    @Test func requestsBeyondTheWaitingBoundAreAnsweredAtOnceAndTheirCustomerQueued() async throws {
+        let rig = try Rig(mode: .api, maxWaitingForApple: 1)
+        defer { rig.close() }
+        let histories = try #require(rig.service.receiptEndpoint.histories)
+        rig.source.state.withLock { $0.holds = true }
+        let waiting = Task { try await rig.ask() }
+        await eventually("the first request waits for Apple") { rig.source.calls == 1 }
+        let other = "2000000900007000"
+        let second = try await rig.ask(ReceiptEndpointTests.receiptData(id: other))
+        #expect(second["status"] == .number("21005") && second["is-retryable"] == .bool(true))
+        #expect(rig.service.metrics.render().contains(#"iapgw_receipt_history_total{result="queued"} 1"#))
+        rig.source.state.withLock { $0.holds = false }
+        #expect(ReceiptEndpointTests.ids(try await waiting.value).count == 3)
+        await eventually("the queued customer is fetched") {
+            (try? await Self.stored(rig, other)) != nil && histories.running == 0
+        }
+    }
+
     /// In `shadow`, a request whose comparison is skipped (over `receipts.shadow_concurrency`) is answered with
     /// Apple's answer, and its customer is warmed all the same, behind the requests in Apple's budget.
     @Test func aShadowComparisonSkippedStillWarmsItsCustomer() async throws {

@@ -832,6 +832,7 @@ public struct GatewayConfig: Sendable {
         static let receipts: Set<String> = [
             "history_max_age", "fetch_timeout", "shadow_concurrency", "max_in_flight", "max_in_flight_per_address",
             "background_fetches", "background_fetch_timeout", "customer_calls_per_hour", "stale_wait", "fetch_queue",
+            "max_waiting_for_apple",
         ]
         static let verifyReceipt: Set<String> = ["production_url", "sandbox_url"]
         static let appStoreAPI: Set<String> = [

@@ -12,7 +12,7 @@ extension Metric {
     )
     static let receiptHistoryTotal = counter(
         "iapgw_receipt_history_total",
-        "Customer histories the receipt path needed, by result (fresh, fetched, shared, stale, background, capped, failed, rate_limited, budget_exhausted)"
+        "Customer histories the receipt path needed, by result (fresh, fetched, shared, stale, background, queued, capped, failed, rate_limited, budget_exhausted)"
     )
     static let receiptHistoryCallsTotal = counter(
         "iapgw_receipt_history_calls_total",

@@ -228,7 +228,7 @@ public final class ReceiptEndpoint: Sendable {
             history = h
             metrics.increment(.receiptHistoryTotal, ["result": outcome.rawValue])
         case .failure(let failure):
-            let known: Set = ["rate_limited", "budget_exhausted", "capped", "background"]
+            let known: Set = ["rate_limited", "budget_exhausted", "capped", "background", "queued"]
             metrics.increment(.receiptHistoryTotal, ["result": known.contains(failure.code) ? failure.code : "failed"])
             log.warn(
                 "a customer's history could not be had from the App Store Server API",

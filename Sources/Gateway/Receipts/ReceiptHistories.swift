@@ -68,6 +68,8 @@ final class ReceiptHistories: Sendable {
         /// waited for them, or started from the queue.
         var background = 0
         var stopping = false
+        /// Requests waiting for a fetch now (``ReceiptSettings/maxWaitingForApple``).
+        var waiting = 0
         /// Customers waiting for a background place.
         var queue: ReceiptFetchQueue
         /// A drain of the queue is due when Apple's `Retry-After` for an app ends.
@@ -113,6 +115,31 @@ final class ReceiptHistories: Sendable {
             if Self.queuedAfter.contains(refusal.code) { enqueue(key) }
             return (.failure(refusal), .fetched)
         }
+        // Requests waiting for Apple hold the receipt path's places while they wait; beyond
+        // ``ReceiptSettings/maxWaitingForApple`` a request is answered at once — from the stored history, else `21005`
+        // with its customer queued — so that the customers whose history is stored always find a place.
+        let waits = flights.withLock { f -> Bool in
+            guard f.waiting < settings.maxWaitingForApple else { return false }
+            f.waiting += 1
+            return true
+        }
+        guard waits else {
+            if let stored, let stale = stored.history {
+                refreshInBackground(key, stored.row)
+                return (.success(stale), .stale)
+            }
+            enqueue(key)
+            return (
+                .failure(
+                    Failure(
+                        code: "queued",
+                        message:
+                            "receipts.max_waiting_for_apple requests wait for Apple already; the customer is queued"
+                    )
+                ), .fetched
+            )
+        }
+        defer { flights.withLock { $0.waiting -= 1 } }
         let start = flights.withLock { f -> (Flight, Bool)? in
             if let running = f.running[key] {
                 running.join()

@@ -142,7 +142,21 @@ public struct ReceiptPrefetch: Sendable {
             }) {
                 tally.withLock { $0.line.total = options.limit.map { min($0, total) } ?? total }
             }
-            let state = await walk()
+            // The walk, and a line every so often even while no customer finishes (Apple slow, the budget spent).
+            let state = await withTaskGroup(of: String?.self) { group in
+                group.addTask { await self.walk() }
+                group.addTask {
+                    await self.tick()
+                    return nil
+                }
+                var state = "complete"
+                while let next = await group.next() {
+                    guard let ended = next else { continue }
+                    state = ended
+                    group.cancelAll()
+                }
+                return state
+            }
             let last = tally.withLock { t in
                 if t.line.state == "running" { t.line.state = state }
                 update(&t.line)
@@ -250,6 +264,22 @@ public struct ReceiptPrefetch: Sendable {
             }
             tally.withLock { t in
                 if case .failure = outcome { t.failuresInARow += 1 } else { t.failuresInARow = 0 }
+            }
+        }
+
+        /// A line whenever ``Options/progressEveryMillis`` passed since the last one, until cancelled.
+        private func tick() async {
+            while !Task.isCancelled {
+                await histories.sleep(options.progressEveryMillis)
+                guard !Task.isCancelled else { return }
+                let time = histories.now()
+                let line = tally.withLock { t -> Progress? in
+                    guard time - t.lastLine >= options.progressEveryMillis else { return nil }
+                    t.lastLine = time
+                    update(&t.line)
+                    return t.line
+                }
+                if let line { progress(line) }
             }
         }
 

@@ -20,6 +20,13 @@ public struct ReceiptSettings: Sendable, Hashable {
     public var maxInFlight = 64
     /// Requests from one client address answered at once, at most (0: no bound per address).
     public var maxInFlightPerAddress = 32
+    /// Requests waiting for a customer's history from Apple at once, at most (`nil`: half of ``maxInFlight``); beyond
+    /// it a request is answered at once — from the stored history when there is one, else `21005` with its customer
+    /// queued (``fetchQueue``) — so that requests waiting on Apple's budget never take every place from customers
+    /// whose history is stored (docs/operations.md, "The receipt path at scale").
+    public var maxWaitingForApple: Int { maxWaitingForAppleSetting ?? maxInFlight / 2 }
+    /// `max_waiting_for_apple` as configured.
+    public var maxWaitingForAppleSetting: Int?
     /// Fetches that go on after the request that started them was answered `21005` (they were keeping pages when it
     /// gave up), at most, per process; beyond it such a fetch stops, its pages kept for the next request. 0: none.
     public var backgroundFetches = 4
@@ -67,6 +74,13 @@ public struct ReceiptSettings: Sendable, Hashable {
             throw ConfigError(
                 field: r.field("max_in_flight_per_address"),
                 "must be at most max_in_flight (0: no bound)"
+            )
+        }
+        if r.object["max_waiting_for_apple"] != nil {
+            s.maxWaitingForAppleSetting = try r.int(
+                "max_waiting_for_apple",
+                0...Int64(s.maxInFlight),
+                s.maxInFlight / 2
             )
         }
         s.backgroundFetches = try r.int("background_fetches", 0...256, s.backgroundFetches)
