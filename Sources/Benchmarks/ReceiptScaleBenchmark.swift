@@ -64,7 +64,7 @@ public enum ReceiptScaleBenchmark {
         public var appleRate = AppleRate.production
         public var clients = 64
         /// Clients asking only about customers already answered once, beside the others (``warmOnly``).
-        public var warmClients = 16
+        public var warmClients = 8
         public var hangSeconds = 0.0
         public var notificationsPerSecond = 20.0
         /// The share of requests that are purchases (a customer never seen).

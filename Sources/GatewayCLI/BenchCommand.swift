@@ -29,7 +29,7 @@ enum BenchCommand: Command {
               table given (production: 50/s per endpoint), hanging H seconds (0) mid-run; V2 notifications at 20/s
               meanwhile. Answers by status, warm and cold answers/s and p50/p99, Apple's calls, 429s and most calls in
               a second, notification p99, peak RSS, hours to fetch the whole base (build with -c release). W more
-              clients (16) ask only about customers already answered meanwhile: warm_only's answers/s and p99.
+              clients (8) ask only about customers already answered meanwhile: warm_only's answers/s and p99.
           iap-gateway bench ingest [--seconds N] [--no-delivery] [--store sqlite|postgres] [--instances N]
               The whole service on loopback (generated test PKI, temporary SQLite, local downstream): durable
               notifications/s, p50/p99 latency at 500/s offered, peak RSS (build with -c release). --store postgres:
