@@ -63,7 +63,11 @@ enum ReceiptsCommand: Command {
         let chosen = options
         let last = try await withService(config) { service in
             let run = Task { [service] in
-                try await ReceiptPrefetch.run(service: service, options: chosen) { line in
+                try await ReceiptPrefetch.run(
+                    receipts: service.receiptEndpoint,
+                    rateLimits: service.config.appStoreAPI.rateLimits,
+                    options: chosen
+                ) { line in
                     print(JSONOutput.string(line))
                 }
             }

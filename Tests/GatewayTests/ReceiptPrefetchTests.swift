@@ -14,6 +14,7 @@ import WireJSON
     typealias Rig = ReceiptEndpointTests.Rig
     static let bundle = ReceiptEndpointTests.bundle
     static let customer = ReceiptEndpointTests.customer
+    static let limits = AppleRateLimitSettings()
 
     static func key(_ customer: String) -> ReceiptHistoryKey {
         ReceiptHistoryKey(bundleID: bundle, environment: .sandbox, customer: customer)
@@ -156,7 +157,11 @@ import WireJSON
         let lines = Mutex<[ReceiptPrefetch.Progress]>([])
         var options = ReceiptPrefetch.Options(bundleID: Self.bundle, environment: .sandbox)
         options.pageSize = 2
-        let last = try await ReceiptPrefetch.run(service: rig.service, options: options) { line in
+        let last = try await ReceiptPrefetch.run(
+            receipts: rig.service.receiptEndpoint,
+            rateLimits: Self.limits,
+            options: options
+        ) { line in
             lines.withLock { $0.append(line) }
         }
         #expect(last.state == "complete" && last.total == 3 && last.done == 3)
@@ -169,12 +174,20 @@ import WireJSON
         #expect(try await Self.stored(rig, Self.customer) != nil)
         // The next run finds every one fresh.
         options.after = ""
-        let again = try await ReceiptPrefetch.run(service: rig.service, options: options) { _ in }
+        let again = try await ReceiptPrefetch.run(
+            receipts: rig.service.receiptEndpoint,
+            rateLimits: Self.limits,
+            options: options
+        ) { _ in }
         #expect(again.skipped == 3 && again.calls == 0)
         // From a resume point, with a limit.
         options.after = Self.customer
         options.limit = 1
-        let resumed = try await ReceiptPrefetch.run(service: rig.service, options: options) { _ in }
+        let resumed = try await ReceiptPrefetch.run(
+            receipts: rig.service.receiptEndpoint,
+            rateLimits: Self.limits,
+            options: options
+        ) { _ in }
         #expect(
             resumed.state == "limit" && resumed.total == 1 && resumed.done == 1 && resumed.after == "2000000900005000"
         )
@@ -191,7 +204,8 @@ import WireJSON
         let service = rig.service
         rig.source.state.withLock { $0.holds = true }
         let run = Task {
-            try await ReceiptPrefetch.run(service: service, options: options) { _ in }
+            try await ReceiptPrefetch.run(receipts: service.receiptEndpoint, rateLimits: Self.limits, options: options)
+            { _ in }
         }
         await eventually("the first customer is being fetched") { rig.source.calls == 1 }
         run.cancel()

@@ -88,19 +88,21 @@ public struct ReceiptPrefetch: Sendable {
     /// Runs to the end of the customers, the limit, the task's cancellation (a signal: the fetches running stop,
     /// their pages kept, and the resume point says where to go on) or too many failures in a row; `progress` gets a
     /// line at most every ``Options/progressEveryMillis`` and the last one, which is also returned.
+    /// `receipts`: the service's receipt path; `rateLimits`: the budget the process's calls take their turns from.
     public static func run(
-        service: GatewayService,
+        receipts: ReceiptEndpoint,
+        rateLimits: AppleRateLimitSettings,
         options: Options,
         progress: @escaping @Sendable (Progress) -> Void
     ) async throws(Refusal) -> Progress {
-        guard let histories = service.receiptEndpoint.histories else {
+        guard let histories = receipts.histories else {
             throw Refusal(message: "receipts prefetch needs app_store_api (issuer_id, key_id, private_key_env)")
         }
         guard histories.settings.historyMaxAgeMillis > 0 else {
             throw Refusal(message: "receipts.history_max_age is 0s: histories are not kept for answers")
         }
-        let rate = service.config.appStoreAPI.rateLimits.rate(.transactionHistory, options.environment)
-        return await Run(histories: histories, store: service.store, options: options, rate: rate, progress: progress)
+        let rate = rateLimits.rate(.transactionHistory, options.environment)
+        return await Run(histories: histories, store: receipts.store, options: options, rate: rate, progress: progress)
             .go()
     }
 
