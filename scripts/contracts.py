@@ -53,6 +53,7 @@ CONTRACTS = {
     "migrate": ("migrate.schema.json", ""),
     "backfill": ("backfill.schema.json", ""),
     "migrate-store": ("migrate-store.schema.json", ""),
+    "receipts-prefetch": ("receipts-prefetch.schema.json", ""),
 }
 BENCHMARKS = ["verify", "receipts", "receipt-history", "receipt-scale", "ingest", "soak", "flood", "fsync",
               "delivery-rate", "isolation", "scale"]
@@ -62,7 +63,7 @@ for _name in BENCHMARKS:
 # What the tests must have left, at least: every contract the gateway sends or writes, each alert type, each
 # database table from both databases, and deliveries of both generations.
 REQUIRED_SAMPLES = ["envelope", "alert", "refund-request", "database-rows/events", "database-rows/subscriptions",
-                    "database-rows/schema_version", "migrate", "backfill", "migrate-store"]
+                    "database-rows/schema_version", "migrate", "backfill", "migrate-store", "receipts-prefetch"]
 REQUIRED_ALERTS = {"delivery.dead_lettered", "deliveries.unconfigured", "consumption.dead_lettered"}
 REQUIRED_SOURCES = {"v1", "v1-receipt", "v2"}
 

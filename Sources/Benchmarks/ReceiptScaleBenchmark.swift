@@ -64,6 +64,8 @@ public enum ReceiptScaleBenchmark {
         public var seconds = 60.0
         public var appleRate = AppleRate.production
         public var clients = 64
+        /// Clients asking only about customers already answered once, beside the others (``warmOnly``).
+        public var warmClients = 8
         public var hangSeconds = 0.0
         public var notificationsPerSecond = 20.0
         /// The share of requests that are purchases (a customer never seen).
@@ -169,6 +171,10 @@ public enum ReceiptScaleBenchmark {
         public var gatewayAppleCalls: [String: Int]
         public var warm: Answers
         public var cold: Answers
+        /// The warm-only clients' requests (``Options/warmClients``), from their first: answers per second and
+        /// latency of customers with a stored history while the cold ones hold the budget.
+        public var warmOnly: Answers
+        public var warmOnlyByStatus: [String: Int]
         public var customersAsked: Int
         public var customersAnswered: Int
         public var customersGivenUp: Int
@@ -199,6 +205,8 @@ public enum ReceiptScaleBenchmark {
             case store, instances
             case appleCallsPerSecond = "apple_calls_per_second"
             case budgetPerSecond = "budget_per_second"
+            case warmOnly = "warm_only"
+            case warmOnlyByStatus = "warm_only_by_status"
             case appleRate = "apple_rate"
             case hangSeconds = "hang_seconds"
             case elapsedSeconds = "elapsed_seconds"
@@ -345,6 +353,7 @@ public enum ReceiptScaleBenchmark {
                 }
             }
         }
+        let warmOnly = warmOnlyClients(o, urls: urls, receipts: receipts, record: record, deadline: deadline)
         // Notifications at a steady pace, each on its own task: a slow answer does not slow the ones after it.
         let notificationTransport = CurlTransport(maxConcurrentTransfers: 16)
         let interval = 1.0 / o.notificationsPerSecond
@@ -368,7 +377,7 @@ public enum ReceiptScaleBenchmark {
             )
         }
         for send in sends { await send.value }
-        for client in clients { await client.value }
+        for client in clients + warmOnly { await client.value }
         let elapsed = ReceiptHistoryBenchmark.seconds(ContinuousClock.now - started)
 
         progress("reading the gateways' metrics…")
@@ -478,6 +487,8 @@ public enum ReceiptScaleBenchmark {
             ),
             warm: answers(r.warmRequests, r.warmMillis),
             cold: answers(r.coldRequests, r.coldMillis),
+            warmOnly: warmOnlyAnswers(r, elapsed: elapsed),
+            warmOnlyByStatus: r.warmOnly.statuses,
             customersAsked: r.asked.count,
             customersAnswered: r.warm.count,
             customersGivenUp: r.gaveUp.subtracting(r.warm).count,
@@ -511,6 +522,61 @@ public enum ReceiptScaleBenchmark {
         )
     }
 
+    /// The warm-only clients: each asks, in a closed loop, about a customer drawn from those already answered once
+    /// (their history is stored), while the other clients keep Apple's budget saturated with cold ones — the receipt
+    /// path's promise that a customer with a stored history is answered at once whatever the cold ones wait for.
+    static func warmOnlyClients(
+        _ o: Options,
+        urls: [String],
+        receipts: ReceiptBodies,
+        record: Record,
+        deadline: ContinuousClock.Instant
+    ) -> [Task<Void, Never>] {
+        let transport = CurlTransport(maxConcurrentTransfers: max(1, o.warmClients))
+        return (0..<o.warmClients).map { index in
+            Task.detached {
+                var random = SplitMix64(seed: o.seed, stream: o.clients + index)
+                while ContinuousClock.now < deadline {
+                    guard let customer = record.randomWarm(using: &random), let body = try? receipts.body(customer)
+                    else {
+                        try? await Task.sleep(for: .milliseconds(10))
+                        continue
+                    }
+                    let sent = ContinuousClock.now
+                    let answer = try? await transport.send(
+                        HTTPRequest(method: .post, url: urls[index % urls.count], body: body, timeoutMillis: 60_000)
+                    )
+                    let status: String =
+                        switch answer?.status {
+                        case nil: "transport"
+                        case 200?: String(ReceiptEndpoint.status(of: answer?.body ?? []))
+                        case let other?: "http_\(other)"
+                        }
+                    record.warmOnly(
+                        status: status,
+                        millis: IsolationBenchmark.millis(ContinuousClock.now - sent),
+                        at: sent
+                    )
+                }
+            }
+        }
+    }
+
+    /// The warm-only clients' figures, their pace over the time from their first request to the end.
+    static func warmOnlyAnswers(_ r: Record.State, elapsed: Double) -> Answers {
+        let w = r.warmOnly
+        let sorted = w.millis.sorted()
+        let span = w.first.map { ReceiptHistoryBenchmark.seconds(w.last - $0) } ?? 0
+        return Answers(
+            requests: w.statuses.values.reduce(0, +),
+            answered: sorted.count,
+            answersPerSecond: span > 0 ? (Double(sorted.count) / span * 10).rounded() / 10 : 0,
+            p50Ms: sorted.quantile(0.5, decimals: 2),
+            p99Ms: sorted.quantile(0.99, decimals: 2),
+            maxMs: ((sorted.last ?? 0) * 100).rounded() / 100
+        )
+    }
+
     /// The machine's load average over the last minute (`/proc/loadavg`), 0 where there is none.
     static func loadAverage() -> Double {
         guard let text = try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8),
@@ -534,6 +600,32 @@ public enum ReceiptScaleBenchmark {
             var purchases = 0
             var notificationMillis: [Double] = []
             var notificationsOK = 0
+            /// ``warm`` in the order answered, for the warm-only clients to draw from.
+            var warmList: [Int] = []
+            var warmOnly = WarmOnly()
+        }
+
+        /// The warm-only clients' requests: statuses, the latencies of those answered status 0, when the first was
+        /// sent and the last answered.
+        struct WarmOnly: Sendable {
+            var statuses: [String: Int] = [:]
+            var millis: [Double] = []
+            var first: ContinuousClock.Instant?
+            var last = ContinuousClock.now
+        }
+
+        func randomWarm(using random: inout SplitMix64) -> Int? {
+            let draw = random.next()
+            return state.withLock { s in s.warmList.isEmpty ? nil : s.warmList[Int(draw % UInt64(s.warmList.count))] }
+        }
+
+        func warmOnly(status: String, millis: Double, at sent: ContinuousClock.Instant) {
+            state.withLock { s in
+                s.warmOnly.statuses[status, default: 0] += 1
+                if status == "0" { s.warmOnly.millis.append(millis) }
+                s.warmOnly.first = s.warmOnly.first ?? sent
+                s.warmOnly.last = ContinuousClock.now
+            }
         }
 
         private let state = Mutex(State())
@@ -553,7 +645,7 @@ public enum ReceiptScaleBenchmark {
                 if warm { s.warmRequests += 1 } else { s.coldRequests += 1 }
                 guard status == "0" else { return }
                 if warm { s.warmMillis.append(millis) } else { s.coldMillis.append(millis) }
-                s.warm.insert(customer)
+                if s.warm.insert(customer).inserted { s.warmList.append(customer) }
             }
         }
 

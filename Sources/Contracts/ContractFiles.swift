@@ -4642,6 +4642,47 @@ public enum ContractFiles {
             """##
         ),
         (
+            "receipts-prefetch.schema.json",
+            ##"""
+            {
+              "$schema": "https://json-schema.org/draft/2020-12/schema",
+              "title": "receipts prefetch: a progress line",
+              "description": "A JSON line of `iap-gateway receipts prefetch`, every 10 s and one at the end (docs/commands.md, \"receipts prefetch\"). Exit status 0 when the last line's `state` is `complete` or `limit` and `failed` is 0, else 1. Keys may be added: a script reads the ones it needs.",
+              "type": "object",
+              "additionalProperties": true,
+              "required": ["bundle_id", "environment", "state", "total", "done", "fetched", "skipped", "failed", "failures", "calls", "history_calls", "elapsed_seconds", "budget_per_second", "calls_per_second", "projected_hours"],
+              "properties": {
+                "bundle_id": { "type": "string" },
+                "environment": { "enum": ["production", "sandbox"] },
+                "state": {
+                  "description": "`running`; at the end `complete` (every customer gone through), `limit` (`--limit` reached), `stopped` (SIGINT or SIGTERM), `failing` (100 customers failed in a row), `store_unavailable`.",
+                  "enum": ["running", "complete", "limit", "stopped", "failing", "store_unavailable"]
+                },
+                "total": { "description": "Customers known at the start, from the resume point on (at most `--limit`).", "type": "integer", "minimum": 0 },
+                "done": { "description": "Customers gone through: fetched, skipped or failed.", "type": "integer", "minimum": 0 },
+                "fetched": { "type": "integer", "minimum": 0 },
+                "skipped": { "description": "Their stored history was fresh (younger than `receipts.history_max_age`).", "type": "integer", "minimum": 0 },
+                "failed": { "type": "integer", "minimum": 0 },
+                "failures": {
+                  "description": "Failed customers by code (`budget_exhausted`, `capped`, Apple's codes, …).",
+                  "type": "object",
+                  "additionalProperties": { "type": "integer", "minimum": 1 }
+                },
+                "calls": { "description": "Calls made to the App Store Server API.", "type": "integer", "minimum": 0 },
+                "history_calls": { "description": "Of them, to Get Transaction History (the busier endpoint).", "type": "integer", "minimum": 0 },
+                "elapsed_seconds": { "type": "number", "minimum": 0 },
+                "after": {
+                  "description": "The resume point (`--after`): every customer up to this original transaction id is done. Absent before the first.",
+                  "type": "string"
+                },
+                "budget_per_second": { "description": "Get Transaction History calls a second the run may make: the configured budget × `--share`.", "type": "number", "minimum": 0 },
+                "calls_per_second": { "description": "Get Transaction History calls a second made so far.", "type": "number", "minimum": 0 },
+                "projected_hours": { "description": "Hours the customers left take at the budget, at the calls a fetched customer has cost so far.", "type": "number", "minimum": 0 }
+              }
+            }
+            """##
+        ),
+        (
             "refund-answer.schema.json",
             ##"""
             {

@@ -77,6 +77,12 @@ public enum Contracts {
             summary: "a line of `backfill`"
         ),
         Document(
+            name: "receipts-prefetch",
+            file: "receipts-prefetch.schema.json",
+            component: "ReceiptsPrefetchProgress",
+            summary: "a line of `receipts prefetch`"
+        ),
+        Document(
             name: "migrate-store",
             file: "migrate-store.schema.json",
             component: "StoreMigrationSummary",

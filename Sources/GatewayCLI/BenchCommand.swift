@@ -23,15 +23,17 @@ enum BenchCommand: Command {
               Apple calls, requests and seconds until status 0, calls made by the retries after it; beside the
               receipt path's walk before pages were kept, against the same fake (build with -c release).
           iap-gateway bench receipt-scale [--customers N] [--seconds S] [--apple-rate production|sandbox|N]
-                                          [--clients C] [--hang-seconds H] [--store sqlite|postgres] [--instances N]
+                                          [--clients C] [--hang-seconds H] [--warm-clients W]
+                                          [--store sqlite|postgres] [--instances N]
               POST /sandbox/verifyReceipt of the real service in api mode for a base of N customers (1000000) for S
               seconds (60): C old-backend clients (64) with signed receipts, customers drawn with a skew and 1 % of
               purchases, against an App Store Server API fake answering any customer under Apple's rate limits of the
               table given (production: 50/s per endpoint), hanging H seconds (0) mid-run; V2 notifications at 20/s
               meanwhile. Answers by status, warm and cold answers/s and p50/p99, Apple's calls, 429s and most calls in
-              a second, notification p99, peak RSS, hours to fetch the whole base (build with -c release). --store
-              postgres --instances N: N gateways on one fresh schema (as bench ingest), sharing one budget of Apple's
-              calls: Apple's calls/s of all of them beside the budget's rate.
+              a second, notification p99, peak RSS, hours to fetch the whole base (build with -c release). W more
+              clients (8) ask only about customers already answered meanwhile: warm_only's answers/s and p99.
+              --store postgres --instances N: N gateways on one fresh schema (as bench ingest), sharing one budget of
+              Apple's calls: Apple's calls/s of all of them beside the budget's rate.
           iap-gateway bench ingest [--seconds N] [--no-delivery] [--store sqlite|postgres] [--instances N]
               The whole service on loopback (generated test PKI, temporary SQLite, local downstream): durable
               notifications/s, p50/p99 latency at 500/s offered, peak RSS (build with -c release). --store postgres:
@@ -67,7 +69,9 @@ enum BenchCommand: Command {
     /// Each target's flags (`--no-delivery` takes no value).
     static let flags: [String: Set<String>] = [
         "verify": ["seconds"], "receipts": ["seconds"], "receipt-history": [],
-        "receipt-scale": ["customers", "seconds", "apple-rate", "clients", "hang-seconds", "store", "instances"],
+        "receipt-scale": [
+            "customers", "seconds", "apple-rate", "clients", "hang-seconds", "warm-clients", "store", "instances",
+        ],
         "ingest": ["seconds", "no-delivery", "store", "instances"],
         "soak": ["minutes", "rate"],
         "flood": ["count"],
@@ -234,6 +238,12 @@ enum BenchCommand: Command {
             default: 0.0,
             valid: { $0 >= 0 && $0 < options.seconds },
             "--hang-seconds must be a number of seconds in [0, --seconds)"
+        )
+        options.warmClients = try a.number(
+            "warm-clients",
+            default: options.warmClients,
+            valid: { (0...1_000).contains($0) },
+            "--warm-clients must be 0...1000"
         )
         return options
     }

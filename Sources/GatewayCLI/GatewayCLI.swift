@@ -10,7 +10,8 @@ public enum GatewayCLI {
     /// Every command, in the order of the usage text.
     static var commands: [any Command.Type] {
         [
-            VerifyCommand.self, ReceiptCommand.self, ServeCommand.self, ReplayCommand.self, QuarantineCommand.self,
+            VerifyCommand.self, ReceiptCommand.self, ReceiptsCommand.self, ServeCommand.self, ReplayCommand.self,
+            QuarantineCommand.self,
             DeliveriesCommand.self, SubscriptionCommand.self,
             ReportCommand.self, CutoverCommand.self, MigrateCommand.self, BackfillCommand.self, ReconcileCommand.self,
             MigrateStoreCommand.self, TestNotificationCommand.self,

@@ -11,7 +11,7 @@ enum SchemaCommand: Command {
               Prints one of the gateway's contracts, self-contained: a JSON Schema (2020-12) of what it sends or
               writes, or (openapi) the OpenAPI 3.1 document of its listeners, also served at GET /admin/openapi.json.
               Names: event, state, envelope, alert, refund-request, refund-answer, database-rows, migrate, backfill,
-              migrate-store, bench, error, openapi. Without NAME, lists them.
+              receipts-prefetch, migrate-store, bench, error, openapi. Without NAME, lists them.
         """
 
     static func run(_ arguments: [String]) async throws -> Int32 {

@@ -27,6 +27,7 @@ import Testing
         "migrate-store.schema.json": "f8ecbe9b1fc18f3fc67ea2e2e786e677979694073403328b488f2183d19b9a7b",
         "migrate.schema.json": "8a48f2b667ccfea6cc0941a133fbc20bd1d2e990d6a8a4e249f5b8247070d2c3",
         "openapi.json": "1093b10bba8f43e97768b0d111171d63a953d706b9282f02462b326637c6ba1f",
+        "receipts-prefetch.schema.json": "4d9cb3316a2f396e791dd0307ed39b53e1a1fc1f5c773687a76d5837d3de3354",
         "refund-answer.schema.json": "693605b5f0e3eed090a3f14899d17faf06925f78c9e7589f25cd7b40b09f54b8",
         "refund-request.schema.json": "ca058bdab023c6238f3f1fcb6babdacc4165d74cbd9d0e1df1c7534dd064645a",
         "state.schema.json": "90eb278dde746f5df89d06cd6a343aadfff51cb50bf8f0bb59e58d3984798dbb",

@@ -54,7 +54,8 @@ import Testing
         #expect(Set(names).count == names.count)
         #expect(
             names == [
-                "verify", "receipt", "serve", "replay", "quarantine", "deliveries", "subscription", "report", "cutover",
+                "verify", "receipt", "receipts", "serve", "replay", "quarantine", "deliveries", "subscription",
+                "report", "cutover",
                 "migrate",
                 "backfill",
                 "reconcile", "migrate-store",

@@ -70,6 +70,8 @@ import WireJSON
             var calls = 0
             var renewalCalls = 0
             var failure: PathFetchError?
+            /// Failures of the next calls to Get Transaction History, one each, before ``failure``.
+            var failuresOnce: [PathFetchError] = []
             var holds = false
             /// The budget context each call was made in.
             var contexts: [AppStoreAPICallContext?] = []
@@ -88,6 +90,7 @@ import WireJSON
             }
             while state.withLock({ $0.holds }) { try? await Task.sleep(for: .milliseconds(1)) }
             return try state.withLock { s throws(PathFetchError) in
+                if !s.failuresOnce.isEmpty { throw s.failuresOnce.removeFirst() }
                 if let failure = s.failure { throw failure }
                 let h = s.histories[transactionID] ?? CustomerHistory(fetchedAt: 0, transactions: [], renewals: [])
                 return ReceiptHistoryPage(transactions: h.transactions, revision: "r\(s.calls)", hasMore: false)
@@ -177,7 +180,11 @@ import WireJSON
             realReader: Bool = false,
             legacyTransactionReceipts: Bool = false,
             receiptTrust: ReceiptTrust? = nil,
-            logs: GatewayServiceTests.LogBox = GatewayServiceTests.LogBox()
+            logs: GatewayServiceTests.LogBox = GatewayServiceTests.LogBox(),
+            fetchQueue: Int = ReceiptSettings().fetchQueue,
+            backgroundFetches: Int = ReceiptSettings().backgroundFetches,
+            shadowConcurrency: Int = ReceiptSettings().shadowConcurrency,
+            maxWaitingForApple: Int? = nil
         ) throws {
             h = try GatewayHarness()
             source.state.withLock { $0.histories[ReceiptEndpointTests.customer] = ReceiptEndpointTests.history() }
@@ -189,6 +196,11 @@ import WireJSON
                 apple + "/verifyReceipt", apple + "/sandbox/verifyReceipt"
             )
             config.receiptSettings.historyMaxAgeMillis = maxAgeMillis
+            (config.receiptSettings.fetchQueue, config.receiptSettings.backgroundFetches) = (
+                fetchQueue, backgroundFetches
+            )
+            config.receiptSettings.shadowConcurrency = shadowConcurrency
+            config.receiptSettings.maxWaitingForAppleSetting = maxWaitingForApple
             if realReader || receiptTrust != nil {
                 // RevenueCat's sample app, sandbox: the app of a real Apple-signed receipt.
                 var sample = config.apps[i]

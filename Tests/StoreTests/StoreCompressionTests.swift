@@ -225,7 +225,8 @@ import Zstd
             try c.execute("DROP TABLE IF EXISTS blob_dictionaries")
             // Version 10's indexes (step 13 dropped four and made the outbox's state indexes partial, step 14 dropped
             // the events by path), without step 15's receipt tables, step 16's delivery log, step 17's refund
-            // requests, step 18's history pages and step 19's group seats (step 20 altered the delivery log, gone).
+            // requests, step 18's history pages, step 19's group seats and step 21's customers' index (step 20
+            // altered the delivery log, gone; the ledger's index of step 21 goes with its table).
             try c.execute(
                 """
                 DROP INDEX outbox_pending; DROP INDEX outbox_dead;
@@ -237,6 +238,7 @@ import Zstd
                 DROP TABLE delivery_attempts; DROP INDEX outbox_delivered_created; DROP INDEX outbox_undelivered_created;
                 ALTER TABLE outbox DROP COLUMN replayed_at; DROP TABLE consumption_jobs; DROP TABLE receipt_history_pages;
                 DROP INDEX subscription_state_groups; DROP INDEX events_seats; ALTER TABLE subscription_state DROP COLUMN seats;
+                DROP INDEX subscription_state_customers;
                 """
             )
             try c.run("DELETE FROM schema_migrations WHERE version > 10")

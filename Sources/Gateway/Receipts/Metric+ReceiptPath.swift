@@ -4,6 +4,7 @@ internal import ServiceKit
 extension Metric {
     static let receiptPath: [Metric] = [
         .receiptAnswersTotal, .receiptHistoryTotal, .receiptHistoryCallsTotal, .receiptHistoryBackground,
+        .receiptHistoryQueuedTotal, .receiptHistoryQueue,
         .receiptComparisonsTotal, .receiptSeconds, .receiptInFlight, .receiptRefusedTotal,
     ]
 
@@ -13,7 +14,7 @@ extension Metric {
     )
     static let receiptHistoryTotal = counter(
         "iapgw_receipt_history_total",
-        "Customer histories the receipt path needed, by result (fresh, fetched, shared, stale, background, capped, failed, rate_limited, budget_exhausted)"
+        "Customer histories the receipt path needed, by result (fresh, fetched, shared, stale, background, queued, capped, failed, rate_limited, budget_exhausted)"
     )
     static let receiptHistoryCallsTotal = counter(
         "iapgw_receipt_history_calls_total",
@@ -22,6 +23,14 @@ extension Metric {
     static let receiptHistoryBackground = gauge(
         "iapgw_receipt_history_background",
         "Customers' history fetches going on after their request was answered"
+    )
+    static let receiptHistoryQueuedTotal = counter(
+        "iapgw_receipt_history_queued_total",
+        "Customers queued for a history fetch no request waits for (their request found no turn in Apple's budget, Apple's Retry-After, a stale history's refresh, a shadow comparison skipped), by outcome (queued; dropped: receipts.fetch_queue customers waited already)"
+    )
+    static let receiptHistoryQueue = gauge(
+        "iapgw_receipt_history_queue",
+        "Customers waiting for a history fetch no request waits for"
     )
     static let receiptComparisonsTotal = counter(
         "iapgw_receipt_comparisons_total",

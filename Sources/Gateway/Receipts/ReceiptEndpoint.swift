@@ -229,7 +229,7 @@ public final class ReceiptEndpoint: Sendable {
             history = h
             metrics.increment(.receiptHistoryTotal, ["result": outcome.rawValue])
         case .failure(let failure):
-            let known: Set = ["rate_limited", "budget_exhausted", "capped", "background"]
+            let known: Set = ["rate_limited", "budget_exhausted", "capped", "background", "queued"]
             metrics.increment(.receiptHistoryTotal, ["result": known.contains(failure.code) ? failure.code : "failed"])
             log.warn(
                 "a customer's history could not be had from the App Store Server API",
@@ -279,6 +279,9 @@ public final class ReceiptEndpoint: Sendable {
         guard shadows.add(1, ordering: .relaxed).newValue <= limit else {
             shadows.subtract(1, ordering: .relaxed)
             metrics.increment(.receiptComparisonsTotal, ["outcome": "skipped"])
+            // Not compared now, but its customer is warmed for the cutover all the same, behind the requests in
+            // Apple's budget (docs/operations.md, "The receipt path at scale").
+            if let key = historyKey(request, receipt, app: app) { histories?.enqueue(key) }
             return
         }
         let id = shadowIDs.add(1, ordering: .relaxed).newValue
@@ -290,6 +293,21 @@ public final class ReceiptEndpoint: Sendable {
                 _ = shadowTasks.withLock { $0.removeValue(forKey: id) }
             }
         }
+    }
+
+    /// The customer whose history the gateway's answer to this request would need: an authenticated receipt with a
+    /// transaction id, sent with one of the app's shared secrets.
+    private func historyKey(
+        _ request: VerifyReceiptRequest,
+        _ receipt: SubmittedReceipt,
+        app: GatewayConfig.App
+    ) -> ReceiptHistoryKey? {
+        guard receipt.authenticated,
+            receipt.kind == .app || (receipt.kind == .transaction && app.legacyTransactionReceipts),
+            let customer = receipt.lookupTransactionID, let password = request.password,
+            (secrets[app.bundleID] ?? []).contains(where: { $0.matches(password) })
+        else { return nil }
+        return ReceiptHistoryKey(bundleID: app.bundleID, environment: receipt.environment, customer: customer)
     }
 
     private func compare(

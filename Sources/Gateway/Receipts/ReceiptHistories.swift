@@ -14,7 +14,11 @@ internal import V2Adapter
 /// goes on from there (Apple sends a transaction it changed meanwhile again, later: the later view wins). A fetch still
 /// keeping pages when its request's ``ReceiptSettings/fetchTimeoutMillis`` passes goes on in the background (at most
 /// ``ReceiptSettings/backgroundFetches`` at once, each within ``ReceiptSettings/backgroundFetchTimeoutMillis``) while
-/// the request is answered `21005`; the next request finds the history stored. Every call to Apple is counted per
+/// the request is answered `21005`; the next request finds the history stored. A customer without a stored history
+/// whose request found no turn in Apple's budget (or Apple's `Retry-After`, or no background place free) is queued
+/// for a fetch that no request waits for (``enqueue(_:)``: at most ``ReceiptSettings/fetchQueue`` customers, each
+/// once, started as background places free up, behind the requests in Apple's budget), so the old backend's retry
+/// finds it stored; so is a stale history's refresh with no place free. Every call to Apple is counted per
 /// customer and hour (``ReceiptSettings/customerCallsPerHour``). A 429 pauses the app and environment's fetches for
 /// Apple's `Retry-After`; a fetch that had kept pages waits it out and goes on. ``stop()`` ends every fetch (the
 /// service's shutdown).
@@ -49,7 +53,7 @@ final class ReceiptHistories: Sendable {
     /// How often a request waiting for another instance's fetch looks at the store.
     let pollMillis: Int64 = 25
     /// The fetches running in this process, one per customer.
-    private let flights = Mutex<Flights>(Flights())
+    private let flights: Mutex<Flights>
     /// Per app and environment (`bundle|environment`): no fetch before this time (Apple's `Retry-After`).
     private let pausedUntil = Mutex<[String: Int64]>([:])
     /// Histories already decoded, by customer, with the fetch time and size of the stored JSON they were decoded from:
@@ -61,9 +65,16 @@ final class ReceiptHistories: Sendable {
 
     private struct Flights {
         var running: [ReceiptHistoryKey: Flight] = [:]
-        /// Flights going on past every request that waited for them.
+        /// Flights holding one of the ``ReceiptSettings/backgroundFetches`` places: going on past every request that
+        /// waited for them, or started from the queue.
         var background = 0
         var stopping = false
+        /// Requests waiting for a fetch now (``ReceiptSettings/maxWaitingForApple``).
+        var waiting = 0
+        /// Customers waiting for a background place.
+        var queue: ReceiptFetchQueue
+        /// A drain of the queue is due when Apple's `Retry-After` for an app ends.
+        var drainScheduled = false
     }
 
     init(
@@ -77,6 +88,7 @@ final class ReceiptHistories: Sendable {
     ) {
         (self.store, self.source, self.settings, self.now, self.sleep) = (store, source, settings, now, sleep)
         (self.owner, self.metrics) = (owner, metrics)
+        flights = Mutex(Flights(queue: ReceiptFetchQueue(capacity: settings.fetchQueue)))
     }
 
     /// The customer's history, found through `transactionID` (the key's customer), within the request's
@@ -101,8 +113,34 @@ final class ReceiptHistories: Sendable {
         // waits for it.
         if flights.withLock({ $0.running[key] }) == nil, let refusal = refusal(key, stored?.row) {
             if let stale = stored?.history { return (.success(stale), .stale) }
+            if Self.queuedAfter.contains(refusal.code) { enqueue(key) }
             return (.failure(refusal), .fetched)
         }
+        // Requests waiting for Apple hold the receipt path's places while they wait; beyond
+        // ``ReceiptSettings/maxWaitingForApple`` a request is answered at once — from the stored history, else `21005`
+        // with its customer queued — so that the customers whose history is stored always find a place.
+        let waits = flights.withLock { f -> Bool in
+            guard f.waiting < settings.maxWaitingForApple else { return false }
+            f.waiting += 1
+            return true
+        }
+        guard waits else {
+            if let stored, let stale = stored.history {
+                refreshInBackground(key, stored.row)
+                return (.success(stale), .stale)
+            }
+            enqueue(key)
+            return (
+                .failure(
+                    Failure(
+                        code: "queued",
+                        message:
+                            "receipts.max_waiting_for_apple requests wait for Apple already; the customer is queued"
+                    )
+                ), .fetched
+            )
+        }
+        defer { flights.withLock { $0.waiting -= 1 } }
         let start = flights.withLock { f -> (Flight, Bool)? in
             if let running = f.running[key] {
                 running.join()
@@ -125,8 +163,13 @@ final class ReceiptHistories: Sendable {
         if let stale = stored?.history { return (.success(stale), .stale) }
         switch result {
         case .success(let history)?: return (.success(history), mine ? .fetched : .shared)
-        case .failure(let failure)?: return (.failure(failure), .fetched)
+        case .failure(let failure)?:
+            if Self.queuedAfter.contains(failure.code) { enqueue(key) }
+            return (.failure(failure), .fetched)
         case nil:
+            // Cut short with no background place to go on in, or before it kept a page: queued, so that the retry
+            // finds it (from the pages kept).
+            if left == .cancelled { enqueue(key) }
             let message =
                 left == .background
                 ? "the App Store Server API is still being asked; the history is kept when it is whole"
@@ -135,20 +178,143 @@ final class ReceiptHistories: Sendable {
         }
     }
 
-    /// Starts a refresh of `key` that no request waits for — when none runs for it, nothing refuses it (Apple's
-    /// `Retry-After` for the app, the customer's calls for the hour) and a background place is free
-    /// (``ReceiptSettings/backgroundFetches``); else nothing, and the next request asks again.
+    /// Queues a refresh of `key` that no request waits for — unless the customer's calls for the hour are used up
+    /// (then the next request asks again).
     private func refreshInBackground(_ key: ReceiptHistoryKey, _ row: StoredReceiptHistory) {
-        guard refusal(key, row, counting: false) == nil else { return }
-        flights.withLock { f in
-            guard f.running[key] == nil, !f.stopping, f.background < settings.backgroundFetches else { return }
+        if let refusal = refusal(key, row, counting: false), refusal.code == "capped" { return }
+        enqueue(key)
+    }
+
+    /// Why a request found no history that queues its customer: no turn in Apple's budget in time, Apple's
+    /// `Retry-After`, Apple too slow for the request's deadline.
+    static let queuedAfter: Set<String> = ["budget_exhausted", "rate_limited", "timeout"]
+
+    /// Queues a fetch of `key`'s history that no request waits for (docs/operations.md, "The receipt path at scale"),
+    /// behind the customers queued before: it starts when one of the ``ReceiptSettings/backgroundFetches`` places
+    /// is free and Apple's `Retry-After` for the app has passed, and its calls take background turns in Apple's
+    /// budget. A customer is queued once (and not while its fetch runs); with ``ReceiptSettings/fetchQueue``
+    /// customers waiting, it is dropped (`iapgw_receipt_history_queued_total{outcome="dropped"}`), and the next
+    /// request asks again.
+    func enqueue(_ key: ReceiptHistoryKey) {
+        // No background place (or no queue) configured: nothing would ever start it.
+        guard settings.backgroundFetches > 0, settings.fetchQueue > 0 else { return }
+        let pushed = flights.withLock { f -> ReceiptFetchQueue.Pushed in
+            guard !f.stopping, f.running[key] == nil else { return .present }
+            return f.queue.push(key)
+        }
+        switch pushed {
+        case .queued: metrics.increment(.receiptHistoryQueuedTotal, ["outcome": "queued"])
+        case .dropped: metrics.increment(.receiptHistoryQueuedTotal, ["outcome": "dropped"])
+        case .present: break
+        }
+        drain()
+    }
+
+    /// Customers queued for a fetch now (tests wait for them).
+    var queued: Int { flights.withLock { $0.queue.count } }
+
+    /// Starts queued fetches while background places are free; a customer whose app Apple paused stays queued, and
+    /// a drain is due when the pause ends.
+    private func drain() {
+        let time = now()
+        let wake = flights.withLock { f -> Int64? in
+            var deferred: [ReceiptHistoryKey] = []
+            var wake: Int64?
+            while !f.stopping, f.background < settings.backgroundFetches, let key = f.queue.pop() {
+                guard f.running[key] == nil else { continue }
+                if let until = pausedUntil.withLock({ $0[Self.pauseKey(key)] }), time < until {
+                    deferred.append(key)
+                    wake = min(wake ?? until, until)
+                    continue
+                }
+                startBackground(key, &f)
+            }
+            for key in deferred { _ = f.queue.push(key) }
+            metrics.set(.receiptHistoryQueue, [:], Double(f.queue.count))
+            guard let wake, !f.drainScheduled, !f.stopping else { return nil }
+            f.drainScheduled = true
+            return wake
+        }
+        guard let wake else { return }
+        let sleep = self.sleep
+        Task {
+            await sleep(max(1, wake - time))
+            flights.withLock { $0.drainScheduled = false }
+            drain()
+        }
+    }
+
+    /// A fetch of `key` in one of the background places (under the flights' lock).
+    private func startBackground(_ key: ReceiptHistoryKey, _ f: inout Flights) {
+        let flight = Flight()
+        flight.state.withLock {
+            $0.background = true
+            $0.place = true
+        }
+        f.running[key] = flight
+        f.background += 1
+        metrics.set(.receiptHistoryBackground, [:], Double(f.background))
+        flight.start { await self.run(key, flight) }
+    }
+
+    /// What one prefetch of a customer did (``prefetch(_:)``).
+    struct Prefetched: Sendable {
+        var result: Result<Void, Failure>
+        /// Calls made to Apple, by endpoint (`transaction_history`, `subscription_statuses`).
+        var calls: [String: Int]
+    }
+
+    /// Fetches `key`'s history now at background priority, whatever its age, and waits for it (`receipts
+    /// prefetch`, docs/commands.md): outside the background places, within ``ReceiptSettings/backgroundFetchTimeoutMillis``.
+    /// A fetch already running for the customer is waited for instead. Cancelling the task stops the fetch (its pages
+    /// kept).
+    func prefetch(_ key: ReceiptHistoryKey) async -> Prefetched {
+        let start = flights.withLock { f -> (Flight, Bool)? in
+            if let running = f.running[key] {
+                running.join()
+                return (running, false)
+            }
+            guard !f.stopping else { return nil }
             let flight = Flight()
             flight.state.withLock { $0.background = true }
             f.running[key] = flight
-            f.background += 1
-            metrics.set(.receiptHistoryBackground, [:], Double(f.background))
+            flight.join()
             flight.start { await self.run(key, flight) }
+            return (flight, true)
         }
+        guard let (flight, mine) = start else {
+            return Prefetched(
+                result: .failure(Failure(code: "stopping", message: "the gateway is stopping")),
+                calls: [:]
+            )
+        }
+        let result = await withTaskCancellationHandler {
+            () async -> Result<CustomerHistory, Failure>? in
+            while !Task.isCancelled {
+                let seen = flight.snapshot
+                if let result = seen.result { return result }
+                await flight.changed(since: seen.version)
+            }
+            return flight.snapshot.result
+        } onCancel: {
+            if mine { flight.cancel() }
+        }
+        _ = leave(flight, answered: result != nil)
+        let calls = flight.state.withLock { $0.calls }
+        switch result {
+        case .success?: return Prefetched(result: .success(()), calls: calls)
+        case .failure(let failure)?: return Prefetched(result: .failure(failure), calls: calls)
+        case nil:
+            return Prefetched(
+                result: .failure(Failure(code: "stopped", message: "the fetch was stopped; its pages are kept")),
+                calls: calls
+            )
+        }
+    }
+
+    /// Until when Apple paused the fetches of `key`'s app and environment (its `Retry-After`), if it did.
+    func pausedUntil(_ key: ReceiptHistoryKey) -> Int64? {
+        pausedUntil.withLock { $0[Self.pauseKey(key)] }.flatMap { $0 > now() ? $0 : nil }
     }
 
     /// Ends every fetch (their pages kept, their claims given up) and waits for them; no fetch starts after it.
@@ -252,6 +418,7 @@ final class ReceiptHistories: Sendable {
                 guard progressing, !f.stopping, f.background < settings.backgroundFetches else { return .cancelled }
                 f.background += 1
                 s.background = true
+                s.place = true
                 metrics.set(.receiptHistoryBackground, [:], Double(f.background))
                 return .background
             }
@@ -263,13 +430,15 @@ final class ReceiptHistories: Sendable {
     /// The flight's task: the fetch, its result to every request waiting, and its place given back.
     private func run(_ key: ReceiptHistoryKey, _ flight: Flight) async {
         let result = await fetch(key, flight)
-        flights.withLock { f in
+        let freed = flights.withLock { f -> Bool in
             if f.running[key] === flight { f.running.removeValue(forKey: key) }
-            guard flight.state.withLock({ $0.background }) else { return }
+            guard flight.state.withLock({ $0.place }) else { return false }
             f.background -= 1
             metrics.set(.receiptHistoryBackground, [:], Double(f.background))
+            return true
         }
         flight.finish(result)
+        if freed { drain() }
     }
 
     // MARK: The fetch
@@ -479,6 +648,10 @@ final class ReceiptHistories: Sendable {
                 () async -> Result<T, PathFetchError> in
                 do throws(PathFetchError) { return .success(try await body()) } catch { return .failure(error) }
             }
+            // A call the budget refused was not made.
+            var made = true
+            if case .failure(let error) = answer, error.code == "budget_exhausted" { made = false }
+            if made { flight.state.withLock { $0.calls[endpoint, default: 0] += 1 } }
             do throws(PathFetchError) {
                 let value = try answer.get()
                 metrics.increment(.receiptHistoryCallsTotal, ["endpoint": endpoint, "outcome": "ok"])
@@ -538,6 +711,10 @@ final class Flight: Sendable {
         /// Requests waiting for it now.
         var joined = 0
         var background = false
+        /// It holds one of the background places (``ReceiptSettings/backgroundFetches``).
+        var place = false
+        /// Calls made to Apple, by endpoint.
+        var calls: [String: Int] = [:]
         var progressAt: Int64?
         var pausedUntil: Int64?
     }

@@ -21,9 +21,21 @@ public struct ReceiptSettings: Sendable, Hashable, ConfigSection {
     public var maxInFlight = 64
     /// Requests from one client address answered at once, at most (0: no bound per address).
     public var maxInFlightPerAddress = 32
+    /// Requests waiting for a customer's history from Apple at once, at most (`nil`: half of ``maxInFlight``); beyond
+    /// it a request is answered at once — from the stored history when there is one, else `21005` with its customer
+    /// queued (``fetchQueue``) — so that requests waiting on Apple's budget never take every place from customers
+    /// whose history is stored (docs/operations.md, "The receipt path at scale").
+    public var maxWaitingForApple: Int { maxWaitingForAppleSetting ?? maxInFlight / 2 }
+    /// `max_waiting_for_apple` as configured.
+    public var maxWaitingForAppleSetting: Int?
     /// Fetches that go on after the request that started them was answered `21005` (they were keeping pages when it
     /// gave up), at most, per process; beyond it such a fetch stops, its pages kept for the next request. 0: none.
     public var backgroundFetches = 4
+    /// Customers queued for a fetch that no request waits for, at most (docs/operations.md, "The receipt path at
+    /// scale"): a customer without a stored history whose request found no turn in Apple's budget, a stale history's
+    /// refresh, a shadow comparison skipped; each started as a background place (``backgroundFetches``) frees up.
+    /// Beyond it a customer is dropped (counted), and the next request asks again. 0: none queued.
+    public var fetchQueue = 10_000
     /// The longest one fetch runs, in the background included (Apple's `Retry-After` pauses count); then it stops,
     /// its pages kept.
     public var backgroundFetchTimeoutMillis: Int64 = 300_000
@@ -40,6 +52,8 @@ public struct ReceiptSettings: Sendable, Hashable, ConfigSection {
             [
                 "history_max_age", "fetch_timeout", "shadow_concurrency", "max_in_flight", "max_in_flight_per_address",
                 "background_fetches", "background_fetch_timeout", "customer_calls_per_hour", "stale_wait",
+                "fetch_queue",
+                "max_waiting_for_apple",
             ]
         )
     ]
@@ -76,7 +90,15 @@ public struct ReceiptSettings: Sendable, Hashable, ConfigSection {
                 "must be at most max_in_flight (0: no bound)"
             )
         }
+        if r.object["max_waiting_for_apple"] != nil {
+            s.maxWaitingForAppleSetting = try r.int(
+                "max_waiting_for_apple",
+                0...Int64(s.maxInFlight),
+                s.maxInFlight / 2
+            )
+        }
         s.backgroundFetches = try r.int("background_fetches", 0...256, s.backgroundFetches)
+        s.fetchQueue = try r.int("fetch_queue", 0...1_000_000, s.fetchQueue)
         s.backgroundFetchTimeoutMillis = try r.duration(
             "background_fetch_timeout",
             s.backgroundFetchTimeoutMillis,

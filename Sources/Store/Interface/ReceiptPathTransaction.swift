@@ -36,6 +36,21 @@ public protocol ReceiptPathTransaction: AppSettingTransaction {
     func countReceiptHistoryCall(_ key: ReceiptHistoryKey, now: Int64, limit: Int) throws -> Bool
     /// Drops histories fetched before `before`, and pages asked before it, at most `limit` of each; how many.
     func purgeReceiptHistories(fetchedBefore before: Int64, limit: Int) throws -> Int
+    /// The customers the gateway knows for an app and environment, in the store's order of their ids, after `after`
+    /// (`""`: from the first), at most `limit` (`receipts prefetch`, docs/commands.md): each distinct original
+    /// transaction id of its journaled subscriptions (`subscription_state`, either path) and of the receipts compared
+    /// in `shadow` (the receipt ledger), with when its stored history was fetched (nil: none stored). Read on indexes
+    /// in id order, so a page costs the same at any size of the store.
+    func receiptCustomers(
+        bundleID: String,
+        environment: AppStoreEnvironment,
+        after: String,
+        limit: Int
+    ) throws
+        -> [ReceiptCustomer]
+    /// How many customers ``receiptCustomers(bundleID:environment:after:limit:)`` would give from `after` on, all
+    /// pages together (reads every id once).
+    func receiptCustomerCount(bundleID: String, environment: AppStoreEnvironment, after: String) throws -> Int
     /// Records one subscription's comparison of Apple's verifyReceipt answer with the gateway's.
     func recordReceiptComparison(_ entry: ReceiptLedgerEntry) throws
     /// Receipt ledger rows of a bundle and environment compared in [from, to), oldest first.

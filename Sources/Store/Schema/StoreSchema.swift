@@ -568,6 +568,14 @@ enum StoreSchema {
             """
         },
         SchemaStep(sqlite: nil, postgres: 21) { _ in sharedAPIBudget },
+        SchemaStep(sqlite: 21, postgres: 22) { _ in
+            """
+            -- `receipts prefetch` (docs/commands.md) walks an app's customers in the order of their original
+            -- transaction ids, a page at a time, from the journaled subscriptions and the receipt ledger.
+            CREATE INDEX subscription_state_customers ON subscription_state(bundle_id, environment, original_transaction_id);
+            CREATE INDEX receipt_ledger_customers ON receipt_ledger(bundle_id, environment, original_transaction_id);
+            """
+        },
     ]
 
     /// PostgreSQL only: the App Store Server API budget every instance of the store shares (``APIBudgetTransaction``,
