@@ -195,7 +195,7 @@ import WireJSON
             owner: String = "a",
             settings: (inout ReceiptSettings) -> Void = { _ in }
         ) {
-            var s = rig.service.receiptEndpoint.config.receiptSettings
+            var s = rig.service.receiptEndpoint.settings
             settings(&s)
             (self.rig, self.clock, self.source) = (rig, clock, source)
             histories = ReceiptHistories(
@@ -209,7 +209,9 @@ import WireJSON
             )
             let base = rig.service.receiptEndpoint
             endpoint = ReceiptEndpoint(
-                config: base.config,
+                settings: base.settings,
+                verifyReceipt: base.verifyReceipt,
+                apps: Array(base.apps.values),
                 store: rig.h.store,
                 read: E.reader,
                 histories: histories,

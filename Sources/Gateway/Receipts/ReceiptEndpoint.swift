@@ -11,7 +11,12 @@ internal import V1Adapter
 /// Every answer is Apple's shape with Apple's status codes, HTTP 200. The `password` is compared and forwarded, never
 /// logged, stored or put in an error.
 public final class ReceiptEndpoint: Sendable {
-    let config: GatewayConfig
+    /// `receipts`: the endpoint's settings.
+    let settings: ReceiptSettings
+    /// Apple's verifyReceipt, where `apple` and `shadow` forward a receipt.
+    let verifyReceipt: VerifyReceiptURLs
+    /// The configured apps, as the receipt path knows them, by bundle.
+    let apps: [String: ReceiptPathApp]
     let store: any GatewayStore
     let read: @Sendable ([UInt8]) -> ReceiptReading
     /// Customers' histories; nil without the App Store Server API (then `shadow` and `api` cannot answer).
@@ -33,7 +38,9 @@ public final class ReceiptEndpoint: Sendable {
     private let unauthenticatedWarned = Mutex<Set<String>>([])
 
     init(
-        config: GatewayConfig,
+        settings: ReceiptSettings,
+        verifyReceipt: VerifyReceiptURLs,
+        apps: [ReceiptPathApp],
         store: any GatewayStore,
         read: @escaping @Sendable ([UInt8]) -> ReceiptReading,
         histories: ReceiptHistories?,
@@ -43,12 +50,13 @@ public final class ReceiptEndpoint: Sendable {
         log: Log,
         now: @escaping @Sendable () -> Int64
     ) {
-        (self.config, self.store, self.read, self.histories, self.apple, self.secrets) =
-            (config, store, read, histories, apple, secrets)
+        (self.settings, self.verifyReceipt, self.store, self.read, self.histories, self.apple, self.secrets) =
+            (settings, verifyReceipt, store, read, histories, apple, secrets)
+        self.apps = Dictionary(apps.map { ($0.bundleID, $0) }, uniquingKeysWith: { first, _ in first })
         (self.metrics, self.log, self.now) = (metrics, log, now)
         admission = ReceiptAdmission(
-            limit: config.receiptSettings.maxInFlight,
-            perAddressLimit: config.receiptSettings.maxInFlightPerAddress,
+            limit: settings.maxInFlight,
+            perAddressLimit: settings.maxInFlightPerAddress,
             onChange: { [metrics] n in metrics.set(.receiptInFlight, [:], Double(n)) }
         )
     }
@@ -108,7 +116,7 @@ public final class ReceiptEndpoint: Sendable {
             return ("none", ReceiptAnswer.status(.malformed))
         }
         let environment = receipt.environment
-        guard let bundle = receipt.bundleID, let app = config.apps.first(where: { $0.bundleID == bundle }),
+        guard let bundle = receipt.bundleID, let app = apps[bundle],
             app.environments.contains(environment)
         else {
             return ("none", ReceiptAnswer.status(.notAuthorized))
@@ -153,13 +161,13 @@ public final class ReceiptEndpoint: Sendable {
 
     /// Apple's answer to the same bytes, unchanged; `answered` false when Apple gave none (then a retryable 21005).
     private func askApple(_ body: [UInt8], sandboxURL: Bool) async -> (answer: [UInt8], answered: Bool) {
-        let url = sandboxURL ? config.verifyReceiptSandboxURL : config.verifyReceiptProductionURL
+        let url = sandboxURL ? verifyReceipt.sandbox : verifyReceipt.production
         var request = HTTPRequest(
             method: .post,
             url: url,
             headers: [HTTPHeader("Content-Type", "application/json")],
             body: body,
-            timeoutMillis: Int(config.receiptSettings.fetchTimeoutMillis)
+            timeoutMillis: Int(settings.fetchTimeoutMillis)
         )
         request.maxResponseBytes = 16 << 20
         do {
@@ -182,7 +190,7 @@ public final class ReceiptEndpoint: Sendable {
     func own(
         _ request: VerifyReceiptRequest,
         _ receipt: SubmittedReceipt,
-        app: GatewayConfig.App,
+        app: ReceiptPathApp,
         sandboxURL: Bool
     ) async -> [UInt8] {
         let environment = receipt.environment
@@ -272,10 +280,10 @@ public final class ReceiptEndpoint: Sendable {
         apple: [UInt8],
         _ request: VerifyReceiptRequest,
         _ receipt: SubmittedReceipt,
-        app: GatewayConfig.App,
+        app: ReceiptPathApp,
         sandboxURL: Bool
     ) {
-        let limit = config.receiptSettings.shadowConcurrency
+        let limit = settings.shadowConcurrency
         guard shadows.add(1, ordering: .relaxed).newValue <= limit else {
             shadows.subtract(1, ordering: .relaxed)
             metrics.increment(.receiptComparisonsTotal, ["outcome": "skipped"])
@@ -300,7 +308,7 @@ public final class ReceiptEndpoint: Sendable {
     private func historyKey(
         _ request: VerifyReceiptRequest,
         _ receipt: SubmittedReceipt,
-        app: GatewayConfig.App
+        app: ReceiptPathApp
     ) -> ReceiptHistoryKey? {
         guard receipt.authenticated,
             receipt.kind == .app || (receipt.kind == .transaction && app.legacyTransactionReceipts),
@@ -314,7 +322,7 @@ public final class ReceiptEndpoint: Sendable {
         apple: [UInt8],
         _ request: VerifyReceiptRequest,
         _ receipt: SubmittedReceipt,
-        app: GatewayConfig.App,
+        app: ReceiptPathApp,
         sandboxURL: Bool
     ) async {
         let ours = await own(request, receipt, app: app, sandboxURL: sandboxURL)

@@ -5,11 +5,11 @@ internal import ServiceKit
 /// The receipt reader the endpoint uses (docs/architecture.md, "The receipt path"): Apple Inc. Root pinned, the
 /// config's `trust.extra_receipt_roots` for sandbox receipts only (docs/threat-model.md).
 enum ReceiptReaderLoader {
-    static func reader(config: GatewayConfig) throws(ConfigError) -> @Sendable ([UInt8]) -> ReceiptReading {
+    static func reader(extraReceiptRoots: [String]) throws(ConfigError) -> @Sendable ([UInt8]) -> ReceiptReading {
         reader(
             trust: ReceiptTrust(
                 extraSandboxRoots: try TrustAnchorLoader.certificates(
-                    config.extraReceiptRoots,
+                    extraReceiptRoots,
                     field: "trust.extra_receipt_roots"
                 )
             )

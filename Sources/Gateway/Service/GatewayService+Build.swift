@@ -271,9 +271,15 @@ extension GatewayService {
         /// path's own slots, and each app's shared secrets.
         func receiptEndpoint() throws -> ReceiptEndpoint {
             ReceiptEndpoint(
-                config: config,
+                settings: config.receiptSettings,
+                verifyReceipt: VerifyReceiptURLs(
+                    production: config.verifyReceiptProductionURL,
+                    sandbox: config.verifyReceiptSandboxURL
+                ),
+                apps: config.apps.map(\.receiptPath),
                 store: store,
-                read: try dependencies.receiptReader ?? ReceiptReaderLoader.reader(config: config),
+                read: try dependencies.receiptReader
+                    ?? ReceiptReaderLoader.reader(extraReceiptRoots: config.extraReceiptRoots),
                 histories: apple.receiptHistorySource.map { [store, context, config, dependencies] source in
                     ReceiptHistories(
                         store: store,
@@ -401,4 +407,18 @@ extension GatewayService {
 private func zip<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
     guard let a, let b else { return nil }
     return (a, b)
+}
+
+extension GatewayConfig.App {
+    /// The app as the receipt path knows it.
+    var receiptPath: ReceiptPathApp {
+        ReceiptPathApp(
+            bundleID: bundleID,
+            environments: environments,
+            receipts: receipts,
+            receiptsByEnvironment: receiptsByEnvironment,
+            legacyTransactionReceipts: legacyTransactionReceipts,
+            v1AssignedOwnership: v1AssignedOwnership
+        )
+    }
 }
