@@ -31,6 +31,7 @@ let package = Package(
         .library(name: "AppStoreConnect", targets: ["AppStoreConnect"]),
         .library(name: "ServiceKit", targets: ["ServiceKit"]),
         .library(name: "RefundRequests", targets: ["RefundRequests"]),
+        .library(name: "ReceiptPath", targets: ["ReceiptPath"]),
         .library(name: "Gateway", targets: ["Gateway"]),
         .library(name: "Reports", targets: ["Reports"]),
         .library(name: "GatewayCLI", targets: ["GatewayCLI"]),
@@ -140,17 +141,25 @@ let package = Package(
             dependencies: ["ServiceKit", "Canonical", "HTTPClient", "Policy", "Store", "V2Adapter", "WireJSON"],
             swiftSettings: strict
         ),
+        // The receipt path: the gateway's own verifyReceipt endpoint, its customers' histories from the App Store Server
+        // API, prefetch and the shadow comparisons.
+        .target(
+            name: "ReceiptPath",
+            dependencies: [
+                "ServiceKit", "Canonical", "Crypto", "HTTPClient", "Receipts", "Store", "V1Adapter", "V2Adapter",
+                "WireJSON",
+            ],
+            swiftSettings: strict
+        ),
         // The service: authenticate, normalize, journal, deliver, compare; its HTTP endpoints and admin API.
         .target(
             name: "Gateway",
             dependencies: [
-                "ServiceKit", "RefundRequests", "Canonical", "Policy", "ReportModel", "Crypto", "WireJSON",
-                "HTTPClient", "V1Adapter",
-                "V2Adapter",
-                "AppStoreConnect",
-                "Store",
-                "TeamDatabase",
-                "HTTPServer", "Receipts", "Threads", "Contracts",
+                "ServiceKit", "RefundRequests", "ReceiptPath", "Canonical", "Policy", "ReportModel", "Crypto",
+                "WireJSON",
+                "HTTPClient", "V1Adapter", "V2Adapter", "AppStoreConnect", "Store", "TeamDatabase", "HTTPServer",
+                "Threads",
+                "Contracts",
             ],
             swiftSettings: strict
         ),
@@ -170,7 +179,8 @@ let package = Package(
         .target(
             name: "Benchmarks",
             dependencies: [
-                "Gateway", "ServiceKit", "Store", "Policy", "Postgres", "Canonical", "Crypto", "WireJSON", "HTTPClient",
+                "Gateway", "ServiceKit", "ReceiptPath", "Store", "Policy", "Postgres", "Canonical", "Crypto",
+                "WireJSON", "HTTPClient",
                 "HTTPServer",
                 "V2Adapter", "Threads", "Receipts", "TestPKI",
             ],
@@ -180,7 +190,8 @@ let package = Package(
         .target(
             name: "GatewayCLI",
             dependencies: [
-                "Gateway", "ServiceKit", "Reports", "ReportModel", "Simulator", "SimulatorServer", "Benchmarks",
+                "Gateway", "ServiceKit", "ReceiptPath", "Reports", "ReportModel", "Simulator", "SimulatorServer",
+                "Benchmarks",
                 "Store", "Canonical",
                 "Crypto", "WireJSON", "HTTPClient", "HTTPServer",
                 "V1Adapter", "V2Adapter", "AppStoreConnect", "Receipts", "Threads", "Contracts",
@@ -287,7 +298,8 @@ let package = Package(
         .testTarget(
             name: "GatewayTests",
             dependencies: [
-                "Gateway", "ServiceKit", "RefundRequests", "Reports", "ReportModel", "Store", "TeamDatabase",
+                "Gateway", "ServiceKit", "RefundRequests", "ReceiptPath", "Reports", "ReportModel", "Store",
+                "TeamDatabase",
                 "StoreTestSupport", "SQLite", "Postgres", "HTTPServer", "Crypto", "HTTPClient", "V1Adapter",
                 "V2Adapter",
                 "AppStoreConnect", "Canonical", "Policy", "WireJSON", "TestSupport", "Simulator",
@@ -303,7 +315,8 @@ let package = Package(
         .testTarget(
             name: "GatewayCLITests",
             dependencies: [
-                "GatewayCLI", "Benchmarks", "SimulatorServer", "Gateway", "ServiceKit", "RefundRequests", "Reports",
+                "GatewayCLI", "Benchmarks", "SimulatorServer", "Gateway", "ServiceKit", "RefundRequests", "ReceiptPath",
+                "Reports",
                 "ReportModel",
                 "Store",
                 "StoreTestSupport",

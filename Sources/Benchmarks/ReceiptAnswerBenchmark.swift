@@ -4,6 +4,7 @@ internal import FoundationEssentials
 internal import Gateway
 internal import HTTPClient
 internal import HTTPServer
+internal import ReceiptPath
 internal import Receipts
 internal import ServiceKit
 internal import Store

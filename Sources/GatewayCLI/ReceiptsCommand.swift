@@ -1,5 +1,6 @@
 internal import Canonical
 internal import Gateway
+internal import ReceiptPath
 import Synchronization
 internal import WireJSON
 

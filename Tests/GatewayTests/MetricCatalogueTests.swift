@@ -9,7 +9,7 @@ import Testing
 @Suite struct MetricCatalogueTests {
     static let catalogue = GatewayService.metricCatalogue
     /// The modules whose parts declare metrics.
-    static let modules = ["ServiceKit", "RefundRequests", "Gateway"]
+    static let modules = ["ServiceKit", "RefundRequests", "ReceiptPath", "Gateway"]
 
     static let repository = URL(filePath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

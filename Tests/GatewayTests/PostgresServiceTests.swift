@@ -2,6 +2,7 @@ import Canonical
 import Foundation
 import Gateway
 import HTTPClient
+import ReceiptPath
 import Store
 import StoreTestSupport
 import TestSupport

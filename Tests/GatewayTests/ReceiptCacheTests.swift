@@ -1,3 +1,4 @@
+import ReceiptPath
 import Synchronization
 import Testing
 

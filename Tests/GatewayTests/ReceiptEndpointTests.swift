@@ -2,6 +2,7 @@ import Canonical
 import Crypto
 import Foundation
 import HTTPClient
+import ReceiptPath
 import Receipts
 import ServiceKit
 import Store

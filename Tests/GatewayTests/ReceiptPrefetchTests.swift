@@ -1,4 +1,5 @@
 import Canonical
+import ReceiptPath
 import ServiceKit
 import Store
 import Synchronization

@@ -1,4 +1,5 @@
 internal import HTTPServer
+internal import ReceiptPath
 public import ServiceKit
 
 /// One HTTP listener's settings from the config — the public one (`listen`, `limits`, `listen_tls`) or the admin one

@@ -1,5 +1,6 @@
 internal import Canonical
 internal import HTTPServer
+internal import ReceiptPath
 internal import ServiceKit
 
 /// The Apple-facing listener's routes: `POST /notifications` (ingest, then its metrics and log line) and

@@ -3,6 +3,7 @@ internal import FoundationEssentials
 public import HTTPClient
 internal import HTTPServer
 public import Policy
+public import ReceiptPath
 public import RefundRequests
 internal import ReportModel
 public import ServiceKit

@@ -1,6 +1,7 @@
 internal import AppStoreConnect
 internal import Canonical
 internal import HTTPClient
+internal import ReceiptPath
 internal import RefundRequests
 internal import ServiceKit
 internal import Store

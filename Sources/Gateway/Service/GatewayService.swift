@@ -3,6 +3,7 @@ internal import Canonical
 internal import Crypto
 public import HTTPClient
 internal import HTTPServer
+public import ReceiptPath
 public import RefundRequests
 public import ReportModel
 public import ServiceKit

@@ -3,13 +3,13 @@ internal import WireJSON
 /// A verifyReceipt request as Apple takes it: `{"receipt-data": BASE64, "password": SECRET, "exclude-old-transactions":
 /// BOOL}` (docs/operations.md, "Moving the receipt path"). The password is held only to be compared (or forwarded to
 /// Apple); it is never logged, stored or put in an error.
-struct VerifyReceiptRequest: Sendable {
-    var receiptData: [UInt8]
-    var password: String?
-    var excludeOldTransactions: Bool
+package struct VerifyReceiptRequest: Sendable {
+    package var receiptData: [UInt8]
+    package var password: String?
+    package var excludeOldTransactions: Bool
 
     /// nil when the body is not a JSON object with a string `receipt-data`; members Apple ignores are ignored.
-    static func parse(_ body: [UInt8]) -> VerifyReceiptRequest? {
+    package static func parse(_ body: [UInt8]) -> VerifyReceiptRequest? {
         guard case .object(let o)? = try? JSONParser.parse(body), case .string(let data)? = o["receipt-data"] else {
             return nil
         }

@@ -1,11 +1,11 @@
-internal import Store
+package import Store
 
 /// The customers waiting for a history fetch that no request waits for (docs/operations.md, "The receipt path at
 /// scale"): oldest first, each at most once, at most `capacity` of them. ``ReceiptHistories`` starts them as
 /// background places free up.
-struct ReceiptFetchQueue {
+package struct ReceiptFetchQueue {
     /// What ``push(_:)`` did.
-    enum Pushed: Equatable {
+    package enum Pushed: Equatable {
         case queued
         /// Queued already: nothing changed.
         case present
@@ -13,18 +13,18 @@ struct ReceiptFetchQueue {
         case dropped
     }
 
-    let capacity: Int
+    package let capacity: Int
     private var keys: [ReceiptHistoryKey] = []
     /// Where the oldest key is in `keys`; the ones before were taken.
     private var head = 0
     private var members: Set<ReceiptHistoryKey> = []
 
-    init(capacity: Int) { self.capacity = max(0, capacity) }
+    package init(capacity: Int) { self.capacity = max(0, capacity) }
 
     /// Customers waiting now.
-    var count: Int { members.count }
+    package var count: Int { members.count }
 
-    mutating func push(_ key: ReceiptHistoryKey) -> Pushed {
+    package mutating func push(_ key: ReceiptHistoryKey) -> Pushed {
         guard !members.contains(key) else { return .present }
         guard members.count < capacity else { return .dropped }
         members.insert(key)
@@ -33,7 +33,7 @@ struct ReceiptFetchQueue {
     }
 
     /// The oldest customer waiting, taken out of the queue.
-    mutating func pop() -> ReceiptHistoryKey? {
+    package mutating func pop() -> ReceiptHistoryKey? {
         guard head < keys.count else { return nil }
         let key = keys[head]
         head += 1

@@ -17,7 +17,7 @@ public struct CustomerHistory: Codable, Sendable, Hashable {
         (self.fetchedAt, self.transactions, self.renewals) = (fetchedAt, transactions, renewals)
     }
 
-    enum CodingKeys: String, CodingKey {
+    package enum CodingKeys: String, CodingKey {
         case fetchedAt = "fetched_at"
         case transactions, renewals
     }
@@ -28,7 +28,7 @@ public struct CustomerHistory: Codable, Sendable, Hashable {
 
     /// The pages' transactions in Apple's order, each once: one Apple changed during the walk (a refund, an upgrade)
     /// comes again on a later page, and that later view replaces the earlier one in its place.
-    static func latestViews(_ transactions: [TransactionPayload]) -> [TransactionPayload] {
+    package static func latestViews(_ transactions: [TransactionPayload]) -> [TransactionPayload] {
         var merged: [TransactionPayload] = []
         var index: [String: Int] = [:]
         for tx in transactions {
@@ -85,7 +85,7 @@ public struct CustomerHistory: Codable, Sendable, Hashable {
         return (try? encoder.encode(self)).map(Array.init) ?? []
     }
 
-    static func decode(_ bytes: [UInt8]) -> CustomerHistory? {
+    package static func decode(_ bytes: [UInt8]) -> CustomerHistory? {
         try? JSONDecoder().decode(CustomerHistory.self, from: Data(bytes))
     }
 }

@@ -1,14 +1,14 @@
-internal import Canonical
-internal import Store
-internal import WireJSON
+package import Canonical
+package import Store
+package import WireJSON
 
 /// The shadow comparison (docs/operations.md, "Moving the receipt path"): Apple's verifyReceipt answer and the
 /// gateway's, each read into one ``ReceiptOutcome`` per original transaction, compared field by field.
-enum ReceiptComparison {
+package enum ReceiptComparison {
     /// What an answer says per original transaction: its status, and for each subscription in
     /// `latest_receipt_info` the newest transaction's facts with its `pending_renewal_info`. Empty for an answer with
     /// no transactions (a status alone, a receipt without purchases).
-    static func outcomes(_ answer: [UInt8]) -> [String: ReceiptOutcome] {
+    package static func outcomes(_ answer: [UInt8]) -> [String: ReceiptOutcome] {
         guard case .object(let o)? = try? JSONParser.parse(answer), let status = o["status"]?.int64Value else {
             return [:]
         }
@@ -42,7 +42,7 @@ enum ReceiptComparison {
 
     /// An answer's `status`: read from its first members without parsing the rest (an answer of Apple's may carry
     /// 100 KB of receipt), else from the whole document.
-    static func status(_ answer: [UInt8]) -> Int? {
+    package static func status(_ answer: [UInt8]) -> Int? {
         let prefix = Array(#"{"status":"#.utf8)
         if answer.starts(with: prefix) {
             let digits = answer.dropFirst(prefix.count).prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
@@ -53,7 +53,7 @@ enum ReceiptComparison {
     }
 
     /// The ledger rows of one request: a row per original transaction in either answer.
-    static func entries(
+    package static func entries(
         apple: [UInt8],
         api: [UInt8],
         bundleID: String,
@@ -88,7 +88,7 @@ enum ReceiptComparison {
     }
 
     /// Apple's booleans in verifyReceipt: `"true"`/`"false"` in transactions, `"1"`/`"0"` in renewal info.
-    static func flag(_ v: JSONValue?) -> Bool? {
+    package static func flag(_ v: JSONValue?) -> Bool? {
         switch v?.stringValue {
         case "true", "1": true
         case "false", "0": false
@@ -96,6 +96,6 @@ enum ReceiptComparison {
         }
     }
 
-    static func millisOrNil(_ v: JSONValue?) -> Int64? { v?.stringValue.flatMap { Int64($0) } }
-    static func millis(_ v: JSONValue?) -> Int64 { millisOrNil(v) ?? .min }
+    package static func millisOrNil(_ v: JSONValue?) -> Int64? { v?.stringValue.flatMap { Int64($0) } }
+    package static func millis(_ v: JSONValue?) -> Int64 { millisOrNil(v) ?? .min }
 }

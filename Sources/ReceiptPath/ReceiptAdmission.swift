@@ -5,9 +5,9 @@ import Synchronization
 /// taken (the endpoint answers `21005` with `is-retryable`, as Apple does when it is busy), so a flood of receipts —
 /// from one address or many — holds a bounded number of tasks and outgoing transfer slots, never a handler thread
 /// (docs/architecture.md, "The receipt path").
-final class ReceiptAdmission: Sendable {
+package final class ReceiptAdmission: Sendable {
     /// Why a request was not taken.
-    enum Refusal: String, Error {
+    package enum Refusal: String, Error {
         /// ``ReceiptSettings/maxInFlight`` requests are being answered.
         case busy
         /// Its address has ``ReceiptSettings/maxInFlightPerAddress`` requests being answered.
@@ -15,7 +15,7 @@ final class ReceiptAdmission: Sendable {
     }
 
     /// A request taken: hand it back once answered (``release()``), exactly once.
-    struct Ticket: Sendable {
+    package struct Ticket: Sendable {
         fileprivate let address: String
     }
 
@@ -25,19 +25,19 @@ final class ReceiptAdmission: Sendable {
         var byAddress: [String: Int] = [:]
     }
 
-    let limit: Int
+    package let limit: Int
     /// 0: no bound per address (behind a reverse proxy every request has the proxy's address).
-    let perAddressLimit: Int
+    package let perAddressLimit: Int
     /// Told the number in flight after each change, under the lock (so that a gauge never keeps a stale value).
-    let onChange: @Sendable (Int) -> Void
+    package let onChange: @Sendable (Int) -> Void
     private let state = Mutex(State())
 
-    init(limit: Int, perAddressLimit: Int, onChange: @escaping @Sendable (Int) -> Void = { _ in }) {
+    package init(limit: Int, perAddressLimit: Int, onChange: @escaping @Sendable (Int) -> Void = { _ in }) {
         (self.limit, self.perAddressLimit, self.onChange) = (max(1, limit), max(0, perAddressLimit), onChange)
     }
 
     /// Takes a request from `address`, or says why not.
-    func admit(from address: String) -> Result<Ticket, Refusal> {
+    package func admit(from address: String) -> Result<Ticket, Refusal> {
         state.withLock { s in
             guard s.total < limit else { return .failure(.busy) }
             if perAddressLimit > 0 {
@@ -51,7 +51,7 @@ final class ReceiptAdmission: Sendable {
         }
     }
 
-    func release(_ ticket: Ticket) {
+    package func release(_ ticket: Ticket) {
         state.withLock { s in
             s.total -= 1
             onChange(s.total)
@@ -62,5 +62,5 @@ final class ReceiptAdmission: Sendable {
     }
 
     /// Requests being answered now.
-    var inFlight: Int { state.withLock { $0.total } }
+    package var inFlight: Int { state.withLock { $0.total } }
 }

@@ -1,8 +1,8 @@
 internal import Canonical
-internal import ServiceKit
-internal import Store
+package import ServiceKit
+package import Store
 import Synchronization
-internal import V2Adapter
+package import V2Adapter
 
 /// Customers' histories for the receipt path (docs/architecture.md, "The receipt path"; docs/operations.md, "Moving
 /// the receipt path"): from the store while fresh (``ReceiptSettings/historyMaxAgeMillis``), else from Apple — once
@@ -22,15 +22,15 @@ internal import V2Adapter
 /// customer and hour (``ReceiptSettings/customerCallsPerHour``). A 429 pauses the app and environment's fetches for
 /// Apple's `Retry-After`; a fetch that had kept pages waits it out and goes on. ``stop()`` ends every fetch (the
 /// service's shutdown).
-final class ReceiptHistories: Sendable {
+package final class ReceiptHistories: Sendable {
     /// Why no history could be had: Apple is down, rate limiting or slow, the customer's calls for the hour are used
     /// up, or another instance held the fetch too long. Always retryable by the client.
-    struct Failure: Error, Sendable {
-        var code: String
-        var message: String
+    package struct Failure: Error, Sendable {
+        package var code: String
+        package var message: String
     }
 
-    enum Outcome: String {
+    package enum Outcome: String {
         /// From the store, fetched less than the maximum age ago.
         case fresh
         /// Fetched from Apple now.
@@ -42,16 +42,16 @@ final class ReceiptHistories: Sendable {
         case stale
     }
 
-    let store: any GatewayStore
-    let source: any ReceiptHistorySource
-    let settings: ReceiptSettings
-    let now: @Sendable () -> Int64
+    package let store: any GatewayStore
+    package let source: any ReceiptHistorySource
+    package let settings: ReceiptSettings
+    package let now: @Sendable () -> Int64
     /// Waits so many milliseconds, or less when the task is cancelled (the wall clock's `Task.sleep` in the service).
-    let sleep: @Sendable (Int64) async -> Void
-    let owner: String
-    let metrics: Metrics
+    package let sleep: @Sendable (Int64) async -> Void
+    package let owner: String
+    package let metrics: Metrics
     /// How often a request waiting for another instance's fetch looks at the store.
-    let pollMillis: Int64 = 25
+    package let pollMillis: Int64 = 25
     /// The fetches running in this process, one per customer.
     private let flights: Mutex<Flights>
     /// Per app and environment (`bundle|environment`): no fetch before this time (Apple's `Retry-After`).
@@ -77,7 +77,7 @@ final class ReceiptHistories: Sendable {
         var drainScheduled = false
     }
 
-    init(
+    package init(
         store: any GatewayStore,
         source: any ReceiptHistorySource,
         settings: ReceiptSettings,
@@ -93,7 +93,7 @@ final class ReceiptHistories: Sendable {
 
     /// The customer's history, found through `transactionID` (the key's customer), within the request's
     /// ``ReceiptSettings/fetchTimeoutMillis``.
-    func history(_ key: ReceiptHistoryKey) async -> (Result<CustomerHistory, Failure>, Outcome) {
+    package func history(_ key: ReceiptHistoryKey) async -> (Result<CustomerHistory, Failure>, Outcome) {
         let stored = try? await self.stored(key)
         if let fresh = stored?.fresh { return (.success(fresh), .fresh) }
         // Past the maximum age, with `stale_wait` 0 (the default), the stored history answers at once and its refresh
@@ -187,7 +187,7 @@ final class ReceiptHistories: Sendable {
 
     /// Why a request found no history that queues its customer: no turn in Apple's budget in time, Apple's
     /// `Retry-After`, Apple too slow for the request's deadline.
-    static let queuedAfter: Set<String> = ["budget_exhausted", "rate_limited", "timeout"]
+    package static let queuedAfter: Set<String> = ["budget_exhausted", "rate_limited", "timeout"]
 
     /// Queues a fetch of `key`'s history that no request waits for (docs/operations.md, "The receipt path at scale"),
     /// behind the customers queued before: it starts when one of the ``ReceiptSettings/backgroundFetches`` places
@@ -195,7 +195,7 @@ final class ReceiptHistories: Sendable {
     /// budget. A customer is queued once (and not while its fetch runs); with ``ReceiptSettings/fetchQueue``
     /// customers waiting, it is dropped (`iapgw_receipt_history_queued_total{outcome="dropped"}`), and the next
     /// request asks again.
-    func enqueue(_ key: ReceiptHistoryKey) {
+    package func enqueue(_ key: ReceiptHistoryKey) {
         // No background place (or no queue) configured: nothing would ever start it.
         guard settings.backgroundFetches > 0, settings.fetchQueue > 0 else { return }
         let pushed = flights.withLock { f -> ReceiptFetchQueue.Pushed in
@@ -211,7 +211,7 @@ final class ReceiptHistories: Sendable {
     }
 
     /// Customers queued for a fetch now (tests wait for them).
-    var queued: Int { flights.withLock { $0.queue.count } }
+    package var queued: Int { flights.withLock { $0.queue.count } }
 
     /// Starts queued fetches while background places are free; a customer whose app Apple paused stays queued, and
     /// a drain is due when the pause ends.
@@ -258,17 +258,17 @@ final class ReceiptHistories: Sendable {
     }
 
     /// What one prefetch of a customer did (``prefetch(_:)``).
-    struct Prefetched: Sendable {
-        var result: Result<Void, Failure>
+    package struct Prefetched: Sendable {
+        package var result: Result<Void, Failure>
         /// Calls made to Apple, by endpoint (`transaction_history`, `subscription_statuses`).
-        var calls: [String: Int]
+        package var calls: [String: Int]
     }
 
     /// Fetches `key`'s history now at background priority, whatever its age, and waits for it (`receipts
     /// prefetch`, docs/commands.md): outside the background places, within ``ReceiptSettings/backgroundFetchTimeoutMillis``.
     /// A fetch already running for the customer is waited for instead. Cancelling the task stops the fetch (its pages
     /// kept).
-    func prefetch(_ key: ReceiptHistoryKey) async -> Prefetched {
+    package func prefetch(_ key: ReceiptHistoryKey) async -> Prefetched {
         let start = flights.withLock { f -> (Flight, Bool)? in
             if let running = f.running[key] {
                 running.join()
@@ -313,12 +313,12 @@ final class ReceiptHistories: Sendable {
     }
 
     /// Until when Apple paused the fetches of `key`'s app and environment (its `Retry-After`), if it did.
-    func pausedUntil(_ key: ReceiptHistoryKey) -> Int64? {
+    package func pausedUntil(_ key: ReceiptHistoryKey) -> Int64? {
         pausedUntil.withLock { $0[Self.pauseKey(key)] }.flatMap { $0 > now() ? $0 : nil }
     }
 
     /// Ends every fetch (their pages kept, their claims given up) and waits for them; no fetch starts after it.
-    func stop() async {
+    package func stop() async {
         while true {
             let flights = self.flights.withLock { f in
                 f.stopping = true
@@ -331,7 +331,7 @@ final class ReceiptHistories: Sendable {
     }
 
     /// Fetches running in this process now (tests wait for them).
-    var running: Int { flights.withLock { $0.running.count } }
+    package var running: Int { flights.withLock { $0.running.count } }
 
     // MARK: The store's history
 
@@ -378,9 +378,9 @@ final class ReceiptHistories: Sendable {
         return nil
     }
 
-    static let hourMillis: Int64 = 3_600_000
+    package static let hourMillis: Int64 = 3_600_000
 
-    static func pauseKey(_ key: ReceiptHistoryKey) -> String { "\(key.bundleID)|\(key.environment.rawValue)" }
+    package static func pauseKey(_ key: ReceiptHistoryKey) -> String { "\(key.bundleID)|\(key.environment.rawValue)" }
 
     // MARK: Requests and flights
 
@@ -573,7 +573,7 @@ final class ReceiptHistories: Sendable {
 
     /// The stored pages with their transactions when each follows the one before (the first from the start); nil
     /// when they do not (a page is damaged, or missing).
-    static func chain(
+    package static func chain(
         _ pages: [StoredReceiptHistoryPage]
     ) -> [(askedAt: Int64, transactions: [TransactionPayload], revision: String?, hasMore: Bool)]? {
         var chained: [(askedAt: Int64, transactions: [TransactionPayload], revision: String?, hasMore: Bool)] = []
@@ -588,11 +588,11 @@ final class ReceiptHistories: Sendable {
         return chained
     }
 
-    static func encode(_ transactions: [TransactionPayload]) -> [UInt8] {
+    package static func encode(_ transactions: [TransactionPayload]) -> [UInt8] {
         CustomerHistory(fetchedAt: 0, transactions: transactions, renewals: []).encoded()
     }
 
-    static func decode(_ json: [UInt8]) -> [TransactionPayload]? {
+    package static func decode(_ json: [UInt8]) -> [TransactionPayload]? {
         CustomerHistory.decode(json)?.transactions
     }
 
@@ -698,57 +698,57 @@ final class ReceiptHistories: Sendable {
 
 /// One fetch of one customer's history in this process: its task, the requests waiting for it, and what they look at
 /// (its result, whether it goes on in the background, when it last kept a page, Apple's `Retry-After`).
-final class Flight: Sendable {
-    struct State {
-        var result: Result<CustomerHistory, ReceiptHistories.Failure>?
+package final class Flight: Sendable {
+    package struct State {
+        package var result: Result<CustomerHistory, ReceiptHistories.Failure>?
         /// Counts changes, so that a request never misses one between looking and waiting.
-        var version = 0
-        var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+        package var version = 0
+        package var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
         /// Waits begun and not yet registered, and those of them cancelled meanwhile.
-        var pendingWaiters: Set<Int> = []
-        var cancelledWaiters: Set<Int> = []
-        var nextWaiter = 0
+        package var pendingWaiters: Set<Int> = []
+        package var cancelledWaiters: Set<Int> = []
+        package var nextWaiter = 0
         /// Requests waiting for it now.
-        var joined = 0
-        var background = false
+        package var joined = 0
+        package var background = false
         /// It holds one of the background places (``ReceiptSettings/backgroundFetches``).
-        var place = false
+        package var place = false
         /// Calls made to Apple, by endpoint.
-        var calls: [String: Int] = [:]
-        var progressAt: Int64?
-        var pausedUntil: Int64?
+        package var calls: [String: Int] = [:]
+        package var progressAt: Int64?
+        package var pausedUntil: Int64?
     }
 
-    struct Snapshot {
-        var result: Result<CustomerHistory, ReceiptHistories.Failure>?
-        var version: Int
-        var pausedUntil: Int64?
+    package struct Snapshot {
+        package var result: Result<CustomerHistory, ReceiptHistories.Failure>?
+        package var version: Int
+        package var pausedUntil: Int64?
     }
 
     let state = Mutex(State())
     private let task = Mutex<Task<Void, Never>?>(nil)
 
-    func start(_ body: @escaping @Sendable () async -> Void) {
+    package func start(_ body: @escaping @Sendable () async -> Void) {
         task.withLock { $0 = Task { await body() } }
     }
 
-    func cancel() { task.withLock { $0 }?.cancel() }
+    package func cancel() { task.withLock { $0 }?.cancel() }
 
-    func finished() async { await task.withLock({ $0 })?.value }
+    package func finished() async { await task.withLock({ $0 })?.value }
 
-    var snapshot: Snapshot {
+    package var snapshot: Snapshot {
         state.withLock { Snapshot(result: $0.result, version: $0.version, pausedUntil: $0.pausedUntil) }
     }
 
-    var hasProgress: Bool { state.withLock { $0.progressAt != nil } }
+    package var hasProgress: Bool { state.withLock { $0.progressAt != nil } }
 
-    func join() { state.withLock { $0.joined += 1 } }
+    package func join() { state.withLock { $0.joined += 1 } }
 
-    func progress(at time: Int64) { change { $0.progressAt = time } }
+    package func progress(at time: Int64) { change { $0.progressAt = time } }
 
-    func pause(until: Int64?) { change { $0.pausedUntil = until } }
+    package func pause(until: Int64?) { change { $0.pausedUntil = until } }
 
-    func finish(_ result: Result<CustomerHistory, ReceiptHistories.Failure>) { change { $0.result = result } }
+    package func finish(_ result: Result<CustomerHistory, ReceiptHistories.Failure>) { change { $0.result = result } }
 
     /// Changes the state and wakes every request waiting.
     private func change(_ body: (inout State) -> Void) {
@@ -762,7 +762,7 @@ final class Flight: Sendable {
     }
 
     /// Returns once the state changed after `version` (at once when it has), or the task is cancelled.
-    func changed(since version: Int) async {
+    package func changed(since version: Int) async {
         let id = state.withLock { s in
             s.nextWaiter += 1
             s.pendingWaiters.insert(s.nextWaiter)

@@ -68,7 +68,7 @@ public struct ReceiptPrefetch: Sendable {
             (self.bundleID, self.environment) = (bundleID, environment)
         }
 
-        enum CodingKeys: String, CodingKey {
+        package enum CodingKeys: String, CodingKey {
             case bundleID = "bundle_id"
             case environment, state, total, done, fetched, skipped, failed, failures, calls
             case historyCalls = "history_calls"
@@ -117,10 +117,10 @@ public struct ReceiptPrefetch: Sendable {
         let tally: Mutex<Tally>
 
         struct Tally {
-            var line: Progress
-            var order = DoneOrder()
-            var failuresInARow = 0
-            var lastLine: Int64
+            package var line: Progress
+            package var order = DoneOrder()
+            package var failuresInARow = 0
+            package var lastLine: Int64
         }
 
         init(
@@ -317,21 +317,21 @@ public struct ReceiptPrefetch: Sendable {
 
 /// Which customers of a run are done, in the order they were read: the resume point is the last id before the first
 /// not done, so a run stopped mid-way goes on without skipping one that was still being fetched.
-struct DoneOrder {
+package struct DoneOrder {
     private var ids: [Int: String] = [:]
     private var finished: Set<Int> = []
     private var next = 0
     private var oldest = 0
 
     /// A customer read: its place in the order.
-    mutating func begin(_ id: String) -> Int {
+    package mutating func begin(_ id: String) -> Int {
         ids[next] = id
         next += 1
         return next - 1
     }
 
     /// A customer done: the new resume point, when it moved.
-    mutating func finish(_ seq: Int) -> String? {
+    package mutating func finish(_ seq: Int) -> String? {
         finished.insert(seq)
         var moved: String?
         while finished.remove(oldest) != nil {

@@ -22,7 +22,9 @@ public struct ReceiptPathApp: Sendable, Hashable {
         v1AssignedOwnership: String = V1App.defaultAssignedOwnership
     ) {
         (self.bundleID, self.environments, self.receipts) = (bundleID, environments, receipts)
-        (self.receiptsByEnvironment, self.legacyTransactionReceipts) = (receiptsByEnvironment, legacyTransactionReceipts)
+        (self.receiptsByEnvironment, self.legacyTransactionReceipts) = (
+            receiptsByEnvironment, legacyTransactionReceipts
+        )
         self.v1AssignedOwnership = v1AssignedOwnership
     }
 

@@ -1,11 +1,12 @@
 internal import Crypto
-internal import Receipts
-internal import ServiceKit
+package import Receipts
+package import ServiceKit
 
 /// The receipt reader the endpoint uses (docs/architecture.md, "The receipt path"): Apple Inc. Root pinned, the
 /// config's `trust.extra_receipt_roots` for sandbox receipts only (docs/threat-model.md).
-enum ReceiptReaderLoader {
-    static func reader(extraReceiptRoots: [String]) throws(ConfigError) -> @Sendable ([UInt8]) -> ReceiptReading {
+package enum ReceiptReaderLoader {
+    package static func reader(extraReceiptRoots: [String]) throws(ConfigError) -> @Sendable ([UInt8]) -> ReceiptReading
+    {
         reader(
             trust: ReceiptTrust(
                 extraSandboxRoots: try TrustAnchorLoader.certificates(
@@ -18,7 +19,7 @@ enum ReceiptReaderLoader {
 
     /// The reader with `trust` (tests: a test chain's intermediates of transaction receipts, which the config does
     /// not name), behind the cache.
-    static func reader(trust: ReceiptTrust) -> @Sendable ([UInt8]) -> ReceiptReading {
+    package static func reader(trust: ReceiptTrust) -> @Sendable ([UInt8]) -> ReceiptReading {
         caching { bytes in
             do throws(ReceiptError) {
                 return .receipt(SubmittedReceipt(try ReceiptReader.read(bytes, trust: trust)))
@@ -32,7 +33,7 @@ enum ReceiptReaderLoader {
     /// restore) until a purchase or a refresh changes it, and what reading one gives depends on its bytes alone (the
     /// signature is judged at the receipt's own creation date): so a receipt is read once while it is kept — by the
     /// SHA-256 of `receipt-data` as sent, costed by its size; what is not a receipt is not kept.
-    static func caching(
+    package static func caching(
         maxEntries: Int = 4_096,
         maxBytes: Int = 16 << 20,
         _ read: @escaping @Sendable ([UInt8]) -> ReceiptReading
@@ -50,7 +51,7 @@ enum ReceiptReaderLoader {
 
 extension SubmittedReceipt {
     /// A receipt as the reader read it.
-    init(_ r: DecodedReceipt) {
+    package init(_ r: DecodedReceipt) {
         let kind: Kind =
             switch r.format {
             case .appReceipt: .app

@@ -3,7 +3,7 @@ import Synchronization
 /// A map that keeps at most `maxEntries` values whose costs add up to at most `maxCost`, dropping the oldest insertions
 /// first (docs/architecture.md, "The receipt path"). For values that are expensive to make and cheap to make again:
 /// what it dropped is made again, never wrong. Safe to share between threads.
-final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
+package final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
     private struct State {
         var values: [Key: (value: Value, cost: Int)] = [:]
         /// Insertion order, oldest first from `head`; keys already removed are skipped when reached.
@@ -12,20 +12,20 @@ final class BoundedCache<Key: Hashable & Sendable, Value: Sendable>: Sendable {
         var cost = 0
     }
 
-    let maxEntries: Int
-    let maxCost: Int
+    package let maxEntries: Int
+    package let maxCost: Int
     private let state = Mutex(State())
 
-    init(maxEntries: Int, maxCost: Int) {
+    package init(maxEntries: Int, maxCost: Int) {
         (self.maxEntries, self.maxCost) = (max(0, maxEntries), max(0, maxCost))
     }
 
-    subscript(key: Key) -> Value? { state.withLock { $0.values[key]?.value } }
+    package subscript(key: Key) -> Value? { state.withLock { $0.values[key]?.value } }
 
-    var count: Int { state.withLock { $0.values.count } }
+    package var count: Int { state.withLock { $0.values.count } }
 
     /// Keeps `value` under `key` (replacing what was there), unless it alone costs more than the whole budget.
-    func insert(_ value: Value, for key: Key, cost: Int) {
+    package func insert(_ value: Value, for key: Key, cost: Int) {
         guard maxEntries > 0, cost <= maxCost else { return }
         state.withLock { s in
             if let old = s.values.updateValue((value, cost), forKey: key) {

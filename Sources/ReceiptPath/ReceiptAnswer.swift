@@ -1,12 +1,12 @@
-internal import Canonical
-internal import V1Adapter
-internal import WireJSON
+package import Canonical
+package import V1Adapter
+package import WireJSON
 
 /// The gateway's verifyReceipt answers, in Apple's shape (docs/operations.md, "Moving the receipt path"): Apple's
 /// member order, Apple's status codes, HTTP 200 whatever the status.
-enum ReceiptAnswer {
+package enum ReceiptAnswer {
     /// An answer that is a status alone; `retryable` adds Apple's `is-retryable`.
-    static func status(
+    package static func status(
         _ status: VerifyReceiptStatus,
         environment: AppStoreEnvironment? = nil,
         retryable: Bool = false
@@ -21,7 +21,7 @@ enum ReceiptAnswer {
     /// A whole answer: `receipt` (the receipt's own object), and — when the request carried the app's shared secret —
     /// `latest_receipt_info`, `latest_receipt` (the receipt sent, echoed: only Apple can sign a new one) and
     /// `pending_renewal_info` from what is known of the customer's transactions.
-    static func answer(
+    package static func answer(
         environment: AppStoreEnvironment,
         receipt: JSONValue,
         latestReceipt: [UInt8]?,
@@ -46,7 +46,7 @@ enum ReceiptAnswer {
         return w.finish()
     }
 
-    static func name(_ environment: AppStoreEnvironment) -> String {
+    package static func name(_ environment: AppStoreEnvironment) -> String {
         environment == .production ? "Production" : "Sandbox"
     }
 }

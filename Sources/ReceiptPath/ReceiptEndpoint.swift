@@ -1,9 +1,9 @@
 internal import Canonical
-internal import HTTPClient
-internal import ServiceKit
-internal import Store
+package import HTTPClient
+package import ServiceKit
+package import Store
 import Synchronization
-internal import V1Adapter
+package import V1Adapter
 
 /// `POST /verifyReceipt` and `POST /sandbox/verifyReceipt` (docs/operations.md, "Moving the receipt path"): the old
 /// backend's verifyReceipt, answered per bundle and environment by Apple (`apple`: a transparent proxy), by Apple with
@@ -12,24 +12,24 @@ internal import V1Adapter
 /// logged, stored or put in an error.
 public final class ReceiptEndpoint: Sendable {
     /// `receipts`: the endpoint's settings.
-    let settings: ReceiptSettings
+    package let settings: ReceiptSettings
     /// Apple's verifyReceipt, where `apple` and `shadow` forward a receipt.
-    let verifyReceipt: VerifyReceiptURLs
+    package let verifyReceipt: VerifyReceiptURLs
     /// The configured apps, as the receipt path knows them, by bundle.
-    let apps: [String: ReceiptPathApp]
-    let store: any GatewayStore
-    let read: @Sendable ([UInt8]) -> ReceiptReading
+    package let apps: [String: ReceiptPathApp]
+    package let store: any GatewayStore
+    package let read: @Sendable ([UInt8]) -> ReceiptReading
     /// Customers' histories; nil without the App Store Server API (then `shadow` and `api` cannot answer).
-    let histories: ReceiptHistories?
+    package let histories: ReceiptHistories?
     /// Apple's verifyReceipt, for `apple` and `shadow`.
-    let apple: any HTTPTransport
+    package let apple: any HTTPTransport
     /// Each bundle's shared secrets.
-    let secrets: [String: [SharedSecret]]
-    let metrics: Metrics
-    let log: Log
-    let now: @Sendable () -> Int64
+    package let secrets: [String: [SharedSecret]]
+    package let metrics: Metrics
+    package let log: Log
+    package let now: @Sendable () -> Int64
     /// Requests being answered now (``ReceiptSettings/maxInFlight``, ``ReceiptSettings/maxInFlightPerAddress``).
-    let admission: ReceiptAdmission
+    package let admission: ReceiptAdmission
     /// Shadow comparisons running now (at most ``ReceiptSettings/shadowConcurrency``).
     private let shadows = Atomic<Int>(0)
     private let shadowTasks = Mutex<[Int: Task<Void, Never>]>([:])
@@ -37,7 +37,7 @@ public final class ReceiptEndpoint: Sendable {
     /// The (app, environment, failure) an unauthenticated receipt was warned of: once each per process.
     private let unauthenticatedWarned = Mutex<Set<String>>([])
 
-    init(
+    package init(
         settings: ReceiptSettings,
         verifyReceipt: VerifyReceiptURLs,
         apps: [ReceiptPathApp],
@@ -62,11 +62,11 @@ public final class ReceiptEndpoint: Sendable {
     }
 
     /// The answer to a request the receipt path has no room for: Apple's own "try again".
-    static let busyAnswer = ReceiptAnswer.status(.unavailable, retryable: true)
+    package static let busyAnswer = ReceiptAnswer.status(.unavailable, retryable: true)
 
     /// Takes a request from `address` within the receipt path's bounds, or counts it refused (then answer
     /// ``busyAnswer``). Every ticket is handed back with ``release(_:)`` once its answer is made.
-    func admit(from address: String) -> ReceiptAdmission.Ticket? {
+    package func admit(from address: String) -> ReceiptAdmission.Ticket? {
         switch admission.admit(from: address) {
         case .success(let ticket):
             return ticket
@@ -76,7 +76,7 @@ public final class ReceiptEndpoint: Sendable {
         }
     }
 
-    func release(_ ticket: ReceiptAdmission.Ticket) { admission.release(ticket) }
+    package func release(_ ticket: ReceiptAdmission.Ticket) { admission.release(ticket) }
 
     /// The answer to one request; `sandboxURL`: it came to `/sandbox/verifyReceipt`.
     public func handle(_ body: [UInt8], sandboxURL: Bool) async -> [UInt8] {
@@ -187,7 +187,7 @@ public final class ReceiptEndpoint: Sendable {
     }
 
     /// The gateway's own answer (`api`, and the other side of `shadow`).
-    func own(
+    package func own(
         _ request: VerifyReceiptRequest,
         _ receipt: SubmittedReceipt,
         app: ReceiptPathApp,
