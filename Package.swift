@@ -146,8 +146,8 @@ let package = Package(
         .target(
             name: "ReceiptPath",
             dependencies: [
-                "ServiceKit", "Canonical", "Crypto", "HTTPClient", "Receipts", "Store", "V1Adapter", "V2Adapter",
-                "WireJSON",
+                "ServiceKit", "Canonical", "Crypto", "HTTPClient", "HTTPServer", "Receipts", "Store", "V1Adapter",
+                "V2Adapter", "WireJSON",
             ],
             swiftSettings: strict
         ),

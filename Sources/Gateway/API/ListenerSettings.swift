@@ -23,10 +23,8 @@ public struct ListenerSettings: Sendable {
             UInt32(config.limits.requestDeadlineSeconds), config.limits.bodyBufferBytes
         )
         main.bodyBufferPerAddressBytes = config.limits.effectiveBodyBufferPerAddressBytes
-        // verifyReceipt's own answer to a receipt past the body limit: its status 21002, HTTP 200 (docs/operations.md,
-        // "Moving the receipt path").
-        let notAReceipt = ServerResponse.json(200, ReceiptAnswer.status(.malformed))
-        main.tooLargeAnswers = ["/verifyReceipt": notAReceipt, "/sandbox/verifyReceipt": notAReceipt]
+        // The receipt path's own answer to a receipt past the body limit (docs/operations.md, "Moving the receipt path").
+        main.tooLargeAnswers = ReceiptEndpoint.tooLargeAnswers
         main.tls = try TLSFiles(config)?.load()
         return ListenerSettings(field: "listen", address: config.listen, configuration: main)
     }

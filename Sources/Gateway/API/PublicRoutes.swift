@@ -48,13 +48,23 @@ struct PublicRoutes: Sendable {
         }
     }
 
-    /// The routes of the public listener (docs/architecture.md, "The endpoint").
-    static let table = RouteTable<@Sendable (PublicRoutes, ServerRequest) -> ServerResponse>([
+    typealias Handler = @Sendable (PublicRoutes, ServerRequest) -> ServerResponse
+
+    /// The notifications' own routes.
+    static let notificationRoutes: [(method: String, pattern: String, handler: Handler)] = [
         ("POST", "/notifications", { $0.notification($1) }),
         ("GET", "/healthz", { _, _ in .json(200, Array(#"{"ok":true}"#.utf8)) }),
-        ("POST", "/verifyReceipt", { $0.verifyReceipt($1, sandbox: false) }),
-        ("POST", "/sandbox/verifyReceipt", { $0.verifyReceipt($1, sandbox: true) }),
-    ])
+    ]
+
+    /// The routes of the public listener (docs/architecture.md, "The endpoint"): the notifications' own, then those
+    /// the receipt path contributes.
+    static let table = RouteTable<Handler>(
+        notificationRoutes
+            + ReceiptEndpoint.routes.map { route in
+                let handle = route.handle
+                return (route.method, route.pattern, { routes, request in handle(routes.receipts, request) })
+            }
+    )
 
     func handle(_ request: ServerRequest) -> ServerResponse {
         switch Self.table.match(method: request.method, path: request.path) {
@@ -71,21 +81,6 @@ struct PublicRoutes: Sendable {
         let seconds = Double(latency.components.seconds) + Double(latency.components.attoseconds) / 1e18
         record(r, seconds: seconds)
         return .json(r.status, r.body)
-    }
-
-    /// Apple's verifyReceipt, answered per bundle (docs/operations.md, "Moving the receipt path"): HTTP 200 whatever
-    /// the status, as Apple does. Within the receipt path's own bounds, and never on a handler thread: the answer may
-    /// wait for Apple, and these threads answer Apple's notifications.
-    private func verifyReceipt(_ request: ServerRequest, sandbox: Bool) -> ServerResponse {
-        let (receipts, body) = (self.receipts, request.body)
-        guard let ticket = receipts.admit(from: request.remoteAddress) else {
-            return .json(200, ReceiptEndpoint.busyAnswer)
-        }
-        return .later {
-            let answer = await receipts.handle(body, sandboxURL: sandbox)
-            receipts.release(ticket)
-            return .json(200, answer)
-        }
     }
 
     /// One notification's metrics and log line.
