@@ -610,6 +610,45 @@ public enum ContractFiles {
                         "type": "number"
                       }
                     },
+                    "warm_only": {
+                      "description": "The warm-only clients' requests (customers already answered once), apart from the closed loop's.",
+                      "type": "object",
+                      "additionalProperties": true,
+                      "required": [
+                        "requests",
+                        "answered",
+                        "answers_per_second",
+                        "p50_ms",
+                        "p99_ms"
+                      ],
+                      "properties": {
+                        "requests": {
+                          "type": "integer"
+                        },
+                        "answered": {
+                          "type": "integer"
+                        },
+                        "answers_per_second": {
+                          "type": "number"
+                        },
+                        "p50_ms": {
+                          "type": "number"
+                        },
+                        "p99_ms": {
+                          "type": "number"
+                        },
+                        "max_ms": {
+                          "type": "number"
+                        }
+                      }
+                    },
+                    "warm_only_by_status": {
+                      "description": "The warm-only clients' answers by verifyReceipt status.",
+                      "type": "object",
+                      "additionalProperties": {
+                        "type": "integer"
+                      }
+                    },
                     "budget_per_second": {
                       "description": "The gateway's budget of calls a second per endpoint (Apple's limit times the margin), for all instances together.",
                       "type": "number"

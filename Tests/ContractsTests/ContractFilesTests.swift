@@ -19,7 +19,7 @@ import Testing
     static let pinned: [String: String] = [
         "alert.schema.json": "3ab6c31480599f173d678f798e8fe2e50d3790b500f3d2d372ac6131b5ca7e8c",
         "backfill.schema.json": "588e5acb77a655af7e29daed3c6575b4dd45751f889a689bc3de83ab570151f9",
-        "bench.schema.json": "60808ab6003a318a8509551fc6bc275477b2cb2b1dcd1a7854d4e561c70e1384",
+        "bench.schema.json": "c28819665ece6c321ae3d248aa59ba19747cc128123e868f2eddd0809e4d3070",
         "database-rows.schema.json": "4c687608af505c2b742e49e1783d7399d4f0bc4dd69552de03e6d9740246cfca",
         "envelope.schema.json": "60e39556d2a1de40bc1bd92253a7fdd38c6b792ad52a7085fec5ee6b3b4dbc57",
         "error.schema.json": "85041d69b18d07103e0eca9dfbab391b7c6e3e6a0b902c1cdfd1ed5951e6f488",
