@@ -443,6 +443,20 @@ package final class ReceiptHistories: Sendable {
 
     // MARK: The fetch
 
+    /// Claims (or holds) the fetch of `key` for this instance until twice the fetch timeout after `from`: false when
+    /// another instance holds it, the history is fresh, or the store cannot say.
+    private func claim(_ key: ReceiptHistoryKey, from: Int64, at time: Int64) async -> Bool {
+        (try? await store.write { [owner, settings] tx in
+            try tx.claimReceiptHistory(
+                key,
+                owner: owner,
+                until: from.clampedAdding(2 * settings.fetchTimeoutMillis),
+                now: time,
+                freshSince: time.clampedSubtracting(settings.historyMaxAgeMillis)
+            )
+        }) ?? false
+    }
+
     private func fetch(_ key: ReceiptHistoryKey, _ flight: Flight) async -> Result<CustomerHistory, Failure> {
         if let until = pausedUntil.withLock({ $0[Self.pauseKey(key)] }), now() < until {
             return .failure(Failure(code: "rate_limited", message: "Apple asked to wait until \(until)"))
@@ -450,17 +464,7 @@ package final class ReceiptHistories: Sendable {
         let started = now()
         // The claim outlives the request's deadline a little and is held longer with every page, so a crashed
         // instance's claim frees itself soon.
-        let claimed =
-            (try? await store.write { [owner, settings] tx in
-                try tx.claimReceiptHistory(
-                    key,
-                    owner: owner,
-                    until: started.clampedAdding(2 * settings.fetchTimeoutMillis),
-                    now: started,
-                    freshSince: started.clampedSubtracting(settings.historyMaxAgeMillis)
-                )
-            }) ?? false
-        guard claimed else {
+        guard await claim(key, from: started, at: started) else {
             return await waitForOther(key, deadline: started.clampedAdding(settings.fetchTimeoutMillis))
         }
         let owner = self.owner
@@ -615,7 +619,7 @@ package final class ReceiptHistories: Sendable {
         until bound: Int64,
         _ body: @Sendable () async throws(PathFetchError) -> T
     ) async -> Step<T> {
-        let (owner, settings) = (self.owner, self.settings)
+        let settings = self.settings
         while true {
             if Task.isCancelled || flights.withLock({ $0.stopping }) {
                 return .stop(Failure(code: "stopped", message: "the fetch was stopped; its pages are kept"))
@@ -668,17 +672,9 @@ package final class ReceiptHistories: Sendable {
                 guard flight.hasProgress, until < bound else {
                     return .stop(Failure(code: error.code, message: error.message))
                 }
-                let held =
-                    (try? await store.write { tx in
-                        try tx.claimReceiptHistory(
-                            key,
-                            owner: owner,
-                            until: until.clampedAdding(2 * settings.fetchTimeoutMillis),
-                            now: time,
-                            freshSince: time.clampedSubtracting(settings.historyMaxAgeMillis)
-                        )
-                    }) ?? false
-                guard held else { return .stop(Failure(code: "taken_over", message: "the claim was lost")) }
+                guard await claim(key, from: until, at: time) else {
+                    return .stop(Failure(code: "taken_over", message: "the claim was lost"))
+                }
                 flight.pause(until: until)
                 await sleep(wait)
                 flight.pause(until: nil)

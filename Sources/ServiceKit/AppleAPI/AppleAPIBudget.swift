@@ -297,28 +297,12 @@ public final class AppleAPIBudget: AppStoreAPIBudget {
                 let time = now()
                 guard var b = s.buckets[call] else { return (time, nil) }
                 b.refill(time)
-                while b.tokens >= 1, !b.waiters.isEmpty {
-                    b.tokens -= 1
-                    granted.append(b.waiters.removeFirst())
-                }
-                var kept: [Waiter] = []
-                for w in b.waiters {
-                    let turn = b.turn(after: kept.count)
-                    if turn > w.deadline { expired.append((w, turn)) } else { kept.append(w) }
-                }
-                b.waiters = kept
-                b.pumping = !kept.isEmpty
+                granted = Self.give(&b)
+                expired = Self.expireLate(&b)
                 s.buckets[call] = b
-                return (time, kept.isEmpty ? nil : b.turn(after: 0))
+                return (time, b.waiters.isEmpty ? nil : b.turn(after: 0))
             }
-            for w in granted {
-                count(call, w.priority, waited: "granted")
-                w.continuation.resume(returning: .granted)
-            }
-            for (w, turn) in expired {
-                count(call, w.priority, waited: "expired")
-                w.continuation.resume(returning: .expired(nextAt: turn))
-            }
+            resume(call, granted: granted, expired: expired)
             guard let wake else { return }
             await sleep(max(1, wake - time))
         }
@@ -342,18 +326,13 @@ extension AppleAPIBudget {
                 defer { s.buckets[call] = b }
                 b.refill(time)
                 granted = Self.give(&b)
-                var kept: [Waiter] = []
-                for w in b.waiters {
-                    let turn = b.turn(after: kept.count)
-                    if turn > w.deadline { expired.append((w, turn)) } else { kept.append(w) }
-                }
-                b.waiters = kept
-                b.pumping = !kept.isEmpty
-                guard !kept.isEmpty else { return (time, .done) }
+                expired = Self.expireLate(&b)
+                guard !b.waiters.isEmpty else { return (time, .done) }
                 let ready = max(shared.nextLeaseAt, b.pausedUntil)
                 guard time >= ready else { return (time, .sleep(until: ready)) }
                 return (
-                    time, .lease(turns: min(shared.batch, kept.count), bucket: shared.bucket, refill: shared.refill)
+                    time,
+                    .lease(turns: min(shared.batch, b.waiters.count), bucket: shared.bucket, refill: shared.refill)
                 )
             }
             resume(call, granted: granted, expired: expired)
@@ -440,6 +419,20 @@ extension AppleAPIBudget {
             granted.append(b.waiters.removeFirst())
         }
         return granted
+    }
+
+    /// Takes out the queued calls whose turn would come after their deadline, with the turn each would have had; the
+    /// bucket keeps pumping while any call is left.
+    private static func expireLate(_ b: inout Bucket) -> [(Waiter, Int64)] {
+        var kept: [Waiter] = []
+        var expired: [(Waiter, Int64)] = []
+        for w in b.waiters {
+            let turn = b.turn(after: kept.count)
+            if turn > w.deadline { expired.append((w, turn)) } else { kept.append(w) }
+        }
+        b.waiters = kept
+        b.pumping = !kept.isEmpty
+        return expired
     }
 
     private func resume(_ call: AppStoreAPICall, granted: [Waiter], expired: [(Waiter, Int64)]) {
