@@ -343,7 +343,7 @@ public final class ReceiptEndpoint: Sendable {
             try await store.write { tx in for e in entries { try tx.recordReceiptComparison(e) } }
             for e in entries { metrics.increment(.receiptComparisonsTotal, ["outcome": e.outcome.rawValue]) }
         } catch {
-            metrics.increment(.receiptComparisonsTotal, ["outcome": "store_unavailable"])
+            metrics.increment(.receiptComparisonsTotal, ["outcome": OutcomeCode.storeUnavailable.rawValue])
         }
     }
 

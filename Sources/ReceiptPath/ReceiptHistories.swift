@@ -500,7 +500,9 @@ package final class ReceiptHistories: Sendable {
     ) async -> Result<CustomerHistory, Failure> {
         let loaded = try? await store.read { tx in try tx.receiptHistoryPages(key) }
         guard let storedPages = loaded else {
-            return .failure(Failure(code: "store_unavailable", message: "the store could not be read"))
+            return .failure(
+                Failure(code: OutcomeCode.storeUnavailable.rawValue, message: "the store could not be read")
+            )
         }
         let chained = Self.chain(storedPages)
         if chained == nil {
@@ -540,7 +542,9 @@ package final class ReceiptHistories: Sendable {
                 try tx.addReceiptHistoryPage(key, kept, owner: owner, until: until)
             }
             guard let held else {
-                return .failure(Failure(code: "store_unavailable", message: "a page could not be kept"))
+                return .failure(
+                    Failure(code: OutcomeCode.storeUnavailable.rawValue, message: "a page could not be kept")
+                )
             }
             guard held else {
                 return .failure(Failure(code: "taken_over", message: "another instance took the fetch over"))
@@ -632,7 +636,9 @@ package final class ReceiptHistories: Sendable {
                 try tx.countReceiptHistoryCall(key, now: time, limit: settings.customerCallsPerHour)
             }
             guard let counted else {
-                return .stop(Failure(code: "store_unavailable", message: "the call could not be counted"))
+                return .stop(
+                    Failure(code: OutcomeCode.storeUnavailable.rawValue, message: "the call could not be counted")
+                )
             }
             guard counted else {
                 metrics.increment(.receiptHistoryCallsTotal, ["endpoint": endpoint, "outcome": "capped"])

@@ -191,7 +191,7 @@ public struct ReceiptPrefetch: Sendable {
                     else {
                         await group.waitForAll()
                         // A read the stop cut short is no failure of the store.
-                        return Task.isCancelled ? "stopped" : "store_unavailable"
+                        return Task.isCancelled ? "stopped" : OutcomeCode.storeUnavailable.rawValue
                     }
                     guard !page.isEmpty else {
                         await group.waitForAll()
